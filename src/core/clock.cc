@@ -1,0 +1,47 @@
+#include "core/clock.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+namespace mates {
+
+double WallSeconds() {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return std::chrono::duration<double>(now).count();
+}
+
+namespace {
+std::tm LocalTm(double wall_seconds) {
+  auto secs = static_cast<time_t>(std::floor(wall_seconds));
+  std::tm tm{};
+  ::localtime_r(&secs, &tm);
+  return tm;
+}
+}  // namespace
+
+std::string IsoTime(double wall_seconds) {
+  std::tm tm = LocalTm(wall_seconds);
+  auto micros = static_cast<long>((wall_seconds - std::floor(wall_seconds)) * 1e6);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
+  return buf;
+}
+
+std::string ClockTime(double wall_seconds) {
+  std::tm tm = LocalTm(wall_seconds);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return buf;
+}
+
+Deadline DeadlineIn(double seconds) {
+  if (seconds < 0) return std::nullopt;
+  return SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                  std::chrono::duration<double>(seconds));
+}
+
+bool Expired(const Deadline& d) { return d.has_value() && SteadyClock::now() >= *d; }
+
+}  // namespace mates

@@ -1,0 +1,26 @@
+// Time: wall-clock seconds for the on-disk formats, ISO-8601 for the tmux
+// message log, steady time for deadlines.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace mates {
+
+using SteadyClock = std::chrono::steady_clock;
+using Deadline = std::optional<SteadyClock::time_point>;  // nullopt = forever
+
+// Seconds since the epoch with sub-second precision (the seeds' time.time()).
+double WallSeconds();
+// Local time as ISO-8601 with microseconds, e.g. "2026-02-01T10:30:00.123456".
+std::string IsoTime(double wall_seconds);
+// "10:30:00" for people.
+std::string ClockTime(double wall_seconds);
+
+// A deadline `seconds` from now; negative = none.
+Deadline DeadlineIn(double seconds);
+// True once `d` has passed (never for nullopt).
+bool Expired(const Deadline& d);
+
+}  // namespace mates

@@ -1,0 +1,129 @@
+#include "core/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+
+namespace mates {
+
+ScopedFd& ScopedFd::operator=(ScopedFd&& o) noexcept {
+  if (this != &o) reset(o.release());
+  return *this;
+}
+
+void ScopedFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+namespace {
+
+std::atomic<int>& FsyncSetting() {
+  // -1 = not decided yet: read MATES_FSYNC once.
+  static std::atomic<int> setting{-1};
+  return setting;
+}
+
+Status FsyncDir(const fs::path& dir) {
+  ScopedFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno("open " + dir.string(), errno);
+  if (::fsync(fd.get()) != 0) return Status::FromErrno("fsync " + dir.string(), errno);
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool FsyncEnabled() {
+  int v = FsyncSetting().load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* env = std::getenv("MATES_FSYNC");
+    v = (env != nullptr && std::string_view(env) == "1") ? 1 : 0;
+    FsyncSetting().store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+void SetFsyncEnabled(bool on) { FsyncSetting().store(on ? 1 : 0, std::memory_order_relaxed); }
+
+Result<std::string> ReadFile(const fs::path& path) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return Status::NotFound(path.string() + " does not exist");
+    return Status::FromErrno("open " + path.string(), errno);
+  }
+  std::string out;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("read " + path.string(), errno);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Status WriteAll(int fd, std::string_view data, const char* what) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(std::string("write ") + what, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+Status WriteFileAtomic(const fs::path& path, std::string_view data) {
+  static std::atomic<uint64_t> seq{0};
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq.fetch_add(1));
+  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Status::FromErrno("create " + tmp.string(), errno);
+  Status s = WriteAll(fd.get(), data, tmp.c_str());
+  if (s.ok() && FsyncEnabled() && ::fsync(fd.get()) != 0) {
+    s = Status::FromErrno("fsync " + tmp.string(), errno);
+  }
+  fd.reset();
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    s = Status::FromErrno("rename " + tmp.string(), errno);
+  }
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  if (FsyncEnabled()) return FsyncDir(path.parent_path());
+  return Status::Ok();
+}
+
+Status TouchFile(const fs::path& path) {
+  ScopedFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Status::FromErrno("create " + path.string(), errno);
+  return Status::Ok();
+}
+
+Status EnsureDir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::IOError("create folder " + dir.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+Result<struct stat> StatPath(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::NotFound(path.string() + " does not exist");
+    return Status::FromErrno("stat " + path.string(), errno);
+  }
+  return st;
+}
+
+}  // namespace mates

@@ -1,0 +1,67 @@
+// Small POSIX file helpers: whole-file read, atomic replace, full writes,
+// an owning file descriptor.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace mates {
+
+namespace fs = std::filesystem;
+
+// Owns a file descriptor; closes it on destruction.
+class ScopedFd {
+ public:
+  ScopedFd() = default;
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ScopedFd(ScopedFd&& o) noexcept : fd_(o.release()) {}
+  ScopedFd& operator=(ScopedFd&& o) noexcept;
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Whether atomic replaces also fsync the file and its folder (power-loss
+// durability). Off by default (DESIGN §2); MATES_FSYNC=1 turns it on.
+bool FsyncEnabled();
+void SetFsyncEnabled(bool on);
+
+// Reads a whole file. NotFound when it does not exist.
+Result<std::string> ReadFile(const fs::path& path);
+
+// Replaces `path` atomically: writes `<path>.tmp.<pid>.<seq>`, then renames
+// it over. A reader sees the old or the new content, never a mix, whatever
+// instant a writer dies at. Callers that need read-modify-write hold a lock.
+Status WriteFileAtomic(const fs::path& path, std::string_view data);
+
+// write() until everything is written (regular files may take short writes
+// on a full disk or a signal).
+Status WriteAll(int fd, std::string_view data, const char* what);
+
+// Creates an empty file if there is none (never truncates).
+Status TouchFile(const fs::path& path);
+
+// mkdir -p; OK when it exists.
+Status EnsureDir(const fs::path& dir);
+
+// stat(); NotFound when absent.
+Result<struct stat> StatPath(const fs::path& path);
+
+}  // namespace mates

@@ -1,0 +1,14 @@
+// Diagnostics on stderr as "mates: warning: …" lines, through spdlog.
+// Never used for user-facing results (those go to stdout).
+#pragma once
+
+#include <string>
+
+namespace mates {
+
+void LogWarning(const std::string& message);
+void LogInfo(const std::string& message);
+// Debug lines appear only with MATES_DEBUG=1.
+void LogDebug(const std::string& message);
+
+}  // namespace mates

@@ -1,0 +1,21 @@
+#include "core/status.h"
+
+#include <cstring>
+
+namespace mates {
+
+Status Status::FromErrno(const std::string& what, int err) {
+  return IOError(what + ": " + std::strerror(err));
+}
+
+Status Status::WithContext(const std::string& context) const {
+  if (ok()) return *this;
+  return {code_, context + ": " + message_};
+}
+
+int ExitCodeFor(const Status& s) {
+  if (s.ok()) return 0;
+  return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace mates

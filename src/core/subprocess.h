@@ -1,0 +1,89 @@
+// Subprocess: runs a program as ninja does — its own session and process
+// group, stdin from /dev/null (or given text), stdout/stderr through pipes —
+// and stops it by killing the whole group, grandchildren included.
+//
+// Output is capped: past `max_output` bytes per stream the head and the tail
+// are kept and the cut is said. When the direct child exits, whatever it
+// left running in its group is killed after a short grace, so a command that
+// backgrounds a process (or a grandchild that keeps the pipe open) neither
+// hangs the caller nor outlives it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/files.h"
+#include "core/status.h"
+
+namespace mates {
+
+struct SubprocessOptions {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  // The complete environment ("KEY=value"); nullopt inherits ours.
+  std::optional<std::vector<std::string>> env;
+  std::string cwd;         // "" = ours
+  std::string stdin_data;  // fed to stdin, then closed; empty = /dev/null
+  double timeout_s = -1;   // < 0: none
+  size_t max_output = 1 << 20;  // per stream, head + tail kept
+  bool merge_stderr = false;    // stderr into the stdout pipe
+  // Grace after the direct child exits before its group is killed.
+  double group_grace_s = 0.05;
+};
+
+struct SubprocessResult {
+  int exit_code = -1;    // when it exited normally
+  int term_signal = 0;   // when a signal ended it
+  bool timed_out = false;
+  bool cancelled = false;
+  std::string out;
+  std::string err;
+  size_t out_dropped = 0;  // bytes cut from the middle
+  size_t err_dropped = 0;
+};
+
+// A running child. Move-only; the destructor kills its group and reaps it.
+class Subprocess {
+ public:
+  static Result<Subprocess> Start(const SubprocessOptions& options);
+
+  Subprocess(Subprocess&& o) noexcept;
+  Subprocess& operator=(Subprocess&& o) noexcept;
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  ~Subprocess();
+
+  pid_t pid() const { return pid_; }
+  // Sends `sig` to the whole process group.
+  void Signal(int sig) const;
+  // Reads one line of stdout (without '\n'); Timeout if none by `deadline`,
+  // NotFound at end of output.
+  Result<std::string> ReadLine(const Deadline& deadline);
+  // Collects output until the child exits (or the timeout / `cancel` stops
+  // it, killing the group), then reaps it.
+  SubprocessResult Wait(const std::atomic<bool>* cancel = nullptr);
+
+ private:
+  Subprocess() = default;
+  void Reap(SubprocessResult* r);
+
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  ScopedFd out_;
+  ScopedFd err_;
+  ScopedFd in_;
+  std::string stdin_data_;
+  size_t stdin_pos_ = 0;
+  std::string line_buf_;  // ReadLine's leftovers, returned first by Wait
+  SubprocessOptions options_;
+};
+
+// Start + Wait.
+Result<SubprocessResult> RunSubprocess(const SubprocessOptions& options,
+                                       const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace mates

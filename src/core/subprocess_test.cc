@@ -1,0 +1,126 @@
+#include "core/subprocess.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+SubprocessResult Sh(const std::string& script, double timeout = 10, size_t cap = 1 << 20) {
+  SubprocessOptions o;
+  o.argv = {"/bin/bash", "-c", script};
+  o.timeout_s = timeout;
+  o.max_output = cap;
+  auto r = RunSubprocess(o);
+  EXPECT_TRUE(r.ok());
+  return r.ok() ? *r : SubprocessResult{};
+}
+
+// Whether any process has `marker` in its command line.
+bool Alive(const std::string& marker) {
+  auto r = testing::Run({"pgrep", "-f", marker});
+  return r.exit_code == 0;
+}
+
+TEST(SubprocessTest, ExitCodeAndBothStreams) {
+  auto r = Sh("echo out; echo err >&2; exit 3");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_FALSE(r.timed_out);
+}
+
+TEST(SubprocessTest, StdinIsDevNullOrTheGivenText) {
+  EXPECT_EQ(Sh("cat; echo done").out, "done\n");
+  SubprocessOptions o;
+  o.argv = {"cat"};
+  o.stdin_data = std::string(200000, 'x');  // larger than a pipe buffer
+  auto r = RunSubprocess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->out.size(), 200000u);
+}
+
+TEST(SubprocessTest, EnvironmentAndFolderAreTheGivenOnes) {
+  testing::TempDir dir;
+  SubprocessOptions o;
+  o.argv = {"/bin/sh", "-c", "echo \"$ONLY:$HOME\"; pwd"};
+  o.env = std::vector<std::string>{"ONLY=this", "PATH=/usr/bin:/bin"};
+  o.cwd = dir.str();
+  auto r = RunSubprocess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->out, "this:\n" + fs::canonical(dir.path()).string() + "\n");
+}
+
+TEST(SubprocessTest, TimeoutKillsTheWholeGroupEvenPipeHolders) {
+  std::string marker = "mates_sub_test_" + std::to_string(::getpid()) + "_a";
+  auto start = std::chrono::steady_clock::now();
+  // A grandchild in the background keeps stdout open; the child sleeps.
+  auto r = Sh("(exec -a " + marker + " sleep 30) & exec -a " + marker + " sleep 30", 0.3);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.term_signal, SIGKILL);
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_FALSE(Alive(marker));
+}
+
+TEST(SubprocessTest, ABackgroundedProcessDoesNotHangTheCallerNorOutliveIt) {
+  std::string marker = "mates_sub_test_" + std::to_string(::getpid()) + "_b";
+  auto start = std::chrono::steady_clock::now();
+  auto r = Sh("(exec -a " + marker + " sleep 30) & echo started", 20);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "started\n");
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_FALSE(Alive(marker));
+}
+
+TEST(SubprocessTest, HugeOutputKeepsHeadAndTailAndSaysTheCut) {
+  auto r = Sh("echo FIRST; head -c 5000000 /dev/zero | tr '\\0' x; echo; echo LAST", 20, 10000);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("FIRST\n", 0), 0u);
+  EXPECT_NE(r.out.find("LAST\n"), std::string::npos);
+  EXPECT_NE(r.out.find("bytes cut"), std::string::npos);
+  EXPECT_GT(r.out_dropped, 4900000u);
+  EXPECT_LT(r.out.size(), 10100u);
+}
+
+TEST(SubprocessTest, CancelStopsIt) {
+  std::atomic<bool> cancel{false};
+  SubprocessOptions o;
+  o.argv = {"sleep", "30"};
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok());
+  std::thread t([&] {
+    // Cancel once the child is surely running: it answered a signal 0.
+    while (::kill(p->pid(), 0) != 0) std::this_thread::yield();
+    cancel = true;
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto r = p->Wait(&cancel);
+  t.join();
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+}
+
+TEST(SubprocessTest, UnknownProgramIsNotFound) {
+  SubprocessOptions o;
+  o.argv = {"definitely-not-a-program-xyz"};
+  EXPECT_EQ(RunSubprocess(o).status().code(), StatusCode::kNotFound);
+}
+
+TEST(SubprocessTest, ReadLineThenWaitKeepsTheRest) {
+  SubprocessOptions o;
+  o.argv = {"/bin/sh", "-c", "echo one; echo two; echo three"};
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p->ReadLine(DeadlineIn(5)), "one");
+  auto r = p->Wait();
+  EXPECT_EQ(r.out, "two\nthree\n");
+}
+
+}  // namespace
+}  // namespace mates
