@@ -1,0 +1,263 @@
+#include "store/board.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::TempDir;
+
+const Caller kLead{"lead", true};
+
+TaskDraft Draft(const std::string& subject, std::vector<int64_t> blocked_by = {}) {
+  TaskDraft d;
+  d.subject = subject;
+  d.blocked_by = std::move(blocked_by);
+  return d;
+}
+
+TEST(BoardTest, IdsStartAtOneAndAreNeverReused) {
+  TempDir dir;
+  {
+    Board board(dir.path());
+    EXPECT_EQ(board.Create(Draft("a"))->id, 1);
+    EXPECT_EQ(board.Create(Draft("b"))->id, 2);
+    TaskPatch del;
+    del.status = TaskStatus::kDeleted;
+    ASSERT_TRUE(board.Update(2, del, kLead).ok());
+  }
+  fs::remove(dir.path() / "2.json");  // even if the file goes away
+  Board fresh(dir.path());
+  EXPECT_EQ(fresh.Create(Draft("c"))->id, 3);
+  EXPECT_EQ(testing::ReadAll(dir.path() / ".highwatermark"), "3\n");
+}
+
+TEST(BoardTest, TaskFileHasTheDesignShape) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("Implement resolvers")).ok());
+  auto j = ParseJson(testing::ReadAll(dir.path() / "1.json"));
+  ASSERT_TRUE(j.ok());
+  for (const char* key : {"id", "subject", "description", "activeForm", "status", "owner",
+                          "blockedBy", "blocks", "metadata", "created_at", "updated_at"}) {
+    EXPECT_TRUE(j->contains(key)) << key;
+  }
+  EXPECT_EQ((*j)["status"], "pending");
+}
+
+TEST(BoardTest, DependenciesAreKeptOnBothSides) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("analyze")).ok());
+  ASSERT_TRUE(board.Create(Draft("design", {1})).ok());
+  ASSERT_TRUE(board.Create(Draft("implement")).ok());
+  EXPECT_EQ(board.Get(1)->blocks, std::vector<int64_t>{2});
+  TaskPatch p;
+  p.add_blocked_by = {2};
+  ASSERT_TRUE(board.Update(3, p, kLead).ok());
+  EXPECT_EQ(board.Get(3)->blocked_by, std::vector<int64_t>{2});
+  EXPECT_EQ(board.Get(2)->blocks, std::vector<int64_t>{3});
+  TaskPatch q;
+  q.add_blocks = {3};
+  ASSERT_TRUE(board.Update(1, q, kLead).ok());
+  EXPECT_EQ(board.Get(3)->blocked_by, (std::vector<int64_t>{2, 1}));
+}
+
+TEST(BoardTest, CyclesAndUnknownIdsAreRefusedWithoutWriting) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("a")).ok());
+  ASSERT_TRUE(board.Create(Draft("b", {1})).ok());
+  ASSERT_TRUE(board.Create(Draft("c", {2})).ok());
+  TaskPatch cycle;
+  cycle.add_blocked_by = {3};
+  auto r = board.Update(1, cycle, kLead);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("cycle"), std::string::npos);
+  TaskPatch cycle2;
+  cycle2.add_blocks = {1};
+  EXPECT_EQ(board.Update(3, cycle2, kLead).status().code(), StatusCode::kFailedPrecondition);
+  TaskPatch self;
+  self.add_blocked_by = {1};
+  EXPECT_EQ(board.Update(1, self, kLead).status().code(), StatusCode::kInvalidArgument);
+  TaskPatch unknown;
+  unknown.add_blocked_by = {99};
+  unknown.subject = "changed";
+  EXPECT_EQ(board.Update(1, unknown, kLead).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(board.Get(1)->subject, "a");  // nothing written
+  EXPECT_TRUE(board.Get(1)->blocked_by.empty());
+  EXPECT_EQ(board.Create(Draft("d", {42})).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(board.Get(42).status().code(), StatusCode::kNotFound);
+}
+
+TEST(BoardTest, ClaimIsACompareAndSet) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("a")).ok());
+  ASSERT_TRUE(board.Create(Draft("b", {1})).ok());
+  EXPECT_EQ(board.Claim(2, "bob").status().code(), StatusCode::kFailedPrecondition);  // blocked
+  auto t = board.Claim(1, "alice");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->owner, "alice");
+  EXPECT_EQ(t->status, TaskStatus::kInProgress);
+  EXPECT_TRUE(board.Claim(1, "alice").ok());  // idempotent for the owner
+  auto lost = board.Claim(1, "bob");
+  EXPECT_EQ(lost.status().code(), StatusCode::kConflict);
+  EXPECT_NE(lost.status().message().find("alice"), std::string::npos);
+  EXPECT_EQ(board.Claim(7, "bob").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(board.Claim(1, "../x").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(BoardTest, ClaimNextTakesTheLowestUnblockedId) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("1")).ok());
+  ASSERT_TRUE(board.Create(Draft("2", {1})).ok());
+  ASSERT_TRUE(board.Create(Draft("3")).ok());
+  EXPECT_EQ((*board.ClaimNext("a"))->id, 1);
+  EXPECT_EQ((*board.ClaimNext("b"))->id, 3);  // 2 waits on 1
+  EXPECT_FALSE(board.ClaimNext("c")->has_value());
+  TaskPatch done;
+  done.status = TaskStatus::kCompleted;
+  ASSERT_TRUE(board.Update(1, done, Caller{"a", false}).ok());
+  EXPECT_EQ((*board.ClaimNext("c"))->id, 2);
+}
+
+TEST(BoardTest, DeletingABlockerReleasesItsDependents) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("1")).ok());
+  ASSERT_TRUE(board.Create(Draft("2", {1})).ok());
+  TaskPatch del;
+  del.status = TaskStatus::kDeleted;
+  ASSERT_TRUE(board.Update(1, del, kLead).ok());
+  EXPECT_TRUE(board.Get(2)->blocked_by.empty());
+  EXPECT_EQ((*board.ClaimNext("a"))->id, 2);
+  EXPECT_EQ(board.List()->size(), 1u);
+  EXPECT_EQ(board.List(true)->size(), 2u);
+}
+
+TEST(BoardTest, OwnerRulesForTeammates) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("x")).ok());
+  ASSERT_TRUE(board.Claim(1, "alice").ok());
+  TaskPatch steal;
+  steal.owner = "bob";
+  EXPECT_EQ(board.Update(1, steal, Caller{"bob", false}).status().code(),
+            StatusCode::kFailedPrecondition);
+  TaskPatch finish;
+  finish.status = TaskStatus::kCompleted;
+  EXPECT_EQ(board.Update(1, finish, Caller{"bob", false}).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(board.Update(1, steal, kLead).ok());  // the lead may reassign
+  EXPECT_TRUE(board.Update(1, finish, Caller{"bob", false}).ok());
+}
+
+TEST(BoardTest, StartingATaskAssignsItAndRespectsBlockers) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("1")).ok());
+  ASSERT_TRUE(board.Create(Draft("2", {1})).ok());
+  TaskPatch start;
+  start.status = TaskStatus::kInProgress;
+  EXPECT_EQ(board.Update(2, start, Caller{"bob", false}).status().code(),
+            StatusCode::kFailedPrecondition);
+  auto t = board.Update(1, start, Caller{"bob", false});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->owner, "bob");
+}
+
+TEST(BoardTest, MetadataIsMerged) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("x")).ok());
+  TaskPatch p;
+  p.metadata_json = R"({"a":1,"b":2})";
+  ASSERT_TRUE(board.Update(1, p, kLead).ok());
+  p.metadata_json = R"({"b":null,"c":3})";
+  ASSERT_TRUE(board.Update(1, p, kLead).ok());
+  EXPECT_EQ(board.Get(1)->metadata_json, R"({"a":1,"c":3})");
+  p.metadata_json = "[1]";
+  EXPECT_EQ(board.Update(1, p, kLead).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(BoardTest, OtherInstancesSeeChangesWithoutReloadingEverything) {
+  TempDir dir;
+  Board a(dir.path());
+  Board b(dir.path());
+  ASSERT_TRUE(a.Create(Draft("x")).ok());
+  EXPECT_EQ(b.Get(1)->subject, "x");
+  ASSERT_TRUE(b.Claim(1, "bob").ok());
+  EXPECT_EQ(a.Claim(1, "alice").status().code(), StatusCode::kConflict);
+  // A change made by someone else entirely (a person with an editor).
+  auto j = ParseJson(testing::ReadAll(dir.path() / "1.json"));
+  (*j)["subject"] = "edited by hand";
+  ASSERT_TRUE(WriteFileAtomic(dir.path() / "1.json", DumpJson(*j)).ok());
+  EXPECT_EQ(a.Get(1)->subject, "edited by hand");
+  EXPECT_EQ(b.Get(1)->subject, "edited by hand");
+}
+
+TEST(BoardTest, CorruptOrTruncatedTaskFilesAreReportedAndSkipped) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("good")).ok());
+  ASSERT_TRUE(board.Create(Draft("will break")).ok());
+  ASSERT_TRUE(board.Create(Draft("waits on the broken one", {2})).ok());
+  std::string two = testing::ReadAll(dir.path() / "2.json");
+  testing::WriteAll(dir.path() / "2.json", two.substr(0, two.size() / 2));
+  testing::WriteAll(dir.path() / "9.json", "garbage");
+  ::testing::internal::CaptureStderr();
+  auto list = board.List();
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_NE(warnings.find("2.json"), std::string::npos);
+  EXPECT_NE(warnings.find("9.json"), std::string::npos);
+  // The dependent of a broken task stays blocked; the rest goes on.
+  EXPECT_EQ((*board.ClaimNext("a"))->id, 1);
+  EXPECT_FALSE(board.ClaimNext("a")->has_value());
+  // New ids go past the broken files.
+  EXPECT_EQ(board.Create(Draft("next"))->id, 10);
+}
+
+TEST(BoardTest, RacingClaimersInThreadsEachWinDistinctTasks) {
+  TempDir dir;
+  {
+    Board setup(dir.path());
+    for (int i = 0; i < 300; ++i) ASSERT_TRUE(setup.Create(Draft("t" + std::to_string(i))).ok());
+  }
+  std::mutex mu;
+  std::map<int64_t, std::string> owners;
+  std::atomic<int> doubles{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 6; ++w) {
+    threads.emplace_back([&, w] {
+      Board board(dir.path());  // each its own instance, as separate processes
+      std::string me = "w" + std::to_string(w);
+      for (;;) {
+        auto t = board.ClaimNext(me);
+        ASSERT_TRUE(t.ok());
+        if (!t->has_value()) return;
+        std::lock_guard<std::mutex> lock(mu);
+        if (!owners.emplace((*t)->id, me).second) ++doubles;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(doubles.load(), 0);
+  EXPECT_EQ(owners.size(), 300u);
+}
+
+}  // namespace
+}  // namespace mates

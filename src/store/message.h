@@ -1,0 +1,49 @@
+// Message: one line of an inbox and of messages.jsonl (DESIGN §2, §3).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json.h"
+#include "core/status.h"
+
+namespace mates {
+
+enum class MessageType {
+  kMessage,
+  kBroadcast,
+  kShutdownRequest,
+  kShutdownResponse,
+  kPlanApprovalRequest,
+  kPlanApprovalResponse,
+};
+
+std::string_view MessageTypeName(MessageType type);
+// InvalidArgument listing the valid types for anything else.
+Result<MessageType> ParseMessageType(std::string_view name);
+const std::vector<MessageType>& AllMessageTypes();
+
+struct Message {
+  std::string id;  // "m-…", unique; duplicates are suppressed by it
+  MessageType type = MessageType::kMessage;
+  std::string sender;
+  std::string recipient;  // empty in the log line of a broadcast
+  std::string content;
+  std::string summary;
+  std::string request_id;
+  std::optional<bool> approve;
+  std::string feedback;
+  double timestamp = 0;
+};
+
+Json MessageToJson(const Message& m);
+// The JSONL line, '\n' included.
+std::string MessageToLine(const Message& m);
+// Accepts `from` for `sender` (the s09 format). InvalidArgument saying what
+// is missing or mistyped.
+Result<Message> MessageFromJson(const Json& j);
+Result<Message> ParseMessageLine(std::string_view line);
+
+}  // namespace mates

@@ -1,0 +1,69 @@
+#include "store/message_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "core/file_lock.h"
+#include "core/files.h"
+#include "core/log.h"
+#include "store/watcher.h"
+
+namespace mates {
+
+MessageLog::MessageLog(const Workspace& ws, std::string team)
+    : dir_(ws.TeamDir(team)), path_(ws.MessagesLogPath(team)), lock_(ws.MessagesLockPath(team)) {}
+
+Status MessageLog::Append(const Message& m) const {
+  {
+    MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_));
+    ScopedFd fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd.valid()) return Status::FromErrno("open " + path_.string(), errno);
+    MATES_RETURN_IF_ERROR(WriteAll(fd.get(), MessageToLine(m), path_.c_str()));
+  }
+  Watcher::Default().NotifyLocal(dir_, path_.filename().string());
+  return Status::Ok();
+}
+
+Result<std::vector<Message>> MessageLog::ReadFrom(uint64_t offset, uint64_t* next_offset) const {
+  std::vector<Message> out;
+  *next_offset = offset;
+  ScopedFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return out;
+    return Status::FromErrno("open " + path_.string(), errno);
+  }
+  std::string data;
+  char buf[65536];
+  off_t pos = static_cast<off_t>(offset);
+  for (;;) {
+    ssize_t n = ::pread(fd.get(), buf, sizeof buf, pos);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("read " + path_.string(), errno);
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+    pos += n;
+  }
+  size_t start = 0;
+  for (;;) {
+    size_t end = data.find('\n', start);
+    if (end == std::string::npos) break;  // incomplete tail: next time
+    std::string_view line(data.data() + start, end - start);
+    if (line.find_first_not_of(" \t\r") != std::string_view::npos) {
+      auto m = ParseMessageLine(line);
+      if (m.ok()) {
+        out.push_back(std::move(*m));
+      } else {
+        LogWarning("skipping a bad line of " + path_.string() + ": " + m.status().message());
+      }
+    }
+    start = end + 1;
+  }
+  *next_offset = offset + start;
+  return out;
+}
+
+}  // namespace mates

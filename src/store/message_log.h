@@ -1,0 +1,34 @@
+// MessageLog: .teams/<team>/messages.jsonl, the append-only record of every
+// message sent in a team (DESIGN §3). Never drained; `mates log` reads it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "store/message.h"
+#include "store/workspace.h"
+
+namespace mates {
+
+class MessageLog {
+ public:
+  MessageLog(const Workspace& ws, std::string team);
+
+  // One write of one line under `messages.lock`.
+  Status Append(const Message& m) const;
+  // Messages from byte `offset` on; `*next_offset` is where to continue.
+  // Bad lines are skipped with a warning; a line still being written (no
+  // newline yet) is left for the next read.
+  Result<std::vector<Message>> ReadFrom(uint64_t offset, uint64_t* next_offset) const;
+
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path dir_;
+  fs::path path_;
+  fs::path lock_;
+};
+
+}  // namespace mates

@@ -1,0 +1,165 @@
+#include "store/messenger.h"
+
+#include "core/clock.h"
+#include "core/ids.h"
+#include "core/names.h"
+#include "store/mailbox.h"
+#include "store/message_log.h"
+#include "store/requests.h"
+
+namespace mates {
+namespace {
+
+std::string TypeText(MessageType t) { return std::string(MessageTypeName(t)); }
+
+Status NotOnRoster(const TeamConfig& team, const std::string& who, const std::string& as) {
+  std::string names;
+  for (const auto& m : team.members) {
+    if (!names.empty()) names += ", ";
+    names += m.name;
+  }
+  return Status::NotFound("unknown " + as + " '" + who + "': team '" + team.name +
+                          "' has " + names);
+}
+
+}  // namespace
+
+Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
+  const bool from_lead = team.IsLead(r.sender);
+  const std::string type = TypeText(r.type);
+  auto lead_only = [&]() -> Status {
+    if (!from_lead) {
+      return Status::FailedPrecondition("only the lead ('" + team.lead + "') may send " + type);
+    }
+    return Status::Ok();
+  };
+  auto teammate_only = [&]() -> Status {
+    if (from_lead) return Status::FailedPrecondition("the lead cannot send " + type);
+    return Status::Ok();
+  };
+  auto need_approve = [&]() -> Status {
+    if (!r.approve.has_value()) {
+      return Status::InvalidArgument(type + " needs approve: true or false");
+    }
+    return Status::Ok();
+  };
+  RequestStore requests(ws_, team_);
+  switch (r.type) {
+    case MessageType::kMessage:
+    case MessageType::kBroadcast:
+      if (r.content.empty()) return Status::InvalidArgument(type + " needs content");
+      return Status::Ok();
+    case MessageType::kShutdownRequest:
+      MATES_RETURN_IF_ERROR(lead_only());
+      if (r.recipient == team.lead) return Status::InvalidArgument("the lead cannot be asked to shut down");
+      if (r.content.empty()) r.content = "Please wrap up your work and shut down.";
+      return Status::Ok();
+    case MessageType::kPlanApprovalRequest:
+      MATES_RETURN_IF_ERROR(teammate_only());
+      if (r.recipient.empty()) r.recipient = team.lead;
+      if (r.recipient != team.lead) {
+        return Status::FailedPrecondition("plan_approval_request goes to the lead ('" + team.lead + "')");
+      }
+      if (r.content.empty()) return Status::InvalidArgument("plan_approval_request needs the plan as content");
+      return Status::Ok();
+    case MessageType::kShutdownResponse:
+    case MessageType::kPlanApprovalResponse: {
+      const bool shutdown = r.type == MessageType::kShutdownResponse;
+      MATES_RETURN_IF_ERROR(shutdown ? teammate_only() : lead_only());
+      MATES_RETURN_IF_ERROR(need_approve());
+      if (r.request_id.empty()) return Status::InvalidArgument(type + " needs the request_id it answers");
+      auto req = requests.Get(r.request_id);
+      if (!req.ok()) return req.status();
+      const std::string kind = shutdown ? "shutdown" : "plan_approval";
+      if (req->kind != kind) {
+        return Status::FailedPrecondition("request " + r.request_id + " is a " + req->kind +
+                                          " request, not " + kind);
+      }
+      if (req->responder != r.sender) {
+        return Status::FailedPrecondition("request " + r.request_id + " is for '" +
+                                          req->responder + "' to answer, not '" + r.sender + "'");
+      }
+      if (req->status != "pending") {
+        return Status::FailedPrecondition("request " + r.request_id + " was already answered (" +
+                                          req->status + ")");
+      }
+      if (r.recipient.empty()) r.recipient = req->requester;
+      if (r.recipient != req->requester) {
+        return Status::FailedPrecondition("request " + r.request_id + " came from '" +
+                                          req->requester + "'; answer goes there");
+      }
+      if (r.content.empty()) {
+        r.content = !r.feedback.empty() ? r.feedback : (*r.approve ? "approved" : "rejected");
+      }
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+Result<SendReceipt> Messenger::Send(SendRequest r) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team_));
+  MATES_RETURN_IF_ERROR(ValidateName("sender name", r.sender));
+  if (!r.recipient.empty()) MATES_RETURN_IF_ERROR(ValidateName("recipient name", r.recipient));
+  Roster roster(ws_);
+  MATES_ASSIGN_OR_RETURN(TeamConfig team, roster.Load(team_));
+  if (team.Find(r.sender) == nullptr) return NotOnRoster(team, r.sender, "sender");
+  if (r.type == MessageType::kBroadcast) {
+    if (!r.recipient.empty()) return Status::InvalidArgument("a broadcast has no recipient");
+  }
+  MATES_RETURN_IF_ERROR(CheckRoles(team, r));
+
+  SendReceipt receipt;
+  if (r.type == MessageType::kBroadcast) {
+    for (const auto& m : team.members) {
+      if (m.name != r.sender) receipt.recipients.push_back(m.name);
+    }
+  } else {
+    if (r.recipient.empty()) return Status::InvalidArgument(TypeText(r.type) + " needs a recipient");
+    if (team.Find(r.recipient) == nullptr) return NotOnRoster(team, r.recipient, "recipient");
+    if (r.recipient == r.sender) return Status::InvalidArgument("cannot send a message to yourself");
+    receipt.recipients.push_back(r.recipient);
+  }
+
+  Message msg;
+  msg.id = NewId("m");
+  msg.type = r.type;
+  msg.sender = r.sender;
+  msg.recipient = r.type == MessageType::kBroadcast ? "" : r.recipient;
+  msg.content = r.content;
+  msg.summary = r.summary;
+  msg.timestamp = WallSeconds();
+  msg.approve = r.approve;
+  msg.feedback = r.feedback;
+  msg.request_id = r.request_id;
+
+  RequestStore requests(ws_, team_);
+  if (r.type == MessageType::kShutdownRequest || r.type == MessageType::kPlanApprovalRequest) {
+    if (msg.request_id.empty()) msg.request_id = NewId("r");
+    ProtocolRequest req;
+    req.id = msg.request_id;
+    req.kind = r.type == MessageType::kShutdownRequest ? "shutdown" : "plan_approval";
+    req.requester = r.sender;
+    req.responder = r.recipient;
+    req.status = "pending";
+    req.content = r.content;
+    req.created_at = msg.timestamp;
+    MATES_RETURN_IF_ERROR(requests.Create(req));
+  } else if (r.type == MessageType::kShutdownResponse ||
+             r.type == MessageType::kPlanApprovalResponse) {
+    std::string response = r.type == MessageType::kShutdownResponse ? r.content : r.feedback;
+    MATES_RETURN_IF_ERROR(requests.Resolve(msg.request_id, *r.approve, response).status());
+  }
+
+  fs::path dir = ws_.TeamDir(team_);
+  for (const auto& to : receipt.recipients) {
+    Message copy = msg;
+    copy.recipient = to;
+    MATES_RETURN_IF_ERROR(Mailbox(dir, to).Append(copy));
+  }
+  MATES_RETURN_IF_ERROR(MessageLog(ws_, team_).Append(msg));
+  receipt.message = std::move(msg);
+  return receipt;
+}
+
+}  // namespace mates

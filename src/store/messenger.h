@@ -1,0 +1,51 @@
+// Messenger: sending within a team (DESIGN §3). Checks the sender, the
+// recipient and the type against the roster and the role rules, delivers to
+// the recipients' inboxes, and records the message in messages.jsonl.
+// A recipient not on the roster is an error; no inbox is created for it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "store/message.h"
+#include "store/roster.h"
+#include "store/workspace.h"
+
+namespace mates {
+
+struct SendRequest {
+  MessageType type = MessageType::kMessage;
+  std::string sender;
+  std::string recipient;  // empty for broadcast; defaults to the lead for
+                          // shutdown_response and plan_approval_request
+  std::string content;
+  std::string summary;
+  std::string request_id;  // required by responses; generated for requests
+  std::optional<bool> approve;
+  std::string feedback;
+};
+
+struct SendReceipt {
+  Message message;                      // as logged (no recipient for broadcast)
+  std::vector<std::string> recipients;  // whose inboxes got it
+};
+
+class Messenger {
+ public:
+  Messenger(Workspace ws, std::string team) : ws_(std::move(ws)), team_(std::move(team)) {}
+
+  // InvalidArgument for malformed requests (bad type, missing field),
+  // NotFound for unknown names, FailedPrecondition for role-rule and
+  // protocol violations.
+  Result<SendReceipt> Send(SendRequest request);
+
+ private:
+  Status CheckRoles(const TeamConfig& team, SendRequest& request);
+
+  Workspace ws_;
+  std::string team_;
+};
+
+}  // namespace mates

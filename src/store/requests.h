@@ -1,0 +1,47 @@
+// Protocol requests (shutdown, plan approval) persisted as
+// .teams/<team>/requests/<id>.json, so that a response can be matched to its
+// request across processes and restarts (DESIGN §2, §3).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json.h"
+#include "core/status.h"
+#include "store/workspace.h"
+
+namespace mates {
+
+struct ProtocolRequest {
+  std::string id;         // "r-…"
+  std::string kind;       // "shutdown" | "plan_approval"
+  std::string requester;  // who asked
+  std::string responder;  // who must answer
+  std::string status;     // "pending" | "approved" | "rejected"
+  std::string content;    // the plan, or the shutdown reason
+  std::string response;   // summary / reason / feedback given with the answer
+  double created_at = 0;
+  double resolved_at = 0;
+};
+
+Json ProtocolRequestToJson(const ProtocolRequest& r);
+Result<ProtocolRequest> ProtocolRequestFromJson(const Json& j);
+
+class RequestStore {
+ public:
+  RequestStore(const Workspace& ws, std::string team);
+
+  Status Create(const ProtocolRequest& r);
+  Result<ProtocolRequest> Get(std::string_view id) const;
+  // Marks a pending request approved or rejected. FailedPrecondition if it
+  // was answered already.
+  Result<ProtocolRequest> Resolve(std::string_view id, bool approve, const std::string& response);
+  Result<std::vector<ProtocolRequest>> List() const;
+
+ private:
+  fs::path dir_;
+  fs::path lock_;
+};
+
+}  // namespace mates

@@ -1,0 +1,259 @@
+#include "store/roster.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/file_lock.h"
+#include "core/files.h"
+#include "core/names.h"
+#include "store/watcher.h"
+
+namespace mates {
+
+std::string_view MemberStatusName(MemberStatus s) {
+  switch (s) {
+    case MemberStatus::kActive:
+      return "active";
+    case MemberStatus::kIdle:
+      return "idle";
+    case MemberStatus::kShutdown:
+      return "shutdown";
+  }
+  return "idle";
+}
+
+Result<MemberStatus> ParseMemberStatus(std::string_view name) {
+  if (name == "active") return MemberStatus::kActive;
+  if (name == "idle") return MemberStatus::kIdle;
+  if (name == "shutdown") return MemberStatus::kShutdown;
+  // The s09 seed said "working" for active.
+  if (name == "working") return MemberStatus::kActive;
+  return Status::InvalidArgument("unknown member status '" + std::string(name) +
+                                 "' (valid: active, idle, shutdown)");
+}
+
+const std::vector<std::string>& TeammateColors() {
+  static const std::vector<std::string> colors = {"cyan", "yellow", "magenta", "green", "blue"};
+  return colors;
+}
+
+const Member* TeamConfig::Find(std::string_view member) const {
+  for (const auto& m : members) {
+    if (m.name == member) return &m;
+  }
+  return nullptr;
+}
+
+Member* TeamConfig::Find(std::string_view member) {
+  for (auto& m : members) {
+    if (m.name == member) return &m;
+  }
+  return nullptr;
+}
+
+Json TeamConfigToJson(const TeamConfig& c) {
+  Json members = Json::array();
+  for (const auto& m : c.members) {
+    Json jm = {{"name", m.name},
+               {"agent_id", m.agent_id},
+               {"role", m.role},
+               {"status", MemberStatusName(m.status)},
+               {"color", m.color},
+               {"backend", m.backend}};
+    if (m.role != "lead") {
+      jm["model"] = m.model;
+      jm["plan_mode_required"] = m.plan_mode_required;
+      jm["prompt"] = m.prompt;
+    }
+    jm["joined_at"] = m.joined_at;
+    members.push_back(std::move(jm));
+  }
+  Json j = {{"name", c.name}, {"created_at", c.created_at}, {"lead", c.lead}};
+  if (!c.description.empty()) j["description"] = c.description;
+  j["members"] = std::move(members);
+  return j;
+}
+
+Result<TeamConfig> TeamConfigFromJson(const Json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("config is not a JSON object");
+  TeamConfig c;
+  MATES_ASSIGN_OR_RETURN(c.name, JsonString(j, "name", true));
+  MATES_ASSIGN_OR_RETURN(c.description, JsonString(j, "description", false));
+  MATES_ASSIGN_OR_RETURN(c.lead, JsonString(j, "lead", false));
+  MATES_ASSIGN_OR_RETURN(c.created_at, JsonNumber(j, "created_at", 0));
+  auto it = j.find("members");
+  if (it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return Status::InvalidArgument("'members' must be an array");
+    for (const auto& jm : *it) {
+      Member m;
+      MATES_ASSIGN_OR_RETURN(m.name, JsonString(jm, "name", true));
+      MATES_ASSIGN_OR_RETURN(m.agent_id, JsonString(jm, "agent_id", false, m.name + "@" + c.name));
+      MATES_ASSIGN_OR_RETURN(m.role, JsonString(jm, "role", false, "teammate"));
+      MATES_ASSIGN_OR_RETURN(std::string status, JsonString(jm, "status", false, "idle"));
+      MATES_ASSIGN_OR_RETURN(m.status, ParseMemberStatus(status));
+      MATES_ASSIGN_OR_RETURN(m.color, JsonString(jm, "color", false));
+      MATES_ASSIGN_OR_RETURN(m.backend, JsonString(jm, "backend", false, "in-process"));
+      MATES_ASSIGN_OR_RETURN(m.model, JsonString(jm, "model", false));
+      MATES_ASSIGN_OR_RETURN(m.plan_mode_required, JsonBool(jm, "plan_mode_required", false));
+      MATES_ASSIGN_OR_RETURN(m.prompt, JsonString(jm, "prompt", false));
+      MATES_ASSIGN_OR_RETURN(m.joined_at, JsonNumber(jm, "joined_at", 0));
+      c.members.push_back(std::move(m));
+    }
+  }
+  // Seed configs name no lead: the member with role "lead", else "lead".
+  if (c.lead.empty()) {
+    auto lead = std::find_if(c.members.begin(), c.members.end(),
+                             [](const Member& m) { return m.role == "lead"; });
+    c.lead = lead != c.members.end() ? lead->name : "lead";
+  }
+  return c;
+}
+
+Result<TeamConfig> Roster::CreateTeam(std::string_view team, std::string_view lead,
+                                      std::string_view description) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(ValidateName("member name", lead));
+  MATES_RETURN_IF_ERROR(EnsureDir(ws_.TeamsDir()));
+  fs::path dir = ws_.TeamDir(team);
+  std::error_code ec;
+  bool created = fs::create_directory(dir, ec);
+  if (ec) return Status::IOError("create " + dir.string() + ": " + ec.message());
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(ws_.ConfigLockPath(team)));
+  // A folder without config.json is what a creator that died left: reuse it.
+  if (!created && fs::exists(ws_.ConfigPath(team))) {
+    return Status::AlreadyExists("team '" + std::string(team) + "' already exists");
+  }
+  double now = WallSeconds();
+  TeamConfig c;
+  c.name = std::string(team);
+  c.description = std::string(description);
+  c.lead = std::string(lead);
+  c.created_at = now;
+  Member m;
+  m.name = std::string(lead);
+  m.agent_id = m.name + "@" + c.name;
+  m.role = "lead";
+  m.status = MemberStatus::kActive;
+  m.backend = "in-process";
+  m.joined_at = now;
+  c.members.push_back(std::move(m));
+  MATES_RETURN_IF_ERROR(EnsureDir(ws_.RequestsDir(team)));
+  MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));
+  MATES_RETURN_IF_ERROR(EnsureDir(ws_.TasksDir(team)));
+  // The lock files exist from the start (DESIGN §2 layout), so that reading
+  // a board or an empty inbox never changes what is on disk.
+  MATES_RETURN_IF_ERROR(TouchFile(ws_.TasksDir(team) / ".lock"));
+  MATES_RETURN_IF_ERROR(TouchFile(dir / (std::string(lead) + "_inbox.lock")));
+  MATES_RETURN_IF_ERROR(WriteFileAtomic(ws_.ConfigPath(team), DumpJsonPretty(TeamConfigToJson(c))));
+  return c;
+}
+
+Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
+  auto data = ReadFile(ws_.ConfigPath(team));
+  if (!data.ok()) {
+    if (data.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("no team '" + std::string(team) + "' in " + ws_.root().string());
+    }
+    return data.status();
+  }
+  auto j = ParseJson(*data);
+  if (!j.ok()) return j.status().WithContext(ws_.ConfigPath(team).string());
+  auto c = TeamConfigFromJson(*j);
+  if (!c.ok()) return c.status().WithContext(ws_.ConfigPath(team).string());
+  return c;
+}
+
+Result<TeamConfig> Roster::Load(std::string_view team) const {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  // Replaced atomically: no lock needed to read a consistent version.
+  return LoadUnlocked(team);
+}
+
+Result<std::vector<std::string>> Roster::ListTeams() const {
+  std::vector<std::string> teams;
+  std::error_code ec;
+  if (!fs::exists(ws_.TeamsDir(), ec)) return teams;
+  for (const auto& e : fs::directory_iterator(ws_.TeamsDir(), ec)) {
+    std::string name = e.path().filename().string();
+    if (!ValidateName("team name", name).ok()) continue;
+    if (fs::exists(e.path() / "config.json")) teams.push_back(name);
+  }
+  if (ec) return Status::IOError("list " + ws_.TeamsDir().string() + ": " + ec.message());
+  std::sort(teams.begin(), teams.end());
+  return teams;
+}
+
+Result<TeamConfig> Roster::Update(std::string_view team,
+                                  const std::function<Status(TeamConfig&)>& mutate) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  if (!fs::exists(ws_.ConfigPath(team))) {
+    return Status::NotFound("no team '" + std::string(team) + "' in " + ws_.root().string());
+  }
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(ws_.ConfigLockPath(team)));
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, LoadUnlocked(team));
+  MATES_RETURN_IF_ERROR(mutate(c));
+  MATES_RETURN_IF_ERROR(WriteFileAtomic(ws_.ConfigPath(team), DumpJsonPretty(TeamConfigToJson(c))));
+  Watcher::Default().NotifyLocal(ws_.TeamDir(team), "config.json");
+  return c;
+}
+
+Result<Member> Roster::AddMember(std::string_view team, Member member) {
+  MATES_RETURN_IF_ERROR(ValidateName("member name", member.name));
+  Member added;
+  auto r = Update(team, [&](TeamConfig& c) -> Status {
+    if (c.Find(member.name) != nullptr) {
+      return Status::AlreadyExists("'" + member.name + "' is already a member of team '" +
+                                   c.name + "'");
+    }
+    member.agent_id = member.name + "@" + c.name;
+    if (member.role.empty()) member.role = "teammate";
+    if (member.backend.empty()) member.backend = "in-process";
+    size_t teammates = std::count_if(c.members.begin(), c.members.end(),
+                                     [](const Member& m) { return m.role != "lead"; });
+    if (member.role != "lead" && member.color.empty()) {
+      member.color = TeammateColors()[teammates % TeammateColors().size()];
+    }
+    if (member.joined_at == 0) member.joined_at = WallSeconds();
+    c.members.push_back(member);
+    added = member;
+    return Status::Ok();
+  });
+  if (!r.ok()) return r.status();
+  MATES_RETURN_IF_ERROR(TouchFile(ws_.TeamDir(team) / (added.name + "_inbox.lock")));
+  return added;
+}
+
+Status Roster::SetStatus(std::string_view team, std::string_view member, MemberStatus status) {
+  auto r = Update(team, [&](TeamConfig& c) -> Status {
+    Member* m = c.Find(member);
+    if (m == nullptr) {
+      return Status::NotFound("no member '" + std::string(member) + "' in team '" + c.name + "'");
+    }
+    m->status = status;
+    return Status::Ok();
+  });
+  return r.status();
+}
+
+Status Roster::DeleteTeam(std::string_view team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  fs::path dir = ws_.TeamDir(team);
+  if (!fs::exists(dir / "config.json")) {
+    return Status::NotFound("no team '" + std::string(team) + "' in " + ws_.root().string());
+  }
+  // Rename first so that the team vanishes at one instant, then remove.
+  fs::path graveyard = ws_.TeamsDir() / (".deleted." + std::string(team) + "." +
+                                         std::to_string(::getpid()));
+  std::error_code ec;
+  fs::rename(dir, graveyard, ec);
+  if (ec) return Status::IOError("delete " + dir.string() + ": " + ec.message());
+  fs::remove_all(graveyard, ec);
+  fs::remove_all(ws_.TasksDir(team), ec);
+  if (ec) return Status::IOError("delete " + ws_.TasksDir(team).string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace mates

@@ -1,0 +1,83 @@
+// Roster: a team's config.json (DESIGN §2) — who is on the team, their role,
+// status, colour and backend. Every change is a read-modify-write under
+// `config.lock` ending in an atomic replace, so concurrent joins and status
+// updates from threads and processes never lose one another.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json.h"
+#include "core/status.h"
+#include "store/workspace.h"
+
+namespace mates {
+
+enum class MemberStatus { kActive, kIdle, kShutdown };
+std::string_view MemberStatusName(MemberStatus s);
+Result<MemberStatus> ParseMemberStatus(std::string_view name);
+
+struct Member {
+  std::string name;
+  std::string agent_id;  // "name@team"
+  std::string role;      // "lead" | "teammate"
+  MemberStatus status = MemberStatus::kIdle;
+  std::string color;    // "" for the lead; cyan, yellow, magenta, green, blue
+  std::string backend;  // "in-process" | "tmux" | "external"
+  std::string model;
+  bool plan_mode_required = false;
+  std::string prompt;
+  double joined_at = 0;
+};
+
+struct TeamConfig {
+  std::string name;
+  std::string description;
+  std::string lead;  // the lead member's name
+  double created_at = 0;
+  std::vector<Member> members;
+
+  const Member* Find(std::string_view member) const;
+  Member* Find(std::string_view member);
+  bool IsLead(std::string_view member) const { return member == lead; }
+};
+
+Json TeamConfigToJson(const TeamConfig& c);
+Result<TeamConfig> TeamConfigFromJson(const Json& j);
+
+// The colour palette of seed v8, cycled over teammates.
+const std::vector<std::string>& TeammateColors();
+
+class Roster {
+ public:
+  explicit Roster(Workspace ws) : ws_(std::move(ws)) {}
+
+  // Creates .teams/<team>/ with a config holding the lead. AlreadyExists
+  // if the team exists.
+  Result<TeamConfig> CreateTeam(std::string_view team, std::string_view lead = "lead",
+                                std::string_view description = "");
+  // NotFound if there is no such team.
+  Result<TeamConfig> Load(std::string_view team) const;
+  Result<std::vector<std::string>> ListTeams() const;
+  // Adds a member: agent_id and colour are filled in. AlreadyExists if the
+  // name is taken.
+  Result<Member> AddMember(std::string_view team, Member member);
+  Status SetStatus(std::string_view team, std::string_view member, MemberStatus status);
+  // Read-modify-write under the config lock; `mutate` may refuse.
+  Result<TeamConfig> Update(std::string_view team,
+                            const std::function<Status(TeamConfig&)>& mutate);
+  // Removes the team's folder and its task board. NotFound if absent.
+  Status DeleteTeam(std::string_view team);
+
+  const Workspace& workspace() const { return ws_; }
+
+ private:
+  Result<TeamConfig> LoadUnlocked(std::string_view team) const;
+
+  Workspace ws_;
+};
+
+}  // namespace mates

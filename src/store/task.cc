@@ -1,0 +1,82 @@
+#include "store/task.h"
+
+#include <nlohmann/json.hpp>
+
+namespace mates {
+
+std::string_view TaskStatusName(TaskStatus s) {
+  switch (s) {
+    case TaskStatus::kPending:
+      return "pending";
+    case TaskStatus::kInProgress:
+      return "in_progress";
+    case TaskStatus::kCompleted:
+      return "completed";
+    case TaskStatus::kDeleted:
+      return "deleted";
+  }
+  return "pending";
+}
+
+Result<TaskStatus> ParseTaskStatus(std::string_view name) {
+  if (name == "pending") return TaskStatus::kPending;
+  if (name == "in_progress") return TaskStatus::kInProgress;
+  if (name == "completed") return TaskStatus::kCompleted;
+  if (name == "deleted") return TaskStatus::kDeleted;
+  return Status::InvalidArgument("unknown task status '" + std::string(name) +
+                                 "' (valid: pending, in_progress, completed, deleted)");
+}
+
+Json TaskToJson(const Task& t) {
+  Json metadata = Json::object();
+  auto parsed = ParseJson(t.metadata_json);
+  if (parsed.ok() && parsed->is_object()) metadata = std::move(*parsed);
+  return {{"id", t.id},
+          {"subject", t.subject},
+          {"description", t.description},
+          {"activeForm", t.active_form},
+          {"status", TaskStatusName(t.status)},
+          {"owner", t.owner},
+          {"blockedBy", t.blocked_by},
+          {"blocks", t.blocks},
+          {"metadata", metadata},
+          {"created_at", t.created_at},
+          {"updated_at", t.updated_at}};
+}
+
+namespace {
+Result<std::vector<int64_t>> IdList(const Json& j, const char* key) {
+  std::vector<int64_t> ids;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return ids;
+  if (!it->is_array()) return Status::InvalidArgument(std::string("'") + key + "' must be an array");
+  for (const auto& v : *it) {
+    MATES_ASSIGN_OR_RETURN(int64_t id, JsonId(v, key));
+    ids.push_back(id);
+  }
+  return ids;
+}
+}  // namespace
+
+Result<Task> TaskFromJson(const Json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("task is not a JSON object");
+  Task t;
+  auto id = j.find("id");
+  if (id == j.end()) return Status::InvalidArgument("task has no id");
+  MATES_ASSIGN_OR_RETURN(t.id, JsonId(*id, "id"));
+  MATES_ASSIGN_OR_RETURN(t.subject, JsonString(j, "subject", true));
+  MATES_ASSIGN_OR_RETURN(t.description, JsonString(j, "description", false));
+  MATES_ASSIGN_OR_RETURN(t.active_form, JsonString(j, "activeForm", false));
+  MATES_ASSIGN_OR_RETURN(std::string status, JsonString(j, "status", false, "pending"));
+  MATES_ASSIGN_OR_RETURN(t.status, ParseTaskStatus(status));
+  MATES_ASSIGN_OR_RETURN(t.owner, JsonString(j, "owner", false));
+  MATES_ASSIGN_OR_RETURN(t.blocked_by, IdList(j, "blockedBy"));
+  MATES_ASSIGN_OR_RETURN(t.blocks, IdList(j, "blocks"));
+  auto md = j.find("metadata");
+  t.metadata_json = (md != j.end() && md->is_object()) ? DumpJson(*md) : "{}";
+  MATES_ASSIGN_OR_RETURN(t.created_at, JsonNumber(j, "created_at", 0));
+  MATES_ASSIGN_OR_RETURN(t.updated_at, JsonNumber(j, "updated_at", 0));
+  return t;
+}
+
+}  // namespace mates

@@ -1,0 +1,63 @@
+// Task: one file .tasks/<team>/<id>.json (DESIGN §2, §4).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json.h"
+#include "core/status.h"
+
+namespace mates {
+
+enum class TaskStatus { kPending, kInProgress, kCompleted, kDeleted };
+std::string_view TaskStatusName(TaskStatus s);
+Result<TaskStatus> ParseTaskStatus(std::string_view name);
+
+struct Task {
+  int64_t id = 0;
+  std::string subject;
+  std::string description;
+  std::string active_form;
+  TaskStatus status = TaskStatus::kPending;
+  std::string owner;
+  std::vector<int64_t> blocked_by;  // authoritative for claimability
+  std::vector<int64_t> blocks;      // the other side, kept consistent
+  std::string metadata_json = "{}";
+  double created_at = 0;
+  double updated_at = 0;
+};
+
+Json TaskToJson(const Task& t);
+Result<Task> TaskFromJson(const Json& j);
+
+// What TaskCreate takes.
+struct TaskDraft {
+  std::string subject;
+  std::string description;
+  std::string active_form;
+  std::vector<int64_t> blocked_by;
+  std::string metadata_json;  // "" = {}
+};
+
+// What TaskUpdate may change; unset fields stay.
+struct TaskPatch {
+  std::optional<TaskStatus> status;
+  std::optional<std::string> owner;
+  std::optional<std::string> subject;
+  std::optional<std::string> description;
+  std::optional<std::string> active_form;
+  std::optional<std::string> metadata_json;  // merged; a null value removes a key
+  std::vector<int64_t> add_blocked_by;
+  std::vector<int64_t> add_blocks;
+};
+
+// Who asks: the owner rule of DESIGN §4 depends on it.
+struct Caller {
+  std::string name;
+  bool is_lead = false;
+};
+
+}  // namespace mates
