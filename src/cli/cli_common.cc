@@ -1,0 +1,86 @@
+#include "cli/cli_common.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "core/clock.h"
+#include "store/roster.h"
+
+namespace mates::cli {
+
+int Fail(const Status& s) {
+  std::cerr << "mates: error: " << s.message() << std::endl;
+  return ExitCodeFor(s);
+}
+
+int Usage(const std::string& message) {
+  return Fail(Status::InvalidArgument(message));
+}
+
+std::string FormatMessage(const Message& m) {
+  std::string out = "[" + ClockTime(m.timestamp) + "] " + m.sender;
+  if (!m.recipient.empty()) out += " -> " + m.recipient;
+  out += " (" + std::string(MessageTypeName(m.type));
+  if (!m.request_id.empty()) out += " " + m.request_id;
+  if (m.approve.has_value()) out += *m.approve ? ", approved" : ", rejected";
+  out += ")";
+  if (!m.summary.empty()) out += " [" + m.summary + "]";
+  out += ": " + m.content;
+  if (!m.feedback.empty() && m.feedback != m.content) out += "\n  feedback: " + m.feedback;
+  return out;
+}
+
+namespace {
+std::string IdList(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (int64_t id : ids) {
+    if (!s.empty()) s += ", ";
+    s += "#" + std::to_string(id);
+  }
+  return s;
+}
+}  // namespace
+
+std::string FormatTaskLine(const Task& t) {
+  std::string out = "#" + std::to_string(t.id) + " [" + std::string(TaskStatusName(t.status)) +
+                    "] " + t.subject;
+  if (!t.owner.empty()) out += "  (owner: " + t.owner + ")";
+  if (!t.blocked_by.empty()) out += "  blocked by " + IdList(t.blocked_by);
+  return out;
+}
+
+std::string FormatTaskDetail(const Task& t) {
+  std::string out = "#" + std::to_string(t.id) + " " + t.subject + "\n";
+  out += "  status:      " + std::string(TaskStatusName(t.status)) + "\n";
+  out += "  owner:       " + (t.owner.empty() ? std::string("-") : t.owner) + "\n";
+  if (!t.active_form.empty()) out += "  active form: " + t.active_form + "\n";
+  out += "  blocked by:  " + (t.blocked_by.empty() ? std::string("-") : IdList(t.blocked_by)) + "\n";
+  out += "  blocks:      " + (t.blocks.empty() ? std::string("-") : IdList(t.blocks)) + "\n";
+  if (t.metadata_json != "{}") out += "  metadata:    " + t.metadata_json + "\n";
+  if (!t.description.empty()) out += "\n" + t.description + "\n";
+  return out;
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    std::string piece = s.substr(start, end - start);
+    while (!piece.empty() && piece.front() == ' ') piece.erase(piece.begin());
+    while (!piece.empty() && piece.back() == ' ') piece.pop_back();
+    if (!piece.empty()) out.push_back(piece);
+    start = end + 1;
+  }
+  return out;
+}
+
+Result<std::string> DefaultMember(const Workspace& ws, const std::string& team) {
+  const char* env = std::getenv("MATES_AGENT_NAME");
+  if (env != nullptr && *env != '\0') return std::string(env);
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, Roster(ws).Load(team));
+  return c.lead;
+}
+
+}  // namespace mates::cli

@@ -1,0 +1,50 @@
+// What every `mates` subcommand shares: the global options, how errors and
+// results are printed, and how a subcommand hands its action to main().
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "store/message.h"
+#include "store/task.h"
+#include "store/workspace.h"
+
+namespace mates::cli {
+
+struct Globals {
+  std::string workspace;  // --workspace
+  // Set by the subcommand that was chosen; main() runs it after parsing.
+  std::function<int()> action;
+
+  Workspace ws() const { return WorkspaceFrom(workspace); }
+};
+
+// Prints "mates: error: <message>" and returns the exit code for it.
+int Fail(const Status& s);
+// Same for a bad-usage message (exit 2).
+int Usage(const std::string& message);
+
+// Human-readable one-message rendering ("[10:30:00] lead → frontend …").
+std::string FormatMessage(const Message& m);
+// One task per line for `tasks list`, and the full view for `tasks get`.
+std::string FormatTaskLine(const Task& t);
+std::string FormatTaskDetail(const Task& t);
+
+// Splits "a,b,c" (empty pieces dropped).
+std::vector<std::string> SplitList(const std::string& s);
+
+// Registration of each command group.
+void AddTeamCommands(CLI::App& app, Globals& g);
+void AddSendCommand(CLI::App& app, Globals& g);
+void AddInboxCommand(CLI::App& app, Globals& g);
+void AddTasksCommands(CLI::App& app, Globals& g);
+void AddLogCommand(CLI::App& app, Globals& g);
+
+// The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
+// else the team's lead.
+Result<std::string> DefaultMember(const Workspace& ws, const std::string& team);
+
+}  // namespace mates::cli

@@ -1,0 +1,128 @@
+// mates inbox --team T NAME [--peek] [--wait [S]] [--json]
+#include <charconv>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/names.h"
+#include "store/mailbox.h"
+#include "store/roster.h"
+#include "store/watcher.h"
+
+namespace mates::cli {
+namespace {
+
+struct InboxArgs {
+  std::string team;
+  std::string name;
+  bool peek = false;
+  std::vector<std::string> wait;  // [] = flag given without seconds
+  bool json = false;
+};
+
+bool IsNumber(const std::string& s, double* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+void Print(const std::vector<Message>& msgs, bool json) {
+  for (const auto& m : msgs) {
+    if (json) {
+      std::cout << DumpJson(MessageToJson(m)) << "\n";
+    } else {
+      std::cout << FormatMessage(m) << "\n";
+    }
+  }
+  std::cout.flush();
+}
+
+int Inbox(Globals& g, InboxArgs a, bool wait_given) {
+  double wait_s = -1;  // forever
+  if (wait_given && !a.wait.empty()) {
+    // `--wait NAME`: CLI11 took the name as the seconds; give it back.
+    if (!IsNumber(a.wait[0], &wait_s)) {
+      if (!a.name.empty()) return Usage("--wait takes seconds, got '" + a.wait[0] + "'");
+      a.name = a.wait[0];
+      wait_s = -1;
+    } else if (wait_s < 0) {
+      return Usage("--wait takes a number of seconds >= 0");
+    }
+  }
+  if (a.name.empty()) return Usage("whose inbox? give NAME");
+  Status s = ValidateName("member name", a.name);
+  if (!s.ok()) return Fail(s);
+  Workspace ws = g.ws();
+  auto team = Roster(ws).Load(a.team);
+  if (!team.ok()) return Fail(team.status());
+  if (team->Find(a.name) == nullptr) {
+    return Fail(Status::NotFound("'" + a.name + "' is not a member of team '" + a.team + "'"));
+  }
+  Mailbox box(ws.TeamDir(a.team), a.name);
+  if (!wait_given) {
+    auto msgs = a.peek ? box.Peek() : box.Drain();
+    if (!msgs.ok()) return Fail(msgs.status());
+    Print(*msgs, a.json);
+    return 0;
+  }
+  // Subscribe before the first look so that nothing falls in between.
+  auto waker = std::make_shared<Waker>();
+  auto sub = Watcher::Default().Subscribe(ws.TeamDir(a.team), Workspace::InboxFileName(a.name),
+                                          waker);
+  if (!sub.ok()) return Fail(sub.status());
+  Deadline deadline = DeadlineIn(wait_s);
+  bool said_waiting = false;
+  for (;;) {
+    uint64_t seen = waker->generation();
+    if (a.peek) {
+      auto msgs = box.Peek();
+      if (!msgs.ok()) return Fail(msgs.status());
+      if (!msgs->empty()) {
+        Print(*msgs, a.json);
+        return 0;
+      }
+    } else {
+      auto batch = box.BeginDrain();
+      if (!batch.ok()) return Fail(batch.status());
+      if (!batch->messages.empty()) {
+        Print(batch->messages, a.json);
+        Status c = box.Commit(*batch);
+        if (!c.ok()) return Fail(c);
+        return 0;
+      }
+      Status c = box.Commit(*batch);
+      if (!c.ok()) return Fail(c);
+      if (batch->redelivery) continue;  // the inbox itself may hold more
+    }
+    if (!said_waiting) {
+      LogDebug("inbox: waiting for a message to " + a.name);
+      said_waiting = true;
+    }
+    if (waker->WaitChange(seen, deadline) == seen && Expired(deadline)) {
+      return Fail(Status::Timeout("no message for " + a.name + " within " +
+                                  std::to_string(static_cast<long>(wait_s)) + " s"));
+    }
+  }
+}
+
+}  // namespace
+
+void AddInboxCommand(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<InboxArgs>();
+  CLI::App* inbox = app.add_subcommand("inbox", "Read (drain) or peek at a member's inbox");
+  inbox->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
+  inbox->add_option("NAME", a->name, "Whose inbox");
+  inbox->add_flag("--peek", a->peek, "Show without taking the messages away");
+  auto* wait = inbox->add_option("--wait", a->wait,
+                                 "Block until a message comes (at most S seconds)")
+                   ->expected(0, 1);
+  inbox->add_flag("--json", a->json, "One JSON object per line");
+  inbox->callback([&g, a, wait] {
+    bool wait_given = wait->count() > 0;
+    g.action = [&g, a, wait_given] { return Inbox(g, *a, wait_given); };
+  });
+}
+
+}  // namespace mates::cli

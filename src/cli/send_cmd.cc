@@ -1,0 +1,112 @@
+// mates send --team T [--from NAME] (--to NAME | --broadcast) [--type TYPE]
+//            [--request-id ID] [--approve | --reject] [--summary S] TEXT
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "store/messenger.h"
+
+namespace mates::cli {
+namespace {
+
+struct SendArgs {
+  std::string team;
+  std::string from;
+  std::string to;
+  bool broadcast = false;
+  std::string type;
+  std::string request_id;
+  bool approve = false;
+  bool reject = false;
+  std::string summary;
+  std::string feedback;
+  std::vector<std::string> text;
+  bool json = false;
+};
+
+int Send(Globals& g, const SendArgs& a) {
+  Workspace ws = g.ws();
+  SendRequest r;
+  if (!a.type.empty()) {
+    auto t = ParseMessageType(a.type);
+    if (!t.ok()) return Fail(t.status());
+    r.type = *t;
+  }
+  if (a.broadcast) {
+    if (!a.type.empty() && r.type != MessageType::kBroadcast) {
+      return Usage("--broadcast cannot be combined with --type " + a.type);
+    }
+    r.type = MessageType::kBroadcast;
+  }
+  if (r.type == MessageType::kBroadcast && !a.to.empty()) {
+    return Usage("a broadcast goes to everyone: drop --to");
+  }
+  if (r.type != MessageType::kBroadcast && a.to.empty() &&
+      r.type != MessageType::kShutdownResponse && r.type != MessageType::kPlanApprovalRequest &&
+      r.type != MessageType::kPlanApprovalResponse) {
+    return Usage("say who gets it: --to NAME or --broadcast");
+  }
+  if (a.approve) r.approve = true;
+  if (a.reject) r.approve = false;
+  if (a.text.size() == 1 && a.text[0] == "-") {
+    r.content.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    for (const auto& w : a.text) {
+      if (!r.content.empty()) r.content += ' ';
+      r.content += w;
+    }
+  }
+  r.recipient = a.to;
+  r.summary = a.summary;
+  r.feedback = a.feedback;
+  r.request_id = a.request_id;
+  if (!a.from.empty()) {
+    r.sender = a.from;
+  } else {
+    auto who = DefaultMember(ws, a.team);
+    if (!who.ok()) return Fail(who.status());
+    r.sender = *who;
+  }
+  auto receipt = Messenger(ws, a.team).Send(r);
+  if (!receipt.ok()) return Fail(receipt.status());
+  if (a.json) {
+    Json out = MessageToJson(receipt->message);
+    out["recipients"] = receipt->recipients;
+    std::cout << DumpJson(out) << std::endl;
+    return 0;
+  }
+  std::string to;
+  for (const auto& name : receipt->recipients) to += (to.empty() ? "" : ", ") + name;
+  std::cout << "sent " << MessageTypeName(receipt->message.type) << " "
+            << receipt->message.id << " to " << (to.empty() ? "nobody" : to);
+  if (!receipt->message.request_id.empty()) std::cout << " (request " << receipt->message.request_id << ")";
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddSendCommand(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<SendArgs>();
+  CLI::App* send = app.add_subcommand("send", "Send a message to a team member (or everyone)");
+  send->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
+  send->add_option("--from", a->from, "Sender (default: $MATES_AGENT_NAME, else the lead)");
+  auto* to = send->add_option("--to", a->to, "Recipient");
+  auto* bc = send->add_flag("--broadcast", a->broadcast, "Send to every member but the sender");
+  to->excludes(bc);
+  send->add_option("--type", a->type,
+                   "message, broadcast, shutdown_request, shutdown_response, "
+                   "plan_approval_request, plan_approval_response");
+  send->add_option("--request-id", a->request_id, "The request a response answers");
+  auto* ap = send->add_flag("--approve", a->approve, "Approve (responses)");
+  auto* rj = send->add_flag("--reject", a->reject, "Reject (responses)");
+  ap->excludes(rj);
+  send->add_option("--summary", a->summary, "A short summary shown with the message");
+  send->add_option("--feedback", a->feedback, "Feedback with a plan_approval_response");
+  send->add_flag("--json", a->json, "Print the sent message as JSON");
+  send->add_option("TEXT", a->text, "The message ('-' reads it from stdin)")->required();
+  send->callback([&g, a] { g.action = [&g, a] { return Send(g, *a); }; });
+}
+
+}  // namespace mates::cli

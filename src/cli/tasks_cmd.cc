@@ -1,0 +1,233 @@
+// mates tasks --team T list [--json] | get ID | create SUBJECT [--description D]
+//   [--blocked-by 1,2] | update ID [--status S] [--owner O] ... | claim [ID] --owner NAME
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "core/json.h"
+#include "core/names.h"
+#include "store/board.h"
+#include "store/roster.h"
+
+namespace mates::cli {
+namespace {
+
+struct TasksArgs {
+  std::string team;
+  std::string id;
+  std::string subject;
+  std::string description;
+  std::string active_form;
+  std::string blocked_by;
+  std::string status;
+  std::string owner;
+  std::string metadata;
+  std::string add_blocked_by;
+  std::string add_blocks;
+  std::string as;
+  bool all = false;
+  bool json = false;
+  // Which of the optional update fields were given.
+  bool has_subject = false, has_description = false, has_active_form = false,
+       has_owner = false, has_metadata = false;
+};
+
+Result<std::vector<int64_t>> ParseIds(const std::string& list, const char* what) {
+  std::vector<int64_t> ids;
+  for (const auto& piece : SplitList(list)) {
+    std::string p = piece[0] == '#' ? piece.substr(1) : piece;
+    MATES_ASSIGN_OR_RETURN(int64_t id, ParseId(p, what));
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+// The board of an existing team (a typo must not create a phantom board).
+Result<std::unique_ptr<Board>> OpenBoard(const Workspace& ws, const std::string& team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(Roster(ws).Load(team).status());
+  return std::make_unique<Board>(ws.TasksDir(team));
+}
+
+int PrintTask(const Task& t, bool json, const std::string& verb) {
+  if (json) {
+    std::cout << DumpJsonPretty(TaskToJson(t)) << std::endl;
+  } else if (verb.empty()) {
+    std::cout << FormatTaskDetail(t);
+  } else {
+    std::cout << verb << " " << FormatTaskLine(t) << "\n";
+  }
+  return 0;
+}
+
+int List(Globals& g, const TasksArgs& a) {
+  auto board = OpenBoard(g.ws(), a.team);
+  if (!board.ok()) return Fail(board.status());
+  auto tasks = (*board)->List(a.all);
+  if (!tasks.ok()) return Fail(tasks.status());
+  if (a.json) {
+    Json out = Json::array();
+    for (const auto& t : *tasks) out.push_back(TaskToJson(t));
+    std::cout << DumpJsonPretty(out) << std::endl;
+    return 0;
+  }
+  if (tasks->empty()) std::cout << "no tasks\n";
+  for (const auto& t : *tasks) std::cout << FormatTaskLine(t) << "\n";
+  return 0;
+}
+
+int Get(Globals& g, const TasksArgs& a) {
+  auto id = ParseId(a.id, "task id");
+  if (!id.ok()) return Fail(id.status());
+  auto board = OpenBoard(g.ws(), a.team);
+  if (!board.ok()) return Fail(board.status());
+  auto t = (*board)->Get(*id);
+  if (!t.ok()) return Fail(t.status());
+  return PrintTask(*t, a.json, "");
+}
+
+int Create(Globals& g, const TasksArgs& a) {
+  TaskDraft d;
+  d.subject = a.subject;
+  d.description = a.description;
+  d.active_form = a.active_form;
+  d.metadata_json = a.metadata;
+  auto blockers = ParseIds(a.blocked_by, "--blocked-by id");
+  if (!blockers.ok()) return Fail(blockers.status());
+  d.blocked_by = *blockers;
+  auto board = OpenBoard(g.ws(), a.team);
+  if (!board.ok()) return Fail(board.status());
+  auto t = (*board)->Create(d);
+  if (!t.ok()) return Fail(t.status());
+  return PrintTask(*t, a.json, "created");
+}
+
+int Update(Globals& g, const TasksArgs& a) {
+  auto id = ParseId(a.id, "task id");
+  if (!id.ok()) return Fail(id.status());
+  TaskPatch p;
+  if (!a.status.empty()) {
+    auto s = ParseTaskStatus(a.status);
+    if (!s.ok()) return Fail(s.status());
+    p.status = *s;
+  }
+  if (a.has_owner) p.owner = a.owner;
+  if (a.has_subject) p.subject = a.subject;
+  if (a.has_description) p.description = a.description;
+  if (a.has_active_form) p.active_form = a.active_form;
+  if (a.has_metadata) p.metadata_json = a.metadata;
+  auto bb = ParseIds(a.add_blocked_by, "--add-blocked-by id");
+  if (!bb.ok()) return Fail(bb.status());
+  p.add_blocked_by = *bb;
+  auto bl = ParseIds(a.add_blocks, "--add-blocks id");
+  if (!bl.ok()) return Fail(bl.status());
+  p.add_blocks = *bl;
+  Workspace ws = g.ws();
+  auto board = OpenBoard(ws, a.team);
+  if (!board.ok()) return Fail(board.status());
+  auto team = Roster(ws).Load(a.team);
+  if (!team.ok()) return Fail(team.status());
+  Caller caller;
+  if (!a.as.empty()) {
+    Status s = ValidateName("member name", a.as);
+    if (!s.ok()) return Fail(s);
+    caller.name = a.as;
+  } else {
+    auto who = DefaultMember(ws, a.team);
+    if (!who.ok()) return Fail(who.status());
+    caller.name = *who;
+  }
+  caller.is_lead = team->IsLead(caller.name);
+  auto t = (*board)->Update(*id, p, caller);
+  if (!t.ok()) return Fail(t.status());
+  return PrintTask(*t, a.json, "updated");
+}
+
+int Claim(Globals& g, const TasksArgs& a) {
+  Status s = ValidateName("owner name", a.owner);
+  if (!s.ok()) return Fail(s);
+  std::optional<int64_t> id;
+  if (!a.id.empty()) {
+    auto parsed = ParseId(a.id, "task id");
+    if (!parsed.ok()) return Fail(parsed.status());
+    id = *parsed;
+  }
+  auto board = OpenBoard(g.ws(), a.team);
+  if (!board.ok()) return Fail(board.status());
+  Task claimed;
+  if (id) {
+    auto t = (*board)->Claim(*id, a.owner);
+    if (!t.ok()) return Fail(t.status());
+    claimed = *t;
+  } else {
+    auto t = (*board)->ClaimNext(a.owner);
+    if (!t.ok()) return Fail(t.status());
+    if (!t->has_value()) return Fail(Status::NotFound("nothing claimable"));
+    claimed = **t;
+  }
+  if (a.json) return PrintTask(claimed, true, "");
+  std::cout << claimed.id << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddTasksCommands(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<TasksArgs>();
+  CLI::App* tasks = app.add_subcommand("tasks", "The team's task board");
+  tasks->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
+  tasks->require_subcommand(1);
+
+  auto set = [&g, a](int (*fn)(Globals&, const TasksArgs&)) {
+    return [&g, a, fn] { g.action = [&g, a, fn] { return fn(g, *a); }; };
+  };
+
+  CLI::App* list = tasks->add_subcommand("list", "List tasks by id");
+  list->add_flag("--all", a->all, "Include deleted tasks");
+  list->add_flag("--json", a->json, "Machine-readable output");
+  list->callback(set(&List));
+
+  CLI::App* get = tasks->add_subcommand("get", "Show one task");
+  get->add_option("ID", a->id, "Task id")->required();
+  get->add_flag("--json", a->json, "Machine-readable output");
+  get->callback(set(&Get));
+
+  CLI::App* create = tasks->add_subcommand("create", "Create a task");
+  create->add_option("SUBJECT", a->subject, "What is to be done")->required();
+  create->add_option("--description", a->description, "Details");
+  create->add_option("--active-form", a->active_form, "Shown while in progress");
+  create->add_option("--blocked-by", a->blocked_by, "Comma-separated ids that must finish first");
+  create->add_option("--metadata", a->metadata, "A JSON object");
+  create->add_flag("--json", a->json, "Machine-readable output");
+  create->callback(set(&Create));
+
+  CLI::App* update = tasks->add_subcommand("update", "Change a task");
+  update->add_option("ID", a->id, "Task id")->required();
+  update->add_option("--status", a->status, "pending, in_progress, completed or deleted");
+  auto* owner = update->add_option("--owner", a->owner, "New owner ('' to release)");
+  auto* subject = update->add_option("--subject", a->subject, "New subject");
+  auto* desc = update->add_option("--description", a->description, "New description");
+  auto* form = update->add_option("--active-form", a->active_form, "New active form");
+  auto* md = update->add_option("--metadata", a->metadata, "JSON object merged in (null removes)");
+  update->add_option("--add-blocked-by", a->add_blocked_by, "Ids this task must wait for");
+  update->add_option("--add-blocks", a->add_blocks, "Ids that must wait for this task");
+  update->add_option("--as", a->as, "Act as this member (default: the lead)");
+  update->add_flag("--json", a->json, "Machine-readable output");
+  update->callback([&g, a, owner, subject, desc, form, md] {
+    a->has_owner = owner->count() > 0;
+    a->has_subject = subject->count() > 0;
+    a->has_description = desc->count() > 0;
+    a->has_active_form = form->count() > 0;
+    a->has_metadata = md->count() > 0;
+    g.action = [&g, a] { return Update(g, *a); };
+  });
+
+  CLI::App* claim = tasks->add_subcommand(
+      "claim", "Claim a task (default: the lowest claimable); prints its id");
+  claim->add_option("ID", a->id, "Task id");
+  claim->add_option("--owner", a->owner, "Who claims it")->required();
+  claim->add_flag("--json", a->json, "Print the claimed task as JSON");
+  claim->callback(set(&Claim));
+}
+
+}  // namespace mates::cli

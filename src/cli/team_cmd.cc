@@ -1,0 +1,180 @@
+// mates team list | show T | create T [--members a,b] | join T NAME | delete T
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "core/clock.h"
+#include "core/names.h"
+#include "store/roster.h"
+
+namespace mates::cli {
+namespace {
+
+struct TeamArgs {
+  std::string team;
+  std::string member;
+  std::string members;
+  std::string lead = "lead";
+  std::string description;
+  std::string role = "teammate";
+  std::string backend = "external";
+  bool json = false;
+};
+
+void PrintTeam(const TeamConfig& c) {
+  std::cout << "team " << c.name << " (lead: " << c.lead << ", " << c.members.size()
+            << " members)\n";
+  if (!c.description.empty()) std::cout << "  " << c.description << "\n";
+  for (const auto& m : c.members) {
+    std::string line = "  " + m.name;
+    line.resize(std::max<size_t>(line.size() + 1, 20), ' ');
+    line += m.role;
+    line.resize(std::max<size_t>(line.size() + 1, 30), ' ');
+    line += std::string(MemberStatusName(m.status));
+    line.resize(std::max<size_t>(line.size() + 1, 40), ' ');
+    line += m.backend;
+    if (!m.color.empty()) line += "  " + m.color;
+    if (!m.model.empty()) line += "  model " + m.model;
+    std::cout << line << "\n";
+  }
+}
+
+int List(Globals& g, const TeamArgs& a) {
+  Roster roster(g.ws());
+  auto teams = roster.ListTeams();
+  if (!teams.ok()) return Fail(teams.status());
+  Json out = Json::array();
+  for (const auto& t : *teams) {
+    auto c = roster.Load(t);
+    if (!c.ok()) {
+      std::cerr << "mates: warning: " << c.status().message() << std::endl;
+      continue;
+    }
+    if (a.json) {
+      out.push_back(TeamConfigToJson(*c));
+    } else {
+      size_t active = 0;
+      for (const auto& m : c->members) active += m.status == MemberStatus::kActive ? 1 : 0;
+      std::cout << c->name << "  " << c->members.size() << " members, " << active << " active\n";
+    }
+  }
+  if (a.json) std::cout << DumpJsonPretty(out) << std::endl;
+  if (!a.json && teams->empty()) std::cout << "no teams in " << g.ws().root().string() << "\n";
+  return 0;
+}
+
+int Show(Globals& g, const TeamArgs& a) {
+  auto c = Roster(g.ws()).Load(a.team);
+  if (!c.ok()) return Fail(c.status());
+  if (a.json) {
+    std::cout << DumpJsonPretty(TeamConfigToJson(*c)) << std::endl;
+  } else {
+    PrintTeam(*c);
+  }
+  return 0;
+}
+
+int Create(Globals& g, const TeamArgs& a) {
+  // Validate everything before creating anything.
+  std::vector<std::string> members = SplitList(a.members);
+  for (const auto& m : members) {
+    Status s = ValidateName("member name", m);
+    if (!s.ok()) return Fail(s);
+    if (m == a.lead) return Usage("'" + m + "' is the lead already");
+  }
+  Status s = ValidateName("team name", a.team);
+  if (!s.ok()) return Fail(s);
+  Roster roster(g.ws());
+  auto c = roster.CreateTeam(a.team, a.lead, a.description);
+  if (!c.ok()) return Fail(c.status());
+  for (const auto& name : members) {
+    Member m;
+    m.name = name;
+    m.role = "teammate";
+    m.backend = a.backend;
+    auto added = roster.AddMember(a.team, m);
+    if (!added.ok()) return Fail(added.status());
+  }
+  auto final_config = roster.Load(a.team);
+  if (!final_config.ok()) return Fail(final_config.status());
+  if (a.json) {
+    std::cout << DumpJsonPretty(TeamConfigToJson(*final_config)) << std::endl;
+  } else {
+    std::cout << "created team " << a.team << " in " << g.ws().root().string() << "\n";
+    PrintTeam(*final_config);
+  }
+  return 0;
+}
+
+int Join(Globals& g, const TeamArgs& a) {
+  if (a.role != "teammate") return Usage("--role must be 'teammate' (a team has one lead)");
+  if (a.backend != "external" && a.backend != "tmux" && a.backend != "in-process") {
+    return Usage("--backend must be in-process, tmux or external");
+  }
+  Member m;
+  m.name = a.member;
+  m.role = a.role;
+  m.backend = a.backend;
+  auto added = Roster(g.ws()).AddMember(a.team, m);
+  if (!added.ok()) return Fail(added.status());
+  if (a.json) {
+    auto c = Roster(g.ws()).Load(a.team);
+    if (!c.ok()) return Fail(c.status());
+    std::cout << DumpJsonPretty(TeamConfigToJson(*c)) << std::endl;
+  } else {
+    std::cout << added->agent_id << " joined (colour " << added->color << ")\n";
+  }
+  return 0;
+}
+
+int Delete(Globals& g, const TeamArgs& a) {
+  Status s = Roster(g.ws()).DeleteTeam(a.team);
+  if (!s.ok()) return Fail(s);
+  if (a.json) {
+    std::cout << DumpJson(Json{{"deleted", a.team}}) << std::endl;
+  } else {
+    std::cout << "deleted team " << a.team << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddTeamCommands(CLI::App& app, Globals& g) {
+  auto args = std::make_shared<TeamArgs>();
+  CLI::App* team = app.add_subcommand("team", "List, show, create, join and delete teams");
+  team->require_subcommand(1);
+
+  CLI::App* list = team->add_subcommand("list", "List the teams of the workspace");
+  list->add_flag("--json", args->json, "Machine-readable output");
+  list->callback([&g, args] { g.action = [&g, args] { return List(g, *args); }; });
+
+  CLI::App* show = team->add_subcommand("show", "Show a team's roster with statuses");
+  show->add_option("TEAM", args->team, "Team name")->required();
+  show->add_flag("--json", args->json, "Machine-readable output");
+  show->callback([&g, args] { g.action = [&g, args] { return Show(g, *args); }; });
+
+  CLI::App* create = team->add_subcommand("create", "Create a team (the lead is a member)");
+  create->add_option("TEAM", args->team, "Team name")->required();
+  create->add_option("--members", args->members, "Comma-separated teammates to add");
+  create->add_option("--lead", args->lead, "The lead's member name")->capture_default_str();
+  create->add_option("--description", args->description, "What the team is for");
+  create->add_flag("--json", args->json, "Machine-readable output");
+  create->callback([&g, args] { g.action = [&g, args] { return Create(g, *args); }; });
+
+  CLI::App* join = team->add_subcommand("join", "Add a member to a team");
+  join->add_option("TEAM", args->team, "Team name")->required();
+  join->add_option("NAME", args->member, "The new member's name")->required();
+  join->add_option("--backend", args->backend, "in-process, tmux or external")
+      ->capture_default_str();
+  join->add_option("--role", args->role, "Role (teammate)")->capture_default_str();
+  join->add_flag("--json", args->json, "Machine-readable output");
+  join->callback([&g, args] { g.action = [&g, args] { return Join(g, *args); }; });
+
+  CLI::App* del = team->add_subcommand("delete", "Delete a team with its inboxes and tasks");
+  del->add_option("TEAM", args->team, "Team name")->required();
+  del->add_flag("--json", args->json, "Machine-readable output");
+  del->callback([&g, args] { g.action = [&g, args] { return Delete(g, *args); }; });
+}
+
+}  // namespace mates::cli
