@@ -1,0 +1,235 @@
+// The store's CLI end to end: every command through the real binary, its
+// output, its exit codes (0 / 1 / 2) and its one-line errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/json.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::RunMates;
+using testing::TempDir;
+
+class CliStoreTest : public ::testing::Test {
+ protected:
+  testing::CommandResult Mates(const std::vector<std::string>& args,
+                               const std::vector<std::string>& env = {}) {
+    return RunMates(dir_.path(), args, env);
+  }
+  void Team() {
+    auto r = Mates({"team", "create", "t", "--members", "alice,bob"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  // Exit code `code`, one line on stderr starting "mates: error:", nothing
+  // new on disk.
+  void ExpectError(const std::vector<std::string>& args, int code, const std::string& words) {
+    auto before = testing::ListFiles(dir_.path());
+    auto r = Mates(args);
+    std::string cmd;
+    for (const auto& a : args) cmd += a + " ";
+    EXPECT_EQ(r.exit_code, code) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("mates: error: ", 0), 0u) << cmd << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << cmd << "\n" << r.err;
+    EXPECT_NE(r.err.find(words), std::string::npos) << cmd << "\n" << r.err;
+    EXPECT_EQ(testing::ListFiles(dir_.path()), before) << cmd << " changed files";
+  }
+  TempDir dir_;
+};
+
+TEST_F(CliStoreTest, TeamLifecycle) {
+  Team();
+  auto show = Mates({"team", "show", "t", "--json"});
+  ASSERT_EQ(show.exit_code, 0);
+  auto j = ParseJson(show.out);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["members"].size(), 3u);
+  EXPECT_EQ((*j)["members"][1]["color"], "cyan");
+  auto join = Mates({"team", "join", "t", "carol"});
+  EXPECT_EQ(join.exit_code, 0) << join.err;
+  EXPECT_NE(join.out.find("carol@t"), std::string::npos);
+  auto list = Mates({"team", "list"});
+  EXPECT_NE(list.out.find("t  4 members"), std::string::npos) << list.out;
+  EXPECT_EQ(Mates({"team", "delete", "t"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(dir_.path() / ".teams/t"));
+  EXPECT_NE(Mates({"team", "list"}).out.find("no teams"), std::string::npos);
+}
+
+TEST_F(CliStoreTest, SendInboxAndLog) {
+  Team();
+  EXPECT_EQ(Mates({"send", "--team", "t", "--to", "alice", "--summary", "api", "docs", "are",
+                   "in", "docs/api.md"})
+                .exit_code,
+            0);
+  auto bc = Mates({"send", "--team", "t", "--from", "bob", "--broadcast", "schema", "final"});
+  EXPECT_NE(bc.out.find("to lead, alice"), std::string::npos) << bc.out;
+  auto peek = Mates({"inbox", "--team", "t", "alice", "--peek", "--json"});
+  EXPECT_EQ(std::count(peek.out.begin(), peek.out.end(), '\n'), 2);
+  auto drain = Mates({"inbox", "--team", "t", "alice"});
+  EXPECT_NE(drain.out.find("lead -> alice (message) [api]: docs are in docs/api.md"),
+            std::string::npos)
+      << drain.out;
+  EXPECT_NE(drain.out.find("bob -> alice (broadcast): schema final"), std::string::npos);
+  EXPECT_EQ(Mates({"inbox", "--team", "t", "alice"}).out, "");
+  auto log = Mates({"log", "--team", "t", "--json"});
+  EXPECT_EQ(std::count(log.out.begin(), log.out.end(), '\n'), 2);
+  // Sender defaults to $MATES_AGENT_NAME.
+  Mates({"send", "--team", "t", "--to", "lead", "from env"}, {"MATES_AGENT_NAME=bob"});
+  EXPECT_NE(Mates({"inbox", "--team", "t", "lead"}).out.find("bob -> lead (message): from env"),
+            std::string::npos);
+  // The text may come from stdin.
+  auto piped = RunMates(dir_.path(), {"send", "--team", "t", "--to", "bob", "-"}, {},
+                        "line 1\nline 2\n");
+  EXPECT_EQ(piped.exit_code, 0);
+  EXPECT_NE(Mates({"inbox", "--team", "t", "bob", "--json"}).out.find("line 1\\nline 2"),
+            std::string::npos);
+}
+
+TEST_F(CliStoreTest, ShutdownAndPlanProtocolFromTheShell) {
+  Team();
+  auto req = Mates({"send", "--team", "t", "--to", "alice", "--type", "shutdown_request", "--json",
+                    "wrap up"});
+  ASSERT_EQ(req.exit_code, 0) << req.err;
+  std::string rid = (*ParseJson(req.out))["request_id"];
+  EXPECT_TRUE(fs::exists(dir_.path() / ".teams/t/requests" / (rid + ".json")));
+  ExpectError({"send", "--team", "t", "--from", "alice", "--type", "shutdown_response",
+               "--request-id", rid, "done"},
+              2, "approve");
+  auto resp = Mates({"send", "--team", "t", "--from", "alice", "--type", "shutdown_response",
+                     "--request-id", rid, "--approve", "all done"});
+  EXPECT_EQ(resp.exit_code, 0) << resp.err;
+  auto lead = Mates({"inbox", "--team", "t", "lead"});
+  EXPECT_NE(lead.out.find("alice -> lead (shutdown_response " + rid + ", approved): all done"),
+            std::string::npos)
+      << lead.out;
+}
+
+TEST_F(CliStoreTest, TasksLifecycle) {
+  Team();
+  EXPECT_EQ(Mates({"tasks", "--team", "t", "create", "Analyze REST endpoints"}).exit_code, 0);
+  auto c2 = Mates({"tasks", "--team", "t", "create", "Design schema", "--blocked-by", "1",
+                   "--description", "GraphQL SDL", "--json"});
+  ASSERT_EQ(c2.exit_code, 0) << c2.err;
+  EXPECT_EQ((*ParseJson(c2.out))["blockedBy"][0], 1);
+  EXPECT_EQ(Mates({"tasks", "--team", "t", "claim", "--owner", "alice"}).out, "1\n");
+  ExpectError({"tasks", "--team", "t", "claim", "--owner", "bob"}, 1, "nothing claimable");
+  ExpectError({"tasks", "--team", "t", "claim", "1", "--owner", "bob"}, 1, "already claimed");
+  EXPECT_EQ(Mates({"tasks", "--team", "t", "update", "1", "--status", "completed", "--as",
+                   "alice"})
+                .exit_code,
+            0);
+  EXPECT_EQ(Mates({"tasks", "--team", "t", "claim", "--owner", "bob"}).out, "2\n");
+  auto get = Mates({"tasks", "--team", "t", "get", "2"});
+  EXPECT_NE(get.out.find("owner:       bob"), std::string::npos) << get.out;
+  EXPECT_NE(get.out.find("GraphQL SDL"), std::string::npos);
+  auto list = Mates({"tasks", "--team", "t", "list", "--json"});
+  EXPECT_EQ(ParseJson(list.out)->size(), 2u);
+  // The team may also come after the subcommand, and from the environment.
+  EXPECT_EQ(Mates({"tasks", "list", "--team", "t"}).exit_code, 0);
+  EXPECT_EQ(Mates({"tasks", "list"}, {"MATES_TEAM=t"}).exit_code, 0);
+}
+
+// Test 6: bad input through the CLI, one clear message each, no file created.
+TEST_F(CliStoreTest, BadInputIsExit2WithOneLineAndNoFiles) {
+  Team();
+  ExpectError({"team", "create", "a/b"}, 2, "invalid team name 'a/b'");
+  ExpectError({"team", "create", ".."}, 2, "invalid team name '..'");
+  ExpectError({"team", "create", ""}, 2, "it is empty");
+  ExpectError({"team", "create", std::string(65, 'x')}, 2, "longer than 64");
+  ExpectError({"team", "create", "ok", "--members", "good,../bad"}, 2, "invalid member name");
+  ExpectError({"team", "join", "t", "x/y"}, 2, "invalid member name");
+  ExpectError({"send", "--team", "t", "--to", "../alice", "hi"}, 2, "invalid recipient name");
+  ExpectError({"send", "--team", "../t", "--to", "alice", "hi"}, 2, "invalid team name");
+  ExpectError({"send", "--team", "t", "--to", "alice", "--type", "shout", "hi"}, 2,
+              "unknown message type 'shout'");
+  ExpectError({"send", "--team", "t", "hi"}, 2, "--to NAME or --broadcast");
+  ExpectError({"inbox", "--team", "t", "al/ice"}, 2, "invalid member name");
+  ExpectError({"inbox", "--team", "t", "alice", "--wait", "-3"}, 2, "seconds");
+  ExpectError({"tasks", "--team", "t", "get", "abc"}, 2, "task id must be a positive integer");
+  ExpectError({"tasks", "--team", "t", "get", "0"}, 2, "task id");
+  ExpectError({"tasks", "--team", "t", "update", "1x", "--status", "completed"}, 2, "task id");
+  ExpectError({"tasks", "--team", "t", "create", "x", "--blocked-by", "1,two"}, 2,
+              "--blocked-by id");
+  ExpectError({"tasks", "--team", "t", "claim", "--owner", "a/b"}, 2, "invalid owner name");
+  ExpectError({"tasks", "--team", "t", "create", "x", "--metadata", "[1]"}, 2, "metadata");
+  ExpectError({"tasks", "--team", "t", "create", "   "}, 2, "subject");
+  ExpectError({"tasks"}, 2, "--team");
+  ExpectError({"frobnicate"}, 2, "");
+  ExpectError({}, 2, "subcommand");
+  // An unknown status, once a task exists.
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "one"}).exit_code, 0);
+  ExpectError({"tasks", "--team", "t", "update", "1", "--status", "done"}, 2,
+              "unknown task status 'done'");
+}
+
+TEST_F(CliStoreTest, FailedOperationsAreExit1) {
+  Team();
+  ExpectError({"send", "--team", "t", "--to", "nobody", "hi"}, 1, "unknown recipient 'nobody'");
+  ExpectError({"send", "--team", "nope", "--to", "alice", "hi"}, 1, "no team 'nope'");
+  ExpectError({"team", "create", "t"}, 1, "already exists");
+  ExpectError({"team", "show", "nope"}, 1, "no team 'nope'");
+  ExpectError({"team", "delete", "nope"}, 1, "no team");
+  ExpectError({"team", "join", "t", "alice"}, 1, "already a member");
+  ExpectError({"inbox", "--team", "t", "nobody"}, 1, "not a member");
+  ExpectError({"tasks", "--team", "nope", "list"}, 1, "no team 'nope'");
+  ExpectError({"tasks", "--team", "t", "get", "9"}, 1, "no task #9");
+  ExpectError({"tasks", "--team", "t", "claim", "--owner", "alice"}, 1, "nothing claimable");
+  ExpectError({"send", "--team", "t", "--from", "alice", "--to", "bob", "--type",
+               "shutdown_request", "x"},
+              1, "only the lead");
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "a"}).exit_code, 0);
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "b", "--blocked-by", "1"}).exit_code, 0);
+  ExpectError({"tasks", "--team", "t", "update", "1", "--add-blocked-by", "2"}, 1,
+              "dependency cycle");
+  ExpectError({"tasks", "--team", "t", "claim", "2", "--owner", "bob"}, 1, "blocked by #1");
+  ExpectError({"tasks", "--team", "t", "create", "c", "--blocked-by", "7"}, 1, "no task #7");
+  ExpectError({"inbox", "--team", "t", "alice", "--wait", "0.2"}, 1, "no message");
+}
+
+TEST_F(CliStoreTest, DamagedFilesGiveWarningsAndLoseNothingElse) {
+  Team();
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "alice", "first"}).exit_code, 0);
+  {
+    std::string inbox = testing::ReadAll(dir_.path() / ".teams/t/alice_inbox.jsonl");
+    testing::WriteAll(dir_.path() / ".teams/t/alice_inbox.jsonl",
+                      inbox + "{not json}\n" + R"({"id":"m-torn","ty)");
+  }
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "alice", "second"}).exit_code, 0);
+  auto r = Mates({"inbox", "--team", "t", "alice"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("first"), std::string::npos);
+  EXPECT_NE(r.out.find("second"), std::string::npos);
+  EXPECT_NE(r.err.find("mates: warning: quarantined"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(dir_.path() / ".teams/t/alice_inbox.quarantine"));
+
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "fine"}).exit_code, 0);
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "broken"}).exit_code, 0);
+  testing::WriteAll(dir_.path() / ".tasks/t/2.json", "{\"id\": 2, \"subj");
+  auto list = Mates({"tasks", "--team", "t", "list"});
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_NE(list.out.find("#1 [pending] fine"), std::string::npos);
+  EXPECT_NE(list.err.find("2.json is unreadable"), std::string::npos) << list.err;
+  auto get = Mates({"tasks", "--team", "t", "get", "2"});
+  EXPECT_EQ(get.exit_code, 1);
+}
+
+TEST_F(CliStoreTest, LogFollowPrintsNewMessagesAsTheyCome) {
+  Team();
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "alice", "before"}).exit_code, 0);
+  auto follower = testing::StartMates(dir_.path(), {"log", "--team", "t", "--follow"});
+  auto first = follower.ReadLine(DeadlineIn(10));
+  ASSERT_TRUE(first.ok());
+  EXPECT_NE(first->find("before"), std::string::npos);
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "bob", "after"}).exit_code, 0);
+  auto second = follower.ReadLine(DeadlineIn(10));
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(second->find("lead -> bob (message): after"), std::string::npos);
+  // Deleting the team ends the follower.
+  ASSERT_EQ(Mates({"team", "delete", "t"}).exit_code, 0);
+  EXPECT_EQ(follower.Wait().exit_code, 0);
+}
+
+}  // namespace
+}  // namespace mates

@@ -1,0 +1,139 @@
+// mates_store_helper: one process of a multi-process store test or benchmark.
+//
+//   write DIR MEMBER COUNT TAG        append COUNT messages, ids TAG-0…
+//   drain DIR MEMBER SINK EXPECT      drain into SINK (JSONL) until it holds
+//                                     EXPECT distinct ids; safe to kill -9 at
+//                                     any instant and start again
+//   hold-lock PATH RANGE              take the lock, print "locked", wait
+//   claim-loop TASKDIR OWNER OUT      ClaimNext until nothing is claimable,
+//                                     appending each id to OUT
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <unordered_set>
+
+#include "core/clock.h"
+#include "core/file_lock.h"
+#include "core/files.h"
+#include "store/board.h"
+#include "store/mailbox.h"
+#include "store/watcher.h"
+
+using namespace mates;
+
+namespace {
+
+int Die(const std::string& what) {
+  std::fprintf(stderr, "store_helper: %s\n", what.c_str());
+  return 1;
+}
+
+int Write(const std::string& dir, const std::string& member, long count, const std::string& tag) {
+  Mailbox box(dir, member);
+  for (long i = 0; i < count; ++i) {
+    Message m;
+    m.id = tag + "-" + std::to_string(i);
+    m.sender = tag;
+    m.recipient = member;
+    m.content = "message " + std::to_string(i) + " from " + tag;
+    m.timestamp = WallSeconds();
+    Status s = box.Append(m);
+    if (!s.ok()) return Die(s.message());
+  }
+  return 0;
+}
+
+// The sink is this consumer's durable record: ids in it were delivered.
+// A kill can tear its last line; cut that off, as a journal would.
+std::unordered_set<std::string> LoadSink(const std::string& sink) {
+  std::unordered_set<std::string> ids;
+  auto data = ReadFile(sink);
+  if (!data.ok()) return ids;
+  size_t keep = data->rfind('\n');
+  keep = keep == std::string::npos ? 0 : keep + 1;
+  if (keep != data->size()) {
+    if (::truncate(sink.c_str(), static_cast<off_t>(keep)) != 0) std::perror("truncate");
+  }
+  size_t start = 0;
+  while (start < keep) {
+    size_t end = data->find('\n', start);
+    auto m = ParseMessageLine(std::string_view(*data).substr(start, end - start));
+    if (m.ok()) ids.insert(m->id);
+    start = end + 1;
+  }
+  return ids;
+}
+
+int Drain(const std::string& dir, const std::string& member, const std::string& sink,
+          size_t expect) {
+  std::unordered_set<std::string> delivered = LoadSink(sink);
+  Mailbox box(dir, member);
+  auto waker = std::make_shared<Waker>();
+  auto sub = Watcher::Default().Subscribe(dir, member + "_inbox.jsonl", waker);
+  if (!sub.ok()) return Die(sub.status().message());
+  ScopedFd out(::open(sink.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  if (!out.valid()) return Die("open sink");
+  while (delivered.size() < expect) {
+    uint64_t seen = waker->generation();
+    auto batch = box.BeginDrain([&](const std::string& id) { return delivered.count(id) > 0; });
+    if (!batch.ok()) return Die(batch.status().message());
+    std::string lines;
+    for (const auto& m : batch->messages) {
+      lines += MessageToLine(m);
+      delivered.insert(m.id);
+    }
+    if (!lines.empty()) {
+      Status s = WriteAll(out.get(), lines, sink.c_str());
+      if (!s.ok()) return Die(s.message());
+    }
+    Status c = box.Commit(*batch);
+    if (!c.ok()) return Die(c.message());
+    if (batch->messages.empty() && !batch->redelivery) {
+      waker->WaitChange(seen, DeadlineIn(1.0));
+    }
+  }
+  std::printf("%zu\n", delivered.size());
+  return 0;
+}
+
+int HoldLock(const std::string& path, int range) {
+  auto lock = FileLock::Acquire(path, static_cast<FileLock::Range>(range));
+  if (!lock.ok()) return Die(lock.status().message());
+  std::printf("locked\n");
+  std::fflush(stdout);
+  for (;;) ::pause();
+}
+
+int ClaimLoop(const std::string& dir, const std::string& owner, const std::string& out_path) {
+  Board board(dir);
+  ScopedFd out(::open(out_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  if (!out.valid()) return Die("open out");
+  long n = 0;
+  for (;;) {
+    auto t = board.ClaimNext(owner);
+    if (!t.ok()) return Die(t.status().message());
+    if (!t->has_value()) break;
+    Status s = WriteAll(out.get(), std::to_string((*t)->id) + "\n", out_path.c_str());
+    if (!s.ok()) return Die(s.message());
+    ++n;
+  }
+  std::printf("%ld\n", n);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd == "write" && argc == 6) return Write(argv[2], argv[3], std::atol(argv[4]), argv[5]);
+  if (cmd == "drain" && argc == 6) {
+    return Drain(argv[2], argv[3], argv[4], static_cast<size_t>(std::atol(argv[5])));
+  }
+  if (cmd == "hold-lock" && argc == 4) return HoldLock(argv[2], std::atoi(argv[3]));
+  if (cmd == "claim-loop" && argc == 5) return ClaimLoop(argv[2], argv[3], argv[4]);
+  return Die("usage: write|drain|hold-lock|claim-loop … (see the source)");
+}

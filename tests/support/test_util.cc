@@ -1,0 +1,107 @@
+#include "support/test_util.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace mates::testing {
+
+TempDir::TempDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/mates-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = buf.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string MatesBinary() { return MATES_BINARY; }
+std::string StoreHelperBinary() { return MATES_STORE_HELPER; }
+
+namespace {
+std::vector<std::string> EnvWith(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    // Tests choose these themselves.
+    if (kv.rfind("MATES_AGENT_NAME=", 0) == 0 || kv.rfind("MATES_TEAM=", 0) == 0 ||
+        kv.rfind("MATES_WORKSPACE=", 0) == 0) {
+      continue;
+    }
+    env.push_back(kv);
+  }
+  for (const auto& kv : extra) env.push_back(kv);
+  return env;
+}
+}  // namespace
+
+CommandResult RunMates(const fs::path& ws, const std::vector<std::string>& args,
+                       const std::vector<std::string>& extra_env, const std::string& stdin_data) {
+  SubprocessOptions o;
+  o.argv = {MatesBinary(), "--workspace", ws.string()};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.env = EnvWith(extra_env);
+  o.timeout_s = 30;
+  o.stdin_data = stdin_data;
+  auto r = RunSubprocess(o);
+  if (!r.ok()) throw std::runtime_error(r.status().message());
+  return {r->exit_code, r->out, r->err};
+}
+
+Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {MatesBinary(), "--workspace", ws.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Start(argv);
+}
+
+CommandResult Run(const std::vector<std::string>& argv, double timeout_s) {
+  SubprocessOptions o;
+  o.argv = argv;
+  o.env = EnvWith({});
+  o.timeout_s = timeout_s;
+  auto r = RunSubprocess(o);
+  if (!r.ok()) throw std::runtime_error(r.status().message());
+  return {r->exit_code, r->out, r->err};
+}
+
+Subprocess Start(const std::vector<std::string>& argv) {
+  SubprocessOptions o;
+  o.argv = argv;
+  o.env = EnvWith({});
+  auto p = Subprocess::Start(o);
+  if (!p.ok()) throw std::runtime_error(p.status().message());
+  return std::move(*p);
+}
+
+std::vector<std::string> ListFiles(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    out.push_back(fs::relative(e.path(), dir).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteAll(const fs::path& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+}  // namespace mates::testing

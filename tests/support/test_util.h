@@ -1,0 +1,55 @@
+// Helpers shared by mates tests: scratch folders, running the mates binary
+// and the store helper, waiting on conditions without sleeping blindly.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/subprocess.h"
+
+namespace mates::testing {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under $TMPDIR, removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+// Paths of the binaries under test (set by CMake).
+std::string MatesBinary();
+std::string StoreHelperBinary();
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `mates --workspace ws args...` to completion (30 s cap).
+CommandResult RunMates(const fs::path& ws, const std::vector<std::string>& args,
+                       const std::vector<std::string>& extra_env = {},
+                       const std::string& stdin_data = "");
+// Starts `mates --workspace ws args...` without waiting.
+Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args);
+// Runs any program.
+CommandResult Run(const std::vector<std::string>& argv, double timeout_s = 60);
+Subprocess Start(const std::vector<std::string>& argv);
+
+// Lists every file below `dir` (relative paths, sorted).
+std::vector<std::string> ListFiles(const fs::path& dir);
+std::string ReadAll(const fs::path& path);
+void WriteAll(const fs::path& path, const std::string& data);
+
+}  // namespace mates::testing
