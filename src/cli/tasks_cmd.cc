@@ -46,7 +46,8 @@ Result<std::vector<int64_t>> ParseIds(const std::string& list, const char* what)
 Result<std::unique_ptr<Board>> OpenBoard(const Workspace& ws, const std::string& team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_RETURN_IF_ERROR(Roster(ws).Load(team).status());
-  return std::make_unique<Board>(ws.TasksDir(team));
+  // One operation per process: no watch to keep.
+  return std::make_unique<Board>(ws.TasksDir(team), Board::Options{.watch = false});
 }
 
 int PrintTask(const Task& t, bool json, const std::string& verb) {

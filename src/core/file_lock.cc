@@ -1,10 +1,15 @@
 #include "core/file_lock.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <functional>
+#include <memory>
+#include <mutex>
+#include <semaphore>
+#include <string>
+#include <unordered_map>
 
 #if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_acquire(void* addr);
@@ -17,25 +22,65 @@ extern "C" void __tsan_release(void* addr);
 #endif
 
 namespace mates {
+
+struct FileLock::Slot {
+  // One user at a time: threads queue here before the kernel lock, which
+  // only excludes other open file descriptions (other processes).
+  std::binary_semaphore in_use{1};
+  ScopedFd fd;  // guarded by in_use
+  // ThreadSanitizer cannot see that the kernel lock orders its holders;
+  // this byte stands for it in acquire/release annotations.
+  char tsan_sync = 0;
+};
+
 namespace {
-// One byte per (file, range) hash bucket: what TSan synchronises on.
-char g_lock_sync[4096];
+
+std::mutex g_slots_mu;
+// Guarded by g_slots_mu. Slots live as long as the process.
+std::unordered_map<std::string, std::unique_ptr<FileLock::Slot>>& Slots() {
+  static auto* slots = new std::unordered_map<std::string, std::unique_ptr<FileLock::Slot>>();
+  return *slots;
+}
+
+FileLock::Slot* SlotFor(const std::string& key) {
+  std::lock_guard<std::mutex> lock(g_slots_mu);
+  auto& slot = Slots()[key];
+  if (!slot) slot = std::make_unique<FileLock::Slot>();
+  return slot.get();
+}
+
+// Whether `fd` is still the file at `path` (not deleted, not replaced).
+bool SameFile(int fd, const fs::path& path) {
+  struct stat a {}, b {};
+  return ::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && a.st_ino == b.st_ino &&
+         a.st_dev == b.st_dev;
+}
+
 }  // namespace
 
 FileLock& FileLock::operator=(FileLock&& o) noexcept {
   if (this != &o) {
     Release();
-    fd_ = std::move(o.fd_);
-    sync_ = o.sync_;
-    o.sync_ = nullptr;
+    slot_ = o.slot_;
+    start_ = o.start_;
+    o.slot_ = nullptr;
   }
   return *this;
 }
 
 void FileLock::Release() {
-  if (fd_.valid() && sync_ != nullptr) MATES_TSAN_RELEASE(sync_);
-  fd_.reset();
-  sync_ = nullptr;
+  if (slot_ == nullptr) return;
+  struct flock fl {};
+  fl.l_type = F_UNLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = start_;
+  fl.l_len = 1;
+  MATES_TSAN_RELEASE(&slot_->tsan_sync);
+  if (::fcntl(slot_->fd.get(), F_OFD_SETLK, &fl) != 0) {
+    slot_->fd.reset();  // closing releases it anyway; reopen next time
+  }
+  slot_->in_use.release();
+  slot_ = nullptr;
 }
 
 Result<FileLock> FileLock::Acquire(const fs::path& lock_path, Range range) {
@@ -47,30 +92,42 @@ Result<FileLock> FileLock::TryAcquire(const fs::path& lock_path, Range range) {
 }
 
 Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, bool wait) {
-  ScopedFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd.valid()) {
-    if (errno == ENOENT) return Status::NotFound("folder of " + lock_path.string() + " is gone");
-    return Status::FromErrno("open lock " + lock_path.string(), errno);
+  const off_t start = static_cast<off_t>(range);
+  Slot* slot = SlotFor(lock_path.string() + "#" + std::to_string(start));
+  if (wait) {
+    slot->in_use.acquire();
+  } else if (!slot->in_use.try_acquire()) {
+    return Status::Conflict(lock_path.string() + " is held by another thread");
+  }
+  // From here the slot is ours; give it back on every failure.
+  auto fail = [&](Status s) -> Result<FileLock> {
+    slot->in_use.release();
+    return s;
+  };
+  if (slot->fd.valid() && !SameFile(slot->fd.get(), lock_path)) slot->fd.reset();
+  if (!slot->fd.valid()) {
+    slot->fd.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (!slot->fd.valid()) {
+      if (errno == ENOENT) return fail(Status::NotFound("folder of " + lock_path.string() + " is gone"));
+      return fail(Status::FromErrno("open lock " + lock_path.string(), errno));
+    }
   }
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
-  fl.l_start = static_cast<off_t>(range);
+  fl.l_start = start;
   fl.l_len = 1;
   fl.l_pid = 0;  // required by OFD locks
   for (;;) {
-    if (::fcntl(fd.get(), wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0) break;
+    if (::fcntl(slot->fd.get(), wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0) break;
     if (errno == EINTR) continue;
     if (!wait && (errno == EAGAIN || errno == EACCES)) {
-      return Status::Conflict(lock_path.string() + " is held by another");
+      return fail(Status::Conflict(lock_path.string() + " is held by another"));
     }
-    return Status::FromErrno("lock " + lock_path.string(), errno);
+    return fail(Status::FromErrno("lock " + lock_path.string(), errno));
   }
-  size_t bucket = std::hash<std::string>{}(lock_path.string() + "#" +
-                                           std::to_string(static_cast<int>(range)));
-  void* sync = &g_lock_sync[bucket % sizeof g_lock_sync];
-  MATES_TSAN_ACQUIRE(sync);
-  return FileLock(std::move(fd), sync);
+  MATES_TSAN_ACQUIRE(&slot->tsan_sync);
+  return FileLock(slot, start);
 }
 
 }  // namespace mates

@@ -3,10 +3,16 @@
 //
 // The seeds used an O_EXCL lock *file*: when its holder died the file stayed
 // and every later writer waited 50 x 50 ms, then wrote without the lock. Here
-// the lock is an open-file-description lock (fcntl F_OFD_SETLKW): every
-// acquisition opens the file anew, so two threads of one process conflict
-// just as two processes do, and closing the descriptor (or dying) releases
-// it. The seeds' lock-file names stay. Not safe on NFS without lockd.
+// the lock is an open-file-description lock (fcntl F_OFD_SETLKW), which the
+// kernel drops when its holder dies. The seeds' lock-file names stay. Not
+// safe on NFS without lockd.
+//
+// A process keeps one descriptor per (lock file, byte) and lets one thread
+// at a time use it (a semaphore, so that a lock taken on one thread may be
+// released on another); opening and closing the file on every acquisition
+// cost an inotify event per close that woke every watcher of the folder.
+// Each acquisition checks that the descriptor still names the file at
+// `lock_path` (a team deleted and created again gets a new file).
 #pragma once
 
 #include <filesystem>
@@ -27,23 +33,21 @@ class FileLock {
   // Returns Conflict at once if another holder has it.
   static Result<FileLock> TryAcquire(const fs::path& lock_path, Range range = Range::kWhole);
 
-  FileLock(FileLock&& o) noexcept : fd_(std::move(o.fd_)), sync_(o.sync_) { o.sync_ = nullptr; }
+  struct Slot;  // the per-process descriptor of one (file, byte)
+
+  FileLock(FileLock&& o) noexcept : slot_(o.slot_), start_(o.start_) { o.slot_ = nullptr; }
   FileLock& operator=(FileLock&& o) noexcept;
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
-  // Closing the descriptor releases the lock.
   ~FileLock() { Release(); }
 
  private:
-  FileLock(ScopedFd fd, void* sync) : fd_(std::move(fd)), sync_(sync) {}
+  FileLock(Slot* slot, off_t start) : slot_(slot), start_(start) {}
   static Result<FileLock> Lock(const fs::path& lock_path, Range range, bool wait);
   void Release();
 
-  ScopedFd fd_;
-  // ThreadSanitizer cannot see that a kernel lock orders its holders; this
-  // address stands for the lock in acquire/release annotations (unused in
-  // normal builds).
-  void* sync_ = nullptr;
+  Slot* slot_ = nullptr;  // owned by the process-wide table, never freed
+  off_t start_ = 0;
 };
 
 }  // namespace mates

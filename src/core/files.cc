@@ -1,6 +1,7 @@
 #include "core/files.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -99,6 +100,45 @@ Status WriteFileAtomic(const fs::path& path, std::string_view data) {
   if (!s.ok()) {
     ::unlink(tmp.c_str());
     return s;
+  }
+  if (FsyncEnabled()) return FsyncDir(path.parent_path());
+  return Status::Ok();
+}
+
+Status ReplaceFileViaSpare(const fs::path& path, std::string_view data, const fs::path& spare) {
+  static std::atomic<bool> exchange_unsupported{false};
+  if (exchange_unsupported.load(std::memory_order_relaxed)) return WriteFileAtomic(path, data);
+  ScopedFd fd(::open(spare.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Status::FromErrno("open " + spare.string(), errno);
+  // Overwrite, then cut to length: within the same blocks, nothing is freed.
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::pwrite(fd.get(), data.data() + done, data.size() - done, static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("write " + spare.string(), errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::ftruncate(fd.get(), static_cast<off_t>(data.size())) != 0) {
+    return Status::FromErrno("truncate " + spare.string(), errno);
+  }
+  if (FsyncEnabled() && ::fsync(fd.get()) != 0) return Status::FromErrno("fsync " + spare.string(), errno);
+  fd.reset();
+  if (::renameat2(AT_FDCWD, spare.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) != 0) {
+    int err = errno;
+    if (err == ENOENT) {
+      // A new file: the spare becomes it (a new spare is made next time).
+      if (::rename(spare.c_str(), path.c_str()) != 0) {
+        return Status::FromErrno("rename " + spare.string(), errno);
+      }
+    } else if (err == EINVAL || err == ENOSYS || err == ENOTSUP) {
+      exchange_unsupported.store(true, std::memory_order_relaxed);
+      ::unlink(spare.c_str());
+      return WriteFileAtomic(path, data);
+    } else {
+      return Status::FromErrno("exchange " + spare.string() + " with " + path.string(), err);
+    }
   }
   if (FsyncEnabled()) return FsyncDir(path.parent_path());
   return Status::Ok();

@@ -33,23 +33,97 @@ int64_t TaskIdFromFileName(std::string_view name) {
 
 namespace {
 
-Board::FileStamp StampOf(const struct stat& st) {
-  return {st.st_ino, st.st_size,
-          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
-}
-
 std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }
 
 Status NoTask(int64_t id) { return Status::NotFound("no task " + TaskRef(id)); }
 
+Board::FileStamp StampOf(const struct stat& st) {
+  return {st.st_ino, st.st_size,
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+          static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
+}
+
+// One .index line: "id inode status owner blockers\n", '-' for none. An
+// owner that is not a valid name (set by hand) is written '?': readers go to
+// the file instead.
+std::string IndexLine(const Task& t, ino_t ino) {
+  std::string owner = t.owner.empty() ? "-" : t.owner;
+  if (!t.owner.empty() && !ValidateName("owner", t.owner).ok()) owner = "?";
+  std::string line = std::to_string(t.id) + " " + std::to_string(ino) + " " +
+                     std::string(TaskStatusName(t.status)) + " " + owner + " ";
+  if (t.blocked_by.empty()) line += "-";
+  for (size_t i = 0; i < t.blocked_by.size(); ++i) {
+    if (i > 0) line += ',';
+    line += std::to_string(t.blocked_by[i]);
+  }
+  return line + "\n";
+}
+
+struct IndexRecord {
+  int64_t id = 0;  // 0: not even the id could be read
+  bool usable = false;
+  ino_t ino = 0;
+  TaskStatus status = TaskStatus::kPending;
+  std::string owner;
+  std::vector<int64_t> blocked_by;
+};
+
+template <typename T>
+bool ParseNumber(std::string_view s, T* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+IndexRecord ParseIndexLine(std::string_view line) {
+  IndexRecord r;
+  std::string_view f[5];
+  for (int i = 0; i < 5; ++i) {
+    size_t sp = i < 4 ? line.find(' ') : line.size();
+    if (sp == std::string_view::npos) return r;
+    f[i] = line.substr(0, sp);
+    line.remove_prefix(std::min(line.size(), sp + 1));
+  }
+  int64_t id = 0;
+  if (!ParseNumber(f[0], &id) || id < 1) return r;
+  r.id = id;
+  uint64_t ino = 0;
+  auto status = ParseTaskStatus(f[2]);
+  if (!ParseNumber(f[1], &ino) || !status.ok() || f[3] == "?") return r;
+  r.ino = static_cast<ino_t>(ino);
+  r.status = *status;
+  if (f[3] != "-") r.owner = std::string(f[3]);
+  if (f[4] != "-") {
+    while (!f[4].empty()) {
+      size_t comma = f[4].find(',');
+      int64_t b = 0;
+      if (!ParseNumber(f[4].substr(0, comma), &b) || b < 1) return r;
+      r.blocked_by.push_back(b);
+      f[4].remove_prefix(comma == std::string_view::npos ? f[4].size() : comma + 1);
+    }
+  }
+  r.usable = true;
+  return r;
+}
+
+Task TaskFromRecord(IndexRecord&& r) {
+  Task t;
+  t.id = r.id;
+  t.status = r.status;
+  t.owner = std::move(r.owner);
+  t.blocked_by = std::move(r.blocked_by);
+  return t;
+}
+
 }  // namespace
 
-Board::Board(fs::path dir)
+Board::Board(fs::path dir, Options options)
     : dir_(std::move(dir)),
       lock_path_(dir_ / ".lock"),
       hwm_path_(dir_ / ".highwatermark"),
-      index_path_(dir_ / ".index") {
+      index_path_(dir_ / ".index"),
+      spare_path_(dir_ / ".spare") {
   (void)EnsureDir(dir_);
+  if (!options.watch) return;
   // The watch comes before the first load so that no change falls between.
   inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   if (inotify_.valid() &&
@@ -58,23 +132,37 @@ Board::Board(fs::path dir)
     inotify_.reset();
   }
   if (!inotify_.valid()) {
-    LogDebug("board " + dir_.string() + ": no inotify, every operation rechecks the index");
+    LogDebug("board " + dir_.string() + ": no inotify, every operation reloads the index");
   }
+}
+
+Board::Entry* Board::FindLocked(int64_t id) {
+  if (id < 1 || static_cast<size_t>(id) >= tasks_.size() || !tasks_[id].present) return nullptr;
+  return &tasks_[id];
 }
 
 void Board::PutLocked(Task task, FileStamp stamp, bool full) {
   int64_t id = task.id;
   max_file_id_ = std::max(max_file_id_, id);
+  if (tasks_.size() <= static_cast<size_t>(id)) tasks_.resize(static_cast<size_t>(id) + 1);
+  Entry& e = tasks_[id];
+  if (!e.present) ++live_;
   if (task.status == TaskStatus::kPending && task.owner.empty()) {
     open_.insert(id);
   } else {
     open_.erase(id);
   }
-  tasks_[id] = Entry{std::move(task), stamp, full};
+  e.present = true;
+  e.full = full;
+  e.task = std::move(task);
+  e.stamp = stamp;
 }
 
 void Board::EraseLocked(int64_t id) {
-  tasks_.erase(id);
+  Entry* e = FindLocked(id);
+  if (e == nullptr) return;
+  *e = Entry{};
+  --live_;
   open_.erase(id);
 }
 
@@ -88,8 +176,8 @@ void Board::ReloadLocked(int64_t id, bool force) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return;
   max_file_id_ = std::max(max_file_id_, id);
-  auto it = tasks_.find(id);
-  if (!force && it != tasks_.end() && it->second.stamp == StampOf(st)) return;  // our own write
+  Entry* e = FindLocked(id);
+  if (!force && e != nullptr && e->full && e->stamp == StampOf(st)) return;  // already have it
   std::string data;
   data.resize(static_cast<size_t>(st.st_size));
   ssize_t n = st.st_size > 0 ? ::pread(fd.get(), data.data(), data.size(), 0) : 0;
@@ -111,90 +199,71 @@ void Board::ReloadLocked(int64_t id, bool force) {
 }
 
 Result<Task> Board::FullTaskLocked(int64_t id) {
-  auto it = tasks_.find(id);
-  if (it == tasks_.end()) return NoTask(id);
-  if (!it->second.full) {
+  Entry* e = FindLocked(id);
+  if (e == nullptr) return NoTask(id);
+  if (!e->full) {
     ReloadLocked(id, /*force=*/true);
-    it = tasks_.find(id);
-    if (it == tasks_.end()) return NoTask(id);
+    e = FindLocked(id);
+    if (e == nullptr) return NoTask(id);
   }
-  return it->second.task;
+  return e->task;
 }
-
-namespace {
-
-// One index line: "id inode status owner blockers", '-' for none; an owner
-// that is not a valid name (set by hand) is written '?' so that readers go
-// to the file instead.
-std::string IndexLine(const Task& t, ino_t ino) {
-  std::string owner = t.owner.empty() ? "-" : t.owner;
-  if (!t.owner.empty() && !ValidateName("owner", t.owner).ok()) owner = "?";
-  std::string blockers;
-  for (int64_t b : t.blocked_by) {
-    if (!blockers.empty()) blockers += ',';
-    blockers += std::to_string(b);
-  }
-  return std::to_string(t.id) + " " + std::to_string(ino) + " " +
-         std::string(TaskStatusName(t.status)) + " " + owner + " " +
-         (blockers.empty() ? "-" : blockers) + "\n";
-}
-
-struct IndexRecord {
-  ino_t ino = 0;
-  Task task;  // id, status, owner, blocked_by
-  bool usable = false;
-};
-
-// Parses one index line; `usable` is false for torn or '?' lines.
-IndexRecord ParseIndexLine(std::string_view line) {
-  IndexRecord r;
-  std::string_view f[5];
-  for (int i = 0; i < 5; ++i) {
-    size_t sp = i < 4 ? line.find(' ') : line.size();
-    if (sp == std::string_view::npos) return r;
-    f[i] = line.substr(0, sp);
-    line.remove_prefix(std::min(line.size(), sp + 1));
-  }
-  r.task.id = TaskIdFromFileName(std::string(f[0]) + ".json");
-  uint64_t ino = 0;
-  auto [p, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), ino);
-  auto status = ParseTaskStatus(f[2]);
-  if (r.task.id == 0 || ec != std::errc() || !status.ok() || f[3] == "?") return r;
-  r.ino = static_cast<ino_t>(ino);
-  r.task.status = *status;
-  if (f[3] != "-") r.task.owner = std::string(f[3]);
-  if (f[4] != "-") {
-    while (!f[4].empty()) {
-      size_t comma = f[4].find(',');
-      std::string_view piece = f[4].substr(0, comma);
-      int64_t b = 0;
-      auto [bp, bec] = std::from_chars(piece.data(), piece.data() + piece.size(), b);
-      if (bec != std::errc() || b < 1) return r;
-      r.task.blocked_by.push_back(b);
-      f[4].remove_prefix(comma == std::string_view::npos ? f[4].size() : comma + 1);
-    }
-  }
-  r.usable = true;
-  return r;
-}
-
-}  // namespace
 
 Status Board::AppendIndexLocked(const Entry& e) {
   ScopedFd fd(::open(index_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
   if (!fd.valid()) return Status::FromErrno("open " + index_path_.string(), errno);
   MATES_RETURN_IF_ERROR(WriteAll(fd.get(), IndexLine(e.task, e.stamp.ino), index_path_.c_str()));
   ++index_lines_;
-  if (index_lines_ > 2 * tasks_.size() + 64) return CompactIndexLocked();
+  if (index_lines_ > 2 * live_ + 64) return CompactIndexLocked();
   return Status::Ok();
 }
 
 Status Board::CompactIndexLocked() {
   std::string data;
-  for (const auto& [id, e] : tasks_) data += IndexLine(e.task, e.stamp.ino);
+  for (const Entry& e : tasks_) {
+    if (e.present) data += IndexLine(e.task, e.stamp.ino);
+  }
   MATES_RETURN_IF_ERROR(WriteFileAtomic(index_path_, data));
-  index_lines_ = tasks_.size();
+  // What we just wrote is what we know: continue reading after it.
+  struct stat st {};
+  if (::stat(index_path_.c_str(), &st) == 0) {
+    index_ino_ = st.st_ino;
+    index_offset_ = static_cast<off_t>(data.size());
+  }
+  index_lines_ = live_;
   return Status::Ok();
+}
+
+bool Board::ReadIndexTailLocked() {
+  ScopedFd fd(::open(index_path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return index_ino_ == 0;  // never had one: nothing to read
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return false;
+  if (st.st_ino != index_ino_ || st.st_size < index_offset_) return false;  // compacted
+  if (st.st_size == index_offset_) return true;
+  std::string data(static_cast<size_t>(st.st_size - index_offset_), '\0');
+  ssize_t n = ::pread(fd.get(), data.data(), data.size(), index_offset_);
+  if (n < 0) return false;
+  std::string_view rest(data.data(), static_cast<size_t>(n));
+  while (!rest.empty()) {
+    size_t nl = rest.find('\n');
+    if (nl == std::string_view::npos) break;  // not finished yet (cannot happen under the lock)
+    IndexRecord r = ParseIndexLine(rest.substr(0, nl));
+    index_offset_ += static_cast<off_t>(nl + 1);
+    ++index_lines_;
+    rest.remove_prefix(nl + 1);
+    if (r.id == 0) continue;
+    if (!r.usable) {
+      ReloadLocked(r.id, /*force=*/true);
+      continue;
+    }
+    Entry* e = FindLocked(r.id);
+    if (e != nullptr && e->full && e->stamp.ino == r.ino) continue;  // our own write
+    FileStamp stamp;
+    stamp.ino = r.ino;
+    PutLocked(TaskFromRecord(std::move(r)), stamp, /*full=*/false);
+  }
+  return true;
 }
 
 Status Board::ColdLoadLocked() {
@@ -206,19 +275,33 @@ Status Board::ColdLoadLocked() {
   }
   tasks_.clear();
   open_.clear();
+  live_ = 0;
   // What the index says, the last line of an id winning.
-  std::map<int64_t, IndexRecord> index;
+  std::vector<IndexRecord> index;
+  size_t indexed = 0;
   index_lines_ = 0;
-  auto data = ReadFile(index_path_);
-  if (data.ok()) {
-    std::string_view rest = *data;
-    while (!rest.empty()) {
-      size_t nl = rest.find('\n');
-      if (nl == std::string_view::npos) break;  // a torn last line
-      IndexRecord r = ParseIndexLine(rest.substr(0, nl));
-      rest.remove_prefix(nl + 1);
-      ++index_lines_;
-      if (r.task.id > 0) index[r.task.id] = std::move(r);
+  index_offset_ = 0;
+  index_ino_ = 0;
+  {
+    ScopedFd fd(::open(index_path_.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st {};
+    if (fd.valid() && ::fstat(fd.get(), &st) == 0) {
+      index_ino_ = st.st_ino;
+      std::string data(static_cast<size_t>(st.st_size), '\0');
+      ssize_t n = ::pread(fd.get(), data.data(), data.size(), 0);
+      std::string_view rest(data.data(), n > 0 ? static_cast<size_t>(n) : 0);
+      while (!rest.empty()) {
+        size_t nl = rest.find('\n');
+        if (nl == std::string_view::npos) break;  // a torn last line
+        IndexRecord r = ParseIndexLine(rest.substr(0, nl));
+        index_offset_ += static_cast<off_t>(nl + 1);
+        ++index_lines_;
+        rest.remove_prefix(nl + 1);
+        if (r.id == 0) continue;
+        if (index.size() <= static_cast<size_t>(r.id)) index.resize(static_cast<size_t>(r.id) + 1);
+        if (index[r.id].id == 0) ++indexed;
+        index[r.id] = std::move(r);
+      }
     }
   }
   // What is on disk: readdir() gives each file's inode without a stat.
@@ -232,11 +315,10 @@ Status Board::ColdLoadLocked() {
   ::closedir(d);
   bool healed = false;
   for (const auto& [id, ino] : files) {
-    auto it = index.find(id);
-    if (it != index.end() && it->second.usable && it->second.ino == ino) {
+    if (static_cast<size_t>(id) < index.size() && index[id].usable && index[id].ino == ino) {
       FileStamp stamp;
       stamp.ino = ino;
-      PutLocked(std::move(it->second.task), stamp, /*full=*/false);
+      PutLocked(TaskFromRecord(std::move(index[id])), stamp, /*full=*/false);
       continue;
     }
     ReloadLocked(id, /*force=*/true);  // written behind the index's back
@@ -244,12 +326,14 @@ Status Board::ColdLoadLocked() {
   }
   loaded_ = true;
   // Bring the index up to date for the next cold reader.
-  if (healed || tasks_.size() != index.size()) return CompactIndexLocked();
+  if (healed || indexed != files.size()) return CompactIndexLocked();
   return Status::Ok();
 }
 
 Status Board::RefreshLocked() {
+  // Without a watch, foreign writes are only seen by a cold load.
   if (!loaded_ || !inotify_.valid()) return ColdLoadLocked();
+  if (!ReadIndexTailLocked()) return ColdLoadLocked();
   alignas(struct inotify_event) char buf[64 * 1024];
   std::set<int64_t> changed;
   bool overflow = false;
@@ -266,18 +350,28 @@ Status Board::RefreshLocked() {
     }
   }
   if (overflow) return ColdLoadLocked();
-  for (int64_t id : changed) ReloadLocked(id);
+  // Files the index lines do not explain were written by someone else.
+  for (int64_t id : changed) {
+    struct stat st {};
+    if (::stat((dir_ / TaskFileName(id)).c_str(), &st) != 0) {
+      EraseLocked(id);
+      continue;
+    }
+    Entry* e = FindLocked(id);
+    if (e != nullptr && e->stamp.ino == st.st_ino && (!e->full || e->stamp == StampOf(st))) continue;
+    ReloadLocked(id, /*force=*/true);
+  }
   return Status::Ok();
 }
 
 Status Board::WriteLocked(Task& task) {
   task.updated_at = WallSeconds();
   fs::path path = dir_ / TaskFileName(task.id);
-  MATES_RETURN_IF_ERROR(WriteFileAtomic(path, DumpJsonPretty(TaskToJson(task))));
+  MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(path, DumpJsonPretty(TaskToJson(task)), spare_path_));
   struct stat st {};
   FileStamp stamp = ::stat(path.c_str(), &st) == 0 ? StampOf(st) : FileStamp{};
   PutLocked(task, stamp, /*full=*/true);
-  MATES_RETURN_IF_ERROR(AppendIndexLocked(tasks_.at(task.id)));
+  MATES_RETURN_IF_ERROR(AppendIndexLocked(tasks_[task.id]));
   Watcher::Default().NotifyLocal(dir_, TaskFileName(task.id));
   return Status::Ok();
 }
@@ -285,15 +379,16 @@ Status Board::WriteLocked(Task& task) {
 std::string Board::BlockedReasonLocked(const Task& t) const {
   std::string why;
   for (int64_t b : t.blocked_by) {
-    auto it = tasks_.find(b);
-    if (it != tasks_.end() && (it->second.task.status == TaskStatus::kCompleted ||
-                               it->second.task.status == TaskStatus::kDeleted)) {
+    const Entry* e = (b >= 1 && static_cast<size_t>(b) < tasks_.size() && tasks_[b].present)
+                         ? &tasks_[b]
+                         : nullptr;
+    if (e != nullptr && (e->task.status == TaskStatus::kCompleted ||
+                         e->task.status == TaskStatus::kDeleted)) {
       continue;
     }
     if (!why.empty()) why += ", ";
-    why += TaskRef(b) + (it == tasks_.end()
-                             ? std::string(" (missing)")
-                             : " (" + std::string(TaskStatusName(it->second.task.status)) + ")");
+    why += TaskRef(b) + (e == nullptr ? std::string(" (missing)")
+                                      : " (" + std::string(TaskStatusName(e->task.status)) + ")");
   }
   return why;
 }
@@ -310,9 +405,8 @@ bool Board::DependsOnLocked(int64_t from, int64_t target) const {
     stack.pop_back();
     if (cur == target) return true;
     if (!visited.insert(cur).second) continue;
-    auto it = tasks_.find(cur);
-    if (it == tasks_.end()) continue;
-    for (int64_t b : it->second.task.blocked_by) stack.push_back(b);
+    if (cur < 1 || static_cast<size_t>(cur) >= tasks_.size() || !tasks_[cur].present) continue;
+    for (int64_t b : tasks_[cur].task.blocked_by) stack.push_back(b);
   }
   return false;
 }
@@ -342,8 +436,8 @@ Result<Task> Board::Create(const TaskDraft& draft) {
   MATES_RETURN_IF_ERROR(RefreshLocked());
   std::vector<int64_t> blockers;
   for (int64_t b : draft.blocked_by) {
-    auto it = tasks_.find(b);
-    if (it == tasks_.end() || it->second.task.status == TaskStatus::kDeleted) return NoTask(b);
+    Entry* e = FindLocked(b);
+    if (e == nullptr || e->task.status == TaskStatus::kDeleted) return NoTask(b);
     if (std::find(blockers.begin(), blockers.end(), b) == blockers.end()) blockers.push_back(b);
   }
   Task t;
@@ -355,7 +449,7 @@ Result<Task> Board::Create(const TaskDraft& draft) {
   t.metadata_json = metadata;
   t.created_at = WallSeconds();
   MATES_RETURN_IF_ERROR(WriteLocked(t));
-  MATES_RETURN_IF_ERROR(WriteFileAtomic(hwm_path_, std::to_string(t.id) + "\n"));
+  MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(hwm_path_, std::to_string(t.id) + "\n", spare_path_));
   for (int64_t b : blockers) {
     MATES_ASSIGN_OR_RETURN(Task blocker, FullTaskLocked(b));
     blocker.blocks.push_back(t.id);
@@ -376,8 +470,11 @@ Result<std::vector<Task>> Board::List(bool include_deleted) {
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   std::vector<int64_t> ids;
-  for (const auto& [id, e] : tasks_) {
-    if (include_deleted || e.task.status != TaskStatus::kDeleted) ids.push_back(id);
+  for (size_t id = 1; id < tasks_.size(); ++id) {
+    const Entry& e = tasks_[id];
+    if (e.present && (include_deleted || e.task.status != TaskStatus::kDeleted)) {
+      ids.push_back(static_cast<int64_t>(id));
+    }
   }
   std::vector<Task> out;
   out.reserve(ids.size());
@@ -423,8 +520,8 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   std::vector<int64_t> add_blocked_by;
   for (int64_t b : patch.add_blocked_by) {
     if (b == id) return Status::InvalidArgument(ref + " cannot block itself");
-    auto bit = tasks_.find(b);
-    if (bit == tasks_.end() || bit->second.task.status == TaskStatus::kDeleted) return NoTask(b);
+    Entry* e = FindLocked(b);
+    if (e == nullptr || e->task.status == TaskStatus::kDeleted) return NoTask(b);
     if (std::find(t.blocked_by.begin(), t.blocked_by.end(), b) != t.blocked_by.end()) continue;
     if (DependsOnLocked(b, id)) {
       return Status::FailedPrecondition("dependency cycle: " + TaskRef(b) + " already waits on " +
@@ -435,9 +532,9 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   std::vector<int64_t> add_blocks;
   for (int64_t b : patch.add_blocks) {
     if (b == id) return Status::InvalidArgument(ref + " cannot block itself");
-    auto bit = tasks_.find(b);
-    if (bit == tasks_.end() || bit->second.task.status == TaskStatus::kDeleted) return NoTask(b);
-    const auto& bb = bit->second.task.blocked_by;
+    Entry* e = FindLocked(b);
+    if (e == nullptr || e->task.status == TaskStatus::kDeleted) return NoTask(b);
+    const auto& bb = e->task.blocked_by;
     if (std::find(bb.begin(), bb.end(), id) != bb.end()) continue;
     if (DependsOnLocked(id, b) ||
         std::find(add_blocked_by.begin(), add_blocked_by.end(), b) != add_blocked_by.end()) {
@@ -452,8 +549,8 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   if (patch.active_form) t.active_form = *patch.active_form;
   if (patch.owner) t.owner = *patch.owner;
   if (patch.metadata_json) {
-    Json md = ParseJson(t.metadata_json).ok() ? *ParseJson(t.metadata_json) : Json::object();
-    if (!md.is_object()) md = Json::object();
+    auto current = ParseJson(t.metadata_json);
+    Json md = current.ok() && current->is_object() ? std::move(*current) : Json::object();
     for (auto& [k, v] : metadata_patch.items()) {
       if (v.is_null()) {
         md.erase(k);
@@ -490,9 +587,11 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   // dependents' blockedBy and its blockers' blocks.
   if (t.status == TaskStatus::kDeleted) {
     std::set<int64_t> touched(t.blocked_by.begin(), t.blocked_by.end());
-    for (const auto& [oid, e] : tasks_) {
+    for (size_t oid = 1; oid < tasks_.size(); ++oid) {
+      const Entry& e = tasks_[oid];
+      if (!e.present || static_cast<int64_t>(oid) == id) continue;
       const auto& bb = e.task.blocked_by;
-      if (oid != id && std::find(bb.begin(), bb.end(), id) != bb.end()) touched.insert(oid);
+      if (std::find(bb.begin(), bb.end(), id) != bb.end()) touched.insert(static_cast<int64_t>(oid));
     }
     for (int64_t oid : touched) {
       auto other = FullTaskLocked(oid);
@@ -505,8 +604,8 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
 }
 
 Result<Task> Board::ClaimLocked(int64_t id, const std::string& owner) {
-  auto it = tasks_.find(id);
-  if (it == tasks_.end() || it->second.task.status == TaskStatus::kDeleted) return NoTask(id);
+  Entry* e = FindLocked(id);
+  if (e == nullptr || e->task.status == TaskStatus::kDeleted) return NoTask(id);
   MATES_ASSIGN_OR_RETURN(Task t, FullTaskLocked(id));
   const std::string ref = "task " + TaskRef(id);
   if (t.owner == owner && t.status == TaskStatus::kInProgress) return t;  // already ours
@@ -538,7 +637,7 @@ Result<std::optional<Task>> Board::ClaimNext(const std::string& owner) {
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   for (int64_t id : open_) {
-    if (ClaimableLocked(tasks_.at(id).task)) {
+    if (ClaimableLocked(tasks_[id].task)) {
       MATES_ASSIGN_OR_RETURN(Task t, ClaimLocked(id, owner));
       return std::optional<Task>(std::move(t));
     }

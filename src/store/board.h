@@ -5,25 +5,25 @@
 // an atomic compare-and-set: of N racing claimers in any processes, exactly
 // one wins.
 //
-// Claiming does not read every task file each time:
-// - A warm Board keeps the tasks in memory and, once it holds the lock,
-//   drains its own inotify watch on the folder and re-reads only the files
-//   named there (a rename's event is queued before rename() returns, so what
-//   another process wrote before releasing the lock is always seen).
-// - A cold Board (a new `mates tasks claim` process, an inotify overflow, a
-//   file system without inotify) reads `.index`: one short line per task
-//   write, "id inode status owner blockers", appended under the lock and
-//   compacted when it doubles. It checks each line against the inode that
-//   readdir() reports for the task file and re-reads only the files that
-//   were replaced behind the index's back (by a foreign writer). Subjects and
-//   descriptions are read lazily, for the tasks an operation returns.
+// Claiming does not read every task file each time. Every write appends one
+// short line to `.index` ("id inode status owner blockers"; compacted when it
+// doubles), under the lock, right after replacing the task file:
+// - a cold Board (a new `mates tasks claim` process) reads `.index`, checks
+//   each task's line against the inode readdir() reports for its file, and
+//   reads only the files replaced behind the index's back (foreign writers);
+// - a warm Board (a teammate's) reads only the lines appended since its last
+//   look, and stat()s only the files its inotify watch names that those
+//   lines do not explain.
+// Subjects and descriptions are read lazily, for the tasks an operation
+// returns or writes. Task files are replaced by exchange with `.spare`
+// (ReplaceFileViaSpare): atomic for readers, no inode allocated, no block
+// freed.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -40,18 +40,26 @@ namespace fs = std::filesystem;
 
 class Board {
  public:
-  // Which version of a task file an entry came from. An atomic replace
-  // changes the inode; an in-place edit (against the contract, but it
-  // happens) changes size or mtime.
+  struct Options {
+    // Keep an inotify watch to refresh cheaply between operations. A
+    // one-shot process (the CLI) has no "between" and skips it.
+    bool watch = true;
+  };
+
+  // Which version of a task file an entry came from. A replace changes the
+  // inode and the ctime (an exchange brings back inodes, never a ctime); an
+  // in-place edit (against the contract, but it happens) changes size or mtime.
   struct FileStamp {
     ino_t ino = 0;
     off_t size = -1;  // -1: known from the index only
     int64_t mtime_ns = -1;
+    int64_t ctime_ns = -1;
     bool operator==(const FileStamp&) const = default;
   };
 
   // The folder is created if missing.
-  explicit Board(fs::path dir);
+  explicit Board(fs::path dir) : Board(std::move(dir), Options{}) {}
+  Board(fs::path dir, Options options);
   Board(const Board&) = delete;
   Board& operator=(const Board&) = delete;
 
@@ -73,14 +81,18 @@ class Board {
 
  private:
   struct Entry {
-    Task task;  // only id, status, owner and blocked_by unless `full`
+    bool present = false;
+    bool full = false;  // else only id, status, owner and blocked_by are known
+    Task task;
     FileStamp stamp;
-    bool full = false;
   };
 
   Status RefreshLocked();
   Status ColdLoadLocked();
-  // Reads the task file if it is not the one cached (or `force`).
+  // Applies the index lines appended since `index_offset_`; false if the
+  // index was replaced (compacted) and a cold load is needed.
+  bool ReadIndexTailLocked();
+  // Reads the task file if it is not the version cached (or `force`).
   void ReloadLocked(int64_t id, bool force = false);
   // The complete task, reading its file if only the index was known.
   Result<Task> FullTaskLocked(int64_t id);
@@ -89,6 +101,7 @@ class Board {
   Status CompactIndexLocked();
   void PutLocked(Task task, FileStamp stamp, bool full);
   void EraseLocked(int64_t id);
+  Entry* FindLocked(int64_t id);
   bool ClaimableLocked(const Task& t) const;
   // "" when every blocker is completed (or deleted), else the reason.
   std::string BlockedReasonLocked(const Task& t) const;
@@ -102,15 +115,19 @@ class Board {
   const fs::path lock_path_;
   const fs::path hwm_path_;
   const fs::path index_path_;
+  const fs::path spare_path_;  // ReplaceFileViaSpare's spare, under the lock
 
   // State below is protected by mu_ (and, on disk, by the board lock).
   std::mutex mu_;
   ScopedFd inotify_;
   bool loaded_ = false;
-  std::map<int64_t, Entry> tasks_;
-  std::set<int64_t> open_;  // pending and unowned: the claim candidates
-  int64_t max_file_id_ = 0;  // highest id seen on disk, corrupt files included
-  size_t index_lines_ = 0;   // lines in .index, to know when to compact
+  std::vector<Entry> tasks_;  // by id; [0] unused
+  size_t live_ = 0;           // present entries
+  std::set<int64_t> open_;    // pending and unowned: the claim candidates
+  int64_t max_file_id_ = 0;   // highest id seen on disk, corrupt files included
+  ino_t index_ino_ = 0;       // the .index file read so far, and how far
+  off_t index_offset_ = 0;
+  size_t index_lines_ = 0;  // lines in .index, to know when to compact
   std::set<std::pair<int64_t, ino_t>> reported_corrupt_;
 };
 

@@ -20,7 +20,7 @@ Mailbox::Mailbox(fs::path team_dir, std::string member)
 }
 
 Status Mailbox::Append(const Message& m) const {
-  std::string line = MessageToLine(m);
+  const std::string line = MessageToLine(m);
   {
     MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_, FileLock::Range::kAppend));
     // Read-write: the last byte is read back below (pread fails on O_WRONLY).
@@ -29,11 +29,13 @@ Status Mailbox::Append(const Message& m) const {
     // A writer killed inside write() can leave a line without its newline;
     // start ours on a fresh line so that only the torn one is lost.
     struct stat st {};
-    if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
-      char last = '\n';
-      if (::pread(fd.get(), &last, 1, st.st_size - 1) == 1 && last != '\n') line.insert(0, "\n");
+    char last = '\n';
+    if (::fstat(fd.get(), &st) == 0 && st.st_size > 0 &&
+        ::pread(fd.get(), &last, 1, st.st_size - 1) == 1 && last != '\n') {
+      MATES_RETURN_IF_ERROR(WriteAll(fd.get(), "\n" + line, inbox_.c_str()));
+    } else {
+      MATES_RETURN_IF_ERROR(WriteAll(fd.get(), line, inbox_.c_str()));
     }
-    MATES_RETURN_IF_ERROR(WriteAll(fd.get(), line, inbox_.c_str()));
   }
   Watcher::Default().NotifyLocal(dir_, inbox_.filename().string());
   return Status::Ok();
