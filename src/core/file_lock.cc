@@ -83,15 +83,15 @@ void FileLock::Release() {
   slot_ = nullptr;
 }
 
-Result<FileLock> FileLock::Acquire(const fs::path& lock_path, Range range) {
-  return Lock(lock_path, range, /*wait=*/true);
+Result<FileLock> FileLock::Acquire(const fs::path& lock_path, Range range, Mode mode) {
+  return Lock(lock_path, range, mode, /*wait=*/true);
 }
 
 Result<FileLock> FileLock::TryAcquire(const fs::path& lock_path, Range range) {
-  return Lock(lock_path, range, /*wait=*/false);
+  return Lock(lock_path, range, Mode::kExclusive, /*wait=*/false);
 }
 
-Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, bool wait) {
+Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mode, bool wait) {
   const off_t start = static_cast<off_t>(range);
   Slot* slot = SlotFor(lock_path.string() + "#" + std::to_string(start));
   if (wait) {
@@ -113,7 +113,7 @@ Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, bool wai
     }
   }
   struct flock fl {};
-  fl.l_type = F_WRLCK;
+  fl.l_type = mode == Mode::kShared ? F_RDLCK : F_WRLCK;
   fl.l_whence = SEEK_SET;
   fl.l_start = start;
   fl.l_len = 1;

@@ -28,8 +28,12 @@ class FileLock {
   // locks on the same file (an inbox uses one for appends, one for drains).
   enum class Range : int { kWhole = 0, kAppend = 0, kDrain = 1 };
 
+  // Exclusive excludes everyone; shared holders exclude only exclusive ones.
+  enum class Mode { kExclusive, kShared };
+
   // Blocks until the lock is held. The lock file is created if missing.
-  static Result<FileLock> Acquire(const fs::path& lock_path, Range range = Range::kWhole);
+  static Result<FileLock> Acquire(const fs::path& lock_path, Range range = Range::kWhole,
+                                  Mode mode = Mode::kExclusive);
   // Returns Conflict at once if another holder has it.
   static Result<FileLock> TryAcquire(const fs::path& lock_path, Range range = Range::kWhole);
 
@@ -43,7 +47,7 @@ class FileLock {
 
  private:
   FileLock(Slot* slot, off_t start) : slot_(slot), start_(start) {}
-  static Result<FileLock> Lock(const fs::path& lock_path, Range range, bool wait);
+  static Result<FileLock> Lock(const fs::path& lock_path, Range range, Mode mode, bool wait);
   void Release();
 
   Slot* slot_ = nullptr;  // owned by the process-wide table, never freed

@@ -33,7 +33,13 @@ int64_t TaskIdFromFileName(std::string_view name) {
 
 namespace {
 
-std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }
+std::string TaskRef(int64_t id) {
+  // Appended, not "#" + to_string(): GCC 12 at -O3 warns falsely on the
+  // latter (-Wrestrict, GCC bug 105329).
+  std::string ref = "#";
+  ref += std::to_string(id);
+  return ref;
+}
 
 Status NoTask(int64_t id) { return Status::NotFound("no task " + TaskRef(id)); }
 
@@ -209,10 +215,23 @@ Result<Task> Board::FullTaskLocked(int64_t id) {
   return e->task;
 }
 
+Status Board::OpenIndexLocked() {
+  if (index_fd_.valid()) {
+    struct stat a {}, b {};
+    if (::fstat(index_fd_.get(), &a) == 0 && ::stat(index_path_.c_str(), &b) == 0 &&
+        a.st_ino == b.st_ino) {
+      return Status::Ok();
+    }
+  }
+  index_fd_.reset(::open(index_path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  if (!index_fd_.valid()) return Status::FromErrno("open " + index_path_.string(), errno);
+  return Status::Ok();
+}
+
 Status Board::AppendIndexLocked(const Entry& e) {
-  ScopedFd fd(::open(index_path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Status::FromErrno("open " + index_path_.string(), errno);
-  MATES_RETURN_IF_ERROR(WriteAll(fd.get(), IndexLine(e.task, e.stamp.ino), index_path_.c_str()));
+  MATES_RETURN_IF_ERROR(OpenIndexLocked());
+  MATES_RETURN_IF_ERROR(
+      WriteAll(index_fd_.get(), IndexLine(e.task, e.stamp.ino), index_path_.c_str()));
   ++index_lines_;
   if (index_lines_ > 2 * live_ + 64) return CompactIndexLocked();
   return Status::Ok();
@@ -234,15 +253,16 @@ Status Board::CompactIndexLocked() {
   return Status::Ok();
 }
 
-bool Board::ReadIndexTailLocked() {
-  ScopedFd fd(::open(index_path_.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return index_ino_ == 0;  // never had one: nothing to read
+bool Board::ReadIndexTailLocked(std::set<int64_t>* explained) {
+  if (!fs::exists(index_path_)) return index_ino_ == 0;  // never had one: nothing to read
+  if (!OpenIndexLocked().ok()) return false;
+  int fd = index_fd_.get();
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return false;
+  if (::fstat(fd, &st) != 0) return false;
   if (st.st_ino != index_ino_ || st.st_size < index_offset_) return false;  // compacted
   if (st.st_size == index_offset_) return true;
   std::string data(static_cast<size_t>(st.st_size - index_offset_), '\0');
-  ssize_t n = ::pread(fd.get(), data.data(), data.size(), index_offset_);
+  ssize_t n = ::pread(fd, data.data(), data.size(), index_offset_);
   if (n < 0) return false;
   std::string_view rest(data.data(), static_cast<size_t>(n));
   while (!rest.empty()) {
@@ -255,10 +275,14 @@ bool Board::ReadIndexTailLocked() {
     if (r.id == 0) continue;
     if (!r.usable) {
       ReloadLocked(r.id, /*force=*/true);
+      explained->insert(r.id);
       continue;
     }
     Entry* e = FindLocked(r.id);
-    if (e != nullptr && e->full && e->stamp.ino == r.ino) continue;  // our own write
+    // Our own write: the entry stays full, so it is not "explained" and a
+    // change after it (by someone else) is still checked with a stat.
+    if (e != nullptr && e->full && e->stamp.ino == r.ino) continue;
+    explained->insert(r.id);
     FileStamp stamp;
     stamp.ino = r.ino;
     PutLocked(TaskFromRecord(std::move(r)), stamp, /*full=*/false);
@@ -333,7 +357,8 @@ Status Board::ColdLoadLocked() {
 Status Board::RefreshLocked() {
   // Without a watch, foreign writes are only seen by a cold load.
   if (!loaded_ || !inotify_.valid()) return ColdLoadLocked();
-  if (!ReadIndexTailLocked()) return ColdLoadLocked();
+  std::set<int64_t> explained;
+  if (!ReadIndexTailLocked(&explained)) return ColdLoadLocked();
   alignas(struct inotify_event) char buf[64 * 1024];
   std::set<int64_t> changed;
   bool overflow = false;
@@ -350,8 +375,12 @@ Status Board::RefreshLocked() {
     }
   }
   if (overflow) return ColdLoadLocked();
-  // Files the index lines do not explain were written by someone else.
+  // Files the index lines do not explain were written by someone else. (An
+  // explained file is at most known partially now, so any operation that
+  // returns or writes it reads it first: a claim's compare-and-set always
+  // sees the file itself.)
   for (int64_t id : changed) {
+    if (explained.count(id) > 0) continue;
     struct stat st {};
     if (::stat((dir_ / TaskFileName(id)).c_str(), &st) != 0) {
       EraseLocked(id);

@@ -89,9 +89,12 @@ class Board {
 
   Status RefreshLocked();
   Status ColdLoadLocked();
-  // Applies the index lines appended since `index_offset_`; false if the
-  // index was replaced (compacted) and a cold load is needed.
-  bool ReadIndexTailLocked();
+  // Applies the index lines appended since `index_offset_`, adding their
+  // ids to `explained`; false if the index was replaced (compacted) and a
+  // cold load is needed.
+  bool ReadIndexTailLocked(std::set<int64_t>* explained);
+  // index_fd_, (re)opened if the index file was replaced.
+  Status OpenIndexLocked();
   // Reads the task file if it is not the version cached (or `force`).
   void ReloadLocked(int64_t id, bool force = false);
   // The complete task, reading its file if only the index was known.
@@ -125,6 +128,7 @@ class Board {
   size_t live_ = 0;           // present entries
   std::set<int64_t> open_;    // pending and unowned: the claim candidates
   int64_t max_file_id_ = 0;   // highest id seen on disk, corrupt files included
+  ScopedFd index_fd_;         // .index, read-write, appending
   ino_t index_ino_ = 0;       // the .index file read so far, and how far
   off_t index_offset_ = 0;
   size_t index_lines_ = 0;  // lines in .index, to know when to compact

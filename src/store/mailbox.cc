@@ -22,7 +22,8 @@ Mailbox::Mailbox(fs::path team_dir, std::string member)
 Status Mailbox::Append(const Message& m) const {
   const std::string line = MessageToLine(m);
   {
-    MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_, FileLock::Range::kAppend));
+    MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_, FileLock::Range::kAppend,
+                                                            FileLock::Mode::kShared));
     // Read-write: the last byte is read back below (pread fails on O_WRONLY).
     ScopedFd fd(::open(inbox_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
     if (!fd.valid()) return Status::FromErrno("open " + inbox_.string(), errno);

@@ -1,9 +1,11 @@
 // Mailbox: one member's inbox, `<member>_inbox.jsonl` (DESIGN §2).
 //
-// Appending is one write() of one whole line under byte 0 of
-// `<member>_inbox.lock`. Draining never loses a message, whatever instant a
-// reader dies at (the seeds' read-then-truncate lost everything read but not
-// yet acted on):
+// Appending is one O_APPEND write() of one whole line under a *shared* lock
+// on byte 0 of `<member>_inbox.lock`: appenders do not exclude each other (the
+// kernel serialises whole-line O_APPEND writes to one file), only the drain's
+// rename, which takes byte 0 exclusively. Draining never loses a message,
+// whatever instant a reader dies at (the seeds' read-then-truncate lost
+// everything read but not yet acted on):
 //   1. under byte 1 of the lock (one drainer at a time), the inbox is renamed
 //      to `<member>_inbox.draining` (under byte 0, so no append is cut);
 //   2. the reader reads it and acts on the messages;
@@ -14,7 +16,11 @@
 // suppressed; ids repeated inside one drain are suppressed always.
 //
 // A torn or unparsable line is moved to `<member>_inbox.quarantine` with a
-// warning and never blocks the lines after it.
+// warning and never blocks the lines after it. An appender starts its line
+// on a fresh one if the file does not end in '\n' (a writer died mid-line);
+// with concurrent appenders that check can race, so a line written at the
+// very instant another writer dies inside write() may be quarantined with
+// the torn one.
 #pragma once
 
 #include <filesystem>
