@@ -156,7 +156,7 @@ TEST_F(CliStoreTest, BadInputIsExit2WithOneLineAndNoFiles) {
   ExpectError({"tasks", "--team", "t", "create", "x", "--metadata", "[1]"}, 2, "metadata");
   ExpectError({"tasks", "--team", "t", "create", "   "}, 2, "subject");
   ExpectError({"tasks"}, 2, "--team");
-  ExpectError({"frobnicate"}, 2, "");
+  ExpectError({"frobnicate"}, 2, "unknown command 'frobnicate'");
   ExpectError({}, 2, "subcommand");
   // An unknown status, once a task exists.
   ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "one"}).exit_code, 0);

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "cli/cli_common.h"
 
@@ -24,6 +25,21 @@ int main(int argc, char** argv) {
   mates::cli::AddTasksCommands(app, g);
   mates::cli::AddLogCommand(app, g);
 
+  // Name an unknown command plainly (CLI11 would only say one is required).
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--workspace" || arg == "-w") {
+      ++i;
+      continue;
+    }
+    if (arg.rfind("-", 0) == 0) continue;
+    auto subs = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == arg; });
+    if (subs.empty()) {
+      std::cerr << "mates: error: unknown command '" << arg << "' (see mates --help)" << std::endl;
+      return 2;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
