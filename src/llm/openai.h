@@ -1,0 +1,80 @@
+// OpenAI-compatible chat completions (OpenAI, Ollama, vLLM, llama.cpp
+// server, …) over libcurl, streaming by default.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "llm/http.h"
+#include "llm/provider.h"
+#include "llm/retry.h"
+#include "llm/sse.h"
+
+namespace mates::llm {
+
+struct OpenAIOptions {
+  std::string base_url = "https://api.openai.com/v1";  // the client adds /chat/completions
+  std::string api_key;                                 // optional for local servers
+  std::string model = "gpt-4o-mini";
+  bool stream = true;
+  RetryPolicy retry;
+  double connect_timeout_s = 10;
+  long stall_timeout_s = 300;  // local servers may think long before a byte
+  int64_t context_window = 128000;
+};
+
+// The request body (public for tests): the system prompt as the first
+// message, tool results as "tool" messages right after their assistant
+// turn, tools as functions, usage requested in the stream, `user`.
+Json OpenAIRequestBody(const Request& request, const std::string& model, bool stream);
+
+// Assembles chat-completion chunks: content deltas (forwarded), tool_calls
+// accumulated by index (arguments as string fragments or one object), the
+// finish reason mapped to Anthropic's names, usage.
+class OpenAIStreamAccumulator {
+ public:
+  explicit OpenAIStreamAccumulator(TextDeduper* text) : text_(text) {}
+  void OnChunk(const Json& chunk);
+  // [DONE] seen, or a finish_reason (some servers end without [DONE]).
+  bool done() const { return done_ || !finish_reason_.empty(); }
+  void MarkDone() { done_ = true; }
+  const Status& error() const { return error_; }
+  Response TakeResponse();
+
+ private:
+  struct Call {
+    std::string id, name, arguments;
+    bool arguments_object = false;
+  };
+  TextDeduper* text_;
+  std::string text_so_far_;
+  std::map<int, Call> calls_;
+  std::string finish_reason_;
+  Usage usage_;
+  std::string model_, id_;
+  bool done_ = false;
+  Status error_;
+};
+
+// A complete (non-streamed) chat completion.
+Result<Response> OpenAIResponseFromJson(const Json& j);
+
+class OpenAIProvider : public Provider {
+ public:
+  OpenAIProvider(OpenAIOptions options, std::unique_ptr<HttpTransport> transport);
+  Result<Response> Complete(const Request& request, const StreamCallbacks& callbacks,
+                            CancelToken* cancel) override;
+  std::string_view name() const override { return "openai"; }
+  std::string default_model() const override { return options_.model; }
+  int64_t ContextWindow(const std::string&) const override { return options_.context_window; }
+
+ private:
+  Result<Response> Attempt(const std::string& body, TextDeduper* text, CancelToken* cancel,
+                           AttemptFailure* failure);
+
+  const OpenAIOptions options_;
+  const std::unique_ptr<HttpTransport> transport_;
+};
+
+}  // namespace mates::llm

@@ -1,0 +1,160 @@
+#include "llm/retry.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "core/clock.h"
+
+namespace mates::llm {
+
+bool IsRetryableStatus(int status) {
+  return status == 408 || status == 409 || status == 429 || status >= 500;
+}
+
+namespace {
+
+// "2026-02-01T10:30:05Z" (or with fractions / offset) -> epoch seconds.
+bool ParseRfc3339(const std::string& s, double* out) {
+  std::tm tm{};
+  int frac_len = 0;
+  const char* p = ::strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (p == nullptr) return false;
+  double frac = 0;
+  if (*p == '.') {
+    ++p;
+    double scale = 0.1;
+    while (*p >= '0' && *p <= '9') {
+      frac += (*p - '0') * scale;
+      scale /= 10;
+      ++p;
+      ++frac_len;
+    }
+  }
+  int offset = 0;
+  if (*p == '+' || *p == '-') {
+    int hh = 0, mm = 0;
+    if (std::sscanf(p + 1, "%2d:%2d", &hh, &mm) < 1) return false;
+    offset = (hh * 3600 + mm * 60) * (*p == '+' ? 1 : -1);
+  }
+  *out = static_cast<double>(::timegm(&tm)) + frac - offset;
+  return true;
+}
+
+double Jitter(double v) {
+  thread_local std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<double> d(0.75, 1.25);
+  return v * d(rng);
+}
+
+}  // namespace
+
+double RetryDelay(const RetryPolicy& policy, int attempt,
+                  const std::map<std::string, std::string>& headers) {
+  auto get = [&](const char* k) -> const std::string* {
+    auto it = headers.find(k);
+    return it == headers.end() ? nullptr : &it->second;
+  };
+  if (const std::string* ms = get("retry-after-ms")) {
+    char* end = nullptr;
+    double v = std::strtod(ms->c_str(), &end);
+    if (end != ms->c_str() && v >= 0) return std::min(v / 1000.0, policy.max_server_delay_s);
+  }
+  if (const std::string* ra = get("retry-after")) {
+    char* end = nullptr;
+    double v = std::strtod(ra->c_str(), &end);
+    if (end != ra->c_str() && v >= 0) return std::min(v, policy.max_server_delay_s);
+    std::tm tm{};
+    if (::strptime(ra->c_str(), "%a, %d %b %Y %H:%M:%S", &tm) != nullptr) {
+      double wait = static_cast<double>(::timegm(&tm)) - WallSeconds();
+      return std::clamp(wait, 0.0, policy.max_server_delay_s);
+    }
+  }
+  double reset = 0;
+  for (const char* k : {"anthropic-ratelimit-requests-reset", "anthropic-ratelimit-tokens-reset",
+                        "anthropic-ratelimit-input-tokens-reset",
+                        "anthropic-ratelimit-output-tokens-reset"}) {
+    double t = 0;
+    if (const std::string* v = get(k); v != nullptr && ParseRfc3339(*v, &t)) reset = std::max(reset, t);
+  }
+  if (reset > 0) return std::clamp(reset - WallSeconds(), 0.0, policy.max_server_delay_s);
+  double backoff = policy.base_delay_s * std::pow(2.0, attempt - 1);
+  return Jitter(std::min(backoff, policy.max_delay_s));
+}
+
+void TextDeduper::Text(std::string_view delta) {
+  if (diverged_ || pos_ >= shown_.size()) {
+    pos_ += delta.size();
+    shown_.append(delta);
+    if (sink_) sink_(delta);
+    return;
+  }
+  // Part (or all) of this delta was shown by an earlier attempt.
+  size_t overlap = std::min(delta.size(), shown_.size() - pos_);
+  size_t same = 0;
+  while (same < overlap && shown_[pos_ + same] == delta[same]) ++same;
+  if (same < overlap) {
+    // The retry says something else from here: show it from where it differs.
+    diverged_ = true;
+    pos_ += same;
+    shown_.resize(pos_);
+    delta.remove_prefix(same);
+    Text(delta);
+    return;
+  }
+  pos_ += overlap;
+  delta.remove_prefix(overlap);
+  if (!delta.empty()) Text(delta);
+}
+
+Result<Response> RunWithRetries(const RetryPolicy& policy, const StreamCallbacks& callbacks,
+                                CancelToken* cancel,
+                                const std::function<Result<Response>(AttemptFailure*)>& attempt) {
+  for (int n = 0;; ++n) {
+    if (cancel != nullptr && cancel->cancelled()) return Status::Cancelled("request cancelled");
+    AttemptFailure failure;
+    Result<Response> r = attempt(&failure);
+    if (r.ok()) return r;
+    if (!failure.retryable || n >= policy.max_retries) {
+      if (failure.retryable) {
+        return Status(failure.status.code(), failure.status.message() + " (gave up after " +
+                                                 std::to_string(n + 1) + " attempts)");
+      }
+      return failure.status;
+    }
+    double delay = RetryDelay(policy, n + 1, failure.headers);
+    if (callbacks.on_retry) callbacks.on_retry(n + 1, failure.status, delay);
+    if (cancel != nullptr) {
+      if (cancel->WaitFor(delay)) return Status::Cancelled("request cancelled");
+    } else {
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    }
+  }
+}
+
+Status StatusForHttpError(int status, const std::string& body) {
+  std::string message;
+  std::string type;
+  auto j = ParseJson(body);
+  if (j.ok() && j->is_object()) {
+    auto err = j->find("error");
+    if (err != j->end() && err->is_object()) {
+      message = err->value("message", "");
+      type = err->value("type", "");
+    } else if (err != j->end() && err->is_string()) {
+      message = err->get<std::string>();  // some compatible servers
+    }
+  }
+  if (message.empty()) message = body.empty() ? "no details" : body.substr(0, 500);
+  std::string text = "HTTP " + std::to_string(status) + (type.empty() ? "" : " " + type) + ": " + message;
+  // Not InvalidArgument even for 400: at the CLI that would read as bad
+  // usage (exit 2); the request was ours, the refusal is an API failure.
+  if (IsRetryableStatus(status)) return Status::Unavailable(text);
+  return Status::FailedPrecondition(text);
+}
+
+}  // namespace mates::llm

@@ -1,0 +1,63 @@
+// Retries: which failures are worth another try, and how long to wait.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/status.h"
+#include "llm/http.h"
+#include "llm/provider.h"
+
+namespace mates::llm {
+
+struct RetryPolicy {
+  int max_retries = 4;
+  double base_delay_s = 0.5;
+  double max_delay_s = 16;
+  double max_server_delay_s = 120;  // a retry-after above this is capped
+};
+
+// 408, 409, 429, 5xx (529 = overloaded included).
+bool IsRetryableStatus(int status);
+
+// Seconds to wait before retry `attempt` (1-based): the server's
+// retry-after-ms / retry-after (seconds or an HTTP date), else the later of
+// the Anthropic rate-limit reset times (RFC 3339), else exponential backoff
+// with ±25 % jitter.
+double RetryDelay(const RetryPolicy& policy, int attempt,
+                  const std::map<std::string, std::string>& headers);
+
+// The outcome of one attempt as the retry loop needs it.
+struct AttemptFailure {
+  Status status;
+  bool retryable = false;
+  std::map<std::string, std::string> headers;
+};
+
+// Keeps streamed text from being shown twice when an attempt is retried: a
+// new attempt's text is forwarded only past what earlier attempts showed.
+class TextDeduper {
+ public:
+  explicit TextDeduper(std::function<void(std::string_view)> sink) : sink_(std::move(sink)) {}
+  void NewAttempt() { pos_ = 0; }
+  void Text(std::string_view delta);
+
+ private:
+  std::function<void(std::string_view)> sink_;
+  std::string shown_;  // everything forwarded so far
+  size_t pos_ = 0;     // how far the current attempt has got
+  bool diverged_ = false;
+};
+
+// Runs `attempt` until it succeeds, fails for good, the retries run out or
+// `cancel` fires. `attempt` reports failures through `failure`.
+Result<Response> RunWithRetries(const RetryPolicy& policy, const StreamCallbacks& callbacks,
+                                CancelToken* cancel,
+                                const std::function<Result<Response>(AttemptFailure*)>& attempt);
+
+// A Status for a non-2xx HTTP answer: the API's own error message as is.
+// Anthropic: {"type":"error","error":{"type","message"}}; OpenAI:
+// {"error":{"message","type"}}.
+Status StatusForHttpError(int status, const std::string& body);
+
+}  // namespace mates::llm

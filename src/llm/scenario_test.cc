@@ -1,0 +1,148 @@
+#include "llm/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+namespace mates::llm {
+namespace {
+
+const char kJson[] = R"J({"rules": [
+   {"agent": "lead", "when": "migrate (\\w+) to (\\w+)", "once": true, "delay_ms": 0,
+    "reply": [{"type": "text", "text": "Moving $1 to $2."},
+              {"type": "tool_use", "name": "TeamCreate", "input": {"name": "$1-$2", "n": 3}}]},
+   {"agent": "*", "when": "Task #(\\d+)", "once": false,
+    "reply": [{"type": "tool_use", "name": "TaskUpdate",
+               "input": {"task_id": "$1", "status": "completed"}}]},
+   {"agent": "front*", "reply": [{"type": "text", "text": "frontend here"}]},
+   {"agent": "x", "stop_reason": "max_tokens", "reply": [{"type": "text", "text": "cut"}]}],
+ "default_reply": [{"type": "text", "text": "Done."}]})J";
+
+Scenario Load(const std::string& text, const std::string& name = "s.json") {
+  auto s = Scenario::Parse(text, name);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return std::move(*s);
+}
+
+TEST(ScenarioTest, CapturesAreSubstitutedEverywhere) {
+  Scenario s = Load(kJson);
+  auto r = s.Reply("lead", "please migrate rest to graphql");
+  ASSERT_EQ(r.content.size(), 2u);
+  EXPECT_EQ(r.content[0].text, "Moving rest to graphql.");
+  EXPECT_EQ(r.content[1].name, "TeamCreate");
+  EXPECT_EQ(r.content[1].input_json, R"({"name":"rest-graphql","n":3})");
+  EXPECT_EQ(r.stop_reason, "tool_use");
+  EXPECT_EQ(r.rule, 0);
+}
+
+TEST(ScenarioTest, OnceFiresOncePerAgentAndReusableRulesRepeat) {
+  Scenario s = Load(kJson);
+  EXPECT_EQ(s.Reply("lead", "migrate a to b").rule, 0);
+  // Fired for lead: the next eligible rule, then the default.
+  EXPECT_EQ(s.Reply("lead", "migrate a to b").rule, -1);
+  EXPECT_EQ(s.Reply("lead", "migrate a to b").content[0].text, "Done.");
+  // Task rule (once: false) fires every time, for any agent.
+  for (int i = 0; i < 3; ++i) {
+    auto r = s.Reply("backend", "Task #" + std::to_string(i + 4) + ": x");
+    ASSERT_EQ(r.rule, 1);
+    EXPECT_EQ(r.content[0].input_json, R"({"task_id":")" + std::to_string(i + 4) +
+                                           R"(","status":"completed"})");
+  }
+}
+
+TEST(ScenarioTest, AgentGlobsAndFirstEligibleRuleWins) {
+  Scenario s = Load(kJson);
+  EXPECT_EQ(s.Reply("frontend", "hello").content[0].text, "frontend here");
+  EXPECT_EQ(s.Reply("frontend", "hello").content[0].text, "Done.");  // once
+  EXPECT_EQ(s.Reply("backend", "hello").rule, -1);
+  // "Task #1" matches rule 1 before rule 2 even for a front* agent.
+  EXPECT_EQ(s.Reply("front2", "Task #1").rule, 1);
+  auto cut = s.Reply("x", "anything");
+  EXPECT_EQ(cut.stop_reason, "max_tokens");
+}
+
+TEST(ScenarioTest, YamlWorksToo) {
+  Scenario s = Load(R"Y(
+rules:
+  - agent: lead
+    when: "hello (.*)"
+    reply:
+      - {type: text, text: "hi $1"}
+      - type: tool_use
+        name: bash
+        input: {command: "echo 'yes: 1'", timeout: 5}
+default_reply:
+  - {type: text, text: "nothing"}
+)Y", "s.yaml");
+  auto r = s.Reply("lead", "hello world");
+  EXPECT_EQ(r.content[0].text, "hi world");
+  EXPECT_EQ(r.content[1].input_json, R"({"command":"echo 'yes: 1'","timeout":5})");
+}
+
+TEST(ScenarioTest, NewestUserTurnIncludesToolResults) {
+  std::vector<ChatMessage> msgs;
+  msgs.push_back({Role::kUser, {ContentBlock::Text("first")}});
+  msgs.push_back({Role::kAssistant, {ContentBlock::ToolUse("t1", "bash", "{}")}});
+  msgs.push_back({Role::kUser, {ContentBlock::ToolResult("t1", "exit 0", false),
+                                ContentBlock::Text("<teammate-message>hi</teammate-message>")}});
+  EXPECT_EQ(NewestUserText(msgs), "exit 0\n<teammate-message>hi</teammate-message>");
+  EXPECT_EQ(AgentName("frontend@team"), "frontend");
+  EXPECT_TRUE(GlobMatch("*", ""));
+  EXPECT_TRUE(GlobMatch("back?nd", "backend"));
+}
+
+TEST(ScenarioTest, BrokenFilesSayWhatAndWhere) {
+  struct Case {
+    std::string text, name, expect;
+  };
+  std::vector<Case> cases = {
+      {"{\"rules\": [", "a.json", "a.json: malformed JSON"},
+      {"rules: [\n  - {agent: x\n", "b.yaml", "b.yaml: malformed YAML at line"},
+      {R"({"rules": {}})", "c.json", "rules: must be a list"},
+      {R"({"rules": [{"when": "(unclosed", "reply": [{"type":"text","text":"x"}]}]})", "d.json",
+       "rules[0].when: invalid regex"},
+      {R"({"rules": [{"agent": "a"}]})", "e.json", "rules[0]: a rule needs a 'reply'"},
+      {R"({"rules": [{"reply": [{"type":"tool_use"}]}]})", "f.json",
+       "rules[0].reply[0]: a tool_use block needs a 'name'"},
+      {R"({"rules": [{"reply": [{"type":"image"}]}]})", "g.json", "rules[0].reply[0].type"},
+      {R"({"rules": [{"whne": "x", "reply": [{"type":"text","text":"x"}]}]})", "h.json",
+       "rules[0]: unknown field 'whne'"},
+      {R"({"rules": [{"reply": [{"type":"text","text":""}]}]})", "i.json", "non-empty 'text'"},
+      {R"({"rules": [{"delay_ms": -1, "reply": [{"type":"text","text":"x"}]}]})", "j.json",
+       "delay_ms"},
+      {R"({"rules": [{"reply": []}]})", "k.json", "non-empty list"},
+      {R"([1,2])", "l.json", "must be an object"},
+      {R"({"rules": [], "default_reply": [{"type":"tool_use","name":"x","input":[1]}]})",
+       "m.json", "default_reply[0].input: must be an object"},
+  };
+  for (const auto& c : cases) {
+    auto s = Scenario::Parse(c.text, c.name);
+    ASSERT_FALSE(s.ok()) << c.name;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find(c.expect), std::string::npos)
+        << c.name << ": " << s.status().message();
+  }
+  EXPECT_NE(Scenario::Load("/no/such/file.json").status().message().find("does not exist"),
+            std::string::npos);
+}
+
+TEST(ScenarioTest, ManyAgentsAtOnceEachGetTheirOnceRuleExactlyOnce) {
+  Scenario s = Load(R"({"rules": [{"agent": "*", "when": "go", "reply": [{"type":"text","text":"first"}]}]})");
+  std::atomic<int> firsts{0};
+  std::vector<std::thread> threads;
+  for (int a = 0; a < 8; ++a) {
+    threads.emplace_back([&, a] {
+      for (int i = 0; i < 200; ++i) {
+        if (s.Reply("agent" + std::to_string(a), "go").rule == 0) ++firsts;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(firsts.load(), 8);
+}
+
+}  // namespace
+}  // namespace mates::llm

@@ -1,0 +1,57 @@
+#include "llm/sse.h"
+
+namespace mates::llm {
+
+void SseParser::Feed(std::string_view bytes) {
+  for (char c : bytes) {
+    if (after_cr_) {
+      after_cr_ = false;
+      if (c == '\n') continue;  // "\r\n" is one line break
+    }
+    if (c == '\r' || c == '\n') {
+      after_cr_ = c == '\r';
+      Line(line_);
+      line_.clear();
+    } else {
+      line_ += c;
+    }
+  }
+}
+
+bool SseParser::Finish() {
+  bool leftover = !line_.empty() || has_data_ || !pending_.event.empty();
+  line_.clear();
+  pending_ = SseEvent{};
+  has_data_ = false;
+  return leftover;
+}
+
+void SseParser::Line(std::string_view line) {
+  if (line.empty()) {
+    if (has_data_ || !pending_.event.empty()) handler_(pending_);
+    pending_.event.clear();
+    pending_.data.clear();
+    has_data_ = false;
+    return;
+  }
+  if (line[0] == ':') return;  // comment
+  size_t colon = line.find(':');
+  std::string_view field = line.substr(0, colon);
+  std::string_view value;
+  if (colon != std::string_view::npos) {
+    value = line.substr(colon + 1);
+    if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
+  }
+  if (field == "data") {
+    if (has_data_) pending_.data += '\n';
+    pending_.data.append(value);
+    has_data_ = true;
+  } else if (field == "event") {
+    pending_.event = std::string(value);
+  } else if (field == "id") {
+    pending_.id = std::string(value);
+  }
+  // "retry" and unknown fields are ignored.
+}
+
+}  // namespace mates::llm

@@ -1,0 +1,43 @@
+// SseParser: Server-Sent Events (WHATWG) fed in arbitrary byte chunks.
+//
+// Written by hand: it is forty lines, and libcurl hands us raw bytes. Lines
+// end in "\n", "\r\n" or "\r" (a "\r" at the end of a chunk waits to see
+// whether "\n" follows); "data:" lines accumulate, joined with "\n"; a blank
+// line dispatches the event; lines starting with ":" are comments. Bytes are
+// never split inside a line, so UTF-8 sequences cut between chunks arrive
+// whole.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace mates::llm {
+
+struct SseEvent {
+  std::string event;  // "" when the stream named none ("message")
+  std::string data;
+  std::string id;
+};
+
+class SseParser {
+ public:
+  using Handler = std::function<void(const SseEvent&)>;
+  explicit SseParser(Handler handler) : handler_(std::move(handler)) {}
+
+  void Feed(std::string_view bytes);
+  // End of stream: a final event without its blank line is NOT dispatched
+  // (the spec drops it); returns whether bytes were left over.
+  bool Finish();
+
+ private:
+  void Line(std::string_view line);
+
+  Handler handler_;
+  std::string line_;
+  bool after_cr_ = false;  // the last byte seen was '\r'
+  SseEvent pending_;
+  bool has_data_ = false;
+};
+
+}  // namespace mates::llm

@@ -1,0 +1,214 @@
+#include "llm/types.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/ids.h"
+
+namespace mates::llm {
+
+ContentBlock ContentBlock::Text(std::string text) {
+  ContentBlock b;
+  b.type = BlockType::kText;
+  b.text = std::move(text);
+  return b;
+}
+
+ContentBlock ContentBlock::ToolUse(std::string id, std::string name, std::string input_json) {
+  ContentBlock b;
+  b.type = BlockType::kToolUse;
+  b.id = std::move(id);
+  b.name = std::move(name);
+  b.input_json = std::move(input_json);
+  return b;
+}
+
+ContentBlock ContentBlock::ToolResult(std::string tool_use_id, std::string content,
+                                      bool is_error) {
+  ContentBlock b;
+  b.type = BlockType::kToolResult;
+  b.tool_use_id = std::move(tool_use_id);
+  b.text = std::move(content);
+  b.is_error = is_error;
+  return b;
+}
+
+std::string ChatMessage::Text() const {
+  std::string out;
+  for (const auto& b : content) {
+    if (b.type != BlockType::kText) continue;
+    if (!out.empty()) out += "\n";
+    out += b.text;
+  }
+  return out;
+}
+
+Usage& Usage::operator+=(const Usage& o) {
+  input_tokens += o.input_tokens;
+  output_tokens += o.output_tokens;
+  cache_creation_input_tokens += o.cache_creation_input_tokens;
+  cache_read_input_tokens += o.cache_read_input_tokens;
+  return *this;
+}
+
+bool Response::HasToolUse() const {
+  for (const auto& b : content) {
+    if (b.type == BlockType::kToolUse) return true;
+  }
+  return false;
+}
+
+std::string Response::Text() const {
+  std::string out;
+  for (const auto& b : content) {
+    if (b.type == BlockType::kText) out += b.text;
+  }
+  return out;
+}
+
+std::string_view RoleName(Role r) { return r == Role::kUser ? "user" : "assistant"; }
+
+std::string NewToolUseId() {
+  std::string id = NewId("toolu");
+  id[5] = '_';  // "toolu_…", as the API names them
+  return id;
+}
+
+Json BlockToJson(const ContentBlock& b) {
+  switch (b.type) {
+    case BlockType::kText:
+      return {{"type", "text"}, {"text", b.text}};
+    case BlockType::kToolUse: {
+      auto input = ParseJson(b.input_json);
+      Json j = {{"type", "tool_use"}, {"id", b.id}, {"name", b.name},
+                {"input", input.ok() && input->is_object() ? *input : Json::object()}};
+      if (!b.input_error.empty()) j["mates_input_error"] = b.input_error;
+      return j;
+    }
+    case BlockType::kToolResult: {
+      Json j = {{"type", "tool_result"}, {"tool_use_id", b.tool_use_id}, {"content", b.text}};
+      if (b.is_error) j["is_error"] = true;
+      return j;
+    }
+  }
+  return Json::object();
+}
+
+Result<ContentBlock> BlockFromJson(const Json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("a content block must be an object");
+  MATES_ASSIGN_OR_RETURN(std::string type, JsonString(j, "type", true));
+  ContentBlock b;
+  if (type == "text") {
+    b.type = BlockType::kText;
+    MATES_ASSIGN_OR_RETURN(b.text, JsonString(j, "text", true));
+  } else if (type == "tool_use") {
+    b.type = BlockType::kToolUse;
+    MATES_ASSIGN_OR_RETURN(b.id, JsonString(j, "id", true));
+    MATES_ASSIGN_OR_RETURN(b.name, JsonString(j, "name", true));
+    auto input = j.find("input");
+    if (input != j.end() && !input->is_null()) {
+      if (!input->is_object()) return Status::InvalidArgument("tool_use input must be an object");
+      b.input_json = DumpJson(*input);
+    }
+    MATES_ASSIGN_OR_RETURN(b.input_error, JsonString(j, "mates_input_error", false));
+  } else if (type == "tool_result") {
+    b.type = BlockType::kToolResult;
+    MATES_ASSIGN_OR_RETURN(b.tool_use_id, JsonString(j, "tool_use_id", true));
+    MATES_ASSIGN_OR_RETURN(b.is_error, JsonBool(j, "is_error", false));
+    auto content = j.find("content");
+    if (content != j.end() && content->is_string()) {
+      b.text = content->get<std::string>();
+    } else if (content != j.end() && content->is_array()) {
+      for (const auto& part : *content) {
+        if (part.is_object() && part.value("type", "") == "text") {
+          if (!b.text.empty()) b.text += "\n";
+          b.text += part.value("text", "");
+        }
+      }
+    }
+  } else {
+    return Status::InvalidArgument("unsupported content block type '" + type + "'");
+  }
+  return b;
+}
+
+Json MessageToJson(const ChatMessage& m) {
+  Json content = Json::array();
+  for (const auto& b : m.content) content.push_back(BlockToJson(b));
+  return {{"role", RoleName(m.role)}, {"content", content}};
+}
+
+Result<ChatMessage> MessageFromJson(const Json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("a message must be an object");
+  ChatMessage m;
+  MATES_ASSIGN_OR_RETURN(std::string role, JsonString(j, "role", true));
+  if (role == "user") {
+    m.role = Role::kUser;
+  } else if (role == "assistant") {
+    m.role = Role::kAssistant;
+  } else {
+    return Status::InvalidArgument("unknown role '" + role + "'");
+  }
+  auto content = j.find("content");
+  if (content == j.end()) return Status::InvalidArgument("a message needs content");
+  if (content->is_string()) {
+    m.content.push_back(ContentBlock::Text(content->get<std::string>()));
+  } else if (content->is_array()) {
+    for (const auto& jb : *content) {
+      MATES_ASSIGN_OR_RETURN(ContentBlock b, BlockFromJson(jb));
+      m.content.push_back(std::move(b));
+    }
+  } else {
+    return Status::InvalidArgument("message content must be a string or an array");
+  }
+  return m;
+}
+
+Json UsageToJson(const Usage& u) {
+  return {{"input_tokens", u.input_tokens},
+          {"output_tokens", u.output_tokens},
+          {"cache_creation_input_tokens", u.cache_creation_input_tokens},
+          {"cache_read_input_tokens", u.cache_read_input_tokens}};
+}
+
+Usage UsageFromJson(const Json& j) {
+  Usage u;
+  if (!j.is_object()) return u;
+  auto get = [&](const char* k) -> int64_t {
+    auto it = j.find(k);
+    return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+  };
+  u.input_tokens = get("input_tokens");
+  u.output_tokens = get("output_tokens");
+  u.cache_creation_input_tokens = get("cache_creation_input_tokens");
+  u.cache_read_input_tokens = get("cache_read_input_tokens");
+  return u;
+}
+
+Json ResponseToJson(const Response& r) {
+  Json content = Json::array();
+  for (const auto& b : r.content) content.push_back(BlockToJson(b));
+  return {{"id", r.id},           {"type", "message"},
+          {"role", "assistant"},  {"model", r.model},
+          {"content", content},   {"stop_reason", r.stop_reason},
+          {"stop_sequence", nullptr}, {"usage", UsageToJson(r.usage)}};
+}
+
+Result<Response> ResponseFromJson(const Json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("a response must be an object");
+  Response r;
+  MATES_ASSIGN_OR_RETURN(r.id, JsonString(j, "id", false));
+  MATES_ASSIGN_OR_RETURN(r.model, JsonString(j, "model", false));
+  MATES_ASSIGN_OR_RETURN(r.stop_reason, JsonString(j, "stop_reason", false));
+  auto content = j.find("content");
+  if (content != j.end() && content->is_array()) {
+    for (const auto& jb : *content) {
+      MATES_ASSIGN_OR_RETURN(ContentBlock b, BlockFromJson(jb));
+      r.content.push_back(std::move(b));
+    }
+  }
+  auto usage = j.find("usage");
+  if (usage != j.end()) r.usage = UsageFromJson(*usage);
+  return r;
+}
+
+}  // namespace mates::llm

@@ -1,0 +1,98 @@
+// The conversation as every provider sees it: messages made of content
+// blocks (text, tool_use, tool_result), tool definitions, usage, response.
+// The canonical JSON form is the Anthropic Messages API's (also what agent
+// journals store); the OpenAI provider translates.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "core/status.h"
+
+namespace mates::llm {
+
+enum class BlockType { kText, kToolUse, kToolResult };
+enum class Role { kUser, kAssistant };
+
+struct ContentBlock {
+  BlockType type = BlockType::kText;
+  std::string text;  // text; the content of a tool_result
+  // tool_use
+  std::string id;
+  std::string name;
+  std::string input_json = "{}";  // a compact JSON object
+  // Set when the model's tool input could not be parsed (malformed JSON):
+  // the tool is not run and the model is told this instead.
+  std::string input_error;
+  // tool_result
+  std::string tool_use_id;
+  bool is_error = false;
+
+  static ContentBlock Text(std::string text);
+  static ContentBlock ToolUse(std::string id, std::string name, std::string input_json);
+  static ContentBlock ToolResult(std::string tool_use_id, std::string content, bool is_error);
+};
+
+struct ChatMessage {
+  Role role = Role::kUser;
+  std::vector<ContentBlock> content;
+
+  // The text blocks joined with newlines.
+  std::string Text() const;
+};
+
+struct ToolDef {
+  std::string name;
+  std::string description;
+  std::string input_schema_json;  // a JSON Schema object
+};
+
+struct Usage {
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t cache_creation_input_tokens = 0;
+  int64_t cache_read_input_tokens = 0;
+
+  Usage& operator+=(const Usage& o);
+};
+
+// Why the model stopped: end_turn, tool_use, max_tokens, stop_sequence,
+// refusal, pause_turn (Anthropic's names; OpenAI's are mapped).
+struct Response {
+  std::vector<ContentBlock> content;
+  std::string stop_reason;
+  Usage usage;
+  std::string model;
+  std::string id;
+
+  bool HasToolUse() const;
+  std::string Text() const;
+};
+
+struct Request {
+  std::string model;  // "" = the provider's default
+  std::string system;
+  std::vector<ChatMessage> messages;
+  std::vector<ToolDef> tools;
+  int max_tokens = 8192;
+  std::string agent_id;  // "name@team": metadata.user_id / user
+  bool cache = true;     // prompt-caching breakpoints (Anthropic)
+  double temperature = -1;  // < 0: the provider's default
+};
+
+// Canonical (Anthropic) JSON.
+Json BlockToJson(const ContentBlock& b);
+Result<ContentBlock> BlockFromJson(const Json& j);
+Json MessageToJson(const ChatMessage& m);
+Result<ChatMessage> MessageFromJson(const Json& j);
+Json UsageToJson(const Usage& u);
+Usage UsageFromJson(const Json& j);
+Json ResponseToJson(const Response& r);
+Result<Response> ResponseFromJson(const Json& j);
+
+std::string_view RoleName(Role r);
+std::string NewToolUseId();
+
+}  // namespace mates::llm

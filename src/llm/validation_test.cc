@@ -1,0 +1,93 @@
+#include "llm/validation.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace mates::llm {
+namespace {
+
+Json J(const std::string& s) { return *ParseJson(s); }
+
+Json Req(const std::string& messages) {
+  return J(R"({"model":"m","max_tokens":10,"messages":)" + messages + "}");
+}
+
+TEST(ValidationTest, AcceptsAWellFormedToolConversation) {
+  EXPECT_TRUE(ValidateAnthropicRequest(Req(R"([
+    {"role":"user","content":"go"},
+    {"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"tool_use","id":"t1","name":"bash","input":{}},{"type":"tool_use","id":"t2","name":"bash","input":{}}]},
+    {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a"},{"type":"tool_result","tool_use_id":"t2","content":"b"},{"type":"text","text":"more"}]}])"),
+                                       true).ok());
+}
+
+TEST(ValidationTest, RefusesWhatTheApiRefuses) {
+  struct Case {
+    std::string messages, expect;
+  };
+  std::vector<Case> cases = {
+      {R"([])", "at least one message"},
+      {R"([{"role":"assistant","content":"hi"}])", "first message must use the \"user\" role"},
+      {R"([{"role":"user","content":[{"type":"text","text":""}]}])", "must be non-empty"},
+      {R"([{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"x","input":{}}]},{"role":"user","content":"no result"}])",
+       "`tool_use` ids were found without `tool_result` blocks immediately after: t1"},
+      {R"([{"role":"user","content":[{"type":"tool_result","tool_use_id":"zz","content":"x"}]}])",
+       "unexpected `tool_use_id` found in `tool_result` blocks: zz"},
+      {R"([{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"x","input":{}},{"type":"tool_use","id":"t","name":"x","input":{}}]}])",
+       "must be unique"},
+      {R"([{"role":"robot","content":"a"}])", ".role"},
+      {R"([{"role":"user","content":[]}])", "non-empty content"},
+  };
+  for (const auto& c : cases) {
+    Status s = ValidateAnthropicRequest(Req(c.messages), false);
+    EXPECT_FALSE(s.ok()) << c.messages;
+    EXPECT_NE(s.message().find(c.expect), std::string::npos) << c.messages << " -> " << s.message();
+  }
+  EXPECT_FALSE(ValidateAnthropicRequest(J(R"({"max_tokens":1,"messages":[{"role":"user","content":"x"}]})"), false).ok());
+  EXPECT_FALSE(ValidateAnthropicRequest(J(R"({"model":"m","messages":[{"role":"user","content":"x"}]})"), false).ok());
+}
+
+TEST(ValidationTest, ConsecutiveTurnsMergeUnlessStrict) {
+  Json twice = Req(R"([{"role":"user","content":"a"},{"role":"user","content":"b"}])");
+  EXPECT_TRUE(ValidateAnthropicRequest(twice, false).ok());
+  EXPECT_NE(ValidateAnthropicRequest(twice, true).message().find("roles must alternate"),
+            std::string::npos);
+  // System messages between turns (as current Claude Code sends) are fine.
+  EXPECT_TRUE(ValidateAnthropicRequest(
+                  Req(R"([{"role":"user","content":"a"},{"role":"system","content":"note"}])"), true)
+                  .ok());
+}
+
+TEST(ValidationTest, ToolsAndCacheControl) {
+  Json bad_tool = Req(R"([{"role":"user","content":"a"}])");
+  bad_tool["tools"] = J(R"([{"name":"bad name!","input_schema":{"type":"object"}}])");
+  EXPECT_NE(ValidateAnthropicRequest(bad_tool, false).message().find("tools.0.name"), std::string::npos);
+  bad_tool["tools"] = J(R"([{"name":"a","input_schema":{"type":"object"}},{"name":"a","input_schema":{"type":"object"}}])");
+  EXPECT_NE(ValidateAnthropicRequest(bad_tool, false).message().find("unique"), std::string::npos);
+  bad_tool["tools"] = J(R"([{"name":"a","input_schema":{"type":"string"}}])");
+  EXPECT_FALSE(ValidateAnthropicRequest(bad_tool, false).ok());
+  Json cache = Req(R"([{"role":"user","content":[
+    {"type":"text","text":"1","cache_control":{"type":"ephemeral"}},{"type":"text","text":"2","cache_control":{"type":"ephemeral"}},
+    {"type":"text","text":"3","cache_control":{"type":"ephemeral"}},{"type":"text","text":"4","cache_control":{"type":"ephemeral"}},
+    {"type":"text","text":"5","cache_control":{"type":"ephemeral"}}]}])");
+  EXPECT_NE(ValidateAnthropicRequest(cache, false).message().find("maximum of 4"), std::string::npos);
+}
+
+TEST(ValidationTest, OpenAIToolMessagesMustAnswerCalls) {
+  auto req = [&](const std::string& msgs) { return J(R"({"model":"m","messages":)" + msgs + "}"); };
+  EXPECT_TRUE(ValidateOpenAIRequest(req(R"([{"role":"system","content":"s"},{"role":"user","content":"u"},
+    {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+    {"role":"tool","tool_call_id":"c1","content":"r"},{"role":"user","content":"more"}])")).ok());
+  EXPECT_NE(ValidateOpenAIRequest(req(R"([{"role":"user","content":"u"},{"role":"tool","tool_call_id":"x","content":"r"}])"))
+                .message().find("must be a response to a preceeding message"),
+            std::string::npos);
+  EXPECT_NE(ValidateOpenAIRequest(req(R"([{"role":"user","content":"u"},
+    {"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+    {"role":"user","content":"skipped the result"}])")).message().find("did not have response messages: c1"),
+            std::string::npos);
+  EXPECT_FALSE(ValidateOpenAIRequest(req("[]")).ok());
+  EXPECT_FALSE(ValidateOpenAIRequest(J(R"({"messages":[{"role":"user","content":"u"}]})")).ok());
+}
+
+}  // namespace
+}  // namespace mates::llm
