@@ -1,0 +1,26 @@
+// Builds the Provider a command asked for (DESIGN §6): --provider, --model,
+// --base-url, --scenario, then the environment: ANTHROPIC_API_KEY,
+// ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL, MATES_MODEL.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "llm/provider.h"
+
+namespace mates::llm {
+
+struct ProviderConfig {
+  std::string kind;      // anthropic | openai | scripted | "" (anthropic if a key is set)
+  std::string model;     // "" = $MATES_MODEL, else the provider's default
+  std::string base_url;  // "" = $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the public API
+  std::string scenario;  // scripted: the scenario file
+};
+
+// InvalidArgument with what to do when the choice is incomplete (no
+// provider and no key, scripted without a scenario, an unknown kind, a
+// broken scenario file).
+Result<std::unique_ptr<Provider>> MakeProvider(const ProviderConfig& config);
+
+}  // namespace mates::llm

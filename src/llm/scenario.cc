@@ -1,0 +1,283 @@
+#include "llm/scenario.h"
+
+#include <fnmatch.h>
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+
+namespace mates::llm {
+namespace {
+
+Result<Json> YamlNodeToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return Json(nullptr);
+    case YAML::NodeType::Sequence: {
+      Json arr = Json::array();
+      for (const auto& item : node) {
+        MATES_ASSIGN_OR_RETURN(Json v, YamlNodeToJson(item));
+        arr.push_back(std::move(v));
+      }
+      return arr;
+    }
+    case YAML::NodeType::Map: {
+      Json obj = Json::object();
+      for (const auto& kv : node) {
+        MATES_ASSIGN_OR_RETURN(Json v, YamlNodeToJson(kv.second));
+        obj[kv.first.as<std::string>()] = std::move(v);
+      }
+      return obj;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      if (node.Tag() == "!") return Json(s);  // quoted: always a string
+      if (s == "null" || s == "~") return Json(nullptr);
+      if (s == "true") return Json(true);
+      if (s == "false") return Json(false);
+      char* end = nullptr;
+      long long i = std::strtoll(s.c_str(), &end, 10);
+      if (!s.empty() && end == s.c_str() + s.size()) return Json(static_cast<int64_t>(i));
+      double d = std::strtod(s.c_str(), &end);
+      if (!s.empty() && end == s.c_str() + s.size()) return Json(d);
+      return Json(s);
+    }
+  }
+  return Json(nullptr);
+}
+
+// Replaces $1…$9 in every string of `v`.
+void Substitute(Json& v, const std::smatch& m) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s.find('$') == std::string::npos) return;
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '$' && i + 1 < s.size() && s[i + 1] >= '1' && s[i + 1] <= '9') {
+        size_t g = static_cast<size_t>(s[i + 1] - '0');
+        if (g < m.size() && m[g].matched) out += m[g].str();
+        ++i;
+      } else {
+        out += s[i];
+      }
+    }
+    v = out;
+  } else if (v.is_array() || v.is_object()) {
+    for (auto& child : v) Substitute(child, m);
+  }
+}
+
+Status CheckKeys(const Json& obj, std::initializer_list<const char*> allowed, const std::string& where) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || it.key() == a;
+    if (!ok) return Status::InvalidArgument(where + ": unknown field '" + it.key() + "'");
+  }
+  return Status::Ok();
+}
+
+Status ValidateReply(const Json& reply, const std::string& where) {
+  if (!reply.is_array() || reply.empty()) {
+    return Status::InvalidArgument(where + ": must be a non-empty list of content blocks");
+  }
+  for (size_t i = 0; i < reply.size(); ++i) {
+    const Json& b = reply[i];
+    std::string at = where + "[" + std::to_string(i) + "]";
+    if (!b.is_object()) return Status::InvalidArgument(at + ": a content block must be an object");
+    std::string type = b.value("type", "");
+    if (type == "text") {
+      MATES_RETURN_IF_ERROR(CheckKeys(b, {"type", "text"}, at));
+      if (!b.contains("text") || !b["text"].is_string() || b["text"].get<std::string>().empty()) {
+        return Status::InvalidArgument(at + ": a text block needs a non-empty 'text' string");
+      }
+    } else if (type == "tool_use") {
+      MATES_RETURN_IF_ERROR(CheckKeys(b, {"type", "name", "input", "id"}, at));
+      if (!b.contains("name") || !b["name"].is_string() || b["name"].get<std::string>().empty()) {
+        return Status::InvalidArgument(at + ": a tool_use block needs a 'name'");
+      }
+      if (b.contains("input") && !b["input"].is_object()) {
+        return Status::InvalidArgument(at + ".input: must be an object");
+      }
+    } else {
+      return Status::InvalidArgument(at + ".type: must be 'text' or 'tool_use', got '" + type + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Json> YamlToJson(const std::string& text) {
+  try {
+    YAML::Node node = YAML::Load(text);
+    return YamlNodeToJson(node);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("malformed YAML at line " + std::to_string(e.mark.line + 1) +
+                                   ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+}
+
+bool GlobMatch(const std::string& pattern, const std::string& name) {
+  return ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+}
+
+std::string AgentName(const std::string& agent_id) { return agent_id.substr(0, agent_id.find('@')); }
+
+std::string NewestUserText(const std::vector<ChatMessage>& messages) {
+  for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+    if (it->role != Role::kUser) continue;
+    std::string out;
+    for (const auto& b : it->content) {
+      if (b.type == BlockType::kText || b.type == BlockType::kToolResult) {
+        if (!out.empty()) out += "\n";
+        out += b.text;
+      }
+    }
+    return out;
+  }
+  return "";
+}
+
+Scenario::Scenario(Scenario&& o) noexcept
+    : rules_(std::move(o.rules_)),
+      default_reply_json_(std::move(o.default_reply_json_)),
+      fired_(std::move(o.fired_)),
+      next_tool_id_(o.next_tool_id_) {}
+
+Result<Scenario> Scenario::Parse(const std::string& text, const std::string& source) {
+  Result<Json> parsed = Status::InvalidArgument("empty");
+  bool yaml = source.size() > 5 && (source.substr(source.size() - 5) == ".yaml" ||
+                                    source.substr(source.size() - 4) == ".yml");
+  bool json = source.size() > 5 && source.substr(source.size() - 5) == ".json";
+  if (yaml) {
+    parsed = YamlToJson(text);
+  } else {
+    parsed = ParseJson(text);
+    if (!parsed.ok() && !json) {
+      auto as_yaml = YamlToJson(text);
+      if (as_yaml.ok() && as_yaml->is_object()) parsed = std::move(as_yaml);
+    }
+  }
+  if (!parsed.ok()) return parsed.status().WithContext(source);
+  const Json& j = *parsed;
+  auto fail = [&](const std::string& what) { return Status::InvalidArgument(source + ": " + what); };
+  if (!j.is_object()) return fail("a scenario must be an object with 'rules' and 'default_reply'");
+  Status keys = CheckKeys(j, {"rules", "default_reply"}, "scenario");
+  if (!keys.ok()) return fail(keys.message());
+  Scenario sc;
+  if (j.contains("rules")) {
+    if (!j["rules"].is_array()) return fail("rules: must be a list");
+    for (size_t i = 0; i < j["rules"].size(); ++i) {
+      const Json& r = j["rules"][i];
+      std::string at = "rules[" + std::to_string(i) + "]";
+      if (!r.is_object()) return fail(at + ": a rule must be an object");
+      Status k = CheckKeys(r, {"agent", "when", "once", "delay_ms", "reply", "stop_reason"}, at);
+      if (!k.ok()) return fail(k.message());
+      ScenarioRule rule;
+      if (r.contains("agent")) {
+        if (!r["agent"].is_string() || r["agent"].get<std::string>().empty()) {
+          return fail(at + ".agent: must be a non-empty string (a glob, '*' = any agent)");
+        }
+        rule.agent = r["agent"].get<std::string>();
+      }
+      if (r.contains("when") && !r["when"].is_null()) {
+        if (!r["when"].is_string()) return fail(at + ".when: must be a string (a regex)");
+        rule.when = r["when"].get<std::string>();
+        try {
+          rule.when_re.emplace(rule.when, std::regex::ECMAScript);
+        } catch (const std::regex_error& e) {
+          return fail(at + ".when: invalid regex '" + rule.when + "': " + e.what());
+        }
+      }
+      if (r.contains("once")) {
+        if (!r["once"].is_boolean()) return fail(at + ".once: must be true or false");
+        rule.once = r["once"].get<bool>();
+      }
+      if (r.contains("delay_ms")) {
+        if (!r["delay_ms"].is_number() || r["delay_ms"].get<double>() < 0) {
+          return fail(at + ".delay_ms: must be a number >= 0");
+        }
+        rule.delay_ms = static_cast<int>(r["delay_ms"].get<double>());
+      }
+      if (r.contains("stop_reason")) {
+        static const std::set<std::string> valid = {"end_turn", "tool_use", "max_tokens",
+                                                    "stop_sequence", "refusal", "pause_turn"};
+        if (!r["stop_reason"].is_string() || valid.count(r["stop_reason"].get<std::string>()) == 0) {
+          return fail(at + ".stop_reason: must be one of end_turn, tool_use, max_tokens, "
+                           "stop_sequence, refusal, pause_turn");
+        }
+        rule.stop_reason = r["stop_reason"].get<std::string>();
+      }
+      if (!r.contains("reply")) return fail(at + ": a rule needs a 'reply'");
+      Status v = ValidateReply(r["reply"], at + ".reply");
+      if (!v.ok()) return fail(v.message());
+      rule.reply_json = DumpJson(r["reply"]);
+      sc.rules_.push_back(std::move(rule));
+    }
+  }
+  if (j.contains("default_reply") && !j["default_reply"].is_null()) {
+    Status v = ValidateReply(j["default_reply"], "default_reply");
+    if (!v.ok()) return fail(v.message());
+    sc.default_reply_json_ = DumpJson(j["default_reply"]);
+  } else {
+    sc.default_reply_json_ = R"([{"type":"text","text":"Done."}])";
+  }
+  return sc;
+}
+
+Result<Scenario> Scenario::Load(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      return Status::InvalidArgument("scenario file " + path + " does not exist");
+    }
+    return text.status();
+  }
+  return Parse(*text, path);
+}
+
+ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_text) {
+  ScenarioReply out;
+  Json reply;
+  std::smatch match;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < rules_.size(); ++i) {
+      const ScenarioRule& r = rules_[i];
+      if (!GlobMatch(r.agent, agent)) continue;
+      if (r.once && fired_.count({i, agent}) > 0) continue;
+      if (r.when_re && !std::regex_search(user_text, match, *r.when_re)) continue;
+      if (!r.when_re) match = std::smatch();
+      if (r.once) fired_.insert({i, agent});
+      reply = *ParseJson(r.reply_json);
+      out.delay_ms = r.delay_ms;
+      out.stop_reason = r.stop_reason;
+      out.rule = static_cast<int>(i);
+      break;
+    }
+    if (out.rule < 0) reply = *ParseJson(default_reply_json_);
+    Substitute(reply, match);
+    for (auto& b : reply) {
+      if (b["type"] == "tool_use" && !b.contains("id")) {
+        b["id"] = "toolu_s" + std::to_string(next_tool_id_++);
+      }
+    }
+  }
+  bool has_tool_use = false;
+  for (const auto& b : reply) {
+    if (b["type"] == "text") {
+      out.content.push_back(ContentBlock::Text(b["text"].get<std::string>()));
+    } else {
+      has_tool_use = true;
+      out.content.push_back(ContentBlock::ToolUse(
+          b["id"].get<std::string>(), b["name"].get<std::string>(),
+          b.contains("input") ? DumpJson(b["input"]) : "{}"));
+    }
+  }
+  if (out.stop_reason.empty()) out.stop_reason = has_tool_use ? "tool_use" : "end_turn";
+  return out;
+}
+
+}  // namespace mates::llm

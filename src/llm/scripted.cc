@@ -1,0 +1,53 @@
+#include "llm/scripted.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/ids.h"
+#include "llm/anthropic.h"
+#include "llm/validation.h"
+
+namespace mates::llm {
+
+int64_t EstimateTokens(const std::string& text) {
+  return static_cast<int64_t>((text.size() + 3) / 4);
+}
+
+Result<Response> ScriptedProvider::Complete(const Request& request,
+                                            const StreamCallbacks& callbacks,
+                                            CancelToken* cancel) {
+  std::string model = request.model.empty() ? model_ : request.model;
+  Json body = AnthropicRequestBody(request, model, /*stream=*/false);
+  Status valid = ValidateAnthropicRequest(body, /*strict_alternation=*/true);
+  if (!valid.ok()) {
+    return Status::FailedPrecondition("HTTP 400 invalid_request_error: " + valid.message());
+  }
+  ScenarioReply reply =
+      scenario_->Reply(AgentName(request.agent_id), NewestUserText(request.messages));
+  if (reply.delay_ms > 0) {
+    if (cancel != nullptr) {
+      if (cancel->WaitFor(reply.delay_ms / 1000.0)) return Status::Cancelled("request cancelled");
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(reply.delay_ms));
+    }
+  }
+  if (cancel != nullptr && cancel->cancelled()) return Status::Cancelled("request cancelled");
+  Response r;
+  r.id = NewId("msg");
+  r.model = model;
+  r.content = std::move(reply.content);
+  r.stop_reason = reply.stop_reason;
+  std::string input;
+  for (const auto& m : body["messages"]) input += DumpJson(m);
+  r.usage.input_tokens = EstimateTokens(request.system) + EstimateTokens(input);
+  std::string output;
+  for (const auto& b : r.content) {
+    output += b.type == BlockType::kText ? b.text : b.input_json;
+    if (b.type == BlockType::kText && callbacks.on_text) callbacks.on_text(b.text);
+  }
+  r.usage.output_tokens = EstimateTokens(output);
+  return r;
+}
+
+}  // namespace mates::llm
