@@ -1,5 +1,7 @@
 #include "core/status.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace mates {
@@ -11,6 +13,12 @@ Status Status::FromErrno(const std::string& what, int err) {
 Status Status::WithContext(const std::string& context) const {
   if (ok()) return *this;
   return {code_, context + ": " + message_};
+}
+
+void DieOnMissingValue(const Status& s) {
+  std::fprintf(stderr, "mates: internal error: value of a failed Result read (%s)\n",
+               s.message().c_str());
+  std::abort();
 }
 
 int ExitCodeFor(const Status& s) {

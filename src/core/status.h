@@ -60,6 +60,9 @@ class [[nodiscard]] Status {
 // Exit code of the CLI for a status (DESIGN §7).
 int ExitCodeFor(const Status& s);
 
+// Aborts: the value of a failed Result was read.
+[[noreturn]] void DieOnMissingValue(const Status& s);
+
 // Either a value or the Status saying why there is none.
 template <typename T>
 class [[nodiscard]] Result {
@@ -69,15 +72,27 @@ class [[nodiscard]] Result {
 
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
+  // Reading the value of a failed Result is a bug in the caller: it stops
+  // the program there, with the status, rather than as undefined behaviour.
+  T& value() & { return Checked(); }
+  const T& value() const& { return Checked(); }
+  T&& value() && { return std::move(Checked()); }
+  T& operator*() & { return Checked(); }
+  const T& operator*() const& { return Checked(); }
+  T&& operator*() && { return std::move(Checked()); }
+  T* operator->() { return &Checked(); }
+  const T* operator->() const { return &Checked(); }
 
  private:
+  T& Checked() {
+    if (!value_.has_value()) DieOnMissingValue(status_);
+    return *value_;
+  }
+  const T& Checked() const {
+    if (!value_.has_value()) DieOnMissingValue(status_);
+    return *value_;
+  }
+
   std::optional<T> value_;
   Status status_;
 };

@@ -191,6 +191,9 @@ class MockServer::Impl {
   Status Start() {
     // Many agents wait on delay_ms at once: more workers than the default.
     server_.new_task_queue = [] { return new httplib::ThreadPool(64); };
+    // Responses go out in several writes; without TCP_NODELAY each waits for
+    // the client's delayed ACK (~25 ms a request on loopback).
+    server_.set_tcp_nodelay(true);
     server_.set_exception_handler([](const httplib::Request&, httplib::Response& res,
                                      std::exception_ptr) {
       res.status = 500;

@@ -33,13 +33,7 @@ int64_t TaskIdFromFileName(std::string_view name) {
 
 namespace {
 
-std::string TaskRef(int64_t id) {
-  // Appended, not "#" + to_string(): GCC 12 at -O3 warns falsely on the
-  // latter (-Wrestrict, GCC bug 105329).
-  std::string ref = "#";
-  ref += std::to_string(id);
-  return ref;
-}
+std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }
 
 Status NoTask(int64_t id) { return Status::NotFound("no task " + TaskRef(id)); }
 
