@@ -1,0 +1,119 @@
+// bash: runs a command in the workspace.
+//
+// What the confinement is: the command runs with the workspace as its
+// folder, in its own session and process group (killed whole on timeout or
+// interrupt, grandchildren included; what it leaves running when it exits
+// is killed too), with stdin from /dev/null, a capped output, and an
+// environment built from an allowlist (no API keys or other secrets reach
+// it). What it is not: a sandbox. The command runs as the same user and can
+// read and write whatever that user can; no list of "dangerous" substrings
+// pretends otherwise. Run mates in a container or as a dedicated user when
+// that matters. In plan mode (a teammate waiting for plan approval) bash is
+// not available at all, since no command can be known to change nothing.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/subprocess.h"
+#include "tools/builtin_tools.h"
+
+namespace mates::tools {
+namespace {
+
+constexpr size_t kMaxOutput = 30000;
+
+// The folder of the running mates binary, so `mates …` works in commands.
+std::string SelfDir() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : self.parent_path().string();
+}
+
+class BashTool : public Tool {
+ public:
+  std::string name() const override { return "bash"; }
+  std::string description() const override {
+    return "Run a shell command (bash -c) in the workspace root and return its output (stdout "
+           "and stderr together) and exit code. Use it to build, test, search (grep, find), "
+           "inspect git and run programs. stdin is empty, so interactive commands fail: pass "
+           "non-interactive flags. Default timeout 120 s (`timeout`, at most 600); on timeout the "
+           "command and everything it started is killed. Processes left running in the "
+           "background are killed when the command ends. Output beyond 30000 characters is cut "
+           "in the middle. `mates send …` and `mates tasks …` work from here (MATES_TEAM and "
+           "MATES_AGENT_NAME are set).";
+  }
+  std::string input_schema() const override {
+    return R"S({"type":"object","properties":{
+      "command":{"type":"string","description":"The command line to run with bash -c"},
+      "timeout":{"type":"number","description":"Seconds before the command is killed (default 120, max 600)"}},
+      "required":["command"]})S";
+  }
+
+  ToolResult Run(const Json& input, ToolContext& ctx) const override {
+    InputReader in(input);
+    std::string command = in.String("command", true);
+    double timeout = in.Number("timeout", ctx.bash_default_timeout_s, 1, 600);
+    if (!in.ok()) return ToolResult::Error(in.errors());
+    if (command.find_first_not_of(" \t\n") == std::string::npos) {
+      return ToolResult::Error("the command is empty");
+    }
+    SubprocessOptions o;
+    o.argv = {"/bin/bash", "-c", command};
+    o.env = BashEnvironment(ctx);
+    o.cwd = ctx.ws.root().string();
+    o.timeout_s = timeout;
+    o.max_output = kMaxOutput;
+    o.merge_stderr = true;
+    auto started = Subprocess::Start(o);
+    if (!started.ok()) return ToolResult::Error("could not start bash: " + started.status().message());
+    SubprocessResult r = started->Wait(ctx.cancel != nullptr ? ctx.cancel->flag() : nullptr);
+    std::string out = r.out;
+    if (r.out_dropped > 0) {
+      out += "\n[output was " + std::to_string(r.out.size() + r.out_dropped) +
+             " characters; the middle was cut]";
+    }
+    if (r.timed_out) {
+      return ToolResult::Error(out + (out.empty() ? "" : "\n") + "[timed out after " +
+                               std::to_string(static_cast<int>(timeout)) +
+                               " s; the command and everything it started were killed]");
+    }
+    if (r.cancelled) return ToolResult::Error(out + "\n[interrupted; the command was killed]");
+    if (r.term_signal != 0) {
+      return ToolResult::Error(out + "\n[killed by signal " + std::to_string(r.term_signal) + "]");
+    }
+    if (r.exit_code != 0) {
+      return ToolResult::Error(out + (out.empty() || out.back() == '\n' ? "" : "\n") + "[exit code " +
+                               std::to_string(r.exit_code) + "]");
+    }
+    return ToolResult::Ok(out.empty() ? "(no output)" : out);
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> BashEnvironment(const ToolContext& ctx) {
+  std::vector<std::string> env;
+  static const char* const kAllowed[] = {"HOME", "USER", "LOGNAME", "LANG", "LC_ALL",
+                                         "LC_CTYPE", "TZ", "TMPDIR"};
+  for (const char* k : kAllowed) {
+    const char* v = std::getenv(k);
+    if (v != nullptr) env.push_back(std::string(k) + "=" + v);
+  }
+  const char* path = std::getenv("PATH");
+  std::string p = path != nullptr && *path != '\0' ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::string self = SelfDir();
+  if (!self.empty()) p = self + ":" + p;
+  env.push_back("PATH=" + p);
+  env.push_back("SHELL=/bin/bash");
+  env.push_back("TERM=dumb");
+  env.push_back("MATES_WORKSPACE=" + ctx.ws.root().string());
+  if (!ctx.team.empty()) env.push_back("MATES_TEAM=" + ctx.team);
+  if (!ctx.agent.empty()) env.push_back("MATES_AGENT_NAME=" + ctx.agent);
+  return env;
+}
+
+std::unique_ptr<Tool> MakeBashTool() { return std::make_unique<BashTool>(); }
+
+}  // namespace mates::tools

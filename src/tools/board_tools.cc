@@ -1,0 +1,180 @@
+// TaskCreate, TaskGet, TaskUpdate, TaskList: the team's task board.
+#include <nlohmann/json.hpp>
+
+#include "store/roster.h"
+#include "tools/builtin_tools.h"
+
+namespace mates::tools {
+namespace {
+
+Result<std::shared_ptr<Board>> TeamBoard(const ToolContext& ctx) {
+  if (ctx.team.empty()) return Status::FailedPrecondition("you are not in a team yet (create one with TeamCreate)");
+  MATES_RETURN_IF_ERROR(Roster(ctx.ws).Load(ctx.team).status());
+  return SharedBoard(ctx.ws.TasksDir(ctx.team));
+}
+
+std::string IdList(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (int64_t id : ids) s += (s.empty() ? "#" : ", #") + std::to_string(id);
+  return s;
+}
+
+std::string Line(const Task& t) {
+  std::string out = "#" + std::to_string(t.id) + " [" + std::string(TaskStatusName(t.status)) + "] " + t.subject;
+  if (!t.owner.empty()) out += " (owner: " + t.owner + ")";
+  if (!t.blocked_by.empty()) out += " blocked by " + IdList(t.blocked_by);
+  return out;
+}
+
+Caller CallerOf(const ToolContext& ctx) { return Caller{ctx.agent, ctx.is_lead}; }
+
+class TaskCreateTool : public Tool {
+ public:
+  std::string name() const override { return "TaskCreate"; }
+  std::string description() const override {
+    return "Add a task to the team's shared task board. Teammates claim pending, unowned tasks "
+           "whose blockers are all completed, lowest id first, so create tasks in a sensible "
+           "order and give each what it waits for in blockedBy. Returns the new task's id.";
+  }
+  std::string input_schema() const override {
+    return R"S({"type":"object","properties":{
+      "subject":{"type":"string","description":"A short imperative title, e.g. 'Implement resolvers'"},
+      "description":{"type":"string","description":"What done means, with the details a teammate needs"},
+      "activeForm":{"type":"string","description":"Shown while in progress, e.g. 'Implementing resolvers'"},
+      "blockedBy":{"type":"array","items":{"type":["integer","string"]},"description":"Ids of tasks that must be completed first"}},
+      "required":["subject"]})S";
+  }
+  ToolResult Run(const Json& input, ToolContext& ctx) const override {
+    InputReader in(input);
+    TaskDraft d;
+    d.subject = in.String("subject", true);
+    d.description = in.String("description", false);
+    d.active_form = in.String("activeForm", false);
+    d.blocked_by = in.IdList("blockedBy");
+    if (!in.ok()) return ToolResult::Error(in.errors());
+    auto board = TeamBoard(ctx);
+    if (!board.ok()) return ToolResult::Error(board.status().message());
+    auto t = (*board)->Create(d);
+    if (!t.ok()) return ToolResult::Error(t.status().message());
+    return ToolResult::Ok("Created task #" + std::to_string(t->id) + ": " + t->subject +
+                          (t->blocked_by.empty() ? "" : " (blocked by " + IdList(t->blocked_by) + ")"));
+  }
+};
+
+class TaskGetTool : public Tool {
+ public:
+  std::string name() const override { return "TaskGet"; }
+  std::string description() const override {
+    return "Show one task of the team's board in full: subject, description, status, owner, "
+           "what blocks it and what it blocks.";
+  }
+  std::string input_schema() const override {
+    return R"S({"type":"object","properties":{
+      "task_id":{"type":["integer","string"],"description":"The task's id"}},"required":["task_id"]})S";
+  }
+  bool read_only() const override { return true; }
+  ToolResult Run(const Json& input, ToolContext& ctx) const override {
+    InputReader in(input);
+    int64_t id = in.Id("task_id", true);
+    if (!in.ok()) return ToolResult::Error(in.errors());
+    auto board = TeamBoard(ctx);
+    if (!board.ok()) return ToolResult::Error(board.status().message());
+    auto t = (*board)->Get(id);
+    if (!t.ok()) return ToolResult::Error(t.status().message());
+    return ToolResult::Ok(DumpJsonPretty(TaskToJson(*t)));
+  }
+};
+
+class TaskUpdateTool : public Tool {
+ public:
+  std::string name() const override { return "TaskUpdate"; }
+  std::string description() const override {
+    return "Change a task on the team's board: set status (pending, in_progress, completed, "
+           "deleted), owner, subject, description, activeForm, metadata (merged; null removes a "
+           "key), or add dependencies (addBlockedBy: tasks this one waits for; addBlocks: tasks "
+           "that wait for this one). Mark a task completed as soon as it is done: that unblocks "
+           "the tasks waiting for it. Only the lead may reassign a task someone else owns.";
+  }
+  std::string input_schema() const override {
+    return R"S({"type":"object","properties":{
+      "task_id":{"type":["integer","string"],"description":"The task's id"},
+      "status":{"type":"string","enum":["pending","in_progress","completed","deleted"]},
+      "owner":{"type":"string","description":"A member's name, or '' to release the task"},
+      "subject":{"type":"string"},
+      "description":{"type":"string"},
+      "activeForm":{"type":"string"},
+      "addBlockedBy":{"type":"array","items":{"type":["integer","string"]}},
+      "addBlocks":{"type":"array","items":{"type":["integer","string"]}},
+      "metadata":{"type":"object"}},
+      "required":["task_id"]})S";
+  }
+  ToolResult Run(const Json& input, ToolContext& ctx) const override {
+    InputReader in(input);
+    int64_t id = in.Id("task_id", true);
+    TaskPatch p;
+    if (in.Has("status")) {
+      auto s = ParseTaskStatus(in.String("status", true));
+      if (!s.ok()) return ToolResult::Error(s.status().message());
+      p.status = *s;
+    }
+    if (in.Has("owner")) p.owner = in.String("owner", true);
+    if (in.Has("subject")) p.subject = in.String("subject", true);
+    if (in.Has("description")) p.description = in.String("description", true);
+    if (in.Has("activeForm")) p.active_form = in.String("activeForm", true);
+    if (in.Has("metadata")) {
+      if (!input["metadata"].is_object()) return ToolResult::Error("field 'metadata' must be an object");
+      p.metadata_json = DumpJson(input["metadata"]);
+    }
+    p.add_blocked_by = in.IdList("addBlockedBy");
+    p.add_blocks = in.IdList("addBlocks");
+    if (!in.ok()) return ToolResult::Error(in.errors());
+    auto board = TeamBoard(ctx);
+    if (!board.ok()) return ToolResult::Error(board.status().message());
+    auto t = (*board)->Update(id, p, CallerOf(ctx));
+    if (!t.ok()) return ToolResult::Error(t.status().message());
+    return ToolResult::Ok("Updated " + Line(*t));
+  }
+};
+
+class TaskListTool : public Tool {
+ public:
+  std::string name() const override { return "TaskList"; }
+  std::string description() const override {
+    return "List the team's tasks by id with status, owner and blockers, and say which are "
+           "ready to be claimed.";
+  }
+  std::string input_schema() const override { return R"S({"type":"object","properties":{}})S"; }
+  bool read_only() const override { return true; }
+  ToolResult Run(const Json&, ToolContext& ctx) const override {
+    auto board = TeamBoard(ctx);
+    if (!board.ok()) return ToolResult::Error(board.status().message());
+    auto tasks = (*board)->List(false);
+    if (!tasks.ok()) return ToolResult::Error(tasks.status().message());
+    if (tasks->empty()) return ToolResult::Ok("No tasks on the board.");
+    std::map<int64_t, TaskStatus> status;
+    for (const auto& t : *tasks) status[t.id] = t.status;
+    std::string out;
+    int counts[4] = {0, 0, 0, 0};
+    std::vector<int64_t> ready;
+    for (const auto& t : *tasks) {
+      out += Line(t) + "\n";
+      counts[static_cast<int>(t.status)]++;
+      bool unblocked = true;
+      for (int64_t b : t.blocked_by) unblocked = unblocked && status.count(b) > 0 && status[b] == TaskStatus::kCompleted;
+      if (t.status == TaskStatus::kPending && t.owner.empty() && unblocked) ready.push_back(t.id);
+    }
+    out += std::to_string(counts[0]) + " pending, " + std::to_string(counts[1]) + " in progress, " +
+           std::to_string(counts[2]) + " completed";
+    if (!ready.empty()) out += "; ready to claim: " + IdList(ready);
+    return ToolResult::Ok(out);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> MakeTaskCreateTool() { return std::make_unique<TaskCreateTool>(); }
+std::unique_ptr<Tool> MakeTaskGetTool() { return std::make_unique<TaskGetTool>(); }
+std::unique_ptr<Tool> MakeTaskUpdateTool() { return std::make_unique<TaskUpdateTool>(); }
+std::unique_ptr<Tool> MakeTaskListTool() { return std::make_unique<TaskListTool>(); }
+
+}  // namespace mates::tools

@@ -1,0 +1,146 @@
+// Tools (DESIGN §5): what an agent can do. Each tool validates its own input
+// and answers with a ToolResult; a failure is a result with is_error, never
+// an exception or a dead thread. Tools reach other layers only through the
+// narrow interfaces below, so each is testable alone.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "core/status.h"
+#include "llm/provider.h"
+#include "llm/types.h"
+#include "store/board.h"
+#include "store/workspace.h"
+
+namespace mates::tools {
+
+// Which tool set an agent gets (seed v8 table).
+enum class Scope {
+  kLead,      // everything
+  kTeammate,  // base + task board + SendMessage
+  kSubagent,  // base only: bash, read_file, write_file, edit_file
+};
+
+struct ToolResult {
+  std::string content;
+  bool is_error = false;
+  static ToolResult Ok(std::string c) { return {std::move(c), false}; }
+  static ToolResult Error(std::string c) { return {std::move(c), true}; }
+};
+
+struct BackgroundStatus {
+  std::string id;
+  std::string description;
+  std::string state;  // running | completed | failed | stopped
+  std::string output;  // the final text, or the error
+};
+
+// Subagents and background work (the `Task` tool); implemented by the agent
+// layer.
+class SubagentRunner {
+ public:
+  virtual ~SubagentRunner() = default;
+  // A fresh agent with base tools; returns its final text.
+  virtual Result<std::string> RunSubagent(const std::string& prompt, const std::string& model,
+                                          llm::CancelToken* cancel) = 0;
+  // The same, on a thread of its own; returns an id for TaskOutput/TaskStop.
+  virtual Result<std::string> StartBackground(const std::string& prompt,
+                                              const std::string& description,
+                                              const std::string& model) = 0;
+  // NotFound for an unknown id; with `block`, waits up to `timeout_s`.
+  virtual Result<BackgroundStatus> Output(const std::string& id, bool block, double timeout_s) = 0;
+  virtual Result<BackgroundStatus> Stop(const std::string& id) = 0;
+};
+
+// Teams (TeamCreate, Task with team_name + name, TeamDelete); implemented by
+// the team layer.
+class TeamRuntime {
+ public:
+  virtual ~TeamRuntime() = default;
+  virtual Result<std::string> CreateTeam(const std::string& name, const std::string& description) = 0;
+  virtual Result<std::string> SpawnTeammate(const std::string& team, const std::string& name,
+                                            const std::string& prompt, bool plan_mode_required,
+                                            const std::string& model) = 0;
+  virtual Result<std::string> DeleteTeam(const std::string& name) = 0;
+};
+
+class SkillLibrary;
+
+// Everything a tool call may use. The agent owns it; `team` may change
+// (after TeamCreate the lead belongs to the new team).
+struct ToolContext {
+  Workspace ws{"."};
+  std::string team;
+  std::string agent;
+  bool is_lead = false;
+  // A plan-mode teammate may read but not change anything until its plan is
+  // approved.
+  bool plan_mode = false;
+  llm::CancelToken* cancel = nullptr;
+  SubagentRunner* subagents = nullptr;
+  TeamRuntime* teams = nullptr;
+  const SkillLibrary* skills = nullptr;
+  double bash_default_timeout_s = 120;
+};
+
+class Tool {
+ public:
+  virtual ~Tool() = default;
+  virtual std::string name() const = 0;
+  // What a model reads to decide when and how to use it.
+  virtual std::string description() const = 0;
+  virtual std::string input_schema() const = 0;  // JSON Schema (an object)
+  // Reads only: allowed in plan mode.
+  virtual bool read_only() const { return false; }
+  virtual ToolResult Run(const Json& input, ToolContext& ctx) const = 0;
+};
+
+class ToolRegistry {
+ public:
+  explicit ToolRegistry(Scope scope) : scope_(scope) {}
+  void Add(std::unique_ptr<Tool> tool);
+  const Tool* Find(const std::string& name) const;
+  std::vector<llm::ToolDef> Definitions() const;
+  std::vector<std::string> Names() const;
+  Scope scope() const { return scope_; }
+
+  // Runs a model's tool call: an unknown tool, input that did not parse or
+  // is not an object, a plan-mode write, or an exception becomes an error
+  // result that says what was wrong.
+  ToolResult Run(const llm::ContentBlock& call, ToolContext& ctx) const;
+
+ private:
+  Scope scope_;
+  std::vector<std::unique_ptr<Tool>> tools_;
+};
+
+// The built-in tools for a scope (DESIGN §5 table).
+std::unique_ptr<ToolRegistry> MakeToolRegistry(Scope scope);
+
+// Reads a tool's input, collecting what is wrong with it.
+class InputReader {
+ public:
+  explicit InputReader(const Json& input) : in_(input) {}
+  std::string String(const char* key, bool required);
+  bool Bool(const char* key, bool fallback);
+  double Number(const char* key, double fallback, double min, double max);
+  // An id given as a number or a numeric string.
+  int64_t Id(const char* key, bool required);
+  std::vector<int64_t> IdList(const char* key);
+  bool Has(const char* key) const;
+  // "" if all was well, else the errors, one per line.
+  const std::string& errors() const { return errors_; }
+  bool ok() const { return errors_.empty(); }
+
+ private:
+  void Error(const std::string& e) { errors_ += (errors_.empty() ? "" : "\n") + e; }
+  const Json& in_;
+  std::string errors_;
+};
+
+}  // namespace mates::tools
