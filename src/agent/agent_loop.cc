@@ -1,0 +1,297 @@
+#include "agent/agent_loop.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "store/mailbox.h"
+
+namespace mates::agent {
+
+AgentLoop::AgentLoop(AgentSpec spec, llm::Provider* provider, const tools::ToolRegistry* tools,
+                     tools::ToolContext* ctx, AgentEvents* events)
+    : spec_(std::move(spec)), provider_(provider), tools_(tools), ctx_(ctx), events_(events) {}
+
+std::string AgentLoop::model() const {
+  return spec_.model.empty() ? provider_->default_model() : spec_.model;
+}
+
+Status AgentLoop::AttachJournal(const fs::path& path, bool resume) {
+  if (resume) {
+    MATES_ASSIGN_OR_RETURN(JournalState st, Journal::Load(path));
+    conversation_.Reset(std::move(st.messages));
+    delivered_ = std::move(st.delivered);
+    compactions_ = st.compactions;
+  }
+  MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
+  journal_.emplace(std::move(j));
+  if (resume && !conversation_.PendingToolUses().empty()) {
+    // The process died while running these tools: say so to the model.
+    std::vector<llm::ContentBlock> results;
+    for (const auto& id : conversation_.PendingToolUses()) {
+      results.push_back(llm::ContentBlock::ToolResult(
+          id, "interrupted: the agent was restarted before this tool call finished; check its "
+              "effect before repeating it", true));
+    }
+    MATES_RETURN_IF_ERROR(AddUser(std::move(results)));
+  }
+  return Status::Ok();
+}
+
+Status AgentLoop::AddUser(std::vector<llm::ContentBlock> blocks,
+                          const std::vector<std::string>& delivered) {
+  std::erase_if(blocks, [](const llm::ContentBlock& b) {
+    return b.type == llm::BlockType::kText && b.text.empty();
+  });
+  if (blocks.empty()) return Status::Ok();
+  if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendMessage({llm::Role::kUser, blocks}, delivered));
+  for (const auto& id : delivered) delivered_.insert(id);
+  conversation_.AddUser(std::move(blocks));
+  return Status::Ok();
+}
+
+Status AgentLoop::AddAssistant(std::vector<llm::ContentBlock> blocks) {
+  std::erase_if(blocks, [](const llm::ContentBlock& b) {
+    return b.type == llm::BlockType::kText && b.text.empty();
+  });
+  if (blocks.empty()) blocks.push_back(llm::ContentBlock::Text("(no reply)"));
+  if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendMessage({llm::Role::kAssistant, blocks}));
+  conversation_.AddAssistant(std::move(blocks));
+  return Status::Ok();
+}
+
+void AgentLoop::AddNotice(std::string text) {
+  std::lock_guard<std::mutex> lock(notices_mu_);
+  notices_.push_back(std::move(text));
+}
+
+bool AgentLoop::HasPendingInput() {
+  {
+    std::lock_guard<std::mutex> lock(notices_mu_);
+    if (!notices_.empty()) return true;
+  }
+  if (spec_.read_inbox && !ctx_->team.empty()) {
+    auto n = Mailbox(ctx_->ws.TeamDir(ctx_->team), spec_.name).PendingCount();
+    if (n.ok() && *n > 0) return true;
+  }
+  return !conversation_.empty() && conversation_.messages().back().role == llm::Role::kUser;
+}
+
+Status AgentLoop::TakeInboxAndNotices() {
+  std::vector<std::string> notes;
+  {
+    std::lock_guard<std::mutex> lock(notices_mu_);
+    notes.assign(notices_.begin(), notices_.end());
+    notices_.clear();
+  }
+  std::vector<llm::ContentBlock> blocks;
+  for (auto& n : notes) blocks.push_back(llm::ContentBlock::Text(std::move(n)));
+  if (!blocks.empty()) MATES_RETURN_IF_ERROR(AddUser(std::move(blocks)));
+  if (!spec_.read_inbox || ctx_->team.empty()) return Status::Ok();
+  Mailbox box(ctx_->ws.TeamDir(ctx_->team), spec_.name);
+  auto batch = box.BeginDrain([this](const std::string& id) { return delivered_.count(id) > 0; });
+  if (!batch.ok()) {
+    // A team deleted under us, say: nothing to take in.
+    LogDebug(spec_.name + ": inbox: " + batch.status().message());
+    return Status::Ok();
+  }
+  if (!batch->messages.empty()) {
+    std::vector<llm::ContentBlock> msgs;
+    std::vector<std::string> ids;
+    for (const auto& m : batch->messages) {
+      msgs.push_back(llm::ContentBlock::Text(FormatTeammateMessage(m)));
+      ids.push_back(m.id);
+    }
+    // Journaled (with the ids) before the inbox lets go of them.
+    MATES_RETURN_IF_ERROR(AddUser(std::move(msgs), ids));
+    if (events_ != nullptr) events_->OnMessages(spec_.name, batch->messages);
+  }
+  return box.Commit(*batch);
+}
+
+int64_t AgentLoop::BudgetTokens() const {
+  if (spec_.context.budget_tokens > 0) return spec_.context.budget_tokens;
+  return provider_->ContextWindow(model()) * 3 / 4;
+}
+
+int64_t AgentLoop::RawEstimate() const {
+  return EstimateTokens(conversation_.messages()) + static_cast<int64_t>(spec_.system.size() / 4);
+}
+
+int64_t AgentLoop::EstimatedTokens() const {
+  int64_t raw = RawEstimate();
+  if (last_reported_tokens_ > 0 && last_estimated_tokens_ > 0) {
+    // Scale by how the provider counted last time (within reason).
+    double ratio = static_cast<double>(last_reported_tokens_) / static_cast<double>(last_estimated_tokens_);
+    ratio = std::clamp(ratio, 0.5, 3.0);
+    return static_cast<int64_t>(static_cast<double>(raw) * ratio);
+  }
+  return raw;
+}
+
+Status AgentLoop::MaybeCompact(bool force) {
+  if (conversation_.empty()) return Status::Ok();
+  if (!force && EstimatedTokens() <= BudgetTokens()) return Status::Ok();
+  CompactRequest req;
+  req.messages = &conversation_.messages();
+  req.system = spec_.system;
+  req.tools = tools_->Definitions();
+  req.model = spec_.model;
+  req.agent_id = spec_.name + "@" + ctx_->team;
+  req.identity = spec_.identity;
+  req.policy = spec_.context;
+  fs::path base = journal_ ? journal_->path().parent_path()
+                           : ctx_->ws.AgentsDir(ctx_->team.empty() ? "default" : ctx_->team);
+  req.transcript_path = base / (spec_.name + ".transcript-" +
+                                std::to_string(static_cast<int64_t>(WallSeconds() * 1000)) + ".jsonl");
+  MATES_ASSIGN_OR_RETURN(CompactResult r, AutoCompact(req, *provider_, &cancel_));
+  usage_.Add(r.usage);
+  if (journal_) {
+    MATES_RETURN_IF_ERROR(journal_->AppendUsage(r.usage));
+    MATES_RETURN_IF_ERROR(journal_->AppendCompaction(r.messages, req.transcript_path.string()));
+  }
+  conversation_.Reset(std::move(r.messages));
+  ++compactions_;
+  last_reported_tokens_ = last_estimated_tokens_ = 0;  // recalibrate on the next call
+  if (events_ != nullptr) {
+    events_->OnCompact(spec_.name, r.tokens_before, r.tokens_after, req.transcript_path.string());
+  }
+  return Status::Ok();
+}
+
+Status AgentLoop::Compact() { return MaybeCompact(/*force=*/true); }
+
+std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, bool* interrupted) {
+  std::vector<llm::ContentBlock> results;
+  for (const auto& b : reply.content) {
+    if (b.type != llm::BlockType::kToolUse) continue;
+    if (cancel_.cancelled()) {
+      *interrupted = true;
+      results.push_back(llm::ContentBlock::ToolResult(b.id, "interrupted by the user before this tool ran", true));
+      continue;
+    }
+    if (events_ != nullptr) events_->OnToolCall(spec_.name, b);
+    tools::ToolResult r = tools_->Run(b, *ctx_);
+    if (cancel_.cancelled()) *interrupted = true;
+    if (events_ != nullptr) events_->OnToolResult(spec_.name, b, r);
+    results.push_back(llm::ContentBlock::ToolResult(b.id, r.content.empty() ? "(empty)" : r.content, r.is_error));
+  }
+  return results;
+}
+
+Result<TurnResult> AgentLoop::Run(const std::string& text) {
+  cancel_.Reset();
+  MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text(text)}));
+  return Loop();
+}
+
+Result<TurnResult> AgentLoop::Continue() {
+  cancel_.Reset();
+  return Loop();
+}
+
+Result<TurnResult> AgentLoop::Loop() {
+  TurnResult turn;
+  int continuations = 0;
+  for (;;) {
+    MATES_RETURN_IF_ERROR(TakeInboxAndNotices());
+    if (conversation_.empty() || conversation_.messages().back().role != llm::Role::kUser) {
+      turn.stop_reason = turn.stop_reason.empty() ? "end_turn" : turn.stop_reason;
+      return turn;  // nothing to answer
+    }
+    if (turn.calls >= spec_.max_calls) {
+      turn.stop_reason = "max_calls";
+      if (events_ != nullptr) {
+        events_->OnNotice(spec_.name, "stopped after " + std::to_string(turn.calls) +
+                                          " model calls (the limit for one turn)");
+      }
+      return turn;
+    }
+    std::vector<llm::ChatMessage> msgs = conversation_.messages();
+    if (Microcompact(&msgs, spec_.context) > 0) conversation_.Reset(std::move(msgs));
+    Status compacted = MaybeCompact(/*force=*/false);
+    if (!compacted.ok()) {
+      if (compacted.code() == StatusCode::kCancelled) {
+        turn.interrupted = true;
+        turn.stop_reason = "interrupted";
+        return turn;
+      }
+      return compacted.WithContext("compacting the conversation");
+    }
+    Status ready = conversation_.CheckReadyForCall();
+    if (!ready.ok()) return ready;
+
+    llm::Request req;
+    req.model = spec_.model;
+    req.system = spec_.system;
+    req.messages = conversation_.messages();
+    req.tools = tools_->Definitions();
+    req.max_tokens = spec_.max_tokens;
+    req.agent_id = spec_.name + "@" + (ctx_->team.empty() ? "none" : ctx_->team);
+    llm::StreamCallbacks cb;
+    if (events_ != nullptr) {
+      cb.on_text = [this](std::string_view d) { events_->OnText(spec_.name, d); };
+      cb.on_retry = [this](int attempt, const Status& why, double delay) {
+        events_->OnRetry(spec_.name, attempt, why, delay);
+      };
+    }
+    int64_t estimate = RawEstimate();  // calibrated against the provider's count below
+    auto reply = provider_->Complete(req, cb, &cancel_);
+    ++turn.calls;
+    if (events_ != nullptr) events_->OnTextEnd(spec_.name);
+    if (!reply.ok()) {
+      if (reply.status().code() == StatusCode::kCancelled) {
+        turn.interrupted = true;
+        turn.stop_reason = "interrupted";
+        return turn;
+      }
+      return reply.status();
+    }
+    usage_.Add(reply->usage);
+    if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendUsage(reply->usage));
+    last_reported_tokens_ = reply->usage.input_tokens + reply->usage.cache_read_input_tokens +
+                            reply->usage.cache_creation_input_tokens;
+    last_estimated_tokens_ = estimate;
+    MATES_RETURN_IF_ERROR(AddAssistant(reply->content));
+    turn.text = reply->Text();
+    turn.stop_reason = reply->stop_reason;
+
+    if (reply->HasToolUse()) {
+      bool interrupted = false;
+      auto results = RunTools(*reply, &interrupted);
+      MATES_RETURN_IF_ERROR(AddUser(std::move(results)));
+      if (interrupted) {
+        turn.interrupted = true;
+        turn.stop_reason = "interrupted";
+        return turn;
+      }
+      if (reply->stop_reason == "max_tokens") {
+        if (events_ != nullptr) events_->OnNotice(spec_.name, "the reply was cut at max_tokens");
+      }
+      continue;
+    }
+    if (reply->stop_reason == "max_tokens") {
+      if (++continuations > spec_.max_continuations) {
+        if (events_ != nullptr) events_->OnNotice(spec_.name, "the reply was cut at max_tokens again; giving up on it");
+        return turn;
+      }
+      if (events_ != nullptr) events_->OnNotice(spec_.name, "the reply was cut at max_tokens; asking to continue");
+      MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text(
+          "[Your reply was cut off at the output limit. Continue exactly where it stopped.]")}));
+      continue;
+    }
+    if (reply->stop_reason == "pause_turn") {
+      MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text("Continue.")}));
+      continue;
+    }
+    if (reply->stop_reason == "refusal") {
+      if (events_ != nullptr) events_->OnNotice(spec_.name, "the model refused to continue");
+      return turn;
+    }
+    // end_turn, stop_sequence: the turn is over. Whether to go on with what
+    // arrived meanwhile (HasPendingInput) is the caller's decision.
+    return turn;
+  }
+}
+
+}  // namespace mates::agent

@@ -1,0 +1,120 @@
+// AgentLoop: one agent's tool-use loop (DESIGN §5, seed v8/v9).
+//
+// Before each model call: inbox messages (as <teammate-message> blocks) and
+// queued notices join the pending user turn, old tool results are
+// microcompacted, and the conversation is auto-compacted when it is over
+// budget. Then the model is called (streaming) and every tool_use of its
+// reply is run; the results form the next user turn. The loop repeats while
+// the model stops for tool_use. A failing tool, an unknown tool or bad input
+// becomes an error result the model reads; nothing kills the loop. A reply
+// cut at max_tokens is continued (a bounded number of times); a refusal ends
+// the turn and says so. Every change to the conversation is journaled first,
+// so a restart resumes it.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/context.h"
+#include "agent/conversation.h"
+#include "agent/events.h"
+#include "agent/journal.h"
+#include "agent/usage.h"
+#include "llm/provider.h"
+#include "tools/tool.h"
+
+namespace mates::agent {
+
+struct AgentSpec {
+  std::string name;         // the member name ("lead", "frontend", …)
+  std::string system;       // the system prompt
+  std::string identity;     // re-injected after compaction
+  std::string model;        // "" = the provider's default
+  int max_tokens = 8192;
+  int max_calls = 100;      // model calls per Run/Continue
+  int max_continuations = 3;  // replies cut at max_tokens continued at most this often
+  bool read_inbox = false;  // take the inbox into each turn (lead and teammates)
+  ContextPolicy context;
+};
+
+struct TurnResult {
+  std::string text;         // the final reply's text
+  std::string stop_reason;  // end_turn, refusal, max_calls, interrupted, …
+  int calls = 0;
+  bool interrupted = false;
+};
+
+class AgentLoop {
+ public:
+  // `provider`, `tools`, `ctx` and `events` (may be null) outlive the loop.
+  AgentLoop(AgentSpec spec, llm::Provider* provider, const tools::ToolRegistry* tools,
+            tools::ToolContext* ctx, AgentEvents* events);
+  AgentLoop(const AgentLoop&) = delete;
+  AgentLoop& operator=(const AgentLoop&) = delete;
+
+  // Journals to `path` from now on; with `resume`, first takes the
+  // conversation it holds (tool calls a crash left unanswered are answered
+  // with an error that says so).
+  Status AttachJournal(const fs::path& path, bool resume);
+
+  // Adds `text` as the user's and works until the model ends its turn.
+  Result<TurnResult> Run(const std::string& text);
+  // Works on what is pending (inbox, notices, a resumed conversation).
+  Result<TurnResult> Continue();
+
+  // Text for the next turn (background work finished, teammates idle…).
+  // Thread-safe.
+  void AddNotice(std::string text);
+  bool HasPendingInput();
+  // Stops the current model call or tool from another thread.
+  void Interrupt() { cancel_.Cancel(); }
+  llm::CancelToken* cancel_token() { return &cancel_; }
+
+  // Compacts now (the REPL's /compact).
+  Status Compact();
+
+  const Conversation& conversation() const { return conversation_; }
+  const UsageMeter& usage() const { return usage_; }
+  const AgentSpec& spec() const { return spec_; }
+  std::string model() const;
+  // Ids of inbox messages already taken in (for the drain).
+  const std::set<std::string>& delivered() const { return delivered_; }
+
+ private:
+  Result<TurnResult> Loop();
+  Status AddUser(std::vector<llm::ContentBlock> blocks, const std::vector<std::string>& delivered = {});
+  Status AddAssistant(std::vector<llm::ContentBlock> blocks);
+  Status TakeInboxAndNotices();
+  Status MaybeCompact(bool force);
+  int64_t BudgetTokens() const;
+  int64_t EstimatedTokens() const;  // calibrated
+  int64_t RawEstimate() const;      // characters / 4
+  std::vector<llm::ContentBlock> RunTools(const llm::Response& reply, bool* interrupted);
+
+  // Constant after construction.
+  const AgentSpec spec_;
+  llm::Provider* const provider_;
+  const tools::ToolRegistry* const tools_;
+  tools::ToolContext* const ctx_;
+  AgentEvents* const events_;
+
+  // Owned by the agent's thread.
+  Conversation conversation_;
+  std::optional<Journal> journal_;
+  std::set<std::string> delivered_;
+  UsageMeter usage_;
+  llm::CancelToken cancel_;
+  int64_t last_reported_tokens_ = 0;  // the provider's count for the last call
+  int64_t last_estimated_tokens_ = 0;  // our raw estimate for the same call
+  int compactions_ = 0;
+
+  std::mutex notices_mu_;
+  std::deque<std::string> notices_;  // guarded by notices_mu_
+};
+
+}  // namespace mates::agent

@@ -1,0 +1,379 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "agent/agent_loop.h"
+#include "agent/subagents.h"
+#include "core/clock.h"
+#include "store/mailbox.h"
+#include "store/messenger.h"
+#include "store/roster.h"
+#include "support/fake_provider.h"
+#include "support/test_util.h"
+
+namespace mates::agent {
+namespace {
+
+using llm::BlockType;
+using llm::ContentBlock;
+using llm::Request;
+using llm::Response;
+using mates::testing::FakeProvider;
+using mates::testing::TempDir;
+using mates::testing::TextReply;
+using mates::testing::ToolReply;
+
+// The newest user turn of a request, as text (results and text blocks).
+std::string LastUserText(const Request& r) {
+  std::string out;
+  for (const auto& b : r.messages.back().content) {
+    out += (b.type == BlockType::kToolResult ? "[result" + std::string(b.is_error ? " error" : "") + "] " : "") +
+           b.text + "\n";
+  }
+  return out;
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(Roster(ws_).CreateTeam("t").ok());
+    Member m;
+    m.name = "alice";
+    ASSERT_TRUE(Roster(ws_).AddMember("t", m).ok());
+    ctx_.ws = ws_;
+    ctx_.team = "t";
+    ctx_.agent = "lead";
+    ctx_.is_lead = true;
+    tools_ = tools::MakeToolRegistry(tools::Scope::kLead);
+  }
+  AgentSpec Spec() {
+    AgentSpec s;
+    s.name = "lead";
+    s.system = "You are a test lead.";
+    s.identity = "You are 'lead', the lead of team 't'.";
+    s.read_inbox = true;
+    return s;
+  }
+  std::unique_ptr<AgentLoop> Loop(FakeProvider* p, AgentSpec spec) {
+    auto loop = std::make_unique<AgentLoop>(spec, p, tools_.get(), &ctx_, nullptr);
+    ctx_.cancel = loop->cancel_token();
+    return loop;
+  }
+  TempDir dir_;
+  Workspace ws_{dir_.path()};
+  tools::ToolContext ctx_;
+  std::unique_ptr<tools::ToolRegistry> tools_;
+};
+
+TEST(ConversationTest, KeepsTheShapeTheApiNeeds) {
+  Conversation c;
+  c.AddUserText("go");
+  c.AddUserText("");  // ignored
+  c.AddAssistant({ContentBlock::Text("ok"), ContentBlock::ToolUse("t1", "bash", "{}"),
+                  ContentBlock::ToolUse("t2", "bash", "{}")});
+  EXPECT_EQ(c.PendingToolUses(), (std::vector<std::string>{"t1", "t2"}));
+  EXPECT_FALSE(c.CheckReadyForCall().ok());
+  // A message and one result arrive; results go first in the merged turn.
+  c.AddUserText("<teammate-message>hi</teammate-message>");
+  c.AddUser({ContentBlock::ToolResult("t1", "done", false)});
+  EXPECT_EQ(c.size(), 3u);
+  EXPECT_EQ(c.messages()[2].content[0].type, BlockType::kToolResult);
+  EXPECT_EQ(c.PendingToolUses(), std::vector<std::string>{"t2"});
+  c.AnswerAllPending("interrupted");
+  EXPECT_TRUE(c.PendingToolUses().empty());
+  EXPECT_TRUE(c.CheckReadyForCall().ok()) << c.CheckReadyForCall().message();
+  EXPECT_TRUE(c.messages()[2].content[1].is_error);
+  c.AddAssistant({});
+  EXPECT_EQ(c.messages().back().content[0].text, "(no reply)");
+}
+
+TEST(ConversationTest, TeammateMessageFormat) {
+  Message m;
+  m.sender = "frontend";
+  m.type = MessageType::kShutdownRequest;
+  m.summary = "wrap \"up\"";
+  m.request_id = "r-1";
+  m.content = "Please stop.";
+  EXPECT_EQ(FormatTeammateMessage(m),
+            "<teammate-message teammate_id=\"frontend\" type=\"shutdown_request\" summary=\"wrap "
+            "&quot;up&quot;\" request_id=\"r-1\">\nPlease stop.\n</teammate-message>");
+}
+
+TEST_F(AgentTest, RunsToolsUntilTheModelEndsItsTurn) {
+  testing::WriteAll(dir_.path() / "notes.txt", "remember the milk\n");
+  FakeProvider p([](const Request& r, int n) {
+    if (n == 1) return ToolReply("t1", "read_file", R"({"path":"notes.txt"})");
+    EXPECT_NE(LastUserText(r).find("remember the milk"), std::string::npos);
+    return TextReply("The note says to remember the milk.");
+  });
+  auto loop = Loop(&p, Spec());
+  auto r = loop->Run("what does notes.txt say?");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->text, "The note says to remember the milk.");
+  EXPECT_EQ(r->calls, 2);
+  EXPECT_EQ(loop->conversation().size(), 4u);
+  EXPECT_EQ(loop->usage().calls(), 2);
+  EXPECT_EQ(p.requests()[0].agent_id, "lead@t");
+}
+
+TEST_F(AgentTest, BadModelBehaviourBecomesErrorsTheModelSees) {
+  std::vector<std::pair<std::string, std::string>> bad = {
+      {"frobnicate", "{}"},
+      {"read_file", "{}"},
+      {"bash", R"({"command": 5})"},
+      {"read_file", R"({"path":"../../etc/passwd"})"},
+      {"edit_file", R"({"path":"x.txt","old_text":"absent","new_text":"y"})"},
+  };
+  testing::WriteAll(dir_.path() / "x.txt", "present\n");
+  FakeProvider p([&](const Request& r, int n) {
+    if (n <= static_cast<int>(bad.size())) {
+      if (n > 1) {
+        EXPECT_NE(LastUserText(r).find("[result error]"), std::string::npos) << n;
+      }
+      return ToolReply("t" + std::to_string(n), bad[n - 1].first, bad[n - 1].second);
+    }
+    if (n == static_cast<int>(bad.size()) + 1) {
+      Response broken = ToolReply("tz", "bash", "{}");
+      broken.content[0].input_error = "the tool input was not a valid JSON object: {\"comm";
+      return broken;
+    }
+    EXPECT_NE(LastUserText(r).find("could not be read"), std::string::npos);
+    return TextReply("I made mistakes but I am still here.");
+  });
+  auto loop = Loop(&p, Spec());
+  auto r = loop->Run("misbehave");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->text, "I made mistakes but I am still here.");
+  EXPECT_EQ(testing::ReadAll(dir_.path() / "x.txt"), "present\n");
+}
+
+TEST_F(AgentTest, MaxTokensIsContinuedRefusalAndCallLimitEndTheTurn) {
+  FakeProvider p([](const Request& r, int n) {
+    if (n == 1) return TextReply("Part one…", "max_tokens");
+    EXPECT_NE(LastUserText(r).find("cut off at the output limit"), std::string::npos);
+    return TextReply("…part two.");
+  });
+  auto loop = Loop(&p, Spec());
+  auto r = loop->Run("write a lot");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->text, "…part two.");
+  EXPECT_EQ(r->calls, 2);
+
+  FakeProvider refuser([](const Request&, int) { return TextReply("I can't help with that.", "refusal"); });
+  auto loop2 = Loop(&refuser, Spec());
+  auto r2 = loop2->Run("do something bad");
+  EXPECT_EQ(r2->stop_reason, "refusal");
+
+  FakeProvider looper([](const Request&, int n) { return ToolReply("t" + std::to_string(n), "TaskList", "{}"); });
+  AgentSpec s = Spec();
+  s.max_calls = 3;
+  auto loop3 = Loop(&looper, s);
+  auto r3 = loop3->Run("loop forever");
+  EXPECT_EQ(r3->stop_reason, "max_calls");
+  EXPECT_EQ(r3->calls, 3);
+  EXPECT_TRUE(loop3->conversation().PendingToolUses().empty());
+}
+
+TEST_F(AgentTest, InboxMessagesJoinTheTurnWithToolResults) {
+  FakeProvider p([&](const Request& r, int n) {
+    if (n == 1) {
+      // While the tool runs, alice writes to the lead.
+      SendRequest m;
+      m.sender = "alice";
+      m.recipient = "lead";
+      m.content = "schema is ready";
+      m.summary = "schema";
+      EXPECT_TRUE(Messenger(ws_, "t").Send(m).ok());
+      return ToolReply("t1", "TaskList", "{}");
+    }
+    const auto& blocks = r.messages.back().content;
+    EXPECT_EQ(blocks[0].type, BlockType::kToolResult);  // one user turn: result, then message
+    EXPECT_NE(blocks.back().text.find("<teammate-message teammate_id=\"alice\" type=\"message\" summary=\"schema\">\nschema is ready"),
+              std::string::npos);
+    return TextReply("Thanks, alice.");
+  });
+  auto loop = Loop(&p, Spec());
+  auto r = loop->Run("check");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->calls, 2);
+  EXPECT_TRUE(Mailbox(ws_.TeamDir("t"), "lead").Peek()->empty());
+}
+
+TEST_F(AgentTest, JournalRoundTripsAndResumeAnswersUnfinishedCalls) {
+  fs::path journal = ws_.AgentsDir("t") / "lead.jsonl";
+  SendRequest m;
+  m.sender = "alice";
+  m.recipient = "lead";
+  m.content = "hello lead";
+  ASSERT_TRUE(Messenger(ws_, "t").Send(m).ok());
+  {
+    FakeProvider p([](const Request&, int n) {
+      return n == 1 ? ToolReply("t1", "TaskList", "{}") : TextReply("done");
+    });
+    auto loop = Loop(&p, Spec());
+    ASSERT_TRUE(loop->AttachJournal(journal, false).ok());
+    ASSERT_TRUE(loop->Run("first goal").ok());
+    auto st = Journal::Load(journal);
+    ASSERT_TRUE(st.ok());
+    ASSERT_EQ(st->messages.size(), loop->conversation().size());
+    for (size_t i = 0; i < st->messages.size(); ++i) {
+      EXPECT_EQ(DumpJson(llm::MessageToJson(st->messages[i])),
+                DumpJson(llm::MessageToJson(loop->conversation().messages()[i])));
+    }
+    EXPECT_EQ(st->calls, 2);
+    EXPECT_EQ(st->delivered.size(), 1u);
+  }
+  // A crash in the middle of a tool call: the call is in the journal, its
+  // result is not; plus a torn half line.
+  {
+    auto j = Journal::Open(journal);
+    ASSERT_TRUE(j->AppendMessage({llm::Role::kUser, {ContentBlock::Text("second goal")}}).ok());
+    ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::ToolUse("t9", "bash", R"({"command":"make"})")}}).ok());
+  }
+  {
+    std::string data = testing::ReadAll(journal);
+    testing::WriteAll(journal, data + R"({"kind":"message","message":{"role":"us)");
+  }
+  FakeProvider p2([](const Request& r, int) {
+    EXPECT_NE(LastUserText(r).find("restarted before this tool call finished"), std::string::npos);
+    return TextReply("resumed");
+  });
+  auto loop2 = Loop(&p2, Spec());
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(loop2->AttachJournal(journal, true).ok());
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("torn"), std::string::npos);
+  EXPECT_EQ(loop2->delivered().size(), 1u);  // alice's message is not delivered again
+  auto r = loop2->Continue();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->text, "resumed");
+}
+
+TEST_F(AgentTest, CompactionSummarisesTheWholeConversationAndKeepsIdentity) {
+  std::string big(4000, 'x');
+  int summary_calls = 0;
+  size_t summarised_messages = 0;
+  FakeProvider p([&](const Request& r, int) {
+    std::string last = LastUserText(r);
+    if (last.find("Write a summary of this whole conversation") != std::string::npos) {
+      ++summary_calls;
+      summarised_messages = r.messages.size();
+      EXPECT_EQ(r.messages[0].content[0].text, "step 0");  // from the very start
+      return TextReply("SUMMARY: six steps of x so far.");
+    }
+    if (last.find("step 5") != std::string::npos || last.find("<conversation-summary") != std::string::npos) {
+      return TextReply("finished");
+    }
+    return TextReply("ack " + big);
+  });
+  AgentSpec s = Spec();
+  s.context.budget_tokens = 5000;
+  s.context.keep_recent_messages = 2;
+  auto loop = Loop(&p, s);
+  ASSERT_TRUE(loop->AttachJournal(ws_.AgentsDir("t") / "lead.jsonl", false).ok());
+  for (int i = 0; i < 6; ++i) {
+    auto r = loop->Run("step " + std::to_string(i));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+  }
+  EXPECT_GE(summary_calls, 1);
+  EXPECT_GE(summarised_messages, 7u);
+  const auto& first = loop->conversation().messages()[0].content[0].text;
+  EXPECT_EQ(first.rfind("You are 'lead', the lead of team 't'.", 0), 0u) << first;
+  EXPECT_NE(first.find("SUMMARY: six steps"), std::string::npos);
+  // The transcript on disk holds every message from before the compaction.
+  std::vector<fs::path> transcripts;
+  for (const auto& e : fs::directory_iterator(ws_.AgentsDir("t"))) {
+    if (e.path().filename().string().find(".transcript-") != std::string::npos) transcripts.push_back(e.path());
+  }
+  ASSERT_FALSE(transcripts.empty());
+  EXPECT_NE(testing::ReadAll(transcripts[0]).find("step 0"), std::string::npos);
+  EXPECT_TRUE(loop->conversation().CheckReadyForCall().ok() ||
+              loop->conversation().messages().back().role == llm::Role::kAssistant);
+  // A journal replay gives the compacted conversation.
+  auto st = Journal::Load(ws_.AgentsDir("t") / "lead.jsonl");
+  EXPECT_GE(st->compactions, 1);
+  EXPECT_EQ(st->messages.size(), loop->conversation().size());
+  // The agent went on after compacting.
+  EXPECT_EQ(p.requests().back().messages.back().role, llm::Role::kUser);
+}
+
+TEST_F(AgentTest, MicrocompactElidesOldLargeToolResults) {
+  std::vector<llm::ChatMessage> msgs;
+  msgs.push_back({llm::Role::kUser, {ContentBlock::Text("go")}});
+  for (int i = 0; i < 5; ++i) {
+    std::string id = "t" + std::to_string(i);
+    msgs.push_back({llm::Role::kAssistant, {ContentBlock::ToolUse(id, "bash", "{}")}});
+    msgs.push_back({llm::Role::kUser, {ContentBlock::ToolResult(id, std::string(3000, 'a' + i), false)}});
+  }
+  ContextPolicy policy;
+  EXPECT_EQ(Microcompact(&msgs, policy), 2);
+  EXPECT_EQ(msgs[2].content[0].text.rfind("[elided: an earlier result of bash (3000 characters)", 0), 0u);
+  EXPECT_EQ(msgs[10].content[0].text.size(), 3000u);
+  EXPECT_EQ(Microcompact(&msgs, policy), 0);  // idempotent
+}
+
+TEST_F(AgentTest, InterruptStopsARunningToolAndLeavesAValidConversation) {
+  FakeProvider p([](const Request&, int n) {
+    return n == 1 ? ToolReply("t1", "bash", R"({"command":"sleep 30"})") : TextReply("after");
+  });
+  auto loop = Loop(&p, Spec());
+  std::thread t([&] {
+    while (testing::Run({"pgrep", "-f", "sleep 30"}).exit_code != 0) std::this_thread::yield();
+    loop->Interrupt();
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto r = loop->Run("sleep");
+  t.join();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_TRUE(loop->conversation().CheckReadyForCall().ok());
+  auto again = loop->Run("go on");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->text, "after");
+}
+
+TEST_F(AgentTest, SubagentsForegroundAndBackground) {
+  FakeProvider p([](const Request& r, int) {
+    std::string last = LastUserText(r);
+    if (r.agent_id.rfind("lead-sub", 0) == 0) return TextReply("subagent found 3 files");
+    if (r.agent_id.rfind("lead-bg-", 0) == 0) {
+      if (last.find("slow") != std::string::npos) return ToolReply("s1", "bash", R"({"command":"sleep 30"})");
+      return TextReply("background answer 42");
+    }
+    if (last.find("delegate") != std::string::npos) return ToolReply("l1", "Task", R"({"prompt":"count files"})");
+    if (last.find("subagent found 3 files") != std::string::npos) return TextReply("3 files");
+    return TextReply("ok");
+  });
+  auto loop = Loop(&p, Spec());
+  SubagentManager subs(&p, ctx_, nullptr, [&](std::string notice) { loop->AddNotice(std::move(notice)); });
+  ctx_.subagents = &subs;
+  auto r = loop->Run("delegate please");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->text, "3 files");
+
+  // Background: started, read with TaskOutput, announced at the next turn.
+  auto id = subs.StartBackground("answer", "quick job", "");
+  ASSERT_TRUE(id.ok());
+  auto out = subs.Output(*id, true, 30);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->state, "completed");
+  EXPECT_EQ(out->output, "background answer 42");
+  ASSERT_TRUE(loop->HasPendingInput());
+  auto next = loop->Run("anything new?");
+  ASSERT_TRUE(next.ok());
+  EXPECT_NE(LastUserText(p.requests().back()).find("<background-task id=\"" + *id + "\" description=\"quick job\" status=\"completed\">"),
+            std::string::npos);
+
+  // A slow one is stopped: its bash is killed.
+  auto slow = subs.StartBackground("slow job", "slow", "");
+  while (testing::Run({"pgrep", "-f", "sleep 30"}).exit_code != 0) std::this_thread::yield();
+  auto stopped = subs.Stop(*slow);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->state, "stopped");
+  EXPECT_NE(testing::Run({"pgrep", "-f", "sleep 30"}).exit_code, 0);
+  EXPECT_EQ(subs.Output("bg-99", false, 0).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace mates::agent

@@ -1,0 +1,140 @@
+#include "agent/subagents.h"
+
+#include "agent/agent_loop.h"
+#include "agent/prompts.h"
+
+namespace mates::agent {
+
+SubagentManager::SubagentManager(llm::Provider* provider, tools::ToolContext parent_ctx,
+                                 AgentEvents* events, std::function<void(std::string)> announce)
+    : provider_(provider),
+      parent_ctx_(std::move(parent_ctx)),
+      events_(events),
+      announce_(std::move(announce)),
+      tools_(tools::MakeToolRegistry(tools::Scope::kSubagent)) {}
+
+SubagentManager::~SubagentManager() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, job] : jobs_) {
+      job->cancel.Cancel();
+      if (job->thread.joinable()) threads.push_back(std::move(job->thread));
+    }
+  }
+  for (auto& t : threads) t.join();
+}
+
+Result<std::string> SubagentManager::RunOne(const std::string& name, const std::string& prompt,
+                                            const std::string& model, llm::CancelToken* cancel) {
+  tools::ToolContext ctx = parent_ctx_;
+  ctx.is_lead = false;
+  ctx.subagents = nullptr;
+  ctx.teams = nullptr;
+  ctx.cancel = cancel;
+  PromptFacts facts;
+  facts.ws = ctx.ws;
+  facts.name = parent_ctx_.agent;
+  AgentSpec spec;
+  spec.name = name;
+  spec.system = SubagentSystemPrompt(facts);
+  spec.identity = "You are a subagent working for '" + parent_ctx_.agent + "'.";
+  spec.model = model;
+  spec.max_calls = 50;
+  AgentLoop loop(spec, provider_, tools_.get(), &ctx, events_);
+  // The parent's cancel (an interrupt) reaches the subagent's own call.
+  std::atomic<bool> done{false};
+  std::thread relay;
+  if (cancel != nullptr) {
+    relay = std::thread([&] {
+      while (!done.load()) {
+        if (cancel->WaitFor(0.05)) {
+          loop.Interrupt();
+          return;
+        }
+      }
+    });
+  }
+  auto r = loop.Run(prompt);
+  done = true;
+  if (relay.joinable()) relay.join();
+  usage_.Add(loop.usage().total());
+  if (!r.ok()) return r.status();
+  if (r->interrupted) return Status::Cancelled("the subagent was interrupted");
+  if (r->text.empty()) return std::string("(the subagent finished without a final answer)");
+  return r->text;
+}
+
+Result<std::string> SubagentManager::RunSubagent(const std::string& prompt, const std::string& model,
+                                                 llm::CancelToken* cancel) {
+  int n;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    n = next_id_++;
+  }
+  return RunOne(parent_ctx_.agent + "-sub" + std::to_string(n), prompt, model, cancel);
+}
+
+Result<std::string> SubagentManager::StartBackground(const std::string& prompt,
+                                                     const std::string& description,
+                                                     const std::string& model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string id = "bg-" + std::to_string(next_id_++);
+  auto job = std::make_unique<Job>();
+  job->status = {id, description, "running", ""};
+  Job* j = job.get();
+  jobs_[id] = std::move(job);
+  j->thread = std::thread([this, j, id, prompt, model, description] {
+    auto r = RunOne(parent_ctx_.agent + "-" + id, prompt, model, &j->cancel);
+    std::string notice;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (j->cancel.cancelled()) {
+        j->status.state = "stopped";
+      } else if (r.ok()) {
+        j->status.state = "completed";
+        j->status.output = *r;
+      } else {
+        j->status.state = "failed";
+        j->status.output = r.status().message();
+      }
+      notice = "<background-task id=\"" + id + "\" description=\"" + description + "\" status=\"" +
+               j->status.state + "\">\n" + j->status.output + "\n</background-task>";
+    }
+    done_cv_.notify_all();
+    if (announce_ && j->status.state != "stopped") announce_(notice);
+  });
+  return id;
+}
+
+Result<tools::BackgroundStatus> SubagentManager::Output(const std::string& id, bool block,
+                                                        double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return Status::NotFound("no background task '" + id + "'");
+  Job* j = it->second.get();
+  if (block) {
+    done_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                      [&] { return j->status.state != "running"; });
+  }
+  return j->status;
+}
+
+Result<tools::BackgroundStatus> SubagentManager::Stop(const std::string& id) {
+  std::thread t;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return Status::NotFound("no background task '" + id + "'");
+    Job* j = it->second.get();
+    if (j->status.state != "running") return j->status;
+    j->cancel.Cancel();
+  }
+  // Wait for it to wind down (a tool call in flight is killed).
+  std::unique_lock<std::mutex> lock(mu_);
+  Job* j = jobs_[id].get();
+  done_cv_.wait(lock, [&] { return j->status.state != "running"; });
+  return j->status;
+}
+
+}  // namespace mates::agent
