@@ -43,6 +43,7 @@ void AddInboxCommand(CLI::App& app, Globals& g);
 void AddTasksCommands(CLI::App& app, Globals& g);
 void AddLogCommand(CLI::App& app, Globals& g);
 void AddMockLlmCommand(CLI::App& app, Globals& g);
+void AddRunCommand(CLI::App& app, Globals& g);
 
 // The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
 // else the team's lead.

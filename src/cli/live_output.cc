@@ -1,0 +1,187 @@
+#include "cli/live_output.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+namespace mates::cli {
+namespace {
+
+const char* AnsiFor(const std::string& name) {
+  if (name == "cyan") return "\033[36m";
+  if (name == "yellow") return "\033[33m";
+  if (name == "magenta") return "\033[35m";
+  if (name == "green") return "\033[32m";
+  if (name == "blue") return "\033[34m";
+  if (name == "red") return "\033[31m";
+  if (name == "dim") return "\033[2m";
+  return "";
+}
+
+std::string FirstLine(const std::string& s, size_t max) {
+  std::string line = s.substr(0, s.find('\n'));
+  if (line.size() > max) line = line.substr(0, max) + "…";
+  size_t lines = std::count(s.begin(), s.end(), '\n');
+  if (lines > 1 || (lines == 1 && s.back() != '\n')) line += " (+" + std::to_string(lines) + " lines)";
+  return line;
+}
+
+void Out(FILE* f, const std::string& s) {
+  std::fwrite(s.data(), 1, s.size(), f);
+  std::fflush(f);
+}
+
+}  // namespace
+
+bool WantColor() {
+  const char* no = std::getenv("NO_COLOR");
+  return ::isatty(STDOUT_FILENO) == 1 && (no == nullptr || *no == '\0');
+}
+
+std::string DescribeCall(const llm::ContentBlock& call) {
+  auto input = ParseJson(call.input_json);
+  Json in = input.ok() ? *input : Json::object();
+  auto str = [&](const char* k) { return in.contains(k) && in[k].is_string() ? in[k].get<std::string>() : ""; };
+  auto id = [&](const char* k) {
+    return in.contains(k) ? "#" + (in[k].is_string() ? in[k].get<std::string>() : DumpJson(in[k])) : std::string();
+  };
+  std::string what;
+  if (call.name == "bash") {
+    what = str("command");
+  } else if (call.name == "read_file" || call.name == "write_file" || call.name == "edit_file") {
+    what = str("path");
+  } else if (call.name == "TaskCreate") {
+    what = str("subject");
+  } else if (call.name == "TaskUpdate") {
+    what = id("task_id");
+    if (in.contains("status")) what += " " + str("status");
+    if (in.contains("owner")) what += " owner=" + str("owner");
+  } else if (call.name == "TaskGet") {
+    what = id("task_id");
+  } else if (call.name == "SendMessage") {
+    std::string type = str("type").empty() ? "message" : str("type");
+    what = (type == "broadcast" ? "everyone" : str("recipient").empty() ? "lead" : str("recipient"));
+    if (type != "message") what += ", " + type;
+    std::string text = str("summary").empty() ? str("content") : str("summary");
+    if (!text.empty()) what += ": " + text;
+  } else if (call.name == "Task") {
+    what = !str("name").empty() ? "teammate " + str("name") : str("description").empty() ? str("prompt") : str("description");
+  } else if (call.name == "TeamCreate" || call.name == "TeamDelete" || call.name == "Skill") {
+    what = str("name");
+  } else if (call.name == "TaskOutput" || call.name == "TaskStop") {
+    what = str("task_id");
+  } else if (call.name != "TaskList") {
+    what = call.input_json;
+  }
+  for (char& c : what) {
+    if (c == '\n') c = ' ';
+  }
+  if (what.size() > 90) what = what.substr(0, 90) + "…";
+  return call.name + "(" + what + ")";
+}
+
+void LiveOutput::SetColor(const std::string& agent, const std::string& color_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  colors_[agent] = color_name;
+}
+
+void LiveOutput::SetMulti(bool multi) {
+  std::lock_guard<std::mutex> lock(mu_);
+  multi_ = multi;
+}
+
+std::string LiveOutput::Paint(const std::string& agent, const std::string& text) const {
+  if (!color_) return text;
+  auto it = colors_.find(agent);
+  const char* code = it == colors_.end() ? "" : AnsiFor(it->second);
+  if (*code == '\0') return text;
+  return std::string(code) + text + "\033[0m";
+}
+
+std::string LiveOutput::Prefix(const std::string& agent) const {
+  if (!multi_ || agent.empty()) return "";
+  return Paint(agent, "[" + agent + "] ");
+}
+
+void LiveOutput::Line(const std::string& agent, const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Out(stderr, Prefix(agent) + text + "\n");
+}
+
+void LiveOutput::OnText(const std::string& agent, std::string_view delta) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!multi_) {
+    Out(stdout, std::string(delta));
+    if (!delta.empty()) mid_line_[agent] = delta.back() != '\n';
+    return;
+  }
+  // Several agents: whole lines only, each with its name.
+  std::string& buf = pending_[agent];
+  buf.append(delta);
+  size_t nl;
+  while ((nl = buf.find('\n')) != std::string::npos) {
+    Out(stdout, Prefix(agent) + buf.substr(0, nl) + "\n");
+    buf.erase(0, nl + 1);
+  }
+}
+
+void LiveOutput::FlushLocked(const std::string& agent) {
+  auto it = pending_.find(agent);
+  if (it != pending_.end() && !it->second.empty()) {
+    Out(stdout, Prefix(agent) + it->second + "\n");
+    it->second.clear();
+  }
+  if (mid_line_[agent]) {
+    Out(stdout, "\n");
+    mid_line_[agent] = false;
+  }
+}
+
+void LiveOutput::OnTextEnd(const std::string& agent) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FlushLocked(agent);
+}
+
+void LiveOutput::OnToolCall(const std::string& agent, const llm::ContentBlock& call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FlushLocked(agent);
+  Out(stderr, Prefix(agent) + Paint(agent, "⏺ " + DescribeCall(call)) + "\n");
+}
+
+void LiveOutput::OnToolResult(const std::string& agent, const llm::ContentBlock&,
+                              const tools::ToolResult& result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string line = "  ⎿ " + std::string(result.is_error ? "✗ " : "") + FirstLine(result.content, 110);
+  if (color_ && result.is_error) line = std::string(AnsiFor("red")) + line + "\033[0m";
+  else if (color_) line = std::string(AnsiFor("dim")) + line + "\033[0m";
+  Out(stderr, Prefix(agent) + line + "\n");
+}
+
+void LiveOutput::OnMessages(const std::string& agent, const std::vector<Message>& delivered) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& m : delivered) {
+    std::string about = m.summary.empty() ? FirstLine(m.content, 80) : m.summary;
+    std::string type = m.type == MessageType::kMessage ? "" : " (" + std::string(MessageTypeName(m.type)) + ")";
+    Out(stderr, Prefix(agent) + Paint(agent, "✉ from " + m.sender + type + ": " + about) + "\n");
+  }
+}
+
+void LiveOutput::OnRetry(const std::string& agent, int attempt, const Status& why, double delay_s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f", delay_s);
+  Line(agent, "↻ retry " + std::to_string(attempt) + " in " + buf + " s: " + why.message());
+}
+
+void LiveOutput::OnCompact(const std::string& agent, int64_t before, int64_t after,
+                           const std::string& transcript) {
+  Line(agent, "⧉ context compacted: ~" + std::to_string(before) + " → ~" + std::to_string(after) +
+                  " tokens (full transcript: " + transcript + ")");
+}
+
+void LiveOutput::OnNotice(const std::string& agent, const std::string& text) {
+  Line(agent, "! " + text);
+}
+
+}  // namespace mates::cli

@@ -1,0 +1,56 @@
+// LiveOutput: how agents' work looks in a terminal. The models' text goes to
+// stdout as it streams; tool calls (one line each, with the first line of
+// the result), messages, retries and notices go to stderr. Each agent has
+// its colour (seed v8: cyan, yellow, magenta, green, blue) when the output
+// is a terminal, and plain text otherwise. With several agents at once,
+// every line carries the agent's name and text is written a line at a time.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "agent/events.h"
+
+namespace mates::cli {
+
+class LiveOutput : public agent::AgentEvents {
+ public:
+  // `color`: ANSI colours; `multi`: prefix lines with agent names.
+  LiveOutput(bool color, bool multi) : color_(color), multi_(multi) {}
+
+  void SetColor(const std::string& agent, const std::string& color_name);
+  void SetMulti(bool multi);
+  // A line on stderr about `agent` (or the system, if empty).
+  void Line(const std::string& agent, const std::string& text);
+
+  void OnText(const std::string& agent, std::string_view delta) override;
+  void OnTextEnd(const std::string& agent) override;
+  void OnToolCall(const std::string& agent, const llm::ContentBlock& call) override;
+  void OnToolResult(const std::string& agent, const llm::ContentBlock& call,
+                    const tools::ToolResult& result) override;
+  void OnMessages(const std::string& agent, const std::vector<Message>& delivered) override;
+  void OnRetry(const std::string& agent, int attempt, const Status& why, double delay_s) override;
+  void OnCompact(const std::string& agent, int64_t before, int64_t after,
+                 const std::string& transcript) override;
+  void OnNotice(const std::string& agent, const std::string& text) override;
+
+ private:
+  std::string Paint(const std::string& agent, const std::string& text) const;
+  std::string Prefix(const std::string& agent) const;
+  void FlushLocked(const std::string& agent);
+
+  std::mutex mu_;
+  bool color_;
+  bool multi_;                                  // guarded by mu_
+  std::map<std::string, std::string> colors_;   // guarded by mu_
+  std::map<std::string, std::string> pending_;  // partial text lines, guarded by mu_
+  std::map<std::string, bool> mid_line_;        // stdout not at a line start
+};
+
+// One line describing a tool call: name(what it works on).
+std::string DescribeCall(const llm::ContentBlock& call);
+// Whether stdout is a terminal that wants colours (NO_COLOR unset).
+bool WantColor();
+
+}  // namespace mates::cli
