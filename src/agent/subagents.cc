@@ -3,7 +3,31 @@
 #include "agent/agent_loop.h"
 #include "agent/prompts.h"
 
+#include <optional>
+
 namespace mates::agent {
+namespace {
+
+// What a subagent shows: its tool calls and notices. Its text is its answer,
+// which goes back to the agent that asked, not to the screen.
+class SubagentEvents : public AgentEvents {
+ public:
+  explicit SubagentEvents(AgentEvents* to) : to_(to) {}
+  void OnToolCall(const std::string& a, const llm::ContentBlock& c) override { to_->OnToolCall(a, c); }
+  void OnToolResult(const std::string& a, const llm::ContentBlock& c, const tools::ToolResult& r) override {
+    to_->OnToolResult(a, c, r);
+  }
+  void OnRetry(const std::string& a, int n, const Status& why, double d) override { to_->OnRetry(a, n, why, d); }
+  void OnCompact(const std::string& a, int64_t b, int64_t f, const std::string& t) override {
+    to_->OnCompact(a, b, f, t);
+  }
+  void OnNotice(const std::string& a, const std::string& t) override { to_->OnNotice(a, t); }
+
+ private:
+  AgentEvents* to_;
+};
+
+}  // namespace
 
 SubagentManager::SubagentManager(llm::Provider* provider, tools::ToolContext parent_ctx,
                                  AgentEvents* events, std::function<void(std::string)> announce)
@@ -41,7 +65,9 @@ Result<std::string> SubagentManager::RunOne(const std::string& name, const std::
   spec.identity = "You are a subagent working for '" + parent_ctx_.agent + "'.";
   spec.model = model;
   spec.max_calls = 50;
-  AgentLoop loop(spec, provider_, tools_.get(), &ctx, events_);
+  std::optional<SubagentEvents> events;
+  if (events_ != nullptr) events.emplace(events_);
+  AgentLoop loop(spec, provider_, tools_.get(), &ctx, events ? &*events : nullptr);
   // The parent's cancel (an interrupt) reaches the subagent's own call.
   std::atomic<bool> done{false};
   std::thread relay;

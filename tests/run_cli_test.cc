@@ -1,0 +1,274 @@
+// `mates run` end to end: the real binary, the scripted provider and
+// `mates mock-llm` over HTTP (both protocols).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::ReadAll;
+using testing::TempDir;
+
+std::string Fixture(const std::string& name) {
+  return std::string(MATES_SOURCE_DIR) + "/tests/scenarios/" + name;
+}
+
+// `mates mock-llm` on a free port, for the test's lifetime.
+class MockLlm {
+ public:
+  explicit MockLlm(const std::string& scenario, const fs::path& record)
+      : proc_(testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", scenario, "--record",
+                              record.string(), "--quiet"})) {
+    auto line = proc_.ReadLine(DeadlineIn(10));
+    EXPECT_TRUE(line.ok());
+    url_ = line.ok() ? line->substr(std::string("listening on ").size()) : "";
+  }
+  ~MockLlm() { proc_.Signal(SIGTERM); }
+  const std::string& url() const { return url_; }
+
+ private:
+  Subprocess proc_;
+  std::string url_;
+};
+
+std::vector<Json> Records(const fs::path& path) {
+  std::vector<Json> out;
+  std::istringstream in(ReadAll(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = ParseJson(line);
+    if (j.ok()) out.push_back(*j);
+  }
+  return out;
+}
+
+testing::CommandResult MatesIn(const fs::path& ws, std::vector<std::string> args,
+                               std::vector<std::string> env = {}, const std::string& stdin_data = "") {
+  return testing::RunMates(ws, args, env, stdin_data);
+}
+
+void ExpectBasicWorkDone(const fs::path& ws, const testing::CommandResult& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadAll(ws / "src/hello.sh"), "#!/bin/sh\necho hello mates\n");
+  EXPECT_NE(r.out.find("Done: src/hello.sh prints 'hello mates'; task #1 tracks the test."), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("⏺ write_file(src/hello.sh)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("⏺ bash(sh src/hello.sh && ls src)"), std::string::npos);
+  EXPECT_NE(r.err.find("usage: lead: 5 calls"), std::string::npos);
+  auto tasks = testing::RunMates(ws, {"tasks", "--team", "default", "list"});
+  EXPECT_NE(tasks.out.find("#1 [pending] Add a test for hello.sh"), std::string::npos);
+  EXPECT_TRUE(fs::exists(ws / ".teams/default/agents/lead.jsonl"));
+}
+
+TEST(RunCliTest, ScriptedLeadWritesEditsRunsReadsAndPlans) {
+  TempDir ws;
+  auto r = MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("lead_basic.yaml"),
+                               "please build a greeting"});
+  ExpectBasicWorkDone(ws.path(), r);
+}
+
+class RunOverHttp : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RunOverHttp, TheSameWorkThroughMockLlmWithNoRequestRefused) {
+  TempDir ws, tmp;
+  MockLlm mock(Fixture("lead_basic.yaml"), tmp.path() / "rec.jsonl");
+  std::string url = GetParam() == "openai" ? mock.url() + "/v1" : mock.url();
+  auto r = MatesIn(ws.path(), {"run", "--provider", GetParam(), "--base-url", url, "please build a greeting"});
+  ExpectBasicWorkDone(ws.path(), r);
+  auto recs = Records(tmp.path() / "rec.jsonl");
+  ASSERT_EQ(recs.size(), 5u);
+  for (const auto& rec : recs) EXPECT_EQ(rec["status"], 200) << DumpJson(rec);
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, RunOverHttp, ::testing::Values("anthropic", "openai"));
+
+TEST(RunCliTest, BadModelBehaviourIsSurvivedAndLeavesNothingRunning) {
+  TempDir ws, tmp;
+  testing::WriteAll(ws.path() / "notes.txt", "present\n");
+  MockLlm mock(Fixture("lead_misbehaves.yaml"), tmp.path() / "rec.jsonl");
+  auto start = std::chrono::steady_clock::now();
+  auto r = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", mock.url(), "misbehave"});
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Still standing after every mistake."), std::string::npos) << r.out << r.err;
+  EXPECT_LT(took, std::chrono::seconds(20));  // the 60 s sleeps were killed at 1 s
+  EXPECT_NE(testing::Run({"pgrep", "-f", "mates_run_test_sleeper"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(ws.path().parent_path() / "outside.txt"));
+  EXPECT_EQ(ReadAll(ws.path() / "notes.txt"), "present\n");
+  for (const auto& rec : Records(tmp.path() / "rec.jsonl")) EXPECT_EQ(rec["status"], 200);
+  // Every error reached the model as an is_error tool result.
+  int errors = 0;
+  for (const auto& rec : Records(tmp.path() / "rec.jsonl")) {
+    const Json& last = rec["body"]["messages"].back();
+    for (const auto& b : last["content"]) errors += b.value("is_error", false) ? 1 : 0;
+  }
+  EXPECT_EQ(errors, 6);
+}
+
+TEST(RunCliTest, SubagentBackgroundTaskAndSkill) {
+  TempDir ws;
+  fs::create_directories(ws.path() / "data");
+  for (const char* f : {"a", "b", "c"}) testing::WriteAll(ws.path() / "data" / f, "x");
+  fs::create_directories(ws.path() / "skills/counting");
+  testing::WriteAll(ws.path() / "skills/counting/SKILL.md",
+                    "---\nname: counting\ndescription: How to count things\n---\nDelegate counting to a subagent.\n");
+  auto r = MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("lead_delegates.yaml"),
+                               "delegate the counting"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Subagent and background work both came back."), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("⏺ Skill(counting)"), std::string::npos);
+  EXPECT_NE(r.err.find("⏺ Task(count files)"), std::string::npos);
+  EXPECT_NE(r.err.find("There are 3 files."), std::string::npos);
+  // Subagents' own text is their answer to the lead, not output of the run.
+  EXPECT_EQ(r.out.find("abracadabra"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("usage: subagents:"), std::string::npos);
+}
+
+TEST(RunCliTest, ALongRunIsCompactedAndGoesOnAsItself) {
+  TempDir ws, tmp;
+  MockLlm mock(Fixture("lead_compacts.yaml"), tmp.path() / "rec.jsonl");
+  auto r = MatesIn(ws.path(),
+                   {"run", "--provider", "anthropic", "--base-url", mock.url(), "--context-budget", "3000"},
+                   {}, "print big\nprint big\nprint big\nprint big\n/quit\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("⧉ context compacted"), std::string::npos) << r.err;
+  int transcripts = 0;
+  for (const auto& e : fs::directory_iterator(ws.path() / ".teams/default/agents")) {
+    if (e.path().filename().string().find(".transcript-") != std::string::npos) {
+      ++transcripts;
+      EXPECT_NE(ReadAll(e.path()).find("line 300 of a long output"), std::string::npos);
+    }
+  }
+  EXPECT_GE(transcripts, 1);
+  auto recs = Records(tmp.path() / "rec.jsonl");
+  bool summarised = false;
+  int after = 0;
+  for (const auto& rec : recs) {
+    EXPECT_EQ(rec["status"], 200);
+    const Json& first = rec["body"]["messages"][0]["content"][0];
+    std::string text = first.value("text", "");
+    if (text.find("SUMMARY: the lead printed") != std::string::npos) {
+      summarised = true;
+      EXPECT_EQ(text.rfind("You are 'lead', the lead of team 'default'", 0), 0u) << text;
+      ++after;
+    }
+  }
+  EXPECT_TRUE(summarised);
+  EXPECT_GE(after, 1);  // calls made after the compaction
+  EXPECT_GE(std::count(r.out.begin(), r.out.end(), 'P'), 4);  // "Printed." each time
+}
+
+TEST(RunCliTest, TheApiKeyNeverLeaks) {
+  TempDir ws, tmp;
+  const std::string secret = "sk-ant-THIS-IS-SECRET-9876";
+  MockLlm mock(Fixture("lead_secrets.yaml"), tmp.path() / "rec.jsonl");
+  auto r = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", mock.url(), "show the environment"},
+                   {"ANTHROPIC_API_KEY=" + secret});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("I looked at the environment."), std::string::npos);
+  EXPECT_EQ(r.out.find(secret), std::string::npos);
+  EXPECT_EQ(r.err.find(secret), std::string::npos);
+  std::string journal = ReadAll(ws.path() / ".teams/default/agents/lead.jsonl");
+  EXPECT_NE(journal.find("end-of-env"), std::string::npos);  // the env output is there…
+  EXPECT_EQ(journal.find(secret), std::string::npos);        // …without the key
+  EXPECT_EQ(journal.find("ANTHROPIC_API_KEY"), std::string::npos);
+  EXPECT_EQ(ReadAll(tmp.path() / "rec.jsonl").find(secret), std::string::npos);
+}
+
+TEST(RunCliTest, FailuresAreSaidPlainly) {
+  TempDir ws, tmp;
+  auto no_provider = MatesIn(ws.path(), {"run", "do it"}, {"ANTHROPIC_API_KEY="});
+  EXPECT_EQ(no_provider.exit_code, 2);
+  EXPECT_NE(no_provider.err.find("no model provider chosen"), std::string::npos) << no_provider.err;
+  auto bad_scenario = MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", "/no/such.yaml", "x"});
+  EXPECT_EQ(bad_scenario.exit_code, 2);
+  EXPECT_NE(bad_scenario.err.find("does not exist"), std::string::npos);
+  EXPECT_EQ(MatesIn(ws.path(), {"run", "--team", "a/b", "--provider", "scripted", "--scenario",
+                                Fixture("lead_basic.yaml"), "x"}).exit_code, 2);
+  EXPECT_EQ(MatesIn(ws.path(), {"run", "--max-turns", "0", "--provider", "scripted", "--scenario",
+                                Fixture("lead_basic.yaml"), "x"}).exit_code, 2);
+  // An API error: exit 1 with the API's own message.
+  {
+    auto mock = testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", Fixture("lead_basic.yaml"),
+                                "--fault", "status=401", "--quiet"});
+    auto line = mock.ReadLine(DeadlineIn(10));
+    ASSERT_TRUE(line.ok());
+    std::string url = line->substr(std::string("listening on ").size());
+    auto r = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", url, "--fresh", "x"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("mates: error: HTTP 401 authentication_error: injected fault"), std::string::npos)
+        << r.err;
+    mock.Signal(SIGTERM);
+  }
+  // The turn limit is a failure too.
+  auto limited = MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("lead_basic.yaml"),
+                                     "--max-turns", "2", "--fresh", "please build a greeting"});
+  EXPECT_EQ(limited.exit_code, 1);
+  EXPECT_NE(limited.err.find("--max-turns"), std::string::npos);
+}
+
+TEST(RunCliTest, CtrlCInterruptsTheTurnAndTheToolGoesWithIt) {
+  TempDir ws;
+  SubprocessOptions o;
+  o.argv = {testing::MatesBinary(), "--workspace", ws.str(), "run", "--provider", "scripted",
+            "--scenario", Fixture("lead_slow.yaml"), "please sleep"};
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok());
+  // Once the tool runs, Ctrl-C (SIGINT to the process, as a terminal sends).
+  while (testing::Run({"pgrep", "-f", "mates_interrupt_sleeper"}).exit_code != 0) std::this_thread::yield();
+  ::kill(p->pid(), SIGINT);
+  auto r = p->Wait();
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
+  EXPECT_NE(testing::Run({"pgrep", "-f", "mates_interrupt_sleeper"}).exit_code, 0);
+  // The journal is whole: a later run resumes it and goes on.
+  auto again = MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("lead_slow.yaml"), "hello"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+}
+
+TEST(RunCliTest, ReplCommandsAndTurns) {
+  TempDir ws;
+  auto r = MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("lead_basic.yaml")}, {},
+                   "/team\n/tasks\nplease build a greeting\n/tasks\n/send nobody hi\n/inbox\n/usage\n/bogus\n/quit\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("team default"), std::string::npos);
+  EXPECT_NE(r.out.find("(no tasks)"), std::string::npos);
+  EXPECT_NE(r.out.find("#1 [pending] Add a test for hello.sh"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown recipient 'nobody'"), std::string::npos);
+  EXPECT_NE(r.out.find("(no new messages)"), std::string::npos);
+  EXPECT_NE(r.out.find("unknown command /bogus"), std::string::npos);
+  EXPECT_NE(r.err.find("usage: lead: 5 calls"), std::string::npos);
+  EXPECT_EQ(ReadAll(ws.path() / "src/hello.sh"), "#!/bin/sh\necho hello mates\n");
+}
+
+TEST(RunCliTest, TheLeadResumesItsConversationUnlessFresh) {
+  TempDir ws;
+  ASSERT_EQ(MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("lead_basic.yaml"),
+                                "please build a greeting"}).exit_code, 0);
+  fs::path journal = ws.path() / ".teams/default/agents/lead.jsonl";
+  const std::string first = ReadAll(journal);
+  auto before = std::count(first.begin(), first.end(), '\n');
+  ASSERT_EQ(MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("lead_slow.yaml"), "hi"}).exit_code, 0);
+  std::string data = ReadAll(journal);
+  EXPECT_GT(std::count(data.begin(), data.end(), '\n'), before);
+  EXPECT_NE(data.find("build a greeting"), std::string::npos);
+  ASSERT_EQ(MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("lead_slow.yaml"), "--fresh", "hi"}).exit_code, 0);
+  EXPECT_EQ(ReadAll(journal).find("build a greeting"), std::string::npos);
+  int rotated = 0;
+  for (const auto& e : fs::directory_iterator(ws.path() / ".teams/default/agents")) {
+    rotated += e.path().filename().string().rfind("lead.1", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(rotated, 1);
+}
+
+}  // namespace
+}  // namespace mates
