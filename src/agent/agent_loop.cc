@@ -89,6 +89,7 @@ Status AgentLoop::TakeInboxAndNotices() {
   if (!blocks.empty()) MATES_RETURN_IF_ERROR(AddUser(std::move(blocks)));
   if (!spec_.read_inbox || ctx_->team.empty()) return Status::Ok();
   Mailbox box(ctx_->ws.TeamDir(ctx_->team), spec_.name);
+  if (!box.MayHavePending()) return Status::Ok();
   auto batch = box.BeginDrain([this](const std::string& id) { return delivered_.count(id) > 0; });
   if (!batch.ok()) {
     // A team deleted under us, say: nothing to take in.
@@ -207,8 +208,7 @@ Result<TurnResult> AgentLoop::Loop() {
       }
       return turn;
     }
-    std::vector<llm::ChatMessage> msgs = conversation_.messages();
-    if (Microcompact(&msgs, spec_.context) > 0) conversation_.Reset(std::move(msgs));
+    Microcompact(conversation_.mutable_messages(), spec_.context);
     Status compacted = MaybeCompact(/*force=*/false);
     if (!compacted.ok()) {
       if (compacted.code() == StatusCode::kCancelled) {

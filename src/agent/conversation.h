@@ -45,6 +45,8 @@ class Conversation {
   // in the next message, no orphan tool_result.
   Status CheckReadyForCall() const;
 
+  // For in-place rewrites that keep the shape (microcompact).
+  std::vector<ChatMessage>* mutable_messages() { return &messages_; }
   // Replaces everything (compaction, resume).
   void Reset(std::vector<ChatMessage> messages) { messages_ = std::move(messages); }
 

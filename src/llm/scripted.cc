@@ -38,9 +38,11 @@ Result<Response> ScriptedProvider::Complete(const Request& request,
   r.model = model;
   r.content = std::move(reply.content);
   r.stop_reason = reply.stop_reason;
-  std::string input;
-  for (const auto& m : body["messages"]) input += DumpJson(m);
-  r.usage.input_tokens = EstimateTokens(request.system) + EstimateTokens(input);
+  size_t chars = request.system.size();
+  for (const auto& m : request.messages) {
+    for (const auto& b : m.content) chars += b.text.size() + b.input_json.size() + 24;
+  }
+  r.usage.input_tokens = static_cast<int64_t>(chars / 4);
   std::string output;
   for (const auto& b : r.content) {
     output += b.type == BlockType::kText ? b.text : b.input_json;

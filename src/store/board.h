@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -134,6 +135,10 @@ class Board {
   size_t index_lines_ = 0;  // lines in .index, to know when to compact
   std::set<std::pair<int64_t, ino_t>> reported_corrupt_;
 };
+
+// The process's Board for `dir`: every agent of a process shares one (one
+// watch, one warm cache per team).
+std::shared_ptr<Board> SharedBoard(const fs::path& dir);
 
 // The file name of task `id` ("3.json"), and the reverse (0 if not a task).
 std::string TaskFileName(int64_t id);

@@ -93,6 +93,12 @@ Result<std::vector<Message>> Mailbox::Peek() const {
   return out;
 }
 
+bool Mailbox::MayHavePending() const {
+  struct stat st {};
+  if (::stat(draining_.c_str(), &st) == 0) return true;
+  return ::stat(inbox_.c_str(), &st) == 0 && st.st_size > 0;
+}
+
 Result<size_t> Mailbox::PendingCount() const {
   size_t n = 0;
   for (const fs::path& p : {draining_, inbox_}) {

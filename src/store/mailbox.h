@@ -63,6 +63,9 @@ class Mailbox {
 
   // Every pending message (in-flight ones first) without consuming any.
   Result<std::vector<Message>> Peek() const;
+  // Cheap check (two stats, no lock): false only if there is certainly
+  // nothing to drain.
+  bool MayHavePending() const;
   // Number of pending messages, without parsing them all.
   Result<size_t> PendingCount() const;
 
