@@ -77,12 +77,29 @@ bool AgentLoop::HasPendingInput() {
   return !conversation_.empty() && conversation_.messages().back().role == llm::Role::kUser;
 }
 
+Status AgentLoop::MoveJournal(const fs::path& path) {
+  MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
+  MATES_RETURN_IF_ERROR(j.AppendCompaction(conversation_.messages(),
+                                           journal_ ? journal_->path().string() : ""));
+  if (!delivered_.empty()) {
+    // The ids delivered so far travel with the conversation.
+    std::vector<std::string> ids(delivered_.begin(), delivered_.end());
+    MATES_RETURN_IF_ERROR(j.AppendDelivered(ids));
+  }
+  journal_.emplace(std::move(j));
+  return Status::Ok();
+}
+
 Status AgentLoop::TakeInboxAndNotices() {
   std::vector<std::string> notes;
   {
     std::lock_guard<std::mutex> lock(notices_mu_);
     notes.assign(notices_.begin(), notices_.end());
     notices_.clear();
+  }
+  if (notice_source_) {
+    std::string team_news = notice_source_();
+    if (!team_news.empty()) notes.push_back(std::move(team_news));
   }
   std::vector<llm::ContentBlock> blocks;
   for (auto& n : notes) blocks.push_back(llm::ContentBlock::Text(std::move(n)));
@@ -196,6 +213,7 @@ Result<TurnResult> AgentLoop::Loop() {
   int continuations = 0;
   for (;;) {
     MATES_RETURN_IF_ERROR(TakeInboxAndNotices());
+    if (before_call_) before_call_();
     if (conversation_.empty() || conversation_.messages().back().role != llm::Role::kUser) {
       turn.stop_reason = turn.stop_reason.empty() ? "end_turn" : turn.stop_reason;
       return turn;  // nothing to answer

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,6 +71,15 @@ class AgentLoop {
   // Text for the next turn (background work finished, teammates idle…).
   // Thread-safe.
   void AddNotice(std::string text);
+  // Asked before each model call for text to add (e.g. the team's status,
+  // coalesced); "" = nothing. Set before the first Run.
+  void SetNoticeSource(std::function<std::string()> source) { notice_source_ = std::move(source); }
+  // Called before each model call, after the inbox is taken in (e.g. a
+  // plan approval that lifts plan mode).
+  void SetBeforeCall(std::function<void()> hook) { before_call_ = std::move(hook); }
+  // Continues the journal at `path` (the lead moving to another team): the
+  // whole conversation is written there first.
+  Status MoveJournal(const fs::path& path);
   bool HasPendingInput();
   // Stops the current model call or tool from another thread.
   void Interrupt() { cancel_.Cancel(); }
@@ -112,6 +122,9 @@ class AgentLoop {
   int64_t last_reported_tokens_ = 0;  // the provider's count for the last call
   int64_t last_estimated_tokens_ = 0;  // our raw estimate for the same call
   int compactions_ = 0;
+
+  std::function<std::string()> notice_source_;
+  std::function<void()> before_call_;
 
   std::mutex notices_mu_;
   std::deque<std::string> notices_;  // guarded by notices_mu_

@@ -49,6 +49,10 @@ Status Journal::AppendCompaction(const std::vector<llm::ChatMessage>& messages,
                               {"transcript", transcript_path}, {"messages", arr}}));
 }
 
+Status Journal::AppendDelivered(const std::vector<std::string>& ids) {
+  return Append(DumpJson(Json{{"kind", "delivered"}, {"ids", ids}}));
+}
+
 Status Journal::AppendUsage(const llm::Usage& u) {
   return Append(DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}}));
 }
@@ -95,6 +99,10 @@ Result<JournalState> Journal::Load(const fs::path& path) {
       }
       st.messages = std::move(msgs);
       ++st.compactions;
+    } else if (kind == "delivered") {
+      for (const auto& id : (*j)["ids"]) {
+        if (id.is_string()) st.delivered.insert(id.get<std::string>());
+      }
     } else if (kind == "usage") {
       st.usage += llm::UsageFromJson((*j)["usage"]);
       ++st.calls;

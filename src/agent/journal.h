@@ -9,6 +9,8 @@
 //   {"kind":"compact","messages":[…],"transcript":"…"}   the conversation
 //        after a compaction (replaces what came before)
 //   {"kind":"usage","usage":{…}}   one model call's usage
+//   {"kind":"delivered","ids":[…]}   ids of inbox messages already in the
+//        conversation (written when a journal moves, after its compact line)
 //
 // A line cut by a crash (no newline) is dropped when the journal is read.
 #pragma once
@@ -46,6 +48,7 @@ class Journal {
   Status AppendCompaction(const std::vector<llm::ChatMessage>& messages,
                           const std::string& transcript_path);
   Status AppendUsage(const llm::Usage& u);
+  Status AppendDelivered(const std::vector<std::string>& ids);
 
   // Everything the journal holds, replayed.
   static Result<JournalState> Load(const fs::path& path);

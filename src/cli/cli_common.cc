@@ -45,7 +45,7 @@ std::string FormatTaskLine(const Task& t) {
   std::string out = "#" + std::to_string(t.id) + " [" + std::string(TaskStatusName(t.status)) +
                     "] " + t.subject;
   if (!t.owner.empty()) out += "  (owner: " + t.owner + ")";
-  if (!t.blocked_by.empty()) out += "  blocked by " + IdList(t.blocked_by);
+  if (!t.blocked_by.empty()) out += "  depends on " + IdList(t.blocked_by);
   return out;
 }
 
@@ -54,7 +54,7 @@ std::string FormatTaskDetail(const Task& t) {
   out += "  status:      " + std::string(TaskStatusName(t.status)) + "\n";
   out += "  owner:       " + (t.owner.empty() ? std::string("-") : t.owner) + "\n";
   if (!t.active_form.empty()) out += "  active form: " + t.active_form + "\n";
-  out += "  blocked by:  " + (t.blocked_by.empty() ? std::string("-") : IdList(t.blocked_by)) + "\n";
+  out += "  depends on:  " + (t.blocked_by.empty() ? std::string("-") : IdList(t.blocked_by)) + "\n";
   out += "  blocks:      " + (t.blocks.empty() ? std::string("-") : IdList(t.blocks)) + "\n";
   if (t.metadata_json != "{}") out += "  metadata:    " + t.metadata_json + "\n";
   if (!t.description.empty()) out += "\n" + t.description + "\n";

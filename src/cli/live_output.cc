@@ -62,7 +62,14 @@ std::string DescribeCall(const llm::ContentBlock& call) {
     what = id("task_id");
   } else if (call.name == "SendMessage") {
     std::string type = str("type").empty() ? "message" : str("type");
-    what = (type == "broadcast" ? "everyone" : str("recipient").empty() ? "lead" : str("recipient"));
+    std::string to = str("recipient");
+    if (to.empty()) {
+      // Without a recipient a response goes to whoever asked, a plan to the lead.
+      to = type == "plan_approval_response" || type == "shutdown_response"  ? "the requester"
+           : type == "plan_approval_request"                                 ? "the lead"
+                                                                             : "?";
+    }
+    what = type == "broadcast" ? "everyone" : to;
     if (type != "message") what += ", " + type;
     std::string text = str("summary").empty() ? str("content") : str("summary");
     if (!text.empty()) what += ": " + text;

@@ -669,18 +669,36 @@ Result<Task> Board::Claim(int64_t id, const std::string& owner) {
   return ClaimLocked(id, owner);
 }
 
+std::optional<int64_t> Board::NextClaimableLocked(const std::string& owner) const {
+  for (size_t id = 1; id < tasks_.size(); ++id) {
+    const Entry& e = tasks_[id];
+    if (e.present && e.task.status == TaskStatus::kPending && e.task.owner == owner &&
+        BlockedReasonLocked(e.task).empty()) {
+      return static_cast<int64_t>(id);
+    }
+  }
+  for (int64_t id : open_) {
+    if (ClaimableLocked(tasks_[id].task)) return id;
+  }
+  return std::nullopt;
+}
+
+Result<std::optional<int64_t>> Board::NextClaimable(const std::string& owner) {
+  std::lock_guard<std::mutex> guard(mu_);
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
+  MATES_RETURN_IF_ERROR(RefreshLocked());
+  return NextClaimableLocked(owner);
+}
+
 Result<std::optional<Task>> Board::ClaimNext(const std::string& owner) {
   MATES_RETURN_IF_ERROR(ValidateName("owner name", owner));
   std::lock_guard<std::mutex> guard(mu_);
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
-  for (int64_t id : open_) {
-    if (ClaimableLocked(tasks_[id].task)) {
-      MATES_ASSIGN_OR_RETURN(Task t, ClaimLocked(id, owner));
-      return std::optional<Task>(std::move(t));
-    }
-  }
-  return std::optional<Task>();
+  auto id = NextClaimableLocked(owner);
+  if (!id) return std::optional<Task>();
+  MATES_ASSIGN_OR_RETURN(Task t, ClaimLocked(*id, owner));
+  return std::optional<Task>(std::move(t));
 }
 
 }  // namespace mates

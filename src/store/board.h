@@ -75,12 +75,19 @@ class Board {
   // Compare-and-set: pending, unowned (or already `owner`'s) and unblocked
   // -> in_progress owned by `owner`. Conflict if someone else got it first.
   Result<Task> Claim(int64_t id, const std::string& owner);
-  // Claims the lowest claimable id; nullopt when nothing is claimable.
+  // Claims a task for `owner`: first the lowest pending, unblocked task
+  // already assigned to it (the lead may direct work), else the lowest
+  // claimable unowned one; nullopt when there is none.
   Result<std::optional<Task>> ClaimNext(const std::string& owner);
+
+  // The id ClaimNext(owner) would claim now, without claiming it.
+  Result<std::optional<int64_t>> NextClaimable(const std::string& owner);
 
   const fs::path& dir() const { return dir_; }
 
  private:
+  // ClaimNext's choice; the board lock held.
+  std::optional<int64_t> NextClaimableLocked(const std::string& owner) const;
   struct Entry {
     bool present = false;
     bool full = false;  // else only id, status, owner and blocked_by are known

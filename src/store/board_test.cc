@@ -133,6 +133,27 @@ TEST(BoardTest, ClaimNextTakesTheLowestUnblockedId) {
   EXPECT_EQ((*board.ClaimNext("c"))->id, 2);
 }
 
+TEST(BoardTest, ClaimNextTakesTasksAssignedToTheClaimerFirst) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("1")).ok());
+  ASSERT_TRUE(board.Create(Draft("2")).ok());
+  ASSERT_TRUE(board.Create(Draft("3", {2})).ok());
+  TaskPatch to_bob;
+  to_bob.owner = "bob";
+  ASSERT_TRUE(board.Update(2, to_bob, kLead).ok());
+  ASSERT_TRUE(board.Update(3, to_bob, kLead).ok());
+  EXPECT_EQ((*board.ClaimNext("bob"))->id, 2);    // his, though #1 is lower
+  EXPECT_EQ((*board.ClaimNext("alice"))->id, 1);  // not bob's tasks
+  EXPECT_FALSE(board.ClaimNext("alice")->has_value());
+  EXPECT_FALSE(board.ClaimNext("bob")->has_value());  // #3 waits on #2
+  TaskPatch done;
+  done.status = TaskStatus::kCompleted;
+  ASSERT_TRUE(board.Update(2, done, Caller{"bob", false}).ok());
+  EXPECT_FALSE(board.ClaimNext("alice")->has_value());
+  EXPECT_EQ((*board.ClaimNext("bob"))->id, 3);
+}
+
 TEST(BoardTest, DeletingABlockerReleasesItsDependents) {
   TempDir dir;
   Board board(dir.path());

@@ -22,7 +22,7 @@ std::string IdList(const std::vector<int64_t>& ids) {
 std::string Line(const Task& t) {
   std::string out = "#" + std::to_string(t.id) + " [" + std::string(TaskStatusName(t.status)) + "] " + t.subject;
   if (!t.owner.empty()) out += " (owner: " + t.owner + ")";
-  if (!t.blocked_by.empty()) out += " blocked by " + IdList(t.blocked_by);
+  if (!t.blocked_by.empty()) out += " depends on " + IdList(t.blocked_by);
   return out;
 }
 
@@ -57,7 +57,7 @@ class TaskCreateTool : public Tool {
     auto t = (*board)->Create(d);
     if (!t.ok()) return ToolResult::Error(t.status().message());
     return ToolResult::Ok("Created task #" + std::to_string(t->id) + ": " + t->subject +
-                          (t->blocked_by.empty() ? "" : " (blocked by " + IdList(t->blocked_by) + ")"));
+                          (t->blocked_by.empty() ? "" : " (depends on " + IdList(t->blocked_by) + ")"));
   }
 };
 

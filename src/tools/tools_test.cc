@@ -187,9 +187,9 @@ TEST_F(ToolsTest, BashIsInterruptible) {
 TEST_F(ToolsTest, TaskToolsWorkOnTheTeamBoard) {
   EXPECT_EQ(Call("TaskCreate", R"({"subject":"Analyze"})").content, "Created task #1: Analyze");
   EXPECT_EQ(Call("TaskCreate", R"({"subject":"Design","blockedBy":["1"]})").content,
-            "Created task #2: Design (blocked by #1)");
+            "Created task #2: Design (depends on #1)");
   auto list = Call("TaskList", "{}");
-  EXPECT_NE(list.content.find("#2 [pending] Design blocked by #1"), std::string::npos);
+  EXPECT_NE(list.content.find("#2 [pending] Design depends on #1"), std::string::npos);
   EXPECT_NE(list.content.find("ready to claim: #1"), std::string::npos);
   auto get = Call("TaskGet", R"({"task_id":"2"})");
   EXPECT_EQ((*ParseJson(get.content))["blockedBy"][0], 1);

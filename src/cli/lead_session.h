@@ -1,0 +1,39 @@
+// LeadSession: what `mates run` and `mates demo` share: the lead agent and
+// its team hosted in this process, on a goal or in a REPL, with live output,
+// Ctrl-C handling and the usage summary.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/live_output.h"
+#include "llm/provider.h"
+#include "store/workspace.h"
+#include "team/team_manager.h"
+
+namespace mates::cli {
+
+struct LeadSessionConfig {
+  Workspace ws{"."};
+  std::string team = "default";
+  std::string goal;  // "" = the REPL (after any resumed work)
+  std::string model;
+  int max_turns = 100;
+  int64_t context_budget = 0;
+  double idle_timeout_s = 60;
+  double shutdown_timeout_s = 60;
+  bool fresh = false;
+};
+
+struct LeadSessionResult {
+  int exit_code = 0;
+  std::optional<team::TeamSummary> deleted_team;  // what TeamDelete saw, if it ran
+};
+
+// Errors before the lead starts (bad team name, a lead already running)
+// are printed and become the exit code.
+LeadSessionResult RunLeadSession(const LeadSessionConfig& config, llm::Provider* provider,
+                                 LiveOutput& out);
+
+}  // namespace mates::cli

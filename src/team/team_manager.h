@@ -1,0 +1,134 @@
+// TeamManager: the lead's teams (seed v8 layer 1: create_team,
+// spawn_teammate, delete_team), behind TeamCreate, Task(team_name, name) and
+// TeamDelete, and the host of the teammates' threads (DESIGN §5).
+//
+// - One team at a time: after TeamCreate the lead belongs to it (its task
+//   board, messages and inbox, and its journal move there); TeamDelete
+//   brings it back to the team it started in.
+// - Each teammate is a Teammate: a thread with its own AgentLoop, journal
+//   and teammate tools. Roster statuses are kept true at every transition.
+// - The lead hears about teammates going idle or stopping as one coalesced
+//   notice at its next turn; it is woken for it only when no teammate is
+//   still working or one stopped (never once per teammate turn).
+// - Shutdown: TeamDelete asks every teammate; each has `shutdown_timeout`
+//   to answer; who does not is stopped, and the lead is told. A watchdog
+//   enforces the same bound for shutdown requests sent with SendMessage.
+// - A host lock (agents/<name>.lock, an OFD lock) makes sure one process
+//   hosts a teammate; a dead host's lock is released by the kernel, so
+//   ResumeTeam can bring its teammates back from their journals.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent_loop.h"
+#include "core/waker.h"
+#include "store/roster.h"
+#include "tools/tool.h"
+
+namespace mates::team {
+
+struct TeamOptions {
+  double idle_timeout_s = 60;      // an idle teammate stops after this; 0 = waits forever
+  double shutdown_timeout_s = 60;  // time to answer a shutdown request
+  int teammate_max_calls = 100;    // model calls per teammate turn
+  int64_t context_budget = 0;      // 0 = 3/4 of the model's window
+  // The seeds' idle loop (check, sleep 1 s), for the benchmark baseline only.
+  bool seed_polling = false;
+};
+
+class Teammate;
+
+// What TeamDelete saw before the files went away.
+struct TeamSummary {
+  std::string team;
+  std::map<std::string, int> messages_by_type;
+  std::map<std::string, std::vector<int64_t>> tasks_by_owner;
+  std::vector<std::string> stopped;  // "name (how)"
+};
+
+class TeamManager : public tools::TeamRuntime {
+ public:
+  // `lead` and `lead_ctx` are the lead's loop and tool context (outlive
+  // this); `on_spawn` is told of each teammate started (for colours).
+  TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEvents* events, TeamOptions options,
+              agent::AgentLoop* lead, tools::ToolContext* lead_ctx,
+              std::function<void(const Member&)> on_spawn = {});
+  ~TeamManager() override;
+  TeamManager(const TeamManager&) = delete;
+  TeamManager& operator=(const TeamManager&) = delete;
+
+  Result<std::string> CreateTeam(const std::string& name, const std::string& description) override;
+  Result<std::string> SpawnTeammate(const std::string& team, const std::string& name,
+                                    const std::string& prompt, bool plan_mode_required,
+                                    const std::string& model) override;
+  Result<std::string> DeleteTeam(const std::string& name) override;
+
+  // Brings back the teammates of the lead's team that were working or idle
+  // when their host died (resumed from their journals). Returns their names.
+  Result<std::vector<std::string>> ResumeTeam();
+
+  // For the lead's waiting loop: a teammate is working, or an idle one has
+  // unread messages or a task it could claim (it is about to work).
+  bool AnyActive();
+  bool HasNewsForLead();
+  // The coalesced news, as text for the lead's next turn ("" if none).
+  std::string TakeNewsForLead();
+  // Notified on news worth waking the lead for.
+  std::shared_ptr<Waker> lead_waker() { return lead_waker_; }
+
+  // Stops every teammate (those working are interrupted), joins their
+  // threads. Statuses stay idle so the next host resumes them.
+  void StopAll();
+  std::optional<TeamSummary> last_deleted();
+  // Tokens used by all teammates so far, as text (for the end of a run).
+  std::string UsageSummary();
+
+  // Used by Teammate.
+  void OnStatus(const std::string& name, MemberStatus status, const std::string& detail);
+  void OnShutdownDelivered(const std::string& name);
+  void OnShutdownDone(const std::string& name);
+  const Workspace& ws() const { return ws_; }
+  llm::Provider* provider() const { return provider_; }
+  agent::AgentEvents* events() const { return events_; }
+  const TeamOptions& options() const { return options_; }
+  std::string lead_name() const { return lead_ctx_->agent; }
+
+ private:
+  Status StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt);
+  void WatchdogLoop();
+  void MoveLeadTo(const std::string& team);
+
+  // Constant after construction.
+  const Workspace ws_;
+  llm::Provider* const provider_;
+  agent::AgentEvents* const events_;
+  const TeamOptions options_;
+  agent::AgentLoop* const lead_;
+  tools::ToolContext* const lead_ctx_;  // its team changes (lead's thread only)
+  const std::string home_team_;
+  const std::function<void(const Member&)> on_spawn_;
+  const std::shared_ptr<Waker> lead_waker_ = std::make_shared<Waker>();
+  const std::shared_ptr<Waker> status_waker_ = std::make_shared<Waker>();  // any status change
+
+  std::mutex mu_;
+  std::condition_variable cv_;  // teammate status changes, watchdog deadlines
+  std::map<std::string, std::unique_ptr<Teammate>> teammates_;  // guarded by mu_
+  // name -> what the lead has not heard yet (idle / stopped …)
+  std::map<std::string, std::string> news_;  // guarded by mu_
+  bool news_wakes_lead_ = false;             // guarded by mu_
+  std::map<std::string, SteadyClock::time_point> shutdown_deadlines_;  // guarded by mu_
+  std::optional<TeamSummary> last_deleted_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::thread watchdog_;
+};
+
+}  // namespace mates::team

@@ -1,0 +1,251 @@
+#include "team/teammate.h"
+
+#include <thread>
+
+#include "agent/prompts.h"
+#include "core/log.h"
+#include "store/board.h"
+#include "store/mailbox.h"
+#include "store/requests.h"
+#include "store/watcher.h"
+#include "team/team_manager.h"
+
+namespace mates::team {
+
+// Forwards events to the shared output, and notices shutdown requests as
+// they are delivered.
+class Teammate::EventsTap : public agent::AgentEvents {
+ public:
+  EventsTap(Teammate* owner, agent::AgentEvents* to) : owner_(owner), to_(to) {}
+  void OnText(const std::string& a, std::string_view d) override { if (to_) to_->OnText(a, d); }
+  void OnTextEnd(const std::string& a) override { if (to_) to_->OnTextEnd(a); }
+  void OnToolCall(const std::string& a, const llm::ContentBlock& c) override { if (to_) to_->OnToolCall(a, c); }
+  void OnToolResult(const std::string& a, const llm::ContentBlock& c, const tools::ToolResult& r) override {
+    if (to_) to_->OnToolResult(a, c, r);
+  }
+  void OnRetry(const std::string& a, int n, const Status& w, double d) override { if (to_) to_->OnRetry(a, n, w, d); }
+  void OnCompact(const std::string& a, int64_t b, int64_t f, const std::string& t) override {
+    if (to_) to_->OnCompact(a, b, f, t);
+  }
+  void OnNotice(const std::string& a, const std::string& t) override { if (to_) to_->OnNotice(a, t); }
+  void OnMessages(const std::string& a, const std::vector<Message>& delivered) override {
+    bool shutdown = false;
+    {
+      std::lock_guard<std::mutex> lock(owner_->mu_);
+      for (const auto& m : delivered) {
+        if (m.type == MessageType::kShutdownRequest && !m.request_id.empty()) {
+          owner_->shutdown_requests_.insert(m.request_id);
+          shutdown = true;
+        }
+      }
+    }
+    if (shutdown) owner_->manager_->OnShutdownDelivered(owner_->name());
+    if (to_) to_->OnMessages(a, delivered);
+  }
+
+ private:
+  Teammate* owner_;
+  agent::AgentEvents* to_;
+};
+
+Teammate::Teammate(Config config, TeamManager* manager, FileLock host_lock)
+    : config_(std::move(config)), manager_(manager), host_lock_(std::move(host_lock)) {
+  ctx_.ws = manager_->ws();
+  ctx_.team = config_.team;
+  ctx_.agent = config_.name;
+  ctx_.is_lead = false;
+  ctx_.plan_mode = config_.plan_mode;
+  tools_ = tools::MakeToolRegistry(tools::Scope::kTeammate);
+  events_ = std::make_unique<EventsTap>(this, manager_->events());
+  agent::PromptFacts facts;
+  facts.ws = ctx_.ws;
+  facts.team = config_.team;
+  facts.name = config_.name;
+  facts.lead = manager_->lead_name();
+  facts.role_prompt = config_.prompt;
+  facts.plan_mode = config_.plan_mode;
+  agent::AgentSpec spec;
+  spec.name = config_.name;
+  spec.system = agent::TeammateSystemPrompt(facts);
+  spec.identity = agent::TeammateIdentity(facts);
+  spec.model = config_.model;
+  spec.max_calls = manager_->options().teammate_max_calls;
+  spec.read_inbox = true;
+  spec.context.budget_tokens = manager_->options().context_budget;
+  loop_ = std::make_unique<agent::AgentLoop>(spec, manager_->provider(), tools_.get(), &ctx_, events_.get());
+  ctx_.cancel = loop_->cancel_token();
+  loop_->SetBeforeCall([this] { CheckPlanApproval(); });
+}
+
+Teammate::~Teammate() {
+  Stop(/*force=*/true, "its host is shutting down");
+  Join();
+}
+
+void Teammate::Start() { thread_ = std::thread([this] { Main(); }); }
+
+void Teammate::Stop(bool force, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_reason_.empty()) stop_reason_ = why;
+  }
+  stop_.store(true);
+  if (force) loop_->Interrupt();
+  waker_->Notify();
+}
+
+void Teammate::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Teammate::SetStatus(MemberStatus s, const std::string& detail) {
+  status_.store(s);
+  Status st = Roster(ctx_.ws).SetStatus(config_.team, config_.name, s);
+  if (!st.ok()) LogDebug(config_.name + ": status: " + st.message());
+  manager_->OnStatus(config_.name, s, detail);
+}
+
+void Teammate::CheckPlanApproval() {
+  if (!ctx_.plan_mode) return;
+  auto requests = RequestStore(ctx_.ws, config_.team).List();
+  if (!requests.ok()) return;
+  for (const auto& r : *requests) {
+    if (r.kind == "plan_approval" && r.requester == config_.name && r.status == "approved") {
+      ctx_.plan_mode = false;
+      events_->OnNotice(config_.name, "plan approved by " + r.responder + ": plan mode lifted");
+      return;
+    }
+  }
+}
+
+bool Teammate::ShutdownApproved() {
+  std::set<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ids = shutdown_requests_;
+  }
+  RequestStore store(ctx_.ws, config_.team);
+  for (const auto& id : ids) {
+    auto r = store.Get(id);
+    if (!r.ok()) continue;
+    if (r->status == "approved") return true;
+    if (r->status == "rejected") {
+      std::lock_guard<std::mutex> lock(mu_);
+      shutdown_requests_.erase(id);  // the lead has the reason; go on
+      manager_->OnShutdownDone(config_.name);
+    }
+  }
+  return false;
+}
+
+bool Teammate::ShutdownPending() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !shutdown_requests_.empty();
+}
+
+bool Teammate::IdleWait() {
+  Workspace ws = ctx_.ws;
+  auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team), Workspace::InboxFileName(config_.name), waker_);
+  auto board_sub = Watcher::Default().Subscribe(ws.TasksDir(config_.team), "*.json", waker_);
+  std::shared_ptr<Board> board = SharedBoard(ws.TasksDir(config_.team));
+  const double timeout = manager_->options().idle_timeout_s;
+  Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
+  bool said_idle = false;
+  for (;;) {
+    uint64_t seen = waker_->generation();
+    if (stop_.load()) return false;
+    if (loop_->HasPendingInput()) return true;
+    auto claimed = board->ClaimNext(config_.name);
+    if (claimed.ok() && claimed->has_value()) {
+      const Task& t = **claimed;
+      loop_->AddNotice("Task #" + std::to_string(t.id) + ": " + t.subject +
+                       (t.description.empty() ? "" : "\n" + t.description));
+      return true;
+    }
+    if (!claimed.ok() && claimed.status().code() == StatusCode::kNotFound) return false;  // team gone
+    // Idle only now that there is certainly nothing to do (not between turns).
+    if (!said_idle) {
+      SetStatus(MemberStatus::kIdle);
+      said_idle = true;
+      continue;  // look once more: work may have come while we said so
+    }
+    if (Expired(deadline)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_reason_.empty()) {
+        stop_reason_ = "no work for " + std::to_string(static_cast<int>(timeout)) + " s";
+      }
+      return false;
+    }
+    if (manager_->options().seed_polling) {
+      // The seeds' idle loop: look again in a second.
+      Deadline tick = DeadlineIn(1.0);
+      if (deadline && *deadline < *tick) tick = deadline;
+      std::this_thread::sleep_until(*tick);
+    } else {
+      waker_->WaitChange(seen, deadline);
+    }
+  }
+}
+
+void Teammate::Main() {
+  fs::path journal = ctx_.ws.AgentsDir(config_.team) / (config_.name + ".jsonl");
+  Status s = loop_->AttachJournal(journal, config_.resume);
+  if (!s.ok()) {
+    events_->OnNotice(config_.name, "cannot open its journal: " + s.message());
+    SetStatus(MemberStatus::kShutdown, "its journal could not be opened");
+    finished_.store(true);
+    return;
+  }
+  SetStatus(MemberStatus::kActive);
+  Result<agent::TurnResult> r = agent::TurnResult{};
+  if (config_.new_prompt) {
+    r = loop_->Run(config_.prompt);
+  } else if (loop_->HasPendingInput()) {
+    r = loop_->Continue();  // a resumed conversation with work pending
+  }
+  bool reminded = false;
+  for (;;) {
+    if (!r.ok()) {
+      events_->OnNotice(config_.name, "turn failed: " + r.status().message());
+      manager_->OnStatus(config_.name, MemberStatus::kIdle, "its last turn failed: " + r.status().message());
+    }
+    if (stop_.load()) break;
+    if (ShutdownApproved()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_reason_ = "approved the shutdown request";
+      break;
+    }
+    if (ShutdownPending()) {
+      if (reminded) {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_reason_ = "did not answer the shutdown request";
+        break;
+      }
+      // The wrap-up turn ended without an answer: one reminder.
+      reminded = true;
+      loop_->AddNotice("You have not answered the lead's shutdown_request. Answer it now with "
+                       "SendMessage(type=\"shutdown_response\", request_id=…, approve=true and a "
+                       "summary of your work, or approve=false and the reason).");
+      r = loop_->Continue();
+      continue;
+    }
+    if (!IdleWait()) break;
+    if (status_.load() != MemberStatus::kActive) SetStatus(MemberStatus::kActive);
+    r = loop_->Continue();
+  }
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    why = stop_reason_;
+  }
+  // A host going away leaves the teammate resumable (idle); anything else
+  // ends it.
+  bool resumable = why == "its host is shutting down" || why == "its host stopped";
+  manager_->OnShutdownDone(config_.name);
+  // Finished before the last status goes out: whoever that status wakes
+  // must see this teammate as done.
+  finished_.store(true);
+  SetStatus(resumable ? MemberStatus::kIdle : MemberStatus::kShutdown, why);
+}
+
+}  // namespace mates::team

@@ -1,0 +1,97 @@
+// Teammate: one persistent teammate (seed v9): its own thread, AgentLoop,
+// context, journal and teammate tools.
+//
+//   spawn -> active (work) -> idle -> active … -> shutdown
+//
+// Idle, it waits on one Waker subscribed to its inbox and to the task board
+// (event-driven; stat polling where inotify is missing): a message resumes
+// it; otherwise it claims a task (its assigned ones first, then the lowest
+// claimable) and resumes with "Task #id: subject\ndescription"; after
+// `idle_timeout` with no work it shuts down gracefully.
+// Protocols: a shutdown_request gets a wrap-up turn that must answer it
+// (approve: the teammate exits; reject: it goes on; no answer: one reminder,
+// then it is stopped). A plan-mode teammate may only read until its plan is
+// approved (checked before every model call).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "agent/agent_loop.h"
+#include "core/file_lock.h"
+#include "core/waker.h"
+#include "store/roster.h"
+#include "tools/tool.h"
+
+namespace mates::team {
+
+class TeamManager;
+
+class Teammate {
+ public:
+  struct Config {
+    std::string team;
+    std::string name;
+    std::string prompt;  // the lead's instructions (first message, and in the system prompt)
+    std::string model;
+    bool plan_mode = false;
+    bool resume = false;      // take the conversation from the journal
+    bool new_prompt = true;   // `prompt` is the next message (spawned or revived)
+  };
+
+  // `host_lock`: this process's claim to host it (held until it exits).
+  Teammate(Config config, TeamManager* manager, FileLock host_lock);
+  ~Teammate();
+  Teammate(const Teammate&) = delete;
+  Teammate& operator=(const Teammate&) = delete;
+
+  void Start();
+  // Asks the thread to end; `force` interrupts the current model call or
+  // tool too. `why` is reported to the lead.
+  void Stop(bool force, const std::string& why);
+  void Join();
+
+  const std::string& name() const { return config_.name; }
+  bool finished() const { return finished_.load(); }
+  MemberStatus status() const { return status_.load(); }
+  const agent::UsageMeter& usage() const { return loop_->usage(); }
+  std::string model() const { return loop_->model(); }
+
+ private:
+  class EventsTap;
+
+  void Main();
+  bool IdleWait();
+  void SetStatus(MemberStatus s, const std::string& detail = "");
+  // Plan approval: lifts plan mode once the lead approved a plan of ours.
+  void CheckPlanApproval();
+  // Shutdown requests delivered to us: approved / pending ones.
+  bool ShutdownApproved();
+  bool ShutdownPending();
+
+  // Constant after construction.
+  const Config config_;
+  TeamManager* const manager_;
+  FileLock host_lock_;
+
+  tools::ToolContext ctx_;  // the agent's thread only (plan_mode changes)
+  std::unique_ptr<tools::ToolRegistry> tools_;
+  std::unique_ptr<EventsTap> events_;
+  std::unique_ptr<agent::AgentLoop> loop_;
+  std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
+  std::atomic<MemberStatus> status_{MemberStatus::kIdle};
+
+  std::mutex mu_;
+  std::set<std::string> shutdown_requests_;  // delivered to us, guarded by mu_
+  std::string stop_reason_;                  // guarded by mu_
+};
+
+}  // namespace mates::team
