@@ -82,6 +82,12 @@ int Demo(const DemoArgs& a) {
     std::cout << (first ? "" : ", ") << type << " " << n;
     first = false;
   }
+  std::cout << "\n  shutdown:         ";
+  first = true;
+  for (const auto& who : r.deleted_team->stopped) {
+    std::cout << (first ? "" : "; ") << who;
+    first = false;
+  }
   std::cout << "\n  files written:    ";
   first = true;
   for (const auto& e : fs::recursive_directory_iterator(*dir)) {

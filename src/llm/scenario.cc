@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
+#include "core/ids.h"
 
 namespace mates::llm {
 namespace {
@@ -144,7 +145,8 @@ Scenario::Scenario(Scenario&& o) noexcept
     : rules_(std::move(o.rules_)),
       default_reply_json_(std::move(o.default_reply_json_)),
       fired_(std::move(o.fired_)),
-      next_tool_id_(o.next_tool_id_) {}
+      next_tool_id_(o.next_tool_id_),
+      run_tag_(std::move(o.run_tag_)) {}
 
 Result<Scenario> Scenario::Parse(const std::string& text, const std::string& source) {
   Result<Json> parsed = Status::InvalidArgument("empty");
@@ -167,6 +169,7 @@ Result<Scenario> Scenario::Parse(const std::string& text, const std::string& sou
   Status keys = CheckKeys(j, {"rules", "default_reply"}, "scenario");
   if (!keys.ok()) return fail(keys.message());
   Scenario sc;
+  sc.run_tag_ = NewId("x").substr(2, 6);
   if (j.contains("rules")) {
     if (!j["rules"].is_array()) return fail("rules: must be a list");
     for (size_t i = 0; i < j["rules"].size(); ++i) {
@@ -261,7 +264,7 @@ ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_
     Substitute(reply, match);
     for (auto& b : reply) {
       if (b["type"] == "tool_use" && !b.contains("id")) {
-        b["id"] = "toolu_s" + std::to_string(next_tool_id_++);
+        b["id"] = "toolu_s" + run_tag_ + "_" + std::to_string(next_tool_id_++);
       }
     }
   }

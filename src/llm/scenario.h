@@ -72,6 +72,10 @@ class Scenario {
   std::mutex mu_;
   std::set<std::pair<size_t, std::string>> fired_;  // (rule, agent), guarded by mu_
   uint64_t next_tool_id_ = 1;                       // guarded by mu_
+  // Tool ids are "toolu_s<run>_<n>": <run> is random per loaded scenario, so
+  // a conversation resumed from a journal in a later run never sees an id
+  // twice (the API refuses duplicates).
+  std::string run_tag_;
 };
 
 // The text a scenario's `when` is matched against: the newest user turn's

@@ -79,14 +79,20 @@ void TeamManager::OnStatus(const std::string& name, MemberStatus status, const s
   lead_waker_->Notify();
 }
 
+void TeamManager::WakeWaiters() {
+  status_waker_->Notify();
+  lead_waker_->Notify();
+}
+
 bool TeamManager::AnyActive() {
   std::vector<std::string> idle;
   std::string team;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [n, t] : teammates_) {
+      if (t->finished() && !t->reported()) return true;  // its news is on the way
       if (t->finished()) continue;
-      if (t->status() == MemberStatus::kActive) return true;
+      if (t->working()) return true;
       idle.push_back(n);
     }
     team = lead_ctx_->team;
@@ -96,6 +102,12 @@ bool TeamManager::AnyActive() {
     if (Mailbox(ws_.TeamDir(team), n).MayHavePending()) return true;
     auto next = SharedBoard(ws_.TasksDir(team))->NextClaimable(n);
     if (next.ok() && next->has_value()) return true;
+  }
+  // A task claimed while we looked: its claimer is working (or still
+  // claiming) now.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [n, t] : teammates_) {
+    if (!t->finished() && t->working()) return true;
   }
   return false;
 }

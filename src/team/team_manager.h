@@ -96,6 +96,8 @@ class TeamManager : public tools::TeamRuntime {
   void OnStatus(const std::string& name, MemberStatus status, const std::string& detail);
   void OnShutdownDelivered(const std::string& name);
   void OnShutdownDone(const std::string& name);
+  // Wakes whoever waits on teammates' states (the lead, TeamDelete).
+  void WakeWaiters();
   const Workspace& ws() const { return ws_; }
   llm::Provider* provider() const { return provider_; }
   agent::AgentEvents* events() const { return events_; }

@@ -12,6 +12,10 @@
 
 namespace mates::team {
 
+namespace {
+constexpr int kMaxFailedTurns = 3;
+}  // namespace
+
 // Forwards events to the shared output, and notices shutdown requests as
 // they are delivered.
 class Teammate::EventsTap : public agent::AgentEvents {
@@ -143,6 +147,22 @@ bool Teammate::ShutdownPending() {
   return !shutdown_requests_.empty();
 }
 
+void Teammate::RemindOfTasksInProgress() {
+  // The board keeps tasks claimed by a host that died in_progress under our
+  // name; nobody else may claim them, so we must finish them.
+  auto tasks = SharedBoard(ctx_.ws.TasksDir(config_.team))->List(false);
+  if (!tasks.ok()) return;
+  std::string text;
+  for (const auto& t : *tasks) {
+    if (t.owner != config_.name || t.status != TaskStatus::kInProgress) continue;
+    text += "\nTask #" + std::to_string(t.id) + ": " + t.subject + (t.description.empty() ? "" : "\n" + t.description);
+  }
+  if (text.empty()) return;
+  loop_->AddNotice("Your host process stopped while you worked; you are resumed from your journal. "
+                   "These tasks are yours and still in progress (finish them, then mark them completed):" +
+                   text);
+}
+
 bool Teammate::IdleWait() {
   Workspace ws = ctx_.ws;
   auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team), Workspace::InboxFileName(config_.name), waker_);
@@ -155,13 +175,20 @@ bool Teammate::IdleWait() {
     uint64_t seen = waker_->generation();
     if (stop_.load()) return false;
     if (loop_->HasPendingInput()) return true;
+    // Between the claim and the status going back to active, `claiming_`
+    // keeps the teammate counted as working (TeamManager::AnyActive).
+    claiming_.store(true);
     auto claimed = board->ClaimNext(config_.name);
     if (claimed.ok() && claimed->has_value()) {
       const Task& t = **claimed;
       loop_->AddNotice("Task #" + std::to_string(t.id) + ": " + t.subject +
                        (t.description.empty() ? "" : "\n" + t.description));
+      SetStatus(MemberStatus::kActive);
+      claiming_.store(false);
       return true;
     }
+    claiming_.store(false);
+    manager_->WakeWaiters();  // whoever saw us claiming must look again
     if (!claimed.ok() && claimed.status().code() == StatusCode::kNotFound) return false;  // team gone
     // Idle only now that there is certainly nothing to do (not between turns).
     if (!said_idle) {
@@ -196,6 +223,7 @@ void Teammate::Main() {
     finished_.store(true);
     return;
   }
+  if (config_.resume) RemindOfTasksInProgress();
   SetStatus(MemberStatus::kActive);
   Result<agent::TurnResult> r = agent::TurnResult{};
   if (config_.new_prompt) {
@@ -204,10 +232,23 @@ void Teammate::Main() {
     r = loop_->Continue();  // a resumed conversation with work pending
   }
   bool reminded = false;
+  int failures = 0;  // turns failed in a row
   for (;;) {
     if (!r.ok()) {
+      // The provider has already retried what can be retried: what fails
+      // here (a refused request, retries exhausted) fails again at once. A
+      // pause, then a few more tries; then the teammate stops and the lead
+      // hears why, instead of spinning.
       events_->OnNotice(config_.name, "turn failed: " + r.status().message());
-      manager_->OnStatus(config_.name, MemberStatus::kIdle, "its last turn failed: " + r.status().message());
+      if (++failures >= kMaxFailedTurns) {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_reason_ = "its turns keep failing: " + r.status().message();
+        break;
+      }
+      uint64_t g = waker_->generation();
+      if (!stop_.load()) waker_->WaitChange(g, DeadlineIn(0.5 * failures));
+    } else {
+      failures = 0;
     }
     if (stop_.load()) break;
     if (ShutdownApproved()) {
@@ -246,6 +287,9 @@ void Teammate::Main() {
   // must see this teammate as done.
   finished_.store(true);
   SetStatus(resumable ? MemberStatus::kIdle : MemberStatus::kShutdown, why);
+  // The lead's news has it now: it may stop waiting for this teammate.
+  reported_.store(true);
+  manager_->WakeWaiters();
 }
 
 }  // namespace mates::team

@@ -58,7 +58,11 @@ class Teammate {
 
   const std::string& name() const { return config_.name; }
   bool finished() const { return finished_.load(); }
+  // Finished, and its last status is in the lead's news.
+  bool reported() const { return reported_.load(); }
   MemberStatus status() const { return status_.load(); }
+  // Active, or idle but in the middle of claiming a task.
+  bool working() const { return status_.load() == MemberStatus::kActive || claiming_.load(); }
   const agent::UsageMeter& usage() const { return loop_->usage(); }
   std::string model() const { return loop_->model(); }
 
@@ -67,6 +71,8 @@ class Teammate {
 
   void Main();
   bool IdleWait();
+  // After a resume: tells the agent which of its tasks are still in progress.
+  void RemindOfTasksInProgress();
   void SetStatus(MemberStatus s, const std::string& detail = "");
   // Plan approval: lifts plan mode once the lead approved a plan of ours.
   void CheckPlanApproval();
@@ -87,7 +93,9 @@ class Teammate {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};
+  std::atomic<bool> reported_{false};
   std::atomic<MemberStatus> status_{MemberStatus::kIdle};
+  std::atomic<bool> claiming_{false};
 
   std::mutex mu_;
   std::set<std::string> shutdown_requests_;  // delivered to us, guarded by mu_

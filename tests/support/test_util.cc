@@ -100,6 +100,7 @@ std::string ReadAll(const fs::path& path) {
 }
 
 void WriteAll(const fs::path& path, const std::string& data) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << data;
 }

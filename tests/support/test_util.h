@@ -50,6 +50,7 @@ Subprocess Start(const std::vector<std::string>& argv);
 // Lists every file below `dir` (relative paths, sorted).
 std::vector<std::string> ListFiles(const fs::path& dir);
 std::string ReadAll(const fs::path& path);
+// Writes `data` to `path`, creating its folders.
 void WriteAll(const fs::path& path, const std::string& data);
 
 }  // namespace mates::testing
