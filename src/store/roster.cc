@@ -195,7 +195,10 @@ Result<TeamConfig> Roster::Update(std::string_view team,
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(ws_.ConfigLockPath(team)));
   MATES_ASSIGN_OR_RETURN(TeamConfig c, LoadUnlocked(team));
   MATES_RETURN_IF_ERROR(mutate(c));
-  MATES_RETURN_IF_ERROR(WriteFileAtomic(ws_.ConfigPath(team), DumpJsonPretty(TeamConfigToJson(c))));
+  // Through a spare file (covered by config.lock): statuses change at every
+  // teammate transition, and a fresh inode per write is what costs most.
+  MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(ws_.ConfigPath(team), DumpJsonPretty(TeamConfigToJson(c)),
+                                            ws_.TeamDir(team) / ".config.spare"));
   Watcher::Default().NotifyLocal(ws_.TeamDir(team), "config.json");
   return c;
 }

@@ -1,0 +1,468 @@
+// team_bench: what self-organisation costs, next to the seeds' idle loop
+// (check, sleep 1 s: TeamOptions::seed_polling).
+//
+//   makespan   a 50-task graph (17 levels of 3, each task blocked by the
+//              whole level before) worked by 8 teammates on the scripted
+//              provider at 50 ms per model call, against its critical path:
+//              (1 + levels) x 50 ms (the first turn, then one TaskUpdate
+//              call per level; 8 teammates never bind at width 3).
+//   idle       1,000 idle teammates in one process: CPU and RSS.
+//   handoff    a task completed -> its dependent claimed by an idle teammate
+//              and that teammate's model call started; completed in-process,
+//              and from another process.
+//
+//   team_bench [--quick] [makespan|idle|handoff]   (default: all three)
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent_loop.h"
+#include "core/files.h"
+#include "core/waker.h"
+#include "llm/scenario.h"
+#include "llm/scripted.h"
+#include "store/board.h"
+#include "store/roster.h"
+#include "store/watcher.h"
+#include "team/team_manager.h"
+#include "tools/builtin_tools.h"
+
+using namespace mates;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool g_quick = false;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double Pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1,
+                    static_cast<size_t>(p / 100 * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+double RssMb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0;
+}
+
+double CpuSeconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// A workspace with one team ("bench") whose lead is this process: the lead's
+// loop never runs; the TeamManager hosts the teammates.
+struct Host {
+  char tmpl[64] = "/tmp/mates-team-bench-XXXXXX";
+  fs::path dir;
+  Workspace ws{"."};
+  tools::ToolContext ctx;
+  std::unique_ptr<tools::ToolRegistry> tools;
+  std::unique_ptr<agent::AgentLoop> lead;
+  std::unique_ptr<team::TeamManager> teams;
+
+  Host(llm::Provider* provider, team::TeamOptions options) {
+    dir = ::mkdtemp(tmpl);
+    ws = Workspace(dir);
+    (void)Roster(ws).CreateTeam("bench");
+    ctx.ws = ws;
+    ctx.team = "bench";
+    ctx.agent = "lead";
+    ctx.is_lead = true;
+    tools = tools::MakeToolRegistry(tools::Scope::kLead);
+    agent::AgentSpec spec;
+    spec.name = "lead";
+    spec.system = "bench lead";
+    lead = std::make_unique<agent::AgentLoop>(spec, provider, tools.get(), &ctx, nullptr);
+    teams = std::make_unique<team::TeamManager>(ws, provider, nullptr, options, lead.get(), &ctx);
+    ctx.teams = teams.get();
+  }
+  ~Host() {
+    teams->StopAll();
+    teams.reset();
+    fs::remove_all(dir);
+  }
+  std::shared_ptr<Board> board() { return SharedBoard(ws.TasksDir("bench")); }
+  void Spawn(int n, const std::string& prefix) {
+    for (int i = 1; i <= n; ++i) {
+      auto r = teams->SpawnTeammate("bench", prefix + std::to_string(i), "Work from the board.",
+                                    false, "");
+      if (!r.ok()) {
+        std::fprintf(stderr, "spawn failed: %s\n", r.status().message().c_str());
+        std::exit(1);
+      }
+    }
+  }
+};
+
+std::shared_ptr<llm::Scenario> MustParse(const std::string& yaml) {
+  auto s = llm::Scenario::Parse(yaml, "team_bench.yaml");
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.status().message().c_str());
+    std::exit(1);
+  }
+  return std::make_shared<llm::Scenario>(std::move(*s));
+}
+
+// ---------------------------------------------------------------- makespan
+
+struct Makespan {
+  double ms = 0;
+  double bound_ms = 0;      // (1 + levels) x the nominal call time
+  double call_ms = 0;       // what a model call really took, on average
+  double effective_ms = 0;  // (1 + levels) x call_ms: the bound for this mock
+};
+
+// Times every call of the provider it wraps (the scripted provider spends
+// a little on validating each request, on top of its delay).
+class TimingProvider : public llm::Provider {
+ public:
+  explicit TimingProvider(llm::Provider* inner) : inner_(inner) {}
+  Result<llm::Response> Complete(const llm::Request& req, const llm::StreamCallbacks& cb,
+                                 llm::CancelToken* cancel) override {
+    int64_t t0 = NowNs();
+    auto r = inner_->Complete(req, cb, cancel);
+    total_ns_ += NowNs() - t0;
+    ++calls_;
+    return r;
+  }
+  std::string_view name() const override { return inner_->name(); }
+  std::string default_model() const override { return inner_->default_model(); }
+  int64_t ContextWindow(const std::string& m) const override { return inner_->ContextWindow(m); }
+  double mean_ms() const { return calls_ == 0 ? 0 : static_cast<double>(total_ns_) / 1e6 / static_cast<double>(calls_); }
+
+ private:
+  llm::Provider* inner_;
+  std::atomic<int64_t> total_ns_{0};
+  std::atomic<int64_t> calls_{0};
+};
+
+Makespan DagMakespan(bool seed_polling, int turn_ms) {
+  const int kTasks = 50, kWidth = 3, kTeammates = 8;
+  std::string delay = std::to_string(turn_ms);
+  auto scenario = MustParse(
+      "rules:\n"
+      "  - agent: \"w*\"\n"
+      "    when: \"Task #(\\\\d+):\"\n"
+      "    once: false\n"
+      "    delay_ms: " +
+      delay +
+      "\n"
+      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: "
+      "completed}}]\n"
+      "  - agent: \"*\"\n"
+      "    once: false\n"
+      "    delay_ms: " +
+      delay +
+      "\n"
+      "    reply: [{type: text, text: \"Done.\"}]\n");
+  llm::ScriptedProvider scripted(scenario);
+  TimingProvider provider(&scripted);
+  team::TeamOptions opt;
+  opt.idle_timeout_s = 0;
+  opt.seed_polling = seed_polling;
+  Host host(&provider, opt);
+  auto board = host.board();
+  int levels = 0;
+  for (int i = 0; i < kTasks; ++i) {
+    int level = i / kWidth;
+    levels = level + 1;
+    TaskDraft d;
+    d.subject = "t" + std::to_string(i + 1);
+    for (int j = (level - 1) * kWidth; level > 0 && j < level * kWidth; ++j)
+      d.blocked_by.push_back(j + 1);
+    (void)board->Create(d);
+  }
+  auto waker = std::make_shared<Waker>();
+  auto sub = Watcher::Default().Subscribe(host.ws.TasksDir("bench"), "*.json", waker);
+  int64_t t0 = NowNs();
+  host.Spawn(kTeammates, "w");
+  for (;;) {
+    uint64_t g = waker->generation();
+    auto tasks = board->List(false);
+    bool all = tasks.ok() && std::all_of(tasks->begin(), tasks->end(), [](const Task& t) {
+                 return t.status == TaskStatus::kCompleted;
+               });
+    if (all) break;
+    waker->WaitChange(g, DeadlineIn(1));
+  }
+  Makespan m;
+  m.ms = static_cast<double>(NowNs() - t0) / 1e6;
+  m.bound_ms = static_cast<double>((1 + levels) * turn_ms);
+  m.call_ms = provider.mean_ms();
+  m.effective_ms = (1 + levels) * m.call_ms;
+  return m;
+}
+
+// -------------------------------------------------------------------- idle
+
+struct IdleCost {
+  double cpu_pct = 0;
+  double rss_mb = 0;
+  double spawn_s = 0;
+};
+
+IdleCost IdleTeammates(int n, bool seed_polling, double seconds) {
+  auto scenario = MustParse("rules: []\ndefault_reply: [{type: text, text: \"Ready.\"}]\n");
+  llm::ScriptedProvider provider(scenario);
+  team::TeamOptions opt;
+  opt.idle_timeout_s = 0;
+  opt.seed_polling = seed_polling;
+  double rss0 = RssMb();
+  IdleCost c;
+  {
+    Host host(&provider, opt);
+    int64_t t0 = NowNs();
+    host.Spawn(n, "i");
+    // Wait until every one of them has said it is idle.
+    auto waker = std::make_shared<Waker>();
+    auto sub = Watcher::Default().Subscribe(host.ws.TeamDir("bench"), "config.json", waker);
+    for (;;) {
+      uint64_t g = waker->generation();
+      auto cfg = Roster(host.ws).Load("bench");
+      int idle = 0;
+      if (cfg.ok()) {
+        for (const auto& m : cfg->members) idle += m.status == MemberStatus::kIdle ? 1 : 0;
+      }
+      if (idle >= n) break;
+      waker->WaitChange(g, DeadlineIn(1));
+    }
+    c.spawn_s = static_cast<double>(NowNs() - t0) / 1e9;
+    double cpu0 = CpuSeconds();
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));  // the measurement window
+    c.cpu_pct = (CpuSeconds() - cpu0) / seconds * 100;
+    c.rss_mb = RssMb() - rss0;
+  }
+  return c;
+}
+
+// ----------------------------------------------------------------- handoff
+
+// Notes when a teammate's model call for "Task #N:" starts; answers at once.
+class StampingProvider : public llm::Provider {
+ public:
+  Result<llm::Response> Complete(const llm::Request& req, const llm::StreamCallbacks&,
+                                 llm::CancelToken*) override {
+    int64_t now = NowNs();
+    std::string text = llm::NewestUserText(req.messages);
+    static const std::regex re("Task #(\\d+):");
+    std::smatch m;
+    if (std::regex_search(text, m, re)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      started_[std::stoll(m[1])] = now;
+      waker_->Notify();
+    }
+    llm::Response r;
+    r.content.push_back(llm::ContentBlock::Text("ok"));
+    r.stop_reason = "end_turn";
+    return r;
+  }
+  std::string_view name() const override { return "stamping"; }
+  std::string default_model() const override { return "stamping"; }
+  int64_t ContextWindow(const std::string&) const override { return 10000000; }
+
+  // Waits for task `id`'s turn to start; its start time, or -1.
+  int64_t WaitStarted(int64_t id, double timeout_s) {
+    Deadline d = DeadlineIn(timeout_s);
+    for (;;) {
+      uint64_t g = waker_->generation();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = started_.find(id);
+        if (it != started_.end()) return it->second;
+      }
+      if (Expired(d)) return -1;
+      waker_->WaitChange(g, d);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<int64_t, int64_t> started_;  // guarded by mu_
+  std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
+};
+
+// One idle teammate; each round: task A (held by "bench"), B blocked by A;
+// A completed at t0 (here, or by a child process that reports t0), B's turn
+// starts at t1. Returns t1 - t0 in ms.
+std::vector<double> Handoff(int rounds, bool seed_polling, const std::string& self,
+                            bool cross_process) {
+  StampingProvider provider;
+  team::TeamOptions opt;
+  opt.idle_timeout_s = 0;
+  opt.seed_polling = seed_polling;
+  Host host(&provider, opt);
+  auto board = host.board();
+  host.Spawn(1, "h");
+  FILE* child = nullptr;
+  fs::path stamps = host.dir / "stamps.txt";
+  if (cross_process) {
+    std::string cmd =
+        self + " --complete-child " + host.ws.TasksDir("bench").string() + " " + stamps.string();
+    child = ::popen(cmd.c_str(), "w");
+  }
+  std::vector<double> ms;
+  std::vector<std::pair<int64_t, int64_t>> b_started;  // (A id, B start)
+  for (int i = 0; i < rounds; ++i) {
+    TaskDraft a;
+    a.subject = "a" + std::to_string(i);
+    auto ta = board->Create(a);
+    (void)board->Update(ta->id, TaskPatch{TaskStatus::kInProgress, std::string("bench")},
+                        Caller{"bench", true});
+    TaskDraft b;
+    b.subject = "b" + std::to_string(i);
+    b.blocked_by = {ta->id};
+    auto tb = board->Create(b);
+    // Let the teammate settle back to waiting (its wake-up for these
+    // files); a seed-style teammate is caught at a random point of its 1 s
+    // sleep, as a real completion would be.
+    std::this_thread::sleep_for(std::chrono::milliseconds(seed_polling ? std::rand() % 1000 : 20));
+    int64_t t0 = 0;
+    if (cross_process) {
+      std::fprintf(child, "%lld\n", static_cast<long long>(ta->id));
+      std::fflush(child);
+    } else {
+      t0 = NowNs();
+      (void)board->Update(ta->id, TaskPatch{TaskStatus::kCompleted}, Caller{"bench", true});
+    }
+    int64_t t1 = provider.WaitStarted(tb->id, 10);
+    if (t1 < 0) {
+      std::fprintf(stderr, "handoff: task #%lld never started\n", static_cast<long long>(tb->id));
+      break;
+    }
+    if (cross_process) {
+      b_started.push_back({ta->id, t1});
+    } else {
+      ms.push_back(static_cast<double>(t1 - t0) / 1e6);
+    }
+  }
+  if (cross_process) {
+    ::pclose(child);  // the child exits at end of input, its stamps written
+    std::map<int64_t, int64_t> completed_at;
+    std::ifstream in(stamps);
+    long long id = 0, t = 0;
+    while (in >> id >> t) completed_at[id] = t;
+    for (const auto& [a, t1] : b_started) {
+      if (completed_at.count(a)) ms.push_back(static_cast<double>(t1 - completed_at[a]) / 1e6);
+    }
+  }
+  return ms;
+}
+
+// The other process: completes the ids it reads, stamping each (the
+// monotonic clock is the same for every process).
+int CompleteChild(const std::string& tasks_dir, const std::string& stamps) {
+  Board board{fs::path(tasks_dir)};
+  std::ofstream out(stamps);
+  long long id = 0;
+  while (std::fscanf(stdin, "%lld", &id) == 1) {
+    int64_t t0 = NowNs();
+    auto r = board.Update(id, TaskPatch{TaskStatus::kCompleted}, Caller{"bench", true});
+    if (!r.ok()) std::fprintf(stderr, "child: %s\n", r.status().message().c_str());
+    out << id << " " << t0 << "\n" << std::flush;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--complete-child")
+    return CompleteChild(argv[2], argv[3]);
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") {
+      g_quick = true;
+    } else if (a == "makespan" || a == "idle" || a == "handoff") {
+      only = a;
+    } else {
+      std::fprintf(stderr, "usage: team_bench [--quick] [makespan|idle|handoff]\n");
+      return 2;
+    }
+  }
+  auto want = [&](const char* part) { return only.empty() || only == part; };
+  std::string self = fs::canonical("/proc/self/exe").string();
+  std::printf("team_bench (%s run, %u cores)\n\n", g_quick ? "quick" : "full",
+              std::thread::hardware_concurrency());
+
+  const int turn_ms = 50;
+  if (want("makespan")) {
+    std::printf(
+        "makespan: 50 tasks in 17 levels of 3, 8 teammates, scripted provider at %d ms per call\n",
+        turn_ms);
+    std::printf("  %-22s %10s %12s %10s %14s %10s\n", "", "makespan", "crit. path", "overhead",
+                "call (real)", "own share");
+    int runs = g_quick ? 1 : 3;
+    std::vector<double> over, own;
+    auto row = [](const std::string& label, const Makespan& m) {
+      std::printf("  %-22s %8.0f ms %9.0f ms %9.1f %% %11.2f ms %9.1f %%\n", label.c_str(), m.ms, m.bound_ms,
+                  (m.ms - m.bound_ms) / m.bound_ms * 100, m.call_ms, (m.ms - m.effective_ms) / m.effective_ms * 100);
+    };
+    for (int i = 0; i < runs; ++i) {
+      Makespan m = DagMakespan(false, turn_ms);
+      over.push_back((m.ms - m.bound_ms) / m.bound_ms * 100);
+      own.push_back((m.ms - m.effective_ms) / m.effective_ms * 100);
+      row("mates, run " + std::to_string(i + 1), m);
+    }
+    row("seed (1 s polling)", DagMakespan(true, turn_ms));
+    std::printf("  mates median: %.1f %% over the critical path; %.1f %% once the mock model's own time per\n"
+                "  call is counted as model time (own share: claims, wake-ups, tools, statuses, the loop)\n\n",
+                Pct(over, 50), Pct(own, 50));
+  }
+
+  if (want("idle")) {
+    const int n = g_quick ? 200 : 1000;
+    const double window = g_quick ? 2 : 10;
+    std::printf("idle: %d idle teammates in one process, measured over %.0f s\n", n, window);
+    IdleCost ic = IdleTeammates(n, false, window);
+    std::printf("  %-22s %8.3f %% of a core %8.1f MB RSS   (all idle after %.1f s)\n",
+                "mates (event-driven)", ic.cpu_pct, ic.rss_mb, ic.spawn_s);
+    IdleCost is = IdleTeammates(n, true, window);
+    std::printf("  %-22s %8.3f %% of a core %8.1f MB RSS   (all idle after %.1f s)\n\n",
+                "seed (1 s polling)", is.cpu_pct, is.rss_mb, is.spawn_s);
+  }
+
+  if (want("handoff")) {
+    int rounds = g_quick ? 20 : 200;
+    std::printf(
+        "handoff: task completed -> dependent claimed by an idle teammate, its model call "
+        "started\n");
+    auto in = Handoff(rounds, false, self, false);
+    std::printf("  %-22s p50 %7.3f ms   p99 %7.3f ms   (n=%zu)\n", "mates, in-process", Pct(in, 50),
+                Pct(in, 99), in.size());
+    auto cross = Handoff(rounds, false, self, true);
+    std::printf("  %-22s p50 %7.3f ms   p99 %7.3f ms   (n=%zu)\n", "mates, cross-process",
+                Pct(cross, 50), Pct(cross, 99), cross.size());
+    auto seed = Handoff(g_quick ? 3 : 10, true, self, false);
+    std::printf("  %-22s p50 %7.3f ms   p99 %7.3f ms   (n=%zu)\n", "seed (1 s polling)",
+                Pct(seed, 50), Pct(seed, 99), seed.size());
+  }
+  return 0;
+}
