@@ -21,34 +21,17 @@
 #include <vector>
 
 #include "agent/agent_loop.h"
+#include "bench_util.h"
 #include "core/files.h"
 #include "llm/scripted.h"
 #include "store/roster.h"
 #include "tools/builtin_tools.h"
 
 using namespace mates;
+using namespace mates::bench;
 namespace fs = std::filesystem;
 
 namespace {
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100 * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
-double RssMb() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
 
 // Answers every call with a read_file of note.txt, instantly.
 class ZeroProvider : public llm::Provider {
@@ -162,9 +145,9 @@ int main(int argc, char** argv) {
     auto b = MatesTurnsStepwise(&z1, prefill, turns);
     auto c = SeedTurns(&z2, prefill, turns);
     char col[3][64];
-    std::snprintf(col[0], 64, "%.0f / %.0f", Pct(a, 50), Pct(a, 99));
-    std::snprintf(col[1], 64, "%.0f / %.0f", Pct(b, 50), Pct(b, 99));
-    std::snprintf(col[2], 64, "%.0f / %.0f", Pct(c, 50), Pct(c, 99));
+    std::snprintf(col[0], 64, "%.0f / %.0f", Percentile(a, 50), Percentile(a, 99));
+    std::snprintf(col[1], 64, "%.0f / %.0f", Percentile(b, 50), Percentile(b, 99));
+    std::snprintf(col[2], 64, "%.0f / %.0f", Percentile(c, 50), Percentile(c, 99));
     std::printf("%-28s %-22s %-22s %-22s\n", (std::to_string(2 * prefill + 1) + " messages").c_str(), col[0],
                 col[1], col[2]);
   }

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/ids.h"
@@ -33,25 +34,13 @@
 #include "store/workspace.h"
 
 using namespace mates;
+using namespace mates::bench;
 namespace fs = std::filesystem;
 
 namespace {
 
 std::string g_self;  // path of this binary, for children
 bool g_quick = false;
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
 
 struct TempDir {
   fs::path path;
@@ -300,21 +289,6 @@ int ChildDepClaimer(const std::string& mode, const fs::path& dir, int n) {
   return 0;
 }
 
-double RssMb() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
-double CpuSeconds() {
-  struct rusage ru {};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
 
 // `n` idle waiters in this process for `seconds`; prints "cpu_pct rss_mb woke".
 int ChildIdle(const std::string& mode, const fs::path& dir, int n, double seconds) {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "agent/agent_loop.h"
+#include "bench_util.h"
 #include "core/files.h"
 #include "core/waker.h"
 #include "llm/scenario.h"
@@ -41,40 +42,12 @@
 #include "tools/builtin_tools.h"
 
 using namespace mates;
+using namespace mates::bench;
 namespace fs = std::filesystem;
 
 namespace {
 
 bool g_quick = false;
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double Pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1,
-                    static_cast<size_t>(p / 100 * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
-double RssMb() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
-double CpuSeconds() {
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
 
 // A workspace with one team ("bench") whose lead is this process: the lead's
 // loop never runs; the TeamManager hosts the teammates.
@@ -434,7 +407,7 @@ int main(int argc, char** argv) {
     row("seed (1 s polling)", DagMakespan(true, turn_ms));
     std::printf("  mates median: %.1f %% over the critical path; %.1f %% once the mock model's own time per\n"
                 "  call is counted as model time (own share: claims, wake-ups, tools, statuses, the loop)\n\n",
-                Pct(over, 50), Pct(own, 50));
+                Percentile(over, 50), Percentile(own, 50));
   }
 
   if (want("idle")) {
@@ -455,14 +428,14 @@ int main(int argc, char** argv) {
         "handoff: task completed -> dependent claimed by an idle teammate, its model call "
         "started\n");
     auto in = Handoff(rounds, false, self, false);
-    std::printf("  %-22s p50 %7.3f ms   p99 %7.3f ms   (n=%zu)\n", "mates, in-process", Pct(in, 50),
-                Pct(in, 99), in.size());
+    std::printf("  %-22s p50 %7.3f ms   p99 %7.3f ms   (n=%zu)\n", "mates, in-process", Percentile(in, 50),
+                Percentile(in, 99), in.size());
     auto cross = Handoff(rounds, false, self, true);
     std::printf("  %-22s p50 %7.3f ms   p99 %7.3f ms   (n=%zu)\n", "mates, cross-process",
-                Pct(cross, 50), Pct(cross, 99), cross.size());
+                Percentile(cross, 50), Percentile(cross, 99), cross.size());
     auto seed = Handoff(g_quick ? 3 : 10, true, self, false);
     std::printf("  %-22s p50 %7.3f ms   p99 %7.3f ms   (n=%zu)\n", "seed (1 s polling)",
-                Pct(seed, 50), Pct(seed, 99), seed.size());
+                Percentile(seed, 50), Percentile(seed, 99), seed.size());
   }
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "core/waker.h"
 #include "store/board.h"
 #include "store/message_log.h"
+#include "store/messenger.h"
 #include "store/requests.h"
 #include "store/roster.h"
 #include "store/watcher.h"
@@ -165,6 +166,39 @@ TEST(TeamTest, EightTeammatesWorkThroughAHundredTaskGraph) {
     EXPECT_TRUE(owner.size() == 2 && owner[0] == 'w') << owner;
     EXPECT_LE(n, 40) << owner << " did most of the work alone";
   }
+}
+
+// The lead's REPL with a team: mail waiting at start reaches the lead
+// first; a goal line; the roster with statuses; the board; messages to a
+// teammate and to a name not in the team.
+TEST(TeamTest, ReplShowsTheTeamAndSendsToTeammates) {
+  TempDir ws;
+  Workspace w(ws.path());
+  ASSERT_TRUE(Roster(w).CreateTeam("dag").ok());
+  Board board(w.TasksDir("dag"));
+  for (int i = 1; i <= 4; ++i) ASSERT_TRUE(board.Create({"t" + std::to_string(i) + " after", "", "", {}, ""}).ok());
+  Member scout;
+  scout.name = "scout";
+  scout.backend = "external";  // a member this run does not host
+  ASSERT_TRUE(Roster(w).AddMember("dag", scout).ok());
+  ASSERT_TRUE(Messenger(w, "dag").Send({MessageType::kMessage, "scout", "lead", "an old note", "note", "", {}, ""}).ok());
+  auto r = testing::RunMates(ws.path(), {"run", "--team", "dag", "--provider", "scripted", "--scenario",
+                                         Fixture("team_dag.yaml")},
+                             {}, "/inbox\nGo\n/team\n/tasks\n/send w3 hello from the REPL\n/send nobody hi\n/quit\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("✉ from scout: note"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("(no new messages)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("team dag"), std::string::npos) << r.out;
+  for (int i = 1; i <= 8; ++i) {
+    // The run waited for them: all idle when /team looks.
+    EXPECT_NE(r.out.find("  w" + std::to_string(i) + "  teammate  idle"), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("#4 [completed] t4 after"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sent to w3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown recipient 'nobody'"), std::string::npos) << r.out;
+  bool delivered = false;
+  for (const auto& m : TeamLog(ws.path(), "dag")) delivered |= m.recipient == "w3" && m.content == "hello from the REPL";
+  EXPECT_TRUE(delivered);
 }
 
 // Shutdown requests approved, rejected (the lead sees why) and not answered

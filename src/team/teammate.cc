@@ -103,8 +103,11 @@ void Teammate::Join() {
 }
 
 void Teammate::SetStatus(MemberStatus s, const std::string& detail) {
-  status_.store(s);
+  // Whoever waits on status_ (the lead's AnyActive) must find the roster
+  // saying the same: working is announced here first, resting on disk first.
+  if (s == MemberStatus::kActive) status_.store(s);
   Status st = Roster(ctx_.ws).SetStatus(config_.team, config_.name, s);
+  status_.store(s);
   if (!st.ok()) LogDebug(config_.name + ": status: " + st.message());
   manager_->OnStatus(config_.name, s, detail);
 }
