@@ -45,6 +45,7 @@ void AddLogCommand(CLI::App& app, Globals& g);
 void AddMockLlmCommand(CLI::App& app, Globals& g);
 void AddRunCommand(CLI::App& app, Globals& g);
 void AddDemoCommand(CLI::App& app, Globals& g);
+void AddClusterCommands(CLI::App& app, Globals& g);
 
 // The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
 // else the team's lead.

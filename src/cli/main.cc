@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   mates::cli::AddMockLlmCommand(app, g);
   mates::cli::AddRunCommand(app, g);
   mates::cli::AddDemoCommand(app, g);
+  mates::cli::AddClusterCommands(app, g);
 
   // Name an unknown command plainly (CLI11 would only say one is required).
   for (int i = 1; i < argc; ++i) {

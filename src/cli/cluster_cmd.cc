@@ -1,0 +1,198 @@
+// mates cluster up|send|status|log|down|attach [-c FILE]: agent CLIs in
+// tmux panes (seed 003). See src/tmux/cluster.h.
+#include <unistd.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "core/json.h"
+#include "core/waker.h"
+#include "store/watcher.h"
+#include "tmux/cluster.h"
+
+namespace mates::cli {
+namespace {
+
+struct ClusterArgs {
+  std::string config = "config/cc-cluster.yaml";
+  std::string from = "user";
+  std::string agent;
+  std::vector<std::string> text;
+  double timeout = -1;
+  bool follow = false;
+  bool json = false;
+};
+
+Result<tmux::Cluster> Load(const ClusterArgs& a) {
+  MATES_ASSIGN_OR_RETURN(tmux::ClusterConfig c, tmux::LoadClusterConfig(a.config));
+  return tmux::Cluster(std::move(c));
+}
+
+int Up(const ClusterArgs& a) {
+  auto c = Load(a);
+  if (!c.ok()) return Fail(c.status());
+  std::cout << "starting cluster " << c->config().name << " (" << c->config().agents.size()
+            << " agents, tmux -L " << c->config().socket() << ", session " << c->config().session << ")"
+            << std::endl;
+  auto r = c->Up([](const tmux::AgentReadiness& ar) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%.1f s", ar.seconds);
+    if (ar.ready) {
+      std::cout << "  " << ar.agent << ": ready (" << t << ")" << std::endl;
+    } else {
+      std::cout << "  " << ar.agent << ": NOT ready: " << ar.error << std::endl;
+    }
+  });
+  if (!r.ok()) return Fail(r.status());
+  int failed = 0;
+  for (const auto& ar : *r) failed += ar.ready ? 0 : 1;
+  if (failed > 0) {
+    return Fail(Status::Unavailable(std::to_string(failed) + " agent(s) did not come up; look with `mates cluster attach`, "
+                                    "stop with `mates cluster down`"));
+  }
+  std::cout << "cluster up: mates cluster send AGENT TEXT | status | log | attach | down" << std::endl;
+  return 0;
+}
+
+int Send(const ClusterArgs& a) {
+  auto c = Load(a);
+  if (!c.ok()) return Fail(c.status());
+  std::string text;
+  for (const auto& w : a.text) text += (text.empty() ? "" : " ") + w;
+  if (text == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  auto reply = c->Send(a.from, a.agent, text, a.timeout);
+  if (!reply.ok()) return Fail(reply.status());
+  std::cout << *reply << std::endl;
+  return 0;
+}
+
+int StatusCmd(const ClusterArgs& a) {
+  auto c = Load(a);
+  if (!c.ok()) return Fail(c.status());
+  auto st = c->AgentStatuses();
+  if (!st.ok()) return Fail(st.status());
+  if (a.json) {
+    Json arr = Json::array();
+    for (const auto& s : *st) {
+      arr.push_back({{"name", s.name}, {"role", s.role}, {"reports_to", s.reports_to}, {"pane", s.pane},
+                     {"alive", s.alive}, {"busy", s.busy}, {"last_activity", s.last_activity}});
+    }
+    std::cout << DumpJson({{"cluster", c->config().name}, {"up", c->IsUp()}, {"agents", arr}}) << std::endl;
+    return 0;
+  }
+  std::cout << "cluster " << c->config().name << ": " << (c->IsUp() ? "up" : "down") << "\n";
+  for (const auto& s : *st) {
+    std::cout << "  " << s.name << "  " << (s.pane.empty() ? "-" : s.pane) << "  "
+              << (s.alive ? (s.busy ? "busy" : "idle") : "dead") << "  last activity "
+              << (s.last_activity.empty() ? "-" : s.last_activity)
+              << (s.reports_to.empty() ? "" : "  reports to " + s.reports_to) << "\n";
+  }
+  return 0;
+}
+
+std::string FormatEntry(const std::string& line) {
+  auto j = ParseJson(line);
+  if (!j.ok()) return "";
+  return j->value("timestamp", "") + "  " + j->value("from", "") + " -> " + j->value("to", "") + " [" +
+         j->value("type", "") + "] " + j->value("content", "");
+}
+
+int LogCmd(const ClusterArgs& a) {
+  auto c = Load(a);
+  if (!c.ok()) return Fail(c.status());
+  const fs::path log = c->config().log_file;
+  size_t offset = 0;
+  auto print_new = [&] {
+    auto data = ReadFile(log);
+    if (!data.ok()) return;
+    size_t end = data->rfind('\n');
+    if (end == std::string::npos || end + 1 <= offset) return;
+    std::string chunk = data->substr(offset, end + 1 - offset);
+    offset = end + 1;
+    for (const auto& line : tmux::CaptureLines(chunk)) {
+      if (line.empty()) continue;
+      std::cout << (a.json ? line : FormatEntry(line)) << "\n";
+    }
+    std::cout << std::flush;
+  };
+  print_new();
+  if (!a.follow) return 0;
+  (void)EnsureDir(log.parent_path());
+  auto waker = std::make_shared<Waker>();
+  auto sub = Watcher::Default().Subscribe(log.parent_path(), log.filename().string(), waker);
+  for (;;) {
+    uint64_t g = waker->generation();
+    print_new();
+    waker->WaitChange(g, DeadlineIn(1));
+  }
+}
+
+int Down(const ClusterArgs& a) {
+  auto c = Load(a);
+  if (!c.ok()) return Fail(c.status());
+  Status s = c->Down();
+  if (!s.ok()) return Fail(s);
+  std::cout << "cluster " << c->config().name << " is down" << std::endl;
+  return 0;
+}
+
+int Attach(const ClusterArgs& a) {
+  auto c = Load(a);
+  if (!c.ok()) return Fail(c.status());
+  if (!c->IsUp()) return Fail(Status::FailedPrecondition("cluster " + c->config().name + " is not up"));
+  if (::isatty(STDIN_FILENO) != 1) return Fail(Status::FailedPrecondition("attach needs a terminal"));
+  std::vector<std::string> argv = c->tmux().Base();
+  argv.insert(argv.end(), {"attach-session", "-t", "=" + c->config().session});
+  std::vector<char*> cargv;
+  for (auto& s : argv) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  ::execvp(cargv[0], cargv.data());
+  return Fail(Status::FromErrno("exec tmux", errno));
+}
+
+}  // namespace
+
+void AddClusterCommands(CLI::App& app, Globals& g) {
+  (void)g;
+  auto a = std::make_shared<ClusterArgs>();
+  CLI::App* cl = app.add_subcommand("cluster", "Agent CLIs (Claude Code…) in tmux panes, with markers and a message log");
+  cl->require_subcommand(1);
+  auto config_opt = [&](CLI::App* sub) {
+    sub->add_option("-c,--config", a->config, "Cluster config (YAML)")->capture_default_str();
+  };
+  CLI::App* up = cl->add_subcommand("up", "Start every agent in its pane and handshake it");
+  config_opt(up);
+  up->callback([&g, a] { g.action = [a] { return Up(*a); }; });
+
+  CLI::App* send = cl->add_subcommand("send", "Send TEXT to AGENT and print its reply (exit 1 on timeout)");
+  config_opt(send);
+  send->add_option("--from", a->from, "Who sends it (for the log)")->capture_default_str();
+  send->add_option("--timeout", a->timeout, "Seconds to wait for the marker (default: the config's response_timeout)");
+  send->add_option("AGENT", a->agent, "The agent")->required();
+  send->add_option("TEXT", a->text, "What to send ('-' reads stdin)")->required();
+  send->callback([&g, a] { g.action = [a] { return Send(*a); }; });
+
+  CLI::App* status = cl->add_subcommand("status", "Each agent: pane alive, busy or idle, last activity");
+  config_opt(status);
+  status->add_flag("--json", a->json, "Machine-readable output");
+  status->callback([&g, a] { g.action = [a] { return StatusCmd(*a); }; });
+
+  CLI::App* log = cl->add_subcommand("log", "The cluster's message log");
+  config_opt(log);
+  log->add_flag("--follow,-f", a->follow, "Keep printing new entries");
+  log->add_flag("--json", a->json, "The JSONL entries as they are");
+  log->callback([&g, a] { g.action = [a] { return LogCmd(*a); }; });
+
+  CLI::App* down = cl->add_subcommand("down", "Stop the agents and the cluster's tmux server");
+  config_opt(down);
+  down->callback([&g, a] { g.action = [a] { return Down(*a); }; });
+
+  CLI::App* attach = cl->add_subcommand("attach", "Watch the panes (tmux attach)");
+  config_opt(attach);
+  attach->callback([&g, a] { g.action = [a] { return Attach(*a); }; });
+}
+
+}  // namespace mates::cli

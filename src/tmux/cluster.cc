@@ -1,0 +1,345 @@
+#include "tmux/cluster.h"
+
+#include <fcntl.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "core/file_lock.h"
+#include "core/files.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "store/roster.h"
+
+namespace mates::tmux {
+
+namespace {
+
+constexpr double kPollS = 0.01;  // how often a pane is read back while waiting
+
+std::string TrimRight(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
+  return s;
+}
+
+std::string Trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  size_t b = s.find_last_not_of(" \t\r\n");
+  return s.substr(a, b - a + 1);
+}
+
+// The input's last non-empty line: its echo ends the input.
+std::string LastInputLine(const std::string& input) {
+  std::vector<std::string> lines = CaptureLines(input);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string t = Trim(*it);
+    if (!t.empty()) return t;
+  }
+  return "";
+}
+
+bool LastLineIsPrompt(const std::vector<std::string>& lines, const std::regex& ready) {
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (Trim(*it).empty()) continue;
+    return std::regex_search(*it, ready);
+  }
+  return false;
+}
+
+void Sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+}  // namespace
+
+std::vector<std::string> CaptureLines(const std::string& capture) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= capture.size()) {
+    size_t nl = capture.find('\n', start);
+    if (nl == std::string::npos) {
+      if (start < capture.size()) lines.push_back(TrimRight(capture.substr(start)));
+      break;
+    }
+    lines.push_back(TrimRight(capture.substr(start, nl - start)));
+    start = nl + 1;
+  }
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+bool FindReply(const std::vector<std::string>& lines, size_t start, const std::string& input,
+               const std::string& marker, const std::string& ready_pattern, std::string* reply) {
+  // Where the echo of the input ends (the prompt line itself when the CLI
+  // shows no echo we can find, e.g. a "[pasted text]" placeholder).
+  size_t echo_end = start;
+  std::string last = LastInputLine(input);
+  if (!last.empty()) {
+    for (size_t i = start; i < lines.size(); ++i) {
+      if (lines[i].find(last) != std::string::npos) {
+        echo_end = i;
+        break;
+      }
+    }
+  }
+  std::regex ready(ready_pattern);
+  for (size_t i = echo_end + 1; i < lines.size(); ++i) {
+    size_t at = lines[i].find(marker);
+    if (at == std::string::npos) continue;
+    std::vector<std::string> body(lines.begin() + static_cast<long>(echo_end) + 1, lines.begin() + static_cast<long>(i));
+    std::string marker_line = TrimRight(lines[i].substr(0, at) + lines[i].substr(at + marker.size()));
+    if (!Trim(marker_line).empty()) body.push_back(marker_line);
+    std::string out;
+    for (const auto& l : body) {
+      if (std::regex_search(l, ready)) continue;  // prompt lines are the CLI's, not the reply
+      out += l + "\n";
+    }
+    *reply = Trim(out);
+    return true;
+  }
+  return false;
+}
+
+Cluster::Cluster(ClusterConfig config) : config_(std::move(config)), tmux_(config_.socket()) {}
+
+bool Cluster::IsUp() const { return tmux_.HasSession(config_.session); }
+
+Status Cluster::Log(const std::string& from, const std::string& to, const std::string& type,
+                    const std::string& content) const {
+  MATES_RETURN_IF_ERROR(EnsureDir(config_.log_file.parent_path()));
+  Json j;
+  j["timestamp"] = IsoTime(WallSeconds());
+  j["id"] = NewUuid();
+  j["from"] = from;
+  j["to"] = to;
+  j["type"] = type;
+  j["content"] = content;
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(config_.log_file.string() + ".lock"));
+  ScopedFd fd(::open(config_.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Status::FromErrno("open " + config_.log_file.string(), errno);
+  return WriteAll(fd.get(), DumpJson(j) + "\n", "the message log");
+}
+
+Result<std::string> Cluster::PaneOf(const std::string& agent) const {
+  if (config_.Find(agent) == nullptr) {
+    std::string names;
+    for (const auto& a : config_.agents) names += (names.empty() ? "" : ", ") + a.name;
+    return Status::NotFound("no agent '" + agent + "' in cluster " + config_.name + " (agents: " + names + ")");
+  }
+  auto data = ReadFile(config_.state_dir() / "state.json");
+  if (!data.ok() || !IsUp()) {
+    return Status::FailedPrecondition("cluster " + config_.name + " is not up (mates cluster up -c " +
+                                      config_.config_file.string() + ")");
+  }
+  auto j = ParseJson(*data);
+  if (!j.ok() || !j->contains("panes") || !(*j)["panes"].contains(agent)) {
+    return Status::FailedPrecondition("the cluster's state file is damaged; run mates cluster down, then up");
+  }
+  return (*j)["panes"][agent].get<std::string>();
+}
+
+Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& pane, const std::string& text,
+                                      const Deadline& deadline) const {
+  std::regex ready(a.ready_pattern);
+  // 1. The CLI must be waiting for input, or what we type may be lost.
+  std::vector<std::string> before;
+  for (;;) {
+    MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
+    before = CaptureLines(cap);
+    if (LastLineIsPrompt(before, ready)) break;
+    if (Expired(deadline)) {
+      return Status::Timeout(a.name + " is not ready for input (its prompt never showed)");
+    }
+    Sleep(kPollS);
+  }
+  size_t start = before.empty() ? 0 : before.size() - 1;  // the prompt line: the echo starts there
+  // 2. Type it; press Enter once the text is in (a TUI may take a moment).
+  MATES_RETURN_IF_ERROR(tmux_.Paste(pane, text));
+  std::string last = LastInputLine(text);
+  Deadline echo_deadline = DeadlineIn(2);
+  for (;;) {
+    MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
+    std::vector<std::string> now = CaptureLines(cap);
+    bool shown = false;
+    for (size_t i = start; i < now.size() && !shown; ++i) shown = last.empty() || now[i].find(last) != std::string::npos;
+    if (shown || (now != before && Expired(echo_deadline)) || Expired(deadline)) break;
+    Sleep(kPollS / 2);
+  }
+  MATES_RETURN_IF_ERROR(tmux_.SendKey(pane, "Enter"));
+  // 3. The marker, after the echo.
+  for (;;) {
+    MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
+    std::string reply;
+    if (FindReply(CaptureLines(cap), start, text, a.marker, a.ready_pattern, &reply)) return reply;
+    if (Expired(deadline)) {
+      return Status::Timeout("no '" + a.marker + "' from " + a.name + " in time");
+    }
+    Sleep(kPollS);
+  }
+}
+
+Result<std::string> Cluster::Send(const std::string& from, const std::string& agent, const std::string& text,
+                                  double timeout_s) {
+  MATES_ASSIGN_OR_RETURN(std::string pane, PaneOf(agent));
+  const AgentConfig& a = *config_.Find(agent);
+  if (Trim(text).empty()) return Status::InvalidArgument("nothing to send");
+  double t = timeout_s > 0 ? timeout_s : config_.response_timeout_s;
+  Deadline deadline = DeadlineIn(t);
+  // One exchange per pane at a time (across processes); `status` sees it.
+  MATES_ASSIGN_OR_RETURN(FileLock busy, FileLock::Acquire(config_.state_dir() / (agent + ".busy")));
+  (void)Log(from, agent, "task", text);
+  auto reply = Exchange(a, pane, text, deadline);
+  if (!reply.ok()) {
+    (void)Log(agent, from, "error", reply.status().message());
+    return reply.status();
+  }
+  (void)Log(agent, from, "result", *reply);
+  return reply;
+}
+
+Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const AgentReadiness&)>& progress) {
+  if (IsUp()) {
+    return Status::AlreadyExists("cluster " + config_.name + " is already up (session " + config_.session +
+                                 "); mates cluster down first");
+  }
+  MATES_RETURN_IF_ERROR(EnsureDir(config_.state_dir()));
+  Json state;
+  state["socket"] = config_.socket();
+  state["session"] = config_.session;
+  state["started_at"] = IsoTime(WallSeconds());
+  state["panes"] = Json::object();
+  auto launch_of = [&](const AgentConfig& a) {
+    Launch l;
+    l.cwd = config_.work_dir.string();
+    l.argv = a.command;
+    l.env = a.env;
+    l.env["MATES_TEAM"] = config_.name;
+    l.env["MATES_AGENT_NAME"] = a.name;
+    l.env["MATES_WORKSPACE"] = config_.work_dir.string();
+    return l;
+  };
+  for (size_t i = 0; i < config_.agents.size(); ++i) {
+    const AgentConfig& a = config_.agents[i];
+    auto pane = i == 0 ? tmux_.NewSession(config_.session, launch_of(a)) : tmux_.SplitWindow(config_.session, launch_of(a));
+    if (!pane.ok()) {
+      (void)tmux_.KillServer();
+      return pane.status().WithContext("starting " + a.name);
+    }
+    state["panes"][a.name] = *pane;
+  }
+  MATES_RETURN_IF_ERROR(WriteFileAtomic(config_.state_dir() / "state.json", DumpJsonPretty(state)));
+  // The agents are members of the team named after the cluster (backend
+  // tmux), so `mates send` and teams reach them.
+  Roster roster(Workspace(config_.work_dir));
+  if (!roster.Load(config_.name).ok()) (void)roster.CreateTeam(config_.name);
+  for (const auto& a : config_.agents) {
+    Member m;
+    m.name = a.name;
+    m.role = "teammate";
+    m.backend = "tmux";
+    m.prompt = a.role;
+    (void)roster.AddMember(config_.name, m);
+  }
+  // Handshakes, in parallel: ready only once the agent answered with its
+  // marker (the marker in its command line does not count: it is older
+  // than the handshake).
+  std::vector<AgentReadiness> out(config_.agents.size());
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  for (size_t i = 0; i < config_.agents.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const AgentConfig& a = config_.agents[i];
+      auto t0 = SteadyClock::now();
+      AgentReadiness r;
+      r.agent = a.name;
+      std::string text = "You are " + a.name + " (" + a.role + ") in the cluster " + config_.name +
+                         ". Reply with your marker to confirm you are ready.";
+      auto reply = Send("mates", a.name, text, config_.startup_timeout_s);
+      r.seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+      r.ready = reply.ok();
+      if (!reply.ok()) r.error = reply.status().message();
+      std::lock_guard<std::mutex> lock(mu);
+      out[i] = r;
+      if (progress) progress(r);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+Result<std::vector<AgentStatus>> Cluster::AgentStatuses() const {
+  std::vector<AgentStatus> out;
+  auto data = ReadFile(config_.state_dir() / "state.json");
+  Json panes = Json::object();
+  if (data.ok()) {
+    auto j = ParseJson(*data);
+    if (j.ok() && j->contains("panes")) panes = (*j)["panes"];
+  }
+  std::vector<PaneInfo> live;
+  if (IsUp()) {
+    auto l = tmux_.ListPanes(config_.session);
+    if (l.ok()) live = *l;
+  }
+  // Last activity per agent, from the message log.
+  std::map<std::string, std::string> last;
+  auto log = ReadFile(config_.log_file);
+  if (log.ok()) {
+    for (const auto& line : CaptureLines(*log)) {
+      auto j = ParseJson(line);
+      if (!j.ok()) continue;
+      std::string ts = j->value("timestamp", "");
+      last[j->value("from", "")] = ts;
+      last[j->value("to", "")] = ts;
+    }
+  }
+  for (const auto& a : config_.agents) {
+    AgentStatus s;
+    s.name = a.name;
+    s.role = a.role;
+    s.reports_to = a.reports_to;
+    s.pane = panes.contains(a.name) ? panes[a.name].get<std::string>() : "";
+    for (const auto& p : live) s.alive |= p.id == s.pane && !p.dead;
+    if (s.alive) {
+      auto lock = FileLock::TryAcquire(config_.state_dir() / (a.name + ".busy"));
+      s.busy = !lock.ok();
+    }
+    s.last_activity = last.count(a.name) ? last[a.name] : "";
+    out.push_back(s);
+  }
+  return out;
+}
+
+Status Cluster::Down() {
+  std::vector<int> pids;
+  if (IsUp()) {
+    auto panes = tmux_.ListPanes(config_.session);
+    if (panes.ok()) {
+      for (const auto& p : *panes) {
+        if (!p.dead && p.pid > 0) pids.push_back(p.pid);
+      }
+    }
+  } else if (!fs::exists(config_.state_dir() / "state.json")) {
+    return Status::FailedPrecondition("cluster " + config_.name + " is not up");
+  }
+  // The agents first (their whole process groups), then the server.
+  for (int pid : pids) {
+    ::kill(-pid, SIGTERM);
+    ::kill(pid, SIGTERM);
+  }
+  Deadline grace = DeadlineIn(2);
+  for (int pid : pids) {
+    while (::kill(pid, 0) == 0 && !Expired(grace)) Sleep(0.02);
+    if (::kill(pid, 0) == 0) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+  }
+  (void)tmux_.KillServer();
+  std::error_code ec;
+  fs::remove(config_.state_dir() / "state.json", ec);
+  return Status::Ok();
+}
+
+}  // namespace mates::tmux

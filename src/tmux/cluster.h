@@ -1,0 +1,78 @@
+// Cluster: agent CLIs in the panes of one tmux session (seed 003), driven
+// by typing into their panes and reading them back.
+//
+// A send: wait until the agent's CLI shows its input prompt (so Enter is
+// not lost); remember where the pane's content ends; paste the text; press
+// Enter once the echo is there; the reply is complete when the agent's
+// marker shows up in output that came after the echoed input (a marker in
+// the input, or in older scrollback, does not count). The reply is the
+// text between the echo and the marker, without prompt lines.
+//
+// `up` leaves the pane ids in <work_dir>/.mates-cluster/<session>/, so
+// `send`, `status` and `down` work from any process. A send holds the
+// agent's busy lock there (one exchange per pane at a time; other panes
+// go on in parallel); `status` reads it. Every exchange is logged to the
+// seed's JSONL message log.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "tmux/cluster_config.h"
+#include "tmux/tmux.h"
+
+namespace mates::tmux {
+
+struct AgentReadiness {
+  std::string agent;
+  bool ready = false;
+  double seconds = 0;
+  std::string error;
+};
+
+struct AgentStatus {
+  std::string name, role, reports_to, pane;
+  bool alive = false;
+  bool busy = false;
+  std::string last_activity;  // ISO time of its last logged message, or ""
+};
+
+class Cluster {
+ public:
+  explicit Cluster(ClusterConfig config);
+
+  // Creates the session, starts every agent, handshakes them in parallel
+  // (each must answer with its marker); `progress` hears each result.
+  Result<std::vector<AgentReadiness>> Up(const std::function<void(const AgentReadiness&)>& progress = {});
+  // Sends `text` from `from` ("user" by default) to `agent`; the reply.
+  Result<std::string> Send(const std::string& from, const std::string& agent, const std::string& text,
+                           double timeout_s = -1);
+  Result<std::vector<AgentStatus>> AgentStatuses() const;
+  // Kills this cluster's tmux server and whatever its panes started.
+  Status Down();
+  bool IsUp() const;
+
+  const ClusterConfig& config() const { return config_; }
+  const Tmux& tmux() const { return tmux_; }
+  // One entry of the message log (type: task, info, result or error).
+  Status Log(const std::string& from, const std::string& to, const std::string& type, const std::string& content) const;
+
+ private:
+  Result<std::string> PaneOf(const std::string& agent) const;
+  Result<std::string> Exchange(const AgentConfig& agent, const std::string& pane, const std::string& text,
+                               const Deadline& deadline) const;
+
+  ClusterConfig config_;
+  Tmux tmux_;
+};
+
+// Pure helpers of the exchange (tested on their own): the lines of a
+// capture, without trailing blank lines; the reply that follows the echo of
+// `input` from line `start` on, ending at `marker` ("" if not there yet).
+std::vector<std::string> CaptureLines(const std::string& capture);
+bool FindReply(const std::vector<std::string>& lines, size_t start, const std::string& input,
+               const std::string& marker, const std::string& ready_pattern, std::string* reply);
+
+}  // namespace mates::tmux

@@ -1,0 +1,71 @@
+// The cluster's YAML file (seed 003's schema, `config/cc-cluster.yaml`):
+//
+//   cluster:
+//     name: orchestrator-cc          # also the team the agents join
+//     session_name: orchestrator-cc  # the tmux session
+//     work_dir: "."                  # where the agents work
+//     command: claude                # default for every agent (string or list)
+//     env: {KEY: value}
+//     startup_timeout: 60            # seconds for an agent to come up and handshake
+//     response_timeout: 30           # seconds for a reply (the seed's)
+//     log_file: logs/messages.jsonl  # the seed's message log
+//     ready_pattern: '…'             # regex: the CLI waits for input (last line)
+//   agents:
+//     - name: grand_boss
+//       role: grand_boss
+//       personality_prompt_path: config/personalities/grand_boss.txt
+//       marker: GRAND BOSS OK
+//       pane_index: 0
+//       command / env / reports_to / ready_pattern   # optional, per agent
+//
+// Relative paths resolve against the config file's folder. In `command`,
+// {personality_file}, {marker} and {name} are replaced. Every mistake is one
+// error naming the field ("agents[2].marker: …").
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace mates::tmux {
+
+namespace fs = std::filesystem;
+
+struct AgentConfig {
+  std::string name;
+  std::string role;
+  fs::path personality_file;
+  std::string marker;
+  int pane_index = 0;
+  std::vector<std::string> command;  // placeholders already replaced
+  std::map<std::string, std::string> env;
+  std::string reports_to;  // "" for the top of the hierarchy
+  std::string ready_pattern;
+};
+
+struct ClusterConfig {
+  fs::path config_file;  // absolute
+  std::string name;
+  std::string session;
+  fs::path work_dir;  // absolute
+  double startup_timeout_s = 60;
+  double response_timeout_s = 30;
+  fs::path log_file;  // absolute
+  std::vector<AgentConfig> agents;  // by pane_index
+
+  const AgentConfig* Find(const std::string& name) const;
+  // The tmux server of this cluster ("mates-<session>").
+  std::string socket() const { return "mates-" + session; }
+  // Where `up` leaves what other processes need (pane ids, …).
+  fs::path state_dir() const { return work_dir / ".mates-cluster" / session; }
+};
+
+// The seed's hierarchy when `reports_to` is not given: grand_boss at the
+// top, middle_manager under it, everyone else under middle_manager (when
+// those roles exist).
+Result<ClusterConfig> LoadClusterConfig(const fs::path& file);
+
+}  // namespace mates::tmux

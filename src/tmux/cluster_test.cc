@@ -1,0 +1,108 @@
+#include "tmux/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "support/test_util.h"
+
+namespace mates::tmux {
+namespace {
+
+const std::string kReady = R"(^\s*[>❯]\s*$)";
+
+TEST(FindReplyTest, TheReplyIsBetweenTheEchoAndTheMarker) {
+  auto lines = CaptureLines("banner\n> hello there\nthinking\nHello back.\nCODING OK\n> \n\n");
+  std::string reply;
+  ASSERT_TRUE(FindReply(lines, 1, "hello there", "CODING OK", kReady, &reply));
+  EXPECT_EQ(reply, "thinking\nHello back.");
+}
+
+TEST(FindReplyTest, AMarkerInTheEchoedInputDoesNotCount) {
+  auto lines = CaptureLines("> say CODING OK when done\n  and more\n");
+  std::string reply;
+  EXPECT_FALSE(FindReply(lines, 0, "say CODING OK when done\nand more", "CODING OK", kReady, &reply));
+  lines.push_back("working on it");
+  lines.push_back("all good. CODING OK");
+  ASSERT_TRUE(FindReply(lines, 0, "say CODING OK when done\nand more", "CODING OK", kReady, &reply));
+  EXPECT_EQ(reply, "working on it\nall good.");
+}
+
+TEST(FindReplyTest, OlderScrollbackIsNotLookedAt) {
+  auto lines = CaptureLines("CODING OK\nold reply CODING OK\n> new question\n");
+  std::string reply;
+  EXPECT_FALSE(FindReply(lines, 2, "new question", "CODING OK", kReady, &reply));
+}
+
+Status LoadFrom(const std::string& yaml, testing::TempDir& dir) {
+  testing::WriteAll(dir.path() / "p.txt", "You are a test agent.\n");
+  testing::WriteAll(dir.path() / "c.yaml", yaml);
+  return LoadClusterConfig(dir.path() / "c.yaml").status();
+}
+
+TEST(ClusterConfigTest, SeedSchemaWithDefaultsAndHierarchy) {
+  testing::TempDir dir;
+  testing::WriteAll(dir.path() / "p.txt", "x");
+  testing::WriteAll(dir.path() / "c.yaml",
+                    "cluster: {name: cc, session_name: cc-s, work_dir: '.'}\n"
+                    "agents:\n"
+                    "  - {name: grand_boss, role: grand_boss, personality_prompt_path: p.txt, marker: GB OK, pane_index: 0}\n"
+                    "  - {name: middle_manager, role: middle_manager, personality_prompt_path: p.txt, marker: MM OK, pane_index: 1}\n"
+                    "  - {name: coder, role: specialist, personality_prompt_path: p.txt, marker: C OK, pane_index: 2}\n");
+  auto c = LoadClusterConfig(dir.path() / "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->session, "cc-s");
+  EXPECT_EQ(c->response_timeout_s, 30);
+  EXPECT_EQ(c->log_file, dir.path() / "logs/messages.jsonl");
+  EXPECT_EQ(c->Find("coder")->reports_to, "middle_manager");
+  EXPECT_EQ(c->Find("middle_manager")->reports_to, "grand_boss");
+  EXPECT_EQ(c->Find("grand_boss")->reports_to, "");
+  EXPECT_EQ(c->Find("coder")->command,
+            (std::vector<std::string>{"claude", "--append-system-prompt-file", (dir.path() / "p.txt").string()}));
+}
+
+TEST(ClusterConfigTest, MistakesNameTheirField) {
+  testing::TempDir dir;
+  const std::string head = "cluster: {name: cc}\nagents:\n";
+  const std::string ok = "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0}\n";
+  struct Case {
+    std::string yaml, field;
+  } cases[] = {
+      {"cluster: {name: cc, colour: red}\nagents:\n" + ok, "cluster.colour: unknown field"},
+      {head + "  - {name: a, personality_prompt_path: p.txt, pane_index: 0}\n", "agents[0].marker: missing"},
+      {head + ok + "  - {name: b, personality_prompt_path: p.txt, marker: B OK, pane_index: 0}\n",
+       "agents[1].pane_index"},
+      {head + ok + "  - {name: b, personality_prompt_path: p.txt, marker: A OK, pane_index: 1}\n",
+       "agents[1].marker"},
+      {head + "  - {name: a, personality_prompt_path: nope.txt, marker: A OK, pane_index: 0}\n",
+       "agents[0].personality_prompt_path"},
+      {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, reports_to: z}\n",
+       "agents[0].reports_to"},
+      {head + "  - {name: 'a b', personality_prompt_path: p.txt, marker: A OK, pane_index: 0}\n", "agents[0].name"},
+      {"cluster: {name: cc, response_timeout: -3}\nagents:\n" + ok, "cluster.response_timeout"},
+      {"cluster: [1\n", "c.yaml"},
+  };
+  for (const auto& c : cases) {
+    Status s = LoadFrom(c.yaml, dir);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.yaml;
+    EXPECT_NE(s.message().find(c.field), std::string::npos) << s.message();
+  }
+}
+
+}  // namespace
+}  // namespace mates::tmux
+
+namespace mates::tmux {
+namespace {
+
+TEST(ClusterConfigTest, TheShippedExampleLoads) {
+  auto c = LoadClusterConfig(fs::path(MATES_SOURCE_DIR) / "examples/cluster/cc-cluster.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->agents.size(), 5u);
+  EXPECT_EQ(c->agents[0].marker, "GRAND BOSS OK");
+  EXPECT_EQ(c->Find("testing_specialist")->reports_to, "middle_manager");
+  EXPECT_EQ(c->work_dir, fs::path(MATES_SOURCE_DIR).lexically_normal());
+}
+
+}  // namespace
+}  // namespace mates::tmux

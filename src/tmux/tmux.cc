@@ -1,0 +1,124 @@
+#include "tmux/tmux.h"
+
+#include "core/subprocess.h"
+
+namespace mates::tmux {
+
+namespace {
+
+std::vector<std::string> LaunchArgs(const Launch& l) {
+  std::vector<std::string> a;
+  if (!l.cwd.empty()) a.insert(a.end(), {"-c", l.cwd});
+  for (const auto& [k, v] : l.env) a.insert(a.end(), {"-e", k + "=" + v});
+  return a;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> Tmux::Base() const {
+  std::vector<std::string> b = {"tmux"};
+  if (!socket_.empty()) b.insert(b.end(), {"-L", socket_});
+  return b;
+}
+
+Result<std::string> Tmux::Run(const std::vector<std::string>& args, const std::string& input) const {
+  SubprocessOptions o;
+  o.argv = Base();
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.stdin_data = input;
+  o.timeout_s = 20;
+  o.max_output = 64 << 20;
+  MATES_ASSIGN_OR_RETURN(SubprocessResult r, RunSubprocess(o));
+  if (r.exit_code != 0) {
+    std::string what = Trim(r.err.empty() ? r.out : r.err);
+    return Status::IOError("tmux " + (args.empty() ? std::string() : args[0]) + ": " +
+                           (what.empty() ? "exit " + std::to_string(r.exit_code) : what));
+  }
+  return r.out;
+}
+
+bool Tmux::HasSession(const std::string& session) const { return Run({"has-session", "-t", "=" + session}).ok(); }
+
+Result<std::string> Tmux::NewSession(const std::string& session, const Launch& launch, int width, int height) const {
+  // Options first, in the same invocation (the first command starts the
+  // server): they must hold for the first pane too.
+  std::vector<std::string> a = {"set-option", "-g", "remain-on-exit", "on", ";",
+                                "set-option", "-g", "history-limit", "100000", ";",
+                                "new-session", "-d", "-s", session, "-x", std::to_string(width),
+                                "-y", std::to_string(height), "-P", "-F", "#{pane_id}"};
+  auto extra = LaunchArgs(launch);
+  a.insert(a.end(), extra.begin(), extra.end());
+  a.push_back("--");
+  a.insert(a.end(), launch.argv.begin(), launch.argv.end());
+  MATES_ASSIGN_OR_RETURN(std::string out, Run(a));
+  return Trim(out);
+}
+
+Result<std::string> Tmux::SplitWindow(const std::string& session, const Launch& launch) const {
+  std::vector<std::string> a = {"split-window", "-d", "-t", "=" + session + ":", "-P", "-F", "#{pane_id}"};
+  auto extra = LaunchArgs(launch);
+  a.insert(a.end(), extra.begin(), extra.end());
+  a.push_back("--");
+  a.insert(a.end(), launch.argv.begin(), launch.argv.end());
+  MATES_ASSIGN_OR_RETURN(std::string out, Run(a));
+  // Keep room for the next split.
+  (void)SelectLayout(session, "tiled");
+  return Trim(out);
+}
+
+Status Tmux::SetOption(const std::string& target, const std::string& option, const std::string& value) const {
+  return Run({"set-option", "-t", target, option, value}).status();
+}
+
+Status Tmux::SelectLayout(const std::string& session, const std::string& layout) const {
+  return Run({"select-layout", "-t", "=" + session + ":", layout}).status();
+}
+
+Result<std::vector<PaneInfo>> Tmux::ListPanes(const std::string& session) const {
+  MATES_ASSIGN_OR_RETURN(std::string out, Run({"list-panes", "-s", "-t", "=" + session, "-F",
+                                               "#{pane_id} #{pane_dead} #{pane_pid} #{pane_current_command}"}));
+  std::vector<PaneInfo> panes;
+  size_t start = 0;
+  while (start < out.size()) {
+    size_t nl = out.find('\n', start);
+    std::string line = out.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    start = nl == std::string::npos ? out.size() : nl + 1;
+    if (line.empty()) continue;
+    PaneInfo p;
+    size_t a = line.find(' '), b = line.find(' ', a + 1), c = line.find(' ', b + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    p.id = line.substr(0, a);
+    p.dead = line.substr(a + 1, b - a - 1) == "1";
+    p.pid = std::atoi(line.substr(b + 1, c - b - 1).c_str());
+    p.command = c == std::string::npos ? "" : line.substr(c + 1);
+    panes.push_back(p);
+  }
+  return panes;
+}
+
+Result<std::string> Tmux::Capture(const std::string& pane) const {
+  return Run({"capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", pane});
+}
+
+Status Tmux::Paste(const std::string& pane, const std::string& text) const {
+  std::string buffer = "mates-" + pane.substr(pane.rfind('%') + 1);
+  MATES_RETURN_IF_ERROR(Run({"load-buffer", "-b", buffer, "-"}, text).status());
+  return Run({"paste-buffer", "-p", "-d", "-b", buffer, "-t", pane}).status();
+}
+
+Status Tmux::SendKey(const std::string& pane, const std::string& key) const {
+  return Run({"send-keys", "-t", pane, key}).status();
+}
+
+Status Tmux::KillSession(const std::string& session) const {
+  return Run({"kill-session", "-t", "=" + session}).status();
+}
+
+Status Tmux::KillServer() const { return Run({"kill-server"}).status(); }
+
+}  // namespace mates::tmux

@@ -1,0 +1,219 @@
+// `mates cluster` end to end: a private tmux server, panes running the fake
+// agent CLI (tests/support/fake_agent.cc), every command from its own
+// process.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/json.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::ReadAll;
+using testing::TempDir;
+
+uint32_t Fnv(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+std::string Hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%08x", v);
+  return b;
+}
+
+const char* kSeedAgents[][3] = {{"grand_boss", "GRAND BOSS OK", "grand_boss"},
+                                {"middle_manager", "MIDDLE MANAGER OK", "middle_manager"},
+                                {"coding_writing_specialist", "CODING OK", "specialist_coding_writing"},
+                                {"research_analysis_specialist", "RESEARCH OK", "specialist_research_analysis"},
+                                {"testing_specialist", "TESTING OK", "specialist_testing"}};
+
+// A cluster of fake agents in `dir`; `extra[name]` adds fake_agent flags.
+class ClusterTest : public ::testing::Test {
+ protected:
+  void Write(int agents, std::map<std::string, std::string> extra = {}, double startup_timeout = 20) {
+    session_ = "t" + std::to_string(::getpid()) + "-" + std::to_string(counter_++);
+    std::string y = "cluster:\n  name: " + session_ + "\n  session_name: " + session_ +
+                    "\n  work_dir: .\n  startup_timeout: " + std::to_string(startup_timeout) + "\n  response_timeout: 10" +
+                    "\n  command: [" + std::string(MATES_FAKE_AGENT) +
+                    ", --marker, '{marker}', --name, '{name}', --prompt-file, '{personality_file}']\nagents:\n";
+    for (int i = 0; i < agents; ++i) {
+      std::string n = kSeedAgents[i][0];
+      testing::WriteAll(dir_.path() / "personalities" / (n + ".txt"), "You are " + n + ".\n");
+      y += "  - name: " + n + "\n    role: " + kSeedAgents[i][2] + "\n    personality_prompt_path: personalities/" +
+           n + ".txt\n    marker: " + kSeedAgents[i][1] + "\n    pane_index: " + std::to_string(i) + "\n";
+      if (extra.count(n)) {
+        y += "    command: [" + std::string(MATES_FAKE_AGENT) + ", --marker, '{marker}', --name, '{name}', " +
+             extra[n] + "]\n";
+      }
+    }
+    testing::WriteAll(dir_.path() / "cc.yaml", y);
+  }
+  testing::CommandResult Cluster(std::vector<std::string> args) {
+    std::vector<std::string> full = {"cluster"};
+    full.insert(full.end(), args.begin(), args.end());
+    full.insert(full.end(), {"-c", (dir_.path() / "cc.yaml").string()});
+    return testing::RunMates(dir_.path(), full);
+  }
+  void TearDown() override {
+    // Whatever a failed test left: this cluster's own server only.
+    (void)testing::Run({"tmux", "-L", "mates-" + session_, "kill-server"});
+  }
+  bool ServerAlive() { return testing::Run({"tmux", "-L", "mates-" + session_, "has-session"}).exit_code == 0; }
+  bool AgentsRunning() {
+    return testing::Run({"pgrep", "-f", dir_.path().string() + "/personalities"}).exit_code == 0;
+  }
+
+  TempDir dir_;
+  std::string session_;
+  static inline int counter_ = 0;
+};
+
+TEST_F(ClusterTest, UpSendStatusLogDownFromSeparateProcesses) {
+  Write(5);
+  auto up = Cluster({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  for (const auto& a : kSeedAgents) EXPECT_NE(up.out.find(std::string(a[0]) + ": ready"), std::string::npos) << up.out;
+
+  auto r = Cluster({"send", "--from", "grand_boss", "middle_manager", "split the work please"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("middle_manager got 21 bytes in 1 lines, fnv " + Hex(Fnv("split the work please"))),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("MIDDLE MANAGER OK"), std::string::npos) << r.out;  // the marker is not the reply
+  EXPECT_EQ(r.out.find("> "), std::string::npos) << r.out;                 // nor the prompt
+
+  auto st = Cluster({"status", "--json"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  auto j = ParseJson(st.out);
+  ASSERT_TRUE(j.ok()) << st.out;
+  EXPECT_TRUE((*j)["up"].get<bool>());
+  ASSERT_EQ((*j)["agents"].size(), 5u);
+  for (const auto& a : (*j)["agents"]) {
+    EXPECT_TRUE(a["alive"].get<bool>()) << a;
+    EXPECT_FALSE(a["busy"].get<bool>()) << a;
+    EXPECT_EQ(a["pane"].get<std::string>()[0], '%');
+    EXPECT_FALSE(a["last_activity"].get<std::string>().empty());
+  }
+  EXPECT_EQ((*j)["agents"][2]["reports_to"], "middle_manager");
+
+  // The seed's log: handshakes (task + result) and the exchange.
+  auto log = Cluster({"log", "--json"});
+  int tasks = 0, results = 0;
+  std::istringstream in(log.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto e = ParseJson(line);
+    ASSERT_TRUE(e.ok()) << line;
+    EXPECT_EQ((*e)["id"].get<std::string>().size(), 36u);
+    EXPECT_EQ((*e)["timestamp"].get<std::string>()[4], '-');
+    tasks += (*e)["type"] == "task" ? 1 : 0;
+    results += (*e)["type"] == "result" ? 1 : 0;
+  }
+  EXPECT_EQ(tasks, 6);
+  EXPECT_EQ(results, 6);
+  EXPECT_NE(Cluster({"log"}).out.find("grand_boss -> middle_manager [task] split the work please"), std::string::npos);
+
+  // The agents are members of the team named after the cluster.
+  auto team = testing::RunMates(dir_.path(), {"team", "show", session_});
+  EXPECT_NE(team.out.find("testing_specialist"), std::string::npos) << team.out;
+
+  auto down = Cluster({"down"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_FALSE(ServerAlive());
+  EXPECT_FALSE(AgentsRunning());
+  EXPECT_NE(Cluster({"status"}).out.find(": down"), std::string::npos);
+  EXPECT_EQ(Cluster({"send", "grand_boss", "hi"}).exit_code, 1);
+}
+
+TEST_F(ClusterTest, MarkersInTheInputOrInOldScrollbackAreNotReplies) {
+  Write(1, {{"grand_boss", "--banner-marker, --delay-ms, '400'"}});
+  ASSERT_EQ(Cluster({"up"}).exit_code, 0);
+  auto t0 = std::chrono::steady_clock::now();
+  std::string text = "end your answer with GRAND BOSS OK\nlike this: GRAND BOSS OK";
+  auto r = Cluster({"send", "grand_boss", text});
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fnv " + Hex(Fnv(text))), std::string::npos) << r.out;
+  EXPECT_GE(ms, 400);  // the real reply, not the echo or the banner
+}
+
+TEST_F(ClusterTest, NoMarkerInTimeIsAnErrorAndLogged) {
+  Write(1, {{"grand_boss", "--no-marker"}}, 1.5);
+  auto up = Cluster({"up"});
+  EXPECT_EQ(up.exit_code, 1);  // the handshake itself times out…
+  EXPECT_NE(up.out.find("grand_boss: NOT ready"), std::string::npos) << up.out;
+  auto r = Cluster({"send", "--timeout", "1", "grand_boss", "anyone there?"});  // …and so does a send
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no 'GRAND BOSS OK' from grand_boss in time"), std::string::npos) << r.err;
+  EXPECT_NE(Cluster({"log"}).out.find("grand_boss -> user [error] no 'GRAND BOSS OK'"), std::string::npos);
+  EXPECT_EQ(Cluster({"down"}).exit_code, 0);
+  EXPECT_FALSE(AgentsRunning());
+}
+
+TEST_F(ClusterTest, EnterIsNotTypedBeforeTheCliIsReady) {
+  Write(1, {{"grand_boss", "--start-delay-ms, '1500'"}});
+  auto up = Cluster({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  auto r = Cluster({"send", "grand_boss", "still there?"});
+  EXPECT_NE(r.out.find("fnv " + Hex(Fnv("still there?"))), std::string::npos) << r.out;
+}
+
+TEST_F(ClusterTest, FivePanesAtOnceAnyTextArrivesIntact) {
+  Write(5);
+  ASSERT_EQ(Cluster({"up"}).exit_code, 0);
+  std::string long_text;
+  for (int i = 0; long_text.size() < 10000; ++i) long_text += "word" + std::to_string(i) + " ";
+  std::vector<std::string> texts = {
+      "quotes ' \" ` $HOME $(rm -rf /) ; && | \\ done",
+      "unicode: 日本語のテキスト, émigré, emoji 🚀",
+      "three\nlines\nof text",
+      long_text,
+      "tabs\tand  spaces   kept",
+  };
+  std::vector<testing::CommandResult> results(5);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 5; ++i) {
+    threads.emplace_back([&, i] { results[i] = Cluster({"send", kSeedAgents[i][0], texts[i]}); });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(results[i].exit_code, 0) << results[i].err;
+    EXPECT_NE(results[i].out.find(std::string(kSeedAgents[i][0]) + " got " + std::to_string(texts[i].size()) +
+                                  " bytes"),
+              std::string::npos)
+        << i << ": " << results[i].out;
+    EXPECT_NE(results[i].out.find("fnv " + Hex(Fnv(texts[i]))), std::string::npos) << i << ": " << results[i].out;
+  }
+}
+
+TEST_F(ClusterTest, BadInputsAreOneClearError) {
+  Write(2);
+  auto r = Cluster({"send", "nobody", "hi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no agent 'nobody'"), std::string::npos) << r.err;
+  r = Cluster({"send", "grand_boss", "hi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is not up"), std::string::npos) << r.err;
+  EXPECT_EQ(Cluster({"down"}).exit_code, 1);
+  r = testing::RunMates(dir_.path(), {"cluster", "status", "-c", (dir_.path() / "missing.yaml").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no cluster config"), std::string::npos);
+  testing::WriteAll(dir_.path() / "bad.yaml", "cluster: {name: x}\nagents:\n  - {name: a, pane_index: 0}\n");
+  r = testing::RunMates(dir_.path(), {"cluster", "up", "-c", (dir_.path() / "bad.yaml").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("agents[0].personality_prompt_path: missing"), std::string::npos) << r.err;
+  ASSERT_EQ(Cluster({"up"}).exit_code, 0);
+  r = Cluster({"up"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("already up"), std::string::npos);
+  EXPECT_EQ(Cluster({"down"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace mates
