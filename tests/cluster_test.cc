@@ -192,6 +192,24 @@ TEST_F(ClusterTest, FivePanesAtOnceAnyTextArrivesIntact) {
   }
 }
 
+// The bridge: a message to a pane agent's inbox is typed into its pane by
+// the router, and the reply comes back to the sender's inbox.
+TEST_F(ClusterTest, TheRouterDeliversInboxMessagesAndRoutesReplies) {
+  Write(2);
+  ASSERT_EQ(Cluster({"up"}).exit_code, 0);
+  auto sent = testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "middle_manager", "plan the release"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  auto inbox = testing::RunMates(dir_.path(), {"inbox", "--team", session_, "lead", "--wait", "20"});
+  ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
+  EXPECT_NE(inbox.out.find("middle_manager"), std::string::npos) << inbox.out;
+  std::string typed = "Message from lead (message): plan the release";
+  EXPECT_NE(inbox.out.find("fnv " + Hex(Fnv(typed))), std::string::npos) << inbox.out;
+  EXPECT_NE(Cluster({"log"}).out.find("lead -> middle_manager [task] " + typed), std::string::npos);
+  EXPECT_EQ(Cluster({"down"}).exit_code, 0);
+  EXPECT_FALSE(AgentsRunning());
+  EXPECT_NE(testing::Run({"pgrep", "-f", "cluster route -c " + (dir_.path() / "cc.yaml").string()}).exit_code, 0);
+}
+
 TEST_F(ClusterTest, BadInputsAreOneClearError) {
   Write(2);
   auto r = Cluster({"send", "nobody", "hi"});

@@ -2,6 +2,7 @@
 // tmux panes (seed 003). See src/tmux/cluster.h.
 #include <unistd.h>
 
+#include <atomic>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -139,6 +140,14 @@ int Down(const ClusterArgs& a) {
   return 0;
 }
 
+int Route(const ClusterArgs& a) {
+  auto c = Load(a);
+  if (!c.ok()) return Fail(c.status());
+  std::atomic<bool> stop{false};  // ends with the session (SIGHUP)
+  Status s = c->Route(stop);
+  return s.ok() ? 0 : Fail(s);
+}
+
 int Attach(const ClusterArgs& a) {
   auto c = Load(a);
   if (!c.ok()) return Fail(c.status());
@@ -189,6 +198,10 @@ void AddClusterCommands(CLI::App& app, Globals& g) {
   CLI::App* down = cl->add_subcommand("down", "Stop the agents and the cluster's tmux server");
   config_opt(down);
   down->callback([&g, a] { g.action = [a] { return Down(*a); }; });
+
+  CLI::App* route = cl->add_subcommand("route", "The bridge between the team's mailboxes and the panes (started by up)");
+  config_opt(route);
+  route->callback([&g, a] { g.action = [a] { return Route(*a); }; });
 
   CLI::App* attach = cl->add_subcommand("attach", "Watch the panes (tmux attach)");
   config_opt(attach);

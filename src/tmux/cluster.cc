@@ -12,7 +12,11 @@
 #include "core/files.h"
 #include "core/ids.h"
 #include "core/json.h"
+#include "core/waker.h"
+#include "store/mailbox.h"
+#include "store/messenger.h"
 #include "store/roster.h"
+#include "store/watcher.h"
 
 namespace mates::tmux {
 
@@ -199,6 +203,43 @@ Result<std::string> Cluster::Send(const std::string& from, const std::string& ag
   return reply;
 }
 
+Status Cluster::Route(const std::atomic<bool>& stop) {
+  Workspace ws(config_.work_dir);
+  fs::path team_dir = ws.TeamDir(config_.name);
+  std::vector<std::thread> threads;
+  for (const auto& agent : config_.agents) {
+    threads.emplace_back([&, name = agent.name] {
+      auto waker = std::make_shared<Waker>();
+      auto sub = Watcher::Default().Subscribe(team_dir, Workspace::InboxFileName(name), waker);
+      Mailbox box(team_dir, name);
+      while (!stop.load()) {
+        uint64_t g = waker->generation();
+        if (box.MayHavePending()) {
+          auto batch = box.BeginDrain();
+          if (batch.ok()) {
+            for (const auto& m : batch->messages) {
+              std::string text = "Message from " + m.sender + " (" + std::string(MessageTypeName(m.type)) +
+                                 (m.summary.empty() ? "" : ", " + m.summary) + "): " + m.content;
+              auto reply = Send(m.sender, name, text);
+              SendRequest back;
+              back.sender = name;
+              back.recipient = m.sender;
+              back.summary = "reply from " + name;
+              back.content = reply.ok() ? *reply : "(no reply: " + reply.status().message() + ")";
+              (void)Messenger(ws, config_.name).Send(back);
+            }
+            (void)box.Commit(*batch);
+            continue;
+          }
+        }
+        waker->WaitChange(g, DeadlineIn(1));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return Status::Ok();
+}
+
 Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const AgentReadiness&)>& progress) {
   if (IsUp()) {
     return Status::AlreadyExists("cluster " + config_.name + " is already up (session " + config_.session +
@@ -230,6 +271,16 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     state["panes"][a.name] = *pane;
   }
   MATES_RETURN_IF_ERROR(WriteFileAtomic(config_.state_dir() / "state.json", DumpJsonPretty(state)));
+  // The router lives in the session (it goes down with it).
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    Launch r;
+    r.cwd = config_.work_dir.string();
+    r.argv = {self.string(), "cluster", "route", "-c", config_.config_file.string()};
+    auto router = tmux_.NewWindow(config_.session, "router", r);
+    if (!router.ok()) return router.status().WithContext("starting the router");
+  }
   // The agents are members of the team named after the cluster (backend
   // tmux), so `mates send` and teams reach them.
   Roster roster(Workspace(config_.work_dir));

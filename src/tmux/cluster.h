@@ -15,6 +15,7 @@
 // seed's JSONL message log.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -50,6 +51,13 @@ class Cluster {
   Result<std::string> Send(const std::string& from, const std::string& agent, const std::string& text,
                            double timeout_s = -1);
   Result<std::vector<AgentStatus>> AgentStatuses() const;
+  // The bridge into the team named after the cluster: each agent's inbox is
+  // typed into its pane when it is free (one message at a time, waiting for
+  // the marker); the reply goes back to the sender as a `message`. Runs
+  // until `stop`; a message is taken from the inbox only once it has been
+  // answered (a router that dies delivers it again). `up` starts it in the
+  // session's "router" window.
+  Status Route(const std::atomic<bool>& stop);
   // Kills this cluster's tmux server and whatever its panes started.
   Status Down();
   bool IsUp() const;

@@ -71,6 +71,16 @@ Result<std::string> Tmux::SplitWindow(const std::string& session, const Launch& 
   return Trim(out);
 }
 
+Result<std::string> Tmux::NewWindow(const std::string& session, const std::string& name, const Launch& launch) const {
+  std::vector<std::string> a = {"new-window", "-d", "-t", "=" + session + ":", "-n", name, "-P", "-F", "#{pane_id}"};
+  auto extra = LaunchArgs(launch);
+  a.insert(a.end(), extra.begin(), extra.end());
+  a.push_back("--");
+  a.insert(a.end(), launch.argv.begin(), launch.argv.end());
+  MATES_ASSIGN_OR_RETURN(std::string out, Run(a));
+  return Trim(out);
+}
+
 Status Tmux::SetOption(const std::string& target, const std::string& option, const std::string& value) const {
   return Run({"set-option", "-t", target, option, value}).status();
 }

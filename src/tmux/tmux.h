@@ -47,6 +47,8 @@ class Tmux {
                                  int height = 50) const;
   // Another pane in the session's window; its pane id.
   Result<std::string> SplitWindow(const std::string& session, const Launch& launch) const;
+  // A new window (in the background) running `launch`; its pane id.
+  Result<std::string> NewWindow(const std::string& session, const std::string& name, const Launch& launch) const;
   Status SetOption(const std::string& target, const std::string& option, const std::string& value) const;
   Status SelectLayout(const std::string& session, const std::string& layout) const;
   Result<std::vector<PaneInfo>> ListPanes(const std::string& session) const;
