@@ -112,23 +112,20 @@ Result<std::string> SubagentManager::StartBackground(const std::string& prompt,
   jobs_[id] = std::move(job);
   j->thread = std::thread([this, j, id, prompt, model, description] {
     auto r = RunOne(parent_ctx_.agent + "-" + id, prompt, model, &j->cancel);
-    std::string notice;
+    std::string state = j->cancel.cancelled() ? "stopped" : r.ok() ? "completed" : "failed";
+    std::string output = state == "stopped" ? "" : r.ok() ? *r : r.status().message();
+    // Announced before it shows as finished: whoever sees it finished
+    // (TaskOutput) finds the notice already queued for the next turn.
+    if (announce_ && state != "stopped") {
+      announce_("<background-task id=\"" + id + "\" description=\"" + description + "\" status=\"" + state +
+                "\">\n" + output + "\n</background-task>");
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (j->cancel.cancelled()) {
-        j->status.state = "stopped";
-      } else if (r.ok()) {
-        j->status.state = "completed";
-        j->status.output = *r;
-      } else {
-        j->status.state = "failed";
-        j->status.output = r.status().message();
-      }
-      notice = "<background-task id=\"" + id + "\" description=\"" + description + "\" status=\"" +
-               j->status.state + "\">\n" + j->status.output + "\n</background-task>";
+      j->status.state = state;
+      j->status.output = output;
     }
     done_cv_.notify_all();
-    if (announce_ && j->status.state != "stopped") announce_(notice);
   });
   return id;
 }
