@@ -178,34 +178,14 @@ Result<Response> AnthropicProvider::Attempt(const Request&, const std::string& b
 
   AnthropicStreamAccumulator acc(text);
   SseParser sse([&](const SseEvent& e) { acc.OnEvent(e); });
-  std::string plain;  // the non-streaming body
-  auto on_data = [&](std::string_view chunk) {
-    if (options_.stream) {
-      sse.Feed(chunk);
-      return acc.error().ok();  // an error event ends this attempt
-    }
-    plain.append(chunk);
-    return true;
-  };
-  auto resp = transport_->Post(http, on_data, cancel != nullptr ? cancel->flag() : nullptr);
-  if (!resp.ok()) {
-    failure->status = resp.status();
-    failure->retryable = resp.status().code() == StatusCode::kUnavailable;
-    return resp.status();
-  }
-  if (resp->status < 200 || resp->status >= 300) {
-    failure->status = StatusForHttpError(resp->status, resp->body);
-    failure->retryable = IsRetryableStatus(resp->status);
-    failure->headers = resp->headers;
-    return failure->status;
-  }
+  auto j = PostAttempt(*transport_, http, options_.stream,
+                       [&](std::string_view chunk) {
+                         sse.Feed(chunk);
+                         return acc.error().ok();  // an error event ends this attempt
+                       },
+                       cancel, failure);
+  if (!j.ok()) return j.status();
   if (!options_.stream) {
-    auto j = ParseJson(plain);
-    if (!j.ok()) {
-      failure->status = Status::Unavailable("unreadable response: " + j.status().message());
-      failure->retryable = true;
-      return failure->status;
-    }
     auto r = ResponseFromJson(*j);
     if (!r.ok()) {
       failure->status = r.status();

@@ -244,34 +244,14 @@ Result<Response> OpenAIProvider::Attempt(const std::string& body, TextDeduper* t
     auto j = ParseJson(e.data);
     if (j.ok()) acc.OnChunk(*j);
   });
-  std::string plain;
-  auto on_data = [&](std::string_view chunk) {
-    if (options_.stream) {
-      sse.Feed(chunk);
-      return acc.error().ok();
-    }
-    plain.append(chunk);
-    return true;
-  };
-  auto resp = transport_->Post(http, on_data, cancel != nullptr ? cancel->flag() : nullptr);
-  if (!resp.ok()) {
-    failure->status = resp.status();
-    failure->retryable = resp.status().code() == StatusCode::kUnavailable;
-    return resp.status();
-  }
-  if (resp->status < 200 || resp->status >= 300) {
-    failure->status = StatusForHttpError(resp->status, resp->body);
-    failure->retryable = IsRetryableStatus(resp->status);
-    failure->headers = resp->headers;
-    return failure->status;
-  }
+  auto j = PostAttempt(*transport_, http, options_.stream,
+                       [&](std::string_view chunk) {
+                         sse.Feed(chunk);
+                         return acc.error().ok();
+                       },
+                       cancel, failure);
+  if (!j.ok()) return j.status();
   if (!options_.stream) {
-    auto j = ParseJson(plain);
-    if (!j.ok()) {
-      failure->status = Status::Unavailable("unreadable response: " + j.status().message());
-      failure->retryable = true;
-      return failure->status;
-    }
     auto r = OpenAIResponseFromJson(*j);
     if (r.ok() && text != nullptr) text->Text(r->Text());
     if (!r.ok()) *failure = AttemptFailure{r.status(), true, {}};

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "core/json.h"
 
 namespace mates::llm {
 
@@ -155,6 +156,37 @@ Status StatusForHttpError(int status, const std::string& body) {
   // usage (exit 2); the request was ours, the refusal is an API failure.
   if (IsRetryableStatus(status)) return Status::Unavailable(text);
   return Status::FailedPrecondition(text);
+}
+
+Result<Json> PostAttempt(HttpTransport& transport, const HttpRequest& http, bool stream,
+                         const std::function<bool(std::string_view)>& feed, CancelToken* cancel,
+                         AttemptFailure* failure) {
+  std::string plain;  // the non-streaming body
+  auto on_data = [&](std::string_view chunk) {
+    if (stream) return feed(chunk);
+    plain.append(chunk);
+    return true;
+  };
+  auto resp = transport.Post(http, on_data, cancel != nullptr ? cancel->flag() : nullptr);
+  if (!resp.ok()) {
+    failure->status = resp.status();
+    failure->retryable = resp.status().code() == StatusCode::kUnavailable;
+    return resp.status();
+  }
+  if (resp->status < 200 || resp->status >= 300) {
+    failure->status = StatusForHttpError(resp->status, resp->body);
+    failure->retryable = IsRetryableStatus(resp->status);
+    failure->headers = resp->headers;
+    return failure->status;
+  }
+  if (stream) return Json();
+  auto j = ParseJson(plain);
+  if (!j.ok()) {
+    failure->status = Status::Unavailable("unreadable response: " + j.status().message());
+    failure->retryable = true;
+    return failure->status;
+  }
+  return j;
 }
 
 }  // namespace mates::llm

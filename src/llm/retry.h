@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "core/json.h"
 #include "core/status.h"
 #include "llm/http.h"
 #include "llm/provider.h"
@@ -54,6 +55,16 @@ class TextDeduper {
 Result<Response> RunWithRetries(const RetryPolicy& policy, const StreamCallbacks& callbacks,
                                 CancelToken* cancel,
                                 const std::function<Result<Response>(AttemptFailure*)>& attempt);
+
+// One HTTP attempt of a provider. Streaming: each chunk goes to `feed`,
+// which returns false to end the attempt (e.g. after an error event); the
+// result is null. Not streaming: the body parsed as JSON. Failures are
+// classified for the retry loop in `failure`: transport errors and
+// unreadable bodies retryable, HTTP statuses as IsRetryableStatus says
+// (with their headers, for retry-after).
+Result<Json> PostAttempt(HttpTransport& transport, const HttpRequest& http, bool stream,
+                         const std::function<bool(std::string_view)>& feed, CancelToken* cancel,
+                         AttemptFailure* failure);
 
 // A Status for a non-2xx HTTP answer: the API's own error message as is.
 // Anthropic: {"type":"error","error":{"type","message"}}; OpenAI:

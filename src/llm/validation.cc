@@ -9,6 +9,15 @@ namespace {
 
 Status Bad(const std::string& msg) { return Status::InvalidArgument(msg); }
 
+// OpenAI's words for tool calls left without their tool messages.
+Status UnansweredToolCalls(const std::set<std::string>& pending) {
+  std::string ids;
+  for (const auto& id : pending) ids += (ids.empty() ? "" : ", ") + id;
+  return Bad("An assistant message with 'tool_calls' must be followed by tool messages "
+             "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+             "response messages: " + ids);
+}
+
 bool ValidToolName(const std::string& name) {
   static const std::regex re("^[a-zA-Z0-9_-]{1,128}$");
   return std::regex_match(name, re);
@@ -258,13 +267,7 @@ Status ValidateOpenAIRequest(const Json& body) {
       pending.erase(id);
       continue;
     }
-    if (!pending.empty()) {
-      std::string ids;
-      for (const auto& id : pending) ids += (ids.empty() ? "" : ", ") + id;
-      return Bad("An assistant message with 'tool_calls' must be followed by tool messages "
-                 "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-                 "response messages: " + ids);
-    }
+    if (!pending.empty()) return UnansweredToolCalls(pending);
     in_tool_run = false;
     if (role == "assistant" && m.contains("tool_calls") && m["tool_calls"].is_array()) {
       for (const auto& tc : m["tool_calls"]) {
@@ -276,13 +279,7 @@ Status ValidateOpenAIRequest(const Json& body) {
       in_tool_run = !pending.empty();
     }
   }
-  if (!pending.empty()) {
-    std::string ids;
-    for (const auto& id : pending) ids += (ids.empty() ? "" : ", ") + id;
-    return Bad("An assistant message with 'tool_calls' must be followed by tool messages "
-               "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-               "response messages: " + ids);
-  }
+  if (!pending.empty()) return UnansweredToolCalls(pending);
   return Status::Ok();
 }
 

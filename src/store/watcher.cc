@@ -240,13 +240,13 @@ void Watcher::PollLoop() {
   while (!stopping_) {
     stop_cv_.wait_for(lock, poll_interval_, [this] { return stopping_; });
     if (stopping_) return;
-    std::vector<std::pair<uint64_t, std::pair<std::string, std::string>>> todo;
-    todo.reserve(subs_.size());
-    for (const auto& [id, s] : subs_) todo.push_back({id, {s.dir, s.pattern}});
+    std::vector<std::pair<uint64_t, std::pair<std::string, std::string>>> watched;
+    watched.reserve(subs_.size());
+    for (const auto& [id, s] : subs_) watched.push_back({id, {s.dir, s.pattern}});
     lock.unlock();
     std::vector<std::pair<uint64_t, uint64_t>> sigs;
-    sigs.reserve(todo.size());
-    for (const auto& [id, dp] : todo) sigs.emplace_back(id, Signature(dp.first, dp.second));
+    sigs.reserve(watched.size());
+    for (const auto& [id, dp] : watched) sigs.emplace_back(id, Signature(dp.first, dp.second));
     std::vector<std::shared_ptr<Waker>> wake;
     lock.lock();
     for (const auto& [id, sig] : sigs) {
