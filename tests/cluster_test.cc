@@ -63,7 +63,13 @@ class ClusterTest : public ::testing::Test {
   }
   void TearDown() override {
     // Whatever a failed test left: this cluster's own server only.
-    (void)testing::Run({"tmux", "-L", "mates-" + session_, "kill-server"});
+    if (ServerAlive()) (void)Cluster({"down"});
+    if (ServerAlive()) (void)testing::Run({"tmux", "-L", "mates-" + session_, "kill-server"});
+  }
+  std::string SocketFile() {
+    const char* tmp = std::getenv("TMUX_TMPDIR");
+    return std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/tmux-" + std::to_string(::getuid()) +
+           "/mates-" + session_;
   }
   bool ServerAlive() { return testing::Run({"tmux", "-L", "mates-" + session_, "has-session"}).exit_code == 0; }
   bool AgentsRunning() {
@@ -127,6 +133,7 @@ TEST_F(ClusterTest, UpSendStatusLogDownFromSeparateProcesses) {
   ASSERT_EQ(down.exit_code, 0) << down.err;
   EXPECT_FALSE(ServerAlive());
   EXPECT_FALSE(AgentsRunning());
+  EXPECT_FALSE(fs::exists(SocketFile())) << SocketFile();  // tmux leaves it; down does not
   EXPECT_NE(Cluster({"status"}).out.find(": down"), std::string::npos);
   EXPECT_EQ(Cluster({"send", "grand_boss", "hi"}).exit_code, 1);
 }

@@ -44,7 +44,7 @@ int Up(const ClusterArgs& a) {
     } else {
       std::cout << "  " << ar.agent << ": NOT ready: " << ar.error << std::endl;
     }
-  });
+  }, [](const std::string& note) { std::cout << "  " << note << std::endl; });
   if (!r.ok()) return Fail(r.status());
   int failed = 0;
   for (const auto& ar : *r) failed += ar.ready ? 0 : 1;

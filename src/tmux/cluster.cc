@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <mutex>
+#include <set>
 #include <regex>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/waker.h"
+#include "tmux/claude_setup.h"
 #include "store/mailbox.h"
 #include "store/messenger.h"
 #include "store/roster.h"
@@ -46,19 +48,126 @@ std::string LastInputLine(const std::string& input) {
   return "";
 }
 
-bool LastLineIsPrompt(const std::vector<std::string>& lines, const std::regex& ready) {
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    if (Trim(*it).empty()) continue;
-    return std::regex_search(*it, ready);
+bool StartsWith(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+bool EndsWith(const std::string& s, const std::string& p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+// A row that ends the echo of an input whose last line is `last`: it holds
+// that line whole, or it is the tail the CLI wrapped onto a row of its own
+// (TUIs such as Claude Code wrap long input at word boundaries themselves).
+bool EndsEcho(const std::string& row, const std::string& last) {
+  if (last.empty()) return false;
+  if (row.find(last) != std::string::npos) return true;
+  std::string t = Trim(row);
+  for (const char* glyph : {">", "❯", "›", "│", "|"}) {
+    if (StartsWith(t, glyph)) t = Trim(t.substr(std::string(glyph).size()));
+  }
+  return !t.empty() && EndsWith(last, t);
+}
+
+// How many non-empty rows at the bottom of a pane belong to the CLI's
+// input area (its prompt, rules around it, a status line under it).
+constexpr int kBottomRows = 6;
+
+// The CLI's input prompt among the pane's bottom rows, or npos.
+size_t PromptRow(const std::vector<std::string>& lines, const std::regex& ready) {
+  int seen = 0;
+  for (size_t i = lines.size(); i-- > 0 && seen < kBottomRows;) {
+    if (Trim(lines[i]).empty()) continue;
+    if (std::regex_search(lines[i], ready)) return i;
+    ++seen;
+  }
+  return std::string::npos;
+}
+
+// The CLI says it is still working (Claude Code: "esc to interrupt").
+bool LooksBusy(const std::vector<std::string>& lines, const std::string& busy_pattern) {
+  if (busy_pattern.empty()) return false;
+  std::regex busy(busy_pattern);
+  int seen = 0;
+  for (size_t i = lines.size(); i-- > 0 && seen < kBottomRows;) {
+    if (Trim(lines[i]).empty()) continue;
+    if (std::regex_search(lines[i], busy)) return true;
+    ++seen;
   }
   return false;
 }
 
+// The first row that differs between two captures of one pane: everything
+// above it is older than the send.
+size_t FirstDifference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return i;
+}
+
+// A rule drawn with box characters, or nothing: the CLI's, not the reply.
+bool IsRule(const std::string& row) {
+  std::string t = Trim(row);
+  if (t.empty()) return false;
+  for (const char* piece : {"─", "━", "═", "-"}) {
+    std::string p = piece;
+    std::string rest = t;
+    while (StartsWith(rest, p)) rest = rest.substr(p.size());
+    if (rest.empty()) return true;
+  }
+  return false;
+}
+
+// A reply's rows without the CLI's chrome: prompt lines, rules, and the
+// bullet a TUI puts before each message ("● ", "⏺ ", continuation rows
+// indented under it).
+std::string Unchrome(const std::vector<std::string>& body, const std::regex& ready) {
+  std::vector<std::string> rows;
+  for (const auto& l : body) {
+    if (std::regex_search(l, ready) || IsRule(l)) continue;
+    rows.push_back(l);
+  }
+  bool bulleted = false;
+  for (const auto& r : rows) {
+    if (Trim(r).empty()) continue;
+    bulleted = StartsWith(r, "● ") || StartsWith(r, "⏺ ");
+    break;
+  }
+  std::string out;
+  for (auto r : rows) {
+    if (bulleted) {
+      if (StartsWith(r, "● ")) r = r.substr(std::string("● ").size());
+      else if (StartsWith(r, "⏺ ")) r = r.substr(std::string("⏺ ").size());
+      else if (StartsWith(r, "  ")) r = r.substr(2);
+    }
+    out += r + "\n";
+  }
+  return Trim(out);
+}
+
 void Sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+// The process still runs: it exists and is not a zombie waiting for its
+// parent (tmux) to reap it.
+bool Running(int pid) {
+  if (::kill(pid, 0) != 0) return false;
+  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) return true;
+  size_t paren = stat->rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat->size() || (*stat)[paren + 2] != 'Z';
+}
 
 }  // namespace
 
-std::vector<std::string> CaptureLines(const std::string& capture) {
+std::vector<std::string> CaptureLines(const std::string& raw) {
+  // U+00A0 reads as the space it shows (Claude Code's prompt is "❯\u00a0").
+  std::string capture;
+  capture.reserve(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '\xC2' && i + 1 < raw.size() && raw[i + 1] == '\xA0') {
+      capture += ' ';
+      ++i;
+    } else {
+      capture += raw[i];
+    }
+  }
   std::vector<std::string> lines;
   size_t start = 0;
   while (start <= capture.size()) {
@@ -76,16 +185,14 @@ std::vector<std::string> CaptureLines(const std::string& capture) {
 
 bool FindReply(const std::vector<std::string>& lines, size_t start, const std::string& input,
                const std::string& marker, const std::string& ready_pattern, std::string* reply) {
-  // Where the echo of the input ends (the prompt line itself when the CLI
-  // shows no echo we can find, e.g. a "[pasted text]" placeholder).
+  // Where the echo of the input ends (the prompt row itself when the CLI
+  // shows no echo we can find, e.g. a "[Pasted text]" placeholder).
   size_t echo_end = start;
   std::string last = LastInputLine(input);
-  if (!last.empty()) {
-    for (size_t i = start; i < lines.size(); ++i) {
-      if (lines[i].find(last) != std::string::npos) {
-        echo_end = i;
-        break;
-      }
+  for (size_t i = start; i < lines.size(); ++i) {
+    if (EndsEcho(lines[i], last)) {
+      echo_end = i;
+      break;
     }
   }
   std::regex ready(ready_pattern);
@@ -95,12 +202,7 @@ bool FindReply(const std::vector<std::string>& lines, size_t start, const std::s
     std::vector<std::string> body(lines.begin() + static_cast<long>(echo_end) + 1, lines.begin() + static_cast<long>(i));
     std::string marker_line = TrimRight(lines[i].substr(0, at) + lines[i].substr(at + marker.size()));
     if (!Trim(marker_line).empty()) body.push_back(marker_line);
-    std::string out;
-    for (const auto& l : body) {
-      if (std::regex_search(l, ready)) continue;  // prompt lines are the CLI's, not the reply
-      out += l + "\n";
-    }
-    *reply = Trim(out);
+    *reply = Unchrome(body, ready);
     return true;
   }
   return false;
@@ -149,34 +251,48 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
   std::regex ready(a.ready_pattern);
   // 1. The CLI must be waiting for input, or what we type may be lost.
   std::vector<std::string> before;
+  size_t prompt = std::string::npos;
   for (;;) {
     MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
     before = CaptureLines(cap);
-    if (LastLineIsPrompt(before, ready)) break;
+    prompt = PromptRow(before, ready);
+    if (prompt != std::string::npos && !LooksBusy(before, a.busy_pattern)) break;
     if (Expired(deadline)) {
-      return Status::Timeout(a.name + " is not ready for input (its prompt never showed)");
+      return Status::Timeout(a.name + " is not ready for input (" +
+                             (prompt == std::string::npos ? "its prompt never showed" : "it is still busy") + ")");
     }
     Sleep(kPollS);
   }
-  size_t start = before.empty() ? 0 : before.size() - 1;  // the prompt line: the echo starts there
-  // 2. Type it; press Enter once the text is in (a TUI may take a moment).
+  // Rows from here on may be new: the prompt row, or any row above it the
+  // CLI redraws (a TUI may move its input area when the echo goes above).
+  auto new_from = [&](const std::vector<std::string>& now) { return std::min(prompt, FirstDifference(before, now)); };
+  // 2. Type it; press Enter once the text is in: its last line shows, or
+  // the pane changed and then stayed still for a moment (a TUI may show a
+  // long paste as a placeholder).
   MATES_RETURN_IF_ERROR(tmux_.Paste(pane, text));
   std::string last = LastInputLine(text);
-  Deadline echo_deadline = DeadlineIn(2);
+  std::vector<std::string> seen = before;
+  auto still_since = SteadyClock::now();
   for (;;) {
     MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
     std::vector<std::string> now = CaptureLines(cap);
     bool shown = false;
-    for (size_t i = start; i < now.size() && !shown; ++i) shown = last.empty() || now[i].find(last) != std::string::npos;
-    if (shown || (now != before && Expired(echo_deadline)) || Expired(deadline)) break;
+    for (size_t i = new_from(now); i < now.size() && !shown; ++i) shown = EndsEcho(now[i], last);
+    if (now != seen) {
+      seen = now;
+      still_since = SteadyClock::now();
+    }
+    bool settled = now != before && SteadyClock::now() - still_since > std::chrono::milliseconds(100);
+    if (shown || settled || Expired(deadline)) break;
     Sleep(kPollS / 2);
   }
   MATES_RETURN_IF_ERROR(tmux_.SendKey(pane, "Enter"));
   // 3. The marker, after the echo.
   for (;;) {
     MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
+    std::vector<std::string> now = CaptureLines(cap);
     std::string reply;
-    if (FindReply(CaptureLines(cap), start, text, a.marker, a.ready_pattern, &reply)) return reply;
+    if (FindReply(now, new_from(now), text, a.marker, a.ready_pattern, &reply)) return reply;
     if (Expired(deadline)) {
       return Status::Timeout("no '" + a.marker + "' from " + a.name + " in time");
     }
@@ -240,12 +356,39 @@ Status Cluster::Route(const std::atomic<bool>& stop) {
   return Status::Ok();
 }
 
-Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const AgentReadiness&)>& progress) {
+Result<std::vector<std::string>> Cluster::PrepareFirstRun() const {
+  std::vector<std::string> notes;
+  std::set<std::pair<fs::path, std::string>> done;
+  for (const auto& a : config_.agents) {
+    if (a.first_run != FirstRun::kClaudeCode) continue;
+    auto file = ClaudeConfigFile(a.env);
+    if (!file.ok()) return file.status().WithContext(a.name);
+    std::string key = EnvOf(a.env, "ANTHROPIC_API_KEY");
+    if (!done.insert({*file, key}).second) continue;
+    auto changed = PrepareClaudeCode(*file, config_.work_dir, key);
+    if (!changed.ok()) return changed.status().WithContext(a.name + ": Claude Code's first-run answers");
+    if (changed->empty()) continue;
+    std::string what;
+    for (const auto& c : *changed) what += (what.empty() ? "" : ", ") + c;
+    notes.push_back("Claude Code's first-run answers in " + file->string() + ": " + what);
+  }
+  return notes;
+}
+
+Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const AgentReadiness&)>& progress,
+                                                const std::function<void(const std::string&)>& notice) {
   if (IsUp()) {
     return Status::AlreadyExists("cluster " + config_.name + " is already up (session " + config_.session +
                                  "); mates cluster down first");
   }
   MATES_RETURN_IF_ERROR(EnsureDir(config_.state_dir()));
+  // Before any pane starts: a question on screen is an agent that never
+  // comes up.
+  MATES_ASSIGN_OR_RETURN(std::vector<std::string> notes, PrepareFirstRun());
+  for (const auto& n : notes) {
+    (void)Log("mates", config_.name, "info", n);
+    if (notice) notice(n);
+  }
   Json state;
   state["socket"] = config_.socket();
   state["session"] = config_.session;
@@ -381,8 +524,8 @@ Status Cluster::Down() {
   }
   Deadline grace = DeadlineIn(2);
   for (int pid : pids) {
-    while (::kill(pid, 0) == 0 && !Expired(grace)) Sleep(0.02);
-    if (::kill(pid, 0) == 0) {
+    while (Running(pid) && !Expired(grace)) Sleep(0.02);
+    if (Running(pid)) {
       ::kill(-pid, SIGKILL);
       ::kill(pid, SIGKILL);
     }

@@ -1,12 +1,14 @@
 // Cluster: agent CLIs in the panes of one tmux session (seed 003), driven
 // by typing into their panes and reading them back.
 //
-// A send: wait until the agent's CLI shows its input prompt (so Enter is
-// not lost); remember where the pane's content ends; paste the text; press
-// Enter once the echo is there; the reply is complete when the agent's
-// marker shows up in output that came after the echoed input (a marker in
+// A send: wait until the agent's CLI shows its input prompt among the
+// pane's bottom rows and does not say it is busy (so Enter is not lost);
+// remember the pane's content; paste the text; press Enter once the echo
+// is there; the reply is complete when the agent's marker shows up after
+// the echo of the input, in rows that changed since the send (a marker in
 // the input, or in older scrollback, does not count). The reply is the
-// text between the echo and the marker, without prompt lines.
+// text between the echo and the marker, without the CLI's chrome (prompt
+// rows, rules, a TUI's message bullet).
 //
 // `up` leaves the pane ids in <work_dir>/.mates-cluster/<session>/, so
 // `send`, `status` and `down` work from any process. A send holds the
@@ -44,9 +46,14 @@ class Cluster {
  public:
   explicit Cluster(ClusterConfig config);
 
+  // Answers the first-run questions of the agents' CLIs (first_run:
+  // claude-code, see tmux/claude_setup.h); what it changed, in words.
+  Result<std::vector<std::string>> PrepareFirstRun() const;
   // Creates the session, starts every agent, handshakes them in parallel
-  // (each must answer with its marker); `progress` hears each result.
-  Result<std::vector<AgentReadiness>> Up(const std::function<void(const AgentReadiness&)>& progress = {});
+  // (each must answer with its marker); `progress` hears each result,
+  // `notice` what was done for the CLIs' first run.
+  Result<std::vector<AgentReadiness>> Up(const std::function<void(const AgentReadiness&)>& progress = {},
+                                         const std::function<void(const std::string&)>& notice = {});
   // Sends `text` from `from` ("user" by default) to `agent`; the reply.
   Result<std::string> Send(const std::string& from, const std::string& agent, const std::string& text,
                            double timeout_s = -1);
@@ -77,8 +84,10 @@ class Cluster {
 };
 
 // Pure helpers of the exchange (tested on their own): the lines of a
-// capture, without trailing blank lines; the reply that follows the echo of
-// `input` from line `start` on, ending at `marker` ("" if not there yet).
+// capture, without trailing blank lines (U+00A0 read as a space); the reply
+// that follows the echo of `input` (its last line, whole or as the tail a
+// TUI wrapped) from line `start` on, ending at `marker` (false if not there
+// yet), without the CLI's chrome.
 std::vector<std::string> CaptureLines(const std::string& capture);
 bool FindReply(const std::vector<std::string>& lines, size_t start, const std::string& input,
                const std::string& marker, const std::string& ready_pattern, std::string* reply);

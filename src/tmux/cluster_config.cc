@@ -12,7 +12,12 @@ namespace mates::tmux {
 
 namespace {
 
-const char* kDefaultReadyPattern = R"(^\s*[│|]?\s*[>❯›]\s*$)";
+// Alternatives, not a bracket: std::regex matches bytes, and ❯ is three.
+// (Captured lines have U+00A0 turned into a space already: Claude Code
+// draws its prompt as "❯\u00a0".)
+const char* kDefaultReadyPattern = R"(^\s*(│|\|)?\s*(>|❯|›)\s*$)";
+// Claude Code's status line while it works.
+const char* kDefaultBusyPattern = "esc to interrupt";
 
 Status FieldError(const std::string& where, const std::string& what) {
   return Status::InvalidArgument(where + ": " + what);
@@ -33,6 +38,26 @@ Result<std::string> String(const YAML::Node& n, const std::string& where, bool r
   }
   if (!n.IsScalar()) return FieldError(where, "must be a string");
   return n.as<std::string>();
+}
+
+Result<std::string> Regex(const YAML::Node& n, const std::string& where, std::string dflt) {
+  if (n && !n.IsNull() && !n.IsScalar()) return FieldError(where, "must be a string (a regex)");
+  std::string v = n && !n.IsNull() ? n.as<std::string>() : dflt;
+  try {
+    std::regex test(v);
+  } catch (const std::regex_error& e) {
+    return FieldError(where, "invalid regex '" + v + "': " + e.what());
+  }
+  return v;
+}
+
+Result<FirstRun> FirstRunOf(const YAML::Node& n, const std::string& where, FirstRun dflt) {
+  if (!n || n.IsNull()) return dflt;
+  std::string v = n.IsScalar() ? n.as<std::string>() : "";
+  if (v == "auto") return FirstRun::kAuto;
+  if (v == "claude-code") return FirstRun::kClaudeCode;
+  if (v == "none") return FirstRun::kNone;
+  return FieldError(where, "must be auto, claude-code or none");
 }
 
 Result<double> Seconds(const YAML::Node& n, const std::string& where, double dflt) {
@@ -128,7 +153,8 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
   const YAML::Node c = root["cluster"];
   if (!c || !c.IsMap()) return wrap(FieldError("cluster", "missing (a map)"));
   if (Status s = CheckKeys(c, "cluster", {"name", "session_name", "work_dir", "command", "env", "startup_timeout",
-                                          "response_timeout", "log_file", "ready_pattern"});
+                                          "response_timeout", "log_file", "ready_pattern", "busy_pattern",
+                                          "first_run"});
       !s.ok()) {
     return wrap(s);
   }
@@ -148,7 +174,9 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
   MATES_FIELD(startup, Seconds(c["startup_timeout"], "cluster.startup_timeout", 60));
   MATES_FIELD(response, Seconds(c["response_timeout"], "cluster.response_timeout", 30));
   MATES_FIELD(log_file, String(c["log_file"], "cluster.log_file", false, "logs/messages.jsonl"));
-  MATES_FIELD(ready, String(c["ready_pattern"], "cluster.ready_pattern", false, kDefaultReadyPattern));
+  MATES_FIELD(ready, Regex(c["ready_pattern"], "cluster.ready_pattern", kDefaultReadyPattern));
+  MATES_FIELD(busy, Regex(c["busy_pattern"], "cluster.busy_pattern", kDefaultBusyPattern));
+  MATES_FIELD(first_run, FirstRunOf(c["first_run"], "cluster.first_run", FirstRun::kAuto));
   if (Status s = ValidateName("cluster.name", name); !s.ok()) return wrap(s);
   if (Status s = ValidateName("cluster.session_name", session); !s.ok()) return wrap(s);
   cfg.name = name;
@@ -170,7 +198,7 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
     const YAML::Node a = agents[i];
     if (!a.IsMap()) return wrap(FieldError(w, "must be a map"));
     if (Status s = CheckKeys(a, w, {"name", "role", "personality_prompt_path", "marker", "pane_index", "command",
-                                    "env", "reports_to", "ready_pattern"});
+                                    "env", "reports_to", "ready_pattern", "busy_pattern", "first_run"});
         !s.ok()) {
       return wrap(s);
     }
@@ -212,13 +240,16 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
     for (const auto& [k, v] : aenv) ag.env[k] = v;
     MATES_FIELD(reports, String(a["reports_to"], w + ".reports_to", false));
     ag.reports_to = reports;
-    MATES_FIELD(aready, String(a["ready_pattern"], w + ".ready_pattern", false, ready));
-    try {
-      std::regex test(aready);
-    } catch (const std::regex_error& e) {
-      return wrap(FieldError(w + ".ready_pattern", std::string("invalid regex: ") + e.what()));
-    }
+    MATES_FIELD(aready, Regex(a["ready_pattern"], w + ".ready_pattern", ready));
     ag.ready_pattern = aready;
+    MATES_FIELD(abusy, Regex(a["busy_pattern"], w + ".busy_pattern", busy));
+    ag.busy_pattern = abusy;
+    MATES_FIELD(afirst, FirstRunOf(a["first_run"], w + ".first_run", first_run));
+    if (afirst == FirstRun::kAuto) {
+      afirst = !ag.command.empty() && fs::path(ag.command[0]).filename() == "claude" ? FirstRun::kClaudeCode
+                                                                                      : FirstRun::kNone;
+    }
+    ag.first_run = afirst;
     cfg.agents.push_back(ag);
   }
 #undef MATES_FIELD

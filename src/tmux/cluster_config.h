@@ -9,14 +9,18 @@
 //     startup_timeout: 60            # seconds for an agent to come up and handshake
 //     response_timeout: 30           # seconds for a reply (the seed's)
 //     log_file: logs/messages.jsonl  # the seed's message log
-//     ready_pattern: '…'             # regex: the CLI waits for input (last line)
+//     ready_pattern: '…'             # regex: the CLI's input prompt (near the bottom)
+//     busy_pattern: esc to interrupt # regex: the CLI is still working (near the bottom)
+//     first_run: auto                # claude-code: pre-answer Claude Code's first-run
+//                                    # questions; none; auto: by the command's name
 //   agents:
 //     - name: grand_boss
 //       role: grand_boss
 //       personality_prompt_path: config/personalities/grand_boss.txt
 //       marker: GRAND BOSS OK
 //       pane_index: 0
-//       command / env / reports_to / ready_pattern   # optional, per agent
+//       command / env / reports_to / ready_pattern / busy_pattern / first_run
+//                                    # optional, per agent
 //
 // Relative paths resolve against the config file's folder. In `command`,
 // {personality_file}, {marker} and {name} are replaced. Every mistake is one
@@ -34,6 +38,13 @@ namespace mates::tmux {
 
 namespace fs = std::filesystem;
 
+// What `up` does about the CLI's first-run questions.
+enum class FirstRun {
+  kAuto,        // claude-code when the command's program is named "claude", else none
+  kClaudeCode,  // see tmux/claude_setup.h
+  kNone,
+};
+
 struct AgentConfig {
   std::string name;
   std::string role;
@@ -44,6 +55,8 @@ struct AgentConfig {
   std::map<std::string, std::string> env;
   std::string reports_to;  // "" for the top of the hierarchy
   std::string ready_pattern;
+  std::string busy_pattern;  // "" = never busy by its looks
+  FirstRun first_run = FirstRun::kNone;  // never kAuto once loaded
 };
 
 struct ClusterConfig {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 
 #include "support/test_util.h"
 
@@ -32,6 +33,61 @@ TEST(FindReplyTest, OlderScrollbackIsNotLookedAt) {
   auto lines = CaptureLines("CODING OK\nold reply CODING OK\n> new question\n");
   std::string reply;
   EXPECT_FALSE(FindReply(lines, 2, "new question", "CODING OK", kReady, &reply));
+}
+
+// A real Claude Code screen (v2.1, 60 columns): its prompt is "❯" and a
+// no-break space, it wraps a long input itself, puts "● " before its
+// message and indents the rest; rules and a status line close the screen.
+TEST(FindReplyTest, ClaudeCodesScreen) {
+  const std::string nbsp = "\xC2\xA0";
+  std::string screen =
+      "╰──────────────────────────────────────────────────────────╯\n"
+      "\n"
+      "❯" + nbsp + "You are alpha (coder) in the cluster c. Reply with your\n"
+      "  marker to confirm you are ready.\n"
+      "\n"
+      "● Alpha here and ready.\n"
+      "  Second line, indented under the bullet.\n"
+      "  ALPHA OK\n"
+      "\n"
+      "✻ Cogitated for 0s\n"
+      "\n"
+      "────────────────────────────────────────────────────────────\n"
+      "❯" + nbsp + "\n"
+      "────────────────────────────────────────────────────────────\n"
+      "  ? for shortcuts · ← for agents\n\n\n";
+  auto lines = CaptureLines(screen);
+  EXPECT_EQ(lines[12], "❯");  // the no-break space reads as a space (trimmed)
+  const std::string input = "You are alpha (coder) in the cluster c. Reply with your marker to confirm you are ready.";
+  std::string reply;
+  ASSERT_TRUE(FindReply(lines, 1, input, "ALPHA OK", R"(^\s*(│|\|)?\s*(>|❯|›)\s*$)", &reply));
+  EXPECT_EQ(reply, "Alpha here and ready.\nSecond line, indented under the bullet.");
+  // Before the reply, the wrapped echo alone is no reply.
+  lines.resize(4);
+  EXPECT_FALSE(FindReply(lines, 1, input, "ALPHA OK", kReady, &reply));
+}
+
+TEST(ClusterConfigTest, TheDefaultPromptPatternMatchesClaudeCodeAndPlainPrompts) {
+  testing::TempDir dir;
+  testing::WriteAll(dir.path() / "p.txt", "x");
+  testing::WriteAll(dir.path() / "c.yaml",
+                    "cluster: {name: cc}\n"
+                    "agents:\n"
+                    "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0}\n"
+                    "  - {name: b, personality_prompt_path: p.txt, marker: B OK, pane_index: 1, command: [my-cli]}\n");
+  auto c = LoadClusterConfig(dir.path() / "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  std::regex ready(c->agents[0].ready_pattern);
+  for (std::string prompt : {"❯\xC2\xA0", "> ", "  › ", "│ > ", "❯"}) {
+    EXPECT_TRUE(std::regex_search(CaptureLines(prompt + "\n")[0], ready)) << prompt;
+  }
+  for (std::string row : {"❯ some text", "  ❯ 2. No (recommended)", "> quoted", "❯❯", "plain"}) {
+    EXPECT_FALSE(std::regex_search(row, ready)) << row;
+  }
+  EXPECT_EQ(c->agents[0].busy_pattern, "esc to interrupt");
+  // first_run: auto is claude-code for `claude`, none for anything else.
+  EXPECT_EQ(c->agents[0].first_run, FirstRun::kClaudeCode);
+  EXPECT_EQ(c->agents[1].first_run, FirstRun::kNone);
 }
 
 Status LoadFrom(const std::string& yaml, testing::TempDir& dir) {
@@ -80,6 +136,12 @@ TEST(ClusterConfigTest, MistakesNameTheirField) {
        "agents[0].reports_to"},
       {head + "  - {name: 'a b', personality_prompt_path: p.txt, marker: A OK, pane_index: 0}\n", "agents[0].name"},
       {"cluster: {name: cc, response_timeout: -3}\nagents:\n" + ok, "cluster.response_timeout"},
+      {"cluster: {name: cc, busy_pattern: '('}\nagents:\n" + ok, "cluster.busy_pattern: invalid regex"},
+      {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, ready_pattern: '['}\n",
+       "agents[0].ready_pattern: invalid regex"},
+      {"cluster: {name: cc, first_run: always}\nagents:\n" + ok, "cluster.first_run: must be auto, claude-code or none"},
+      {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, first_run: [x]}\n",
+       "agents[0].first_run"},
       {"cluster: [1\n", "c.yaml"},
   };
   for (const auto& c : cases) {

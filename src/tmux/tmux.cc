@@ -1,5 +1,11 @@
 #include "tmux/tmux.h"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
 #include "core/subprocess.h"
 
 namespace mates::tmux {
@@ -129,6 +135,27 @@ Status Tmux::KillSession(const std::string& session) const {
   return Run({"kill-session", "-t", "=" + session}).status();
 }
 
-Status Tmux::KillServer() const { return Run({"kill-server"}).status(); }
+std::string Tmux::SocketPath() const {
+  auto asked = Run({"display-message", "-p", "#{socket_path}"});
+  if (asked.ok() && !Trim(*asked).empty()) return Trim(*asked);
+  const char* tmp = std::getenv("TMUX_TMPDIR");
+  std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  return dir + "/tmux-" + std::to_string(::getuid()) + "/" + (socket_.empty() ? "default" : socket_);
+}
+
+Status Tmux::KillServer() const {
+  std::string socket = SocketPath();
+  Status s = Run({"kill-server"}).status();
+  // Only a socket no server answers on any more (the server may take a
+  // moment to go).
+  for (int i = 0; i < 100; ++i) {
+    if (!Run({"list-sessions"}).ok()) {
+      ::unlink(socket.c_str());
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return s;
+}
 
 }  // namespace mates::tmux

@@ -61,8 +61,12 @@ class Tmux {
   Status SendKey(const std::string& pane, const std::string& key) const;
 
   Status KillSession(const std::string& session) const;
-  // Ends this socket's server (every session on it).
+  // Ends this socket's server (every session on it) and removes its socket
+  // file (tmux leaves it behind).
   Status KillServer() const;
+  // Where this server's socket is: asked of the running server, else where
+  // tmux puts it ($TMUX_TMPDIR or /tmp, then tmux-<uid>/<socket>).
+  std::string SocketPath() const;
 
   const std::string& socket() const { return socket_; }
   // The argv prefix of every call ("tmux", "-L", socket).
