@@ -1,9 +1,19 @@
 // A real client: the Claude Code CLI (npm @anthropic-ai/claude-code, which
-// ./scripts/test installs into .cache/npm) run as `claude -p` against
-// `mates mock-llm` prints the scenario's reply. Without the package the test
-// is skipped, loudly.
+// ./scripts/test installs into .cache/npm) against `mates mock-llm`: run as
+// `claude -p` it prints the scenario's reply; run interactively in the panes
+// of a `mates cluster`, it comes up without a person answering its first-run
+// questions, handshakes, answers a send and a teammate's message, and goes
+// down leaving nothing. Without the package the tests are skipped, loudly.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/json.h"
 
 #include "core/clock.h"
 #include "support/test_util.h"
@@ -17,12 +27,15 @@ std::string ClaudeBinary() {
   return (dir / "npm/node_modules/.bin/claude").string();
 }
 
+#define MATES_NEED_CLAUDE(claude)                                                                    \
+  if (!fs::exists(claude)) {                                                                         \
+    GTEST_SKIP() << "\n*** SKIPPED LOUDLY: the Claude Code CLI is not installed at " << claude       \
+                 << " (./scripts/test installs it with npm; it could not be installed here) ***"; \
+  }
+
 TEST(ClaudeCodeTest, PrintsTheScenarioReplyThroughMockLlm) {
   std::string claude = ClaudeBinary();
-  if (!fs::exists(claude)) {
-    GTEST_SKIP() << "\n*** SKIPPED LOUDLY: the Claude Code CLI is not installed at " << claude
-                 << " (./scripts/test installs it with npm; it could not be installed here) ***";
-  }
+  MATES_NEED_CLAUDE(claude);
   testing::TempDir dir;
   testing::WriteAll(dir.path() / "s.yaml", R"(
 rules:
@@ -61,6 +74,147 @@ default_reply:
   std::string rec = testing::ReadAll(dir.path() / "rec.jsonl");
   EXPECT_NE(rec.find(R"("status":200)"), std::string::npos);
   EXPECT_EQ(rec.find(R"("status":400)"), std::string::npos) << rec.substr(0, 2000);
+}
+
+// The live processes whose environment holds `needle` ("HOME=/tmp/x").
+std::vector<int> ProcessesWithEnv(const std::string& needle) {
+  std::vector<int> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::string env = testing::ReadAll(fs::path("/proc") / e->d_name / "environ");
+    std::string stat = testing::ReadAll(fs::path("/proc") / e->d_name / "stat");
+    size_t paren = stat.rfind(')');
+    bool zombie = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+    if (!zombie && env.find(needle + '\0') != std::string::npos) out.push_back(pid);
+  }
+  ::closedir(d);
+  return out;
+}
+
+// Seed 003 with the real CLI: two Claude Code agents in tmux panes, their
+// model `mates mock-llm`, a fresh HOME nobody has answered questions in.
+TEST(ClaudeCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
+  std::string claude = ClaudeBinary();
+  MATES_NEED_CLAUDE(claude);
+  testing::TempDir dir;
+  const std::string key = "sk-test-cluster-key-0123456789abcdefghij";
+  testing::WriteAll(dir.path() / "s.yaml", R"(
+rules:
+  - when: "You are alpha"
+    once: false
+    reply:
+      - {type: text, text: "Alpha here, ready.\nALPHA OK"}
+  - when: "You are beta"
+    once: false
+    reply:
+      - {type: text, text: "Beta here, ready.\nBETA OK"}
+  - when: "What is 2\\+2"
+    once: false
+    reply:
+      - {type: text, text: "2 + 2 = 4, as always.\nA second line, for the extraction.\nALPHA OK"}
+  - when: "Message from lead \\(message\\): status please"
+    once: false
+    reply:
+      - {type: text, text: "All green on my side.\nBETA OK"}
+default_reply:
+  - {type: text, text: "mock default"}
+)");
+  auto mock = testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", (dir.path() / "s.yaml").string(),
+                              "--record", (dir.path() / "rec.jsonl").string(), "--quiet"});
+  auto line = mock.ReadLine(DeadlineIn(10));
+  ASSERT_TRUE(line.ok());
+  std::string url = line->substr(std::string("listening on ").size());
+
+  fs::create_directories(dir.path() / "home");
+  fs::create_directories(dir.path() / "work");
+  testing::WriteAll(dir.path() / "alpha.txt", "You are alpha, a coder. End every reply with ALPHA OK.\n");
+  testing::WriteAll(dir.path() / "beta.txt", "You are beta, a tester. End every reply with BETA OK.\n");
+  const std::string session = "cc" + std::to_string(::getpid());
+  testing::WriteAll(dir.path() / "cc.yaml",
+                    "cluster:\n  name: " + session + "\n  work_dir: work\n  startup_timeout: 90\n"
+                    "  response_timeout: 60\n  command: [" + claude +
+                    ", --append-system-prompt-file, '{personality_file}']\n"
+                    "agents:\n"
+                    "  - {name: alpha, personality_prompt_path: alpha.txt, marker: ALPHA OK, pane_index: 0}\n"
+                    "  - {name: beta, personality_prompt_path: beta.txt, marker: BETA OK, pane_index: 1}\n");
+  const std::string home = "HOME=" + (dir.path() / "home").string();
+  auto mates = [&](std::vector<std::string> args) {
+    SubprocessOptions o;
+    o.argv = {testing::MatesBinary(), "--workspace", (dir.path() / "work").string()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.env = std::vector<std::string>{home, "PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm-256color",
+                                     "ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + key,
+                                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+                                     "DISABLE_TELEMETRY=1"};
+    o.timeout_s = 150;
+    auto r = RunSubprocess(o);
+    if (!r.ok()) throw std::runtime_error(r.status().message());
+    return *r;
+  };
+  auto cluster = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "cluster");
+    args.insert(args.end(), {"-c", (dir.path() / "cc.yaml").string()});
+    return mates(args);
+  };
+  struct Down {  // whatever happens, nothing stays up
+    std::function<void()> f;
+    ~Down() { f(); }
+  } down_at_exit{[&] { (void)cluster({"down"}); }};
+
+  // Up: the first-run questions answered beforehand, both handshakes.
+  auto up = cluster({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  EXPECT_NE(up.out.find("Claude Code's first-run answers in " + (dir.path() / "home/.claude.json").string()),
+            std::string::npos) << up.out;
+  EXPECT_NE(up.out.find("alpha: ready"), std::string::npos) << up.out;
+  EXPECT_NE(up.out.find("beta: ready"), std::string::npos) << up.out;
+
+  // A send: the reply without the marker, the echo or Claude Code's chrome.
+  auto r = cluster({"send", "alpha", "What is 2+2?"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "2 + 2 = 4, as always.\nA second line, for the extraction.\n");
+
+  // The bridge: the lead's message reaches beta's pane, its reply the lead.
+  auto sent = mates({"send", "--team", session, "--to", "beta", "status please"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  auto inbox = mates({"inbox", "--team", session, "lead", "--wait", "60"});
+  ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
+  EXPECT_NE(inbox.out.find("beta -> lead"), std::string::npos) << inbox.out;
+  EXPECT_NE(inbox.out.find("All green on my side."), std::string::npos) << inbox.out;
+
+  auto st = cluster({"status", "--json"});
+  auto j = ParseJson(st.out);
+  ASSERT_TRUE(j.ok()) << st.out << st.err;
+  for (const auto& a : (*j)["agents"]) EXPECT_TRUE(a["alive"].get<bool>()) << a;
+
+  // Claude Code really ran against the mock, and every request was valid.
+  std::string rec = testing::ReadAll(dir.path() / "rec.jsonl");
+  EXPECT_NE(rec.find(R"("status":200)"), std::string::npos);
+  EXPECT_EQ(rec.find(R"("status":400)"), std::string::npos) << rec.substr(0, 2000);
+  EXPECT_FALSE(ProcessesWithEnv(home).empty());
+
+  // Down: no process of the cluster, no tmux server, no socket file.
+  auto d = cluster({"down"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  Deadline gone = DeadlineIn(10);  // bounded: a process may still be on its way out
+  while (!ProcessesWithEnv(home).empty() && !Expired(gone)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ProcessesWithEnv(home).empty());
+  EXPECT_NE(testing::Run({"tmux", "-L", "mates-" + session, "has-session"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists("/tmp/tmux-" + std::to_string(::getuid()) + "/mates-" + session));
+  EXPECT_NE(cluster({"status"}).out.find(": down"), std::string::npos);
+
+  // The key never reached the log, the cluster's state or Claude Code's settings.
+  for (const auto& f : testing::ListFiles(dir.path())) {
+    if (f.find("rec.jsonl") != std::string::npos) continue;  // the mock records what the client sent
+    EXPECT_EQ(testing::ReadAll(dir.path() / f).find(key), std::string::npos) << f;
+  }
+  mock.Signal(SIGTERM);
+  EXPECT_EQ(mock.Wait().exit_code, 0);
 }
 
 }  // namespace
