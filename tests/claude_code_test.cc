@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -119,6 +120,25 @@ rules:
     once: false
     reply:
       - {type: text, text: "All green on my side.\nBETA OK"}
+  # The hierarchy through the agents' own shell tool: alpha delegates to
+  # beta with `mates send` (its team and name come from the pane), beta's
+  # answer is brought back into alpha's pane.
+  - when: "please delegate the tests"
+    once: false
+    reply:
+      - {type: tool_use, name: Bash, input: {command: "mates send --to beta 'run the tests'", description: "Delegate"}}
+  - when: "sent message m-"
+    once: false
+    reply:
+      - {type: text, text: "Delegated to beta.\nALPHA OK"}
+  - when: "Message from alpha \\(message\\): run the tests"
+    once: false
+    reply:
+      - {type: text, text: "Tests pass: 12 of 12.\nBETA OK"}
+  - when: "Reply from beta to your message: Tests pass"
+    once: false
+    reply:
+      - {type: text, text: "Noted: beta says the tests pass.\nALPHA OK"}
 default_reply:
   - {type: text, text: "mock default"}
 )");
@@ -136,7 +156,7 @@ default_reply:
   testing::WriteAll(dir.path() / "cc.yaml",
                     "cluster:\n  name: " + session + "\n  work_dir: work\n  startup_timeout: 90\n"
                     "  response_timeout: 60\n  command: [" + claude +
-                    ", --append-system-prompt-file, '{personality_file}']\n"
+                    ", --append-system-prompt-file, '{personality_file}', --allowedTools, 'Bash(mates *)']\n"
                     "agents:\n"
                     "  - {name: alpha, personality_prompt_path: alpha.txt, marker: ALPHA OK, pane_index: 0}\n"
                     "  - {name: beta, personality_prompt_path: beta.txt, marker: BETA OK, pane_index: 1}\n");
@@ -184,6 +204,36 @@ default_reply:
   ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
   EXPECT_NE(inbox.out.find("beta -> lead"), std::string::npos) << inbox.out;
   EXPECT_NE(inbox.out.find("All green on my side."), std::string::npos) << inbox.out;
+
+  // Delegation: alpha's Bash tool runs `mates send`, the router types it
+  // into beta's pane, beta's answer goes back into alpha's pane, and what
+  // alpha says to an answer stays in the log (no ping-pong).
+  auto del = cluster({"send", "alpha", "please delegate the tests"});
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  EXPECT_NE(del.out.find("sent message m-"), std::string::npos) << del.out;
+  EXPECT_NE(del.out.find("Delegated to beta."), std::string::npos) << del.out;
+  const fs::path log_file = dir.path() / "logs/messages.jsonl";
+  Deadline acked = DeadlineIn(60);
+  while (testing::ReadAll(log_file).find("Noted: beta says the tests pass.") == std::string::npos && !Expired(acked)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::string log = testing::ReadAll(log_file);
+  auto logged = [&](const std::string& from, const std::string& to, const std::string& type,
+                    const std::string& content) {
+    std::istringstream in(log);
+    for (std::string l; std::getline(in, l);) {
+      auto e = ParseJson(l);
+      if (e.ok() && (*e)["from"] == from && (*e)["to"] == to && (*e)["type"] == type &&
+          (*e)["content"].get<std::string>().find(content) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(logged("alpha", "beta", "task", "Message from alpha (message): run the tests")) << log;
+  EXPECT_TRUE(logged("beta", "alpha", "result", "Tests pass: 12 of 12.")) << log;
+  EXPECT_TRUE(logged("beta", "alpha", "task", "Reply from beta to your message: Tests pass")) << log;
+  EXPECT_TRUE(logged("alpha", "beta", "result", "Noted: beta says the tests pass.")) << log;
 
   auto st = cluster({"status", "--json"});
   auto j = ParseJson(st.out);

@@ -212,6 +212,31 @@ TEST_F(ClusterTest, TheRouterDeliversInboxMessagesAndRoutesReplies) {
   std::string typed = "Message from lead (message): plan the release";
   EXPECT_NE(inbox.out.find("fnv " + Hex(Fnv(typed))), std::string::npos) << inbox.out;
   EXPECT_NE(Cluster({"log"}).out.find("lead -> middle_manager [task] " + typed), std::string::npos);
+
+  // Between two pane agents: the answer is brought back into the sender's
+  // pane, and what the sender says to it is not routed on (no ping-pong).
+  sent = testing::RunMates(dir_.path(), {"send", "--team", session_, "--from", "grand_boss", "--to", "middle_manager",
+                                         "status?"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  const std::string answer_line = "middle_manager -> grand_boss [task] Reply from middle_manager to your message: ";
+  std::string log;
+  Deadline deadline = DeadlineIn(20);
+  for (;;) {  // the log is the only trace of it (nobody's inbox gets it)
+    log = Cluster({"log"}).out;
+    if (log.find("grand_boss -> middle_manager [result]") != std::string::npos || Expired(deadline)) break;
+  }
+  EXPECT_NE(log.find(answer_line), std::string::npos) << log;
+  // A message the lead sends afterwards is the next thing middle_manager sees.
+  sent = testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "middle_manager", "and now?"});
+  inbox = testing::RunMates(dir_.path(), {"inbox", "--team", session_, "lead", "--wait", "20"});
+  ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
+  log = Cluster({"log"}).out;
+  size_t tasks = 0;
+  for (size_t at = log.find("-> middle_manager [task]"); at != std::string::npos;
+       at = log.find("-> middle_manager [task]", at + 1)) {
+    ++tasks;
+  }
+  EXPECT_EQ(tasks, 4u) << log;  // handshake, lead's, grand_boss's, lead's again: no answer to an answer
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
   EXPECT_FALSE(AgentsRunning());
   EXPECT_NE(testing::Run({"pgrep", "-f", "cluster route -c " + (dir_.path() / "cc.yaml").string()}).exit_code, 0);

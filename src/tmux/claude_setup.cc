@@ -46,10 +46,9 @@ Result<std::vector<std::string>> PrepareClaudeCode(const fs::path& config_file, 
   if (!j.value("hasCompletedOnboarding", false)) {
     j["hasCompletedOnboarding"] = true;
     changed.push_back("onboarding done");
-  }
-  if (!j.contains("theme")) {
-    j["theme"] = "dark";
-    changed.push_back("theme dark");
+    // The onboarding's first question (Claude Code drops the key later
+    // when it holds the default).
+    if (!j.contains("theme")) j["theme"] = "dark";
   }
   // Claude Code keys projects by the folder as its own cwd shows it.
   fs::path dir = fs::weakly_canonical(work_dir, ec);

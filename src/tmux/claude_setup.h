@@ -9,7 +9,7 @@
 // answers itself, so the panes start straight at the input prompt:
 //
 //   hasCompletedOnboarding   true
-//   theme                    "dark" unless one is chosen already
+//   theme                    "dark" unless one is chosen (with the onboarding)
 //   projects[<work_dir>]     hasTrustDialogAccepted, hasCompletedProjectOnboarding
 //   customApiKeyResponses    the key's last 20 characters approved (how
 //                            Claude Code identifies a key; never the key),

@@ -17,7 +17,7 @@ TEST(ClaudeSetupTest, AFreshEnvironmentGetsEveryAnswer) {
   fs::path file = dir.path() / "cfg/.claude.json";
   auto changed = PrepareClaudeCode(file, dir.path() / "work", "sk-test-abcdefghijklmnopqrstuvwxyz0123");
   ASSERT_TRUE(changed.ok()) << changed.status().message();
-  EXPECT_EQ(changed->size(), 4u);
+  EXPECT_EQ(changed->size(), 3u);
   Json j = Load(file);
   EXPECT_EQ(j["hasCompletedOnboarding"], true);
   EXPECT_EQ(j["theme"], "dark");
@@ -35,7 +35,7 @@ TEST(ClaudeSetupTest, AFreshEnvironmentGetsEveryAnswer) {
 TEST(ClaudeSetupTest, KeepsWhatIsThereAndThePersonsOwnAnswers) {
   testing::TempDir dir;
   fs::path file = dir.path() / ".claude.json";
-  testing::WriteAll(file, R"({"theme": "light", "userID": "u1", "oauthAccount": {"email": "a@b"},
+  testing::WriteAll(file, R"({"theme": "light", "userID": "u1", "hasCompletedOnboarding": false, "oauthAccount": {"email": "a@b"},
     "customApiKeyResponses": {"approved": [], "rejected": ["klmnopqrstuvwxyz0123"]},
     "projects": {"/elsewhere": {"allowedTools": ["Bash"]}}})");
   auto changed = PrepareClaudeCode(file, dir.path(), "sk-test-abcdefghijklmnopqrstuvwxyz0123");

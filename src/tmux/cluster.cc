@@ -334,13 +334,20 @@ Status Cluster::Route(const std::atomic<bool>& stop) {
           auto batch = box.BeginDrain();
           if (batch.ok()) {
             for (const auto& m : batch->messages) {
-              std::string text = "Message from " + m.sender + " (" + std::string(MessageTypeName(m.type)) +
-                                 (m.summary.empty() ? "" : ", " + m.summary) + "): " + m.content;
+              // An answer the router brought back (it names the message it
+              // answers) is delivered, and what the agent says to it stays
+              // in the log: answering answers would never end.
+              const bool answer = m.type == MessageType::kMessage && !m.request_id.empty();
+              std::string text = answer ? "Reply from " + m.sender + " to your message: " + m.content
+                                        : "Message from " + m.sender + " (" + std::string(MessageTypeName(m.type)) +
+                                              (m.summary.empty() ? "" : ", " + m.summary) + "): " + m.content;
               auto reply = Send(m.sender, name, text);
+              if (answer) continue;
               SendRequest back;
               back.sender = name;
               back.recipient = m.sender;
               back.summary = "reply from " + name;
+              back.request_id = m.id;
               back.content = reply.ok() ? *reply : "(no reply: " + reply.status().message() + ")";
               (void)Messenger(ws, config_.name).Send(back);
             }
@@ -389,6 +396,8 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     (void)Log("mates", config_.name, "info", n);
     if (notice) notice(n);
   }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);  // this mates
   Json state;
   state["socket"] = config_.socket();
   state["session"] = config_.session;
@@ -402,6 +411,9 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     l.env["MATES_TEAM"] = config_.name;
     l.env["MATES_AGENT_NAME"] = a.name;
     l.env["MATES_WORKSPACE"] = config_.work_dir.string();
+    // `mates send` and `mates tasks` work from the agent's shell tool.
+    std::string path = EnvOf(a.env, "PATH");
+    if (!self.empty()) l.env["PATH"] = self.parent_path().string() + (path.empty() ? "" : ":" + path);
     return l;
   };
   for (size_t i = 0; i < config_.agents.size(); ++i) {
@@ -415,9 +427,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
   }
   MATES_RETURN_IF_ERROR(WriteFileAtomic(config_.state_dir() / "state.json", DumpJsonPretty(state)));
   // The router lives in the session (it goes down with it).
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
+  if (!self.empty()) {
     Launch r;
     r.cwd = config_.work_dir.string();
     r.argv = {self.string(), "cluster", "route", "-c", config_.config_file.string()};

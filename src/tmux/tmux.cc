@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <thread>
 
 #include "core/subprocess.h"
@@ -15,8 +17,23 @@ namespace {
 std::vector<std::string> LaunchArgs(const Launch& l) {
   std::vector<std::string> a;
   if (!l.cwd.empty()) a.insert(a.end(), {"-c", l.cwd});
-  for (const auto& [k, v] : l.env) a.insert(a.end(), {"-e", k + "=" + v});
+  for (const auto& [k, v] : l.env) {
+    if (k != "PATH") a.insert(a.end(), {"-e", k + "=" + v});
+  }
   return a;
+}
+
+// tmux gives a new pane the PATH of the client that asked for it (over any
+// -e PATH=…), so a launch's PATH goes in the client's own environment.
+std::optional<std::vector<std::string>> ClientEnv(const Launch& l) {
+  auto path = l.env.find("PATH");
+  if (path == l.env.end()) return std::nullopt;
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "PATH=", 5) != 0) env.emplace_back(*e);
+  }
+  env.push_back("PATH=" + path->second);
+  return env;
 }
 
 std::string Trim(std::string s) {
@@ -33,7 +50,13 @@ std::vector<std::string> Tmux::Base() const {
 }
 
 Result<std::string> Tmux::Run(const std::vector<std::string>& args, const std::string& input) const {
+  return RunAs(args, input, std::nullopt);
+}
+
+Result<std::string> Tmux::RunAs(const std::vector<std::string>& args, const std::string& input,
+                                const std::optional<std::vector<std::string>>& env) const {
   SubprocessOptions o;
+  o.env = env;
   o.argv = Base();
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.stdin_data = input;
@@ -61,7 +84,7 @@ Result<std::string> Tmux::NewSession(const std::string& session, const Launch& l
   a.insert(a.end(), extra.begin(), extra.end());
   a.push_back("--");
   a.insert(a.end(), launch.argv.begin(), launch.argv.end());
-  MATES_ASSIGN_OR_RETURN(std::string out, Run(a));
+  MATES_ASSIGN_OR_RETURN(std::string out, RunAs(a, "", ClientEnv(launch)));
   return Trim(out);
 }
 
@@ -71,7 +94,7 @@ Result<std::string> Tmux::SplitWindow(const std::string& session, const Launch& 
   a.insert(a.end(), extra.begin(), extra.end());
   a.push_back("--");
   a.insert(a.end(), launch.argv.begin(), launch.argv.end());
-  MATES_ASSIGN_OR_RETURN(std::string out, Run(a));
+  MATES_ASSIGN_OR_RETURN(std::string out, RunAs(a, "", ClientEnv(launch)));
   // Keep room for the next split.
   (void)SelectLayout(session, "tiled");
   return Trim(out);
@@ -83,7 +106,7 @@ Result<std::string> Tmux::NewWindow(const std::string& session, const std::strin
   a.insert(a.end(), extra.begin(), extra.end());
   a.push_back("--");
   a.insert(a.end(), launch.argv.begin(), launch.argv.end());
-  MATES_ASSIGN_OR_RETURN(std::string out, Run(a));
+  MATES_ASSIGN_OR_RETURN(std::string out, RunAs(a, "", ClientEnv(launch)));
   return Trim(out);
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ struct PaneInfo {
 struct Launch {
   std::string cwd;
   std::vector<std::string> argv;           // run directly by tmux (no shell)
-  std::map<std::string, std::string> env;  // added to the pane's environment
+  std::map<std::string, std::string> env;  // added to the pane's environment (PATH too)
 };
 
 class Tmux {
@@ -73,6 +74,10 @@ class Tmux {
   std::vector<std::string> Base() const;
 
  private:
+  // Run, the tmux client itself with `env` (nullopt: ours).
+  Result<std::string> RunAs(const std::vector<std::string>& args, const std::string& input,
+                            const std::optional<std::vector<std::string>>& env) const;
+
   std::string socket_;
 };
 
