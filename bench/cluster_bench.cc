@@ -1,23 +1,31 @@
-// cluster_bench: what driving agent CLIs through tmux costs, with the fake
-// agent CLI answering at once:
+// cluster_bench: what driving agent CLIs through tmux costs.
 //   up     `cluster up` of five agents (start + handshake)
 //   send   send -> extracted reply (delivery and marker detection), next to
 //          the seed's way (send-keys, then capture-pane every 0.5 s)
 //
-//   cluster_bench FAKE_AGENT [--quick]
+//   cluster_bench fake FAKE_AGENT [--quick]
+//       the fake agent CLI answering at once: mates' own overhead
+//   cluster_bench claude CLAUDE MATES [--quick]
+//       the real Claude Code CLI, its model `MATES mock-llm` answering at
+//       once (a fresh HOME: nothing of the person's is touched)
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "bench_util.h"
 #include "core/files.h"
+#include "core/subprocess.h"
 #include "tmux/cluster.h"
 
 using namespace mates;
 using namespace mates::bench;
 
 namespace {
+
+const char* kNames[] = {"grand_boss", "middle_manager", "coder", "researcher", "tester"};
 
 // The seed's PaneIO: send-keys "text" Enter, then every 0.5 s capture the
 // pane and look for the marker (anywhere after the old content).
@@ -30,30 +38,75 @@ double SeedSend(const tmux::Tmux& t, const std::string& pane, const std::string&
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     auto cap = t.Capture(pane);
     auto lines = tmux::CaptureLines(cap.ok() ? *cap : "");
-    for (size_t j = old; j < lines.size(); ++j) {
-      if (lines[j].find("done. " + marker) != std::string::npos) return static_cast<double>(NowNs() - t0) / 1e6;
+    for (size_t j = old > 0 ? old - 1 : 0; j < lines.size(); ++j) {
+      if (lines[j].find(marker) != std::string::npos && lines[j].find(text) == std::string::npos) {
+        return static_cast<double>(NowNs() - t0) / 1e6;
+      }
     }
   }
   return -1;
 }
 
+int Usage() {
+  std::fprintf(stderr, "usage: cluster_bench fake FAKE_AGENT [--quick]\n"
+                       "       cluster_bench claude CLAUDE MATES [--quick]\n");
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: cluster_bench FAKE_AGENT [--quick]\n");
-    return 2;
-  }
-  bool quick = argc > 2 && std::string(argv[2]) == "--quick";
+  if (argc < 3) return Usage();
+  const std::string mode = argv[1];
+  const bool claude = mode == "claude";
+  if (!claude && mode != "fake") return Usage();
+  if (claude && argc < 4) return Usage();
+  bool quick = std::string(argv[argc - 1]) == "--quick";
   char tmpl[] = "/tmp/mates-cluster-bench-XXXXXX";
   fs::path dir = ::mkdtemp(tmpl);
-  const char* names[] = {"grand_boss", "middle_manager", "coder", "researcher", "tester"};
+
+  std::optional<Subprocess> mock;
+  std::string command;
+  if (claude) {
+    // Every agent answers its handshake ("You are NAME (") and every message
+    // with its marker, at once.
+    (void)WriteFileAtomic(dir / "s.yaml", R"(rules:
+  - {when: "You are (\\w+) \\(", once: false, reply: [{type: text, text: "ready.\n$1 OK"}]}
+  - {when: "message number", once: false, reply: [{type: text, text: "got it.\ncoder OK"}]}
+  - {when: "seed message", once: false, reply: [{type: text, text: "got it.\nresearcher OK"}]}
+default_reply: [{type: text, text: "title"}]
+)");
+    SubprocessOptions o;
+    o.argv = {fs::absolute(argv[3]).string(), "mock-llm", "--scenario", (dir / "s.yaml").string(), "--quiet"};
+    auto m = Subprocess::Start(o);
+    if (!m.ok()) {
+      std::fprintf(stderr, "mock-llm: %s\n", m.status().message().c_str());
+      return 1;
+    }
+    mock.emplace(std::move(*m));
+    auto line = mock->ReadLine(DeadlineIn(10));
+    if (!line.ok()) {
+      std::fprintf(stderr, "mock-llm did not start\n");
+      return 1;
+    }
+    // The tmux server, and so the panes, inherit this environment.
+    fs::create_directories(dir / "home");
+    ::setenv("HOME", (dir / "home").c_str(), 1);
+    ::setenv("ANTHROPIC_BASE_URL", line->substr(std::string("listening on ").size()).c_str(), 1);
+    ::setenv("ANTHROPIC_API_KEY", "sk-bench-not-a-real-key-0123456789", 1);
+    ::setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1", 1);
+    ::setenv("DISABLE_AUTOUPDATER", "1", 1);
+    ::unsetenv("CLAUDE_CONFIG_DIR");
+    command = fs::absolute(argv[2]).string() + ", --append-system-prompt-file, '{personality_file}'";
+  } else {
+    command = fs::absolute(argv[2]).string() + ", --marker, '{marker}', --name, '{name}'";
+  }
   std::string y = "cluster:\n  name: bench\n  session_name: bench-" + std::to_string(::getpid()) +
-                  "\n  command: [" + fs::absolute(argv[1]).string() + ", --marker, '{marker}', --name, '{name}']\nagents:\n";
+                  "\n  startup_timeout: 120\n  command: [" + command + "]\nagents:\n";
   for (int i = 0; i < 5; ++i) {
-    (void)WriteFileAtomic(dir / (std::string(names[i]) + ".txt"), "x");
-    y += "  - {name: " + std::string(names[i]) + ", personality_prompt_path: " + names[i] + ".txt, marker: '" +
-         names[i] + " OK', pane_index: " + std::to_string(i) + "}\n";
+    (void)WriteFileAtomic(dir / (std::string(kNames[i]) + ".txt"), std::string("You are ") + kNames[i] + ".\n");
+    y += "  - {name: " + std::string(kNames[i]) + ", personality_prompt_path: " + kNames[i] + ".txt, marker: '" +
+         kNames[i] + " OK', pane_index: " + std::to_string(i) + "}\n";
   }
   (void)WriteFileAtomic(dir / "c.yaml", y);
   auto cfg = tmux::LoadClusterConfig(dir / "c.yaml");
@@ -62,17 +115,23 @@ int main(int argc, char** argv) {
     return 1;
   }
   tmux::Cluster cluster(*cfg);
-  std::printf("cluster_bench (%s run, %u cores), fake agent CLI answering at once\n\n", quick ? "quick" : "full",
-              std::thread::hardware_concurrency());
+  std::printf("cluster_bench (%s run, %u cores), %s\n\n", quick ? "quick" : "full",
+              std::thread::hardware_concurrency(),
+              claude ? "Claude Code CLI, mock-llm answering at once" : "fake agent CLI answering at once");
   int64_t t0 = NowNs();
   auto up = cluster.Up();
   double up_ms = static_cast<double>(NowNs() - t0) / 1e6;
-  if (!up.ok()) {
-    std::fprintf(stderr, "up: %s\n", up.status().message().c_str());
+  int ready = 0;
+  if (up.ok()) {
+    for (const auto& r : *up) ready += r.ready ? 1 : 0;
+  }
+  if (!up.ok() || ready != 5) {
+    std::fprintf(stderr, "up: %s\n", up.ok() ? "not every agent came up" : up.status().message().c_str());
+    (void)cluster.Down();
     return 1;
   }
   std::printf("up, 5 agents (start + handshake): %.0f ms\n", up_ms);
-  int n = quick ? 10 : 50;
+  int n = claude ? (quick ? 5 : 20) : (quick ? 10 : 50);
   std::vector<double> ms;
   for (int i = 0; i < n; ++i) {
     int64_t s = NowNs();
@@ -91,10 +150,14 @@ int main(int argc, char** argv) {
   for (int i = 0; i < (quick ? 2 : 6); ++i) {
     double v = SeedSend(cluster.tmux(), researcher_pane, "seed message " + std::to_string(i), "researcher OK");
     if (v >= 0) seed.push_back(v);
+    // The TUI may still be finishing its turn: the seed's next send-keys
+    // would land in it, so wait as its fixed sleeps do.
+    if (claude) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   std::printf("send -> reply, seed (0.5 s):   p50 %7.1f ms   p99 %7.1f ms   (n=%zu)\n", Percentile(seed, 50),
               Percentile(seed, 99), seed.size());
   (void)cluster.Down();
+  if (mock) mock->Signal(SIGTERM);
   fs::remove_all(dir);
   return 0;
 }
