@@ -242,6 +242,32 @@ TEST_F(ClusterTest, TheRouterDeliversInboxMessagesAndRoutesReplies) {
   EXPECT_NE(testing::Run({"pgrep", "-f", "cluster route -c " + (dir_.path() / "cc.yaml").string()}).exit_code, 0);
 }
 
+// A `mates run` lead in the cluster's team talks to a pane agent through
+// the mailboxes, and its run waits for the answer (the pane agent owes one)
+// instead of ending as soon as the lead's turn does.
+TEST_F(ClusterTest, ARunLeadWaitsForAPaneAgentsAnswer) {
+  Write(2);
+  ASSERT_EQ(Cluster({"up"}).exit_code, 0);
+  auto run = testing::RunMates(dir_.path(), {"run", "--team", session_, "--provider", "scripted", "--scenario",
+                                             std::string(MATES_SOURCE_DIR) + "/tests/scenarios/cluster_lead.yaml",
+                                             "Ask the manager"});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::string typed = "Message from lead (message, plan): plan the release";
+  EXPECT_NE(run.out.find("The manager answered (" + std::to_string(typed.size()) + " bytes)."), std::string::npos)
+      << run.out << run.err;
+  auto team = testing::RunMates(dir_.path(), {"team", "show", session_});
+  EXPECT_NE(team.out.find("middle_manager"), std::string::npos);
+  ASSERT_EQ(Cluster({"down"}).exit_code, 0);
+  // Down: the pane agents owe nothing any more; a run does not wait on them.
+  auto sent = testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "middle_manager", "anyone?"});
+  ASSERT_EQ(sent.exit_code, 0);
+  auto after = testing::RunMates(dir_.path(), {"run", "--team", session_, "--provider", "scripted", "--scenario",
+                                               std::string(MATES_SOURCE_DIR) + "/tests/scenarios/cluster_lead.yaml",
+                                               "Hello"});
+  EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
+  EXPECT_NE(after.out.find("Waiting for the manager."), std::string::npos) << after.out;
+}
+
 TEST_F(ClusterTest, BadInputsAreOneClearError) {
   Write(2);
   auto r = Cluster({"send", "nobody", "hi"});

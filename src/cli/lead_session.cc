@@ -80,21 +80,46 @@ void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::Suba
   }
 }
 
-// After a lead turn: while teammates work, the lead waits for their
-// messages and the team's news, and takes them in; it returns when the
-// lead ended its turn with no teammate working and nothing unread.
+// Pane agents of the team (backend tmux, fed by a cluster's router) still
+// owe an answer: a message waits in an inbox, or the router is typing one
+// into a pane. Agents of a cluster that is down (shutdown) owe nothing.
+bool PaneAgentsOwe(const tools::ToolContext& ctx) {
+  auto team = Roster(ctx.ws).Load(ctx.team);
+  if (!team.ok()) return false;
+  for (const auto& m : team->members) {
+    if (m.backend != "tmux" || m.status == MemberStatus::kShutdown) continue;
+    if (m.status == MemberStatus::kActive) return true;
+    auto n = Mailbox(ctx.ws.TeamDir(ctx.team), m.name).PendingCount();
+    if (n.ok() && *n > 0) return true;
+  }
+  return false;
+}
+
+// After a lead turn: while teammates (or pane agents) work, the lead waits
+// for their messages and the team's news, and takes them in; it returns
+// when the lead ended its turn with nobody working and nothing unread.
 Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentLoop& lead,
                                       tools::ToolContext& ctx, team::TeamManager& teams, Interrupts& st) {
   std::shared_ptr<Waker> waker = teams.lead_waker();
   st.waiting = waker;
   std::string watched_team;
-  Watcher::Subscription inbox;
+  Watcher::Subscription inbox, team_files;
   for (;;) {
     if (!r.ok() || r->interrupted || st.count.load() > 0) break;
     if (r->stop_reason == "refusal" || r->stop_reason == "max_calls") break;
     if (watched_team != ctx.team) {  // the lead changes team with TeamCreate/TeamDelete
       auto s = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), Workspace::InboxFileName(ctx.agent), waker);
       if (s.ok()) inbox = std::move(*s);
+      // A team with pane agents: their inboxes and statuses (any file of
+      // the team) wake the lead too.
+      auto team = Roster(ctx.ws).Load(ctx.team);
+      bool panes = false;
+      for (const auto& m : team.ok() ? team->members : std::vector<Member>{}) panes |= m.backend == "tmux";
+      team_files.Reset();
+      if (panes) {
+        auto t = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), "", waker);
+        if (t.ok()) team_files = std::move(*t);
+      }
       watched_team = ctx.team;
     }
     uint64_t g = waker->generation();
@@ -103,7 +128,7 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
       r = lead.Continue();
       continue;
     }
-    if (!teams.AnyActive()) break;
+    if (!teams.AnyActive() && !PaneAgentsOwe(ctx)) break;
     waker->WaitChange(g, std::nullopt);
   }
   if (r.ok() && st.count.load() > 0) r->interrupted = true;

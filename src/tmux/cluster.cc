@@ -333,6 +333,9 @@ Status Cluster::Route(const std::atomic<bool>& stop) {
         if (box.MayHavePending()) {
           auto batch = box.BeginDrain();
           if (batch.ok()) {
+            // The agent is at work for someone: a lead waiting on its team
+            // sees it (and `mates team show`).
+            (void)Roster(ws).SetStatus(config_.name, name, MemberStatus::kActive);
             for (const auto& m : batch->messages) {
               // An answer the router brought back (it names the message it
               // answers) is delivered, and what the agent says to it stays
@@ -352,6 +355,7 @@ Status Cluster::Route(const std::atomic<bool>& stop) {
               (void)Messenger(ws, config_.name).Send(back);
             }
             (void)box.Commit(*batch);
+            (void)Roster(ws).SetStatus(config_.name, name, MemberStatus::kIdle);
             continue;
           }
         }
@@ -444,7 +448,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     m.role = "teammate";
     m.backend = "tmux";
     m.prompt = a.role;
-    (void)roster.AddMember(config_.name, m);
+    if (!roster.AddMember(config_.name, m).ok()) (void)roster.SetStatus(config_.name, a.name, MemberStatus::kIdle);
   }
   // Handshakes, in parallel: ready only once the agent answered with its
   // marker (the marker in its command line does not count: it is older
@@ -543,6 +547,9 @@ Status Cluster::Down() {
   (void)tmux_.KillServer();
   std::error_code ec;
   fs::remove(config_.state_dir() / "state.json", ec);
+  // Nobody waits on the pane agents any more (their inboxes are kept).
+  Roster roster{Workspace(config_.work_dir)};
+  for (const auto& a : config_.agents) (void)roster.SetStatus(config_.name, a.name, MemberStatus::kShutdown);
   return Status::Ok();
 }
 
