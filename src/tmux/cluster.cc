@@ -68,15 +68,21 @@ bool EndsEcho(const std::string& row, const std::string& last) {
 
 // How many non-empty rows at the bottom of a pane belong to the CLI's
 // input area (its prompt, rules around it, a status line under it).
-constexpr int kBottomRows = 6;
+constexpr size_t kBottomRows = 6;
+
+// The indexes of the pane's bottom non-empty rows, the lowest row first.
+std::vector<size_t> BottomRows(const std::vector<std::string>& lines) {
+  std::vector<size_t> rows;
+  for (size_t i = lines.size(); i-- > 0 && rows.size() < kBottomRows;) {
+    if (!Trim(lines[i]).empty()) rows.push_back(i);
+  }
+  return rows;
+}
 
 // The CLI's input prompt among the pane's bottom rows, or npos.
 size_t PromptRow(const std::vector<std::string>& lines, const std::regex& ready) {
-  int seen = 0;
-  for (size_t i = lines.size(); i-- > 0 && seen < kBottomRows;) {
-    if (Trim(lines[i]).empty()) continue;
+  for (size_t i : BottomRows(lines)) {
     if (std::regex_search(lines[i], ready)) return i;
-    ++seen;
   }
   return std::string::npos;
 }
@@ -85,11 +91,8 @@ size_t PromptRow(const std::vector<std::string>& lines, const std::regex& ready)
 bool LooksBusy(const std::vector<std::string>& lines, const std::string& busy_pattern) {
   if (busy_pattern.empty()) return false;
   std::regex busy(busy_pattern);
-  int seen = 0;
-  for (size_t i = lines.size(); i-- > 0 && seen < kBottomRows;) {
-    if (Trim(lines[i]).empty()) continue;
+  for (size_t i : BottomRows(lines)) {
     if (std::regex_search(lines[i], busy)) return true;
-    ++seen;
   }
   return false;
 }
