@@ -37,7 +37,9 @@ std::string ClockTime(double wall_seconds) {
 }
 
 Deadline DeadlineIn(double seconds) {
-  if (seconds < 0) return std::nullopt;
+  // Negative, not a number, or so far off that the clock would overflow:
+  // no deadline (callers that must refuse such values check them first).
+  if (!(seconds >= 0) || seconds > 1e9) return std::nullopt;
   return SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                   std::chrono::duration<double>(seconds));
 }

@@ -18,7 +18,7 @@ std::string IsoTime(double wall_seconds);
 // "10:30:00" for people.
 std::string ClockTime(double wall_seconds);
 
-// A deadline `seconds` from now; negative = none.
+// A deadline `seconds` from now; negative, NaN or beyond 10^9 s = none.
 Deadline DeadlineIn(double seconds);
 // True once `d` has passed (never for nullopt).
 bool Expired(const Deadline& d);

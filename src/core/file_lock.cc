@@ -1,6 +1,7 @@
 #include "core/file_lock.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ FileLock& FileLock::operator=(FileLock&& o) noexcept {
     Release();
     slot_ = o.slot_;
     start_ = o.start_;
+    folder_ = o.folder_;
     o.slot_ = nullptr;
   }
   return *this;
@@ -76,7 +78,8 @@ void FileLock::Release() {
   fl.l_start = start_;
   fl.l_len = 1;
   MATES_TSAN_RELEASE(&slot_->tsan_sync);
-  if (::fcntl(slot_->fd.get(), F_OFD_SETLK, &fl) != 0) {
+  int rc = folder_ ? ::flock(slot_->fd.get(), LOCK_UN) : ::fcntl(slot_->fd.get(), F_OFD_SETLK, &fl);
+  if (rc != 0) {
     slot_->fd.reset();  // closing releases it anyway; reopen next time
   }
   slot_->in_use.release();
@@ -91,6 +94,21 @@ Result<FileLock> FileLock::TryAcquire(const fs::path& lock_path, Range range) {
   return Lock(lock_path, range, Mode::kExclusive, /*wait=*/false);
 }
 
+namespace {
+
+// Unlocks byte `start` of `fd` (after a lock granted on a file that is no
+// longer at its path).
+void UnlockByte(int fd, off_t start) {
+  struct flock fl {};
+  fl.l_type = F_UNLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = start;
+  fl.l_len = 1;
+  (void)::fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+}  // namespace
+
 Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mode, bool wait) {
   const off_t start = static_cast<off_t>(range);
   Slot* slot = SlotFor(lock_path.string() + "#" + std::to_string(start));
@@ -104,14 +122,6 @@ Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mod
     slot->in_use.release();
     return s;
   };
-  if (slot->fd.valid() && !SameFile(slot->fd.get(), lock_path)) slot->fd.reset();
-  if (!slot->fd.valid()) {
-    slot->fd.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-    if (!slot->fd.valid()) {
-      if (errno == ENOENT) return fail(Status::NotFound("folder of " + lock_path.string() + " is gone"));
-      return fail(Status::FromErrno("open lock " + lock_path.string(), errno));
-    }
-  }
   struct flock fl {};
   fl.l_type = mode == Mode::kShared ? F_RDLCK : F_WRLCK;
   fl.l_whence = SEEK_SET;
@@ -119,15 +129,62 @@ Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mod
   fl.l_len = 1;
   fl.l_pid = 0;  // required by OFD locks
   for (;;) {
-    if (::fcntl(slot->fd.get(), wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0) break;
-    if (errno == EINTR) continue;
-    if (!wait && (errno == EAGAIN || errno == EACCES)) {
-      return fail(Status::Conflict(lock_path.string() + " is held by another"));
+    if (slot->fd.valid() && !SameFile(slot->fd.get(), lock_path)) slot->fd.reset();
+    if (!slot->fd.valid()) {
+      slot->fd.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+      if (!slot->fd.valid()) {
+        if (errno == ENOENT) return fail(Status::NotFound("folder of " + lock_path.string() + " is gone"));
+        return fail(Status::FromErrno("open lock " + lock_path.string(), errno));
+      }
     }
-    return fail(Status::FromErrno("lock " + lock_path.string(), errno));
+    int rc;
+    while ((rc = ::fcntl(slot->fd.get(), wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl)) != 0 &&
+           errno == EINTR) {
+    }
+    if (rc != 0) {
+      if (!wait && (errno == EAGAIN || errno == EACCES)) {
+        return fail(Status::Conflict(lock_path.string() + " is held by another"));
+      }
+      return fail(Status::FromErrno("lock " + lock_path.string(), errno));
+    }
+    // Granted: but while we waited the file may have been deleted or
+    // replaced, and someone else may hold the file now at the path.
+    if (SameFile(slot->fd.get(), lock_path)) break;
+    UnlockByte(slot->fd.get(), start);
+    slot->fd.reset();
   }
   MATES_TSAN_ACQUIRE(&slot->tsan_sync);
-  return FileLock(slot, start);
+  return FileLock(slot, start, /*folder=*/false);
+}
+
+Result<FileLock> FileLock::AcquireFolder(const fs::path& dir) {
+  Slot* slot = SlotFor(dir.string() + "#folder");
+  slot->in_use.acquire();
+  auto fail = [&](Status s) -> Result<FileLock> {
+    slot->in_use.release();
+    return s;
+  };
+  for (;;) {
+    if (slot->fd.valid() && !SameFile(slot->fd.get(), dir)) slot->fd.reset();
+    if (!slot->fd.valid()) {
+      slot->fd.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!slot->fd.valid()) {
+        if (errno == ENOENT) return fail(Status::NotFound(dir.string() + " is gone"));
+        return fail(Status::FromErrno("open folder " + dir.string(), errno));
+      }
+    }
+    int rc;
+    while ((rc = ::flock(slot->fd.get(), LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (rc != 0) return fail(Status::FromErrno("lock folder " + dir.string(), errno));
+    // A folder moved away (a team deleted and created again) while we
+    // waited: lock the one at the path now.
+    if (SameFile(slot->fd.get(), dir)) break;
+    (void)::flock(slot->fd.get(), LOCK_UN);
+    slot->fd.reset();
+  }
+  MATES_TSAN_ACQUIRE(&slot->tsan_sync);
+  return FileLock(slot, 0, /*folder=*/true);
 }
 
 }  // namespace mates

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+
+#include <atomic>
 
 #include <chrono>
 #include <future>
@@ -81,6 +84,69 @@ TEST(FileLockTest, AHolderKilledWithSigkillReleasesAtOnce) {
   EXPECT_TRUE(ok);
   EXPECT_LT(got_at - killed_at, std::chrono::milliseconds(100));
   holder.Wait();
+}
+
+
+uint64_t InodeOf(const fs::path& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+// DESIGN §10: a waiter blocked on a lock file that is deleted (and created
+// anew by someone else) must not get in beside the new file's holder: it
+// checks, once granted, that the path still names the file it locked.
+TEST(FileLockTest, AWaiterOnADeletedLockFileWaitsForTheNewFilesHolder) {
+  TempDir dir;
+  fs::path lock = dir.path() / "x.lock";
+  auto first = testing::Start({testing::StoreHelperBinary(), "hold-lock", lock.string(), "0"});
+  ASSERT_EQ(*first.ReadLine(DeadlineIn(10)), "locked");
+  const uint64_t old_ino = InodeOf(lock);
+  std::atomic<bool> acquired{false};
+  std::thread waiter([&] {
+    auto l = FileLock::Acquire(lock);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    acquired = true;
+  });
+  ASSERT_TRUE(testing::WaitUntil([&] { return testing::LockWaiterOn(old_ino); }));
+  // Someone deletes the lock file; a newcomer creates and holds a new one.
+  ASSERT_TRUE(fs::remove(lock));
+  auto second = testing::Start({testing::StoreHelperBinary(), "hold-lock", lock.string(), "0"});
+  ASSERT_EQ(*second.ReadLine(DeadlineIn(10)), "locked");
+  const uint64_t new_ino = InodeOf(lock);
+  ASSERT_NE(new_ino, old_ino);
+  // The old holder dies: the waiter is granted the deleted file, sees it is
+  // not the one at the path, and queues behind the newcomer.
+  first.Signal(SIGKILL);
+  first.Wait();
+  EXPECT_TRUE(testing::WaitUntil([&] { return testing::LockWaiterOn(new_ino) || acquired.load(); }));
+  EXPECT_FALSE(acquired.load()) << "got in while another process held the lock file at the path";
+  second.Signal(SIGKILL);
+  second.Wait();
+  waiter.join();
+  EXPECT_TRUE(acquired.load());
+}
+
+TEST(FileLockTest, AFolderLockExcludesProcessesAndOutlivesItsFolderBeingReplaced) {
+  TempDir dir;
+  fs::path folder = dir.path() / "board";
+  ASSERT_TRUE(EnsureDir(folder).ok());
+  auto holder = testing::Start({testing::StoreHelperBinary(), "hold-lock", folder.string(), "0"});
+  ASSERT_EQ(*holder.ReadLine(DeadlineIn(10)), "locked");
+  auto waiting = std::async(std::launch::async, [&] { return FileLock::AcquireFolder(folder).status(); });
+  ASSERT_TRUE(testing::WaitUntil([&] { return testing::LockWaiterOn(InodeOf(folder)); }));
+  holder.Signal(SIGKILL);
+  holder.Wait();
+  EXPECT_TRUE(waiting.get().ok());
+  // A folder moved away and made anew: the lock follows the path.
+  { auto held = FileLock::AcquireFolder(folder); ASSERT_TRUE(held.ok()); }
+  fs::rename(folder, dir.path() / "old");
+  ASSERT_TRUE(EnsureDir(folder).ok());
+  auto old_holder = testing::Start({testing::StoreHelperBinary(), "hold-lock", (dir.path() / "old").string(), "0"});
+  ASSERT_EQ(*old_holder.ReadLine(DeadlineIn(10)), "locked");
+  EXPECT_TRUE(FileLock::AcquireFolder(folder).ok());  // not the old folder's lock
+  EXPECT_EQ(FileLock::AcquireFolder(dir.path() / "gone").status().code(), StatusCode::kNotFound);
+  old_holder.Signal(SIGKILL);
+  old_holder.Wait();
 }
 
 }  // namespace

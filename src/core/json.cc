@@ -1,12 +1,68 @@
 #include "core/json.h"
 
 #include <charconv>
+#include <algorithm>
 #include <cmath>
+#include <vector>
 #include <nlohmann/json.hpp>
+
+#include "core/limits.h"
 
 namespace mates {
 
+int JsonNestingDepth(std::string_view text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > limit) return deepest;
+      }
+    } else if (c == '}' || c == ']') {
+      if (depth > 0) --depth;
+    }
+  }
+  return deepest;
+}
+
+int JsonValueDepth(const Json& value, int limit) {
+  // Iterative: the value may come from a library that did not bound it.
+  struct Frame {
+    const Json* v;
+    int depth;
+  };
+  std::vector<Frame> stack = {{&value, 0}};
+  int deepest = 0;
+  while (!stack.empty()) {
+    Frame f = stack.back();
+    stack.pop_back();
+    if (!f.v->is_structured()) continue;
+    int d = f.depth + 1;
+    deepest = std::max(deepest, d);
+    if (deepest > limit) return deepest;
+    for (const auto& child : *f.v) stack.push_back({&child, d});
+  }
+  return deepest;
+}
+
 Result<Json> ParseJson(std::string_view text) {
+  if (JsonNestingDepth(text, kMaxJsonDepth) > kMaxJsonDepth) {
+    return Status::InvalidArgument("JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                   " levels is refused");
+  }
   // The one place where JSON from outside enters: the library's exception
   // carries the position and the reason, so it is caught here, once.
   try {
@@ -24,8 +80,47 @@ std::string DumpJson(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+namespace {
+
+constexpr int kPrettyLevels = 3;
+
+bool HasStructuredChild(const Json& v) {
+  for (const auto& c : v) {
+    if (c.is_structured() && !c.empty()) return true;
+  }
+  return false;
+}
+
+void DumpPretty(const Json& v, int level, std::string* out) {
+  const bool laid_out = v.is_object() ? !v.empty() : v.is_array() && HasStructuredChild(v);
+  if (level >= kPrettyLevels || !laid_out) {
+    out->append(DumpJson(v));
+    return;
+  }
+  const std::string inner(static_cast<size_t>(2 * (level + 1)), ' ');
+  out->append(v.is_object() ? "{\n" : "[\n");
+  bool first = true;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (!first) out->append(",\n");
+    first = false;
+    out->append(inner);
+    if (v.is_object()) {
+      out->append(DumpJson(Json(it.key())));
+      out->append(": ");
+    }
+    DumpPretty(*it, level + 1, out);
+  }
+  out->append("\n");
+  out->append(static_cast<size_t>(2 * level), ' ');
+  out->append(v.is_object() ? "}" : "]");
+}
+
+}  // namespace
+
 std::string DumpJsonPretty(const Json& value) {
-  return value.dump(2, ' ', false, Json::error_handler_t::replace);
+  std::string out;
+  DumpPretty(value, 0, &out);
+  return out;
 }
 
 Result<std::string> JsonString(const Json& obj, const char* key, bool required,
@@ -68,6 +163,49 @@ Result<double> JsonNumber(const Json& obj, const char* key, double fallback) {
     if (ec == std::errc() && p == s.data() + s.size()) return v;
   }
   return Status::InvalidArgument(std::string("field '") + key + "' must be a number");
+}
+
+Result<int64_t> JsonInt(const Json& obj, const char* key, bool required, int64_t fallback) {
+  if (!obj.is_object()) return Status::InvalidArgument("expected a JSON object");
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    if (required) return Status::InvalidArgument(std::string("missing field '") + key + "'");
+    return fallback;
+  }
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_number_float()) {
+    double d = it->get<double>();
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9.0e15) {
+      return static_cast<int64_t>(d);
+    }
+  }
+  return Status::InvalidArgument(std::string("field '") + key + "' must be an integer, got " +
+                                 (it->is_number() ? DumpJson(*it) : std::string(it->type_name())));
+}
+
+namespace {
+Result<const Json*> StructuredField(const Json& obj, const char* key, bool required, bool object) {
+  const char* want = object ? "an object" : "an array";
+  if (!obj.is_object()) return Status::InvalidArgument("expected a JSON object");
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    if (required) return Status::InvalidArgument(std::string("missing field '") + key + "'");
+    return static_cast<const Json*>(nullptr);
+  }
+  if (object ? !it->is_object() : !it->is_array()) {
+    return Status::InvalidArgument(std::string("field '") + key + "' must be " + want + ", got " +
+                                   it->type_name());
+  }
+  return &*it;
+}
+}  // namespace
+
+Result<const Json*> JsonObjectField(const Json& obj, const char* key, bool required) {
+  return StructuredField(obj, key, required, /*object=*/true);
+}
+
+Result<const Json*> JsonArrayField(const Json& obj, const char* key, bool required) {
+  return StructuredField(obj, key, required, /*object=*/false);
 }
 
 Result<int64_t> ParseId(std::string_view text, const char* what) {

@@ -16,11 +16,22 @@ namespace mates {
 using Json = nlohmann::ordered_json;
 
 // Parses one JSON document; the error names the position and the problem.
+// Documents nested deeper than kMaxJsonDepth (core/limits.h) are refused
+// before the parser sees them: nothing downstream (dump, compare, destroy)
+// recurses that deep, and no input can overflow the stack.
 Result<Json> ParseJson(std::string_view text);
+// The nesting depth of `text` ({ and [ outside strings), stopping early once
+// it passes `limit`. Linear, no allocation.
+int JsonNestingDepth(std::string_view text, int limit);
+// The nesting depth of a value already built (bounded by `limit` likewise).
+int JsonValueDepth(const Json& value, int limit);
 
 // Compact one-line dump (JSONL-safe: no raw newline can appear).
 std::string DumpJson(const Json& value);
-// Indented dump for people.
+// Indented dump for people and state files: objects and arrays of objects
+// are laid out over lines down to three levels, anything deeper stays on one
+// line, so the size is linear in the value (full indentation of a deeply
+// nested value grows with the square of its depth).
 std::string DumpJsonPretty(const Json& value);
 
 // Field access for objects that came from outside: each returns
@@ -30,6 +41,12 @@ Result<std::string> JsonString(const Json& obj, const char* key, bool required,
                                std::string fallback = "");
 Result<bool> JsonBool(const Json& obj, const char* key, bool fallback);
 Result<double> JsonNumber(const Json& obj, const char* key, double fallback);
+// An integral number (3, 3.0; never "3", 3.5 or null when required).
+Result<int64_t> JsonInt(const Json& obj, const char* key, bool required, int64_t fallback = 0);
+// The object or array under `key`: nullptr when absent or null (and not
+// `required`), InvalidArgument naming the field when it is something else.
+Result<const Json*> JsonObjectField(const Json& obj, const char* key, bool required);
+Result<const Json*> JsonArrayField(const Json& obj, const char* key, bool required);
 
 // An integer id given as a number (3) or a numeric string ("3"), as tool
 // inputs allow (DESIGN §2). Rejects fractions, negatives and junk.

@@ -22,6 +22,7 @@ enum class StatusCode {
   kCancelled,           // stopped on request
   kUnavailable,         // transient: network, server overloaded
   kIOError,             // the file system said no
+  kCorrupt,             // state on disk cannot be read: exit 1 (the input was fine)
   kInternal,            // cannot happen
 };
 
@@ -42,6 +43,7 @@ class [[nodiscard]] Status {
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status IOError(std::string m) { return {StatusCode::kIOError, std::move(m)}; }
+  static Status Corrupt(std::string m) { return {StatusCode::kCorrupt, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
   // An IOError naming the path and errno's text.
   static Status FromErrno(const std::string& what, int err);

@@ -4,7 +4,7 @@
 //   drain DIR MEMBER SINK EXPECT      drain into SINK (JSONL) until it holds
 //                                     EXPECT distinct ids; safe to kill -9 at
 //                                     any instant and start again
-//   hold-lock PATH RANGE              take the lock, print "locked", wait
+//   hold-lock PATH RANGE              take the lock (a folder: the board's), print "locked", wait
 //   claim-loop TASKDIR OWNER OUT      ClaimNext until nothing is claimable,
 //                                     appending each id to OUT
 #include <fcntl.h>
@@ -101,7 +101,9 @@ int Drain(const std::string& dir, const std::string& member, const std::string& 
 }
 
 int HoldLock(const std::string& path, int range) {
-  auto lock = FileLock::Acquire(path, static_cast<FileLock::Range>(range));
+  // A folder (the task board's lock) or a lock file.
+  auto lock = fs::is_directory(path) ? FileLock::AcquireFolder(path)
+                                     : FileLock::Acquire(path, static_cast<FileLock::Range>(range));
   if (!lock.ok()) return Die(lock.status().message());
   std::printf("locked\n");
   std::fflush(stdout);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace mates::testing {
 
@@ -103,6 +104,30 @@ void WriteAll(const fs::path& path, const std::string& data) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << data;
+}
+
+bool WaitUntil(const std::function<bool()>& condition, double timeout_s) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                      std::chrono::duration<double>(timeout_s));
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));
+  }
+}
+
+bool LockWaiterOn(uint64_t ino) {
+  // "12: -> OFDLCK ADVISORY WRITE -1 08:01:4242 0 0": the device and inode
+  // come as MAJ:MIN:INODE.
+  std::ifstream in("/proc/locks");
+  std::string line;
+  const std::string suffix = ":" + std::to_string(ino) + " ";
+  while (std::getline(in, line)) {
+    if (line.find("->") != std::string::npos && line.find(suffix) != std::string::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace mates::testing

@@ -53,4 +53,12 @@ std::string ReadAll(const fs::path& path);
 // Writes `data` to `path`, creating its folders.
 void WriteAll(const fs::path& path, const std::string& data);
 
+// Checks `condition` until it holds or `timeout_s` passes; for state that
+// no event announces (the kernel's lock table, another process's children).
+// Backs off from 1 ms to 20 ms between looks.
+bool WaitUntil(const std::function<bool()>& condition, double timeout_s = 30);
+// Whether some process waits (blocked) for a lock on the file with inode
+// `ino`, as /proc/locks says.
+bool LockWaiterOn(uint64_t ino);
+
 }  // namespace mates::testing

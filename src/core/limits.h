@@ -1,0 +1,29 @@
+// Limits: how much of anything from outside mates takes in (DESIGN §10).
+// Every entry point checks against these and refuses what is over with one
+// clear error, so no input can exhaust the stack (deep JSON), memory (an
+// endless stream) or the disk (a task file that grows with the square of
+// its metadata).
+#pragma once
+
+#include <cstddef>
+
+namespace mates {
+
+// Nesting of any JSON document read: server replies, tool input, files,
+// CLI --metadata, HTTP bodies to mock-llm, MCP frames.
+inline constexpr int kMaxJsonDepth = 128;
+// One tool input from a model, one message's content.
+inline constexpr size_t kMaxToolInputBytes = 1 << 20;
+inline constexpr size_t kMaxMessageBytes = 1 << 20;
+// A task's metadata object, as compact JSON.
+inline constexpr size_t kMaxTaskMetadataBytes = 64 << 10;
+// One model reply as streamed, and one SSE line within it.
+inline constexpr size_t kMaxReplyBytes = 64 << 20;
+inline constexpr size_t kMaxSseLineBytes = 16 << 20;
+// One JSON state file read from disk (a task, the roster, a request): far
+// above what mates writes, far below what would hurt.
+inline constexpr size_t kMaxStateFileBytes = 16 << 20;
+// One HTTP request body to mock-llm.
+inline constexpr size_t kMaxHttpBodyBytes = 64 << 20;
+
+}  // namespace mates
