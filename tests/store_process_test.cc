@@ -123,7 +123,7 @@ TEST(StoreProcessTest, OthersGoOnWithinMillisecondsWhenALockHolderDies) {
          m.content = "after the holder died";
          return box.Append(m);
        }},
-      {ws.TasksDir("t") / ".lock", [&] {
+      {ws.TasksDir("t"), [&] {
          TaskDraft d;
          d.subject = "after the holder died";
          return board.Create(d).status();

@@ -1,6 +1,8 @@
 #include "cli/cli_common.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <iostream>
 
 #include "core/clock.h"
@@ -15,6 +17,18 @@ int Fail(const Status& s) {
 
 int Usage(const std::string& message) {
   return Fail(Status::InvalidArgument(message));
+}
+
+Status CheckSeconds(const std::string& flag, double value, double min, bool min_inclusive) {
+  bool ok = std::isfinite(value) && (min_inclusive ? value >= min : value > min) &&
+            value <= kMaxSeconds;
+  if (ok) return Status::Ok();
+  std::ostringstream range;
+  range << (min_inclusive ? ">= " : "> ") << min << " and <= " << kMaxSeconds;
+  std::ostringstream got;
+  got << value;
+  return Status::InvalidArgument(flag + " takes a number of seconds " + range.str() + ", got " +
+                                 got.str());
 }
 
 std::string FormatMessage(const Message& m) {

@@ -33,6 +33,13 @@ std::string FormatMessage(const Message& m);
 std::string FormatTaskLine(const Task& t);
 std::string FormatTaskDetail(const Task& t);
 
+// A number of seconds from the command line: finite, at least `min`
+// (`min_inclusive` says whether `min` itself is allowed) and at most
+// kMaxSeconds; InvalidArgument naming `flag` otherwise (nan, inf, 1e308 and
+// negatives included).
+inline constexpr double kMaxSeconds = 1e7;  // ~115 days
+Status CheckSeconds(const std::string& flag, double value, double min, bool min_inclusive);
+
 // Splits "a,b,c" (empty pieces dropped).
 std::vector<std::string> SplitList(const std::string& s);
 

@@ -57,6 +57,10 @@ int Up(const ClusterArgs& a) {
 }
 
 int Send(const ClusterArgs& a) {
+  // -1: the config's response_timeout.
+  if (a.timeout != -1) {
+    if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
+  }
   auto c = Load(a);
   if (!c.ok()) return Fail(c.status());
   std::string text;

@@ -35,6 +35,9 @@ Result<fs::path> DemoWorkspace(const std::string& flag) {
 }
 
 int Demo(const DemoArgs& a) {
+  if (Status s = CheckSeconds("--shutdown-timeout", a.shutdown_timeout, 0, false); !s.ok()) {
+    return Fail(s);
+  }
   auto dir = DemoWorkspace(a.workspace);
   if (!dir.ok()) return Fail(dir.status());
   Workspace ws(*dir);

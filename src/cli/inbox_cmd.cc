@@ -47,8 +47,8 @@ int Inbox(Globals& g, InboxArgs a, bool wait_given) {
       if (!a.name.empty()) return Usage("--wait takes seconds, got '" + a.wait[0] + "'");
       a.name = a.wait[0];
       wait_s = -1;
-    } else if (wait_s < 0) {
-      return Usage("--wait takes a number of seconds >= 0");
+    } else if (Status bad = CheckSeconds("--wait", wait_s, 0, true); !bad.ok()) {
+      return Fail(bad);
     }
   }
   if (a.name.empty()) return Usage("whose inbox? give NAME");

@@ -23,8 +23,12 @@ struct RunArgs {
 };
 
 int Run(Globals& g, const RunArgs& a) {
-  if (a.idle_timeout < 0) return Usage("--idle-timeout must be >= 0 (0 = wait forever)");
-  if (a.shutdown_timeout <= 0) return Usage("--shutdown-timeout must be > 0");
+  if (Status s = CheckSeconds("--idle-timeout", a.idle_timeout, 0, true); !s.ok()) {
+    return Usage(s.message() + " (0 = wait forever)");
+  }
+  if (Status s = CheckSeconds("--shutdown-timeout", a.shutdown_timeout, 0, false); !s.ok()) {
+    return Fail(s);
+  }
   llm::ProviderConfig pc{a.provider, a.model, a.base_url, a.scenario};
   auto provider = llm::MakeProvider(pc);
   if (!provider.ok()) return Fail(provider.status());

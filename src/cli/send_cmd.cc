@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "core/log.h"
 #include "store/messenger.h"
 
 namespace mates::cli {
@@ -21,6 +22,7 @@ struct SendArgs {
   bool reject = false;
   std::string summary;
   std::string feedback;
+  std::string id;
   std::vector<std::string> text;
   bool json = false;
 };
@@ -61,6 +63,7 @@ int Send(Globals& g, const SendArgs& a) {
   r.summary = a.summary;
   r.feedback = a.feedback;
   r.request_id = a.request_id;
+  r.id = a.id;
   if (!a.from.empty()) {
     r.sender = a.from;
   } else {
@@ -70,6 +73,17 @@ int Send(Globals& g, const SendArgs& a) {
   }
   auto receipt = Messenger(ws, a.team).Send(r);
   if (!receipt.ok()) return Fail(receipt.status());
+  for (const auto& w : receipt->warnings) LogWarning(w);
+  if (receipt->already_sent) {
+    if (a.json) {
+      Json out = MessageToJson(receipt->message);
+      out["already_sent"] = true;
+      std::cout << DumpJson(out) << std::endl;
+    } else {
+      std::cout << "already sent " << receipt->message.id << " (nothing sent again)\n";
+    }
+    return 0;
+  }
   if (a.json) {
     Json out = MessageToJson(receipt->message);
     out["recipients"] = receipt->recipients;
@@ -104,6 +118,9 @@ void AddSendCommand(CLI::App& app, Globals& g) {
   ap->excludes(rj);
   send->add_option("--summary", a->summary, "A short summary shown with the message");
   send->add_option("--feedback", a->feedback, "Feedback with a plan_approval_response");
+  send->add_option("--id", a->id,
+                   "The message's id (letters, digits, . _ -): sending again with the same id "
+                   "delivers nothing twice, so a failed send can be retried safely");
   send->add_flag("--json", a->json, "Print the sent message as JSON");
   send->add_option("TEXT", a->text, "The message ('-' reads it from stdin)")->required();
   send->callback([&g, a] { g.action = [&g, a] { return Send(g, *a); }; });

@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/file_lock.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/names.h"
 #include "store/watcher.h"
@@ -51,6 +52,28 @@ namespace {
 std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }
 
 Status NoTask(int64_t id) { return Status::NotFound("no task " + TaskRef(id)); }
+
+// Metadata from a caller: a JSON object within the size bound (DESIGN §10).
+Result<Json> ParseMetadata(const std::string& text) {
+  if (text.size() > 4 * kMaxTaskMetadataBytes) {
+    return Status::InvalidArgument("metadata is " + std::to_string(text.size()) +
+                                   " bytes; a task's metadata may be " +
+                                   std::to_string(kMaxTaskMetadataBytes) + " bytes at most");
+  }
+  auto md = ParseJson(text);
+  if (!md.ok()) return Status::InvalidArgument("metadata: " + md.status().message());
+  if (!md->is_object()) return Status::InvalidArgument("metadata must be a JSON object");
+  return md;
+}
+
+Status CheckMetadataSize(const std::string& compact) {
+  if (compact.size() > kMaxTaskMetadataBytes) {
+    return Status::InvalidArgument("metadata would be " + std::to_string(compact.size()) +
+                                   " bytes; a task's metadata may be " +
+                                   std::to_string(kMaxTaskMetadataBytes) + " bytes at most");
+  }
+  return Status::Ok();
+}
 
 Board::FileStamp StampOf(const struct stat& st) {
   return {st.st_ino, st.st_size,
@@ -133,7 +156,6 @@ Task TaskFromRecord(IndexRecord&& r) {
 
 Board::Board(fs::path dir, Options options)
     : dir_(std::move(dir)),
-      lock_path_(dir_ / ".lock"),
       hwm_path_(dir_ / ".highwatermark"),
       index_path_(dir_ / ".index"),
       spare_path_(dir_ / ".spare") {
@@ -193,12 +215,16 @@ void Board::ReloadLocked(int64_t id, bool force) {
   max_file_id_ = std::max(max_file_id_, id);
   Entry* e = FindLocked(id);
   if (!force && e != nullptr && e->full && e->stamp == StampOf(st)) return;  // already have it
-  std::string data;
-  data.resize(static_cast<size_t>(st.st_size));
-  ssize_t n = st.st_size > 0 ? ::pread(fd.get(), data.data(), data.size(), 0) : 0;
-  data.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  auto j = ParseJson(data);
-  Result<Task> t = j.ok() ? TaskFromJson(*j) : Result<Task>(j.status());
+  Result<Task> t = Status::Corrupt("it is " + std::to_string(st.st_size) +
+                                   " bytes, more than a task file can be");
+  if (static_cast<uint64_t>(st.st_size) <= kMaxStateFileBytes) {
+    std::string data;
+    data.resize(static_cast<size_t>(st.st_size));
+    ssize_t n = st.st_size > 0 ? ::pread(fd.get(), data.data(), data.size(), 0) : 0;
+    data.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    auto j = ParseJson(data);
+    t = j.ok() ? TaskFromJson(*j) : Result<Task>(j.status());
+  }
   if (t.ok() && t->id != id) {
     t = Status::InvalidArgument("its id is " + std::to_string(t->id));
   }
@@ -464,13 +490,14 @@ Result<Task> Board::Create(const TaskDraft& draft) {
   if (draft.subject.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::InvalidArgument("a task needs a subject");
   }
-  std::string metadata = draft.metadata_json.empty() ? "{}" : draft.metadata_json;
-  {
-    auto md = ParseJson(metadata);
-    if (!md.ok() || !md->is_object()) return Status::InvalidArgument("metadata must be a JSON object");
+  std::string metadata = "{}";
+  if (!draft.metadata_json.empty()) {
+    MATES_ASSIGN_OR_RETURN(Json md, ParseMetadata(draft.metadata_json));
+    metadata = DumpJson(md);
+    MATES_RETURN_IF_ERROR(CheckMetadataSize(metadata));
   }
   std::lock_guard<std::mutex> guard(mu_);
-  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   std::vector<int64_t> blockers;
   for (int64_t b : draft.blocked_by) {
@@ -498,14 +525,14 @@ Result<Task> Board::Create(const TaskDraft& draft) {
 
 Result<Task> Board::Get(int64_t id) {
   std::lock_guard<std::mutex> guard(mu_);
-  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   return FullTaskLocked(id);
 }
 
 Result<std::vector<Task>> Board::List(bool include_deleted) {
   std::lock_guard<std::mutex> guard(mu_);
-  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   std::vector<int64_t> ids;
   for (size_t id = 1; id < tasks_.size(); ++id) {
@@ -532,15 +559,18 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   }
   Json metadata_patch;
   if (patch.metadata_json.has_value()) {
-    auto md = ParseJson(*patch.metadata_json);
-    if (!md.ok() || !md->is_object()) return Status::InvalidArgument("metadata must be a JSON object");
-    metadata_patch = std::move(*md);
+    MATES_ASSIGN_OR_RETURN(metadata_patch, ParseMetadata(*patch.metadata_json));
   }
   std::lock_guard<std::mutex> guard(mu_);
-  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   MATES_ASSIGN_OR_RETURN(Task t, FullTaskLocked(id));
   const std::string ref = "task " + TaskRef(id);
+  // Deleted is final: a deleted task holds no one back and takes no
+  // dependencies, so nothing may bring it back.
+  if (t.status == TaskStatus::kDeleted) {
+    return Status::FailedPrecondition(ref + " is deleted; create a new task instead");
+  }
 
   // Who may do what: a teammate works on its own or unowned tasks only.
   if (!caller.is_lead && !t.owner.empty() && t.owner != caller.name) {
@@ -554,6 +584,10 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
     }
   }
 
+  if (patch.status == TaskStatus::kDeleted &&
+      (!patch.add_blocked_by.empty() || !patch.add_blocks.empty())) {
+    return Status::InvalidArgument(ref + ": a task being deleted takes no new dependencies");
+  }
   // Validate every dependency before writing anything.
   std::vector<int64_t> add_blocked_by;
   for (int64_t b : patch.add_blocked_by) {
@@ -597,6 +631,7 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
       }
     }
     t.metadata_json = DumpJson(md);
+    MATES_RETURN_IF_ERROR(CheckMetadataSize(t.metadata_json));
   }
   for (int64_t b : add_blocked_by) t.blocked_by.push_back(b);
   for (int64_t b : add_blocks) t.blocks.push_back(b);
@@ -607,6 +642,15 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
       if (t.owner.empty() && !caller.is_lead && !caller.name.empty()) t.owner = caller.name;
     }
     t.status = *patch.status;
+  }
+  // A deleted task's dependencies are dropped on both sides (below for the
+  // others): it keeps no one-sided link.
+  std::vector<int64_t> former_links;
+  if (t.status == TaskStatus::kDeleted) {
+    former_links = t.blocked_by;
+    former_links.insert(former_links.end(), t.blocks.begin(), t.blocks.end());
+    t.blocked_by.clear();
+    t.blocks.clear();
   }
 
   MATES_RETURN_IF_ERROR(WriteLocked(t));
@@ -624,7 +668,7 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   // A deleted task no longer holds anyone back: drop it from its
   // dependents' blockedBy and its blockers' blocks.
   if (t.status == TaskStatus::kDeleted) {
-    std::set<int64_t> touched(t.blocked_by.begin(), t.blocked_by.end());
+    std::set<int64_t> touched(former_links.begin(), former_links.end());
     for (size_t oid = 1; oid < tasks_.size(); ++oid) {
       const Entry& e = tasks_[oid];
       if (!e.present || static_cast<int64_t>(oid) == id) continue;
@@ -664,28 +708,40 @@ Result<Task> Board::ClaimLocked(int64_t id, const std::string& owner) {
 Result<Task> Board::Claim(int64_t id, const std::string& owner) {
   MATES_RETURN_IF_ERROR(ValidateName("owner name", owner));
   std::lock_guard<std::mutex> guard(mu_);
-  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   return ClaimLocked(id, owner);
 }
 
-std::optional<int64_t> Board::NextClaimableLocked(const std::string& owner) const {
+std::optional<int64_t> Board::NextClaimableLocked(const std::string& owner) {
+  // Candidates come from what the index says; each is confirmed from its
+  // file, so a task file cut short or edited into garbage (skipped, and
+  // reported once) never stands in the way of the tasks after it.
+  auto confirmed = [&](int64_t id, bool assigned) {
+    auto t = FullTaskLocked(id);
+    if (!t.ok()) return false;
+    bool owner_ok = assigned ? t->owner == owner : t->owner.empty();
+    return owner_ok && t->status == TaskStatus::kPending && BlockedReasonLocked(*t).empty();
+  };
   for (size_t id = 1; id < tasks_.size(); ++id) {
     const Entry& e = tasks_[id];
     if (e.present && e.task.status == TaskStatus::kPending && e.task.owner == owner &&
-        BlockedReasonLocked(e.task).empty()) {
+        BlockedReasonLocked(e.task).empty() && confirmed(static_cast<int64_t>(id), true)) {
       return static_cast<int64_t>(id);
     }
   }
-  for (int64_t id : open_) {
-    if (ClaimableLocked(tasks_[id].task)) return id;
+  // Copied: confirming a candidate may drop it from open_.
+  std::vector<int64_t> open(open_.begin(), open_.end());
+  for (int64_t id : open) {
+    Entry* e = FindLocked(id);
+    if (e != nullptr && ClaimableLocked(e->task) && confirmed(id, false)) return id;
   }
   return std::nullopt;
 }
 
 Result<std::optional<int64_t>> Board::NextClaimable(const std::string& owner) {
   std::lock_guard<std::mutex> guard(mu_);
-  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   return NextClaimableLocked(owner);
 }
@@ -693,7 +749,7 @@ Result<std::optional<int64_t>> Board::NextClaimable(const std::string& owner) {
 Result<std::optional<Task>> Board::ClaimNext(const std::string& owner) {
   MATES_RETURN_IF_ERROR(ValidateName("owner name", owner));
   std::lock_guard<std::mutex> guard(mu_);
-  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_path_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   auto id = NextClaimableLocked(owner);
   if (!id) return std::optional<Task>();

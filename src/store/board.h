@@ -1,9 +1,16 @@
 // Board: a team's task board, one JSON file per task in .tasks/<team>/
-// (DESIGN §2, §4), shared by threads and processes under `.tasks/<team>/.lock`.
+// (DESIGN §2, §4), shared by threads and processes under the board lock.
 //
 // Every operation is a read-modify-write under the board lock, so a claim is
 // an atomic compare-and-set: of N racing claimers in any processes, exactly
-// one wins.
+// one wins. The board lock is taken on the folder itself (flock), not on the
+// `.lock` file the layout keeps for the seeds' tools: a folder that holds
+// files cannot be deleted or replaced, so no hand in the folder can let a
+// second claimer in (core/file_lock.h).
+//
+// Task files are state from outside like any input (DESIGN §10): a file
+// that does not parse, holds another id, or was cut short is skipped by
+// every operation (reported once per version) and never stops the board.
 //
 // Claiming does not read every task file each time. Every write appends one
 // short line to `.index` ("id inode status owner blockers"; compacted when it
@@ -86,8 +93,8 @@ class Board {
   const fs::path& dir() const { return dir_; }
 
  private:
-  // ClaimNext's choice; the board lock held.
-  std::optional<int64_t> NextClaimableLocked(const std::string& owner) const;
+  // ClaimNext's choice, confirmed from its file; the board lock held.
+  std::optional<int64_t> NextClaimableLocked(const std::string& owner);
   struct Entry {
     bool present = false;
     bool full = false;  // else only id, status, owner and blocked_by are known
@@ -123,7 +130,6 @@ class Board {
 
   // Constant after construction.
   const fs::path dir_;
-  const fs::path lock_path_;
   const fs::path hwm_path_;
   const fs::path index_path_;
   const fs::path spare_path_;  // ReplaceFileViaSpare's spare, under the lock

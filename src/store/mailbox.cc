@@ -31,11 +31,24 @@ Status Mailbox::Append(const Message& m) const {
     // start ours on a fresh line so that only the torn one is lost.
     struct stat st {};
     char last = '\n';
-    if (::fstat(fd.get(), &st) == 0 && st.st_size > 0 &&
+    const bool have_stat = ::fstat(fd.get(), &st) == 0;
+    if (have_stat && st.st_size > 0 &&
         ::pread(fd.get(), &last, 1, st.st_size - 1) == 1 && last != '\n') {
       MATES_RETURN_IF_ERROR(WriteAll(fd.get(), "\n" + line, inbox_.c_str()));
     } else {
       MATES_RETURN_IF_ERROR(WriteAll(fd.get(), line, inbox_.c_str()));
+    }
+    // The drain renames the inbox only under byte 0 held exclusively, so
+    // the file we wrote is still the inbox. Unless the lock file was
+    // deleted under us (DESIGN §10): then a drain may have taken the file
+    // already, and the line goes in again (delivered at least once; ids
+    // suppress the second copy).
+    struct stat now {};
+    if (have_stat &&
+        (::stat(inbox_.c_str(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev)) {
+      ScopedFd again(::open(inbox_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+      if (!again.valid()) return Status::FromErrno("open " + inbox_.string(), errno);
+      MATES_RETURN_IF_ERROR(WriteAll(again.get(), "\n" + line, inbox_.c_str()));
     }
   }
   Watcher::Default().NotifyLocal(dir_, inbox_.filename().string());

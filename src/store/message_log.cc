@@ -66,4 +66,13 @@ Result<std::vector<Message>> MessageLog::ReadFrom(uint64_t offset, uint64_t* nex
   return out;
 }
 
+Result<std::optional<Message>> MessageLog::Find(const std::string& id) const {
+  uint64_t next = 0;
+  MATES_ASSIGN_OR_RETURN(std::vector<Message> all, ReadFrom(0, &next));
+  for (auto& m : all) {
+    if (m.id == id) return std::optional<Message>(std::move(m));
+  }
+  return std::optional<Message>();
+}
+
 }  // namespace mates

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ class MessageLog {
   // Bad lines are skipped with a warning; a line still being written (no
   // newline yet) is left for the next read.
   Result<std::vector<Message>> ReadFrom(uint64_t offset, uint64_t* next_offset) const;
+
+  // The logged message with this id, if any (reads the whole log).
+  Result<std::optional<Message>> Find(const std::string& id) const;
 
   const fs::path& path() const { return path_; }
 

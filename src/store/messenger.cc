@@ -1,6 +1,9 @@
 #include "store/messenger.h"
 
+#include <algorithm>
+
 #include "core/clock.h"
+#include "core/limits.h"
 #include "core/ids.h"
 #include "core/names.h"
 #include "store/mailbox.h"
@@ -99,6 +102,13 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
 
 Result<SendReceipt> Messenger::Send(SendRequest r) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team_));
+  if (!r.id.empty()) MATES_RETURN_IF_ERROR(ValidateName("message id", r.id));
+  for (const auto* field : {&r.content, &r.summary, &r.feedback}) {
+    if (field->size() > kMaxMessageBytes) {
+      return Status::InvalidArgument("a message may be " + std::to_string(kMaxMessageBytes) +
+                                     " bytes at most; this one is " + std::to_string(field->size()));
+    }
+  }
   MATES_RETURN_IF_ERROR(ValidateName("sender name", r.sender));
   if (!r.recipient.empty()) MATES_RETURN_IF_ERROR(ValidateName("recipient name", r.recipient));
   Roster roster(ws_);
@@ -121,8 +131,18 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
     receipt.recipients.push_back(r.recipient);
   }
 
+  if (!r.id.empty()) {
+    auto logged = MessageLog(ws_, team_).Find(r.id);
+    if (!logged.ok()) return logged.status();
+    if (logged->has_value()) {
+      receipt.message = std::move(**logged);
+      receipt.already_sent = true;
+      return receipt;
+    }
+  }
+
   Message msg;
-  msg.id = NewId("m");
+  msg.id = r.id.empty() ? NewId("m") : r.id;
   msg.type = r.type;
   msg.sender = r.sender;
   msg.recipient = r.type == MessageType::kBroadcast ? "" : r.recipient;
@@ -153,11 +173,24 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
 
   fs::path dir = ws_.TeamDir(team_);
   for (const auto& to : receipt.recipients) {
+    Mailbox box(dir, to);
+    if (!r.id.empty()) {
+      // A retry of a send that failed part way: who has it already.
+      auto pending = box.Peek();
+      if (pending.ok() && std::any_of(pending->begin(), pending->end(),
+                                      [&](const Message& m) { return m.id == msg.id; })) {
+        continue;
+      }
+    }
     Message copy = msg;
     copy.recipient = to;
-    MATES_RETURN_IF_ERROR(Mailbox(dir, to).Append(copy));
+    MATES_RETURN_IF_ERROR(box.Append(copy));
   }
-  MATES_RETURN_IF_ERROR(MessageLog(ws_, team_).Append(msg));
+  // Delivered: from here a failure must not read as "not sent".
+  Status logged = MessageLog(ws_, team_).Append(msg);
+  if (!logged.ok()) {
+    receipt.warnings.push_back("delivered, but not recorded in the message log: " + logged.message());
+  }
   receipt.message = std::move(msg);
   return receipt;
 }

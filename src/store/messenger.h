@@ -25,11 +25,20 @@ struct SendRequest {
   std::string request_id;  // required by responses; generated for requests
   std::optional<bool> approve;
   std::string feedback;
+  // "" = a new id. A given id makes the send idempotent (`mates send --id`):
+  // a message already logged under it is not sent again, an inbox that
+  // still holds it does not get it twice, and agents drop ids they have
+  // taken in already.
+  std::string id;
 };
 
 struct SendReceipt {
   Message message;                      // as logged (no recipient for broadcast)
   std::vector<std::string> recipients;  // whose inboxes got it
+  bool already_sent = false;            // a given id was in the log already
+  // Delivered, but something after it failed (the log could not be
+  // written): a success, since sending again would deliver it twice.
+  std::vector<std::string> warnings;
 };
 
 class Messenger {

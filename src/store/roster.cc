@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
+#include "core/limits.h"
 #include "core/names.h"
 #include "store/watcher.h"
 
@@ -90,6 +91,12 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
     for (const auto& jm : *it) {
       Member m;
       MATES_ASSIGN_OR_RETURN(m.name, JsonString(jm, "name", true));
+      // Names become file names (inboxes, journals, locks): a roster edited
+      // by hand must not lead anywhere a name from the CLI could not.
+      MATES_RETURN_IF_ERROR(ValidateName("member name", m.name));
+      if (c.Find(m.name) != nullptr) {
+        return Status::InvalidArgument("member '" + m.name + "' is listed twice");
+      }
       MATES_ASSIGN_OR_RETURN(m.agent_id, JsonString(jm, "agent_id", false, m.name + "@" + c.name));
       MATES_ASSIGN_OR_RETURN(m.role, JsonString(jm, "role", false, "teammate"));
       MATES_ASSIGN_OR_RETURN(std::string status, JsonString(jm, "status", false, "idle"));
@@ -103,6 +110,8 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
       c.members.push_back(std::move(m));
     }
   }
+  MATES_RETURN_IF_ERROR(ValidateName("team name", c.name));
+  if (!c.lead.empty()) MATES_RETURN_IF_ERROR(ValidateName("lead name", c.lead));
   // Seed configs name no lead: the member with role "lead", else "lead".
   if (c.lead.empty()) {
     auto lead = std::find_if(c.members.begin(), c.members.end(),
@@ -159,10 +168,19 @@ Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
     }
     return data.status();
   }
+  // A roster that cannot be read is corrupt state (exit 1), not bad input.
+  auto corrupt = [&](const Status& why) {
+    return Status::Corrupt(ws_.ConfigPath(team).string() + " is corrupt: " + why.message() +
+                           " (fix or restore the file)");
+  };
+  if (data->size() > kMaxStateFileBytes) return corrupt(Status::Corrupt("it is far too large"));
   auto j = ParseJson(*data);
-  if (!j.ok()) return j.status().WithContext(ws_.ConfigPath(team).string());
+  if (!j.ok()) return corrupt(j.status());
   auto c = TeamConfigFromJson(*j);
-  if (!c.ok()) return c.status().WithContext(ws_.ConfigPath(team).string());
+  if (!c.ok()) return corrupt(c.status());
+  if (c->name != team) {
+    return corrupt(Status::Corrupt("it names team '" + c->name + "', not '" + std::string(team) + "'"));
+  }
   return c;
 }
 

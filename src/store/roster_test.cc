@@ -129,8 +129,19 @@ TEST(RosterTest, CorruptConfigIsAClearError) {
   fs::create_directories(ws.TeamDir("t"));
   testing::WriteAll(ws.ConfigPath("t"), "{\"name\": ");
   auto c = Roster(ws).Load("t");
-  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(c.status().message().find("config.json"), std::string::npos);
+  // Corrupt state, not bad input (DESIGN §10): exit 1 at the CLI.
+  EXPECT_EQ(c.status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(ExitCodeFor(c.status()), 1);
+  EXPECT_NE(c.status().message().find("config.json is corrupt"), std::string::npos);
+  // Names that would lead out of the team's folder are corrupt too.
+  testing::WriteAll(ws.ConfigPath("t"),
+                    R"({"name": "t", "members": [{"name": "lead", "role": "lead"}, {"name": "../x"}]})");
+  c = Roster(ws).Load("t");
+  EXPECT_EQ(c.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(c.status().message().find("invalid member name '../x'"), std::string::npos)
+      << c.status().message();
+  testing::WriteAll(ws.ConfigPath("t"), R"({"name": "other", "members": []})");
+  EXPECT_EQ(Roster(ws).Load("t").status().code(), StatusCode::kCorrupt);
 }
 
 }  // namespace

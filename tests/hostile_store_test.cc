@@ -1,0 +1,275 @@
+// The store and its CLI against a hostile environment (DESIGN §10, issue
+// "hardening"): lock files deleted mid-race, task files cut short or edited
+// by hand, oversized and deeply nested input, an unwritable message log,
+// nonsense durations. Each test failed on the code before the fix it names.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <sstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/limits.h"
+#include "store/board.h"
+#include "store/messenger.h"
+#include "store/roster.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::ReadAll;
+using testing::RunMates;
+using testing::TempDir;
+
+// Item 5: deleting the board's `.lock` while 16 processes race gave 304
+// claims for 300 tasks and task 19's file holding task 20.
+TEST(HostileStoreTest, DeletingTheBoardLockMidRaceLetsNoSecondClaimerIn) {
+  TempDir dir;
+  constexpr int kTasks = 300, kClaimers = 16;
+  {
+    Board board(dir.path());
+    for (int i = 0; i < kTasks; ++i) {
+      TaskDraft d;
+      d.subject = "task " + std::to_string(i + 1);
+      ASSERT_TRUE(board.Create(d).ok());
+    }
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> deletions{0};
+  std::thread deleter([&] {
+    while (!stop.load()) {
+      if (::unlink((dir.path() / ".lock").c_str()) == 0) ++deletions;
+      // Someone (a seed-style tool) makes it again.
+      ::close(::open((dir.path() / ".lock").c_str(), O_CREAT | O_WRONLY, 0644));
+    }
+  });
+  std::vector<Subprocess> claimers;
+  for (int c = 0; c < kClaimers; ++c) {
+    claimers.push_back(testing::Start({testing::StoreHelperBinary(), "claim-loop", dir.str(),
+                                       "p" + std::to_string(c),
+                                       (dir.path() / ("claims." + std::to_string(c))).string()}));
+  }
+  std::map<int, int> claims;
+  for (int c = 0; c < kClaimers; ++c) {
+    EXPECT_EQ(claimers[c].Wait().exit_code, 0);
+    std::istringstream in(ReadAll(dir.path() / ("claims." + std::to_string(c))));
+    int id;
+    while (in >> id) ++claims[id];
+  }
+  stop = true;
+  deleter.join();
+  EXPECT_GT(deletions.load(), 0);
+  EXPECT_EQ(claims.size(), static_cast<size_t>(kTasks));
+  for (const auto& [id, n] : claims) EXPECT_EQ(n, 1) << "task " << id << " claimed " << n << " times";
+  // Every file holds its own task, claimed.
+  for (int id = 1; id <= kTasks; ++id) {
+    auto j = ParseJson(ReadAll(dir.path() / TaskFileName(id)));
+    ASSERT_TRUE(j.ok()) << id;
+    EXPECT_EQ((*j)["id"], id);
+    EXPECT_EQ((*j)["subject"], "task " + std::to_string(id));
+    EXPECT_EQ((*j)["status"], "in_progress") << id;
+  }
+}
+
+// Item 6: one task file truncated in place stopped every ClaimNext with
+// "no task #3" while later tasks were claimable.
+TEST(HostileStoreTest, ATaskFileCutShortInPlaceIsSkippedByEveryClaim) {
+  TempDir dir;
+  ASSERT_EQ(RunMates(dir.path(), {"team", "create", "t"}).exit_code, 0);
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_EQ(RunMates(dir.path(), {"tasks", "--team", "t", "create", "task " + std::to_string(i)}).exit_code, 0);
+  }
+  fs::path three = dir.path() / ".tasks/t/3.json";
+  ASSERT_EQ(::truncate(three.c_str(), 20), 0);  // in place: same inode, as an editor's crash leaves it
+  // A warm board (a teammate's) and cold ones (CLI processes) alike.
+  Board warm(dir.path() / ".tasks/t");
+  auto first = warm.ClaimNext("a");
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ((*first)->id, 1);
+  auto r = RunMates(dir.path(), {"tasks", "--team", "t", "claim", "--owner", "b"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "2\n");
+  r = RunMates(dir.path(), {"tasks", "--team", "t", "claim", "--owner", "c"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "4\n") << "the cut-short task 3 must be skipped";
+  auto next = warm.ClaimNext("d");
+  ASSERT_TRUE(next.ok()) << next.status().message();
+  ASSERT_TRUE(next->has_value());
+  EXPECT_EQ((*next)->id, 5);
+  EXPECT_FALSE(warm.NextClaimable("e")->has_value());
+  EXPECT_NE(r.err.find("3.json is unreadable"), std::string::npos) << r.err;
+  // A file holding another task's id is skipped the same way.
+  testing::WriteAll(dir.path() / ".tasks/t/6.json", ReadAll(dir.path() / ".tasks/t/1.json"));
+  r = RunMates(dir.path(), {"tasks", "--team", "t", "list"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("6.json is unreadable"), std::string::npos) << r.err;
+  // And one far too big to be a task is not read at all.
+  {
+    std::string huge(kMaxStateFileBytes + 1, ' ');
+    testing::WriteAll(dir.path() / ".tasks/t/7.json", huge);
+  }
+  r = RunMates(dir.path(), {"tasks", "--team", "t", "claim", "--owner", "f"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // nothing claimable; not a crash
+}
+
+// Item 14: deleted tasks kept one-sided links, took --add-blocks and could
+// be set back to pending.
+TEST(HostileStoreTest, DeletedIsFinalAndLeavesNoOneSidedLinks) {
+  TempDir dir;
+  Board board(dir.path());
+  const Caller lead{"lead", true};
+  TaskDraft d;
+  d.subject = "a";
+  ASSERT_TRUE(board.Create(d).ok());
+  d.subject = "b";
+  d.blocked_by = {1};
+  ASSERT_TRUE(board.Create(d).ok());
+  d.subject = "c";
+  d.blocked_by = {2};
+  ASSERT_TRUE(board.Create(d).ok());
+  TaskPatch del;
+  del.status = TaskStatus::kDeleted;
+  ASSERT_TRUE(board.Update(2, del, lead).ok());
+  auto two = board.Get(2);
+  EXPECT_TRUE(two->blocked_by.empty());
+  EXPECT_TRUE(two->blocks.empty());
+  EXPECT_TRUE(board.Get(1)->blocks.empty());
+  EXPECT_TRUE(board.Get(3)->blocked_by.empty());
+  TaskPatch back;
+  back.status = TaskStatus::kPending;
+  auto r = board.Update(2, back, lead);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("deleted"), std::string::npos);
+  TaskPatch link;
+  link.add_blocks = {3};
+  EXPECT_FALSE(board.Update(2, link, lead).ok());
+  link.add_blocks = {2};
+  EXPECT_FALSE(board.Update(3, link, lead).ok()) << "a live task may not wait on a deleted one";
+  TaskPatch del_and_link;
+  del_and_link.status = TaskStatus::kDeleted;
+  del_and_link.add_blocked_by = {1};
+  EXPECT_EQ(board.Update(3, del_and_link, lead).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(board.Claim(2, "x").status().code(), StatusCode::kNotFound);
+}
+
+// Item 2: 20 KB of pretty-printed nested --metadata made a 200 MB task
+// file; a model's 6 KB made 18 MB.
+TEST(HostileStoreTest, MetadataIsBoundedInDepthAndSizeAndFilesStayLinear) {
+  TempDir dir;
+  ASSERT_EQ(RunMates(dir.path(), {"team", "create", "t"}).exit_code, 0);
+  std::string deep;
+  for (int i = 0; i < 2000; ++i) deep += "{\n \"k\": ";
+  deep += "1";
+  for (int i = 0; i < 2000; ++i) deep += "\n}";
+  auto r = RunMates(dir.path(), {"tasks", "--team", "t", "create", "deep", "--metadata", deep});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("deeper than 128"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path() / ".tasks/t/1.json"));
+  // The deepest allowed metadata: the file stays about as big as its JSON.
+  std::string ok;
+  for (int i = 0; i < 120; ++i) ok += "{\"k\":";
+  ok += "\"" + std::string(4000, 'x') + "\"" + std::string(120, '}');
+  r = RunMates(dir.path(), {"tasks", "--team", "t", "create", "fine", "--metadata", ok});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(fs::file_size(dir.path() / ".tasks/t/1.json"), 2 * ok.size() + 1024);
+  // Over 64 KiB, whole or after a merge.
+  std::string big = "{\"blob\": \"" + std::string(70 * 1024, 'x') + "\"}";
+  r = RunMates(dir.path(), {"tasks", "--team", "t", "create", "big", "--metadata", big});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("65536 bytes at most"), std::string::npos) << r.err;
+  std::string half = "{\"a\": \"" + std::string(40 * 1024, 'x') + "\"}";
+  ASSERT_EQ(RunMates(dir.path(), {"tasks", "--team", "t", "update", "1", "--metadata", half}).exit_code, 0);
+  std::string other_half = "{\"b\": \"" + std::string(40 * 1024, 'x') + "\"}";
+  r = RunMates(dir.path(), {"tasks", "--team", "t", "update", "1", "--metadata", other_half});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(RunMates(dir.path(), {"tasks", "--team", "t", "update", "1", "--metadata", "[1]"}).exit_code, 2);
+}
+
+// Item 9: `send` with an unwritable messages.jsonl exited 1 after
+// delivering, so a retry duplicated the message; `--id` makes it safe.
+TEST(HostileStoreTest, ASendThatDeliveredButCouldNotBeLoggedSucceedsAndIdsMakeRetriesSafe) {
+  TempDir dir;
+  ASSERT_EQ(RunMates(dir.path(), {"team", "create", "t", "--members", "alice"}).exit_code, 0);
+  fs::path log = dir.path() / ".teams/t/messages.jsonl";
+  fs::create_directory(log);  // unwritable for whoever runs the test, root included
+  auto r = RunMates(dir.path(), {"send", "--team", "t", "--to", "alice", "hello"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("delivered, but not recorded in the message log"), std::string::npos) << r.err;
+  fs::remove(log);
+  // An explicit id: sent once, whatever the retries.
+  for (int i = 0; i < 3; ++i) {
+    r = RunMates(dir.path(), {"send", "--team", "t", "--to", "alice", "--id", "m-retry-1", "once"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_NE(r.out.find("already sent m-retry-1"), std::string::npos) << r.out;
+  r = RunMates(dir.path(), {"inbox", "--team", "t", "alice", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;  // "hello" and "once"
+  EXPECT_EQ(RunMates(dir.path(), {"send", "--team", "t", "--to", "alice", "--id", "../x", "no"}).exit_code, 2);
+  std::string huge(2 * 1024 * 1024, 'x');
+  testing::WriteAll(dir.path() / "huge.txt", huge);
+  r = testing::Run({"/bin/sh", "-c", "\"$0\" --workspace \"$1\" send --team t --to alice - < \"$1/huge.txt\"",
+                    testing::MatesBinary(), dir.str()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("bytes at most"), std::string::npos) << r.err;
+}
+
+// Item 11: `inbox --wait nan|inf|1e308` returned at once, "within
+// -9223372036854775808 s".
+TEST(HostileStoreTest, NonsenseDurationsAreRefusedWithOneClearError) {
+  TempDir dir;
+  ASSERT_EQ(RunMates(dir.path(), {"team", "create", "t", "--members", "alice"}).exit_code, 0);
+  for (std::string v : {"nan", "inf", "-inf", "1e308", "-1"}) {
+    auto r = RunMates(dir.path(), {"inbox", "--team", "t", "alice", "--wait=" + v});
+    EXPECT_EQ(r.exit_code, 2) << v << ": " << r.err;
+    EXPECT_NE(r.err.find("--wait takes a number of seconds"), std::string::npos) << v << ": " << r.err;
+    r = RunMates(dir.path(), {"run", "--provider", "scripted", "--scenario", "/nonexistent",
+                              "--idle-timeout=" + v, "x"});
+    EXPECT_EQ(r.exit_code, 2) << v << ": " << r.err;
+    EXPECT_NE(r.err.find("--idle-timeout"), std::string::npos) << v << ": " << r.err;
+  }
+  auto r = RunMates(dir.path(), {"inbox", "--team", "t", "alice", "--wait", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // a real timeout
+}
+
+// Item 8: a member `../../../../escaped` in config.json created files
+// outside the workspace; item 16: a corrupt config.json exited 2.
+TEST(HostileStoreTest, ARosterEditedIntoNonsenseIsCorruptStateNeverAPath) {
+  TempDir dir;
+  fs::path ws = dir.path() / "ws";
+  ASSERT_EQ(RunMates(ws, {"team", "create", "t", "--members", "alice"}).exit_code, 0);
+  fs::path config = ws / ".teams/t/config.json";
+  std::string text = ReadAll(config);
+  auto at = text.find("\"alice\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 7, "\"../../../../escaped\"");
+  testing::WriteAll(config, text);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"team", "show", "t"},
+           {"send", "--team", "t", "--to", "lead", "hi"},
+           {"run", "--team", "t", "--provider", "scripted", "--scenario",
+            std::string(MATES_SOURCE_DIR) + "/tests/scenarios/lead_basic.yaml", "go"}}) {
+    auto r = RunMates(ws, args);
+    EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("config.json is corrupt"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("invalid member name"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(testing::ListFiles(dir.path()).size(), testing::ListFiles(ws).size() + 1)
+      << "nothing but the workspace may appear in its parent";
+  testing::WriteAll(config, "{\"name\": \"t\", \"members\": [");
+  auto r = RunMates(ws, {"team", "show", "t"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("config.json is corrupt"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mates
