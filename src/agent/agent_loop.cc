@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/secrets.h"
 #include "store/mailbox.h"
 
 namespace mates::agent {
@@ -38,11 +39,24 @@ Status AgentLoop::AttachJournal(const fs::path& path, bool resume) {
   return Status::Ok();
 }
 
+namespace {
+// Nothing that enters a conversation (and so its journal and every later
+// request) carries a key, whichever way it came: a tool, a teammate's
+// message, a model that was shown one.
+void RedactBlocks(std::vector<llm::ContentBlock>* blocks) {
+  for (auto& b : *blocks) {
+    Secrets::RedactInPlace(&b.text);
+    Secrets::RedactInPlace(&b.input_json);
+  }
+}
+}  // namespace
+
 Status AgentLoop::AddUser(std::vector<llm::ContentBlock> blocks,
                           const std::vector<std::string>& delivered) {
   std::erase_if(blocks, [](const llm::ContentBlock& b) {
     return b.type == llm::BlockType::kText && b.text.empty();
   });
+  RedactBlocks(&blocks);
   if (blocks.empty()) return Status::Ok();
   if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendMessage({llm::Role::kUser, blocks}, delivered));
   for (const auto& id : delivered) delivered_.insert(id);
@@ -55,6 +69,7 @@ Status AgentLoop::AddAssistant(std::vector<llm::ContentBlock> blocks) {
     return b.type == llm::BlockType::kText && b.text.empty();
   });
   if (blocks.empty()) blocks.push_back(llm::ContentBlock::Text("(no reply)"));
+  RedactBlocks(&blocks);
   if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendMessage({llm::Role::kAssistant, blocks}));
   conversation_.AddAssistant(std::move(blocks));
   return Status::Ok();

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cli/cli_common.h"
+#include "core/secrets.h"
 #include "cli/lead_session.h"
 #include "core/files.h"
 #include "demo_scenario.h"
@@ -35,6 +36,7 @@ Result<fs::path> DemoWorkspace(const std::string& flag) {
 }
 
 int Demo(const DemoArgs& a) {
+  Secrets::Scrub();
   if (Status s = CheckSeconds("--shutdown-timeout", a.shutdown_timeout, 0, false); !s.ok()) {
     return Fail(s);
   }

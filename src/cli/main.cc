@@ -7,9 +7,16 @@
 #include <string>
 
 #include "cli/cli_common.h"
+#include "core/secrets.h"
 
 int main(int argc, char** argv) {
   using mates::cli::Globals;
+  // Keys are read once, here (DESIGN §10); commands that run agents then
+  // scrub them from the environment.
+  if (mates::Status s = mates::Secrets::Load(); !s.ok()) {
+    std::cerr << "mates: error: " << s.message() << std::endl;
+    return 2;
+  }
   Globals g;
   CLI::App app{"mates: teams of LLM agents working on one workspace", "mates"};
   app.set_version_flag("--version", "mates 0.1.0");

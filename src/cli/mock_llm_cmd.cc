@@ -56,7 +56,7 @@ void AddMockLlmCommand(CLI::App& app, Globals& g) {
   cmd->add_option("--scenario", a->scenario, "Scenario file (JSON or YAML)")->required();
   cmd->add_option("--port", a->port, "Port (0 = any free port)")->capture_default_str();
   cmd->add_option("--fault", a->faults,
-                  "status=CODE[:first=N|:every=N][:retry_after=S], cut_stream_after=N, "
+                  "status=CODE[:first=N|:every=N][:retry_after=S], cut_stream_after=N, stall_after=N, "
                   "error_event_after=N (repeatable)");
   cmd->add_option("--record", a->record, "Append every request to this JSONL file");
   cmd->add_flag("--quiet", a->quiet, "No line per request on stderr");

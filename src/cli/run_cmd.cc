@@ -6,6 +6,7 @@
 // Without: the lead's REPL (/team /inbox /tasks /send /compact /usage /quit).
 #include "cli/cli_common.h"
 #include "cli/lead_session.h"
+#include "core/secrets.h"
 #include "llm/provider_factory.h"
 
 namespace mates::cli {
@@ -19,17 +20,24 @@ struct RunArgs {
   int64_t context_budget = 0;
   double idle_timeout = 60;
   double shutdown_timeout = 60;
+  double request_timeout = 0;
   bool fresh = false;
 };
 
 int Run(Globals& g, const RunArgs& a) {
+  // The lead and its teammates run commands a model wrote: keys out of
+  // reach before any thread starts.
+  Secrets::Scrub();
   if (Status s = CheckSeconds("--idle-timeout", a.idle_timeout, 0, true); !s.ok()) {
     return Usage(s.message() + " (0 = wait forever)");
   }
   if (Status s = CheckSeconds("--shutdown-timeout", a.shutdown_timeout, 0, false); !s.ok()) {
     return Fail(s);
   }
-  llm::ProviderConfig pc{a.provider, a.model, a.base_url, a.scenario};
+  if (a.request_timeout != 0) {
+    if (Status s = CheckSeconds("--request-timeout", a.request_timeout, 0, false); !s.ok()) return Fail(s);
+  }
+  llm::ProviderConfig pc{a.provider, a.model, a.base_url, a.scenario, a.request_timeout};
   auto provider = llm::MakeProvider(pc);
   if (!provider.ok()) return Fail(provider.status());
   LeadSessionConfig c;
@@ -61,6 +69,9 @@ void AddRunCommand(CLI::App& app, Globals& g) {
   run->add_option("--context-budget", a->context_budget, "Tokens before a context is compacted (default: 3/4 of the model's window)");
   run->add_option("--idle-timeout", a->idle_timeout, "Seconds an idle teammate waits for work before it stops (0 = forever)")->capture_default_str();
   run->add_option("--shutdown-timeout", a->shutdown_timeout, "Seconds a teammate has to answer a shutdown request")->capture_default_str();
+  run->add_option("--request-timeout", a->request_timeout,
+                  "Seconds one model request may take, reply included (default: no limit; "
+                  "a stalled connection is dropped after 120 s without a byte)");
   run->add_flag("--fresh", a->fresh, "Start a new lead conversation instead of resuming the last one");
   run->callback([&g, a] { g.action = [&g, a] { return Run(g, *a); }; });
 }

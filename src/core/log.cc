@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "core/secrets.h"
+
 namespace mates {
 namespace {
 
@@ -23,8 +25,12 @@ spdlog::logger& Logger() {
 
 }  // namespace
 
-void LogWarning(const std::string& message) { Logger().warn(message); }
-void LogInfo(const std::string& message) { Logger().info(message); }
-void LogDebug(const std::string& message) { Logger().debug(message); }
+// Every line goes through Secrets::Redact: a server's error text or a
+// file's content may carry a key.
+void LogWarning(const std::string& message) { Logger().warn(Secrets::Redact(message)); }
+void LogInfo(const std::string& message) { Logger().info(Secrets::Redact(message)); }
+void LogDebug(const std::string& message) {
+  if (Logger().should_log(spdlog::level::debug)) Logger().debug(Secrets::Redact(message));
+}
 
 }  // namespace mates

@@ -1,6 +1,9 @@
 #include "llm/anthropic.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/limits.h"
 
 namespace mates::llm {
 namespace {
@@ -12,6 +15,12 @@ Json CacheControl() { return {{"type", "ephemeral"}}; }
 void SetToolInput(ContentBlock* b, const std::string& raw) {
   if (raw.empty()) {
     b->input_json = "{}";
+    return;
+  }
+  if (raw.size() > kMaxToolInputBytes) {
+    b->input_json = "{}";
+    b->input_error = "the tool input was " + std::to_string(raw.size()) + " bytes; at most " +
+                     std::to_string(kMaxToolInputBytes) + " are taken";
     return;
   }
   auto j = ParseJson(raw);
@@ -65,75 +74,177 @@ Json AnthropicRequestBody(const Request& request, const std::string& model, bool
   return body;
 }
 
+namespace {
+
+constexpr int64_t kMaxBlocks = 4096;
+
+Status Malformed(const std::string& where, const Status& why) {
+  return Status::Unavailable("malformed reply from the server: " + where + ": " + why.message());
+}
+
+// A block index: an integer in [0, kMaxBlocks).
+Result<int64_t> BlockIndex(const Json& j) {
+  MATES_ASSIGN_OR_RETURN(int64_t index, JsonInt(j, "index", true));
+  if (index < 0 || index >= kMaxBlocks) {
+    return Status::InvalidArgument("field 'index' is " + std::to_string(index) + ", not in [0, " +
+                                   std::to_string(kMaxBlocks) + ")");
+  }
+  return index;
+}
+
+// A content block of a complete reply or of content_block_start; nullopt
+// for a type mates does not keep.
+Result<std::optional<ContentBlock>> ReplyBlock(const Json& cb, std::string* partial_json) {
+  if (!cb.is_object()) return Status::InvalidArgument(std::string("a content block must be an object, got ") + cb.type_name());
+  MATES_ASSIGN_OR_RETURN(std::string type, JsonString(cb, "type", true));
+  if (type == "text") {
+    MATES_ASSIGN_OR_RETURN(std::string text, JsonString(cb, "text", false));
+    return std::optional<ContentBlock>(ContentBlock::Text(std::move(text)));
+  }
+  if (type != "tool_use") return std::optional<ContentBlock>();
+  MATES_ASSIGN_OR_RETURN(std::string id, JsonString(cb, "id", true));
+  MATES_ASSIGN_OR_RETURN(std::string name, JsonString(cb, "name", true));
+  if (id.empty()) return Status::InvalidArgument("field 'id' is empty");
+  if (name.empty()) return Status::InvalidArgument("field 'name' is empty");
+  MATES_ASSIGN_OR_RETURN(const Json* input, JsonObjectField(cb, "input", false));
+  ContentBlock b = ContentBlock::ToolUse(std::move(id), std::move(name), "{}");
+  if (input != nullptr && !input->empty()) *partial_json = DumpJson(*input);
+  return std::optional<ContentBlock>(std::move(b));
+}
+
+Result<std::string> StopReason(const Json& obj) {
+  return JsonString(obj, "stop_reason", false);
+}
+
+}  // namespace
+
 void AnthropicStreamAccumulator::OnEvent(const SseEvent& event) {
+  if (failed()) return;  // the first failure stands
+  if (event.data.empty()) return;  // a bare "event: ping"
   auto data = ParseJson(event.data);
-  if (!data.ok() || !data->is_object()) return;  // pings and oddities
-  const Json& j = *data;
-  std::string type = event.event.empty() ? j.value("type", "") : event.event;
+  std::string where = event.event.empty() ? "event" : "event '" + event.event + "'";
+  if (!data.ok()) {
+    malformed_ = Malformed(where, data.status());
+    return;
+  }
+  if (!data->is_object()) {
+    malformed_ = Malformed(where, Status::InvalidArgument("its data is not a JSON object"));
+    return;
+  }
+  std::string type = event.event;
+  if (type.empty()) {
+    auto t = JsonString(*data, "type", true);
+    if (!t.ok()) {
+      malformed_ = Malformed(where, t.status());
+      return;
+    }
+    type = *t;
+  }
+  Status s = Apply(type, *data);
+  if (!s.ok()) malformed_ = Malformed(type, s);
+}
+
+Status AnthropicStreamAccumulator::Apply(const std::string& type, const Json& j) {
+  if (type == "ping") return Status::Ok();
+  if (type == "error") {
+    MATES_ASSIGN_OR_RETURN(const Json* e, JsonObjectField(j, "error", false));
+    std::string etype = "error", message;
+    if (e != nullptr) {
+      MATES_ASSIGN_OR_RETURN(etype, JsonString(*e, "type", false, "error"));
+      MATES_ASSIGN_OR_RETURN(message, JsonString(*e, "message", false));
+    }
+    error_ = Status::Unavailable("stream error " + etype + ": " + message);
+    return Status::Ok();
+  }
   if (type == "message_start") {
-    const Json& msg = j.contains("message") ? j["message"] : Json::object();
-    response_.id = msg.value("id", "");
-    response_.model = msg.value("model", "");
-    if (msg.contains("usage")) response_.usage = UsageFromJson(msg["usage"]);
-  } else if (type == "content_block_start") {
-    int index = j.value("index", 0);
-    const Json& cb = j.contains("content_block") ? j["content_block"] : Json::object();
-    Partial p;
-    std::string btype = cb.value("type", "");
-    if (btype == "text") {
-      p.block = ContentBlock::Text(cb.value("text", ""));
-      if (!p.block.text.empty() && text_ != nullptr) text_->Text(p.block.text);
-    } else if (btype == "tool_use") {
-      p.block = ContentBlock::ToolUse(cb.value("id", ""), cb.value("name", ""), "{}");
-      if (cb.contains("input") && cb["input"].is_object() && !cb["input"].empty()) {
-        p.json = DumpJson(cb["input"]);
-      }
-    } else {
-      p.known = false;  // thinking, server tools…: not kept
+    if (started_) return Status::InvalidArgument("a second message_start");
+    MATES_ASSIGN_OR_RETURN(const Json* msg, JsonObjectField(j, "message", true));
+    MATES_ASSIGN_OR_RETURN(response_.id, JsonString(*msg, "id", false));
+    MATES_ASSIGN_OR_RETURN(response_.model, JsonString(*msg, "model", false));
+    MATES_ASSIGN_OR_RETURN(const Json* usage, JsonObjectField(*msg, "usage", false));
+    if (usage != nullptr) {
+      MATES_ASSIGN_OR_RETURN(UsageReport u, ParseUsage(*usage, kAnthropicUsageKeys));
+      response_.usage = u.usage;
     }
-    blocks_[index] = std::move(p);
-  } else if (type == "content_block_delta") {
-    auto it = blocks_.find(j.value("index", 0));
-    if (it == blocks_.end() || !it->second.known || !j.contains("delta")) return;
-    const Json& d = j["delta"];
-    std::string dtype = d.value("type", "");
-    if (dtype == "text_delta") {
-      std::string t = d.value("text", "");
-      it->second.block.text += t;
-      if (text_ != nullptr) text_->Text(t);
-    } else if (dtype == "input_json_delta") {
-      it->second.json += d.value("partial_json", "");
-    }
-  } else if (type == "content_block_stop") {
-    auto it = blocks_.find(j.value("index", 0));
-    if (it != blocks_.end() && it->second.known && it->second.block.type == BlockType::kToolUse) {
+    started_ = true;
+    return Status::Ok();
+  }
+  bool known = type == "content_block_start" || type == "content_block_delta" ||
+               type == "content_block_stop" || type == "message_delta" || type == "message_stop";
+  if (!known) return Status::Ok();  // events added to the API later
+  if (!started_) return Status::InvalidArgument("came before message_start");
+  if (type == "content_block_start") return OnBlockStart(j);
+  if (type == "content_block_delta") return OnBlockDelta(j);
+  if (type == "content_block_stop") {
+    MATES_ASSIGN_OR_RETURN(int64_t index, BlockIndex(j));
+    auto it = blocks_.find(index);
+    if (it == blocks_.end()) return Status::InvalidArgument("no block " + std::to_string(index) + " was started");
+    if (it->second.known && it->second.block.type == BlockType::kToolUse) {
       SetToolInput(&it->second.block, it->second.json);
     }
-  } else if (type == "message_delta") {
-    if (j.contains("delta") && j["delta"].is_object()) {
-      auto sr = j["delta"].find("stop_reason");
-      if (sr != j["delta"].end() && sr->is_string()) response_.stop_reason = sr->get<std::string>();
-    }
-    if (j.contains("usage") && j["usage"].is_object()) {
-      // Cumulative: the latest value of each counter wins when given.
-      Usage u = UsageFromJson(j["usage"]);
-      if (u.output_tokens > 0) response_.usage.output_tokens = u.output_tokens;
-      if (u.input_tokens > 0) response_.usage.input_tokens = u.input_tokens;
-      if (u.cache_creation_input_tokens > 0) {
-        response_.usage.cache_creation_input_tokens = u.cache_creation_input_tokens;
-      }
-      if (u.cache_read_input_tokens > 0) {
-        response_.usage.cache_read_input_tokens = u.cache_read_input_tokens;
-      }
-    }
-  } else if (type == "message_stop") {
-    complete_ = true;
-  } else if (type == "error") {
-    const Json& e = j.contains("error") ? j["error"] : Json::object();
-    error_ = Status::Unavailable("stream error " + e.value("type", std::string("error")) + ": " +
-                                 e.value("message", std::string("")));
+    return Status::Ok();
   }
-  // ping and unknown events: nothing to do.
+  if (type == "message_delta") return OnMessageDelta(j);
+  complete_ = true;  // message_stop
+  return Status::Ok();
+}
+
+Status AnthropicStreamAccumulator::OnBlockStart(const Json& j) {
+  MATES_ASSIGN_OR_RETURN(int64_t index, BlockIndex(j));
+  MATES_ASSIGN_OR_RETURN(const Json* cb, JsonObjectField(j, "content_block", true));
+  Partial p;
+  auto block = ReplyBlock(*cb, &p.json);
+  if (!block.ok()) return block.status().WithContext("content_block");
+  if (!block->has_value()) {
+    p.known = false;  // thinking, server tools…: not kept
+  } else {
+    p.block = std::move(**block);
+    if (p.block.type == BlockType::kText && !p.block.text.empty() && text_ != nullptr) {
+      text_->Text(p.block.text);
+    }
+  }
+  blocks_[index] = std::move(p);
+  return Status::Ok();
+}
+
+Status AnthropicStreamAccumulator::OnBlockDelta(const Json& j) {
+  MATES_ASSIGN_OR_RETURN(int64_t index, BlockIndex(j));
+  auto it = blocks_.find(index);
+  if (it == blocks_.end()) return Status::InvalidArgument("no block " + std::to_string(index) + " was started");
+  MATES_ASSIGN_OR_RETURN(const Json* d, JsonObjectField(j, "delta", true));
+  auto dtype = JsonString(*d, "type", true);
+  if (!dtype.ok()) return dtype.status().WithContext("delta");
+  if (!it->second.known) return Status::Ok();
+  if (*dtype == "text_delta") {
+    auto t = JsonString(*d, "text", true);
+    if (!t.ok()) return t.status().WithContext("delta");
+    it->second.block.text += *t;
+    if (text_ != nullptr) text_->Text(*t);
+  } else if (*dtype == "input_json_delta") {
+    auto part = JsonString(*d, "partial_json", true);
+    if (!part.ok()) return part.status().WithContext("delta");
+    it->second.json += *part;
+  }
+  return Status::Ok();
+}
+
+Status AnthropicStreamAccumulator::OnMessageDelta(const Json& j) {
+  MATES_ASSIGN_OR_RETURN(const Json* d, JsonObjectField(j, "delta", false));
+  if (d != nullptr) {
+    auto sr = StopReason(*d);
+    if (!sr.ok()) return sr.status().WithContext("delta");
+    if (!sr->empty()) response_.stop_reason = *sr;
+  }
+  MATES_ASSIGN_OR_RETURN(const Json* usage, JsonObjectField(j, "usage", false));
+  if (usage != nullptr) {
+    // Cumulative: the latest value of each counter given wins.
+    MATES_ASSIGN_OR_RETURN(UsageReport u, ParseUsage(*usage, kAnthropicUsageKeys));
+    if (u.has_output) response_.usage.output_tokens = u.usage.output_tokens;
+    if (u.has_input) response_.usage.input_tokens = u.usage.input_tokens;
+    if (u.has_cache_write) response_.usage.cache_creation_input_tokens = u.usage.cache_creation_input_tokens;
+    if (u.has_cache_read) response_.usage.cache_read_input_tokens = u.usage.cache_read_input_tokens;
+  }
+  return Status::Ok();
 }
 
 Response AnthropicStreamAccumulator::TakeResponse() {
@@ -142,6 +253,38 @@ Response AnthropicStreamAccumulator::TakeResponse() {
   }
   blocks_.clear();
   return std::move(response_);
+}
+
+Result<Response> AnthropicResponseFromJson(const Json& j) {
+  if (!j.is_object()) return Malformed("reply", Status::InvalidArgument("not a JSON object"));
+  Response r;
+  auto fail = [](const Status& s) { return Malformed("reply", s); };
+  auto id = JsonString(j, "id", false);
+  auto model = JsonString(j, "model", false);
+  auto stop = StopReason(j);
+  auto content = JsonArrayField(j, "content", true);
+  for (const Status* s : {&id.status(), &model.status(), &stop.status(), &content.status()}) {
+    if (!s->ok()) return fail(*s);
+  }
+  r.id = *id;
+  r.model = *model;
+  r.stop_reason = *stop;
+  for (size_t i = 0; i < (*content)->size(); ++i) {
+    std::string json;
+    auto b = ReplyBlock((**content)[i], &json);
+    if (!b.ok()) return fail(b.status().WithContext("content[" + std::to_string(i) + "]"));
+    if (!b->has_value()) continue;
+    if ((*b)->type == BlockType::kToolUse) SetToolInput(&**b, json);
+    r.content.push_back(std::move(**b));
+  }
+  auto usage = JsonObjectField(j, "usage", false);
+  if (!usage.ok()) return fail(usage.status());
+  if (*usage != nullptr) {
+    auto u = ParseUsage(**usage, kAnthropicUsageKeys);
+    if (!u.ok()) return fail(u.status());
+    r.usage = u->usage;
+  }
+  return r;
 }
 
 AnthropicProvider::AnthropicProvider(AnthropicOptions options,
@@ -171,6 +314,7 @@ Result<Response> AnthropicProvider::Attempt(const Request&, const std::string& b
   http.url = base + "/v1/messages";
   http.body = body;
   http.connect_timeout_s = options_.connect_timeout_s;
+  http.total_timeout_s = options_.request_timeout_s;
   http.low_speed_time_s = options_.stream ? options_.stall_timeout_s : 600;
   http.headers = {"content-type: application/json", "anthropic-version: 2023-06-01",
                   "accept: " + std::string(options_.stream ? "text/event-stream" : "application/json")};
@@ -181,18 +325,28 @@ Result<Response> AnthropicProvider::Attempt(const Request&, const std::string& b
   auto j = PostAttempt(*transport_, http, options_.stream,
                        [&](std::string_view chunk) {
                          sse.Feed(chunk);
-                         return acc.error().ok();  // an error event ends this attempt
+                         // An error event, or a reply that broke its shape, ends this attempt.
+                         return !acc.failed() && !sse.overflowed();
                        },
                        cancel, failure);
   if (!j.ok()) return j.status();
   if (!options_.stream) {
-    auto r = ResponseFromJson(*j);
+    auto r = AnthropicResponseFromJson(*j);
     if (!r.ok()) {
       failure->status = r.status();
       return r.status();
     }
     if (text != nullptr) text->Text(r->Text());
     return r;
+  }
+  if (sse.overflowed()) {
+    failure->status = Malformed("stream", Status::InvalidArgument("a line longer than " +
+                                                                 std::to_string(kMaxSseLineBytes) + " bytes"));
+    return failure->status;
+  }
+  if (!acc.malformed().ok()) {
+    failure->status = acc.malformed();
+    return failure->status;
   }
   if (!acc.error().ok()) {
     failure->status = acc.error();

@@ -18,6 +18,7 @@ struct AnthropicOptions {
   bool stream = true;
   RetryPolicy retry;
   double connect_timeout_s = 10;
+  double request_timeout_s = 0;  // one attempt, reply included; 0 = none
   long stall_timeout_s = 120;  // no byte (not even a ping) for this long
 };
 
@@ -28,14 +29,19 @@ Json AnthropicRequestBody(const Request& request, const std::string& model, bool
 // Assembles a streamed message from SSE events: text deltas (forwarded as
 // they come), input_json_delta parsed at block stop, cumulative usage,
 // stop_reason. An `error` event or a stream cut before message_stop is a
-// retryable failure.
+// retryable failure (error()). An event whose fields are missing, null or
+// of the wrong type, content before message_start, or a message_stop with
+// no message before it makes the reply malformed (malformed(), naming the
+// event and the field; not retried: the server said what it meant).
 class AnthropicStreamAccumulator {
  public:
   explicit AnthropicStreamAccumulator(TextDeduper* text) : text_(text) {}
   void OnEvent(const SseEvent& event);
   bool complete() const { return complete_; }
-  // Set once an `error` event arrived.
   const Status& error() const { return error_; }
+  const Status& malformed() const { return malformed_; }
+  // Either of the two, or OK.
+  bool failed() const { return !error_.ok() || !malformed_.ok(); }
   Response TakeResponse();
 
  private:
@@ -44,12 +50,23 @@ class AnthropicStreamAccumulator {
     std::string json;  // input_json_delta so far
     bool known = true;  // a block type we keep
   };
+  Status Apply(const std::string& type, const Json& j);
+  Status OnBlockStart(const Json& j);
+  Status OnBlockDelta(const Json& j);
+  Status OnMessageDelta(const Json& j);
+
   TextDeduper* text_;
   Response response_;
-  std::map<int, Partial> blocks_;
+  std::map<int64_t, Partial> blocks_;
+  bool started_ = false;
   bool complete_ = false;
   Status error_;
+  Status malformed_;
 };
+
+// A complete (non-streamed) Messages API reply, validated the same way;
+// block types mates does not keep (thinking, server tools) are skipped.
+Result<Response> AnthropicResponseFromJson(const Json& j);
 
 class AnthropicProvider : public Provider {
  public:

@@ -24,6 +24,9 @@ struct HttpRequest {
   // generations are fine as long as bytes (or pings) keep coming.
   long low_speed_bytes = 1;
   long low_speed_time_s = 120;
+  // The whole exchange, reply included; 0 = none (a stream that sends only
+  // pings would then go on for ever: --request-timeout bounds it).
+  double total_timeout_s = 0;
 };
 
 struct HttpResponse {

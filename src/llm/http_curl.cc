@@ -101,6 +101,9 @@ class CurlTransport : public HttpTransport {
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_s * 1000));
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, request.low_speed_bytes);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, request.low_speed_time_s);
+    if (request.total_timeout_s > 0) {
+      curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.total_timeout_s * 1000));
+    }
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");  // whatever curl can decode
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -122,6 +125,10 @@ class CurlTransport : public HttpTransport {
       case CURLE_COULDNT_RESOLVE_PROXY:
         return Status::Unavailable("cannot connect to " + request.url + ": " + what);
       case CURLE_OPERATION_TIMEDOUT:
+        if (request.total_timeout_s > 0) {
+          return Status::Unavailable("no complete reply from " + request.url + " within the request timeout (" +
+                                     std::to_string(request.total_timeout_s) + " s): " + what);
+        }
         return Status::Unavailable("no data from " + request.url + " for too long: " + what);
       case CURLE_URL_MALFORMAT:
       case CURLE_UNSUPPORTED_PROTOCOL:

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <condition_variable>
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/files.h"
+#include "core/limits.h"
 #include "core/ids.h"
 #include "llm/scripted.h"
 #include "llm/validation.h"
@@ -25,7 +27,7 @@ Result<FaultSpec> ParseFaultSpec(std::string_view spec) {
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument("bad --fault '" + f.text + "': " + why +
                                    " (status=CODE[:first=N|:every=N][:retry_after=S], "
-                                   "cut_stream_after=N, error_event_after=N)");
+                                   "cut_stream_after=N, error_event_after=N, stall_after=N)");
   };
   auto number = [](std::string_view s, double* out) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
@@ -48,6 +50,9 @@ Result<FaultSpec> ParseFaultSpec(std::string_view spec) {
         f.kind = FaultSpec::Kind::kStatus;
         f.code = static_cast<int>(v);
         if (f.code < 100 || f.code > 599) return bad("status must be an HTTP status code");
+      } else if (key == "stall_after") {
+        f.kind = FaultSpec::Kind::kStall;
+        f.after = static_cast<int>(v);
       } else if (key == "cut_stream_after") {
         f.kind = FaultSpec::Kind::kCutStream;
         f.after = static_cast<int>(v);
@@ -117,27 +122,50 @@ std::vector<std::string> SplitUtf8(const std::string& s, size_t n) {
   return out;
 }
 
+// A string member of an object, `fallback` for anything else: request
+// bodies come from anyone.
+std::string Str(const Json& obj, const char* key, const std::string& fallback = "") {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+// obj[key], or null when obj is not an object or has no such member (a
+// const operator[] on a missing key is undefined behaviour).
+const Json& Field(const Json& obj, const char* key) {
+  static const Json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+bool Flag(const Json& obj, const char* key) {
+  if (!obj.is_object()) return false;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
 // The newest user turn's text from a raw Anthropic body (tolerant of block
 // types mates does not model, as real clients send them).
 std::string AnthropicUserText(const Json& body) {
-  const Json& msgs = body["messages"];
+  const Json& msgs = Field(body, "messages");
   for (auto it = msgs.rbegin(); it != msgs.rend(); ++it) {
-    if (it->value("role", "") != "user") continue;
-    const Json& c = (*it)["content"];
+    if (Str(*it, "role") != "user") continue;
+    const Json& c = Field(*it, "content");
     if (c.is_string()) return c.get<std::string>();
     std::string out;
     for (const auto& b : c) {
-      std::string type = b.value("type", "");
+      std::string type = Str(b, "type");
       std::string piece;
       if (type == "text") {
-        piece = b.value("text", "");
+        piece = Str(b, "text");
       } else if (type == "tool_result") {
-        const Json& rc = b.contains("content") ? b["content"] : Json();
+        const Json& rc = Field(b, "content");
         if (rc.is_string()) {
           piece = rc.get<std::string>();
         } else if (rc.is_array()) {
           for (const auto& p : rc) {
-            if (p.value("type", "") == "text") piece += (piece.empty() ? "" : "\n") + p.value("text", "");
+            if (Str(p, "type") == "text") piece += (piece.empty() ? "" : "\n") + Str(p, "text");
           }
         }
       } else {
@@ -154,19 +182,19 @@ std::string AnthropicUserText(const Json& body) {
 // The newest user turn of an OpenAI body: everything after the last
 // assistant message (tool results and user text).
 std::string OpenAIUserText(const Json& body) {
-  const Json& msgs = body["messages"];
+  const Json& msgs = Field(body, "messages");
   std::vector<std::string> parts;
   for (auto it = msgs.rbegin(); it != msgs.rend(); ++it) {
-    std::string role = it->value("role", "");
+    std::string role = Str(*it, "role");
     if (role == "assistant") break;
     if (role != "user" && role != "tool") continue;
-    const Json& c = (*it)["content"];
+    const Json& c = Field(*it, "content");
     std::string piece;
     if (c.is_string()) {
       piece = c.get<std::string>();
     } else if (c.is_array()) {
       for (const auto& p : c) {
-        if (p.value("type", "") == "text") piece += (piece.empty() ? "" : "\n") + p.value("text", "");
+        if (Str(p, "type") == "text") piece += (piece.empty() ? "" : "\n") + Str(p, "text");
       }
     }
     parts.push_back(piece);
@@ -194,6 +222,8 @@ class MockServer::Impl {
     // Responses go out in several writes; without TCP_NODELAY each waits for
     // the client's delayed ACK (~25 ms a request on loopback).
     server_.set_tcp_nodelay(true);
+    // Bodies beyond the bound are refused (413) before they are read whole.
+    server_.set_payload_max_length(kMaxHttpBodyBytes);
     server_.set_exception_handler([](const httplib::Request&, httplib::Response& res,
                                      std::exception_ptr) {
       res.status = 500;
@@ -235,6 +265,11 @@ class MockServer::Impl {
   }
 
   void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(stall_mu_);
+      stopping_ = true;
+    }
+    stall_cv_.notify_all();
     server_.stop();
     if (thread_.joinable()) thread_.join();
   }
@@ -243,6 +278,20 @@ class MockServer::Impl {
   int requests() const { return served_.load(); }
 
  private:
+  // Keeps a stream open with pings only, until the client goes away or the
+  // server stops.
+  bool Stall(httplib::DataSink& sink, bool openai) {
+    const std::string ping = openai ? ": ping\n\n" : "event: ping\ndata: {\"type\": \"ping\"}\n\n";
+    std::unique_lock<std::mutex> lock(stall_mu_);
+    while (!stopping_) {
+      lock.unlock();
+      if (!sink.write(ping.data(), ping.size())) return false;
+      lock.lock();
+      stall_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; });
+    }
+    return false;
+  }
+
   void Log(const std::string& line) {
     if (!options_.log_requests) return;
     std::lock_guard<std::mutex> lock(log_mu_);
@@ -272,11 +321,11 @@ class MockServer::Impl {
     Json body = parsed.ok() ? *parsed : Json::object();
     std::string agent;
     if (openai) {
-      agent = AgentName(body.value("user", ""));
-    } else if (body.contains("metadata") && body["metadata"].is_object()) {
-      agent = AgentName(body["metadata"].value("user_id", ""));
+      agent = AgentName(Str(body, "user"));
+    } else {
+      agent = AgentName(Str(Field(body, "metadata"), "user_id"));
     }
-    bool stream = body.value("stream", false);
+    bool stream = Flag(body, "stream");
     // Faults first: they stand for trouble on the server, whatever the request.
     const FaultSpec* stream_fault = nullptr;
     for (const auto& f : options_.faults) {
@@ -305,10 +354,12 @@ class MockServer::Impl {
       return;
     }
     std::string user_text = openai ? OpenAIUserText(body) : AnthropicUserText(body);
-    ScenarioReply reply = scenario_->Reply(agent, user_text);
+    // A reply that a fault will cut short is not the rule's one use: the
+    // client's retry gets it (a `once` rule stays unspent).
+    ScenarioReply reply = scenario_->Reply(agent, user_text, /*consume=*/stream_fault == nullptr);
     if (reply.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(reply.delay_ms));
-    std::string model = body.value("model", "mock");
-    int64_t in_tokens = Tokens(body["messages"]);
+    std::string model = Str(body, "model", "mock");
+    int64_t in_tokens = Tokens(Field(body, "messages"));
     int64_t out_tokens = 0;
     for (const auto& b : reply.content) {
       out_tokens += EstimateTokens(b.type == BlockType::kText ? b.text : b.input_json);
@@ -318,8 +369,7 @@ class MockServer::Impl {
         reply.stop_reason + (stream ? " (stream)" : "") +
         (stream_fault != nullptr ? " fault " + stream_fault->text : ""));
     Record(endpoint, agent, body, stream, 200, stream_fault != nullptr ? stream_fault->text : "");
-    bool include_usage = openai && body.contains("stream_options") &&
-                         body["stream_options"].value("include_usage", false);
+    bool include_usage = openai && Flag(Field(body, "stream_options"), "include_usage");
     if (!stream) {
       res.set_content(openai ? OpenAIJson(reply, model, in_tokens, out_tokens)
                              : AnthropicJson(reply, model, in_tokens, out_tokens),
@@ -334,10 +384,11 @@ class MockServer::Impl {
     res.set_header("cache-control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [events, fault, faulted, openai](size_t, httplib::DataSink& sink) {
+        [this, events, fault, faulted, openai](size_t, httplib::DataSink& sink) {
           for (size_t i = 0; i < events->size(); ++i) {
             if (faulted && static_cast<int>(i) == fault.after) {
               if (fault.kind == FaultSpec::Kind::kCutStream) return false;  // connection dropped
+              if (fault.kind == FaultSpec::Kind::kStall) return Stall(sink, openai);
               std::string err =
                   openai ? "data: " + OpenAIError("overloaded_error", "Overloaded (injected fault)") + "\n\n"
                          : "event: error\ndata: " + AnthropicError("overloaded_error", "Overloaded (injected fault)") + "\n\n";
@@ -481,6 +532,9 @@ class MockServer::Impl {
   int port_ = -1;
   std::atomic<int> served_{0};
   std::mutex log_mu_;  // stderr lines and the record file
+  std::mutex stall_mu_;
+  std::condition_variable stall_cv_;  // ends stalled streams at Stop()
+  bool stopping_ = false;             // guarded by stall_mu_
   ScopedFd record_;
 };
 

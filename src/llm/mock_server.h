@@ -16,10 +16,12 @@
 namespace mates::llm {
 
 struct FaultSpec {
-  enum class Kind { kStatus, kCutStream, kErrorEvent };
+  // kStall: after `after` events only pings follow (every 0.2 s) until the
+  // client goes away: what a request timeout is for.
+  enum class Kind { kStatus, kCutStream, kErrorEvent, kStall };
   Kind kind = Kind::kStatus;
   int code = 0;      // kStatus: the HTTP status
-  int after = 0;     // kCutStream / kErrorEvent: SSE events sent first
+  int after = 0;     // kCutStream / kErrorEvent / kStall: SSE events sent first
   int first = 0;     // applies to requests 1..first (default 1 when every = 0)
   int every = 0;     // applies to every Nth request
   double retry_after = -1;  // kStatus: a retry-after header, seconds
@@ -27,6 +29,7 @@ struct FaultSpec {
 };
 
 // status=CODE[:first=N|:every=N][:retry_after=S] | cut_stream_after=N[:first=K|:every=K]
+// | stall_after=N[:first=K|:every=K]
 // | error_event_after=N[:first=K|:every=K]. InvalidArgument saying what is wrong.
 Result<FaultSpec> ParseFaultSpec(std::string_view spec);
 

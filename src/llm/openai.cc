@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/limits.h"
+
 namespace mates::llm {
 namespace {
 
@@ -16,12 +18,16 @@ std::string MapFinishReason(const std::string& finish, bool has_tool_calls) {
 
 // Turns accumulated calls into tool_use blocks: ids made present and
 // unique, arguments parsed (a malformed one becomes an error the model sees).
-void AppendToolUses(std::vector<std::pair<std::string, std::pair<std::string, std::string>>> calls,
-                    const std::vector<bool>& is_object, Response* r) {
+Status AppendToolUses(std::vector<std::pair<std::string, std::pair<std::string, std::string>>> calls,
+                      const std::vector<bool>& is_object, Response* r) {
   std::set<std::string> used;
   for (size_t i = 0; i < calls.size(); ++i) {
     auto& [id, fn] = calls[i];
     auto& [name, args] = fn;
+    if (name.empty()) {
+      return Status::Unavailable("malformed reply from the server: tool call " + std::to_string(i) +
+                                 " names no function");
+    }
     if (id.empty() || !used.insert(id).second) {
       id = NewToolUseId();
       used.insert(id);
@@ -29,6 +35,11 @@ void AppendToolUses(std::vector<std::pair<std::string, std::pair<std::string, st
     ContentBlock b = ContentBlock::ToolUse(id, name, "{}");
     std::string raw = args;
     if (!is_object[i] && raw.find_first_not_of(" \t\r\n") == std::string::npos) raw = "{}";
+    if (raw.size() > kMaxToolInputBytes) {
+      b.input_error = "the arguments were over " + std::to_string(kMaxToolInputBytes) + " bytes";
+      r->content.push_back(std::move(b));
+      continue;
+    }
     auto j = ParseJson(raw);
     if (j.ok() && j->is_object()) {
       b.input_json = DumpJson(*j);
@@ -39,19 +50,36 @@ void AppendToolUses(std::vector<std::pair<std::string, std::pair<std::string, st
     }
     r->content.push_back(std::move(b));
   }
+  return Status::Ok();
 }
 
-Usage UsageFromOpenAI(const Json& u) {
-  Usage usage;
-  if (!u.is_object()) return usage;
-  usage.input_tokens = u.value("prompt_tokens", 0);
-  usage.output_tokens = u.value("completion_tokens", 0);
-  if (u.contains("prompt_tokens_details") && u["prompt_tokens_details"].is_object()) {
-    usage.cache_read_input_tokens = u["prompt_tokens_details"].value("cached_tokens", 0);
-    usage.input_tokens -= usage.cache_read_input_tokens;
+Status Malformed(const std::string& where, const Status& why) {
+  return Status::Unavailable("malformed reply from the server: " + where + ": " + why.message());
+}
+
+constexpr int64_t kMaxToolCalls = 1024;
+
+// OpenAI's usage: prompt_tokens includes the cached ones.
+Result<Usage> UsageFromOpenAI(const Json& u) {
+  MATES_ASSIGN_OR_RETURN(UsageReport r,
+                         ParseUsage(u, UsageKeys{"prompt_tokens", "completion_tokens", "", ""}));
+  Usage usage = r.usage;
+  MATES_ASSIGN_OR_RETURN(const Json* details, JsonObjectField(u, "prompt_tokens_details", false));
+  if (details != nullptr) {
+    auto cached = JsonInt(*details, "cached_tokens", false, 0);
+    if (!cached.ok()) return cached.status().WithContext("usage.prompt_tokens_details");
+    if (*cached < 0 || *cached > usage.input_tokens) {
+      return Status::InvalidArgument("usage.prompt_tokens_details.cached_tokens is " +
+                                     std::to_string(*cached) + ", outside [0, prompt_tokens]");
+    }
+    usage.cache_read_input_tokens = *cached;
+    usage.input_tokens -= *cached;
   }
   return usage;
 }
+
+// A string field that may also be null or absent ("" then).
+Result<std::string> OptString(const Json& obj, const char* key) { return JsonString(obj, key, false); }
 
 }  // namespace
 
@@ -110,50 +138,120 @@ Json OpenAIRequestBody(const Request& request, const std::string& model, bool st
   return body;
 }
 
-void OpenAIStreamAccumulator::OnChunk(const Json& chunk) {
-  if (!chunk.is_object()) return;
-  if (chunk.contains("error")) {
-    const Json& e = chunk["error"];
-    error_ = Status::Unavailable("stream error: " +
-                                 (e.is_object() ? e.value("message", std::string("")) : DumpJson(e)));
+void OpenAIStreamAccumulator::OnData(const std::string& data) {
+  if (failed()) return;
+  if (data == "[DONE]") {
+    MarkDone();
     return;
   }
-  if (id_.empty()) id_ = chunk.value("id", "");
-  if (model_.empty()) model_ = chunk.value("model", "");
-  if (chunk.contains("usage") && chunk["usage"].is_object()) usage_ = UsageFromOpenAI(chunk["usage"]);
-  if (!chunk.contains("choices") || !chunk["choices"].is_array()) return;
-  for (const auto& choice : chunk["choices"]) {
-    if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
-      finish_reason_ = choice["finish_reason"].get<std::string>();
-    }
-    if (!choice.contains("delta") || !choice["delta"].is_object()) continue;
-    const Json& d = choice["delta"];
-    if (d.contains("content") && d["content"].is_string()) {
-      std::string t = d["content"].get<std::string>();
-      text_so_far_ += t;
-      if (text_ != nullptr && !t.empty()) text_->Text(t);
-    }
-    if (!d.contains("tool_calls") || !d["tool_calls"].is_array()) continue;
-    for (const auto& tc : d["tool_calls"]) {
-      int index = tc.value("index", static_cast<int>(calls_.size()));
-      Call& c = calls_[index];
-      if (tc.contains("id") && tc["id"].is_string() && c.id.empty()) c.id = tc["id"].get<std::string>();
-      if (!tc.contains("function") || !tc["function"].is_object()) continue;
-      const Json& fn = tc["function"];
-      if (fn.contains("name") && fn["name"].is_string()) c.name += fn["name"].get<std::string>();
-      if (fn.contains("arguments")) {
-        if (fn["arguments"].is_string()) {
-          c.arguments += fn["arguments"].get<std::string>();
-        } else if (fn["arguments"].is_object()) {
-          c.arguments = DumpJson(fn["arguments"]);  // Ollama sends an object
-          c.arguments_object = true;
-        }
-      }
-    }
+  auto j = ParseJson(data);
+  if (!j.ok()) {
+    malformed_ = Malformed("chunk " + std::to_string(chunks_ + 1), j.status());
+    return;
+  }
+  OnChunk(*j);
+}
+
+void OpenAIStreamAccumulator::MarkDone() {
+  done_ = true;
+  if (chunks_ == 0 && malformed_.ok() && error_.ok()) {
+    malformed_ = Malformed("stream", Status::InvalidArgument("[DONE] came before any chunk"));
   }
 }
 
-Response OpenAIStreamAccumulator::TakeResponse() {
+void OpenAIStreamAccumulator::OnChunk(const Json& chunk) {
+  if (failed()) return;
+  ++chunks_;
+  Status s = Apply(chunk);
+  if (!s.ok()) malformed_ = Malformed("chunk " + std::to_string(chunks_), s);
+}
+
+Status OpenAIStreamAccumulator::Apply(const Json& chunk) {
+  if (!chunk.is_object()) return Status::InvalidArgument(std::string("not a JSON object but ") + chunk.type_name());
+  auto err = chunk.find("error");
+  if (err != chunk.end() && !err->is_null()) {
+    std::string message = DumpJson(*err);
+    if (err->is_object()) {
+      auto m = JsonString(*err, "message", false);
+      if (m.ok()) message = *m;
+    } else if (err->is_string()) {
+      message = err->get<std::string>();
+    }
+    error_ = Status::Unavailable("stream error: " + message);
+    return Status::Ok();
+  }
+  MATES_ASSIGN_OR_RETURN(std::string id, OptString(chunk, "id"));
+  MATES_ASSIGN_OR_RETURN(std::string model, OptString(chunk, "model"));
+  if (id_.empty()) id_ = id;
+  if (model_.empty()) model_ = model;
+  MATES_ASSIGN_OR_RETURN(const Json* usage, JsonObjectField(chunk, "usage", false));
+  if (usage != nullptr) {
+    MATES_ASSIGN_OR_RETURN(usage_, UsageFromOpenAI(*usage));
+  }
+  MATES_ASSIGN_OR_RETURN(const Json* choices, JsonArrayField(chunk, "choices", false));
+  if (choices == nullptr) return Status::Ok();
+  for (size_t i = 0; i < choices->size(); ++i) {
+    const Json& choice = (*choices)[i];
+    std::string at = "choices[" + std::to_string(i) + "]";
+    if (!choice.is_object()) return Status::InvalidArgument(at + " is not an object");
+    auto finish = OptString(choice, "finish_reason");
+    if (!finish.ok()) return finish.status().WithContext(at);
+    if (!finish->empty()) finish_reason_ = *finish;
+    auto delta = JsonObjectField(choice, "delta", false);
+    if (!delta.ok()) return delta.status().WithContext(at);
+    if (*delta == nullptr) continue;
+    const Json& d = **delta;
+    auto content = OptString(d, "content");
+    if (!content.ok()) return content.status().WithContext(at + ".delta");
+    if (!content->empty()) {
+      if (text_so_far_.size() + content->size() > kMaxReplyBytes) {
+        return Status::InvalidArgument("the reply's text is over " + std::to_string(kMaxReplyBytes) + " bytes");
+      }
+      text_so_far_ += *content;
+      if (text_ != nullptr) text_->Text(*content);
+    }
+    auto calls = JsonArrayField(d, "tool_calls", false);
+    if (!calls.ok()) return calls.status().WithContext(at + ".delta");
+    if (*calls == nullptr) continue;
+    for (size_t k = 0; k < (*calls)->size(); ++k) {
+      Status s = ApplyToolCall((**calls)[k]);
+      if (!s.ok()) return s.WithContext(at + ".delta.tool_calls[" + std::to_string(k) + "]");
+    }
+  }
+  return Status::Ok();
+}
+
+Status OpenAIStreamAccumulator::ApplyToolCall(const Json& tc) {
+  if (!tc.is_object()) return Status::InvalidArgument("not an object");
+  MATES_ASSIGN_OR_RETURN(int64_t index, JsonInt(tc, "index", false, static_cast<int64_t>(calls_.size())));
+  if (index < 0 || index >= kMaxToolCalls) {
+    return Status::InvalidArgument("field 'index' is " + std::to_string(index) + ", not in [0, " +
+                                   std::to_string(kMaxToolCalls) + ")");
+  }
+  Call& c = calls_[index];
+  MATES_ASSIGN_OR_RETURN(std::string id, OptString(tc, "id"));
+  if (c.id.empty()) c.id = id;
+  MATES_ASSIGN_OR_RETURN(const Json* fn, JsonObjectField(tc, "function", false));
+  if (fn == nullptr) return Status::Ok();
+  auto name = OptString(*fn, "name");
+  if (!name.ok()) return name.status().WithContext("function");
+  c.name += *name;
+  auto args = fn->find("arguments");
+  if (args == fn->end() || args->is_null()) return Status::Ok();
+  if (args->is_string()) {
+    c.arguments += args->get<std::string>();
+  } else if (args->is_object()) {
+    c.arguments = DumpJson(*args);  // Ollama sends an object
+    c.arguments_object = true;
+  } else {
+    return Status::InvalidArgument(std::string("function: field 'arguments' must be a string or an object, got ") +
+                                   args->type_name());
+  }
+  if (c.arguments.size() > kMaxToolInputBytes + 1) c.arguments.resize(kMaxToolInputBytes + 1);  // said at parse
+  return Status::Ok();
+}
+
+Result<Response> OpenAIStreamAccumulator::TakeResponse() {
   Response r;
   r.id = id_;
   r.model = model_;
@@ -165,47 +263,72 @@ Response OpenAIStreamAccumulator::TakeResponse() {
     calls.push_back({c.id, {c.name, c.arguments}});
     is_object.push_back(c.arguments_object);
   }
-  AppendToolUses(std::move(calls), is_object, &r);
+  MATES_RETURN_IF_ERROR(AppendToolUses(std::move(calls), is_object, &r));
   r.stop_reason = MapFinishReason(finish_reason_, r.HasToolUse());
   return r;
 }
 
 Result<Response> OpenAIResponseFromJson(const Json& j) {
-  if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
-      j["choices"].empty()) {
-    return Status::Unavailable("a chat completion without choices");
-  }
+  auto fail = [](const Status& s) { return Malformed("reply", s); };
+  if (!j.is_object()) return fail(Status::InvalidArgument("not a JSON object"));
+  auto choices = JsonArrayField(j, "choices", true);
+  if (!choices.ok()) return fail(choices.status());
+  if ((*choices)->empty()) return fail(Status::InvalidArgument("'choices' is empty"));
   Response r;
-  r.id = j.value("id", "");
-  r.model = j.value("model", "");
-  if (j.contains("usage")) r.usage = UsageFromOpenAI(j["usage"]);
-  const Json& choice = j["choices"][0];
-  const Json& msg = choice.contains("message") ? choice["message"] : Json::object();
-  if (msg.contains("content") && msg["content"].is_string() && !msg["content"].get<std::string>().empty()) {
-    r.content.push_back(ContentBlock::Text(msg["content"].get<std::string>()));
+  auto id = OptString(j, "id");
+  auto model = OptString(j, "model");
+  if (!id.ok()) return fail(id.status());
+  if (!model.ok()) return fail(model.status());
+  r.id = *id;
+  r.model = *model;
+  auto usage = JsonObjectField(j, "usage", false);
+  if (!usage.ok()) return fail(usage.status());
+  if (*usage != nullptr) {
+    auto u = UsageFromOpenAI(**usage);
+    if (!u.ok()) return fail(u.status());
+    r.usage = *u;
   }
+  const Json& choice = (**choices)[0];
+  if (!choice.is_object()) return fail(Status::InvalidArgument("choices[0] is not an object"));
+  auto msg = JsonObjectField(choice, "message", true);
+  if (!msg.ok()) return fail(msg.status().WithContext("choices[0]"));
+  auto content = OptString(**msg, "content");
+  if (!content.ok()) return fail(content.status().WithContext("choices[0].message"));
+  if (!content->empty()) r.content.push_back(ContentBlock::Text(*content));
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>> calls;
   std::vector<bool> is_object;
-  if (msg.contains("tool_calls") && msg["tool_calls"].is_array()) {
-    for (const auto& tc : msg["tool_calls"]) {
-      const Json& fn = tc.contains("function") ? tc["function"] : Json::object();
+  auto tool_calls = JsonArrayField(**msg, "tool_calls", false);
+  if (!tool_calls.ok()) return fail(tool_calls.status().WithContext("choices[0].message"));
+  if (*tool_calls != nullptr) {
+    for (size_t i = 0; i < (*tool_calls)->size(); ++i) {
+      const Json& tc = (**tool_calls)[i];
+      std::string at = "choices[0].message.tool_calls[" + std::to_string(i) + "]";
+      if (!tc.is_object()) return fail(Status::InvalidArgument(at + " is not an object"));
+      auto tc_id = OptString(tc, "id");
+      if (!tc_id.ok()) return fail(tc_id.status().WithContext(at));
+      auto fn = JsonObjectField(tc, "function", true);
+      if (!fn.ok()) return fail(fn.status().WithContext(at));
+      auto name = OptString(**fn, "name");
+      if (!name.ok()) return fail(name.status().WithContext(at + ".function"));
       std::string args;
       bool obj = false;
-      if (fn.contains("arguments") && fn["arguments"].is_string()) {
-        args = fn["arguments"].get<std::string>();
-      } else if (fn.contains("arguments") && fn["arguments"].is_object()) {
-        args = DumpJson(fn["arguments"]);
+      auto a = (*fn)->find("arguments");
+      if (a != (*fn)->end() && a->is_string()) {
+        args = a->get<std::string>();
+      } else if (a != (*fn)->end() && a->is_object()) {
+        args = DumpJson(*a);
         obj = true;
+      } else if (a != (*fn)->end() && !a->is_null()) {
+        return fail(Status::InvalidArgument(at + ".function: field 'arguments' must be a string or an object"));
       }
-      calls.push_back({tc.value("id", ""), {fn.value("name", ""), args}});
+      calls.push_back({*tc_id, {*name, args}});
       is_object.push_back(obj);
     }
   }
-  AppendToolUses(std::move(calls), is_object, &r);
-  std::string finish = choice.contains("finish_reason") && choice["finish_reason"].is_string()
-                           ? choice["finish_reason"].get<std::string>()
-                           : "";
-  r.stop_reason = MapFinishReason(finish, r.HasToolUse());
+  MATES_RETURN_IF_ERROR(AppendToolUses(std::move(calls), is_object, &r));
+  auto finish = OptString(choice, "finish_reason");
+  if (!finish.ok()) return fail(finish.status().WithContext("choices[0]"));
+  r.stop_reason = MapFinishReason(*finish, r.HasToolUse());
   return r;
 }
 
@@ -231,31 +354,34 @@ Result<Response> OpenAIProvider::Attempt(const std::string& body, TextDeduper* t
   http.url = base + "/chat/completions";
   http.body = body;
   http.connect_timeout_s = options_.connect_timeout_s;
+  http.total_timeout_s = options_.request_timeout_s;
   http.low_speed_time_s = options_.stream ? options_.stall_timeout_s : 600;
   http.headers = {"content-type: application/json"};
   if (!options_.api_key.empty()) http.headers.push_back("authorization: Bearer " + options_.api_key);
 
   OpenAIStreamAccumulator acc(text);
-  SseParser sse([&](const SseEvent& e) {
-    if (e.data == "[DONE]") {
-      acc.MarkDone();
-      return;
-    }
-    auto j = ParseJson(e.data);
-    if (j.ok()) acc.OnChunk(*j);
-  });
+  SseParser sse([&](const SseEvent& e) { acc.OnData(e.data); });
   auto j = PostAttempt(*transport_, http, options_.stream,
                        [&](std::string_view chunk) {
                          sse.Feed(chunk);
-                         return acc.error().ok();
+                         return !acc.failed() && !sse.overflowed();
                        },
                        cancel, failure);
   if (!j.ok()) return j.status();
   if (!options_.stream) {
     auto r = OpenAIResponseFromJson(*j);
     if (r.ok() && text != nullptr) text->Text(r->Text());
-    if (!r.ok()) *failure = AttemptFailure{r.status(), true, {}};
+    if (!r.ok()) *failure = AttemptFailure{r.status(), false, {}};
     return r;
+  }
+  if (sse.overflowed()) {
+    failure->status = Malformed("stream", Status::InvalidArgument("a line longer than " +
+                                                                 std::to_string(kMaxSseLineBytes) + " bytes"));
+    return failure->status;
+  }
+  if (!acc.malformed().ok()) {
+    failure->status = acc.malformed();
+    return failure->status;
   }
   if (!acc.error().ok()) {
     failure->status = acc.error();
@@ -267,7 +393,9 @@ Result<Response> OpenAIProvider::Attempt(const std::string& body, TextDeduper* t
     failure->retryable = true;
     return failure->status;
   }
-  return acc.TakeResponse();
+  auto r = acc.TakeResponse();
+  if (!r.ok()) failure->status = r.status();
+  return r;
 }
 
 }  // namespace mates::llm

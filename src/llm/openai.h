@@ -20,6 +20,7 @@ struct OpenAIOptions {
   bool stream = true;
   RetryPolicy retry;
   double connect_timeout_s = 10;
+  double request_timeout_s = 0;  // one attempt, reply included; 0 = none
   long stall_timeout_s = 300;  // local servers may think long before a byte
   int64_t context_window = 128000;
 };
@@ -31,30 +32,43 @@ Json OpenAIRequestBody(const Request& request, const std::string& model, bool st
 
 // Assembles chat-completion chunks: content deltas (forwarded), tool_calls
 // accumulated by index (arguments as string fragments or one object), the
-// finish reason mapped to Anthropic's names, usage.
+// finish reason mapped to Anthropic's names, usage. A chunk with an `error`
+// is a retryable failure (error()); a chunk whose fields have the wrong
+// type, a chunk that is not JSON, or a stream with no chunk at all makes
+// the reply malformed (malformed(), naming the field; not retried).
 class OpenAIStreamAccumulator {
  public:
   explicit OpenAIStreamAccumulator(TextDeduper* text) : text_(text) {}
+  // One `data:` payload ("[DONE]" included).
+  void OnData(const std::string& data);
   void OnChunk(const Json& chunk);
   // [DONE] seen, or a finish_reason (some servers end without [DONE]).
   bool done() const { return done_ || !finish_reason_.empty(); }
-  void MarkDone() { done_ = true; }
+  void MarkDone();
   const Status& error() const { return error_; }
-  Response TakeResponse();
+  const Status& malformed() const { return malformed_; }
+  bool failed() const { return !error_.ok() || !malformed_.ok(); }
+  // Malformed when a tool call names no function.
+  Result<Response> TakeResponse();
 
  private:
   struct Call {
     std::string id, name, arguments;
     bool arguments_object = false;
   };
+  Status Apply(const Json& chunk);
+  Status ApplyToolCall(const Json& tc);
+
   TextDeduper* text_;
   std::string text_so_far_;
-  std::map<int, Call> calls_;
+  std::map<int64_t, Call> calls_;
   std::string finish_reason_;
   Usage usage_;
   std::string model_, id_;
   bool done_ = false;
+  int chunks_ = 0;
   Status error_;
+  Status malformed_;
 };
 
 // A complete (non-streamed) chat completion.

@@ -27,7 +27,7 @@ TEST(OpenAIStreamTest, ToolCallDeltasInFragmentsAreAssembledByIndex) {
     acc.OnChunk(Chunk(c));
   }
   acc.MarkDone();
-  Response r = acc.TakeResponse();
+  Response r = *acc.TakeResponse();
   EXPECT_EQ(streamed, "Checking now.");
   ASSERT_EQ(r.content.size(), 3u);
   EXPECT_EQ(r.content[1].id, "call_1");
@@ -48,7 +48,7 @@ TEST(OpenAIStreamTest, ObjectArgumentsMissingAndRepeatedIdsAndBadJson) {
   acc.OnChunk(Chunk(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"dup","function":{"name":"b","arguments":"{}"}}]}}]})"));
   acc.OnChunk(Chunk(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"dup","function":{"name":"c","arguments":"{\"broken"}}]}}]})"));
   acc.OnChunk(Chunk(R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})"));
-  Response r = acc.TakeResponse();
+  Response r = *acc.TakeResponse();
   ASSERT_EQ(r.content.size(), 3u);
   EXPECT_EQ(r.content[0].input_json, R"({"x":1})");
   EXPECT_FALSE(r.content[0].id.empty());
@@ -63,7 +63,7 @@ TEST(OpenAIStreamTest, FinishReasonsMapToAnthropicNames) {
            {"stop", "end_turn"}, {"length", "max_tokens"}, {"content_filter", "refusal"}}) {
     OpenAIStreamAccumulator acc(nullptr);
     acc.OnChunk(Chunk(R"({"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":")" + finish + R"("}]})"));
-    EXPECT_EQ(acc.TakeResponse().stop_reason, expect);
+    EXPECT_EQ(acc.TakeResponse()->stop_reason, expect);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "core/secrets.h"
 #include "llm/anthropic.h"
 #include "llm/openai.h"
 #include "llm/scripted.h"
@@ -17,7 +18,7 @@ std::string Env(const char* name) {
 Result<std::unique_ptr<Provider>> MakeProvider(const ProviderConfig& config) {
   std::string kind = config.kind;
   if (kind.empty()) {
-    if (!Env("ANTHROPIC_API_KEY").empty()) {
+    if (!Secrets::Get("ANTHROPIC_API_KEY").empty()) {
       kind = "anthropic";
     } else {
       return Status::InvalidArgument(
@@ -29,10 +30,11 @@ Result<std::unique_ptr<Provider>> MakeProvider(const ProviderConfig& config) {
   std::string model = !config.model.empty() ? config.model : Env("MATES_MODEL");
   if (kind == "anthropic") {
     AnthropicOptions o;
-    o.api_key = Env("ANTHROPIC_API_KEY");
+    o.api_key = Secrets::Get("ANTHROPIC_API_KEY");
     o.base_url = !config.base_url.empty() ? config.base_url : Env("ANTHROPIC_BASE_URL");
     if (o.base_url.empty()) o.base_url = "https://api.anthropic.com";
     if (!model.empty()) o.model = model;
+    o.request_timeout_s = config.request_timeout_s;
     if (o.api_key.empty() && o.base_url.find("api.anthropic.com") != std::string::npos) {
       return Status::InvalidArgument("the anthropic provider needs ANTHROPIC_API_KEY");
     }
@@ -40,10 +42,11 @@ Result<std::unique_ptr<Provider>> MakeProvider(const ProviderConfig& config) {
   }
   if (kind == "openai") {
     OpenAIOptions o;
-    o.api_key = Env("OPENAI_API_KEY");
+    o.api_key = Secrets::Get("OPENAI_API_KEY");
     o.base_url = !config.base_url.empty() ? config.base_url : Env("OPENAI_BASE_URL");
     if (o.base_url.empty()) o.base_url = "https://api.openai.com/v1";
     if (!model.empty()) o.model = model;
+    o.request_timeout_s = config.request_timeout_s;
     if (o.api_key.empty() && o.base_url.find("api.openai.com") != std::string::npos) {
       return Status::InvalidArgument(
           "the openai provider needs OPENAI_API_KEY for api.openai.com (local servers need "

@@ -16,6 +16,7 @@ struct ProviderConfig {
   std::string model;     // "" = $MATES_MODEL, else the provider's default
   std::string base_url;  // "" = $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the public API
   std::string scenario;  // scripted: the scenario file
+  double request_timeout_s = 0;  // one HTTP attempt, reply included; 0 = none
 };
 
 // InvalidArgument with what to do when the choice is incomplete (no

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "core/secrets.h"
 #include "support/test_util.h"
 
 namespace mates::llm {
@@ -15,6 +16,7 @@ class ProviderFactoryTest : public ::testing::Test {
                           "OPENAI_BASE_URL", "MATES_MODEL"}) {
       ::unsetenv(v);
     }
+    ASSERT_TRUE(Secrets::Load().ok());
   }
 };
 
@@ -28,6 +30,7 @@ TEST_F(ProviderFactoryTest, NoChoiceSaysHowToChoose) {
 TEST_F(ProviderFactoryTest, AKeyMeansAnthropicAndEnvironmentFillsIn) {
   ::setenv("ANTHROPIC_API_KEY", "sk-x", 1);
   ::setenv("MATES_MODEL", "claude-test", 1);
+  ASSERT_TRUE(Secrets::Load().ok());  // keys are read once, at start-up
   auto p = MakeProvider({});
   ASSERT_TRUE(p.ok());
   EXPECT_EQ((*p)->name(), "anthropic");

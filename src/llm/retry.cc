@@ -10,6 +10,8 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/limits.h"
+#include "core/secrets.h"
 
 namespace mates::llm {
 
@@ -120,6 +122,7 @@ Result<Response> RunWithRetries(const RetryPolicy& policy, const StreamCallbacks
     AttemptFailure failure;
     Result<Response> r = attempt(&failure);
     if (r.ok()) return r;
+    if (failure.status.ok()) failure.status = r.status();  // an attempt that forgot to say
     if (!failure.retryable || n >= policy.max_retries) {
       if (failure.retryable) {
         return Status(failure.status.code(), failure.status.message() + " (gave up after " +
@@ -144,14 +147,19 @@ Status StatusForHttpError(int status, const std::string& body) {
   if (j.ok() && j->is_object()) {
     auto err = j->find("error");
     if (err != j->end() && err->is_object()) {
-      message = err->value("message", "");
-      type = err->value("type", "");
+      // Strings only: a server reply of the wrong shape is said as it is.
+      auto m = JsonString(*err, "message", false);
+      auto t = JsonString(*err, "type", false);
+      if (m.ok()) message = *m;
+      if (t.ok()) type = *t;
     } else if (err != j->end() && err->is_string()) {
       message = err->get<std::string>();  // some compatible servers
     }
   }
   if (message.empty()) message = body.empty() ? "no details" : body.substr(0, 500);
-  std::string text = "HTTP " + std::to_string(status) + (type.empty() ? "" : " " + type) + ": " + message;
+  // A server may echo what it was sent (a 401 quoting the key).
+  std::string text = Secrets::Redact("HTTP " + std::to_string(status) + (type.empty() ? "" : " " + type) +
+                                     ": " + message);
   // Not InvalidArgument even for 400: at the CLI that would read as bad
   // usage (exit 2); the request was ours, the refusal is an API failure.
   if (IsRetryableStatus(status)) return Status::Unavailable(text);
@@ -162,12 +170,26 @@ Result<Json> PostAttempt(HttpTransport& transport, const HttpRequest& http, bool
                          const std::function<bool(std::string_view)>& feed, CancelToken* cancel,
                          AttemptFailure* failure) {
   std::string plain;  // the non-streaming body
+  size_t received = 0;
+  bool too_big = false;
   auto on_data = [&](std::string_view chunk) {
+    received += chunk.size();
+    if (received > kMaxReplyBytes) {
+      too_big = true;
+      return false;
+    }
     if (stream) return feed(chunk);
     plain.append(chunk);
     return true;
   };
   auto resp = transport.Post(http, on_data, cancel != nullptr ? cancel->flag() : nullptr);
+  if (too_big) {
+    // Not retried: the same request would bring the same flood.
+    failure->status = Status::Unavailable("the reply was over " + std::to_string(kMaxReplyBytes >> 20) +
+                                          " MiB; it was cut off and refused");
+    failure->retryable = false;
+    return failure->status;
+  }
   if (!resp.ok()) {
     failure->status = resp.status();
     failure->retryable = resp.status().code() == StatusCode::kUnavailable;
@@ -182,8 +204,10 @@ Result<Json> PostAttempt(HttpTransport& transport, const HttpRequest& http, bool
   if (stream) return Json();
   auto j = ParseJson(plain);
   if (!j.ok()) {
-    failure->status = Status::Unavailable("unreadable response: " + j.status().message());
-    failure->retryable = true;
+    // The whole body came (a cut connection is a transport error above):
+    // the server meant it, and would send it again.
+    failure->status = Status::Unavailable("malformed reply from the server: reply: " + j.status().message());
+    failure->retryable = false;
     return failure->status;
   }
   return j;

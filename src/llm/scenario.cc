@@ -6,12 +6,26 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
+#include "core/limits.h"
 #include "core/ids.h"
 
 namespace mates::llm {
 namespace {
 
-Result<Json> YamlNodeToJson(const YAML::Node& node) {
+// YAML aliases let a small file stand for a huge tree (*a repeated at
+// every level: "a billion laughs"); the conversion stops at this many nodes.
+constexpr size_t kMaxYamlNodes = 1000000;
+
+Result<Json> YamlNodeToJson(const YAML::Node& node, int depth, size_t* budget) {
+  if (depth > kMaxJsonDepth) {
+    return Status::InvalidArgument("YAML nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                   " levels is refused");
+  }
+  if (*budget == 0) {
+    return Status::InvalidArgument("YAML of more than " + std::to_string(kMaxYamlNodes) +
+                                   " values (aliases included) is refused");
+  }
+  --*budget;
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -19,7 +33,7 @@ Result<Json> YamlNodeToJson(const YAML::Node& node) {
     case YAML::NodeType::Sequence: {
       Json arr = Json::array();
       for (const auto& item : node) {
-        MATES_ASSIGN_OR_RETURN(Json v, YamlNodeToJson(item));
+        MATES_ASSIGN_OR_RETURN(Json v, YamlNodeToJson(item, depth + 1, budget));
         arr.push_back(std::move(v));
       }
       return arr;
@@ -27,8 +41,9 @@ Result<Json> YamlNodeToJson(const YAML::Node& node) {
     case YAML::NodeType::Map: {
       Json obj = Json::object();
       for (const auto& kv : node) {
-        MATES_ASSIGN_OR_RETURN(Json v, YamlNodeToJson(kv.second));
-        obj[kv.first.as<std::string>()] = std::move(v);
+        MATES_ASSIGN_OR_RETURN(Json v, YamlNodeToJson(kv.second, depth + 1, budget));
+        if (!kv.first.IsScalar()) return Status::InvalidArgument("a YAML key must be a plain value");
+        obj[kv.first.Scalar()] = std::move(v);
       }
       return obj;
     }
@@ -113,7 +128,8 @@ Status ValidateReply(const Json& reply, const std::string& where) {
 Result<Json> YamlToJson(const std::string& text) {
   try {
     YAML::Node node = YAML::Load(text);
-    return YamlNodeToJson(node);
+    size_t budget = kMaxYamlNodes;
+    return YamlNodeToJson(node, 0, &budget);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument("malformed YAML at line " + std::to_string(e.mark.line + 1) +
                                    ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
@@ -231,6 +247,12 @@ Result<Scenario> Scenario::Parse(const std::string& text, const std::string& sou
 }
 
 Result<Scenario> Scenario::Load(const std::string& path) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (!ec && size > kMaxStateFileBytes) {
+    return Status::InvalidArgument("scenario file " + path + " is " + std::to_string(size) +
+                                   " bytes; at most " + std::to_string(kMaxStateFileBytes) + " are read");
+  }
   auto text = ReadFile(path);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) {
@@ -241,7 +263,7 @@ Result<Scenario> Scenario::Load(const std::string& path) {
   return Parse(*text, path);
 }
 
-ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_text) {
+ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_text, bool consume) {
   ScenarioReply out;
   Json reply;
   std::smatch match;
@@ -253,7 +275,7 @@ ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_
       if (r.once && fired_.count({i, agent}) > 0) continue;
       if (r.when_re && !std::regex_search(user_text, match, *r.when_re)) continue;
       if (!r.when_re) match = std::smatch();
-      if (r.once) fired_.insert({i, agent});
+      if (r.once && consume) fired_.insert({i, agent});
       reply = *ParseJson(r.reply_json);
       out.delay_ms = r.delay_ms;
       out.stop_reason = r.stop_reason;

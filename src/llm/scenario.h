@@ -59,8 +59,10 @@ class Scenario {
   Scenario& operator=(Scenario&&) = delete;
 
   // The reply for `agent` whose newest user turn reads `user_text`.
-  // Thread-safe; deterministic given the order of calls per agent.
-  ScenarioReply Reply(const std::string& agent, const std::string& user_text);
+  // Thread-safe; deterministic given the order of calls per agent. With
+  // `consume` false a `once` rule that matches is not used up (a reply
+  // that will not reach the client: mock-llm's injected faults).
+  ScenarioReply Reply(const std::string& agent, const std::string& user_text, bool consume = true);
 
   size_t rule_count() const { return rules_.size(); }
 

@@ -1,6 +1,11 @@
 #include "llm/sse.h"
 
+#include "core/limits.h"
+
 namespace mates::llm {
+
+SseParser::SseParser(Handler handler, size_t max_line)
+    : handler_(std::move(handler)), max_line_(max_line > 0 ? max_line : kMaxSseLineBytes) {}
 
 void SseParser::Feed(std::string_view bytes) {
   for (char c : bytes) {
@@ -10,10 +15,20 @@ void SseParser::Feed(std::string_view bytes) {
     }
     if (c == '\r' || c == '\n') {
       after_cr_ = c == '\r';
-      Line(line_);
+      if (skipping_) {
+        skipping_ = false;  // the overlong line ends here, unseen
+      } else {
+        Line(line_);
+      }
       line_.clear();
-    } else {
+    } else if (!skipping_) {
       line_ += c;
+      if (line_.size() > max_line_) {
+        overflowed_ = true;
+        skipping_ = true;
+        line_.clear();
+        line_.shrink_to_fit();
+      }
     }
   }
 }

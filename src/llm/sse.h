@@ -23,9 +23,14 @@ struct SseEvent {
 class SseParser {
  public:
   using Handler = std::function<void(const SseEvent&)>;
-  explicit SseParser(Handler handler) : handler_(std::move(handler)) {}
+  // Lines longer than `max_line` bytes (default kMaxSseLineBytes) are
+  // dropped and the stream is marked overflowed: nothing a server sends
+  // grows a buffer without bound.
+  explicit SseParser(Handler handler, size_t max_line = 0);
 
   void Feed(std::string_view bytes);
+  // A line was longer than the bound (and dropped).
+  bool overflowed() const { return overflowed_; }
   // End of stream: a final event without its blank line is NOT dispatched
   // (the spec drops it); returns whether bytes were left over.
   bool Finish();
@@ -34,6 +39,9 @@ class SseParser {
   void Line(std::string_view line);
 
   Handler handler_;
+  size_t max_line_;
+  bool overflowed_ = false;
+  bool skipping_ = false;  // inside an overlong line
   std::string line_;
   bool after_cr_ = false;  // the last byte seen was '\r'
   SseEvent pending_;

@@ -119,10 +119,11 @@ Result<ContentBlock> BlockFromJson(const Json& j) {
       b.text = content->get<std::string>();
     } else if (content != j.end() && content->is_array()) {
       for (const auto& part : *content) {
-        if (part.is_object() && part.value("type", "") == "text") {
-          if (!b.text.empty()) b.text += "\n";
-          b.text += part.value("text", "");
-        }
+        auto ptype = JsonString(part, "type", false);
+        if (!ptype.ok() || *ptype != "text") continue;
+        MATES_ASSIGN_OR_RETURN(std::string text, JsonString(part, "text", false));
+        if (!b.text.empty()) b.text += "\n";
+        b.text += text;
       }
     }
   } else {
@@ -174,14 +175,37 @@ Usage UsageFromJson(const Json& j) {
   Usage u;
   if (!j.is_object()) return u;
   auto get = [&](const char* k) -> int64_t {
-    auto it = j.find(k);
-    return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+    auto n = JsonInt(j, k, false, 0);
+    return n.ok() && *n >= 0 ? *n : 0;
   };
   u.input_tokens = get("input_tokens");
   u.output_tokens = get("output_tokens");
   u.cache_creation_input_tokens = get("cache_creation_input_tokens");
   u.cache_read_input_tokens = get("cache_read_input_tokens");
   return u;
+}
+
+Result<UsageReport> ParseUsage(const Json& j, const UsageKeys& keys) {
+  if (!j.is_object()) {
+    return Status::InvalidArgument(std::string("usage must be an object, got ") + j.type_name());
+  }
+  UsageReport r;
+  auto read = [&](const char* key, int64_t* into, bool* has) -> Status {
+    if (key == nullptr || *key == '\0') return Status::Ok();
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return Status::Ok();
+    auto n = JsonInt(j, key, true);
+    if (!n.ok()) return Status::InvalidArgument("usage: " + n.status().message());
+    if (*n < 0) return Status::InvalidArgument(std::string("usage field '") + key + "' is negative");
+    *into = *n;
+    *has = true;
+    return Status::Ok();
+  };
+  MATES_RETURN_IF_ERROR(read(keys.input, &r.usage.input_tokens, &r.has_input));
+  MATES_RETURN_IF_ERROR(read(keys.output, &r.usage.output_tokens, &r.has_output));
+  MATES_RETURN_IF_ERROR(read(keys.cache_write, &r.usage.cache_creation_input_tokens, &r.has_cache_write));
+  MATES_RETURN_IF_ERROR(read(keys.cache_read, &r.usage.cache_read_input_tokens, &r.has_cache_read));
+  return r;
 }
 
 Json ResponseToJson(const Response& r) {

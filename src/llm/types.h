@@ -88,8 +88,28 @@ Result<ContentBlock> BlockFromJson(const Json& j);
 Json MessageToJson(const ChatMessage& m);
 Result<ChatMessage> MessageFromJson(const Json& j);
 Json UsageToJson(const Usage& u);
+// Lenient, for journals: what is not a count is 0.
 Usage UsageFromJson(const Json& j);
+// Strict, for server replies: each counter present must be an integer >= 0;
+// `keys` name input, output, cache write and cache read (a key "" is not
+// read). InvalidArgument naming the field otherwise.
+struct UsageKeys {
+  const char* input;
+  const char* output;
+  const char* cache_write;
+  const char* cache_read;
+};
+inline constexpr UsageKeys kAnthropicUsageKeys = {"input_tokens", "output_tokens",
+                                                  "cache_creation_input_tokens",
+                                                  "cache_read_input_tokens"};
+// What the server said of each counter: absent counters stay unset.
+struct UsageReport {
+  Usage usage;
+  bool has_input = false, has_output = false, has_cache_write = false, has_cache_read = false;
+};
+Result<UsageReport> ParseUsage(const Json& j, const UsageKeys& keys);
 Json ResponseToJson(const Response& r);
+// A journal's or a test's response (every block type mates models).
 Result<Response> ResponseFromJson(const Json& j);
 
 std::string_view RoleName(Role r);

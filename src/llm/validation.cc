@@ -9,6 +9,14 @@ namespace {
 
 Status Bad(const std::string& msg) { return Status::InvalidArgument(msg); }
 
+// A string member of an object, "" for anything else (a request's fields
+// are checked for their types where it matters; this never throws).
+std::string Str(const Json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 // OpenAI's words for tool calls left without their tool messages.
 Status UnansweredToolCalls(const std::set<std::string>& pending) {
   std::string ids;
@@ -32,7 +40,7 @@ Status ValidateTools(const Json& tools, bool openai) {
     if (!t.is_object()) return Bad(at + ": Input should be an object");
     const Json* fn = &t;
     if (openai) {
-      if (t.value("type", "") != "function") return Bad(at + ".type: must be 'function'");
+      if (Str(t, "type") != "function") return Bad(at + ".type: must be 'function'");
       if (!t.contains("function") || !t["function"].is_object()) return Bad(at + ".function: Field required");
       fn = &t["function"];
     }
@@ -47,7 +55,7 @@ Status ValidateTools(const Json& tools, bool openai) {
       if (!fn->contains(schema_key) || !(*fn)[schema_key].is_object()) {
         return Bad(at + "." + schema_key + ": Field required");
       }
-      if (!openai && (*fn)[schema_key].value("type", "") != "object") {
+      if (!openai && Str((*fn)[schema_key], "type") != "object") {
         return Bad(at + ".input_schema.type: Input should be 'object'");
       }
     }
@@ -60,7 +68,7 @@ Status ValidateTools(const Json& tools, bool openai) {
 
 }  // namespace
 
-Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
+static Status ValidateAnthropicRequestUnguarded(const Json& body, bool strict_alternation) {
   if (!body.is_object()) return Bad("request body must be a JSON object");
   if (!body.contains("model") || !body["model"].is_string() || body["model"].get<std::string>().empty()) {
     return Bad("model: Field required");
@@ -80,7 +88,7 @@ Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
     const Json& sys = body["system"];
     if (sys.is_array()) {
       for (const auto& b : sys) {
-        if (!b.is_object() || b.value("type", "") != "text" || !b.contains("text") ||
+        if (!b.is_object() || Str(b, "type") != "text" || !b.contains("text") ||
             !b["text"].is_string()) {
           return Bad("system: Input should be a valid list of text blocks");
         }
@@ -115,7 +123,7 @@ Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
     const Json& m = msgs[i];
     std::string at = "messages." + std::to_string(i);
     if (!m.is_object()) return Bad(at + ": Input should be an object");
-    std::string role = m.value("role", "");
+    std::string role = Str(m, "role");
     if (!m.contains("content")) return Bad(at + ".content: Field required");
     if (role == "system") {
       // Instructions between turns (current Claude Code sends them): text
@@ -124,7 +132,7 @@ Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
       bool text_only = c.is_string();
       if (c.is_array()) {
         text_only = true;
-        for (const auto& b : c) text_only = text_only && b.is_object() && b.value("type", "") == "text";
+        for (const auto& b : c) text_only = text_only && b.is_object() && Str(b, "type") == "text";
       }
       if (!text_only) return Bad(at + ".content: system messages may only contain text");
       continue;
@@ -144,7 +152,7 @@ Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
         const Json& b = content[k];
         std::string bat = at + ".content." + std::to_string(k);
         if (!b.is_object()) return Bad(bat + ": Input should be an object");
-        std::string type = b.value("type", "");
+        std::string type = Str(b, "type");
         count_cache(b);
         if (type == "text") {
           if (!b.contains("text") || !b["text"].is_string()) return Bad(bat + ".text: Field required");
@@ -193,13 +201,13 @@ Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
     if (turn.role == "assistant") {
       std::vector<std::string> ids;
       for (const Json* b : turn.blocks) {
-        if (b->value("type", "") == "tool_use") ids.push_back((*b)["id"].get<std::string>());
+        if (Str(*b, "type") == "tool_use") ids.push_back((*b)["id"].get<std::string>());
       }
       if (ids.empty()) continue;
       std::set<std::string> answered;
       if (t + 1 < turns.size()) {
         for (const Json* b : turns[t + 1].blocks) {
-          if (b->value("type", "") == "tool_result") answered.insert((*b)["tool_use_id"].get<std::string>());
+          if (Str(*b, "type") == "tool_result") answered.insert((*b)["tool_use_id"].get<std::string>());
         }
       } else {
         continue;  // the conversation ends with the call: nothing to answer yet
@@ -218,11 +226,11 @@ Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
       std::set<std::string> previous;
       if (t > 0) {
         for (const Json* b : turns[t - 1].blocks) {
-          if (b->value("type", "") == "tool_use") previous.insert((*b)["id"].get<std::string>());
+          if (Str(*b, "type") == "tool_use") previous.insert((*b)["id"].get<std::string>());
         }
       }
       for (const Json* b : turn.blocks) {
-        if (b->value("type", "") != "tool_result") continue;
+        if (Str(*b, "type") != "tool_result") continue;
         std::string id = (*b)["tool_use_id"].get<std::string>();
         if (previous.count(id) == 0) {
           return Bad("messages." + std::to_string(turn.first_index) +
@@ -236,7 +244,7 @@ Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
   return Status::Ok();
 }
 
-Status ValidateOpenAIRequest(const Json& body) {
+static Status ValidateOpenAIRequestUnguarded(const Json& body) {
   if (!body.is_object()) return Bad("request body must be a JSON object");
   if (!body.contains("model") || !body["model"].is_string()) {
     return Bad("you must provide a model parameter");
@@ -252,14 +260,32 @@ Status ValidateOpenAIRequest(const Json& body) {
     const Json& m = msgs[i];
     std::string at = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return Bad(at + ": must be an object");
-    std::string role = m.value("role", "");
+    std::string role = Str(m, "role");
     if (role != "system" && role != "developer" && role != "user" && role != "assistant" &&
         role != "tool") {
       return Bad("Invalid value: '" + role + "'. Supported values are: 'system', 'assistant', "
                  "'user', 'tool', and 'developer'.");
     }
+    // content: a string, null (an assistant's with tool calls), or parts
+    // with a string type, and text parts with a string text.
+    if (m.contains("content")) {
+      const Json& c = m["content"];
+      if (c.is_array()) {
+        for (size_t k = 0; k < c.size(); ++k) {
+          std::string pat = at + ".content[" + std::to_string(k) + "]";
+          if (!c[k].is_object() || !c[k].contains("type") || !c[k]["type"].is_string()) {
+            return Bad(pat + ": each part needs a 'type'");
+          }
+          if (Str(c[k], "type") == "text" && (!c[k].contains("text") || !c[k]["text"].is_string())) {
+            return Bad(pat + ".text: Input should be a valid string");
+          }
+        }
+      } else if (!c.is_string() && !c.is_null()) {
+        return Bad(at + ".content: Input should be a valid string or a list of parts");
+      }
+    }
     if (role == "tool") {
-      std::string id = m.value("tool_call_id", "");
+      std::string id = Str(m, "tool_call_id");
       if (!in_tool_run || pending.count(id) == 0) {
         return Bad("Invalid parameter: messages with role 'tool' must be a response to a "
                    "preceeding message with 'tool_calls'.");
@@ -281,6 +307,30 @@ Status ValidateOpenAIRequest(const Json& body) {
   }
   if (!pending.empty()) return UnansweredToolCalls(pending);
   return Status::Ok();
+}
+
+namespace {
+// A request is input from anyone: whatever shape it has, the answer is a
+// 400 naming the problem, never an exception (a 500 from mock-llm).
+template <typename F>
+Status Guarded(const Json& body, F check) {
+  if (!body.is_object()) {
+    return Bad(std::string("the request body must be a JSON object, got ") + body.type_name());
+  }
+  try {
+    return check();
+  } catch (const std::exception& e) {
+    return Bad(std::string("malformed request: ") + e.what());
+  }
+}
+}  // namespace
+
+Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
+  return Guarded(body, [&] { return ValidateAnthropicRequestUnguarded(body, strict_alternation); });
+}
+
+Status ValidateOpenAIRequest(const Json& body) {
+  return Guarded(body, [&] { return ValidateOpenAIRequestUnguarded(body); });
 }
 
 }  // namespace mates::llm

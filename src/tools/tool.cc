@@ -3,6 +3,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/secrets.h"
+
 namespace mates::tools {
 
 void ToolRegistry::Add(std::unique_ptr<Tool> tool) { tools_.push_back(std::move(tool)); }
@@ -55,11 +57,16 @@ ToolResult ToolRegistry::Run(const llm::ContentBlock& call, ToolContext& ctx) co
         "approved yet. Read what you need, then send your plan to the lead with "
         "SendMessage(type=\"plan_approval_request\", content=<the plan>) and wait for the answer.");
   }
+  ToolResult result;
   try {
-    return tool->Run(*input, ctx);
+    result = tool->Run(*input, ctx);
   } catch (const std::exception& e) {
-    return ToolResult::Error("internal error in " + call.name + ": " + e.what());
+    result = ToolResult::Error("internal error in " + call.name + ": " + e.what());
   }
+  // What a command printed may include a key (cat /proc/$PPID/environ, a
+  // config file): it never reaches the model, the journal or the screen.
+  Secrets::RedactInPlace(&result.content);
+  return result;
 }
 
 std::string InputReader::String(const char* key, bool required) {
