@@ -167,21 +167,37 @@ TEST(RunCliTest, ALongRunIsCompactedAndGoesOnAsItself) {
   EXPECT_GE(std::count(r.out.begin(), r.out.end(), 'P'), 4);  // "Printed." each time
 }
 
+// Item 3 of the hardening issue: the bash tool's `cat /proc/$PPID/environ`
+// showed both keys, which then went into the journal and every later
+// request. Keys from a file (…_KEY_FILE) are held the same way.
 TEST(RunCliTest, TheApiKeyNeverLeaks) {
   TempDir ws, tmp;
   const std::string secret = "sk-ant-THIS-IS-SECRET-9876";
+  const std::string file_secret = "sk-openai-FROM-A-FILE-5555";
+  testing::WriteAll(ws.path() / "key.txt", file_secret + "\n");
   MockLlm mock(Fixture("lead_secrets.yaml"), tmp.path() / "rec.jsonl");
   auto r = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", mock.url(), "show the environment"},
-                   {"ANTHROPIC_API_KEY=" + secret});
+                   {"ANTHROPIC_API_KEY=" + secret, "OPENAI_API_KEY_FILE=" + (ws.path() / "key.txt").string(),
+                    "MATES_TEST_MARKER=only-in-the-hosts-block"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("I looked at the environment."), std::string::npos);
-  EXPECT_EQ(r.out.find(secret), std::string::npos);
-  EXPECT_EQ(r.err.find(secret), std::string::npos);
+  for (const std::string& key : {secret, file_secret}) {
+    EXPECT_EQ(r.out.find(key), std::string::npos);
+    EXPECT_EQ(r.err.find(key), std::string::npos);
+    std::string journal = ReadAll(ws.path() / ".teams/default/agents/lead.jsonl");
+    EXPECT_NE(journal.find("end-of-env"), std::string::npos);  // the env output is there…
+    EXPECT_NE(journal.find("only-in-the-hosts-block"), std::string::npos) << "the host's environment block was read";
+    EXPECT_EQ(journal.find(key), std::string::npos) << key;      // …without the keys
+    EXPECT_NE(journal.find("[redacted]"), std::string::npos) << "the key file's content is shown redacted";
+    EXPECT_EQ(ReadAll(tmp.path() / "rec.jsonl").find(key), std::string::npos);
+  }
   std::string journal = ReadAll(ws.path() / ".teams/default/agents/lead.jsonl");
-  EXPECT_NE(journal.find("end-of-env"), std::string::npos);  // the env output is there…
-  EXPECT_EQ(journal.find(secret), std::string::npos);        // …without the key
   EXPECT_EQ(journal.find("ANTHROPIC_API_KEY"), std::string::npos);
-  EXPECT_EQ(ReadAll(tmp.path() / "rec.jsonl").find(secret), std::string::npos);
+  // A key file that cannot be read is said plainly.
+  auto bad = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", mock.url(), "x"},
+                     {"ANTHROPIC_API_KEY_FILE=/no/such/key"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("ANTHROPIC_API_KEY_FILE: cannot read /no/such/key"), std::string::npos) << bad.err;
 }
 
 TEST(RunCliTest, FailuresAreSaidPlainly) {

@@ -213,14 +213,15 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
 }
 
 Result<TurnResult> AgentLoop::Run(const std::string& text) {
-  cancel_.Reset();
   MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text(text)}));
-  return Loop();
+  return Continue();
 }
 
 Result<TurnResult> AgentLoop::Continue() {
-  cancel_.Reset();
-  return Loop();
+  auto r = Loop();
+  // An interrupt ends the turn it reached, and no other.
+  if (r.ok() && r->interrupted) cancel_.Reset();
+  return r;
 }
 
 Result<TurnResult> AgentLoop::Loop() {

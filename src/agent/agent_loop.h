@@ -81,8 +81,13 @@ class AgentLoop {
   // whole conversation is written there first.
   Status MoveJournal(const fs::path& path);
   bool HasPendingInput();
-  // Stops the current model call or tool from another thread.
-  void Interrupt() { cancel_.Cancel(); }
+  // Stops the current model call or tool from another thread; the turn
+  // returns `interrupted`. An interrupt that lands between turns stops the
+  // next one (nothing erases it but that turn's end, or ClearInterrupt);
+  // kForGood stops every turn from now on (an agent being stopped).
+  void Interrupt(CancelToken::Strength strength = CancelToken::kThisCall) { cancel_.Cancel(strength); }
+  // Forgets an interrupt that reached no turn (a person starting a new one).
+  void ClearInterrupt() { cancel_.Reset(); }
   llm::CancelToken* cancel_token() { return &cancel_; }
 
   // Compacts now (the REPL's /compact).

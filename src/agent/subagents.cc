@@ -68,22 +68,10 @@ Result<std::string> SubagentManager::RunOne(const std::string& name, const std::
   std::optional<SubagentEvents> events;
   if (events_ != nullptr) events.emplace(events_);
   AgentLoop loop(spec, provider_, tools_.get(), &ctx, events ? &*events : nullptr);
-  // The parent's cancel (an interrupt) reaches the subagent's own call.
-  std::atomic<bool> done{false};
-  std::thread relay;
-  if (cancel != nullptr) {
-    relay = std::thread([&] {
-      while (!done.load()) {
-        if (cancel->WaitFor(0.05)) {
-          loop.Interrupt();
-          return;
-        }
-      }
-    });
-  }
+  // The parent's cancel (an interrupt) reaches the subagent's own call at
+  // once: its token is linked under the parent's.
+  CancelLink link(cancel, loop.cancel_token());
   auto r = loop.Run(prompt);
-  done = true;
-  if (relay.joinable()) relay.join();
   usage_.Add(loop.usage().total());
   if (!r.ok()) return r.status();
   if (r->interrupted) return Status::Cancelled("the subagent was interrupted");
@@ -141,6 +129,11 @@ Result<tools::BackgroundStatus> SubagentManager::Output(const std::string& id, b
                       [&] { return j->status.state != "running"; });
   }
   return j->status;
+}
+
+void SubagentManager::InterruptAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, job] : jobs_) job->cancel.Cancel(CancelToken::kForGood);
 }
 
 Result<tools::BackgroundStatus> SubagentManager::Stop(const std::string& id) {

@@ -33,6 +33,10 @@ class SubagentManager : public tools::SubagentRunner {
   Result<tools::BackgroundStatus> Output(const std::string& id, bool block, double timeout_s) override;
   Result<tools::BackgroundStatus> Stop(const std::string& id) override;
 
+  // Stops every background subagent for good (its tool in flight is
+  // killed); the destructor joins them.
+  void InterruptAll();
+
   // Tokens spent by every subagent so far.
   const UsageMeter& usage() const { return usage_; }
 

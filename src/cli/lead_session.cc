@@ -1,12 +1,14 @@
 // The lead and its team hosted in this process (see lead_session.h).
 #include "cli/lead_session.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -14,10 +16,13 @@
 #include "agent/prompts.h"
 #include "agent/subagents.h"
 #include "cli/cli_common.h"
+#include "cli/session_signals.h"
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
+#include "core/log.h"
 #include "core/names.h"
+#include "core/process_tree.h"
 #include "store/mailbox.h"
 #include "store/messenger.h"
 #include "store/roster.h"
@@ -26,45 +31,6 @@
 
 namespace mates::cli {
 namespace {
-
-// Ctrl-C: the first interrupts the running turn, the second exits.
-struct Interrupts {
-  std::atomic<bool> turn_running{false};
-  std::atomic<int> count{0};
-  agent::AgentLoop* lead = nullptr;
-  LiveOutput* out = nullptr;
-  std::shared_ptr<Waker> waiting;  // the lead's wait for its team
-};
-
-void StartSignalThread(Interrupts* st) {
-  std::thread([st] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    for (;;) {
-      int sig = 0;
-      if (sigwait(&set, &sig) != 0) continue;
-      if (sig == SIGINT && st->count.fetch_add(1) == 0) {
-        if (st->turn_running.load()) {
-          st->lead->Interrupt();
-          if (st->waiting) st->waiting->Notify();
-          st->out->Line("", "interrupted (Ctrl-C again to exit)");
-        } else {
-          st->out->Line("", "(Ctrl-C again, or /quit, to exit)");
-        }
-        continue;
-      }
-      // Second Ctrl-C, or SIGTERM: stop what runs, then leave. Everything on
-      // disk is consistent at any instant (journals are appended line by
-      // line, files replaced atomically).
-      st->lead->Interrupt();
-      std::fflush(stdout);
-      std::fflush(stderr);
-      ::_exit(sig == SIGTERM ? 143 : 130);
-    }
-  }).detach();
-}
 
 void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::SubagentManager& subs,
                 team::TeamManager& teams) {
@@ -99,17 +65,22 @@ bool PaneAgentsOwe(const tools::ToolContext& ctx) {
 // for their messages and the team's news, and takes them in; it returns
 // when the lead ended its turn with nobody working and nothing unread.
 Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentLoop& lead,
-                                      tools::ToolContext& ctx, team::TeamManager& teams, Interrupts& st) {
+                                      tools::ToolContext& ctx, team::TeamManager& teams,
+                                      const SessionSignals& signals) {
   std::shared_ptr<Waker> waker = teams.lead_waker();
-  st.waiting = waker;
   std::string watched_team;
   Watcher::Subscription inbox, team_files;
+  auto stopping = [&] { return signals.interrupts() > 0 || signals.exit_code() != 0; };
   for (;;) {
-    if (!r.ok() || r->interrupted || st.count.load() > 0) break;
+    if (!r.ok() || r->interrupted || stopping()) break;
     if (r->stop_reason == "refusal" || r->stop_reason == "max_calls") break;
     if (watched_team != ctx.team) {  // the lead changes team with TeamCreate/TeamDelete
       auto s = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), Workspace::InboxFileName(ctx.agent), waker);
-      if (s.ok()) inbox = std::move(*s);
+      if (s.ok()) {
+        inbox = std::move(*s);
+      } else {
+        LogWarning("the lead cannot watch its inbox (" + s.status().message() + "); it looks every second");
+      }
       // A team with pane agents: their inboxes and statuses (any file of
       // the team) wake the lead too.
       auto team = Roster(ctx.ws).Load(ctx.team);
@@ -129,10 +100,11 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
       continue;
     }
     if (!teams.AnyActive() && !PaneAgentsOwe(ctx)) break;
-    waker->WaitChange(g, std::nullopt);
+    // Without a watch on the inbox, a send from another process is seen
+    // at the next look.
+    waker->WaitChange(g, inbox.active() ? std::nullopt : DeadlineIn(1.0));
   }
-  if (r.ok() && st.count.load() > 0) r->interrupted = true;
-  st.waiting.reset();
+  if (r.ok() && stopping()) r->interrupted = true;
   return r;
 }
 
@@ -149,34 +121,112 @@ int ExitFor(const Result<agent::TurnResult>& r, LiveOutput& out) {
   return 0;
 }
 
-void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Interrupts& st,
-          agent::SubagentManager& subs, team::TeamManager& teams) {
-  // Messages for the lead that arrive while the user types are announced
-  // (they reach the lead at its next turn).
-  auto waker = std::make_shared<Waker>();
-  auto sub = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), Workspace::InboxFileName(ctx.agent), waker);
-  std::atomic<bool> done{false};
-  std::thread notifier([&] {
+// Lines typed at the REPL, read from stdin beside the session's stop fd:
+// a stopping session is never stuck in a read.
+class LineReader {
+ public:
+  explicit LineReader(int stop_fd) : stop_fd_(stop_fd) {}
+  // The next line (without '\n'); nullopt at the end of input or when the
+  // session stops.
+  std::optional<std::string> Next() {
+    for (;;) {
+      size_t nl = buf_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return line;
+      }
+      if (eof_) {
+        if (buf_.empty()) return std::nullopt;
+        std::string line = std::move(buf_);
+        buf_.clear();
+        return line;
+      }
+      struct pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+      int rc = ::poll(fds, 2, -1);
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc < 0 || (fds[1].revents & POLLIN) != 0) return std::nullopt;
+      char chunk[4096];
+      ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        eof_ = true;
+      } else {
+        buf_.append(chunk, static_cast<size_t>(n));
+      }
+    }
+  }
+
+ private:
+  int stop_fd_;
+  std::string buf_;
+  bool eof_ = false;
+};
+
+// Announces messages for the lead that arrive while the person types (they
+// reach the lead at its next turn), on a thread of its own. The lead's team
+// is read from the TeamManager (TeamCreate moves it).
+class InboxNotifier {
+ public:
+  InboxNotifier(const Workspace& ws, std::string agent, team::TeamManager& teams, LiveOutput& out,
+                const SessionSignals& signals)
+      : ws_(ws), agent_(std::move(agent)), teams_(teams), out_(out), signals_(signals) {
+    thread_ = std::thread([this] { Main(); });
+  }
+  ~InboxNotifier() {
+    done_.store(true);
+    waker_->Notify();
+    thread_.join();
+  }
+
+ private:
+  void Main() {
     size_t shown = 0;
-    while (!done.load()) {
-      uint64_t g = waker->generation();
-      auto n = Mailbox(ctx.ws.TeamDir(ctx.team), ctx.agent).PendingCount();
-      if (n.ok() && *n > shown && !st.turn_running.load()) {
-        out.Line("", "✉ " + std::to_string(*n) + " new message(s) for " + ctx.agent +
-                         " (they reach the lead with your next line; /inbox shows them)");
+    std::string watched;
+    Watcher::Subscription sub;
+    while (!done_.load()) {
+      std::string team = teams_.lead_team();
+      if (team != watched) {
+        auto s = Watcher::Default().Subscribe(ws_.TeamDir(team), Workspace::InboxFileName(agent_), waker_);
+        sub = s.ok() ? std::move(*s) : Watcher::Subscription();
+        watched = team;
+        shown = 0;
+      }
+      uint64_t g = waker_->generation();
+      auto n = Mailbox(ws_.TeamDir(team), agent_).PendingCount();
+      if (n.ok() && *n > shown && !signals_.turn_running()) {
+        out_.Line("", "✉ " + std::to_string(*n) + " new message(s) for " + agent_ +
+                          " (they reach the lead with your next line; /inbox shows them)");
       }
       if (n.ok()) shown = *n;
-      waker->WaitChange(g, DeadlineIn(0.5));
+      // The team can change under a lead turn: look again now and then.
+      waker_->WaitChange(g, DeadlineIn(sub.active() ? 2.0 : 0.5));
     }
-  });
+  }
+
+  const Workspace& ws_;
+  const std::string agent_;
+  team::TeamManager& teams_;
+  LiveOutput& out_;
+  const SessionSignals& signals_;
+  const std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, SessionSignals& signals,
+          agent::SubagentManager& subs, team::TeamManager& teams) {
+  InboxNotifier notifier(ctx.ws, ctx.agent, teams, out, signals);
   bool tty = ::isatty(STDIN_FILENO) == 1;
-  std::string line;
+  LineReader reader(signals.stop_fd());
   for (;;) {
     if (tty) {
       std::cout << "mates> " << std::flush;
     }
-    if (!std::getline(std::cin, line)) break;
-    st.count = 0;
+    auto next = reader.Next();
+    if (!next) break;
+    const std::string& line = *next;
+    signals.ResetInterrupts();
     if (line.empty()) continue;
     if (line == "/quit" || line == "/exit") break;
     if (line == "/help") {
@@ -239,15 +289,15 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Inte
       std::cout << "unknown command " << line << " (/help)\n";
       continue;
     }
-    st.turn_running = true;
-    auto r = WaitForTeam(lead.Run(line), lead, ctx, teams, st);
-    st.turn_running = false;
+    lead.ClearInterrupt();  // a Ctrl-C before this line was not meant for it
+    signals.SetTurnRunning(true);
+    auto r = WaitForTeam(lead.Run(line), lead, ctx, teams, signals);
+    signals.SetTurnRunning(false);
     if (!r.ok()) std::cerr << "mates: error: " << r.status().message() << std::endl;
+    if (signals.exit_code() != 0) break;
   }
-  done = true;
-  waker->Notify();
-  notifier.join();
 }
+
 
 }  // namespace
 
@@ -265,13 +315,10 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   if (!team.ok()) return {Fail(team.status()), std::nullopt};
   const std::string lead_name = team->lead;
 
-  // Signals are taken by one thread; every thread started from here on
-  // inherits the blocked mask.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // What this host's tools start stays its own (DESIGN §10).
+  BecomeSubreaper();
+  // Signals blocked before any thread starts; acted on once the hooks are set.
+  SessionSignals signals;
 
   tools::SkillLibrary skills = tools::SkillLibrary::Load(ws);
   auto registry = tools::MakeToolRegistry(tools::Scope::kLead);
@@ -316,6 +363,12 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
                                             "' is already running in another process")),
             std::nullopt};
   }
+  // What a dead predecessor's tools left running goes first: it would work
+  // on beside the resumed conversation.
+  auto leftovers = ProcessJournal(ws.AgentsDir(a.team) / (lead_name + ".procs")).KillLeftovers();
+  if (leftovers.ok() && *leftovers > 0) {
+    out.Line("", "stopped " + std::to_string(*leftovers) + " process tree(s) the lead's last host left running");
+  }
   fs::path journal = ws.AgentsDir(a.team) / (lead_name + ".jsonl");
   std::error_code ec;
   if (a.fresh && fs::exists(journal, ec)) {
@@ -338,10 +391,25 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   ctx.teams = &teams;
   lead.SetNoticeSource([&teams] { return teams.TakeNewsForLead(); });
 
-  Interrupts st;
-  st.lead = &lead;
-  st.out = &out;
-  StartSignalThread(&st);
+  SessionSignals::Hooks hooks;
+  hooks.interrupt_turn = [&lead, &teams] {
+    lead.Interrupt();
+    teams.lead_waker()->Notify();
+  };
+  hooks.stop_all = [&lead, &teams, &subs] {
+    lead.Interrupt(CancelToken::kForGood);
+    subs.InterruptAll();
+    teams.InterruptAll("its host was told to stop");
+    KillTagged(HostTagPrefix());
+    teams.lead_waker()->Notify();
+  };
+  hooks.say = [&out](const std::string& text) { out.Line("", text); };
+  signals.SetHooks(std::move(hooks));
+  // No hook may run once the objects it uses start going away.
+  struct HooksOff {
+    SessionSignals& s;
+    ~HooksOff() { s.Finished(); }
+  } hooks_off{signals};
 
   // Teammates whose host died come back from their journals.
   auto resumed = teams.ResumeTeam();
@@ -354,19 +422,24 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   int code = 0;
   if (a.goal.empty()) {
     if (pending_work || lead.HasPendingInput()) {
-      st.turn_running = true;
-      auto r = WaitForTeam(lead.Continue(), lead, ctx, teams, st);
-      st.turn_running = false;
+      signals.SetTurnRunning(true);
+      auto r = WaitForTeam(lead.Continue(), lead, ctx, teams, signals);
+      signals.SetTurnRunning(false);
       if (!r.ok()) std::cerr << "mates: error: " << r.status().message() << std::endl;
     }
-    Repl(lead, ctx, out, st, subs, teams);
+    if (signals.exit_code() == 0) Repl(lead, ctx, out, signals, subs, teams);
   } else {
-    st.turn_running = true;
-    auto r = WaitForTeam(lead.Run(a.goal), lead, ctx, teams, st);
-    st.turn_running = false;
+    signals.SetTurnRunning(true);
+    auto r = WaitForTeam(lead.Run(a.goal), lead, ctx, teams, signals);
+    signals.SetTurnRunning(false);
     code = ExitFor(r, out);
   }
   teams.StopAll();
+  if (signals.exit_code() != 0) {
+    KillTagged(HostTagPrefix());  // whatever a tool started since
+    code = signals.exit_code();
+  }
+  signals.Finished();
   PrintUsage(out, lead, subs, teams);
   result.exit_code = code;
   result.deleted_team = teams.last_deleted();

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <vector>
 
 #include "core/files.h"
 
@@ -28,18 +29,17 @@ Store& TheStore() {
   return *store;
 }
 
-// Overwrites the value of every `name=` entry of the environment in place,
-// so the bytes are gone from the block /proc/<pid>/environ reads, then
-// removes the variable.
+// Removes every `name=` entry from the environment, then overwrites its
+// bytes (name included) in place, so they are gone from the block that
+// /proc/<pid>/environ reads too.
 void WipeVariable(const char* name) {
   const size_t n = std::strlen(name);
+  std::vector<char*> entries;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') {
-      char* value = *e + n + 1;
-      std::memset(value, 0, std::strlen(value));
-    }
+    if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') entries.push_back(*e);
   }
   ::unsetenv(name);
+  for (char* entry : entries) std::memset(entry, 0, std::strlen(entry));
 }
 
 }  // namespace

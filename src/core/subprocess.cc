@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/process_tree.h"
+
 extern char** environ;
 
 namespace mates {
@@ -79,7 +81,9 @@ Subprocess::~Subprocess() {
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
+    UnregisterChild(pid_);
   }
+  if (pid_ > 0 && !options_.tag.empty()) KillTagged(options_.tag);
 }
 
 Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
@@ -128,15 +132,32 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   std::vector<char*> argv;
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  std::vector<std::string> tagged_env;
   std::vector<char*> envp;
-  if (options.env) {
-    for (const auto& e : *options.env) envp.push_back(const_cast<char*>(e.c_str()));
+  if (!options.tag.empty()) {
+    // The tag joins whichever environment the child gets.
+    if (options.env) {
+      tagged_env = *options.env;
+    } else {
+      for (char** e = environ; *e != nullptr; ++e) tagged_env.emplace_back(*e);
+    }
+    std::erase_if(tagged_env, [](const std::string& e) { return e.rfind(std::string(kProcTagVar) + "=", 0) == 0; });
+    tagged_env.push_back(std::string(kProcTagVar) + "=" + options.tag);
+  }
+  const std::vector<std::string>* env = !options.tag.empty() ? &tagged_env : options.env ? &*options.env : nullptr;
+  if (env != nullptr) {
+    for (const auto& e : *env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
   }
   // posix_spawnp searches PATH of *our* environment; the child's own PATH
-  // matters only to what it runs itself.
-  int rc = ::posix_spawnp(&p.pid_, argv[0], &fa, &attr, argv.data(),
-                          options.env ? envp.data() : environ);
+  // matters only to what it runs itself. Registered as it is born, so that
+  // a subreaper's orphan reaping never takes it.
+  int rc = SpawnRegistered([&](pid_t* pid) {
+    int r = ::posix_spawnp(&p.pid_, argv[0], &fa, &attr, argv.data(), env != nullptr ? envp.data() : environ);
+    *pid = p.pid_;
+    return r;
+  });
+
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -199,12 +220,13 @@ void Subprocess::Reap(SubprocessResult* r) {
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
+  UnregisterChild(pid_);
   reaped_ = true;
   if (WIFEXITED(status)) r->exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r->term_signal = WTERMSIG(status);
 }
 
-SubprocessResult Subprocess::Wait(const std::atomic<bool>* cancel) {
+SubprocessResult Subprocess::Wait(const CancelToken* cancel) {
   SubprocessResult r;
   CappedBuffer out(options_.max_output), err(options_.max_output);
   out.Append(line_buf_.data(), line_buf_.size());
@@ -221,6 +243,7 @@ SubprocessResult Subprocess::Wait(const std::atomic<bool>* cancel) {
     if (exited) return;
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) != pid_) return;
+    UnregisterChild(pid_);
     exited = true;
     reaped_ = true;
     if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
@@ -234,7 +257,7 @@ SubprocessResult Subprocess::Wait(const std::atomic<bool>* cancel) {
     check_exit();
     if (!killed && !exited) {
       if (Expired(deadline)) r.timed_out = true;
-      if (cancel != nullptr && cancel->load()) r.cancelled = true;
+      if (cancel != nullptr && cancel->cancelled()) r.cancelled = true;
       if (r.timed_out || r.cancelled) {
         killed = true;
         Signal(SIGKILL);
@@ -247,9 +270,10 @@ SubprocessResult Subprocess::Wait(const std::atomic<bool>* cancel) {
       if (exited || !out_.valid()) break;
     }
     if (exited && !out_.valid() && !err_.valid()) break;
-    struct pollfd fds[4];
+    struct pollfd fds[5];
     int n = 0;
     int out_i = -1, err_i = -1, in_i = -1, pid_i = -1;
+    if (cancel != nullptr && !killed && cancel->wake_fd() >= 0) fds[n++] = {cancel->wake_fd(), POLLIN, 0};
     if (out_.valid()) { out_i = n; fds[n++] = {out_.get(), POLLIN, 0}; }
     if (err_.valid()) { err_i = n; fds[n++] = {err_.get(), POLLIN, 0}; }
     if (in_.valid()) { in_i = n; fds[n++] = {in_.get(), POLLOUT, 0}; }
@@ -263,7 +287,10 @@ SubprocessResult Subprocess::Wait(const std::atomic<bool>* cancel) {
     };
     if (!killed) until(deadline);
     until(stop_at);
-    if (cancel != nullptr && !killed) wait_ms = wait_ms < 0 ? 50 : std::min<int64_t>(wait_ms, 50);
+    // Without an eventfd to wake us, look at the flag now and then.
+    if (cancel != nullptr && !killed && cancel->wake_fd() < 0) {
+      wait_ms = wait_ms < 0 ? 50 : std::min<int64_t>(wait_ms, 50);
+    }
     int rc = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(wait_ms));
     if (rc < 0) {
       if (errno == EINTR) continue;
@@ -308,15 +335,16 @@ SubprocessResult Subprocess::Wait(const std::atomic<bool>* cancel) {
     Signal(SIGKILL);
     Reap(&r);
   }
-  // Nothing of the group may outlive the call.
+  // Nothing of the group may outlive the call, nor what left the group.
   ::kill(-pid_, SIGKILL);
+  if (!options_.tag.empty()) KillTagged(options_.tag);
   r.out = out.Take(&r.out_dropped);
   r.err = err.Take(&r.err_dropped);
   return r;
 }
 
 Result<SubprocessResult> RunSubprocess(const SubprocessOptions& options,
-                                       const std::atomic<bool>* cancel) {
+                                       const CancelToken* cancel) {
   MATES_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(options));
   return p.Wait(cancel);
 }

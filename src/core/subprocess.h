@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/status.h"
@@ -33,6 +34,10 @@ struct SubprocessOptions {
   bool merge_stderr = false;    // stderr into the stdout pipe
   // Grace after the direct child exits before its group is killed.
   double group_grace_s = 0.05;
+  // Given: the child and all it starts carry MATES_PROC_TAG=tag, and when
+  // the call ends every process with that tag is killed too, those that
+  // left the group (setsid, double fork) included (core/process_tree.h).
+  std::string tag;
 };
 
 struct SubprocessResult {
@@ -64,8 +69,8 @@ class Subprocess {
   // NotFound at end of output.
   Result<std::string> ReadLine(const Deadline& deadline);
   // Collects output until the child exits (or the timeout / `cancel` stops
-  // it, killing the group), then reaps it.
-  SubprocessResult Wait(const std::atomic<bool>* cancel = nullptr);
+  // it, killing the group), then reaps it. A cancel is seen at once.
+  SubprocessResult Wait(const CancelToken* cancel = nullptr);
 
  private:
   Subprocess() = default;
@@ -84,6 +89,6 @@ class Subprocess {
 
 // Start + Wait.
 Result<SubprocessResult> RunSubprocess(const SubprocessOptions& options,
-                                       const std::atomic<bool>* cancel = nullptr);
+                                       const CancelToken* cancel = nullptr);
 
 }  // namespace mates

@@ -10,37 +10,15 @@
 #include <string>
 #include <string_view>
 
+#include "core/cancel.h"
 #include "core/status.h"
 #include "llm/types.h"
 
 namespace mates::llm {
 
 // Cancels a call from another thread: an HTTP transfer within a second, a
-// backoff wait at once.
-class CancelToken {
- public:
-  void Cancel() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      cancelled_.store(true);
-    }
-    cv_.notify_all();
-  }
-  void Reset() { cancelled_.store(false); }
-  bool cancelled() const { return cancelled_.load(); }
-  const std::atomic<bool>* flag() const { return &cancelled_; }
-  // Waits `seconds`; true if cancelled meanwhile.
-  bool WaitFor(double seconds) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::duration<double>(seconds),
-                        [&] { return cancelled_.load(); });
-  }
-
- private:
-  std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-};
+// backoff wait at once (core/cancel.h).
+using CancelToken = mates::CancelToken;
 
 struct StreamCallbacks {
   // Text as it is generated. Across retries nothing is delivered twice: a

@@ -47,6 +47,8 @@ class Watcher {
     Subscription& operator=(const Subscription&) = delete;
     ~Subscription() { Reset(); }
     void Reset();
+    // Whether it is subscribed (a failed Subscribe leaves it empty).
+    bool active() const { return watcher_ != nullptr; }
 
    private:
     Watcher* watcher_ = nullptr;

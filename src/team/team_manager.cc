@@ -1,10 +1,12 @@
 #include "team/team_manager.h"
+#include "team/teammate.h"
 
 #include <nlohmann/json.hpp>
 
 #include "core/file_lock.h"
 #include "core/log.h"
 #include "core/names.h"
+#include "core/process_tree.h"
 #include "store/board.h"
 #include "store/mailbox.h"
 #include "store/message_log.h"
@@ -32,7 +34,8 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       lead_(lead),
       lead_ctx_(lead_ctx),
       home_team_(lead_ctx->team),
-      on_spawn_(std::move(on_spawn)) {
+      on_spawn_(std::move(on_spawn)),
+      lead_team_(lead_ctx->team) {
   watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
 
@@ -47,13 +50,23 @@ TeamManager::~TeamManager() {
 }
 
 void TeamManager::StopAll() {
-  std::vector<Teammate*> all;
+  std::vector<std::shared_ptr<Teammate>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [name, t] : teammates_) all.push_back(t.get());
+    for (auto& [name, t] : teammates_) all.push_back(t);
   }
-  for (Teammate* t : all) t->Stop(/*force=*/true, "its host stopped");
-  for (Teammate* t : all) t->Join();
+  for (auto& t : all) t->Stop(/*force=*/true, StopReason::kHostStopped, "its host stopped");
+  for (auto& t : all) t->Join();
+}
+
+void TeamManager::InterruptAll(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [name, t] : teammates_) t->Stop(/*force=*/true, StopReason::kHostStopped, why);
+}
+
+std::string TeamManager::lead_team() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lead_team_;
 }
 
 void TeamManager::OnStatus(const std::string& name, MemberStatus status, const std::string& detail) {
@@ -95,7 +108,7 @@ bool TeamManager::AnyActive() {
       if (t->working()) return true;
       idle.push_back(n);
     }
-    team = lead_ctx_->team;
+    team = lead_team_;
   }
   // An idle teammate with something to do is about to be active again.
   for (const auto& n : idle) {
@@ -161,10 +174,11 @@ void TeamManager::WatchdogLoop() {
     shutdown_deadlines_.erase(next);
     auto it = teammates_.find(name);
     if (it == teammates_.end() || it->second->finished()) continue;
-    Teammate* t = it->second.get();
+    std::shared_ptr<Teammate> t = it->second;  // kept alive while unlocked
     lock.unlock();
-    t->Stop(/*force=*/true, "did not answer the shutdown request within " +
-                                std::to_string(static_cast<int>(options_.shutdown_timeout_s)) + " s");
+    t->Stop(/*force=*/true, StopReason::kShutdownUnanswered,
+            "did not answer the shutdown request within " +
+                std::to_string(static_cast<int>(options_.shutdown_timeout_s)) + " s");
     lock.lock();
   }
 }
@@ -184,19 +198,37 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
   cfg.plan_mode = m.plan_mode_required;
   cfg.resume = resume;
   cfg.new_prompt = new_prompt;
-  auto t = std::make_unique<Teammate>(cfg, this, std::move(*host));
-  Teammate* raw = t.get();
+  if (resume) {
+    // What the teammate's last host left running dies before it resumes
+    // (it would work on beside the resumed conversation).
+    auto left = ProcessJournal(ws_.AgentsDir(lead_ctx_->team) / (m.name + ".procs")).KillLeftovers();
+    if (left.ok() && *left > 0) {
+      LogInfo(m.name + ": stopped " + std::to_string(*left) + " process tree(s) its last host left running");
+    }
+  }
+  auto t = std::make_shared<Teammate>(cfg, this, std::move(*host));
+  // A teammate of that name that has just finished is joined first, with
+  // the lock free: its thread's last steps take it.
+  std::shared_ptr<Teammate> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto old = teammates_.find(m.name);
-    if (old != teammates_.end()) {
-      if (!old->second->finished()) return Status::AlreadyExists("teammate '" + m.name + "' is already running");
-      old->second->Join();
+    auto it = teammates_.find(m.name);
+    if (it != teammates_.end()) {
+      if (!it->second->finished()) return Status::AlreadyExists("teammate '" + m.name + "' is already running");
+      old = it->second;
     }
-    teammates_[m.name] = std::move(t);
+  }
+  if (old) old->Join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = teammates_.find(m.name);
+    if (it != teammates_.end() && it->second != old) {
+      return Status::AlreadyExists("teammate '" + m.name + "' is already running");
+    }
+    teammates_[m.name] = t;
   }
   if (on_spawn_) on_spawn_(m);
-  raw->Start();
+  t->Start();
   return Status::Ok();
 }
 
@@ -222,6 +254,10 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
 }
 
 void TeamManager::MoveLeadTo(const std::string& team) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lead_team_ = team;
+  }
   lead_ctx_->team = team;
   Status s = lead_->MoveJournal(ws_.AgentsDir(team) / (lead_name() + ".jsonl"));
   if (!s.ok()) LogWarning("lead journal: " + s.message());
@@ -341,11 +377,11 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     status_waker_->WaitChange(g, until);
   }
   for (const auto& n : asked) {
-    Teammate* t = nullptr;
+    std::shared_ptr<Teammate> t;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = teammates_.find(n);
-      if (it != teammates_.end()) t = it->second.get();
+      if (it != teammates_.end()) t = it->second;
     }
     bool done;
     {
@@ -353,8 +389,9 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
       done = member_done(n);
     }
     if (t != nullptr && !done) {
-      t->Stop(/*force=*/true, "did not answer the shutdown request within " +
-                                  std::to_string(static_cast<int>(options_.shutdown_timeout_s)) + " s");
+      t->Stop(/*force=*/true, StopReason::kShutdownUnanswered,
+              "did not answer the shutdown request within " +
+                  std::to_string(static_cast<int>(options_.shutdown_timeout_s)) + " s");
       t->Join();
       summary.stopped.push_back(n + " (stopped: no answer in time)");
     } else if (!done) {

@@ -88,6 +88,11 @@ class TeamManager : public tools::TeamRuntime {
   // Stops every teammate (those working are interrupted), joins their
   // threads. Statuses stay idle so the next host resumes them.
   void StopAll();
+  // Interrupts every teammate for good without waiting (from the signal
+  // thread); StopAll joins them later.
+  void InterruptAll(const std::string& why);
+  // The lead's team now (TeamCreate and TeamDelete move it); any thread.
+  std::string lead_team();
   std::optional<TeamSummary> last_deleted();
   // Tokens used by all teammates so far, as text (for the end of a run).
   std::string UsageSummary();
@@ -123,7 +128,9 @@ class TeamManager : public tools::TeamRuntime {
 
   std::mutex mu_;
   std::condition_variable cv_;  // teammate status changes, watchdog deadlines
-  std::map<std::string, std::unique_ptr<Teammate>> teammates_;  // guarded by mu_
+  // Shared: the watchdog and the lead hold one while they use it unlocked.
+  std::map<std::string, std::shared_ptr<Teammate>> teammates_;  // guarded by mu_
+  std::string lead_team_;  // guarded by mu_: lead_ctx_->team for other threads
   // name -> what the lead has not heard yet (idle / stopped …)
   std::map<std::string, std::string> news_;  // guarded by mu_
   bool news_wakes_lead_ = false;             // guarded by mu_

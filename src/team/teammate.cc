@@ -82,19 +82,23 @@ Teammate::Teammate(Config config, TeamManager* manager, FileLock host_lock)
 }
 
 Teammate::~Teammate() {
-  Stop(/*force=*/true, "its host is shutting down");
+  Stop(/*force=*/true, StopReason::kHostStopped, "its host is shutting down");
   Join();
 }
 
 void Teammate::Start() { thread_ = std::thread([this] { Main(); }); }
 
-void Teammate::Stop(bool force, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_reason_.empty()) stop_reason_ = why;
-  }
+void Teammate::SetStopReason(StopReason reason, const std::string& detail) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_reason_ != StopReason::kNone) return;
+  stop_reason_ = reason;
+  stop_detail_ = detail;
+}
+
+void Teammate::Stop(bool force, StopReason reason, const std::string& why) {
+  SetStopReason(reason, why);
   stop_.store(true);
-  if (force) loop_->Interrupt();
+  if (force) loop_->Interrupt(CancelToken::kForGood);
   waker_->Notify();
 }
 
@@ -170,6 +174,14 @@ bool Teammate::IdleWait() {
   Workspace ws = ctx_.ws;
   auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team), Workspace::InboxFileName(config_.name), waker_);
   auto board_sub = Watcher::Default().Subscribe(ws.TasksDir(config_.team), "*.json", waker_);
+  // Without either watch, a message or a task is seen at the next look,
+  // once a second (the seeds' interval), not at the idle timeout.
+  const bool watched = inbox.ok() && board_sub.ok();
+  if (!watched) {
+    LogWarning(config_.name + ": cannot watch its inbox or the task board (" +
+               (inbox.ok() ? board_sub.status().message() : inbox.status().message()) +
+               "); looking every second instead");
+  }
   std::shared_ptr<Board> board = SharedBoard(ws.TasksDir(config_.team));
   const double timeout = manager_->options().idle_timeout_s;
   Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
@@ -192,7 +204,10 @@ bool Teammate::IdleWait() {
     }
     claiming_.store(false);
     manager_->WakeWaiters();  // whoever saw us claiming must look again
-    if (!claimed.ok() && claimed.status().code() == StatusCode::kNotFound) return false;  // team gone
+    if (!claimed.ok() && claimed.status().code() == StatusCode::kNotFound) {
+      SetStopReason(StopReason::kTeamGone, "its team's task board is gone");
+      return false;
+    }
     // Idle only now that there is certainly nothing to do (not between turns).
     if (!said_idle) {
       SetStatus(MemberStatus::kIdle);
@@ -200,13 +215,10 @@ bool Teammate::IdleWait() {
       continue;  // look once more: work may have come while we said so
     }
     if (Expired(deadline)) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_reason_.empty()) {
-        stop_reason_ = "no work for " + std::to_string(static_cast<int>(timeout)) + " s";
-      }
+      SetStopReason(StopReason::kIdleTimeout, "no work for " + std::to_string(static_cast<int>(timeout)) + " s");
       return false;
     }
-    if (manager_->options().seed_polling) {
+    if (manager_->options().seed_polling || !watched) {
       // The seeds' idle loop: look again in a second.
       Deadline tick = DeadlineIn(1.0);
       if (deadline && *deadline < *tick) tick = deadline;
@@ -221,9 +233,12 @@ void Teammate::Main() {
   fs::path journal = ctx_.ws.AgentsDir(config_.team) / (config_.name + ".jsonl");
   Status s = loop_->AttachJournal(journal, config_.resume);
   if (!s.ok()) {
-    events_->OnNotice(config_.name, "cannot open its journal: " + s.message());
-    SetStatus(MemberStatus::kShutdown, "its journal could not be opened");
+    events_->OnNotice(config_.name, "cannot resume: " + s.message());
+    SetStopReason(StopReason::kJournal, "its journal could not be replayed: " + s.message());
     finished_.store(true);
+    SetStatus(MemberStatus::kShutdown, "its journal could not be replayed");
+    reported_.store(true);
+    manager_->WakeWaiters();
     return;
   }
   if (config_.resume) RemindOfTasksInProgress();
@@ -244,8 +259,7 @@ void Teammate::Main() {
       // hears why, instead of spinning.
       events_->OnNotice(config_.name, "turn failed: " + r.status().message());
       if (++failures >= kMaxFailedTurns) {
-        std::lock_guard<std::mutex> lock(mu_);
-        stop_reason_ = "its turns keep failing: " + r.status().message();
+        SetStopReason(StopReason::kTurnsFailing, "its turns keep failing: " + r.status().message());
         break;
       }
       uint64_t g = waker_->generation();
@@ -255,14 +269,12 @@ void Teammate::Main() {
     }
     if (stop_.load()) break;
     if (ShutdownApproved()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_reason_ = "approved the shutdown request";
+      SetStopReason(StopReason::kShutdownApproved, "approved the shutdown request");
       break;
     }
     if (ShutdownPending()) {
       if (reminded) {
-        std::lock_guard<std::mutex> lock(mu_);
-        stop_reason_ = "did not answer the shutdown request";
+        SetStopReason(StopReason::kShutdownUnanswered, "did not answer the shutdown request");
         break;
       }
       // The wrap-up turn ended without an answer: one reminder.
@@ -277,14 +289,16 @@ void Teammate::Main() {
     if (status_.load() != MemberStatus::kActive) SetStatus(MemberStatus::kActive);
     r = loop_->Continue();
   }
+  StopReason reason;
   std::string why;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    why = stop_reason_;
+    reason = stop_reason_;
+    why = stop_detail_;
   }
   // A host going away leaves the teammate resumable (idle); anything else
   // ends it.
-  bool resumable = why == "its host is shutting down" || why == "its host stopped";
+  bool resumable = Resumable(reason);
   manager_->OnShutdownDone(config_.name);
   // Finished before the last status goes out: whoever that status wakes
   // must see this teammate as done.

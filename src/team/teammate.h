@@ -32,6 +32,21 @@ namespace mates::team {
 
 class TeamManager;
 
+// Why a teammate stopped: what decides whether the next host resumes it.
+// Its text (for the lead and the roster) is kept apart.
+enum class StopReason {
+  kNone,
+  kHostStopped,          // its host is stopping: resumable (left idle)
+  kIdleTimeout,          // no work for idle_timeout
+  kShutdownApproved,     // it approved a shutdown request
+  kShutdownUnanswered,   // it did not answer one (in time)
+  kTurnsFailing,         // its model calls keep failing
+  kJournal,              // its journal could not be opened
+  kTeamGone,             // its team was deleted under it
+};
+// Whether a teammate stopped for this reason is resumed by the next host.
+inline bool Resumable(StopReason r) { return r == StopReason::kHostStopped; }
+
 class Teammate {
  public:
   struct Config {
@@ -52,8 +67,9 @@ class Teammate {
 
   void Start();
   // Asks the thread to end; `force` interrupts the current model call or
-  // tool too. `why` is reported to the lead.
-  void Stop(bool force, const std::string& why);
+  // tool too (for good: a turn starting after it is stopped at once). The
+  // first reason given stands; `why` is what the lead is told.
+  void Stop(bool force, StopReason reason, const std::string& why);
   void Join();
 
   const std::string& name() const { return config_.name; }
@@ -74,6 +90,8 @@ class Teammate {
   // After a resume: tells the agent which of its tasks are still in progress.
   void RemindOfTasksInProgress();
   void SetStatus(MemberStatus s, const std::string& detail = "");
+  // Records why it stops, unless a reason was given already.
+  void SetStopReason(StopReason reason, const std::string& detail);
   // Plan approval: lifts plan mode once the lead approved a plan of ours.
   void CheckPlanApproval();
   // Shutdown requests delivered to us: approved / pending ones.
@@ -99,7 +117,8 @@ class Teammate {
 
   std::mutex mu_;
   std::set<std::string> shutdown_requests_;  // delivered to us, guarded by mu_
-  std::string stop_reason_;                  // guarded by mu_
+  StopReason stop_reason_ = StopReason::kNone;  // guarded by mu_
+  std::string stop_detail_;                  // guarded by mu_: the reason in words
 };
 
 }  // namespace mates::team

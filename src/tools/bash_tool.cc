@@ -14,8 +14,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "core/log.h"
+#include "core/process_tree.h"
 #include "core/subprocess.h"
 #include "tools/builtin_tools.h"
 
@@ -66,9 +69,19 @@ class BashTool : public Tool {
     o.timeout_s = timeout;
     o.max_output = kMaxOutput;
     o.merge_stderr = true;
+    o.tag = NewProcessTag();
     auto started = Subprocess::Start(o);
     if (!started.ok()) return ToolResult::Error("could not start bash: " + started.status().message());
-    SubprocessResult r = started->Wait(ctx.cancel != nullptr ? ctx.cancel->flag() : nullptr);
+    // Recorded while it runs, so that a host killed now leaves its
+    // successor a list of what to kill (core/process_tree.h).
+    std::optional<ProcessJournal> procs;
+    if (!ctx.team.empty()) {
+      procs.emplace(ctx.ws.AgentsDir(ctx.team) / (ctx.agent + ".procs"));
+      Status s = procs->Add({started->pid(), ProcessStartTime(started->pid()), o.tag});
+      if (!s.ok()) LogDebug("bash: " + s.message());
+    }
+    SubprocessResult r = started->Wait(ctx.cancel);
+    if (procs) (void)procs->Remove(started->pid());
     std::string out = r.out;
     if (r.out_dropped > 0) {
       out += "\n[output was " + std::to_string(r.out.size() + r.out_dropped) +

@@ -1,0 +1,261 @@
+#include "core/process_tree.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/files.h"
+#include "core/json.h"
+#include "core/log.h"
+
+namespace mates {
+namespace {
+
+std::mutex g_children_mu;
+std::set<pid_t>& Children() {  // guarded by g_children_mu
+  static auto* children = new std::set<pid_t>();
+  return *children;
+}
+
+// Reads at most `cap` bytes of a /proc file (they are generated, and an
+// environment can be large).
+std::string ReadProcFile(const std::string& path, size_t cap) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return "";
+  std::string out;
+  char buf[8192];
+  while (out.size() < cap) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+struct ProcStat {
+  char state = '?';
+  pid_t ppid = 0;
+  uint64_t start_time = 0;
+};
+
+// /proc/<pid>/stat: "pid (comm) state ppid … starttime …"; comm may hold
+// spaces and parentheses, so fields are counted from the last ')'.
+bool ReadStat(pid_t pid, ProcStat* out) {
+  std::string s = ReadProcFile("/proc/" + std::to_string(pid) + "/stat", 4096);
+  size_t close = s.rfind(')');
+  if (close == std::string::npos || close + 2 >= s.size()) return false;
+  std::string_view rest(s.data() + close + 2, s.size() - close - 2);
+  int field = 3;  // the state
+  while (!rest.empty()) {
+    size_t sp = rest.find(' ');
+    std::string_view f = rest.substr(0, sp);
+    if (field == 3 && !f.empty()) out->state = f[0];
+    if (field == 4) std::from_chars(f.data(), f.data() + f.size(), out->ppid);
+    if (field == 22) {
+      std::from_chars(f.data(), f.data() + f.size(), out->start_time);
+      return true;
+    }
+    if (sp == std::string_view::npos) break;
+    rest.remove_prefix(sp + 1);
+    ++field;
+  }
+  return false;
+}
+
+std::vector<pid_t> AllPids() {
+  std::vector<pid_t> pids;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return pids;
+  while (struct dirent* e = ::readdir(d)) {
+    pid_t pid = 0;
+    const char* name = e->d_name;
+    auto [p, ec] = std::from_chars(name, name + std::strlen(name), pid);
+    if (ec == std::errc() && *p == '\0' && pid > 0) pids.push_back(pid);
+  }
+  ::closedir(d);
+  return pids;
+}
+
+// Whether `environ` (NUL-separated) holds MATES_PROC_TAG=<prefix…>.
+bool HasTag(const std::string& environ_block, std::string_view prefix) {
+  const std::string needle = std::string(kProcTagVar) + "=" + std::string(prefix);
+  size_t pos = 0;
+  while (pos < environ_block.size()) {
+    size_t end = environ_block.find('\0', pos);
+    if (end == std::string::npos) end = environ_block.size();
+    if (environ_block.compare(pos, needle.size(), needle) == 0) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+// Reaps `pid` if it is an unregistered child of ours; `block` waits for it
+// (it was just sent SIGKILL).
+void ReapIfOrphan(pid_t pid, bool block) {
+  std::lock_guard<std::mutex> lock(g_children_mu);
+  if (Children().count(pid) > 0) return;
+  int status = 0;
+  while (::waitpid(pid, &status, block ? 0 : WNOHANG) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+void BecomeSubreaper() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+    LogWarning("cannot become a child subreaper: orphans of tools go to init");
+  }
+}
+
+const std::string& HostTagPrefix() {
+  static const std::string prefix = [] {
+    ProcStat st;
+    ReadStat(::getpid(), &st);
+    return "m" + std::to_string(::getpid()) + "." + std::to_string(st.start_time) + "-";
+  }();
+  return prefix;
+}
+
+std::string NewProcessTag() {
+  static std::atomic<uint64_t> next{1};
+  return HostTagPrefix() + std::to_string(next.fetch_add(1));
+}
+
+int KillTagged(std::string_view tag_prefix) {
+  if (tag_prefix.empty()) return 0;
+  const pid_t self = ::getpid();
+  int killed = 0;
+  // A pass may miss a process forked after /proc was listed: repeat until
+  // one finds nothing (bounded, against a fork bomb winning the race).
+  for (int pass = 0; pass < 8; ++pass) {
+    std::vector<pid_t> hit;
+    for (pid_t pid : AllPids()) {
+      if (pid == self) continue;
+      std::string env = ReadProcFile("/proc/" + std::to_string(pid) + "/environ", 1 << 20);
+      if (HasTag(env, tag_prefix) && ::kill(pid, SIGKILL) == 0) hit.push_back(pid);
+    }
+    if (hit.empty()) break;
+    killed += static_cast<int>(hit.size());
+    for (pid_t pid : hit) {
+      ProcStat st;
+      if (ReadStat(pid, &st) && st.ppid == self) ReapIfOrphan(pid, /*block=*/true);
+    }
+  }
+  ReapOrphans();
+  return killed;
+}
+
+void ReapOrphans() {
+  const pid_t self = ::getpid();
+  for (pid_t pid : AllPids()) {
+    ProcStat st;
+    if (ReadStat(pid, &st) && st.ppid == self && st.state == 'Z') ReapIfOrphan(pid, /*block=*/false);
+  }
+}
+
+int SpawnRegistered(const std::function<int(pid_t*)>& spawn) {
+  std::lock_guard<std::mutex> lock(g_children_mu);
+  pid_t pid = -1;
+  int rc = spawn(&pid);
+  if (rc == 0 && pid > 0) Children().insert(pid);
+  return rc;
+}
+
+void UnregisterChild(pid_t pid) {
+  std::lock_guard<std::mutex> lock(g_children_mu);
+  Children().erase(pid);
+}
+
+uint64_t ProcessStartTime(pid_t pid) {
+  ProcStat st;
+  return ReadStat(pid, &st) ? st.start_time : 0;
+}
+
+namespace {
+
+std::mutex g_journals_mu;
+// What each journal file lists now, per path; guarded by g_journals_mu.
+std::map<std::string, std::vector<ProcessRecord>>& Journals() {
+  static auto* journals = new std::map<std::string, std::vector<ProcessRecord>>();
+  return *journals;
+}
+
+Status WriteJournalLocked(const fs::path& path, const std::vector<ProcessRecord>& records) {
+  if (records.empty()) {
+    std::error_code ec;
+    fs::remove(path, ec);
+    return Status::Ok();
+  }
+  std::string data;
+  for (const auto& r : records) {
+    data += DumpJson(Json{{"pid", r.pid}, {"start_time", r.start_time}, {"tag", r.tag}}) + "\n";
+  }
+  return WriteFileAtomic(path, data);
+}
+
+}  // namespace
+
+Status ProcessJournal::Add(const ProcessRecord& r) const {
+  std::lock_guard<std::mutex> lock(g_journals_mu);
+  auto& records = Journals()[path_.string()];
+  records.push_back(r);
+  return WriteJournalLocked(path_, records);
+}
+
+Status ProcessJournal::Remove(pid_t pid) const {
+  std::lock_guard<std::mutex> lock(g_journals_mu);
+  auto& records = Journals()[path_.string()];
+  std::erase_if(records, [&](const ProcessRecord& r) { return r.pid == pid; });
+  return WriteJournalLocked(path_, records);
+}
+
+Result<int> ProcessJournal::KillLeftovers() const {
+  auto data = ReadFile(path_);
+  if (!data.ok()) {
+    if (data.status().code() == StatusCode::kNotFound) return 0;
+    return data.status();
+  }
+  int alive = 0;
+  size_t start = 0;
+  while (start < data->size()) {
+    size_t end = data->find('\n', start);
+    if (end == std::string::npos) end = data->size();
+    auto j = ParseJson(std::string_view(*data).substr(start, end - start));
+    start = end + 1;
+    if (!j.ok()) continue;
+    auto pid = JsonInt(*j, "pid", true);
+    auto started = JsonInt(*j, "start_time", true);
+    auto tag = JsonString(*j, "tag", true);
+    if (!pid.ok() || !started.ok() || !tag.ok() || *pid <= 1) continue;
+    // Tags are this host's kind ("m<pid>.<start>-<n>"): never an empty
+    // prefix that would match every tagged process.
+    if (tag->size() < 4 || (*tag)[0] != 'm') continue;
+    bool root_alive = ProcessStartTime(static_cast<pid_t>(*pid)) == static_cast<uint64_t>(*started);
+    if (root_alive) {
+      ::kill(-static_cast<pid_t>(*pid), SIGKILL);
+      ::kill(static_cast<pid_t>(*pid), SIGKILL);
+    }
+    int tagged = KillTagged(*tag);
+    if (root_alive || tagged > 0) ++alive;
+  }
+  std::lock_guard<std::mutex> lock(g_journals_mu);
+  Journals().erase(path_.string());
+  std::error_code ec;
+  fs::remove(path_, ec);
+  return alive;
+}
+
+}  // namespace mates

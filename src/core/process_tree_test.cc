@@ -1,0 +1,102 @@
+#include "core/process_tree.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "core/subprocess.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::TempDir;
+
+bool Alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  // A zombie answers signal 0 but runs nothing.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t close = s.rfind(')');
+  return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+// Item 4: a tool's `setsid …&` or double-forked child survived the tool's
+// timeout with PPID 1.
+TEST(ProcessTreeTest, WhatLeavesTheGroupIsKilledWithTheTool) {
+  TempDir dir;
+  BecomeSubreaper();
+  for (std::string escape : {"setsid sleep 300 & echo $! > " + dir.str() + "/pid; wait",
+                             "( ( sleep 300 & echo $! > " + dir.str() + "/pid ) & ); sleep 300",
+                             "setsid sh -c 'sleep 300 & echo $! > " + dir.str() + "/pid; wait' & sleep 300"}) {
+    fs::remove(dir.path() / "pid");
+    SubprocessOptions o;
+    o.argv = {"/bin/bash", "-c", escape};
+    o.timeout_s = 60;
+    o.tag = NewProcessTag();
+    auto p = Subprocess::Start(o);
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE(testing::WaitUntil([&] { return fs::exists(dir.path() / "pid") && fs::file_size(dir.path() / "pid") > 0; }));
+    pid_t escaped = std::stoi(testing::ReadAll(dir.path() / "pid"));
+    ASSERT_TRUE(Alive(escaped));
+    CancelToken cancel;
+    cancel.Cancel();  // as a timeout or an interrupt would
+    auto r = p->Wait(&cancel);
+    EXPECT_TRUE(r.cancelled);
+    EXPECT_TRUE(testing::WaitUntil([&] { return !Alive(escaped); }, 5)) << escape;
+  }
+}
+
+TEST(ProcessTreeTest, WhatATaggedCommandLeftRunningAfterItExitedIsKilled) {
+  TempDir dir;
+  SubprocessOptions o;
+  o.argv = {"/bin/bash", "-c", "setsid sleep 300 > /dev/null 2>&1 & echo $!"};
+  o.tag = NewProcessTag();
+  auto r = RunSubprocess(o);
+  ASSERT_TRUE(r.ok());
+  pid_t escaped = std::stoi(r->out);
+  EXPECT_TRUE(testing::WaitUntil([&] { return !Alive(escaped); }, 5));
+}
+
+TEST(ProcessTreeTest, StartTimesTellAProcessFromOneThatReusedItsPid) {
+  EXPECT_GT(ProcessStartTime(::getpid()), 0u);
+  EXPECT_EQ(ProcessStartTime(0x7ffffff0), 0u);
+}
+
+// Item 4: after a host's SIGKILL its tools' trees ran on while the resumed
+// team ran the same tasks again. The .procs journal lets the next host
+// kill them — and nothing else.
+TEST(ProcessTreeTest, LeftoversOfADeadHostAreKilledButAReusedPidIsNot) {
+  TempDir dir;
+  // A "dead host": a process that started a tagged tree and wrote the
+  // journal, then was SIGKILLed.
+  fs::path journal = dir.path() / "alice.procs";
+  std::string tag = "m1.1-" + std::to_string(::getpid()) + "-leftover";
+  SubprocessOptions o;
+  o.argv = {"/bin/bash", "-c", "setsid sleep 300 & echo $!; sleep 300"};
+  o.tag = tag;
+  auto tree = Subprocess::Start(o);
+  ASSERT_TRUE(tree.ok());
+  pid_t escaped = std::stoi(*tree->ReadLine(DeadlineIn(10)));
+  ASSERT_TRUE(ProcessJournal(journal).Add({tree->pid(), ProcessStartTime(tree->pid()), tag}).ok());
+  // And a stale record: a pid now used by an unrelated process (this test).
+  std::string stale = "{\"pid\":" + std::to_string(::getpid()) + ",\"start_time\":1,\"tag\":\"m2.2-stale\"}\n";
+  {
+    std::ofstream f(journal, std::ios::app);
+    f << stale << "not json\n";
+  }
+  auto alive = ProcessJournal(journal).KillLeftovers();
+  ASSERT_TRUE(alive.ok());
+  EXPECT_EQ(*alive, 1);
+  EXPECT_TRUE(testing::WaitUntil([&] { return !Alive(escaped); }, 5));
+  auto r = tree->Wait();
+  EXPECT_EQ(r.term_signal, SIGKILL);
+  EXPECT_FALSE(fs::exists(journal));
+  EXPECT_TRUE(Alive(::getpid()));
+}
+
+}  // namespace
+}  // namespace mates
