@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <httplib.h>
+
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/json.h"
@@ -201,6 +204,57 @@ TEST(HostileMockLlmTest, AStreamThatOnlyPingsEndsAtTheRequestTimeout) {
   EXPECT_NE(run.out.find("the default"), std::string::npos) << run.out;
   m.process.Signal(SIGTERM);
   EXPECT_EQ(m.process.Wait().exit_code, 0) << "a stalled stream must not keep the server from stopping";
+}
+
+// The review's finding: JSON accessors that throw on server input ran
+// inside curl's C write callback, where an exception is std::terminate for
+// the whole team. Malformed streams from a real HTTP server, through curl.
+TEST(HostileMockLlmTest, MalformedStreamsThroughCurlAreProviderErrors) {
+  httplib::Server server;
+  std::string body;
+  std::mutex mu;
+  server.Post("/v1/messages", [&](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    res.set_content(body, "text/event-stream");
+  });
+  server.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    res.set_content(body, "text/event-stream");
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::yield();
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  const std::vector<std::pair<bool, std::string>> cases = {
+      {false, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":5}}\n\n"},
+      {false, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n"
+              "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":null,\"content_block\":{}}\n\n"},
+      {true, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":\"zero\"}]}}]}\n\ndata: [DONE]\n\n"},
+      {true, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":\"many\"}}\n\ndata: [DONE]\n\n"},
+  };
+  for (const auto& [openai, stream] : cases) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      body = stream;
+    }
+    std::unique_ptr<Provider> p;
+    if (openai) {
+      OpenAIOptions o;
+      o.base_url = url + "/v1";
+      o.retry = Quick();
+      p = std::make_unique<OpenAIProvider>(o, NewCurlTransport());
+    } else {
+      AnthropicOptions o;
+      o.base_url = url;
+      o.retry = Quick();
+      p = std::make_unique<AnthropicProvider>(o, NewCurlTransport());
+    }
+    auto r = p->Complete(Ask("hi"), {}, nullptr);
+    ASSERT_FALSE(r.ok()) << stream;
+    EXPECT_NE(r.status().message().find("malformed reply"), std::string::npos) << r.status().message();
+  }
+  server.stop();
+  t.join();
 }
 
 }  // namespace

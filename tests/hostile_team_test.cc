@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "core/clock.h"
+#include "core/json.h"
+#include <nlohmann/json.hpp>
 #include "store/roster.h"
 #include "support/test_util.h"
 
@@ -46,6 +48,10 @@ TEST(HostileTeamTest, SigtermLeavesNoProcessOfTheTeamBehind) {
   TempDir ws;
   Subprocess host = StartBusyHost(ws.path());
   pid_t worker = PidIn(ws.path() / "worker.pid"), escaped = PidIn(ws.path() / "escaped.pid");
+  // While its host lives, a member shows what its host says.
+  auto shown = testing::RunMates(ws.path(), {"team", "show", "h"});
+  EXPECT_NE(shown.out.find("active"), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find("offline"), std::string::npos) << shown.out;
   ASSERT_TRUE(Running(worker));
   ASSERT_TRUE(Running(escaped));
   host.Signal(SIGTERM);
@@ -71,6 +77,20 @@ TEST(HostileTeamTest, AHostAfterASigkillKillsWhatTheDeadOneLeftBeforeResuming) {
   ASSERT_TRUE(Running(worker));
   ASSERT_TRUE(Running(escaped));
   ASSERT_TRUE(fs::exists(ws.path() / ".teams/h/agents/worker.procs"));
+  // Item 12: `team show` said the dead host's members were active.
+  auto shown = testing::RunMates(ws.path(), {"team", "show", "h", "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  auto j = ParseJson(shown.out);
+  ASSERT_TRUE(j.ok()) << shown.out;
+  for (const auto& m : (*j)["members"]) {
+    EXPECT_EQ(m["status"], "offline") << m;
+    if (m["name"] == "worker") {
+      EXPECT_EQ(m["recorded_status"], "active") << m;
+    }
+  }
+  shown = testing::RunMates(ws.path(), {"team", "show", "h"});
+  EXPECT_NE(shown.out.find("offline"), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find("active"), std::string::npos) << shown.out;
   auto r = testing::RunMates(ws.path(), {"run", "--team", "h", "--provider", "scripted", "--scenario",
                                          Fixture("team_hostile.yaml"), "--idle-timeout", "1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -20,6 +20,17 @@ std::string AgentLoop::model() const {
 Status AgentLoop::AttachJournal(const fs::path& path, bool resume) {
   if (resume) {
     MATES_ASSIGN_OR_RETURN(JournalState st, Journal::Load(path));
+    if (st.problem) {
+      // Not a dead end (every later run would fail the same way): the
+      // valid prefix goes on, the whole file is kept, and the way out is said.
+      MATES_ASSIGN_OR_RETURN(fs::path aside, Journal::Rewrite(path, st));
+      std::string said = "journal " + path.string() + ":" + std::to_string(st.problem->line) + ": " +
+                         st.problem->what + "; resuming with the " + std::to_string(st.messages.size()) +
+                         " message(s) before it (the whole journal is kept as " + aside.filename().string() +
+                         "; --fresh starts the lead over)";
+      LogWarning(said);
+      if (events_ != nullptr) events_->OnNotice(spec_.name, said);
+    }
     conversation_.Reset(std::move(st.messages));
     delivered_ = std::move(st.delivered);
     compactions_ = st.compactions;

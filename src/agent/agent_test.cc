@@ -249,6 +249,66 @@ TEST_F(AgentTest, JournalRoundTripsAndResumeAnswersUnfinishedCalls) {
   EXPECT_EQ(r->text, "resumed");
 }
 
+// Item 16 of the hardening issue: a journal with an orphan tool_result or
+// a duplicate tool_use id failed every later run, without a word about
+// --fresh. Replay stops at the first such line, keeps what came before,
+// says where and how out, and the next resume is clean.
+TEST_F(AgentTest, AJournalThatCannotBeReplayedKeepsItsValidPrefixAndSaysWhere) {
+  fs::path journal = ws_.AgentsDir("t") / "lead.jsonl";
+  struct Case {
+    std::string bad_line, says;
+  };
+  std::vector<Case> cases = {
+      {R"({"kind":"message","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"nobody","content":"x"}]}})",
+       "which the message before did not ask for"},
+      {R"({"kind":"message","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}})",
+       "tool_use id t1 appears twice"},
+      {R"({"kind":"message","message":{"role":"assistant","content":[]}})", "an empty message"},
+      {R"({"kind":"compact","messages":[{"role":"assistant","content":"x"}]})", "starts with the assistant"},
+      {R"({"kind":"message","message":"not an object"})", "'message' must be an object"},
+  };
+  for (const auto& c : cases) {
+    fs::remove_all(ws_.AgentsDir("t"));
+    {
+      auto j = Journal::Open(journal);
+      ASSERT_TRUE(j->AppendMessage({llm::Role::kUser, {ContentBlock::Text("goal")}}).ok());
+      ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::ToolUse("t1", "bash", "{}")}}).ok());
+      ASSERT_TRUE(j->AppendMessage({llm::Role::kUser, {ContentBlock::ToolResult("t1", "ok", false)}}).ok());
+      ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::Text("so far so good")}}).ok());
+    }
+    testing::WriteAll(journal, testing::ReadAll(journal) + c.bad_line + "\n" +
+                                   R"({"kind":"message","message":{"role":"user","content":"after the bad line"}})" + "\n");
+    auto st = Journal::Load(journal);
+    ASSERT_TRUE(st.ok());
+    ASSERT_TRUE(st->problem.has_value()) << c.bad_line;
+    EXPECT_EQ(st->problem->line, 5u);
+    EXPECT_NE(st->problem->what.find(c.says), std::string::npos) << st->problem->what;
+    EXPECT_EQ(st->messages.size(), 4u);
+    FakeProvider p([](const Request& r, int) {
+      EXPECT_EQ(r.messages.size(), 5u);  // the prefix and the new goal
+      return TextReply("carrying on");
+    });
+    auto loop = Loop(&p, Spec());
+    ::testing::internal::CaptureStderr();
+    ASSERT_TRUE(loop->AttachJournal(journal, true).ok());
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("lead.jsonl:5: "), std::string::npos) << err;
+    EXPECT_NE(err.find("--fresh"), std::string::npos) << err;
+    auto r = loop->Run("new goal");
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    // The whole old file is kept; the journal now replays clean.
+    bool kept = false;
+    for (const auto& e : fs::directory_iterator(ws_.AgentsDir("t"))) {
+      kept |= e.path().filename().string().rfind("lead.jsonl.unreplayable-", 0) == 0;
+    }
+    EXPECT_TRUE(kept);
+    auto again = Journal::Load(journal);
+    ASSERT_TRUE(again.ok());
+    EXPECT_FALSE(again->problem.has_value()) << again->problem->what;
+    EXPECT_EQ(again->messages.size(), 6u);
+  }
+}
+
 TEST_F(AgentTest, CompactionSummarisesTheWholeConversationAndKeepsIdentity) {
   std::string big(4000, 'x');
   int summary_calls = 0;

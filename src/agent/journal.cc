@@ -57,6 +57,128 @@ Status Journal::AppendUsage(const llm::Usage& u) {
   return Append(DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}}));
 }
 
+namespace {
+
+// Rebuilds a conversation message by message, as the API would take it.
+class Replay {
+ public:
+  explicit Replay(JournalState* st) : st_(st) {}
+
+  Status Add(llm::ChatMessage m) {
+    if (m.content.empty()) return Status::InvalidArgument("an empty message");
+    auto& msgs = st_->messages;
+    if (msgs.empty() && m.role != llm::Role::kUser) {
+      return Status::InvalidArgument("the conversation starts with the assistant");
+    }
+    const bool merge = !msgs.empty() && msgs.back().role == m.role;
+    if (m.role == llm::Role::kAssistant) {
+      for (const auto& b : m.content) {
+        if (b.type == llm::BlockType::kToolResult) return Status::InvalidArgument("a tool_result from the assistant");
+        if (b.type != llm::BlockType::kToolUse) continue;
+        if (!seen_tool_ids_.insert(b.id).second) {
+          return Status::InvalidArgument("tool_use id " + b.id + " appears twice");
+        }
+      }
+    } else {
+      // Each tool_result answers a tool_use of the assistant message just
+      // before, once.
+      std::set<std::string> asked;
+      size_t prev = merge ? msgs.size() - 2 : msgs.size() - 1;
+      if (!msgs.empty() && (merge ? msgs.size() >= 2 : true) && msgs[prev].role == llm::Role::kAssistant) {
+        for (const auto& b : msgs[prev].content) {
+          if (b.type == llm::BlockType::kToolUse) asked.insert(b.id);
+        }
+      }
+      if (!merge) answered_.clear();
+      for (const auto& b : m.content) {
+        if (b.type == llm::BlockType::kToolUse) return Status::InvalidArgument("a tool_use from the user");
+        if (b.type != llm::BlockType::kToolResult) continue;
+        if (asked.count(b.tool_use_id) == 0) {
+          return Status::InvalidArgument("a tool_result for " + b.tool_use_id +
+                                         ", which the message before did not ask for");
+        }
+        if (!answered_.insert(b.tool_use_id).second) {
+          return Status::InvalidArgument("a second tool_result for " + b.tool_use_id);
+        }
+      }
+    }
+    if (merge) {
+      for (auto& b : m.content) msgs.back().content.push_back(std::move(b));
+    } else {
+      // An assistant turn after an unanswered call: the calls were never
+      // answered (the API refuses that).
+      if (m.role == llm::Role::kAssistant && !msgs.empty()) {
+        size_t calls = 0;
+        if (msgs.size() >= 2) {
+          for (const auto& b : msgs[msgs.size() - 2].content) calls += b.type == llm::BlockType::kToolUse ? 1 : 0;
+        }
+        if (answered_.size() < calls) return Status::InvalidArgument("a tool_use left unanswered before the next reply");
+      }
+      msgs.push_back(std::move(m));
+    }
+    return Status::Ok();
+  }
+
+  void Reset() {
+    st_->messages.clear();
+    seen_tool_ids_.clear();
+    answered_.clear();
+  }
+
+ private:
+  JournalState* st_;
+  std::set<std::string> seen_tool_ids_;
+  std::set<std::string> answered_;  // tool_results of the current user message
+};
+
+void AddIds(const Json* ids, std::set<std::string>* into) {
+  if (ids == nullptr) return;
+  for (const auto& id : *ids) {
+    if (id.is_string()) into->insert(id.get<std::string>());
+  }
+}
+
+// Applies one journal line; a problem means replay stops before it, and
+// nothing of the line was applied (every check comes before any change).
+Status ApplyLine(const Json& j, JournalState* st, Replay* replay) {
+  MATES_ASSIGN_OR_RETURN(std::string kind, JsonString(j, "kind", true));
+  if (kind == "message") {
+    MATES_ASSIGN_OR_RETURN(const Json* jm, JsonObjectField(j, "message", true));
+    MATES_ASSIGN_OR_RETURN(const Json* delivered, JsonArrayField(j, "delivered", false));
+    MATES_ASSIGN_OR_RETURN(llm::ChatMessage m, llm::MessageFromJson(*jm));
+    MATES_RETURN_IF_ERROR(replay->Add(std::move(m)));
+    AddIds(delivered, &st->delivered);
+    return Status::Ok();
+  }
+  if (kind == "compact") {
+    MATES_ASSIGN_OR_RETURN(const Json* msgs, JsonArrayField(j, "messages", true));
+    JournalState scratch;
+    Replay fresh(&scratch);
+    for (const auto& jm : *msgs) {
+      MATES_ASSIGN_OR_RETURN(llm::ChatMessage m, llm::MessageFromJson(jm));
+      MATES_RETURN_IF_ERROR(fresh.Add(std::move(m)));
+    }
+    replay->Reset();
+    for (auto& m : scratch.messages) MATES_RETURN_IF_ERROR(replay->Add(std::move(m)));
+    ++st->compactions;
+    return Status::Ok();
+  }
+  if (kind == "delivered") {
+    MATES_ASSIGN_OR_RETURN(const Json* ids, JsonArrayField(j, "ids", true));
+    AddIds(ids, &st->delivered);
+    return Status::Ok();
+  }
+  if (kind == "usage") {
+    MATES_ASSIGN_OR_RETURN(const Json* u, JsonObjectField(j, "usage", true));
+    st->usage += llm::UsageFromJson(*u);
+    ++st->calls;
+    return Status::Ok();
+  }
+  return Status::Ok();  // a kind from a later version: nothing to replay
+}
+
+}  // namespace
+
 Result<JournalState> Journal::Load(const fs::path& path) {
   JournalState st;
   auto data = ReadFile(path);
@@ -64,6 +186,7 @@ Result<JournalState> Journal::Load(const fs::path& path) {
     if (data.status().code() == StatusCode::kNotFound) return st;
     return data.status();
   }
+  Replay replay(&st);
   size_t start = 0, line_no = 0;
   while (start < data->size()) {
     size_t end = data->find('\n', start);
@@ -74,41 +197,30 @@ Result<JournalState> Journal::Load(const fs::path& path) {
     if (line.empty()) continue;
     auto j = ParseJson(line);
     if (!j.ok() || !j->is_object()) {
-      LogWarning("journal " + path.string() + ":" + std::to_string(line_no) + ": skipping a bad line");
+      LogWarning("journal " + path.string() + ":" + std::to_string(line_no) + ": skipping a line that is not a JSON object");
       continue;
     }
-    std::string kind = j->value("kind", "");
-    if (kind == "message") {
-      auto m = llm::MessageFromJson((*j)["message"]);
-      if (!m.ok()) continue;
-      if (!st.messages.empty() && st.messages.back().role == m->role) {
-        for (auto& b : m->content) st.messages.back().content.push_back(std::move(b));
-      } else {
-        st.messages.push_back(std::move(*m));
-      }
-      if (j->contains("delivered")) {
-        for (const auto& id : (*j)["delivered"]) {
-          if (id.is_string()) st.delivered.insert(id.get<std::string>());
-        }
-      }
-    } else if (kind == "compact") {
-      std::vector<llm::ChatMessage> msgs;
-      for (const auto& jm : (*j)["messages"]) {
-        auto m = llm::MessageFromJson(jm);
-        if (m.ok()) msgs.push_back(std::move(*m));
-      }
-      st.messages = std::move(msgs);
-      ++st.compactions;
-    } else if (kind == "delivered") {
-      for (const auto& id : (*j)["ids"]) {
-        if (id.is_string()) st.delivered.insert(id.get<std::string>());
-      }
-    } else if (kind == "usage") {
-      st.usage += llm::UsageFromJson((*j)["usage"]);
-      ++st.calls;
+    Status s = ApplyLine(*j, &st, &replay);
+    if (!s.ok()) {
+      st.problem = JournalProblem{line_no, s.message()};
+      break;
     }
   }
   return st;
+}
+
+Result<fs::path> Journal::Rewrite(const fs::path& path, const JournalState& state) {
+  fs::path aside = path;
+  aside += ".unreplayable-" + std::to_string(static_cast<int64_t>(WallSeconds()));
+  std::error_code ec;
+  fs::rename(path, aside, ec);
+  if (ec) return Status::IOError("move " + path.string() + " aside: " + ec.message());
+  MATES_ASSIGN_OR_RETURN(Journal j, Open(path));
+  MATES_RETURN_IF_ERROR(j.AppendCompaction(state.messages, aside.string()));
+  if (!state.delivered.empty()) {
+    MATES_RETURN_IF_ERROR(j.AppendDelivered(std::vector<std::string>(state.delivered.begin(), state.delivered.end())));
+  }
+  return aside;
 }
 
 }  // namespace mates::agent

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,12 +29,21 @@ namespace mates::agent {
 
 namespace fs = std::filesystem;
 
+// Where a journal stopped making sense: the first line that would leave
+// the conversation in a shape no API accepts (an orphan tool_result, a
+// tool_use id seen before, the assistant first…).
+struct JournalProblem {
+  size_t line = 0;  // 1-based
+  std::string what;
+};
+
 struct JournalState {
-  std::vector<llm::ChatMessage> messages;
+  std::vector<llm::ChatMessage> messages;  // the valid prefix
   std::set<std::string> delivered;  // inbox message ids already taken in
   llm::Usage usage;
   int calls = 0;
   int compactions = 0;
+  std::optional<JournalProblem> problem;  // replay stopped there
 };
 
 class Journal {
@@ -50,8 +60,15 @@ class Journal {
   Status AppendUsage(const llm::Usage& u);
   Status AppendDelivered(const std::vector<std::string>& ids);
 
-  // Everything the journal holds, replayed.
+  // Everything the journal holds, replayed and checked line by line: the
+  // conversation is rebuilt as the API would see it, and replay stops at
+  // the first line that breaks it (state.problem), keeping what came
+  // before. Lines that are not JSON carry nothing and are skipped.
   static Result<JournalState> Load(const fs::path& path);
+  // Starts `path` over with one compact line holding `state` (its valid
+  // prefix); the old file is kept beside it as `<name>.unreplayable-<time>`.
+  // Returns the old file's new name.
+  static Result<fs::path> Rewrite(const fs::path& path, const JournalState& state);
 
   const fs::path& path() const { return path_; }
 

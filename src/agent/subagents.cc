@@ -1,5 +1,7 @@
 #include "agent/subagents.h"
 
+#include "core/guarded.h"
+
 #include "agent/agent_loop.h"
 #include "agent/prompts.h"
 
@@ -99,7 +101,8 @@ Result<std::string> SubagentManager::StartBackground(const std::string& prompt,
   Job* j = job.get();
   jobs_[id] = std::move(job);
   j->thread = std::thread([this, j, id, prompt, model, description] {
-    auto r = RunOne(parent_ctx_.agent + "-" + id, prompt, model, &j->cancel);
+    Result<std::string> r = Status::Internal("the background task stopped on an unexpected error");
+    RunGuarded("background task " + id, [&] { r = RunOne(parent_ctx_.agent + "-" + id, prompt, model, &j->cancel); });
     std::string state = j->cancel.cancelled() ? "stopped" : r.ok() ? "completed" : "failed";
     std::string output = state == "stopped" ? "" : r.ok() ? *r : r.status().message();
     // Announced before it shows as finished: whoever sees it finished

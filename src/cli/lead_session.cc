@@ -20,9 +20,11 @@
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
+#include "core/guarded.h"
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "store/liveness.h"
 #include "store/mailbox.h"
 #include "store/messenger.h"
 #include "store/roster.h"
@@ -53,7 +55,7 @@ bool PaneAgentsOwe(const tools::ToolContext& ctx) {
   auto team = Roster(ctx.ws).Load(ctx.team);
   if (!team.ok()) return false;
   for (const auto& m : team->members) {
-    if (m.backend != "tmux" || m.status == MemberStatus::kShutdown) continue;
+    if (m.backend != MemberBackend::kTmux || m.status == MemberStatus::kShutdown) continue;
     if (m.status == MemberStatus::kActive) return true;
     auto n = Mailbox(ctx.ws.TeamDir(ctx.team), m.name).PendingCount();
     if (n.ok() && *n > 0) return true;
@@ -85,7 +87,7 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
       // the team) wake the lead too.
       auto team = Roster(ctx.ws).Load(ctx.team);
       bool panes = false;
-      for (const auto& m : team.ok() ? team->members : std::vector<Member>{}) panes |= m.backend == "tmux";
+      for (const auto& m : team.ok() ? team->members : std::vector<Member>{}) panes |= m.backend == MemberBackend::kTmux;
       team_files.Reset();
       if (panes) {
         auto t = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), "", waker);
@@ -171,7 +173,7 @@ class InboxNotifier {
   InboxNotifier(const Workspace& ws, std::string agent, team::TeamManager& teams, LiveOutput& out,
                 const SessionSignals& signals)
       : ws_(ws), agent_(std::move(agent)), teams_(teams), out_(out), signals_(signals) {
-    thread_ = std::thread([this] { Main(); });
+    thread_ = std::thread([this] { RunGuarded("the inbox notifier", [this] { Main(); }); });
   }
   ~InboxNotifier() {
     done_.store(true);
@@ -241,7 +243,7 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
       }
       std::cout << "team " << c->name << "\n";
       for (const auto& m : c->members) {
-        std::cout << "  " << m.name << "  " << m.role << "  " << MemberStatusName(m.status) << "\n";
+        std::cout << "  " << m.name << "  " << MemberRoleName(m.role) << "  " << ShownStatus(ctx.ws, c->name, m) << "\n";
       }
       continue;
     }

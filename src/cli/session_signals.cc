@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "core/process_tree.h"
+#include "core/guarded.h"
 
 namespace mates::cli {
 
@@ -23,7 +24,7 @@ SessionSignals::SessionSignals(double grace_s) : grace_s_(grace_s) {
   signal_fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC));
   stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   end_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  thread_ = std::thread([this] { Main(); });
+  thread_ = std::thread([this] { RunGuarded("the signal thread", [this] { Main(); }); });
 }
 
 SessionSignals::~SessionSignals() {

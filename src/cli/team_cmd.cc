@@ -5,6 +5,7 @@
 #include "cli/cli_common.h"
 #include "core/clock.h"
 #include "core/names.h"
+#include "store/liveness.h"
 #include "store/roster.h"
 
 namespace mates::cli {
@@ -21,18 +22,19 @@ struct TeamArgs {
   bool json = false;
 };
 
-void PrintTeam(const TeamConfig& c) {
+// Statuses as DESIGN §10 shows them: a member nobody hosts is offline.
+void PrintTeam(const Workspace& ws, const TeamConfig& c) {
   std::cout << "team " << c.name << " (lead: " << c.lead << ", " << c.members.size()
             << " members)\n";
   if (!c.description.empty()) std::cout << "  " << c.description << "\n";
   for (const auto& m : c.members) {
     std::string line = "  " + m.name;
     line.resize(std::max<size_t>(line.size() + 1, 20), ' ');
-    line += m.role;
+    line += m.role_title.empty() ? std::string(MemberRoleName(m.role)) : m.role_title;
     line.resize(std::max<size_t>(line.size() + 1, 30), ' ');
-    line += std::string(MemberStatusName(m.status));
+    line += std::string(ShownStatus(ws, c.name, m));
     line.resize(std::max<size_t>(line.size() + 1, 40), ' ');
-    line += m.backend;
+    line += std::string(MemberBackendName(m.backend));
     if (!m.color.empty()) line += "  " + m.color;
     if (!m.model.empty()) line += "  model " + m.model;
     std::cout << line << "\n";
@@ -51,10 +53,10 @@ int List(Globals& g, const TeamArgs& a) {
       continue;
     }
     if (a.json) {
-      out.push_back(TeamConfigToJson(*c));
+      out.push_back(TeamConfigToShownJson(roster.workspace(), *c));
     } else {
       size_t active = 0;
-      for (const auto& m : c->members) active += m.status == MemberStatus::kActive ? 1 : 0;
+      for (const auto& m : c->members) active += ShownStatus(roster.workspace(), c->name, m) == "active" ? 1 : 0;
       std::cout << c->name << "  " << c->members.size() << " members, " << active << " active\n";
     }
   }
@@ -67,9 +69,9 @@ int Show(Globals& g, const TeamArgs& a) {
   auto c = Roster(g.ws()).Load(a.team);
   if (!c.ok()) return Fail(c.status());
   if (a.json) {
-    std::cout << DumpJsonPretty(TeamConfigToJson(*c)) << std::endl;
+    std::cout << DumpJsonPretty(TeamConfigToShownJson(g.ws(), *c)) << std::endl;
   } else {
-    PrintTeam(*c);
+    PrintTeam(g.ws(), *c);
   }
   return 0;
 }
@@ -90,37 +92,38 @@ int Create(Globals& g, const TeamArgs& a) {
   for (const auto& name : members) {
     Member m;
     m.name = name;
-    m.role = "teammate";
-    m.backend = a.backend;
+    m.role = MemberRole::kTeammate;
+    auto backend = ParseMemberBackend(a.backend);
+    if (!backend.ok()) return Fail(backend.status());
+    m.backend = *backend;
     auto added = roster.AddMember(a.team, m);
     if (!added.ok()) return Fail(added.status());
   }
   auto final_config = roster.Load(a.team);
   if (!final_config.ok()) return Fail(final_config.status());
   if (a.json) {
-    std::cout << DumpJsonPretty(TeamConfigToJson(*final_config)) << std::endl;
+    std::cout << DumpJsonPretty(TeamConfigToShownJson(g.ws(), *final_config)) << std::endl;
   } else {
     std::cout << "created team " << a.team << " in " << g.ws().root().string() << "\n";
-    PrintTeam(*final_config);
+    PrintTeam(g.ws(), *final_config);
   }
   return 0;
 }
 
 int Join(Globals& g, const TeamArgs& a) {
   if (a.role != "teammate") return Usage("--role must be 'teammate' (a team has one lead)");
-  if (a.backend != "external" && a.backend != "tmux" && a.backend != "in-process") {
-    return Usage("--backend must be in-process, tmux or external");
-  }
+  auto backend = ParseMemberBackend(a.backend);
+  if (!backend.ok()) return Usage("--backend must be in-process, tmux or external");
   Member m;
   m.name = a.member;
-  m.role = a.role;
-  m.backend = a.backend;
+  m.role = MemberRole::kTeammate;
+  m.backend = *backend;
   auto added = Roster(g.ws()).AddMember(a.team, m);
   if (!added.ok()) return Fail(added.status());
   if (a.json) {
     auto c = Roster(g.ws()).Load(a.team);
     if (!c.ok()) return Fail(c.status());
-    std::cout << DumpJsonPretty(TeamConfigToJson(*c)) << std::endl;
+    std::cout << DumpJsonPretty(TeamConfigToShownJson(g.ws(), *c)) << std::endl;
   } else {
     std::cout << added->agent_id << " joined (colour " << added->color << ")\n";
   }

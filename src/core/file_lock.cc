@@ -157,6 +157,18 @@ Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mod
   return FileLock(slot, start, /*folder=*/false);
 }
 
+bool FileLock::IsHeld(const fs::path& lock_path, Range range) {
+  ScopedFd fd(::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  struct flock fl {};
+  fl.l_type = F_WRLCK;  // would an exclusive lock conflict with anyone's?
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(range);
+  fl.l_len = 1;
+  if (::fcntl(fd.get(), F_OFD_GETLK, &fl) != 0) return false;
+  return fl.l_type != F_UNLCK;
+}
+
 Result<FileLock> FileLock::AcquireFolder(const fs::path& dir) {
   Slot* slot = SlotFor(dir.string() + "#folder");
   slot->in_use.acquire();

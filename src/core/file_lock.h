@@ -50,6 +50,9 @@ class FileLock {
   static Result<FileLock> TryAcquire(const fs::path& lock_path, Range range = Range::kWhole);
   // An exclusive lock on the folder `dir` itself (flock), which must exist.
   static Result<FileLock> AcquireFolder(const fs::path& dir);
+  // Whether anyone (this process included) holds `range` of `lock_path`,
+  // without taking it or creating the file (a missing file: nobody).
+  static bool IsHeld(const fs::path& lock_path, Range range = Range::kWhole);
 
   struct Slot;  // the per-process descriptor of one (file, byte)
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -76,8 +77,22 @@ TEST(FileLockTest, AHolderKilledWithSigkillReleasesAtOnce) {
     auto l = FileLock::Acquire(lock);
     return std::make_pair(l.ok(), std::chrono::steady_clock::now());
   });
-  // The waiter is blocked, not spinning: the holder still has it.
-  EXPECT_EQ(waiter.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  // The waiter is blocked in the kernel, not spinning: it is queued on the
+  // lock, and over a fifth of a second this process uses next to no CPU (a
+  // retry loop would burn the whole window).
+  struct stat st {};
+  ASSERT_EQ(::stat(lock.c_str(), &st), 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return testing::LockWaiterOn(st.st_ino); }));
+  auto cpu = [] {
+    struct rusage ru {};
+    ::getrusage(RUSAGE_SELF, &ru);
+    return std::chrono::seconds(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           std::chrono::microseconds(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  };
+  auto cpu_before = cpu();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the measuring window
+  EXPECT_LT(cpu() - cpu_before, std::chrono::milliseconds(40)) << "the waiter spins";
+  EXPECT_EQ(waiter.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
   auto killed_at = std::chrono::steady_clock::now();
   holder.Signal(SIGKILL);
   auto [ok, got_at] = waiter.get();

@@ -29,6 +29,10 @@ spdlog::logger& Logger() {
 // file's content may carry a key.
 void LogWarning(const std::string& message) { Logger().warn(Secrets::Redact(message)); }
 void LogInfo(const std::string& message) { Logger().info(Secrets::Redact(message)); }
+void WarnIfFailed(const Status& s, const std::string& what) {
+  if (!s.ok()) LogWarning(what + ": " + s.message());
+}
+
 void LogDebug(const std::string& message) {
   if (Logger().should_log(spdlog::level::debug)) Logger().debug(Secrets::Redact(message));
 }

@@ -4,11 +4,16 @@
 
 #include <string>
 
+#include "core/status.h"
+
 namespace mates {
 
 void LogWarning(const std::string& message);
 void LogInfo(const std::string& message);
 // Debug lines appear only with MATES_DEBUG=1.
 void LogDebug(const std::string& message);
+// For a failure that must not stop what goes on but must not pass unsaid:
+// "mates: warning: <what>: <message>".
+void WarnIfFailed(const Status& s, const std::string& what);
 
 }  // namespace mates

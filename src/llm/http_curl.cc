@@ -16,13 +16,16 @@ void GlobalInit() {
 
 struct CallState {
   HttpResponse response;
+  // An exception in a callback must not unwind through curl's C frames: it
+  // is caught there, the transfer stops, and it is said here.
+  std::string callback_error;
   const std::function<bool(std::string_view)>* on_data = nullptr;
   const std::atomic<bool>* cancel = nullptr;
   bool stopped_by_caller = false;
   size_t error_body_cap = 1 << 20;
 };
 
-size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+size_t OnHeaderUnguarded(char* data, size_t size, size_t n, void* user) {
   auto* st = static_cast<CallState*>(user);
   std::string_view line(data, size * n);
   if (line.rfind("HTTP/", 0) == 0) {
@@ -47,7 +50,7 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-size_t OnBody(char* data, size_t size, size_t n, void* user) {
+size_t OnBodyUnguarded(char* data, size_t size, size_t n, void* user) {
   auto* st = static_cast<CallState*>(user);
   std::string_view chunk(data, size * n);
   if (st->response.status >= 200 && st->response.status < 300 && st->on_data != nullptr &&
@@ -62,7 +65,29 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   return chunk.size();
 }
 
-int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+// The callbacks curl calls: never let an exception through (returning 0
+// makes curl end the transfer with a write error).
+template <size_t (*F)(char*, size_t, size_t, void*)>
+size_t Guarded(char* data, size_t size, size_t n, void* user) noexcept {
+  try {
+    return F(data, size, n, user);
+  } catch (const std::exception& e) {
+    static_cast<CallState*>(user)->callback_error = e.what();
+  } catch (...) {
+    static_cast<CallState*>(user)->callback_error = "unknown exception";
+  }
+  return 0;
+}
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) noexcept {
+  return Guarded<OnHeaderUnguarded>(data, size, n, user);
+}
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) noexcept {
+  return Guarded<OnBodyUnguarded>(data, size, n, user);
+}
+
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) noexcept {
   auto* st = static_cast<CallState*>(user);
   return st->cancel != nullptr && st->cancel->load() ? 1 : 0;
 }
@@ -115,6 +140,9 @@ class CurlTransport : public HttpTransport {
     curl_easy_reset(h);
     Give(h);
 
+    if (!st.callback_error.empty()) {
+      return Status::Internal("reading the reply from " + request.url + " failed: " + st.callback_error);
+    }
     if (rc == CURLE_OK) return std::move(st.response);
     if (cancel != nullptr && cancel->load()) return Status::Cancelled("request cancelled");
     if (st.stopped_by_caller) return std::move(st.response);

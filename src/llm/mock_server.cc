@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/files.h"
+#include "core/guarded.h"
 #include "core/limits.h"
 #include "core/ids.h"
 #include "llm/scripted.h"
@@ -256,7 +257,7 @@ class MockServer::Impl {
       return Status::Unavailable("cannot listen on 127.0.0.1:" + std::to_string(options_.port) +
                                  " (in use?)");
     }
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    thread_ = std::thread([this] { RunGuarded("mock-llm", [this] { server_.listen_after_bind(); }); });
     // cpp-httplib 0.11's stop() does nothing until the listen loop runs, so
     // a Stop() right after Start() would leave it running forever: return
     // only once it runs (a few microseconds; the library offers no signal).

@@ -73,18 +73,19 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
       if (r.request_id.empty()) return Status::InvalidArgument(type + " needs the request_id it answers");
       auto req = requests.Get(r.request_id);
       if (!req.ok()) return req.status();
-      const std::string kind = shutdown ? "shutdown" : "plan_approval";
+      const RequestKind kind = shutdown ? RequestKind::kShutdown : RequestKind::kPlanApproval;
       if (req->kind != kind) {
-        return Status::FailedPrecondition("request " + r.request_id + " is a " + req->kind +
-                                          " request, not " + kind);
+        return Status::FailedPrecondition("request " + r.request_id + " is a " +
+                                          std::string(RequestKindName(req->kind)) + " request, not " +
+                                          std::string(RequestKindName(kind)));
       }
       if (req->responder != r.sender) {
         return Status::FailedPrecondition("request " + r.request_id + " is for '" +
                                           req->responder + "' to answer, not '" + r.sender + "'");
       }
-      if (req->status != "pending") {
+      if (req->status != RequestState::kPending) {
         return Status::FailedPrecondition("request " + r.request_id + " was already answered (" +
-                                          req->status + ")");
+                                          std::string(RequestStateName(req->status)) + ")");
       }
       if (r.recipient.empty()) r.recipient = req->requester;
       if (r.recipient != req->requester) {
@@ -158,10 +159,10 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
     if (msg.request_id.empty()) msg.request_id = NewId("r");
     ProtocolRequest req;
     req.id = msg.request_id;
-    req.kind = r.type == MessageType::kShutdownRequest ? "shutdown" : "plan_approval";
+    req.kind = r.type == MessageType::kShutdownRequest ? RequestKind::kShutdown : RequestKind::kPlanApproval;
     req.requester = r.sender;
     req.responder = r.recipient;
-    req.status = "pending";
+    req.status = RequestState::kPending;
     req.content = r.content;
     req.created_at = msg.timestamp;
     MATES_RETURN_IF_ERROR(requests.Create(req));

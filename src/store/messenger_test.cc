@@ -102,7 +102,7 @@ TEST_F(MessengerTest, ShutdownRoundTrip) {
   ASSERT_FALSE(rid.empty());
   auto stored = RequestStore(ws_, "t").Get(rid);
   ASSERT_TRUE(stored.ok());
-  EXPECT_EQ(stored->status, "pending");
+  EXPECT_EQ(stored->status, RequestState::kPending);
   EXPECT_EQ(stored->responder, "alice");
 
   SendRequest resp;
@@ -119,7 +119,7 @@ TEST_F(MessengerTest, ShutdownRoundTrip) {
   auto ok = Messenger(ws_, "t").Send(resp);
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->recipients, std::vector<std::string>{"lead"});
-  EXPECT_EQ(RequestStore(ws_, "t").Get(rid)->status, "approved");
+  EXPECT_EQ(RequestStore(ws_, "t").Get(rid)->status, RequestState::kApproved);
   // Answering twice is refused.
   EXPECT_EQ(Messenger(ws_, "t").Send(resp).status().code(), StatusCode::kFailedPrecondition);
   auto lead_inbox = Inbox("lead");

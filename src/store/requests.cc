@@ -10,9 +10,42 @@
 
 namespace mates {
 
+std::string_view RequestKindName(RequestKind k) {
+  return k == RequestKind::kShutdown ? "shutdown" : "plan_approval";
+}
+
+std::string_view RequestStateName(RequestState s) {
+  switch (s) {
+    case RequestState::kPending:
+      return "pending";
+    case RequestState::kApproved:
+      return "approved";
+    case RequestState::kRejected:
+      return "rejected";
+  }
+  return "pending";
+}
+
+namespace {
+
+Result<RequestKind> ParseRequestKind(std::string_view name) {
+  if (name == "shutdown") return RequestKind::kShutdown;
+  if (name == "plan_approval") return RequestKind::kPlanApproval;
+  return Status::InvalidArgument("unknown request kind '" + std::string(name) + "'");
+}
+
+Result<RequestState> ParseRequestState(std::string_view name) {
+  if (name == "pending") return RequestState::kPending;
+  if (name == "approved") return RequestState::kApproved;
+  if (name == "rejected") return RequestState::kRejected;
+  return Status::InvalidArgument("unknown request status '" + std::string(name) + "'");
+}
+
+}  // namespace
+
 Json ProtocolRequestToJson(const ProtocolRequest& r) {
-  return {{"request_id", r.id},       {"kind", r.kind},         {"requester", r.requester},
-          {"responder", r.responder}, {"status", r.status},     {"content", r.content},
+  return {{"request_id", r.id},       {"kind", RequestKindName(r.kind)},         {"requester", r.requester},
+          {"responder", r.responder}, {"status", RequestStateName(r.status)},     {"content", r.content},
           {"response", r.response},   {"created_at", r.created_at},
           {"resolved_at", r.resolved_at}};
 }
@@ -20,10 +53,12 @@ Json ProtocolRequestToJson(const ProtocolRequest& r) {
 Result<ProtocolRequest> ProtocolRequestFromJson(const Json& j) {
   ProtocolRequest r;
   MATES_ASSIGN_OR_RETURN(r.id, JsonString(j, "request_id", true));
-  MATES_ASSIGN_OR_RETURN(r.kind, JsonString(j, "kind", true));
+  MATES_ASSIGN_OR_RETURN(std::string kind, JsonString(j, "kind", true));
+  MATES_ASSIGN_OR_RETURN(r.kind, ParseRequestKind(kind));
   MATES_ASSIGN_OR_RETURN(r.requester, JsonString(j, "requester", true));
   MATES_ASSIGN_OR_RETURN(r.responder, JsonString(j, "responder", true));
-  MATES_ASSIGN_OR_RETURN(r.status, JsonString(j, "status", false, "pending"));
+  MATES_ASSIGN_OR_RETURN(std::string status, JsonString(j, "status", false, "pending"));
+  MATES_ASSIGN_OR_RETURN(r.status, ParseRequestState(status));
   MATES_ASSIGN_OR_RETURN(r.content, JsonString(j, "content", false));
   MATES_ASSIGN_OR_RETURN(r.response, JsonString(j, "response", false));
   MATES_ASSIGN_OR_RETURN(r.created_at, JsonNumber(j, "created_at", 0));
@@ -69,11 +104,11 @@ Result<ProtocolRequest> RequestStore::Resolve(std::string_view id, bool approve,
   MATES_RETURN_IF_ERROR(ValidateRequestId(id));
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_));
   MATES_ASSIGN_OR_RETURN(ProtocolRequest r, Get(id));
-  if (r.status != "pending") {
-    return Status::FailedPrecondition("request " + r.id + " was already answered (" + r.status +
-                                      ")");
+  if (r.status != RequestState::kPending) {
+    return Status::FailedPrecondition("request " + r.id + " was already answered (" +
+                                      std::string(RequestStateName(r.status)) + ")");
   }
-  r.status = approve ? "approved" : "rejected";
+  r.status = approve ? RequestState::kApproved : RequestState::kRejected;
   r.response = response;
   r.resolved_at = WallSeconds();
   MATES_RETURN_IF_ERROR(

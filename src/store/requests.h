@@ -13,12 +13,17 @@
 
 namespace mates {
 
+enum class RequestKind { kShutdown, kPlanApproval };
+std::string_view RequestKindName(RequestKind k);  // "shutdown" | "plan_approval"
+enum class RequestState { kPending, kApproved, kRejected };
+std::string_view RequestStateName(RequestState s);  // "pending" | "approved" | "rejected"
+
 struct ProtocolRequest {
   std::string id;         // "r-…"
-  std::string kind;       // "shutdown" | "plan_approval"
+  RequestKind kind = RequestKind::kShutdown;
   std::string requester;  // who asked
   std::string responder;  // who must answer
-  std::string status;     // "pending" | "approved" | "rejected"
+  RequestState status = RequestState::kPending;
   std::string content;    // the plan, or the shutdown reason
   std::string response;   // summary / reason / feedback given with the answer
   double created_at = 0;

@@ -36,6 +36,27 @@ Result<MemberStatus> ParseMemberStatus(std::string_view name) {
                                  "' (valid: active, idle, shutdown)");
 }
 
+std::string_view MemberRoleName(MemberRole r) { return r == MemberRole::kLead ? "lead" : "teammate"; }
+
+std::string_view MemberBackendName(MemberBackend b) {
+  switch (b) {
+    case MemberBackend::kInProcess:
+      return "in-process";
+    case MemberBackend::kTmux:
+      return "tmux";
+    case MemberBackend::kExternal:
+      return "external";
+  }
+  return "in-process";
+}
+
+Result<MemberBackend> ParseMemberBackend(std::string_view name) {
+  if (name == "in-process") return MemberBackend::kInProcess;
+  if (name == "tmux") return MemberBackend::kTmux;
+  if (name == "external") return MemberBackend::kExternal;
+  return Status::InvalidArgument("unknown backend '" + std::string(name) + "' (valid: in-process, tmux, external)");
+}
+
 const std::vector<std::string>& TeammateColors() {
   static const std::vector<std::string> colors = {"cyan", "yellow", "magenta", "green", "blue"};
   return colors;
@@ -60,11 +81,11 @@ Json TeamConfigToJson(const TeamConfig& c) {
   for (const auto& m : c.members) {
     Json jm = {{"name", m.name},
                {"agent_id", m.agent_id},
-               {"role", m.role},
+               {"role", m.role_title.empty() ? std::string(MemberRoleName(m.role)) : m.role_title},
                {"status", MemberStatusName(m.status)},
                {"color", m.color},
-               {"backend", m.backend}};
-    if (m.role != "lead") {
+               {"backend", MemberBackendName(m.backend)}};
+    if (m.role != MemberRole::kLead) {
       jm["model"] = m.model;
       jm["plan_mode_required"] = m.plan_mode_required;
       jm["prompt"] = m.prompt;
@@ -98,11 +119,14 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
         return Status::InvalidArgument("member '" + m.name + "' is listed twice");
       }
       MATES_ASSIGN_OR_RETURN(m.agent_id, JsonString(jm, "agent_id", false, m.name + "@" + c.name));
-      MATES_ASSIGN_OR_RETURN(m.role, JsonString(jm, "role", false, "teammate"));
+      MATES_ASSIGN_OR_RETURN(std::string role, JsonString(jm, "role", false, "teammate"));
+      m.role = role == "lead" ? MemberRole::kLead : MemberRole::kTeammate;
+      if (role != "lead" && role != "teammate") m.role_title = role;
       MATES_ASSIGN_OR_RETURN(std::string status, JsonString(jm, "status", false, "idle"));
       MATES_ASSIGN_OR_RETURN(m.status, ParseMemberStatus(status));
       MATES_ASSIGN_OR_RETURN(m.color, JsonString(jm, "color", false));
-      MATES_ASSIGN_OR_RETURN(m.backend, JsonString(jm, "backend", false, "in-process"));
+      MATES_ASSIGN_OR_RETURN(std::string backend, JsonString(jm, "backend", false, "in-process"));
+      MATES_ASSIGN_OR_RETURN(m.backend, ParseMemberBackend(backend));
       MATES_ASSIGN_OR_RETURN(m.model, JsonString(jm, "model", false));
       MATES_ASSIGN_OR_RETURN(m.plan_mode_required, JsonBool(jm, "plan_mode_required", false));
       MATES_ASSIGN_OR_RETURN(m.prompt, JsonString(jm, "prompt", false));
@@ -115,7 +139,7 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
   // Seed configs name no lead: the member with role "lead", else "lead".
   if (c.lead.empty()) {
     auto lead = std::find_if(c.members.begin(), c.members.end(),
-                             [](const Member& m) { return m.role == "lead"; });
+                             [](const Member& m) { return m.role == MemberRole::kLead; });
     c.lead = lead != c.members.end() ? lead->name : "lead";
   }
   return c;
@@ -144,9 +168,9 @@ Result<TeamConfig> Roster::CreateTeam(std::string_view team, std::string_view le
   Member m;
   m.name = std::string(lead);
   m.agent_id = m.name + "@" + c.name;
-  m.role = "lead";
+  m.role = MemberRole::kLead;
   m.status = MemberStatus::kActive;
-  m.backend = "in-process";
+  m.backend = MemberBackend::kInProcess;
   m.joined_at = now;
   c.members.push_back(std::move(m));
   MATES_RETURN_IF_ERROR(EnsureDir(ws_.RequestsDir(team)));
@@ -230,11 +254,9 @@ Result<Member> Roster::AddMember(std::string_view team, Member member) {
                                    c.name + "'");
     }
     member.agent_id = member.name + "@" + c.name;
-    if (member.role.empty()) member.role = "teammate";
-    if (member.backend.empty()) member.backend = "in-process";
     size_t teammates = std::count_if(c.members.begin(), c.members.end(),
-                                     [](const Member& m) { return m.role != "lead"; });
-    if (member.role != "lead" && member.color.empty()) {
+                                     [](const Member& m) { return m.role != MemberRole::kLead; });
+    if (member.role != MemberRole::kLead && member.color.empty()) {
       member.color = TeammateColors()[teammates % TeammateColors().size()];
     }
     if (member.joined_at == 0) member.joined_at = WallSeconds();

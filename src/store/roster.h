@@ -20,13 +20,24 @@ enum class MemberStatus { kActive, kIdle, kShutdown };
 std::string_view MemberStatusName(MemberStatus s);
 Result<MemberStatus> ParseMemberStatus(std::string_view name);
 
+enum class MemberRole { kLead, kTeammate };
+std::string_view MemberRoleName(MemberRole r);  // "lead" | "teammate"
+// Where a member runs: a thread of a mates host, an agent CLI in a tmux
+// pane (a cluster's router hosts it), or anything else that joined.
+enum class MemberBackend { kInProcess, kTmux, kExternal };
+std::string_view MemberBackendName(MemberBackend b);  // "in-process" | "tmux" | "external"
+Result<MemberBackend> ParseMemberBackend(std::string_view name);
+
 struct Member {
   std::string name;
   std::string agent_id;  // "name@team"
-  std::string role;      // "lead" | "teammate"
+  MemberRole role = MemberRole::kTeammate;
+  // A seed roster's own word for a teammate's role ("coder"), kept as
+  // written; "" when it said "teammate".
+  std::string role_title;
   MemberStatus status = MemberStatus::kIdle;
   std::string color;    // "" for the lead; cyan, yellow, magenta, green, blue
-  std::string backend;  // "in-process" | "tmux" | "external"
+  MemberBackend backend = MemberBackend::kInProcess;
   std::string model;
   bool plan_mode_required = false;
   std::string prompt;

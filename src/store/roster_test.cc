@@ -20,7 +20,7 @@ TEST(RosterTest, CreateWritesTheDesignConfig) {
   EXPECT_EQ(c->lead, "lead");
   ASSERT_EQ(c->members.size(), 1u);
   EXPECT_EQ(c->members[0].agent_id, "lead@rest-to-graphql");
-  EXPECT_EQ(c->members[0].role, "lead");
+  EXPECT_EQ(c->members[0].role, MemberRole::kLead);
   EXPECT_EQ(c->members[0].status, MemberStatus::kActive);
   EXPECT_TRUE(fs::exists(dir.path() / ".teams/rest-to-graphql/config.json"));
   EXPECT_TRUE(fs::is_directory(dir.path() / ".tasks/rest-to-graphql"));

@@ -1,5 +1,7 @@
 #include "store/watcher.h"
 
+#include "core/guarded.h"
+
 #include <dirent.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -82,9 +84,9 @@ Watcher::Watcher(Options options) : mode_(options.mode), poll_interval_(options.
     }
   }
   if (mode_ == Mode::kInotify) {
-    thread_ = std::thread([this] { InotifyLoop(); });
+    thread_ = std::thread([this] { RunGuarded("the file watcher", [this] { InotifyLoop(); }); });
   } else {
-    thread_ = std::thread([this] { PollLoop(); });
+    thread_ = std::thread([this] { RunGuarded("the file watcher", [this] { PollLoop(); }); });
   }
 }
 

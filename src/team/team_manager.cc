@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_lock.h"
+#include "core/guarded.h"
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
@@ -36,7 +37,7 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       home_team_(lead_ctx->team),
       on_spawn_(std::move(on_spawn)),
       lead_team_(lead_ctx->team) {
-  watchdog_ = std::thread([this] { WatchdogLoop(); });
+  watchdog_ = std::thread([this] { RunGuarded("the shutdown watchdog", [this] { WatchdogLoop(); }); });
 }
 
 TeamManager::~TeamManager() {
@@ -239,7 +240,7 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     auto c = Roster(ws_).Load(current);
     if (c.ok()) {
       for (const auto& m : c->members) {
-        if (m.role != "lead" && m.status != MemberStatus::kShutdown) {
+        if (m.role != MemberRole::kLead && m.status != MemberStatus::kShutdown) {
           return Status::FailedPrecondition("you lead team '" + current + "' already (one team at a time); "
                                             "TeamDelete it first");
         }
@@ -285,7 +286,7 @@ Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const st
         return Status::AlreadyExists("teammate '" + name + "' is already working in team '" + team + "'");
       }
     }
-    if (existing->role == "lead") return Status::InvalidArgument("'" + name + "' is the lead");
+    if (existing->role == MemberRole::kLead) return Status::InvalidArgument("'" + name + "' is the lead");
     m = *existing;
     revive = true;
     MATES_RETURN_IF_ERROR(roster.Update(team, [&](TeamConfig& cfg) {
@@ -293,14 +294,14 @@ Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const st
       mm->plan_mode_required = plan_mode_required;
       if (!model.empty()) mm->model = model;
       mm->prompt = prompt;
-      mm->backend = "in-process";
+      mm->backend = MemberBackend::kInProcess;
       m = *mm;
       return Status::Ok();
     }).status());
   } else {
     m.name = name;
-    m.role = "teammate";
-    m.backend = "in-process";
+    m.role = MemberRole::kTeammate;
+    m.backend = MemberBackend::kInProcess;
     m.model = model;
     m.plan_mode_required = plan_mode_required;
     m.prompt = prompt;
@@ -319,7 +320,10 @@ Result<std::vector<std::string>> TeamManager::ResumeTeam() {
   auto c = Roster(ws_).Load(lead_ctx_->team);
   if (!c.ok()) return c.status();
   for (const auto& m : c->members) {
-    if (m.role == "lead" || m.backend != "in-process" || m.status == MemberStatus::kShutdown) continue;
+    if (m.role == MemberRole::kLead || m.backend != MemberBackend::kInProcess ||
+        m.status == MemberStatus::kShutdown) {
+      continue;
+    }
     Status s = StartTeammate(m, m.prompt, /*resume=*/true, /*new_prompt=*/false);
     if (s.ok()) {
       resumed.push_back(m.name);
@@ -340,7 +344,7 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   // Ask everyone still there to wrap up.
   std::vector<std::string> asked;
   for (const auto& m : c.members) {
-    if (m.role == "lead" || m.status == MemberStatus::kShutdown) continue;
+    if (m.role == MemberRole::kLead || m.status == MemberStatus::kShutdown) continue;
     SendRequest r;
     r.type = MessageType::kShutdownRequest;
     r.sender = c.lead;
@@ -401,7 +405,8 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
       std::string how = "approved";
       if (req.ok()) {
         for (const auto& r : *req) {
-          if (r.kind == "shutdown" && r.responder == n && r.status == "approved" && !r.response.empty()) {
+          if (r.kind == RequestKind::kShutdown && r.responder == n && r.status == RequestState::kApproved &&
+              !r.response.empty()) {
             how = "approved: " + r.response.substr(0, 120);
           }
         }

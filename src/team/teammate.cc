@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "agent/prompts.h"
+#include "core/guarded.h"
 #include "core/log.h"
 #include "store/board.h"
 #include "store/mailbox.h"
@@ -86,7 +87,17 @@ Teammate::~Teammate() {
   Join();
 }
 
-void Teammate::Start() { thread_ = std::thread([this] { Main(); }); }
+void Teammate::Start() {
+  thread_ = std::thread([this] {
+    RunGuarded("teammate " + config_.name, [this] { Main(); });
+    // Whatever ended the thread, it is finished: nobody waits for it.
+    if (!finished_.load()) {
+      finished_.store(true);
+      reported_.store(true);
+      manager_->WakeWaiters();
+    }
+  });
+}
 
 void Teammate::SetStopReason(StopReason reason, const std::string& detail) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -121,7 +132,7 @@ void Teammate::CheckPlanApproval() {
   auto requests = RequestStore(ctx_.ws, config_.team).List();
   if (!requests.ok()) return;
   for (const auto& r : *requests) {
-    if (r.kind == "plan_approval" && r.requester == config_.name && r.status == "approved") {
+    if (r.kind == RequestKind::kPlanApproval && r.requester == config_.name && r.status == RequestState::kApproved) {
       ctx_.plan_mode = false;
       events_->OnNotice(config_.name, "plan approved by " + r.responder + ": plan mode lifted");
       return;
@@ -139,8 +150,8 @@ bool Teammate::ShutdownApproved() {
   for (const auto& id : ids) {
     auto r = store.Get(id);
     if (!r.ok()) continue;
-    if (r->status == "approved") return true;
-    if (r->status == "rejected") {
+    if (r->status == RequestState::kApproved) return true;
+    if (r->status == RequestState::kRejected) {
       std::lock_guard<std::mutex> lock(mu_);
       shutdown_requests_.erase(id);  // the lead has the reason; go on
       manager_->OnShutdownDone(config_.name);

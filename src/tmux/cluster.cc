@@ -11,6 +11,8 @@
 
 #include "core/file_lock.h"
 #include "core/files.h"
+#include "core/guarded.h"
+#include "core/log.h"
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/waker.h"
@@ -312,13 +314,13 @@ Result<std::string> Cluster::Send(const std::string& from, const std::string& ag
   Deadline deadline = DeadlineIn(t);
   // One exchange per pane at a time (across processes); `status` sees it.
   MATES_ASSIGN_OR_RETURN(FileLock busy, FileLock::Acquire(config_.state_dir() / (agent + ".busy")));
-  (void)Log(from, agent, "task", text);
+  WarnIfFailed(Log(from, agent, "task", text), "the message log");
   auto reply = Exchange(a, pane, text, deadline);
   if (!reply.ok()) {
-    (void)Log(agent, from, "error", reply.status().message());
+    WarnIfFailed(Log(agent, from, "error", reply.status().message()), "the message log");
     return reply.status();
   }
-  (void)Log(agent, from, "result", *reply);
+  WarnIfFailed(Log(agent, from, "result", *reply), "the message log");
   return reply;
 }
 
@@ -328,8 +330,18 @@ Status Cluster::Route(const std::atomic<bool>& stop) {
   std::vector<std::thread> threads;
   for (const auto& agent : config_.agents) {
     threads.emplace_back([&, name = agent.name] {
+     RunGuarded("router for " + name, [&] {
+      // This router hosts the pane agent: its host lock says it is alive
+      // (DESIGN §10), and a second router leaves it alone.
+      (void)EnsureDir(ws.AgentsDir(config_.name));
+      auto host = FileLock::TryAcquire(ws.AgentsDir(config_.name) / (name + ".lock"));
+      if (!host.ok()) {
+        LogWarning("router: " + name + " is routed by another process already; not routing it here");
+        return;
+      }
       auto waker = std::make_shared<Waker>();
       auto sub = Watcher::Default().Subscribe(team_dir, Workspace::InboxFileName(name), waker);
+      if (!sub.ok()) LogWarning("router: cannot watch " + name + "'s inbox (" + sub.status().message() + "); looking every second");
       Mailbox box(team_dir, name);
       while (!stop.load()) {
         uint64_t g = waker->generation();
@@ -338,7 +350,7 @@ Status Cluster::Route(const std::atomic<bool>& stop) {
           if (batch.ok()) {
             // The agent is at work for someone: a lead waiting on its team
             // sees it (and `mates team show`).
-            (void)Roster(ws).SetStatus(config_.name, name, MemberStatus::kActive);
+            WarnIfFailed(Roster(ws).SetStatus(config_.name, name, MemberStatus::kActive), name + "'s status");
             for (const auto& m : batch->messages) {
               // An answer the router brought back (it names the message it
               // answers) is delivered, and what the agent says to it stays
@@ -355,15 +367,18 @@ Status Cluster::Route(const std::atomic<bool>& stop) {
               back.summary = "reply from " + name;
               back.request_id = m.id;
               back.content = reply.ok() ? *reply : "(no reply: " + reply.status().message() + ")";
-              (void)Messenger(ws, config_.name).Send(back);
+              auto sent = Messenger(ws, config_.name).Send(back);
+              WarnIfFailed(sent.status(), name + "'s reply to " + m.sender);
             }
-            (void)box.Commit(*batch);
-            (void)Roster(ws).SetStatus(config_.name, name, MemberStatus::kIdle);
+            WarnIfFailed(box.Commit(*batch), name + "'s inbox");
+            WarnIfFailed(Roster(ws).SetStatus(config_.name, name, MemberStatus::kIdle), name + "'s status");
             continue;
           }
+          LogWarning("router: " + name + "'s inbox: " + batch.status().message());
         }
         waker->WaitChange(g, DeadlineIn(1));
       }
+     });
     });
   }
   for (auto& t : threads) t.join();
@@ -400,7 +415,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
   // comes up.
   MATES_ASSIGN_OR_RETURN(std::vector<std::string> notes, PrepareFirstRun());
   for (const auto& n : notes) {
-    (void)Log("mates", config_.name, "info", n);
+    WarnIfFailed(Log("mates", config_.name, "info", n), "the message log");
     if (notice) notice(n);
   }
   std::error_code ec;
@@ -427,7 +442,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     const AgentConfig& a = config_.agents[i];
     auto pane = i == 0 ? tmux_.NewSession(config_.session, launch_of(a)) : tmux_.SplitWindow(config_.session, launch_of(a));
     if (!pane.ok()) {
-      (void)tmux_.KillServer();
+      WarnIfFailed(tmux_.KillServer(), "stopping the half-started session");
       return pane.status().WithContext("starting " + a.name);
     }
     state["panes"][a.name] = *pane;
@@ -444,14 +459,18 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
   // The agents are members of the team named after the cluster (backend
   // tmux), so `mates send` and teams reach them.
   Roster roster(Workspace(config_.work_dir));
-  if (!roster.Load(config_.name).ok()) (void)roster.CreateTeam(config_.name);
+  if (!roster.Load(config_.name).ok()) MATES_RETURN_IF_ERROR(roster.CreateTeam(config_.name).status());
   for (const auto& a : config_.agents) {
     Member m;
     m.name = a.name;
-    m.role = "teammate";
-    m.backend = "tmux";
+    m.role = MemberRole::kTeammate;
+    m.backend = MemberBackend::kTmux;
     m.prompt = a.role;
-    if (!roster.AddMember(config_.name, m).ok()) (void)roster.SetStatus(config_.name, a.name, MemberStatus::kIdle);
+    auto added = roster.AddMember(config_.name, m);
+    if (!added.ok()) {
+      if (added.status().code() != StatusCode::kAlreadyExists) return added.status().WithContext("adding " + a.name + " to the team");
+      MATES_RETURN_IF_ERROR(roster.SetStatus(config_.name, a.name, MemberStatus::kIdle));
+    }
   }
   // Handshakes, in parallel: ready only once the agent answered with its
   // marker (the marker in its command line does not count: it is older
@@ -460,7 +479,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
   std::vector<std::thread> threads;
   std::mutex mu;
   for (size_t i = 0; i < config_.agents.size(); ++i) {
-    threads.emplace_back([&, i] {
+    threads.emplace_back([&, i] { RunGuarded("the handshake with " + config_.agents[i].name, [&] {
       const AgentConfig& a = config_.agents[i];
       auto t0 = SteadyClock::now();
       AgentReadiness r;
@@ -474,7 +493,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
       std::lock_guard<std::mutex> lock(mu);
       out[i] = r;
       if (progress) progress(r);
-    });
+    }); });
   }
   for (auto& t : threads) t.join();
   return out;
@@ -547,12 +566,14 @@ Status Cluster::Down() {
       ::kill(pid, SIGKILL);
     }
   }
-  (void)tmux_.KillServer();
+  WarnIfFailed(tmux_.KillServer(), "killing the tmux server");
   std::error_code ec;
   fs::remove(config_.state_dir() / "state.json", ec);
   // Nobody waits on the pane agents any more (their inboxes are kept).
   Roster roster{Workspace(config_.work_dir)};
-  for (const auto& a : config_.agents) (void)roster.SetStatus(config_.name, a.name, MemberStatus::kShutdown);
+  for (const auto& a : config_.agents) {
+    WarnIfFailed(roster.SetStatus(config_.name, a.name, MemberStatus::kShutdown), a.name + "'s status");
+  }
   return Status::Ok();
 }
 

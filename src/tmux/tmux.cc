@@ -178,7 +178,9 @@ Status Tmux::KillServer() const {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return s;
+  // No server answers any more: whether this call or something earlier
+  // ended it, it is down.
+  return Run({"list-sessions"}).ok() ? s : Status::Ok();
 }
 
 }  // namespace mates::tmux

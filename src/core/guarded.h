@@ -1,0 +1,27 @@
+// RunGuarded: the body of every thread mates starts (DESIGN §10: no
+// exception crosses a thread). Nothing in mates throws on purpose; this is
+// the last line, where an exception from a library (a bad_alloc, a JSON
+// accessor missed in review) is said and the thread ends, instead of
+// std::terminate taking the whole team down.
+#pragma once
+
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "core/log.h"
+
+namespace mates {
+
+template <typename F>
+void RunGuarded(const std::string& what, F&& body) noexcept {
+  try {
+    std::forward<F>(body)();
+  } catch (const std::exception& e) {
+    LogWarning(what + " stopped on an unexpected error: " + e.what());
+  } catch (...) {
+    LogWarning(what + " stopped on an unexpected error");
+  }
+}
+
+}  // namespace mates
