@@ -180,12 +180,18 @@ Status ApplyLine(const Json& j, JournalState* st, Replay* replay) {
 }  // namespace
 
 Result<JournalState> Journal::Load(const fs::path& path) {
-  JournalState st;
   auto data = ReadFile(path);
   if (!data.ok()) {
-    if (data.status().code() == StatusCode::kNotFound) return st;
+    if (data.status().code() == StatusCode::kNotFound) return JournalState{};
     return data.status();
   }
+  return ReplayText(*data, path.string());
+}
+
+JournalState Journal::ReplayText(std::string_view text, const std::string& name) {
+  JournalState st;
+  const std::string_view* data = &text;
+  const std::string path = name;
   Replay replay(&st);
   size_t start = 0, line_no = 0;
   while (start < data->size()) {
@@ -197,7 +203,7 @@ Result<JournalState> Journal::Load(const fs::path& path) {
     if (line.empty()) continue;
     auto j = ParseJson(line);
     if (!j.ok() || !j->is_object()) {
-      LogWarning("journal " + path.string() + ":" + std::to_string(line_no) + ": skipping a line that is not a JSON object");
+      LogWarning("journal " + path + ":" + std::to_string(line_no) + ": skipping a line that is not a JSON object");
       continue;
     }
     Status s = ApplyLine(*j, &st, &replay);

@@ -65,6 +65,8 @@ class Journal {
   // the first line that breaks it (state.problem), keeping what came
   // before. Lines that are not JSON carry nothing and are skipped.
   static Result<JournalState> Load(const fs::path& path);
+  // The same on a journal's text (`name` for warnings).
+  static JournalState ReplayText(std::string_view text, const std::string& name);
   // Starts `path` over with one compact line holding `state` (its valid
   // prefix); the old file is kept beside it as `<name>.unreplayable-<time>`.
   // Returns the old file's new name.

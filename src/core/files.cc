@@ -83,6 +83,25 @@ Status WriteAll(int fd, std::string_view data, const char* what) {
   return Status::Ok();
 }
 
+Result<std::string> ReadFilePrefix(const fs::path& path, size_t max_bytes) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return Status::NotFound(path.string() + " does not exist");
+    return Status::FromErrno("open " + path.string(), errno);
+  }
+  std::string out(max_bytes, '\0');
+  size_t got = 0;
+  while (got < max_bytes) {
+    ssize_t n = ::read(fd.get(), out.data() + got, max_bytes - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("read " + path.string(), errno);
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
 Status WriteFileAtomic(const fs::path& path, std::string_view data) {
   static std::atomic<uint64_t> seq{0};
   fs::path tmp = path;

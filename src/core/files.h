@@ -45,6 +45,9 @@ void SetFsyncEnabled(bool on);
 
 // Reads a whole file. NotFound when it does not exist.
 Result<std::string> ReadFile(const fs::path& path);
+// Reads at most the first `max_bytes` of a file (a file that should be
+// small, read without trusting that it is).
+Result<std::string> ReadFilePrefix(const fs::path& path, size_t max_bytes);
 
 // Replaces `path` atomically: writes `<path>.tmp.<pid>.<seq>`, then renames
 // it over. A reader sees the old or the new content, never a mix, whatever

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace mates {
 
@@ -23,6 +24,12 @@ inline constexpr size_t kMaxSseLineBytes = 16 << 20;
 // One JSON state file read from disk (a task, the roster, a request): far
 // above what mates writes, far below what would hurt.
 inline constexpr size_t kMaxStateFileBytes = 16 << 20;
+// Task ids: a board holds at most this many (an id past it, in a file
+// name or the index, is not a task: a hand-edited "99999999999.json" must
+// not make a board allocate for it).
+inline constexpr int64_t kMaxTaskId = 10000000;
+// The board's index file, read whole on a cold start.
+inline constexpr size_t kMaxIndexBytes = 256 << 20;
 // One HTTP request body to mock-llm.
 inline constexpr size_t kMaxHttpBodyBytes = 64 << 20;
 

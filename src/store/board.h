@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "core/files.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "store/task.h"
 
@@ -126,6 +127,18 @@ class Board {
   // Whether `target` is among `from`'s blockers, transitively.
   bool DependsOnLocked(int64_t from, int64_t target) const;
   Result<Task> ClaimLocked(int64_t id, const std::string& owner);
+
+  // Update's phases: may the caller change this task so; are the new
+  // dependencies real and acyclic; the patch applied to `t`; the other
+  // side of each link written (and a deleted task's links dropped).
+  struct NewLinks {
+    std::vector<int64_t> blocked_by, blocks;
+  };
+  Status CheckUpdateAllowedLocked(const Task& t, const TaskPatch& patch, const Caller& caller) const;
+  Result<NewLinks> CheckNewLinksLocked(const Task& t, const TaskPatch& patch) const;
+  Status ApplyPatchLocked(Task& t, const TaskPatch& patch, const Json& metadata_patch, const NewLinks& links,
+                          const Caller& caller) const;
+  Status WriteOtherSidesLocked(int64_t id, const NewLinks& links, bool deleted, const std::vector<int64_t>& dropped);
   int64_t NextIdLocked();
 
   // Constant after construction.

@@ -1,10 +1,8 @@
 #include "team/team_manager.h"
-#include "team/teammate.h"
 
 #include <nlohmann/json.hpp>
 
 #include "core/file_lock.h"
-#include "core/guarded.h"
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
@@ -36,34 +34,14 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       lead_ctx_(lead_ctx),
       home_team_(lead_ctx->team),
       on_spawn_(std::move(on_spawn)),
-      lead_team_(lead_ctx->team) {
-  watchdog_ = std::thread([this] { RunGuarded("the shutdown watchdog", [this] { WatchdogLoop(); }); });
-}
+      host_(options.shutdown_timeout_s),
+      lead_team_(lead_ctx->team) {}
 
-TeamManager::~TeamManager() {
-  StopAll();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (watchdog_.joinable()) watchdog_.join();
-}
+TeamManager::~TeamManager() { StopAll(); }
 
-void TeamManager::StopAll() {
-  std::vector<std::shared_ptr<Teammate>> all;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [name, t] : teammates_) all.push_back(t);
-  }
-  for (auto& t : all) t->Stop(/*force=*/true, StopReason::kHostStopped, "its host stopped");
-  for (auto& t : all) t->Join();
-}
+void TeamManager::StopAll() { host_.StopAll(); }
 
-void TeamManager::InterruptAll(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [name, t] : teammates_) t->Stop(/*force=*/true, StopReason::kHostStopped, why);
-}
+void TeamManager::InterruptAll(const std::string& why) { host_.InterruptAll(why); }
 
 std::string TeamManager::lead_team() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -71,46 +49,29 @@ std::string TeamManager::lead_team() {
 }
 
 void TeamManager::OnStatus(const std::string& name, MemberStatus status, const std::string& detail) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (status == MemberStatus::kActive) {
-      news_.erase(name);  // no longer idle: nothing to tell
-    } else if (status == MemberStatus::kIdle) {
-      news_[name] = detail.empty() ? name + " is idle" : name + " is idle (" + detail + ")";
-    } else {
-      news_[name] = name + " stopped" + (detail.empty() ? "" : " (" + detail + ")");
-      news_wakes_lead_ = true;
-    }
-    // The lead is woken when nobody is working any more.
-    bool anyone_working = false;
-    for (const auto& [n, t] : teammates_) {
-      if (!t->finished() && (n == name ? status : t->status()) == MemberStatus::kActive) anyone_working = true;
-    }
-    if (!anyone_working && !news_.empty()) news_wakes_lead_ = true;
-  }
-  cv_.notify_all();
+  // The lead is woken when nobody is working any more (or someone stopped).
+  news_.OnStatus(name, status, detail, host_.AnyActiveWith(name, status));
   status_waker_->Notify();
-  lead_waker_->Notify();
 }
+
+void TeamManager::OnShutdownDelivered(const std::string& name) { host_.OnShutdownDelivered(name); }
+
+void TeamManager::OnShutdownDone(const std::string& name) { host_.OnShutdownDone(name); }
 
 void TeamManager::WakeWaiters() {
   status_waker_->Notify();
-  lead_waker_->Notify();
+  news_.waker()->Notify();
 }
 
 bool TeamManager::AnyActive() {
   std::vector<std::string> idle;
-  std::string team;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [n, t] : teammates_) {
-      if (t->finished() && !t->reported()) return true;  // its news is on the way
-      if (t->finished()) continue;
-      if (t->working()) return true;
-      idle.push_back(n);
-    }
-    team = lead_team_;
+  for (const auto& t : host_.All()) {
+    if (t->finished() && !t->reported()) return true;  // its news is on the way
+    if (t->finished()) continue;
+    if (t->working()) return true;
+    idle.push_back(t->name());
   }
+  const std::string team = lead_team();
   // An idle teammate with something to do is about to be active again.
   for (const auto& n : idle) {
     if (Mailbox(ws_.TeamDir(team), n).MayHavePending()) return true;
@@ -119,115 +80,41 @@ bool TeamManager::AnyActive() {
   }
   // A task claimed while we looked: its claimer is working (or still
   // claiming) now.
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [n, t] : teammates_) {
+  for (const auto& t : host_.All()) {
     if (!t->finished() && t->working()) return true;
   }
   return false;
 }
 
-bool TeamManager::HasNewsForLead() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return news_wakes_lead_ && !news_.empty();
-}
+bool TeamManager::HasNewsForLead() { return news_.Pending(); }
 
-std::string TeamManager::TakeNewsForLead() {
-  std::lock_guard<std::mutex> lock(mu_);
-  news_wakes_lead_ = false;
-  if (news_.empty()) return "";
-  std::string text;
-  for (const auto& [name, line] : news_) text += (text.empty() ? "" : "; ") + line;
-  news_.clear();
-  return "<team-update>" + text + "</team-update>";
-}
+std::string TeamManager::TakeNewsForLead() { return news_.Take(); }
 
-void TeamManager::OnShutdownDelivered(const std::string& name) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (shutdown_deadlines_.count(name) == 0) {
-      shutdown_deadlines_[name] =
-          SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
-                                   std::chrono::duration<double>(options_.shutdown_timeout_s));
-    }
-  }
-  cv_.notify_all();
-}
-
-void TeamManager::OnShutdownDone(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  shutdown_deadlines_.erase(name);
-}
-
-void TeamManager::WatchdogLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    if (shutdown_deadlines_.empty()) {
-      cv_.wait(lock, [&] { return stopping_ || !shutdown_deadlines_.empty(); });
-      continue;
-    }
-    auto next = std::min_element(shutdown_deadlines_.begin(), shutdown_deadlines_.end(),
-                                 [](const auto& a, const auto& b) { return a.second < b.second; });
-    if (SteadyClock::now() < next->second) {
-      cv_.wait_until(lock, next->second);
-      continue;
-    }
-    std::string name = next->first;
-    shutdown_deadlines_.erase(next);
-    auto it = teammates_.find(name);
-    if (it == teammates_.end() || it->second->finished()) continue;
-    std::shared_ptr<Teammate> t = it->second;  // kept alive while unlocked
-    lock.unlock();
-    t->Stop(/*force=*/true, StopReason::kShutdownUnanswered,
-            "did not answer the shutdown request within " +
-                std::to_string(static_cast<int>(options_.shutdown_timeout_s)) + " s");
-    lock.lock();
-  }
-}
-
-Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bool resume,
-                                  bool new_prompt) {
-  MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(lead_ctx_->team)));
-  auto host = FileLock::TryAcquire(HostLockPath(ws_, lead_ctx_->team, m.name));
-  if (!host.ok()) {
+Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt) {
+  const std::string team = lead_team();
+  MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));
+  auto host_lock = FileLock::TryAcquire(HostLockPath(ws_, team, m.name));
+  if (!host_lock.ok()) {
     return Status::FailedPrecondition("teammate '" + m.name + "' is already running in another process");
   }
+  if (resume) {
+    // What the teammate's last host left running dies before it resumes
+    // (it would work on beside the resumed conversation).
+    auto left = ProcessJournal(ws_.AgentsDir(team) / (m.name + ".procs")).KillLeftovers();
+    if (left.ok() && *left > 0) {
+      LogInfo(m.name + ": stopped " + std::to_string(*left) + " process tree(s) its last host left running");
+    }
+  }
   Teammate::Config cfg;
-  cfg.team = lead_ctx_->team;
+  cfg.team = team;
   cfg.name = m.name;
   cfg.prompt = prompt;
   cfg.model = m.model;
   cfg.plan_mode = m.plan_mode_required;
   cfg.resume = resume;
   cfg.new_prompt = new_prompt;
-  if (resume) {
-    // What the teammate's last host left running dies before it resumes
-    // (it would work on beside the resumed conversation).
-    auto left = ProcessJournal(ws_.AgentsDir(lead_ctx_->team) / (m.name + ".procs")).KillLeftovers();
-    if (left.ok() && *left > 0) {
-      LogInfo(m.name + ": stopped " + std::to_string(*left) + " process tree(s) its last host left running");
-    }
-  }
-  auto t = std::make_shared<Teammate>(cfg, this, std::move(*host));
-  // A teammate of that name that has just finished is joined first, with
-  // the lock free: its thread's last steps take it.
-  std::shared_ptr<Teammate> old;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = teammates_.find(m.name);
-    if (it != teammates_.end()) {
-      if (!it->second->finished()) return Status::AlreadyExists("teammate '" + m.name + "' is already running");
-      old = it->second;
-    }
-  }
-  if (old) old->Join();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = teammates_.find(m.name);
-    if (it != teammates_.end() && it->second != old) {
-      return Status::AlreadyExists("teammate '" + m.name + "' is already running");
-    }
-    teammates_[m.name] = t;
-  }
+  auto t = std::make_shared<Teammate>(cfg, this, std::move(*host_lock));
+  MATES_RETURN_IF_ERROR(host_.Add(t));
   if (on_spawn_) on_spawn_(m);
   t->Start();
   return Status::Ok();
@@ -279,12 +166,8 @@ Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const st
   Member m;
   bool revive = false;
   if (existing != nullptr) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = teammates_.find(name);
-      if (it != teammates_.end() && !it->second->finished()) {
-        return Status::AlreadyExists("teammate '" + name + "' is already working in team '" + team + "'");
-      }
+    if (auto running = host_.Find(name); running != nullptr && !running->finished()) {
+      return Status::AlreadyExists("teammate '" + name + "' is already working in team '" + team + "'");
     }
     if (existing->role == MemberRole::kLead) return Status::InvalidArgument("'" + name + "' is the lead");
     m = *existing;
@@ -334,14 +217,7 @@ Result<std::vector<std::string>> TeamManager::ResumeTeam() {
   return resumed;
 }
 
-Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
-  MATES_RETURN_IF_ERROR(ValidateName("team name", name));
-  Roster roster(ws_);
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, roster.Load(name));
-  if (name == home_team_ && name == lead_ctx_->team && c.members.size() <= 1) {
-    return Status::FailedPrecondition("team '" + name + "' is the one this run started in; nothing to disband");
-  }
-  // Ask everyone still there to wrap up.
+std::vector<std::string> TeamManager::AskToShutDown(const TeamConfig& c) {
   std::vector<std::string> asked;
   for (const auto& m : c.members) {
     if (m.role == MemberRole::kLead || m.status == MemberStatus::kShutdown) continue;
@@ -349,86 +225,96 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     r.type = MessageType::kShutdownRequest;
     r.sender = c.lead;
     r.recipient = m.name;
-    r.content = "The team '" + name + "' is being disbanded: wrap up, answer with shutdown_response "
+    r.content = "The team '" + c.name + "' is being disbanded: wrap up, answer with shutdown_response "
                 "(approve and a summary of your work), then stop.";
-    auto sent = Messenger(ws_, name).Send(r);
-    if (sent.ok()) asked.push_back(m.name);
+    auto sent = Messenger(ws_, c.name).Send(r);
+    if (sent.ok()) {
+      asked.push_back(m.name);
+    } else {
+      LogWarning("asking " + m.name + " to shut down: " + sent.status().message());
+    }
   }
-  // Wait (bounded) for them to stop.
-  TeamSummary summary;
-  summary.team = name;
-  Deadline deadline = DeadlineIn(options_.shutdown_timeout_s);
-  auto member_done = [&](const std::string& n) {
-    auto it = teammates_.find(n);
-    if (it != teammates_.end()) return it->second->finished();
-    // Hosted elsewhere (or nowhere): the roster says.
-    auto cfg = Roster(ws_).Load(name);
-    const Member* m = cfg.ok() ? cfg->Find(n) : nullptr;
-    return m == nullptr || m->status == MemberStatus::kShutdown;
-  };
+  return asked;
+}
+
+bool TeamManager::StoppedFor(const std::string& team, const std::string& name) {
+  if (auto t = host_.Find(name)) return t->finished();
+  // Hosted elsewhere (or nowhere): the roster says.
+  auto cfg = Roster(ws_).Load(team);
+  const Member* m = cfg.ok() ? cfg->Find(name) : nullptr;
+  return m == nullptr || m->status == MemberStatus::kShutdown;
+}
+
+void TeamManager::WaitForShutdowns(const std::string& team, const std::vector<std::string>& asked) {
   // Woken by our teammates' status changes and by the roster file (hosts
   // in other processes write it).
-  auto sub = Watcher::Default().Subscribe(ws_.TeamDir(name), "config.json", status_waker_);
-  Deadline until = deadline;
+  auto sub = Watcher::Default().Subscribe(ws_.TeamDir(team), "config.json", status_waker_);
+  Deadline until = DeadlineIn(options_.shutdown_timeout_s);
   for (;;) {
     uint64_t g = status_waker_->generation();
-    bool all = true;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& n : asked) all = all && member_done(n);
-    }
-    if (all || Expired(until)) break;
-    status_waker_->WaitChange(g, until);
+    bool all = std::all_of(asked.begin(), asked.end(), [&](const std::string& n) { return StoppedFor(team, n); });
+    if (all || Expired(until)) return;
+    Deadline wait = until;
+    if (!sub.ok()) wait = std::min(*until, SteadyClock::now() + std::chrono::seconds(1));  // no watch: look now and then
+    status_waker_->WaitChange(g, wait);
   }
-  for (const auto& n : asked) {
-    std::shared_ptr<Teammate> t;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = teammates_.find(n);
-      if (it != teammates_.end()) t = it->second;
-    }
-    bool done;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done = member_done(n);
-    }
-    if (t != nullptr && !done) {
-      t->Stop(/*force=*/true, StopReason::kShutdownUnanswered,
-              "did not answer the shutdown request within " +
-                  std::to_string(static_cast<int>(options_.shutdown_timeout_s)) + " s");
-      t->Join();
-      summary.stopped.push_back(n + " (stopped: no answer in time)");
-    } else if (!done) {
-      summary.stopped.push_back(n + " (hosted elsewhere; did not confirm)");
-    } else {
-      auto req = RequestStore(ws_, name).List();
-      std::string how = "approved";
-      if (req.ok()) {
-        for (const auto& r : *req) {
-          if (r.kind == RequestKind::kShutdown && r.responder == n && r.status == RequestState::kApproved &&
-              !r.response.empty()) {
-            how = "approved: " + r.response.substr(0, 120);
-          }
-        }
+}
+
+std::string TeamManager::HowItStopped(const std::string& team, const std::string& name) {
+  auto t = host_.Find(name);
+  if (t != nullptr && !t->finished()) {
+    t->Stop(/*force=*/true, StopReason::kShutdownUnanswered,
+            "did not answer the shutdown request within " +
+                std::to_string(static_cast<int>(options_.shutdown_timeout_s)) + " s");
+    t->Join();
+    return name + " (stopped: no answer in time)";
+  }
+  if (t != nullptr) t->Join();
+  if (!StoppedFor(team, name)) return name + " (hosted elsewhere; did not confirm)";
+  std::string how = "approved";
+  auto req = RequestStore(ws_, team).List();
+  if (req.ok()) {
+    for (const auto& r : *req) {
+      if (r.kind == RequestKind::kShutdown && r.responder == name && r.status == RequestState::kApproved &&
+          !r.response.empty()) {
+        how = "approved: " + r.response.substr(0, 120);
       }
-      summary.stopped.push_back(n + " (" + how + ")");
     }
-    if (t != nullptr) t->Join();
   }
-  // What the team did, before its files go.
+  return name + " (" + how + ")";
+}
+
+void TeamManager::SummarizeWork(const std::string& team, TeamSummary* summary) {
   uint64_t next = 0;
-  auto log = MessageLog(ws_, name).ReadFrom(0, &next);
+  auto log = MessageLog(ws_, team).ReadFrom(0, &next);
   if (log.ok()) {
-    for (const auto& m : *log) summary.messages_by_type[std::string(MessageTypeName(m.type))]++;
+    for (const auto& m : *log) summary->messages_by_type[std::string(MessageTypeName(m.type))]++;
   }
-  auto tasks = SharedBoard(ws_.TasksDir(name))->List(false);
+  auto tasks = SharedBoard(ws_.TasksDir(team))->List(false);
   if (tasks.ok()) {
-    for (const auto& t : *tasks) summary.tasks_by_owner[t.owner.empty() ? "(unowned)" : t.owner].push_back(t.id);
+    for (const auto& t : *tasks) summary->tasks_by_owner[t.owner.empty() ? "(unowned)" : t.owner].push_back(t.id);
   }
-  if (lead_ctx_->team == name) MoveLeadTo(home_team_);
+}
+
+Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", name));
+  Roster roster(ws_);
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, roster.Load(name));
+  if (name == home_team_ && name == lead_team() && c.members.size() <= 1) {
+    return Status::FailedPrecondition("team '" + name + "' is the one this run started in; nothing to disband");
+  }
+  // Ask everyone still there to wrap up, wait (bounded), stop who did not.
+  std::vector<std::string> asked = AskToShutDown(c);
+  WaitForShutdowns(name, asked);
+  TeamSummary summary;
+  summary.team = name;
+  for (const auto& n : asked) summary.stopped.push_back(HowItStopped(name, n));
+  // What the team did, before its files go.
+  SummarizeWork(name, &summary);
+  if (lead_team() == name) MoveLeadTo(home_team_);
+  news_.Forget(asked);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& n : asked) news_.erase(n);
     last_deleted_ = summary;
   }
   MATES_RETURN_IF_ERROR(roster.DeleteTeam(name));
@@ -437,7 +323,7 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     out += " Teammates:";
     for (const auto& s : summary.stopped) out += "\n- " + s;
   }
-  if (lead_ctx_->team != name) out += "\nYou are back in team '" + lead_ctx_->team + "'.";
+  if (lead_team() != name) out += "\nYou are back in team '" + lead_team() + "'.";
   return out;
 }
 
@@ -447,11 +333,10 @@ std::optional<TeamSummary> TeamManager::last_deleted() {
 }
 
 std::string TeamManager::UsageSummary() {
-  std::lock_guard<std::mutex> lock(mu_);
   std::string out;
-  for (const auto& [name, t] : teammates_) {
+  for (const auto& t : host_.All()) {
     if (t->usage().calls() == 0) continue;
-    out += (out.empty() ? "" : "\n") + name + ": " + t->usage().Summary(t->model());
+    out += (out.empty() ? "" : "\n") + t->name() + ": " + t->usage().Summary(t->model());
   }
   return out;
 }

@@ -1,21 +1,19 @@
 // TeamManager: the lead's teams (seed v8 layer 1: create_team,
 // spawn_teammate, delete_team), behind TeamCreate, Task(team_name, name) and
-// TeamDelete, and the host of the teammates' threads (DESIGN §5).
+// TeamDelete (DESIGN §5). What it composes, one concern each:
+// - TeammateHost (teammate_host.h): the teammates this process hosts, their
+//   threads and the shutdown watchdog;
+// - LeadNews (lead_news.h): what the lead hears of them, coalesced.
 //
 // - One team at a time: after TeamCreate the lead belongs to it (its task
 //   board, messages and inbox, and its journal move there); TeamDelete
 //   brings it back to the team it started in.
-// - Each teammate is a Teammate: a thread with its own AgentLoop, journal
-//   and teammate tools. Roster statuses are kept true at every transition.
-// - The lead hears about teammates going idle or stopping as one coalesced
-//   notice at its next turn; it is woken for it only when no teammate is
-//   still working or one stopped (never once per teammate turn).
 // - Shutdown: TeamDelete asks every teammate; each has `shutdown_timeout`
-//   to answer; who does not is stopped, and the lead is told. A watchdog
-//   enforces the same bound for shutdown requests sent with SendMessage.
+//   to answer; who does not is stopped, and the lead is told.
 // - A host lock (agents/<name>.lock, an OFD lock) makes sure one process
 //   hosts a teammate; a dead host's lock is released by the kernel, so
-//   ResumeTeam can bring its teammates back from their journals.
+//   ResumeTeam can bring its teammates back from their journals (after
+//   killing what their tools left running, core/process_tree.h).
 #pragma once
 
 #include <condition_variable>
@@ -32,6 +30,8 @@
 #include "agent/agent_loop.h"
 #include "core/waker.h"
 #include "store/roster.h"
+#include "team/lead_news.h"
+#include "team/teammate_host.h"
 #include "tools/tool.h"
 
 namespace mates::team {
@@ -83,7 +83,7 @@ class TeamManager : public tools::TeamRuntime {
   // The coalesced news, as text for the lead's next turn ("" if none).
   std::string TakeNewsForLead();
   // Notified on news worth waking the lead for.
-  std::shared_ptr<Waker> lead_waker() { return lead_waker_; }
+  std::shared_ptr<Waker> lead_waker() { return news_.waker(); }
 
   // Stops every teammate (those working are interrupted), joins their
   // threads. Statuses stay idle so the next host resumes them.
@@ -111,8 +111,15 @@ class TeamManager : public tools::TeamRuntime {
 
  private:
   Status StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt);
-  void WatchdogLoop();
   void MoveLeadTo(const std::string& team);
+  // DeleteTeam's phases: ask every teammate to shut down (who was asked);
+  // wait until they stopped or the timeout passed; how each one ended
+  // (stopping those still running); what the team did.
+  std::vector<std::string> AskToShutDown(const TeamConfig& c);
+  void WaitForShutdowns(const std::string& team, const std::vector<std::string>& asked);
+  std::string HowItStopped(const std::string& team, const std::string& name);
+  bool StoppedFor(const std::string& team, const std::string& name);
+  void SummarizeWork(const std::string& team, TeamSummary* summary);
 
   // Constant after construction.
   const Workspace ws_;
@@ -123,21 +130,14 @@ class TeamManager : public tools::TeamRuntime {
   tools::ToolContext* const lead_ctx_;  // its team changes (lead's thread only)
   const std::string home_team_;
   const std::function<void(const Member&)> on_spawn_;
-  const std::shared_ptr<Waker> lead_waker_ = std::make_shared<Waker>();
   const std::shared_ptr<Waker> status_waker_ = std::make_shared<Waker>();  // any status change
 
+  LeadNews news_;
+  TeammateHost host_;
+
   std::mutex mu_;
-  std::condition_variable cv_;  // teammate status changes, watchdog deadlines
-  // Shared: the watchdog and the lead hold one while they use it unlocked.
-  std::map<std::string, std::shared_ptr<Teammate>> teammates_;  // guarded by mu_
-  std::string lead_team_;  // guarded by mu_: lead_ctx_->team for other threads
-  // name -> what the lead has not heard yet (idle / stopped …)
-  std::map<std::string, std::string> news_;  // guarded by mu_
-  bool news_wakes_lead_ = false;             // guarded by mu_
-  std::map<std::string, SteadyClock::time_point> shutdown_deadlines_;  // guarded by mu_
+  std::string lead_team_;                    // guarded by mu_: lead_ctx_->team for other threads
   std::optional<TeamSummary> last_deleted_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
-  std::thread watchdog_;
 };
 
 }  // namespace mates::team

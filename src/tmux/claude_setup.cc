@@ -43,7 +43,12 @@ Result<std::vector<std::string>> PrepareClaudeCode(const fs::path& config_file, 
     }
   }
   std::vector<std::string> changed;
-  if (!j.value("hasCompletedOnboarding", false)) {
+  // The person's file: a flag of another type is not true, and never a throw.
+  auto is_true = [](const Json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_boolean() && it->get<bool>();
+  };
+  if (!is_true(j, "hasCompletedOnboarding")) {
     j["hasCompletedOnboarding"] = true;
     changed.push_back("onboarding done");
     // The onboarding's first question (Claude Code drops the key later
@@ -57,11 +62,11 @@ Result<std::vector<std::string>> PrepareClaudeCode(const fs::path& config_file, 
   if (!projects.is_object()) projects = Json::object();
   Json& project = projects[dir.string()];
   if (!project.is_object()) project = Json::object();
-  if (!project.value("hasTrustDialogAccepted", false)) {
+  if (!is_true(project, "hasTrustDialogAccepted")) {
     project["hasTrustDialogAccepted"] = true;
     changed.push_back("folder " + dir.string() + " trusted");
   }
-  if (!project.value("hasCompletedProjectOnboarding", false)) project["hasCompletedProjectOnboarding"] = true;
+  if (!is_true(project, "hasCompletedProjectOnboarding")) project["hasCompletedProjectOnboarding"] = true;
   if (!api_key.empty()) {
     std::string tail = api_key.size() > 20 ? api_key.substr(api_key.size() - 20) : api_key;
     Json& responses = j["customApiKeyResponses"];

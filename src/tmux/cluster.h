@@ -24,6 +24,7 @@
 
 #include "core/clock.h"
 #include "tmux/cluster_config.h"
+#include "tmux/pane_screen.h"
 #include "tmux/tmux.h"
 
 namespace mates::tmux {
@@ -82,14 +83,5 @@ class Cluster {
   ClusterConfig config_;
   Tmux tmux_;
 };
-
-// Pure helpers of the exchange (tested on their own): the lines of a
-// capture, without trailing blank lines (U+00A0 read as a space); the reply
-// that follows the echo of `input` (its last line, whole or as the tail a
-// TUI wrapped) from line `start` on, ending at `marker` (false if not there
-// yet), without the CLI's chrome.
-std::vector<std::string> CaptureLines(const std::string& capture);
-bool FindReply(const std::vector<std::string>& lines, size_t start, const std::string& input,
-               const std::string& marker, const std::string& ready_pattern, std::string* reply);
 
 }  // namespace mates::tmux

@@ -1,0 +1,138 @@
+// A send to a pane agent and its reply (see cluster.h): wait for the
+// prompt, paste, Enter once the echo shows, read until the marker.
+#include <fcntl.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "core/file_lock.h"
+#include "core/files.h"
+#include "core/ids.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "tmux/cluster.h"
+#include "tmux/pane_screen.h"
+
+namespace mates::tmux {
+namespace {
+
+constexpr double kPollS = 0.01;  // how often a pane is read back while waiting
+
+void Sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+}  // namespace
+
+Status Cluster::Log(const std::string& from, const std::string& to, const std::string& type,
+                    const std::string& content) const {
+  MATES_RETURN_IF_ERROR(EnsureDir(config_.log_file.parent_path()));
+  Json j;
+  j["timestamp"] = IsoTime(WallSeconds());
+  j["id"] = NewUuid();
+  j["from"] = from;
+  j["to"] = to;
+  j["type"] = type;
+  j["content"] = content;
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(config_.log_file.string() + ".lock"));
+  ScopedFd fd(::open(config_.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd.valid()) return Status::FromErrno("open " + config_.log_file.string(), errno);
+  return WriteAll(fd.get(), DumpJson(j) + "\n", "the message log");
+}
+
+Result<std::string> Cluster::PaneOf(const std::string& agent) const {
+  if (config_.Find(agent) == nullptr) {
+    std::string names;
+    for (const auto& a : config_.agents) names += (names.empty() ? "" : ", ") + a.name;
+    return Status::NotFound("no agent '" + agent + "' in cluster " + config_.name + " (agents: " + names + ")");
+  }
+  auto data = ReadFile(config_.state_dir() / "state.json");
+  if (!data.ok() || !IsUp()) {
+    return Status::FailedPrecondition("cluster " + config_.name + " is not up (mates cluster up -c " +
+                                      config_.config_file.string() + ")");
+  }
+  auto damaged = [] {
+    return Status::Corrupt("the cluster's state file is damaged; run mates cluster down, then up");
+  };
+  auto j = ParseJson(*data);
+  if (!j.ok()) return damaged();
+  auto panes = JsonObjectField(*j, "panes", true);
+  if (!panes.ok()) return damaged();
+  auto pane = JsonString(**panes, agent.c_str(), true);
+  if (!pane.ok()) return damaged();
+  return *pane;
+}
+
+Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& pane, const std::string& text,
+                                      const Deadline& deadline) const {
+  std::regex ready(a.ready_pattern);
+  // 1. The CLI must be waiting for input, or what we type may be lost.
+  std::vector<std::string> before;
+  size_t prompt = std::string::npos;
+  for (;;) {
+    MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
+    before = CaptureLines(cap);
+    prompt = PromptRow(before, ready);
+    if (prompt != std::string::npos && !LooksBusy(before, a.busy_pattern)) break;
+    if (Expired(deadline)) {
+      return Status::Timeout(a.name + " is not ready for input (" +
+                             (prompt == std::string::npos ? "its prompt never showed" : "it is still busy") + ")");
+    }
+    Sleep(kPollS);
+  }
+  // Rows from here on may be new: the prompt row, or any row above it the
+  // CLI redraws (a TUI may move its input area when the echo goes above).
+  auto new_from = [&](const std::vector<std::string>& now) { return std::min(prompt, FirstDifference(before, now)); };
+  // 2. Type it; press Enter once the text is in: its last line shows, or
+  // the pane changed and then stayed still for a moment (a TUI may show a
+  // long paste as a placeholder).
+  MATES_RETURN_IF_ERROR(tmux_.Paste(pane, text));
+  std::string last = LastInputLine(text);
+  std::vector<std::string> seen = before;
+  auto still_since = SteadyClock::now();
+  for (;;) {
+    MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
+    std::vector<std::string> now = CaptureLines(cap);
+    bool shown = false;
+    for (size_t i = new_from(now); i < now.size() && !shown; ++i) shown = EndsEcho(now[i], last);
+    if (now != seen) {
+      seen = now;
+      still_since = SteadyClock::now();
+    }
+    bool settled = now != before && SteadyClock::now() - still_since > std::chrono::milliseconds(100);
+    if (shown || settled || Expired(deadline)) break;
+    Sleep(kPollS / 2);
+  }
+  MATES_RETURN_IF_ERROR(tmux_.SendKey(pane, "Enter"));
+  // 3. The marker, after the echo.
+  for (;;) {
+    MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
+    std::vector<std::string> now = CaptureLines(cap);
+    std::string reply;
+    if (FindReply(now, new_from(now), text, a.marker, a.ready_pattern, &reply)) return reply;
+    if (Expired(deadline)) {
+      return Status::Timeout("no '" + a.marker + "' from " + a.name + " in time");
+    }
+    Sleep(kPollS);
+  }
+}
+
+Result<std::string> Cluster::Send(const std::string& from, const std::string& agent, const std::string& text,
+                                  double timeout_s) {
+  MATES_ASSIGN_OR_RETURN(std::string pane, PaneOf(agent));
+  const AgentConfig& a = *config_.Find(agent);
+  if (Trim(text).empty()) return Status::InvalidArgument("nothing to send");
+  double t = timeout_s > 0 ? timeout_s : config_.response_timeout_s;
+  Deadline deadline = DeadlineIn(t);
+  // One exchange per pane at a time (across processes); `status` sees it.
+  MATES_ASSIGN_OR_RETURN(FileLock busy, FileLock::Acquire(config_.state_dir() / (agent + ".busy")));
+  WarnIfFailed(Log(from, agent, "task", text), "the message log");
+  auto reply = Exchange(a, pane, text, deadline);
+  if (!reply.ok()) {
+    WarnIfFailed(Log(agent, from, "error", reply.status().message()), "the message log");
+    return reply.status();
+  }
+  WarnIfFailed(Log(agent, from, "result", *reply), "the message log");
+  return reply;
+}
+
+}  // namespace mates::tmux
