@@ -2,6 +2,7 @@
 // reply body: streamed (SSE into the accumulators) and whole (JSON).
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/json.h"

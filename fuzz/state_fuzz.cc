@@ -3,6 +3,7 @@
 // parses is dumped again (the state files' pretty form included).
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "agent/journal.h"
