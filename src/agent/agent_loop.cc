@@ -235,107 +235,118 @@ Result<TurnResult> AgentLoop::Continue() {
   return r;
 }
 
+Result<bool> AgentLoop::ReadyForCall(TurnResult* turn) {
+  MATES_RETURN_IF_ERROR(TakeInboxAndNotices());
+  if (before_call_) before_call_();
+  if (conversation_.empty() || conversation_.messages().back().role != llm::Role::kUser) {
+    if (turn->stop_reason.empty()) turn->stop_reason = "end_turn";
+    return false;  // nothing to answer
+  }
+  if (turn->calls >= spec_.max_calls) {
+    turn->stop_reason = "max_calls";
+    if (events_ != nullptr) {
+      events_->OnNotice(spec_.name, "stopped after " + std::to_string(turn->calls) +
+                                        " model calls (the limit for one turn)");
+    }
+    return false;
+  }
+  Microcompact(conversation_.mutable_messages(), spec_.context);
+  Status compacted = MaybeCompact(/*force=*/false);
+  if (!compacted.ok()) {
+    if (compacted.code() == StatusCode::kCancelled) {
+      turn->interrupted = true;
+      turn->stop_reason = "interrupted";
+      return false;
+    }
+    return compacted.WithContext("compacting the conversation");
+  }
+  MATES_RETURN_IF_ERROR(conversation_.CheckReadyForCall());
+  return true;
+}
+
+Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
+  llm::Request req;
+  req.model = spec_.model;
+  req.system = spec_.system;
+  req.messages = conversation_.messages();
+  req.tools = tools_->Definitions();
+  req.max_tokens = spec_.max_tokens;
+  req.agent_id = spec_.name + "@" + (ctx_->team.empty() ? "none" : ctx_->team);
+  llm::StreamCallbacks cb;
+  if (events_ != nullptr) {
+    cb.on_text = [this](std::string_view d) { events_->OnText(spec_.name, d); };
+    cb.on_retry = [this](int attempt, const Status& why, double delay) {
+      events_->OnRetry(spec_.name, attempt, why, delay);
+    };
+  }
+  int64_t estimate = RawEstimate();  // calibrated against the provider's count below
+  auto reply = provider_->Complete(req, cb, &cancel_);
+  ++turn->calls;
+  if (events_ != nullptr) events_->OnTextEnd(spec_.name);
+  if (!reply.ok()) return reply.status();
+  usage_.Add(reply->usage);
+  if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendUsage(reply->usage));
+  last_reported_tokens_ = reply->usage.input_tokens + reply->usage.cache_read_input_tokens +
+                          reply->usage.cache_creation_input_tokens;
+  last_estimated_tokens_ = estimate;
+  MATES_RETURN_IF_ERROR(AddAssistant(reply->content));
+  turn->text = reply->Text();
+  turn->stop_reason = reply->stop_reason;
+  return reply;
+}
+
+Result<bool> AgentLoop::AfterReply(const llm::Response& reply, TurnResult* turn, int* continuations) {
+  if (reply.HasToolUse()) {
+    bool interrupted = false;
+    auto results = RunTools(reply, &interrupted);
+    MATES_RETURN_IF_ERROR(AddUser(std::move(results)));
+    if (interrupted) {
+      turn->interrupted = true;
+      turn->stop_reason = "interrupted";
+      return false;
+    }
+    if (reply.stop_reason == "max_tokens" && events_ != nullptr) {
+      events_->OnNotice(spec_.name, "the reply was cut at max_tokens");
+    }
+    return true;
+  }
+  if (reply.stop_reason == "max_tokens") {
+    if (++*continuations > spec_.max_continuations) {
+      if (events_ != nullptr) events_->OnNotice(spec_.name, "the reply was cut at max_tokens again; giving up on it");
+      return false;
+    }
+    if (events_ != nullptr) events_->OnNotice(spec_.name, "the reply was cut at max_tokens; asking to continue");
+    MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text(
+        "[Your reply was cut off at the output limit. Continue exactly where it stopped.]")}));
+    return true;
+  }
+  if (reply.stop_reason == "pause_turn") {
+    MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text("Continue.")}));
+    return true;
+  }
+  if (reply.stop_reason == "refusal" && events_ != nullptr) {
+    events_->OnNotice(spec_.name, "the model refused to continue");
+  }
+  // end_turn, stop_sequence, refusal: the turn is over. Whether to go on
+  // with what arrived meanwhile (HasPendingInput) is the caller's decision.
+  return false;
+}
+
 Result<TurnResult> AgentLoop::Loop() {
   TurnResult turn;
   int continuations = 0;
   for (;;) {
-    MATES_RETURN_IF_ERROR(TakeInboxAndNotices());
-    if (before_call_) before_call_();
-    if (conversation_.empty() || conversation_.messages().back().role != llm::Role::kUser) {
-      turn.stop_reason = turn.stop_reason.empty() ? "end_turn" : turn.stop_reason;
-      return turn;  // nothing to answer
-    }
-    if (turn.calls >= spec_.max_calls) {
-      turn.stop_reason = "max_calls";
-      if (events_ != nullptr) {
-        events_->OnNotice(spec_.name, "stopped after " + std::to_string(turn.calls) +
-                                          " model calls (the limit for one turn)");
-      }
-      return turn;
-    }
-    Microcompact(conversation_.mutable_messages(), spec_.context);
-    Status compacted = MaybeCompact(/*force=*/false);
-    if (!compacted.ok()) {
-      if (compacted.code() == StatusCode::kCancelled) {
-        turn.interrupted = true;
-        turn.stop_reason = "interrupted";
-        return turn;
-      }
-      return compacted.WithContext("compacting the conversation");
-    }
-    Status ready = conversation_.CheckReadyForCall();
-    if (!ready.ok()) return ready;
-
-    llm::Request req;
-    req.model = spec_.model;
-    req.system = spec_.system;
-    req.messages = conversation_.messages();
-    req.tools = tools_->Definitions();
-    req.max_tokens = spec_.max_tokens;
-    req.agent_id = spec_.name + "@" + (ctx_->team.empty() ? "none" : ctx_->team);
-    llm::StreamCallbacks cb;
-    if (events_ != nullptr) {
-      cb.on_text = [this](std::string_view d) { events_->OnText(spec_.name, d); };
-      cb.on_retry = [this](int attempt, const Status& why, double delay) {
-        events_->OnRetry(spec_.name, attempt, why, delay);
-      };
-    }
-    int64_t estimate = RawEstimate();  // calibrated against the provider's count below
-    auto reply = provider_->Complete(req, cb, &cancel_);
-    ++turn.calls;
-    if (events_ != nullptr) events_->OnTextEnd(spec_.name);
+    MATES_ASSIGN_OR_RETURN(bool call, ReadyForCall(&turn));
+    if (!call) return turn;
+    auto reply = CallModel(&turn);
     if (!reply.ok()) {
-      if (reply.status().code() == StatusCode::kCancelled) {
-        turn.interrupted = true;
-        turn.stop_reason = "interrupted";
-        return turn;
-      }
-      return reply.status();
-    }
-    usage_.Add(reply->usage);
-    if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendUsage(reply->usage));
-    last_reported_tokens_ = reply->usage.input_tokens + reply->usage.cache_read_input_tokens +
-                            reply->usage.cache_creation_input_tokens;
-    last_estimated_tokens_ = estimate;
-    MATES_RETURN_IF_ERROR(AddAssistant(reply->content));
-    turn.text = reply->Text();
-    turn.stop_reason = reply->stop_reason;
-
-    if (reply->HasToolUse()) {
-      bool interrupted = false;
-      auto results = RunTools(*reply, &interrupted);
-      MATES_RETURN_IF_ERROR(AddUser(std::move(results)));
-      if (interrupted) {
-        turn.interrupted = true;
-        turn.stop_reason = "interrupted";
-        return turn;
-      }
-      if (reply->stop_reason == "max_tokens") {
-        if (events_ != nullptr) events_->OnNotice(spec_.name, "the reply was cut at max_tokens");
-      }
-      continue;
-    }
-    if (reply->stop_reason == "max_tokens") {
-      if (++continuations > spec_.max_continuations) {
-        if (events_ != nullptr) events_->OnNotice(spec_.name, "the reply was cut at max_tokens again; giving up on it");
-        return turn;
-      }
-      if (events_ != nullptr) events_->OnNotice(spec_.name, "the reply was cut at max_tokens; asking to continue");
-      MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text(
-          "[Your reply was cut off at the output limit. Continue exactly where it stopped.]")}));
-      continue;
-    }
-    if (reply->stop_reason == "pause_turn") {
-      MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text("Continue.")}));
-      continue;
-    }
-    if (reply->stop_reason == "refusal") {
-      if (events_ != nullptr) events_->OnNotice(spec_.name, "the model refused to continue");
+      if (reply.status().code() != StatusCode::kCancelled) return reply.status();
+      turn.interrupted = true;
+      turn.stop_reason = "interrupted";
       return turn;
     }
-    // end_turn, stop_sequence: the turn is over. Whether to go on with what
-    // arrived meanwhile (HasPendingInput) is the caller's decision.
-    return turn;
+    MATES_ASSIGN_OR_RETURN(bool again, AfterReply(*reply, &turn, &continuations));
+    if (!again) return turn;
   }
 }
 

@@ -102,6 +102,12 @@ class AgentLoop {
 
  private:
   Result<TurnResult> Loop();
+  // Loop's phases: take in what is pending and check there is something to
+  // answer (false: the turn ends); one model call, its reply journaled;
+  // the reply's tools run and whether another call follows.
+  Result<bool> ReadyForCall(TurnResult* turn);
+  Result<llm::Response> CallModel(TurnResult* turn);
+  Result<bool> AfterReply(const llm::Response& reply, TurnResult* turn, int* continuations);
   Status AddUser(std::vector<llm::ContentBlock> blocks, const std::vector<std::string>& delivered = {});
   Status AddAssistant(std::vector<llm::ContentBlock> blocks);
   Status TakeInboxAndNotices();

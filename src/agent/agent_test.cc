@@ -417,7 +417,7 @@ TEST_F(AgentTest, SubagentsForegroundAndBackground) {
   ASSERT_TRUE(id.ok());
   auto out = subs.Output(*id, true, 30);
   ASSERT_TRUE(out.ok());
-  EXPECT_EQ(out->state, "completed");
+  EXPECT_EQ(out->state, tools::BackgroundState::kCompleted);
   EXPECT_EQ(out->output, "background answer 42");
   ASSERT_TRUE(loop->HasPendingInput());
   auto next = loop->Run("anything new?");
@@ -430,7 +430,7 @@ TEST_F(AgentTest, SubagentsForegroundAndBackground) {
   while (testing::Run({"pgrep", "-f", "sleep 30"}).exit_code != 0) std::this_thread::yield();
   auto stopped = subs.Stop(*slow);
   ASSERT_TRUE(stopped.ok());
-  EXPECT_EQ(stopped->state, "stopped");
+  EXPECT_EQ(stopped->state, tools::BackgroundState::kStopped);
   EXPECT_NE(testing::Run({"pgrep", "-f", "sleep 30"}).exit_code, 0);
   EXPECT_EQ(subs.Output("bg-99", false, 0).status().code(), StatusCode::kNotFound);
 }

@@ -97,18 +97,22 @@ Result<std::string> SubagentManager::StartBackground(const std::string& prompt,
   std::lock_guard<std::mutex> lock(mu_);
   std::string id = "bg-" + std::to_string(next_id_++);
   auto job = std::make_unique<Job>();
-  job->status = {id, description, "running", ""};
+  job->status = {id, description, tools::BackgroundState::kRunning, ""};
   Job* j = job.get();
   jobs_[id] = std::move(job);
   j->thread = std::thread([this, j, id, prompt, model, description] {
     Result<std::string> r = Status::Internal("the background task stopped on an unexpected error");
     RunGuarded("background task " + id, [&] { r = RunOne(parent_ctx_.agent + "-" + id, prompt, model, &j->cancel); });
-    std::string state = j->cancel.cancelled() ? "stopped" : r.ok() ? "completed" : "failed";
-    std::string output = state == "stopped" ? "" : r.ok() ? *r : r.status().message();
+    using tools::BackgroundState;
+    BackgroundState state = j->cancel.cancelled() ? BackgroundState::kStopped
+                            : r.ok()               ? BackgroundState::kCompleted
+                                                   : BackgroundState::kFailed;
+    std::string output = state == BackgroundState::kStopped ? "" : r.ok() ? *r : r.status().message();
     // Announced before it shows as finished: whoever sees it finished
     // (TaskOutput) finds the notice already queued for the next turn.
-    if (announce_ && state != "stopped") {
-      announce_("<background-task id=\"" + id + "\" description=\"" + description + "\" status=\"" + state +
+    if (announce_ && state != BackgroundState::kStopped) {
+      announce_("<background-task id=\"" + id + "\" description=\"" + description + "\" status=\"" +
+                std::string(tools::BackgroundStateName(state)) +
                 "\">\n" + output + "\n</background-task>");
     }
     {
@@ -129,7 +133,7 @@ Result<tools::BackgroundStatus> SubagentManager::Output(const std::string& id, b
   Job* j = it->second.get();
   if (block) {
     done_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                      [&] { return j->status.state != "running"; });
+                      [&] { return j->status.state != tools::BackgroundState::kRunning; });
   }
   return j->status;
 }
@@ -146,13 +150,13 @@ Result<tools::BackgroundStatus> SubagentManager::Stop(const std::string& id) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return Status::NotFound("no background task '" + id + "'");
     Job* j = it->second.get();
-    if (j->status.state != "running") return j->status;
+    if (j->status.state != tools::BackgroundState::kRunning) return j->status;
     j->cancel.Cancel();
   }
   // Wait for it to wind down (a tool call in flight is killed).
   std::unique_lock<std::mutex> lock(mu_);
   Job* j = jobs_[id].get();
-  done_cv_.wait(lock, [&] { return j->status.state != "running"; });
+  done_cv_.wait(lock, [&] { return j->status.state != tools::BackgroundState::kRunning; });
   return j->status;
 }
 

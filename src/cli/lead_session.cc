@@ -301,10 +301,104 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
 }
 
 
+// The lead's spec: its prompt (with the skills it may load) and limits.
+agent::AgentSpec LeadSpec(const LeadSessionConfig& a, const std::string& lead_name,
+                          const tools::SkillLibrary& skills) {
+  agent::PromptFacts facts;
+  facts.ws = a.ws;
+  facts.team = a.team;
+  facts.name = lead_name;
+  facts.lead = lead_name;
+  facts.skills = skills.PromptSection();
+  agent::AgentSpec spec;
+  spec.name = lead_name;
+  spec.system = agent::LeadSystemPrompt(facts);
+  spec.identity = agent::LeadIdentity(facts);
+  spec.model = a.model;
+  spec.max_calls = a.max_turns;
+  spec.read_inbox = true;
+  spec.context.budget_tokens = a.context_budget;
+  return spec;
+}
+
+// Takes the lead's host lock (one process hosts a team's lead at a time;
+// the kernel frees it when that process dies), kills what a dead
+// predecessor's tools left running (it would work on beside the resumed
+// conversation), and attaches the journal (set aside first with --fresh).
+Result<FileLock> HostTheLead(const LeadSessionConfig& a, const std::string& lead_name, agent::AgentLoop& lead,
+                             LiveOutput& out) {
+  const Workspace& ws = a.ws;
+  MATES_RETURN_IF_ERROR(EnsureDir(ws.AgentsDir(a.team)));
+  auto host = FileLock::TryAcquire(ws.AgentsDir(a.team) / (lead_name + ".lock"));
+  if (!host.ok()) {
+    return Status::FailedPrecondition("the lead of team '" + a.team + "' is already running in another process");
+  }
+  auto leftovers = ProcessJournal(ws.AgentsDir(a.team) / (lead_name + ".procs")).KillLeftovers();
+  if (leftovers.ok() && *leftovers > 0) {
+    out.Line("", "stopped " + std::to_string(*leftovers) + " process tree(s) the lead's last host left running");
+  }
+  fs::path journal = ws.AgentsDir(a.team) / (lead_name + ".jsonl");
+  std::error_code ec;
+  if (a.fresh && fs::exists(journal, ec)) {
+    fs::rename(journal, ws.AgentsDir(a.team) / (lead_name + "." +
+                                                std::to_string(static_cast<int64_t>(WallSeconds())) + ".jsonl"),
+               ec);
+  }
+  MATES_RETURN_IF_ERROR(lead.AttachJournal(journal, /*resume=*/true));
+  return std::move(*host);
+}
+
+// What the signal thread does: a first Ctrl-C interrupts the lead's turn;
+// stopping interrupts every agent for good and kills every tree.
+SessionSignals::Hooks SignalHooks(agent::AgentLoop& lead, team::TeamManager& teams, agent::SubagentManager& subs,
+                                  LiveOutput& out) {
+  SessionSignals::Hooks hooks;
+  hooks.interrupt_turn = [&lead, &teams] {
+    lead.Interrupt();
+    teams.lead_waker()->Notify();
+  };
+  hooks.stop_all = [&lead, &teams, &subs] {
+    lead.Interrupt(CancelToken::kForGood);
+    subs.InterruptAll();
+    teams.InterruptAll("its host was told to stop");
+    KillTagged(HostTagPrefix());
+    teams.lead_waker()->Notify();
+  };
+  hooks.say = [&out](const std::string& text) { out.Line("", text); };
+  return hooks;
+}
+
+// The session's work: resumed teammates, then the goal, or what a resumed
+// conversation left and the REPL. Returns the exit code.
+int Work(const LeadSessionConfig& a, agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamManager& teams,
+         agent::SubagentManager& subs, SessionSignals& signals, LiveOutput& out) {
+  // Teammates whose host died come back from their journals.
+  auto resumed = teams.ResumeTeam();
+  bool pending_work = resumed.ok() && !resumed->empty();
+  if (pending_work) {
+    std::string names;
+    for (const auto& n : *resumed) names += (names.empty() ? "" : ", ") + n;
+    out.Line("", "resumed teammates of team " + ctx.team + ": " + names);
+  }
+  if (!a.goal.empty()) {
+    signals.SetTurnRunning(true);
+    auto r = WaitForTeam(lead.Run(a.goal), lead, ctx, teams, signals);
+    signals.SetTurnRunning(false);
+    return ExitFor(r, out);
+  }
+  if (pending_work || lead.HasPendingInput()) {
+    signals.SetTurnRunning(true);
+    auto r = WaitForTeam(lead.Continue(), lead, ctx, teams, signals);
+    signals.SetTurnRunning(false);
+    if (!r.ok()) std::cerr << "mates: error: " << r.status().message() << std::endl;
+  }
+  if (signals.exit_code() == 0) Repl(lead, ctx, out, signals, subs, teams);
+  return 0;
+}
+
 }  // namespace
 
 LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* provider, LiveOutput& out) {
-  LeadSessionResult result;
   const Workspace& ws = a.ws;
   Status s = ValidateName("team name", a.team);
   if (!s.ok()) return {Fail(s), std::nullopt};
@@ -330,56 +424,16 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   ctx.agent = lead_name;
   ctx.is_lead = true;
   ctx.skills = &skills;
-
-  agent::PromptFacts facts;
-  facts.ws = ws;
-  facts.team = a.team;
-  facts.name = lead_name;
-  facts.lead = lead_name;
-  facts.skills = skills.PromptSection();
-  agent::AgentSpec spec;
-  spec.name = lead_name;
-  spec.system = agent::LeadSystemPrompt(facts);
-  spec.identity = agent::LeadIdentity(facts);
-  spec.model = a.model;
-  spec.max_calls = a.max_turns;
-  spec.read_inbox = true;
-  spec.context.budget_tokens = a.context_budget;
-
   agent::AgentLoop* lead_ptr = nullptr;
   agent::SubagentManager subs(provider, ctx, &out, [&lead_ptr](std::string notice) {
     if (lead_ptr != nullptr) lead_ptr->AddNotice(std::move(notice));
   });
   ctx.subagents = &subs;
-  agent::AgentLoop lead(spec, provider, registry.get(), &ctx, &out);
+  agent::AgentLoop lead(LeadSpec(a, lead_name, skills), provider, registry.get(), &ctx, &out);
   lead_ptr = &lead;
   ctx.cancel = lead.cancel_token();
-
-  // One process hosts a team's lead at a time (the kernel frees the lock if
-  // that process dies).
-  s = EnsureDir(ws.AgentsDir(a.team));
-  if (!s.ok()) return {Fail(s), std::nullopt};
-  auto host = FileLock::TryAcquire(ws.AgentsDir(a.team) / (lead_name + ".lock"));
-  if (!host.ok()) {
-    return {Fail(Status::FailedPrecondition("the lead of team '" + a.team +
-                                            "' is already running in another process")),
-            std::nullopt};
-  }
-  // What a dead predecessor's tools left running goes first: it would work
-  // on beside the resumed conversation.
-  auto leftovers = ProcessJournal(ws.AgentsDir(a.team) / (lead_name + ".procs")).KillLeftovers();
-  if (leftovers.ok() && *leftovers > 0) {
-    out.Line("", "stopped " + std::to_string(*leftovers) + " process tree(s) the lead's last host left running");
-  }
-  fs::path journal = ws.AgentsDir(a.team) / (lead_name + ".jsonl");
-  std::error_code ec;
-  if (a.fresh && fs::exists(journal, ec)) {
-    fs::rename(journal, ws.AgentsDir(a.team) / (lead_name + "." +
-                                                std::to_string(static_cast<int64_t>(WallSeconds())) + ".jsonl"),
-               ec);
-  }
-  s = lead.AttachJournal(journal, /*resume=*/true);
-  if (!s.ok()) return {Fail(s), std::nullopt};
+  auto host = HostTheLead(a, lead_name, lead, out);
+  if (!host.ok()) return {Fail(host.status()), std::nullopt};
 
   team::TeamOptions topt;
   topt.idle_timeout_s = a.idle_timeout_s;
@@ -392,50 +446,14 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   });
   ctx.teams = &teams;
   lead.SetNoticeSource([&teams] { return teams.TakeNewsForLead(); });
-
-  SessionSignals::Hooks hooks;
-  hooks.interrupt_turn = [&lead, &teams] {
-    lead.Interrupt();
-    teams.lead_waker()->Notify();
-  };
-  hooks.stop_all = [&lead, &teams, &subs] {
-    lead.Interrupt(CancelToken::kForGood);
-    subs.InterruptAll();
-    teams.InterruptAll("its host was told to stop");
-    KillTagged(HostTagPrefix());
-    teams.lead_waker()->Notify();
-  };
-  hooks.say = [&out](const std::string& text) { out.Line("", text); };
-  signals.SetHooks(std::move(hooks));
+  signals.SetHooks(SignalHooks(lead, teams, subs, out));
   // No hook may run once the objects it uses start going away.
   struct HooksOff {
     SessionSignals& s;
     ~HooksOff() { s.Finished(); }
   } hooks_off{signals};
 
-  // Teammates whose host died come back from their journals.
-  auto resumed = teams.ResumeTeam();
-  bool pending_work = resumed.ok() && !resumed->empty();
-  if (pending_work) {
-    std::string names;
-    for (const auto& n : *resumed) names += (names.empty() ? "" : ", ") + n;
-    out.Line("", "resumed teammates of team " + ctx.team + ": " + names);
-  }
-  int code = 0;
-  if (a.goal.empty()) {
-    if (pending_work || lead.HasPendingInput()) {
-      signals.SetTurnRunning(true);
-      auto r = WaitForTeam(lead.Continue(), lead, ctx, teams, signals);
-      signals.SetTurnRunning(false);
-      if (!r.ok()) std::cerr << "mates: error: " << r.status().message() << std::endl;
-    }
-    if (signals.exit_code() == 0) Repl(lead, ctx, out, signals, subs, teams);
-  } else {
-    signals.SetTurnRunning(true);
-    auto r = WaitForTeam(lead.Run(a.goal), lead, ctx, teams, signals);
-    signals.SetTurnRunning(false);
-    code = ExitFor(r, out);
-  }
+  int code = Work(a, lead, ctx, teams, subs, signals, out);
   teams.StopAll();
   if (signals.exit_code() != 0) {
     KillTagged(HostTagPrefix());  // whatever a tool started since
@@ -443,10 +461,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   }
   signals.Finished();
   PrintUsage(out, lead, subs, teams);
-  result.exit_code = code;
-  result.deleted_team = teams.last_deleted();
-  return result;
+  return {code, teams.last_deleted()};
 }
-
 
 }  // namespace mates::cli

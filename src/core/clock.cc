@@ -1,5 +1,9 @@
 #include "core/clock.h"
 
+#include <thread>
+
+#include "core/cancel.h"
+
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -42,6 +46,23 @@ Deadline DeadlineIn(double seconds) {
   if (!(seconds >= 0) || seconds > 1e9) return std::nullopt;
   return SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
                                   std::chrono::duration<double>(seconds));
+}
+
+namespace {
+class RealClock : public Clock {
+ public:
+  SteadyClock::time_point Now() override { return SteadyClock::now(); }
+  bool Sleep(double seconds, CancelToken* cancel) override {
+    if (cancel != nullptr) return cancel->WaitFor(seconds);
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    return false;
+  }
+};
+}  // namespace
+
+Clock& Clock::Real() {
+  static RealClock* clock = new RealClock();
+  return *clock;
 }
 
 bool Expired(const Deadline& d) { return d.has_value() && SteadyClock::now() >= *d; }

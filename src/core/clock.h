@@ -18,6 +18,20 @@ std::string IsoTime(double wall_seconds);
 // "10:30:00" for people.
 std::string ClockTime(double wall_seconds);
 
+// Waiting that a test can replace (leveldb's Env, for time): the retry
+// loop's backoff waits through one, so a test of retry-after and backoff
+// runs in no time and sees every wait asked for.
+class CancelToken;
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual SteadyClock::time_point Now() = 0;
+  // Waits `seconds`, or until `cancel` (may be null) fires; true if it did.
+  virtual bool Sleep(double seconds, CancelToken* cancel) = 0;
+  // The real one.
+  static Clock& Real();
+};
+
 // A deadline `seconds` from now; negative, NaN or beyond 10^9 s = none.
 Deadline DeadlineIn(double seconds);
 // True once `d` has passed (never for nullopt).

@@ -6,6 +6,7 @@
 // replays canned bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,42 @@
 
 namespace mates::llm {
 namespace {
+
+// Answers with each of `replies` in turn (status, body; the last repeats).
+class ScriptedTransport : public HttpTransport {
+ public:
+  explicit ScriptedTransport(std::vector<std::pair<int, std::string>> replies) : replies_(std::move(replies)) {}
+  Result<HttpResponse> Post(const HttpRequest&, const std::function<bool(std::string_view)>& on_data,
+                            const std::atomic<bool>*) override {
+    const auto& [status, body] = replies_[std::min<size_t>(calls++, replies_.size() - 1)];
+    HttpResponse r;
+    r.status = status;
+    r.headers["retry-after"] = "30";
+    if (status >= 200 && status < 300) {
+      on_data(body);
+    } else {
+      r.body = body;
+    }
+    return r;
+  }
+  size_t calls = 0;
+
+ private:
+  std::vector<std::pair<int, std::string>> replies_;
+};
+
+// Time that passes only when waited on: records every wait.
+class FakeClock : public Clock {
+ public:
+  SteadyClock::time_point Now() override { return now; }
+  bool Sleep(double seconds, CancelToken* cancel) override {
+    waits.push_back(seconds);
+    now += std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+    return cancel != nullptr && cancel->cancelled();
+  }
+  SteadyClock::time_point now{};
+  std::vector<double> waits;
+};
 
 // Answers every Post with `status` and `body`, delivered in chunks of
 // `chunk` bytes as a server would; counts the calls.
@@ -268,6 +305,34 @@ TEST(HostileReplyTest, AServerEchoingTheKeyHasItRedacted) {
   // Error bodies of the wrong shape are said as they are.
   auto odd = Anthropic(R"({"error":{"message":42,"type":null}})", true, 400);
   EXPECT_NE(odd.reply.status().message().find("HTTP 400"), std::string::npos) << odd.reply.status().message();
+}
+
+// The retry loop's waits go through a Clock: retry-after is honoured (30 s
+// twice here) and a test sees it without waiting a minute.
+TEST(HostileReplyTest, RetryWaitsGoThroughTheClock) {
+  FakeClock clock;
+  AnthropicOptions o;
+  o.stream = false;
+  o.retry.clock = &clock;
+  auto t = std::make_unique<ScriptedTransport>(std::vector<std::pair<int, std::string>>{
+      {429, R"({"type":"error","error":{"type":"rate_limit_error","message":"slow down"}})"},
+      {529, R"({"type":"error","error":{"type":"overloaded_error","message":"busy"}})"},
+      {200, R"({"id":"m","content":[{"type":"text","text":"at last"}],"stop_reason":"end_turn"})"}});
+  ScriptedTransport* raw = t.get();
+  AnthropicProvider p(o, std::move(t));
+  auto start = SteadyClock::now();
+  auto r = p.Complete(Ask(), {}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->Text(), "at last");
+  EXPECT_EQ(raw->calls, 3u);
+  EXPECT_EQ(clock.waits, (std::vector<double>{30, 30}));
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(5));
+  // A cancelled wait ends the call as cancelled.
+  CancelToken cancel;
+  cancel.Cancel();
+  auto t2 = std::make_unique<ScriptedTransport>(std::vector<std::pair<int, std::string>>{{429, "{}"}});
+  AnthropicProvider p2(o, std::move(t2));
+  EXPECT_EQ(p2.Complete(Ask(), {}, &cancel).status().code(), StatusCode::kCancelled);
 }
 
 }  // namespace

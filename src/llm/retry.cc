@@ -132,11 +132,8 @@ Result<Response> RunWithRetries(const RetryPolicy& policy, const StreamCallbacks
     }
     double delay = RetryDelay(policy, n + 1, failure.headers);
     if (callbacks.on_retry) callbacks.on_retry(n + 1, failure.status, delay);
-    if (cancel != nullptr) {
-      if (cancel->WaitFor(delay)) return Status::Cancelled("request cancelled");
-    } else {
-      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
-    }
+    Clock& clock = policy.clock != nullptr ? *policy.clock : Clock::Real();
+    if (clock.Sleep(delay, cancel)) return Status::Cancelled("request cancelled");
   }
 }
 

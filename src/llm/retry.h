@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "core/clock.h"
 #include "core/json.h"
 #include "core/status.h"
 #include "llm/http.h"
@@ -16,6 +17,7 @@ struct RetryPolicy {
   double base_delay_s = 0.5;
   double max_delay_s = 16;
   double max_server_delay_s = 120;  // a retry-after above this is capped
+  Clock* clock = nullptr;           // how waits happen; null = Clock::Real()
 };
 
 // 408, 409, 429, 5xx (529 = overloaded included).

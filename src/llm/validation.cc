@@ -68,7 +68,15 @@ Status ValidateTools(const Json& tools, bool openai) {
 
 }  // namespace
 
-static Status ValidateAnthropicRequestUnguarded(const Json& body, bool strict_alternation) {
+namespace {
+
+// The request's head: model, max_tokens, messages present, system, tools,
+// metadata. Counts the cache breakpoints it holds into `cache_points`.
+Status ValidateAnthropicHead(const Json& body, int* cache_points) {
+  auto count_cache = [&](const Json& b) {
+    if (b.is_object() && b.contains("cache_control")) ++*cache_points;
+  };
+
   if (!body.is_object()) return Bad("request body must be a JSON object");
   if (!body.contains("model") || !body["model"].is_string() || body["model"].get<std::string>().empty()) {
     return Bad("model: Field required");
@@ -78,12 +86,7 @@ static Status ValidateAnthropicRequestUnguarded(const Json& body, bool strict_al
     return Bad("max_tokens: Field required (an integer >= 1)");
   }
   if (!body.contains("messages") || !body["messages"].is_array()) return Bad("messages: Field required");
-  const Json& msgs = body["messages"];
-  if (msgs.empty()) return Bad("messages: at least one message is required");
-  int cache_points = 0;
-  auto count_cache = [&](const Json& b) {
-    if (b.is_object() && b.contains("cache_control")) ++cache_points;
-  };
+  if (body["messages"].empty()) return Bad("messages: at least one message is required");
   if (body.contains("system")) {
     const Json& sys = body["system"];
     if (sys.is_array()) {
@@ -111,11 +114,20 @@ static Status ValidateAnthropicRequestUnguarded(const Json& body, bool strict_al
     }
   }
 
-  // Turns as the API sees them: consecutive same-role messages merged.
-  struct Turn {
-    std::string role;
-    std::vector<const Json*> blocks;
-    size_t first_index;
+  return Status::Ok();
+}
+
+// Turns as the API sees them: consecutive same-role messages merged.
+struct Turn {
+  std::string role;
+  std::vector<const Json*> blocks;
+  size_t first_index;
+};
+
+// The messages, each block checked, gathered into turns.
+Result<std::vector<Turn>> AnthropicTurns(const Json& msgs, bool strict_alternation, int* cache_points) {
+  auto count_cache = [&](const Json& b) {
+    if (b.is_object() && b.contains("cache_control")) ++*cache_points;
   };
   std::vector<Turn> turns;
   std::set<std::string> tool_use_ids;
@@ -190,12 +202,12 @@ static Status ValidateAnthropicRequestUnguarded(const Json& body, bool strict_al
       turns.push_back({role, std::move(blocks), i});
     }
   }
-  if (turns.empty()) return Bad("messages: at least one user message is required");
-  if (turns.front().role != "user") return Bad("messages: first message must use the \"user\" role");
-  if (cache_points > 4) {
-    return Bad("A maximum of 4 blocks with cache_control may be provided. Found " +
-               std::to_string(cache_points) + ".");
-  }
+  return turns;
+}
+
+// Every tool_use answered by a tool_result in the very next user turn, and
+// no tool_result without its tool_use in the turn before.
+Status CheckToolPairing(const std::vector<Turn>& turns) {
   for (size_t t = 0; t < turns.size(); ++t) {
     const Turn& turn = turns[t];
     if (turn.role == "assistant") {
@@ -242,6 +254,23 @@ static Status ValidateAnthropicRequestUnguarded(const Json& body, bool strict_al
     }
   }
   return Status::Ok();
+  return Status::Ok();
+}
+
+}  // namespace
+
+static Status ValidateAnthropicRequestUnguarded(const Json& body, bool strict_alternation) {
+  if (!body.is_object()) return Bad("request body must be a JSON object");
+  int cache_points = 0;
+  MATES_RETURN_IF_ERROR(ValidateAnthropicHead(body, &cache_points));
+  MATES_ASSIGN_OR_RETURN(std::vector<Turn> turns, AnthropicTurns(body["messages"], strict_alternation, &cache_points));
+  if (turns.empty()) return Bad("messages: at least one user message is required");
+  if (turns.front().role != "user") return Bad("messages: first message must use the \"user\" role");
+  if (cache_points > 4) {
+    return Bad("A maximum of 4 blocks with cache_control may be provided. Found " +
+               std::to_string(cache_points) + ".");
+  }
+  return CheckToolPairing(turns);
 }
 
 static Status ValidateOpenAIRequestUnguarded(const Json& body) {

@@ -98,7 +98,11 @@ void TeammateHost::WatchdogLoop() {
     auto next = std::min_element(shutdown_deadlines_.begin(), shutdown_deadlines_.end(),
                                  [](const auto& a, const auto& b) { return a.second < b.second; });
     if (SteadyClock::now() < next->second) {
-      cv_.wait_until(lock, next->second);
+      // A copy: while we wait the entry may be erased (an answer came),
+      // and wait_until reads its deadline again when it wakes. (Waiting on
+      // the map's own element was a use-after-free AddressSanitizer found.)
+      const SteadyClock::time_point when = next->second;
+      cv_.wait_until(lock, when);
       continue;
     }
     std::string name = next->first;

@@ -127,7 +127,7 @@ class TaskTool : public Tool {
 };
 
 std::string DescribeBackground(const BackgroundStatus& s) {
-  std::string out = "Background task " + s.id + " (" + s.description + "): " + s.state;
+  std::string out = "Background task " + s.id + " (" + s.description + "): " + std::string(BackgroundStateName(s.state));
   if (!s.output.empty()) out += "\n" + s.output;
   return out;
 }

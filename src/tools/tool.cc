@@ -7,6 +7,20 @@
 
 namespace mates::tools {
 
+std::string_view BackgroundStateName(BackgroundState s) {
+  switch (s) {
+    case BackgroundState::kRunning:
+      return "running";
+    case BackgroundState::kCompleted:
+      return "completed";
+    case BackgroundState::kFailed:
+      return "failed";
+    case BackgroundState::kStopped:
+      return "stopped";
+  }
+  return "running";
+}
+
 void ToolRegistry::Add(std::unique_ptr<Tool> tool) { tools_.push_back(std::move(tool)); }
 
 const Tool* ToolRegistry::Find(const std::string& name) const {

@@ -33,10 +33,14 @@ struct ToolResult {
   static ToolResult Error(std::string c) { return {std::move(c), true}; }
 };
 
+enum class BackgroundState { kRunning, kCompleted, kFailed, kStopped };
+// "running" | "completed" | "failed" | "stopped": what the model reads.
+std::string_view BackgroundStateName(BackgroundState s);
+
 struct BackgroundStatus {
   std::string id;
   std::string description;
-  std::string state;  // running | completed | failed | stopped
+  BackgroundState state = BackgroundState::kRunning;
   std::string output;  // the final text, or the error
 };
 
