@@ -78,9 +78,6 @@ namespace {
 
 constexpr int64_t kMaxBlocks = 4096;
 
-Status Malformed(const std::string& where, const Status& why) {
-  return Status::Unavailable("malformed reply from the server: " + where + ": " + why.message());
-}
 
 // A block index: an integer in [0, kMaxBlocks).
 Result<int64_t> BlockIndex(const Json& j) {
@@ -124,24 +121,24 @@ void AnthropicStreamAccumulator::OnEvent(const SseEvent& event) {
   auto data = ParseJson(event.data);
   std::string where = event.event.empty() ? "event" : "event '" + event.event + "'";
   if (!data.ok()) {
-    malformed_ = Malformed(where, data.status());
+    malformed_ = MalformedReply(where, data.status());
     return;
   }
   if (!data->is_object()) {
-    malformed_ = Malformed(where, Status::InvalidArgument("its data is not a JSON object"));
+    malformed_ = MalformedReply(where, Status::InvalidArgument("its data is not a JSON object"));
     return;
   }
   std::string type = event.event;
   if (type.empty()) {
     auto t = JsonString(*data, "type", true);
     if (!t.ok()) {
-      malformed_ = Malformed(where, t.status());
+      malformed_ = MalformedReply(where, t.status());
       return;
     }
     type = *t;
   }
   Status s = Apply(type, *data);
-  if (!s.ok()) malformed_ = Malformed(type, s);
+  if (!s.ok()) malformed_ = MalformedReply(type, s);
 }
 
 Status AnthropicStreamAccumulator::Apply(const std::string& type, const Json& j) {
@@ -256,9 +253,9 @@ Response AnthropicStreamAccumulator::TakeResponse() {
 }
 
 Result<Response> AnthropicResponseFromJson(const Json& j) {
-  if (!j.is_object()) return Malformed("reply", Status::InvalidArgument("not a JSON object"));
+  if (!j.is_object()) return MalformedReply("reply", Status::InvalidArgument("not a JSON object"));
   Response r;
-  auto fail = [](const Status& s) { return Malformed("reply", s); };
+  auto fail = [](const Status& s) { return MalformedReply("reply", s); };
   auto id = JsonString(j, "id", false);
   auto model = JsonString(j, "model", false);
   auto stop = StopReason(j);
@@ -339,20 +336,7 @@ Result<Response> AnthropicProvider::Attempt(const Request&, const std::string& b
     if (text != nullptr) text->Text(r->Text());
     return r;
   }
-  if (sse.overflowed()) {
-    failure->status = Malformed("stream", Status::InvalidArgument("a line longer than " +
-                                                                 std::to_string(kMaxSseLineBytes) + " bytes"));
-    return failure->status;
-  }
-  if (!acc.malformed().ok()) {
-    failure->status = acc.malformed();
-    return failure->status;
-  }
-  if (!acc.error().ok()) {
-    failure->status = acc.error();
-    failure->retryable = true;
-    return failure->status;
-  }
+  if (Status f = StreamFailure(sse.overflowed(), acc.malformed(), acc.error(), failure); !f.ok()) return f;
   if (!acc.complete()) {
     failure->status = Status::Unavailable("the stream ended before message_stop");
     failure->retryable = true;

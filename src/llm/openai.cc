@@ -53,9 +53,6 @@ Status AppendToolUses(std::vector<std::pair<std::string, std::pair<std::string, 
   return Status::Ok();
 }
 
-Status Malformed(const std::string& where, const Status& why) {
-  return Status::Unavailable("malformed reply from the server: " + where + ": " + why.message());
-}
 
 constexpr int64_t kMaxToolCalls = 1024;
 
@@ -146,7 +143,7 @@ void OpenAIStreamAccumulator::OnData(const std::string& data) {
   }
   auto j = ParseJson(data);
   if (!j.ok()) {
-    malformed_ = Malformed("chunk " + std::to_string(chunks_ + 1), j.status());
+    malformed_ = MalformedReply("chunk " + std::to_string(chunks_ + 1), j.status());
     return;
   }
   OnChunk(*j);
@@ -155,7 +152,7 @@ void OpenAIStreamAccumulator::OnData(const std::string& data) {
 void OpenAIStreamAccumulator::MarkDone() {
   done_ = true;
   if (chunks_ == 0 && malformed_.ok() && error_.ok()) {
-    malformed_ = Malformed("stream", Status::InvalidArgument("[DONE] came before any chunk"));
+    malformed_ = MalformedReply("stream", Status::InvalidArgument("[DONE] came before any chunk"));
   }
 }
 
@@ -163,7 +160,7 @@ void OpenAIStreamAccumulator::OnChunk(const Json& chunk) {
   if (failed()) return;
   ++chunks_;
   Status s = Apply(chunk);
-  if (!s.ok()) malformed_ = Malformed("chunk " + std::to_string(chunks_), s);
+  if (!s.ok()) malformed_ = MalformedReply("chunk " + std::to_string(chunks_), s);
 }
 
 Status OpenAIStreamAccumulator::Apply(const Json& chunk) {
@@ -269,7 +266,7 @@ Result<Response> OpenAIStreamAccumulator::TakeResponse() {
 }
 
 Result<Response> OpenAIResponseFromJson(const Json& j) {
-  auto fail = [](const Status& s) { return Malformed("reply", s); };
+  auto fail = [](const Status& s) { return MalformedReply("reply", s); };
   if (!j.is_object()) return fail(Status::InvalidArgument("not a JSON object"));
   auto choices = JsonArrayField(j, "choices", true);
   if (!choices.ok()) return fail(choices.status());
@@ -374,20 +371,7 @@ Result<Response> OpenAIProvider::Attempt(const std::string& body, TextDeduper* t
     if (!r.ok()) *failure = AttemptFailure{r.status(), false, {}};
     return r;
   }
-  if (sse.overflowed()) {
-    failure->status = Malformed("stream", Status::InvalidArgument("a line longer than " +
-                                                                 std::to_string(kMaxSseLineBytes) + " bytes"));
-    return failure->status;
-  }
-  if (!acc.malformed().ok()) {
-    failure->status = acc.malformed();
-    return failure->status;
-  }
-  if (!acc.error().ok()) {
-    failure->status = acc.error();
-    failure->retryable = true;
-    return failure->status;
-  }
+  if (Status f = StreamFailure(sse.overflowed(), acc.malformed(), acc.error(), failure); !f.ok()) return f;
   if (!acc.done()) {
     failure->status = Status::Unavailable("the stream ended before [DONE]");
     failure->retryable = true;

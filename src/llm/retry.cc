@@ -137,6 +137,23 @@ Result<Response> RunWithRetries(const RetryPolicy& policy, const StreamCallbacks
   }
 }
 
+Status MalformedReply(const std::string& where, const Status& why) {
+  return Status::Unavailable("malformed reply from the server: " + where + ": " + why.message());
+}
+
+Status StreamFailure(bool sse_overflowed, const Status& malformed, const Status& error, AttemptFailure* failure) {
+  if (sse_overflowed) {
+    failure->status = MalformedReply(
+        "stream", Status::InvalidArgument("a line longer than " + std::to_string(kMaxSseLineBytes) + " bytes"));
+  } else if (!malformed.ok()) {
+    failure->status = malformed;
+  } else if (!error.ok()) {
+    failure->status = error;
+    failure->retryable = true;
+  }
+  return failure->status;
+}
+
 Status StatusForHttpError(int status, const std::string& body) {
   std::string message;
   std::string type;

@@ -68,6 +68,15 @@ Result<Json> PostAttempt(HttpTransport& transport, const HttpRequest& http, bool
                          const std::function<bool(std::string_view)>& feed, CancelToken* cancel,
                          AttemptFailure* failure);
 
+// A reply that broke the API's shape, named where: not retried (the
+// server meant it, and would send it again).
+Status MalformedReply(const std::string& where, const Status& why);
+
+// What ended a streamed attempt, in the order that matters: an SSE line
+// over the bound, a malformed event, an `error` event (retryable). Sets
+// `failure` and returns its status, or OK when the stream was clean.
+Status StreamFailure(bool sse_overflowed, const Status& malformed, const Status& error, AttemptFailure* failure);
+
 // A Status for a non-2xx HTTP answer: the API's own error message as is.
 // Anthropic: {"type":"error","error":{"type","message"}}; OpenAI:
 // {"error":{"message","type"}}.

@@ -102,7 +102,9 @@ Status ValidateReply(const Json& reply, const std::string& where) {
     const Json& b = reply[i];
     std::string at = where + "[" + std::to_string(i) + "]";
     if (!b.is_object()) return Status::InvalidArgument(at + ": a content block must be an object");
-    std::string type = b.value("type", "");
+    auto type_field = JsonString(b, "type", false);
+    if (!type_field.ok()) return Status::InvalidArgument(at + ".type: must be 'text' or 'tool_use'");
+    const std::string& type = *type_field;
     if (type == "text") {
       MATES_RETURN_IF_ERROR(CheckKeys(b, {"type", "text"}, at));
       if (!b.contains("text") || !b["text"].is_string() || b["text"].get<std::string>().empty()) {
@@ -115,6 +117,9 @@ Status ValidateReply(const Json& reply, const std::string& where) {
       }
       if (b.contains("input") && !b["input"].is_object()) {
         return Status::InvalidArgument(at + ".input: must be an object");
+      }
+      if (b.contains("id") && (!b["id"].is_string() || b["id"].get<std::string>().empty())) {
+        return Status::InvalidArgument(at + ".id: must be a non-empty string");
       }
     } else {
       return Status::InvalidArgument(at + ".type: must be 'text' or 'tool_use', got '" + type + "'");
@@ -215,8 +220,9 @@ Result<Scenario> Scenario::Parse(const std::string& text, const std::string& sou
         rule.once = r["once"].get<bool>();
       }
       if (r.contains("delay_ms")) {
-        if (!r["delay_ms"].is_number() || r["delay_ms"].get<double>() < 0) {
-          return fail(at + ".delay_ms: must be a number >= 0");
+        if (!r["delay_ms"].is_number() || !(r["delay_ms"].get<double>() >= 0) ||
+            r["delay_ms"].get<double>() > 600000) {
+          return fail(at + ".delay_ms: must be a number of milliseconds from 0 to 600000");
         }
         rule.delay_ms = static_cast<int>(r["delay_ms"].get<double>());
       }

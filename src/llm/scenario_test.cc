@@ -144,5 +144,26 @@ TEST(ScenarioTest, ManyAgentsAtOnceEachGetTheirOnceRuleExactlyOnce) {
   EXPECT_EQ(firsts.load(), 8);
 }
 
+// Found by the scenario fuzzer: a block's "type" that is not a string threw
+// out of Parse. And what would be undefined or throw later, at a reply: a
+// tool_use id that is not a string, a delay past any int.
+TEST(ScenarioTest, FieldsOfTheWrongTypeAreRefusedNotThrown) {
+  struct Case {
+    const char* text;
+    const char* says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"rules": [{"reply": [{"type": 7}]}]})", "rules[0].reply[0].type"},
+           {R"({"default_reply": [{"type": null, "text": "x"}]})", "default_reply[0].type"},
+           {R"({"rules": [{"reply": [{"type": "tool_use", "name": "bash", "id": 5}]}]})", "reply[0].id"},
+           {R"({"rules": [{"delay_ms": 1e300, "reply": [{"type": "text", "text": "x"}]}]})", "delay_ms"},
+       }) {
+    Status s;
+    ASSERT_NO_THROW(s = Scenario::Parse(c.text, "s.json").status()) << c.text;
+    ASSERT_FALSE(s.ok()) << c.text;
+    EXPECT_NE(s.message().find(c.says), std::string::npos) << s.message();
+  }
+}
+
 }  // namespace
 }  // namespace mates::llm
