@@ -50,12 +50,19 @@ Result<fs::path> ResolveInWorkspace(const Workspace& ws, const std::string& path
     }
   }
   if (for_write) {
-    fs::path rel = full.lexically_relative(ws.root());
+    // Decided on where the write would really land, links resolved (a link
+    // `notes -> .teams/t` made `notes/config.json` look like any file).
+    fs::path real_target = fs::weakly_canonical(full, ec);
+    if (ec) return Status::IOError("'" + path + "': " + ec.message());
+    fs::path rel = real_target.lexically_relative(root);
     std::string first = rel.empty() ? "" : rel.begin()->string();
-    if (first == ".teams" || first == ".tasks") {
-      return Status::InvalidArgument("'" + path + "' is team state: use SendMessage and the Task tools, "
-                                     "not file writes");
+    if (first == ".teams" || first == ".tasks" || first == ".mates") {
+      return Status::InvalidArgument("'" + path + "' is team state" +
+                                     (real_target == full ? std::string() : " (through a symbolic link)") +
+                                     ": use SendMessage and the Task tools, not file writes");
     }
+    // Written where it was checked.
+    return real_target;
   }
   return full;
 }

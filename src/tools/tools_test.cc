@@ -99,6 +99,37 @@ TEST_F(ToolsTest, PathsStayInsideTheWorkspace) {
   EXPECT_NE(team_state.content.find("team state"), std::string::npos);
 }
 
+// Item 10 of the hardening issue: write_file/edit_file through a link to
+// .teams/.tasks rewrote team state (the guard looked at the path before
+// resolving links).
+TEST_F(ToolsTest, TeamStateCannotBeWrittenThroughALink) {
+  fs::create_symlink(".teams/t", dir_.path() / "notes");
+  fs::create_symlink(".tasks", dir_.path() / "board");
+  fs::create_directories(dir_.path() / ".mates");
+  fs::create_symlink(".mates", dir_.path() / "m");
+  fs::create_symlink(".teams/t/config.json", dir_.path() / "cfg.json");
+  const std::string config_before = testing::ReadAll(dir_.path() / ".teams/t/config.json");
+  for (const char* p : {"notes/config.json", "notes/alice_inbox.jsonl", "board/t/1.json", "m/anything",
+                        "cfg.json"}) {
+    auto write = Call("write_file", std::string(R"({"path":")") + p + R"(","content":"{}"})");
+    EXPECT_TRUE(write.is_error) << p;
+    EXPECT_NE(write.content.find("team state (through a symbolic link)"), std::string::npos)
+        << p << ": " << write.content;
+  }
+  auto edit = Call("edit_file", R"({"path":"notes/config.json","old_text":"alice","new_text":"mallory"})");
+  EXPECT_TRUE(edit.is_error);
+  EXPECT_EQ(testing::ReadAll(dir_.path() / ".teams/t/config.json"), config_before);
+  EXPECT_FALSE(fs::exists(dir_.path() / ".tasks/t/1.json"));
+  // Reading through a link inside the workspace is fine; so is writing a
+  // link to an ordinary file (the file itself is written).
+  EXPECT_FALSE(Call("read_file", R"({"path":"notes/config.json"})").is_error);
+  testing::WriteAll(dir_.path() / "real.txt", "old");
+  fs::create_symlink("real.txt", dir_.path() / "alias.txt");
+  EXPECT_FALSE(Call("write_file", R"({"path":"alias.txt","content":"new"})").is_error);
+  EXPECT_EQ(testing::ReadAll(dir_.path() / "real.txt"), "new");
+  EXPECT_TRUE(fs::is_symlink(dir_.path() / "alias.txt"));
+}
+
 TEST_F(ToolsTest, WriteReadEdit) {
   auto w = Call("write_file", R"({"path":"a/b/c.txt","content":"one\ntwo\nthree\ntwo\n"})");
   ASSERT_FALSE(w.is_error) << w.content;
