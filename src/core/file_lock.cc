@@ -128,6 +128,10 @@ Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mod
   fl.l_start = start;
   fl.l_len = 1;
   fl.l_pid = 0;  // required by OFD locks
+  // The path is checked before (a descriptor kept from an earlier
+  // acquisition may name a file since replaced, which someone may hold for
+  // ever: we must not queue on it) and again once granted (it may have
+  // been replaced while we waited).
   for (;;) {
     if (slot->fd.valid() && !SameFile(slot->fd.get(), lock_path)) slot->fd.reset();
     if (!slot->fd.valid()) {
