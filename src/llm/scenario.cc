@@ -1,3 +1,5 @@
+#include <re2/re2.h>
+
 #include "llm/scenario.h"
 
 #include <fnmatch.h>
@@ -64,8 +66,30 @@ Result<Json> YamlNodeToJson(const YAML::Node& node, int depth, size_t* budget) {
   return Json(nullptr);
 }
 
+// A `when` as RE2 compiles it: RE2 searches in time linear in the text,
+// without recursion, and refuses counts past 1000 and programs past its
+// memory budget. libstdc++'s std::regex, used before, recursed once per
+// character (a 20 KB tool result overflowed an 8 MB stack on `(a|b)*c`, 8 KB
+// on nested groups), took quadratic time, and overflowed a long on a large
+// count (found by the scenario fuzzer).
+Result<std::shared_ptr<const re2::RE2>> CompileWhen(const std::string& pattern) {
+  constexpr size_t kMaxWhenBytes = 4096;
+  if (pattern.size() > kMaxWhenBytes) {
+    return Status::InvalidArgument("longer than " + std::to_string(kMaxWhenBytes) + " bytes");
+  }
+  re2::RE2::Options options;
+  options.set_log_errors(false);
+  options.set_max_mem(8 << 20);
+  auto re = std::make_shared<const re2::RE2>(pattern, options);
+  if (!re->ok()) return Status::InvalidArgument(re->error());
+  return re;
+}
+
+// The capture groups of a `when` match; an unmatched group is empty.
+using Groups = std::vector<std::string>;
+
 // Replaces $1…$9 in every string of `v`.
-void Substitute(Json& v, const std::smatch& m) {
+void Substitute(Json& v, const Groups& m) {
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
     if (s.find('$') == std::string::npos) return;
@@ -73,7 +97,7 @@ void Substitute(Json& v, const std::smatch& m) {
     for (size_t i = 0; i < s.size(); ++i) {
       if (s[i] == '$' && i + 1 < s.size() && s[i + 1] >= '1' && s[i + 1] <= '9') {
         size_t g = static_cast<size_t>(s[i + 1] - '0');
-        if (g < m.size() && m[g].matched) out += m[g].str();
+        if (g < m.size()) out += m[g];
         ++i;
       } else {
         out += s[i];
@@ -83,6 +107,17 @@ void Substitute(Json& v, const std::smatch& m) {
   } else if (v.is_array() || v.is_object()) {
     for (auto& child : v) Substitute(child, m);
   }
+}
+
+// Searches `text` for `re`; on a match `groups` holds $0…$n.
+bool SearchWhen(const re2::RE2& re, const std::string& text, Groups& groups) {
+  std::vector<re2::StringPiece> pieces(static_cast<size_t>(re.NumberOfCapturingGroups()) + 1);
+  if (!re.Match(text, 0, text.size(), re2::RE2::UNANCHORED, pieces.data(), static_cast<int>(pieces.size()))) {
+    return false;
+  }
+  groups.clear();
+  for (const auto& p : pieces) groups.emplace_back(p.data() == nullptr ? std::string() : std::string(p));
+  return true;
 }
 
 Status CheckKeys(const Json& obj, std::initializer_list<const char*> allowed, const std::string& where) {
@@ -209,11 +244,9 @@ Result<Scenario> Scenario::Parse(const std::string& text, const std::string& sou
       if (r.contains("when") && !r["when"].is_null()) {
         if (!r["when"].is_string()) return fail(at + ".when: must be a string (a regex)");
         rule.when = r["when"].get<std::string>();
-        try {
-          rule.when_re.emplace(rule.when, std::regex::ECMAScript);
-        } catch (const std::regex_error& e) {
-          return fail(at + ".when: invalid regex '" + rule.when + "': " + e.what());
-        }
+        auto re = CompileWhen(rule.when);
+        if (!re.ok()) return fail(at + ".when: invalid regex '" + rule.when + "': " + re.status().message());
+        rule.when_re = std::move(*re);
       }
       if (r.contains("once")) {
         if (!r["once"].is_boolean()) return fail(at + ".once: must be true or false");
@@ -272,15 +305,15 @@ Result<Scenario> Scenario::Load(const std::string& path) {
 ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_text, bool consume) {
   ScenarioReply out;
   Json reply;
-  std::smatch match;
+  Groups match;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < rules_.size(); ++i) {
       const ScenarioRule& r = rules_[i];
       if (!GlobMatch(r.agent, agent)) continue;
       if (r.once && fired_.count({i, agent}) > 0) continue;
-      if (r.when_re && !std::regex_search(user_text, match, *r.when_re)) continue;
-      if (!r.when_re) match = std::smatch();
+      if (r.when_re && !SearchWhen(*r.when_re, user_text, match)) continue;
+      if (!r.when_re) match.clear();
       if (r.once && consume) fired_.insert({i, agent});
       reply = *ParseJson(r.reply_json);
       out.delay_ms = r.delay_ms;

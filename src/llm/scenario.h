@@ -6,8 +6,9 @@
 //                         {"type": "tool_use", "name": "TeamCreate", "input": {…}}]}],
 //    "default_reply": [{"type": "text", "text": "Done."}]}
 //
-// `agent` globs the agent's name; `when` is an ECMAScript regex searched in
-// the newest user turn's text (text blocks and tool_result contents joined
+// `agent` globs the agent's name; `when` is a regex searched in the newest
+// user turn's text (ECMAScript syntax as RE2 takes it: no back-references or
+// look-arounds, which is what keeps a search linear and off the stack) (text blocks and tool_result contents joined
 // by newlines); $1…$9 in any string of `reply` become its capture groups;
 // `once` (default true) lets a rule fire once per agent; the first eligible
 // rule in file order wins, else `default_reply`. Extension: a rule may set
@@ -17,9 +18,9 @@
 // where ("rules[2].when: invalid regex …").
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <utility>
@@ -29,12 +30,16 @@
 #include "core/status.h"
 #include "llm/types.h"
 
+namespace re2 {
+class RE2;
+}
+
 namespace mates::llm {
 
 struct ScenarioRule {
   std::string agent = "*";
   std::string when;  // "" = always
-  std::optional<std::regex> when_re;
+  std::shared_ptr<const re2::RE2> when_re;
   bool once = true;
   int delay_ms = 0;
   std::string stop_reason;  // "" = derived

@@ -157,12 +157,41 @@ TEST(ScenarioTest, FieldsOfTheWrongTypeAreRefusedNotThrown) {
            {R"({"default_reply": [{"type": null, "text": "x"}]})", "default_reply[0].type"},
            {R"({"rules": [{"reply": [{"type": "tool_use", "name": "bash", "id": 5}]}]})", "reply[0].id"},
            {R"({"rules": [{"delay_ms": 1e300, "reply": [{"type": "text", "text": "x"}]}]})", "delay_ms"},
+           // RE2 bounds counts and the compiled program (std::regex, before,
+           // overflowed a long on a count the fuzzer found, UB).
+           {R"({"rules": [{"when": "x{1,5000}", "reply": [{"type": "text", "text": "x"}]}]})",
+            "invalid repetition size"},
+           {R"({"rules": [{"when": "(((((a{9}){9}){9}){9}){9}){9}", "reply": [{"type": "text", "text": "x"}]}]})",
+            "invalid repetition size"},
+           {R"({"rules": [{"when": "(?=look)ahead", "reply": [{"type": "text", "text": "x"}]}]})",
+            "invalid perl operator"},
        }) {
     Status s;
     ASSERT_NO_THROW(s = Scenario::Parse(c.text, "s.json").status()) << c.text;
     ASSERT_FALSE(s.ok()) << c.text;
     EXPECT_NE(s.message().find(c.says), std::string::npos) << s.message();
   }
+}
+
+// A model's turn may be megabytes of tool output. libstdc++'s regex
+// recursed once per character: these patterns overflowed an 8 MB stack at
+// 8-20 KB of text (a segfault of the scripted provider or mock-llm) and took
+// quadratic time. RE2 searches them in linear time.
+TEST(ScenarioTest, AWhenIsSearchedInAHugeTextWithoutRecursion) {
+  const std::string huge(4 << 20, 'a');
+  for (const char* when : {"((a|b)|(c|a))*z", "(a*)*z", "(a|b)*c", "[\\\\s\\\\S]*x", "a{2222222222222222222}"}) {
+    Scenario s = Load(std::string(R"({"rules": [{"once": false, "when": ")") + when +
+                      R"(", "reply": [{"type": "text", "text": "matched"}]}], )"
+                      R"("default_reply": [{"type": "text", "text": "none"}]})");
+    EXPECT_EQ(s.Reply("lead", huge).content[0].text, "none") << when;
+    EXPECT_EQ(s.Reply("lead", huge + "z b c x").content[0].text, when[0] == 'a' ? "none" : "matched") << when;
+  }
+}
+
+TEST(ScenarioTest, CaptureGroupsFillTheReply) {
+  Scenario s = Load(R"({"rules": [{"when": "migrate (\\w+)(?: to (\\w+))?(!)?",
+                                  "reply": [{"type": "text", "text": "from $1 to $2$3."}]}]})");
+  EXPECT_EQ(s.Reply("lead", "please migrate users to orders now").content[0].text, "from users to orders.");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "tmux/cluster_config.h"
 
+#include "core/bounded_regex.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -43,11 +45,8 @@ Result<std::string> String(const YAML::Node& n, const std::string& where, bool r
 Result<std::string> Regex(const YAML::Node& n, const std::string& where, std::string dflt) {
   if (n && !n.IsNull() && !n.IsScalar()) return FieldError(where, "must be a string (a regex)");
   std::string v = n && !n.IsNull() ? n.as<std::string>() : dflt;
-  try {
-    std::regex test(v);
-  } catch (const std::regex_error& e) {
-    return FieldError(where, "invalid regex '" + v + "': " + e.what());
-  }
+  auto re = CompileBoundedRegex(v);
+  if (!re.ok()) return FieldError(where, "invalid regex '" + v + "': " + re.status().message());
   return v;
 }
 
