@@ -68,7 +68,8 @@ TEST_F(CliStoreTest, SendInboxAndLog) {
   auto peek = Mates({"inbox", "--team", "t", "alice", "--peek", "--json"});
   EXPECT_EQ(std::count(peek.out.begin(), peek.out.end(), '\n'), 2);
   auto drain = Mates({"inbox", "--team", "t", "alice"});
-  EXPECT_NE(drain.out.find("lead -> alice (message) [api]: docs are in docs/api.md"),
+  // A person at the CLI sends as `user`, not as the lead (DESIGN §11).
+  EXPECT_NE(drain.out.find("user -> alice (message) [api]: docs are in docs/api.md"),
             std::string::npos)
       << drain.out;
   EXPECT_NE(drain.out.find("bob -> alice (broadcast): schema final"), std::string::npos);
@@ -79,6 +80,9 @@ TEST_F(CliStoreTest, SendInboxAndLog) {
   Mates({"send", "--team", "t", "--to", "lead", "from env"}, {"MATES_AGENT_NAME=bob"});
   EXPECT_NE(Mates({"inbox", "--team", "t", "lead"}).out.find("bob -> lead (message): from env"),
             std::string::npos);
+  // Members write back to `user`, whose inbox a person reads.
+  ASSERT_EQ(Mates({"send", "--team", "t", "--from", "alice", "--to", "user", "on it"}).exit_code, 0);
+  EXPECT_NE(Mates({"inbox", "--team", "t", "user"}).out.find("alice -> user (message): on it"), std::string::npos);
   // The text may come from stdin.
   auto piped = RunMates(dir_.path(), {"send", "--team", "t", "--to", "bob", "-"}, {},
                         "line 1\nline 2\n");
@@ -89,14 +93,17 @@ TEST_F(CliStoreTest, SendInboxAndLog) {
 
 TEST_F(CliStoreTest, ShutdownAndPlanProtocolFromTheShell) {
   Team();
-  auto req = Mates({"send", "--team", "t", "--to", "alice", "--type", "shutdown_request", "--json",
-                    "wrap up"});
+  // Protocol messages are the lead's and teammates': not `user`'s.
+  ExpectError({"send", "--team", "t", "--to", "alice", "--type", "shutdown_request", "wrap up"}, 1,
+              "user sends message or broadcast, not shutdown_request");
+  auto req = Mates({"send", "--team", "t", "--from", "lead", "--to", "alice", "--type", "shutdown_request",
+                    "--json", "wrap up"});
   ASSERT_EQ(req.exit_code, 0) << req.err;
   std::string rid = (*ParseJson(req.out))["request_id"];
   EXPECT_TRUE(fs::exists(dir_.path() / ".teams/t/requests" / (rid + ".json")));
   ExpectError({"send", "--team", "t", "--from", "alice", "--type", "shutdown_response",
                "--request-id", rid, "done"},
-              2, "approve");
+              2, "shutdown_response needs --approve or --reject");
   auto resp = Mates({"send", "--team", "t", "--from", "alice", "--type", "shutdown_response",
                      "--request-id", rid, "--approve", "all done"});
   EXPECT_EQ(resp.exit_code, 0) << resp.err;
@@ -104,6 +111,20 @@ TEST_F(CliStoreTest, ShutdownAndPlanProtocolFromTheShell) {
   EXPECT_NE(lead.out.find("alice -> lead (shutdown_response " + rid + ", approved): all done"),
             std::string::npos)
       << lead.out;
+}
+
+// First-time users' slips (issue 12): each refused whole, with what to do.
+TEST_F(CliStoreTest, SlipsAreRefusedWithoutLeavingHalfADeed) {
+  ExpectError({"team", "create", "t2", "--members", "alice,alice"}, 2, "'alice' is listed twice");
+  EXPECT_FALSE(fs::exists(dir_.path() / ".teams/t2"));
+  ExpectError({"team", "create", "t2", "--members", "user"}, 2, "'user' is reserved");
+  EXPECT_FALSE(fs::exists(dir_.path() / ".teams/t2"));
+  Team();
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "job"}).exit_code, 0);
+  ExpectError({"tasks", "--team", "t", "claim", "--owner", "zed"}, 1, "'zed' is not a member of team 't'");
+  ExpectError({"tasks", "--team", "t", "claim", "1", "--owner", "zed"}, 1, "only members claim tasks");
+  EXPECT_EQ(Mates({"tasks", "--team", "t", "claim", "--owner", "alice"}).out, "1\n");
+  ExpectError({"send", "--team", "t", "--to", "user", "hi"}, 2, "cannot send a message to yourself");
 }
 
 TEST_F(CliStoreTest, TasksLifecycle) {
@@ -225,7 +246,7 @@ TEST_F(CliStoreTest, LogFollowPrintsNewMessagesAsTheyCome) {
   ASSERT_EQ(Mates({"send", "--team", "t", "--to", "bob", "after"}).exit_code, 0);
   auto second = follower.ReadLine(DeadlineIn(10));
   ASSERT_TRUE(second.ok());
-  EXPECT_NE(second->find("lead -> bob (message): after"), std::string::npos);
+  EXPECT_NE(second->find("user -> bob (message): after"), std::string::npos);
   // Deleting the team ends the follower.
   ASSERT_EQ(Mates({"team", "delete", "t"}).exit_code, 0);
   EXPECT_EQ(follower.Wait().exit_code, 0);

@@ -206,12 +206,13 @@ TEST_F(ClusterTest, TheRouterDeliversInboxMessagesAndRoutesReplies) {
   ASSERT_EQ(Cluster({"up"}).exit_code, 0);
   auto sent = testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "middle_manager", "plan the release"});
   ASSERT_EQ(sent.exit_code, 0) << sent.err;
-  auto inbox = testing::RunMates(dir_.path(), {"inbox", "--team", session_, "lead", "--wait", "20"});
+  // A person sends as `user`; the pane agent's answer comes back to user's inbox.
+  auto inbox = testing::RunMates(dir_.path(), {"inbox", "--team", session_, "user", "--wait", "20"});
   ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
   EXPECT_NE(inbox.out.find("middle_manager"), std::string::npos) << inbox.out;
-  std::string typed = "Message from lead (message): plan the release";
+  std::string typed = "Message from user (message): plan the release";
   EXPECT_NE(inbox.out.find("fnv " + Hex(Fnv(typed))), std::string::npos) << inbox.out;
-  EXPECT_NE(Cluster({"log"}).out.find("lead -> middle_manager [task] " + typed), std::string::npos);
+  EXPECT_NE(Cluster({"log"}).out.find("user -> middle_manager [task] " + typed), std::string::npos);
 
   // Between two pane agents: the answer is brought back into the sender's
   // pane, and what the sender says to it is not routed on (no ping-pong).
@@ -226,9 +227,9 @@ TEST_F(ClusterTest, TheRouterDeliversInboxMessagesAndRoutesReplies) {
     if (log.find("grand_boss -> middle_manager [result]") != std::string::npos || Expired(deadline)) break;
   }
   EXPECT_NE(log.find(answer_line), std::string::npos) << log;
-  // A message the lead sends afterwards is the next thing middle_manager sees.
+  // A message the user sends afterwards is the next thing middle_manager sees.
   sent = testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "middle_manager", "and now?"});
-  inbox = testing::RunMates(dir_.path(), {"inbox", "--team", session_, "lead", "--wait", "20"});
+  inbox = testing::RunMates(dir_.path(), {"inbox", "--team", session_, "user", "--wait", "20"});
   ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
   log = Cluster({"log"}).out;
   size_t tasks = 0;
@@ -236,7 +237,7 @@ TEST_F(ClusterTest, TheRouterDeliversInboxMessagesAndRoutesReplies) {
        at = log.find("-> middle_manager [task]", at + 1)) {
     ++tasks;
   }
-  EXPECT_EQ(tasks, 4u) << log;  // handshake, lead's, grand_boss's, lead's again: no answer to an answer
+  EXPECT_EQ(tasks, 4u) << log;  // handshake, user's, grand_boss's, user's again: no answer to an answer
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
   EXPECT_FALSE(AgentsRunning());
   EXPECT_NE(testing::Run({"pgrep", "-f", "cluster route -c " + (dir_.path() / "cc.yaml").string()}).exit_code, 0);

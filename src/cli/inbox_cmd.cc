@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "store/mailbox.h"
+#include "store/messenger.h"
 #include "store/roster.h"
 #include "store/watcher.h"
 
@@ -57,7 +58,8 @@ int Inbox(Globals& g, InboxArgs a, bool wait_given) {
   Workspace ws = g.ws();
   auto team = Roster(ws).Load(a.team);
   if (!team.ok()) return Fail(team.status());
-  if (team->Find(a.name) == nullptr) {
+  // `user` is no member, but members write back to it (DESIGN §11).
+  if (a.name != kUserName && team->Find(a.name) == nullptr) {
     return Fail(Status::NotFound("'" + a.name + "' is not a member of team '" + a.team + "'"));
   }
   Mailbox box(ws.TeamDir(a.team), a.name);

@@ -1,5 +1,6 @@
 // mates send --team T [--from NAME] (--to NAME | --broadcast) [--type TYPE]
 //            [--request-id ID] [--approve | --reject] [--summary S] TEXT
+#include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,10 @@ int Send(Globals& g, const SendArgs& a) {
   }
   if (a.approve) r.approve = true;
   if (a.reject) r.approve = false;
+  if ((r.type == MessageType::kShutdownResponse || r.type == MessageType::kPlanApprovalResponse) &&
+      !r.approve.has_value()) {
+    return Usage(std::string(MessageTypeName(r.type)) + " needs --approve or --reject");
+  }
   if (a.text.size() == 1 && a.text[0] == "-") {
     r.content.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
@@ -64,13 +69,10 @@ int Send(Globals& g, const SendArgs& a) {
   r.feedback = a.feedback;
   r.request_id = a.request_id;
   r.id = a.id;
-  if (!a.from.empty()) {
-    r.sender = a.from;
-  } else {
-    auto who = DefaultMember(ws, a.team);
-    if (!who.ok()) return Fail(who.status());
-    r.sender = *who;
-  }
+  // A person at the CLI is `user` (DESIGN §11); an agent's shell has
+  // MATES_AGENT_NAME.
+  const char* agent = std::getenv("MATES_AGENT_NAME");
+  r.sender = !a.from.empty() ? a.from : agent != nullptr && *agent != '\0' ? agent : kUserName;
   auto receipt = Messenger(ws, a.team).Send(r);
   if (!receipt.ok()) return Fail(receipt.status());
   for (const auto& w : receipt->warnings) LogWarning(w);
@@ -105,7 +107,7 @@ void AddSendCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<SendArgs>();
   CLI::App* send = app.add_subcommand("send", "Send a message to a team member (or everyone)");
   send->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
-  send->add_option("--from", a->from, "Sender (default: $MATES_AGENT_NAME, else the lead)");
+  send->add_option("--from", a->from, "Sender (default: $MATES_AGENT_NAME, else user: a person)");
   auto* to = send->add_option("--to", a->to, "Recipient");
   auto* bc = send->add_flag("--broadcast", a->broadcast, "Send to every member but the sender");
   to->excludes(bc);

@@ -153,8 +153,16 @@ int Claim(Globals& g, const TasksArgs& a) {
     if (!parsed.ok()) return Fail(parsed.status());
     id = *parsed;
   }
-  auto board = OpenBoard(g.ws(), a.team);
+  Workspace ws = g.ws();
+  auto board = OpenBoard(ws, a.team);
   if (!board.ok()) return Fail(board.status());
+  // A task claimed by no one on the roster would never be worked on.
+  auto team = Roster(ws).Load(a.team);
+  if (!team.ok()) return Fail(team.status());
+  if (team->Find(a.owner) == nullptr) {
+    return Fail(Status::FailedPrecondition("'" + a.owner + "' is not a member of team '" + a.team +
+                                           "': only members claim tasks"));
+  }
   Task claimed;
   if (id) {
     auto t = (*board)->Claim(*id, a.owner);

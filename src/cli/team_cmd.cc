@@ -1,4 +1,5 @@
 // mates team list | show T | create T [--members a,b] | join T NAME | delete T
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -79,10 +80,17 @@ int Show(Globals& g, const TeamArgs& a) {
 int Create(Globals& g, const TeamArgs& a) {
   // Validate everything before creating anything.
   std::vector<std::string> members = SplitList(a.members);
-  for (const auto& m : members) {
-    Status s = ValidateName("member name", m);
+  Status lead_ok = ValidateMemberName(a.lead);
+  if (!lead_ok.ok()) return Fail(lead_ok);
+  for (size_t i = 0; i < members.size(); ++i) {
+    const std::string& m = members[i];
+    Status s = ValidateMemberName(m);
     if (!s.ok()) return Fail(s);
     if (m == a.lead) return Usage("'" + m + "' is the lead already");
+    if (std::find(members.begin(), members.begin() + static_cast<ptrdiff_t>(i), m) !=
+        members.begin() + static_cast<ptrdiff_t>(i)) {
+      return Usage("'" + m + "' is listed twice in --members");
+    }
   }
   Status s = ValidateName("team name", a.team);
   if (!s.ok()) return Fail(s);

@@ -30,6 +30,14 @@ Status NotOnRoster(const TeamConfig& team, const std::string& who, const std::st
 Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
   const bool from_lead = team.IsLead(r.sender);
   const std::string type = TypeText(r.type);
+  if (r.sender == kUserName && r.type != MessageType::kMessage && r.type != MessageType::kBroadcast) {
+    return Status::FailedPrecondition("user sends message or broadcast, not " + type +
+                                      " (protocol messages are between the lead and its teammates; "
+                                      "give --from to send as one of them)");
+  }
+  if (r.recipient == kUserName && r.type != MessageType::kMessage) {
+    return Status::FailedPrecondition("only a plain message goes to user, not " + type);
+  }
   auto lead_only = [&]() -> Status {
     if (!from_lead) {
       return Status::FailedPrecondition("only the lead ('" + team.lead + "') may send " + type);
@@ -114,7 +122,8 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   if (!r.recipient.empty()) MATES_RETURN_IF_ERROR(ValidateName("recipient name", r.recipient));
   Roster roster(ws_);
   MATES_ASSIGN_OR_RETURN(TeamConfig team, roster.Load(team_));
-  if (team.Find(r.sender) == nullptr) return NotOnRoster(team, r.sender, "sender");
+  const bool from_user = r.sender == kUserName;
+  if (!from_user && team.Find(r.sender) == nullptr) return NotOnRoster(team, r.sender, "sender");
   if (r.type == MessageType::kBroadcast) {
     if (!r.recipient.empty()) return Status::InvalidArgument("a broadcast has no recipient");
   }
@@ -127,7 +136,9 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
     }
   } else {
     if (r.recipient.empty()) return Status::InvalidArgument(TypeText(r.type) + " needs a recipient");
-    if (team.Find(r.recipient) == nullptr) return NotOnRoster(team, r.recipient, "recipient");
+    if (r.recipient != kUserName && team.Find(r.recipient) == nullptr) {
+      return NotOnRoster(team, r.recipient, "recipient");
+    }
     if (r.recipient == r.sender) return Status::InvalidArgument("cannot send a message to yourself");
     receipt.recipients.push_back(r.recipient);
   }

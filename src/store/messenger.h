@@ -2,6 +2,12 @@
 // recipient and the type against the roster and the role rules, delivers to
 // the recipients' inboxes, and records the message in messages.jsonl.
 // A recipient not on the roster is an error; no inbox is created for it.
+//
+// `user` (kUserName) is a person, from the CLI or the dashboard (DESIGN
+// §11): not a roster member, it may send a message to any member or a
+// broadcast, and members may write back to it (its inbox is
+// inboxes/user.jsonl, read with `mates inbox --as user`). Models see it as
+// teammate_id="user". No member may be named `user`.
 #pragma once
 
 #include <optional>
@@ -14,6 +20,8 @@
 #include "store/workspace.h"
 
 namespace mates {
+
+inline constexpr const char* kUserName = "user";
 
 struct SendRequest {
   MessageType type = MessageType::kMessage;

@@ -145,10 +145,19 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
   return c;
 }
 
+Status ValidateMemberName(std::string_view name) {
+  MATES_RETURN_IF_ERROR(ValidateName("member name", name));
+  if (name == "user") {
+    return Status::InvalidArgument("'user' is reserved for people sending from the CLI or the dashboard; "
+                                   "choose another member name");
+  }
+  return Status::Ok();
+}
+
 Result<TeamConfig> Roster::CreateTeam(std::string_view team, std::string_view lead,
                                       std::string_view description) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_RETURN_IF_ERROR(ValidateName("member name", lead));
+  MATES_RETURN_IF_ERROR(ValidateMemberName(lead));
   MATES_RETURN_IF_ERROR(EnsureDir(ws_.TeamsDir()));
   fs::path dir = ws_.TeamDir(team);
   std::error_code ec;
@@ -246,7 +255,7 @@ Result<TeamConfig> Roster::Update(std::string_view team,
 }
 
 Result<Member> Roster::AddMember(std::string_view team, Member member) {
-  MATES_RETURN_IF_ERROR(ValidateName("member name", member.name));
+  MATES_RETURN_IF_ERROR(ValidateMemberName(member.name));
   Member added;
   auto r = Update(team, [&](TeamConfig& c) -> Status {
     if (c.Find(member.name) != nullptr) {

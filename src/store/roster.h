@@ -62,6 +62,10 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j);
 // The colour palette of seed v8, cycled over teammates.
 const std::vector<std::string>& TeammateColors();
 
+// A name for a new member: a valid name (ValidateName) and not `user`,
+// which is reserved for people (DESIGN §11).
+Status ValidateMemberName(std::string_view name);
+
 class Roster {
  public:
   explicit Roster(Workspace ws) : ws_(std::move(ws)) {}
