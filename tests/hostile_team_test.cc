@@ -20,14 +20,8 @@ namespace {
 using testing::ReadAll;
 using testing::TempDir;
 
-std::string Fixture(const std::string& name) { return std::string(MATES_SOURCE_DIR) + "/tests/scenarios/" + name; }
-
-bool Running(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  size_t close = s.rfind(')');
-  return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
-}
+using testing::ProcessRunning;
+std::string Fixture(const std::string& name) { return testing::ScenarioFixture(name); }
 
 pid_t PidIn(const fs::path& file) { return static_cast<pid_t>(std::stol(ReadAll(file))); }
 
@@ -52,13 +46,13 @@ TEST(HostileTeamTest, SigtermLeavesNoProcessOfTheTeamBehind) {
   auto shown = testing::RunMates(ws.path(), {"team", "show", "h"});
   EXPECT_NE(shown.out.find("active"), std::string::npos) << shown.out;
   EXPECT_EQ(shown.out.find("offline"), std::string::npos) << shown.out;
-  ASSERT_TRUE(Running(worker));
-  ASSERT_TRUE(Running(escaped));
+  ASSERT_TRUE(ProcessRunning(worker));
+  ASSERT_TRUE(ProcessRunning(escaped));
   host.Signal(SIGTERM);
   auto r = host.Wait();
   EXPECT_EQ(r.exit_code, 143) << r.err;
   EXPECT_NE(r.err.find("stopping (SIGTERM)"), std::string::npos) << r.err;
-  EXPECT_TRUE(testing::WaitUntil([&] { return !Running(worker) && !Running(escaped); }, 5))
+  EXPECT_TRUE(testing::WaitUntil([&] { return !ProcessRunning(worker) && !ProcessRunning(escaped); }, 5))
       << "a teammate's command outlived its host's SIGTERM";
   // Stopped by its host: resumable, not shut down.
   auto c = Roster(Workspace(ws.path())).Load("h");
@@ -74,8 +68,8 @@ TEST(HostileTeamTest, AHostAfterASigkillKillsWhatTheDeadOneLeftBeforeResuming) {
   host.Signal(SIGKILL);
   host.Wait();
   // Nothing could stop them: they run on under init, the old bug.
-  ASSERT_TRUE(Running(worker));
-  ASSERT_TRUE(Running(escaped));
+  ASSERT_TRUE(ProcessRunning(worker));
+  ASSERT_TRUE(ProcessRunning(escaped));
   ASSERT_TRUE(fs::exists(ws.path() / ".teams/h/agents/worker.procs"));
   // Item 12: `team show` said the dead host's members were active.
   auto shown = testing::RunMates(ws.path(), {"team", "show", "h", "--json"});
@@ -96,7 +90,7 @@ TEST(HostileTeamTest, AHostAfterASigkillKillsWhatTheDeadOneLeftBeforeResuming) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("worker: stopped 1 process tree(s) its last host left running"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("resumed teammates of team h: worker"), std::string::npos) << r.err;
-  EXPECT_TRUE(testing::WaitUntil([&] { return !Running(worker) && !Running(escaped); }, 5));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !ProcessRunning(worker) && !ProcessRunning(escaped); }, 5));
   EXPECT_FALSE(fs::exists(ws.path() / ".teams/h/agents/worker.procs"));
 }
 

@@ -154,6 +154,11 @@ TEST(StoreProcessTest, SixteenProcessesRacingTheCliClaimEachTaskOnce) {
   Workspace ws(dir.path());
   ASSERT_TRUE(Roster(ws).CreateTeam("race").ok());
   constexpr int kTasks = 2000, kClaimers = 16;
+  for (int c = 0; c < kClaimers; ++c) {  // only members claim
+    Member m;
+    m.name = "p" + std::to_string(c);
+    ASSERT_TRUE(Roster(ws).AddMember("race", m).ok());
+  }
   {
     Board board(ws.TasksDir("race"));
     for (int i = 0; i < kTasks; ++i) {

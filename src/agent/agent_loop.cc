@@ -37,6 +37,7 @@ Status AgentLoop::AttachJournal(const fs::path& path, bool resume) {
   }
   MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
   journal_.emplace(std::move(j));
+  AttachActivity(path.parent_path());
   if (resume && !conversation_.PendingToolUses().empty()) {
     // The process died while running these tools: say so to the model.
     std::vector<llm::ContentBlock> results;
@@ -113,7 +114,18 @@ Status AgentLoop::MoveJournal(const fs::path& path) {
     MATES_RETURN_IF_ERROR(j.AppendDelivered(ids));
   }
   journal_.emplace(std::move(j));
+  if (activity_) activity_->Stopped("moved to another team");
+  AttachActivity(path.parent_path());
   return Status::Ok();
+}
+
+void AgentLoop::AttachActivity(const fs::path& dir) {
+  activity_ = std::make_unique<ActivityFile>(dir / (spec_.name + ".status.json"), spec_.name, model());
+  activity_->SetUsage(usage_.total(), usage_.calls());  // also the first write: idle
+}
+
+void AgentLoop::ReportStopped(const std::string& why) {
+  if (activity_) activity_->Stopped(why);
 }
 
 Status AgentLoop::TakeInboxAndNotices() {
@@ -188,8 +200,10 @@ Status AgentLoop::MaybeCompact(bool force) {
                            : ctx_->ws.AgentsDir(ctx_->team.empty() ? "default" : ctx_->team);
   req.transcript_path = base / (spec_.name + ".transcript-" +
                                 std::to_string(static_cast<int64_t>(WallSeconds() * 1000)) + ".jsonl");
+  if (activity_) activity_->Thinking();
   MATES_ASSIGN_OR_RETURN(CompactResult r, AutoCompact(req, *provider_, &cancel_));
   usage_.Add(r.usage);
+  if (activity_) activity_->SetUsage(usage_.total(), usage_.calls());
   if (journal_) {
     MATES_RETURN_IF_ERROR(journal_->AppendUsage(r.usage));
     MATES_RETURN_IF_ERROR(journal_->AppendCompaction(r.messages, req.transcript_path.string()));
@@ -215,6 +229,7 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
       continue;
     }
     if (events_ != nullptr) events_->OnToolCall(spec_.name, b);
+    if (activity_) activity_->Tool(b);
     tools::ToolResult r = tools_->Run(b, *ctx_);
     if (cancel_.cancelled()) *interrupted = true;
     if (events_ != nullptr) events_->OnToolResult(spec_.name, b, r);
@@ -230,6 +245,7 @@ Result<TurnResult> AgentLoop::Run(const std::string& text) {
 
 Result<TurnResult> AgentLoop::Continue() {
   auto r = Loop();
+  if (activity_) activity_->Idle();
   // An interrupt ends the turn it reached, and no other.
   if (r.ok() && r->interrupted) cancel_.Reset();
   return r;
@@ -280,11 +296,13 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
     };
   }
   int64_t estimate = RawEstimate();  // calibrated against the provider's count below
+  if (activity_) activity_->Thinking();
   auto reply = provider_->Complete(req, cb, &cancel_);
   ++turn->calls;
   if (events_ != nullptr) events_->OnTextEnd(spec_.name);
   if (!reply.ok()) return reply.status();
   usage_.Add(reply->usage);
+  if (activity_) activity_->SetUsage(usage_.total(), usage_.calls());
   if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendUsage(reply->usage));
   last_reported_tokens_ = reply->usage.input_tokens + reply->usage.cache_read_input_tokens +
                           reply->usage.cache_creation_input_tokens;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/activity.h"
 #include "agent/context.h"
 #include "agent/conversation.h"
 #include "agent/events.h"
@@ -60,8 +61,11 @@ class AgentLoop {
 
   // Journals to `path` from now on; with `resume`, first takes the
   // conversation it holds (tool calls a crash left unanswered are answered
-  // with an error that says so).
+  // with an error that says so). The agent's activity file
+  // (`<name>.status.json`, DESIGN §11) is kept beside it from now on.
   Status AttachJournal(const fs::path& path, bool resume);
+  // The agent will work no more (its activity file says `stopped`, why).
+  void ReportStopped(const std::string& why);
 
   // Adds `text` as the user's and works until the model ends its turn.
   Result<TurnResult> Run(const std::string& text);
@@ -102,6 +106,7 @@ class AgentLoop {
 
  private:
   Result<TurnResult> Loop();
+  void AttachActivity(const fs::path& dir);
   // Loop's phases: take in what is pending and check there is something to
   // answer (false: the turn ends); one model call, its reply journaled;
   // the reply's tools run and whether another call follows.
@@ -127,6 +132,7 @@ class AgentLoop {
   // Owned by the agent's thread.
   Conversation conversation_;
   std::optional<Journal> journal_;
+  std::unique_ptr<ActivityFile> activity_;
   std::set<std::string> delivered_;
   UsageMeter usage_;
   llm::CancelToken cancel_;

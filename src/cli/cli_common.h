@@ -51,6 +51,8 @@ void AddTasksCommands(CLI::App& app, Globals& g);
 void AddLogCommand(CLI::App& app, Globals& g);
 void AddMockLlmCommand(CLI::App& app, Globals& g);
 void AddRunCommand(CLI::App& app, Globals& g);
+void AddHostCommands(CLI::App& app, Globals& g);   // up, down
+void AddStatusCommand(CLI::App& app, Globals& g);
 void AddDemoCommand(CLI::App& app, Globals& g);
 void AddClusterCommands(CLI::App& app, Globals& g);
 

@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "store/host_info.h"
 #include "store/liveness.h"
 #include "store/mailbox.h"
 #include "store/messenger.h"
@@ -108,6 +109,50 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
   }
   if (r.ok() && stopping()) r->interrupted = true;
   return r;
+}
+
+// The lead's status in the roster (written only when it changes).
+void SetLeadStatus(const tools::ToolContext& ctx, MemberStatus status) {
+  auto team = Roster(ctx.ws).Load(ctx.team);
+  if (!team.ok()) return;
+  const Member* m = team->Find(ctx.agent);
+  if (m == nullptr || m->status == status) return;
+  WarnIfFailed(Roster(ctx.ws).SetStatus(ctx.team, ctx.agent, status), "the lead's status");
+}
+
+// `mates up`: the lead answers what people and teammates send it, for as
+// long as the host runs. A failed turn (the provider down, say) is logged
+// and the host goes on; the next message or news tries again.
+void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamManager& teams,
+                 SessionSignals& signals, LiveOutput& out) {
+  std::shared_ptr<Waker> waker = teams.lead_waker();
+  std::string watched_team;
+  Watcher::Subscription inbox;
+  while (signals.exit_code() == 0) {
+    if (watched_team != ctx.team) {
+      auto s = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), Workspace::InboxFileName(ctx.agent), waker);
+      inbox = s.ok() ? std::move(*s) : Watcher::Subscription();
+      watched_team = ctx.team;
+    }
+    uint64_t g = waker->generation();
+    bool unread = Mailbox(ctx.ws.TeamDir(ctx.team), ctx.agent).MayHavePending();
+    if (unread || teams.HasNewsForLead() || lead.HasPendingInput()) {
+      SetLeadStatus(ctx, MemberStatus::kActive);
+      lead.ClearInterrupt();
+      signals.SetTurnRunning(true);
+      auto r = WaitForTeam(lead.Continue(), lead, ctx, teams, signals);
+      signals.SetTurnRunning(false);
+      signals.ResetInterrupts();
+      if (!r.ok()) {
+        out.Line("", "the lead's turn failed: " + r.status().message() + " (the next message tries again)");
+        // No retry storm: wait for something new, or a while.
+        waker->WaitChange(waker->generation(), DeadlineIn(30));
+      }
+      continue;
+    }
+    SetLeadStatus(ctx, MemberStatus::kIdle);
+    waker->WaitChange(g, inbox.active() ? std::nullopt : DeadlineIn(1.0));
+  }
 }
 
 int ExitFor(const Result<agent::TurnResult>& r, LiveOutput& out) {
@@ -380,6 +425,16 @@ int Work(const LeadSessionConfig& a, agent::AgentLoop& lead, tools::ToolContext&
     for (const auto& n : *resumed) names += (names.empty() ? "" : ", ") + n;
     out.Line("", "resumed teammates of team " + ctx.team + ": " + names);
   }
+  if (a.hosted) {
+    if (!a.goal.empty()) {
+      signals.SetTurnRunning(true);
+      auto r = WaitForTeam(lead.Run(a.goal), lead, ctx, teams, signals);
+      signals.SetTurnRunning(false);
+      if (!r.ok()) out.Line("", "the goal's turn failed: " + r.status().message());
+    }
+    HostForever(lead, ctx, teams, signals, out);
+    return 0;
+  }
   if (!a.goal.empty()) {
     signals.SetTurnRunning(true);
     auto r = WaitForTeam(lead.Run(a.goal), lead, ctx, teams, signals);
@@ -452,6 +507,20 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     SessionSignals& s;
     ~HooksOff() { s.Finished(); }
   } hooks_off{signals};
+
+  HostInfo info;
+  info.pid = ::getpid();
+  info.start_time = ProcessStartTime(::getpid());
+  info.started_at = WallSeconds();
+  info.mode = a.mode;
+  info.lead = lead_name;
+  WarnIfFailed(WriteHostInfo(ws, a.team, info), "host.json");
+  struct HostInfoOff {
+    const Workspace& ws;
+    const std::string& team;
+    ~HostInfoOff() { RemoveHostInfo(ws, team); }
+  } host_info_off{ws, a.team};
+  if (a.on_ready) a.on_ready();
 
   int code = Work(a, lead, ctx, teams, subs, signals, out);
   teams.StopAll();

@@ -3,6 +3,7 @@
 // Ctrl-C handling and the usage summary.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,13 @@ struct LeadSessionConfig {
   double idle_timeout_s = 60;
   double shutdown_timeout_s = 60;
   bool fresh = false;
+  // What hosts the team, as host.json says: run, demo, up.
+  std::string mode = "run";
+  // `mates up` (DESIGN §11): after the goal (if any), keep hosting: the
+  // lead answers what arrives, teammates keep claiming, until a signal.
+  bool hosted = false;
+  // Called once the lead's host lock is taken and host.json is written.
+  std::function<void()> on_ready;
 };
 
 struct LeadSessionResult {

@@ -40,55 +40,6 @@ bool WantColor() {
   return ::isatty(STDOUT_FILENO) == 1 && (no == nullptr || *no == '\0');
 }
 
-std::string DescribeCall(const llm::ContentBlock& call) {
-  auto input = ParseJson(call.input_json);
-  Json in = input.ok() ? *input : Json::object();
-  auto str = [&](const char* k) { return in.contains(k) && in[k].is_string() ? in[k].get<std::string>() : ""; };
-  auto id = [&](const char* k) {
-    return in.contains(k) ? "#" + (in[k].is_string() ? in[k].get<std::string>() : DumpJson(in[k])) : std::string();
-  };
-  std::string what;
-  if (call.name == "bash") {
-    what = str("command");
-  } else if (call.name == "read_file" || call.name == "write_file" || call.name == "edit_file") {
-    what = str("path");
-  } else if (call.name == "TaskCreate") {
-    what = str("subject");
-  } else if (call.name == "TaskUpdate") {
-    what = id("task_id");
-    if (in.contains("status")) what += " " + str("status");
-    if (in.contains("owner")) what += " owner=" + str("owner");
-  } else if (call.name == "TaskGet") {
-    what = id("task_id");
-  } else if (call.name == "SendMessage") {
-    std::string type = str("type").empty() ? "message" : str("type");
-    std::string to = str("recipient");
-    if (to.empty()) {
-      // Without a recipient a response goes to whoever asked, a plan to the lead.
-      to = type == "plan_approval_response" || type == "shutdown_response"  ? "the requester"
-           : type == "plan_approval_request"                                 ? "the lead"
-                                                                             : "?";
-    }
-    what = type == "broadcast" ? "everyone" : to;
-    if (type != "message") what += ", " + type;
-    std::string text = str("summary").empty() ? str("content") : str("summary");
-    if (!text.empty()) what += ": " + text;
-  } else if (call.name == "Task") {
-    what = !str("name").empty() ? "teammate " + str("name") : str("description").empty() ? str("prompt") : str("description");
-  } else if (call.name == "TeamCreate" || call.name == "TeamDelete" || call.name == "Skill") {
-    what = str("name");
-  } else if (call.name == "TaskOutput" || call.name == "TaskStop") {
-    what = str("task_id");
-  } else if (call.name != "TaskList") {
-    what = call.input_json;
-  }
-  for (char& c : what) {
-    if (c == '\n') c = ' ';
-  }
-  if (what.size() > 90) what = what.substr(0, 90) + "…";
-  return call.name + "(" + what + ")";
-}
-
 void LiveOutput::SetColor(const std::string& agent, const std::string& color_name) {
   std::lock_guard<std::mutex> lock(mu_);
   colors_[agent] = color_name;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "agent/activity.h"
 #include "agent/events.h"
 
 namespace mates::cli {
@@ -48,8 +49,7 @@ class LiveOutput : public agent::AgentEvents {
   std::map<std::string, bool> mid_line_;        // stdout not at a line start
 };
 
-// One line describing a tool call: name(what it works on).
-std::string DescribeCall(const llm::ContentBlock& call);
+using agent::DescribeCall;
 // Whether stdout is a terminal that wants colours (NO_COLOR unset).
 bool WantColor();
 

@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   mates::cli::AddLogCommand(app, g);
   mates::cli::AddMockLlmCommand(app, g);
   mates::cli::AddRunCommand(app, g);
+  mates::cli::AddHostCommands(app, g);
+  mates::cli::AddStatusCommand(app, g);
   mates::cli::AddDemoCommand(app, g);
   mates::cli::AddClusterCommands(app, g);
 

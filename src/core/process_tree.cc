@@ -120,11 +120,15 @@ void BecomeSubreaper() {
   }
 }
 
+std::string HostTagPrefixOf(pid_t pid, uint64_t start_time) {
+  return "m" + std::to_string(pid) + "." + std::to_string(start_time) + "-";
+}
+
 const std::string& HostTagPrefix() {
   static const std::string prefix = [] {
     ProcStat st;
     ReadStat(::getpid(), &st);
-    return "m" + std::to_string(::getpid()) + "." + std::to_string(st.start_time) + "-";
+    return HostTagPrefixOf(::getpid(), st.start_time);
   }();
   return prefix;
 }

@@ -41,6 +41,9 @@ void BecomeSubreaper();
 std::string NewProcessTag();
 // The prefix every tag of this process starts with ("m<pid>.<start>-").
 const std::string& HostTagPrefix();
+// The prefix of another host's tags (`mates down` cleaning up after a host
+// it had to kill).
+std::string HostTagPrefixOf(pid_t pid, uint64_t start_time);
 
 // Kills every process whose environment holds MATES_PROC_TAG starting with
 // `tag_prefix` (a whole tag, or a host's prefix), then reaps those that

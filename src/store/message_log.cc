@@ -1,8 +1,10 @@
 #include "store/message_log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "core/file_lock.h"
@@ -73,6 +75,45 @@ Result<std::optional<Message>> MessageLog::Find(const std::string& id) const {
     if (m.id == id) return std::optional<Message>(std::move(m));
   }
   return std::optional<Message>();
+}
+
+Result<std::vector<Message>> MessageLog::Tail(size_t n) const {
+  std::vector<Message> out;
+  ScopedFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return out;
+    return Status::FromErrno("open " + path_.string(), errno);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("stat " + path_.string(), errno);
+  // Enough for the last few messages of any ordinary size; a longer one
+  // is left out rather than read whole.
+  constexpr off_t kWindow = 256 << 10;
+  off_t from = std::max<off_t>(0, st.st_size - kWindow);
+  std::string data(static_cast<size_t>(st.st_size - from), '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    ssize_t r = ::pread(fd.get(), data.data() + got, data.size() - got, from + static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Status::FromErrno("read " + path_.string(), errno);
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  data.resize(got);
+  size_t start = 0;
+  if (from > 0) {  // the window began inside a line
+    start = data.find('\n');
+    start = start == std::string::npos ? data.size() : start + 1;
+  }
+  for (;;) {
+    size_t end = data.find('\n', start);
+    if (end == std::string::npos) break;
+    auto m = ParseMessageLine(std::string_view(data.data() + start, end - start));
+    if (m.ok()) out.push_back(std::move(*m));  // a bad line is ReadFrom's to report
+    start = end + 1;
+  }
+  if (out.size() > n) out.erase(out.begin(), out.end() - static_cast<ptrdiff_t>(n));
+  return out;
 }
 
 }  // namespace mates

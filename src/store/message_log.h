@@ -24,6 +24,9 @@ class MessageLog {
   // newline yet) is left for the next read.
   Result<std::vector<Message>> ReadFrom(uint64_t offset, uint64_t* next_offset) const;
 
+  // The last `n` messages (at most; from the log's last 256 KiB).
+  Result<std::vector<Message>> Tail(size_t n) const;
+
   // The logged message with this id, if any (reads the whole log).
   Result<std::optional<Message>> Find(const std::string& id) const;
 

@@ -310,6 +310,7 @@ void Teammate::Main() {
   // A host going away leaves the teammate resumable (idle); anything else
   // ends it.
   bool resumable = Resumable(reason);
+  loop_->ReportStopped(why);
   manager_->OnShutdownDone(config_.name);
   // Finished before the last status goes out: whoever that status wakes
   // must see this teammate as done.

@@ -43,6 +43,10 @@ CommandResult RunMates(const fs::path& ws, const std::vector<std::string>& args,
                        const std::string& stdin_data = "");
 // Starts `mates --workspace ws args...` without waiting.
 Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args);
+// tests/scenarios/<name>, the scripted provider's fixtures.
+std::string ScenarioFixture(const std::string& name);
+// Whether `pid` runs (exists and is not a zombie).
+bool ProcessRunning(pid_t pid);
 // Runs any program.
 CommandResult Run(const std::vector<std::string>& argv, double timeout_s = 60);
 Subprocess Start(const std::vector<std::string>& argv);

@@ -1,0 +1,77 @@
+// Activity: what an agent is doing now, kept in `agents/<name>.status.json`
+// for `mates status` and the dashboard (DESIGN §11):
+//
+//   {"agent": "alice", "state": "tool", "doing": "bash(make test)",
+//    "since": 1763884800.12, "updated_at": 1763884801.5, "pid": 4242,
+//    "model": "claude-…", "calls": 3,
+//    "tokens": {"input": 1200, "output": 300, "cache_write": 0, "cache_read": 800},
+//    "cost_usd": 0.0123}                      (null when the price is unknown)
+//
+// state is `thinking` (a model call), `tool` (doing names the tool and a
+// short form of its input), `idle` (waiting for work) or `stopped` (doing
+// says why). The file is replaced atomically on every change, so a reader
+// sees one whole document. The task an agent works on is the board's (its
+// in-progress task), not the file's: the board is the truth.
+#pragma once
+
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "core/files.h"
+#include "core/json.h"
+#include "core/status.h"
+#include "llm/types.h"
+
+namespace mates::agent {
+
+enum class ActivityState { kThinking, kTool, kIdle, kStopped };
+std::string_view ActivityStateName(ActivityState s);
+
+struct Activity {
+  std::string agent;
+  ActivityState state = ActivityState::kIdle;
+  std::string doing;
+  double since = 0;       // when this state began (wall seconds)
+  double updated_at = 0;  // the last write
+  int64_t pid = 0;        // the process that hosts the agent
+  std::string model;
+  int calls = 0;
+  llm::Usage tokens;
+  std::optional<double> cost_usd;
+};
+
+// "bash(make test)", "write_file(src/a.cc)", "SendMessage(lead: done)":
+// a tool call in one line of at most ~90 characters (cut on a UTF-8
+// boundary).
+std::string DescribeCall(const llm::ContentBlock& call);
+
+class ActivityFile {
+ public:
+  ActivityFile(fs::path path, std::string agent, std::string model);
+
+  void Thinking();
+  void Tool(const llm::ContentBlock& call);
+  void Idle();
+  void Stopped(const std::string& why);
+  // The agent's usage so far (after each model call).
+  void SetUsage(const llm::Usage& total, int calls);
+
+  const fs::path& path() const { return path_; }
+
+ private:
+  void Enter(ActivityState state, std::string doing);
+  void WriteLocked();
+
+  const fs::path path_;
+  std::mutex mu_;
+  Activity a_;  // guarded by mu_
+};
+
+Json ActivityToJson(const Activity& a);
+// A status file as written by ActivityFile; InvalidArgument for anything
+// else (it is read like input: DESIGN §10).
+Result<Activity> ActivityFromJson(const Json& j);
+Result<Activity> ReadActivity(const fs::path& path);
+
+}  // namespace mates::agent

@@ -1,0 +1,224 @@
+// mates up   [--team T] [run options] [GOAL]
+// mates down [--team T] [--timeout S]
+//
+// `up` hosts a team with no terminal (DESIGN §11): it forks a host (new
+// session, stdin /dev/null, output appended to .teams/T/host.log), waits
+// until the host holds the lead's lock and has written host.json, says so
+// and exits 0. The host runs until `down` or SIGTERM. `down` sends the host
+// SIGTERM (its agents stop, their tools' trees are killed, their journals
+// stay for the next `up`), waits for it to exit, and after --timeout kills
+// it and whatever its tools left.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+
+#include "cli/run_options.h"
+#include "core/clock.h"
+#include "core/files.h"
+#include "core/names.h"
+#include "core/process_tree.h"
+#include "core/secrets.h"
+#include "store/host_info.h"
+#include "store/roster.h"
+
+namespace mates::cli {
+namespace {
+
+constexpr double kUpReadySeconds = 60;
+
+fs::path HostLogPath(const Workspace& ws, const std::string& team) { return ws.TeamDir(team) / "host.log"; }
+
+// The refusal when `team` has a live host.
+Status AlreadyHosted(const Workspace& ws, const std::string& team) {
+  auto host = ReadLiveHost(ws, team);
+  if (!host) return Status::Ok();
+  std::string who = host->pid > 0 ? " (pid " + std::to_string(host->pid) + ")" : "";
+  return Status::FailedPrecondition("team '" + team + "' is already hosted" + who + "; `mates down --team " + team +
+                                    "` stops it");
+}
+
+// In the forked host: detach from the terminal and the session, then host
+// the team. Never returns to the caller's code path: the process exits.
+[[noreturn]] void BecomeHost(const LeadSessionConfig& config, const RunArgs& a, int ready_fd) {
+  ::setsid();
+  // A second fork: the host is no session leader, so no terminal it opens
+  // can become its controlling one.
+  pid_t pid = ::fork();
+  if (pid != 0) ::_exit(pid < 0 ? 1 : 0);
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int log_fd = ::open(HostLogPath(config.ws, config.team).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (null_fd < 0 || log_fd < 0) ::_exit(1);
+  ::dup2(null_fd, STDIN_FILENO);
+  ::dup2(log_fd, STDOUT_FILENO);
+  ::dup2(log_fd, STDERR_FILENO);
+  ::close(null_fd);
+  ::close(log_fd);
+  std::cout << "[" << IsoTime(WallSeconds()) << "] mates up: hosting team " << config.team << " (pid "
+            << ::getpid() << ")" << std::endl;
+  Secrets::Scrub();
+  int code = 1;
+  auto provider = SessionProvider(a);
+  if (!provider.ok()) {
+    std::cerr << "mates: error: " << provider.status().message() << std::endl;
+  } else {
+    LeadSessionConfig c = config;
+    c.mode = "up";
+    c.hosted = true;
+    c.on_ready = [ready_fd] {
+      char r = 'R';
+      (void)!::write(ready_fd, &r, 1);
+      ::close(ready_fd);
+    };
+    LiveOutput out(/*color=*/false, /*multi=*/false);
+    code = RunLeadSession(c, provider->get(), out).exit_code;
+  }
+  std::cout << "[" << IsoTime(WallSeconds()) << "] mates up: the host ends (exit " << code << ")" << std::endl;
+  std::cout.flush();
+  std::cerr.flush();
+  ::_exit(code);
+}
+
+// What the host wrote to its log since `offset` (its last lines), to say
+// why it did not start.
+std::string LogSince(const fs::path& log, uint64_t offset) {
+  auto text = ReadFilePrefix(log, 1 << 20);
+  if (!text.ok() || text->size() <= offset) return "";
+  std::string tail = text->substr(offset);
+  if (tail.size() > 4000) tail = "…" + tail.substr(tail.size() - 4000);
+  return tail;
+}
+
+int Up(Globals& g, const RunArgs& a) {
+  auto config = SessionConfig(g, a);
+  if (!config.ok()) return Fail(config.status());
+  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  if (a.max_turns < 1) return Usage("--max-turns must be at least 1");
+  // Checked here, where a mistake can be seen; the host makes its own.
+  if (auto p = SessionProvider(a); !p.ok()) return Fail(p.status());
+  const Workspace& ws = config->ws;
+  if (Status s = AlreadyHosted(ws, a.team); !s.ok()) return Fail(s);
+  if (Status s = EnsureDir(ws.TeamDir(a.team)); !s.ok()) return Fail(s);
+  const fs::path log = HostLogPath(ws, a.team);
+  std::error_code ec;
+  uint64_t log_start = fs::exists(log, ec) ? fs::file_size(log, ec) : 0;
+
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return Fail(Status::FromErrno("pipe", errno));
+  std::cout.flush();
+  std::cerr.flush();
+  pid_t child = ::fork();
+  if (child < 0) return Fail(Status::FromErrno("fork", errno));
+  if (child == 0) {
+    ::close(ready[0]);
+    BecomeHost(*config, a, ready[1]);
+  }
+  ::close(ready[1]);
+  int status = 0;
+  ::waitpid(child, &status, 0);  // the first fork exits at once
+  ScopedFd ready_fd(ready[0]);
+  char byte = 0;
+  struct pollfd pfd = {ready_fd.get(), POLLIN, 0};
+  int rc = ::poll(&pfd, 1, static_cast<int>(kUpReadySeconds * 1000));
+  bool ok = rc == 1 && ::read(ready_fd.get(), &byte, 1) == 1 && byte == 'R';
+  if (!ok) {
+    std::string why = LogSince(log, log_start);
+    return Fail(Status::FailedPrecondition(
+        "the host of team '" + a.team + "' did not start" +
+        (rc == 0 ? " within " + std::to_string(static_cast<int>(kUpReadySeconds)) + " s" : "") +
+        (why.empty() ? "" : "; its log says:\n" + why)));
+  }
+  auto host = ReadLiveHost(ws, a.team);
+  std::string pid = host && host->pid > 0 ? std::to_string(host->pid) : "?";
+  std::cout << "hosting team " << a.team << " (pid " << pid << ") — log " << log.string() << "\n"
+            << "mates status --team " << a.team << " shows it; mates send --team " << a.team
+            << " --to lead TEXT talks to it; mates down --team " << a.team << " stops it\n";
+  return 0;
+}
+
+struct DownArgs {
+  std::string team = "default";
+  double timeout = 30;
+};
+
+// Waits up to `seconds` for `pid` to exit (a pidfd, so without polling).
+bool WaitExit(pid_t pid, double seconds) {
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH;
+  ScopedFd pidfd(fd);
+  struct pollfd pfd = {pidfd.get(), POLLIN, 0};
+  const auto end = SteadyClock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - SteadyClock::now()).count();
+    int rc = ::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(0, left)));
+    if (rc == 1) return true;
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) return false;
+  }
+}
+
+int Down(Globals& g, const DownArgs& a) {
+  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
+  Workspace ws = g.ws();
+  auto team = Roster(ws).Load(a.team);
+  if (!team.ok()) return Fail(team.status());
+  auto host = ReadLiveHost(ws, a.team);
+  if (!host) {
+    // A host that was killed (SIGKILL, OOM) could not stop its tools: what
+    // they started still runs, tagged with the host's prefix.
+    int left = 0;
+    auto dead = ReadHostInfo(ws, a.team);
+    if (dead.ok()) {
+      left = KillTagged(HostTagPrefixOf(static_cast<pid_t>(dead->pid), dead->start_time));
+      std::error_code ec;
+      fs::remove(HostInfoPath(ws, a.team), ec);
+    }
+    std::cout << "team " << a.team << " is not hosted"
+              << (left > 0 ? " (" + std::to_string(left) + " leftover process(es) of its dead host killed)" : "")
+              << "\n";
+    return 0;
+  }
+  if (host->pid <= 0) {
+    return Fail(Status::FailedPrecondition("team '" + a.team + "' is hosted by a process that has not said who it "
+                                           "is (host.json); try again in a moment"));
+  }
+  const pid_t pid = static_cast<pid_t>(host->pid);
+  if (::kill(pid, SIGTERM) != 0 && errno != ESRCH) return Fail(Status::FromErrno("signal the host", errno));
+  bool forced = false;
+  if (!WaitExit(pid, a.timeout)) {
+    forced = true;
+    ::kill(pid, SIGKILL);
+    WaitExit(pid, 10);
+  }
+  // What the host's tools started and the host could not stop.
+  int left = KillTagged(HostTagPrefixOf(pid, host->start_time));
+  std::cout << "team " << a.team << " is down (host pid " << pid << (forced ? " killed after " : " stopped")
+            << (forced ? std::to_string(static_cast<int>(a.timeout)) + " s" : "")
+            << (left > 0 ? ", " + std::to_string(left) + " leftover process(es) killed" : "") << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddHostCommands(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* up = app.add_subcommand("up", "Host a team in the background, with no terminal, until `mates down`");
+  AddRunOptions(up, *a);
+  up->get_option("--team")->envname("MATES_TEAM");
+  up->callback([&g, a] { g.action = [&g, a] { return Up(g, *a); }; });
+
+  auto d = std::make_shared<DownArgs>();
+  CLI::App* down = app.add_subcommand("down", "Stop a team's host (its agents resume at the next `up`)");
+  down->add_option("--team", d->team, "The team")->envname("MATES_TEAM")->capture_default_str();
+  down->add_option("--timeout", d->timeout, "Seconds the host has to stop before it is killed")->capture_default_str();
+  down->callback([&g, d] { g.action = [&g, d] { return Down(g, *d); }; });
+}
+
+}  // namespace mates::cli

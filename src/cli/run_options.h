@@ -1,0 +1,35 @@
+// What `mates run` and `mates up` share: the options that choose a
+// provider and shape the lead's session, and their checks.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/cli_common.h"
+#include "cli/lead_session.h"
+#include "llm/provider.h"
+
+namespace mates::cli {
+
+struct RunArgs {
+  std::vector<std::string> goal;
+  std::string provider, model, base_url, scenario;
+  std::string team = "default";
+  int max_turns = 100;
+  int64_t context_budget = 0;
+  double idle_timeout = 60;
+  double shutdown_timeout = 60;
+  double request_timeout = 0;
+  bool fresh = false;
+};
+
+// Adds GOAL and the options above to `cmd`.
+void AddRunOptions(CLI::App* cmd, RunArgs& a);
+// The session `a` asks for (an empty goal given as words is refused:
+// InvalidArgument).
+Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a);
+Result<std::unique_ptr<llm::Provider>> SessionProvider(const RunArgs& a);
+
+}  // namespace mates::cli

@@ -1,0 +1,246 @@
+// mates status [--team T] [--watch] [--json]
+//
+// A team at a glance (DESIGN §11): its host (pid, how it runs, uptime), the
+// board by status, and per member the shown state (liveness: a member whose
+// host is gone is `offline`), what it is doing and for how long (its
+// activity file), its task (the board's in-progress task it owns), tokens
+// and cost; then the last messages. `--json` is one document; `--watch`
+// redraws whenever a file of the team changes (and every second, for the
+// durations).
+#include <unistd.h>
+
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "agent/activity.h"
+#include "agent/usage.h"
+#include "cli/cli_common.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/names.h"
+#include "store/board.h"
+#include "store/host_info.h"
+#include "store/liveness.h"
+#include "store/message_log.h"
+#include "store/roster.h"
+#include "store/watcher.h"
+
+namespace mates::cli {
+namespace {
+
+constexpr size_t kLastMessages = 8;
+
+struct StatusArgs {
+  std::string team = "default";
+  bool watch = false;
+  bool json = false;
+};
+
+struct MemberView {
+  Member member;
+  std::string shown;  // liveness applied
+  std::optional<agent::Activity> activity;
+  std::optional<Task> task;
+};
+
+struct TeamView {
+  TeamConfig team;
+  std::optional<HostInfo> host;
+  std::map<std::string, int> board;  // status name → count
+  std::vector<MemberView> members;
+  std::vector<Message> messages;
+  double now = 0;
+};
+
+Result<TeamView> Look(const Workspace& ws, const std::string& team) {
+  TeamView v;
+  v.now = WallSeconds();
+  MATES_ASSIGN_OR_RETURN(v.team, Roster(ws).Load(team));
+  v.host = ReadLiveHost(ws, team);
+  for (const char* s : {"pending", "in_progress", "completed"}) v.board[s] = 0;
+  std::map<std::string, Task> working;  // owner → its in-progress task (lowest id)
+  auto tasks = SharedBoard(ws.TasksDir(team))->List(false);
+  if (tasks.ok()) {
+    for (const auto& t : *tasks) {
+      ++v.board[std::string(TaskStatusName(t.status))];
+      if (t.status == TaskStatus::kInProgress && !t.owner.empty() && working.count(t.owner) == 0) {
+        working[t.owner] = t;
+      }
+    }
+  }
+  for (const auto& m : v.team.members) {
+    MemberView mv;
+    mv.member = m;
+    mv.shown = std::string(ShownStatus(ws, team, m));
+    auto a = agent::ReadActivity(ws.AgentsDir(team) / (m.name + ".status.json"));
+    if (a.ok()) mv.activity = std::move(*a);
+    if (auto it = working.find(m.name); it != working.end()) mv.task = it->second;
+    v.members.push_back(std::move(mv));
+  }
+  auto msgs = MessageLog(ws, team).Tail(kLastMessages);
+  if (msgs.ok()) v.messages = std::move(*msgs);
+  return v;
+}
+
+std::string Duration(double seconds) {
+  if (seconds < 0) seconds = 0;
+  auto s = static_cast<int64_t>(seconds);
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
+  if (s < 86400) return std::to_string(s / 3600) + "h" + std::to_string(s % 3600 / 60) + "m";
+  return std::to_string(s / 86400) + "d" + std::to_string(s % 86400 / 3600) + "h";
+}
+
+std::string Cost(const agent::Activity& a) {
+  if (a.calls == 0) return "-";
+  if (!a.cost_usd) return "?";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "$%.4f", *a.cost_usd);
+  return buf;
+}
+
+int64_t InputTokens(const llm::Usage& u) {
+  return u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+}
+
+// What a member is doing, as one cell.
+std::string Doing(const MemberView& m) {
+  if (!m.activity) return "-";
+  const agent::Activity& a = *m.activity;
+  if (m.shown == "offline") return "(host gone)";
+  switch (a.state) {
+    case agent::ActivityState::kThinking: return "thinking";
+    case agent::ActivityState::kTool: return a.doing;
+    case agent::ActivityState::kIdle: return "waiting";
+    case agent::ActivityState::kStopped: return "stopped" + (a.doing.empty() ? "" : ": " + a.doing);
+  }
+  return "-";
+}
+
+std::string Cut(const std::string& s, size_t max) {
+  if (s.size() <= max) return s;
+  size_t end = max - 1;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end) + "…";
+}
+
+// Pads `s` to `width` columns (counting UTF-8 characters, not bytes).
+std::string Pad(const std::string& s, size_t width) {
+  size_t cols = 0;
+  for (unsigned char c : s) cols += (c & 0xC0) != 0x80;
+  return cols >= width ? s + " " : s + std::string(width - cols, ' ');
+}
+
+std::string Render(const TeamView& v) {
+  std::ostringstream o;
+  o << "team " << v.team.name;
+  if (v.host) {
+    o << " — hosted";
+    if (v.host->pid > 0) {
+      o << " by pid " << v.host->pid << " (mates " << (v.host->mode.empty() ? "?" : v.host->mode) << ") since "
+        << ClockTime(v.host->started_at) << ", " << Duration(v.now - v.host->started_at);
+    }
+    if (!v.host->dashboard.empty()) o << "\ndashboard " << v.host->dashboard;
+  } else {
+    o << " — not hosted";
+  }
+  o << "\nboard: " << v.board.at("pending") << " pending · " << v.board.at("in_progress") << " in progress · "
+    << v.board.at("completed") << " completed\n\n";
+  o << Pad("MEMBER", 14) << Pad("STATE", 10) << Pad("DOING", 42) << Pad("FOR", 8) << Pad("TASK", 26)
+    << Pad("TOKENS in/out", 16) << "COST\n";
+  for (const auto& m : v.members) {
+    std::string since = m.activity && m.shown != "offline" ? Duration(v.now - m.activity->since) : "-";
+    std::string task = m.task ? Cut("#" + std::to_string(m.task->id) + " " + m.task->subject, 25) : "-";
+    std::string tokens = m.activity && m.activity->calls > 0
+                             ? agent::HumanCount(InputTokens(m.activity->tokens)) + "/" +
+                                   agent::HumanCount(m.activity->tokens.output_tokens)
+                             : "-";
+    o << Pad(Cut(m.member.name, 13), 14) << Pad(m.shown, 10) << Pad(Cut(Doing(m), 41), 42) << Pad(since, 8)
+      << Pad(task, 26) << Pad(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
+  }
+  o << "\nlast messages:\n";
+  if (v.messages.empty()) o << "  (none)\n";
+  for (const auto& m : v.messages) o << "  " << Cut(FormatMessage(m), 160) << "\n";
+  return o.str();
+}
+
+Json ToJson(const TeamView& v) {
+  Json j;
+  j["team"] = v.team.name;
+  j["now"] = v.now;
+  if (v.host) {
+    j["host"] = {{"pid", v.host->pid},
+                 {"mode", v.host->mode},
+                 {"started_at", v.host->started_at},
+                 {"uptime_s", v.host->pid > 0 ? v.now - v.host->started_at : 0},
+                 {"dashboard", v.host->dashboard}};
+  } else {
+    j["host"] = nullptr;
+  }
+  j["board"] = Json::object();
+  for (const auto& [k, n] : v.board) j["board"][k] = n;
+  j["members"] = Json::array();
+  for (const auto& m : v.members) {
+    Json jm;
+    jm["name"] = m.member.name;
+    jm["role"] = std::string(MemberRoleName(m.member.role));
+    jm["status"] = m.shown;
+    jm["recorded_status"] = std::string(MemberStatusName(m.member.status));
+    if (m.activity) {
+      Json a = agent::ActivityToJson(*m.activity);
+      a["for_s"] = v.now - m.activity->since;
+      jm["activity"] = std::move(a);
+    } else {
+      jm["activity"] = nullptr;
+    }
+    jm["task"] = m.task ? Json{{"id", m.task->id}, {"subject", m.task->subject}} : Json(nullptr);
+    j["members"].push_back(std::move(jm));
+  }
+  j["messages"] = Json::array();
+  for (const auto& m : v.messages) j["messages"].push_back(MessageToJson(m));
+  return j;
+}
+
+int Status_(Globals& g, const StatusArgs& a) {
+  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  if (a.watch && a.json) return Usage("--watch redraws a screen; --json prints one document: choose one");
+  Workspace ws = g.ws();
+  if (!a.watch) {
+    auto v = Look(ws, a.team);
+    if (!v.ok()) return Fail(v.status());
+    std::cout << (a.json ? DumpJsonPretty(ToJson(*v)) + "\n" : Render(*v)) << std::flush;
+    return 0;
+  }
+  // Any change of the team's files (roster, inboxes, log, host.json), its
+  // agents' activity and its board redraws at once.
+  auto waker = std::make_shared<Waker>();
+  std::vector<Watcher::Subscription> subs;
+  for (const fs::path& dir : {ws.TeamDir(a.team), ws.AgentsDir(a.team), ws.TasksDir(a.team)}) {
+    auto s = Watcher::Default().Subscribe(dir, "", waker);
+    if (s.ok()) subs.push_back(std::move(*s));
+  }
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  for (;;) {
+    uint64_t gen = waker->generation();
+    auto v = Look(ws, a.team);
+    if (!v.ok()) return Fail(v.status());
+    // Home and clear to the end: the screen is replaced, not scrolled.
+    std::cout << (tty ? "\033[H\033[2J" : "\f\n") << Render(*v) << std::flush;
+    waker->WaitChange(gen, DeadlineIn(1.0));
+  }
+}
+
+}  // namespace
+
+void AddStatusCommand(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<StatusArgs>();
+  CLI::App* st = app.add_subcommand("status", "A team at a glance: host, board, what each member is doing, messages");
+  st->add_option("--team", a->team, "The team")->envname("MATES_TEAM")->capture_default_str();
+  st->add_flag("--watch", a->watch, "Redraw whenever something changes (Ctrl-C ends it)");
+  st->add_flag("--json", a->json, "One JSON document");
+  st->callback([&g, a] { g.action = [&g, a] { return Status_(g, *a); }; });
+}
+
+}  // namespace mates::cli

@@ -1,0 +1,62 @@
+#include "store/host_info.h"
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+#include "core/json.h"
+#include "core/process_tree.h"
+#include "store/liveness.h"
+#include "store/roster.h"
+
+namespace mates {
+
+fs::path HostInfoPath(const Workspace& ws, std::string_view team) { return ws.TeamDir(team) / "host.json"; }
+
+Status WriteHostInfo(const Workspace& ws, std::string_view team, const HostInfo& h) {
+  Json j;
+  j["pid"] = h.pid;
+  j["start_time"] = h.start_time;
+  j["started_at"] = h.started_at;
+  j["mode"] = h.mode;
+  j["lead"] = h.lead;
+  j["dashboard"] = h.dashboard;
+  return WriteFileAtomic(HostInfoPath(ws, team), DumpJson(j) + "\n");
+}
+
+Result<HostInfo> ReadHostInfo(const Workspace& ws, std::string_view team) {
+  MATES_ASSIGN_OR_RETURN(std::string text, ReadFilePrefix(HostInfoPath(ws, team), 64 << 10));
+  MATES_ASSIGN_OR_RETURN(Json j, ParseJson(text));
+  if (!j.is_object()) return Status::InvalidArgument("host.json is not an object");
+  HostInfo h;
+  MATES_ASSIGN_OR_RETURN(h.pid, JsonInt(j, "pid", true));
+  MATES_ASSIGN_OR_RETURN(int64_t start, JsonInt(j, "start_time", false));
+  h.start_time = static_cast<uint64_t>(start < 0 ? 0 : start);
+  MATES_ASSIGN_OR_RETURN(h.started_at, JsonNumber(j, "started_at", 0));
+  MATES_ASSIGN_OR_RETURN(h.mode, JsonString(j, "mode", false));
+  MATES_ASSIGN_OR_RETURN(h.lead, JsonString(j, "lead", false));
+  MATES_ASSIGN_OR_RETURN(h.dashboard, JsonString(j, "dashboard", false));
+  if (h.pid <= 0) return Status::InvalidArgument("host.json: pid must be positive");
+  return h;
+}
+
+void RemoveHostInfo(const Workspace& ws, std::string_view team) {
+  auto h = ReadHostInfo(ws, team);
+  if (h.ok() && h->pid == ::getpid()) {
+    std::error_code ec;
+    fs::remove(HostInfoPath(ws, team), ec);
+  }
+}
+
+std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team) {
+  auto c = Roster(ws).Load(team);
+  if (!c.ok() || !HostAlive(ws, team, c->lead)) return std::nullopt;
+  auto h = ReadHostInfo(ws, team);
+  if (!h.ok()) return HostInfo{};
+  // The file of an earlier host, with a new one starting: not this one's.
+  if (ProcessStartTime(static_cast<pid_t>(h->pid)) != h->start_time) return HostInfo{};
+  return *h;
+}
+
+}  // namespace mates

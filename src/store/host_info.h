@@ -1,0 +1,39 @@
+// The host of a team (DESIGN §11): the process that hosts its lead (`mates
+// up`, `mates run`, `mates demo`) records itself in `.teams/<team>/host.json`
+//
+//   {"pid": 4242, "start_time": 123456, "started_at": 1763884800.1,
+//    "mode": "up", "lead": "lead", "dashboard": "http://127.0.0.1:PORT/?token=…"}
+//
+// and removes it when it ends. The file says who; the lead's host lock says
+// whether: a host killed with SIGKILL leaves the file, and a file whose
+// lock nobody holds is a dead host's (ReadLiveHost says nothing then).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "store/workspace.h"
+
+namespace mates {
+
+struct HostInfo {
+  int64_t pid = 0;
+  uint64_t start_time = 0;  // the kernel's, to tell a reused pid (ProcessStartTime)
+  double started_at = 0;    // wall seconds
+  std::string mode;         // up, run, demo
+  std::string lead;
+  std::string dashboard;    // "" = none
+};
+
+fs::path HostInfoPath(const Workspace& ws, std::string_view team);
+Status WriteHostInfo(const Workspace& ws, std::string_view team, const HostInfo& h);
+// What host.json says, whether its host lives or not.
+Result<HostInfo> ReadHostInfo(const Workspace& ws, std::string_view team);
+// Removes it if it is still this process's.
+void RemoveHostInfo(const Workspace& ws, std::string_view team);
+// The host of `team` if one is alive (its lead's host lock is held); the
+// file's content when readable (a host that has not written it yet: pid 0).
+std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team);
+
+}  // namespace mates

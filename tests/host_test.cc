@@ -1,0 +1,186 @@
+// A team hosted headless (DESIGN §11): `mates up` returns once the host
+// runs; people talk to it from other processes as `user`; `mates status`
+// shows what each member is doing; `mates down` leaves nothing behind; a
+// killed host shows its members offline and `down` cleans up after it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+#include <nlohmann/json.hpp>
+
+#include "core/json.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::TempDir;
+
+using testing::ProcessRunning;
+std::string Fixture(const std::string& name) { return testing::ScenarioFixture(name); }
+
+// Whether the scenario's sleeper runs in workspace `ws` (tests run side by
+// side: another workspace's sleeper is not this one's).
+bool SleeperRunsIn(const fs::path& ws) {
+  auto r = testing::Run({"pgrep", "-f", "mates_hosted_sleeper"});
+  std::istringstream pids(r.out);
+  std::string pid;
+  while (pids >> pid) {
+    std::error_code ec;
+    if (fs::read_symlink("/proc/" + pid + "/cwd", ec) == fs::canonical(ws, ec)) return true;
+  }
+  return false;
+}
+
+class HostTest : public ::testing::Test {
+ protected:
+  ~HostTest() override {
+    testing::RunMates(ws_.path(), {"down", "--team", "hosted", "--timeout", "5"});
+  }
+
+  testing::CommandResult Mates(const std::vector<std::string>& args) { return testing::RunMates(ws_.path(), args); }
+
+  testing::CommandResult Up(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"up", "--team", "hosted", "--provider", "scripted", "--scenario",
+                                     Fixture("team_hosted.yaml")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Mates(args);
+  }
+
+  Json Status() {
+    auto r = Mates({"status", "--team", "hosted", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto j = ParseJson(r.out);
+    EXPECT_TRUE(j.ok()) << r.out;
+    return j.ok() ? *j : Json::object();
+  }
+
+  static const Json* MemberIn(const Json& status, const std::string& name) {
+    for (const auto& m : status["members"]) {
+      if (m["name"] == name) return &m;
+    }
+    return nullptr;
+  }
+
+  int64_t HostPid() {
+    Json s = Status();
+    return s["host"].is_object() ? s["host"]["pid"].get<int64_t>() : 0;
+  }
+
+  TempDir ws_;
+};
+
+TEST_F(HostTest, UpHostsDownStopsAndNothingIsLeft) {
+  ASSERT_FALSE(SleeperRunsIn(ws_.path())) << "a sleeper of an earlier run is still alive";
+  auto up = Up({"Start a worker"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  EXPECT_NE(up.out.find("hosting team hosted (pid "), std::string::npos) << up.out;
+  const int64_t pid = HostPid();
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(ProcessRunning(static_cast<pid_t>(pid)));
+  // One host per team.
+  auto again = Up();
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("already hosted (pid " + std::to_string(pid) + ")"), std::string::npos) << again.err;
+
+  // A person talks to the lead from another process, as `user`; the lead's
+  // answer comes back to user's inbox.
+  ASSERT_EQ(Mates({"send", "--team", "hosted", "--to", "lead", "ping", "42"}).exit_code, 0);
+  auto answer = Mates({"inbox", "--team", "hosted", "user", "--wait", "20"});
+  EXPECT_NE(answer.out.find("lead -> user (message): pong 42"), std::string::npos) << answer.out << answer.err;
+
+  // A task created from the shell is claimed by the hosted worker; status
+  // shows it busy in its tool, for a growing time.
+  ASSERT_EQ(Mates({"tasks", "--team", "hosted", "create", "slow job"}).exit_code, 0);
+  Json busy;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    busy = Status();
+    const Json* w = MemberIn(busy, "worker");
+    return w != nullptr && (*w)["activity"].is_object() && (*w)["activity"]["state"] == "tool";
+  }));
+  const Json* w = MemberIn(busy, "worker");
+  EXPECT_EQ((*w)["status"], "active");
+  EXPECT_EQ((*w)["activity"]["doing"], "bash(exec -a mates_hosted_sleeper sleep 300)");
+  EXPECT_EQ((*w)["task"]["id"], 1);
+  EXPECT_EQ((*w)["task"]["subject"], "slow job");
+  EXPECT_GT((*w)["activity"]["calls"].get<int>(), 0);
+  EXPECT_GT((*w)["activity"]["tokens"]["input"].get<int64_t>(), 0);
+  EXPECT_EQ(busy["board"]["in_progress"], 1);
+  EXPECT_EQ(busy["host"]["mode"], "up");
+  Json later = Status();
+  EXPECT_GT((*MemberIn(later, "worker"))["activity"]["for_s"].get<double>(),
+            (*w)["activity"]["for_s"].get<double>());
+  // The human form says the same.
+  auto text = Mates({"status", "--team", "hosted"});
+  EXPECT_NE(text.out.find("hosted by pid " + std::to_string(pid)), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("bash(exec -a mates_hosted_sleeper"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("#1 slow job"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("user -> lead (message): ping 42"), std::string::npos) << text.out;
+  ASSERT_TRUE(SleeperRunsIn(ws_.path()));
+
+  auto down = Mates({"down", "--team", "hosted"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_NE(down.out.find("team hosted is down (host pid " + std::to_string(pid) + " stopped)"), std::string::npos)
+      << down.out;
+  EXPECT_FALSE(ProcessRunning(static_cast<pid_t>(pid)));
+  EXPECT_FALSE(SleeperRunsIn(ws_.path()));
+  Json after = Status();
+  EXPECT_TRUE(after["host"].is_null());
+  EXPECT_EQ((*MemberIn(after, "worker"))["status"], "offline");
+  EXPECT_NE(Mates({"down", "--team", "hosted"}).out.find("not hosted"), std::string::npos);
+
+  // The next `up` resumes the worker from its journal, in the new host.
+  ASSERT_EQ(Up().exit_code, 0);
+  const int64_t pid2 = HostPid();
+  ASSERT_GT(pid2, 0);
+  EXPECT_NE(pid2, pid);
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    Json s = Status();
+    const Json* again_w = MemberIn(s, "worker");
+    return again_w != nullptr && (*again_w)["activity"].is_object() && (*again_w)["activity"]["pid"] == pid2 &&
+           (*again_w)["status"] != "offline";
+  }));
+  EXPECT_EQ(Mates({"down", "--team", "hosted"}).exit_code, 0);
+}
+
+TEST_F(HostTest, AKilledHostShowsItsMembersOfflineAndDownCleansUp) {
+  ASSERT_EQ(Up({"Start a worker"}).exit_code, 0);
+  const int64_t pid = HostPid();
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(Mates({"tasks", "--team", "hosted", "create", "slow job"}).exit_code, 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return SleeperRunsIn(ws_.path()); }));
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return !ProcessRunning(static_cast<pid_t>(pid)); }));
+  Json s = Status();
+  EXPECT_TRUE(s["host"].is_null());
+  EXPECT_EQ((*MemberIn(s, "lead"))["status"], "offline");
+  EXPECT_EQ((*MemberIn(s, "worker"))["status"], "offline");
+  EXPECT_EQ((*MemberIn(s, "worker"))["recorded_status"], "active");
+  // The dead host's tool is still running; `down` finds it by the host's tag.
+  ASSERT_TRUE(SleeperRunsIn(ws_.path()));
+  auto down = Mates({"down", "--team", "hosted"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_NE(down.out.find("not hosted"), std::string::npos) << down.out;
+  EXPECT_NE(down.out.find("1 leftover process(es) of its dead host killed"), std::string::npos) << down.out;
+  EXPECT_FALSE(SleeperRunsIn(ws_.path()));
+}
+
+TEST_F(HostTest, BadInputIsRefusedBeforeAnythingStarts) {
+  auto r = Mates({"up", "--team", "hosted", "--provider", "scripted", "--scenario", "/nonexistent.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  r = Mates({"up", "--team", "../x", "--provider", "scripted", "--scenario", Fixture("team_hosted.yaml")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = Mates({"up", "--team", "hosted", "--provider", "scripted", "--scenario", Fixture("team_hosted.yaml"), ""});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("the goal is empty"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws_.path() / ".teams/hosted/host.json"));
+  EXPECT_EQ(Mates({"down", "--team", "nosuch"}).exit_code, 1);
+  EXPECT_EQ(Mates({"down", "--team", "hosted", "--timeout", "nan"}).exit_code, 2);
+  EXPECT_EQ(Mates({"status", "--team", "nosuch"}).exit_code, 1);
+  EXPECT_EQ(Mates({"status", "--team", "hosted", "--json", "--watch"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace mates
