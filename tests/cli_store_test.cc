@@ -57,6 +57,47 @@ TEST_F(CliStoreTest, TeamLifecycle) {
   EXPECT_NE(Mates({"team", "list"}).out.find("no teams"), std::string::npos);
 }
 
+// Deleting archives (DESIGN §11): the log, board and roster stay readable
+// with --archived [STAMP]; --purge deletes for good.
+TEST_F(CliStoreTest, ADeletedTeamIsArchivedAndStaysReadable) {
+  Team();
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "alice", "first"}).exit_code, 0);
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "job one"}).exit_code, 0);
+  auto del = Mates({"team", "delete", "t", "--json"});
+  ASSERT_EQ(del.exit_code, 0) << del.err;
+  const std::string stamp1 = (*ParseJson(del.out))["stamp"];
+  EXPECT_FALSE(fs::exists(dir_.path() / ".teams/t"));
+  EXPECT_FALSE(fs::exists(dir_.path() / ".tasks/t"));
+  EXPECT_TRUE(fs::exists(dir_.path() / ".teams/.archive" / ("t-" + stamp1) / ".teams/t/messages.jsonl"));
+  EXPECT_NE(Mates({"team", "list"}).out.find("no teams"), std::string::npos);
+  // A new team of the same name, deleted too: a second archive.
+  Team();
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "bob", "second"}).exit_code, 0);
+  ASSERT_EQ(Mates({"team", "delete", "t"}).exit_code, 0);
+  // The latest by default; an older one by its stamp.
+  auto latest = Mates({"log", "--team", "t", "--archived"});
+  EXPECT_NE(latest.out.find("user -> bob (message): second"), std::string::npos) << latest.out << latest.err;
+  EXPECT_EQ(latest.out.find("first"), std::string::npos);
+  auto older = Mates({"log", "--team", "t", "--archived", stamp1});
+  EXPECT_NE(older.out.find("user -> alice (message): first"), std::string::npos) << older.out << older.err;
+  EXPECT_NE(Mates({"tasks", "--team", "t", "list", "--archived", stamp1}).out.find("#1 [pending] job one"),
+            std::string::npos);
+  EXPECT_NE(Mates({"tasks", "--team", "t", "get", "1", "--archived", stamp1}).out.find("job one"), std::string::npos);
+  auto status = Mates({"status", "--team", "t", "--archived", stamp1, "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_EQ((*ParseJson(status.out))["board"]["pending"], 1);
+  auto list = Mates({"team", "list", "--archived", "--json"});
+  ASSERT_EQ(ParseJson(list.out)->size(), 2u) << list.out;
+  // Bad input: an unknown stamp names the ones there are; follow has nothing to follow.
+  ExpectError({"log", "--team", "t", "--archived", "20000101T000000"}, 1, "(it has " + stamp1);
+  ExpectError({"log", "--team", "nosuch", "--archived"}, 1, "team 'nosuch' has no archive");
+  ExpectError({"log", "--team", "t", "--archived", "--follow"}, 2, "--follow has nothing to wait for");
+  // --purge leaves nothing.
+  Team();
+  ASSERT_EQ(Mates({"team", "delete", "t", "--purge"}).exit_code, 0);
+  EXPECT_EQ(ParseJson(Mates({"team", "list", "--archived", "--json"}).out)->size(), 2u);
+}
+
 TEST_F(CliStoreTest, SendInboxAndLog) {
   Team();
   EXPECT_EQ(Mates({"send", "--team", "t", "--to", "alice", "--summary", "api", "docs", "are",

@@ -250,10 +250,19 @@ TEST(TeamTest, TeamDeleteWithABusyTeammateOrphansNothing) {
                                          "--shutdown-timeout", "1", "Start"});
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("LEAD SAW: Team 'busy' deleted."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("LEAD SAW: Team 'busy' deleted; its files are archived in .teams/.archive/busy-"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("sleeper (stopped: no answer in time)"), std::string::npos) << r.out;
   EXPECT_LT(took, 15.0);
   EXPECT_FALSE(fs::exists(ws.path() / ".teams/busy"));
+  // Archived, not destroyed: its messages and roster stay readable.
+  auto log = testing::RunMates(ws.path(), {"log", "--team", "busy", "--archived"});
+  EXPECT_EQ(log.exit_code, 0) << log.err;
+  EXPECT_NE(log.out.find("lead -> sleeper (shutdown_request"), std::string::npos) << log.out;
+  auto archived = testing::RunMates(ws.path(), {"team", "list", "--archived"});
+  EXPECT_NE(archived.out.find("busy  "), std::string::npos) << archived.out;
+  EXPECT_NE(archived.out.find("2 members"), std::string::npos) << archived.out;
   pid_t pid = std::stoi(ReadAll(ws.path() / "sleeper.pid"));
   EXPECT_NE(::kill(pid, 0), 0) << "the teammate's command outlived it";
   EXPECT_NE(testing::Run({"pgrep", "-f", "sleep 37.25"}).exit_code, 0);

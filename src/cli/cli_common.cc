@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "core/clock.h"
+#include "store/archive.h"
 #include "store/roster.h"
 
 namespace mates::cli {
@@ -95,6 +96,19 @@ Result<std::string> DefaultMember(const Workspace& ws, const std::string& team) 
   if (env != nullptr && *env != '\0') return std::string(env);
   MATES_ASSIGN_OR_RETURN(TeamConfig c, Roster(ws).Load(team));
   return c.lead;
+}
+
+void AddArchivedOption(CLI::App* cmd, ArchivedChoice& choice) {
+  choice.options.push_back(
+      cmd->add_option("--archived", choice.stamp, "Read the team's archive (a deleted team; the latest, or the one of STAMP)")
+          ->expected(0, 1));
+}
+
+Result<Workspace> ReadingWorkspace(const Globals& g, const std::string& team, const ArchivedChoice& choice) {
+  Workspace ws = g.ws();
+  if (!choice.given()) return ws;
+  MATES_ASSIGN_OR_RETURN(ArchivedTeam a, FindArchive(ws, team, choice.stamp));
+  return Workspace(a.root);
 }
 
 }  // namespace mates::cli

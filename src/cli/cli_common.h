@@ -40,6 +40,22 @@ std::string FormatTaskDetail(const Task& t);
 inline constexpr double kMaxSeconds = 1e7;  // ~115 days
 Status CheckSeconds(const std::string& flag, double value, double min, bool min_inclusive);
 
+// `--archived [STAMP]` (DESIGN §11): read a deleted team from its archive,
+// the latest without a STAMP.
+struct ArchivedChoice {
+  std::string stamp;
+  std::vector<CLI::Option*> options;  // one per subcommand that takes it
+  bool given() const {
+    for (const CLI::Option* o : options) {
+      if (o->count() > 0) return true;
+    }
+    return false;
+  }
+};
+void AddArchivedOption(CLI::App* cmd, ArchivedChoice& choice);
+// The workspace to read `team` in: the live one, or its archive's.
+Result<Workspace> ReadingWorkspace(const Globals& g, const std::string& team, const ArchivedChoice& choice);
+
 // Splits "a,b,c" (empty pieces dropped).
 std::vector<std::string> SplitList(const std::string& s);
 

@@ -1,4 +1,4 @@
-// mates log --team T [--follow] [--json]
+// mates log --team T [--follow] [--json] [--archived [STAMP]]
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,10 +15,14 @@ struct LogArgs {
   std::string team;
   bool follow = false;
   bool json = false;
+  ArchivedChoice archived;
 };
 
 int Log(Globals& g, const LogArgs& a) {
-  Workspace ws = g.ws();
+  if (a.follow && a.archived.given()) return Usage("an archive does not change: --follow has nothing to wait for");
+  auto reading = ReadingWorkspace(g, a.team, a.archived);
+  if (!reading.ok()) return Fail(reading.status());
+  const Workspace& ws = *reading;
   auto team = Roster(ws).Load(a.team);
   if (!team.ok()) return Fail(team.status());
   MessageLog log(ws, a.team);
@@ -57,6 +61,7 @@ void AddLogCommand(CLI::App& app, Globals& g) {
   log->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
   log->add_flag("--follow,-f", a->follow, "Keep printing messages as they are sent");
   log->add_flag("--json", a->json, "One JSON object per line");
+  AddArchivedOption(log, a->archived);
   log->callback([&g, a] { g.action = [&g, a] { return Log(g, *a); }; });
 }
 

@@ -1,4 +1,4 @@
-// mates status [--team T] [--watch] [--json]
+// mates status [--team T] [--watch] [--json] [--archived [STAMP]]
 //
 // A team at a glance (DESIGN §11): its host (pid, how it runs, uptime), the
 // board by status, and per member the shown state (liveness: a member whose
@@ -36,6 +36,7 @@ struct StatusArgs {
   std::string team = "default";
   bool watch = false;
   bool json = false;
+  ArchivedChoice archived;
 };
 
 struct MemberView {
@@ -206,7 +207,9 @@ Json ToJson(const TeamView& v) {
 int Status_(Globals& g, const StatusArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
   if (a.watch && a.json) return Usage("--watch redraws a screen; --json prints one document: choose one");
-  Workspace ws = g.ws();
+  auto reading = ReadingWorkspace(g, a.team, a.archived);
+  if (!reading.ok()) return Fail(reading.status());
+  const Workspace& ws = *reading;
   if (!a.watch) {
     auto v = Look(ws, a.team);
     if (!v.ok()) return Fail(v.status());
@@ -240,6 +243,7 @@ void AddStatusCommand(CLI::App& app, Globals& g) {
   st->add_option("--team", a->team, "The team")->envname("MATES_TEAM")->capture_default_str();
   st->add_flag("--watch", a->watch, "Redraw whenever something changes (Ctrl-C ends it)");
   st->add_flag("--json", a->json, "One JSON document");
+  AddArchivedOption(st, a->archived);
   st->callback([&g, a] { g.action = [&g, a] { return Status_(g, *a); }; });
 }
 

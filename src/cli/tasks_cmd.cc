@@ -27,6 +27,7 @@ struct TasksArgs {
   std::string as;
   bool all = false;
   bool json = false;
+  ArchivedChoice archived;
   // Which of the optional update fields were given.
   bool has_subject = false, has_description = false, has_active_form = false,
        has_owner = false, has_metadata = false;
@@ -62,7 +63,9 @@ int PrintTask(const Task& t, bool json, const std::string& verb) {
 }
 
 int List(Globals& g, const TasksArgs& a) {
-  auto board = OpenBoard(g.ws(), a.team);
+  auto reading = ReadingWorkspace(g, a.team, a.archived);
+  if (!reading.ok()) return Fail(reading.status());
+  auto board = OpenBoard(*reading, a.team);
   if (!board.ok()) return Fail(board.status());
   auto tasks = (*board)->List(a.all);
   if (!tasks.ok()) return Fail(tasks.status());
@@ -80,7 +83,9 @@ int List(Globals& g, const TasksArgs& a) {
 int Get(Globals& g, const TasksArgs& a) {
   auto id = ParseId(a.id, "task id");
   if (!id.ok()) return Fail(id.status());
-  auto board = OpenBoard(g.ws(), a.team);
+  auto reading = ReadingWorkspace(g, a.team, a.archived);
+  if (!reading.ok()) return Fail(reading.status());
+  auto board = OpenBoard(*reading, a.team);
   if (!board.ok()) return Fail(board.status());
   auto t = (*board)->Get(*id);
   if (!t.ok()) return Fail(t.status());
@@ -194,11 +199,13 @@ void AddTasksCommands(CLI::App& app, Globals& g) {
   CLI::App* list = tasks->add_subcommand("list", "List tasks by id");
   list->add_flag("--all", a->all, "Include deleted tasks");
   list->add_flag("--json", a->json, "Machine-readable output");
+  AddArchivedOption(list, a->archived);
   list->callback(set(&List));
 
   CLI::App* get = tasks->add_subcommand("get", "Show one task");
   get->add_option("ID", a->id, "Task id")->required();
   get->add_flag("--json", a->json, "Machine-readable output");
+  AddArchivedOption(get, a->archived);
   get->callback(set(&Get));
 
   CLI::App* create = tasks->add_subcommand("create", "Create a task");

@@ -6,6 +6,8 @@
 #include "cli/cli_common.h"
 #include "core/clock.h"
 #include "core/names.h"
+#include "store/archive.h"
+#include "store/board.h"
 #include "store/liveness.h"
 #include "store/roster.h"
 
@@ -21,6 +23,8 @@ struct TeamArgs {
   std::string role = "teammate";
   std::string backend = "external";
   bool json = false;
+  bool archived = false;  // team list --archived
+  bool purge = false;     // team delete --purge
 };
 
 // Statuses as DESIGN §10 shows them: a member nobody hosts is offline.
@@ -42,7 +46,34 @@ void PrintTeam(const Workspace& ws, const TeamConfig& c) {
   }
 }
 
+// The archives of deleted teams, oldest first.
+int ListArchived(Globals& g, const TeamArgs& a) {
+  auto all = ListArchives(g.ws());
+  if (!all.ok()) return Fail(all.status());
+  Json out = Json::array();
+  for (const auto& ar : *all) {
+    Workspace archive(ar.root);
+    auto c = Roster(archive).Load(ar.team);
+    auto tasks = SharedBoard(archive.TasksDir(ar.team))->List(false);
+    size_t members = c.ok() ? c->members.size() : 0, n_tasks = tasks.ok() ? tasks->size() : 0;
+    if (a.json) {
+      out.push_back({{"team", ar.team},
+                     {"stamp", ar.stamp},
+                     {"path", ar.root.string()},
+                     {"members", members},
+                     {"tasks", n_tasks}});
+    } else {
+      std::cout << ar.team << "  " << ar.stamp << "  " << members << " members, " << n_tasks << " tasks  "
+                << fs::relative(ar.root, g.ws().root()).string() << "\n";
+    }
+  }
+  if (a.json) std::cout << DumpJsonPretty(out) << std::endl;
+  if (!a.json && all->empty()) std::cout << "no archived teams in " << g.ws().root().string() << "\n";
+  return 0;
+}
+
 int List(Globals& g, const TeamArgs& a) {
+  if (a.archived) return ListArchived(g, a);
   Roster roster(g.ws());
   auto teams = roster.ListTeams();
   if (!teams.ok()) return Fail(teams.status());
@@ -138,13 +169,27 @@ int Join(Globals& g, const TeamArgs& a) {
   return 0;
 }
 
+// Archives the team (DESIGN §11); --purge deletes it for good.
 int Delete(Globals& g, const TeamArgs& a) {
-  Status s = Roster(g.ws()).DeleteTeam(a.team);
-  if (!s.ok()) return Fail(s);
+  if (a.purge) {
+    Status s = Roster(g.ws()).DeleteTeam(a.team);
+    if (!s.ok()) return Fail(s);
+    if (a.json) {
+      std::cout << DumpJson(Json{{"deleted", a.team}, {"archive", nullptr}}) << std::endl;
+    } else {
+      std::cout << "deleted team " << a.team << " for good\n";
+    }
+    return 0;
+  }
+  auto archived = ArchiveTeam(g.ws(), a.team);
+  if (!archived.ok()) return Fail(archived.status());
   if (a.json) {
-    std::cout << DumpJson(Json{{"deleted", a.team}}) << std::endl;
+    std::cout << DumpJson(Json{{"deleted", a.team}, {"archive", archived->root.string()}, {"stamp", archived->stamp}})
+              << std::endl;
   } else {
-    std::cout << "deleted team " << a.team << "\n";
+    std::cout << "deleted team " << a.team << "; archived in "
+              << fs::relative(archived->root, g.ws().root()).string() << " (mates log --team " << a.team
+              << " --archived shows its messages; --purge deletes for good)\n";
   }
   return 0;
 }
@@ -158,6 +203,7 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
 
   CLI::App* list = team->add_subcommand("list", "List the teams of the workspace");
   list->add_flag("--json", args->json, "Machine-readable output");
+  list->add_flag("--archived", args->archived, "List the archives of deleted teams");
   list->callback([&g, args] { g.action = [&g, args] { return List(g, *args); }; });
 
   CLI::App* show = team->add_subcommand("show", "Show a team's roster with statuses");
@@ -182,8 +228,9 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
   join->add_flag("--json", args->json, "Machine-readable output");
   join->callback([&g, args] { g.action = [&g, args] { return Join(g, *args); }; });
 
-  CLI::App* del = team->add_subcommand("delete", "Delete a team with its inboxes and tasks");
+  CLI::App* del = team->add_subcommand("delete", "Delete a team: its files move to .teams/.archive (--purge: gone)");
   del->add_option("TEAM", args->team, "Team name")->required();
+  del->add_flag("--purge", args->purge, "Delete its inboxes, log and tasks for good instead of archiving them");
   del->add_flag("--json", args->json, "Machine-readable output");
   del->callback([&g, args] { g.action = [&g, args] { return Delete(g, *args); }; });
 }

@@ -19,7 +19,8 @@
 namespace mates {
 namespace {
 
-constexpr uint32_t kInotifyMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_ONLYDIR;
+// IN_MOVE_SELF: a team's folder moved away whole (archived).
+constexpr uint32_t kInotifyMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVE_SELF | IN_ONLYDIR;
 
 Watcher::Options OptionsFromEnv() {
   Watcher::Options o;
@@ -197,6 +198,12 @@ void Watcher::InotifyLoop() {
         if (wit == wd_dirs_.end()) continue;
         auto dit = dirs_.find(wit->second);
         if (dit == dirs_.end()) continue;
+        if ((ev->mask & IN_MOVE_SELF) != 0) {
+          // The watch would follow the folder to where it went: end it. The
+          // IN_IGNORED that follows wakes its waiters, as for a deletion.
+          ::inotify_rm_watch(inotify_fd_.get(), ev->wd);
+          continue;
+        }
         if ((ev->mask & IN_IGNORED) != 0) {
           // The folder itself went away (team deleted): wake its waiters so
           // they notice, and forget the dead watch descriptor.

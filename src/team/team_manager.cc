@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "store/archive.h"
 #include "store/board.h"
 #include "store/mailbox.h"
 #include "store/message_log.h"
@@ -317,8 +318,10 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
     last_deleted_ = summary;
   }
-  MATES_RETURN_IF_ERROR(roster.DeleteTeam(name));
-  std::string out = "Team '" + name + "' deleted.";
+  // Archived, not destroyed (DESIGN §11): its log and board stay readable.
+  MATES_ASSIGN_OR_RETURN(ArchivedTeam archived, ArchiveTeam(ws_, name));
+  std::string out = "Team '" + name + "' deleted; its files are archived in " +
+                    fs::relative(archived.root, ws_.root()).string() + ".";
   if (!summary.stopped.empty()) {
     out += " Teammates:";
     for (const auto& s : summary.stopped) out += "\n- " + s;
