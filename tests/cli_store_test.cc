@@ -57,6 +57,30 @@ TEST_F(CliStoreTest, TeamLifecycle) {
   EXPECT_NE(Mates({"team", "list"}).out.find("no teams"), std::string::npos);
 }
 
+// log --delivery (DESIGN §11): per message and recipient, where it stands.
+TEST_F(CliStoreTest, LogDeliverySaysQueuedReadAndQuarantined) {
+  Team();
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "alice", "waiting"}).exit_code, 0);
+  ASSERT_EQ(Mates({"send", "--team", "t", "--from", "alice", "--broadcast", "to all"}).exit_code, 0);
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "bob", "--id", "m-torn", "cut short"}).exit_code, 0);
+  // Bob's inbox line is cut short (a writer dying mid-line); his drain
+  // moves it to the quarantine.
+  fs::path bob = dir_.path() / ".teams/t/bob_inbox.jsonl";
+  std::string line = testing::ReadAll(bob);
+  testing::WriteAll(bob, line.substr(0, line.find("cut short")) + "\n");
+  Mates({"inbox", "--team", "t", "bob"});
+  auto r = Mates({"log", "--team", "t", "--delivery"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("user -> alice (message): waiting\n    ↳ alice queued"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("alice (broadcast): to all\n    ↳ bob read, lead queued"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cut short\n    ↳ bob quarantined"), std::string::npos) << r.out;
+  auto j = Mates({"log", "--team", "t", "--delivery", "--json"});
+  auto first = ParseJson(j.out.substr(0, j.out.find('\n')));
+  ASSERT_TRUE(first.ok()) << j.out;
+  EXPECT_EQ((*first)["delivery"]["alice"], "queued");
+  ExpectError({"log", "--team", "t", "--delivery", "--follow"}, 2, "--delivery is a snapshot");
+}
+
 // Deleting archives (DESIGN §11): the log, board and roster stay readable
 // with --archived [STAMP]; --purge deletes for good.
 TEST_F(CliStoreTest, ADeletedTeamIsArchivedAndStaysReadable) {

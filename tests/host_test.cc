@@ -89,6 +89,10 @@ TEST_F(HostTest, UpHostsDownStopsAndNothingIsLeft) {
   ASSERT_EQ(Mates({"send", "--team", "hosted", "--to", "lead", "ping", "42"}).exit_code, 0);
   auto answer = Mates({"inbox", "--team", "hosted", "user", "--wait", "20"});
   EXPECT_NE(answer.out.find("lead -> user (message): pong 42"), std::string::npos) << answer.out << answer.err;
+  auto delivery = Mates({"log", "--team", "hosted", "--delivery"});
+  EXPECT_NE(delivery.out.find("user -> lead (message): ping 42\n    ↳ lead delivered"), std::string::npos)
+      << delivery.out;
+  EXPECT_NE(delivery.out.find("lead -> user (message): pong 42\n    ↳ user read"), std::string::npos) << delivery.out;
 
   // A task created from the shell is claimed by the hosted worker; status
   // shows it busy in its tool, for a growing time.

@@ -1,9 +1,21 @@
-// mates log --team T [--follow] [--json] [--archived [STAMP]]
+// mates log --team T [--follow] [--json] [--archived [STAMP]] [--delivery]
+//
+// --delivery (DESIGN §11): for each message and recipient, whether it is
+// `queued` (still in the inbox), `delivered` (in an agent's turn: its id is
+// in the agent's journal), `quarantined` (its inbox line was moved aside as
+// unreadable), or `read` (drained by someone who keeps no journal: `mates
+// inbox`, a pane agent's router, a person).
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <set>
+
+#include "agent/journal.h"
 #include "cli/cli_common.h"
+#include "core/files.h"
+#include "store/mailbox.h"
 #include "store/message_log.h"
 #include "store/roster.h"
 #include "store/watcher.h"
@@ -15,7 +27,59 @@ struct LogArgs {
   std::string team;
   bool follow = false;
   bool json = false;
+  bool delivery = false;
   ArchivedChoice archived;
+};
+
+// Where each message stands for each recipient, from the inboxes, the
+// quarantines and the journals as they are now.
+class DeliveryView {
+ public:
+  DeliveryView(const Workspace& ws, const TeamConfig& team) : ws_(ws), team_(team) {}
+
+  // recipient → state, for `m`.
+  std::map<std::string, std::string> Of(const Message& m) {
+    std::map<std::string, std::string> out;
+    for (const auto& to : Recipients(m)) out[to] = StateFor(to, m.id);
+    return out;
+  }
+
+ private:
+  std::vector<std::string> Recipients(const Message& m) const {
+    if (m.type != MessageType::kBroadcast) return {m.recipient};
+    std::vector<std::string> to;  // the members of the team when it was sent
+    for (const auto& member : team_.members) {
+      if (member.name != m.sender && member.joined_at <= m.timestamp + 1) to.push_back(member.name);
+    }
+    return to;
+  }
+
+  std::string StateFor(const std::string& member, const std::string& id) {
+    Load(member);
+    if (queued_[member].count(id) > 0) return "queued";
+    if (delivered_[member].count(id) > 0) return "delivered";
+    if (quarantine_[member].find("\"" + id + "\"") != std::string::npos) return "quarantined";
+    return "read";
+  }
+
+  void Load(const std::string& member) {
+    if (!loaded_.insert(member).second) return;
+    fs::path dir = ws_.TeamDir(team_.name);
+    auto pending = Mailbox(dir, member).Peek();
+    if (pending.ok()) {
+      for (const auto& m : *pending) queued_[member].insert(m.id);
+    }
+    auto journal = agent::Journal::Load(ws_.AgentsDir(team_.name) / (member + ".jsonl"));
+    if (journal.ok()) delivered_[member] = std::move(journal->delivered);
+    auto q = ReadFilePrefix(dir / (member + "_inbox.quarantine"), 16 << 20);
+    if (q.ok()) quarantine_[member] = std::move(*q);
+  }
+
+  const Workspace& ws_;
+  const TeamConfig& team_;
+  std::set<std::string> loaded_;
+  std::map<std::string, std::set<std::string>> queued_, delivered_;
+  std::map<std::string, std::string> quarantine_;
 };
 
 int Log(Globals& g, const LogArgs& a) {
@@ -25,7 +89,10 @@ int Log(Globals& g, const LogArgs& a) {
   const Workspace& ws = *reading;
   auto team = Roster(ws).Load(a.team);
   if (!team.ok()) return Fail(team.status());
+  if (a.follow && a.delivery) return Usage("--delivery is a snapshot: it cannot --follow");
   MessageLog log(ws, a.team);
+  std::optional<DeliveryView> delivery;
+  if (a.delivery) delivery.emplace(ws, *team);
   std::shared_ptr<Waker> waker;
   Watcher::Subscription sub;
   if (a.follow) {
@@ -43,7 +110,21 @@ int Log(Globals& g, const LogArgs& a) {
     if (!msgs.ok()) return Fail(msgs.status());
     offset = next;
     for (const auto& m : *msgs) {
-      std::cout << (a.json ? DumpJson(MessageToJson(m)) : FormatMessage(m)) << "\n";
+      if (!delivery) {
+        std::cout << (a.json ? DumpJson(MessageToJson(m)) : FormatMessage(m)) << "\n";
+        continue;
+      }
+      auto states = delivery->Of(m);
+      if (a.json) {
+        Json j = MessageToJson(m);
+        j["delivery"] = Json::object();
+        for (const auto& [to, state] : states) j["delivery"][to] = state;
+        std::cout << DumpJson(j) << "\n";
+      } else {
+        std::string line;
+        for (const auto& [to, state] : states) line += (line.empty() ? "" : ", ") + to + " " + state;
+        std::cout << FormatMessage(m) << "\n    ↳ " << line << "\n";
+      }
     }
     std::cout.flush();
     if (!a.follow) return 0;
@@ -61,6 +142,8 @@ void AddLogCommand(CLI::App& app, Globals& g) {
   log->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
   log->add_flag("--follow,-f", a->follow, "Keep printing messages as they are sent");
   log->add_flag("--json", a->json, "One JSON object per line");
+  log->add_flag("--delivery", a->delivery,
+                "Per recipient: queued, delivered (in an agent's turn), quarantined or read");
   AddArchivedOption(log, a->archived);
   log->callback([&g, a] { g.action = [&g, a] { return Log(g, *a); }; });
 }
