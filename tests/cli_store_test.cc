@@ -212,6 +212,13 @@ TEST_F(CliStoreTest, TasksLifecycle) {
   EXPECT_NE(get.out.find("GraphQL SDL"), std::string::npos);
   auto list = Mates({"tasks", "--team", "t", "list", "--json"});
   EXPECT_EQ(ParseJson(list.out)->size(), 2u);
+  // A pending task says whether it can start.
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "Write resolvers", "--blocked-by", "2"}).exit_code, 0);
+  auto text = Mates({"tasks", "--team", "t", "list"});
+  EXPECT_NE(text.out.find("#3 [pending] Write resolvers  blocked by #2"), std::string::npos) << text.out;
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "update", "2", "--status", "completed", "--as", "bob"}).exit_code, 0);
+  text = Mates({"tasks", "--team", "t", "list"});
+  EXPECT_NE(text.out.find("#3 [pending] Write resolvers  ready (#2 done)"), std::string::npos) << text.out;
   // The team may also come after the subcommand, and from the environment.
   EXPECT_EQ(Mates({"tasks", "list", "--team", "t"}).exit_code, 0);
   EXPECT_EQ(Mates({"tasks", "list"}, {"MATES_TEAM=t"}).exit_code, 0);
@@ -242,7 +249,9 @@ TEST_F(CliStoreTest, BadInputIsExit2WithOneLineAndNoFiles) {
   ExpectError({"tasks", "--team", "t", "create", "x", "--metadata", "[1]"}, 2, "metadata");
   ExpectError({"tasks", "--team", "t", "create", "   "}, 2, "subject");
   ExpectError({"tasks"}, 2, "--team");
-  ExpectError({"frobnicate"}, 2, "unknown command 'frobnicate'");
+  ExpectError({"frobnicate"}, 2, "unknown command 'frobnicate' (see mates --help)");
+  ExpectError({"stauts"}, 2, "unknown command 'stauts' (did you mean 'status'?)");
+  ExpectError({"tasts"}, 2, "(did you mean 'tasks'?)");
   ExpectError({}, 2, "subcommand");
   // An unknown status, once a task exists.
   ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "one"}).exit_code, 0);

@@ -56,12 +56,19 @@ std::string IdList(const std::vector<int64_t>& ids) {
 }
 }  // namespace
 
-std::string FormatTaskLine(const Task& t) {
+std::string FormatTaskLine(const Task& t, const std::map<int64_t, TaskStatus>* board) {
   std::string out = "#" + std::to_string(t.id) + " [" + std::string(TaskStatusName(t.status)) +
                     "] " + t.subject;
   if (!t.owner.empty()) out += "  (owner: " + t.owner + ")";
-  if (!t.blocked_by.empty()) out += "  depends on " + IdList(t.blocked_by);
-  return out;
+  if (t.blocked_by.empty()) return out;
+  if (board == nullptr || t.status != TaskStatus::kPending) return out + "  depends on " + IdList(t.blocked_by);
+  // A pending task says whether it can start now.
+  std::vector<int64_t> open;
+  for (int64_t id : t.blocked_by) {
+    auto it = board->find(id);
+    if (it == board->end() || it->second != TaskStatus::kCompleted) open.push_back(id);
+  }
+  return out + (open.empty() ? "  ready (" + IdList(t.blocked_by) + " done)" : "  blocked by " + IdList(open));
 }
 
 std::string FormatTaskDetail(const Task& t) {

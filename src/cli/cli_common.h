@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -30,7 +31,9 @@ int Usage(const std::string& message);
 // Human-readable one-message rendering ("[10:30:00] lead → frontend …").
 std::string FormatMessage(const Message& m);
 // One task per line for `tasks list`, and the full view for `tasks get`.
-std::string FormatTaskLine(const Task& t);
+// With `board` (every task's status), a pending task with dependencies
+// says "blocked by #1" or "ready (#1 done)".
+std::string FormatTaskLine(const Task& t, const std::map<int64_t, TaskStatus>* board = nullptr);
 std::string FormatTaskDetail(const Task& t);
 
 // A number of seconds from the command line: finite, at least `min`

@@ -2,12 +2,48 @@
 // (DESIGN §7): parse, run the chosen subcommand, map failures to exit codes
 // 0 (success), 1 (operation failed) and 2 (bad usage or input).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "cli/cli_common.h"
 #include "core/secrets.h"
+
+namespace {
+
+// Edits between `a` and `b` (Levenshtein), for "did you mean".
+size_t Distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean 'status'?)" for a near miss among `app`'s commands.
+std::string DidYouMean(CLI::App& app, const std::string& typed) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, typed.size() / 3) + 1;
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    size_t d = Distance(typed, sub->get_name());
+    if (d < best_d) {
+      best_d = d;
+      best = sub->get_name();
+    }
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using mates::cli::Globals;
@@ -48,7 +84,9 @@ int main(int argc, char** argv) {
     if (arg.rfind("-", 0) == 0) continue;
     auto subs = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == arg; });
     if (subs.empty()) {
-      std::cerr << "mates: error: unknown command '" << arg << "' (see mates --help)" << std::endl;
+      std::string hint = DidYouMean(app, arg);
+      std::cerr << "mates: error: unknown command '" << arg << "'" << (hint.empty() ? " (see mates --help)" : hint)
+                << std::endl;
       return 2;
     }
     break;

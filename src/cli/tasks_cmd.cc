@@ -1,6 +1,7 @@
 // mates tasks --team T list [--json] | get ID | create SUBJECT [--description D]
 //   [--blocked-by 1,2] | update ID [--status S] [--owner O] ... | claim [ID] --owner NAME
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
@@ -67,16 +68,23 @@ int List(Globals& g, const TasksArgs& a) {
   if (!reading.ok()) return Fail(reading.status());
   auto board = OpenBoard(*reading, a.team);
   if (!board.ok()) return Fail(board.status());
-  auto tasks = (*board)->List(a.all);
-  if (!tasks.ok()) return Fail(tasks.status());
+  // Deleted tasks too: a deleted blocker blocks no more.
+  auto all = (*board)->List(/*include_deleted=*/true);
+  if (!all.ok()) return Fail(all.status());
+  std::map<int64_t, TaskStatus> statuses;
+  std::vector<Task> shown;
+  for (auto& t : *all) {
+    statuses[t.id] = t.status == TaskStatus::kDeleted ? TaskStatus::kCompleted : t.status;
+    if (a.all || t.status != TaskStatus::kDeleted) shown.push_back(std::move(t));
+  }
   if (a.json) {
     Json out = Json::array();
-    for (const auto& t : *tasks) out.push_back(TaskToJson(t));
+    for (const auto& t : shown) out.push_back(TaskToJson(t));
     std::cout << DumpJsonPretty(out) << std::endl;
     return 0;
   }
-  if (tasks->empty()) std::cout << "no tasks\n";
-  for (const auto& t : *tasks) std::cout << FormatTaskLine(t) << "\n";
+  if (shown.empty()) std::cout << "no tasks\n";
+  for (const auto& t : shown) std::cout << FormatTaskLine(t, &statuses) << "\n";
   return 0;
 }
 

@@ -154,7 +154,7 @@ Status StreamFailure(bool sse_overflowed, const Status& malformed, const Status&
   return failure->status;
 }
 
-Status StatusForHttpError(int status, const std::string& body) {
+Status StatusForHttpError(int status, const std::string& body, const std::string& url) {
   std::string message;
   std::string type;
   auto j = ParseJson(body);
@@ -172,8 +172,12 @@ Status StatusForHttpError(int status, const std::string& body) {
   }
   if (message.empty()) message = body.empty() ? "no details" : body.substr(0, 500);
   // A server may echo what it was sent (a 401 quoting the key).
-  std::string text = Secrets::Redact("HTTP " + std::to_string(status) + (type.empty() ? "" : " " + type) +
-                                     ": " + message);
+  std::string text = "HTTP " + std::to_string(status) + (type.empty() ? "" : " " + type) + ": " + message;
+  if (status == 404 && !url.empty()) {
+    text += " (POST " + url + "; is --base-url right? an OpenAI-compatible server's usually ends in /v1, "
+            "e.g. http://127.0.0.1:8080/v1; Anthropic's has no /v1)";
+  }
+  text = Secrets::Redact(text);
   // Not InvalidArgument even for 400: at the CLI that would read as bad
   // usage (exit 2); the request was ours, the refusal is an API failure.
   if (IsRetryableStatus(status)) return Status::Unavailable(text);
@@ -210,7 +214,7 @@ Result<Json> PostAttempt(HttpTransport& transport, const HttpRequest& http, bool
     return resp.status();
   }
   if (resp->status < 200 || resp->status >= 300) {
-    failure->status = StatusForHttpError(resp->status, resp->body);
+    failure->status = StatusForHttpError(resp->status, resp->body, http.url);
     failure->retryable = IsRetryableStatus(resp->status);
     failure->headers = resp->headers;
     return failure->status;

@@ -80,6 +80,8 @@ Status StreamFailure(bool sse_overflowed, const Status& malformed, const Status&
 // A Status for a non-2xx HTTP answer: the API's own error message as is.
 // Anthropic: {"type":"error","error":{"type","message"}}; OpenAI:
 // {"error":{"message","type"}}.
-Status StatusForHttpError(int status, const std::string& body);
+// `url` (the request's) is named on a 404, with what usually causes it: a
+// base URL without (OpenAI-compatible) or with (Anthropic) `/v1`.
+Status StatusForHttpError(int status, const std::string& body, const std::string& url = "");
 
 }  // namespace mates::llm

@@ -79,6 +79,12 @@ TEST(RetryTest, HttpErrorsKeepTheApiMessage) {
   Status o = StatusForHttpError(401, R"({"error":{"message":"Incorrect API key","type":"invalid_api_key"}})");
   EXPECT_NE(o.message().find("Incorrect API key"), std::string::npos);
   EXPECT_EQ(StatusForHttpError(529, "").code(), StatusCode::kUnavailable);
+  // A first-time user's base URL without /v1: the URL and the likely fix.
+  Status nf = StatusForHttpError(404, "", "http://127.0.0.1:9/chat/completions");
+  EXPECT_NE(nf.message().find("HTTP 404: no details (POST http://127.0.0.1:9/chat/completions; is --base-url right?"),
+            std::string::npos)
+      << nf.message();
+  EXPECT_NE(nf.message().find("ends in /v1"), std::string::npos);
   EXPECT_NE(StatusForHttpError(502, "<html>bad gateway</html>").message().find("bad gateway"),
             std::string::npos);
 }
