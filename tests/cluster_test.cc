@@ -138,6 +138,41 @@ TEST_F(ClusterTest, UpSendStatusLogDownFromSeparateProcesses) {
   EXPECT_EQ(Cluster({"send", "grand_boss", "hi"}).exit_code, 1);
 }
 
+// A first-time user's pane whose command is missing, or exits at once:
+// `up` said nothing for the whole startup timeout. Now a missing command
+// is refused before anything starts, and a pane that exits is reported at
+// once with its status and what it printed; status says `failed`.
+TEST_F(ClusterTest, APaneThatCannotStartIsReportedAtOnce) {
+  Write(2, {}, /*startup_timeout=*/120);
+  std::string yaml = testing::ReadAll(dir_.path() / "cc.yaml");
+  std::string missing = yaml + "    command: no-such-agent-cli --flag\n";
+  testing::WriteAll(dir_.path() / "cc.yaml", missing);
+  auto r = Cluster({"up"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("middle_manager: no-such-agent-cli: command not found on PATH"), std::string::npos) << r.err;
+  EXPECT_FALSE(ServerAlive());
+
+  testing::WriteAll(dir_.path() / "cc.yaml",
+                    yaml + "    command: \"bash -c 'echo cannot start: no model configured; exit 3'\"\n");
+  auto t0 = std::chrono::steady_clock::now();
+  r = Cluster({"up"});
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_LT(took, 60) << "up waited for the 120 s startup timeout";
+  const std::string why = "middle_manager's command (bash) exited with status 3 before its prompt showed; it printed: "
+                          "cannot start: no model configured";
+  EXPECT_NE(r.out.find(why) == std::string::npos ? r.err.find(why) : 0, std::string::npos) << r.out << r.err;
+  auto st = Cluster({"status"});
+  EXPECT_NE(st.out.find("cluster " + session_ + ": failed"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("middle_manager  %1  failed (exit 3)"), std::string::npos) << st.out;
+  auto js = Cluster({"status", "--json"});
+  auto j = ParseJson(js.out);
+  ASSERT_TRUE(j.ok()) << js.out;
+  EXPECT_EQ((*j)["state"], "failed");
+  EXPECT_EQ((*j)["agents"][1]["exit_status"], 3);
+  EXPECT_EQ(Cluster({"down"}).exit_code, 0);
+}
+
 TEST_F(ClusterTest, MarkersInTheInputOrInOldScrollbackAreNotReplies) {
   Write(1, {{"grand_boss", "--banner-marker, --delay-ms, '400'"}});
   ASSERT_EQ(Cluster({"up"}).exit_code, 0);

@@ -79,19 +79,28 @@ int StatusCmd(const ClusterArgs& a) {
   if (!c.ok()) return Fail(c.status());
   auto st = c->AgentStatuses();
   if (!st.ok()) return Fail(st.status());
+  // A cluster one of whose agents exited is not "up".
+  bool any_failed = false;
+  for (const auto& s : *st) any_failed |= s.failed;
+  const std::string state = !c->IsUp() ? "down" : any_failed ? "failed" : "up";
   if (a.json) {
     Json arr = Json::array();
     for (const auto& s : *st) {
       arr.push_back({{"name", s.name}, {"role", s.role}, {"reports_to", s.reports_to}, {"pane", s.pane},
-                     {"alive", s.alive}, {"busy", s.busy}, {"last_activity", s.last_activity}});
+                     {"alive", s.alive}, {"busy", s.busy}, {"failed", s.failed},
+                     {"exit_status", s.failed && s.exit_status >= 0 ? Json(s.exit_status) : Json(nullptr)},
+                     {"last_activity", s.last_activity}});
     }
-    std::cout << DumpJson({{"cluster", c->config().name}, {"up", c->IsUp()}, {"agents", arr}}) << std::endl;
+    std::cout << DumpJson({{"cluster", c->config().name}, {"up", c->IsUp()}, {"state", state}, {"agents", arr}})
+              << std::endl;
     return 0;
   }
-  std::cout << "cluster " << c->config().name << ": " << (c->IsUp() ? "up" : "down") << "\n";
+  std::cout << "cluster " << c->config().name << ": " << state << "\n";
   for (const auto& s : *st) {
-    std::cout << "  " << s.name << "  " << (s.pane.empty() ? "-" : s.pane) << "  "
-              << (s.alive ? (s.busy ? "busy" : "idle") : "dead") << "  last activity "
+    std::string shown = s.alive ? (s.busy ? "busy" : "idle")
+                        : s.failed ? "failed" + (s.exit_status >= 0 ? " (exit " + std::to_string(s.exit_status) + ")" : "")
+                                   : "dead";
+    std::cout << "  " << s.name << "  " << (s.pane.empty() ? "-" : s.pane) << "  " << shown << "  last activity "
               << (s.last_activity.empty() ? "-" : s.last_activity)
               << (s.reports_to.empty() ? "" : "  reports to " + s.reports_to) << "\n";
   }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <mutex>
@@ -65,6 +66,33 @@ Result<std::vector<std::string>> Cluster::PrepareFirstRun() const {
   return notes;
 }
 
+namespace {
+
+// Where execvp would find `program` on `path` (relative names from `cwd`);
+// "" if nowhere.
+std::string FindProgram(const std::string& program, const std::string& path, const fs::path& cwd) {
+  auto runnable = [](const fs::path& p) {
+    std::error_code ec;
+    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (program.find('/') != std::string::npos) {
+    fs::path p = fs::path(program).is_absolute() ? fs::path(program) : cwd / program;
+    return runnable(p) ? p.string() : "";
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    fs::path p = (dir.empty() ? cwd : fs::path(dir)) / program;
+    if (runnable(p)) return p.string();
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
 Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const AgentReadiness&)>& progress,
                                                 const std::function<void(const std::string&)>& notice) {
   if (IsUp()) {
@@ -81,6 +109,18 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
   }
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);  // this mates
+  // A command that is not there would only show as a dead pane: say so
+  // before anything starts.
+  for (const auto& a : config_.agents) {
+    std::string path = EnvOf(a.env, "PATH");
+    if (!self.empty()) path = self.parent_path().string() + (path.empty() ? "" : ":" + path);
+    if (FindProgram(a.command[0], path, config_.work_dir).empty()) {
+      return Status::FailedPrecondition(a.name + ": " + a.command[0] + ": command not found" +
+                                        (a.command[0].find('/') == std::string::npos ? " on PATH" : "") +
+                                        " (install it, or set the agent's command in " +
+                                        config_.config_file.filename().string() + ")");
+    }
+  }
   Json state;
   state["socket"] = config_.socket();
   state["session"] = config_.session;
@@ -198,7 +238,12 @@ Result<std::vector<AgentStatus>> Cluster::AgentStatuses() const {
     s.reports_to = a.reports_to;
     auto pane = JsonString(panes, a.name.c_str(), false);
     s.pane = pane.ok() ? *pane : "";
-    for (const auto& p : live) s.alive |= p.id == s.pane && !p.dead;
+    for (const auto& p : live) {
+      if (p.id != s.pane) continue;
+      s.alive = !p.dead;
+      s.failed = p.dead;
+      s.exit_status = p.dead_status;
+    }
     if (s.alive) {
       auto lock = FileLock::TryAcquire(config_.state_dir() / (a.name + ".busy"));
       s.busy = !lock.ok();

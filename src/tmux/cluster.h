@@ -40,6 +40,8 @@ struct AgentStatus {
   std::string name, role, reports_to, pane;
   bool alive = false;
   bool busy = false;
+  bool failed = false;   // its pane's program exited
+  int exit_status = -1;  // then with this status
   std::string last_activity;  // ISO time of its last logged message, or ""
 };
 
@@ -77,6 +79,9 @@ class Cluster {
 
  private:
   Result<std::string> PaneOf(const std::string& agent) const;
+  // The error for an agent whose pane's program exited: its status and
+  // what it printed last.
+  Status DeadPane(const AgentConfig& agent, int exit_status, const std::vector<std::string>& screen) const;
   Result<std::string> Exchange(const AgentConfig& agent, const std::string& pane, const std::string& text,
                                const Deadline& deadline) const;
 

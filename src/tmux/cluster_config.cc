@@ -1,14 +1,14 @@
 #include "tmux/cluster_config.h"
 
-#include "core/bounded_regex.h"
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <regex>
 #include <set>
 
+#include "core/bounded_regex.h"
 #include "core/names.h"
+#include "core/shell_words.h"
 
 namespace mates::tmux {
 
@@ -75,18 +75,10 @@ Result<std::vector<std::string>> Command(const YAML::Node& n, const std::string&
   if (!n || n.IsNull()) return dflt;
   std::vector<std::string> out;
   if (n.IsScalar()) {
-    // Words split on spaces (no shell: quote nothing; use a list for
-    // arguments with spaces).
-    std::string s = n.as<std::string>(), w;
-    for (char c : s) {
-      if (c == ' ' || c == '\t') {
-        if (!w.empty()) out.push_back(w);
-        w.clear();
-      } else {
-        w += c;
-      }
-    }
-    if (!w.empty()) out.push_back(w);
+    // Words by the shell's quoting rules, nothing expanded (no shell runs).
+    auto words = SplitShellWords(n.as<std::string>());
+    if (!words.ok()) return FieldError(where, words.status().message() + " (or give the command as a list)");
+    out = std::move(*words);
   } else if (n.IsSequence()) {
     for (const auto& e : n) {
       if (!e.IsScalar()) return FieldError(where, "must be a string or a list of strings");

@@ -117,6 +117,21 @@ TEST(ClusterConfigTest, SeedSchemaWithDefaultsAndHierarchy) {
             (std::vector<std::string>{"claude", "--append-system-prompt-file", (dir.path() / "p.txt").string()}));
 }
 
+// A command string is split by the shell's quoting rules (a first-time
+// user's `bash agent.sh 'BOSS OK' 0.3` passed `'BOSS` and `OK'`).
+TEST(ClusterConfigTest, ACommandStringIsSplitByShellQuoting) {
+  testing::TempDir dir;
+  testing::WriteAll(dir.path() / "p.txt", "x");
+  testing::WriteAll(dir.path() / "c.yaml",
+                    "cluster: {name: cc}\n"
+                    "agents:\n"
+                    "  - {name: a, personality_prompt_path: p.txt, marker: BOSS OK, pane_index: 0,\n"
+                    "     command: \"bash agent.sh 'BOSS OK' 0.3 \\\"two words\\\"\"}\n");
+  auto c = LoadClusterConfig(dir.path() / "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->agents[0].command, (std::vector<std::string>{"bash", "agent.sh", "BOSS OK", "0.3", "two words"}));
+}
+
 TEST(ClusterConfigTest, MistakesNameTheirField) {
   testing::TempDir dir;
   const std::string head = "cluster: {name: cc}\nagents:\n";
@@ -143,6 +158,11 @@ TEST(ClusterConfigTest, MistakesNameTheirField) {
       {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, first_run: [x]}\n",
        "agents[0].first_run"},
       {"cluster: [1\n", "c.yaml"},
+      {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, command: \"bash x.sh 'BOSS\"}\n",
+       "agents[0].command: unterminated ' (opened at character 11) (or give the command as a list)"},
+      {"cluster: {name: cc, cluster_regex_too: 1}\nagents:\n" + ok, "cluster.cluster_regex_too: unknown field"},
+      {"cluster: {name: cc, busy_pattern: 'a{2222222222222222222}'}\nagents:\n" + ok,
+       "cluster.busy_pattern: invalid regex 'a{2222222222222222222}': a repetition count past 1000"},
   };
   for (const auto& c : cases) {
     Status s = LoadFrom(c.yaml, dir);

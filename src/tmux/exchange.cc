@@ -62,6 +62,21 @@ Result<std::string> Cluster::PaneOf(const std::string& agent) const {
   return *pane;
 }
 
+Status Cluster::DeadPane(const AgentConfig& a, int exit_status, const std::vector<std::string>& screen) const {
+  // What the program printed last (tmux's own "Pane is dead" line aside).
+  std::string said;
+  int kept = 0;
+  for (auto it = screen.rbegin(); it != screen.rend() && kept < 4; ++it) {
+    std::string row = Trim(*it);
+    if (row.empty() || row.rfind("Pane is dead", 0) == 0) continue;
+    said = row + (said.empty() ? "" : " | " + said);
+    ++kept;
+  }
+  return Status::FailedPrecondition(a.name + "'s command (" + a.command[0] + ") exited" +
+                                    (exit_status >= 0 ? " with status " + std::to_string(exit_status) : "") +
+                                    " before its prompt showed" + (said.empty() ? "" : "; it printed: " + said));
+}
+
 Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& pane, const std::string& text,
                                       const Deadline& deadline) const {
   std::regex ready(a.ready_pattern);
@@ -73,6 +88,12 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
     before = CaptureLines(cap);
     prompt = PromptRow(before, ready);
     if (prompt != std::string::npos && !LooksBusy(before, a.busy_pattern)) break;
+    if (prompt == std::string::npos) {
+      // A program that exited will never show its prompt: say so now, not
+      // when the timeout runs out.
+      MATES_ASSIGN_OR_RETURN(std::optional<int> dead, tmux_.DeadStatus(pane));
+      if (dead) return DeadPane(a, *dead, before);
+    }
     if (Expired(deadline)) {
       return Status::Timeout(a.name + " is not ready for input (" +
                              (prompt == std::string::npos ? "its prompt never showed" : "it is still busy") + ")");

@@ -119,25 +119,41 @@ Status Tmux::SelectLayout(const std::string& session, const std::string& layout)
 }
 
 Result<std::vector<PaneInfo>> Tmux::ListPanes(const std::string& session) const {
-  MATES_ASSIGN_OR_RETURN(std::string out, Run({"list-panes", "-s", "-t", "=" + session, "-F",
-                                               "#{pane_id} #{pane_dead} #{pane_pid} #{pane_current_command}"}));
+  // Tabs between fields: the command may hold spaces; the status is empty
+  // while the pane lives.
+  MATES_ASSIGN_OR_RETURN(std::string out,
+                         Run({"list-panes", "-s", "-t", "=" + session, "-F",
+                              "#{pane_id}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_pid}\t#{pane_current_command}"}));
   std::vector<PaneInfo> panes;
   size_t start = 0;
   while (start < out.size()) {
     size_t nl = out.find('\n', start);
     std::string line = out.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
     start = nl == std::string::npos ? out.size() : nl + 1;
-    if (line.empty()) continue;
+    std::vector<std::string> f;
+    for (size_t from = 0;;) {
+      size_t tab = line.find('\t', from);
+      f.push_back(line.substr(from, tab == std::string::npos ? std::string::npos : tab - from));
+      if (tab == std::string::npos) break;
+      from = tab + 1;
+    }
+    if (f.size() < 5 || f[0].empty()) continue;
     PaneInfo p;
-    size_t a = line.find(' '), b = line.find(' ', a + 1), c = line.find(' ', b + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    p.id = line.substr(0, a);
-    p.dead = line.substr(a + 1, b - a - 1) == "1";
-    p.pid = std::atoi(line.substr(b + 1, c - b - 1).c_str());
-    p.command = c == std::string::npos ? "" : line.substr(c + 1);
+    p.id = f[0];
+    p.dead = f[1] == "1";
+    p.dead_status = p.dead && !f[2].empty() ? std::atoi(f[2].c_str()) : -1;
+    p.pid = std::atoi(f[3].c_str());
+    p.command = f[4];
     panes.push_back(p);
   }
   return panes;
+}
+
+Result<std::optional<int>> Tmux::DeadStatus(const std::string& pane) const {
+  MATES_ASSIGN_OR_RETURN(std::string out, Run({"display-message", "-p", "-t", pane, "#{pane_dead} #{pane_dead_status}"}));
+  if (out.rfind("1", 0) != 0) return std::optional<int>();
+  size_t sp = out.find(' ');
+  return std::optional<int>(sp == std::string::npos ? -1 : std::atoi(out.c_str() + sp + 1));
 }
 
 Result<std::string> Tmux::Capture(const std::string& pane) const {

@@ -23,6 +23,7 @@ namespace mates::tmux {
 struct PaneInfo {
   std::string id;       // "%3"
   bool dead = false;    // its program exited (remain-on-exit keeps the pane)
+  int dead_status = -1;  // then its exit status (-1: unknown, or alive)
   int pid = 0;          // the pane's program
   std::string command;  // what runs in it now
 };
@@ -56,6 +57,9 @@ class Tmux {
 
   // The pane's whole history and screen, wrapped lines joined.
   Result<std::string> Capture(const std::string& pane) const;
+  // The exit status of the pane's program if it exited (remain-on-exit
+  // keeps the pane); nullopt while it runs.
+  Result<std::optional<int>> DeadStatus(const std::string& pane) const;
   // Types `text` into the pane (through buffer "mates-<pane>").
   Status Paste(const std::string& pane, const std::string& text) const;
   // Presses a key ("Enter", "C-c", …).
