@@ -1,6 +1,9 @@
 // The store's CLI end to end: every command through the real binary, its
 // output, its exit codes (0 / 1 / 2) and its one-line errors.
 #include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +58,31 @@ TEST_F(CliStoreTest, TeamLifecycle) {
   EXPECT_EQ(Mates({"team", "delete", "t"}).exit_code, 0);
   EXPECT_FALSE(fs::exists(dir_.path() / ".teams/t"));
   EXPECT_NE(Mates({"team", "list"}).out.find("no teams"), std::string::npos);
+}
+
+// status --watch redraws within a second of a change (DESIGN §11), on
+// the event, not on its one-second tick.
+TEST_F(CliStoreTest, StatusWatchRedrawsWhenSomethingChanges) {
+  Team();
+  auto watch = testing::StartMates(dir_.path(), {"status", "--team", "t", "--watch"});
+  auto read_until = [&](const std::string& words) {
+    for (;;) {
+      auto line = watch.ReadLine(DeadlineIn(10));
+      if (!line.ok()) return false;
+      if (line->find(words) != std::string::npos) return true;
+    }
+  };
+  ASSERT_TRUE(read_until("last messages:"));
+  ASSERT_TRUE(read_until("(none)"));
+  auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "alice", "hello-watch"}).exit_code, 0);
+  ASSERT_TRUE(read_until("user -> alice (message): hello-watch"));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  EXPECT_LT(took, 1.0);
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "watched job"}).exit_code, 0);
+  ASSERT_TRUE(read_until("board: 1 pending"));
+  watch.Signal(SIGTERM);
+  watch.Wait();
 }
 
 // log --delivery (DESIGN §11): per message and recipient, where it stands.

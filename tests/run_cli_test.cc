@@ -256,6 +256,10 @@ TEST(RunCliTest, ReplCommandsAndTurns) {
   auto r = MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("lead_basic.yaml")}, {},
                    "/team\n/tasks\nplease build a greeting\n/tasks\n/send nobody hi\n/inbox\n/usage\n/bogus\n/quit\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // A banner says where you are and how to get help.
+  EXPECT_EQ(r.out.rfind("mates REPL — lead 'lead' of team default, scripted (", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("workspace " + fs::canonical(ws.path()).string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Type a goal, or /help"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("team default"), std::string::npos);
   EXPECT_NE(r.out.find("(no tasks)"), std::string::npos);
   EXPECT_NE(r.out.find("#1 [pending] Add a test for hello.sh"), std::string::npos) << r.out;

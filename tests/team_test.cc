@@ -136,8 +136,25 @@ TEST(TeamTest, EightTeammatesWorkThroughAHundredTaskGraph) {
     blockers[i] = b;
   }
   auto r = testing::RunMates(ws.path(), {"run", "--team", "dag", "--provider", "scripted", "--scenario",
-                                         Fixture("team_dag.yaml"), "Go"});
+                                         Fixture("team_dag.yaml"), "--log", (ws.path() / "trace.log").string(), "Go"});
   ASSERT_EQ(r.exit_code, 0) << r.err.substr(r.err.size() > 4000 ? r.err.size() - 4000 : 0);
+  // --log: the whole trace, no colours; every line names its agent (the
+  // lead's first ones too), and a tool's result sits under its call even
+  // with nine agents writing at once.
+  auto trace = Lines(ws.path() / "trace.log");
+  ASSERT_GT(trace.size(), 300u);
+  EXPECT_EQ(trace[0].rfind("[lead] ", 0), 0u) << trace[0];
+  size_t results = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    EXPECT_EQ(trace[i].find('\033'), std::string::npos) << trace[i];
+    size_t at = trace[i].find("  ⎿ ");
+    if (at == std::string::npos || trace[i][0] != '[') continue;
+    ++results;
+    std::string prefix = trace[i].substr(0, trace[i].find(']') + 1);
+    ASSERT_GT(i, 0u);
+    EXPECT_EQ(trace[i - 1].rfind(prefix + " ⏺", 0), 0u) << "line " << i << ": " << trace[i - 1] << " / " << trace[i];
+  }
+  EXPECT_GT(results, 200u);
   // Each task started once.
   auto work = Lines(ws.path() / "work.log");
   std::map<int64_t, int> starts;

@@ -76,8 +76,13 @@ Status AlreadyHosted(const Workspace& ws, const std::string& team) {
       (void)!::write(ready_fd, &r, 1);
       ::close(ready_fd);
     };
-    LiveOutput out(/*color=*/false, /*multi=*/false);
-    code = RunLeadSession(c, provider->get(), out).exit_code;
+    LiveOutput out(/*color=*/false, /*multi=*/true);
+    Status tee = a.log.empty() ? Status::Ok() : out.TeeTo(a.log);
+    if (!tee.ok()) {
+      std::cerr << "mates: error: " << tee.message() << std::endl;
+    } else {
+      code = RunLeadSession(c, provider->get(), out).exit_code;
+    }
   }
   std::cout << "[" << IsoTime(WallSeconds()) << "] mates up: the host ends (exit " << code << ")" << std::endl;
   std::cout.flush();

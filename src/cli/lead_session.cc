@@ -262,7 +262,11 @@ class InboxNotifier {
 };
 
 void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, SessionSignals& signals,
-          agent::SubagentManager& subs, team::TeamManager& teams) {
+          agent::SubagentManager& subs, team::TeamManager& teams, const llm::Provider& provider) {
+  std::cout << "mates REPL — lead '" << ctx.agent << "' of team " << ctx.team << ", " << provider.name() << " ("
+            << lead.model() << "), workspace " << ctx.ws.root().string()
+            << "\nType a goal, or /help; /quit (or Ctrl-D) ends it. Others reach the lead with: mates send --team "
+            << ctx.team << " --to " << ctx.agent << " TEXT" << std::endl;
   InboxNotifier notifier(ctx.ws, ctx.agent, teams, out, signals);
   bool tty = ::isatty(STDIN_FILENO) == 1;
   LineReader reader(signals.stop_fd());
@@ -416,7 +420,7 @@ SessionSignals::Hooks SignalHooks(agent::AgentLoop& lead, team::TeamManager& tea
 // The session's work: resumed teammates, then the goal, or what a resumed
 // conversation left and the REPL. Returns the exit code.
 int Work(const LeadSessionConfig& a, agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamManager& teams,
-         agent::SubagentManager& subs, SessionSignals& signals, LiveOutput& out) {
+         agent::SubagentManager& subs, SessionSignals& signals, LiveOutput& out, const llm::Provider& provider) {
   // Teammates whose host died come back from their journals.
   auto resumed = teams.ResumeTeam();
   bool pending_work = resumed.ok() && !resumed->empty();
@@ -447,7 +451,7 @@ int Work(const LeadSessionConfig& a, agent::AgentLoop& lead, tools::ToolContext&
     signals.SetTurnRunning(false);
     if (!r.ok()) std::cerr << "mates: error: " << r.status().message() << std::endl;
   }
-  if (signals.exit_code() == 0) Repl(lead, ctx, out, signals, subs, teams);
+  if (signals.exit_code() == 0) Repl(lead, ctx, out, signals, subs, teams, provider);
   return 0;
 }
 
@@ -522,7 +526,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   } host_info_off{ws, a.team};
   if (a.on_ready) a.on_ready();
 
-  int code = Work(a, lead, ctx, teams, subs, signals, out);
+  int code = Work(a, lead, ctx, teams, subs, signals, out, *provider);
   teams.StopAll();
   if (signals.exit_code() != 0) {
     KillTagged(HostTagPrefix());  // whatever a tool started since

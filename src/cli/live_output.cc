@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -35,9 +36,49 @@ void Out(FILE* f, const std::string& s) {
 
 }  // namespace
 
+// `s` without its ANSI colour sequences (ESC [ … m), for the --log file.
+std::string StripAnsi(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\033' && i + 1 < s.size() && s[i + 1] == '[') {
+      size_t m = s.find('m', i + 2);
+      if (m != std::string::npos) {
+        i = m;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
 bool WantColor() {
   const char* no = std::getenv("NO_COLOR");
   return ::isatty(STDOUT_FILENO) == 1 && (no == nullptr || *no == '\0');
+}
+
+LiveOutput::~LiveOutput() {
+  if (tee_ != nullptr) std::fclose(tee_);
+}
+
+Status LiveOutput::TeeTo(const fs::path& file) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FILE* f = std::fopen(file.c_str(), "ae");
+  if (f == nullptr) return Status::FromErrno("open the --log file " + file.string(), errno);
+  if (tee_ != nullptr) std::fclose(tee_);
+  tee_ = f;
+  return Status::Ok();
+}
+
+void LiveOutput::PutLocked(FILE* f, const std::string& s) {
+  Out(f, s);
+  ++written_;
+  if (tee_ != nullptr) {
+    std::string plain = StripAnsi(s);
+    std::fwrite(plain.data(), 1, plain.size(), tee_);
+    std::fflush(tee_);
+  }
 }
 
 void LiveOutput::SetColor(const std::string& agent, const std::string& color_name) {
@@ -65,13 +106,13 @@ std::string LiveOutput::Prefix(const std::string& agent) const {
 
 void LiveOutput::Line(const std::string& agent, const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
-  Out(stderr, Prefix(agent) + text + "\n");
+  PutLocked(stderr, Prefix(agent) + text + "\n");
 }
 
 void LiveOutput::OnText(const std::string& agent, std::string_view delta) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!multi_) {
-    Out(stdout, std::string(delta));
+    PutLocked(stdout, std::string(delta));
     if (!delta.empty()) mid_line_[agent] = delta.back() != '\n';
     return;
   }
@@ -80,7 +121,7 @@ void LiveOutput::OnText(const std::string& agent, std::string_view delta) {
   buf.append(delta);
   size_t nl;
   while ((nl = buf.find('\n')) != std::string::npos) {
-    Out(stdout, Prefix(agent) + buf.substr(0, nl) + "\n");
+    PutLocked(stdout, Prefix(agent) + buf.substr(0, nl) + "\n");
     buf.erase(0, nl + 1);
   }
 }
@@ -88,11 +129,11 @@ void LiveOutput::OnText(const std::string& agent, std::string_view delta) {
 void LiveOutput::FlushLocked(const std::string& agent) {
   auto it = pending_.find(agent);
   if (it != pending_.end() && !it->second.empty()) {
-    Out(stdout, Prefix(agent) + it->second + "\n");
+    PutLocked(stdout, Prefix(agent) + it->second + "\n");
     it->second.clear();
   }
   if (mid_line_[agent]) {
-    Out(stdout, "\n");
+    PutLocked(stdout, "\n");
     mid_line_[agent] = false;
   }
 }
@@ -105,16 +146,24 @@ void LiveOutput::OnTextEnd(const std::string& agent) {
 void LiveOutput::OnToolCall(const std::string& agent, const llm::ContentBlock& call) {
   std::lock_guard<std::mutex> lock(mu_);
   FlushLocked(agent);
-  Out(stderr, Prefix(agent) + Paint(agent, "⏺ " + DescribeCall(call)) + "\n");
+  PutLocked(stderr, Prefix(agent) + Paint(agent, "⏺ " + DescribeCall(call)) + "\n");
+  call_at_[agent] = written_;
 }
 
-void LiveOutput::OnToolResult(const std::string& agent, const llm::ContentBlock&,
+void LiveOutput::OnToolResult(const std::string& agent, const llm::ContentBlock& call,
                               const tools::ToolResult& result) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Other agents wrote since this call was shown: show it again, so the
+  // result sits under its call.
+  auto at = call_at_.find(agent);
+  if (multi_ && at != call_at_.end() && at->second != written_) {
+    PutLocked(stderr, Prefix(agent) + Paint(agent, "⏺ " + DescribeCall(call) + " (result)") + "\n");
+  }
+  call_at_.erase(agent);
   std::string line = "  ⎿ " + std::string(result.is_error ? "✗ " : "") + FirstLine(result.content, 110);
   if (color_ && result.is_error) line = std::string(AnsiFor("red")) + line + "\033[0m";
   else if (color_) line = std::string(AnsiFor("dim")) + line + "\033[0m";
-  Out(stderr, Prefix(agent) + line + "\n");
+  PutLocked(stderr, Prefix(agent) + line + "\n");
 }
 
 void LiveOutput::OnMessages(const std::string& agent, const std::vector<Message>& delivered) {
@@ -122,7 +171,7 @@ void LiveOutput::OnMessages(const std::string& agent, const std::vector<Message>
   for (const auto& m : delivered) {
     std::string about = m.summary.empty() ? FirstLine(m.content, 80) : m.summary;
     std::string type = m.type == MessageType::kMessage ? "" : " (" + std::string(MessageTypeName(m.type)) + ")";
-    Out(stderr, Prefix(agent) + Paint(agent, "✉ from " + m.sender + type + ": " + about) + "\n");
+    PutLocked(stderr, Prefix(agent) + Paint(agent, "✉ from " + m.sender + type + ": " + about) + "\n");
   }
 }
 

@@ -6,6 +6,8 @@
 // every line carries the agent's name and text is written a line at a time.
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
@@ -19,6 +21,13 @@ class LiveOutput : public agent::AgentEvents {
  public:
   // `color`: ANSI colours; `multi`: prefix lines with agent names.
   LiveOutput(bool color, bool multi) : color_(color), multi_(multi) {}
+  ~LiveOutput() override;
+  LiveOutput(const LiveOutput&) = delete;
+  LiveOutput& operator=(const LiveOutput&) = delete;
+
+  // Everything shown is also appended to `file`, without colours
+  // (`--log FILE`).
+  Status TeeTo(const fs::path& file);
 
   void SetColor(const std::string& agent, const std::string& color_name);
   void SetMulti(bool multi);
@@ -40,6 +49,8 @@ class LiveOutput : public agent::AgentEvents {
   std::string Paint(const std::string& agent, const std::string& text) const;
   std::string Prefix(const std::string& agent) const;
   void FlushLocked(const std::string& agent);
+  // Writes `s` to `f` (and the --log file); counts what was written.
+  void PutLocked(FILE* f, const std::string& s);
 
   std::mutex mu_;
   bool color_;
@@ -47,6 +58,9 @@ class LiveOutput : public agent::AgentEvents {
   std::map<std::string, std::string> colors_;   // guarded by mu_
   std::map<std::string, std::string> pending_;  // partial text lines, guarded by mu_
   std::map<std::string, bool> mid_line_;        // stdout not at a line start
+  FILE* tee_ = nullptr;                         // the --log file, guarded by mu_
+  uint64_t written_ = 0;                        // writes so far, guarded by mu_
+  std::map<std::string, uint64_t> call_at_;     // written_ after an agent's tool call, guarded by mu_
 };
 
 using agent::DescribeCall;

@@ -25,6 +25,7 @@ void AddRunOptions(CLI::App* cmd, RunArgs& a) {
                   "Seconds one model request may take, reply included (default: no limit; "
                   "a stalled connection is dropped after 120 s without a byte)");
   cmd->add_flag("--fresh", a.fresh, "Start a new lead conversation instead of resuming the last one");
+  cmd->add_option("--log", a.log, "Also append everything shown (every agent's text, tool calls, results) to FILE");
 }
 
 Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
@@ -66,7 +67,12 @@ int Run(Globals& g, const RunArgs& a) {
   if (!c.ok()) return Fail(c.status());
   auto provider = SessionProvider(a);
   if (!provider.ok()) return Fail(provider.status());
-  LiveOutput out(WantColor(), /*multi=*/false);
+  // Lines carry the agent's name from the start (the lead's too), so a
+  // trace reads the same before and after teammates join.
+  LiveOutput out(WantColor(), /*multi=*/true);
+  if (!a.log.empty()) {
+    if (Status s = out.TeeTo(a.log); !s.ok()) return Fail(s);
+  }
   return RunLeadSession(*c, provider->get(), out).exit_code;
 }
 

@@ -23,6 +23,7 @@ struct RunArgs {
   double shutdown_timeout = 60;
   double request_timeout = 0;
   bool fresh = false;
+  std::string log;  // --log FILE: the whole trace, appended
 };
 
 // Adds GOAL and the options above to `cmd`.
