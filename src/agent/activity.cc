@@ -3,10 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "agent/usage.h"
 #include "core/clock.h"
+#include "core/guarded.h"
 #include "core/json.h"
 #include "core/limits.h"
 #include "core/log.h"
@@ -94,11 +98,99 @@ std::string DescribeCall(const llm::ContentBlock& call) {
   return call.name + "(" + Cut(std::move(what), kMaxDoingBytes) + ")";
 }
 
-ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model) : path_(std::move(path)) {
+// The latest document for one file, and whether it still has to be written.
+struct ActivityFile::Slot {
+  fs::path path, spare;
+  std::string agent;
+  std::string document;  // guarded by the writer's mutex
+  bool queued = false;   // guarded by the writer's mutex
+};
+
+namespace {
+
+// One thread per process writes activity files, latest state first-come.
+// Owned by a function-local static: joined at exit (a host that _exits
+// calls FlushAll first).
+class ActivityWriter {
+ public:
+  using Slot = ActivityFile::Slot;
+
+  static ActivityWriter& Get() {
+    static ActivityWriter writer;
+    return writer;
+  }
+
+  void Post(const std::shared_ptr<Slot>& slot, std::string document) {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot->document = std::move(document);
+    if (!slot->queued) {
+      slot->queued = true;
+      queue_.push_back(slot);
+    }
+    if (!thread_.joinable()) thread_ = std::thread([this] { RunGuarded("the activity writer", [this] { Main(); }); });
+    cv_.notify_all();
+  }
+
+  void Flush() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait(lock, [this] { return queue_.empty() && writing_ == 0; });
+  }
+
+  ~ActivityWriter() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Main() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, all written
+      std::shared_ptr<Slot> slot = std::move(queue_.front());
+      queue_.pop_front();
+      slot->queued = false;
+      std::string doc = slot->document;
+      ++writing_;
+      lock.unlock();
+      Status s = ReplaceFileViaSpare(slot->path, doc, slot->spare);
+      // A team archived or deleted under its agents: nothing to show any more.
+      if (!s.ok() && s.code() != StatusCode::kNotFound && fs::exists(slot->path.parent_path())) {
+        LogWarning("the activity file of " + slot->agent + ": " + s.message());
+      }
+      lock.lock();
+      --writing_;
+      if (queue_.empty() && writing_ == 0) idle_cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<std::shared_ptr<Slot>> queue_;  // guarded by mu_
+  int writing_ = 0;                          // guarded by mu_
+  bool stop_ = false;                        // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace
+
+ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model)
+    : path_(std::move(path)), slot_(std::make_shared<Slot>()) {
   a_.agent = std::move(agent);
   a_.model = std::move(model);
   a_.pid = ::getpid();
+  slot_->path = path_;
+  slot_->spare = fs::path(path_).replace_extension("").replace_extension(".status.spare");
+  slot_->agent = a_.agent;
 }
+
+ActivityFile::~ActivityFile() { ActivityWriter::Get().Flush(); }
+
+void ActivityFile::FlushAll() { ActivityWriter::Get().Flush(); }
 
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
 void ActivityFile::Tool(const llm::ContentBlock& call) { Enter(ActivityState::kTool, DescribeCall(call)); }
@@ -110,7 +202,7 @@ void ActivityFile::SetUsage(const llm::Usage& total, int calls) {
   a_.tokens = total;
   a_.calls = calls;
   a_.cost_usd = CostUsd(a_.model, total);
-  WriteLocked();
+  PostLocked();
 }
 
 void ActivityFile::Enter(ActivityState state, std::string doing) {
@@ -118,14 +210,12 @@ void ActivityFile::Enter(ActivityState state, std::string doing) {
   if (a_.since == 0 || a_.state != state || a_.doing != doing) a_.since = WallSeconds();
   a_.state = state;
   a_.doing = std::move(doing);
-  WriteLocked();
+  PostLocked();
 }
 
-void ActivityFile::WriteLocked() {
+void ActivityFile::PostLocked() {
   a_.updated_at = WallSeconds();
-  // What is shown is not worth failing an agent over: a warning says why
-  // the status is stale.
-  WarnIfFailed(WriteFileAtomic(path_, DumpJson(ActivityToJson(a_)) + "\n"), "the activity file of " + a_.agent);
+  ActivityWriter::Get().Post(slot_, DumpJson(ActivityToJson(a_)) + "\n");
 }
 
 Json ActivityToJson(const Activity& a) {

@@ -534,6 +534,8 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   }
   signals.Finished();
   PrintUsage(out, lead, subs, teams);
+  lead.ReportStopped(code == 0 ? "its session ended" : "its host stopped (exit " + std::to_string(code) + ")");
+  agent::ActivityFile::FlushAll();  // the last states are on disk before the host exits
   return {code, teams.last_deleted()};
 }
 
