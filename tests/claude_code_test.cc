@@ -120,6 +120,10 @@ rules:
     once: false
     reply:
       - {type: text, text: "All green on my side.\nBETA OK"}
+  - when: "Message from user \\(message\\): anyone there"
+    once: false
+    reply:
+      - {type: text, text: "Beta here for you.\nBETA OK"}
   # The hierarchy through the agents' own shell tool: alpha delegates to
   # beta with `mates send` (its team and name come from the pane), beta's
   # answer is brought back into alpha's pane.
@@ -198,12 +202,20 @@ default_reply:
   EXPECT_EQ(r.out, "2 + 2 = 4, as always.\nA second line, for the extraction.\n");
 
   // The bridge: the lead's message reaches beta's pane, its reply the lead.
-  auto sent = mates({"send", "--team", session, "--to", "beta", "status please"});
+  auto sent = mates({"send", "--team", session, "--from", "lead", "--to", "beta", "status please"});
   ASSERT_EQ(sent.exit_code, 0) << sent.err;
   auto inbox = mates({"inbox", "--team", session, "lead", "--wait", "60"});
   ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
   EXPECT_NE(inbox.out.find("beta -> lead"), std::string::npos) << inbox.out;
   EXPECT_NE(inbox.out.find("All green on my side."), std::string::npos) << inbox.out;
+
+  // A person (no --from: the sender is `user`) gets the answer in user's inbox.
+  auto asked = mates({"send", "--team", session, "--to", "beta", "anyone there"});
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  auto answer = mates({"inbox", "--team", session, "user", "--wait", "60"});
+  ASSERT_EQ(answer.exit_code, 0) << answer.err;
+  EXPECT_NE(answer.out.find("beta -> user"), std::string::npos) << answer.out;
+  EXPECT_NE(answer.out.find("Beta here for you."), std::string::npos) << answer.out;
 
   // Delegation: alpha's Bash tool runs `mates send`, the router types it
   // into beta's pane, beta's answer goes back into alpha's pane, and what
@@ -238,7 +250,7 @@ default_reply:
   auto st = cluster({"status", "--json"});
   auto j = ParseJson(st.out);
   ASSERT_TRUE(j.ok()) << st.out << st.err;
-  for (const auto& a : (*j)["agents"]) EXPECT_TRUE(a["alive"].get<bool>()) << a;
+  for (const auto& a : (*j)["agents"]) EXPECT_TRUE(a["alive"].get<bool>()) << a << st.err;
 
   // Claude Code really ran against the mock, and every request was valid.
   std::string rec = testing::ReadAll(dir.path() / "rec.jsonl");

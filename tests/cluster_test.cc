@@ -107,6 +107,13 @@ TEST_F(ClusterTest, UpSendStatusLogDownFromSeparateProcesses) {
     EXPECT_FALSE(a["last_activity"].get<std::string>().empty());
   }
   EXPECT_EQ((*j)["agents"][2]["reports_to"], "middle_manager");
+  // Without a UTF-8 locale (CI's) tmux prints a tab as '_': the panes were
+  // all reported dead then.
+  auto c_locale = testing::RunMates(dir_.path(), {"cluster", "status", "--json", "-c", (dir_.path() / "cc.yaml").string()},
+                                    {"LC_ALL=C", "LANG="});
+  auto cj = ParseJson(c_locale.out);
+  ASSERT_TRUE(cj.ok()) << c_locale.out << c_locale.err;
+  for (const auto& a : (*cj)["agents"]) EXPECT_TRUE(a["alive"].get<bool>()) << a;
 
   // The seed's log: handshakes (task + result) and the exchange.
   auto log = Cluster({"log", "--json"});

@@ -119,11 +119,12 @@ Status Tmux::SelectLayout(const std::string& session, const std::string& layout)
 }
 
 Result<std::vector<PaneInfo>> Tmux::ListPanes(const std::string& session) const {
-  // Tabs between fields: the command may hold spaces; the status is empty
-  // while the pane lives.
+  // One space between fields, the command last: it may hold spaces, the
+  // others never do, and the status is empty while the pane lives. (Not
+  // tabs: without a UTF-8 locale tmux prints every tab as '_'.)
   MATES_ASSIGN_OR_RETURN(std::string out,
                          Run({"list-panes", "-s", "-t", "=" + session, "-F",
-                              "#{pane_id}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_pid}\t#{pane_current_command}"}));
+                              "#{pane_id} #{pane_dead} #{pane_dead_status} #{pane_pid} #{pane_current_command}"}));
   std::vector<PaneInfo> panes;
   size_t start = 0;
   while (start < out.size()) {
@@ -131,12 +132,14 @@ Result<std::vector<PaneInfo>> Tmux::ListPanes(const std::string& session) const 
     std::string line = out.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
     start = nl == std::string::npos ? out.size() : nl + 1;
     std::vector<std::string> f;
-    for (size_t from = 0;;) {
-      size_t tab = line.find('\t', from);
-      f.push_back(line.substr(from, tab == std::string::npos ? std::string::npos : tab - from));
-      if (tab == std::string::npos) break;
-      from = tab + 1;
+    size_t from = 0;
+    while (f.size() < 4) {
+      size_t sp = line.find(' ', from);
+      if (sp == std::string::npos) break;
+      f.push_back(line.substr(from, sp - from));
+      from = sp + 1;
     }
+    f.push_back(line.substr(std::min(from, line.size())));
     if (f.size() < 5 || f[0].empty()) continue;
     PaneInfo p;
     p.id = f[0];
