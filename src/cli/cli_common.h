@@ -72,6 +72,7 @@ void AddMockLlmCommand(CLI::App& app, Globals& g);
 void AddRunCommand(CLI::App& app, Globals& g);
 void AddHostCommands(CLI::App& app, Globals& g);   // up, down
 void AddStatusCommand(CLI::App& app, Globals& g);
+void AddDashboardCommand(CLI::App& app, Globals& g);
 void AddDemoCommand(CLI::App& app, Globals& g);
 void AddClusterCommands(CLI::App& app, Globals& g);
 

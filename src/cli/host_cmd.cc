@@ -71,6 +71,7 @@ Status AlreadyHosted(const Workspace& ws, const std::string& team) {
     LeadSessionConfig c = config;
     c.mode = "up";
     c.hosted = true;
+    c.dashboard_port = a.no_dashboard ? -1 : a.dashboard_port;
     c.on_ready = [ready_fd] {
       char r = 'R';
       (void)!::write(ready_fd, &r, 1);
@@ -105,6 +106,7 @@ int Up(Globals& g, const RunArgs& a) {
   if (!config.ok()) return Fail(config.status());
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
   if (a.max_turns < 1) return Usage("--max-turns must be at least 1");
+  if (a.dashboard_port < 0 || a.dashboard_port > 65535) return Usage("--dashboard-port must be 0..65535 (0 = any free port)");
   // Checked here, where a mistake can be seen; the host makes its own.
   if (auto p = SessionProvider(a); !p.ok()) return Fail(p.status());
   const Workspace& ws = config->ws;
@@ -141,7 +143,9 @@ int Up(Globals& g, const RunArgs& a) {
   }
   auto host = ReadLiveHost(ws, a.team);
   std::string pid = host && host->pid > 0 ? std::to_string(host->pid) : "?";
-  std::cout << "hosting team " << a.team << " (pid " << pid << ") — log " << log.string() << "\n"
+  std::cout << "hosting team " << a.team << " (pid " << pid << ")"
+            << (host && !host->dashboard.empty() ? " — dashboard " + host->dashboard : "") << "\n"
+            << "log " << log.string() << "\n"
             << "mates status --team " << a.team << " shows it; mates send --team " << a.team
             << " --to lead TEXT talks to it; mates down --team " << a.team << " stops it\n";
   return 0;
@@ -217,6 +221,9 @@ void AddHostCommands(CLI::App& app, Globals& g) {
   CLI::App* up = app.add_subcommand("up", "Host a team in the background, with no terminal, until `mates down`");
   AddRunOptions(up, *a);
   up->get_option("--team")->envname("MATES_TEAM");
+  auto* port = up->add_option("--dashboard-port", a->dashboard_port,
+                              "Port of the dashboard on 127.0.0.1 (default: any free port)");
+  up->add_flag("--no-dashboard", a->no_dashboard, "Serve no dashboard")->excludes(port);
   up->callback([&g, a] { g.action = [&g, a] { return Up(g, *a); }; });
 
   auto d = std::make_shared<DownArgs>();

@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "dashboard/dashboard.h"
 #include "store/host_info.h"
 #include "store/liveness.h"
 #include "store/mailbox.h"
@@ -512,7 +513,21 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     ~HooksOff() { s.Finished(); }
   } hooks_off{signals};
 
+  // The dashboard first: a port that cannot be had is an error before the
+  // host says it is ready.
+  std::unique_ptr<dashboard::Dashboard> board_page;
+  if (a.dashboard_port >= 0) {
+    dashboard::DashboardOptions d;
+    d.ws = ws;
+    d.team = a.team;
+    d.port = a.dashboard_port;
+    auto started = dashboard::Dashboard::Start(d);
+    if (!started.ok()) return {Fail(started.status()), std::nullopt};
+    board_page = std::move(*started);
+  }
+
   HostInfo info;
+  if (board_page) info.dashboard = board_page->url();
   info.pid = ::getpid();
   info.start_time = ProcessStartTime(::getpid());
   info.started_at = WallSeconds();

@@ -30,6 +30,9 @@ struct LeadSessionConfig {
   // `mates up` (DESIGN §11): after the goal (if any), keep hosting: the
   // lead answers what arrives, teammates keep claiming, until a signal.
   bool hosted = false;
+  // The dashboard this host serves (DESIGN §11): -1 = none, 0 = on any
+  // free port, else that port. Its URL goes into host.json.
+  int dashboard_port = -1;
   // Called once the lead's host lock is taken and host.json is written.
   std::function<void()> on_ready;
 };

@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
   mates::cli::AddRunCommand(app, g);
   mates::cli::AddHostCommands(app, g);
   mates::cli::AddStatusCommand(app, g);
+  mates::cli::AddDashboardCommand(app, g);
   mates::cli::AddDemoCommand(app, g);
   mates::cli::AddClusterCommands(app, g);
 

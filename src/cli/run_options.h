@@ -24,6 +24,9 @@ struct RunArgs {
   double request_timeout = 0;
   bool fresh = false;
   std::string log;  // --log FILE: the whole trace, appended
+  // `up` only: the host's dashboard (DESIGN §11).
+  int dashboard_port = 0;  // 0 = any free port
+  bool no_dashboard = false;
 };
 
 // Adds GOAL and the options above to `cmd`.

@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/names.h"
+#include "dashboard/team_view.h"
 #include "store/board.h"
 #include "store/host_info.h"
 #include "store/liveness.h"
@@ -30,6 +31,9 @@
 namespace mates::cli {
 namespace {
 
+using view::MemberView;
+using view::TeamView;
+
 constexpr size_t kLastMessages = 8;
 
 struct StatusArgs {
@@ -38,52 +42,6 @@ struct StatusArgs {
   bool json = false;
   ArchivedChoice archived;
 };
-
-struct MemberView {
-  Member member;
-  std::string shown;  // liveness applied
-  std::optional<agent::Activity> activity;
-  std::optional<Task> task;
-};
-
-struct TeamView {
-  TeamConfig team;
-  std::optional<HostInfo> host;
-  std::map<std::string, int> board;  // status name → count
-  std::vector<MemberView> members;
-  std::vector<Message> messages;
-  double now = 0;
-};
-
-Result<TeamView> Look(const Workspace& ws, const std::string& team) {
-  TeamView v;
-  v.now = WallSeconds();
-  MATES_ASSIGN_OR_RETURN(v.team, Roster(ws).Load(team));
-  v.host = ReadLiveHost(ws, team);
-  for (const char* s : {"pending", "in_progress", "completed"}) v.board[s] = 0;
-  std::map<std::string, Task> working;  // owner → its in-progress task (lowest id)
-  auto tasks = SharedBoard(ws.TasksDir(team))->List(false);
-  if (tasks.ok()) {
-    for (const auto& t : *tasks) {
-      ++v.board[std::string(TaskStatusName(t.status))];
-      if (t.status == TaskStatus::kInProgress && !t.owner.empty() && working.count(t.owner) == 0) {
-        working[t.owner] = t;
-      }
-    }
-  }
-  for (const auto& m : v.team.members) {
-    MemberView mv;
-    mv.member = m;
-    mv.shown = std::string(ShownStatus(ws, team, m));
-    auto a = agent::ReadActivity(ws.AgentsDir(team) / (m.name + ".status.json"));
-    if (a.ok()) mv.activity = std::move(*a);
-    if (auto it = working.find(m.name); it != working.end()) mv.task = it->second;
-    v.members.push_back(std::move(mv));
-  }
-  auto msgs = MessageLog(ws, team).Tail(kLastMessages);
-  if (msgs.ok()) v.messages = std::move(*msgs);
-  return v;
-}
 
 std::string Duration(double seconds) {
   if (seconds < 0) seconds = 0;
@@ -167,43 +125,6 @@ std::string Render(const TeamView& v) {
   return o.str();
 }
 
-Json ToJson(const TeamView& v) {
-  Json j;
-  j["team"] = v.team.name;
-  j["now"] = v.now;
-  if (v.host) {
-    j["host"] = {{"pid", v.host->pid},
-                 {"mode", v.host->mode},
-                 {"started_at", v.host->started_at},
-                 {"uptime_s", v.host->pid > 0 ? v.now - v.host->started_at : 0},
-                 {"dashboard", v.host->dashboard}};
-  } else {
-    j["host"] = nullptr;
-  }
-  j["board"] = Json::object();
-  for (const auto& [k, n] : v.board) j["board"][k] = n;
-  j["members"] = Json::array();
-  for (const auto& m : v.members) {
-    Json jm;
-    jm["name"] = m.member.name;
-    jm["role"] = std::string(MemberRoleName(m.member.role));
-    jm["status"] = m.shown;
-    jm["recorded_status"] = std::string(MemberStatusName(m.member.status));
-    if (m.activity) {
-      Json a = agent::ActivityToJson(*m.activity);
-      a["for_s"] = v.now - m.activity->since;
-      jm["activity"] = std::move(a);
-    } else {
-      jm["activity"] = nullptr;
-    }
-    jm["task"] = m.task ? Json{{"id", m.task->id}, {"subject", m.task->subject}} : Json(nullptr);
-    j["members"].push_back(std::move(jm));
-  }
-  j["messages"] = Json::array();
-  for (const auto& m : v.messages) j["messages"].push_back(MessageToJson(m));
-  return j;
-}
-
 int Status_(Globals& g, const StatusArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
   if (a.watch && a.json) return Usage("--watch redraws a screen; --json prints one document: choose one");
@@ -211,9 +132,9 @@ int Status_(Globals& g, const StatusArgs& a) {
   if (!reading.ok()) return Fail(reading.status());
   const Workspace& ws = *reading;
   if (!a.watch) {
-    auto v = Look(ws, a.team);
+    auto v = view::LookAtTeam(ws, a.team, kLastMessages);
     if (!v.ok()) return Fail(v.status());
-    std::cout << (a.json ? DumpJsonPretty(ToJson(*v)) + "\n" : Render(*v)) << std::flush;
+    std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
     return 0;
   }
   // Any change of the team's files (roster, inboxes, log, host.json), its
@@ -227,7 +148,7 @@ int Status_(Globals& g, const StatusArgs& a) {
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
   for (;;) {
     uint64_t gen = waker->generation();
-    auto v = Look(ws, a.team);
+    auto v = view::LookAtTeam(ws, a.team, kLastMessages);
     if (!v.ok()) return Fail(v.status());
     // Home and clear to the end: the screen is replaced, not scrolled.
     std::cout << (tty ? "\033[H\033[2J" : "\f\n") << Render(*v) << std::flush;

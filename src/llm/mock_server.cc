@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <httplib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -223,6 +224,12 @@ class MockServer::Impl {
     // Responses go out in several writes; without TCP_NODELAY each waits for
     // the client's delayed ACK (~25 ms a request on loopback).
     server_.set_tcp_nodelay(true);
+    // SO_REUSEADDR only: the library's default, SO_REUSEPORT, would let a
+    // second server bind a port in use and share its connections.
+    server_.set_socket_options([](int sock) {
+      int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     // Bodies beyond the bound are refused (413) before they are read whole.
     server_.set_payload_max_length(kMaxHttpBodyBytes);
     server_.set_exception_handler([](const httplib::Request&, httplib::Response& res,

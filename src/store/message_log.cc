@@ -28,7 +28,7 @@ Status MessageLog::Append(const Message& m) const {
   return Status::Ok();
 }
 
-Result<std::vector<Message>> MessageLog::ReadFrom(uint64_t offset, uint64_t* next_offset) const {
+Result<std::vector<Message>> MessageLog::ReadFrom(uint64_t offset, uint64_t* next_offset, size_t max_bytes) const {
   std::vector<Message> out;
   *next_offset = offset;
   ScopedFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
@@ -39,8 +39,9 @@ Result<std::vector<Message>> MessageLog::ReadFrom(uint64_t offset, uint64_t* nex
   std::string data;
   char buf[65536];
   off_t pos = static_cast<off_t>(offset);
-  for (;;) {
-    ssize_t n = ::pread(fd.get(), buf, sizeof buf, pos);
+  while (max_bytes == 0 || data.size() < max_bytes) {
+    size_t want = max_bytes == 0 ? sizeof buf : std::min(sizeof buf, max_bytes - data.size());
+    ssize_t n = ::pread(fd.get(), buf, want, pos);
     if (n < 0) {
       if (errno == EINTR) continue;
       return Status::FromErrno("read " + path_.string(), errno);
@@ -63,6 +64,11 @@ Result<std::vector<Message>> MessageLog::ReadFrom(uint64_t offset, uint64_t* nex
       }
     }
     start = end + 1;
+  }
+  if (start == 0 && max_bytes != 0 && data.size() >= max_bytes) {
+    // One line longer than a page: no message is that long; step over it.
+    LogWarning("skipping " + std::to_string(data.size()) + " bytes of " + path_.string() + " without a line end");
+    start = data.size();
   }
   *next_offset = offset + start;
   return out;

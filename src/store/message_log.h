@@ -21,8 +21,9 @@ class MessageLog {
   Status Append(const Message& m) const;
   // Messages from byte `offset` on; `*next_offset` is where to continue.
   // Bad lines are skipped with a warning; a line still being written (no
-  // newline yet) is left for the next read.
-  Result<std::vector<Message>> ReadFrom(uint64_t offset, uint64_t* next_offset) const;
+  // newline yet) is left for the next read. `max_bytes` (0 = no bound)
+  // bounds what one call reads; the rest comes from `*next_offset`.
+  Result<std::vector<Message>> ReadFrom(uint64_t offset, uint64_t* next_offset, size_t max_bytes = 0) const;
 
   // The last `n` messages (at most; from the log's last 256 KiB).
   Result<std::vector<Message>> Tail(size_t n) const;

@@ -1,0 +1,79 @@
+// mates dashboard [--team T] [--port P] [--archived [STAMP]]
+//
+// The dashboard of a team's files, read-only (DESIGN §11): for a team no
+// host serves, one on another machine's shared files, or an archive. It
+// runs until Ctrl-C or SIGTERM. A hosted team's own dashboard (the one
+// that can act) is named when there is one.
+#include <signal.h>
+
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "core/names.h"
+#include "dashboard/dashboard.h"
+#include "store/archive.h"
+#include "store/host_info.h"
+#include "store/roster.h"
+
+namespace mates::cli {
+namespace {
+
+struct DashboardArgs {
+  std::string team = "default";
+  int port = 0;
+  ArchivedChoice archived;
+};
+
+int Dashboard_(Globals& g, const DashboardArgs& a) {
+  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  if (a.port < 0 || a.port > 65535) return Usage("--port must be 0..65535 (0 = any free port)");
+  dashboard::DashboardOptions o;
+  o.team = a.team;
+  o.port = a.port;
+  o.read_only = true;
+  if (a.archived.given()) {
+    auto archive = FindArchive(g.ws(), a.team, a.archived.stamp);
+    if (!archive.ok()) return Fail(archive.status());
+    o.ws = Workspace(archive->root);
+    o.archived = archive->stamp;
+  } else {
+    o.ws = g.ws();
+  }
+  if (auto team = Roster(o.ws).Load(a.team); !team.ok()) return Fail(team.status());
+  // Blocked before the server's threads start (they inherit the mask):
+  // only this thread takes them, in sigwait.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
+  ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  auto page = dashboard::Dashboard::Start(o);
+  if (!page.ok()) return Fail(page.status());
+  std::cout << "dashboard of team " << a.team << (o.archived.empty() ? "" : " (archived " + o.archived + ")")
+            << ", read-only: " << (*page)->url() << std::endl;
+  if (o.archived.empty()) {
+    if (auto host = ReadLiveHost(o.ws, a.team); host && !host->dashboard.empty()) {
+      std::cout << "the host's dashboard (it can send, create tasks, decide plans): " << host->dashboard << std::endl;
+    }
+  }
+  std::cout << "Ctrl-C ends it" << std::endl;
+  int sig = 0;
+  while (::sigwait(&stop, &sig) != 0) {
+  }
+  (*page)->Stop();
+  return 0;
+}
+
+}  // namespace
+
+void AddDashboardCommand(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<DashboardArgs>();
+  CLI::App* d = app.add_subcommand("dashboard", "A team's live page in a browser, read-only (up serves one that can act)");
+  d->add_option("--team", a->team, "The team")->envname("MATES_TEAM")->capture_default_str();
+  d->add_option("--port", a->port, "Port on 127.0.0.1 (default: any free port)");
+  AddArchivedOption(d, a->archived);
+  d->callback([&g, a] { g.action = [&g, a] { return Dashboard_(g, *a); }; });
+}
+
+}  // namespace mates::cli

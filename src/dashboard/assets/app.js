@@ -1,0 +1,455 @@
+// The mates dashboard: one page, no framework, no network beyond its host.
+// State comes from /api/*; /events says which part changed, and only that
+// part is fetched again (one request in flight per part, one more queued).
+"use strict";
+
+const token = new URLSearchParams(location.search).get("token") || "";
+const forcePoll = new URLSearchParams(location.search).get("live") === "poll";
+const $ = (id) => document.getElementById(id);
+const S = {
+  team: null, tasks: [], messages: [], msgIds: new Set(), msgNext: null, requests: [],
+  transcriptAgent: null, clockSkew: 0, readOnly: true, firstLoad: true,
+};
+
+// ---------- helpers ----------
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (k === "dataset") Object.assign(e.dataset, v);
+    else e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const k of kids.flat()) if (k !== null && k !== undefined && k !== false) e.append(k instanceof Node ? k : String(k));
+  return e;
+}
+async function api(path, body) {
+  const opt = { headers: { Authorization: "Bearer " + token }, cache: "no-store" };
+  if (body !== undefined) {
+    opt.method = "POST";
+    opt.headers["Content-Type"] = "application/json";
+    opt.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opt);
+  let j = null;
+  try { j = await r.json(); } catch (_) { /* not JSON */ }
+  if (!r.ok) throw new Error((j && j.error) || ("HTTP " + r.status));
+  return j;
+}
+function duration(s) {
+  s = Math.max(0, Math.floor(s));
+  if (s < 60) return s + "s";
+  if (s < 3600) return Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
+  if (s < 86400) return Math.floor(s / 3600) + "h" + String(Math.floor(s % 3600 / 60)).padStart(2, "0") + "m";
+  return Math.floor(s / 86400) + "d" + Math.floor(s % 86400 / 3600) + "h";
+}
+function human(n) {
+  if (n < 1000) return String(n);
+  if (n < 1e6) return (n / 1e3).toFixed(n < 1e4 ? 1 : 0) + "k";
+  return (n / 1e6).toFixed(n < 1e7 ? 1 : 0) + "M";
+}
+function serverNow() { return Date.now() / 1000 + S.clockSkew; }
+function nameClass(name) {
+  if (name === "user") return "c-user";
+  const m = S.team && S.team.members.find((x) => x.name === name);
+  if (m && m.color) return "c-" + m.color;
+  return S.team && name === S.team.lead ? "c-lead" : "";
+}
+function clock(ts) {
+  if (typeof ts === "number") return new Date(ts * 1000).toTimeString().slice(0, 8);
+  if (typeof ts !== "string") return "";
+  const i = ts.indexOf("T");
+  return i < 0 ? ts.slice(0, 8) : ts.slice(i + 1, i + 9);
+}
+function fullTime(ts) { return typeof ts === "number" ? new Date(ts * 1000).toString() : String(ts || ""); }
+
+// ---------- refresh scheduling ----------
+const loaders = { team: loadTeam, tasks: loadTasks, messages: loadMessages, requests: loadRequests, transcript: loadTranscript };
+const busy = {}, again = {};
+function refresh(kind) {
+  if (busy[kind]) { again[kind] = true; return; }
+  busy[kind] = true;
+  loaders[kind]().catch((e) => console.warn(kind, e)).finally(() => {
+    busy[kind] = false;
+    if (again[kind]) { again[kind] = false; refresh(kind); }
+  });
+}
+function refreshAll() { for (const k of Object.keys(loaders)) refresh(k); }
+
+// ---------- team & roster ----------
+async function loadTeam() {
+  const t = await api("/api/team");
+  S.clockSkew = t.now - Date.now() / 1000;
+  S.team = t;
+  S.readOnly = !!t.read_only;
+  renderHeader();
+  renderRoster();
+  renderMemberSelects();
+  renderComposerState();
+}
+function renderHeader() {
+  const t = S.team;
+  $("team-name").textContent = t.team;
+  document.title = t.team + " · mates";
+  const pill = $("host-pill");
+  if (t.archived) { pill.textContent = "archived " + t.archived; pill.className = "pill down"; }
+  else if (t.host) {
+    pill.textContent = "hosted · pid " + t.host.pid + (t.host.mode ? " · " + t.host.mode : "") +
+      (t.host.started_at ? " · up " + duration(serverNow() - t.host.started_at) : "");
+    pill.className = "pill hosted";
+  } else { pill.textContent = "not hosted"; pill.className = "pill down"; }
+  if (t.read_only && !t.archived) pill.textContent += " · read-only";
+  const b = t.board || {};
+  $("board-counts").replaceChildren(
+    el("span", { class: "count" }, el("b", { text: b.pending || 0 }), " pending"),
+    el("span", { class: "count" }, el("b", { text: b.in_progress || 0 }), " in progress"),
+    el("span", { class: "count" }, el("b", { text: b.completed || 0 }), " done"));
+}
+function doingText(m) {
+  const a = m.activity;
+  if (!a) return ["—", null];
+  if (m.status === "offline") return ["host gone", null];
+  const since = a.since ? serverNow() - a.since : null;
+  switch (a.state) {
+    case "thinking": return ["thinking", since];
+    case "tool": return [a.doing || "a tool", since];
+    case "idle": return ["waiting for work", since];
+    case "stopped": return ["stopped" + (a.doing ? ": " + a.doing : ""), null];
+  }
+  return [a.state, since];
+}
+function renderRoster() {
+  const t = S.team;
+  $("member-count").textContent = "(" + t.members.length + ")";
+  const rows = t.members.map((m) => {
+    const [doing, since] = doingText(m);
+    const a = m.activity;
+    const tok = a && a.calls ? human(a.tokens.input + a.tokens.cache_read + a.tokens.cache_write) + " in · " + human(a.tokens.output) + " out" : "";
+    const cost = a && a.calls ? (a.cost_usd === null ? "cost ?" : "$" + a.cost_usd.toFixed(a.cost_usd < 1 ? 4 : 2)) : "";
+    const isLead = m.name === t.lead;
+    const stop = !S.readOnly && !isLead && (m.status === "active" || m.status === "idle")
+      ? el("button", { class: "btn small danger stop", title: "Ask " + m.name + " to stop", onclick: (e) => { e.stopPropagation(); askStop(m.name); } }, "stop")
+      : null;
+    return el("div", { class: "member" + (S.transcriptAgent === m.name ? " selected" : ""), dataset: { name: m.name, status: m.status },
+      title: m.name + ": " + m.status + " (click for its transcript)", onclick: () => openTranscript(m.name) },
+      el("span", { class: "state " + m.status, title: m.status }),
+      el("div", { class: "name " + nameClass(m.name) }, m.name, el("span", { class: "role", text: isLead ? "lead" : m.status })),
+      el("div", { class: "cost" }, cost || "\u00a0"),
+      el("div", { class: "doing" }, doing, since !== null ? el("span", { class: "for", dataset: { since: a.since } }, " · " + duration(since)) : ""),
+      el("div", { class: "task" }, el("span", { class: "t" }, m.task ? "#" + m.task.id + " " + m.task.subject : (tok ? "" : "no task")), el("span", {}, tok), stop));
+  });
+  $("roster").replaceChildren(...rows);
+}
+function tickDurations() {
+  for (const e of document.querySelectorAll(".member .for")) e.textContent = " · " + duration(serverNow() - Number(e.dataset.since));
+  if (S.team && S.team.host && S.team.host.started_at) renderHeader();
+}
+function renderMemberSelects() {
+  const names = S.team.members.map((m) => m.name);
+  const keep = (sel, opts) => {
+    const v = sel.value;
+    sel.replaceChildren(...opts.map(([value, label]) => el("option", { value }, label)));
+    if (opts.some(([value]) => value === v)) sel.value = v;
+  };
+  keep($("composer-to"), [...names.map((n) => [n, n + (n === S.team.lead ? " (lead)" : "")]), ["*", "everyone (broadcast)"]]);
+  keep($("filter-member"), [["", "all members"], ...names.map((n) => [n, n]), ["user", "user"]]);
+  keep($("transcript-agent"), [["", "agent…"], ...names.map((n) => [n, n])]);
+  if (S.transcriptAgent) $("transcript-agent").value = S.transcriptAgent;
+}
+async function askStop(name) {
+  if (!confirm("Ask " + name + " to wrap up and stop?")) return;
+  try { await api("/api/agents/" + encodeURIComponent(name) + "/stop", {}); }
+  catch (e) { alert("Could not ask " + name + " to stop: " + e.message); }
+}
+
+// ---------- board & graph ----------
+async function loadTasks() {
+  const j = await api("/api/tasks");
+  const before = new Map(S.tasks.map((t) => [t.id, t.status + t.owner]));
+  S.tasks = j.tasks;
+  renderBoard(before);
+  renderGraph();
+}
+function taskCard(t, byId, changed) {
+  const meta = [];
+  if (t.owner) meta.push(el("span", { class: "chip owner " + nameClass(t.owner) }, t.owner));
+  if (t.status === "pending") {
+    const open = (t.blockedBy || []).filter((b) => !byId.get(b) || byId.get(b).status !== "completed");
+    if (open.length) meta.push(el("span", { class: "chip blocked" }, "blocked by " + open.map((b) => "#" + b).join(" ")));
+    else meta.push(el("span", { class: "chip ready" }, "ready"));
+  }
+  if ((t.blocks || []).length) meta.push(el("span", { class: "chip" }, "unblocks " + t.blocks.map((b) => "#" + b).join(" ")));
+  return el("div", { class: "card" + (t.status === "completed" ? " done" : "") + (changed ? " flash" : ""), dataset: { id: t.id },
+    title: t.description || t.subject },
+    el("div", { class: "subject" }, el("span", { class: "id", text: "#" + t.id }), t.subject),
+    meta.length ? el("div", { class: "meta" }, meta) : null);
+}
+function renderBoard(before) {
+  const byId = new Map(S.tasks.map((t) => [t.id, t]));
+  const cols = [["pending", "Pending"], ["in_progress", "In progress"], ["completed", "Done"]].map(([st, label]) => {
+    const ts = S.tasks.filter((t) => t.status === st);
+    return el("div", { class: "column", dataset: { status: st } },
+      el("h3", {}, label, el("span", { text: ts.length })),
+      ts.length ? ts.map((t) => taskCard(t, byId, before && !S.firstLoad && before.get(t.id) !== t.status + t.owner))
+        : el("div", { class: "empty" }, st === "pending" ? "Nothing waiting." : st === "in_progress" ? "Nobody working." : "Nothing done yet."));
+  });
+  $("board").replaceChildren(...cols);
+}
+function renderGraph() {
+  const ns = "http://www.w3.org/2000/svg";
+  const byId = new Map(S.tasks.map((t) => [t.id, t]));
+  const level = new Map();
+  const depth = (t, seen) => {
+    if (level.has(t.id)) return level.get(t.id);
+    if (seen.has(t.id)) return 0;  // a cycle cannot be made, but never loop
+    seen.add(t.id);
+    let d = 0;
+    for (const b of t.blockedBy || []) if (byId.has(b)) d = Math.max(d, depth(byId.get(b), seen) + 1);
+    level.set(t.id, d);
+    return d;
+  };
+  S.tasks.forEach((t) => depth(t, new Set()));
+  const layers = [];
+  for (const t of S.tasks) (layers[level.get(t.id)] = layers[level.get(t.id)] || []).push(t);
+  const W = 200, H = 46, GX = 70, GY = 14;
+  const pos = new Map();
+  let maxRows = 0;
+  layers.forEach((ts, x) => { ts.sort((a, b) => a.id - b.id); ts.forEach((t, y) => pos.set(t.id, [12 + x * (W + GX), 12 + y * (H + GY)])); maxRows = Math.max(maxRows, ts.length); });
+  const width = 24 + layers.length * (W + GX) - GX, height = 24 + maxRows * (H + GY) - GY;
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", Math.max(width, 10)); svg.setAttribute("height", Math.max(height, 10));
+  const mk = (tag, attrs, text) => { const e = document.createElementNS(ns, tag); for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v); if (text !== undefined) e.textContent = text; return e; };
+  const defs = mk("defs", {}); const marker = mk("marker", { id: "arrow", viewBox: "0 0 8 8", refX: 8, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto" });
+  marker.append(mk("path", { d: "M0,0 L8,4 L0,8 z" })); defs.append(marker); svg.append(defs);
+  for (const t of S.tasks) for (const b of t.blockedBy || []) {
+    if (!pos.has(b)) continue;
+    const [x1, y1] = pos.get(b), [x2, y2] = pos.get(t.id);
+    const sx = x1 + W, sy = y1 + H / 2, ex = x2, ey = y2 + H / 2, mx = (sx + ex) / 2;
+    svg.append(mk("path", { class: "edge" + (byId.get(b).status !== "completed" ? " open" : ""), d: `M${sx},${sy} C${mx},${sy} ${mx},${ey} ${ex},${ey}`, "marker-end": "url(#arrow)" }));
+  }
+  for (const t of S.tasks) {
+    const [x, y] = pos.get(t.id);
+    const g = mk("g", { class: "node " + t.status, transform: `translate(${x},${y})` });
+    g.append(mk("title", {}, "#" + t.id + " " + t.subject + " (" + t.status + ")"));
+    g.append(mk("rect", { width: W, height: H, rx: 7 }));
+    const subj = t.subject.length > 26 ? t.subject.slice(0, 25) + "…" : t.subject;
+    g.append(mk("text", { x: 10, y: 19 }, "#" + t.id + " " + subj));
+    g.append(mk("text", { x: 10, y: 36, class: "sub" }, t.status.replace("_", " ") + (t.owner ? " · " + t.owner : "")));
+    svg.append(g);
+  }
+  $("graph").replaceChildren(S.tasks.length ? svg : el("div", { class: "empty" }, "No tasks yet."));
+}
+
+// ---------- messages ----------
+async function loadMessages() {
+  const j = await api("/api/messages" + (S.msgNext === null ? "" : "?after=" + S.msgNext));
+  S.msgNext = j.next;
+  const fresh = j.messages.filter((m) => !S.msgIds.has(m.id));
+  for (const m of fresh) { S.msgIds.add(m.id); S.messages.push(m); }
+  if (S.messages.length > 3000) { S.messages.splice(0, S.messages.length - 3000); }
+  if (fresh.length || S.firstLoad) renderTimeline(fresh);
+}
+const msgTypes = ["message", "broadcast", "shutdown_request", "shutdown_response", "plan_approval_request", "plan_approval_response"];
+function msgMatches(m) {
+  const who = $("filter-member").value, type = $("filter-type").value;
+  if (who && m.sender !== who && m.recipient !== who && !(m.type === "broadcast" && who !== "user")) return false;
+  return !type || m.type === type;
+}
+function msgRow(m, isNew) {
+  const body = m.content || (m.feedback ? "feedback: " + m.feedback : "") || "";
+  const extra = m.type.endsWith("_response") ? (m.approve ? "approved" : "rejected") + (m.feedback ? " — " + m.feedback : "") : "";
+  const row = el("div", { class: "msg" + (isNew ? " new" : ""), dataset: { id: m.id, type: m.type } },
+    el("div", { class: "head" },
+      el("span", { class: "time", text: clock(m.timestamp), title: fullTime(m.timestamp) }),
+      el("span", { class: "route" }, el("span", { class: nameClass(m.sender), text: m.sender }),
+        el("span", { class: "arrow", text: " → " }), el("span", { class: nameClass(m.recipient || ""), text: m.recipient || "everyone" })),
+      el("span", { class: "type t-" + m.type, text: m.type.replace(/_/g, " ") })),
+    el("div", { class: "body" }, extra ? extra + (body && body !== "feedback: " + m.feedback ? "\n" + body : "") : body));
+  if (body.length > 400 || body.split("\n").length > 5) {
+    row.append(el("button", { class: "more", onclick: () => { row.classList.toggle("open"); } }, "more / less"));
+  }
+  return row;
+}
+function renderTimeline(fresh) {
+  const box = $("timeline");
+  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  const shown = S.messages.filter(msgMatches);
+  if (!fresh || S.firstLoad || box.dataset.filter !== $("filter-member").value + "|" + $("filter-type").value) {
+    box.dataset.filter = $("filter-member").value + "|" + $("filter-type").value;
+    box.replaceChildren(...(shown.length ? shown.map((m) => msgRow(m, false)) : [el("div", { class: "empty" }, "No messages yet.")]));
+  } else {
+    const add = fresh.filter(msgMatches);
+    if (add.length) {
+      const empty = box.querySelector(".empty");
+      if (empty) empty.remove();
+      box.append(...add.map((m) => msgRow(m, true)));
+    }
+    while (box.children.length > 3000) box.firstChild.remove();
+  }
+  $("msg-count").textContent = "(" + shown.length + ")";
+  if (atBottom || S.firstLoad) box.scrollTop = box.scrollHeight;
+}
+
+// ---------- plans ----------
+async function loadRequests() {
+  const j = await api("/api/requests");
+  S.requests = j.requests;
+  renderPlans();
+}
+function renderPlans() {
+  const pending = S.requests.filter((r) => r.kind === "plan_approval" && r.status === "pending");
+  $("plan-count").textContent = pending.length ? "(" + pending.length + ")" : "";
+  if (!pending.length) { $("plans").replaceChildren(el("div", { class: "empty" }, "No plan waiting.")); return; }
+  $("plans").replaceChildren(...pending.map((r) => {
+    const fb = el("input", { placeholder: "feedback (optional)", class: "feedback" });
+    const err = el("div", { class: "error" });
+    const decide = async (approve, btn) => {
+      btn.disabled = true;
+      try { await api("/api/requests/" + encodeURIComponent(r.request_id), { approve, feedback: fb.value }); refresh("requests"); }
+      catch (e) { err.textContent = e.message; btn.disabled = false; }
+    };
+    return el("div", { class: "plan", dataset: { id: r.request_id } },
+      el("div", { class: "who" }, el("span", { class: nameClass(r.requester), text: r.requester }), el("span", { class: "muted", text: " asks " + r.responder + " to approve" })),
+      el("pre", { text: r.content }), S.readOnly ? null : fb,
+      S.readOnly ? null : el("div", { class: "row" },
+        el("button", { class: "btn small danger reject", onclick: (e) => decide(false, e.target) }, "Reject"),
+        el("button", { class: "btn small primary approve", onclick: (e) => decide(true, e.target) }, "Approve")), err);
+  }));
+}
+
+// ---------- transcript ----------
+function openTranscript(name) {
+  S.transcriptAgent = name;
+  $("transcript-agent").value = name;
+  $("transcript-name").textContent = name ? "· " + name : "";
+  showTab("transcript");
+  if (S.team) renderRoster();
+  $("transcript").replaceChildren(el("div", { class: "empty" }, "Loading…"));
+  refresh("transcript");
+}
+async function loadTranscript() {
+  if (!S.transcriptAgent) return;
+  const name = S.transcriptAgent;
+  let j;
+  try { j = await api("/api/agents/" + encodeURIComponent(name) + "/transcript"); }
+  catch (e) { $("transcript").replaceChildren(el("div", { class: "empty" }, e.message)); return; }
+  if (name !== S.transcriptAgent) return;
+  const box = $("view-transcript");
+  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  const u = j.usage || {};
+  $("transcript-meta").textContent = j.total + " messages · " + j.calls + " model calls · " +
+    human((u.input_tokens || 0) + (u.cache_read_input_tokens || 0) + (u.cache_creation_input_tokens || 0)) + " in / " + human(u.output_tokens || 0) + " out" +
+    (j.compactions ? " · " + j.compactions + " compactions" : "") + (j.total > j.messages.length ? " · last " + j.messages.length + " shown" : "") +
+    (j.problem ? " · replay stopped at " + j.problem : "");
+  const turns = j.messages.map((m) => el("div", { class: "turn " + m.role },
+    el("div", { class: "who", text: m.role === "assistant" ? name : "input" }),
+    (typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content).map((b) => {
+      if (b.type === "text") return el("pre", { text: b.text });
+      if (b.type === "tool_use") return el("details", { class: "block-tool" }, el("summary", { text: "⚙ " + b.name + "  " + JSON.stringify(b.input).slice(0, 120) }), el("pre", { text: JSON.stringify(b.input, null, 2) }));
+      if (b.type === "tool_result") {
+        const text = typeof b.content === "string" ? b.content : (b.content || []).map((c) => c.text || "").join("\n");
+        return el("details", { class: "block-tool" + (b.is_error ? " error" : "") }, el("summary", { text: (b.is_error ? "✗ error: " : "↳ result: ") + text.split("\n")[0].slice(0, 120) }), el("pre", { text }));
+      }
+      return el("pre", { text: JSON.stringify(b) });
+    })));
+  $("transcript").replaceChildren(...(turns.length ? turns : [el("div", { class: "empty" }, "Nothing yet.")]));
+  if (atBottom) box.scrollTop = box.scrollHeight;
+}
+
+// ---------- tabs, composer, new task, theme ----------
+function showTab(name) {
+  for (const t of document.querySelectorAll(".tab")) t.classList.toggle("active", t.dataset.tab === name);
+  for (const v of document.querySelectorAll(".view")) v.classList.toggle("active", v.id === "view-" + name);
+}
+function renderComposerState() {
+  const ro = S.readOnly;
+  $("composer").classList.toggle("disabled", ro);
+  for (const id of ["composer-to", "composer-text", "composer-send"]) $(id).disabled = ro;
+  $("new-task").disabled = ro;
+  $("composer-note").textContent = ro ? (S.team && S.team.archived ? "archived: read-only" : "read-only view (the host's dashboard can send)") : "as user";
+}
+async function sendMessage(ev) {
+  ev.preventDefault();
+  const text = $("composer-text").value;
+  if (!text.trim()) return;
+  $("composer-send").disabled = true;
+  $("composer-error").textContent = "";
+  try {
+    await api("/api/messages", { to: $("composer-to").value, content: text });
+    $("composer-text").value = "";
+  } catch (e) { $("composer-error").textContent = e.message; }
+  finally { $("composer-send").disabled = S.readOnly; $("composer-text").focus(); }
+}
+async function createTask(ev) {
+  ev.preventDefault();
+  $("task-error").textContent = "";
+  const blocked = $("task-blocked").value.split(/[\s,]+/).filter(Boolean).map((s) => Number(s.replace(/^#/, "")));
+  if (blocked.some((n) => !Number.isInteger(n) || n <= 0)) { $("task-error").textContent = "blocked by: task ids like 1, 2"; return; }
+  try {
+    await api("/api/tasks", { subject: $("task-subject").value, description: $("task-description").value, blocked_by: blocked });
+    $("task-form").reset();
+    $("task-dialog").close();
+    showTab("board");
+  } catch (e) { $("task-error").textContent = e.message; }
+}
+function setTheme(t) {
+  document.documentElement.dataset.theme = t;
+  try { localStorage.setItem("mates-theme", t); } catch (_) { /* private mode */ }
+}
+
+// ---------- live updates ----------
+function setLive(state, text) {
+  $("live").className = "live " + state;
+  $("live-text").textContent = text;
+}
+let pollTimer = null;
+function startPolling() {
+  if (pollTimer) return;
+  setLive("poll", "polling 1 s");
+  pollTimer = setInterval(refreshAll, 1000);
+}
+function connect() {
+  if (forcePoll || typeof EventSource === "undefined") { refreshAll(); startPolling(); return; }
+  let failures = 0;
+  const es = new EventSource("/events?token=" + encodeURIComponent(token));
+  es.addEventListener("hello", () => { failures = 0; setLive("on", "live"); refreshAll(); });
+  es.addEventListener("change", (e) => {
+    const kinds = JSON.parse(e.data).kinds || [];
+    for (const k of kinds) {
+      if (k === "team" || k === "activity") refresh("team");
+      else if (k === "tasks") { refresh("tasks"); refresh("team"); }
+      else if (k === "messages") refresh("messages");
+      else if (k === "requests") refresh("requests");
+      else if (k === "transcripts" && S.transcriptAgent) refresh("transcript");
+    }
+  });
+  es.onerror = () => {
+    setLive("", "reconnecting");
+    if (++failures >= 5) { es.close(); refreshAll(); startPolling(); }
+  };
+}
+
+function init() {
+  let theme = null;
+  try { theme = localStorage.getItem("mates-theme"); } catch (_) { /* private mode */ }
+  setTheme(theme || (matchMedia("(prefers-color-scheme: light)").matches ? "light" : "dark"));
+  $("theme").onclick = () => setTheme(document.documentElement.dataset.theme === "light" ? "dark" : "light");
+  for (const t of document.querySelectorAll(".tab")) t.onclick = () => { showTab(t.dataset.tab); if (t.dataset.tab === "transcript") refresh("transcript"); };
+  $("filter-type").replaceChildren(el("option", { value: "" }, "all types"), ...msgTypes.map((t) => el("option", { value: t }, t.replace(/_/g, " "))));
+  $("filter-member").onchange = $("filter-type").onchange = () => renderTimeline(null);
+  $("transcript-agent").onchange = (e) => openTranscript(e.target.value);
+  $("composer").onsubmit = sendMessage;
+  $("composer-text").onkeydown = (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit(); } };
+  $("new-task").onclick = () => { $("task-error").textContent = ""; $("task-dialog").showModal(); $("task-subject").focus(); };
+  $("task-cancel").onclick = () => $("task-dialog").close();
+  $("task-form").onsubmit = createTask;
+  setInterval(tickDurations, 1000);
+  Promise.allSettled([loadTeam(), loadTasks(), loadMessages(), loadRequests()]).then(() => {
+    S.firstLoad = false;
+    document.body.dataset.ready = "1";
+  });
+  connect();
+}
+init();

@@ -1,0 +1,68 @@
+// Dashboard: a team's live page (DESIGN §11), served on 127.0.0.1 by the
+// host (`mates up`, read-write) and by `mates dashboard` (read-only; also on
+// an archived team).
+//
+//   GET  /                            the page (its CSS and script inline)
+//   GET  /events                      Server-Sent Events: `hello` once, then
+//                                     `change` {"kinds":[…]} whenever files
+//                                     of the team change (team, activity,
+//                                     tasks, messages, requests, transcripts)
+//   GET  /api/team                    the `mates status --json` document
+//   GET  /api/tasks                   the board
+//   GET  /api/messages[?after=OFFSET] the log: its last 500 messages, or
+//                                     what follows a byte offset; `next`
+//   GET  /api/requests                protocol requests (pending plans …)
+//   GET  /api/agents/NAME/transcript  an agent's conversation (its journal)
+//   POST /api/messages                {to, content}: sent as `user`
+//   POST /api/tasks                   {subject, description, blocked_by}
+//   POST /api/requests/ID             {approve, feedback}: a pending plan
+//                                     answered (as the lead, on user's word)
+//   POST /api/agents/NAME/stop        {reason}: a shutdown request
+//
+// Every request must carry the token (`?token=` or `Authorization: Bearer`;
+// else 401) and a Host of 127.0.0.1 or localhost (else 403: DNS
+// rebinding). Errors are {"error": "…"}. cpp-httplib stays in the .cc.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "store/workspace.h"
+
+namespace mates::dashboard {
+
+struct DashboardOptions {
+  Workspace ws{"."};
+  std::string team;
+  int port = 0;            // 0 = any free port
+  bool read_only = false;  // no controls (POST is 403)
+  std::string archived;    // the archive's stamp, shown on the page ("" = live)
+};
+
+class Dashboard {
+ public:
+  // Binds 127.0.0.1 and serves on threads of its own.
+  static Result<std::unique_ptr<Dashboard>> Start(DashboardOptions options);
+  ~Dashboard();
+  Dashboard(const Dashboard&) = delete;
+  Dashboard& operator=(const Dashboard&) = delete;
+
+  int port() const;
+  // http://127.0.0.1:PORT/?token=TOKEN
+  std::string url() const;
+  // Ends the event streams and the server; idempotent.
+  void Stop();
+
+  class Impl;
+
+ private:
+  explicit Dashboard(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A secret for a URL: 32 bytes from the kernel's generator, base64url
+// (letters, digits, '-' and '_').
+std::string NewSecretToken();
+
+}  // namespace mates::dashboard

@@ -1,0 +1,82 @@
+// See team_view.h.
+#include "dashboard/team_view.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "store/board.h"
+#include "store/liveness.h"
+#include "store/message_log.h"
+
+namespace mates::view {
+
+Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t last_messages) {
+  TeamView v;
+  v.now = WallSeconds();
+  MATES_ASSIGN_OR_RETURN(v.team, Roster(ws).Load(team));
+  v.host = ReadLiveHost(ws, team);
+  for (const char* s : {"pending", "in_progress", "completed"}) v.board[s] = 0;
+  std::map<std::string, Task> working;  // owner → its in-progress task (lowest id)
+  auto tasks = SharedBoard(ws.TasksDir(team))->List(false);
+  if (tasks.ok()) {
+    for (const auto& t : *tasks) {
+      ++v.board[std::string(TaskStatusName(t.status))];
+      if (t.status == TaskStatus::kInProgress && !t.owner.empty() && working.count(t.owner) == 0) {
+        working[t.owner] = t;
+      }
+    }
+  }
+  for (const auto& m : v.team.members) {
+    MemberView mv;
+    mv.member = m;
+    mv.shown = std::string(ShownStatus(ws, team, m));
+    auto a = agent::ReadActivity(ws.AgentsDir(team) / (m.name + ".status.json"));
+    if (a.ok()) mv.activity = std::move(*a);
+    if (auto it = working.find(m.name); it != working.end()) mv.task = it->second;
+    v.members.push_back(std::move(mv));
+  }
+  auto msgs = MessageLog(ws, team).Tail(last_messages);
+  if (msgs.ok()) v.messages = std::move(*msgs);
+  return v;
+}
+
+Json TeamViewToJson(const TeamView& v) {
+  Json j;
+  j["team"] = v.team.name;
+  j["lead"] = v.team.lead;
+  j["now"] = v.now;
+  if (v.host) {
+    j["host"] = {{"pid", v.host->pid},
+                 {"mode", v.host->mode},
+                 {"started_at", v.host->started_at},
+                 {"uptime_s", v.host->pid > 0 ? v.now - v.host->started_at : 0},
+                 {"dashboard", v.host->dashboard}};
+  } else {
+    j["host"] = nullptr;
+  }
+  j["board"] = Json::object();
+  for (const auto& [k, n] : v.board) j["board"][k] = n;
+  j["members"] = Json::array();
+  for (const auto& m : v.members) {
+    Json jm;
+    jm["name"] = m.member.name;
+    jm["role"] = std::string(MemberRoleName(m.member.role));
+    jm["color"] = m.member.color;
+    jm["status"] = m.shown;
+    jm["recorded_status"] = std::string(MemberStatusName(m.member.status));
+    if (m.activity) {
+      Json a = agent::ActivityToJson(*m.activity);
+      a["for_s"] = v.now - m.activity->since;
+      jm["activity"] = std::move(a);
+    } else {
+      jm["activity"] = nullptr;
+    }
+    jm["task"] = m.task ? Json{{"id", m.task->id}, {"subject", m.task->subject}} : Json(nullptr);
+    j["members"].push_back(std::move(jm));
+  }
+  j["messages"] = Json::array();
+  for (const auto& m : v.messages) j["messages"].push_back(MessageToJson(m));
+  return j;
+}
+
+}  // namespace mates::view

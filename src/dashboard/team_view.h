@@ -1,0 +1,43 @@
+// TeamView: a team as people look at it (DESIGN §11), read from its files:
+// the host (host.json, if alive), the board by status, per member the shown
+// state (liveness applied), activity and in-progress task, and the last
+// messages. `mates status` prints it; the dashboard serves it as /api/team.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/activity.h"
+#include "core/json.h"
+#include "core/status.h"
+#include "store/host_info.h"
+#include "store/message.h"
+#include "store/roster.h"
+#include "store/task.h"
+#include "store/workspace.h"
+
+namespace mates::view {
+
+struct MemberView {
+  Member member;
+  std::string shown;  // liveness applied: active | idle | stopped | offline
+  std::optional<agent::Activity> activity;
+  std::optional<Task> task;  // the in-progress task it owns (lowest id)
+};
+
+struct TeamView {
+  TeamConfig team;
+  std::optional<HostInfo> host;
+  std::map<std::string, int> board;  // status name → count
+  std::vector<MemberView> members;
+  std::vector<Message> messages;     // the last `last_messages`
+  double now = 0;
+};
+
+Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t last_messages);
+// The document of `mates status --json`.
+Json TeamViewToJson(const TeamView& v);
+
+}  // namespace mates::view

@@ -1,0 +1,301 @@
+// The dashboard over real HTTP (curl), DESIGN §11: the host's (`mates up`)
+// serves the page and the API behind its token and acts as `user`; `mates
+// dashboard` is read-only and reads archives; bad requests get one clear
+// error each. The page itself is driven in a real browser by
+// tests/browser/dashboard.mjs.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::TempDir;
+
+struct Reply {
+  int code = 0;
+  std::string body;
+  Json json() const {
+    auto j = ParseJson(body);
+    return j.ok() ? *j : Json();
+  }
+};
+
+// One request with curl; `headers` as "Name: value".
+Reply Http(const std::string& method, const std::string& url, const std::vector<std::string>& headers = {},
+           const std::string& body = "", const std::string& content_type = "application/json") {
+  std::vector<std::string> argv = {"curl", "-s", "-m", "10", "-X", method, "-w", "\n%{http_code}"};
+  for (const auto& h : headers) argv.insert(argv.end(), {"-H", h});
+  TempDir d;  // the body from a file: it may be large
+  if (!body.empty()) {
+    testing::WriteAll(d.path() / "body", body);
+    argv.insert(argv.end(), {"-H", "Content-Type: " + content_type, "--data-binary", "@" + (d.path() / "body").string()});
+  }
+  argv.push_back(url);
+  auto r = testing::Run(argv);
+  size_t nl = r.out.rfind('\n');
+  return {nl == std::string::npos ? 0 : std::atoi(r.out.c_str() + nl + 1), r.out.substr(0, nl)};
+}
+
+// "http://127.0.0.1:P/?token=T" → base and token.
+struct Url {
+  std::string base, token;
+};
+Url SplitUrl(const std::string& url) {
+  size_t q = url.find("/?token=");
+  if (q == std::string::npos) return {};
+  return {url.substr(0, q), url.substr(q + 8)};
+}
+
+class DashboardTest : public ::testing::Test {
+ protected:
+  ~DashboardTest() override { testing::RunMates(ws_.path(), {"down", "--team", "dash", "--timeout", "5"}); }
+  testing::CommandResult Mates(const std::vector<std::string>& args) { return testing::RunMates(ws_.path(), args); }
+  Reply Get(const std::string& path) { return Http("GET", url_.base + path, {"Authorization: Bearer " + url_.token}); }
+  Reply Post(const std::string& path, const std::string& body) {
+    return Http("POST", url_.base + path, {"Authorization: Bearer " + url_.token}, body);
+  }
+  void Up(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"up", "--team", "dash", "--provider", "scripted", "--scenario",
+                                     testing::ScenarioFixture("team_dashboard.yaml")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto up = Mates(args);
+    ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+    size_t at = up.out.find(" — dashboard http://127.0.0.1:");
+    ASSERT_NE(at, std::string::npos) << up.out;
+    std::string url = up.out.substr(at + std::string(" — dashboard ").size());
+    url = url.substr(0, url.find('\n'));
+    url_ = SplitUrl(url);
+    ASSERT_FALSE(url_.token.empty()) << url;
+    // Letters, digits, '-' and '_' only (DESIGN §11), and long enough.
+    EXPECT_GE(url_.token.size(), 40u);
+    EXPECT_EQ(url_.token.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+              std::string::npos);
+  }
+
+  TempDir ws_;
+  Url url_;
+};
+
+TEST_F(DashboardTest, TheHostServesPageAndApiOnlyWithItsToken) {
+  Up({"Start the team"});
+  // The URL is in host.json, so status shows it.
+  auto st = Mates({"status", "--team", "dash", "--json"});
+  auto sj = ParseJson(st.out);
+  ASSERT_TRUE(sj.ok()) << st.out;
+  EXPECT_EQ((*sj)["host"]["dashboard"], url_.base + "/?token=" + url_.token);
+
+  // The token, on every request: none, a wrong one, one a byte short.
+  EXPECT_EQ(Http("GET", url_.base + "/").code, 401);
+  EXPECT_EQ(Http("GET", url_.base + "/api/team").code, 401);
+  EXPECT_EQ(Http("GET", url_.base + "/events").code, 401);
+  EXPECT_EQ(Http("GET", url_.base + "/nothing-here").code, 401);
+  EXPECT_EQ(Http("GET", url_.base + "/?token=" + url_.token.substr(1)).code, 401);
+  EXPECT_EQ(Http("GET", url_.base + "/api/team", {"Authorization: Bearer x" + url_.token}).code, 401);
+  EXPECT_EQ(Http("POST", url_.base + "/api/messages", {}, R"({"to":"lead","content":"hi"})").code, 401);
+  // Another Host (DNS rebinding) is refused even with the token.
+  EXPECT_EQ(Http("GET", url_.base + "/?token=" + url_.token, {"Host: attacker.example:80"}).code, 403);
+
+  // The page: every asset inline, a CSP nonce, no outside URL.
+  auto page = Http("GET", url_.base + "/?token=" + url_.token);
+  ASSERT_EQ(page.code, 200);
+  EXPECT_NE(page.body.find("<script nonce="), std::string::npos);
+  EXPECT_EQ(page.body.find("{{"), std::string::npos);
+  EXPECT_EQ(page.body.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(page.body.find("href=\"http"), std::string::npos);
+
+  // The roster, with the planner the lead started.
+  Deadline d = DeadlineIn(20);
+  Json team;
+  for (;;) {
+    team = Get("/api/team").json();
+    bool planner = false;
+    for (const auto& m : team["members"]) planner |= m["name"] == "planner";
+    if (planner || Expired(d)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(team.is_object());
+  EXPECT_EQ(team["team"], "dash");
+  EXPECT_EQ(team["read_only"], false);
+  EXPECT_EQ(team["members"].size(), 2u) << team;
+
+  // A message as user: the lead answers into user's inbox.
+  auto sent = Post("/api/messages", R"({"to":"lead","content":"ping http"})");
+  ASSERT_EQ(sent.code, 201) << sent.body;
+  EXPECT_EQ(sent.json()["recipients"], Json::array({"lead"}));
+  auto pong = Mates({"inbox", "--team", "dash", "user", "--wait", "20"});
+  EXPECT_NE(pong.out.find("pong http"), std::string::npos) << pong.out << pong.err;
+  auto log = Get("/api/messages").json();
+  bool from_user = false;
+  for (const auto& m : log["messages"]) from_user |= m["sender"] == "user" && m["content"] == "ping http";
+  EXPECT_TRUE(from_user) << log;
+  // `after` continues where `next` left off.
+  auto rest = Get("/api/messages?after=" + std::to_string(log["next"].get<uint64_t>())).json();
+  EXPECT_TRUE(rest["messages"].is_array());
+
+  // A task, and its dependency.
+  auto t1 = Post("/api/tasks", R"({"subject":"Parse","description":"the grammar"})");
+  ASSERT_EQ(t1.code, 201) << t1.body;
+  auto t2 = Post("/api/tasks", R"({"subject":"Test","blocked_by":[)" + std::to_string(t1.json()["id"].get<int>()) + "]}");
+  ASSERT_EQ(t2.code, 201) << t2.body;
+  auto tasks = Get("/api/tasks").json();
+  ASSERT_EQ(tasks["tasks"].size(), 2u) << tasks;
+  EXPECT_EQ(tasks["tasks"][1]["blockedBy"], Json::array({t1.json()["id"]}));
+
+  // The planner's plan, decided on the page's behalf.
+  Json plan;
+  d = DeadlineIn(20);
+  while (plan.is_null() && !Expired(d)) {
+    const Json requests = Get("/api/requests").json();
+    for (const auto& r : requests["requests"]) {
+      if (r["kind"] == "plan_approval" && r["status"] == "pending") plan = r;
+    }
+    if (plan.is_null()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(plan.is_null()) << testing::ReadAll(ws_.path() / ".teams/dash/host.log") << Get("/api/requests").body;
+  const std::string rid = plan["request_id"];
+  EXPECT_EQ(Post("/api/requests/" + rid, R"({"feedback":"x"})").code, 400);  // approve is required
+  EXPECT_EQ(Post("/api/requests/" + rid, R"({"approve":"yes"})").code, 400);
+  auto ok = Post("/api/requests/" + rid, R"({"approve":true,"feedback":"go ahead"})");
+  ASSERT_EQ(ok.code, 200) << ok.body;
+  EXPECT_EQ(Post("/api/requests/" + rid, R"({"approve":false})").code, 409);  // answered already
+  EXPECT_EQ(Post("/api/requests/r-0000000000000000", R"({"approve":true})").code, 404);
+  bool approved = false;
+  const Json after = Get("/api/requests").json();
+  for (const auto& r : after["requests"]) {
+    approved |= r["request_id"] == rid && r["status"] == "approved";
+  }
+  EXPECT_TRUE(approved);
+
+  // The transcript of an agent, from its journal.
+  auto tr = Get("/api/agents/lead/transcript");
+  ASSERT_EQ(tr.code, 200) << tr.body;
+  EXPECT_GT(tr.json()["messages"].size(), 0u);
+  EXPECT_EQ(Get("/api/agents/nobody/transcript").code, 404);
+  EXPECT_EQ(Get("/api/agents/..%2F..%2Fetc/transcript").code, 404);  // no such route once decoded
+  EXPECT_EQ(Get("/api/agents/bad%20name/transcript").code, 400);
+  EXPECT_EQ(Get("/api/agents/..%2Econfig/transcript").code, 400);
+
+  // Asking the planner to stop is a shutdown request from the lead.
+  auto stop = Post("/api/agents/planner/stop", "{}");
+  ASSERT_EQ(stop.code, 200) << stop.body;
+  EXPECT_EQ(stop.json()["request_id"].get<std::string>().rfind("r-", 0), 0u);
+  EXPECT_EQ(Post("/api/agents/lead/stop", "{}").code, 400);  // the lead is not asked
+  EXPECT_EQ(Post("/api/agents/ghost/stop", "{}").code, 404);
+
+  auto down = Mates({"down", "--team", "dash"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_NE(Http("GET", url_.base + "/?token=" + url_.token).code, 200);  // gone with its host
+}
+
+TEST_F(DashboardTest, BadRequestsGetOneClearError) {
+  Up();
+  auto post = [&](const std::string& path, const std::string& body, const std::string& type = "application/json") {
+    return Http("POST", url_.base + path, {"Authorization: Bearer " + url_.token}, body, type);
+  };
+  auto r = post("/api/messages", "not json");
+  EXPECT_EQ(r.code, 400);
+  EXPECT_TRUE(r.json()["error"].is_string()) << r.body;
+  EXPECT_EQ(post("/api/messages", "[1,2]").code, 400);
+  EXPECT_EQ(post("/api/messages", R"({"to":"lead"})").code, 400);             // content missing
+  EXPECT_EQ(post("/api/messages", R"({"to":"lead","content":""})").code, 400);
+  EXPECT_EQ(post("/api/messages", R"({"to":"lead","content":42})").code, 400);
+  EXPECT_EQ(post("/api/messages", R"({"to":"ghost","content":"hi"})").code, 404);
+  EXPECT_EQ(post("/api/messages", R"({"to":"lead","content":"hi"})", "text/plain").code, 415);
+  EXPECT_EQ(post("/api/messages", std::string(300 << 10, ' ')).code, 413);
+  std::string deep(100000, '[');
+  EXPECT_EQ(post("/api/messages", deep).code, 400);
+  EXPECT_EQ(post("/api/tasks", R"({"subject":"  "})").code, 400);
+  EXPECT_EQ(post("/api/tasks", R"({"subject":"x","blocked_by":["a"]})").code, 400);
+  EXPECT_EQ(post("/api/tasks", R"({"subject":"x","blocked_by":[99]})").code, 404);
+  EXPECT_EQ(Get("/api/messages?after=-1").code, 400);
+  EXPECT_EQ(Get("/api/messages?after=abc").code, 400);
+  EXPECT_EQ(Get("/api/no-such").code, 404);
+  // The host lives on and still answers.
+  EXPECT_EQ(Get("/api/team").code, 200);
+}
+
+TEST_F(DashboardTest, PortChoicesAndNoDashboard) {
+  auto busy = Mates({"up", "--team", "dash", "--provider", "scripted", "--scenario",
+                     testing::ScenarioFixture("team_dashboard.yaml"), "--dashboard-port", "70000"});
+  EXPECT_EQ(busy.exit_code, 2) << busy.err;
+  auto both = Mates({"up", "--team", "dash", "--provider", "scripted", "--scenario",
+                     testing::ScenarioFixture("team_dashboard.yaml"), "--dashboard-port", "8080", "--no-dashboard"});
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  auto none = Mates({"up", "--team", "dash", "--provider", "scripted", "--scenario",
+                     testing::ScenarioFixture("team_dashboard.yaml"), "--no-dashboard"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out.find("dashboard http"), std::string::npos) << none.out;
+  auto st = ParseJson(Mates({"status", "--team", "dash", "--json"}).out);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ((*st)["host"]["dashboard"], "");
+  ASSERT_EQ(Mates({"down", "--team", "dash"}).exit_code, 0);
+
+  // A port that is taken: `up` fails and says so; no host is left.
+  auto other = testing::StartMates(ws_.path(), {"dashboard", "--team", "dash"});
+  auto line = other.ReadLine(DeadlineIn(10));
+  ASSERT_TRUE(line.ok());
+  std::string port = line->substr(line->rfind("127.0.0.1:") + 10);
+  port = port.substr(0, port.find('/'));
+  auto taken = Mates({"up", "--team", "dash", "--provider", "scripted", "--scenario",
+                      testing::ScenarioFixture("team_dashboard.yaml"), "--dashboard-port", port});
+  EXPECT_EQ(taken.exit_code, 1);
+  EXPECT_NE(taken.err.find("127.0.0.1:" + port), std::string::npos) << taken.err;
+  EXPECT_NE(Mates({"status", "--team", "dash"}).out.find("not hosted"), std::string::npos);
+  ::kill(other.pid(), SIGTERM);
+  EXPECT_EQ(other.Wait().exit_code, 0);
+}
+
+TEST_F(DashboardTest, TheDashboardCommandIsReadOnlyAndReadsArchives) {
+  ASSERT_EQ(Mates({"team", "create", "dash", "--members", "alice"}).exit_code, 0);
+  ASSERT_EQ(Mates({"send", "--team", "dash", "--to", "alice", "hello from the archive"}).exit_code, 0);
+  auto serve = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"dashboard", "--team", "dash"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::StartMates(ws_.path(), args);
+  };
+  {
+    auto p = serve({});
+    auto line = p.ReadLine(DeadlineIn(10));
+    ASSERT_TRUE(line.ok());
+    ASSERT_NE(line->find("read-only: http://127.0.0.1:"), std::string::npos) << *line;
+    url_ = SplitUrl(line->substr(line->find("http://")));
+    auto team = Get("/api/team");
+    ASSERT_EQ(team.code, 200) << team.body;
+    EXPECT_EQ(team.json()["read_only"], true);
+    auto no = Post("/api/messages", R"({"to":"alice","content":"hi"})");
+    EXPECT_EQ(no.code, 403);
+    EXPECT_NE(no.body.find("read-only"), std::string::npos) << no.body;
+    EXPECT_EQ(Post("/api/tasks", R"({"subject":"x"})").code, 403);
+    EXPECT_EQ(Http("GET", url_.base + "/api/team").code, 401);
+    ::kill(p.pid(), SIGTERM);
+    EXPECT_EQ(p.Wait().exit_code, 0);
+  }
+  ASSERT_EQ(Mates({"team", "delete", "dash"}).exit_code, 0);
+  auto p = serve({"--archived"});
+  auto line = p.ReadLine(DeadlineIn(10));
+  ASSERT_TRUE(line.ok());
+  ASSERT_NE(line->find("(archived "), std::string::npos) << *line;
+  url_ = SplitUrl(line->substr(line->find("http://")));
+  auto team = Get("/api/team").json();
+  EXPECT_TRUE(team["archived"].is_string()) << team;
+  auto msgs = Get("/api/messages").json();
+  ASSERT_EQ(msgs["messages"].size(), 1u) << msgs;
+  EXPECT_EQ(msgs["messages"][0]["content"], "hello from the archive");
+  ::kill(p.pid(), SIGINT);
+  EXPECT_EQ(p.Wait().exit_code, 0);
+
+  auto missing = Mates({"dashboard", "--team", "nosuch"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("nosuch"), std::string::npos) << missing.err;
+  EXPECT_EQ(Mates({"dashboard", "--team", "dash", "--port", "-3"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace mates
