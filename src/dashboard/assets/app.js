@@ -96,8 +96,8 @@ function renderHeader() {
   const pill = $("host-pill");
   if (t.archived) { pill.textContent = "archived " + t.archived; pill.className = "pill down"; }
   else if (t.host) {
-    pill.textContent = "hosted · pid " + t.host.pid + (t.host.mode ? " · " + t.host.mode : "") +
-      (t.host.started_at ? " · up " + duration(serverNow() - t.host.started_at) : "");
+    pill.textContent = "hosted by pid " + t.host.pid + (t.host.mode ? " (mates " + t.host.mode + ")" : "") +
+      (t.host.started_at ? " · " + duration(serverNow() - t.host.started_at) : "");
     pill.className = "pill hosted";
   } else { pill.textContent = "not hosted"; pill.className = "pill down"; }
   if (t.read_only && !t.archived) pill.textContent += " · read-only";
@@ -258,15 +258,19 @@ function msgMatches(m) {
   return !type || m.type === type;
 }
 function msgRow(m, isNew) {
-  const body = m.content || (m.feedback ? "feedback: " + m.feedback : "") || "";
-  const extra = m.type.endsWith("_response") ? (m.approve ? "approved" : "rejected") + (m.feedback ? " — " + m.feedback : "") : "";
+  let body = m.content || "";
+  if (m.type.endsWith("_response")) {
+    // The answer first; the content only when it says more than the feedback.
+    const answer = (m.approve ? "approved" : "rejected") + (m.feedback ? " — " + m.feedback : "");
+    body = body && body !== m.feedback ? answer + "\n" + body : answer;
+  }
   const row = el("div", { class: "msg" + (isNew ? " new" : ""), dataset: { id: m.id, type: m.type } },
     el("div", { class: "head" },
       el("span", { class: "time", text: clock(m.timestamp), title: fullTime(m.timestamp) }),
       el("span", { class: "route" }, el("span", { class: nameClass(m.sender), text: m.sender }),
         el("span", { class: "arrow", text: " → " }), el("span", { class: nameClass(m.recipient || ""), text: m.recipient || "everyone" })),
       el("span", { class: "type t-" + m.type, text: m.type.replace(/_/g, " ") })),
-    el("div", { class: "body" }, extra ? extra + (body && body !== "feedback: " + m.feedback ? "\n" + body : "") : body));
+    el("div", { class: "body" }, body));
   if (body.length > 400 || body.split("\n").length > 5) {
     row.append(el("button", { class: "more", onclick: () => { row.classList.toggle("open"); } }, "more / less"));
   }

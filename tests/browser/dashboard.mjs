@@ -1,0 +1,158 @@
+// The dashboard in a real browser (DESIGN §11): Debian's chromium, headless,
+// driven by puppeteer-core over the DevTools protocol, against a team that
+// `mates up` hosts with the scripted provider.
+//
+//   node tests/browser/dashboard.mjs --mates BIN --scenario FILE --modules DIR
+//        [--chromium PATH] [--screenshot OUT.png]
+//
+// Proves: the page renders the roster and board from live data; a `mates
+// send` from another process shows in the timeline within 1 s; a message
+// sent from the page reaches the lead (whose answer shows); a plan approved
+// on the page is approved; a task created on the page is on the board; a
+// teammate can be asked to stop; dark and light; no token → 401.
+// Exit 0 passed, 1 failed, 77 skipped (no chromium or puppeteer-core).
+import { spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
+  if (a.startsWith("--")) acc.push([a.slice(2), all[i + 1]]);
+  return acc;
+}, []));
+const chromium = args.chromium || "/usr/bin/chromium";
+if (!fs.existsSync(chromium)) { console.log("SKIPPED: no chromium at " + chromium + " (scripts/setup installs it)"); process.exit(77); }
+let puppeteer;
+try { puppeteer = createRequire(path.resolve(args.modules) + "/")("puppeteer-core"); }
+catch (e) { console.log("SKIPPED: puppeteer-core is not in " + args.modules + " (scripts/setup-browser): " + e.message); process.exit(77); }
+
+const ws = fs.mkdtempSync(path.join(os.tmpdir(), "mates-browser-"));
+const team = "dash";
+const mates = (...a) => {
+  const r = spawnSync(args.mates, ["--workspace", ws, ...a], { encoding: "utf8", timeout: 60000 });
+  return { code: r.status, out: r.stdout || "", err: r.stderr || "" };
+};
+let failures = 0;
+function check(ok, what) {
+  console.log((ok ? "ok   " : "FAIL ") + what);
+  if (!ok) failures++;
+}
+
+let browser = null;
+try {
+  const up = mates("up", "--team", team, "--provider", "scripted", "--scenario", args.scenario, "Start the team");
+  if (up.code !== 0) throw new Error("mates up failed: " + up.out + up.err);
+  const url = (up.out.match(/dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)/) || [])[1];
+  if (!url) throw new Error("no dashboard URL in: " + up.out);
+  const base = url.slice(0, url.indexOf("/?token="));
+
+  // No token, a wrong one: 401 (and no page).
+  check((await fetch(base + "/")).status === 401, "GET / without the token is 401");
+  check((await fetch(base + "/api/team?token=wrong")).status === 401, "a wrong token is 401");
+
+  browser = await puppeteer.launch({
+    executablePath: chromium, headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars"],
+  });
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1600, height: 900 });
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  page.on("console", (m) => { if (m.type() === "error") pageErrors.push(m.text()); });
+  page.on("dialog", (d) => d.accept());
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 10000 });
+
+  // Roster and board from live data.
+  await page.waitForSelector('#roster .member[data-name="lead"]', { timeout: 10000 });
+  await page.waitForSelector('#roster .member[data-name="planner"]', { timeout: 15000 });
+  check(true, "the roster shows the lead and the planner it started");
+  await page.waitForFunction(() => document.querySelector("#live").classList.contains("on"), { timeout: 5000 });
+  check(true, "the page is live (event stream open)");
+  const created = mates("tasks", "create", "--team", team, "Parse the grammar");
+  check(created.code === 0, "a task created from the CLI");
+  // The idle planner claims it at once: whichever column, it is there.
+  await page.waitForFunction(() => [...document.querySelectorAll("#board .column .card")]
+    .some((c) => c.textContent.includes("Parse the grammar")), { timeout: 3000 });
+  check(true, "it shows on the board");
+
+  // A send from another process: in the timeline within 1 s.
+  const t0 = Date.now();
+  const sent = mates("send", "--team", team, "--to", "lead", "status of the parser?");
+  const seen = page.waitForFunction(() => [...document.querySelectorAll("#timeline .msg")]
+    .some((m) => m.textContent.includes("status of the parser?")), { timeout: 5000, polling: "mutation" });
+  await seen;
+  const latency = Date.now() - t0;
+  check(sent.code === 0 && latency < 1000, "a mates send shows in the timeline in " + latency + " ms (< 1000)");
+
+  // Sending from the page, as user: the lead answers.
+  await page.select("#composer-to", "lead");
+  await page.type("#composer-text", "ping page");
+  await page.click("#composer-send");
+  await page.waitForFunction(() => [...document.querySelectorAll("#timeline .msg")]
+    .some((m) => m.textContent.includes("pong page")), { timeout: 10000 });
+  check(true, "a message sent from the page reached the lead, whose answer shows");
+  const fromUser = await page.$$eval("#timeline .msg", (ms) => ms.some((m) => m.textContent.includes("user") && m.textContent.includes("ping page")));
+  check(fromUser, "the page's message went out as user");
+
+  // The planner's plan, approved on the page.
+  await page.waitForSelector("#plans .plan .approve", { timeout: 15000 });
+  const rid = await page.$eval("#plans .plan", (p) => p.dataset.id);
+  await page.type("#plans .plan .feedback", "looks right");
+  await page.click("#plans .plan .approve");
+  await page.waitForFunction(() => !document.querySelector("#plans .plan"), { timeout: 5000 });
+  const reqs = await (await fetch(base + "/api/requests?token=" + url.split("token=")[1])).json();
+  check(reqs.requests.some((r) => r.request_id === rid && r.status === "approved"), "the plan " + rid + " is approved");
+  await page.waitForFunction(() => [...document.querySelectorAll('#timeline .msg[data-type="plan_approval_response"]')].length > 0, { timeout: 5000 });
+  check(true, "the approval shows in the timeline");
+
+  // A task from the page's dialog, blocked by the first.
+  await page.click("#new-task");
+  await page.type("#task-subject", "Test the parser");
+  await page.type("#task-blocked", "1");
+  await page.click("#task-create");
+  await page.waitForFunction(() => [...document.querySelectorAll("#board .card")]
+    .some((c) => c.textContent.includes("Test the parser") && c.textContent.includes("blocked by #1")), { timeout: 5000 });
+  check(true, "a task created on the page shows, blocked by #1");
+  const listed = mates("tasks", "list", "--team", team);
+  check(listed.out.includes("Test the parser"), "and the board on disk has it");
+
+  // The dependency graph and a transcript.
+  await page.click('.tab[data-tab="graph"]');
+  const edges = await page.$$eval("#graph path.edge", (e) => e.length);
+  check(edges === 1, "the dependency graph draws the one dependency (" + edges + ")");
+  await page.click('#roster .member[data-name="lead"]');
+  await page.waitForFunction(() => document.querySelectorAll("#transcript .turn").length > 0, { timeout: 5000 });
+  check(true, "the lead's transcript shows");
+
+  // Dark and light.
+  const theme0 = await page.evaluate(() => document.documentElement.dataset.theme);
+  await page.click("#theme");
+  const theme1 = await page.evaluate(() => document.documentElement.dataset.theme);
+  check(theme0 !== theme1 && ["dark", "light"].includes(theme1), "the theme switches (" + theme0 + " → " + theme1 + ")");
+  if (theme1 !== "dark") await page.click("#theme");
+
+  // Asking the planner to stop.
+  await page.click('.tab[data-tab="board"]');
+  await page.hover('#roster .member[data-name="planner"]');
+  await page.click('#roster .member[data-name="planner"] .stop');
+  await page.waitForFunction(() => [...document.querySelectorAll('#timeline .msg[data-type="shutdown_request"]')].length > 0, { timeout: 5000 });
+  check(true, "the planner was asked to stop (a shutdown request shows)");
+
+  if (args.screenshot) {
+    await page.screenshot({ path: args.screenshot });
+    console.log("screenshot: " + args.screenshot);
+  }
+  check(pageErrors.length === 0, "no script error on the page" + (pageErrors.length ? ": " + pageErrors.join("; ") : ""));
+} catch (e) {
+  console.log("FAIL " + (e.stack || e));
+  failures++;
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  const down = mates("down", "--team", team, "--timeout", "10");
+  check(down.code === 0, "mates down");
+  fs.rmSync(ws, { recursive: true, force: true });
+}
+console.log(failures ? failures + " check(s) failed" : "all checks passed");
+process.exit(failures ? 1 : 0);
