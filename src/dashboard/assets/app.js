@@ -110,6 +110,7 @@ function renderHeader() {
 function doingText(m) {
   const a = m.activity;
   if (!a) return ["—", null];
+  if (S.team.archived) return [a.state === "stopped" ? doingTextStopped(a) : "archived", null];
   if (m.status === "offline") return ["host gone", null];
   const since = a.since ? serverNow() - a.since : null;
   switch (a.state) {
@@ -120,6 +121,9 @@ function doingText(m) {
   }
   return [a.state, since];
 }
+function doingTextStopped(a) { return "stopped" + (a.doing ? ": " + a.doing : ""); }
+// An archived team has no host: its members are shown as they ended.
+function shownState(m) { return S.team.archived ? "stopped" : m.status; }
 function renderRoster() {
   const t = S.team;
   $("member-count").textContent = "(" + t.members.length + ")";
@@ -134,8 +138,8 @@ function renderRoster() {
       : null;
     return el("div", { class: "member" + (S.transcriptAgent === m.name ? " selected" : ""), dataset: { name: m.name, status: m.status },
       title: m.name + ": " + m.status + " (click for its transcript)", onclick: () => openTranscript(m.name) },
-      el("span", { class: "state " + m.status, title: m.status }),
-      el("div", { class: "name " + nameClass(m.name) }, m.name, el("span", { class: "role", text: isLead ? "lead" : m.status })),
+      el("span", { class: "state " + shownState(m), title: shownState(m) }),
+      el("div", { class: "name " + nameClass(m.name) }, m.name, el("span", { class: "role", text: isLead ? "lead" : shownState(m) })),
       el("div", { class: "cost" }, cost || "\u00a0"),
       el("div", { class: "doing" }, doing, since !== null ? el("span", { class: "for", dataset: { since: a.since } }, " · " + duration(since)) : ""),
       el("div", { class: "task" }, el("span", { class: "t" }, m.task ? "#" + m.task.id + " " + m.task.subject : (tok ? "" : "no task")), el("span", {}, tok), stop));
@@ -213,13 +217,16 @@ function renderGraph() {
   S.tasks.forEach((t) => depth(t, new Set()));
   const layers = [];
   for (const t of S.tasks) (layers[level.get(t.id)] = layers[level.get(t.id)] || []).push(t);
-  const W = 200, H = 46, GX = 70, GY = 14;
+  const W = 190, H = 46, GX = 48, GY = 14;
   const pos = new Map();
   let maxRows = 0;
   layers.forEach((ts, x) => { ts.sort((a, b) => a.id - b.id); ts.forEach((t, y) => pos.set(t.id, [12 + x * (W + GX), 12 + y * (H + GY)])); maxRows = Math.max(maxRows, ts.length); });
   const width = 24 + layers.length * (W + GX) - GX, height = 24 + maxRows * (H + GY) - GY;
   const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("width", Math.max(width, 10)); svg.setAttribute("height", Math.max(height, 10));
+  // Shrinks to the panel when wider than it (never grows past 1:1).
+  svg.setAttribute("viewBox", `0 0 ${Math.max(width, 10)} ${Math.max(height, 10)}`);
+  svg.setAttribute("width", "100%");
+  svg.style.maxWidth = Math.max(width, 10) + "px";
   const mk = (tag, attrs, text) => { const e = document.createElementNS(ns, tag); for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v); if (text !== undefined) e.textContent = text; return e; };
   const defs = mk("defs", {}); const marker = mk("marker", { id: "arrow", viewBox: "0 0 8 8", refX: 8, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto" });
   marker.append(mk("path", { d: "M0,0 L8,4 L0,8 z" })); defs.append(marker); svg.append(defs);
@@ -234,7 +241,7 @@ function renderGraph() {
     const g = mk("g", { class: "node " + t.status, transform: `translate(${x},${y})` });
     g.append(mk("title", {}, "#" + t.id + " " + t.subject + " (" + t.status + ")"));
     g.append(mk("rect", { width: W, height: H, rx: 7 }));
-    const subj = t.subject.length > 26 ? t.subject.slice(0, 25) + "…" : t.subject;
+    const subj = t.subject.length > 24 ? t.subject.slice(0, 23) + "…" : t.subject;
     g.append(mk("text", { x: 10, y: 19 }, "#" + t.id + " " + subj));
     g.append(mk("text", { x: 10, y: 36, class: "sub" }, t.status.replace("_", " ") + (t.owner ? " · " + t.owner : "")));
     svg.append(g);
