@@ -216,6 +216,9 @@ TEST_F(DashboardTest, BadRequestsGetOneClearError) {
   EXPECT_EQ(post("/api/tasks", R"({"subject":"x","blocked_by":[99]})").code, 404);
   EXPECT_EQ(Get("/api/messages?after=-1").code, 400);
   EXPECT_EQ(Get("/api/messages?after=abc").code, 400);
+  EXPECT_EQ(Get("/api/messages?after=").code, 400);
+  // 0 is an offset like any other (an empty log's `next`).
+  EXPECT_EQ(Get("/api/messages?after=0").code, 200);
   EXPECT_EQ(Get("/api/no-such").code, 404);
   // The host lives on and still answers.
   EXPECT_EQ(Get("/api/team").code, 200);

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <httplib.h>
 #include <mutex>
@@ -388,9 +389,13 @@ class Dashboard::Impl {
     Json out = Json::array();
     uint64_t next = 0;
     if (req.has_param("after")) {
-      auto after = ParseId(req.get_param_value("after"), "after");
-      if (!after.ok()) return SendStatus(res, after.status());
-      auto msgs = log.ReadFrom(static_cast<uint64_t>(*after), &next, kLogPageBytes);
+      const std::string text = req.get_param_value("after");
+      uint64_t after = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), after);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+        return SendError(res, 400, "after: a byte offset (0 or more), from `next`");
+      }
+      auto msgs = log.ReadFrom(after, &next, kLogPageBytes);
       if (!msgs.ok()) return SendStatus(res, msgs.status());
       for (const auto& m : *msgs) out.push_back(MessageToJson(m));
     } else {
