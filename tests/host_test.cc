@@ -123,8 +123,12 @@ TEST_F(HostTest, UpHostsDownStopsAndNothingIsLeft) {
   EXPECT_NE(text.out.find("user -> lead (message): ping 42"), std::string::npos) << text.out;
   ASSERT_TRUE(SleeperRunsIn(ws_.path()));
 
-  auto down = Mates({"down", "--team", "hosted"});
+  // The worker, deep in its tool, cannot answer the shutdown request in
+  // time: it is stopped with the host, and resumed by the next up.
+  auto down = Mates({"down", "--team", "hosted", "--grace", "0.5"});
   EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_NE(down.out.find("asked 1 teammate(s) to stop; not stopped within 0.5 s: worker"), std::string::npos)
+      << down.out;
   EXPECT_NE(down.out.find("team hosted is down (host pid " + std::to_string(pid) + " stopped)"), std::string::npos)
       << down.out;
   EXPECT_FALSE(ProcessRunning(static_cast<pid_t>(pid)));
@@ -146,6 +150,23 @@ TEST_F(HostTest, UpHostsDownStopsAndNothingIsLeft) {
            (*again_w)["status"] != "offline";
   }));
   EXPECT_EQ(Mates({"down", "--team", "hosted"}).exit_code, 0);
+}
+
+// `down` runs the shutdown protocol first: an idle teammate is asked, as
+// the lead, and stops for good (status shutdown) before the host goes.
+TEST_F(HostTest, DownAsksTheTeammatesFirst) {
+  auto up = Mates({"up", "--team", "dash", "--provider", "scripted", "--scenario",
+                   Fixture("team_dashboard.yaml"), "Start the team"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return Mates({"log", "--team", "dash"}).out.find("plan_approval_request") != std::string::npos;
+  }));
+  auto down = Mates({"down", "--team", "dash"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_NE(down.out.find("asked 1 teammate(s) to stop: all stopped"), std::string::npos) << down.out;
+  EXPECT_NE(Mates({"log", "--team", "dash"}).out.find("lead -> planner (shutdown_request"), std::string::npos);
+  EXPECT_NE(Mates({"team", "show", "dash"}).out.find("shutdown"), std::string::npos);
+  EXPECT_EQ(Mates({"down", "--team", "dash", "--grace", "-1"}).exit_code, 2);
 }
 
 TEST_F(HostTest, AKilledHostShowsItsMembersOfflineAndDownCleansUp) {

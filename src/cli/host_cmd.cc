@@ -26,7 +26,9 @@
 #include "core/process_tree.h"
 #include "core/secrets.h"
 #include "store/host_info.h"
+#include "store/messenger.h"
 #include "store/roster.h"
+#include "store/watcher.h"
 
 namespace mates::cli {
 namespace {
@@ -153,8 +155,60 @@ int Up(Globals& g, const RunArgs& a) {
 
 struct DownArgs {
   std::string team = "default";
+  double grace = 10;
   double timeout = 30;
 };
+
+// The shutdown protocol (DESIGN §3) before any force: every teammate not
+// stopped yet is asked, as the lead, to wrap up and answer; those that stop
+// (roster status `shutdown`) within `grace` seconds are done for good. One
+// line says who was asked and who did not stop in time: those the host's
+// SIGTERM stops, and the next `up` resumes from their journals.
+void AskTeammatesToStop(const Workspace& ws, const TeamConfig& team, double grace) {
+  std::vector<std::string> asked;
+  Messenger messenger(ws, team.name);
+  for (const auto& m : team.members) {
+    if (team.IsLead(m.name) || m.status == MemberStatus::kShutdown) continue;
+    SendRequest r;
+    r.type = MessageType::kShutdownRequest;
+    r.sender = team.lead;
+    r.recipient = m.name;
+    r.content = "The team is going down (mates down): wrap up, answer with shutdown_response, then stop.";
+    if (messenger.Send(r).ok()) asked.push_back(m.name);
+  }
+  if (asked.empty()) return;
+  auto waker = std::make_shared<Waker>();
+  auto sub = Watcher::Default().Subscribe(ws.TeamDir(team.name), "config.json", waker);
+  const Deadline end = DeadlineIn(grace);
+  std::vector<std::string> left = asked;
+  for (;;) {
+    uint64_t gen = waker->generation();
+    auto now = Roster(ws).Load(team.name);
+    if (now.ok()) {
+      left.clear();
+      for (const auto& name : asked) {
+        const Member* m = now->Find(name);
+        if (m != nullptr && m->status != MemberStatus::kShutdown) left.push_back(name);
+      }
+    }
+    if (left.empty() || Expired(end)) break;
+    // The roster's file event wakes this; the second bounds a missed one.
+    Deadline step = DeadlineIn(1.0);
+    if (*end < *step) step = end;
+    waker->WaitChange(gen, step);
+  }
+  std::cout << "asked " << asked.size() << " teammate(s) to stop";
+  if (left.empty()) {
+    std::cout << ": all stopped\n";
+  } else {
+    std::string names;
+    for (const auto& n : left) names += (names.empty() ? "" : ", ") + n;
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g s", grace);
+    std::cout << "; not stopped within " << secs << ": " << names
+              << " (stopped with the host, resumed by the next up)\n";
+  }
+}
 
 // Waits up to `seconds` for `pid` to exit (a pidfd, so without polling).
 bool WaitExit(pid_t pid, double seconds) {
@@ -175,6 +229,7 @@ bool WaitExit(pid_t pid, double seconds) {
 int Down(Globals& g, const DownArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
   if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
+  if (Status s = CheckSeconds("--grace", a.grace, 0, true); !s.ok()) return Fail(s);
   Workspace ws = g.ws();
   auto team = Roster(ws).Load(a.team);
   if (!team.ok()) return Fail(team.status());
@@ -198,6 +253,7 @@ int Down(Globals& g, const DownArgs& a) {
     return Fail(Status::FailedPrecondition("team '" + a.team + "' is hosted by a process that has not said who it "
                                            "is (host.json); try again in a moment"));
   }
+  AskTeammatesToStop(ws, *team, a.grace);
   const pid_t pid = static_cast<pid_t>(host->pid);
   if (::kill(pid, SIGTERM) != 0 && errno != ESRCH) return Fail(Status::FromErrno("signal the host", errno));
   bool forced = false;
@@ -229,6 +285,10 @@ void AddHostCommands(CLI::App& app, Globals& g) {
   auto d = std::make_shared<DownArgs>();
   CLI::App* down = app.add_subcommand("down", "Stop a team's host (its agents resume at the next `up`)");
   down->add_option("--team", d->team, "The team")->envname("MATES_TEAM")->capture_default_str();
+  down->add_option("--grace", d->grace,
+                   "Seconds the teammates have to answer the shutdown request before the host is stopped (0 = ask, "
+                   "do not wait)")
+      ->capture_default_str();
   down->add_option("--timeout", d->timeout, "Seconds the host has to stop before it is killed")->capture_default_str();
   down->callback([&g, d] { g.action = [&g, d] { return Down(g, *d); }; });
 }
