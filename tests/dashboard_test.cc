@@ -90,6 +90,9 @@ TEST_F(DashboardTest, TheHostServesPageAndApiOnlyWithItsToken) {
   auto sj = ParseJson(st.out);
   ASSERT_TRUE(sj.ok()) << st.out;
   EXPECT_EQ((*sj)["host"]["dashboard"], url_.base + "/?token=" + url_.token);
+  // It holds the token: only its owner reads it.
+  EXPECT_EQ(fs::status(ws_.path() / ".teams/dash/host.json").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
 
   // The token, on every request: none, a wrong one, one a byte short.
   EXPECT_EQ(Http("GET", url_.base + "/").code, 401);

@@ -102,11 +102,11 @@ Result<std::string> ReadFilePrefix(const fs::path& path, size_t max_bytes) {
   return out;
 }
 
-Status WriteFileAtomic(const fs::path& path, std::string_view data) {
+Status WriteFileAtomic(const fs::path& path, std::string_view data, unsigned mode) {
   static std::atomic<uint64_t> seq{0};
   fs::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq.fetch_add(1));
-  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
   if (!fd.valid()) return Status::FromErrno("create " + tmp.string(), errno);
   Status s = WriteAll(fd.get(), data, tmp.c_str());
   if (s.ok() && FsyncEnabled() && ::fsync(fd.get()) != 0) {

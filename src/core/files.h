@@ -52,7 +52,7 @@ Result<std::string> ReadFilePrefix(const fs::path& path, size_t max_bytes);
 // Replaces `path` atomically: writes `<path>.tmp.<pid>.<seq>`, then renames
 // it over. A reader sees the old or the new content, never a mix, whatever
 // instant a writer dies at. Callers that need read-modify-write hold a lock.
-Status WriteFileAtomic(const fs::path& path, std::string_view data);
+Status WriteFileAtomic(const fs::path& path, std::string_view data, unsigned mode = 0644);
 
 // Replaces `path` atomically like WriteFileAtomic, but through `spare`, a
 // file kept in the same folder: the data is written into the spare, which

@@ -22,7 +22,8 @@ Status WriteHostInfo(const Workspace& ws, std::string_view team, const HostInfo&
   j["mode"] = h.mode;
   j["lead"] = h.lead;
   j["dashboard"] = h.dashboard;
-  return WriteFileAtomic(HostInfoPath(ws, team), DumpJson(j) + "\n");
+  // Owner-only: the dashboard's URL carries its token.
+  return WriteFileAtomic(HostInfoPath(ws, team), DumpJson(j) + "\n", 0600);
 }
 
 Result<HostInfo> ReadHostInfo(const Workspace& ws, std::string_view team) {
