@@ -85,7 +85,7 @@ struct Host {
   void Spawn(int n, const std::string& prefix) {
     for (int i = 1; i <= n; ++i) {
       auto r = teams->SpawnTeammate("bench", prefix + std::to_string(i), "Work from the board.",
-                                    false, "");
+                                    false, "", "");
       if (!r.ok()) {
         std::fprintf(stderr, "spawn failed: %s\n", r.status().message().c_str());
         std::exit(1);

@@ -26,6 +26,14 @@ std::string LeadSystemPrompt(const PromptFacts& f) {
       "For a self-contained job use Task(prompt) (a subagent that returns its answer), or with "
       "run_in_background to keep working meanwhile (TaskOutput reads it).\n\n"
       "Paths in file tools are relative to the workspace root. Keep your own replies short.\n";
+  if (!f.target_branch.empty()) {
+    p += "\nThis team isolates its teammates: each works in its own git worktree, and a task it "
+         "completes is committed and queued for the merge queue, which merges it onto " + f.target_branch +
+         " and runs the team's check; only then is the task completed and its dependents unblocked. A "
+         "conflict or failed check goes back to the owner (a message from merge-queue) to fix and "
+         "complete again. If merges wait for review you are told, and decide with MergeReview. The "
+         "merged work is on " + f.target_branch + ", not in your own checkout.\n";
+  }
   if (!f.skills.empty()) p += "\n" + f.skills;
   return p;
 }
@@ -35,9 +43,10 @@ std::string TeammateIdentity(const PromptFacts& f) {
 }
 
 std::string TeammateSystemPrompt(const PromptFacts& f) {
+  const bool own_tree = !f.work_root.empty();
   std::string p = TeammateIdentity(f) +
-      " You work in " + f.ws.root().string() + " with your own context, next to other "
-      "teammates.\n\n"
+      " You work in " + (own_tree ? f.work_root.string() : f.ws.root().string()) +
+      " with your own context, next to other teammates.\n\n"
       "How the team works:\n"
       "- The shared task board: TaskList shows it; a task you are given arrives as "
       "'Task #N: subject' and is already yours. Do it, then mark it completed with TaskUpdate "
@@ -51,13 +60,26 @@ std::string TeammateSystemPrompt(const PromptFacts& f) {
       "- A shutdown_request from the lead asks you to finish: answer it with SendMessage "
       "type shutdown_response, the request_id, approve true and a short summary of your work "
       "(or approve false and why you cannot stop yet).\n";
+  if (own_tree) {
+    p += "- Your own git worktree: " + f.work_root.string() + " is a checkout of branch " + f.target_branch +
+         " that only you change (bash runs there; file tools are confined to it). Do not commit, "
+         "switch branches or push: mates does that.\n"
+         "- Completing a task submits it: TaskUpdate status completed commits your worktree and queues "
+         "it for the merge queue, which merges it onto " + f.target_branch +
+         " and checks it; the task counts as completed (and unblocks others) only once merged. You "
+         "may take other work meanwhile.\n"
+         "- A bounce is a message from merge-queue: 'Task #N: conflict in FILES' (the target is merged "
+         "into your worktree with conflict markers: resolve them) or 'Task #N: check failed' with the "
+         "output (fix it). Then set the task completed again.\n";
+  }
   if (f.plan_mode) {
     p += "- You are in plan mode: you may read and look around, but you may not write files or run "
          "commands until the lead approves your plan. Send the plan with SendMessage type "
          "plan_approval_request (content = the plan) and wait; if it is rejected, revise it with "
          "the feedback and send it again.\n";
   }
-  p += "\nPaths in file tools are relative to the workspace root.\n";
+  p += own_tree ? "\nPaths in file tools are relative to your worktree.\n"
+                : "\nPaths in file tools are relative to the workspace root.\n";
   if (!f.role_prompt.empty()) p += "\nYour instructions from the lead:\n" + f.role_prompt + "\n";
   return p;
 }

@@ -15,6 +15,10 @@ struct PromptFacts {
   std::string skills;      // SkillLibrary::PromptSection()
   std::string role_prompt; // a teammate's own instructions (its spawn prompt)
   bool plan_mode = false;
+  // An isolated teammate's own git worktree and where its work merges
+  // (DESIGN §12); empty when it shares the workspace.
+  fs::path work_root;
+  std::string target_branch;
 };
 
 std::string LeadSystemPrompt(const PromptFacts& f);

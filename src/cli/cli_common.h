@@ -75,6 +75,7 @@ void AddStatusCommand(CLI::App& app, Globals& g);
 void AddDashboardCommand(CLI::App& app, Globals& g);
 void AddDemoCommand(CLI::App& app, Globals& g);
 void AddClusterCommands(CLI::App& app, Globals& g);
+void AddMergesCommands(CLI::App& app, Globals& g);
 
 // The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
 // else the team's lead.

@@ -25,6 +25,8 @@
 #include "core/names.h"
 #include "core/process_tree.h"
 #include "dashboard/dashboard.h"
+#include "git/merge_queue.h"
+#include "store/merges.h"
 #include "store/host_info.h"
 #include "store/liveness.h"
 #include "store/mailbox.h"
@@ -99,7 +101,7 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
     }
     uint64_t g = waker->generation();
     bool unread = Mailbox(ctx.ws.TeamDir(ctx.team), ctx.agent).MayHavePending();
-    if (unread || teams.HasNewsForLead()) {
+    if (unread || teams.HasNewsForLead() || lead.HasPendingInput()) {
       r = lead.Continue();
       continue;
     }
@@ -110,6 +112,24 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
   }
   if (r.ok() && stopping()) r->interrupted = true;
   return r;
+}
+
+// What the team's merge queue did, at the end of a run.
+void ReportMerges(const Workspace& ws, const std::string& team, LiveOutput& out) {
+  auto list = MergeStore(ws, team).List();
+  if (!list.ok() || list->empty()) return;
+  std::map<std::string, int> by_state;
+  for (const auto& m : *list) by_state[std::string(MergeStateName(m.status))]++;
+  std::string counts;
+  for (const auto& [state, n] : by_state) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+  out.Line("", "merges: " + counts + " (mates merges --team " + team + " list)");
+  for (const auto& m : *list) {
+    out.Line("", "merge " + std::to_string(m.id) + ": task #" + std::to_string(m.task) + " by " + m.owner + ": " +
+                     std::string(MergeStateName(m.status)) +
+                     (m.status == MergeState::kMerged ? " (" + m.merged_commit.substr(0, 10) + " on " + m.target + ")"
+                      : m.files.empty()               ? ""
+                                                      : " in " + m.files.front() + (m.files.size() > 1 ? ", …" : "")));
+  }
 }
 
 // The lead's status in the roster (written only when it changes).
@@ -353,13 +373,16 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
 
 // The lead's spec: its prompt (with the skills it may load) and limits.
 agent::AgentSpec LeadSpec(const LeadSessionConfig& a, const std::string& lead_name,
-                          const tools::SkillLibrary& skills) {
+                          const tools::SkillLibrary& skills, const TeamGit& git) {
   agent::PromptFacts facts;
   facts.ws = a.ws;
   facts.team = a.team;
   facts.name = lead_name;
   facts.lead = lead_name;
   facts.skills = skills.PromptSection();
+  if (git.isolation == Isolation::kWorktree || a.git.isolation == Isolation::kWorktree) {
+    facts.target_branch = git.configured() ? git.target_branch : a.git.target_branch;
+  }
   agent::AgentSpec spec;
   spec.name = lead_name;
   spec.system = agent::LeadSystemPrompt(facts);
@@ -470,6 +493,17 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   if (!team.ok() && team.status().code() == StatusCode::kNotFound) team = roster.CreateTeam(a.team);
   if (!team.ok()) return {Fail(team.status()), std::nullopt};
   const std::string lead_name = team->lead;
+  if (a.isolation_given || a.git.isolation == Isolation::kWorktree) {
+    team = roster.Update(a.team, [&](TeamConfig& c) {
+      if (a.git.isolation == Isolation::kWorktree) {
+        c.git = a.git;
+      } else {
+        c.git.isolation = Isolation::kShared;
+      }
+      return Status::Ok();
+    });
+    if (!team.ok()) return {Fail(team.status()), std::nullopt};
+  }
 
   // What this host's tools start stays its own (DESIGN §10).
   BecomeSubreaper();
@@ -489,7 +523,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     if (lead_ptr != nullptr) lead_ptr->AddNotice(std::move(notice));
   });
   ctx.subagents = &subs;
-  agent::AgentLoop lead(LeadSpec(a, lead_name, skills), provider, registry.get(), &ctx, &out);
+  agent::AgentLoop lead(LeadSpec(a, lead_name, skills, team->git), provider, registry.get(), &ctx, &out);
   lead_ptr = &lead;
   ctx.cancel = lead.cancel_token();
   auto host = HostTheLead(a, lead_name, lead, out);
@@ -500,12 +534,26 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   topt.shutdown_timeout_s = a.shutdown_timeout_s;
   topt.teammate_max_calls = a.max_turns;
   topt.context_budget = a.context_budget;
+  topt.git = a.git;
   team::TeamManager teams(ws, provider, &out, topt, &lead, &ctx, [&out](const Member& m) {
     out.SetColor(m.name, m.color);
     out.SetMulti(true);
   });
   ctx.teams = &teams;
   lead.SetNoticeSource([&teams] { return teams.TakeNewsForLead(); });
+  // The team's merge queue (DESIGN §12): `run` waits for it like for a
+  // working teammate; what the lead must hear reaches its next turn.
+  git::MergeQueue::Options mq;
+  mq.ws = ws;
+  mq.team = [&teams] { return teams.lead_team(); };
+  mq.on_change = [&teams] { teams.WakeWaiters(); };
+  mq.tell_lead = [&lead, &teams](const std::string& text) {
+    lead.AddNotice(text);
+    teams.WakeWaiters();
+  };
+  mq.running = [&teams](const std::string& name) { return teams.Running(name); };
+  git::MergeQueue merges(mq);
+  teams.SetBusyElsewhere([&merges] { return merges.Busy(); });
   signals.SetHooks(SignalHooks(lead, teams, subs, out));
   // No hook may run once the objects it uses start going away.
   struct HooksOff {
@@ -543,6 +591,9 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
 
   int code = Work(a, lead, ctx, teams, subs, signals, out, *provider);
   teams.StopAll();
+  merges.Stop();
+  teams.SetBusyElsewhere(nullptr);
+  ReportMerges(ws, teams.lead_team(), out);
   if (signals.exit_code() != 0) {
     KillTagged(HostTagPrefix());  // whatever a tool started since
     code = signals.exit_code();

@@ -33,6 +33,11 @@ struct LeadSessionConfig {
   // The dashboard this host serves (DESIGN §11): -1 = none, 0 = on any
   // free port, else that port. Its URL goes into host.json.
   int dashboard_port = -1;
+  // Worktree isolation and merging (DESIGN §12): the team's setting when
+  // isolation was asked for (target prepared), else defaults for TeamCreate
+  // and Task{isolation}.
+  TeamGit git;
+  bool isolation_given = false;
   // Called once the lead's host lock is taken and host.json is written.
   std::function<void()> on_ready;
 };

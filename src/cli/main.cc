@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   mates::cli::AddDashboardCommand(app, g);
   mates::cli::AddDemoCommand(app, g);
   mates::cli::AddClusterCommands(app, g);
+  mates::cli::AddMergesCommands(app, g);
 
   // Name an unknown command plainly (CLI11 would only say one is required).
   for (int i = 1; i < argc; ++i) {

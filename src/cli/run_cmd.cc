@@ -5,6 +5,8 @@
 // the lead has ended its turn with no teammate working and nothing unread.
 // Without: the lead's REPL (/team /inbox /tasks /send /compact /usage /quit).
 #include "cli/run_options.h"
+
+#include "git/worktrees.h"
 #include "core/secrets.h"
 #include "llm/provider_factory.h"
 
@@ -26,6 +28,15 @@ void AddRunOptions(CLI::App* cmd, RunArgs& a) {
                   "a stalled connection is dropped after 120 s without a byte)");
   cmd->add_flag("--fresh", a.fresh, "Start a new lead conversation instead of resuming the last one");
   cmd->add_option("--log", a.log, "Also append everything shown (every agent's text, tool calls, results) to FILE");
+  cmd->add_option("--isolation", a.isolation,
+                  "shared (all work in the workspace) or worktree (each teammate in its own git worktree, "
+                  "work merged back by the merge queue)");
+  cmd->add_option("--target-branch", a.target_branch,
+                  "With worktrees: the branch merged work goes to (default: mates/<team>, made from HEAD)");
+  cmd->add_option("--merge-check", a.merge_check, "With worktrees: a shell command each merge must pass (e.g. 'make test')");
+  cmd->add_option("--merge-timeout", a.merge_timeout, "Seconds the merge check may take")->capture_default_str();
+  cmd->add_option("--merge", a.merge, "auto (merge what passes the check) or review (the lead or a person approves each)")
+      ->capture_default_str();
 }
 
 Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
@@ -49,6 +60,23 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   c.idle_timeout_s = a.idle_timeout;
   c.shutdown_timeout_s = a.shutdown_timeout;
   c.fresh = a.fresh;
+  MATES_RETURN_IF_ERROR(CheckSeconds("--merge-timeout", a.merge_timeout, 0, false));
+  if (a.merge != "auto" && a.merge != "review") {
+    return Status::InvalidArgument("--merge must be 'auto' or 'review', not '" + a.merge + "'");
+  }
+  c.git.merge_check = a.merge_check;
+  c.git.merge_timeout_s = a.merge_timeout;
+  c.git.merge_review = a.merge == "review";
+  c.git.target_branch = a.target_branch;
+  if (!a.isolation.empty()) {
+    MATES_ASSIGN_OR_RETURN(c.git.isolation, ParseIsolation(a.isolation));
+    c.isolation_given = true;
+  }
+  if (c.git.isolation == Isolation::kWorktree) {
+    // Checked before anything starts: not a repository, no such target, a
+    // dirty checked-out target are errors of this command.
+    MATES_ASSIGN_OR_RETURN(c.git, git::PrepareTarget(c.ws, c.team, c.git));
+  }
   return c;
 }
 

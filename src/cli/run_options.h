@@ -24,6 +24,12 @@ struct RunArgs {
   double request_timeout = 0;
   bool fresh = false;
   std::string log;  // --log FILE: the whole trace, appended
+  // Worktree isolation and the merge queue (DESIGN §12).
+  std::string isolation;  // "" = the team's setting (shared for a new team)
+  std::string target_branch;
+  std::string merge_check;
+  double merge_timeout = 600;
+  std::string merge = "auto";
   // `up` only: the host's dashboard (DESIGN §11).
   int dashboard_port = 0;  // 0 = any free port
   bool no_dashboard = false;

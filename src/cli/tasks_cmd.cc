@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "core/names.h"
 #include "store/board.h"
+#include "git/submit.h"
 #include "store/roster.h"
 
 namespace mates::cli {
@@ -152,6 +153,25 @@ int Update(Globals& g, const TasksArgs& a) {
     caller.name = *who;
   }
   caller.is_lead = team->IsLead(caller.name);
+  if (p.status == TaskStatus::kCompleted) {
+    // An isolated owner's work completes through the merge queue (DESIGN §12).
+    TaskPatch rest = p;
+    rest.status.reset();
+    auto t = (*board)->Update(*id, rest, caller);
+    if (!t.ok()) return Fail(t.status());
+    auto submitted = git::SubmitForMerge(ws, a.team, **board, *id, caller);
+    if (!submitted.ok()) return Fail(submitted.status());
+    if (submitted->has_value()) {
+      if (a.json) {
+        Json j = TaskToJson((*submitted)->task);
+        j["merge_request"] = MergeRequestToJson((*submitted)->request);
+        std::cout << DumpJson(j) << std::endl;
+      } else {
+        std::cout << (*submitted)->text << std::endl;
+      }
+      return 0;
+    }
+  }
   auto t = (*board)->Update(*id, p, caller);
   if (!t.ok()) return Fail(t.status());
   return PrintTask(*t, a.json, "updated");

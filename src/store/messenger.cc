@@ -35,6 +35,12 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
                                       " (protocol messages are between the lead and its teammates; "
                                       "give --from to send as one of them)");
   }
+  if (r.sender == kMergeQueueName && r.type != MessageType::kMessage) {
+    return Status::FailedPrecondition("merge-queue sends plain messages only, not " + type);
+  }
+  if (r.recipient == kMergeQueueName) {
+    return Status::FailedPrecondition("merge-queue reads no messages: to retry a merge, complete the task again");
+  }
   if (r.recipient == kUserName && r.type != MessageType::kMessage) {
     return Status::FailedPrecondition("only a plain message goes to user, not " + type);
   }
@@ -122,7 +128,7 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   if (!r.recipient.empty()) MATES_RETURN_IF_ERROR(ValidateName("recipient name", r.recipient));
   Roster roster(ws_);
   MATES_ASSIGN_OR_RETURN(TeamConfig team, roster.Load(team_));
-  const bool from_user = r.sender == kUserName;
+  const bool from_user = r.sender == kUserName || r.sender == kMergeQueueName;
   if (!from_user && team.Find(r.sender) == nullptr) return NotOnRoster(team, r.sender, "sender");
   if (r.type == MessageType::kBroadcast) {
     if (!r.recipient.empty()) return Status::InvalidArgument("a broadcast has no recipient");

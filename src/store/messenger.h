@@ -8,6 +8,9 @@
 // broadcast, and members may write back to it (its inbox is
 // inboxes/user.jsonl, read with `mates inbox --as user`). Models see it as
 // teammate_id="user". No member may be named `user`.
+//
+// `merge-queue` (kMergeQueueName) is the team's merge queue (DESIGN §12):
+// it sends plain messages to members (a bounced merge) and receives none.
 #pragma once
 
 #include <optional>
@@ -22,6 +25,7 @@
 namespace mates {
 
 inline constexpr const char* kUserName = "user";
+inline constexpr const char* kMergeQueueName = "merge-queue";
 
 struct SendRequest {
   MessageType type = MessageType::kMessage;

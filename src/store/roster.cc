@@ -91,12 +91,28 @@ Json TeamConfigToJson(const TeamConfig& c) {
       jm["prompt"] = m.prompt;
     }
     jm["joined_at"] = m.joined_at;
+    if (m.worktree) jm["worktree"] = true;
     members.push_back(std::move(jm));
   }
   Json j = {{"name", c.name}, {"created_at", c.created_at}, {"lead", c.lead}};
   if (!c.description.empty()) j["description"] = c.description;
   j["members"] = std::move(members);
+  if (c.git.configured() || c.git.isolation != Isolation::kShared) {
+    j["git"] = {{"isolation", IsolationName(c.git.isolation)},
+                {"target_branch", c.git.target_branch},
+                {"merge_check", c.git.merge_check},
+                {"merge_timeout", c.git.merge_timeout_s},
+                {"merge_review", c.git.merge_review}};
+  }
   return j;
+}
+
+std::string_view IsolationName(Isolation i) { return i == Isolation::kWorktree ? "worktree" : "shared"; }
+
+Result<Isolation> ParseIsolation(std::string_view name) {
+  if (name == "shared") return Isolation::kShared;
+  if (name == "worktree") return Isolation::kWorktree;
+  return Status::InvalidArgument("isolation must be 'shared' or 'worktree', not '" + std::string(name) + "'");
 }
 
 Result<TeamConfig> TeamConfigFromJson(const Json& j) {
@@ -131,8 +147,19 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
       MATES_ASSIGN_OR_RETURN(m.plan_mode_required, JsonBool(jm, "plan_mode_required", false));
       MATES_ASSIGN_OR_RETURN(m.prompt, JsonString(jm, "prompt", false));
       MATES_ASSIGN_OR_RETURN(m.joined_at, JsonNumber(jm, "joined_at", 0));
+      MATES_ASSIGN_OR_RETURN(m.worktree, JsonBool(jm, "worktree", false));
       c.members.push_back(std::move(m));
     }
+  }
+  MATES_ASSIGN_OR_RETURN(const Json* git, JsonObjectField(j, "git", false));
+  if (git != nullptr) {
+    MATES_ASSIGN_OR_RETURN(std::string isolation, JsonString(*git, "isolation", false, "shared"));
+    MATES_ASSIGN_OR_RETURN(c.git.isolation, ParseIsolation(isolation));
+    MATES_ASSIGN_OR_RETURN(c.git.target_branch, JsonString(*git, "target_branch", false));
+    MATES_ASSIGN_OR_RETURN(c.git.merge_check, JsonString(*git, "merge_check", false));
+    MATES_ASSIGN_OR_RETURN(c.git.merge_timeout_s, JsonNumber(*git, "merge_timeout", 600));
+    MATES_ASSIGN_OR_RETURN(c.git.merge_review, JsonBool(*git, "merge_review", false));
+    if (!(c.git.merge_timeout_s > 0)) return Status::InvalidArgument("git.merge_timeout must be positive");
   }
   MATES_RETURN_IF_ERROR(ValidateName("team name", c.name));
   if (!c.lead.empty()) MATES_RETURN_IF_ERROR(ValidateName("lead name", c.lead));
@@ -150,6 +177,9 @@ Status ValidateMemberName(std::string_view name) {
   if (name == "user") {
     return Status::InvalidArgument("'user' is reserved for people sending from the CLI or the dashboard; "
                                    "choose another member name");
+  }
+  if (name == "merge-queue") {
+    return Status::InvalidArgument("'merge-queue' is reserved for the team's merge queue; choose another member name");
   }
   return Status::Ok();
 }

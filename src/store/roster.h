@@ -42,6 +42,24 @@ struct Member {
   bool plan_mode_required = false;
   std::string prompt;
   double joined_at = 0;
+  // Works in its own git worktree (DESIGN §12): W/.mates/worktrees/<team>/
+  // <name> on branch mates/<name>@<team>, both derived from the names.
+  bool worktree = false;
+};
+
+// How a team's work comes together (DESIGN §12). A team that never asked
+// for isolation has no target branch and shares W's checkout.
+enum class Isolation { kShared, kWorktree };
+std::string_view IsolationName(Isolation i);  // "shared" | "worktree"
+Result<Isolation> ParseIsolation(std::string_view name);
+
+struct TeamGit {
+  Isolation isolation = Isolation::kShared;  // for teammates spawned without a choice
+  std::string target_branch;                 // "" = not set up (no teammate isolated yet)
+  std::string merge_check;                   // a shell command run on each merge; "" = none
+  double merge_timeout_s = 600;
+  bool merge_review = false;                 // checked merges wait for a decision
+  bool configured() const { return !target_branch.empty(); }
 };
 
 struct TeamConfig {
@@ -50,6 +68,7 @@ struct TeamConfig {
   std::string lead;  // the lead member's name
   double created_at = 0;
   std::vector<Member> members;
+  TeamGit git;
 
   const Member* Find(std::string_view member) const;
   Member* Find(std::string_view member);

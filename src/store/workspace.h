@@ -30,6 +30,9 @@ class Workspace {
   }
   fs::path RequestsDir(std::string_view team) const { return TeamDir(team) / "requests"; }
   fs::path AgentsDir(std::string_view team) const { return TeamDir(team) / "agents"; }
+  fs::path MergesDir(std::string_view team) const { return TeamDir(team) / "merges"; }
+  // Teammates' git worktrees (DESIGN §12), and the merge queue's scratch one.
+  fs::path WorktreesDir(std::string_view team) const { return root_ / ".mates" / "worktrees" / team; }
   fs::path TasksDir(std::string_view team) const { return root_ / ".tasks" / team; }
 
   // Inbox file names: "<member>_inbox.jsonl" and friends.

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "git/worktrees.h"
 #include "store/archive.h"
 #include "store/board.h"
 #include "store/mailbox.h"
@@ -64,7 +65,18 @@ void TeamManager::WakeWaiters() {
   news_.waker()->Notify();
 }
 
+void TeamManager::SetBusyElsewhere(std::function<bool()> busy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  busy_elsewhere_ = std::move(busy);
+}
+
 bool TeamManager::AnyActive() {
+  std::function<bool()> busy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    busy = busy_elsewhere_;
+  }
+  if (busy && busy()) return true;  // called unlocked: it may ask for lead_team()
   std::vector<std::string> idle;
   for (const auto& t : host_.All()) {
     if (t->finished() && !t->reported()) return true;  // its news is on the way
@@ -107,6 +119,13 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
     }
   }
   Teammate::Config cfg;
+  if (m.worktree) {
+    auto c = Roster(ws_).Load(team);
+    if (!c.ok()) return c.status();
+    MATES_ASSIGN_OR_RETURN(TeamGit g, EnsureTarget(team, *c));
+    MATES_ASSIGN_OR_RETURN(cfg.work_root, git::EnsureTeammateWorktree(ws_, team, m.name, g.target_branch));
+    cfg.target_branch = g.target_branch;
+  }
   cfg.team = team;
   cfg.name = m.name;
   cfg.prompt = prompt;
@@ -121,8 +140,43 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
   return Status::Ok();
 }
 
-Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::string& description) {
+Result<TeamGit> TeamManager::EnsureTarget(const std::string& team, const TeamConfig& c) {
+  if (c.git.configured()) return c.git;
+  TeamGit wanted = options_.git;
+  wanted.isolation = c.git.isolation;
+  MATES_ASSIGN_OR_RETURN(TeamGit g, git::PrepareTarget(ws_, team, wanted));
+  MATES_RETURN_IF_ERROR(Roster(ws_).Update(team, [&](TeamConfig& cfg) {
+    if (!cfg.git.configured()) cfg.git = g;
+    g = cfg.git;
+    return Status::Ok();
+  }).status());
+  return g;
+}
+
+bool TeamManager::Running(const std::string& name) {
+  auto t = host_.Find(name);
+  return t != nullptr && !t->finished();
+}
+
+std::string TeamManager::CleanUpWorktree(const std::string& team, const std::string& name) {
+  auto c = Roster(ws_).Load(team);
+  if (!c.ok() || !c->git.configured()) return "";
+  return git::CleanUpTeammate(ws_, team, name, c->git.target_branch, /*final=*/false);
+}
+
+Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::string& description,
+                                            const std::string& isolation) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", name));
+  Isolation iso = options_.git.isolation;
+  if (!isolation.empty()) {
+    MATES_ASSIGN_OR_RETURN(iso, ParseIsolation(isolation));
+  }
+  TeamGit prepared;
+  if (iso == Isolation::kWorktree) {
+    TeamGit wanted = options_.git;
+    wanted.isolation = iso;
+    MATES_ASSIGN_OR_RETURN(prepared, git::PrepareTarget(ws_, name, wanted));
+  }
   const std::string current = lead_ctx_->team;
   if (current != home_team_) {
     auto c = Roster(ws_).Load(current);
@@ -136,10 +190,22 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     }
   }
   MATES_ASSIGN_OR_RETURN(TeamConfig c, Roster(ws_).CreateTeam(name, lead_name(), description));
+  if (iso == Isolation::kWorktree) {
+    MATES_RETURN_IF_ERROR(Roster(ws_).Update(name, [&](TeamConfig& cfg) {
+      cfg.git = prepared;
+      return Status::Ok();
+    }).status());
+  }
   MoveLeadTo(name);
   return "Created team '" + name + "'; you are its lead ('" + lead_name() +
          "'). Your task board, messages and inbox are now this team's. Add tasks with TaskCreate "
-         "and spawn teammates with Task(team_name=\"" + name + "\", name=…, prompt=…).";
+         "and spawn teammates with Task(team_name=\"" + name + "\", name=…, prompt=…)." +
+         (iso == Isolation::kWorktree
+              ? " Each teammate works in its own git worktree; a completed task is merged onto " +
+                    prepared.target_branch + " by the merge queue" +
+                    (prepared.merge_check.empty() ? "" : " after its check (" + prepared.merge_check + ") passes") +
+                    ", and only then counts as completed."
+              : "");
 }
 
 void TeamManager::MoveLeadTo(const std::string& team) {
@@ -154,8 +220,12 @@ void TeamManager::MoveLeadTo(const std::string& team) {
 
 Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const std::string& name,
                                                const std::string& prompt, bool plan_mode_required,
-                                               const std::string& model) {
+                                               const std::string& model, const std::string& isolation) {
   MATES_RETURN_IF_ERROR(ValidateName("teammate name", name));
+  std::optional<Isolation> iso;
+  if (!isolation.empty()) {
+    MATES_ASSIGN_OR_RETURN(iso, ParseIsolation(isolation));
+  }
   if (team != lead_ctx_->team) {
     return Status::FailedPrecondition("you can spawn teammates only into your own team '" + lead_ctx_->team +
                                       "' (create a team with TeamCreate first)");
@@ -163,6 +233,8 @@ Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const st
   if (name == lead_name()) return Status::InvalidArgument("'" + name + "' is you, the lead");
   Roster roster(ws_);
   MATES_ASSIGN_OR_RETURN(TeamConfig c, roster.Load(team));
+  const bool isolated = iso.value_or(c.git.isolation) == Isolation::kWorktree;
+  if (isolated) MATES_RETURN_IF_ERROR(EnsureTarget(team, c).status());
   const Member* existing = c.Find(name);
   Member m;
   bool revive = false;
@@ -179,6 +251,7 @@ Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const st
       if (!model.empty()) mm->model = model;
       mm->prompt = prompt;
       mm->backend = MemberBackend::kInProcess;
+      mm->worktree = isolated;
       m = *mm;
       return Status::Ok();
     }).status());
@@ -189,12 +262,14 @@ Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const st
     m.model = model;
     m.plan_mode_required = plan_mode_required;
     m.prompt = prompt;
+    m.worktree = isolated;
     MATES_ASSIGN_OR_RETURN(m, roster.AddMember(team, m));
   }
   // A teammate that existed goes on with its earlier conversation, the new
   // instructions as its next message.
   MATES_RETURN_IF_ERROR(StartTeammate(m, prompt, /*resume=*/revive, /*new_prompt=*/true));
   return "Spawned teammate '" + name + "' (" + m.agent_id + ", " + m.color + ")" +
+         (isolated ? " in its own worktree on " + git::TeammateBranch(team, name) : "") +
          (plan_mode_required ? " in plan mode: it will send you its plan for approval" : "") +
          ". It works from the task board and messages; idle, it claims unblocked tasks on its own.";
 }
@@ -312,6 +387,16 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   for (const auto& n : asked) summary.stopped.push_back(HowItStopped(name, n));
   // What the team did, before its files go.
   SummarizeWork(name, &summary);
+  // Worktrees go; unmerged work stays on its branch (DESIGN §12).
+  std::vector<std::string> kept;
+  if (c.git.configured()) {
+    for (const auto& m : c.members) {
+      if (m.role == MemberRole::kLead) continue;
+      std::string k = git::CleanUpTeammate(ws_, name, m.name, c.git.target_branch, /*final=*/true);
+      if (!k.empty()) kept.push_back(k);
+    }
+    git::CleanUpScratch(ws_, name);
+  }
   if (lead_team() == name) MoveLeadTo(home_team_);
   news_.Forget(asked);
   {
@@ -326,6 +411,7 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     out += " Teammates:";
     for (const auto& s : summary.stopped) out += "\n- " + s;
   }
+  for (const auto& k : kept) out += "\n- " + k;
   if (lead_team() != name) out += "\nYou are back in team '" + lead_team() + "'.";
   return out;
 }

@@ -43,6 +43,9 @@ struct TeamOptions {
   int64_t context_budget = 0;      // 0 = 3/4 of the model's window
   // The seeds' idle loop (check, sleep 1 s), for the benchmark baseline only.
   bool seed_polling = false;
+  // Worktree isolation (DESIGN §12): what teams of this host get unless
+  // TeamCreate or Task says otherwise; target_branch "" = mates/<team>.
+  TeamGit git;
 };
 
 class Teammate;
@@ -66,10 +69,11 @@ class TeamManager : public tools::TeamRuntime {
   TeamManager(const TeamManager&) = delete;
   TeamManager& operator=(const TeamManager&) = delete;
 
-  Result<std::string> CreateTeam(const std::string& name, const std::string& description) override;
+  Result<std::string> CreateTeam(const std::string& name, const std::string& description,
+                                 const std::string& isolation) override;
   Result<std::string> SpawnTeammate(const std::string& team, const std::string& name,
                                     const std::string& prompt, bool plan_mode_required,
-                                    const std::string& model) override;
+                                    const std::string& model, const std::string& isolation) override;
   Result<std::string> DeleteTeam(const std::string& name) override;
 
   // Brings back the teammates of the lead's team that were working or idle
@@ -80,6 +84,9 @@ class TeamManager : public tools::TeamRuntime {
   // unread messages or a task it could claim (it is about to work).
   bool AnyActive();
   bool HasNewsForLead();
+  // Work the team waits on besides its teammates (the merge queue); counted
+  // by AnyActive. nullptr to drop it (before what it calls goes away).
+  void SetBusyElsewhere(std::function<bool()> busy);
   // The coalesced news, as text for the lead's next turn ("" if none).
   std::string TakeNewsForLead();
   // Notified on news worth waking the lead for.
@@ -101,6 +108,11 @@ class TeamManager : public tools::TeamRuntime {
   void OnStatus(const std::string& name, MemberStatus status, const std::string& detail);
   void OnShutdownDelivered(const std::string& name);
   void OnShutdownDone(const std::string& name);
+  // An isolated teammate stopped for good: its worktree and branch go if
+  // clean and merged. Returns what was kept, in words ("" if nothing).
+  std::string CleanUpWorktree(const std::string& team, const std::string& name);
+  // Whether `name` is a teammate of this host that has not finished.
+  bool Running(const std::string& name);
   // Wakes whoever waits on teammates' states (the lead, TeamDelete).
   void WakeWaiters();
   const Workspace& ws() const { return ws_; }
@@ -111,6 +123,8 @@ class TeamManager : public tools::TeamRuntime {
 
  private:
   Status StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt);
+  // The team's target set up (once) with this host's settings.
+  Result<TeamGit> EnsureTarget(const std::string& team, const TeamConfig& c);
   void MoveLeadTo(const std::string& team);
   // DeleteTeam's phases: ask every teammate to shut down (who was asked);
   // wait until they stopped or the timeout passed; how each one ended
@@ -138,6 +152,7 @@ class TeamManager : public tools::TeamRuntime {
   std::mutex mu_;
   std::string lead_team_;                    // guarded by mu_: lead_ctx_->team for other threads
   std::optional<TeamSummary> last_deleted_;  // guarded by mu_
+  std::function<bool()> busy_elsewhere_;     // guarded by mu_
 };
 
 }  // namespace mates::team

@@ -5,6 +5,7 @@
 #include "agent/prompts.h"
 #include "core/guarded.h"
 #include "core/log.h"
+#include "git/worktrees.h"
 #include "store/board.h"
 #include "store/mailbox.h"
 #include "store/requests.h"
@@ -56,6 +57,7 @@ class Teammate::EventsTap : public agent::AgentEvents {
 Teammate::Teammate(Config config, TeamManager* manager, FileLock host_lock)
     : config_(std::move(config)), manager_(manager), host_lock_(std::move(host_lock)) {
   ctx_.ws = manager_->ws();
+  ctx_.work_root = config_.work_root;
   ctx_.team = config_.team;
   ctx_.agent = config_.name;
   ctx_.is_lead = false;
@@ -69,6 +71,8 @@ Teammate::Teammate(Config config, TeamManager* manager, FileLock host_lock)
   facts.lead = manager_->lead_name();
   facts.role_prompt = config_.prompt;
   facts.plan_mode = config_.plan_mode;
+  facts.work_root = config_.work_root;
+  facts.target_branch = config_.target_branch;
   agent::AgentSpec spec;
   spec.name = config_.name;
   spec.system = agent::TeammateSystemPrompt(facts);
@@ -207,8 +211,15 @@ bool Teammate::IdleWait() {
     auto claimed = board->ClaimNext(config_.name);
     if (claimed.ok() && claimed->has_value()) {
       const Task& t = **claimed;
+      std::string stale;
+      if (!config_.work_root.empty()) {
+        // What the task builds on was merged onto the target: bring it in.
+        stale = git::RefreshWorktree(ws, config_.team, config_.name, config_.target_branch);
+      }
       loop_->AddNotice("Task #" + std::to_string(t.id) + ": " + t.subject +
-                       (t.description.empty() ? "" : "\n" + t.description));
+                       (t.description.empty() ? "" : "\n" + t.description) +
+                       (stale.empty() ? "" : "\n(Your worktree does not have the latest " + config_.target_branch +
+                                                 ": " + stale + ".)"));
       SetStatus(MemberStatus::kActive);
       claiming_.store(false);
       return true;
@@ -310,6 +321,10 @@ void Teammate::Main() {
   // A host going away leaves the teammate resumable (idle); anything else
   // ends it.
   bool resumable = Resumable(reason);
+  if (!resumable && !config_.work_root.empty()) {
+    std::string kept = manager_->CleanUpWorktree(config_.team, config_.name);
+    if (!kept.empty()) why += (why.empty() ? "" : "; ") + kept;
+  }
   loop_->ReportStopped(why);
   manager_->OnShutdownDone(config_.name);
   // Finished before the last status goes out: whoever that status wakes

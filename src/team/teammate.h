@@ -57,6 +57,8 @@ class Teammate {
     bool plan_mode = false;
     bool resume = false;      // take the conversation from the journal
     bool new_prompt = true;   // `prompt` is the next message (spawned or revived)
+    fs::path work_root;        // its own git worktree (DESIGN §12); "" = the workspace
+    std::string target_branch; // where its work merges (with work_root)
   };
 
   // `host_lock`: this process's claim to host it (held until it exits).

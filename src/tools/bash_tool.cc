@@ -38,7 +38,8 @@ class BashTool : public Tool {
  public:
   std::string name() const override { return "bash"; }
   std::string description() const override {
-    return "Run a shell command (bash -c) in the workspace root and return its output (stdout "
+    return "Run a shell command (bash -c) in your working folder (the workspace root, or your own git "
+           "worktree when you have one) and return its output (stdout "
            "and stderr together) and exit code. Use it to build, test, search (grep, find), "
            "inspect git and run programs. stdin is empty, so interactive commands fail: pass "
            "non-interactive flags. Default timeout 120 s (`timeout`, at most 600); on timeout the "
@@ -65,7 +66,7 @@ class BashTool : public Tool {
     SubprocessOptions o;
     o.argv = {"/bin/bash", "-c", command};
     o.env = BashEnvironment(ctx);
-    o.cwd = ctx.ws.root().string();
+    o.cwd = ctx.WorkRoot().root().string();
     o.timeout_s = timeout;
     o.max_output = kMaxOutput;
     o.merge_stderr = true;

@@ -1,6 +1,7 @@
 // TaskCreate, TaskGet, TaskUpdate, TaskList: the team's task board.
 #include <nlohmann/json.hpp>
 
+#include "git/submit.h"
 #include "store/roster.h"
 #include "tools/builtin_tools.h"
 
@@ -93,7 +94,9 @@ class TaskUpdateTool : public Tool {
            "deleted), owner, subject, description, activeForm, metadata (merged; null removes a "
            "key), or add dependencies (addBlockedBy: tasks this one waits for; addBlocks: tasks "
            "that wait for this one). Mark a task completed as soon as it is done: that unblocks "
-           "the tasks waiting for it. Only the lead may reassign a task someone else owns.";
+           "the tasks waiting for it. Only the lead may reassign a task someone else owns. When "
+           "the owner works in its own git worktree, completed means submitted: the worktree is "
+           "committed and merged by the team's merge queue, and the task completes once merged.";
   }
   std::string input_schema() const override {
     return R"S({"type":"object","properties":{
@@ -130,6 +133,16 @@ class TaskUpdateTool : public Tool {
     if (!in.ok()) return ToolResult::Error(in.errors());
     auto board = TeamBoard(ctx);
     if (!board.ok()) return ToolResult::Error(board.status().message());
+    if (p.status == TaskStatus::kCompleted) {
+      // An isolated owner's work completes through the merge queue.
+      TaskPatch rest = p;
+      rest.status.reset();
+      auto t = (*board)->Update(id, rest, CallerOf(ctx));
+      if (!t.ok()) return ToolResult::Error(t.status().message());
+      auto submitted = git::SubmitForMerge(ctx.ws, ctx.team, **board, id, CallerOf(ctx));
+      if (!submitted.ok()) return ToolResult::Error(submitted.status().message());
+      if (submitted->has_value()) return ToolResult::Ok((*submitted)->text);
+    }
     auto t = (*board)->Update(id, p, CallerOf(ctx));
     if (!t.ok()) return ToolResult::Error(t.status().message());
     return ToolResult::Ok("Updated " + Line(*t));

@@ -52,7 +52,7 @@ class ReadFileTool : public Tool {
     auto offset = static_cast<int64_t>(in.Number("offset", 1, 1, 1e12));
     auto limit = static_cast<int64_t>(in.Number("limit", 2000, 1, 100000));
     if (!in.ok()) return ToolResult::Error(in.errors());
-    auto full = ResolveInWorkspace(ctx.ws, path, /*for_write=*/false);
+    auto full = ResolveInWorkspace(ctx.WorkRoot(), path, /*for_write=*/false);
     if (!full.ok()) return ToolResult::Error(full.status().message());
     std::error_code ec;
     if (fs::is_directory(*full, ec)) {
@@ -119,7 +119,7 @@ class WriteFileTool : public Tool {
     std::string path = in.String("path", true);
     std::string content = in.String("content", true);
     if (!in.ok()) return ToolResult::Error(in.errors());
-    auto full = ResolveInWorkspace(ctx.ws, path, /*for_write=*/true);
+    auto full = ResolveInWorkspace(ctx.WorkRoot(), path, /*for_write=*/true);
     if (!full.ok()) return ToolResult::Error(full.status().message());
     std::error_code ec;
     if (fs::is_directory(*full, ec)) return ToolResult::Error("'" + path + "' is a folder");
@@ -158,7 +158,7 @@ class EditFileTool : public Tool {
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (old_text.empty()) return ToolResult::Error("old_text is empty; to write a whole file use write_file");
     if (old_text == new_text) return ToolResult::Error("old_text and new_text are the same: nothing to change");
-    auto full = ResolveInWorkspace(ctx.ws, path, /*for_write=*/true);
+    auto full = ResolveInWorkspace(ctx.WorkRoot(), path, /*for_write=*/true);
     if (!full.ok()) return ToolResult::Error(full.status().message());
     std::error_code ec;
     if (!fs::is_regular_file(*full, ec)) {

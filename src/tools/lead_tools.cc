@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/messenger.h"
+#include "git/submit.h"
 #include "tools/builtin_tools.h"
 #include "tools/skills.h"
 
@@ -90,7 +91,8 @@ class TaskTool : public Tool {
       "team_name":{"type":"string","description":"With name: spawn a persistent teammate in this team"},
       "name":{"type":"string","description":"The teammate's name"},
       "plan_mode_required":{"type":"boolean"},
-      "model":{"type":"string"}},
+      "model":{"type":"string"},
+      "isolation":{"type":"string","enum":["shared","worktree"],"description":"A teammate's working copy: its own git worktree (its work merges back through the merge queue) or the shared workspace; default: the team's setting"}},
       "required":["prompt"]})S";
   }
   ToolResult Run(const Json& input, ToolContext& ctx) const override {
@@ -102,6 +104,7 @@ class TaskTool : public Tool {
     std::string name = in.String("name", false);
     bool plan = in.Bool("plan_mode_required", false);
     std::string model = in.String("model", false);
+    std::string isolation = in.String("isolation", false);
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (prompt.find_first_not_of(" \t\n") == std::string::npos) return ToolResult::Error("the prompt is empty");
     if (!team.empty() || !name.empty()) {
@@ -109,7 +112,7 @@ class TaskTool : public Tool {
         return ToolResult::Error("a teammate needs both team_name and name");
       }
       if (ctx.teams == nullptr) return ToolResult::Error("persistent teammates are not available here");
-      auto r = ctx.teams->SpawnTeammate(team, name, prompt, plan, model);
+      auto r = ctx.teams->SpawnTeammate(team, name, prompt, plan, model, isolation);
       if (!r.ok()) return ToolResult::Error(r.status().message());
       return ToolResult::Ok(*r);
     }
@@ -219,15 +222,17 @@ class TeamCreateTool : public Tool {
   std::string input_schema() const override {
     return R"S({"type":"object","properties":{
       "name":{"type":"string","description":"Letters, digits, '.', '_', '-' (e.g. rest-to-graphql)"},
-      "description":{"type":"string"}},"required":["name"]})S";
+      "description":{"type":"string"},
+      "isolation":{"type":"string","enum":["shared","worktree"],"description":"worktree: each teammate works in its own git worktree and completed tasks merge back through the merge queue; shared: all work in the workspace; default: the host's setting"}},"required":["name"]})S";
   }
   ToolResult Run(const Json& input, ToolContext& ctx) const override {
     InputReader in(input);
     std::string name = in.String("name", true);
     std::string description = in.String("description", false);
+    std::string isolation = in.String("isolation", false);
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (ctx.teams == nullptr) return ToolResult::Error("teams are not available here");
-    auto r = ctx.teams->CreateTeam(name, description);
+    auto r = ctx.teams->CreateTeam(name, description, isolation);
     if (!r.ok()) return ToolResult::Error(r.status().message());
     return ToolResult::Ok(*r);
   }
@@ -251,6 +256,39 @@ class TeamDeleteTool : public Tool {
     auto r = ctx.teams->DeleteTeam(name);
     if (!r.ok()) return ToolResult::Error(r.status().message());
     return ToolResult::Ok(*r);
+  }
+};
+
+class MergeReviewTool : public Tool {
+ public:
+  std::string name() const override { return "MergeReview"; }
+  std::string description() const override {
+    return "Decide a merge request waiting for your review (the team merges with review on: you are "
+           "told when one merged cleanly and passed its check). approve: true moves the target branch "
+           "to it and completes the task; approve: false sends it back to its owner with your "
+           "feedback, which should say what to change.";
+  }
+  std::string input_schema() const override {
+    return R"S({"type":"object","properties":{
+      "id":{"type":["integer","string"],"description":"The merge request's id"},
+      "approve":{"type":"boolean"},
+      "feedback":{"type":"string","description":"Why, and what to change when rejecting"}},
+      "required":["id","approve"]})S";
+  }
+  ToolResult Run(const Json& input, ToolContext& ctx) const override {
+    InputReader in(input);
+    int64_t id = in.Id("id", true);
+    bool approve = in.Bool("approve", false);
+    if (!in.Has("approve")) return ToolResult::Error("field 'approve' is required");
+    std::string feedback = in.String("feedback", false);
+    if (!in.ok()) return ToolResult::Error(in.errors());
+    if (ctx.team.empty()) return ToolResult::Error("you are not in a team yet");
+    auto m = git::DecideMerge(ctx.ws, ctx.team, id, approve, feedback, ctx.agent);
+    if (!m.ok()) return ToolResult::Error(m.status().message());
+    return ToolResult::Ok(approve ? "Approved merge request " + std::to_string(id) + " (task #" + std::to_string(m->task) +
+                                        "): the merge queue moves " + m->target + " to it and completes the task."
+                                  : "Rejected merge request " + std::to_string(id) + ": " + m->owner +
+                                        " has your feedback and task #" + std::to_string(m->task) + " back.");
   }
 };
 
@@ -283,6 +321,7 @@ std::unique_ptr<ToolRegistry> MakeToolRegistry(Scope scope) {
   r->Add(MakeTaskStopTool());
   r->Add(MakeTeamCreateTool());
   r->Add(MakeTeamDeleteTool());
+  r->Add(std::make_unique<MergeReviewTool>());
   return r;
 }
 

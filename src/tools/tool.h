@@ -66,10 +66,12 @@ class SubagentRunner {
 class TeamRuntime {
  public:
   virtual ~TeamRuntime() = default;
-  virtual Result<std::string> CreateTeam(const std::string& name, const std::string& description) = 0;
+  // `isolation`: "" = the host's setting, "shared" or "worktree" (DESIGN §12).
+  virtual Result<std::string> CreateTeam(const std::string& name, const std::string& description,
+                                         const std::string& isolation) = 0;
   virtual Result<std::string> SpawnTeammate(const std::string& team, const std::string& name,
                                             const std::string& prompt, bool plan_mode_required,
-                                            const std::string& model) = 0;
+                                            const std::string& model, const std::string& isolation) = 0;
   virtual Result<std::string> DeleteTeam(const std::string& name) = 0;
 };
 
@@ -79,6 +81,10 @@ class SkillLibrary;
 // (after TeamCreate the lead belongs to the new team).
 struct ToolContext {
   Workspace ws{"."};
+  // Where bash runs and file tools are confined: "" = ws.root(); an
+  // isolated teammate's own git worktree (DESIGN §12). Team state stays in ws.
+  fs::path work_root;
+  Workspace WorkRoot() const { return work_root.empty() ? ws : Workspace(work_root); }
   std::string team;
   std::string agent;
   bool is_lead = false;

@@ -46,7 +46,7 @@ TEST_F(ToolsTest, ScopesFollowTheSeedTable) {
   EXPECT_EQ(MakeToolRegistry(Scope::kSubagent)->Names(),
             (std::vector<std::string>{"bash", "read_file", "write_file", "edit_file"}));
   EXPECT_EQ(MakeToolRegistry(Scope::kTeammate)->Names().size(), 9u);  // seed v8: 9 tools
-  EXPECT_EQ(lead_->Names().size(), 15u);
+  EXPECT_EQ(lead_->Names().size(), 16u);  // + MergeReview (DESIGN §12)
   // Enforced, not just advertised: a teammate's call to a lead tool fails.
   auto teammate = MakeToolRegistry(Scope::kTeammate);
   auto r = Call("TeamCreate", R"({"name":"x"})", teammate.get());

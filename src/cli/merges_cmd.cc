@@ -1,0 +1,137 @@
+// mates merges --team T list [--json] | show ID [--json]
+//                       | approve ID [--feedback F] [--as NAME] | reject ID [--feedback F] [--as NAME]
+// The team's merge requests (DESIGN §12): what the merge queue did with each
+// completed task of an isolated teammate, and the decisions of review mode.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/names.h"
+#include "git/submit.h"
+#include "store/merges.h"
+#include "store/roster.h"
+
+namespace mates::cli {
+namespace {
+
+struct MergesArgs {
+  std::string team;
+  std::string id;
+  std::string feedback;
+  std::string as;
+  bool json = false;
+  ArchivedChoice archived;
+};
+
+std::string Short(const std::string& commit) { return commit.substr(0, 10); }
+
+std::string Line(const MergeRequest& m) {
+  std::string out = std::to_string(m.id) + "  task #" + std::to_string(m.task) + "  " + m.owner + "  " +
+                    std::string(MergeStateName(m.status));
+  if (m.status == MergeState::kMerged) out += "  " + Short(m.merged_commit) + " on " + m.target;
+  if (!m.files.empty()) {
+    out += "  in ";
+    for (size_t i = 0; i < m.files.size(); ++i) out += (i ? ", " : "") + m.files[i];
+  }
+  if (!m.subject.empty()) out += "  \"" + m.subject + "\"";
+  return out;
+}
+
+Result<int64_t> MergeId(const std::string& text) { return ParseId(text, "merge id"); }
+
+int List(Globals& g, const MergesArgs& a) {
+  auto ws = ReadingWorkspace(g, a.team, a.archived);
+  if (!ws.ok()) return Fail(ws.status());
+  if (auto c = Roster(*ws).Load(a.team); !c.ok()) return Fail(c.status());
+  auto list = MergeStore(*ws, a.team).List();
+  if (!list.ok()) return Fail(list.status());
+  if (a.json) {
+    Json arr = Json::array();
+    for (const auto& m : *list) arr.push_back(MergeRequestToJson(m));
+    std::cout << DumpJson(arr) << std::endl;
+    return 0;
+  }
+  if (list->empty()) std::cout << "(no merge requests)" << std::endl;
+  for (const auto& m : *list) std::cout << Line(m) << "\n";
+  std::cout.flush();
+  return 0;
+}
+
+int Show(Globals& g, const MergesArgs& a) {
+  auto id = MergeId(a.id);
+  if (!id.ok()) return Fail(id.status());
+  auto ws = ReadingWorkspace(g, a.team, a.archived);
+  if (!ws.ok()) return Fail(ws.status());
+  if (auto c = Roster(*ws).Load(a.team); !c.ok()) return Fail(c.status());
+  auto m = MergeStore(*ws, a.team).Get(*id);
+  if (!m.ok()) return Fail(m.status());
+  if (a.json) {
+    std::cout << DumpJsonPretty(MergeRequestToJson(*m)) << std::endl;
+    return 0;
+  }
+  std::cout << "merge request " << m->id << ": " << MergeStateName(m->status) << "\n"
+            << "task:    #" << m->task << " " << m->subject << "\n"
+            << "owner:   " << m->owner << " (" << m->branch << ", commit " << Short(m->commit) << ")\n"
+            << "target:  " << m->target << "\n";
+  if (!m->merged_commit.empty()) std::cout << "merged:  " << Short(m->merged_commit) << "\n";
+  if (!m->files.empty()) {
+    std::cout << "files:  ";
+    for (const auto& f : m->files) std::cout << " " << f;
+    std::cout << "\n";
+  }
+  if (!m->decided_by.empty()) {
+    std::cout << "decided: " << (m->approved ? "approved" : "rejected") << " by " << m->decided_by
+              << (m->feedback.empty() ? "" : ": " + m->feedback) << "\n";
+  }
+  if (!m->output.empty()) std::cout << "output:\n" << m->output << (m->output.back() == '\n' ? "" : "\n");
+  std::cout.flush();
+  return 0;
+}
+
+int Decide(Globals& g, const MergesArgs& a, bool approve) {
+  auto id = MergeId(a.id);
+  if (!id.ok()) return Fail(id.status());
+  std::string by = a.as.empty() ? "user" : a.as;
+  if (Status s = ValidateName("member name", by); !s.ok()) return Fail(s);
+  Workspace ws = g.ws();
+  if (auto c = Roster(ws).Load(a.team); !c.ok()) return Fail(c.status());
+  auto m = git::DecideMerge(ws, a.team, *id, approve, a.feedback, by);
+  if (!m.ok()) return Fail(m.status());
+  std::cout << (approve ? "approved" : "rejected") << " merge request " << m->id << " (task #" << m->task << " by "
+            << m->owner << ")" << (approve ? ": the merge queue moves " + m->target + " to it" : ": " + m->owner + " is told")
+            << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+void AddMergesCommands(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<MergesArgs>();
+  CLI::App* merges = app.add_subcommand("merges", "The team's merge requests (worktree isolation)");
+  merges->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
+  merges->require_subcommand(1);
+
+  CLI::App* list = merges->add_subcommand("list", "List merge requests by id");
+  list->add_flag("--json", a->json, "Machine-readable output");
+  AddArchivedOption(list, a->archived);
+  list->callback([&g, a] { g.action = [&g, a] { return List(g, *a); }; });
+
+  CLI::App* show = merges->add_subcommand("show", "Show one merge request (with the check's output)");
+  show->add_option("ID", a->id, "Merge request id")->required();
+  show->add_flag("--json", a->json, "Machine-readable output");
+  AddArchivedOption(show, a->archived);
+  show->callback([&g, a] { g.action = [&g, a] { return Show(g, *a); }; });
+
+  for (bool approve : {true, false}) {
+    CLI::App* d = merges->add_subcommand(approve ? "approve" : "reject",
+                                         approve ? "Approve a merge waiting for review" : "Send a merge back to its owner");
+    d->add_option("ID", a->id, "Merge request id")->required();
+    d->add_option("--feedback", a->feedback, approve ? "A note kept with the decision" : "What the owner should change");
+    d->add_option("--as", a->as, "Who decides (default: user)");
+    d->callback([&g, a, approve] { g.action = [&g, a, approve] { return Decide(g, *a, approve); }; });
+  }
+}
+
+}  // namespace mates::cli

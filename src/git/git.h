@@ -1,0 +1,66 @@
+// Git: the `git` command, run as a child (argv, never a shell) in one
+// repository folder (DESIGN §12). Git >= 2.20 is needed (worktrees with
+// `list --porcelain`, `update-ref` compare-and-swap, `merge --no-edit`).
+//
+// What a child sees is chosen here, not inherited: an allowlisted
+// environment (no API keys; no GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE or
+// any other GIT_* variable that could send it to another repository), the
+// C locale (its words are parsed), no terminal prompt, hooks off (a hook
+// is code from the repository, and mates' own commits are not a person's),
+// no signing, and an identity that `Identity` may override per call.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/cancel.h"
+#include "core/status.h"
+
+namespace mates::git {
+
+namespace fs = std::filesystem;
+
+struct Identity {
+  std::string name = "mates";
+  std::string email = "mates@localhost";
+};
+
+struct GitOutput {
+  int exit_code = 0;
+  std::string out;
+  std::string err;
+};
+
+class Git {
+ public:
+  explicit Git(fs::path dir, Identity who = {}) : dir_(std::move(dir)), who_(std::move(who)) {}
+
+  // Any exit code; an error only when git could not be run (or timed out).
+  Result<GitOutput> Run(const std::vector<std::string>& args, double timeout_s = 300,
+                        const CancelToken* cancel = nullptr) const;
+  // Exit 0 required, else FailedPrecondition "git ARGS: <stderr>". Returns
+  // stdout without its last newline.
+  Result<std::string> Ok(const std::vector<std::string>& args, double timeout_s = 300,
+                         const CancelToken* cancel = nullptr) const;
+
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+  Identity who_;
+};
+
+// FailedPrecondition unless `git` runs and is at least 2.20.
+Status CheckGitVersion();
+// The top of the work tree holding `dir`; FailedPrecondition "W is not a
+// git repository" otherwise.
+Result<fs::path> RepoTop(const fs::path& dir);
+// The commit a ref names, or "" if it does not exist.
+Result<std::string> ResolveCommit(const Git& g, const std::string& ref);
+// Whether `name` is a valid branch name (git check-ref-format --branch).
+Status ValidateBranchName(const std::string& name);
+// The environment git and merge checks run with (allowlisted, see above).
+std::vector<std::string> ChildEnvironment(bool c_locale);
+
+}  // namespace mates::git

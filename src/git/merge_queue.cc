@@ -1,0 +1,363 @@
+#include "git/merge_queue.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/files.h"
+#include "core/guarded.h"
+#include "core/log.h"
+#include "core/process_tree.h"
+#include "core/subprocess.h"
+#include "git/git.h"
+#include "git/worktrees.h"
+#include "store/board.h"
+#include "store/messenger.h"
+#include "store/roster.h"
+#include "store/watcher.h"
+
+namespace mates::git {
+
+namespace {
+
+constexpr size_t kOutputTail = 3000;
+constexpr int kCasAttempts = 8;
+
+std::string Tail(const std::string& s) {
+  if (s.size() <= kOutputTail) return s;
+  return "…" + s.substr(s.size() - kOutputTail);
+}
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t nl = s.find('\n', start);
+    std::string line = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    if (!line.empty()) out.push_back(line);
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+fs::path ChecksJournal(const Workspace& ws, const std::string& team) {
+  return ws.AgentsDir(team) / "merge-queue.procs";
+}
+
+// The scratch worktree, detached at `base`, clean (ignored files such as
+// build outputs stay: checks build incrementally).
+Status PrepareScratch(const Workspace& ws, const std::string& team, const std::string& base,
+                      const CancelToken* cancel) {
+  Git w(ws.root());
+  fs::path scratch = ScratchWorktree(ws, team);
+  std::error_code ec;
+  if (!fs::exists(scratch / ".git", ec)) {
+    fs::remove_all(scratch, ec);
+    MATES_RETURN_IF_ERROR(EnsureDir(scratch.parent_path()));
+    Status added = w.Ok({"worktree", "add", "--quiet", "--detach", scratch.string(), base}, 600, cancel).status();
+    if (added.ok()) return added;
+    (void)w.Run({"worktree", "prune"}, 60, cancel);  // registered, but its folder was gone
+    return w.Ok({"worktree", "add", "--quiet", "--detach", scratch.string(), base}, 600, cancel).status();
+  }
+  Git s(scratch);
+  (void)s.Run({"merge", "--abort"}, 60, cancel);
+  MATES_RETURN_IF_ERROR(s.Ok({"checkout", "--quiet", "--force", "--detach", base}, 600, cancel).status());
+  return s.Ok({"clean", "-ffdq"}, 600, cancel).status();
+}
+
+}  // namespace
+
+MergeQueue::MergeQueue(Options options) : options_(std::move(options)) {
+  thread_ = std::thread([this] { RunGuarded("the merge queue", [this] { Main(); }); });
+}
+
+MergeQueue::~MergeQueue() { Stop(); }
+
+void MergeQueue::Stop() {
+  stop_.store(true);
+  cancel_.Cancel(CancelToken::kForGood);
+  waker_->Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool MergeQueue::Busy() {
+  if (processing_.load()) return true;
+  const std::string team = options_.team();
+  auto list = MergeStore(options_.ws, team).List();
+  if (!list.ok()) return false;
+  for (const auto& m : *list) {
+    if (m.status == MergeState::kQueued || m.status == MergeState::kChecking) return true;
+  }
+  return false;
+}
+
+std::optional<MergeRequest> MergeQueue::Next(const std::string& team) {
+  auto list = MergeStore(options_.ws, team).List();
+  if (!list.ok()) return std::nullopt;
+  for (auto& m : *list) {
+    if (m.status == MergeState::kQueued || m.status == MergeState::kChecking) return std::move(m);
+  }
+  return std::nullopt;
+}
+
+void MergeQueue::Main() {
+  std::string watched;
+  Watcher::Subscription sub;
+  while (!stop_.load()) {
+    const std::string team = options_.team();
+    if (team != watched) {
+      watched = team;
+      // What a dead host's checks left running goes before any new one.
+      (void)ProcessJournal(ChecksJournal(options_.ws, team)).KillLeftovers();
+      sub.Reset();
+      fs::path dir = options_.ws.MergesDir(team);
+      if (EnsureDir(dir).ok()) {
+        auto s = Watcher::Default().Subscribe(dir, "*.json", waker_);
+        if (s.ok()) sub = std::move(*s);
+      }
+    }
+    uint64_t g = waker_->generation();
+    if (auto next = Next(team)) {
+      processing_.store(true);
+      Process(team, std::move(*next));
+      processing_.store(false);
+      if (options_.on_change) options_.on_change();  // whoever saw us busy looks again
+      continue;
+    }
+    // The team can change under us (TeamCreate): look again now and then.
+    waker_->WaitChange(g, DeadlineIn(sub.active() ? 2.0 : 0.5));
+  }
+}
+
+void MergeQueue::Process(const std::string& team, MergeRequest m) {
+  const Workspace& ws = options_.ws;
+  MergeStore store(ws, team);
+  auto cfg = Roster(ws).Load(team);
+  if (!cfg.ok()) {
+    LogWarning("merge queue: " + cfg.status().message());
+    waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
+    return;
+  }
+  const std::string target = m.target.empty() ? cfg->git.target_branch : m.target;
+  if (target.empty()) {
+    Bounce(team, m, MergeState::kFailed, "the team has no target branch (it is not set up for worktrees)", {});
+    return;
+  }
+  auto taken = store.Update(m.id, [](MergeRequest& r) {
+    if (!MergeOpen(r.status) || r.status == MergeState::kReview) {
+      return Status::FailedPrecondition("no longer queued");
+    }
+    r.status = MergeState::kChecking;
+    return Status::Ok();
+  });
+  if (!taken.ok()) return;
+  m = *taken;
+  if (options_.on_change) options_.on_change();
+
+  Git w(ws.root(), MergeQueueIdentity(team));
+  const fs::path scratch = ScratchWorktree(ws, team);
+  for (int attempt = 0; attempt < kCasAttempts && !stop_.load(); ++attempt) {
+    auto old = ResolveCommit(w, "refs/heads/" + target);
+    if (!old.ok() || old->empty()) {
+      Bounce(team, m, MergeState::kFailed, "the target branch '" + target + "' is gone", {});
+      return;
+    }
+    std::string merged;
+    std::string output;
+    if (m.approved && !m.merged_commit.empty() && m.checked_on == *old) {
+      merged = m.merged_commit;  // approved as checked, and the target has not moved
+    } else {
+      Status prepared = PrepareScratch(ws, team, *old, &cancel_);
+      if (stop_.load()) return;
+      if (!prepared.ok()) {
+        Bounce(team, m, MergeState::kFailed, "could not prepare the merge: " + prepared.message(), {});
+        return;
+      }
+      Git s(scratch, MergeQueueIdentity(team));
+      auto r = s.Run({"merge", "--no-edit", "--quiet", "-m",
+                      "Merge task #" + std::to_string(m.task) + ": " + m.subject + " (" + m.owner + ")", m.commit},
+                     600, &cancel_);
+      if (stop_.load()) return;
+      if (!r.ok()) {
+        Bounce(team, m, MergeState::kFailed, "git merge: " + r.status().message(), {});
+        return;
+      }
+      if (r->exit_code != 0) {
+        auto unmerged = s.Ok({"diff", "--name-only", "--diff-filter=U"}, 60);
+        std::vector<std::string> files = unmerged.ok() ? Lines(*unmerged) : std::vector<std::string>{};
+        (void)s.Run({"merge", "--abort"}, 60);
+        if (files.empty()) {
+          Bounce(team, m, MergeState::kFailed, "git merge: " + Tail(r->err.empty() ? r->out : r->err), {});
+        } else {
+          Bounce(team, m, MergeState::kConflict, "", files);
+        }
+        return;
+      }
+      auto head = ResolveCommit(s, "HEAD");
+      if (!head.ok() || head->empty()) {
+        Bounce(team, m, MergeState::kFailed, "the merge made no commit", {});
+        return;
+      }
+      merged = *head;
+      if (!cfg->git.merge_check.empty()) {
+        SubprocessOptions o;
+        o.argv = {"/bin/sh", "-c", cfg->git.merge_check};
+        o.env = ChildEnvironment(/*c_locale=*/false);
+        o.cwd = scratch.string();
+        o.timeout_s = cfg->git.merge_timeout_s;
+        o.merge_stderr = true;
+        o.tag = NewProcessTag();
+        auto started = Subprocess::Start(o);
+        if (!started.ok()) {
+          Bounce(team, m, MergeState::kFailed, "could not start the check: " + started.status().message(), {});
+          return;
+        }
+        ProcessJournal procs(ChecksJournal(ws, team));
+        (void)procs.Add({started->pid(), ProcessStartTime(started->pid()), o.tag});
+        SubprocessResult cr = started->Wait(&cancel_);
+        (void)procs.Remove(started->pid());
+        if (cr.cancelled || stop_.load()) return;  // the next host checks it again
+        output = Tail(cr.out);
+        if (cr.timed_out || cr.exit_code != 0 || cr.term_signal != 0) {
+          std::string why = cr.timed_out ? "timed out after " + std::to_string(static_cast<int>(o.timeout_s)) + " s"
+                            : cr.term_signal != 0 ? "killed by signal " + std::to_string(cr.term_signal)
+                                                  : "exit code " + std::to_string(cr.exit_code);
+          Bounce(team, m, MergeState::kFailed, output + (output.empty() || output.back() == '\n' ? "" : "\n") +
+                                                   "[" + why + "]", {});
+          return;
+        }
+      }
+      if (cfg->git.merge_review && !m.approved) {
+        auto held = store.Update(m.id, [&](MergeRequest& r) {
+          r.status = MergeState::kReview;
+          r.merged_commit = merged;
+          r.checked_on = *old;
+          r.output = output;
+          return Status::Ok();
+        });
+        if (options_.on_change) options_.on_change();
+        if (held.ok() && options_.tell_lead) {
+          options_.tell_lead("Merge request " + std::to_string(m.id) + " (task #" + std::to_string(m.task) + " \"" +
+                             m.subject + "\" by " + m.owner + ") merges cleanly onto " + target +
+                             (cfg->git.merge_check.empty() ? "" : " and passed its check") +
+                             "; it waits for your review: MergeReview{id: " + std::to_string(m.id) +
+                             ", approve: true|false, feedback}.");
+        }
+        return;
+      }
+    }
+    // Advance the target: only from `old`, so a target moved by anyone
+    // meanwhile sends us round again.
+    bool moved = false;
+    if (CheckedOutInW(ws, target)) {
+      auto head = ResolveCommit(w, "HEAD");
+      auto dirty = DirtyFiles(w);
+      if (dirty.ok() && !dirty->empty()) {
+        Bounce(team, m, MergeState::kFailed,
+               "the target " + target + " is checked out in the workspace, which has uncommitted changes now:\n" +
+                   *dirty + "\n(commit or stash them there; then complete the task again)",
+               {});
+        return;
+      }
+      if (head.ok() && *head == *old) {
+        auto ff = w.Run({"merge", "--ff-only", "--quiet", merged}, 600, &cancel_);
+        moved = ff.ok() && ff->exit_code == 0;
+      }
+    } else {
+      auto cas = w.Run({"update-ref", "-m", "mates: merge task #" + std::to_string(m.task),
+                        "refs/heads/" + target, merged, *old},
+                       60, &cancel_);
+      moved = cas.ok() && cas->exit_code == 0;
+    }
+    if (moved) {
+      Finish(team, m, merged);
+      return;
+    }
+    // The target moved: round again on the new one (an approval stands;
+    // the merge is checked again since what it was checked on is gone).
+  }
+  if (!stop_.load()) Bounce(team, m, MergeState::kFailed, "the target kept moving while merging", {});
+}
+
+void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const std::string& merged) {
+  const Workspace& ws = options_.ws;
+  (void)MergeStore(ws, team).Update(m.id, [&](MergeRequest& r) {
+    r.status = MergeState::kMerged;
+    r.merged_commit = merged;
+    return Status::Ok();
+  });
+  auto cfg = Roster(ws).Load(team);
+  const std::string lead = cfg.ok() ? cfg->lead : "lead";
+  const std::string target = m.target.empty() && cfg.ok() ? cfg->git.target_branch : m.target;
+  TaskPatch p;
+  p.status = TaskStatus::kCompleted;
+  auto done = SharedBoard(ws.TasksDir(team))->Update(m.task, p, Caller{lead, true});
+  if (!done.ok()) LogWarning("merge queue: task #" + std::to_string(m.task) + ": " + done.status().message());
+  std::error_code ec;
+  if (fs::exists(TeammateWorktree(ws, team, m.owner) / ".git", ec)) {
+    auto in = MergeTargetInto(ws, team, m.owner, target);
+    if (!in.ok() || in->exit_code != 0) {
+      LogInfo("merge queue: " + m.owner + "'s worktree did not take " + target + " (" +
+              (in.ok() ? in->err : in.status().message()) + ")");
+    }
+    if (options_.running && !options_.running(m.owner)) {
+      std::string kept = CleanUpTeammate(ws, team, m.owner, target, /*final=*/false);
+      if (!kept.empty()) LogInfo("merge queue: " + kept);
+    }
+  }
+  if (options_.on_change) options_.on_change();
+}
+
+void MergeQueue::Bounce(const std::string& team, MergeRequest m, MergeState state, const std::string& output,
+                        const std::vector<std::string>& files) {
+  const Workspace& ws = options_.ws;
+  (void)MergeStore(ws, team).Update(m.id, [&](MergeRequest& r) {
+    r.status = state;
+    r.output = output;
+    r.files = files;
+    return Status::Ok();
+  });
+  auto cfg = Roster(ws).Load(team);
+  const std::string target = m.target.empty() && cfg.ok() ? cfg->git.target_branch : m.target;
+  std::string text = "Task #" + std::to_string(m.task) + ": ";
+  if (state == MergeState::kConflict) {
+    text += "conflict in " + Join(files) + " — your work does not merge onto " + target + " as it is now. ";
+    std::error_code ec;
+    auto in = fs::exists(TeammateWorktree(ws, team, m.owner) / ".git", ec)
+                  ? MergeTargetInto(ws, team, m.owner, target)
+                  : Result<GitOutput>(Status::NotFound("no worktree"));
+    if (in.ok() && in->exit_code != 0) {
+      text += target + " is now merged into your worktree with the conflict markers left in those files: resolve "
+              "them (keep what both sides meant), then set the task completed again; that commits the merge and "
+              "resubmits it.";
+    } else {
+      text += "Run `git merge " + target + "` in your worktree, resolve the conflicts, then set the task completed "
+              "again.";
+    }
+  } else {
+    text += "check failed:\n" + output +
+            "\nYour worktree is as you left it: fix the problem, then set the task completed again (that commits "
+            "and resubmits it).";
+  }
+  SendRequest s;
+  s.sender = kMergeQueueName;
+  s.recipient = m.owner;
+  s.content = text;
+  s.summary = "merge of task #" + std::to_string(m.task) + ": " + std::string(MergeStateName(state));
+  auto sent = Messenger(ws, team).Send(s);
+  if (!sent.ok()) LogWarning("merge queue: telling " + m.owner + ": " + sent.status().message());
+  if (options_.tell_lead && options_.running && !options_.running(m.owner)) {
+    options_.tell_lead("Merge request " + std::to_string(m.id) + " (task #" + std::to_string(m.task) + " by " +
+                       m.owner + ", who is not running) bounced: " + std::string(MergeStateName(state)) +
+                       (files.empty() ? "" : " in " + Join(files)) + ".");
+  }
+  if (options_.on_change) options_.on_change();
+}
+
+}  // namespace mates::git

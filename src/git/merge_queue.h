@@ -1,0 +1,80 @@
+// MergeQueue: the team's merge queue, a thread of the host (DESIGN §12).
+//
+// It takes the team's merge requests in id order. For each: in the scratch
+// worktree it merges the owner's commit onto the target as it is now, runs
+// the team's check there (with its timeout), and advances the target by a
+// compare-and-swap (`git update-ref NEW OLD`; a target checked out in W is
+// fast-forwarded there instead, W's HEAD compared first) — if the target
+// moved meanwhile, it starts again on the new one. Then the task becomes
+// completed (dependents unblock) and the owner's worktree gets the new
+// target. A conflict or a failed check bounces the task to its owner with a
+// message from merge-queue. With review on, a checked merge waits for a
+// decision (DecideMerge) before the target moves.
+//
+// The target only ever moves to a commit that passed the check. A host
+// killed at any point leaves the target as it was or at the checked commit;
+// the request, found `queued` or `checking`, is taken again by the next one.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/cancel.h"
+#include "core/waker.h"
+#include "store/merges.h"
+#include "store/workspace.h"
+
+namespace mates::git {
+
+class MergeQueue {
+ public:
+  struct Options {
+    Workspace ws{"."};
+    // The team to serve now (the lead's: TeamCreate moves it).
+    std::function<std::string()> team;
+    // A request changed state (wakes whoever waits for the queue).
+    std::function<void()> on_change;
+    // What the lead should hear (a merge waiting for its review, a bounce).
+    std::function<void(const std::string&)> tell_lead;
+    // Whether `name` is still working in this host (else its worktree is
+    // cleaned once its last merge is in).
+    std::function<bool(const std::string&)> running;
+  };
+
+  explicit MergeQueue(Options options);
+  ~MergeQueue();
+  MergeQueue(const MergeQueue&) = delete;
+  MergeQueue& operator=(const MergeQueue&) = delete;
+
+  // Stops the thread (a check under way is killed; its request is taken
+  // again by the next host).
+  void Stop();
+  // The served team has requests the queue still has to take (queued or
+  // checking); one waiting for review is the reviewer's, not counted.
+  bool Busy();
+  // Wakes the thread (a request was queued in this process).
+  void Poke() { waker_->Notify(); }
+
+ private:
+  void Main();
+  // The next request to take, if any.
+  std::optional<MergeRequest> Next(const std::string& team);
+  void Process(const std::string& team, MergeRequest m);
+  void Bounce(const std::string& team, MergeRequest m, MergeState state, const std::string& output,
+              const std::vector<std::string>& files);
+  void Finish(const std::string& team, const MergeRequest& m, const std::string& merged);
+
+  const Options options_;
+  const std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
+  CancelToken cancel_;
+  std::atomic<bool> stop_{false};
+  // Taking a request, until whoever must hear of it has (a request put in
+  // review is not "queued", yet the lead has not been told until then).
+  std::atomic<bool> processing_{false};
+  std::thread thread_;
+};
+
+}  // namespace mates::git

@@ -1,0 +1,89 @@
+#include "git/submit.h"
+
+#include <nlohmann/json.hpp>
+
+#include "git/worktrees.h"
+#include "store/messenger.h"
+#include "store/roster.h"
+
+namespace mates::git {
+
+Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, const std::string& team, Board& board,
+                                                int64_t task_id, const Caller& caller) {
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, Roster(ws).Load(team));
+  MATES_ASSIGN_OR_RETURN(Task t, board.Get(task_id));
+  if (t.status == TaskStatus::kCompleted || t.status == TaskStatus::kDeleted || t.owner.empty()) return std::optional<Submitted>();
+  const Member* owner = c.Find(t.owner);
+  if (owner == nullptr || !owner->worktree || !c.git.configured()) return std::optional<Submitted>();
+  const std::string ref = "task #" + std::to_string(t.id);
+  if (!caller.is_lead && caller.name != t.owner) {
+    return Status::FailedPrecondition(ref + " is owned by '" + t.owner + "'; only its owner or the lead can complete it");
+  }
+  MergeStore merges(ws, team);
+  auto meta = ParseJson(t.metadata_json);
+  if (meta.ok() && meta->is_object() && meta->contains("merge") && (*meta)["merge"].is_number_integer()) {
+    auto earlier = merges.Get((*meta)["merge"].get<int64_t>());
+    if (earlier.ok() && MergeOpen(earlier->status)) {
+      return Status::FailedPrecondition(ref + " is already waiting to be merged (merge request " +
+                                        std::to_string(earlier->id) + ", " +
+                                        std::string(MergeStateName(earlier->status)) + "); it completes when merged");
+    }
+  }
+  MATES_ASSIGN_OR_RETURN(Committed done,
+                         CommitTeammateWork(ws, team, t.owner, t.id, t.subject, c.git.target_branch));
+  if (!done.ahead) return std::optional<Submitted>();  // nothing to merge
+  MergeRequest m;
+  m.task = t.id;
+  m.subject = t.subject;
+  m.owner = t.owner;
+  m.branch = TeammateBranch(team, t.owner);
+  m.commit = done.commit;
+  m.target = c.git.target_branch;
+  MATES_ASSIGN_OR_RETURN(m, merges.Create(m));
+  TaskPatch p;
+  p.status = TaskStatus::kInProgress;
+  p.metadata_json = DumpJson(Json{{"merge", m.id}});
+  MATES_ASSIGN_OR_RETURN(Task updated, board.Update(t.id, p, caller));
+  Submitted s{m, updated, ""};
+  s.text = "Task #" + std::to_string(t.id) + " submitted for merge: merge request " + std::to_string(m.id) +
+           " (commit " + m.commit.substr(0, 10) + " on " + m.branch + "). It stays in_progress until the merge " +
+           "queue has merged it onto " + m.target + (c.git.merge_check.empty() ? "" : " and its check passed") +
+           (c.git.merge_review ? " and the lead approved it" : "") +
+           "; if it bounces, merge-queue sends you a message saying why. Meanwhile you may take other work.";
+  return std::optional<Submitted>(std::move(s));
+}
+
+Result<MergeRequest> DecideMerge(const Workspace& ws, const std::string& team, int64_t id, bool approve,
+                                 const std::string& feedback, const std::string& by) {
+  MergeStore merges(ws, team);
+  MATES_ASSIGN_OR_RETURN(MergeRequest m, merges.Update(id, [&](MergeRequest& r) -> Status {
+    if (r.status != MergeState::kReview) {
+      return Status::FailedPrecondition("merge request " + std::to_string(id) + " is " +
+                                        std::string(MergeStateName(r.status)) + ", not waiting for review");
+    }
+    r.decided_by = by;
+    r.feedback = feedback;
+    if (approve) {
+      r.approved = true;
+      r.status = MergeState::kQueued;  // the queue moves the target
+    } else {
+      r.status = MergeState::kRejected;
+    }
+    return Status::Ok();
+  }));
+  if (!approve) {
+    SendRequest s;
+    s.sender = kMergeQueueName;
+    s.recipient = m.owner;
+    s.content = "Task #" + std::to_string(m.task) + ": merge rejected by " + by +
+                (feedback.empty() ? "" : ": " + feedback) +
+                "\nYour worktree is as you left it: change what was asked, then set the task completed again "
+                "(that commits and resubmits it).";
+    s.summary = "merge of task #" + std::to_string(m.task) + " rejected";
+    auto sent = Messenger(ws, team).Send(s);
+    if (!sent.ok()) return sent.status().WithContext("merge request " + std::to_string(id) + " rejected, but");
+  }
+  return m;
+}
+
+}  // namespace mates::git

@@ -1,0 +1,37 @@
+// Completing an isolated teammate's task (DESIGN §12): what `TaskUpdate
+// status=completed` and `mates tasks update N --status completed` become
+// when the task's owner works in its own worktree. The worktree is
+// committed, a merge request queued, and the task stays in_progress with
+// metadata.merge = the request's id until the merge queue has merged it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "store/board.h"
+#include "store/merges.h"
+#include "store/workspace.h"
+
+namespace mates::git {
+
+struct Submitted {
+  MergeRequest request;
+  Task task;
+  // What the submitter reads.
+  std::string text;
+};
+
+// nullopt: the owner is not isolated, or its worktree holds nothing the
+// target lacks — the task completes as usual. FailedPrecondition: the
+// caller may not complete it, or it is already waiting for a merge.
+Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, const std::string& team, Board& board,
+                                                int64_t task_id, const Caller& caller);
+
+// A request in review decided by the lead or a person (DESIGN §12): approve
+// sends it back to the queue to be merged; reject tells the owner (from
+// merge-queue) with the feedback. FailedPrecondition unless it is in review.
+Result<MergeRequest> DecideMerge(const Workspace& ws, const std::string& team, int64_t id, bool approve,
+                                 const std::string& feedback, const std::string& by);
+
+}  // namespace mates::git

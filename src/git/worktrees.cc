@@ -1,0 +1,254 @@
+#include "git/worktrees.h"
+
+#include "core/file_lock.h"
+#include "core/files.h"
+#include "core/log.h"
+
+namespace mates::git {
+
+namespace {
+
+// mates' own folders in W are not the user's changes.
+const std::vector<std::string> kNotUserFiles = {":(exclude).teams", ":(exclude).tasks", ":(exclude).mates"};
+
+Result<bool> IsAncestor(const Git& g, const std::string& a, const std::string& b) {
+  MATES_ASSIGN_OR_RETURN(GitOutput r, g.Run({"merge-base", "--is-ancestor", a, b}, 60));
+  if (r.exit_code == 0) return true;
+  if (r.exit_code == 1) return false;
+  return Status::FailedPrecondition("git merge-base: " + r.err);
+}
+
+// One git operation at a time in a teammate's worktree, across threads and
+// processes (the owner committing, the queue bringing it the target, a pane
+// agent's `mates tasks update`): git's index.lock would fail the second.
+Result<FileLock> LockWorktree(const Workspace& ws, const std::string& team, const std::string& name) {
+  MATES_RETURN_IF_ERROR(EnsureDir(ws.WorktreesDir(team)));
+  return FileLock::Acquire(ws.WorktreesDir(team) / ("." + name + ".lock"));
+}
+
+}  // namespace
+
+// Not mates/<team>/<name>: git cannot hold that beside the target
+// mates/<team> (a ref cannot be a file and a folder). '@' is in no name,
+// so no two (team, name) pairs share a branch; it reads like an agent id.
+std::string TeammateBranch(const std::string& team, const std::string& name) {
+  return "mates/" + name + "@" + team;
+}
+
+fs::path TeammateWorktree(const Workspace& ws, const std::string& team, const std::string& name) {
+  return ws.WorktreesDir(team) / name;
+}
+
+fs::path ScratchWorktree(const Workspace& ws, const std::string& team) { return ws.WorktreesDir(team) / ".merge"; }
+
+Identity TeammateIdentity(const std::string& team, const std::string& name) {
+  return {name, name + "@" + team + ".mates"};
+}
+
+Identity MergeQueueIdentity(const std::string& team) { return {"mates merge queue", "merge-queue@" + team + ".mates"}; }
+
+Result<std::string> DirtyFiles(const Git& g) {
+  std::vector<std::string> args = {"status", "--porcelain", "--untracked-files=no", "--", "."};
+  args.insert(args.end(), kNotUserFiles.begin(), kNotUserFiles.end());
+  return g.Ok(args, 120);
+}
+
+bool CheckedOutInW(const Workspace& ws, const std::string& branch) {
+  auto head = Git(ws.root()).Run({"symbolic-ref", "--quiet", "HEAD"}, 30);
+  if (!head.ok() || head->exit_code != 0) return false;
+  std::string h = head->out;
+  if (!h.empty() && h.back() == '\n') h.pop_back();
+  return h == "refs/heads/" + branch;
+}
+
+Result<TeamGit> PrepareTarget(const Workspace& ws, const std::string& team, TeamGit wanted) {
+  MATES_RETURN_IF_ERROR(CheckGitVersion());
+  MATES_ASSIGN_OR_RETURN(fs::path top, RepoTop(ws.root()));
+  std::error_code ec;
+  if (!fs::equivalent(top, ws.root(), ec)) {
+    return Status::FailedPrecondition("the workspace " + ws.root().string() + " is inside the git repository " +
+                                      top.string() + " but not its top; run mates from " + top.string());
+  }
+  Git g(ws.root());
+  MATES_ASSIGN_OR_RETURN(std::string head, ResolveCommit(g, "HEAD"));
+  if (head.empty()) {
+    return Status::FailedPrecondition("the git repository " + ws.root().string() +
+                                      " has no commit yet; commit something first");
+  }
+  if (wanted.target_branch.empty()) {
+    wanted.target_branch = "mates/" + team;
+    MATES_RETURN_IF_ERROR(ValidateBranchName(wanted.target_branch));
+    MATES_ASSIGN_OR_RETURN(std::string existing, ResolveCommit(g, "refs/heads/" + wanted.target_branch));
+    if (existing.empty()) {
+      MATES_RETURN_IF_ERROR(g.Ok({"branch", "--no-track", wanted.target_branch, head}, 60).status());
+    }
+  } else {
+    MATES_RETURN_IF_ERROR(ValidateBranchName(wanted.target_branch));
+    MATES_ASSIGN_OR_RETURN(std::string existing, ResolveCommit(g, "refs/heads/" + wanted.target_branch));
+    if (existing.empty()) {
+      return Status::NotFound("the target branch '" + wanted.target_branch + "' does not exist in " +
+                              ws.root().string());
+    }
+  }
+  if (CheckedOutInW(ws, wanted.target_branch)) {
+    MATES_ASSIGN_OR_RETURN(std::string dirty, DirtyFiles(g));
+    if (!dirty.empty()) {
+      return Status::FailedPrecondition("the target branch '" + wanted.target_branch +
+                                        "' is checked out in the workspace, which has uncommitted changes:\n" +
+                                        dirty + "\ncommit or stash them (merges fast-forward this checkout)");
+    }
+  }
+  return wanted;
+}
+
+Result<fs::path> EnsureTeammateWorktree(const Workspace& ws, const std::string& team, const std::string& name,
+                                        const std::string& target) {
+  fs::path path = TeammateWorktree(ws, team, name);
+  std::error_code ec;
+  Git g(ws.root());
+  if (fs::exists(path / ".git", ec)) return path;
+  MATES_RETURN_IF_ERROR(EnsureDir(path.parent_path()));
+  const std::string branch = TeammateBranch(team, name);
+  auto add = [&]() -> Status {
+    MATES_ASSIGN_OR_RETURN(std::string existing, ResolveCommit(g, "refs/heads/" + branch));
+    if (existing.empty()) return g.Ok({"worktree", "add", "--quiet", "-b", branch, path.string(), target}, 300).status();
+    return g.Ok({"worktree", "add", "--quiet", path.string(), branch}, 300).status();
+  };
+  Status added = add();
+  if (!added.ok()) {
+    // A worktree folder removed by hand stays registered until pruned.
+    // (Never pruned unasked: a prune beside another `worktree add` can drop
+    // the entry that one is making.)
+    (void)g.Run({"worktree", "prune"}, 60);
+    MATES_RETURN_IF_ERROR(add());
+  }
+  return path;
+}
+
+Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& team, const std::string& name,
+                                     int64_t task, const std::string& subject, const std::string& target) {
+  fs::path path = TeammateWorktree(ws, team, name);
+  std::error_code ec;
+  if (!fs::exists(path / ".git", ec)) {
+    return Status::FailedPrecondition("the worktree of '" + name + "' (" + path.string() + ") is gone");
+  }
+  MATES_ASSIGN_OR_RETURN(FileLock lock, LockWorktree(ws, team, name));
+  Git g(path, TeammateIdentity(team, name));
+  MATES_RETURN_IF_ERROR(g.Ok({"add", "-A", "--", "."}, 300).status());
+  MATES_ASSIGN_OR_RETURN(GitOutput staged, g.Run({"diff", "--cached", "--quiet"}, 120));
+  MATES_ASSIGN_OR_RETURN(std::string merging, ResolveCommit(g, "MERGE_HEAD"));
+  if (staged.exit_code != 0 || !merging.empty()) {
+    std::string message = "Task #" + std::to_string(task) + ": " + subject;
+    MATES_RETURN_IF_ERROR(g.Ok({"commit", "--quiet", "--no-verify", "-m", message}, 300).status());
+  }
+  Committed c;
+  MATES_ASSIGN_OR_RETURN(c.commit, ResolveCommit(g, "HEAD"));
+  MATES_ASSIGN_OR_RETURN(bool merged, IsAncestor(g, c.commit, "refs/heads/" + target));
+  c.ahead = !merged;
+  return c;
+}
+
+Result<GitOutput> MergeTargetInto(const Workspace& ws, const std::string& team, const std::string& name,
+                                  const std::string& target) {
+  MATES_ASSIGN_OR_RETURN(FileLock lock, LockWorktree(ws, team, name));
+  Git g(TeammateWorktree(ws, team, name), TeammateIdentity(team, name));
+  MATES_ASSIGN_OR_RETURN(GitOutput ff, g.Run({"merge", "--ff-only", "--quiet", "refs/heads/" + target}, 300));
+  if (ff.exit_code == 0) return ff;
+  return g.Run({"merge", "--no-edit", "--quiet", "refs/heads/" + target}, 300);
+}
+
+std::string RefreshWorktree(const Workspace& ws, const std::string& team, const std::string& name,
+                            const std::string& target) {
+  Git g(TeammateWorktree(ws, team, name), TeammateIdentity(team, name));
+  auto dirty = g.Ok({"status", "--porcelain", "--untracked-files=no"}, 120);
+  if (!dirty.ok()) return dirty.status().message();
+  if (!dirty->empty()) return "it has uncommitted changes";
+  auto merged = MergeTargetInto(ws, team, name, target);
+  if (!merged.ok()) return merged.status().message();
+  if (merged->exit_code != 0) {
+    auto lock = LockWorktree(ws, team, name);
+    (void)g.Run({"merge", "--abort"}, 60);
+    return "merging " + target + " into it would conflict with your unmerged work";
+  }
+  return "";
+}
+
+std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const std::string& name,
+                            const std::string& target, bool final) {
+  Git w(ws.root());
+  const fs::path path = TeammateWorktree(ws, team, name);
+  const std::string branch = TeammateBranch(team, name);
+  std::error_code ec;
+  auto tip = ResolveCommit(w, "refs/heads/" + branch);
+  if (!tip.ok()) return "";
+  bool has_tree = fs::exists(path / ".git", ec);
+  if (tip->empty() && !has_tree) return "";
+  auto lock = LockWorktree(ws, team, name);
+  Git g(path, TeammateIdentity(team, name));
+  std::string dirty;
+  if (has_tree) {
+    auto st = g.Ok({"status", "--porcelain"}, 120);
+    if (!st.ok()) return "kept " + path.string() + " (" + st.status().message() + ")";
+    dirty = *st;
+    if (!dirty.empty() && final) {
+      // Nothing is thrown away: the team ends, the work goes on its branch.
+      auto added = g.Ok({"add", "-A", "--", "."}, 300);
+      auto made = added.ok() ? g.Ok({"commit", "--quiet", "--no-verify", "-m",
+                                     "mates: unmerged work of " + name + ", kept when team " + team + " ended"},
+                                    300)
+                             : added;
+      if (!made.ok()) return "kept " + path.string() + " (could not commit its changes: " + made.status().message() + ")";
+      dirty.clear();
+      tip = ResolveCommit(w, "refs/heads/" + branch);
+      if (!tip.ok()) return "kept " + path.string();
+    }
+  }
+  bool merged = false;
+  if (!tip->empty()) {
+    auto m = IsAncestor(w, *tip, "refs/heads/" + target);
+    merged = m.ok() && *m;
+  }
+  if (!dirty.empty()) return "kept " + path.string() + " (uncommitted changes)";
+  if (!merged && !final) return "kept " + path.string() + " (work on " + branch + " not merged)";
+  if (has_tree) {
+    auto removed = w.Ok({"worktree", "remove", "--force", path.string()}, 300);
+    if (!removed.ok()) return "kept " + path.string() + " (" + removed.status().message() + ")";
+  }
+  if (!merged) return "kept branch " + branch + " (work not merged)";
+  if (!tip->empty()) {
+    auto deleted = w.Ok({"branch", "-D", "--quiet", branch}, 60);
+    if (!deleted.ok()) return "kept branch " + branch + " (" + deleted.status().message() + ")";
+  }
+  return "";
+}
+
+void CleanUpScratch(const Workspace& ws, const std::string& team) {
+  Git w(ws.root());
+  fs::path scratch = ScratchWorktree(ws, team);
+  std::error_code ec;
+  if (fs::exists(scratch, ec)) {
+    auto r = w.Ok({"worktree", "remove", "--force", scratch.string()}, 300);
+    if (!r.ok()) {
+      LogDebug("merge scratch: " + r.status().message());
+      fs::remove_all(scratch, ec);
+    }
+  }
+  (void)w.Run({"worktree", "prune"}, 60);
+  // The worktrees' lock files go with the last worktree.
+  bool trees_left = false;
+  std::vector<fs::path> locks;
+  for (const auto& e : fs::directory_iterator(ws.WorktreesDir(team), ec)) {
+    std::string n = e.path().filename().string();
+    if (n.size() > 6 && n[0] == '.' && n.ends_with(".lock")) {
+      locks.push_back(e.path());
+    } else {
+      trees_left = true;
+    }
+  }
+  if (!trees_left) {
+    for (const auto& l : locks) fs::remove(l, ec);
+  }
+  fs::remove(ws.WorktreesDir(team), ec);  // only if empty
+}
+
+}  // namespace mates::git

@@ -1,0 +1,77 @@
+// A team's git isolation (DESIGN §12): its target branch, one worktree and
+// branch per isolated teammate, and the merge queue's scratch worktree.
+//
+//   W/.mates/worktrees/<team>/<name>    on mates/<name>@<team>
+//   W/.mates/worktrees/<team>/.merge    detached: where merges are checked
+//
+// Paths and branches derive from validated names only, never from a file.
+// Nothing here deletes work that is not on the target: a worktree is
+// removed only when clean and its branch merged, a branch deleted only when
+// merged; at the team's end unmerged work is committed to its branch and
+// the branch kept.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "git/git.h"
+#include "store/roster.h"
+#include "store/workspace.h"
+
+namespace mates::git {
+
+std::string TeammateBranch(const std::string& team, const std::string& name);
+fs::path TeammateWorktree(const Workspace& ws, const std::string& team, const std::string& name);
+fs::path ScratchWorktree(const Workspace& ws, const std::string& team);
+Identity TeammateIdentity(const std::string& team, const std::string& name);
+Identity MergeQueueIdentity(const std::string& team);
+
+// Checks W and fills in the target: W must be a git repository with a
+// commit; `wanted.target_branch` "" means mates/<team> (created from W's
+// HEAD when missing), a name given must exist; a target checked out in W
+// needs W clean (mates' own folders aside). One clear error each.
+Result<TeamGit> PrepareTarget(const Workspace& ws, const std::string& team, TeamGit wanted);
+
+// Whether `branch` is what W has checked out (then merges fast-forward W).
+bool CheckedOutInW(const Workspace& ws, const std::string& branch);
+// W's uncommitted changes to tracked files, mates' folders aside ("" = clean).
+Result<std::string> DirtyFiles(const Git& g);
+
+// The teammate's worktree, made from the target when missing (a branch of
+// that name left from before is reused: it holds the teammate's work).
+Result<fs::path> EnsureTeammateWorktree(const Workspace& ws, const std::string& team, const std::string& name,
+                                        const std::string& target);
+
+// Commits everything in the teammate's worktree as "Task #N: subject" by
+// the teammate (concluding a merge it was resolving). `ahead` is whether
+// its branch has commits the target lacks (there is something to merge).
+struct Committed {
+  std::string commit;
+  bool ahead = false;
+};
+Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& team, const std::string& name,
+                                     int64_t task, const std::string& subject, const std::string& target);
+
+// Brings the target into the teammate's worktree (after its work merged, or
+// to show it a conflict). Returns git's exit: 0 merged cleanly, else the
+// conflict is left in the files (or git refused: local changes).
+Result<GitOutput> MergeTargetInto(const Workspace& ws, const std::string& team, const std::string& name,
+                                  const std::string& target);
+
+// Before the teammate starts a task: its worktree takes the target's news
+// (the work its task depends on was merged there). Only a clean worktree is
+// touched, and a merge that would conflict is undone. Returns why it was
+// not brought up to date ("" when it was).
+std::string RefreshWorktree(const Workspace& ws, const std::string& team, const std::string& name,
+                            const std::string& target);
+
+// Removes the teammate's worktree if it is clean and merged, and its branch
+// if merged. `final` (the team ends): unmerged work is committed to the
+// branch, the worktree removed and the branch kept. Returns what was done,
+// in words ("" when there was nothing).
+std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const std::string& name,
+                            const std::string& target, bool final);
+// The scratch worktree goes; `git worktree prune` after.
+void CleanUpScratch(const Workspace& ws, const std::string& team);
+
+}  // namespace mates::git

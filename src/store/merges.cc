@@ -1,0 +1,170 @@
+#include "store/merges.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/file_lock.h"
+#include "core/files.h"
+#include "core/limits.h"
+#include "core/log.h"
+
+namespace mates {
+
+namespace {
+constexpr MergeState kAllStates[] = {MergeState::kQueued,   MergeState::kChecking, MergeState::kReview,
+                                     MergeState::kMerged,   MergeState::kConflict, MergeState::kFailed,
+                                     MergeState::kRejected};
+// What one request may hold: outputs are tails, file lists are cut.
+constexpr size_t kMaxMergeFileBytes = 1 << 20;
+}  // namespace
+
+std::string_view MergeStateName(MergeState s) {
+  switch (s) {
+    case MergeState::kQueued: return "queued";
+    case MergeState::kChecking: return "checking";
+    case MergeState::kReview: return "review";
+    case MergeState::kMerged: return "merged";
+    case MergeState::kConflict: return "conflict";
+    case MergeState::kFailed: return "failed";
+    case MergeState::kRejected: return "rejected";
+  }
+  return "queued";
+}
+
+Result<MergeState> ParseMergeState(std::string_view name) {
+  for (MergeState s : kAllStates) {
+    if (MergeStateName(s) == name) return s;
+  }
+  return Status::InvalidArgument("unknown merge status '" + std::string(name) + "'");
+}
+
+Json MergeRequestToJson(const MergeRequest& m) {
+  Json files = Json::array();
+  for (const auto& f : m.files) files.push_back(f);
+  return {{"id", m.id},
+          {"task", m.task},
+          {"subject", m.subject},
+          {"owner", m.owner},
+          {"branch", m.branch},
+          {"commit", m.commit},
+          {"status", MergeStateName(m.status)},
+          {"output", m.output},
+          {"files", std::move(files)},
+          {"target", m.target},
+          {"merged_commit", m.merged_commit},
+          {"checked_on", m.checked_on},
+          {"approved", m.approved},
+          {"decided_by", m.decided_by},
+          {"feedback", m.feedback},
+          {"created_at", m.created_at},
+          {"updated_at", m.updated_at}};
+}
+
+Result<MergeRequest> MergeRequestFromJson(const Json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("a merge request is not a JSON object");
+  MergeRequest m;
+  MATES_ASSIGN_OR_RETURN(m.id, JsonInt(j, "id", true));
+  MATES_ASSIGN_OR_RETURN(m.task, JsonInt(j, "task", true));
+  if (m.id < 1 || m.task < 1) return Status::InvalidArgument("merge and task ids start at 1");
+  MATES_ASSIGN_OR_RETURN(m.subject, JsonString(j, "subject", false));
+  MATES_ASSIGN_OR_RETURN(m.owner, JsonString(j, "owner", true));
+  MATES_ASSIGN_OR_RETURN(m.branch, JsonString(j, "branch", true));
+  MATES_ASSIGN_OR_RETURN(m.commit, JsonString(j, "commit", true));
+  MATES_ASSIGN_OR_RETURN(std::string status, JsonString(j, "status", true));
+  MATES_ASSIGN_OR_RETURN(m.status, ParseMergeState(status));
+  MATES_ASSIGN_OR_RETURN(m.output, JsonString(j, "output", false));
+  MATES_ASSIGN_OR_RETURN(const Json* files, JsonArrayField(j, "files", false));
+  if (files != nullptr) {
+    for (const auto& f : *files) {
+      if (!f.is_string()) return Status::InvalidArgument("'files' must hold strings");
+      m.files.push_back(f.get<std::string>());
+    }
+  }
+  MATES_ASSIGN_OR_RETURN(m.target, JsonString(j, "target", false));
+  MATES_ASSIGN_OR_RETURN(m.merged_commit, JsonString(j, "merged_commit", false));
+  MATES_ASSIGN_OR_RETURN(m.checked_on, JsonString(j, "checked_on", false));
+  MATES_ASSIGN_OR_RETURN(m.approved, JsonBool(j, "approved", false));
+  MATES_ASSIGN_OR_RETURN(m.decided_by, JsonString(j, "decided_by", false));
+  MATES_ASSIGN_OR_RETURN(m.feedback, JsonString(j, "feedback", false));
+  MATES_ASSIGN_OR_RETURN(m.created_at, JsonNumber(j, "created_at", 0));
+  MATES_ASSIGN_OR_RETURN(m.updated_at, JsonNumber(j, "updated_at", 0));
+  return m;
+}
+
+MergeStore::MergeStore(const Workspace& ws, std::string_view team)
+    : team_(team), dir_(ws.MergesDir(team)), lock_(ws.MergesDir(team) / ".lock") {}
+
+Result<MergeRequest> MergeStore::GetUnlocked(int64_t id) const {
+  if (id < 1 || id > kMaxTaskId) return Status::InvalidArgument("merge ids are numbers from 1");
+  fs::path path = dir_ / (std::to_string(id) + ".json");
+  auto data = ReadFilePrefix(path, kMaxMergeFileBytes + 1);
+  if (!data.ok()) {
+    if (data.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("no merge request " + std::to_string(id) + " in team '" + team_ + "'");
+    }
+    return data.status();
+  }
+  if (data->size() > kMaxMergeFileBytes) return Status::InvalidArgument(path.string() + " is too large");
+  MATES_ASSIGN_OR_RETURN(Json j, ParseJson(*data));
+  auto m = MergeRequestFromJson(j);
+  if (!m.ok()) return m.status().WithContext(path.string());
+  if (m->id != id) return Status::InvalidArgument(path.string() + " holds merge " + std::to_string(m->id));
+  return m;
+}
+
+Result<MergeRequest> MergeStore::Get(int64_t id) const { return GetUnlocked(id); }
+
+Status MergeStore::Write(const MergeRequest& m) const {
+  return WriteFileAtomic(dir_ / (std::to_string(m.id) + ".json"), DumpJsonPretty(MergeRequestToJson(m)));
+}
+
+Result<MergeRequest> MergeStore::Create(MergeRequest m) {
+  MATES_RETURN_IF_ERROR(EnsureDir(dir_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_));
+  int64_t last = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    if (e.path().extension() != ".json") continue;
+    auto id = ParseId(e.path().stem().string(), "merge id");
+    if (id.ok()) last = std::max(last, *id);
+  }
+  if (ec) return Status::Internal("cannot list " + dir_.string() + ": " + ec.message());
+  m.id = last + 1;
+  m.created_at = m.updated_at = WallSeconds();
+  MATES_RETURN_IF_ERROR(Write(m));
+  return m;
+}
+
+Result<std::vector<MergeRequest>> MergeStore::List() const {
+  std::vector<MergeRequest> out;
+  std::error_code ec;
+  if (!fs::exists(dir_, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    if (e.path().extension() != ".json") continue;
+    auto id = ParseId(e.path().stem().string(), "merge id");
+    if (!id.ok()) continue;
+    auto m = GetUnlocked(*id);
+    if (m.ok()) {
+      out.push_back(std::move(*m));
+    } else {
+      LogDebug("merges: skipping " + e.path().string() + ": " + m.status().message());
+    }
+  }
+  if (ec) return Status::Internal("cannot list " + dir_.string() + ": " + ec.message());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  return out;
+}
+
+Result<MergeRequest> MergeStore::Update(int64_t id, const std::function<Status(MergeRequest&)>& mutate) {
+  MATES_RETURN_IF_ERROR(EnsureDir(dir_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_));
+  MATES_ASSIGN_OR_RETURN(MergeRequest m, GetUnlocked(id));
+  MATES_RETURN_IF_ERROR(mutate(m));
+  m.id = id;
+  m.updated_at = WallSeconds();
+  MATES_RETURN_IF_ERROR(Write(m));
+  return m;
+}
+
+}  // namespace mates

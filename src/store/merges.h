@@ -1,0 +1,80 @@
+// Merge requests (DESIGN §12): .teams/<team>/merges/<id>.json, one per
+// submitted task, written under the folder's lock so ids are unique across
+// processes. The queue in the host moves them through their states:
+//
+//   queued -> checking -> merged
+//                      -> review -> merged | rejected   (--merge review)
+//                      -> conflict | failed             (bounced to the owner)
+//
+// A request found `checking` by a new host was interrupted (its host died
+// mid-merge); the target had not moved, so it is simply taken again.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json.h"
+#include "core/status.h"
+#include "store/workspace.h"
+
+namespace mates {
+
+enum class MergeState { kQueued, kChecking, kReview, kMerged, kConflict, kFailed, kRejected };
+std::string_view MergeStateName(MergeState s);
+Result<MergeState> ParseMergeState(std::string_view name);
+// Still to be decided by the queue or a reviewer.
+inline bool MergeOpen(MergeState s) {
+  return s == MergeState::kQueued || s == MergeState::kChecking || s == MergeState::kReview;
+}
+
+struct MergeRequest {
+  int64_t id = 0;
+  int64_t task = 0;
+  std::string subject;            // the task's, for people reading the list
+  std::string owner;
+  std::string branch;             // mates/<team>/<owner>
+  std::string commit;             // the owner's commit submitted
+  MergeState status = MergeState::kQueued;
+  std::string output;             // the check's output tail, or what went wrong
+  std::vector<std::string> files; // conflicting files
+  std::string target;             // the target branch
+  std::string merged_commit;      // what the target moved to (merged), or awaits review
+  std::string checked_on;         // the target commit the check ran on
+  bool approved = false;          // a reviewer approved it (review mode)
+  std::string decided_by;         // who approved or rejected
+  std::string feedback;           // a reviewer's words
+  double created_at = 0;
+  double updated_at = 0;
+};
+
+Json MergeRequestToJson(const MergeRequest& m);
+Result<MergeRequest> MergeRequestFromJson(const Json& j);
+
+class MergeStore {
+ public:
+  MergeStore(const Workspace& ws, std::string_view team);
+
+  // Assigns the next id (from 1) and the times; returns the stored request.
+  Result<MergeRequest> Create(MergeRequest m);
+  // NotFound "no merge request N in team T".
+  Result<MergeRequest> Get(int64_t id) const;
+  // Sorted by id; files that do not parse are skipped (and logged).
+  Result<std::vector<MergeRequest>> List() const;
+  // Read-modify-write under the lock; `mutate` may refuse. updated_at is set.
+  Result<MergeRequest> Update(int64_t id, const std::function<Status(MergeRequest&)>& mutate);
+
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  Result<MergeRequest> GetUnlocked(int64_t id) const;
+  Status Write(const MergeRequest& m) const;
+
+  std::string team_;
+  fs::path dir_;
+  fs::path lock_;
+};
+
+}  // namespace mates

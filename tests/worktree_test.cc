@@ -1,0 +1,324 @@
+// Worktrees and the merge queue end to end (DESIGN §12): the real `mates`
+// binary, the scripted provider and real git repositories. Tests wait on
+// file events or on the processes they run, never on blind sleeps.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/waker.h"
+#include "store/board.h"
+#include "store/merges.h"
+#include "store/roster.h"
+#include "store/watcher.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::ReadAll;
+using testing::TempDir;
+using testing::WriteAll;
+
+std::string Fixture() { return testing::ScenarioFixture("team_worktree.yaml"); }
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+// `git -C dir args…`; stdout (the test fails on a non-zero exit).
+std::string Git(const fs::path& dir, std::vector<std::string> args) {
+  std::vector<std::string> argv = {"git", "-C", dir.string(), "-c", "user.name=test", "-c", "user.email=t@t"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = testing::Run(argv);
+  EXPECT_EQ(r.exit_code, 0) << "git " << args.front() << ": " << r.err;
+  return r.out;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+using TaskList = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+// A workspace that is a git repository with one commit on `main`, and a
+// team "wt" with `tasks` on its board (subject "write FILE with TEXT").
+struct Repo {
+  TempDir tmp;
+  fs::path w = tmp.path() / "repo";
+  std::string base;
+
+  explicit Repo(const TaskList& tasks) {
+    fs::create_directories(w);
+    Git(w, {"init", "-q", "-b", "main"});
+    WriteAll(w / "README", "the project\n");
+    Git(w, {"add", "README"});
+    Git(w, {"commit", "-q", "-m", "initial"});
+    base = Trim(Git(w, {"rev-parse", "HEAD"}));
+    EXPECT_TRUE(Roster(Workspace(w)).CreateTeam("wt").ok());
+    Board board(Workspace(w).TasksDir("wt"));
+    for (const auto& [subject, blockers] : tasks) {
+      auto t = board.Create({subject, "", "", blockers, ""});
+      EXPECT_TRUE(t.ok()) << t.status().message();
+    }
+  }
+
+  testing::CommandResult Run(std::vector<std::string> args, const std::string& goal) {
+    std::vector<std::string> all = {"run", "--team", "wt", "--provider", "scripted", "--scenario", Fixture(),
+                                    "--idle-timeout", "0"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.push_back(goal);
+    return testing::RunMates(w, all);
+  }
+
+  std::vector<MergeRequest> Merges() {
+    auto list = MergeStore(Workspace(w), "wt").List();
+    EXPECT_TRUE(list.ok());
+    return list.ok() ? *list : std::vector<MergeRequest>{};
+  }
+
+  std::vector<Task> Tasks() {
+    auto list = Board(Workspace(w).TasksDir("wt")).List(false);
+    EXPECT_TRUE(list.ok());
+    return list.ok() ? *list : std::vector<Task>{};
+  }
+
+  // Subjects of the target's history, newest first.
+  std::vector<std::string> History(const std::string& branch = "mates/wt") {
+    return Lines(Git(w, {"log", "--format=%s", branch}));
+  }
+};
+
+std::string Tail(const std::string& s) { return s.size() > 4000 ? s.substr(s.size() - 4000) : s; }
+
+// Four isolated teammates on four tasks touching different files: all
+// merged onto mates/wt, the check ran for each, W's own checkout untouched;
+// then the team is disbanded and no worktree or merged branch is left.
+TEST(WorktreeTest, FourTeammatesMergeTheirWorkAndLeaveNothing) {
+  Repo repo(TaskList{{"write a.txt with alpha", {}},
+             {"write b.txt with beta", {}},
+             {"write c.txt with gamma", {}},
+             {"write d.txt with delta", {}}});
+  fs::path checks = repo.tmp.path() / "checks.log";
+  auto r = repo.Run({"--isolation", "worktree", "--merge-check", "cat *.txt | wc -l >> " + checks.string()},
+                    "Go four");
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  EXPECT_NE(r.err.find("merges: 4 merged"), std::string::npos) << Tail(r.err);
+
+  for (const auto& t : repo.Tasks()) EXPECT_EQ(t.status, TaskStatus::kCompleted) << "task " << t.id;
+  auto merges = repo.Merges();
+  for (const auto& m : merges) EXPECT_EQ(m.status, MergeState::kMerged) << m.id << ": " << m.output;
+  ASSERT_EQ(merges.size(), 4u);
+  std::set<std::string> owners;
+  for (const auto& m : merges) {
+    EXPECT_EQ(m.status, MergeState::kMerged) << m.id << ": " << m.output;
+    owners.insert(m.owner);
+  }
+  EXPECT_GE(owners.size(), 2u) << "the work was spread over the teammates";
+  // The target has the four task commits, and every file.
+  auto history = repo.History();
+  for (const char* s : {"Task #1: write a.txt with alpha", "Task #2: write b.txt with beta",
+                        "Task #3: write c.txt with gamma", "Task #4: write d.txt with delta"}) {
+    EXPECT_NE(std::find(history.begin(), history.end(), s), history.end()) << s;
+  }
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:d.txt"}), "delta\n");
+  // The check ran once per merge, each time on one more file.
+  auto counts = Lines(ReadAll(checks));
+  ASSERT_EQ(counts.size(), 4u) << ReadAll(checks);
+  for (size_t i = 0; i < counts.size(); ++i) EXPECT_EQ(Trim(counts[i]), std::to_string(i + 1));
+  // Each worked in its own worktree; W's checkout is as it was.
+  for (const auto& line : Lines(ReadAll(repo.tmp.path() / "pwd.log"))) {
+    EXPECT_NE(line.find("/repo/.mates/worktrees/wt/w"), std::string::npos) << line;
+  }
+  EXPECT_EQ(Trim(Git(repo.w, {"rev-parse", "HEAD"})), repo.base);
+  EXPECT_EQ(Trim(Git(repo.w, {"symbolic-ref", "--short", "HEAD"})), "main");
+  EXPECT_FALSE(fs::exists(repo.w / "a.txt"));
+  // The commits are the teammates'.
+  EXPECT_NE(Git(repo.w, {"log", "--format=%an <%ae>", "mates/wt"}).find("@wt.mates>"), std::string::npos);
+
+  // Disbanded: worktrees removed, merged branches deleted, target kept.
+  auto d = repo.Run({}, "Disband");
+  ASSERT_EQ(d.exit_code, 0) << Tail(d.err);
+  EXPECT_NE(d.out.find("LEAD SAW: Team 'wt' deleted"), std::string::npos) << d.out << Tail(d.err);
+  std::string worktrees = Git(repo.w, {"worktree", "list", "--porcelain"});
+  EXPECT_EQ(worktrees.find(".mates/worktrees/wt"), std::string::npos) << worktrees;
+  EXPECT_EQ(Trim(Git(repo.w, {"branch", "--list", "mates/*@wt"})), "");
+  EXPECT_FALSE(fs::exists(repo.w / ".mates" / "worktrees" / "wt"));
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:c.txt"}), "gamma\n");
+}
+
+// Two tasks writing the same file: the second to merge is bounced with the
+// file named, its owner resolves the conflict in its worktree and completes
+// again, and it merges. The task that depends on it starts only after that
+// merge, from a worktree that has it.
+TEST(WorktreeTest, AConflictGoesBackToItsOwnerAndMergesOnceResolved) {
+  Repo repo(TaskList{{"write shared.txt with one", {}}, {"write shared.txt with two", {}}, {"write after.txt with three", {2}}});
+  auto r = repo.Run({"--isolation", "worktree"}, "Go two");
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  for (const auto& t : repo.Tasks()) EXPECT_EQ(t.status, TaskStatus::kCompleted) << "task " << t.id;
+  auto merges = repo.Merges();
+  int conflicts = 0, merged = 0;
+  int64_t bounced_task = 0;
+  for (const auto& m : merges) {
+    if (m.status == MergeState::kConflict) {
+      ++conflicts;
+      bounced_task = m.task;
+      EXPECT_EQ(m.files, std::vector<std::string>{"shared.txt"});
+    }
+    merged += m.status == MergeState::kMerged;
+  }
+  EXPECT_EQ(conflicts, 1);
+  EXPECT_EQ(merged, 3);
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:shared.txt"}), "resolved\n");
+  // The owner heard it from merge-queue, naming the file.
+  std::string log = ReadAll(Workspace(repo.w).MessagesLogPath("wt"));
+  EXPECT_NE(log.find("\"sender\":\"merge-queue\""), std::string::npos) << log;
+  EXPECT_NE(log.find("Task #" + std::to_string(bounced_task) + ": conflict in shared.txt"), std::string::npos) << log;
+  // Task 3 was built on the resolved file: its commit's tree has it.
+  std::string task3 = Trim(Git(repo.w, {"log", "--format=%H", "--grep", "^Task #3:", "mates/wt"}));
+  ASSERT_FALSE(task3.empty());
+  EXPECT_EQ(Git(repo.w, {"show", task3 + ":shared.txt"}), "resolved\n");
+}
+
+// A teammate isolated by the lead (Task{isolation}) in a shared team, with
+// review on: a failing check bounces with its output; the fixed work passes
+// and waits for review; the lead rejects it with feedback, which reaches
+// the owner; the next is approved and merged.
+TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
+  Repo repo(TaskList{{"write BROKEN with oops", {}}});
+  auto r = repo.Run({"--merge-check", "if [ -e BROKEN ]; then echo the build is broken; exit 3; fi", "--merge",
+                     "review"},
+                    "Go isolated one");
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  auto merges = repo.Merges();
+  ASSERT_EQ(merges.size(), 3u);
+  EXPECT_EQ(merges[0].status, MergeState::kFailed);
+  EXPECT_NE(merges[0].output.find("the build is broken"), std::string::npos) << merges[0].output;
+  EXPECT_NE(merges[0].output.find("[exit code 3]"), std::string::npos) << merges[0].output;
+  EXPECT_EQ(merges[1].status, MergeState::kRejected);
+  EXPECT_EQ(merges[1].feedback, "add a NOTE file");
+  EXPECT_EQ(merges[1].decided_by, "lead");
+  EXPECT_EQ(merges[2].status, MergeState::kMerged) << merges[2].output;
+  EXPECT_TRUE(merges[2].approved);
+  auto tasks = repo.Tasks();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].status, TaskStatus::kCompleted);
+  // The target has the fix and the note, not the breakage.
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:NOTE"}), "add a NOTE file\n");
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:fixed.txt"}), "fixed\n");
+  auto broken = testing::Run({"git", "-C", repo.w.string(), "cat-file", "-e", "mates/wt:BROKEN"});
+  EXPECT_NE(broken.exit_code, 0);
+  // The CLI shows them, and refuses what cannot be.
+  auto list = testing::RunMates(repo.w, {"merges", "--team", "wt", "list"});
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_NE(list.out.find("1  task #1  w1  failed"), std::string::npos) << list.out;
+  auto show = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "1"});
+  EXPECT_NE(show.out.find("the build is broken"), std::string::npos) << show.out;
+  auto missing = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "99"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no merge request 99 in team 'wt'"), std::string::npos) << missing.err;
+  auto late = testing::RunMates(repo.w, {"merges", "--team", "wt", "approve", "1"});
+  EXPECT_EQ(late.exit_code, 1);
+  EXPECT_NE(late.err.find("merge request 1 is failed, not waiting for review"), std::string::npos) << late.err;
+  auto bad = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "x"});
+  EXPECT_NE(bad.exit_code, 0);
+}
+
+// The host SIGKILLed while a check runs: the target has not moved, the
+// request is taken again by the next host and merged; the check the dead
+// host left running is killed; no task commit is lost.
+TEST(WorktreeTest, HostKilledDuringACheckLeavesTheTargetAndResumes) {
+  Repo repo(TaskList{{"write a.txt with alpha", {}}});
+  fs::path started = repo.tmp.path() / "check.pid";
+  Subprocess host = testing::StartMates(
+      repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario", Fixture(), "--isolation", "worktree",
+               "--merge-check", "echo $$ > " + started.string() + "; exec sleep 60", "Go one"});
+  ASSERT_TRUE(testing::WaitUntil([&] { return !ReadAll(started).empty(); }, 30));
+  pid_t check = static_cast<pid_t>(std::stol(ReadAll(started)));
+  host.Signal(SIGKILL);
+  EXPECT_EQ(host.Wait().term_signal, SIGKILL);
+  std::string target = Trim(Git(repo.w, {"rev-parse", "mates/wt"}));
+  EXPECT_EQ(target, repo.base) << "the target moved before its check passed";
+  auto merges = repo.Merges();
+  ASSERT_EQ(merges.size(), 1u);
+  EXPECT_EQ(merges[0].status, MergeState::kChecking);
+  const std::string commit = merges[0].commit;
+
+  // The next host: the check is quick now.
+  auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario", Fixture(),
+                                      "--idle-timeout", "0", "--isolation", "worktree", "--merge-check", "true"});
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  EXPECT_FALSE(testing::ProcessRunning(check)) << "the dead host's check still runs";
+  merges = repo.Merges();
+  ASSERT_EQ(merges.size(), 1u);
+  EXPECT_EQ(merges[0].status, MergeState::kMerged) << merges[0].output;
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
+  auto reach = testing::Run({"git", "-C", repo.w.string(), "merge-base", "--is-ancestor", commit, "mates/wt"});
+  EXPECT_EQ(reach.exit_code, 0) << "the task commit is not on the target";
+  EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted);
+}
+
+// The target checked out in W: W must be clean, and is fast-forwarded.
+TEST(WorktreeTest, ACheckedOutTargetIsFastForwardedAndMustBeClean) {
+  Repo repo(TaskList{{"write a.txt with alpha", {}}});
+  WriteAll(repo.w / "README", "changed\n");
+  auto dirty = repo.Run({"--isolation", "worktree", "--target-branch", "main"}, "Go one");
+  EXPECT_EQ(dirty.exit_code, 1);
+  EXPECT_NE(dirty.err.find("is checked out in the workspace, which has uncommitted changes"), std::string::npos)
+      << dirty.err;
+  EXPECT_NE(dirty.err.find("README"), std::string::npos) << dirty.err;
+  Git(repo.w, {"checkout", "-q", "--", "README"});
+  auto r = repo.Run({"--isolation", "worktree", "--target-branch", "main"}, "Go one");
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  EXPECT_EQ(ReadAll(repo.w / "a.txt"), "alpha\n");
+  EXPECT_EQ(Trim(Git(repo.w, {"status", "--porcelain", "--untracked-files=no"})), "");
+  EXPECT_EQ(repo.History("main").front(), "Task #1: write a.txt with alpha");
+}
+
+// Bad input: one clear error each.
+TEST(WorktreeTest, BadInputIsOneClearError) {
+  TempDir plain;
+  auto r = testing::RunMates(plain.path(), {"run", "--provider", "scripted", "--scenario", Fixture(), "--isolation",
+                                            "worktree", "Go one"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is not a git repository"), std::string::npos) << r.err;
+
+  Repo repo(TaskList{});
+  auto missing = repo.Run({"--isolation", "worktree", "--target-branch", "nope"}, "Go one");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("the target branch 'nope' does not exist"), std::string::npos) << missing.err;
+  auto invalid = repo.Run({"--isolation", "worktree", "--target-branch", "a..b"}, "Go one");
+  EXPECT_EQ(invalid.exit_code, 2);
+  EXPECT_NE(invalid.err.find("'a..b' is not a valid branch name"), std::string::npos) << invalid.err;
+  auto iso = repo.Run({"--isolation", "sandbox"}, "Go one");
+  EXPECT_EQ(iso.exit_code, 2);
+  EXPECT_NE(iso.err.find("isolation must be 'shared' or 'worktree'"), std::string::npos) << iso.err;
+  auto mode = repo.Run({"--merge", "sometimes"}, "Go one");
+  EXPECT_EQ(mode.exit_code, 2);
+  auto timeout = repo.Run({"--merge-timeout", "-1"}, "Go one");
+  EXPECT_EQ(timeout.exit_code, 2);
+  auto merges = testing::RunMates(repo.w, {"merges", "--team", "nope", "list"});
+  EXPECT_EQ(merges.exit_code, 1);
+  // Nobody but merge-queue sends as merge-queue's name, and it reads nothing.
+  auto to = testing::RunMates(repo.w, {"send", "--team", "wt", "--to", "merge-queue", "hi"});
+  EXPECT_NE(to.exit_code, 0);
+  EXPECT_NE(to.err.find("merge-queue reads no messages"), std::string::npos) << to.err;
+  auto join = testing::RunMates(repo.w, {"team", "join", "wt", "merge-queue"});
+  EXPECT_NE(join.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace mates
