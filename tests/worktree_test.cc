@@ -165,7 +165,15 @@ TEST(WorktreeTest, FourTeammatesMergeTheirWorkAndLeaveNothing) {
 // again, and it merges. The task that depends on it starts only after that
 // merge, from a worktree that has it.
 TEST(WorktreeTest, AConflictGoesBackToItsOwnerAndMergesOnceResolved) {
-  Repo repo(TaskList{{"write shared.txt with one", {}}, {"write shared.txt with two", {}}, {"write after.txt with three", {2}}});
+  Repo repo(TaskList{{"clash shared.txt with one", {}}, {"clash shared.txt with two", {}},
+                     {"write after.txt with three", {1, 2}}});
+  // One each, both at once (the lead's assignments are claimed first).
+  Board board(Workspace(repo.w).TasksDir("wt"));
+  TaskPatch to_w1, to_w2;
+  to_w1.owner = "w1";
+  to_w2.owner = "w2";
+  ASSERT_TRUE(board.Update(1, to_w1, Caller{"lead", true}).ok());
+  ASSERT_TRUE(board.Update(2, to_w2, Caller{"lead", true}).ok());
   auto r = repo.Run({"--isolation", "worktree"}, "Go two");
   ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
   for (const auto& t : repo.Tasks()) EXPECT_EQ(t.status, TaskStatus::kCompleted) << "task " << t.id;

@@ -32,7 +32,9 @@ Result<GitOutput> Git::Run(const std::vector<std::string>& args, double timeout_
                            const CancelToken* cancel) const {
   SubprocessOptions o;
   o.argv = {"git", "-C", dir_.string(), "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false",
-            "-c", "user.name=" + who_.name, "-c", "user.email=" + who_.email, "-c", "core.quotePath=false"};
+            "-c", "user.name=" + who_.name, "-c", "user.email=" + who_.email, "-c", "core.quotePath=false",
+            // Checkouts (a new worktree, the scratch one) on every core.
+            "-c", "checkout.workers=0"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.env = ChildEnvironment(/*c_locale=*/true);
   o.timeout_s = timeout_s;

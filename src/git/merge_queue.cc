@@ -173,7 +173,11 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     if (m.approved && !m.merged_commit.empty() && m.checked_on == *old) {
       merged = m.merged_commit;  // approved as checked, and the target has not moved
     } else {
-      Status prepared = PrepareScratch(ws, team, *old, &cancel_);
+      // After a merge with no check the scratch worktree is at the new
+      // target already, clean: nothing to prepare.
+      Status prepared = scratch_at_ == *old && fs::exists(scratch / ".git") ? Status::Ok()
+                                                                              : PrepareScratch(ws, team, *old, &cancel_);
+      scratch_at_.clear();
       if (stop_.load()) return;
       if (!prepared.ok()) {
         Bounce(team, m, MergeState::kFailed, "could not prepare the merge: " + prepared.message(), {});
@@ -205,6 +209,7 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
         return;
       }
       merged = *head;
+      if (cfg->git.merge_check.empty()) scratch_at_ = merged;  // clean at the merge
       if (!cfg->git.merge_check.empty()) {
         SubprocessOptions o;
         o.argv = {"/bin/sh", "-c", cfg->git.merge_check};
@@ -299,17 +304,14 @@ void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const st
   p.status = TaskStatus::kCompleted;
   auto done = SharedBoard(ws.TasksDir(team))->Update(m.task, p, Caller{lead, true});
   if (!done.ok()) LogWarning("merge queue: task #" + std::to_string(m.task) + ": " + done.status().message());
+  // A running owner's worktree takes the new target when it starts its
+  // next task (RefreshWorktree), not under the work it may be doing now; a
+  // stopped owner's is cleaned up (it is merged now).
   std::error_code ec;
-  if (fs::exists(TeammateWorktree(ws, team, m.owner) / ".git", ec)) {
-    auto in = MergeTargetInto(ws, team, m.owner, target);
-    if (!in.ok() || in->exit_code != 0) {
-      LogInfo("merge queue: " + m.owner + "'s worktree did not take " + target + " (" +
-              (in.ok() ? in->err : in.status().message()) + ")");
-    }
-    if (options_.running && !options_.running(m.owner)) {
-      std::string kept = CleanUpTeammate(ws, team, m.owner, target, /*final=*/false);
-      if (!kept.empty()) LogInfo("merge queue: " + kept);
-    }
+  if (options_.running && !options_.running(m.owner) && fs::exists(TeammateWorktree(ws, team, m.owner) / ".git", ec)) {
+    (void)RefreshWorktree(ws, team, m.owner, target);
+    std::string kept = CleanUpTeammate(ws, team, m.owner, target, /*final=*/false);
+    if (!kept.empty()) LogInfo("merge queue: " + kept);
   }
   if (options_.on_change) options_.on_change();
 }

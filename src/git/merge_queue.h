@@ -74,6 +74,9 @@ class MergeQueue {
   // Taking a request, until whoever must hear of it has (a request put in
   // review is not "queued", yet the lead has not been told until then).
   std::atomic<bool> processing_{false};
+  // The thread's own: the commit the scratch worktree is at, clean (no
+  // check ran there since, nothing half-merged). "" = unknown: prepare it.
+  std::string scratch_at_;
   std::thread thread_;
 };
 

@@ -1,0 +1,324 @@
+// worktree_bench: what worktree isolation costs (DESIGN §12, §16).
+//
+//   create    a teammate's worktree on a generated 10,000-file repository,
+//             next to the naive isolation: a full copy of the checkout
+//             (cp -a without .git). Target: <= 1 s.
+//   merges    clean merges per minute through the merge queue (scratch
+//             worktree, check, CAS), with a trivial check (`true`) and with
+//             none. Target: >= 60 / min.
+//   makespan  a 30-task graph (10 levels of 3) worked by 6 teammates on the
+//             scripted provider at 50 ms per call, each task writing a file:
+//             --isolation worktree (commit, merge queue, then completed)
+//             next to shared, in the same run.
+//
+//   worktree_bench [--quick] [create|merges|makespan]   (default: all three)
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent_loop.h"
+#include "bench_util.h"
+#include "core/files.h"
+#include "core/subprocess.h"
+#include "core/waker.h"
+#include "git/merge_queue.h"
+#include "git/submit.h"
+#include "git/worktrees.h"
+#include "llm/scenario.h"
+#include "llm/scripted.h"
+#include "store/board.h"
+#include "store/merges.h"
+#include "store/roster.h"
+#include "store/watcher.h"
+#include "team/team_manager.h"
+#include "tools/builtin_tools.h"
+
+using namespace mates;
+using namespace mates::bench;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool g_quick = false;
+
+void Must(const Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.message().c_str());
+    std::exit(1);
+  }
+}
+
+void Sh(const fs::path& dir, const std::string& cmd) {
+  SubprocessOptions o;
+  o.argv = {"/bin/sh", "-c", cmd};
+  o.cwd = dir.string();
+  o.timeout_s = 600;
+  auto r = RunSubprocess(o);
+  if (!r.ok() || r->exit_code != 0) {
+    std::fprintf(stderr, "%s: %s\n", cmd.c_str(), r.ok() ? r->err.c_str() : r.status().message().c_str());
+    std::exit(1);
+  }
+}
+
+struct TempRepo {
+  char tmpl[64] = "/tmp/mates-worktree-bench-XXXXXX";
+  fs::path dir;
+  Workspace ws{"."};
+  // A repository with `files` files of ~1 KiB in folders of 100, committed.
+  explicit TempRepo(int files) {
+    dir = ::mkdtemp(tmpl);
+    ws = Workspace(dir);
+    std::string line(1000, 'x');
+    for (int i = 0; i < files; ++i) {
+      fs::path p = dir / ("src" + std::to_string(i / 100)) / ("f" + std::to_string(i) + ".txt");
+      if (i % 100 == 0) fs::create_directories(p.parent_path());
+      std::ofstream(p) << i << line << "\n";
+    }
+    Sh(dir, "git init -q -b main && git add -A && git -c user.name=b -c user.email=b@b commit -q -m initial");
+  }
+  ~TempRepo() { fs::remove_all(dir); }
+};
+
+// ------------------------------------------------------------------ create
+
+void CreateBench() {
+  const int kFiles = 10000;
+  int64_t t0 = NowNs();
+  TempRepo repo(kFiles);
+  std::printf("create: a worktree per teammate on a %d-file repository (made in %.1f s)\n", kFiles,
+              static_cast<double>(NowNs() - t0) / 1e9);
+  TeamGit g;
+  g.isolation = Isolation::kWorktree;
+  auto target = git::PrepareTarget(repo.ws, "bench", g);
+  Must(target.status(), "prepare");
+  Sh(repo.dir, "git status --porcelain >/dev/null");  // the index refreshed once, as in a repository in use
+  const int n = g_quick ? 3 : 8;
+  std::vector<double> wt, copy;
+  for (int i = 0; i < n; ++i) {
+    int64_t s = NowNs();
+    auto p = git::EnsureTeammateWorktree(repo.ws, "bench", "w" + std::to_string(i), target->target_branch);
+    Must(p.status(), "worktree");
+    wt.push_back(static_cast<double>(NowNs() - s) / 1e6);
+    fs::path dest = repo.dir.parent_path() / (repo.dir.filename().string() + "-copy" + std::to_string(i));
+    s = NowNs();
+    Sh(repo.dir, "mkdir " + dest.string() + " && tar -C . --exclude=./.git --exclude=./.mates -cf - . | tar -C " +
+                     dest.string() + " -xf -");
+    copy.push_back(static_cast<double>(NowNs() - s) / 1e6);
+    fs::remove_all(dest);
+  }
+  std::printf("  %-34s p50 %7.0f ms   max %7.0f ms   (n=%d; target <= 1000 ms)\n", "git worktree (mates)",
+              Percentile(wt, 50), Percentile(wt, 100), n);
+  std::printf("  %-34s p50 %7.0f ms   max %7.0f ms   (n=%d)\n\n", "naive: copy the checkout", Percentile(copy, 50),
+              Percentile(copy, 100), n);
+}
+
+// ------------------------------------------------------------------ merges
+
+// `k` teammates' commits queued, then the queue runs until all are merged.
+double MergesPerMinute(int k, const std::string& check) {
+  TempRepo repo(50);
+  Roster roster(repo.ws);
+  Must(roster.CreateTeam("bench").status(), "team");
+  TeamGit g;
+  g.isolation = Isolation::kWorktree;
+  g.merge_check = check;
+  auto prepared = git::PrepareTarget(repo.ws, "bench", g);
+  Must(prepared.status(), "prepare");
+  Must(roster.Update("bench", [&](TeamConfig& c) {
+    c.git = *prepared;
+    return Status::Ok();
+  }).status(), "config");
+  auto board = SharedBoard(repo.ws.TasksDir("bench"));
+  for (int i = 1; i <= k; ++i) {
+    std::string name = "w" + std::to_string(i);
+    Member m;
+    m.name = name;
+    m.worktree = true;
+    Must(roster.AddMember("bench", m).status(), "member");
+    auto path = git::EnsureTeammateWorktree(repo.ws, "bench", name, prepared->target_branch);
+    Must(path.status(), "worktree");
+    std::ofstream(*path / ("out" + std::to_string(i) + ".txt")) << "work of " << name << "\n";
+    auto t = board->Create({"task " + std::to_string(i), "", "", {}, ""});
+    Must(t.status(), "task");
+    Must(board->Claim(t->id, name).status(), "claim");
+    auto s = git::SubmitForMerge(repo.ws, "bench", *board, t->id, Caller{name, false});
+    Must(s.status(), "submit");
+  }
+  auto waker = std::make_shared<Waker>();
+  git::MergeQueue::Options o;
+  o.ws = repo.ws;
+  o.team = [] { return std::string("bench"); };
+  o.on_change = [waker] { waker->Notify(); };
+  o.running = [](const std::string&) { return true; };
+  int64_t t0 = NowNs();
+  git::MergeQueue queue(o);
+  for (;;) {
+    uint64_t gen = waker->generation();
+    auto list = MergeStore(repo.ws, "bench").List();
+    int done = 0;
+    for (const auto& m : list.ok() ? *list : std::vector<MergeRequest>{}) {
+      if (m.status == MergeState::kMerged) ++done;
+      if (m.status == MergeState::kConflict || m.status == MergeState::kFailed) {
+        std::fprintf(stderr, "merge %lld bounced: %s\n", static_cast<long long>(m.id), m.output.c_str());
+        std::exit(1);
+      }
+    }
+    if (done == k) break;
+    waker->WaitChange(gen, DeadlineIn(1));
+  }
+  double s = static_cast<double>(NowNs() - t0) / 1e9;
+  queue.Stop();
+  return k / s * 60;
+}
+
+void MergesBench() {
+  const int k = g_quick ? 10 : 30;
+  std::printf("merges: %d teammates' commits (one file each) through the merge queue\n", k);
+  std::printf("  %-34s %7.0f merges/min   (target >= 60)\n", "check `true`", MergesPerMinute(k, "true"));
+  std::printf("  %-34s %7.0f merges/min\n\n", "no check", MergesPerMinute(k, ""));
+}
+
+// ---------------------------------------------------------------- makespan
+
+struct Makespan {
+  double ms = 0;
+  double bound_ms = 0;
+};
+
+Makespan DagMakespan(bool isolated, int turn_ms) {
+  const int kTasks = 30, kWidth = 3, kTeammates = 6;
+  const std::string delay = std::to_string(turn_ms);
+  auto scenario = llm::Scenario::Parse(
+      "rules:\n"
+      "  - agent: \"w*\"\n"
+      "    when: \"Task #(\\\\d+):\"\n"
+      "    once: false\n"
+      "    delay_ms: " + delay + "\n"
+      "    reply: [{type: tool_use, name: write_file, input: {path: \"t$1.txt\", content: \"task $1\"}},\n"
+      "            {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}]\n"
+      "  - agent: \"*\"\n"
+      "    once: false\n"
+      "    delay_ms: " + delay + "\n"
+      "    reply: [{type: text, text: \"Done.\"}]\n",
+      "worktree_bench.yaml");
+  if (!scenario.ok()) {
+    std::fprintf(stderr, "%s\n", scenario.status().message().c_str());
+    std::exit(1);
+  }
+  llm::ScriptedProvider provider(std::make_shared<llm::Scenario>(std::move(*scenario)));
+  TempRepo repo(50);
+  Must(Roster(repo.ws).CreateTeam("bench").status(), "team");
+  team::TeamOptions opt;
+  opt.idle_timeout_s = 0;
+  if (isolated) {
+    opt.git.isolation = Isolation::kWorktree;
+    auto prepared = git::PrepareTarget(repo.ws, "bench", opt.git);
+    Must(prepared.status(), "prepare");
+    opt.git = *prepared;
+    Must(Roster(repo.ws).Update("bench", [&](TeamConfig& c) {
+      c.git = opt.git;
+      return Status::Ok();
+    }).status(), "config");
+  }
+  tools::ToolContext ctx;
+  ctx.ws = repo.ws;
+  ctx.team = "bench";
+  ctx.agent = "lead";
+  ctx.is_lead = true;
+  auto tools = tools::MakeToolRegistry(tools::Scope::kLead);
+  agent::AgentSpec spec;
+  spec.name = "lead";
+  spec.system = "bench lead";
+  agent::AgentLoop lead(spec, &provider, tools.get(), &ctx, nullptr);
+  team::TeamManager teams(repo.ws, &provider, nullptr, opt, &lead, &ctx);
+  ctx.teams = &teams;
+  auto waker = std::make_shared<Waker>();
+  std::unique_ptr<git::MergeQueue> queue;
+  if (isolated) {
+    git::MergeQueue::Options o;
+    o.ws = repo.ws;
+    o.team = [] { return std::string("bench"); };
+    o.running = [&teams](const std::string& n) { return teams.Running(n); };
+    queue = std::make_unique<git::MergeQueue>(o);
+  }
+  auto board = SharedBoard(repo.ws.TasksDir("bench"));
+  int levels = 0;
+  for (int i = 0; i < kTasks; ++i) {
+    int level = i / kWidth;
+    levels = level + 1;
+    TaskDraft d;
+    d.subject = "t" + std::to_string(i + 1);
+    for (int j = (level - 1) * kWidth; level > 0 && j < level * kWidth; ++j) d.blocked_by.push_back(j + 1);
+    (void)board->Create(d);
+  }
+  auto sub = Watcher::Default().Subscribe(repo.ws.TasksDir("bench"), "*.json", waker);
+  int64_t t0 = NowNs();
+  for (int i = 1; i <= kTeammates; ++i) {
+    auto r = teams.SpawnTeammate("bench", "w" + std::to_string(i), "Work from the board.", false, "", "");
+    Must(r.status(), "spawn");
+  }
+  for (;;) {
+    uint64_t g = waker->generation();
+    auto tasks = board->List(false);
+    bool all = tasks.ok() && std::all_of(tasks->begin(), tasks->end(),
+                                         [](const Task& t) { return t.status == TaskStatus::kCompleted; });
+    if (all) break;
+    waker->WaitChange(g, DeadlineIn(1));
+  }
+  Makespan m;
+  m.ms = static_cast<double>(NowNs() - t0) / 1e6;
+  m.bound_ms = static_cast<double>((1 + levels) * turn_ms);
+  teams.StopAll();
+  if (queue) queue->Stop();
+  return m;
+}
+
+void MakespanBench() {
+  const int turn_ms = 50;
+  std::printf("makespan: 30 tasks in 10 levels of 3, 6 teammates, %d ms per model call, each task writes a file\n",
+              turn_ms);
+  int runs = g_quick ? 1 : 3;
+  std::vector<double> shared, isolated;
+  double bound = 0;
+  for (int i = 0; i < runs; ++i) {
+    Makespan s = DagMakespan(false, turn_ms);
+    Makespan w = DagMakespan(true, turn_ms);
+    shared.push_back(s.ms);
+    isolated.push_back(w.ms);
+    bound = s.bound_ms;
+  }
+  double s50 = Percentile(shared, 50), w50 = Percentile(isolated, 50);
+  std::printf("  %-34s %7.0f ms   (critical path %.0f ms: +%.1f %%)\n", "--isolation shared", s50, bound,
+              (s50 - bound) / bound * 100);
+  std::printf("  %-34s %7.0f ms   (+%.1f %%; +%.0f ms per level: commit, merge, check-less CAS, refresh)\n\n",
+              "--isolation worktree", w50, (w50 - bound) / bound * 100, (w50 - s50) / 10);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") {
+      g_quick = true;
+    } else if (a == "create" || a == "merges" || a == "makespan") {
+      only = a;
+    } else {
+      std::fprintf(stderr, "usage: worktree_bench [--quick] [create|merges|makespan]\n");
+      return 2;
+    }
+  }
+  std::printf("worktree_bench (%s run, %u cores, git through its command)\n\n", g_quick ? "quick" : "full",
+              std::thread::hardware_concurrency());
+  if (only.empty() || only == "create") CreateBench();
+  if (only.empty() || only == "merges") MergesBench();
+  if (only.empty() || only == "makespan") MakespanBench();
+  return 0;
+}
