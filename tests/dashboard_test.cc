@@ -11,6 +11,8 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "store/merges.h"
+#include "store/roster.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -225,6 +227,46 @@ TEST_F(DashboardTest, BadRequestsGetOneClearError) {
   EXPECT_EQ(Get("/api/no-such").code, 404);
   // The host lives on and still answers.
   EXPECT_EQ(Get("/api/team").code, 200);
+}
+
+// Worktree isolation's merges (DESIGN §12): listed, and one waiting for
+// review decided from the page; what cannot be decided is one clear error.
+TEST_F(DashboardTest, MergesAreListedAndDecided) {
+  Up();
+  Workspace ws(ws_.path());
+  Member w1;
+  w1.name = "w1";
+  w1.backend = MemberBackend::kExternal;
+  w1.status = MemberStatus::kShutdown;  // nobody to wait for at `down`
+  ASSERT_TRUE(Roster(ws).AddMember("dash", w1).ok());
+  MergeStore store(ws, "dash");
+  MergeRequest m;
+  m.task = 1;
+  m.owner = "w1";
+  m.branch = "mates/w1@dash";
+  m.commit = std::string(40, 'a');
+  m.status = MergeState::kFailed;
+  m.output = "the build is broken";
+  ASSERT_TRUE(store.Create(m).ok());
+  m.status = MergeState::kReview;
+  auto review = store.Create(m);
+  ASSERT_TRUE(review.ok());
+  auto list = Get("/api/merges");
+  ASSERT_EQ(list.code, 200) << list.body;
+  ASSERT_EQ(list.json()["merges"].size(), 2u) << list.body;
+  EXPECT_EQ(list.json()["merges"][0]["output"], "the build is broken");
+  EXPECT_EQ(list.json()["merges"][1]["status"], "review");
+  EXPECT_EQ(Post("/api/merges/1", R"({"approve":true})").code, 409);  // failed, not in review
+  EXPECT_EQ(Post("/api/merges/9", R"({"approve":true})").code, 404);
+  EXPECT_EQ(Post("/api/merges/x", R"({"approve":true})").code, 400);
+  EXPECT_EQ(Post("/api/merges/2", R"({"feedback":"no decision"})").code, 400);
+  auto rejected = Post("/api/merges/2", R"({"approve":false,"feedback":"split it"})");
+  ASSERT_EQ(rejected.code, 200) << rejected.body;
+  EXPECT_EQ(rejected.json()["status"], "rejected");
+  EXPECT_EQ(rejected.json()["decided_by"], "user");
+  // The owner heard it from merge-queue.
+  auto inbox = Mates({"inbox", "--team", "dash", "w1", "--peek"});
+  EXPECT_NE(inbox.out.find("merge rejected by user: split it"), std::string::npos) << inbox.out << inbox.err;
 }
 
 TEST_F(DashboardTest, PortChoicesAndNoDashboard) {

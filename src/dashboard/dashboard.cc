@@ -31,6 +31,8 @@
 #include "store/liveness.h"
 #include "store/message_log.h"
 #include "store/messenger.h"
+#include "git/submit.h"
+#include "store/merges.h"
 #include "store/requests.h"
 #include "store/roster.h"
 #include "store/watcher.h"
@@ -39,8 +41,9 @@ namespace mates::dashboard {
 namespace {
 
 // What the page can be told changed, each followed by its own refetch.
-enum Kind { kTeam, kActivity, kTasks, kMessages, kRequests, kTranscripts, kKinds };
-constexpr const char* kKindNames[kKinds] = {"team", "activity", "tasks", "messages", "requests", "transcripts"};
+enum Kind { kTeam, kActivity, kTasks, kMessages, kRequests, kTranscripts, kMerges, kKinds };
+constexpr const char* kKindNames[kKinds] = {"team",     "activity",    "tasks", "messages",
+                                            "requests", "transcripts", "merges"};
 
 constexpr size_t kMaxBodyBytes = 256 << 10;          // a message or a task from the page
 constexpr size_t kMaxStreams = 8;                    // open event streams
@@ -270,6 +273,18 @@ class Dashboard::Impl {
       }
       SendJson(res, Json{{"requests", std::move(out)}});
     });
+    server_.Get("/api/merges", [this](const httplib::Request&, httplib::Response& res) {
+      Json out = Json::array();
+      auto list = MergeStore(options_.ws, options_.team).List();
+      if (!list.ok()) return SendStatus(res, list.status());
+      for (const auto& m : *list) out.push_back(MergeRequestToJson(m));
+      SendJson(res, Json{{"merges", std::move(out)}});
+    });
+    server_.Post(R"(/api/merges/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      Json b;
+      if (!Writable(res) || !Body(req, res, &b)) return;
+      DecideMergeRequest(req.matches[1], b, res);
+    });
     server_.Get(R"(/api/agents/([^/]+)/transcript)", [this](const httplib::Request& req, httplib::Response& res) {
       Transcript(req.matches[1], res);
     });
@@ -486,6 +501,20 @@ class Dashboard::Impl {
     SendJson(res, j);
   }
 
+  // A person decides a merge waiting for review (DESIGN §12).
+  void DecideMergeRequest(const std::string& id_text, const Json& b, httplib::Response& res) {
+    if (!b.contains("approve") || !b["approve"].is_boolean()) {
+      return SendError(res, 400, "approve: true or false is required");
+    }
+    auto feedback = JsonString(b, "feedback", false);
+    if (!feedback.ok()) return SendStatus(res, feedback.status());
+    auto id = ParseId(id_text, "merge id");
+    if (!id.ok()) return SendStatus(res, id.status());
+    auto m = git::DecideMerge(options_.ws, options_.team, *id, b["approve"].get<bool>(), *feedback, kUserName);
+    if (!m.ok()) return SendStatus(res, m.status());
+    SendJson(res, MergeRequestToJson(*m));
+  }
+
   void AskToStop(const std::string& name, const Json& b, httplib::Response& res) {
     auto reason = JsonString(b, "reason", false);
     if (!reason.ok()) return SendStatus(res, reason.status());
@@ -525,6 +554,7 @@ class Dashboard::Impl {
     add(ws.AgentsDir(t), "*.jsonl", kTranscripts);
     add(ws.TasksDir(t), "", kTasks);
     add(ws.RequestsDir(t), "", kRequests);
+    add(ws.MergesDir(t), "*.json", kMerges);
     ResubscribeMissing();
   }
 

@@ -7,7 +7,7 @@ const token = new URLSearchParams(location.search).get("token") || "";
 const forcePoll = new URLSearchParams(location.search).get("live") === "poll";
 const $ = (id) => document.getElementById(id);
 const S = {
-  team: null, tasks: [], messages: [], msgIds: new Set(), msgNext: null, requests: [],
+  team: null, tasks: [], messages: [], msgIds: new Set(), msgNext: null, requests: [], merges: [],
   transcriptAgent: null, clockSkew: 0, readOnly: true, firstLoad: true,
 };
 
@@ -66,7 +66,7 @@ function clock(ts) {
 function fullTime(ts) { return typeof ts === "number" ? new Date(ts * 1000).toString() : String(ts || ""); }
 
 // ---------- refresh scheduling ----------
-const loaders = { team: loadTeam, tasks: loadTasks, messages: loadMessages, requests: loadRequests, transcript: loadTranscript };
+const loaders = { team: loadTeam, tasks: loadTasks, messages: loadMessages, requests: loadRequests, merges: loadMerges, transcript: loadTranscript };
 const busy = {}, again = {};
 function refresh(kind) {
   if (busy[kind]) { again[kind] = true; return; }
@@ -330,6 +330,47 @@ function renderPlans() {
   }));
 }
 
+// ---------- merges (worktree isolation) ----------
+async function loadMerges() {
+  const j = await api("/api/merges");
+  S.merges = j.merges;
+  renderMerges();
+}
+function renderMerges() {
+  const all = S.merges || [];
+  $("merges-panel").hidden = all.length === 0;
+  const open = all.filter((m) => m.status === "queued" || m.status === "checking" || m.status === "review");
+  $("merge-count").textContent = all.length ? "(" + open.length + " open, " + all.length + " in all)" : "";
+  // The open ones first, then the latest decided, newest first.
+  const shown = open.concat(all.filter((m) => !open.includes(m)).reverse()).slice(0, 12);
+  $("merges").replaceChildren(...shown.map((m) => {
+    const head = el("div", { class: "who" },
+      el("span", { class: "mid", text: "#" + m.task }),
+      el("span", { class: nameClass(m.owner), text: " " + m.owner }),
+      el("span", { class: "pill m-" + m.status, text: m.status }));
+    const detail = m.status === "merged" ? "onto " + m.target + " (" + (m.merged_commit || "").slice(0, 10) + ")"
+      : m.status === "conflict" ? "conflict in " + m.files.join(", ")
+      : m.status === "rejected" ? "rejected by " + m.decided_by + (m.feedback ? ": " + m.feedback : "")
+      : m.status === "review" ? "passed its check; waits for a decision" : m.subject;
+    const box = el("div", { class: "merge", dataset: { id: String(m.id), status: m.status } }, head,
+      el("div", { class: "muted", text: m.subject }), el("div", { class: "detail", text: detail }));
+    if (m.status === "failed" && m.output) box.append(el("pre", { text: m.output.slice(-600) }));
+    if (m.status === "review" && !S.readOnly) {
+      const fb = el("input", { placeholder: "feedback (optional)", class: "feedback" });
+      const err = el("div", { class: "error" });
+      const decide = async (approve, btn) => {
+        btn.disabled = true;
+        try { await api("/api/merges/" + m.id, { approve, feedback: fb.value }); refresh("merges"); }
+        catch (e) { err.textContent = e.message; btn.disabled = false; }
+      };
+      box.append(fb, el("div", { class: "row" },
+        el("button", { class: "btn small danger reject", onclick: (e) => decide(false, e.target) }, "Reject"),
+        el("button", { class: "btn small primary approve", onclick: (e) => decide(true, e.target) }, "Merge")), err);
+    }
+    return box;
+  }));
+}
+
 // ---------- transcript ----------
 function openTranscript(name) {
   S.transcriptAgent = name;
@@ -433,6 +474,7 @@ function connect() {
       else if (k === "tasks") { refresh("tasks"); refresh("team"); }
       else if (k === "messages") refresh("messages");
       else if (k === "requests") refresh("requests");
+      else if (k === "merges") refresh("merges");
       else if (k === "transcripts" && S.transcriptAgent) refresh("transcript");
     }
   });
