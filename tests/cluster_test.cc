@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "core/json.h"
+#include "store/board.h"
+#include "store/workspace.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -283,6 +285,53 @@ TEST_F(ClusterTest, TheRouterDeliversInboxMessagesAndRoutesReplies) {
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
   EXPECT_FALSE(AgentsRunning());
   EXPECT_NE(testing::Run({"pgrep", "-f", "cluster route -c " + (dir_.path() / "cc.yaml").string()}).exit_code, 0);
+}
+
+// `worktree: true`: the pane agent starts in its own worktree, and its task
+// completed from the pane (`mates tasks update`) is merged by the router's
+// merge queue onto the team's target, as a hosted teammate's would be.
+TEST_F(ClusterTest, APaneAgentInItsOwnWorktreeMergesThroughTheQueue) {
+  auto git = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"git", "-C", dir_.path().string(), "-c", "user.name=t", "-c", "user.email=t@t"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::Run(argv);
+  };
+  ASSERT_EQ(git({"init", "-q", "-b", "main"}).exit_code, 0);
+  testing::WriteAll(dir_.path() / "README", "project\n");
+  ASSERT_EQ(git({"add", "README"}).exit_code, 0);
+  ASSERT_EQ(git({"commit", "-q", "-m", "initial"}).exit_code, 0);
+  Write(1);
+  testing::WriteAll(dir_.path() / "cc.yaml", testing::ReadAll(dir_.path() / "cc.yaml") + "    worktree: true\n");
+  auto up = Cluster({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  const fs::path tree = dir_.path() / ".mates" / "worktrees" / session_ / "grand_boss";
+  ASSERT_TRUE(fs::exists(tree / "README"));
+  EXPECT_NE(git({"worktree", "list"}).out.find(tree.string()), std::string::npos);
+  auto cwd = testing::Run({"tmux", "-L", "mates-" + session_, "display", "-p", "-t", session_ + ":0.0",
+                           "#{pane_current_path}"});
+  EXPECT_EQ(cwd.out, tree.string() + "\n") << "the pane runs in its worktree";
+  auto team = testing::RunMates(dir_.path(), {"team", "show", session_, "--json"});
+  EXPECT_NE(team.out.find("\"worktree\": true"), std::string::npos) << team.out;
+
+  auto mates = [&](std::vector<std::string> args) {
+    std::vector<std::string> full = {"tasks", "--team", session_};
+    full.insert(full.end(), args.begin(), args.end());
+    return testing::RunMates(dir_.path(), full);
+  };
+  ASSERT_EQ(mates({"create", "write notes"}).exit_code, 0);
+  ASSERT_EQ(mates({"claim", "1", "--owner", "grand_boss"}).exit_code, 0);
+  testing::WriteAll(tree / "notes.txt", "from the pane\n");  // what the pane agent wrote
+  auto done = mates({"update", "1", "--status", "completed", "--as", "grand_boss"});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_NE(done.out.find("Task #1 submitted for merge: merge request 1"), std::string::npos) << done.out;
+  Board board(Workspace(dir_.path()).TasksDir(session_));
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    auto t = board.Get(1);
+    return t.ok() && t->status == TaskStatus::kCompleted;
+  }, 30)) << testing::RunMates(dir_.path(), {"merges", "--team", session_, "show", "1"}).out;
+  EXPECT_EQ(git({"show", "mates/" + session_ + ":notes.txt"}).out, "from the pane\n");
+  EXPECT_EQ(git({"log", "-1", "--format=%s", "mates/grand_boss@" + session_}).out, "Task #1: write notes\n");
+  EXPECT_EQ(Cluster({"down"}).exit_code, 0);
 }
 
 // A `mates run` lead in the cluster's team talks to a pane agent through

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "git/merge_queue.h"
 #include "core/json.h"
 #include "core/waker.h"
 #include "store/watcher.h"
@@ -157,7 +158,17 @@ int Route(const ClusterArgs& a) {
   auto c = Load(a);
   if (!c.ok()) return Fail(c.status());
   std::atomic<bool> stop{false};  // ends with the session (SIGHUP)
+  // The cluster's host: it runs the team's merge queue too (DESIGN §12:
+  // a pane agent's `mates tasks update N --status completed` merges the
+  // same way as a hosted teammate's).
+  git::MergeQueue::Options mq;
+  mq.ws = Workspace(c->config().work_dir);
+  const std::string team = c->config().name;
+  mq.team = [team] { return team; };
+  mq.running = [](const std::string&) { return true; };  // pane agents live as long as the session
+  git::MergeQueue merges(mq);
   Status s = c->Route(stop);
+  merges.Stop();
   return s.ok() ? 0 : Fail(s);
 }
 

@@ -18,6 +18,7 @@
 #include "core/json.h"
 #include "core/waker.h"
 #include "tmux/claude_setup.h"
+#include "git/worktrees.h"
 #include "store/mailbox.h"
 #include "store/messenger.h"
 #include "store/roster.h"
@@ -121,6 +122,49 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
                                         config_.config_file.filename().string() + ")");
     }
   }
+  // The agents are members of the team named after the cluster (backend
+  // tmux), so `mates send` and teams reach them.
+  const Workspace ws(config_.work_dir);
+  Roster roster(ws);
+  if (!roster.Load(config_.name).ok()) MATES_RETURN_IF_ERROR(roster.CreateTeam(config_.name).status());
+  // Agents with `worktree: true` start in their own worktree (DESIGN §12).
+  std::map<std::string, fs::path> trees;
+  for (const auto& a : config_.agents) {
+    if (!a.worktree) continue;
+    MATES_ASSIGN_OR_RETURN(TeamConfig team, roster.Load(config_.name));
+    TeamGit g = team.git;
+    if (!g.configured()) {
+      MATES_ASSIGN_OR_RETURN(g, git::PrepareTarget(ws, config_.name, TeamGit{}));
+      MATES_RETURN_IF_ERROR(roster.Update(config_.name, [&](TeamConfig& c) {
+        if (!c.git.configured()) c.git = g;
+        g = c.git;
+        return Status::Ok();
+      }).status());
+    }
+    auto tree = git::EnsureTeammateWorktree(ws, config_.name, a.name, g.target_branch);
+    if (!tree.ok()) return tree.status().WithContext(a.name + "'s worktree");
+    trees[a.name] = *tree;
+  }
+  for (const auto& a : config_.agents) {
+    Member m;
+    m.name = a.name;
+    m.role = MemberRole::kTeammate;
+    m.backend = MemberBackend::kTmux;
+    m.prompt = a.role;
+    m.worktree = a.worktree;
+    auto added = roster.AddMember(config_.name, m);
+    if (!added.ok()) {
+      if (added.status().code() != StatusCode::kAlreadyExists) return added.status().WithContext("adding " + a.name + " to the team");
+      MATES_RETURN_IF_ERROR(roster.Update(config_.name, [&](TeamConfig& c) {
+        Member* mm = c.Find(a.name);
+        if (mm != nullptr) {
+          mm->status = MemberStatus::kIdle;
+          mm->worktree = a.worktree;
+        }
+        return Status::Ok();
+      }).status());
+    }
+  }
   Json state;
   state["socket"] = config_.socket();
   state["session"] = config_.session;
@@ -128,7 +172,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
   state["panes"] = Json::object();
   auto launch_of = [&](const AgentConfig& a) {
     Launch l;
-    l.cwd = config_.work_dir.string();
+    l.cwd = trees.count(a.name) ? trees[a.name].string() : config_.work_dir.string();
     l.argv = a.command;
     l.env = a.env;
     l.env["MATES_TEAM"] = config_.name;
@@ -156,22 +200,6 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     r.argv = {self.string(), "cluster", "route", "-c", config_.config_file.string()};
     auto router = tmux_.NewWindow(config_.session, "router", r);
     if (!router.ok()) return router.status().WithContext("starting the router");
-  }
-  // The agents are members of the team named after the cluster (backend
-  // tmux), so `mates send` and teams reach them.
-  Roster roster(Workspace(config_.work_dir));
-  if (!roster.Load(config_.name).ok()) MATES_RETURN_IF_ERROR(roster.CreateTeam(config_.name).status());
-  for (const auto& a : config_.agents) {
-    Member m;
-    m.name = a.name;
-    m.role = MemberRole::kTeammate;
-    m.backend = MemberBackend::kTmux;
-    m.prompt = a.role;
-    auto added = roster.AddMember(config_.name, m);
-    if (!added.ok()) {
-      if (added.status().code() != StatusCode::kAlreadyExists) return added.status().WithContext("adding " + a.name + " to the team");
-      MATES_RETURN_IF_ERROR(roster.SetStatus(config_.name, a.name, MemberStatus::kIdle));
-    }
   }
   // Handshakes, in parallel: ready only once the agent answered with its
   // marker (the marker in its command line does not count: it is older

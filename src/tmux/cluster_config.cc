@@ -42,6 +42,16 @@ Result<std::string> String(const YAML::Node& n, const std::string& where, bool r
   return n.as<std::string>();
 }
 
+Result<bool> Bool(const YAML::Node& n, const std::string& where) {
+  if (!n || n.IsNull()) return false;
+  if (n.IsScalar()) {
+    const std::string v = n.as<std::string>();
+    if (v == "true") return true;
+    if (v == "false") return false;
+  }
+  return FieldError(where, "must be true or false");
+}
+
 Result<std::string> Regex(const YAML::Node& n, const std::string& where, std::string dflt) {
   if (n && !n.IsNull() && !n.IsScalar()) return FieldError(where, "must be a string (a regex)");
   std::string v = n && !n.IsNull() ? n.as<std::string>() : dflt;
@@ -189,7 +199,8 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
     const YAML::Node a = agents[i];
     if (!a.IsMap()) return wrap(FieldError(w, "must be a map"));
     if (Status s = CheckKeys(a, w, {"name", "role", "personality_prompt_path", "marker", "pane_index", "command",
-                                    "env", "reports_to", "ready_pattern", "busy_pattern", "first_run"});
+                                    "env", "reports_to", "ready_pattern", "busy_pattern", "first_run",
+                                    "worktree"});
         !s.ok()) {
       return wrap(s);
     }
@@ -241,6 +252,8 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
                                                                                       : FirstRun::kNone;
     }
     ag.first_run = afirst;
+    MATES_FIELD(tree, Bool(a["worktree"], w + ".worktree"));
+    ag.worktree = tree;
     cfg.agents.push_back(ag);
   }
 #undef MATES_FIELD

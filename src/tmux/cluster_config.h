@@ -57,6 +57,9 @@ struct AgentConfig {
   std::string ready_pattern;
   std::string busy_pattern;  // "" = never busy by its looks
   FirstRun first_run = FirstRun::kNone;  // never kAuto once loaded
+  // Works in its own git worktree of work_dir (DESIGN §12); its completed
+  // tasks go through the merge queue the router hosts.
+  bool worktree = false;
 };
 
 struct ClusterConfig {
