@@ -189,7 +189,7 @@ TEST(WorktreeTest, AConflictGoesBackToItsOwnerAndMergesOnceResolved) {
     merged += m.status == MergeState::kMerged;
   }
   EXPECT_EQ(conflicts, 1);
-  EXPECT_EQ(merged, 3);
+  EXPECT_EQ(merged, 3) << Tail(r.err);
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:shared.txt"}), "resolved\n");
   // The owner heard it from merge-queue, naming the file.
   std::string log = ReadAll(Workspace(repo.w).MessagesLogPath("wt"));
@@ -243,6 +243,34 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   EXPECT_NE(late.err.find("merge request 1 is failed, not waiting for review"), std::string::npos) << late.err;
   auto bad = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "x"});
   EXPECT_NE(bad.exit_code, 0);
+}
+
+// A teammate that stops for good (it approved a shutdown request) removes
+// its worktree and branch once its work is merged; with changes not
+// committed, the worktree is kept and its stop says so.
+TEST(WorktreeTest, ATeammateThatStopsCleansUpOnlyWhatIsMerged) {
+  for (bool dirty : {false, true}) {
+    SCOPED_TRACE(dirty ? "with uncommitted changes" : "clean");
+    Repo repo(TaskList{{"write a.txt with alpha", {}}});
+    auto r = repo.Run({"--isolation", "worktree"}, "Go one");
+    ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+    const fs::path tree = repo.w / ".mates" / "worktrees" / "wt" / "w1";
+    ASSERT_TRUE(fs::exists(tree / "a.txt")) << "an idle teammate keeps its worktree (it resumes)";
+    if (dirty) WriteAll(tree / "scratch.txt", "not submitted\n");
+    auto s = repo.Run({}, "Stop w1");
+    ASSERT_EQ(s.exit_code, 0) << Tail(s.err);
+    std::string status = ReadAll(Workspace(repo.w).AgentsDir("wt") / "w1.status.json");
+    if (dirty) {
+      EXPECT_TRUE(fs::exists(tree / "scratch.txt"));
+      EXPECT_NE(status.find("kept " + tree.string() + " (uncommitted changes)"), std::string::npos) << status;
+      EXPECT_NE(Trim(Git(repo.w, {"branch", "--list", "mates/w1@wt"})), "");
+    } else {
+      EXPECT_FALSE(fs::exists(tree));
+      EXPECT_EQ(Trim(Git(repo.w, {"branch", "--list", "mates/w1@wt"})), "");
+      EXPECT_EQ(Git(repo.w, {"worktree", "list"}).find(tree.string()), std::string::npos);
+    }
+    EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
+  }
 }
 
 // The host SIGKILLed while a check runs: the target has not moved, the

@@ -105,7 +105,10 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
       r = lead.Continue();
       continue;
     }
-    if (!teams.AnyActive() && !PaneAgentsOwe(ctx)) break;
+    if (!teams.AnyActive() && !PaneAgentsOwe(ctx)) {
+      LogDebug("the lead stops waiting: nobody is working, nothing is queued");
+      break;
+    }
     // Without a watch on the inbox, a send from another process is seen
     // at the next look.
     waker->WaitChange(g, inbox.active() ? std::nullopt : DeadlineIn(1.0));

@@ -137,22 +137,28 @@ Result<MergeRequest> MergeStore::Create(MergeRequest m) {
 }
 
 Result<std::vector<MergeRequest>> MergeStore::List() const {
+  // Ids are dense from 1 and never reused, so the files are read by id: a
+  // readdir() racing a request being rewritten (rename over it) may skip
+  // its entry, and a list that loses a queued request lets a run end early.
+  // The folder only says how far to look; past that, ids are probed.
   std::vector<MergeRequest> out;
   std::error_code ec;
   if (!fs::exists(dir_, ec)) return out;
+  int64_t last = 0;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (e.path().extension() != ".json") continue;
     auto id = ParseId(e.path().stem().string(), "merge id");
-    if (!id.ok()) continue;
-    auto m = GetUnlocked(*id);
+    if (id.ok()) last = std::max(last, *id);
+  }
+  for (int64_t id = 1; id <= kMaxTaskId; ++id) {
+    auto m = GetUnlocked(id);
     if (m.ok()) {
       out.push_back(std::move(*m));
-    } else {
-      LogDebug("merges: skipping " + e.path().string() + ": " + m.status().message());
+      continue;
     }
+    if (m.status().code() == StatusCode::kNotFound && id > last) break;
+    LogDebug("merges: skipping request " + std::to_string(id) + ": " + m.status().message());
   }
-  if (ec) return Status::Internal("cannot list " + dir_.string() + ": " + ec.message());
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   return out;
 }
 
