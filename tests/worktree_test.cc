@@ -229,6 +229,8 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:fixed.txt"}), "fixed\n");
   auto broken = testing::Run({"git", "-C", repo.w.string(), "cat-file", "-e", "mates/wt:BROKEN"});
   EXPECT_NE(broken.exit_code, 0);
+  auto status = testing::RunMates(repo.w, {"status", "--team", "wt"});
+  EXPECT_NE(status.out.find("merges: 1 failed · 1 merged · 1 rejected"), std::string::npos) << status.out;
   // The CLI shows them, and refuses what cannot be.
   auto list = testing::RunMates(repo.w, {"merges", "--team", "wt", "list"});
   EXPECT_EQ(list.exit_code, 0);
@@ -270,6 +272,16 @@ TEST(WorktreeTest, ATeammateThatStopsCleansUpOnlyWhatIsMerged) {
       EXPECT_EQ(Git(repo.w, {"worktree", "list"}).find(tree.string()), std::string::npos);
     }
     EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
+    if (dirty) {
+      // `mates team delete`: the kept worktree goes, its work committed to
+      // its branch, which stays.
+      auto del = testing::RunMates(repo.w, {"team", "delete", "wt"});
+      ASSERT_EQ(del.exit_code, 0) << del.err;
+      EXPECT_NE(del.err.find("kept branch mates/w1@wt (work not merged)"), std::string::npos) << del.err;
+      EXPECT_FALSE(fs::exists(tree));
+      EXPECT_EQ(Git(repo.w, {"worktree", "list"}).find(".mates/worktrees/wt"), std::string::npos);
+      EXPECT_EQ(Git(repo.w, {"show", "mates/w1@wt:scratch.txt"}), "not submitted\n");
+    }
   }
 }
 

@@ -106,7 +106,13 @@ std::string Render(const TeamView& v) {
     o << " — not hosted";
   }
   o << "\nboard: " << v.board.at("pending") << " pending · " << v.board.at("in_progress") << " in progress · "
-    << v.board.at("completed") << " completed\n\n";
+    << v.board.at("completed") << " completed\n";
+  if (!v.merges.empty()) {
+    std::string counts;
+    for (const auto& [state, n] : v.merges) counts += (counts.empty() ? "" : " · ") + std::to_string(n) + " " + state;
+    o << "merges: " << counts << " (mates merges --team " << v.team.name << " list)\n";
+  }
+  o << "\n";
   o << Pad("MEMBER", 14) << Pad("STATE", 10) << Pad("DOING", 42) << Pad("FOR", 8) << Pad("TASK", 26)
     << Pad("TOKENS in/out", 16) << "COST\n";
   for (const auto& m : v.members) {

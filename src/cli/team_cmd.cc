@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "git/worktrees.h"
+#include "store/host_info.h"
 #include "core/clock.h"
 #include "core/names.h"
 #include "store/archive.h"
@@ -171,6 +173,16 @@ int Join(Globals& g, const TeamArgs& a) {
 
 // Archives the team (DESIGN §11); --purge deletes it for good.
 int Delete(Globals& g, const TeamArgs& a) {
+  // Its worktrees go first (unmerged work stays on its branch, DESIGN §12).
+  // (Not under a live host: its teammates may be working in them.)
+  if (auto c = Roster(g.ws()).Load(a.team); c.ok() && c->git.configured()) {
+    if (ReadLiveHost(g.ws(), a.team)) {
+      std::cerr << "mates: the team is hosted: its worktrees stay in " << g.ws().WorktreesDir(a.team).string()
+                << std::endl;
+    } else {
+      for (const auto& k : git::CleanUpTeam(g.ws(), *c)) std::cerr << "mates: " << k << std::endl;
+    }
+  }
   if (a.purge) {
     Status s = Roster(g.ws()).DeleteTeam(a.team);
     if (!s.ok()) return Fail(s);

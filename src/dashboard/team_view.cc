@@ -5,6 +5,7 @@
 
 #include "core/clock.h"
 #include "store/board.h"
+#include "store/merges.h"
 #include "store/liveness.h"
 #include "store/message_log.h"
 
@@ -35,6 +36,10 @@ Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t
     if (auto it = working.find(m.name); it != working.end()) mv.task = it->second;
     v.members.push_back(std::move(mv));
   }
+  auto merges = MergeStore(ws, team).List();
+  if (merges.ok()) {
+    for (const auto& m : *merges) ++v.merges[std::string(MergeStateName(m.status))];
+  }
   auto msgs = MessageLog(ws, team).Tail(last_messages);
   if (msgs.ok()) v.messages = std::move(*msgs);
   return v;
@@ -56,6 +61,10 @@ Json TeamViewToJson(const TeamView& v) {
   }
   j["board"] = Json::object();
   for (const auto& [k, n] : v.board) j["board"][k] = n;
+  if (!v.merges.empty()) {
+    j["merges"] = Json::object();
+    for (const auto& [k, n] : v.merges) j["merges"][k] = n;
+  }
   j["members"] = Json::array();
   for (const auto& m : v.members) {
     Json jm;

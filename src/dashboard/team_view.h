@@ -31,6 +31,7 @@ struct TeamView {
   TeamConfig team;
   std::optional<HostInfo> host;
   std::map<std::string, int> board;  // status name → count
+  std::map<std::string, int> merges;  // merge status → count (worktree isolation); empty if none
   std::vector<MemberView> members;
   std::vector<Message> messages;     // the last `last_messages`
   double now = 0;

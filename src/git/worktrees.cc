@@ -261,4 +261,16 @@ void CleanUpScratch(const Workspace& ws, const std::string& team) {
   fs::remove(ws.WorktreesDir(team), ec);  // only if empty
 }
 
+std::vector<std::string> CleanUpTeam(const Workspace& ws, const TeamConfig& team) {
+  std::vector<std::string> kept;
+  if (!team.git.configured()) return kept;
+  for (const auto& m : team.members) {
+    if (m.role == MemberRole::kLead) continue;
+    std::string k = CleanUpTeammate(ws, team.name, m.name, team.git.target_branch, /*final=*/true);
+    if (!k.empty()) kept.push_back(k);
+  }
+  CleanUpScratch(ws, team.name);
+  return kept;
+}
+
 }  // namespace mates::git

@@ -73,5 +73,8 @@ std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const 
                             const std::string& target, bool final);
 // The scratch worktree goes; `git worktree prune` after.
 void CleanUpScratch(const Workspace& ws, const std::string& team);
+// The team ends (TeamDelete, `mates team delete`): every member's worktree
+// (CleanUpTeammate, final) and the scratch one. Returns what was kept.
+std::vector<std::string> CleanUpTeam(const Workspace& ws, const TeamConfig& team);
 
 }  // namespace mates::git

@@ -388,15 +388,7 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   // What the team did, before its files go.
   SummarizeWork(name, &summary);
   // Worktrees go; unmerged work stays on its branch (DESIGN §12).
-  std::vector<std::string> kept;
-  if (c.git.configured()) {
-    for (const auto& m : c.members) {
-      if (m.role == MemberRole::kLead) continue;
-      std::string k = git::CleanUpTeammate(ws_, name, m.name, c.git.target_branch, /*final=*/true);
-      if (!k.empty()) kept.push_back(k);
-    }
-    git::CleanUpScratch(ws_, name);
-  }
+  std::vector<std::string> kept = git::CleanUpTeam(ws_, c);
   if (lead_team() == name) MoveLeadTo(home_team_);
   news_.Forget(asked);
   {
