@@ -245,6 +245,25 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   EXPECT_NE(late.err.find("merge request 1 is failed, not waiting for review"), std::string::npos) << late.err;
   auto bad = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "x"});
   EXPECT_NE(bad.exit_code, 0);
+  // Hostile files in the merges folder: a cut one, one of NULs, a deeply
+  // nested one, and an id far past the others. Each is one clear error
+  // where it is asked for; the list shows what can be read.
+  const fs::path dir = Workspace(repo.w).MergesDir("wt");
+  std::string whole = ReadAll(dir / "2.json");
+  WriteAll(dir / "2.json", whole.substr(0, whole.size() / 2));
+  WriteAll(dir / "4.json", std::string(4096, '\0'));
+  WriteAll(dir / "5.json", std::string(100000, '[') + std::string(100000, ']'));
+  WriteAll(dir / "9999999.json", ReadAll(dir / "1.json"));
+  auto hostile = testing::RunMates(repo.w, {"merges", "--team", "wt", "list"});
+  EXPECT_EQ(hostile.exit_code, 0) << hostile.err;
+  EXPECT_NE(hostile.out.find("1  task #1  w1  failed"), std::string::npos) << hostile.out;
+  EXPECT_NE(hostile.out.find("3  task #1  w1  merged"), std::string::npos) << hostile.out;
+  EXPECT_EQ(hostile.out.find("2  task"), std::string::npos) << hostile.out;
+  for (const char* id : {"2", "4", "5", "9999999"}) {
+    auto one = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", id});
+    EXPECT_EQ(one.exit_code, 1) << id << ": " << one.out;
+    EXPECT_FALSE(one.err.empty()) << id;
+  }
 }
 
 // A teammate that stops for good (it approved a shutdown request) removes

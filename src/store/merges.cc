@@ -1,6 +1,7 @@
 #include "store/merges.h"
 
 #include <algorithm>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
@@ -105,11 +106,14 @@ Result<MergeRequest> MergeStore::GetUnlocked(int64_t id) const {
     }
     return data.status();
   }
-  if (data->size() > kMaxMergeFileBytes) return Status::InvalidArgument(path.string() + " is too large");
-  MATES_ASSIGN_OR_RETURN(Json j, ParseJson(*data));
-  auto m = MergeRequestFromJson(j);
-  if (!m.ok()) return m.status().WithContext(path.string());
-  if (m->id != id) return Status::InvalidArgument(path.string() + " holds merge " + std::to_string(m->id));
+  // What is on disk and cannot be read is Corrupt (exit 1): the caller's
+  // input was fine.
+  if (data->size() > kMaxMergeFileBytes) return Status::Corrupt(path.string() + " is too large");
+  auto j = ParseJson(*data);
+  if (!j.ok()) return Status::Corrupt(path.string() + ": " + j.status().message());
+  auto m = MergeRequestFromJson(*j);
+  if (!m.ok()) return Status::Corrupt(path.string() + ": " + m.status().message());
+  if (m->id != id) return Status::Corrupt(path.string() + " holds merge " + std::to_string(m->id));
   return m;
 }
 
@@ -130,6 +134,10 @@ Result<MergeRequest> MergeStore::Create(MergeRequest m) {
     if (id.ok()) last = std::max(last, *id);
   }
   if (ec) return Status::Internal("cannot list " + dir_.string() + ": " + ec.message());
+  if (last >= kMaxTaskId) {
+    return Status::FailedPrecondition(dir_.string() + " holds a merge request numbered " + std::to_string(last) +
+                                      "; no id is left after it");
+  }
   m.id = last + 1;
   m.created_at = m.updated_at = WallSeconds();
   MATES_RETURN_IF_ERROR(Write(m));
@@ -140,24 +148,35 @@ Result<std::vector<MergeRequest>> MergeStore::List() const {
   // Ids are dense from 1 and never reused, so the files are read by id: a
   // readdir() racing a request being rewritten (rename over it) may skip
   // its entry, and a list that loses a queued request lets a run end early.
-  // The folder only says how far to look; past that, ids are probed.
+  // Ids past the dense run (a file made by hand) are read as the folder
+  // lists them; a huge one costs one read, not a probe of every id below.
   std::vector<MergeRequest> out;
   std::error_code ec;
   if (!fs::exists(dir_, ec)) return out;
-  int64_t last = 0;
+  std::set<int64_t> listed;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     if (e.path().extension() != ".json") continue;
     auto id = ParseId(e.path().stem().string(), "merge id");
-    if (id.ok()) last = std::max(last, *id);
+    if (id.ok()) listed.insert(*id);
   }
-  for (int64_t id = 1; id <= kMaxTaskId; ++id) {
+  int64_t id = 1;
+  for (;; ++id) {
     auto m = GetUnlocked(id);
     if (m.ok()) {
       out.push_back(std::move(*m));
-      continue;
+    } else if (m.status().code() == StatusCode::kNotFound) {
+      break;
+    } else {
+      LogDebug("merges: skipping request " + std::to_string(id) + ": " + m.status().message());
     }
-    if (m.status().code() == StatusCode::kNotFound && id > last) break;
-    LogDebug("merges: skipping request " + std::to_string(id) + ": " + m.status().message());
+  }
+  for (auto it = listed.upper_bound(id); it != listed.end(); ++it) {
+    auto m = GetUnlocked(*it);
+    if (m.ok()) {
+      out.push_back(std::move(*m));
+    } else {
+      LogDebug("merges: skipping request " + std::to_string(*it) + ": " + m.status().message());
+    }
   }
   return out;
 }
