@@ -84,8 +84,8 @@ struct Host {
   std::shared_ptr<Board> board() { return SharedBoard(ws.TasksDir("bench")); }
   void Spawn(int n, const std::string& prefix) {
     for (int i = 1; i <= n; ++i) {
-      auto r = teams->SpawnTeammate("bench", prefix + std::to_string(i), "Work from the board.",
-                                    false, "", "");
+      auto r = teams->SpawnTeammate({.team = "bench", .name = prefix + std::to_string(i),
+                                     .prompt = "Work from the board."});
       if (!r.ok()) {
         std::fprintf(stderr, "spawn failed: %s\n", r.status().message().c_str());
         std::exit(1);

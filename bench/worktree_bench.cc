@@ -260,7 +260,7 @@ Makespan DagMakespan(bool isolated, int turn_ms) {
   auto sub = Watcher::Default().Subscribe(repo.ws.TasksDir("bench"), "*.json", waker);
   int64_t t0 = NowNs();
   for (int i = 1; i <= kTeammates; ++i) {
-    auto r = teams.SpawnTeammate("bench", "w" + std::to_string(i), "Work from the board.", false, "", "");
+    auto r = teams.SpawnTeammate({.team = "bench", .name = "w" + std::to_string(i), .prompt = "Work from the board."});
     Must(r.status(), "spawn");
   }
   for (;;) {

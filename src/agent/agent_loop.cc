@@ -34,6 +34,8 @@ Status AgentLoop::AttachJournal(const fs::path& path, bool resume) {
     conversation_.Reset(std::move(st.messages));
     delivered_ = std::move(st.delivered);
     compactions_ = st.compactions;
+    // What it spent before counts against its budget, and is reported.
+    usage_.Restore(st.usage, st.calls);
   }
   MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
   journal_.emplace(std::move(j));
@@ -157,6 +159,8 @@ Status AgentLoop::TakeInboxAndNotices() {
     for (const auto& m : batch->messages) {
       msgs.push_back(llm::ContentBlock::Text(FormatTeammateMessage(m)));
       ids.push_back(m.id);
+      // Compacted in this same look, before the call (it is in what gets summarised).
+      if (m.type == MessageType::kCompactRequest) compact_requested_.store(true);
     }
     // Journaled (with the ids) before the inbox lets go of them.
     MATES_RETURN_IF_ERROR(AddUser(std::move(msgs), ids));
@@ -202,17 +206,28 @@ Status AgentLoop::MaybeCompact(bool force) {
                                 std::to_string(static_cast<int64_t>(WallSeconds() * 1000)) + ".jsonl");
   if (activity_) activity_->Thinking();
   MATES_ASSIGN_OR_RETURN(CompactResult r, AutoCompact(req, *provider_, &cancel_));
-  usage_.Add(r.usage);
-  if (activity_) activity_->SetUsage(usage_.total(), usage_.calls());
-  if (journal_) {
-    MATES_RETURN_IF_ERROR(journal_->AppendUsage(r.usage));
-    MATES_RETURN_IF_ERROR(journal_->AppendCompaction(r.messages, req.transcript_path.string()));
-  }
+  MATES_RETURN_IF_ERROR(Spent(r.usage, model()));
+  if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendCompaction(r.messages, req.transcript_path.string()));
   conversation_.Reset(std::move(r.messages));
   ++compactions_;
   last_reported_tokens_ = last_estimated_tokens_ = 0;  // recalibrate on the next call
   if (events_ != nullptr) {
     events_->OnCompact(spec_.name, r.tokens_before, r.tokens_after, req.transcript_path.string());
+  }
+  return Status::Ok();
+}
+
+Status AgentLoop::Spent(const llm::Usage& u, const std::string& answered_by) {
+  usage_.Add(u);
+  if (spec_.team_spend) spec_.team_spend->Add(answered_by, u);
+  if (activity_) activity_->SetUsage(usage_.total(), usage_.calls());
+  if (journal_) return journal_->AppendUsage(u, answered_by);
+  if (!spec_.usage_journal.empty()) {
+    if (!usage_journal_) {
+      MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(spec_.usage_journal));
+      usage_journal_.emplace(std::move(j));
+    }
+    return usage_journal_->AppendUsage(u, answered_by);
   }
   return Status::Ok();
 }
@@ -251,7 +266,25 @@ Result<TurnResult> AgentLoop::Continue() {
   return r;
 }
 
+std::string AgentLoop::OverBudget() const {
+  if (spec_.budget_tokens > 0) {
+    int64_t used = TotalTokens(usage_.total());
+    if (used >= spec_.budget_tokens) {
+      return "its budget of " + HumanCount(spec_.budget_tokens) + " tokens is spent (" + HumanCount(used) +
+             " used)";
+    }
+  }
+  return spec_.team_spend ? spec_.team_spend->Exceeded() : "";
+}
+
 Result<bool> AgentLoop::ReadyForCall(TurnResult* turn) {
+  // Spent: nothing more is taken in (what waits stays for whoever goes on).
+  if (std::string over = OverBudget(); !over.empty()) {
+    turn->stop_reason = "budget";
+    turn->why = over;
+    if (events_ != nullptr) events_->OnNotice(spec_.name, "no further model calls: " + over);
+    return false;
+  }
   MATES_RETURN_IF_ERROR(TakeInboxAndNotices());
   if (before_call_) before_call_();
   if (conversation_.empty() || conversation_.messages().back().role != llm::Role::kUser) {
@@ -267,7 +300,7 @@ Result<bool> AgentLoop::ReadyForCall(TurnResult* turn) {
     return false;
   }
   Microcompact(conversation_.mutable_messages(), spec_.context);
-  Status compacted = MaybeCompact(/*force=*/false);
+  Status compacted = MaybeCompact(/*force=*/compact_requested_.exchange(false));
   if (!compacted.ok()) {
     if (compacted.code() == StatusCode::kCancelled) {
       turn->interrupted = true;
@@ -301,9 +334,7 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
   ++turn->calls;
   if (events_ != nullptr) events_->OnTextEnd(spec_.name);
   if (!reply.ok()) return reply.status();
-  usage_.Add(reply->usage);
-  if (activity_) activity_->SetUsage(usage_.total(), usage_.calls());
-  if (journal_) MATES_RETURN_IF_ERROR(journal_->AppendUsage(reply->usage));
+  MATES_RETURN_IF_ERROR(Spent(reply->usage, reply->model.empty() ? model() : reply->model));
   last_reported_tokens_ = reply->usage.input_tokens + reply->usage.cache_read_input_tokens +
                           reply->usage.cache_creation_input_tokens;
   last_estimated_tokens_ = estimate;

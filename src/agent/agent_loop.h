@@ -26,6 +26,7 @@
 #include "agent/conversation.h"
 #include "agent/events.h"
 #include "agent/journal.h"
+#include "agent/spend.h"
 #include "agent/usage.h"
 #include "llm/provider.h"
 #include "tools/tool.h"
@@ -42,11 +43,19 @@ struct AgentSpec {
   int max_continuations = 3;  // replies cut at max_tokens continued at most this often
   bool read_inbox = false;  // take the inbox into each turn (lead and teammates)
   ContextPolicy context;
+  // Budgets (DESIGN §15): over its own (every token read or written, 0 =
+  // none) or its team's, the agent makes no further model call: the turn
+  // ends with stop_reason "budget". The tool in progress finishes first.
+  int64_t budget_tokens = 0;
+  std::shared_ptr<TeamSpend> team_spend;  // shared with the team's other agents; may be null
+  // Without a journal of its own (a subagent): where its usage is written.
+  fs::path usage_journal;
 };
 
 struct TurnResult {
   std::string text;         // the final reply's text
-  std::string stop_reason;  // end_turn, refusal, max_calls, interrupted, …
+  std::string stop_reason;  // end_turn, refusal, max_calls, interrupted, budget, …
+  std::string why;          // budget: which budget is spent, in words
   int calls = 0;
   bool interrupted = false;
 };
@@ -96,6 +105,11 @@ class AgentLoop {
 
   // Compacts now (the REPL's /compact).
   Status Compact();
+  // Compacts before the next model call (a compact_request from the lead).
+  // Thread-safe.
+  void RequestCompaction() { compact_requested_.store(true); }
+  // "" while the agent may call the model; else which budget is spent.
+  std::string OverBudget() const;
 
   const Conversation& conversation() const { return conversation_; }
   const UsageMeter& usage() const { return usage_; }
@@ -116,6 +130,8 @@ class AgentLoop {
   Status AddUser(std::vector<llm::ContentBlock> blocks, const std::vector<std::string>& delivered = {});
   Status AddAssistant(std::vector<llm::ContentBlock> blocks);
   Status TakeInboxAndNotices();
+  // One call's usage: counted, journaled, shown.
+  Status Spent(const llm::Usage& u, const std::string& answered_by);
   Status MaybeCompact(bool force);
   int64_t BudgetTokens() const;
   int64_t EstimatedTokens() const;  // calibrated
@@ -139,6 +155,8 @@ class AgentLoop {
   int64_t last_reported_tokens_ = 0;  // the provider's count for the last call
   int64_t last_estimated_tokens_ = 0;  // our raw estimate for the same call
   int compactions_ = 0;
+  std::optional<Journal> usage_journal_;  // spec_.usage_journal, opened at the first call
+  std::atomic<bool> compact_requested_{false};
 
   std::function<std::string()> notice_source_;
   std::function<void()> before_call_;

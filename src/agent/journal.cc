@@ -53,11 +53,14 @@ Status Journal::AppendDelivered(const std::vector<std::string>& ids) {
   return Append(DumpJson(Json{{"kind", "delivered"}, {"ids", ids}}));
 }
 
-Status Journal::AppendUsage(const llm::Usage& u) {
-  return Append(DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}}));
+Status Journal::AppendUsage(const llm::Usage& u, const std::string& model) {
+  return Append(DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}, {"model", model}}));
 }
 
 namespace {
+
+// One usage line into `st`'s counts.
+Status AddUsageLine(const Json& j, JournalState* st);
 
 // Rebuilds a conversation message by message, as the API would take it.
 class Replay {
@@ -168,13 +171,24 @@ Status ApplyLine(const Json& j, JournalState* st, Replay* replay) {
     AddIds(ids, &st->delivered);
     return Status::Ok();
   }
-  if (kind == "usage") {
-    MATES_ASSIGN_OR_RETURN(const Json* u, JsonObjectField(j, "usage", true));
-    st->usage += llm::UsageFromJson(*u);
-    ++st->calls;
-    return Status::Ok();
-  }
+  if (kind == "usage") return AddUsageLine(j, st);
   return Status::Ok();  // a kind from a later version: nothing to replay
+}
+
+Status AddUsageLine(const Json& j, JournalState* st) {
+  MATES_ASSIGN_OR_RETURN(const Json* u, JsonObjectField(j, "usage", true));
+  llm::Usage one = llm::UsageFromJson(*u);
+  st->usage += one;
+  ++st->calls;
+  auto model = j.find("model");
+  std::string name = model != j.end() && model->is_string() ? model->get<std::string>() : "";
+  if (name.size() > 200) name.clear();  // not a model name
+  if (st->usage_by_model.size() < 64 || st->usage_by_model.count(name) > 0) {
+    st->usage_by_model[name] += one;
+  } else {
+    st->usage_by_model[""] += one;  // a journal naming countless models: priced as unknown
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -186,6 +200,24 @@ Result<JournalState> Journal::Load(const fs::path& path) {
     return data.status();
   }
   return ReplayText(*data, path.string());
+}
+
+Result<JournalState> Journal::LoadUsage(const fs::path& path) {
+  auto data = ReadFile(path);
+  if (!data.ok()) return data.status();
+  JournalState st;
+  size_t start = 0;
+  while (start < data->size()) {
+    size_t end = data->find('\n', start);
+    if (end == std::string::npos) break;  // torn tail
+    std::string_view line(data->data() + start, end - start);
+    start = end + 1;
+    // Keys are written sorted: a usage line starts with its kind.
+    if (line.rfind(R"({"kind":"usage")", 0) != 0) continue;
+    auto j = ParseJson(line);
+    if (j.ok() && j->is_object()) (void)AddUsageLine(*j, &st);
+  }
+  return st;
 }
 
 JournalState Journal::ReplayText(std::string_view text, const std::string& name) {

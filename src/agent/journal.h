@@ -8,7 +8,8 @@
 //        in the same write, so a crash can neither lose nor repeat them
 //   {"kind":"compact","messages":[…],"transcript":"…"}   the conversation
 //        after a compaction (replaces what came before)
-//   {"kind":"usage","usage":{…}}   one model call's usage
+//   {"kind":"usage","usage":{…},"model":"claude-…"}   one model call's usage
+//        (and the model that answered it, for its price)
 //   {"kind":"delivered","ids":[…]}   ids of inbox messages already in the
 //        conversation (written when a journal moves, after its compact line)
 //
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -42,6 +44,8 @@ struct JournalState {
   std::set<std::string> delivered;  // inbox message ids already taken in
   llm::Usage usage;
   int calls = 0;
+  // The same by the model that answered ("" for lines without one).
+  std::map<std::string, llm::Usage> usage_by_model;
   int compactions = 0;
   std::optional<JournalProblem> problem;  // replay stopped there
 };
@@ -57,7 +61,7 @@ class Journal {
   Status AppendMessage(const llm::ChatMessage& m, const std::vector<std::string>& delivered = {});
   Status AppendCompaction(const std::vector<llm::ChatMessage>& messages,
                           const std::string& transcript_path);
-  Status AppendUsage(const llm::Usage& u);
+  Status AppendUsage(const llm::Usage& u, const std::string& model);
   Status AppendDelivered(const std::vector<std::string>& ids);
 
   // Everything the journal holds, replayed and checked line by line: the
@@ -65,6 +69,9 @@ class Journal {
   // the first line that breaks it (state.problem), keeping what came
   // before. Lines that are not JSON carry nothing and are skipped.
   static Result<JournalState> Load(const fs::path& path);
+  // Only the usage lines (all of them, even past a line replay would stop
+  // at): what `mates usage` and a team's budget count. NotFound if absent.
+  static Result<JournalState> LoadUsage(const fs::path& path);
   // The same on a journal's text (`name` for warnings).
   static JournalState ReplayText(std::string_view text, const std::string& name);
   // Starts `path` over with one compact line holding `state` (its valid

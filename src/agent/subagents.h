@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "agent/events.h"
+#include "agent/spend.h"
 #include "agent/usage.h"
 #include "llm/provider.h"
 #include "tools/tool.h"
@@ -32,6 +33,14 @@ class SubagentManager : public tools::SubagentRunner {
                                       const std::string& model) override;
   Result<tools::BackgroundStatus> Output(const std::string& id, bool block, double timeout_s) override;
   Result<tools::BackgroundStatus> Stop(const std::string& id) override;
+
+  // Budgets and accounting (DESIGN §15): subagents count against `spend`
+  // (may be null) and write their usage to the journal `usage_journal()`
+  // names. Set before the first subagent runs.
+  void SetSpend(std::shared_ptr<TeamSpend> spend, std::function<fs::path()> usage_journal) {
+    spend_ = std::move(spend);
+    usage_journal_ = std::move(usage_journal);
+  }
 
   // Stops every background subagent for good (its tool in flight is
   // killed); the destructor joins them.
@@ -57,6 +66,8 @@ class SubagentManager : public tools::SubagentRunner {
   const std::unique_ptr<tools::ToolRegistry> tools_;
 
   UsageMeter usage_;
+  std::shared_ptr<TeamSpend> spend_;          // set before any subagent runs
+  std::function<fs::path()> usage_journal_;  // the same
   std::mutex mu_;
   std::condition_variable done_cv_;
   std::map<std::string, std::unique_ptr<Job>> jobs_;  // guarded by mu_

@@ -6,25 +6,20 @@
 #include <optional>
 #include <string>
 
+#include "agent/prices.h"
 #include "llm/types.h"
 
 namespace mates::agent {
 
-// USD per million tokens (input, output); cache writes cost 1.25x input,
-// cache reads 0.1x (Anthropic's rule, applied as an estimate to all).
-struct Price {
-  double input = 0;
-  double output = 0;
-};
-std::optional<Price> PriceOf(const std::string& model);
-std::optional<double> CostUsd(const std::string& model, const llm::Usage& u);
-
 class UsageMeter {
  public:
   void Add(const llm::Usage& u);
+  // A resumed agent's usage so far (its journal's), `calls` calls.
+  void Restore(const llm::Usage& u, int calls);
   llm::Usage total() const;
   int calls() const;
-  // "12 calls, 10.2k in (8.0k cache read, 1.1k cache write), 2.3k out, ≈ $0.05"
+  // "12 calls, 10.2k in (8.0k cache read, 1.1k cache write), 2.3k out, $0.0500"
+  // (", cost unknown" for a model without a price)
   std::string Summary(const std::string& model) const;
 
  private:
@@ -34,5 +29,10 @@ class UsageMeter {
 };
 
 std::string HumanCount(int64_t n);
+// Every token the model read or wrote (input of all kinds and output):
+// what a token budget counts.
+int64_t TotalTokens(const llm::Usage& u);
+// "10.2k in (8.0k cache read, 1.1k cache write), 2.3k out"
+std::string DescribeTokens(const llm::Usage& u);
 
 }  // namespace mates::agent

@@ -17,6 +17,7 @@ namespace mates::cli {
 
 struct Globals {
   std::string workspace;  // --workspace
+  std::string prices;     // --prices FILE (DESIGN §15); "" = $MATES_PRICES
   // Set by the subcommand that was chosen; main() runs it after parsing.
   std::function<int()> action;
 
@@ -76,6 +77,7 @@ void AddDashboardCommand(CLI::App& app, Globals& g);
 void AddDemoCommand(CLI::App& app, Globals& g);
 void AddClusterCommands(CLI::App& app, Globals& g);
 void AddMergesCommands(CLI::App& app, Globals& g);
+void AddUsageCommand(CLI::App& app, Globals& g);
 
 // The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
 // else the team's lead.

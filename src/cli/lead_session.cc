@@ -50,6 +50,13 @@ void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::Suba
     if (nl == std::string::npos) break;
     start = nl + 1;
   }
+  // The whole team, every run so far (what `mates usage` shows).
+  const std::string team = teams.lead_team();
+  auto u = agent::ReadTeamUsage(teams.ws().AgentsDir(team));
+  if (u.ok() && u->calls > 0) {
+    out.Line("", "usage: team " + team + " (all runs, mates usage --team " + team + "): " +
+                     agent::DescribeTeamUsage(*u));
+  }
 }
 
 // Pane agents of the team (backend tmux, fed by a cluster's router) still
@@ -79,7 +86,7 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
   auto stopping = [&] { return signals.interrupts() > 0 || signals.exit_code() != 0; };
   for (;;) {
     if (!r.ok() || r->interrupted || stopping()) break;
-    if (r->stop_reason == "refusal" || r->stop_reason == "max_calls") break;
+    if (r->stop_reason == "refusal" || r->stop_reason == "max_calls" || r->stop_reason == "budget") break;
     if (watched_team != ctx.team) {  // the lead changes team with TeamCreate/TeamDelete
       auto s = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), Workspace::InboxFileName(ctx.agent), waker);
       if (s.ok()) {
@@ -152,6 +159,7 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
   std::shared_ptr<Waker> waker = teams.lead_waker();
   std::string watched_team;
   Watcher::Subscription inbox;
+  bool said_spent = false;
   while (signals.exit_code() == 0) {
     if (watched_team != ctx.team) {
       auto s = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), Workspace::InboxFileName(ctx.agent), waker);
@@ -171,6 +179,14 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
         out.Line("", "the lead's turn failed: " + r.status().message() + " (the next message tries again)");
         // No retry storm: wait for something new, or a while.
         waker->WaitChange(waker->generation(), DeadlineIn(30));
+      } else if (r->stop_reason == "budget") {
+        // What waits stays unread: the host goes on showing the team, but
+        // nobody calls the model until a host with a larger budget runs.
+        if (!said_spent) out.Line("", r->why + ": no agent calls the model any more (restart with a larger "
+                                                 "--budget-tokens / --budget-usd to go on)");
+        said_spent = true;
+        SetLeadStatus(ctx, MemberStatus::kIdle);
+        waker->WaitChange(waker->generation(), DeadlineIn(60));
       }
       continue;
     }
@@ -185,6 +201,10 @@ int ExitFor(const Result<agent::TurnResult>& r, LiveOutput& out) {
                                : r.status());
   if (r->interrupted) return 130;
   if (r->stop_reason == "refusal") return Fail(Status::FailedPrecondition("the model refused"));
+  if (r->stop_reason == "budget") {
+    return Fail(Status::FailedPrecondition(r->why + ": no agent calls the model any more (a larger "
+                                           "--budget-tokens / --budget-usd lets the team go on)"));
+  }
   if (r->stop_reason == "max_calls") {
     return Fail(Status::FailedPrecondition("the turn hit --max-turns before the model finished"));
   }
@@ -376,7 +396,8 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
 
 // The lead's spec: its prompt (with the skills it may load) and limits.
 agent::AgentSpec LeadSpec(const LeadSessionConfig& a, const std::string& lead_name,
-                          const tools::SkillLibrary& skills, const TeamGit& git) {
+                          const tools::SkillLibrary& skills, const TeamGit& git,
+                          std::shared_ptr<agent::TeamSpend> spend) {
   agent::PromptFacts facts;
   facts.ws = a.ws;
   facts.team = a.team;
@@ -394,6 +415,7 @@ agent::AgentSpec LeadSpec(const LeadSessionConfig& a, const std::string& lead_na
   spec.max_calls = a.max_turns;
   spec.read_inbox = true;
   spec.context.budget_tokens = a.context_budget;
+  spec.team_spend = std::move(spend);
   return spec;
 }
 
@@ -508,6 +530,35 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     if (!team.ok()) return {Fail(team.status()), std::nullopt};
   }
 
+  // The team's budget (DESIGN §15): given here, it is the team's from now on.
+  if (a.budget_tokens || a.budget_usd) {
+    team = roster.Update(a.team, [&](TeamConfig& c) {
+      if (a.budget_tokens) c.budget.tokens = *a.budget_tokens;
+      if (a.budget_usd) c.budget.usd = *a.budget_usd;
+      return Status::Ok();
+    });
+    if (!team.ok()) return {Fail(team.status()), std::nullopt};
+  }
+  std::shared_ptr<agent::TeamSpend> spend;
+  if (team->budget.any()) {
+    const std::string model = a.model.empty() ? provider->default_model() : a.model;
+    if (team->budget.usd > 0 && !agent::CurrentPrices().Find(model)) {
+      return {Usage("the team's budget is in dollars but model '" + model +
+                    "' has no price: give one with mates --prices FILE (see docs), or budget tokens instead"),
+              std::nullopt};
+    }
+    // What the team's journals hold already counts.
+    auto before = agent::ReadTeamUsage(ws.AgentsDir(a.team));
+    if (!before.ok()) return {Fail(before.status()), std::nullopt};
+    spend = std::make_shared<agent::TeamSpend>(team->budget, *before);
+    if (std::string over = spend->Exceeded(); !over.empty()) {
+      return {Fail(Status::FailedPrecondition(over + " in team '" + a.team +
+                                              "': no agent calls the model (a larger --budget-tokens / "
+                                              "--budget-usd lets it go on)")),
+              std::nullopt};
+    }
+  }
+
   // What this host's tools start stays its own (DESIGN §10).
   BecomeSubreaper();
   // Signals blocked before any thread starts; acted on once the hooks are set.
@@ -526,7 +577,11 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     if (lead_ptr != nullptr) lead_ptr->AddNotice(std::move(notice));
   });
   ctx.subagents = &subs;
-  agent::AgentLoop lead(LeadSpec(a, lead_name, skills, team->git), provider, registry.get(), &ctx, &out);
+  team::TeamManager* teams_ptr = nullptr;  // set below, before any subagent can run
+  subs.SetSpend(spend, [&teams_ptr, &ws, &lead_name] {
+    return ws.AgentsDir(teams_ptr->lead_team()) / (lead_name + ".subagents.jsonl");
+  });
+  agent::AgentLoop lead(LeadSpec(a, lead_name, skills, team->git, spend), provider, registry.get(), &ctx, &out);
   lead_ptr = &lead;
   ctx.cancel = lead.cancel_token();
   auto host = HostTheLead(a, lead_name, lead, out);
@@ -538,11 +593,13 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   topt.teammate_max_calls = a.max_turns;
   topt.context_budget = a.context_budget;
   topt.git = a.git;
+  topt.spend = spend;
   team::TeamManager teams(ws, provider, &out, topt, &lead, &ctx, [&out](const Member& m) {
     out.SetColor(m.name, m.color);
     out.SetMulti(true);
   });
   ctx.teams = &teams;
+  teams_ptr = &teams;
   lead.SetNoticeSource([&teams] { return teams.TakeNewsForLead(); });
   // The team's merge queue (DESIGN §12): `run` waits for it like for a
   // working teammate; what the lead must hear reaches its next turn.

@@ -38,6 +38,10 @@ struct LeadSessionConfig {
   // and Task{isolation}.
   TeamGit git;
   bool isolation_given = false;
+  // The team's budget from the command line (stored in its config); unset =
+  // what the config says.
+  std::optional<int64_t> budget_tokens;
+  std::optional<double> budget_usd;
   // Called once the lead's host lock is taken and host.json is written.
   std::function<void()> on_ready;
 };

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/prices.h"
 #include "cli/cli_common.h"
 #include "core/secrets.h"
 
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.add_option("--workspace,-w", g.workspace,
                  "Workspace folder (default: $MATES_WORKSPACE, else the current folder)");
+  app.add_option("--prices", g.prices,
+                 "A price table (YAML or JSON: {models: {PREFIX: {input, output, cache_write, cache_read}}}, "
+                 "USD per million tokens) over the built-in one (default: $MATES_PRICES)");
   app.require_subcommand(1);
 
   mates::cli::AddTeamCommands(app, g);
@@ -75,11 +79,12 @@ int main(int argc, char** argv) {
   mates::cli::AddDemoCommand(app, g);
   mates::cli::AddClusterCommands(app, g);
   mates::cli::AddMergesCommands(app, g);
+  mates::cli::AddUsageCommand(app, g);
 
   // Name an unknown command plainly (CLI11 would only say one is required).
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--workspace" || arg == "-w") {
+    if (arg == "--workspace" || arg == "-w" || arg == "--prices") {
       ++i;
       continue;
     }
@@ -103,6 +108,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "mates: error: " << e.what() << " (see mates --help)" << std::endl;
+    return 2;
+  }
+  // Prices before anything shows a cost (and before any thread starts).
+  if (mates::Status s = mates::agent::LoadPrices(g.prices); !s.ok()) {
+    std::cerr << "mates: error: " << s.message() << std::endl;
     return 2;
   }
   if (!g.action) {

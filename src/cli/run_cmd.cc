@@ -35,6 +35,11 @@ void AddRunOptions(CLI::App* cmd, RunArgs& a) {
                   "With worktrees: the branch merged work goes to (default: mates/<team>, made from HEAD)");
   cmd->add_option("--merge-check", a.merge_check, "With worktrees: a shell command each merge must pass (e.g. 'make test')");
   cmd->add_option("--merge-timeout", a.merge_timeout, "Seconds the merge check may take")->capture_default_str();
+  cmd->add_option("--budget-tokens", a.budget_tokens,
+                  "The team's token budget (every token its agents read or write, this run and earlier ones); "
+                  "spent: no agent calls the model and run exits 1 (0 = no budget; default: the team's)");
+  cmd->add_option("--budget-usd", a.budget_usd,
+                  "The team's budget in US dollars, priced with the price table (see --prices); same rules");
   cmd->add_option("--merge", a.merge, "auto (merge what passes the check) or review (the lead or a person approves each)")
       ->capture_default_str();
 }
@@ -64,6 +69,14 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   if (a.merge != "auto" && a.merge != "review") {
     return Status::InvalidArgument("--merge must be 'auto' or 'review', not '" + a.merge + "'");
   }
+  if (a.budget_tokens && *a.budget_tokens < 0) {
+    return Status::InvalidArgument("--budget-tokens must be a number of tokens >= 0 (0 = no budget)");
+  }
+  if (a.budget_usd && !(*a.budget_usd >= 0 && *a.budget_usd <= 1e9)) {
+    return Status::InvalidArgument("--budget-usd must be a number of dollars from 0 to 1e9 (0 = no budget)");
+  }
+  c.budget_tokens = a.budget_tokens;
+  c.budget_usd = a.budget_usd;
   c.git.merge_check = a.merge_check;
   c.git.merge_timeout_s = a.merge_timeout;
   c.git.merge_review = a.merge == "review";

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct RunArgs {
   std::string merge_check;
   double merge_timeout = 600;
   std::string merge = "auto";
+  // Budgets (DESIGN §15): unset = the team's stays, 0 = none.
+  std::optional<int64_t> budget_tokens;
+  std::optional<double> budget_usd;
   // `up` only: the host's dashboard (DESIGN §11).
   int dashboard_port = 0;  // 0 = any free port
   bool no_dashboard = false;

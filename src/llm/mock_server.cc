@@ -18,6 +18,7 @@
 #include "core/guarded.h"
 #include "core/limits.h"
 #include "core/ids.h"
+#include "llm/prompt_cache.h"
 #include "llm/scripted.h"
 #include "llm/validation.h"
 
@@ -306,12 +307,15 @@ class MockServer::Impl {
     std::cerr << "[" << ClockTime(WallSeconds()) << "] " << line << std::endl;
   }
 
+  // `usage`: what the response reports (OpenAI's input_tokens count the
+  // cached ones too, as its prompt_tokens do).
   void Record(const std::string& endpoint, const std::string& agent, const Json& body,
-              bool stream, int status, const std::string& fault) {
+              bool stream, int status, const std::string& fault, const Usage* usage = nullptr) {
     if (!record_.valid()) return;
     Json line = {{"time", IsoTime(WallSeconds())}, {"endpoint", endpoint}, {"agent", agent},
                  {"stream", stream}, {"status", status}};
     if (!fault.empty()) line["fault"] = fault;
+    if (usage != nullptr) line["usage"] = UsageToJson(*usage);
     line["body"] = body;  // the body only: never the headers (API keys)
     std::lock_guard<std::mutex> lock(log_mu_);
     (void)WriteAll(record_.get(), DumpJson(line) + "\n", options_.record_path.c_str());
@@ -367,7 +371,8 @@ class MockServer::Impl {
     ScenarioReply reply = scenario_->Reply(agent, user_text, /*consume=*/stream_fault == nullptr);
     if (reply.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(reply.delay_ms));
     std::string model = Str(body, "model", "mock");
-    int64_t in_tokens = Tokens(Field(body, "messages"));
+    // Prompt caching as the API accounts it (DESIGN §15).
+    Usage usage = openai ? cache_.OpenAI(agent, body) : cache_.Anthropic(agent, body);
     int64_t out_tokens = 0;
     for (const auto& b : reply.content) {
       out_tokens += EstimateTokens(b.type == BlockType::kText ? b.text : b.input_json);
@@ -376,17 +381,16 @@ class MockServer::Impl {
         (reply.rule < 0 ? std::string("default") : std::to_string(reply.rule)) + " -> 200 " +
         reply.stop_reason + (stream ? " (stream)" : "") +
         (stream_fault != nullptr ? " fault " + stream_fault->text : ""));
-    Record(endpoint, agent, body, stream, 200, stream_fault != nullptr ? stream_fault->text : "");
+    usage.output_tokens = out_tokens;
+    Record(endpoint, agent, body, stream, 200, stream_fault != nullptr ? stream_fault->text : "", &usage);
     bool include_usage = openai && Flag(Field(body, "stream_options"), "include_usage");
     if (!stream) {
-      res.set_content(openai ? OpenAIJson(reply, model, in_tokens, out_tokens)
-                             : AnthropicJson(reply, model, in_tokens, out_tokens),
+      res.set_content(openai ? OpenAIJson(reply, model, usage) : AnthropicJson(reply, model, usage),
                       "application/json");
       return;
     }
     auto events = std::make_shared<std::vector<std::string>>(
-        openai ? OpenAIEvents(reply, model, in_tokens, out_tokens, include_usage)
-               : AnthropicEvents(reply, model, in_tokens, out_tokens));
+        openai ? OpenAIEvents(reply, model, usage, include_usage) : AnthropicEvents(reply, model, usage));
     FaultSpec fault = stream_fault != nullptr ? *stream_fault : FaultSpec{};
     bool faulted = stream_fault != nullptr;
     res.set_header("cache-control", "no-cache");
@@ -412,20 +416,18 @@ class MockServer::Impl {
         });
   }
 
-  std::string AnthropicJson(const ScenarioReply& reply, const std::string& model, int64_t in,
-                            int64_t out) {
+  std::string AnthropicJson(const ScenarioReply& reply, const std::string& model, const Usage& usage) {
     Response r;
     r.id = NewId("msg");
     r.model = model;
     r.content = reply.content;
     r.stop_reason = reply.stop_reason;
-    r.usage.input_tokens = in;
-    r.usage.output_tokens = out;
+    r.usage = usage;
     return DumpJson(ResponseToJson(r));
   }
 
   std::vector<std::string> AnthropicEvents(const ScenarioReply& reply, const std::string& model,
-                                           int64_t in, int64_t out) {
+                                           const Usage& usage) {
     std::vector<std::string> ev;
     auto add = [&](const char* name, const Json& data) {
       ev.push_back(std::string("event: ") + name + "\ndata: " + DumpJson(data) + "\n\n");
@@ -435,8 +437,9 @@ class MockServer::Impl {
          {"message",
           {{"id", NewId("msg")}, {"type", "message"}, {"role", "assistant"}, {"model", model},
            {"content", Json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
-           {"usage", {{"input_tokens", in}, {"cache_creation_input_tokens", 0},
-                      {"cache_read_input_tokens", 0}, {"output_tokens", 1}}}}}});
+           {"usage", {{"input_tokens", usage.input_tokens},
+                      {"cache_creation_input_tokens", usage.cache_creation_input_tokens},
+                      {"cache_read_input_tokens", usage.cache_read_input_tokens}, {"output_tokens", 1}}}}}});
     add("ping", {{"type", "ping"}});
     for (size_t i = 0; i < reply.content.size(); ++i) {
       const ContentBlock& b = reply.content[i];
@@ -461,7 +464,7 @@ class MockServer::Impl {
     }
     add("message_delta", {{"type", "message_delta"},
                           {"delta", {{"stop_reason", reply.stop_reason}, {"stop_sequence", nullptr}}},
-                          {"usage", {{"output_tokens", out}}}});
+                          {"usage", {{"output_tokens", usage.output_tokens}}}});
     add("message_stop", {{"type", "message_stop"}});
     return ev;
   }
@@ -473,8 +476,15 @@ class MockServer::Impl {
     return "stop";
   }
 
-  std::string OpenAIJson(const ScenarioReply& reply, const std::string& model, int64_t in,
-                         int64_t out) {
+  // OpenAI's usage: prompt_tokens counts the cached ones too.
+  static Json OpenAIUsage(const Usage& u) {
+    return {{"prompt_tokens", u.input_tokens},
+            {"completion_tokens", u.output_tokens},
+            {"total_tokens", u.input_tokens + u.output_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", u.cache_read_input_tokens}}}};
+  }
+
+  std::string OpenAIJson(const ScenarioReply& reply, const std::string& model, const Usage& usage) {
     Json msg = {{"role", "assistant"}};
     std::string text;
     Json calls = Json::array();
@@ -492,12 +502,11 @@ class MockServer::Impl {
                          {"created", static_cast<int64_t>(WallSeconds())}, {"model", model},
                          {"choices", Json::array({{{"index", 0}, {"message", msg},
                                                    {"finish_reason", FinishReason(reply.stop_reason)}}})},
-                         {"usage", {{"prompt_tokens", in}, {"completion_tokens", out},
-                                    {"total_tokens", in + out}}}});
+                         {"usage", OpenAIUsage(usage)}});
   }
 
   std::vector<std::string> OpenAIEvents(const ScenarioReply& reply, const std::string& model,
-                                        int64_t in, int64_t out, bool include_usage) {
+                                        const Usage& usage, bool include_usage) {
     std::vector<std::string> ev;
     std::string id = NewId("chatcmpl");
     int64_t created = static_cast<int64_t>(WallSeconds());
@@ -526,7 +535,7 @@ class MockServer::Impl {
     if (include_usage) {
       Json u = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
                 {"choices", Json::array()},
-                {"usage", {{"prompt_tokens", in}, {"completion_tokens", out}, {"total_tokens", in + out}}}};
+                {"usage", OpenAIUsage(usage)}};
       ev.push_back("data: " + DumpJson(u) + "\n\n");
     }
     ev.push_back("data: [DONE]\n\n");
@@ -535,6 +544,7 @@ class MockServer::Impl {
 
   std::shared_ptr<Scenario> scenario_;
   MockServerOptions options_;
+  PromptCache cache_{[] { return WallSeconds(); }};
   httplib::Server server_;
   std::thread thread_;
   int port_ = -1;

@@ -1,5 +1,6 @@
 #include "llm/types.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/ids.h"
@@ -175,8 +176,11 @@ Usage UsageFromJson(const Json& j) {
   Usage u;
   if (!j.is_object()) return u;
   auto get = [&](const char* k) -> int64_t {
+    // One call reads at most a few million tokens: a larger count is
+    // hostile or broken, and capped so that sums cannot overflow.
+    constexpr int64_t kMaxTokensOfOneCall = 1'000'000'000'000;
     auto n = JsonInt(j, k, false, 0);
-    return n.ok() && *n >= 0 ? *n : 0;
+    return n.ok() && *n >= 0 ? std::min(*n, kMaxTokensOfOneCall) : 0;
   };
   u.input_tokens = get("input_tokens");
   u.output_tokens = get("output_tokens");

@@ -15,6 +15,7 @@ constexpr TypeName kTypeNames[] = {
     {MessageType::kShutdownResponse, "shutdown_response"},
     {MessageType::kPlanApprovalRequest, "plan_approval_request"},
     {MessageType::kPlanApprovalResponse, "plan_approval_response"},
+    {MessageType::kCompactRequest, "compact_request"},
 };
 }  // namespace
 

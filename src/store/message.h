@@ -18,6 +18,9 @@ enum class MessageType {
   kShutdownResponse,
   kPlanApprovalRequest,
   kPlanApprovalResponse,
+  // Lead -> teammate: compact your context before your next model call
+  // (DESIGN §15). Content optional (what to keep, say).
+  kCompactRequest,
 };
 
 std::string_view MessageTypeName(MessageType type);

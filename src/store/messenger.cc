@@ -71,6 +71,11 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
       if (r.recipient == team.lead) return Status::InvalidArgument("the lead cannot be asked to shut down");
       if (r.content.empty()) r.content = "Please wrap up your work and shut down.";
       return Status::Ok();
+    case MessageType::kCompactRequest:
+      MATES_RETURN_IF_ERROR(lead_only());
+      if (r.recipient == team.lead) return Status::InvalidArgument("the lead compacts with /compact, not a request");
+      if (r.content.empty()) r.content = "Compact your context now: the lead asked for it.";
+      return Status::Ok();
     case MessageType::kPlanApprovalRequest:
       MATES_RETURN_IF_ERROR(teammate_only());
       if (r.recipient.empty()) r.recipient = team.lead;

@@ -92,6 +92,8 @@ Json TeamConfigToJson(const TeamConfig& c) {
     }
     jm["joined_at"] = m.joined_at;
     if (m.worktree) jm["worktree"] = true;
+    if (m.budget_tokens > 0) jm["budget_tokens"] = m.budget_tokens;
+    if (m.context_budget > 0) jm["context_budget"] = m.context_budget;
     members.push_back(std::move(jm));
   }
   Json j = {{"name", c.name}, {"created_at", c.created_at}, {"lead", c.lead}};
@@ -104,6 +106,7 @@ Json TeamConfigToJson(const TeamConfig& c) {
                 {"merge_timeout", c.git.merge_timeout_s},
                 {"merge_review", c.git.merge_review}};
   }
+  if (c.budget.any()) j["budget"] = {{"tokens", c.budget.tokens}, {"usd", c.budget.usd}};
   return j;
 }
 
@@ -148,6 +151,11 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
       MATES_ASSIGN_OR_RETURN(m.prompt, JsonString(jm, "prompt", false));
       MATES_ASSIGN_OR_RETURN(m.joined_at, JsonNumber(jm, "joined_at", 0));
       MATES_ASSIGN_OR_RETURN(m.worktree, JsonBool(jm, "worktree", false));
+      MATES_ASSIGN_OR_RETURN(m.budget_tokens, JsonInt(jm, "budget_tokens", false, 0));
+      MATES_ASSIGN_OR_RETURN(m.context_budget, JsonInt(jm, "context_budget", false, 0));
+      if (m.budget_tokens < 0 || m.context_budget < 0) {
+        return Status::InvalidArgument("member '" + m.name + "': budgets must be >= 0");
+      }
       c.members.push_back(std::move(m));
     }
   }
@@ -160,6 +168,14 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
     MATES_ASSIGN_OR_RETURN(c.git.merge_timeout_s, JsonNumber(*git, "merge_timeout", 600));
     MATES_ASSIGN_OR_RETURN(c.git.merge_review, JsonBool(*git, "merge_review", false));
     if (!(c.git.merge_timeout_s > 0)) return Status::InvalidArgument("git.merge_timeout must be positive");
+  }
+  MATES_ASSIGN_OR_RETURN(const Json* budget, JsonObjectField(j, "budget", false));
+  if (budget != nullptr) {
+    MATES_ASSIGN_OR_RETURN(c.budget.tokens, JsonInt(*budget, "tokens", false, 0));
+    MATES_ASSIGN_OR_RETURN(c.budget.usd, JsonNumber(*budget, "usd", 0));
+    if (c.budget.tokens < 0 || !(c.budget.usd >= 0) || c.budget.usd > 1e9) {
+      return Status::InvalidArgument("budget: tokens and usd must be >= 0");
+    }
   }
   MATES_RETURN_IF_ERROR(ValidateName("team name", c.name));
   if (!c.lead.empty()) MATES_RETURN_IF_ERROR(ValidateName("lead name", c.lead));

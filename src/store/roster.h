@@ -45,6 +45,11 @@ struct Member {
   // Works in its own git worktree (DESIGN §12): W/.mates/worktrees/<team>/
   // <name> on branch mates/<name>@<team>, both derived from the names.
   bool worktree = false;
+  // Token budgets (DESIGN §15), 0 = none: every token it reads or writes
+  // counts against budget_tokens (over it: it stops, reason `budget`);
+  // context_budget is where its conversation is compacted.
+  int64_t budget_tokens = 0;
+  int64_t context_budget = 0;
 };
 
 // How a team's work comes together (DESIGN §12). A team that never asked
@@ -62,6 +67,14 @@ struct TeamGit {
   bool configured() const { return !target_branch.empty(); }
 };
 
+// What the whole team may spend (DESIGN §15); 0 = no limit. Over it, no
+// agent of the team calls the model.
+struct TeamBudget {
+  int64_t tokens = 0;
+  double usd = 0;
+  bool any() const { return tokens > 0 || usd > 0; }
+};
+
 struct TeamConfig {
   std::string name;
   std::string description;
@@ -69,6 +82,7 @@ struct TeamConfig {
   double created_at = 0;
   std::vector<Member> members;
   TeamGit git;
+  TeamBudget budget;
 
   const Member* Find(std::string_view member) const;
   Member* Find(std::string_view member);

@@ -133,6 +133,8 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
   cfg.plan_mode = m.plan_mode_required;
   cfg.resume = resume;
   cfg.new_prompt = new_prompt;
+  cfg.budget_tokens = m.budget_tokens;
+  cfg.context_budget = m.context_budget;
   auto t = std::make_shared<Teammate>(cfg, this, std::move(*host_lock));
   MATES_RETURN_IF_ERROR(host_.Add(t));
   if (on_spawn_) on_spawn_(m);
@@ -190,9 +192,10 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     }
   }
   MATES_ASSIGN_OR_RETURN(TeamConfig c, Roster(ws_).CreateTeam(name, lead_name(), description));
-  if (iso == Isolation::kWorktree) {
+  if (iso == Isolation::kWorktree || spend()) {
     MATES_RETURN_IF_ERROR(Roster(ws_).Update(name, [&](TeamConfig& cfg) {
-      cfg.git = prepared;
+      if (iso == Isolation::kWorktree) cfg.git = prepared;
+      if (spend()) cfg.budget = spend()->budget();  // the session's budget covers its new team
       return Status::Ok();
     }).status());
   }
@@ -218,10 +221,21 @@ void TeamManager::MoveLeadTo(const std::string& team) {
   if (!s.ok()) LogWarning("lead journal: " + s.message());
 }
 
-Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const std::string& name,
-                                               const std::string& prompt, bool plan_mode_required,
-                                               const std::string& model, const std::string& isolation) {
+Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) {
+  const std::string& team = spec.team;
+  const std::string& name = spec.name;
+  const std::string& prompt = spec.prompt;
+  const bool plan_mode_required = spec.plan_mode_required;
+  const std::string& model = spec.model;
+  const std::string& isolation = spec.isolation;
   MATES_RETURN_IF_ERROR(ValidateName("teammate name", name));
+  if (spend() && spend()->budget().usd > 0) {
+    std::string m = model.empty() ? provider_->default_model() : model;
+    if (!agent::CurrentPrices().Find(m)) {
+      return Status::FailedPrecondition("the team has a budget in dollars and model '" + m +
+                                        "' has no price (mates --prices FILE gives one); choose a priced model");
+    }
+  }
   std::optional<Isolation> iso;
   if (!isolation.empty()) {
     MATES_ASSIGN_OR_RETURN(iso, ParseIsolation(isolation));
@@ -252,6 +266,8 @@ Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const st
       mm->prompt = prompt;
       mm->backend = MemberBackend::kInProcess;
       mm->worktree = isolated;
+      mm->budget_tokens = spec.budget_tokens;
+      mm->context_budget = spec.context_budget;
       m = *mm;
       return Status::Ok();
     }).status());
@@ -263,6 +279,8 @@ Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const st
     m.plan_mode_required = plan_mode_required;
     m.prompt = prompt;
     m.worktree = isolated;
+    m.budget_tokens = spec.budget_tokens;
+    m.context_budget = spec.context_budget;
     MATES_ASSIGN_OR_RETURN(m, roster.AddMember(team, m));
   }
   // A teammate that existed goes on with its earlier conversation, the new
@@ -271,6 +289,7 @@ Result<std::string> TeamManager::SpawnTeammate(const std::string& team, const st
   return "Spawned teammate '" + name + "' (" + m.agent_id + ", " + m.color + ")" +
          (isolated ? " in its own worktree on " + git::TeammateBranch(team, name) : "") +
          (plan_mode_required ? " in plan mode: it will send you its plan for approval" : "") +
+         (spec.budget_tokens > 0 ? ", with a budget of " + agent::HumanCount(spec.budget_tokens) + " tokens" : "") +
          ". It works from the task board and messages; idle, it claims unblocked tasks on its own.";
 }
 

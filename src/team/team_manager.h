@@ -46,6 +46,9 @@ struct TeamOptions {
   // Worktree isolation (DESIGN §12): what teams of this host get unless
   // TeamCreate or Task says otherwise; target_branch "" = mates/<team>.
   TeamGit git;
+  // What this session's agents spent, against the team's budget (DESIGN
+  // §15); null = no budget. Teams created by the lead get the same budget.
+  std::shared_ptr<agent::TeamSpend> spend;
 };
 
 class Teammate;
@@ -71,9 +74,7 @@ class TeamManager : public tools::TeamRuntime {
 
   Result<std::string> CreateTeam(const std::string& name, const std::string& description,
                                  const std::string& isolation) override;
-  Result<std::string> SpawnTeammate(const std::string& team, const std::string& name,
-                                    const std::string& prompt, bool plan_mode_required,
-                                    const std::string& model, const std::string& isolation) override;
+  Result<std::string> SpawnTeammate(const tools::TeammateSpec& spec) override;
   Result<std::string> DeleteTeam(const std::string& name) override;
 
   // Brings back the teammates of the lead's team that were working or idle
@@ -119,6 +120,7 @@ class TeamManager : public tools::TeamRuntime {
   llm::Provider* provider() const { return provider_; }
   agent::AgentEvents* events() const { return events_; }
   const TeamOptions& options() const { return options_; }
+  const std::shared_ptr<agent::TeamSpend>& spend() const { return options_.spend; }
   std::string lead_name() const { return lead_ctx_->agent; }
 
  private:

@@ -80,7 +80,10 @@ Teammate::Teammate(Config config, TeamManager* manager, FileLock host_lock)
   spec.model = config_.model;
   spec.max_calls = manager_->options().teammate_max_calls;
   spec.read_inbox = true;
-  spec.context.budget_tokens = manager_->options().context_budget;
+  spec.context.budget_tokens =
+      config_.context_budget > 0 ? config_.context_budget : manager_->options().context_budget;
+  spec.budget_tokens = config_.budget_tokens;
+  spec.team_spend = manager_->spend();
   loop_ = std::make_unique<agent::AgentLoop>(spec, manager_->provider(), tools_.get(), &ctx_, events_.get());
   ctx_.cancel = loop_->cancel_token();
   loop_->SetBeforeCall([this] { CheckPlanApproval(); });
@@ -204,6 +207,10 @@ bool Teammate::IdleWait() {
   for (;;) {
     uint64_t seen = waker_->generation();
     if (stop_.load()) return false;
+    if (std::string over = loop_->OverBudget(); !over.empty()) {
+      SetStopReason(StopReason::kBudget, over);
+      return false;
+    }
     if (loop_->HasPendingInput()) return true;
     // Between the claim and the status going back to active, `claiming_`
     // keeps the teammate counted as working (TeamManager::AnyActive).
@@ -288,6 +295,11 @@ void Teammate::Main() {
       if (!stop_.load()) waker_->WaitChange(g, DeadlineIn(0.5 * failures));
     } else {
       failures = 0;
+      if (r->stop_reason == "budget") {
+        // It finished the tool it was in; no further model call.
+        SetStopReason(StopReason::kBudget, r->why);
+        break;
+      }
     }
     if (stop_.load()) break;
     if (ShutdownApproved()) {

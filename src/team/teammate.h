@@ -43,6 +43,7 @@ enum class StopReason {
   kTurnsFailing,         // its model calls keep failing
   kJournal,              // its journal could not be opened
   kTeamGone,             // its team was deleted under it
+  kBudget,               // its token budget or the team's is spent
 };
 // Whether a teammate stopped for this reason is resumed by the next host.
 inline bool Resumable(StopReason r) { return r == StopReason::kHostStopped; }
@@ -59,6 +60,8 @@ class Teammate {
     bool new_prompt = true;   // `prompt` is the next message (spawned or revived)
     fs::path work_root;        // its own git worktree (DESIGN §12); "" = the workspace
     std::string target_branch; // where its work merges (with work_root)
+    int64_t budget_tokens = 0;   // its own token budget (0 = none)
+    int64_t context_budget = 0;  // compacts above this (0 = the host's setting)
   };
 
   // `host_lock`: this process's claim to host it (held until it exits).

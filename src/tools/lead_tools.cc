@@ -21,12 +21,14 @@ class SendMessageTool : public Tool {
            "summary of your work as content, or false with the reason), "
            "'plan_approval_request' (a teammate in plan mode sends its plan as content to the "
            "lead), 'plan_approval_response' (lead only: request_id, approve, and feedback when "
-           "rejecting). Messages arrive in the recipient's next turn; replies come to you the "
+           "rejecting), 'compact_request' (lead only: the teammate summarises its context before its "
+           "next model call; use it when a teammate's context is long (its tokens in mates status grow "
+           "with every call) and it moves on to unrelated work). Messages arrive in the recipient's next turn; replies come to you the "
            "same way.";
   }
   std::string input_schema() const override {
     return R"S({"type":"object","properties":{
-      "type":{"type":"string","enum":["message","broadcast","shutdown_request","shutdown_response","plan_approval_request","plan_approval_response"],"description":"Default: message"},
+      "type":{"type":"string","enum":["message","broadcast","shutdown_request","shutdown_response","plan_approval_request","plan_approval_response","compact_request"],"description":"Default: message"},
       "recipient":{"type":"string","description":"The member's name (not for broadcast)"},
       "content":{"type":"string","description":"The message text (the plan, the summary, the reason…)"},
       "summary":{"type":"string","description":"A few words shown with the message"},
@@ -50,6 +52,7 @@ class SendMessageTool : public Tool {
     r.sender = ctx.agent;
     r.recipient = in.String("recipient", false);
     r.content = in.String("content", r.type != MessageType::kShutdownRequest &&
+                                         r.type != MessageType::kCompactRequest &&
                                          r.type != MessageType::kPlanApprovalResponse &&
                                          r.type != MessageType::kShutdownResponse);
     r.summary = in.String("summary", false);
@@ -92,7 +95,9 @@ class TaskTool : public Tool {
       "name":{"type":"string","description":"The teammate's name"},
       "plan_mode_required":{"type":"boolean"},
       "model":{"type":"string"},
-      "isolation":{"type":"string","enum":["shared","worktree"],"description":"A teammate's working copy: its own git worktree (its work merges back through the merge queue) or the shared workspace; default: the team's setting"}},
+      "isolation":{"type":"string","enum":["shared","worktree"],"description":"A teammate's working copy: its own git worktree (its work merges back through the merge queue) or the shared workspace; default: the team's setting"},
+      "budget_tokens":{"type":"integer","minimum":1,"description":"A teammate's token budget (all tokens it reads and writes); over it, it finishes its current tool and stops, and you are told"},
+      "context_budget":{"type":"integer","minimum":1000,"description":"A teammate's context size in tokens above which it compacts its conversation; default: the host's setting"}},
       "required":["prompt"]})S";
   }
   ToolResult Run(const Json& input, ToolContext& ctx) const override {
@@ -105,14 +110,31 @@ class TaskTool : public Tool {
     bool plan = in.Bool("plan_mode_required", false);
     std::string model = in.String("model", false);
     std::string isolation = in.String("isolation", false);
+    auto budget_tokens = static_cast<int64_t>(in.Number("budget_tokens", 0, 0, 1e12));
+    auto context_budget = static_cast<int64_t>(in.Number("context_budget", 0, 0, 1e9));
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (prompt.find_first_not_of(" \t\n") == std::string::npos) return ToolResult::Error("the prompt is empty");
+    if (context_budget > 0 && context_budget < 1000) {
+      return ToolResult::Error("context_budget must be at least 1000 tokens");
+    }
+    if ((budget_tokens > 0 || context_budget > 0) && (team.empty() || name.empty())) {
+      return ToolResult::Error("budget_tokens and context_budget are for a persistent teammate (team_name and name)");
+    }
     if (!team.empty() || !name.empty()) {
       if (team.empty() || name.empty()) {
         return ToolResult::Error("a teammate needs both team_name and name");
       }
       if (ctx.teams == nullptr) return ToolResult::Error("persistent teammates are not available here");
-      auto r = ctx.teams->SpawnTeammate(team, name, prompt, plan, model, isolation);
+      tools::TeammateSpec spec;
+      spec.team = team;
+      spec.name = name;
+      spec.prompt = prompt;
+      spec.plan_mode_required = plan;
+      spec.model = model;
+      spec.isolation = isolation;
+      spec.budget_tokens = budget_tokens;
+      spec.context_budget = context_budget;
+      auto r = ctx.teams->SpawnTeammate(spec);
       if (!r.ok()) return ToolResult::Error(r.status().message());
       return ToolResult::Ok(*r);
     }

@@ -61,6 +61,18 @@ class SubagentRunner {
   virtual Result<BackgroundStatus> Stop(const std::string& id) = 0;
 };
 
+// A persistent teammate as the lead asks for it (Task with team_name + name).
+struct TeammateSpec {
+  std::string team;
+  std::string name;
+  std::string prompt;
+  bool plan_mode_required = false;
+  std::string model;      // "" = the host's
+  std::string isolation;  // "" = the team's setting, "shared" or "worktree" (DESIGN §12)
+  int64_t budget_tokens = 0;   // its own token budget, 0 = none (DESIGN §15)
+  int64_t context_budget = 0;  // compact above this many tokens, 0 = the host's setting
+};
+
 // Teams (TeamCreate, Task with team_name + name, TeamDelete); implemented by
 // the team layer.
 class TeamRuntime {
@@ -69,9 +81,7 @@ class TeamRuntime {
   // `isolation`: "" = the host's setting, "shared" or "worktree" (DESIGN §12).
   virtual Result<std::string> CreateTeam(const std::string& name, const std::string& description,
                                          const std::string& isolation) = 0;
-  virtual Result<std::string> SpawnTeammate(const std::string& team, const std::string& name,
-                                            const std::string& prompt, bool plan_mode_required,
-                                            const std::string& model, const std::string& isolation) = 0;
+  virtual Result<std::string> SpawnTeammate(const TeammateSpec& spec) = 0;
   virtual Result<std::string> DeleteTeam(const std::string& name) = 0;
 };
 

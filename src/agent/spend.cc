@@ -1,0 +1,113 @@
+#include "agent/spend.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "agent/journal.h"
+#include "agent/usage.h"
+
+namespace mates::agent {
+
+void PriceAgentUsage(AgentUsage* a) {
+  a->cost_usd = 0;
+  a->cost_known = true;
+  for (const auto& [model, u] : a->by_model) {
+    if (TotalTokens(u) == 0) continue;
+    if (auto c = CostUsd(model, u)) {
+      a->cost_usd += *c;
+    } else {
+      a->cost_known = false;
+    }
+  }
+}
+
+Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir) {
+  TeamUsage team;
+  std::error_code ec;
+  if (!fs::is_directory(agents_dir, ec)) return team;
+  std::vector<std::pair<std::string, fs::path>> files;
+  for (fs::directory_iterator it(agents_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (p.extension() != ".jsonl" || !it->is_regular_file(ec)) continue;
+    std::string stem = p.stem().string();  // "alice" or "lead.subagents"
+    std::string name = stem;
+    if (size_t dot = stem.find('.'); dot != std::string::npos) {
+      if (stem.substr(dot) != ".subagents") continue;  // transcripts and the like
+      name = stem.substr(0, dot) + " (subagents)";
+    }
+    files.emplace_back(name, p);
+  }
+  if (ec) return Status::IOError("read " + agents_dir.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  for (const auto& [name, path] : files) {
+    auto st = Journal::LoadUsage(path);
+    if (!st.ok()) {
+      if (st.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
+      return st.status();
+    }
+    if (st->calls == 0) continue;
+    AgentUsage a;
+    a.agent = name;
+    a.usage = st->usage;
+    a.calls = st->calls;
+    a.by_model = st->usage_by_model;
+    PriceAgentUsage(&a);
+    team.total += a.usage;
+    team.calls += a.calls;
+    team.cost_usd += a.cost_usd;
+    team.cost_known = team.cost_known && a.cost_known;
+    team.agents.push_back(std::move(a));
+  }
+  return team;
+}
+
+double CacheReadShare(const llm::Usage& u) {
+  int64_t in = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+  return in == 0 ? 0.0 : static_cast<double>(u.cache_read_input_tokens) / static_cast<double>(in);
+}
+
+std::string DescribeTeamUsage(const TeamUsage& u) {
+  char share[32];
+  std::snprintf(share, sizeof share, "%.0f%%", 100 * CacheReadShare(u.total));
+  std::string out = std::to_string(u.calls) + (u.calls == 1 ? " call, " : " calls, ") +
+                    HumanCount(TotalTokens(u.total)) + " tokens (" + share + " of the input from cache), ";
+  if (u.cost_known) return out + FormatCost(u.cost_usd);
+  if (u.cost_usd == 0) return out + "cost unknown";
+  return out + FormatCost(u.cost_usd) + " + cost unknown for some models";
+}
+
+TeamSpend::TeamSpend(TeamBudget budget, const TeamUsage& before) : budget_(budget) {
+  tokens_ = TotalTokens(before.total);
+  usd_ = before.cost_usd;
+}
+
+void TeamSpend::Add(const std::string& model, const llm::Usage& u) {
+  auto cost = CostUsd(model, u);
+  std::lock_guard<std::mutex> lock(mu_);
+  tokens_ += TotalTokens(u);
+  if (cost) usd_ += *cost;
+}
+
+int64_t TeamSpend::tokens() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tokens_;
+}
+
+double TeamSpend::usd() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return usd_;
+}
+
+std::string TeamSpend::Exceeded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (budget_.tokens > 0 && tokens_ >= budget_.tokens) {
+    return "the team's budget of " + HumanCount(budget_.tokens) + " tokens is spent (" + HumanCount(tokens_) +
+           " used)";
+  }
+  if (budget_.usd > 0 && usd_ >= budget_.usd) {
+    return "the team's budget of " + FormatCost(budget_.usd) + " is spent (" + FormatCost(usd_) + " used)";
+  }
+  return "";
+}
+
+}  // namespace mates::agent

@@ -1,0 +1,183 @@
+// The token economy end to end (DESIGN §15): budgets per teammate and per
+// team, `mates usage` from the journals with the price table, compact
+// requests. The real binary with the scripted provider, and `mates mock-llm`
+// over HTTP where the provider's reported usage is compared.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::ReadAll;
+using testing::TempDir;
+
+testing::CommandResult Mates(const fs::path& ws, std::vector<std::string> args) {
+  return testing::RunMates(ws, args, {}, "");
+}
+
+std::vector<std::string> RunArgs(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"run", "--provider", "scripted", "--scenario",
+                                   testing::ScenarioFixture("team_budget.yaml"), "--idle-timeout", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.push_back("Go");
+  return args;
+}
+
+Json UsageJson(const fs::path& ws, const std::string& team) {
+  auto r = Mates(ws, {"usage", "--team", team, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto j = ParseJson(r.out);
+  EXPECT_TRUE(j.ok()) << r.out;
+  return j.ok() ? *j : Json::object();
+}
+
+const Json* AgentIn(const Json& usage, const std::string& name) {
+  for (const auto& a : usage["agents"]) {
+    if (a["agent"] == name) return &a;
+  }
+  return nullptr;
+}
+
+TEST(TokenTest, ATeammateOverItsBudgetFinishesItsToolStopsAndTheLeadIsTold) {
+  TempDir ws;
+  auto r = Mates(ws.path(), RunArgs({}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Her one call's tool ran to its end; no second call was made.
+  EXPECT_EQ(ReadAll(ws.path() / "alice.log"), "alice\n");
+  EXPECT_EQ(ReadAll(ws.path() / "bob.log"), "bob\n");
+  // She stopped for good, saying why, and the lead heard it.
+  auto status = Mates(ws.path(), {"status", "--team", "budget", "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto st = ParseJson(status.out);
+  ASSERT_TRUE(st.ok());
+  bool alice_seen = false;
+  for (const auto& m : (*st)["members"]) {
+    if (m["name"] != "alice") continue;
+    alice_seen = true;
+    EXPECT_EQ(m["status"], "shutdown") << m.dump();
+    EXPECT_NE(m.dump().find("its budget of 1 tokens is spent"), std::string::npos) << m.dump();
+  }
+  EXPECT_TRUE(alice_seen) << status.out;
+  std::string lead_journal = ReadAll(ws.path() / ".teams/budget/agents/lead.jsonl");
+  EXPECT_NE(lead_journal.find("alice stopped (its budget of 1 tokens is spent"), std::string::npos);
+  // The usage says the same: one call for alice.
+  Json u = UsageJson(ws.path(), "budget");
+  const Json* alice = AgentIn(u, "alice");
+  ASSERT_NE(alice, nullptr) << u.dump();
+  EXPECT_EQ((*alice)["calls"], 1);
+  EXPECT_GT((*alice)["tokens"].get<int64_t>(), 1);
+}
+
+TEST(TokenTest, OverTheTeamsBudgetNoAgentCallsTheModelAndRunExits1) {
+  TempDir ws;
+  // The first call of the lead spends more than 100 tokens (its system
+  // prompt alone): its second call is refused.
+  auto r = Mates(ws.path(), RunArgs({"--budget-tokens", "100"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the team's budget of 100 tokens is spent"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(ws.path() / "alice.log"));  // nobody got that far
+  // The budget is the team's now: the next run is refused before any call.
+  auto again = Mates(ws.path(), {"run", "--provider", "scripted", "--scenario",
+                                 testing::ScenarioFixture("team_budget.yaml"), "Go"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("the team's budget of 100 tokens is spent"), std::string::npos) << again.err;
+  Json before = UsageJson(ws.path(), "default");
+  EXPECT_EQ(before["calls"], 1) << before.dump();
+  EXPECT_EQ(before["budget"]["tokens"], 100);
+  // 0 lifts it: the lead works again.
+  auto lifted = Mates(ws.path(), RunArgs({"--budget-tokens", "0"}));
+  EXPECT_EQ(lifted.exit_code, 0) << lifted.err;
+  Json after = UsageJson(ws.path(), "default");
+  EXPECT_GT(after["calls"].get<int>(), 1) << after.dump();
+  EXPECT_TRUE(after["budget"].is_null());
+}
+
+TEST(TokenTest, AGenerousTeamBudgetStopsTeammatesMidRun) {
+  TempDir ws;
+  // Enough for the lead's first calls, not for the whole team: whoever
+  // comes after the line is crossed stops with reason budget.
+  // (The whole run takes about 3k tokens, the lead's first call 350.)
+  auto r = Mates(ws.path(), RunArgs({"--budget-tokens", "1200"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the team's budget of 1.2k tokens is spent"), std::string::npos) << r.err;
+  Json u = UsageJson(ws.path(), "default");
+  Json v = UsageJson(ws.path(), "budget");
+  int64_t spent = u["tokens"].get<int64_t>() + v["tokens"].get<int64_t>();
+  // Over by at most the calls in flight when it was crossed (one per agent).
+  EXPECT_GE(spent, 1200);
+  EXPECT_LT(spent, 1200 + 3 * 800) << u.dump() << v.dump();
+}
+
+TEST(TokenTest, BudgetsAndPricesRefuseBadInput) {
+  TempDir ws;
+  auto neg = Mates(ws.path(), RunArgs({"--budget-tokens", "-5"}));
+  EXPECT_EQ(neg.exit_code, 2) << neg.err;
+  EXPECT_NE(neg.err.find("--budget-tokens must be"), std::string::npos) << neg.err;
+  auto nan = Mates(ws.path(), RunArgs({"--budget-usd", "nan"}));
+  EXPECT_EQ(nan.exit_code, 2) << nan.err;
+  // Dollars cannot be counted for a model without a price.
+  auto unpriced = Mates(ws.path(), RunArgs({"--budget-usd", "1"}));
+  EXPECT_EQ(unpriced.exit_code, 2) << unpriced.err;
+  EXPECT_NE(unpriced.err.find("model 'scripted' has no price"), std::string::npos) << unpriced.err;
+  // Bad price tables: one clear error each, before anything runs.
+  testing::WriteAll(ws.path() / "p1.yaml", "models: [1, 2]\n");
+  testing::WriteAll(ws.path() / "p2.yaml", "models:\n  scripted: {input: -1, output: 2}\n");
+  testing::WriteAll(ws.path() / "p3.yaml", "models:\n  scripted: {input: 1}\n");
+  testing::WriteAll(ws.path() / "p4.yaml", "models:\n  scripted: {input: 1, output: 1, bogus: 3}\n");
+  testing::WriteAll(ws.path() / "p5.yaml", "models: {scripted: {input: 1, output: [}\n");
+  for (const char* f : {"p1.yaml", "p2.yaml", "p3.yaml", "p4.yaml", "p5.yaml", "missing.yaml"}) {
+    auto r = Mates(ws.path(), {"--prices", (ws.path() / f).string(), "usage"});
+    EXPECT_EQ(r.exit_code, 2) << f << ": " << r.err;
+    EXPECT_NE(r.err.find("prices"), std::string::npos) << f << ": " << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  auto no_team = Mates(ws.path(), {"usage", "--team", "nosuch"});
+  EXPECT_EQ(no_team.exit_code, 1) << no_team.err;
+  auto bad_name = Mates(ws.path(), {"usage", "--team", "../x"});
+  EXPECT_EQ(bad_name.exit_code, 2) << bad_name.err;
+}
+
+TEST(TokenTest, UsageIsPricedByTheTableAndAPricesFileOverridesIt) {
+  TempDir ws;
+  ASSERT_EQ(Mates(ws.path(), RunArgs({})).exit_code, 0);
+  // The scripted model has no price: tokens, and the cost said unknown.
+  auto plain = Mates(ws.path(), {"usage", "--team", "budget"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("cost unknown"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("alice"), std::string::npos);
+  Json u = UsageJson(ws.path(), "budget");
+  EXPECT_TRUE(u["cost_usd"].is_null());
+  // Priced at $1 per million input and $2 per million output tokens.
+  testing::WriteAll(ws.path() / "prices.yaml", "models:\n  scripted: {input: 1, output: 2}\n");
+  auto priced = Mates(ws.path(), {"--prices", (ws.path() / "prices.yaml").string(), "usage", "--team", "budget",
+                                  "--json"});
+  ASSERT_EQ(priced.exit_code, 0) << priced.err;
+  auto p = ParseJson(priced.out);
+  ASSERT_TRUE(p.ok());
+  const Json& t = (*p)["usage"];
+  double want = (t["input_tokens"].get<double>() + t["cache_creation_input_tokens"].get<double>() +
+                 t["cache_read_input_tokens"].get<double>()) * 1e-6 +
+                t["output_tokens"].get<double>() * 2e-6;
+  ASSERT_TRUE((*p)["cost_usd"].is_number()) << priced.out;
+  EXPECT_NEAR((*p)["cost_usd"].get<double>(), want, 1e-12);
+  // The sum over agents is the team's.
+  int64_t calls = 0;
+  for (const auto& a : (*p)["agents"]) calls += a["calls"].get<int64_t>();
+  EXPECT_EQ((*p)["calls"], calls);
+  // The same through the environment.
+  auto env = testing::RunMates(ws.path(), {"usage", "--team", "budget", "--json"},
+                               {"MATES_PRICES=" + (ws.path() / "prices.yaml").string()}, "");
+  auto e = ParseJson(env.out);
+  ASSERT_TRUE(e.ok()) << env.err;
+  EXPECT_EQ((*e)["cost_usd"], (*p)["cost_usd"]);
+}
+
+}  // namespace
+}  // namespace mates
