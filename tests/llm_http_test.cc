@@ -111,9 +111,19 @@ TEST_P(ProvidersOverHttp, TextReply) {
   EXPECT_EQ(c.result->Text(), "A plain answer that is long enough to be streamed in several pieces.");
   EXPECT_EQ(c.streamed, c.result->Text());
   EXPECT_EQ(c.result->stop_reason, "end_turn");
-  EXPECT_GT(c.result->usage.input_tokens, 0);
-  EXPECT_GT(c.result->usage.output_tokens, 0);
+  // A first request with breakpoints: what it sends is written to the
+  // (mock's) prompt cache, as the API would count it.
+  const llm::Usage& u = c.result->usage;
+  EXPECT_GT(u.input_tokens + u.cache_creation_input_tokens, 0);
+  EXPECT_EQ(u.cache_read_input_tokens, 0);
+  EXPECT_GT(u.output_tokens, 0);
   EXPECT_EQ(c.retries, 0);
+  // The same again: read from the cache.
+  Call again = CallModel(*p, Ask("hello"));
+  ASSERT_TRUE(again.result.ok());
+  if (kind() == "anthropic") {
+    EXPECT_EQ(again.result->usage.cache_read_input_tokens, u.cache_creation_input_tokens);
+  }
 }
 
 TEST_P(ProvidersOverHttp, ParallelToolUseBlocks) {

@@ -22,23 +22,7 @@ std::string Fixture(const std::string& name) {
   return std::string(MATES_SOURCE_DIR) + "/tests/scenarios/" + name;
 }
 
-// `mates mock-llm` on a free port, for the test's lifetime.
-class MockLlm {
- public:
-  explicit MockLlm(const std::string& scenario, const fs::path& record)
-      : proc_(testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", scenario, "--record",
-                              record.string(), "--quiet"})) {
-    auto line = proc_.ReadLine(DeadlineIn(10));
-    EXPECT_TRUE(line.ok());
-    url_ = line.ok() ? line->substr(std::string("listening on ").size()) : "";
-  }
-  ~MockLlm() { proc_.Signal(SIGTERM); }
-  const std::string& url() const { return url_; }
-
- private:
-  Subprocess proc_;
-  std::string url_;
-};
+using testing::MockLlm;
 
 std::vector<Json> Records(const fs::path& path) {
   std::vector<Json> out;

@@ -179,5 +179,90 @@ TEST(TokenTest, UsageIsPricedByTheTableAndAPricesFileOverridesIt) {
   EXPECT_EQ((*e)["cost_usd"], (*p)["cost_usd"]);
 }
 
+TEST(TokenTest, ACompactRequestMakesTheTeammateCompactBeforeItsNextCall) {
+  TempDir ws;
+  auto r = Mates(ws.path(), {"run", "--provider", "scripted", "--scenario",
+                             testing::ScenarioFixture("team_compact_request.yaml"), "--idle-timeout", "1", "Go"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path agents = ws.path() / ".teams/squeeze/agents";
+  std::string journal = ReadAll(agents / "alice.jsonl");
+  // One compaction, after the request came (its line follows the message
+  // that carried it), and the whole conversation kept as a transcript.
+  size_t request = journal.find("compact_request");
+  size_t compact = journal.find(R"({"kind":"compact")");
+  ASSERT_NE(request, std::string::npos) << journal;
+  ASSERT_NE(compact, std::string::npos) << journal;
+  EXPECT_LT(request, compact);
+  EXPECT_EQ(journal.find(R"({"kind":"compact")", compact + 1), std::string::npos);
+  bool transcript = false;
+  for (const auto& e : fs::directory_iterator(agents)) {
+    transcript |= e.path().filename().string().rfind("alice.transcript-", 0) == 0;
+  }
+  EXPECT_TRUE(transcript);
+  EXPECT_NE(journal.find("SUMMARY: alice read a file of 300 lines."), std::string::npos);
+  // Only the lead asks for it, and not of itself.
+  auto from_user = Mates(ws.path(), {"send", "--team", "squeeze", "--type", "compact_request", "--to", "alice", "x"});
+  EXPECT_NE(from_user.exit_code, 0);
+  EXPECT_NE(from_user.err.find("not compact_request"), std::string::npos) << from_user.err;
+  auto from_alice = Mates(ws.path(), {"send", "--team", "squeeze", "--from", "alice", "--type", "compact_request",
+                                      "--to", "lead", "x"});
+  EXPECT_NE(from_alice.exit_code, 0);
+  EXPECT_NE(from_alice.err.find("only the lead"), std::string::npos) << from_alice.err;
+  auto to_lead = Mates(ws.path(), {"send", "--team", "squeeze", "--from", "lead", "--type", "compact_request",
+                                   "--to", "lead", "x"});
+  EXPECT_NE(to_lead.exit_code, 0);
+  EXPECT_NE(to_lead.err.find("the lead compacts with /compact"), std::string::npos) << to_lead.err;
+}
+
+// What the journals say was spent is what the provider reported, call by
+// call, prompt caching included (mock-llm accounts it as the APIs do).
+class UsageOverHttp : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(UsageOverHttp, TheJournalsAddUpToWhatTheProviderReported) {
+  TempDir ws, tmp;
+  testing::MockLlm mock(testing::ScenarioFixture("team_budget.yaml"), tmp.path() / "rec.jsonl");
+  ASSERT_FALSE(mock.url().empty());
+  const bool openai = GetParam() == "openai";
+  auto r = Mates(ws.path(), {"run", "--provider", GetParam(), "--base-url", openai ? mock.url() + "/v1" : mock.url(),
+                             "--idle-timeout", "1", "Go"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadAll(ws.path() / "alice.log"), "alice\n");  // her budget held over HTTP too
+  struct {
+    int64_t input_tokens = 0, output_tokens = 0, cache_creation_input_tokens = 0, cache_read_input_tokens = 0;
+  } reported;
+  int calls = 0;
+  std::istringstream in(ReadAll(tmp.path() / "rec.jsonl"));
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = ParseJson(line);
+    ASSERT_TRUE(j.ok());
+    ASSERT_EQ((*j)["status"], 200);
+    const Json& u = (*j)["usage"];
+    reported.input_tokens += u["input_tokens"].get<int64_t>();
+    reported.output_tokens += u["output_tokens"].get<int64_t>();
+    reported.cache_creation_input_tokens += u["cache_creation_input_tokens"].get<int64_t>();
+    reported.cache_read_input_tokens += u["cache_read_input_tokens"].get<int64_t>();
+    ++calls;
+  }
+  // The lead's first call is in the default team's journal, the rest in budget's.
+  Json a = UsageJson(ws.path(), "default"), b = UsageJson(ws.path(), "budget");
+  auto sum = [&](const char* k) { return a["usage"][k].get<int64_t>() + b["usage"][k].get<int64_t>(); };
+  EXPECT_EQ(a["calls"].get<int>() + b["calls"].get<int>(), calls);
+  EXPECT_EQ(sum("output_tokens"), reported.output_tokens);
+  EXPECT_EQ(sum("cache_read_input_tokens"), reported.cache_read_input_tokens);
+  if (openai) {
+    // prompt_tokens counts the cached ones; mates keeps them apart.
+    EXPECT_EQ(sum("input_tokens") + sum("cache_read_input_tokens"), reported.input_tokens);
+  } else {
+    EXPECT_EQ(sum("input_tokens"), reported.input_tokens);
+    EXPECT_EQ(sum("cache_creation_input_tokens"), reported.cache_creation_input_tokens);
+    // The breakpoints pay: most of what the lead sends again is read.
+    EXPECT_GT(reported.cache_read_input_tokens, reported.input_tokens);
+  }
+  EXPECT_GT(reported.cache_read_input_tokens, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, UsageOverHttp, ::testing::Values("anthropic", "openai"));
+
 }  // namespace
 }  // namespace mates

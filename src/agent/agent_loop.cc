@@ -320,6 +320,7 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
   req.messages = conversation_.messages();
   req.tools = tools_->Definitions();
   req.max_tokens = spec_.max_tokens;
+  req.cache = spec_.cache;
   req.agent_id = spec_.name + "@" + (ctx_->team.empty() ? "none" : ctx_->team);
   llm::StreamCallbacks cb;
   if (events_ != nullptr) {

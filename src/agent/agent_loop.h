@@ -48,6 +48,9 @@ struct AgentSpec {
   // ends with stop_reason "budget". The tool in progress finishes first.
   int64_t budget_tokens = 0;
   std::shared_ptr<TeamSpend> team_spend;  // shared with the team's other agents; may be null
+  // Prompt-caching breakpoints in requests (Anthropic); off only for the
+  // benchmark's naive baseline.
+  bool cache = true;
   // Without a journal of its own (a subagent): where its usage is written.
   fs::path usage_journal;
 };

@@ -365,11 +365,35 @@ TEST_F(AgentTest, MicrocompactElidesOldLargeToolResults) {
     msgs.push_back({llm::Role::kAssistant, {ContentBlock::ToolUse(id, "bash", "{}")}});
     msgs.push_back({llm::Role::kUser, {ContentBlock::ToolResult(id, std::string(3000, 'a' + i), false)}});
   }
+  ContextPolicy one_by_one;
+  one_by_one.microcompact_batch = 1;
+  std::vector<llm::ChatMessage> copy = msgs;
+  EXPECT_EQ(Microcompact(&copy, one_by_one), 2);
+  EXPECT_EQ(copy[2].content[0].text.rfind("[elided: an earlier result of bash (3000 characters)", 0), 0u);
+  EXPECT_EQ(copy[10].content[0].text.size(), 3000u);
+  EXPECT_EQ(Microcompact(&copy, one_by_one), 0);  // idempotent
+  // By default they wait for a batch: two due change nothing (the cached
+  // prefix stays whole); four due go at once.
   ContextPolicy policy;
-  EXPECT_EQ(Microcompact(&msgs, policy), 2);
-  EXPECT_EQ(msgs[2].content[0].text.rfind("[elided: an earlier result of bash (3000 characters)", 0), 0u);
+  EXPECT_EQ(Microcompact(&msgs, policy), 0);
+  EXPECT_EQ(msgs[2].content[0].text.size(), 3000u);
+  for (int i = 5; i < 7; ++i) {
+    std::string id = "t" + std::to_string(i);
+    msgs.push_back({llm::Role::kAssistant, {ContentBlock::ToolUse(id, "bash", "{}")}});
+    msgs.push_back({llm::Role::kUser, {ContentBlock::ToolResult(id, std::string(3000, 'a' + i), false)}});
+  }
+  EXPECT_EQ(Microcompact(&msgs, policy), 4);
+  EXPECT_EQ(msgs[8].content[0].text.rfind("[elided:", 0), 0u);
   EXPECT_EQ(msgs[10].content[0].text.size(), 3000u);
-  EXPECT_EQ(Microcompact(&msgs, policy), 0);  // idempotent
+  // Or when what is due is large: one of 70,000 characters goes alone.
+  std::vector<llm::ChatMessage> big = {{llm::Role::kUser, {ContentBlock::Text("go")}}};
+  for (const auto& [id, size] : std::vector<std::pair<std::string, size_t>>{
+           {"big", 70000}, {"s0", 3000}, {"s1", 10}, {"s2", 10}, {"s3", 10}}) {
+    big.push_back({llm::Role::kAssistant, {ContentBlock::ToolUse(id, "bash", "{}")}});
+    big.push_back({llm::Role::kUser, {ContentBlock::ToolResult(id, std::string(size, 'b'), false)}});
+  }
+  EXPECT_EQ(Microcompact(&big, policy), 2);  // big and s0 (3,000) together
+  EXPECT_EQ(big[2].content[0].text.rfind("[elided:", 0), 0u);
 }
 
 TEST_F(AgentTest, InterruptStopsARunningToolAndLeavesAValidConversation) {

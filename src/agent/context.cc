@@ -28,19 +28,28 @@ int Microcompact(std::vector<llm::ChatMessage>* messages, const ContextPolicy& p
       if (b.type == llm::BlockType::kToolUse) tool_of[b.id] = b.name;
     }
   }
-  int seen = 0, elided = 0;
+  std::vector<llm::ContentBlock*> due;
+  size_t due_chars = 0;
+  int seen = 0;
   for (auto m = messages->rbegin(); m != messages->rend(); ++m) {
     for (auto b = m->content.rbegin(); b != m->content.rend(); ++b) {
       if (b->type != llm::BlockType::kToolResult) continue;
       if (++seen <= policy.keep_recent_tool_results) continue;
       if (b->text.size() < policy.microcompact_min_chars || b->text.rfind("[elided:", 0) == 0) continue;
-      std::string tool = tool_of.count(b->tool_use_id) ? tool_of[b->tool_use_id] : "a tool";
-      b->text = "[elided: an earlier result of " + tool + " (" + std::to_string(b->text.size()) +
-                " characters) was removed to save context; run the tool again if you need it]";
-      ++elided;
+      due.push_back(&*b);
+      due_chars += b->text.size();
     }
   }
-  return elided;
+  if (due.empty() ||
+      (static_cast<int>(due.size()) < policy.microcompact_batch && due_chars < policy.microcompact_batch_chars)) {
+    return 0;
+  }
+  for (llm::ContentBlock* b : due) {
+    std::string tool = tool_of.count(b->tool_use_id) ? tool_of[b->tool_use_id] : "a tool";
+    b->text = "[elided: an earlier result of " + tool + " (" + std::to_string(b->text.size()) +
+              " characters) was removed to save context; run the tool again if you need it]";
+  }
+  return static_cast<int>(due.size());
 }
 
 Status WriteTranscript(const fs::path& path, const std::vector<llm::ChatMessage>& messages) {

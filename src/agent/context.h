@@ -29,13 +29,20 @@ struct ContextPolicy {
   int64_t budget_tokens = 0;  // 0 = 75 % of the model's context window
   int keep_recent_tool_results = 3;
   size_t microcompact_min_chars = 2000;
+  // Old results are elided in batches, when this many are due or they hold
+  // this many characters: each elision rewrites an old message, so the
+  // prompt cache is read only up to it and written again from there (one
+  // at a time, that was every call).
+  int microcompact_batch = 4;
+  size_t microcompact_batch_chars = 64 << 10;
   int keep_recent_messages = 4;
 };
 
 int64_t EstimateTokens(const llm::ChatMessage& m);
 int64_t EstimateTokens(const std::vector<llm::ChatMessage>& messages);
 
-// Returns how many tool results were elided.
+// Elides large tool results older than the newest keep_recent_tool_results,
+// in batches (see ContextPolicy). Returns how many were elided.
 int Microcompact(std::vector<llm::ChatMessage>* messages, const ContextPolicy& policy);
 
 struct CompactRequest {

@@ -416,6 +416,7 @@ agent::AgentSpec LeadSpec(const LeadSessionConfig& a, const std::string& lead_na
   spec.read_inbox = true;
   spec.context.budget_tokens = a.context_budget;
   spec.team_spend = std::move(spend);
+  spec.cache = !a.naive_baseline;
   return spec;
 }
 
@@ -594,6 +595,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   topt.context_budget = a.context_budget;
   topt.git = a.git;
   topt.spend = spend;
+  topt.naive_baseline = a.naive_baseline;
   team::TeamManager teams(ws, provider, &out, topt, &lead, &ctx, [&out](const Member& m) {
     out.SetColor(m.name, m.color);
     out.SetMulti(true);

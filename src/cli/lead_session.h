@@ -42,6 +42,9 @@ struct LeadSessionConfig {
   // what the config says.
   std::optional<int64_t> budget_tokens;
   std::optional<double> budget_usd;
+  // The token benchmark's naive baseline (MATES_BASELINE=naive): no cache
+  // breakpoints, team news one change per lead turn. Never for real work.
+  bool naive_baseline = false;
   // Called once the lead's host lock is taken and host.json is written.
   std::function<void()> on_ready;
 };

@@ -6,6 +6,8 @@
 // Without: the lead's REPL (/team /inbox /tasks /send /compact /usage /quit).
 #include "cli/run_options.h"
 
+#include <cstdlib>
+
 #include "git/worktrees.h"
 #include "core/secrets.h"
 #include "llm/provider_factory.h"
@@ -76,6 +78,8 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
     return Status::InvalidArgument("--budget-usd must be a number of dollars from 0 to 1e9 (0 = no budget)");
   }
   c.budget_tokens = a.budget_tokens;
+  const char* baseline = std::getenv("MATES_BASELINE");
+  c.naive_baseline = baseline != nullptr && std::string(baseline) == "naive";
   c.budget_usd = a.budget_usd;
   c.git.merge_check = a.merge_check;
   c.git.merge_timeout_s = a.merge_timeout;

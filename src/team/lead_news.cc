@@ -14,7 +14,7 @@ void LeadNews::OnStatus(const std::string& name, MemberStatus status, const std:
       news_[name] = name + " stopped" + (detail.empty() ? "" : " (" + detail + ")");
       wakes_lead_ = true;
     }
-    if (!anyone_working && !news_.empty()) wakes_lead_ = true;
+    if ((!anyone_working || one_at_a_time_) && !news_.empty()) wakes_lead_ = true;
   }
   waker_->Notify();
 }
@@ -28,6 +28,12 @@ std::string LeadNews::Take() {
   std::lock_guard<std::mutex> lock(mu_);
   wakes_lead_ = false;
   if (news_.empty()) return "";
+  if (one_at_a_time_) {
+    std::string line = news_.begin()->second;
+    news_.erase(news_.begin());
+    wakes_lead_ = !news_.empty();
+    return "<team-update>" + line + "</team-update>";
+  }
   std::string text;
   for (const auto& [name, line] : news_) text += (text.empty() ? "" : "; ") + line;
   news_.clear();

@@ -22,6 +22,9 @@ namespace mates::team {
 
 class LeadNews {
  public:
+  // `one_at_a_time`: the benchmark's naive baseline (what other agent teams
+  // do): every change wakes the lead and is a turn of its own.
+  explicit LeadNews(bool one_at_a_time = false) : one_at_a_time_(one_at_a_time) {}
   // `name` went to `status`; `anyone_working`: whether some teammate is
   // active after this change.
   void OnStatus(const std::string& name, MemberStatus status, const std::string& detail, bool anyone_working);
@@ -35,6 +38,7 @@ class LeadNews {
   const std::shared_ptr<Waker>& waker() const { return waker_; }
 
  private:
+  const bool one_at_a_time_;
   const std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
   std::mutex mu_;
   std::map<std::string, std::string> news_;  // guarded by mu_: name -> line

@@ -36,6 +36,7 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       lead_ctx_(lead_ctx),
       home_team_(lead_ctx->team),
       on_spawn_(std::move(on_spawn)),
+      news_(options.naive_baseline),
       host_(options.shutdown_timeout_s),
       lead_team_(lead_ctx->team) {}
 

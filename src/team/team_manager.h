@@ -49,6 +49,9 @@ struct TeamOptions {
   // What this session's agents spent, against the team's budget (DESIGN
   // §15); null = no budget. Teams created by the lead get the same budget.
   std::shared_ptr<agent::TeamSpend> spend;
+  // The token benchmark's naive baseline: no cache breakpoints, every
+  // teammate's change a lead turn of its own.
+  bool naive_baseline = false;
 };
 
 class Teammate;

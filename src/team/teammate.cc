@@ -84,6 +84,7 @@ Teammate::Teammate(Config config, TeamManager* manager, FileLock host_lock)
       config_.context_budget > 0 ? config_.context_budget : manager_->options().context_budget;
   spec.budget_tokens = config_.budget_tokens;
   spec.team_spend = manager_->spend();
+  spec.cache = !manager_->options().naive_baseline;
   loop_ = std::make_unique<agent::AgentLoop>(spec, manager_->provider(), tools_.get(), &ctx_, events_.get());
   ctx_.cancel = loop_->cancel_token();
   loop_->SetBeforeCall([this] { CheckPlanApproval(); });

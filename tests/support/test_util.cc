@@ -1,5 +1,6 @@
 #include "support/test_util.h"
 
+#include <signal.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -7,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "core/clock.h"
 
 namespace mates::testing {
 
@@ -129,6 +132,15 @@ bool LockWaiterOn(uint64_t ino) {
   }
   return false;
 }
+
+MockLlm::MockLlm(const std::string& scenario, const fs::path& record)
+    : proc_(Start({MatesBinary(), "mock-llm", "--scenario", scenario, "--record", record.string(), "--quiet"})) {
+  auto line = proc_.ReadLine(DeadlineIn(10));
+  const std::string prefix = "listening on ";
+  if (line.ok() && line->rfind(prefix, 0) == 0) url_ = line->substr(prefix.size());
+}
+
+MockLlm::~MockLlm() { proc_.Signal(SIGTERM); }
 
 std::string ScenarioFixture(const std::string& name) { return std::string(MATES_SCENARIOS) + "/" + name; }
 

@@ -51,6 +51,21 @@ bool ProcessRunning(pid_t pid);
 CommandResult Run(const std::vector<std::string>& argv, double timeout_s = 60);
 Subprocess Start(const std::vector<std::string>& argv);
 
+// `mates mock-llm --scenario FILE --record RECORD --quiet` on a free port,
+// for the object's lifetime.
+class MockLlm {
+ public:
+  MockLlm(const std::string& scenario, const fs::path& record);
+  ~MockLlm();
+  MockLlm(const MockLlm&) = delete;
+  MockLlm& operator=(const MockLlm&) = delete;
+  const std::string& url() const { return url_; }  // http://127.0.0.1:PORT
+
+ private:
+  Subprocess proc_;
+  std::string url_;
+};
+
 // Lists every file below `dir` (relative paths, sorted).
 std::vector<std::string> ListFiles(const fs::path& dir);
 std::string ReadAll(const fs::path& path);
