@@ -6,6 +6,8 @@
 //              provider at 50 ms per model call, against its critical path:
 //              (1 + levels) x 50 ms (the first turn, then one TaskUpdate
 //              call per level; 8 teammates never bind at width 3).
+//              The same at scale: 1,000 tasks in 34 levels of 30, 100
+//              teammates in one process (DESIGN §16: <= 2 %).
 //   idle       1,000 idle teammates in one process: CPU and RSS.
 //   handoff    a task completed -> its dependent claimed by an idle teammate
 //              and that teammate's model call started; completed in-process,
@@ -136,8 +138,12 @@ class TimingProvider : public llm::Provider {
   std::atomic<int64_t> calls_{0};
 };
 
-Makespan DagMakespan(bool seed_polling, int turn_ms) {
-  const int kTasks = 50, kWidth = 3, kTeammates = 8;
+struct DagShape {
+  int tasks = 50, width = 3, teammates = 8;
+};
+
+Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}) {
+  const int kTasks = shape.tasks, kWidth = shape.width, kTeammates = shape.teammates;
   std::string delay = std::to_string(turn_ms);
   auto scenario = MustParse(
       "rules:\n"
@@ -408,6 +414,13 @@ int main(int argc, char** argv) {
     std::printf("  mates median: %.1f %% over the critical path; %.1f %% once the mock model's own time per\n"
                 "  call is counted as model time (own share: claims, wake-ups, tools, statuses, the loop)\n\n",
                 Percentile(over, 50), Percentile(own, 50));
+    // The large shape: 100 teammates in one process on 1,000 tasks (34
+    // levels of 30: each teammate's task takes two calls, so 100 never bind).
+    DagShape large{1000, 30, 100};
+    std::printf("makespan, large: 1,000 tasks in 34 levels of 30, 100 teammates, %d ms per call\n", turn_ms);
+    Makespan l = DagMakespan(false, turn_ms, large);
+    row("mates", l);
+    std::printf("\n");
   }
 
   if (want("idle")) {

@@ -125,6 +125,26 @@ std::string Render(const TeamView& v) {
     o << Pad(Cut(m.member.name, 13), 14) << Pad(m.shown, 10) << Pad(Cut(Doing(m), 41), 42) << Pad(since, 8)
       << Pad(task, 26) << Pad(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
   }
+  // The team's spend so far, as its agents' activity files say.
+  llm::Usage total;
+  double cost = 0;
+  bool priced = true;
+  int calls = 0;
+  for (const auto& m : v.members) {
+    if (!m.activity || m.activity->calls == 0) continue;
+    total += m.activity->tokens;
+    calls += m.activity->calls;
+    if (m.activity->cost_usd) {
+      cost += *m.activity->cost_usd;
+    } else {
+      priced = false;
+    }
+  }
+  if (calls > 0) {
+    o << "\nspent: " << agent::DescribeTokens(total) << " in " << calls << (calls == 1 ? " call, " : " calls, ")
+      << (priced ? agent::FormatCost(cost) : cost > 0 ? agent::FormatCost(cost) + " + cost unknown" : "cost unknown")
+      << " (mates usage --team " << v.team.name << ")\n";
+  }
   o << "\nlast messages:\n";
   if (v.messages.empty()) o << "  (none)\n";
   for (const auto& m : v.messages) o << "  " << Cut(FormatMessage(m), 160) << "\n";

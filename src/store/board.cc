@@ -325,6 +325,17 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   if (patch.metadata_json.has_value()) {
     MATES_ASSIGN_OR_RETURN(metadata_patch, ParseMetadata(*patch.metadata_json));
   }
+  struct UpdateFirst {
+    Board* b;
+    explicit UpdateFirst(Board* board) : b(board) {
+      std::lock_guard<std::mutex> g(b->gate_mu_);
+      ++b->updates_waiting_;
+    }
+    ~UpdateFirst() {
+      std::lock_guard<std::mutex> g(b->gate_mu_);
+      if (--b->updates_waiting_ == 0) b->gate_cv_.notify_all();
+    }
+  } first(this);
   std::lock_guard<std::mutex> guard(mu_);
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
@@ -410,6 +421,10 @@ Result<std::optional<int64_t>> Board::NextClaimable(const std::string& owner) {
 
 Result<std::optional<Task>> Board::ClaimNext(const std::string& owner) {
   MATES_RETURN_IF_ERROR(ValidateName("owner name", owner));
+  {
+    std::unique_lock<std::mutex> g(gate_mu_);
+    gate_cv_.wait(g, [this] { return updates_waiting_ == 0; });
+  }
   std::lock_guard<std::mutex> guard(mu_);
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());

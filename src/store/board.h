@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -146,6 +147,13 @@ class Board {
   const fs::path hwm_path_;
   const fs::path index_path_;
   const fs::path spare_path_;  // ReplaceFileViaSpare's spare, under the lock
+
+  // Updates (a task completed, say) go before the claims that wait: idle
+  // teammates looking again at every change must not hold back the
+  // completion the next level waits for.
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  int updates_waiting_ = 0;  // guarded by gate_mu_
 
   // State below is protected by mu_ (and, on disk, by the board lock).
   std::mutex mu_;

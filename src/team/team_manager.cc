@@ -37,6 +37,7 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       home_team_(lead_ctx->team),
       on_spawn_(std::move(on_spawn)),
       news_(options.naive_baseline),
+      statuses_(ws_),
       host_(options.shutdown_timeout_s),
       lead_team_(lead_ctx->team) {}
 

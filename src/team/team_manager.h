@@ -31,6 +31,7 @@
 #include "core/waker.h"
 #include "store/roster.h"
 #include "team/lead_news.h"
+#include "team/status_writer.h"
 #include "team/teammate_host.h"
 #include "tools/tool.h"
 
@@ -124,6 +125,7 @@ class TeamManager : public tools::TeamRuntime {
   agent::AgentEvents* events() const { return events_; }
   const TeamOptions& options() const { return options_; }
   const std::shared_ptr<agent::TeamSpend>& spend() const { return options_.spend; }
+  StatusWriter& statuses() { return statuses_; }
   std::string lead_name() const { return lead_ctx_->agent; }
 
  private:
@@ -152,6 +154,7 @@ class TeamManager : public tools::TeamRuntime {
   const std::shared_ptr<Waker> status_waker_ = std::make_shared<Waker>();  // any status change
 
   LeadNews news_;
+  StatusWriter statuses_;  // outlives host_: teammates write statuses to their end
   TeammateHost host_;
 
   std::mutex mu_;

@@ -56,6 +56,10 @@ class Teammate::EventsTap : public agent::AgentEvents {
 
 Teammate::Teammate(Config config, TeamManager* manager, FileLock host_lock)
     : config_(std::move(config)), manager_(manager), host_lock_(std::move(host_lock)) {
+  // Given instructions, it is working from the moment it exists: a lead
+  // looking between the spawn and its thread's first step must not take it
+  // for idle (and end a run before it began).
+  if (config_.new_prompt) status_.store(MemberStatus::kActive);
   ctx_.ws = manager_->ws();
   ctx_.work_root = config_.work_root;
   ctx_.team = config_.team;
@@ -127,11 +131,16 @@ void Teammate::Join() {
 
 void Teammate::SetStatus(MemberStatus s, const std::string& detail) {
   // Whoever waits on status_ (the lead's AnyActive) must find the roster
-  // saying the same: working is announced here first, resting on disk first.
-  if (s == MemberStatus::kActive) status_.store(s);
-  Status st = Roster(ctx_.ws).SetStatus(config_.team, config_.name, s);
-  status_.store(s);
-  if (!st.ok()) LogDebug(config_.name + ": status: " + st.message());
+  // saying the same: working is announced here first (the roster follows
+  // off the handoff path), resting on disk first.
+  if (s == MemberStatus::kActive) {
+    status_.store(s);
+    manager_->statuses().Post(config_.team, config_.name, s);
+  } else {
+    Status st = manager_->statuses().Write(config_.team, config_.name, s);
+    status_.store(s);
+    if (!st.ok()) LogDebug(config_.name + ": status: " + st.message());
+  }
   manager_->OnStatus(config_.name, s, detail);
 }
 
@@ -189,6 +198,19 @@ void Teammate::RemindOfTasksInProgress() {
                    text);
 }
 
+void Teammate::TakeTask(const Task& t) {
+  std::string stale;
+  if (!config_.work_root.empty()) {
+    // What the task builds on was merged onto the target: bring it in.
+    stale = git::RefreshWorktree(ctx_.ws, config_.team, config_.name, config_.target_branch);
+  }
+  loop_->AddNotice("Task #" + std::to_string(t.id) + ": " + t.subject +
+                   (t.description.empty() ? "" : "\n" + t.description) +
+                   (stale.empty() ? "" : "\n(Your worktree does not have the latest " + config_.target_branch +
+                                             ": " + stale + ".)"));
+  SetStatus(MemberStatus::kActive);
+}
+
 bool Teammate::IdleWait() {
   Workspace ws = ctx_.ws;
   auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team), Workspace::InboxFileName(config_.name), waker_);
@@ -218,17 +240,7 @@ bool Teammate::IdleWait() {
     claiming_.store(true);
     auto claimed = board->ClaimNext(config_.name);
     if (claimed.ok() && claimed->has_value()) {
-      const Task& t = **claimed;
-      std::string stale;
-      if (!config_.work_root.empty()) {
-        // What the task builds on was merged onto the target: bring it in.
-        stale = git::RefreshWorktree(ws, config_.team, config_.name, config_.target_branch);
-      }
-      loop_->AddNotice("Task #" + std::to_string(t.id) + ": " + t.subject +
-                       (t.description.empty() ? "" : "\n" + t.description) +
-                       (stale.empty() ? "" : "\n(Your worktree does not have the latest " + config_.target_branch +
-                                                 ": " + stale + ".)"));
-      SetStatus(MemberStatus::kActive);
+      TakeTask(**claimed);
       claiming_.store(false);
       return true;
     }

@@ -91,7 +91,10 @@ class Teammate {
   class EventsTap;
 
   void Main();
+  // Waits for work: a message, or a task it claimed; false when it is to stop.
   bool IdleWait();
+  // The task is its work now: told to the agent, status active.
+  void TakeTask(const Task& t);
   // After a resume: tells the agent which of its tasks are still in progress.
   void RemindOfTasksInProgress();
   void SetStatus(MemberStatus s, const std::string& detail = "");

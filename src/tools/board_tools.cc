@@ -135,13 +135,24 @@ class TaskUpdateTool : public Tool {
     if (!board.ok()) return ToolResult::Error(board.status().message());
     if (p.status == TaskStatus::kCompleted) {
       // An isolated owner's work completes through the merge queue.
+      // The rest of the patch first (the commit message may use the new
+      // subject); a bare completion writes the task once, below.
       TaskPatch rest = p;
       rest.status.reset();
-      auto t = (*board)->Update(id, rest, CallerOf(ctx));
-      if (!t.ok()) return ToolResult::Error(t.status().message());
-      auto submitted = git::SubmitForMerge(ctx.ws, ctx.team, **board, id, CallerOf(ctx));
-      if (!submitted.ok()) return ToolResult::Error(submitted.status().message());
-      if (submitted->has_value()) return ToolResult::Ok((*submitted)->text);
+      const bool more = rest.owner || rest.subject || rest.description || rest.active_form || rest.metadata_json ||
+                        !rest.add_blocked_by.empty() || !rest.add_blocks.empty();
+      if (more) {
+        auto t = (*board)->Update(id, rest, CallerOf(ctx));
+        if (!t.ok()) return ToolResult::Error(t.status().message());
+      }
+      // Only an isolated owner's task goes through the queue; a teammate may
+      // complete no task but its own, so one sharing the workspace skips the
+      // check (and its roster read) on the handoff path.
+      if (ctx.is_lead || !ctx.work_root.empty()) {
+        auto submitted = git::SubmitForMerge(ctx.ws, ctx.team, **board, id, CallerOf(ctx));
+        if (!submitted.ok()) return ToolResult::Error(submitted.status().message());
+        if (submitted->has_value()) return ToolResult::Ok((*submitted)->text);
+      }
     }
     auto t = (*board)->Update(id, p, CallerOf(ctx));
     if (!t.ok()) return ToolResult::Error(t.status().message());

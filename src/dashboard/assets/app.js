@@ -126,7 +126,17 @@ function doingTextStopped(a) { return "stopped" + (a.doing ? ": " + a.doing : ""
 function shownState(m) { return S.team.archived ? "stopped" : m.status; }
 function renderRoster() {
   const t = S.team;
-  $("member-count").textContent = "(" + t.members.length + ")";
+  // The team's spend so far, beside the count (what `mates usage` adds up).
+  let calls = 0, tokens = 0, usd = 0, unpriced = false;
+  for (const m of t.members) {
+    const a = m.activity;
+    if (!a || !a.calls) continue;
+    calls += a.calls;
+    tokens += a.tokens.input + a.tokens.cache_read + a.tokens.cache_write + a.tokens.output;
+    if (a.cost_usd === null) unpriced = true; else usd += a.cost_usd;
+  }
+  const spent = calls ? " · " + human(tokens) + " tokens · " + (unpriced && !usd ? "cost ?" : "$" + usd.toFixed(usd < 1 ? 4 : 2) + (unpriced ? " + ?" : "")) : "";
+  $("member-count").textContent = "(" + t.members.length + spent + ")";
   const rows = t.members.map((m) => {
     const [doing, since] = doingText(m);
     const a = m.activity;

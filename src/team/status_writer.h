@@ -1,0 +1,56 @@
+// StatusWriter: teammates' statuses into the roster, off the handoff path.
+//
+// A teammate that claimed a task must not wait for the roster before its
+// model call: `active` is posted and written by this writer's thread a
+// moment later (the in-memory status, which the lead's waiting reads, is
+// set first). Going to rest (idle, shutdown) is written before Write
+// returns, after any `active` still pending or in flight for that member,
+// so the roster never ends on a stale `active`. Changes that come faster
+// than the writer are coalesced: the three claims of one level are one
+// roster update.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "store/roster.h"
+
+namespace mates::team {
+
+class StatusWriter {
+ public:
+  explicit StatusWriter(Workspace ws);
+  // Writes what is pending, then joins the thread.
+  ~StatusWriter();
+  StatusWriter(const StatusWriter&) = delete;
+  StatusWriter& operator=(const StatusWriter&) = delete;
+
+  // Written soon (any thread).
+  void Post(const std::string& team, const std::string& member, MemberStatus status);
+  // Written now, superseding anything posted for `member` before.
+  Status Write(const std::string& team, const std::string& member, MemberStatus status);
+  // Returns once everything posted so far is on disk.
+  void Flush();
+
+ private:
+  using Key = std::pair<std::string, std::string>;  // team, member
+  void Main();
+  // One roster update per team for `batch`.
+  void WriteBatch(const std::map<Key, MemberStatus>& batch);
+
+  const Workspace ws_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<Key, MemberStatus> pending_;  // guarded by mu_
+  bool busy_ = false;                    // guarded by mu_: a batch is being written
+  bool stop_ = false;                    // guarded by mu_
+  // Held while a batch or a Write is on its way to disk; taken after mu_.
+  std::mutex write_mu_;
+  std::thread thread_;
+};
+
+}  // namespace mates::team
