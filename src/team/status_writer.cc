@@ -45,8 +45,10 @@ void StatusWriter::Flush() {
 void StatusWriter::WriteBatch(const std::map<Key, MemberStatus>& batch) {
   std::map<std::string, std::vector<std::pair<std::string, MemberStatus>>> by_team;
   for (const auto& [key, status] : batch) by_team[key.first].emplace_back(key.second, status);
-  for (const auto& [team, changes] : by_team) {
-    auto r = Roster(ws_).Update(team, [&](TeamConfig& c) {
+  for (const auto& entry : by_team) {
+    const std::string& team = entry.first;
+    const auto& changes = entry.second;
+    auto r = Roster(ws_).Update(team, [&changes](TeamConfig& c) {
       for (const auto& [member, status] : changes) {
         if (Member* m = c.Find(member); m != nullptr) m->status = status;
       }
