@@ -262,7 +262,7 @@ Result<Activity> ActivityFromJson(const Json& j) {
 }
 
 Result<Activity> ReadActivity(const fs::path& path) {
-  MATES_ASSIGN_OR_RETURN(std::string text, ReadFilePrefix(path, 64 << 10));
+  MATES_ASSIGN_OR_RETURN(std::string text, ReadReplacedFile(path, 64 << 10));
   auto j = ParseJson(text);
   if (!j.ok()) return Status::InvalidArgument(path.string() + ": " + j.status().message());
   auto a = ActivityFromJson(*j);

@@ -10,7 +10,8 @@
 // state is `thinking` (a model call), `tool` (doing names the tool and a
 // short form of its input), `idle` (waiting for work) or `stopped` (doing
 // says why). The file is replaced atomically (through a spare,
-// `<name>.status.spare`), so a reader sees one whole document. Writes are
+// `<name>.status.spare`; readers use ReadReplacedFile), so a reader sees one
+// whole document. Writes are
 // off the agent's path: a change is recorded in memory and one writer
 // thread per process writes the latest state of each file (changes that
 // come faster than it writes are coalesced); the activity written

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -83,16 +85,50 @@ Status WriteAll(int fd, std::string_view data, const char* what) {
   return Status::Ok();
 }
 
-Result<std::string> ReadFilePrefix(const fs::path& path, size_t max_bytes) {
+namespace {
+
+// An open file description lock on the whole file, waited for: shared for
+// readers of a replaced file, exclusive for the writer reusing it.
+Status LockWhole(int fd, short type, const fs::path& path) {
+  struct flock fl {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  while (::fcntl(fd, F_OFD_SETLKW, &fl) != 0) {
+    if (errno != EINTR) return Status::FromErrno("lock " + path.string(), errno);
+  }
+  return Status::Ok();
+}
+
+// The writer's exclusive lock on a spare, tried for up to ~200 ms.
+bool LockSpare(int fd) {
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  for (int i = 0; i < 200; ++i) {
+    if (::fcntl(fd, F_OFD_SETLK, &fl) == 0) return true;
+    if (errno != EAGAIN && errno != EACCES && errno != EINTR) return false;
+    ::usleep(i < 10 ? 50 : 1000);
+  }
+  return false;
+}
+
+Result<std::string> ReadPrefix(const fs::path& path, size_t max_bytes, bool shared_lock) {
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return Status::NotFound(path.string() + " does not exist");
     return Status::FromErrno("open " + path.string(), errno);
   }
-  std::string out(max_bytes, '\0');
+  if (shared_lock) MATES_RETURN_IF_ERROR(LockWhole(fd.get(), F_RDLCK, path));  // let go at close
+  // Sized from the file, not from the bound: a 16 MiB bound must not cost
+  // 16 MiB of zeroes for a document of 600 bytes. The size may change
+  // while read: the buffer grows up to the bound.
+  struct stat st {};
+  size_t guess = ::fstat(fd.get(), &st) == 0 && st.st_size >= 0 ? static_cast<size_t>(st.st_size) + 1 : 4096;
+  std::string out(std::min(max_bytes, std::max<size_t>(guess, 64)), '\0');
   size_t got = 0;
   while (got < max_bytes) {
-    ssize_t n = ::read(fd.get(), out.data() + got, max_bytes - got);
+    if (got == out.size()) out.resize(std::min(max_bytes, out.size() * 2));
+    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Status::FromErrno("read " + path.string(), errno);
     if (n == 0) break;
@@ -100,6 +136,16 @@ Result<std::string> ReadFilePrefix(const fs::path& path, size_t max_bytes) {
   }
   out.resize(got);
   return out;
+}
+
+}  // namespace
+
+Result<std::string> ReadFilePrefix(const fs::path& path, size_t max_bytes) {
+  return ReadPrefix(path, max_bytes, /*shared_lock=*/true);
+}
+
+Result<std::string> ReadReplacedFile(const fs::path& path, size_t max_bytes) {
+  return ReadPrefix(path, max_bytes, /*shared_lock=*/true);
 }
 
 Status WriteFileAtomic(const fs::path& path, std::string_view data, unsigned mode) {
@@ -129,6 +175,13 @@ Status ReplaceFileViaSpare(const fs::path& path, std::string_view data, const fs
   if (exchange_unsupported.load(std::memory_order_relaxed)) return WriteFileAtomic(path, data);
   ScopedFd fd(::open(spare.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
   if (!fd.valid()) return Status::FromErrno("open " + spare.string(), errno);
+  // The spare is the previous version: wait for whoever still reads it
+  // (ReadReplacedFile; a read takes microseconds). A reader stopped in the
+  // middle must not stop the writers: after a while, a fresh file instead.
+  if (!LockSpare(fd.get())) {
+    fd.reset();
+    return WriteFileAtomic(path, data);
+  }
   // Overwrite, then cut to length: within the same blocks, nothing is freed.
   size_t done = 0;
   while (done < data.size()) {

@@ -48,6 +48,11 @@ Result<std::string> ReadFile(const fs::path& path);
 // Reads at most the first `max_bytes` of a file (a file that should be
 // small, read without trusting that it is).
 Result<std::string> ReadFilePrefix(const fs::path& path, size_t max_bytes);
+// ReadFilePrefix for a file replaced through a spare (ReplaceFileViaSpare)
+// and read without the writers' lock: the read holds a shared lock on the
+// version it opened, so no writer overwrites that version while it is read.
+// The document read is whole: the one at `path` when opened, or a later one.
+Result<std::string> ReadReplacedFile(const fs::path& path, size_t max_bytes);
 
 // Replaces `path` atomically: writes `<path>.tmp.<pid>.<seq>`, then renames
 // it over. A reader sees the old or the new content, never a mix, whatever
@@ -59,8 +64,13 @@ Status WriteFileAtomic(const fs::path& path, std::string_view data, unsigned mod
 // is then swapped with `path` (renameat2 RENAME_EXCHANGE), so the spare ends
 // up holding the previous version for next time. No inode is allocated and
 // no block freed, which on ext4 with `discard` is 10x cheaper than
-// temp + rename. The caller must hold a lock that covers `spare`. Falls back
-// to WriteFileAtomic where the file system cannot exchange.
+// temp + rename. The caller must hold a lock that covers `spare`. The
+// previous version becomes the spare, which the next write overwrites in
+// place: a reader without the writers' lock that opened it before the
+// exchange would read a mix, so such readers use ReadReplacedFile (the
+// write waits, under an exclusive lock on the spare, for the readers of
+// its previous version). Falls back to WriteFileAtomic where the file
+// system cannot exchange.
 Status ReplaceFileViaSpare(const fs::path& path, std::string_view data, const fs::path& spare);
 
 // write() until everything is written (regular files may take short writes

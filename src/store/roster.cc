@@ -240,7 +240,9 @@ Result<TeamConfig> Roster::CreateTeam(std::string_view team, std::string_view le
 }
 
 Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
-  auto data = ReadFile(ws_.ConfigPath(team));
+  // Read without config.lock: the shared lock of ReadReplacedFile keeps a
+  // writer from reusing this version (the spare) while it is read.
+  auto data = ReadReplacedFile(ws_.ConfigPath(team), kMaxStateFileBytes + 1);
   if (!data.ok()) {
     if (data.status().code() == StatusCode::kNotFound) {
       return Status::NotFound("no team '" + std::string(team) + "' in " + ws_.root().string());
