@@ -95,8 +95,17 @@ std::string Board::BlockedReasonLocked(const Task& t) const {
   return why;
 }
 
+bool Board::BlockedLocked(const Task& t) const {
+  for (int64_t b : t.blocked_by) {
+    if (b < 1 || static_cast<size_t>(b) >= tasks_.size() || !tasks_[b].present) return true;
+    TaskStatus s = tasks_[b].task.status;
+    if (s != TaskStatus::kCompleted && s != TaskStatus::kDeleted) return true;
+  }
+  return false;
+}
+
 bool Board::ClaimableLocked(const Task& t) const {
-  return t.status == TaskStatus::kPending && t.owner.empty() && BlockedReasonLocked(t).empty();
+  return t.status == TaskStatus::kPending && t.owner.empty() && !BlockedLocked(t);
 }
 
 bool Board::DependsOnLocked(int64_t from, int64_t target) const {
@@ -394,12 +403,12 @@ std::optional<int64_t> Board::NextClaimableLocked(const std::string& owner) {
     auto t = FullTaskLocked(id);
     if (!t.ok()) return false;
     bool owner_ok = assigned ? t->owner == owner : t->owner.empty();
-    return owner_ok && t->status == TaskStatus::kPending && BlockedReasonLocked(*t).empty();
+    return owner_ok && t->status == TaskStatus::kPending && !BlockedLocked(*t);
   };
   for (size_t id = 1; id < tasks_.size(); ++id) {
     const Entry& e = tasks_[id];
     if (e.present && e.task.status == TaskStatus::kPending && e.task.owner == owner &&
-        BlockedReasonLocked(e.task).empty() && confirmed(static_cast<int64_t>(id), true)) {
+        !BlockedLocked(e.task) && confirmed(static_cast<int64_t>(id), true)) {
       return static_cast<int64_t>(id);
     }
   }
@@ -419,7 +428,26 @@ Result<std::optional<int64_t>> Board::NextClaimable(const std::string& owner) {
   return NextClaimableLocked(owner);
 }
 
-Result<std::optional<Task>> Board::ClaimNext(const std::string& owner) {
+void Board::OutlookLocked(const std::string& owner, ClaimOutlook* outlook) const {
+  *outlook = ClaimOutlook{};
+  for (int64_t id : open_) {
+    if (static_cast<size_t>(id) < tasks_.size() && tasks_[id].present && ClaimableLocked(tasks_[id].task)) {
+      ++outlook->unowned;
+    }
+  }
+  for (size_t id = 1; id < tasks_.size(); ++id) {
+    const Task& t = tasks_[id].task;
+    if (tasks_[id].present && t.status == TaskStatus::kPending && !t.owner.empty() && t.owner != owner &&
+        !BlockedLocked(t) &&
+        std::find(outlook->assigned_to.begin(), outlook->assigned_to.end(), t.owner) ==
+            outlook->assigned_to.end()) {
+      outlook->assigned_to.push_back(t.owner);
+    }
+  }
+}
+
+Result<std::optional<Task>> Board::ClaimNext(const std::string& owner, ClaimOutlook* outlook) {
+  if (outlook != nullptr) *outlook = ClaimOutlook{};
   MATES_RETURN_IF_ERROR(ValidateName("owner name", owner));
   {
     std::unique_lock<std::mutex> g(gate_mu_);
@@ -428,10 +456,13 @@ Result<std::optional<Task>> Board::ClaimNext(const std::string& owner) {
   std::lock_guard<std::mutex> guard(mu_);
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
-  auto id = NextClaimableLocked(owner);
-  if (!id) return std::optional<Task>();
-  MATES_ASSIGN_OR_RETURN(Task t, ClaimLocked(*id, owner));
-  return std::optional<Task>(std::move(t));
+  std::optional<Task> claimed;
+  if (auto id = NextClaimableLocked(owner)) {
+    MATES_ASSIGN_OR_RETURN(Task t, ClaimLocked(*id, owner));
+    claimed = std::move(t);
+  }
+  if (outlook != nullptr) OutlookLocked(owner, outlook);
+  return claimed;
 }
 
 }  // namespace mates

@@ -87,7 +87,13 @@ class Board {
   // Claims a task for `owner`: first the lowest pending, unblocked task
   // already assigned to it (the lead may direct work), else the lowest
   // claimable unowned one; nullopt when there is none.
-  Result<std::optional<Task>> ClaimNext(const std::string& owner);
+  // `outlook`, if given, says what is left to claim after this one, for
+  // waking just as many idle claimers as there is work (ClaimLine).
+  struct ClaimOutlook {
+    int64_t unowned = 0;                   // claimable unowned tasks
+    std::vector<std::string> assigned_to;  // others with a claimable task assigned
+  };
+  Result<std::optional<Task>> ClaimNext(const std::string& owner, ClaimOutlook* outlook = nullptr);
 
   // The id ClaimNext(owner) would claim now, without claiming it.
   Result<std::optional<int64_t>> NextClaimable(const std::string& owner);
@@ -123,6 +129,9 @@ class Board {
   void EraseLocked(int64_t id);
   Entry* FindLocked(int64_t id);
   bool ClaimableLocked(const Task& t) const;
+  // Whether a blocker is not completed (or deleted) or not there.
+  bool BlockedLocked(const Task& t) const;
+  void OutlookLocked(const std::string& owner, ClaimOutlook* outlook) const;
   // "" when every blocker is completed (or deleted), else the reason.
   std::string BlockedReasonLocked(const Task& t) const;
   // Whether `target` is among `from`'s blockers, transitively.

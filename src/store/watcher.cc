@@ -114,8 +114,28 @@ bool Watcher::Matches(const std::string& pattern, std::string_view name) {
   return name == pattern;
 }
 
+void Watcher::Target::Fire() const {
+  if (waker) waker->Notify();
+  if (call) {
+    try {
+      (*call)();
+    } catch (const std::exception& e) {
+      LogWarning(std::string("a change subscriber failed: ") + e.what());
+    }
+  }
+}
+
 Result<Watcher::Subscription> Watcher::Subscribe(const fs::path& dir, std::string pattern,
                                                  std::shared_ptr<Waker> waker) {
+  return Add(dir, std::move(pattern), Target{std::move(waker), nullptr});
+}
+
+Result<Watcher::Subscription> Watcher::Subscribe(const fs::path& dir, std::string pattern,
+                                                 std::function<void()> call) {
+  return Add(dir, std::move(pattern), Target{nullptr, std::make_shared<const std::function<void()>>(std::move(call))});
+}
+
+Result<Watcher::Subscription> Watcher::Add(const fs::path& dir, std::string pattern, Target target) {
   std::string key = dir.lexically_normal().string();
   std::lock_guard<std::mutex> lock(mu_);
   Dir& d = dirs_[key];
@@ -131,7 +151,7 @@ Result<Watcher::Subscription> Watcher::Subscribe(const fs::path& dir, std::strin
     wd_dirs_[wd] = key;
   }
   uint64_t id = next_id_++;
-  Sub sub{key, std::move(pattern), std::move(waker), 0};
+  Sub sub{key, std::move(pattern), std::move(target), 0};
   if (mode_ == Mode::kPoll) sub.poll_signature = Signature(sub.dir, sub.pattern);
   subs_.emplace(id, std::move(sub));
   d.subs.push_back(id);
@@ -157,17 +177,17 @@ void Watcher::Unsubscribe(uint64_t id) {
 }
 
 void Watcher::NotifyLocal(const fs::path& dir, std::string_view name) {
-  std::vector<std::shared_ptr<Waker>> wake;
+  std::vector<Target> wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto dit = dirs_.find(dir.lexically_normal().string());
     if (dit == dirs_.end()) return;
     for (uint64_t id : dit->second.subs) {
       const Sub& s = subs_.at(id);
-      if (Matches(s.pattern, name)) wake.push_back(s.waker);
+      if (Matches(s.pattern, name)) wake.push_back(s.target);
     }
   }
-  for (auto& w : wake) w->Notify();
+  for (const auto& w : wake) w.Fire();
 }
 
 void Watcher::InotifyLoop() {
@@ -181,7 +201,7 @@ void Watcher::InotifyLoop() {
       return;
     }
     if (fds[1].revents != 0) return;
-    std::vector<std::shared_ptr<Waker>> wake;
+    std::vector<Target> wake;
     for (;;) {
       ssize_t n = ::read(inotify_fd_.get(), buf, sizeof buf);
       if (n <= 0) break;  // EAGAIN: drained
@@ -191,7 +211,7 @@ void Watcher::InotifyLoop() {
         p += sizeof(struct inotify_event) + ev->len;
         if ((ev->mask & IN_Q_OVERFLOW) != 0) {
           // Events were lost: wake everyone so they rescan.
-          for (auto& [id, s] : subs_) wake.push_back(s.waker);
+          for (auto& [id, s] : subs_) wake.push_back(s.target);
           continue;
         }
         auto wit = wd_dirs_.find(ev->wd);
@@ -207,7 +227,7 @@ void Watcher::InotifyLoop() {
         if ((ev->mask & IN_IGNORED) != 0) {
           // The folder itself went away (team deleted): wake its waiters so
           // they notice, and forget the dead watch descriptor.
-          for (uint64_t id : dit->second.subs) wake.push_back(subs_.at(id).waker);
+          for (uint64_t id : dit->second.subs) wake.push_back(subs_.at(id).target);
           dit->second.wd = -1;
           wd_dirs_.erase(wit);
           continue;
@@ -215,11 +235,11 @@ void Watcher::InotifyLoop() {
         std::string_view name = ev->len > 0 ? std::string_view(ev->name) : std::string_view();
         for (uint64_t id : dit->second.subs) {
           const Sub& s = subs_.at(id);
-          if (Matches(s.pattern, name)) wake.push_back(s.waker);
+          if (Matches(s.pattern, name)) wake.push_back(s.target);
         }
       }
     }
-    for (auto& w : wake) w->Notify();
+    for (const auto& w : wake) w.Fire();
   }
 }
 
@@ -256,16 +276,16 @@ void Watcher::PollLoop() {
     std::vector<std::pair<uint64_t, uint64_t>> sigs;
     sigs.reserve(watched.size());
     for (const auto& [id, dp] : watched) sigs.emplace_back(id, Signature(dp.first, dp.second));
-    std::vector<std::shared_ptr<Waker>> wake;
+    std::vector<Target> wake;
     lock.lock();
     for (const auto& [id, sig] : sigs) {
       auto it = subs_.find(id);
       if (it == subs_.end() || it->second.poll_signature == sig) continue;
       it->second.poll_signature = sig;
-      wake.push_back(it->second.waker);
+      wake.push_back(it->second.target);
     }
     lock.unlock();
-    for (auto& w : wake) w->Notify();
+    for (const auto& w : wake) w.Fire();
     lock.lock();
   }
 }

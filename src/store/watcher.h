@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,18 +69,30 @@ class Watcher {
   // The folder must exist.
   Result<Subscription> Subscribe(const fs::path& dir, std::string pattern,
                                  std::shared_ptr<Waker> waker);
+  // The same, calling `call` instead: on the watcher's thread, or on the
+  // thread of a NotifyLocal, possibly just after the subscription ended. It
+  // must be quick and must not take a lock held around a NotifyLocal.
+  Result<Subscription> Subscribe(const fs::path& dir, std::string pattern,
+                                 std::function<void()> call);
   // Wakes the subscribers of dir/name now (a change made by this process).
   void NotifyLocal(const fs::path& dir, std::string_view name);
 
   Mode mode() const { return mode_; }
 
  private:
+  // Whom a change wakes: a waker or a call.
+  struct Target {
+    std::shared_ptr<Waker> waker;
+    std::shared_ptr<const std::function<void()>> call;
+    void Fire() const;
+  };
   struct Sub {
     std::string dir;
     std::string pattern;
-    std::shared_ptr<Waker> waker;
+    Target target;
     uint64_t poll_signature = 0;  // poll mode only
   };
+  Result<Subscription> Add(const fs::path& dir, std::string pattern, Target target);
   struct Dir {
     int wd = -1;
     std::vector<uint64_t> subs;

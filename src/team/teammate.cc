@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "git/worktrees.h"
 #include "store/board.h"
+#include "store/claim_line.h"
 #include "store/mailbox.h"
 #include "store/requests.h"
 #include "store/watcher.h"
@@ -214,15 +215,20 @@ void Teammate::TakeTask(const Task& t) {
 bool Teammate::IdleWait() {
   Workspace ws = ctx_.ws;
   auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team), Workspace::InboxFileName(config_.name), waker_);
-  auto board_sub = Watcher::Default().Subscribe(ws.TasksDir(config_.team), "*.json", waker_);
+  // The board is watched by the process's claim line, which wakes as many
+  // idle teammates as there is work for (store/claim_line.h).
+  auto line = SharedClaimLine(ws.TasksDir(config_.team));
   // Without either watch, a message or a task is seen at the next look,
   // once a second (the seeds' interval), not at the idle timeout.
-  const bool watched = inbox.ok() && board_sub.ok();
+  const bool watched = inbox.ok() && line.ok();
   if (!watched) {
     LogWarning(config_.name + ": cannot watch its inbox or the task board (" +
-               (inbox.ok() ? board_sub.status().message() : inbox.status().message()) +
+               (inbox.ok() ? line.status().message() : inbox.status().message()) +
                "); looking every second instead");
   }
+  const bool polling = manager_->options().seed_polling || !watched;
+  ClaimLine::Place place;
+  if (!polling) place = (*line)->Join(config_.name, waker_);
   std::shared_ptr<Board> board = SharedBoard(ws.TasksDir(config_.team));
   const double timeout = manager_->options().idle_timeout_s;
   Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
@@ -238,7 +244,10 @@ bool Teammate::IdleWait() {
     // Between the claim and the status going back to active, `claiming_`
     // keeps the teammate counted as working (TeamManager::AnyActive).
     claiming_.store(true);
-    auto claimed = board->ClaimNext(config_.name);
+    uint64_t bumps = polling ? 0 : place.Bumps();
+    Board::ClaimOutlook outlook;
+    auto claimed = board->ClaimNext(config_.name, &outlook);
+    if (!polling) place.Looked(bumps, outlook);
     if (claimed.ok() && claimed->has_value()) {
       TakeTask(**claimed);
       claiming_.store(false);
@@ -260,7 +269,7 @@ bool Teammate::IdleWait() {
       SetStopReason(StopReason::kIdleTimeout, "no work for " + std::to_string(static_cast<int>(timeout)) + " s");
       return false;
     }
-    if (manager_->options().seed_polling || !watched) {
+    if (polling) {
       // The seeds' idle loop: look again in a second.
       Deadline tick = DeadlineIn(1.0);
       if (deadline && *deadline < *tick) tick = deadline;

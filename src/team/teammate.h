@@ -3,8 +3,10 @@
 //
 //   spawn -> active (work) -> idle -> active … -> shutdown
 //
-// Idle, it waits on one Waker subscribed to its inbox and to the task board
-// (event-driven; stat polling where inotify is missing): a message resumes
+// Idle, it waits on one Waker subscribed to its inbox and placed in the
+// process's claim line for the task board (store/claim_line.h: a change
+// wakes as many idle teammates as there is work; stat polling where inotify
+// is missing): a message resumes
 // it; otherwise it claims a task (its assigned ones first, then the lowest
 // claimable) and resumes with "Task #id: subject\ndescription"; after
 // `idle_timeout` with no work it shuts down gracefully.

@@ -1,0 +1,286 @@
+#include "store/claim_line.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::TempDir;
+
+// Idle claimers as a teammate's IdleWait runs them: in the line, a look
+// (ClaimNext) when woken, the claimed task completed out of the line
+// (which unblocks the next level), back in the line. No timeout on the
+// waits: a change the line lost would leave tasks nobody claims, and the
+// test's own deadline says so.
+class Claimers {
+ public:
+  Claimers(std::shared_ptr<Board> board, std::shared_ptr<ClaimLine> line, int n)
+      : board_(std::move(board)), line_(std::move(line)) {
+    for (int i = 0; i < n; ++i) wakers_.push_back(std::make_shared<Waker>());
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { Run(i); });
+  }
+  ~Claimers() { Stop(); }
+
+  void Stop() {
+    done_ = true;
+    for (auto& w : wakers_) w->Notify();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  int64_t looks() const { return looks_.load(); }
+  std::map<int64_t, std::string> claimed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return claimed_;
+  }
+  int doubles() const { return doubles_.load(); }
+
+ private:
+  void Run(int i) {
+    const std::string name = "c" + std::to_string(i);
+    const auto& waker = wakers_[i];
+    while (!done_) {
+      std::optional<Task> task;
+      {
+        ClaimLine::Place place = line_->Join(name, waker);
+        while (!done_) {
+          uint64_t seen = waker->generation();
+          uint64_t bumps = place.Bumps();
+          Board::ClaimOutlook outlook;
+          auto r = board_->ClaimNext(name, &outlook);
+          ++looks_;
+          place.Looked(bumps, outlook);
+          ASSERT_TRUE(r.ok()) << r.status().message();
+          if (r->has_value()) {
+            task = std::move(**r);
+            break;
+          }
+          waker->WaitChange(seen, std::nullopt);
+        }
+      }
+      if (!task) return;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!claimed_.emplace(task->id, name).second) ++doubles_;
+      }
+      auto u = board_->Update(task->id, TaskPatch{TaskStatus::kCompleted}, Caller{name, false});
+      ASSERT_TRUE(u.ok()) << u.status().message();
+    }
+  }
+
+  std::shared_ptr<Board> board_;
+  std::shared_ptr<ClaimLine> line_;
+  std::vector<std::shared_ptr<Waker>> wakers_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> done_{false};
+  std::atomic<int64_t> looks_{0};
+  std::atomic<int> doubles_{0};
+  std::mutex mu_;
+  std::map<int64_t, std::string> claimed_;  // guarded by mu_
+};
+
+// Waits until every task is completed or `seconds` pass; the ids left.
+std::vector<int64_t> WaitAllCompleted(Board& board, const fs::path& dir, double seconds) {
+  auto waker = std::make_shared<Waker>();
+  auto sub = Watcher::Default().Subscribe(dir, "*.json", waker);
+  Deadline deadline = DeadlineIn(seconds);
+  for (;;) {
+    uint64_t g = waker->generation();
+    std::vector<int64_t> left;
+    auto tasks = board.List(false);
+    if (tasks.ok()) {
+      for (const auto& t : *tasks) {
+        if (t.status != TaskStatus::kCompleted) left.push_back(t.id);
+      }
+    }
+    if (left.empty() || Expired(deadline)) return left;
+    waker->WaitChange(g, deadline);
+  }
+}
+
+// The makespan shape: levels of tasks each blocked by the whole level
+// before, more claimers than a level holds. Every task is claimed once, and
+// the claimers look a few times per task, not once per claimer per change.
+TEST(ClaimLineTest, ManyClaimersLoseNoTaskAndDoNotStampede) {
+  TempDir dir;
+  fs::path tasks_dir = dir.path() / "tasks";
+  auto board = SharedBoard(tasks_dir);
+  const int kLevels = 12, kWidth = 10, kClaimers = 24;
+  for (int level = 0; level < kLevels; ++level) {
+    for (int k = 0; k < kWidth; ++k) {
+      TaskDraft d;
+      d.subject = "t";
+      for (int j = (level - 1) * kWidth; level > 0 && j < level * kWidth; ++j) d.blocked_by.push_back(j + 1);
+      ASSERT_TRUE(board->Create(d).ok());
+    }
+  }
+  auto line = SharedClaimLine(tasks_dir);
+  ASSERT_TRUE(line.ok()) << line.status().message();
+  Claimers claimers(board, *line, kClaimers);
+  std::vector<int64_t> left = WaitAllCompleted(*board, tasks_dir, 60);
+  claimers.Stop();
+  EXPECT_TRUE(left.empty()) << left.size() << " tasks never completed, the first #" << left.front();
+  EXPECT_EQ(claimers.claimed().size(), static_cast<size_t>(kLevels * kWidth));
+  EXPECT_EQ(claimers.doubles(), 0);
+  // Each task written twice (claim, completion) and each change looked at by
+  // every idle claimer would be thousands of looks; the line keeps it to a
+  // handful per task.
+  const int64_t tasks = kLevels * kWidth;
+  EXPECT_LE(claimers.looks(), 6 * tasks) << "looks per task: " << static_cast<double>(claimers.looks()) / tasks;
+  EXPECT_EQ((*line)->waiting(), 0u);
+}
+
+// A task the lead assigned to one claimer wakes that claimer, whoever is
+// at the front of the line; tasks for nobody in particular go to the others.
+TEST(ClaimLineTest, AnAssignedTaskReachesItsOwner) {
+  TempDir dir;
+  fs::path tasks_dir = dir.path() / "tasks";
+  auto board = SharedBoard(tasks_dir);
+  // A gate the assigned tasks wait behind (held by the lead before any
+  // claimer is there: a task is created unowned).
+  auto gate = board->Create(TaskDraft{"gate"});
+  ASSERT_TRUE(gate.ok());
+  ASSERT_TRUE(board->Update(gate->id, TaskPatch{TaskStatus::kInProgress, std::string("lead")}, Caller{"lead", true}).ok());
+  auto line = SharedClaimLine(tasks_dir);
+  ASSERT_TRUE(line.ok());
+  Claimers claimers(board, *line, 6);
+  // Let the six settle into the line (each looked once and found nothing).
+  {
+    // (No event says "settled": looked at again every millisecond.)
+    auto waker = std::make_shared<Waker>();
+    Deadline deadline = DeadlineIn(10);
+    while (!((*line)->waiting() == 6 && (*line)->looking() == 0)) {
+      ASSERT_FALSE(Expired(deadline)) << "the claimers never settled";
+      waker->WaitChange(waker->generation(), DeadlineIn(0.001));
+    }
+  }
+  // Held back by the gate until assigned, then let go at once: one change,
+  // twenty tasks, one owner.
+  for (int i = 0; i < 20; ++i) {
+    TaskDraft d{"for c5"};
+    d.blocked_by = {gate->id};
+    auto t = board->Create(d);
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE(board->Update(t->id, TaskPatch{std::nullopt, std::string("c5")}, Caller{"lead", true}).ok());
+  }
+  ASSERT_TRUE(board->Update(gate->id, TaskPatch{TaskStatus::kCompleted}, Caller{"lead", true}).ok());
+  std::vector<int64_t> left = WaitAllCompleted(*board, tasks_dir, 30);
+  claimers.Stop();
+  EXPECT_TRUE(left.empty()) << left.size() << " assigned tasks never completed";
+  auto claimed = claimers.claimed();
+  EXPECT_EQ(claimed.size(), 20u);
+  for (const auto& [id, who] : claimed) EXPECT_EQ(who, "c5") << "task #" << id;
+}
+
+// The bookkeeping, one step at a time (changes made with NotifyLocal, as a
+// board write in this process makes them).
+struct LineSteps : ::testing::Test {
+  void SetUp() override {
+    fs::create_directories(dir.path() / "tasks");
+    auto l = ClaimLine::Create(dir.path() / "tasks");
+    ASSERT_TRUE(l.ok());
+    line = *l;
+  }
+  void Change() { Watcher::Default().NotifyLocal(dir.path() / "tasks", "1.json"); }
+  TempDir dir;
+  std::shared_ptr<ClaimLine> line;
+  std::shared_ptr<Waker> wa = std::make_shared<Waker>(), wb = std::make_shared<Waker>();
+};
+
+TEST_F(LineSteps, AChangeWakesOneWaiterNotAll) {
+  ClaimLine::Place a = line->Join("a", wa);
+  ClaimLine::Place b = line->Join("b", wb);
+  uint64_t ga = wa->generation(), gb = wb->generation();
+  Change();
+  EXPECT_NE(wa->generation(), ga);  // the front of the line
+  EXPECT_EQ(wb->generation(), gb);
+  EXPECT_EQ(line->looking(), 1u);
+}
+
+// A change while the one woken is already looking: its look may have
+// begun before the change, so it must look again.
+TEST_F(LineSteps, AChangeDuringALookMakesItLookAgain) {
+  ClaimLine::Place a = line->Join("a", wa);
+  ClaimLine::Place b = line->Join("b", wb);
+  Change();  // a looks
+  uint64_t seen = wa->generation(), gb = wb->generation();
+  uint64_t bumps = a.Bumps();
+  Change();  // during a's look
+  a.Looked(bumps, {});
+  EXPECT_NE(wa->generation(), seen);  // a's wait returns at once: it looks again
+  EXPECT_EQ(wb->generation(), gb);
+  EXPECT_EQ(line->looking(), 1u);
+  bumps = a.Bumps();
+  a.Looked(bumps, {});  // nothing came during this one
+  EXPECT_EQ(line->looking(), 0u);
+}
+
+// One woken that leaves without a look covering the change passes it on.
+TEST_F(LineSteps, LeavingWithAChangeUnlookedPassesItOn) {
+  ClaimLine::Place b = line->Join("b", wb);
+  uint64_t gb;
+  {
+    ClaimLine::Place a = line->Join("a", wa);
+    Change();  // b, the front, looks...
+    uint64_t bumps = b.Bumps();
+    b.Looked(bumps, {});  // ...and finds nothing: b rests
+    Change();  // a is woken
+    gb = wb->generation();
+  }  // a goes (a message came, say) without looking
+  EXPECT_NE(wb->generation(), gb);
+  EXPECT_EQ(line->looking(), 1u);
+}
+
+// A look that claimed and saw three more claimable wakes three more.
+TEST_F(LineSteps, ALookThatSawMoreWakesAsManyMore) {
+  std::vector<std::shared_ptr<Waker>> w;
+  std::vector<ClaimLine::Place> places;
+  for (int i = 0; i < 6; ++i) {
+    w.push_back(std::make_shared<Waker>());
+    places.push_back(line->Join("w" + std::to_string(i), w.back()));
+  }
+  Change();  // w0 looks
+  std::vector<uint64_t> g;
+  for (auto& x : w) g.push_back(x->generation());
+  Board::ClaimOutlook outlook;
+  outlook.unowned = 3;
+  uint64_t bumps = places[0].Bumps();
+  places[0].Looked(bumps, outlook);
+  int woken = 0;
+  for (size_t i = 1; i < w.size(); ++i) woken += w[i]->generation() != g[i] ? 1 : 0;
+  EXPECT_EQ(woken, 3);
+  EXPECT_EQ(line->looking(), 3u);
+}
+
+// Places leave the line when they go, moved or not.
+TEST(ClaimLineTest, PlacesLeaveWhenDestroyedOrMoved) {
+  TempDir dir;
+  fs::path tasks_dir = dir.path() / "tasks";
+  fs::create_directories(tasks_dir);
+  auto line = ClaimLine::Create(tasks_dir);
+  ASSERT_TRUE(line.ok());
+  auto w = std::make_shared<Waker>();
+  {
+    ClaimLine::Place a = (*line)->Join("a", w);
+    ClaimLine::Place b = (*line)->Join("b", w);
+    EXPECT_EQ((*line)->waiting(), 2u);
+    ClaimLine::Place c = std::move(a);
+    EXPECT_EQ((*line)->waiting(), 2u);
+    b = std::move(c);
+    EXPECT_EQ((*line)->waiting(), 1u);
+  }
+  EXPECT_EQ((*line)->waiting(), 0u);
+  // No line for a folder that is not there.
+  EXPECT_FALSE(ClaimLine::Create(dir.path() / "missing").ok());
+}
+
+}  // namespace
+}  // namespace mates
