@@ -6,7 +6,13 @@
 namespace mates::team {
 
 StatusWriter::StatusWriter(Workspace ws) : ws_(std::move(ws)) {
-  thread_ = std::thread([this] { RunGuarded("the roster status writer", [this] { Main(); }); });
+  thread_ = std::thread([this] {
+    RunGuarded("the roster status writer", [this] { Main(); });
+    // Whoever still waits (or comes later) writes for itself.
+    std::lock_guard<std::mutex> lock(mu_);
+    exited_ = true;
+    cv_.notify_all();
+  });
 }
 
 StatusWriter::~StatusWriter() {
@@ -28,12 +34,21 @@ void StatusWriter::Post(const std::string& team, const std::string& member, Memb
 
 Status StatusWriter::Write(const std::string& team, const std::string& member, MemberStatus status) {
   std::unique_lock<std::mutex> lock(mu_);
-  pending_.erase({team, member});
-  // A batch taken before the erase may still carry an older status for
-  // `member`: it goes to disk first (write_mu_), then this one.
-  std::lock_guard<std::mutex> writing(write_mu_);
-  lock.unlock();
-  return Roster(ws_).SetStatus(team, member, status);
+  if (!exited_) {
+    pending_[{team, member}] = status;
+    // The batch that will carry it: the next one taken. One in flight now
+    // may carry an older status for `member`; it is written before.
+    const uint64_t mine = taken_ + 1;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return written_ >= mine || exited_; });
+    if (written_ < mine) pending_.erase({team, member});  // the thread is gone: written below
+  }
+  if (exited_) {
+    lock.unlock();
+    return Roster(ws_).SetStatus(team, member, status);
+  }
+  auto it = results_.find(team);
+  return it == results_.end() ? Status::Ok() : it->second;
 }
 
 void StatusWriter::Flush() {
@@ -42,9 +57,10 @@ void StatusWriter::Flush() {
   cv_.wait(lock, [this] { return (pending_.empty() && !busy_) || stop_; });
 }
 
-void StatusWriter::WriteBatch(const std::map<Key, MemberStatus>& batch) {
+std::map<std::string, Status> StatusWriter::WriteBatch(const std::map<Key, MemberStatus>& batch) {
   std::map<std::string, std::vector<std::pair<std::string, MemberStatus>>> by_team;
   for (const auto& [key, status] : batch) by_team[key.first].emplace_back(key.second, status);
+  std::map<std::string, Status> results;
   for (const auto& entry : by_team) {
     const std::string& team = entry.first;
     const auto& changes = entry.second;
@@ -55,7 +71,9 @@ void StatusWriter::WriteBatch(const std::map<Key, MemberStatus>& batch) {
       return Status::Ok();
     });
     if (!r.ok()) LogDebug("statuses of team " + team + ": " + r.status().message());
+    results[team] = r.ok() ? Status::Ok() : r.status();
   }
+  return results;
 }
 
 void StatusWriter::Main() {
@@ -65,15 +83,13 @@ void StatusWriter::Main() {
     if (pending_.empty()) return;  // stopping with nothing left
     std::map<Key, MemberStatus> batch;
     batch.swap(pending_);
+    const uint64_t seq = ++taken_;
     busy_ = true;
-    {
-      // Taken before mu_ is let go: a Write for a member of this batch waits
-      // until the batch is on disk.
-      std::lock_guard<std::mutex> writing(write_mu_);
-      lock.unlock();
-      WriteBatch(batch);
-    }
+    lock.unlock();
+    auto results = WriteBatch(batch);
     lock.lock();
+    for (auto& [team, status] : results) results_[team] = std::move(status);
+    written_ = seq;
     busy_ = false;
     cv_.notify_all();
   }

@@ -6,8 +6,9 @@
 // set first). Going to rest (idle, shutdown) is written before Write
 // returns, after any `active` still pending or in flight for that member,
 // so the roster never ends on a stale `active`. Changes that come faster
-// than the writer are coalesced: the three claims of one level are one
-// roster update.
+// than the writer are coalesced, the waited-for ones too (a group commit):
+// the thirty teammates of a level going idle together are one roster
+// update, not thirty reads and writes of a roster of a hundred.
 #pragma once
 
 #include <condition_variable>
@@ -31,7 +32,8 @@ class StatusWriter {
 
   // Written soon (any thread).
   void Post(const std::string& team, const std::string& member, MemberStatus status);
-  // Written now, superseding anything posted for `member` before.
+  // On disk when it returns, superseding anything posted for `member`
+  // before; written with whatever else is pending then.
   Status Write(const std::string& team, const std::string& member, MemberStatus status);
   // Returns once everything posted so far is on disk.
   void Flush();
@@ -39,8 +41,8 @@ class StatusWriter {
  private:
   using Key = std::pair<std::string, std::string>;  // team, member
   void Main();
-  // One roster update per team for `batch`.
-  void WriteBatch(const std::map<Key, MemberStatus>& batch);
+  // One roster update per team for `batch`; how each team's went.
+  std::map<std::string, Status> WriteBatch(const std::map<Key, MemberStatus>& batch);
 
   const Workspace ws_;
   std::mutex mu_;
@@ -48,8 +50,13 @@ class StatusWriter {
   std::map<Key, MemberStatus> pending_;  // guarded by mu_
   bool busy_ = false;                    // guarded by mu_: a batch is being written
   bool stop_ = false;                    // guarded by mu_
-  // Held while a batch or a Write is on its way to disk; taken after mu_.
-  std::mutex write_mu_;
+  bool exited_ = false;                  // guarded by mu_: the thread is done
+  // Batches taken (the next one gets taken_ + 1) and written so far; a
+  // Write waits for the batch after the one in flight when it came.
+  uint64_t taken_ = 0;    // guarded by mu_
+  uint64_t written_ = 0;  // guarded by mu_
+  // How the last write of each team's statuses went, for the Writes waiting.
+  std::map<std::string, Status> results_;  // guarded by mu_
   std::thread thread_;
 };
 
