@@ -322,6 +322,7 @@ class MockServer::Impl {
   }
 
   void Handle(const httplib::Request& req, httplib::Response& res, bool openai) {
+    const auto start = std::chrono::steady_clock::now();  // delay_ms counts from here
     const int n = ++served_;
     const std::string endpoint = openai ? "/v1/chat/completions" : "/v1/messages";
     auto error = [&](int status, const std::string& type, const std::string& message) {
@@ -369,7 +370,7 @@ class MockServer::Impl {
     // A reply that a fault will cut short is not the rule's one use: the
     // client's retry gets it (a `once` rule stays unspent).
     ScenarioReply reply = scenario_->Reply(agent, user_text, /*consume=*/stream_fault == nullptr);
-    if (reply.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(reply.delay_ms));
+    if (reply.delay_ms > 0) std::this_thread::sleep_until(start + std::chrono::milliseconds(reply.delay_ms));
     std::string model = Str(body, "model", "mock");
     // Prompt caching as the API accounts it (DESIGN §15).
     Usage usage = openai ? cache_.OpenAI(agent, body) : cache_.Anthropic(agent, body);

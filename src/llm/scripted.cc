@@ -17,6 +17,9 @@ int64_t EstimateTokens(const std::string& text) {
 Result<Response> ScriptedProvider::Complete(const Request& request,
                                             const StreamCallbacks& callbacks,
                                             CancelToken* cancel) {
+  // delay_ms is the model's time from the request to the reply: the
+  // checks below are part of it, not added to it.
+  const auto start = std::chrono::steady_clock::now();
   std::string model = request.model.empty() ? model_ : request.model;
   Json body = AnthropicRequestBody(request, model, /*stream=*/false);
   Status valid = ValidateAnthropicRequest(body, /*strict_alternation=*/true);
@@ -26,10 +29,12 @@ Result<Response> ScriptedProvider::Complete(const Request& request,
   ScenarioReply reply =
       scenario_->Reply(AgentName(request.agent_id), NewestUserText(request.messages));
   if (reply.delay_ms > 0) {
+    const auto until = start + std::chrono::milliseconds(reply.delay_ms);
     if (cancel != nullptr) {
-      if (cancel->WaitFor(reply.delay_ms / 1000.0)) return Status::Cancelled("request cancelled");
+      double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
+      if (left > 0 && cancel->WaitFor(left)) return Status::Cancelled("request cancelled");
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(reply.delay_ms));
+      std::this_thread::sleep_until(until);
     }
   }
   if (cancel != nullptr && cancel->cancelled()) return Status::Cancelled("request cancelled");
