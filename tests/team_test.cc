@@ -185,6 +185,67 @@ TEST(TeamTest, EightTeammatesWorkThroughAHundredTaskGraph) {
   }
 }
 
+// A hundred teammates in one process on 1,000 tasks in levels, each task
+// blocked by the whole level before: the idle ones queue in the claim line
+// (store/claim_line.h) and are woken as many as there is work. Every task
+// is worked once and completed; none is claimed and left (a wake-up lost
+// would end the run with tasks pending, or hang it).
+TEST(TeamTest, AHundredTeammatesLoseNoTask) {
+  TempDir ws;
+  Workspace w(ws.path());
+  ASSERT_TRUE(Roster(w).CreateTeam("many").ok());
+  Board board(w.TasksDir("many"));
+  const int kTeammates = 100, kLevels = 50, kWidth = 20;
+  for (int level = 0; level < kLevels; ++level) {
+    for (int k = 0; k < kWidth; ++k) {
+      TaskDraft d;
+      d.subject = "t";
+      for (int j = (level - 1) * kWidth; level > 0 && j < level * kWidth; ++j) d.blocked_by.push_back(j + 1);
+      ASSERT_TRUE(board.Create(d).ok());
+    }
+  }
+  std::string yaml = "rules:\n  - agent: lead\n    when: \"Go\"\n    reply:\n";
+  for (int i = 1; i <= kTeammates; ++i) {
+    yaml += "      - {type: tool_use, name: Task, input: {team_name: many, name: w" + std::to_string(i) +
+            ", description: \"worker\", prompt: \"Work through the tasks on the board.\"}}\n";
+  }
+  yaml +=
+      "  - agent: lead\n    once: false\n    reply: [{type: text, text: \"Noted.\"}]\n"
+      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+):\"\n    once: false\n"
+      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}]\n"
+      "  - agent: \"w*\"\n    once: false\n    reply: [{type: text, text: \"Done.\"}]\n";
+  ASSERT_TRUE(WriteFileAtomic(ws.path() / "many.yaml", yaml).ok());
+  auto r = testing::RunMates(ws.path(), {"run", "--team", "many", "--provider", "scripted", "--scenario",
+                                         (ws.path() / "many.yaml").string(), "Go"});
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(r.err.size() > 4000 ? r.err.size() - 4000 : 0);
+  auto tasks = board.List(false);
+  ASSERT_TRUE(tasks.ok());
+  ASSERT_EQ(tasks->size(), static_cast<size_t>(kLevels * kWidth));
+  std::map<std::string, int> by_owner;
+  for (const auto& t : *tasks) {
+    EXPECT_EQ(t.status, TaskStatus::kCompleted) << "task #" << t.id << " owned by " << t.owner;
+    by_owner[t.owner]++;
+  }
+  EXPECT_GT(by_owner.size(), static_cast<size_t>(kWidth)) << "more teammates than a level took work";
+  // Each task reached exactly one teammate's conversation, once.
+  std::map<std::string, int> given;
+  for (const auto& e : fs::directory_iterator(w.AgentsDir("many"))) {
+    std::string name = e.path().filename().string();
+    if (name.size() < 7 || name[0] != 'w' || name.substr(name.size() - 6) != ".jsonl") continue;
+    for (const auto& line : Lines(e.path())) {
+      auto j = ParseJson(line);
+      if (!j.ok() || (*j)["kind"] != "message") continue;
+      std::string text = (*j)["message"].dump();
+      for (size_t at = text.find("Task #"); at != std::string::npos; at = text.find("Task #", at + 1)) {
+        size_t end = text.find(':', at);
+        if (end != std::string::npos) given[text.substr(at, end - at)]++;
+      }
+    }
+  }
+  EXPECT_EQ(given.size(), static_cast<size_t>(kLevels * kWidth));
+  for (const auto& [task, n] : given) EXPECT_EQ(n, 1) << task << " was given " << n << " times";
+}
+
 // The lead's REPL with a team: mail waiting at start reaches the lead
 // first; a goal line; the roster with statuses; the board; messages to a
 // teammate and to a name not in the team.
