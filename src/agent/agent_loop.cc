@@ -30,6 +30,10 @@ Status AgentLoop::AttachJournal(const fs::path& path, bool resume) {
                          "; --fresh starts the lead over)";
       LogWarning(said);
       if (events_ != nullptr) events_->OnNotice(spec_.name, said);
+      // Its spending, all of it (the rewritten journal carries every usage line).
+      MATES_ASSIGN_OR_RETURN(JournalState spent, Journal::LoadUsage(path));
+      st.usage = spent.usage;
+      st.calls = spent.calls;
     }
     conversation_.Reset(std::move(st.messages));
     delivered_ = std::move(st.delivered);

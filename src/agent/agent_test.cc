@@ -275,13 +275,18 @@ TEST_F(AgentTest, AJournalThatCannotBeReplayedKeepsItsValidPrefixAndSaysWhere) {
       ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::ToolUse("t1", "bash", "{}")}}).ok());
       ASSERT_TRUE(j->AppendMessage({llm::Role::kUser, {ContentBlock::ToolResult("t1", "ok", false)}}).ok());
       ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::Text("so far so good")}}).ok());
+      llm::Usage spent;
+      spent.input_tokens = 100;
+      spent.output_tokens = 10;
+      ASSERT_TRUE(j->AppendUsage(spent, "model-a").ok());
     }
     testing::WriteAll(journal, testing::ReadAll(journal) + c.bad_line + "\n" +
-                                   R"({"kind":"message","message":{"role":"user","content":"after the bad line"}})" + "\n");
+                                   R"({"kind":"message","message":{"role":"user","content":"after the bad line"}})" + "\n" +
+                                   R"({"kind":"usage","model":"model-b","usage":{"input_tokens":7,"output_tokens":3}})" + "\n");
     auto st = Journal::Load(journal);
     ASSERT_TRUE(st.ok());
     ASSERT_TRUE(st->problem.has_value()) << c.bad_line;
-    EXPECT_EQ(st->problem->line, 5u);
+    EXPECT_EQ(st->problem->line, 6u);
     EXPECT_NE(st->problem->what.find(c.says), std::string::npos) << st->problem->what;
     EXPECT_EQ(st->messages.size(), 4u);
     FakeProvider p([](const Request& r, int) {
@@ -292,8 +297,15 @@ TEST_F(AgentTest, AJournalThatCannotBeReplayedKeepsItsValidPrefixAndSaysWhere) {
     ::testing::internal::CaptureStderr();
     ASSERT_TRUE(loop->AttachJournal(journal, true).ok());
     std::string err = ::testing::internal::GetCapturedStderr();
-    EXPECT_NE(err.find("lead.jsonl:5: "), std::string::npos) << err;
+    EXPECT_NE(err.find("lead.jsonl:6: "), std::string::npos) << err;
     EXPECT_NE(err.find("--fresh"), std::string::npos) << err;
+    // What was spent stays in the journal, past the bad line too.
+    auto spent = Journal::LoadUsage(journal);
+    ASSERT_TRUE(spent.ok());
+    EXPECT_EQ(spent->usage.input_tokens, 107);
+    EXPECT_EQ(spent->usage.output_tokens, 13);
+    EXPECT_EQ(spent->calls, 2);
+    EXPECT_EQ(spent->usage_by_model.count("model-b"), 1u);
     auto r = loop->Run("new goal");
     ASSERT_TRUE(r.ok()) << r.status().message();
     // The whole old file is kept; the journal now replays clean.

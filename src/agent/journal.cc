@@ -258,6 +258,21 @@ Result<fs::path> Journal::Rewrite(const fs::path& path, const JournalState& stat
   if (!state.delivered.empty()) {
     MATES_RETURN_IF_ERROR(j.AppendDelivered(std::vector<std::string>(state.delivered.begin(), state.delivered.end())));
   }
+  // What was spent stays spent: every usage line comes along, those past
+  // the line replay stopped at too (budgets and `mates usage` count them).
+  auto old = ReadFile(aside);
+  if (!old.ok()) return old.status();
+  size_t start = 0;
+  while (start < old->size()) {
+    size_t end = old->find('\n', start);
+    if (end == std::string::npos) break;  // torn tail
+    std::string_view line(old->data() + start, end - start);
+    start = end + 1;
+    if (line.rfind(R"({"kind":"usage")", 0) != 0) continue;
+    auto u = ParseJson(line);
+    JournalState one;
+    if (u.ok() && u->is_object() && AddUsageLine(*u, &one).ok()) MATES_RETURN_IF_ERROR(j.Append(std::string(line)));
+  }
   return aside;
 }
 
