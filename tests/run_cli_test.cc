@@ -115,6 +115,22 @@ TEST(RunCliTest, SubagentBackgroundTaskAndSkill) {
   // Subagents' own text is their answer to the lead, not output of the run.
   EXPECT_EQ(r.out.find("abracadabra"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("usage: subagents:"), std::string::npos);
+  // Their spending is the lead's team's, kept in lead.subagents.jsonl: the
+  // counting subagent's two calls and the background one's one.
+  auto u = MatesIn(ws.path(), {"usage", "--team", "default", "--json"});
+  ASSERT_EQ(u.exit_code, 0) << u.err;
+  auto j = ParseJson(u.out);
+  ASSERT_TRUE(j.ok()) << u.out;
+  const Json* subs = nullptr;
+  int64_t calls = 0;
+  for (const auto& a : (*j)["agents"]) {
+    calls += a["calls"].get<int64_t>();
+    if (a["agent"] == "lead (subagents)") subs = &a;
+  }
+  ASSERT_NE(subs, nullptr) << u.out;
+  EXPECT_EQ((*subs)["calls"], 3) << u.out;
+  EXPECT_GT((*subs)["usage"]["input_tokens"].get<int64_t>(), 0);
+  EXPECT_EQ((*j)["calls"], calls);
 }
 
 TEST(RunCliTest, ALongRunIsCompactedAndGoesOnAsItself) {
