@@ -43,6 +43,15 @@ size_t ClaimLine::looking() const {
   return static_cast<size_t>(std::count_if(waiters_.begin(), waiters_.end(), [](const Waiter& w) { return w.looking; }));
 }
 
+void ClaimLine::WakeAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& w : waiters_) {
+    w.looking = true;
+    ++w.bumps;
+    w.waker->Notify();
+  }
+}
+
 void ClaimLine::OnChange() {
   std::lock_guard<std::mutex> lock(mu_);
   OnChangeLocked();

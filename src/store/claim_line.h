@@ -69,6 +69,10 @@ class ClaimLine : public std::enable_shared_from_this<ClaimLine> {
   // `waker` is notified when this waiter should look at the board.
   Place Join(const std::string& name, std::shared_ptr<Waker> waker);
 
+  // Every waiter looks: the board is gone (a team deleted under its
+  // teammates), which one look learns and all must.
+  void WakeAll();
+
   // Waiters, and of those the ones looking now (tests).
   size_t waiting() const;
   size_t looking() const;

@@ -239,6 +239,61 @@ TEST_F(LineSteps, LeavingWithAChangeUnlookedPassesItOn) {
   EXPECT_EQ(line->looking(), 1u);
 }
 
+// The board gone: the one that learns it wakes everyone.
+TEST_F(LineSteps, WakeAllWakesEveryWaiter) {
+  ClaimLine::Place a = line->Join("a", wa);
+  ClaimLine::Place b = line->Join("b", wb);
+  uint64_t ga = wa->generation(), gb = wb->generation();
+  line->WakeAll();
+  EXPECT_NE(wa->generation(), ga);
+  EXPECT_NE(wb->generation(), gb);
+}
+
+// Claimers waiting in the line when the board's folder goes (a team
+// deleted from another process): every one of them finds out and goes.
+TEST(ClaimLineTest, EveryWaiterLearnsTheBoardIsGone) {
+  TempDir dir;
+  fs::path tasks_dir = dir.path() / "tasks";
+  auto board = SharedBoard(tasks_dir);
+  auto line = SharedClaimLine(tasks_dir);
+  ASSERT_TRUE(line.ok());
+  std::atomic<int> looked{0}, gone{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 5; ++i) {
+    threads.emplace_back([&, i] {
+      auto waker = std::make_shared<Waker>();
+      ClaimLine::Place place = (*line)->Join("c" + std::to_string(i), waker);
+      for (;;) {
+        uint64_t seen = waker->generation();
+        uint64_t bumps = place.Bumps();
+        Board::ClaimOutlook outlook;
+        auto r = board->ClaimNext("c" + std::to_string(i), &outlook);
+        if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
+          (*line)->WakeAll();  // as a teammate does
+          ++gone;
+          return;
+        }
+        place.Looked(bumps, outlook);
+        ++looked;
+        waker->WaitChange(seen, std::nullopt);
+      }
+    });
+  }
+  // Every claimer has looked once and rests (no event says so: looked at
+  // again every millisecond).
+  auto waker = std::make_shared<Waker>();
+  Deadline settle = DeadlineIn(10);
+  while (!(looked.load() >= 5 && (*line)->looking() == 0)) {
+    ASSERT_FALSE(Expired(settle));
+    waker->WaitChange(waker->generation(), DeadlineIn(0.001));
+  }
+  // Moved away, as a team's archive does (a removal would not be seen
+  // while the board holds the folder open).
+  fs::rename(tasks_dir, dir.path() / "archived");
+  for (auto& t : threads) t.join();  // a claimer never told would hang here
+  EXPECT_EQ(gone.load(), 5);
+}
+
 // A look that claimed and saw three more claimable wakes three more.
 TEST_F(LineSteps, ALookThatSawMoreWakesAsManyMore) {
   std::vector<std::shared_ptr<Waker>> w;

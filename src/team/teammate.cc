@@ -256,6 +256,7 @@ bool Teammate::IdleWait() {
     claiming_.store(false);
     manager_->WakeWaiters();  // whoever saw us claiming must look again
     if (!claimed.ok() && claimed.status().code() == StatusCode::kNotFound) {
+      if (!polling) (*line)->WakeAll();  // the others in the line learn it too
       SetStopReason(StopReason::kTeamGone, "its team's task board is gone");
       return false;
     }
