@@ -191,6 +191,24 @@ Status AddUsageLine(const Json& j, JournalState* st) {
   return Status::Ok();
 }
 
+// The usage lines of a journal's text, each added to `st` as it is read;
+// returned are those that held usage (a torn tail is not a line).
+std::vector<std::string_view> UsageLines(std::string_view text, JournalState* st) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) break;  // torn tail
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    // Keys are written sorted: a usage line starts with its kind.
+    if (line.rfind(R"({"kind":"usage")", 0) != 0) continue;
+    auto j = ParseJson(line);
+    if (j.ok() && j->is_object() && AddUsageLine(*j, st).ok()) lines.push_back(line);
+  }
+  return lines;
+}
+
 }  // namespace
 
 Result<JournalState> Journal::Load(const fs::path& path) {
@@ -206,17 +224,7 @@ Result<JournalState> Journal::LoadUsage(const fs::path& path) {
   auto data = ReadFile(path);
   if (!data.ok()) return data.status();
   JournalState st;
-  size_t start = 0;
-  while (start < data->size()) {
-    size_t end = data->find('\n', start);
-    if (end == std::string::npos) break;  // torn tail
-    std::string_view line(data->data() + start, end - start);
-    start = end + 1;
-    // Keys are written sorted: a usage line starts with its kind.
-    if (line.rfind(R"({"kind":"usage")", 0) != 0) continue;
-    auto j = ParseJson(line);
-    if (j.ok() && j->is_object()) (void)AddUsageLine(*j, &st);
-  }
+  (void)UsageLines(*data, &st);
   return st;
 }
 
@@ -262,17 +270,8 @@ Result<fs::path> Journal::Rewrite(const fs::path& path, const JournalState& stat
   // the line replay stopped at too (budgets and `mates usage` count them).
   auto old = ReadFile(aside);
   if (!old.ok()) return old.status();
-  size_t start = 0;
-  while (start < old->size()) {
-    size_t end = old->find('\n', start);
-    if (end == std::string::npos) break;  // torn tail
-    std::string_view line(old->data() + start, end - start);
-    start = end + 1;
-    if (line.rfind(R"({"kind":"usage")", 0) != 0) continue;
-    auto u = ParseJson(line);
-    JournalState one;
-    if (u.ok() && u->is_object() && AddUsageLine(*u, &one).ok()) MATES_RETURN_IF_ERROR(j.Append(std::string(line)));
-  }
+  JournalState spent;
+  for (std::string_view line : UsageLines(*old, &spent)) MATES_RETURN_IF_ERROR(j.Append(std::string(line)));
   return aside;
 }
 
