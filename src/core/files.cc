@@ -99,7 +99,11 @@ Status LockWhole(int fd, short type, const fs::path& path) {
   return Status::Ok();
 }
 
-// The writer's exclusive lock on a spare, tried for up to ~200 ms.
+// The writer's exclusive lock on a spare, tried for up to ~200 ms. Polled:
+// an OFD lock has no timed wait (F_OFD_SETLKW waits without bound, and the
+// alarm that could cut it short is the whole process's), and a reader holds
+// the lock for the microseconds of one read, so the first tries nearly
+// always win; the rest is for a reader frozen mid-read.
 bool LockSpare(int fd) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
