@@ -78,6 +78,7 @@ void AddDemoCommand(CLI::App& app, Globals& g);
 void AddClusterCommands(CLI::App& app, Globals& g);
 void AddMergesCommands(CLI::App& app, Globals& g);
 void AddUsageCommand(CLI::App& app, Globals& g);
+void AddMcpCommands(CLI::App& app, Globals& g);  // mcp
 
 // The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
 // else the team's lead.
