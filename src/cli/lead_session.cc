@@ -26,6 +26,7 @@
 #include "core/process_tree.h"
 #include "dashboard/dashboard.h"
 #include "git/merge_queue.h"
+#include "mcp/hub.h"
 #include "store/merges.h"
 #include "store/host_info.h"
 #include "store/liveness.h"
@@ -566,7 +567,13 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   SessionSignals signals;
 
   tools::SkillLibrary skills = tools::SkillLibrary::Load(ws);
+  // The MCP servers of W/.mcp.json, started once for this host's agents
+  // (DESIGN §14); each agent gets the tools its role may use.
+  auto hub = mcp::Hub::Load(ws);
+  if (!hub.ok()) return {Fail(hub.status()), std::nullopt};
+  (*hub)->Start();
   auto registry = tools::MakeToolRegistry(tools::Scope::kLead);
+  for (auto& t : (*hub)->ToolsFor(lead_name, /*is_lead=*/true)) registry->Add(std::move(t));
   tools::ToolContext ctx;
   ctx.ws = ws;
   ctx.team = a.team;
@@ -596,6 +603,9 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   topt.git = a.git;
   topt.spend = spend;
   topt.naive_baseline = a.naive_baseline;
+  topt.extra_tools = [hub = *hub](tools::ToolRegistry& r, const std::string& name) {
+    for (auto& t : hub->ToolsFor(name, /*is_lead=*/false)) r.Add(std::move(t));
+  };
   team::TeamManager teams(ws, provider, &out, topt, &lead, &ctx, [&out](const Member& m) {
     out.SetColor(m.name, m.color);
     out.SetMulti(true);

@@ -1,14 +1,18 @@
 // mates mcp [--team T] [--as NAME]: the team as an MCP server on stdio
 // (DESIGN §14). One JSON-RPC message per line in and out; stdout carries
 // nothing else (diagnostics go to stderr). Ends when stdin does.
+// mates mcp list [--json]: the MCP servers the workspace's agents use
+// (W/.mcp.json), started to show their state and tools.
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
 #include "core/names.h"
+#include "mcp/hub.h"
 #include "mcp/team_tools.h"
 #include "store/messenger.h"
 
@@ -18,6 +22,7 @@ namespace {
 struct McpArgs {
   std::string team;
   std::string as;
+  bool json = false;
 };
 
 // Writes all of `data` to `fd`; false once the reader is gone.
@@ -92,6 +97,52 @@ int Serve(Globals& g, const McpArgs& a) {
   return 0;
 }
 
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+int List(Globals& g, const McpArgs& a) {
+  auto hub = mcp::Hub::Load(g.ws());
+  if (!hub.ok()) return Fail(hub.status());
+  if ((*hub)->empty()) {
+    if (a.json) {
+      std::cout << "[]" << std::endl;
+    } else {
+      std::cout << "no MCP servers (add them to " << (g.ws().root() / ".mcp.json").string()
+                << ", Claude Code's format)" << std::endl;
+    }
+    return 0;
+  }
+  (*hub)->Start();
+  int failed = 0;
+  Json out = Json::array();
+  for (const auto& s : (*hub)->States()) {
+    failed += s.state == "running" ? 0 : 1;
+    if (a.json) {
+      Json tools = Json::array();
+      for (const auto& t : s.tools) tools.push_back(Json{{"name", t.name}, {"description", t.description}});
+      out.push_back(Json{{"name", s.name},
+                         {"transport", s.transport},
+                         {"state", s.state},
+                         {"roles", s.roles.empty() ? Json("all") : Json(s.roles)},
+                         {"tools", tools}});
+      continue;
+    }
+    std::cout << s.name << " (" << s.transport << ", for " << (s.roles.empty() ? "everyone" : Join(s.roles))
+              << "): " << s.state << "\n";
+    for (const auto& t : s.tools) {
+      std::string d = t.description.substr(0, t.description.find('\n'));
+      if (d.size() > 90) d = d.substr(0, 87) + "...";
+      std::cout << "  mcp__" << s.name << "__" << t.name << (d.empty() ? "" : "  " + d) << "\n";
+    }
+  }
+  if (a.json) std::cout << DumpJsonPretty(out) << std::endl;
+  std::cout.flush();
+  return failed > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 void AddMcpCommands(CLI::App& app, Globals& g) {
@@ -100,6 +151,9 @@ void AddMcpCommands(CLI::App& app, Globals& g) {
       "mcp", "Serve the team to an external agent over MCP (stdio): messages and the task board as tools");
   mcp->add_option("--team", a->team, "Team name")->envname("MATES_TEAM");
   mcp->add_option("--as", a->as, "The member the agent is (default: $MATES_AGENT_NAME, else the team's lead)");
+  CLI::App* list = mcp->add_subcommand("list", "The MCP servers of .mcp.json: started, with their state and tools");
+  list->add_flag("--json", a->json, "One JSON document");
+  list->callback([&g, a] { g.action = [&g, a] { return List(g, *a); }; });
   mcp->callback([&g, a] {
     if (!g.action) g.action = [&g, a] { return Serve(g, *a); };
   });

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/syscall.h>
@@ -94,13 +95,20 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   if (PipeCloexec(out) != 0) return Status::FromErrno("pipe", errno);
   ScopedFd out_r(out[0]), out_w(out[1]);
   ScopedFd err_r, err_w;
-  if (!options.merge_stderr) {
+  if (options.interactive) {
+    // stderr to a file (or nowhere): nobody reads a pipe of it.
+    int fd = options.stderr_path.empty()
+                 ? ::open("/dev/null", O_WRONLY | O_CLOEXEC)
+                 : ::open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::FromErrno("open " + (options.stderr_path.empty() ? std::string("/dev/null") : options.stderr_path), errno);
+    err_w.reset(fd);
+  } else if (!options.merge_stderr) {
     if (PipeCloexec(err) != 0) return Status::FromErrno("pipe", errno);
     err_r.reset(err[0]);
     err_w.reset(err[1]);
   }
   ScopedFd in_r, in_w;
-  if (!options.stdin_data.empty()) {
+  if (!options.stdin_data.empty() || options.interactive) {
     if (PipeCloexec(in) != 0) return Status::FromErrno("pipe", errno);
     in_r.reset(in[0]);
     in_w.reset(in[1]);
@@ -182,25 +190,43 @@ void Subprocess::Signal(int sig) const {
   }
 }
 
-Result<std::string> Subprocess::ReadLine(const Deadline& deadline) {
+Result<std::string> Subprocess::ReadLine(const Deadline& deadline, size_t max_bytes, const CancelToken* cancel) {
   for (;;) {
     size_t nl = line_buf_.find('\n');
     if (nl != std::string::npos) {
+      if (skipping_line_) {
+        // The end of a line that was too long: drop it, go on after it.
+        line_buf_.erase(0, nl + 1);
+        skipping_line_ = false;
+        continue;
+      }
+      if (nl > max_bytes) {
+        line_buf_.erase(0, nl + 1);
+        return Status::InvalidArgument("a line of more than " + std::to_string(max_bytes) + " bytes");
+      }
       std::string line = line_buf_.substr(0, nl);
       line_buf_.erase(0, nl + 1);
       return line;
     }
+    if (skipping_line_) line_buf_.clear();
+    if (!skipping_line_ && line_buf_.size() > max_bytes) {
+      line_buf_.clear();
+      skipping_line_ = true;
+      return Status::InvalidArgument("a line of more than " + std::to_string(max_bytes) + " bytes");
+    }
     if (!out_.valid()) return Status::NotFound("end of output");
+    if (cancel != nullptr && cancel->cancelled()) return Status::Cancelled("cancelled");
     int timeout_ms = -1;
     if (deadline) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now());
       timeout_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
     }
-    struct pollfd pfd = {out_.get(), POLLIN, 0};
-    int r = ::poll(&pfd, 1, timeout_ms);
+    struct pollfd pfd[2] = {{out_.get(), POLLIN, 0}, {cancel != nullptr ? cancel->wake_fd() : -1, POLLIN, 0}};
+    int r = ::poll(pfd, cancel != nullptr && cancel->wake_fd() >= 0 ? 2 : 1, timeout_ms);
     if (r < 0 && errno == EINTR) continue;
     if (r == 0) return Status::Timeout("no line before the deadline");
-    char buf[4096];
+    if (pfd[0].revents == 0) continue;  // the cancel: seen at the top
+    char buf[65536];
     ssize_t n = ::read(out_.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
@@ -214,6 +240,61 @@ Result<std::string> Subprocess::ReadLine(const Deadline& deadline) {
     }
     line_buf_.append(buf, static_cast<size_t>(n));
   }
+}
+
+namespace {
+// Writing to a pipe whose reader is gone raises SIGPIPE, which would end
+// the whole process: blocked for this thread while it writes, and a
+// SIGPIPE it raised taken back before unblocking (EPIPE says it all).
+class NoSigpipe {
+ public:
+  NoSigpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~NoSigpipe() {
+    if (!was_pending_) {
+      struct timespec zero = {0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  NoSigpipe(const NoSigpipe&) = delete;
+  NoSigpipe& operator=(const NoSigpipe&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+  bool was_pending_ = false;
+};
+}  // namespace
+
+Status Subprocess::WriteStdin(std::string_view data, const Deadline& deadline) {
+  NoSigpipe no_sigpipe;
+  size_t done = 0;
+  while (done < data.size()) {
+    if (!in_.valid()) return Status::Unavailable("its input is closed");
+    ssize_t w = ::write(in_.get(), data.data() + done, data.size() - done);
+    if (w > 0) {
+      done += static_cast<size_t>(w);
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno != EAGAIN) return Status::Unavailable(std::string("it stopped reading (") + std::strerror(errno) + ")");
+    int timeout_ms = -1;
+    if (deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now());
+      if (left.count() <= 0) return Status::Timeout("it does not read its input");
+      timeout_ms = static_cast<int>(left.count());
+    }
+    struct pollfd pfd = {in_.get(), POLLOUT, 0};
+    if (::poll(&pfd, 1, timeout_ms) == 0) return Status::Timeout("it does not read its input");
+  }
+  return Status::Ok();
 }
 
 void Subprocess::Reap(SubprocessResult* r) {

@@ -12,8 +12,10 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/cancel.h"
@@ -38,6 +40,12 @@ struct SubprocessOptions {
   // the call ends every process with that tag is killed too, those that
   // left the group (setsid, double fork) included (core/process_tree.h).
   std::string tag;
+  // A conversation rather than a run (an MCP server over stdio): stdin
+  // stays a pipe for WriteStdin() until CloseStdin() or Wait(), and stderr
+  // goes to `stderr_path` (appended; "" = /dev/null) instead of a pipe, so
+  // that reading stdout line by line is all the caller has to do.
+  bool interactive = false;
+  std::string stderr_path;
 };
 
 struct SubprocessResult {
@@ -66,8 +74,15 @@ class Subprocess {
   // Sends `sig` to the whole process group.
   void Signal(int sig) const;
   // Reads one line of stdout (without '\n'); Timeout if none by `deadline`,
-  // NotFound at end of output.
-  Result<std::string> ReadLine(const Deadline& deadline);
+  // NotFound at end of output, InvalidArgument for a line longer than
+  // `max_bytes` (the rest of it is skipped), Cancelled once `cancel` is.
+  Result<std::string> ReadLine(const Deadline& deadline, size_t max_bytes = SIZE_MAX,
+                               const CancelToken* cancel = nullptr);
+  // Interactive only: writes all of `data` to the child's stdin; Timeout
+  // if it will not take it by `deadline`, Unavailable once it is closed.
+  // Not to be called at the same time as CloseStdin() or Wait().
+  Status WriteStdin(std::string_view data, const Deadline& deadline);
+  void CloseStdin() { in_.reset(); }
   // Collects output until the child exits (or the timeout / `cancel` stops
   // it, killing the group), then reaps it. A cancel is seen at once.
   SubprocessResult Wait(const CancelToken* cancel = nullptr);
@@ -84,6 +99,7 @@ class Subprocess {
   std::string stdin_data_;
   size_t stdin_pos_ = 0;
   std::string line_buf_;  // ReadLine's leftovers, returned first by Wait
+  bool skipping_line_ = false;  // ReadLine is past a line longer than its bound
   SubprocessOptions options_;
 };
 

@@ -34,6 +34,51 @@ TEST(SubprocessTest, ExitCodeAndBothStreams) {
   EXPECT_FALSE(r.timed_out);
 }
 
+TEST(SubprocessTest, AnInteractiveChildIsAConversation) {
+  testing::TempDir dir;
+  SubprocessOptions o;
+  // Echoes each line back; says on stderr that it ends.
+  o.argv = {"/bin/bash", "-c", "while IFS= read -r l; do echo \"got $l\"; done; echo bye >&2"};
+  o.interactive = true;
+  o.stderr_path = (dir.path() / "err.log").string();
+  o.timeout_s = 5;
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->WriteStdin("one\ntwo\n", DeadlineIn(5)).ok());
+  EXPECT_EQ(*p->ReadLine(DeadlineIn(5)), "got one");
+  EXPECT_EQ(*p->ReadLine(DeadlineIn(5)), "got two");
+  // A line over the bound is refused once and skipped; the next one reads.
+  ASSERT_TRUE(p->WriteStdin(std::string(100000, 'x') + "\nshort\n", DeadlineIn(5)).ok());
+  EXPECT_EQ(p->ReadLine(DeadlineIn(5), 1000).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(*p->ReadLine(DeadlineIn(5), 1000), "got short");
+  // A cancel stops a read that waits.
+  CancelToken cancel;
+  cancel.Cancel();
+  EXPECT_EQ(p->ReadLine(std::nullopt, 1000, &cancel).status().code(), StatusCode::kCancelled);
+  // Wait() closes stdin: the child ends; its stderr went to the file.
+  SubprocessResult r = p->Wait();
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(testing::ReadAll(dir.path() / "err.log"), "bye\n");
+}
+
+TEST(SubprocessTest, WritingToAChildThatIsGoneIsAnErrorNotADeath) {
+  SubprocessOptions o;
+  o.argv = {"/bin/true"};
+  o.interactive = true;
+  auto p = Subprocess::Start(o);
+  ASSERT_TRUE(p.ok());
+  // Its stdout ends when it does; then its stdin has no reader.
+  EXPECT_EQ(p->ReadLine(DeadlineIn(5)).status().code(), StatusCode::kNotFound);
+  Status s;
+  for (int i = 0; i < 100 && s.ok(); ++i) s = p->WriteStdin(std::string(4096, 'x'), DeadlineIn(5));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << "SIGPIPE would have ended this test";
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_EQ(sigismember(&pending, SIGPIPE), 0) << "no SIGPIPE left pending";
+  EXPECT_EQ(p->Wait().exit_code, 0);
+}
+
 TEST(SubprocessTest, StdinIsDevNullOrTheGivenText) {
   EXPECT_EQ(Sh("cat; echo done").out, "done\n");
   SubprocessOptions o;

@@ -53,6 +53,9 @@ struct TeamOptions {
   // The token benchmark's naive baseline: no cache breakpoints, every
   // teammate's change a lead turn of its own.
   bool naive_baseline = false;
+  // More tools for each teammate (the host's MCP servers, DESIGN §14):
+  // called with its registry and name as it is made.
+  std::function<void(tools::ToolRegistry&, const std::string&)> extra_tools;
 };
 
 class Teammate;

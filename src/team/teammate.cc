@@ -68,6 +68,7 @@ Teammate::Teammate(Config config, TeamManager* manager, FileLock host_lock)
   ctx_.is_lead = false;
   ctx_.plan_mode = config_.plan_mode;
   tools_ = tools::MakeToolRegistry(tools::Scope::kTeammate);
+  if (manager_->options().extra_tools) manager_->options().extra_tools(*tools_, config_.name);
   events_ = std::make_unique<EventsTap>(this, manager_->events());
   agent::PromptFacts facts;
   facts.ws = ctx_.ws;

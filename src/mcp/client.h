@@ -1,0 +1,111 @@
+// The MCP client side (DESIGN §14): a session with one MCP server — over
+// stdio (a child process, one JSON-RPC message per line) or streamable HTTP
+// — and, on top of it, the handshake, the tool list and tool calls.
+//
+// A session is shared by the agents of a host: requests from several
+// threads go out interleaved, each waits for the answer with its id. Stdio
+// sessions have a reader thread (owned by the session, joined when it goes)
+// that hands answers to their waiters, answers the server's own requests
+// (ping; anything else is "not offered") and notices the server's death.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/cancel.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/status.h"
+#include "mcp/server.h"
+
+namespace mates::mcp {
+
+namespace fs = std::filesystem;
+
+// One server of W/.mcp.json (mcp/config.h reads it).
+struct ServerConfig {
+  std::string name;
+  enum class Transport { kStdio, kHttp } transport = Transport::kStdio;
+  std::vector<std::string> argv;               // stdio: command, then args
+  std::map<std::string, std::string> env;      // stdio: added to a clean environment
+  std::string url;                             // http
+  std::map<std::string, std::string> headers;  // http
+  // Who gets its tools: "lead", "teammate" or a member's name; empty = all.
+  std::vector<std::string> roles;
+  double startup_timeout_s = 30;
+  double call_timeout_s = 120;
+};
+
+// A server's answers may be larger than what it is sent.
+inline constexpr size_t kMaxServerFrameBytes = 16 << 20;
+
+// The transport-level session.
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Sends a request; its result, or the server's error (IOError when it
+  // could not be sent — nothing reached the server, so it may be sent
+  // again to a new one —, Unavailable when the server went away after,
+  // Timeout/Cancelled when `deadline`/`cancel` came first: the server is
+  // then told with notifications/cancelled).
+  virtual Result<Json> Request(const std::string& method, Json params, const Deadline& deadline,
+                               const CancelToken* cancel) = 0;
+  virtual Status Notify(const std::string& method, Json params) = 0;
+  // False once the server is gone (its process ended, the HTTP session
+  // expired); `why()` says how.
+  virtual bool alive() const = 0;
+  virtual std::string why() const = 0;
+  // The negotiated revision, sent with every HTTP request.
+  virtual void SetProtocolVersion(const std::string& /*version*/) {}
+};
+
+// Starts `c.argv` in `cwd` with `c.env` over a minimal environment; its
+// stderr goes to `stderr_log`. `tag` marks it for the host's process
+// clean-up (core/process_tree.h).
+Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const fs::path& cwd,
+                                                   const fs::path& stderr_log, const std::string& tag);
+Result<std::unique_ptr<Session>> StartHttpSession(const ServerConfig& c);
+
+struct RemoteTool {
+  std::string name;
+  std::string description;
+  Json input_schema;
+};
+
+// A server after the handshake.
+class Client {
+ public:
+  // initialize (our newest revision; the server's answer must be one we
+  // speak), notifications/initialized, then tools/list (every page).
+  static Result<std::unique_ptr<Client>> Open(const ServerConfig& c, std::unique_ptr<Session> session);
+
+  const std::string& name() const { return config_.name; }
+  const std::string& protocol_version() const { return protocol_; }
+  const std::string& server_name() const { return server_name_; }
+  const std::vector<RemoteTool>& tools() const { return tools_; }
+  bool alive() const { return session_->alive(); }
+  std::string why() const { return session_->why(); }
+
+  // tools/call; a failure of the call itself (timeout, server gone, a
+  // JSON-RPC error) is a Status, a tool's own failure an is_error outcome.
+  Result<ToolOutcome> Call(const std::string& tool, const Json& arguments, double timeout_s,
+                           const CancelToken* cancel);
+
+ private:
+  Client(ServerConfig c, std::unique_ptr<Session> s) : config_(std::move(c)), session_(std::move(s)) {}
+
+  ServerConfig config_;
+  std::unique_ptr<Session> session_;
+  std::string protocol_;
+  std::string server_name_;
+  std::vector<RemoteTool> tools_;
+};
+
+// A tool result's content as text for a model: text blocks as they are,
+// other blocks (images, resources) named with their type and size.
+std::string ContentText(const Json& result);
+
+}  // namespace mates::mcp

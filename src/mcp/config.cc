@@ -1,0 +1,233 @@
+#include "mcp/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/files.h"
+#include "core/log.h"
+
+namespace mates::mcp {
+namespace {
+
+constexpr size_t kMaxConfigBytes = 1 << 20;
+
+// A server's name becomes part of tool names (mcp__<server>__<tool>).
+Status CheckServerName(const std::string& name, const std::string& origin) {
+  bool ok = !name.empty() && name.size() <= 40 && name.find("__") == std::string::npos;
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  if (ok) return Status::Ok();
+  return Status::InvalidArgument(origin + ": server name '" + name +
+                                 "' must be 1-40 letters, digits, '_' or '-' (no '__'): it becomes part of tool names");
+}
+
+// ${VAR} and ${VAR:-default}, as Claude Code expands them.
+Result<std::string> Expand(const std::string& s, const std::string& where) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t open = s.find("${", i);
+    if (open == std::string::npos) {
+      out += s.substr(i);
+      break;
+    }
+    size_t close = s.find('}', open);
+    if (close == std::string::npos) return Status::InvalidArgument(where + ": '${' without '}'");
+    out += s.substr(i, open - i);
+    std::string inner = s.substr(open + 2, close - open - 2);
+    std::string name = inner, fallback;
+    bool has_fallback = false;
+    if (size_t d = inner.find(":-"); d != std::string::npos) {
+      name = inner.substr(0, d);
+      fallback = inner.substr(d + 2);
+      has_fallback = true;
+    }
+    const char* v = std::getenv(name.c_str());
+    if (v != nullptr) {
+      out += v;
+    } else if (has_fallback) {
+      out += fallback;
+    } else {
+      return Status::InvalidArgument(where + ": ${" + name + "} is not set (give it a value, or a default: ${" + name +
+                                     ":-…})");
+    }
+    i = close + 1;
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> StringMap(const Json& server, const char* key, const std::string& where) {
+  std::map<std::string, std::string> out;
+  auto it = server.find(key);
+  if (it == server.end() || it->is_null()) return out;
+  if (!it->is_object()) return Status::InvalidArgument(where + "." + key + ": must be an object of strings");
+  for (const auto& [k, v] : it->items()) {
+    if (!v.is_string()) return Status::InvalidArgument(where + "." + key + "." + k + ": must be a string");
+    MATES_ASSIGN_OR_RETURN(out[k], Expand(v.get<std::string>(), where + "." + key + "." + k));
+  }
+  return out;
+}
+
+Result<ServerConfig> ServerFromJson(const std::string& name, const Json& s, const std::string& origin) {
+  const std::string where = origin + ": mcpServers." + name;
+  MATES_RETURN_IF_ERROR(CheckServerName(name, origin));
+  if (!s.is_object()) return Status::InvalidArgument(where + ": must be an object");
+  ServerConfig c;
+  c.name = name;
+  std::string type = "stdio";
+  if (s.contains("type")) {
+    if (!s["type"].is_string()) return Status::InvalidArgument(where + ".type: must be a string");
+    type = s["type"];
+  } else if (s.contains("url") && !s.contains("command")) {
+    type = "http";
+  }
+  static const std::set<std::string> kKnown = {"type", "command", "args", "env", "url", "headers"};
+  for (const auto& [k, v] : s.items()) {
+    if (kKnown.count(k) == 0) LogWarning(where + "." + k + ": unknown key, ignored");
+  }
+  if (type == "stdio") {
+    c.transport = ServerConfig::Transport::kStdio;
+    if (!s.contains("command") || !s["command"].is_string() || s["command"].get_ref<const std::string&>().empty()) {
+      return Status::InvalidArgument(where + ": a stdio server needs \"command\" (a program to run)");
+    }
+    MATES_ASSIGN_OR_RETURN(std::string command, Expand(s["command"], where + ".command"));
+    c.argv.push_back(command);
+    if (s.contains("args") && !s["args"].is_null()) {
+      if (!s["args"].is_array()) return Status::InvalidArgument(where + ".args: must be an array of strings");
+      for (const auto& a : s["args"]) {
+        if (!a.is_string()) return Status::InvalidArgument(where + ".args: must be an array of strings");
+        MATES_ASSIGN_OR_RETURN(std::string arg, Expand(a, where + ".args"));
+        c.argv.push_back(arg);
+      }
+    }
+    MATES_ASSIGN_OR_RETURN(c.env, StringMap(s, "env", where));
+  } else if (type == "http") {
+    c.transport = ServerConfig::Transport::kHttp;
+    if (!s.contains("url") || !s["url"].is_string()) {
+      return Status::InvalidArgument(where + ": an http server needs \"url\"");
+    }
+    MATES_ASSIGN_OR_RETURN(c.url, Expand(s["url"], where + ".url"));
+    if (c.url.rfind("http://", 0) != 0 && c.url.rfind("https://", 0) != 0) {
+      return Status::InvalidArgument(where + ".url: must start with http:// or https://");
+    }
+    MATES_ASSIGN_OR_RETURN(c.headers, StringMap(s, "headers", where));
+  } else {
+    return Status::InvalidArgument(where + ".type: unknown type '" + type +
+                                   "' (mates speaks \"stdio\" and \"http\", streamable HTTP)");
+  }
+  return c;
+}
+
+Result<double> Seconds(const YAML::Node& n, const std::string& where, double fallback) {
+  if (!n) return fallback;
+  double v = 0;
+  try {
+    v = n.as<double>();
+  } catch (const YAML::Exception&) {
+    return Status::InvalidArgument(where + ": must be a number of seconds");
+  }
+  if (!std::isfinite(v) || v <= 0 || v > 86400) return Status::InvalidArgument(where + ": must be > 0 and <= 86400");
+  return v;
+}
+
+// The mcp section of W/.mates/config.yaml, applied to `servers`.
+Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers) {
+  auto text = ReadFilePrefix(file, kMaxConfigBytes + 1);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return Status::Ok();
+    return text.status();
+  }
+  const std::string origin = file.string();
+  if (text->size() > kMaxConfigBytes) return Status::InvalidArgument(origin + ": larger than 1 MiB");
+  YAML::Node root;
+  try {
+    root = YAML::Load(*text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(origin + ": " + e.what());
+  }
+  if (!root || root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) return Status::InvalidArgument(origin + ": must be a map");
+  YAML::Node mcp = root["mcp"];
+  if (!mcp || mcp.IsNull()) return Status::Ok();
+  if (!mcp.IsMap()) return Status::InvalidArgument(origin + ": mcp: must be a map");
+  MATES_ASSIGN_OR_RETURN(double startup, Seconds(mcp["startup_timeout"], origin + ": mcp.startup_timeout", 30));
+  MATES_ASSIGN_OR_RETURN(double call, Seconds(mcp["call_timeout"], origin + ": mcp.call_timeout", 120));
+  for (auto& s : servers) {
+    s.startup_timeout_s = startup;
+    s.call_timeout_s = call;
+  }
+  YAML::Node per = mcp["servers"];
+  if (!per || per.IsNull()) return Status::Ok();
+  if (!per.IsMap()) return Status::InvalidArgument(origin + ": mcp.servers: must be a map of server names");
+  for (const auto& kv : per) {
+    std::string name;
+    try {
+      name = kv.first.as<std::string>();
+    } catch (const YAML::Exception&) {
+      return Status::InvalidArgument(origin + ": mcp.servers: a name is not a string");
+    }
+    const std::string where = origin + ": mcp.servers." + name;
+    auto it = std::find_if(servers.begin(), servers.end(), [&](const ServerConfig& s) { return s.name == name; });
+    if (it == servers.end()) return Status::InvalidArgument(where + ": no such server in .mcp.json");
+    const YAML::Node& v = kv.second;
+    if (!v.IsMap()) return Status::InvalidArgument(where + ": must be a map");
+    if (YAML::Node roles = v["roles"]; roles) {
+      if (!roles.IsSequence()) return Status::InvalidArgument(where + ".roles: must be a list (lead, teammate, names)");
+      for (const auto& r : roles) {
+        try {
+          it->roles.push_back(r.as<std::string>());
+        } catch (const YAML::Exception&) {
+          return Status::InvalidArgument(where + ".roles: must be a list of strings");
+        }
+      }
+    }
+    MATES_ASSIGN_OR_RETURN(it->startup_timeout_s, Seconds(v["startup_timeout"], where + ".startup_timeout", it->startup_timeout_s));
+    MATES_ASSIGN_OR_RETURN(it->call_timeout_s, Seconds(v["call_timeout"], where + ".call_timeout", it->call_timeout_s));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<ServerConfig>> ParseMcpJson(std::string_view text, const std::string& origin) {
+  auto doc = ParseJson(text);
+  if (!doc.ok()) return Status::InvalidArgument(origin + ": not JSON: " + doc.status().message());
+  if (!doc->is_object()) return Status::InvalidArgument(origin + ": must be an object with \"mcpServers\"");
+  std::vector<ServerConfig> out;
+  auto servers = doc->find("mcpServers");
+  if (servers == doc->end() || servers->is_null()) return out;
+  if (!servers->is_object()) return Status::InvalidArgument(origin + ": \"mcpServers\" must be an object");
+  for (const auto& [name, s] : servers->items()) {
+    MATES_ASSIGN_OR_RETURN(ServerConfig c, ServerFromJson(name, s, origin));
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end(), [](const ServerConfig& a, const ServerConfig& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<std::vector<ServerConfig>> LoadServerConfigs(const Workspace& ws) {
+  const fs::path file = ws.root() / ".mcp.json";
+  auto text = ReadFilePrefix(file, kMaxConfigBytes + 1);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return std::vector<ServerConfig>{};
+    return text.status();
+  }
+  if (text->size() > kMaxConfigBytes) return Status::InvalidArgument(file.string() + ": larger than 1 MiB");
+  MATES_ASSIGN_OR_RETURN(std::vector<ServerConfig> servers, ParseMcpJson(*text, file.string()));
+  MATES_RETURN_IF_ERROR(ApplyMatesConfig(ws.root() / ".mates" / "config.yaml", servers));
+  return servers;
+}
+
+bool ServesRole(const ServerConfig& c, const std::string& agent, bool is_lead) {
+  if (c.roles.empty()) return true;
+  for (const auto& r : c.roles) {
+    if (r == agent || (is_lead && r == "lead") || (!is_lead && r == "teammate")) return true;
+  }
+  return false;
+}
+
+}  // namespace mates::mcp

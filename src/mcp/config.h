@@ -1,0 +1,34 @@
+// Which MCP servers a workspace's agents use (DESIGN §14): W/.mcp.json in
+// Claude Code's format, so one file serves both —
+//   {"mcpServers": {NAME: {"command": "npx", "args": [...], "env": {...}},
+//                   NAME: {"type": "http", "url": "https://…", "headers": {...}}}}
+// ("type": "stdio" may be said; `${VAR}` and `${VAR:-default}` are expanded
+// in command, args, env, url and headers) — and the `mcp` section of mates'
+// own W/.mates/config.yaml for what Claude Code's format has no word for:
+//   mcp:
+//     startup_timeout: 30      # seconds to start and list tools
+//     call_timeout: 120        # seconds per tool call
+//     servers:
+//       NAME: {roles: [lead], call_timeout: 600}
+// roles: "lead", "teammate" or members' names; absent = everyone.
+#pragma once
+
+#include <vector>
+
+#include "mcp/client.h"
+#include "store/workspace.h"
+
+namespace mates::mcp {
+
+// W/.mcp.json's servers with the settings of W/.mates/config.yaml, sorted
+// by name. No .mcp.json: none. Anything wrong is InvalidArgument naming
+// the file and the server.
+Result<std::vector<ServerConfig>> LoadServerConfigs(const Workspace& ws);
+
+// Parses the text of a .mcp.json (`origin` names it in errors).
+Result<std::vector<ServerConfig>> ParseMcpJson(std::string_view text, const std::string& origin);
+
+// Whether `agent` (the lead or not) gets the server's tools.
+bool ServesRole(const ServerConfig& c, const std::string& agent, bool is_lead);
+
+}  // namespace mates::mcp

@@ -1,0 +1,220 @@
+#include "mcp/hub.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "core/files.h"
+#include "core/guarded.h"
+#include "core/log.h"
+#include "core/process_tree.h"
+#include "mcp/config.h"
+
+namespace mates::mcp {
+namespace {
+
+// Tool names models accept: letters, digits, '_' and '-', at most 64.
+std::string ToolName(const std::string& server, const std::string& tool) {
+  std::string name = "mcp__" + server + "__";
+  for (char c : tool) name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ? c : '_';
+  if (name.size() > 64) name.resize(64);
+  return name;
+}
+
+// Cuts `text` to kMaxResultBytes on a UTF-8 boundary, saying so.
+std::string Bounded(std::string text) {
+  if (text.size() <= kMaxResultBytes) return text;
+  size_t end = kMaxResultBytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  size_t cut = text.size() - end;
+  text.resize(end);
+  return text + "\n[… " + std::to_string(cut) + " more bytes cut]";
+}
+
+class McpTool : public tools::Tool {
+ public:
+  McpTool(std::shared_ptr<Hub> hub, std::string name, std::string server, RemoteTool remote)
+      : hub_(std::move(hub)), name_(std::move(name)), server_(std::move(server)), remote_(std::move(remote)) {}
+  std::string name() const override { return name_; }
+  std::string description() const override {
+    std::string d = remote_.description.empty() ? "(no description)" : remote_.description;
+    return d + " [tool '" + remote_.name + "' of MCP server '" + server_ + "']";
+  }
+  std::string input_schema() const override { return DumpJson(remote_.input_schema); }
+  tools::ToolResult Run(const Json& input, tools::ToolContext& ctx) const override {
+    return hub_->Call(server_, remote_.name, input, ctx.cancel);
+  }
+
+ private:
+  std::shared_ptr<Hub> hub_;
+  std::string name_, server_;
+  RemoteTool remote_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Hub>> Hub::Load(const Workspace& ws) {
+  MATES_ASSIGN_OR_RETURN(std::vector<ServerConfig> servers, LoadServerConfigs(ws));
+  return std::make_shared<Hub>(ws, std::move(servers));
+}
+
+Hub::Hub(Workspace ws, std::vector<ServerConfig> servers) : ws_(std::move(ws)) {
+  for (auto& c : servers) {
+    auto s = std::make_unique<Server>();
+    s->config = std::move(c);
+    servers_.push_back(std::move(s));
+  }
+}
+
+Hub::~Hub() = default;  // each client's session stops its server
+
+Result<std::shared_ptr<Client>> Hub::StartLocked(Server& s) {
+  std::unique_ptr<Session> session;
+  if (s.config.transport == ServerConfig::Transport::kStdio) {
+    const fs::path logs = ws_.root() / ".mates" / "mcp";
+    MATES_RETURN_IF_ERROR(EnsureDir(logs));
+    MATES_ASSIGN_OR_RETURN(session,
+                           StartStdioSession(s.config, ws_.root(), logs / (s.config.name + ".log"), NewProcessTag()));
+  } else {
+    MATES_ASSIGN_OR_RETURN(session, StartHttpSession(s.config));
+  }
+  MATES_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Open(s.config, std::move(session)));
+  return std::shared_ptr<Client>(std::move(client));
+}
+
+void Hub::Start() {
+  std::vector<std::thread> starting;
+  for (auto& s : servers_) {
+    starting.emplace_back([this, server = s.get()] {
+      RunGuarded("starting mcp server " + server->config.name, [&] {
+        std::lock_guard<std::mutex> lock(server->mu);
+        auto c = StartLocked(*server);
+        if (!c.ok()) {
+          server->error = c.status().message();
+          server->failures = 1;
+          server->retry_at = DeadlineIn(1);
+          LogWarning("mcp: " + server->error + " (its tools are missing; see .mates/mcp/" + server->config.name +
+                     ".log)");
+          return;
+        }
+        server->client = *c;
+        server->tools = (*c)->tools();
+        server->error.clear();
+      });
+    });
+  }
+  for (auto& t : starting) t.join();
+}
+
+Result<std::shared_ptr<Client>> Hub::Running(Server& s) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.client != nullptr && s.client->alive()) return s.client;
+  if (s.client != nullptr) {
+    s.error = s.client->why();
+    s.client.reset();  // its session reaps what is left of it
+  }
+  if (s.retry_at && !Expired(s.retry_at)) {
+    return Status::Unavailable("MCP server '" + s.config.name + "' is down (" + s.error + "); it is tried again shortly");
+  }
+  auto c = StartLocked(s);
+  if (!c.ok()) {
+    s.error = c.status().message();
+    s.failures++;
+    s.retry_at = DeadlineIn(std::min(30.0, static_cast<double>(1 << std::min(s.failures - 1, 5))));
+    return Status::Unavailable("MCP server '" + s.config.name + "' could not be restarted: " + s.error);
+  }
+  if (s.tools.empty() && s.failures > 0) s.tools = (*c)->tools();
+  s.client = *c;
+  s.restarts++;
+  s.failures = 0;
+  s.retry_at.reset();
+  s.error.clear();
+  LogInfo("mcp: server " + s.config.name + " restarted");
+  return s.client;
+}
+
+void Hub::Forget(Server& s, const std::shared_ptr<Client>& dead) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.client != dead) return;  // another call restarted it already
+  s.error = "it stopped reading its input";
+  s.client.reset();
+}
+
+tools::ToolResult Hub::Call(const std::string& server, const std::string& tool, const Json& arguments,
+                            const CancelToken* cancel) {
+  auto it = std::find_if(servers_.begin(), servers_.end(), [&](const auto& s) { return s->config.name == server; });
+  if (it == servers_.end()) return tools::ToolResult::Error("no MCP server '" + server + "'");
+  Server& s = **it;
+  auto client = Running(s);
+  if (!client.ok()) return tools::ToolResult::Error(client.status().message());
+  auto out = (*client)->Call(tool, arguments, s.config.call_timeout_s, cancel);
+  if (!out.ok() && out.status().code() == StatusCode::kIOError) {
+    // Not sent: the server died before it could read the call (its end is
+    // on the way to the reader). Sent once more, to a new one.
+    Forget(s, *client);
+    client = Running(s);
+    if (!client.ok()) return tools::ToolResult::Error(client.status().message());
+    out = (*client)->Call(tool, arguments, s.config.call_timeout_s, cancel);
+  }
+  if (!out.ok()) {
+    std::string why = out.status().message();
+    if (out.status().code() == StatusCode::kTimeout) {
+      why = "MCP tool '" + tool + "' of server '" + server + "' did not answer within " +
+            std::to_string(static_cast<long>(s.config.call_timeout_s)) + " s (it was told to stop)";
+    } else if (!(*client)->alive()) {
+      why = "MCP server '" + server + "' went away during the call (" + why + "); it is restarted for the next call";
+    }
+    return tools::ToolResult::Error(why);
+  }
+  return {Bounded(std::move(out->text)), out->is_error};
+}
+
+std::vector<std::unique_ptr<tools::Tool>> Hub::ToolsFor(const std::string& agent, bool is_lead) {
+  std::vector<std::unique_ptr<tools::Tool>> out;
+  std::set<std::string> names;
+  // Each tool holds the hub: it lives as long as an agent has its tools.
+  std::shared_ptr<Hub> self = shared_from_this();
+  for (auto& s : servers_) {
+    if (!ServesRole(s->config, agent, is_lead)) continue;
+    std::vector<RemoteTool> tools;
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      tools = s->tools;
+    }
+    for (auto& t : tools) {
+      std::string name = ToolName(s->config.name, t.name);
+      if (!names.insert(name).second) {
+        LogWarning("mcp: server " + s->config.name + ": tool '" + t.name + "' is named like another (" + name +
+                   "); left out");
+        continue;
+      }
+      out.push_back(std::make_unique<McpTool>(self, name, s->config.name, t));
+    }
+  }
+  return out;
+}
+
+std::vector<ServerState> Hub::States() const {
+  std::vector<ServerState> out;
+  for (const auto& s : servers_) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    ServerState st;
+    st.name = s->config.name;
+    st.transport = s->config.transport == ServerConfig::Transport::kStdio ? "stdio" : "http";
+    if (s->client != nullptr && s->client->alive()) {
+      st.state = "running";
+    } else if (s->client != nullptr) {
+      st.state = "down: " + s->client->why();
+    } else {
+      st.state = "failed: " + s->error;
+    }
+    st.roles = s->config.roles;
+    st.tools = s->tools;
+    st.restarts = s->restarts;
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+}  // namespace mates::mcp

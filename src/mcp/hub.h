@@ -1,0 +1,83 @@
+// Hub: the MCP servers of a host (DESIGN §14), started once and shared by
+// its agents. Each server's tools become agent tools named
+// mcp__<server>__<tool>, with the server's description and input schema.
+//
+// A server that dies is restarted at the next call to it (a call it died
+// during is an error result: it may have done part of its work, so it is
+// not sent again); one that will not start is tried again after a backoff
+// (1 s, doubling, at most 30 s), its calls failing meanwhile with the
+// reason. Timeouts and cancellations tell the server
+// (notifications/cancelled). Nothing a server does ends an agent: every
+// failure is an is_error result.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "mcp/client.h"
+#include "store/workspace.h"
+#include "tools/tool.h"
+
+namespace mates::mcp {
+
+// What a tool result may carry to a model (the rest is cut, and said).
+inline constexpr size_t kMaxResultBytes = 100 << 10;
+
+struct ServerState {
+  std::string name;
+  std::string transport;  // "stdio" | "http"
+  std::string state;      // "running", "failed: why", "down: why"
+  std::vector<std::string> roles;
+  std::vector<RemoteTool> tools;
+  int restarts = 0;
+};
+
+class Hub : public std::enable_shared_from_this<Hub> {
+ public:
+  // The servers of W/.mcp.json (mcp/config.h); servers' stderr goes to
+  // W/.mates/mcp/<name>.log, stdio servers run in W.
+  static Result<std::shared_ptr<Hub>> Load(const Workspace& ws);
+  Hub(Workspace ws, std::vector<ServerConfig> servers);
+  ~Hub();
+  Hub(const Hub&) = delete;
+  Hub& operator=(const Hub&) = delete;
+
+  // Starts every server, side by side, and lists its tools; returns once
+  // each is up or has failed (within its startup timeout). Failures are
+  // warnings: the agents go without those tools.
+  void Start();
+  bool empty() const { return servers_.empty(); }
+
+  // The tools `agent` gets (lead or teammate), per the servers' roles. The
+  // hub must be owned by a shared_ptr (Load makes one).
+  std::vector<std::unique_ptr<tools::Tool>> ToolsFor(const std::string& agent, bool is_lead);
+  std::vector<ServerState> States() const;
+
+  // One call (what the tools run).
+  tools::ToolResult Call(const std::string& server, const std::string& tool, const Json& arguments,
+                         const CancelToken* cancel);
+
+ private:
+  struct Server {
+    ServerConfig config;
+    mutable std::mutex mu;
+    std::shared_ptr<Client> client;  // guarded by mu; null when not running
+    std::vector<RemoteTool> tools;   // guarded by mu: as first listed
+    std::string error;               // guarded by mu: why it is not running
+    int restarts = 0;                // guarded by mu
+    int failures = 0;                // guarded by mu: starts failed in a row
+    Deadline retry_at;               // guarded by mu
+  };
+  // The running client of `s`, started (or restarted) if need be.
+  Result<std::shared_ptr<Client>> Running(Server& s);
+  Result<std::shared_ptr<Client>> StartLocked(Server& s);
+  // Drops `dead` as the server's client (if it still is).
+  void Forget(Server& s, const std::shared_ptr<Client>& dead);
+
+  const Workspace ws_;
+  std::vector<std::unique_ptr<Server>> servers_;
+};
+
+}  // namespace mates::mcp

@@ -1,0 +1,274 @@
+// mates agents with real MCP servers from npm (scripts/setup-mcp installs
+// @modelcontextprotocol/server-everything and server-filesystem into
+// .cache/mcp): a scripted lead calls their tools through `mates run`, one
+// server is killed mid-run and restarted, a hanging tool times out, a bad
+// call is an error result; `mates mcp list`; roles; streamable HTTP; every
+// misconfiguration is one clear error naming the server. Without the
+// packages the tests are skipped, loudly.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/json.h"
+#include "core/subprocess.h"
+#include "mcp/hub.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::ReadAll;
+using testing::TempDir;
+using testing::WriteAll;
+
+fs::path NpmBin(const std::string& name) { return fs::path(MATES_SOURCE_DIR) / ".cache/mcp/node_modules/.bin" / name; }
+
+#define MATES_NEED_SERVERS()                                                                               \
+  if (!fs::exists(NpmBin("mcp-server-everything")) || !fs::exists(NpmBin("mcp-server-filesystem"))) {     \
+    GTEST_SKIP() << "\n*** SKIPPED LOUDLY: the MCP reference servers are not in .cache/mcp "              \
+                    "(./scripts/setup-mcp installs them with npm; it could not here) ***";                \
+  }
+
+// The .mcp.json of the tests: both servers, each carrying `mark` in its
+// environment so that the test can find what is left of them.
+std::string McpJson(const std::string& mark) {
+  Json servers = {
+      {"everything", {{"command", NpmBin("mcp-server-everything").string()}, {"env", {{"MATES_TEST_MARK", mark}}}}},
+      {"fs",
+       {{"command", NpmBin("mcp-server-filesystem").string()}, {"args", {"."}}, {"env", {{"MATES_TEST_MARK", mark}}}}}};
+  return DumpJson(Json{{"mcpServers", servers}});
+}
+
+// Processes whose environment holds MATES_TEST_MARK=<mark>.
+int ProcessesMarked(const std::string& mark) {
+  int n = 0;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return -1;
+  const std::string needle = "MATES_TEST_MARK=" + mark;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::string env = ReadAll(fs::path("/proc") / e->d_name / "environ");
+    std::replace(env.begin(), env.end(), '\0', '\n');
+    if (env.find(needle + "\n") != std::string::npos) ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+std::vector<Json> JournalToolResults(const fs::path& journal) {
+  std::vector<Json> out;
+  std::istringstream in(ReadAll(journal));
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = ParseJson(line);
+    if (!j.ok() || !j->contains("message")) continue;
+    const Json& content = (*j)["message"]["content"];
+    if (!content.is_array()) continue;
+    for (const auto& b : content) {
+      if (b.contains("type") && b["type"] == "tool_result") out.push_back(b);
+    }
+  }
+  return out;
+}
+
+TEST(McpClientTest, AScriptedLeadUsesRealServersSurvivesTheirDeathAndLeavesNothing) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  const std::string mark = "run-" + std::to_string(::getpid());
+  WriteAll(ws.path() / ".mcp.json", McpJson(mark));
+  WriteAll(ws.path() / ".mates/config.yaml", "mcp:\n  servers:\n    everything: {call_timeout: 2}\n");
+  WriteAll(ws.path() / "notes.txt", "the notes of the test\n");
+  auto r = testing::RunMates(ws.path(), {"run", "--provider", "scripted", "--scenario",
+                                         testing::ScenarioFixture("lead_mcp.yaml"), "use the mcp tools"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("MCP tour done."), std::string::npos) << r.out << r.err;
+  auto results = JournalToolResults(ws.path() / ".teams/default/agents/lead.jsonl");
+  ASSERT_EQ(results.size(), 6u) << r.err;
+  auto text = [&](size_t i) { return results[i]["content"].get<std::string>(); };
+  auto error = [&](size_t i) { return results[i].value("is_error", false); };
+  EXPECT_EQ(text(0), "Echo: hi from mates");
+  EXPECT_FALSE(error(0));
+  EXPECT_EQ(text(1), "the notes of the test\n");  // server-filesystem, in the workspace
+  EXPECT_NE(text(2).find("killed the server"), std::string::npos);
+  EXPECT_EQ(text(3), "Echo: after the restart") << "the dead server is restarted for the next call";
+  EXPECT_TRUE(error(4));
+  EXPECT_NE(text(4).find("did not answer within 2 s"), std::string::npos) << text(4);
+  EXPECT_TRUE(error(5)) << "the server refused the arguments";
+  EXPECT_NE(text(5).find("get-sum"), std::string::npos) << text(5);
+  // The servers' stderr went to their logs; none of them outlives the run.
+  EXPECT_TRUE(fs::exists(ws.path() / ".mates/mcp/everything.log"));
+  EXPECT_EQ(ProcessesMarked(mark), 0);
+}
+
+TEST(McpClientTest, ListShowsTheServersTheirRolesAndTools) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  const std::string mark = "list-" + std::to_string(::getpid());
+  WriteAll(ws.path() / ".mcp.json", McpJson(mark));
+  WriteAll(ws.path() / ".mates/config.yaml", "mcp:\n  servers:\n    fs: {roles: [lead]}\n");
+  auto r = testing::RunMates(ws.path(), {"mcp", "list"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("everything (stdio, for everyone): running"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fs (stdio, for lead): running"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mcp__everything__echo"), std::string::npos);
+  EXPECT_NE(r.out.find("mcp__fs__read_text_file"), std::string::npos);
+  auto j = testing::RunMates(ws.path(), {"mcp", "list", "--json"});
+  auto doc = ParseJson(j.out);
+  ASSERT_TRUE(doc.ok()) << j.out;
+  ASSERT_EQ(doc->size(), 2u);
+  EXPECT_EQ((*doc)[1]["name"], "fs");
+  EXPECT_EQ((*doc)[1]["roles"], Json::array({"lead"}));
+  EXPECT_GT((*doc)[0]["tools"].size(), 5u);
+  EXPECT_EQ(ProcessesMarked(mark), 0);
+
+  // A server that does not start: listed as failed, exit 1.
+  fs::remove(ws.path() / ".mates/config.yaml");
+  WriteAll(ws.path() / ".mcp.json", R"({"mcpServers": {"gone": {"command": "/nonexistent/server"}}})");
+  auto failed = testing::RunMates(ws.path(), {"mcp", "list"});
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_NE(failed.out.find("gone (stdio, for everyone): failed: "), std::string::npos) << failed.out;
+  // No .mcp.json: nothing to list.
+  fs::remove(ws.path() / ".mcp.json");
+  auto none = testing::RunMates(ws.path(), {"mcp", "list"});
+  EXPECT_EQ(none.exit_code, 0);
+  EXPECT_NE(none.out.find("no MCP servers"), std::string::npos);
+}
+
+TEST(McpClientTest, RolesDecideWhoGetsWhichTools) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  const std::string mark = "roles-" + std::to_string(::getpid());
+  WriteAll(ws.path() / ".mcp.json", McpJson(mark));
+  WriteAll(ws.path() / ".mates/config.yaml",
+           "mcp:\n  servers:\n    fs: {roles: [lead, w2]}\n    everything: {roles: [teammate]}\n");
+  auto hub = mcp::Hub::Load(Workspace(ws.path()));
+  ASSERT_TRUE(hub.ok()) << hub.status().message();
+  (*hub)->Start();
+  auto names = [&](const std::string& agent, bool lead) {
+    std::set<std::string> servers;
+    for (const auto& t : (*hub)->ToolsFor(agent, lead)) servers.insert(t->name().substr(0, t->name().find("__", 5)));
+    return servers;
+  };
+  EXPECT_EQ(names("lead", true), (std::set<std::string>{"mcp__fs"}));
+  EXPECT_EQ(names("w1", false), (std::set<std::string>{"mcp__everything"}));
+  EXPECT_EQ(names("w2", false), (std::set<std::string>{"mcp__everything", "mcp__fs"}));
+  // The tools carry the servers' schemas; a call goes through.
+  auto tools = (*hub)->ToolsFor("w1", false);
+  auto echo = std::find_if(tools.begin(), tools.end(), [](const auto& t) { return t->name() == "mcp__everything__echo"; });
+  ASSERT_NE(echo, tools.end());
+  EXPECT_NE((*echo)->input_schema().find("\"message\""), std::string::npos);
+  tools::ToolContext ctx;
+  auto out = (*echo)->Run(Json{{"message", "direct"}}, ctx);
+  EXPECT_FALSE(out.is_error) << out.content;
+  EXPECT_EQ(out.content, "Echo: direct");
+  hub->reset();
+  tools.clear();
+  EXPECT_TRUE(testing::WaitUntil([&] { return ProcessesMarked(mark) == 0; }, 10));
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+TEST(McpClientTest, StreamableHttpServersWorkToo) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  int port = FreePort();
+  SubprocessOptions o;
+  o.argv = {NpmBin("mcp-server-everything").string(), "streamableHttp"};
+  o.env = std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws.str(),
+                                   "PORT=" + std::to_string(port)};
+  o.merge_stderr = true;
+  auto server = Subprocess::Start(o);
+  ASSERT_TRUE(server.ok());
+  bool listening = false;
+  for (int i = 0; i < 50 && !listening; ++i) {
+    auto line = server->ReadLine(DeadlineIn(20));
+    if (!line.ok()) break;
+    listening = line->find("listening on port") != std::string::npos;
+  }
+  ASSERT_TRUE(listening) << "server-everything did not start its HTTP transport";
+  WriteAll(ws.path() / ".mcp.json",
+           R"({"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:)" + std::to_string(port) + R"(/mcp"}}})");
+  auto r = testing::RunMates(ws.path(), {"mcp", "list"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("web (http, for everyone): running"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mcp__web__get-sum"), std::string::npos) << r.out;
+  auto hub = mcp::Hub::Load(Workspace(ws.path()));
+  ASSERT_TRUE(hub.ok());
+  (*hub)->Start();
+  auto sum = (*hub)->Call("web", "get-sum", Json{{"a", 2}, {"b", 40}}, nullptr);
+  EXPECT_FALSE(sum.is_error) << sum.content;
+  EXPECT_NE(sum.content.find("42"), std::string::npos) << sum.content;
+  auto bad = (*hub)->Call("web", "get-sum", Json{{"a", "x"}}, nullptr);
+  EXPECT_TRUE(bad.is_error);
+  // Nothing listens on a port just freed: one clear failure.
+  WriteAll(ws.path() / ".mcp.json",
+           R"({"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:)" + std::to_string(FreePort()) + R"(/mcp"}}})");
+  auto down = testing::RunMates(ws.path(), {"mcp", "list"});
+  EXPECT_EQ(down.exit_code, 1);
+  EXPECT_NE(down.out.find("web (http, for everyone): failed: "), std::string::npos) << down.out;
+}
+
+TEST(McpClientTest, EveryMisconfigurationIsOneClearErrorNamingTheServer) {
+  TempDir ws;
+  struct Case {
+    std::string json;
+    std::string says;
+  };
+  std::vector<Case> cases = {
+      {R"({"mcpServers": {)", "not JSON"},
+      {R"([1])", "must be an object"},
+      {R"({"mcpServers": {"files": {"args": ["x"]}}})", "mcpServers.files: a stdio server needs \"command\""},
+      {R"({"mcpServers": {"files": {"command": ""}}})", "mcpServers.files: a stdio server needs \"command\""},
+      {R"({"mcpServers": {"remote": {"type": "sse", "url": "http://x"}}})", "mcpServers.remote.type: unknown type 'sse'"},
+      {R"({"mcpServers": {"remote": {"type": "http"}}})", "mcpServers.remote: an http server needs \"url\""},
+      {R"({"mcpServers": {"remote": {"type": "http", "url": "ftp://x"}}})", "mcpServers.remote.url: must start with"},
+      {R"({"mcpServers": {"files": {"command": "x", "args": "y"}}})", "mcpServers.files.args: must be an array"},
+      {R"({"mcpServers": {"files": {"command": "x", "env": {"A": 1}}}})", "mcpServers.files.env.A: must be a string"},
+      {R"({"mcpServers": {"files": {"command": "${MATES_SURELY_UNSET_VAR}"}}})", "${MATES_SURELY_UNSET_VAR} is not set"},
+      {R"({"mcpServers": {"my server": {"command": "x"}}})", "server name 'my server'"},
+  };
+  for (const auto& k : cases) {
+    WriteAll(ws.path() / ".mcp.json", k.json);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"mcp", "list"},
+          std::vector<std::string>{"run", "--provider", "scripted", "--scenario",
+                                   testing::ScenarioFixture("lead_mcp.yaml"), "hi"}}) {
+      auto r = testing::RunMates(ws.path(), args);
+      EXPECT_EQ(r.exit_code, 2) << k.json << " / " << args[0];
+      EXPECT_NE(r.err.find(k.says), std::string::npos) << k.json << ": " << r.err;
+      EXPECT_NE(r.err.find(".mcp.json"), std::string::npos) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+    }
+  }
+  // The mates side: a server it does not know, bad roles, bad timeouts.
+  WriteAll(ws.path() / ".mcp.json", R"({"mcpServers": {"files": {"command": "x"}}})");
+  for (const auto& [yaml, says] : std::vector<std::pair<std::string, std::string>>{
+           {"mcp:\n  servers:\n    nope: {roles: [lead]}\n", "mcp.servers.nope: no such server in .mcp.json"},
+           {"mcp:\n  servers:\n    files: {roles: lead}\n", "mcp.servers.files.roles: must be a list"},
+           {"mcp:\n  call_timeout: -1\n", "mcp.call_timeout: must be > 0"},
+           {"mcp: [\n", "config.yaml"}}) {
+    WriteAll(ws.path() / ".mates/config.yaml", yaml);
+    auto r = testing::RunMates(ws.path(), {"mcp", "list"});
+    EXPECT_EQ(r.exit_code, 2) << yaml;
+    EXPECT_NE(r.err.find(says), std::string::npos) << yaml << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace mates
