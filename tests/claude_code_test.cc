@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -95,23 +96,75 @@ std::vector<int> ProcessesWithEnv(const std::string& needle) {
   return out;
 }
 
+// Two Claude Code agents, alpha and beta, in the panes of a cluster whose
+// model is `mates mock-llm` playing the handshakes and then `rules`, with a
+// fresh HOME nobody has answered questions in. `cluster_extra` goes into the cluster section;
+// `args` follow the personality on the command line. Down when destroyed.
+class TwoPanes {
+ public:
+  TwoPanes(const std::string& claude, const std::string& rules, const std::string& prefix,
+           const std::string& cluster_extra, const std::string& args)
+      : session(prefix + std::to_string(::getpid())), home("HOME=" + (dir.path() / "home").string()) {
+    testing::WriteAll(dir.path() / "s.yaml",
+                      "rules:\n"
+                      "  - {when: 'You are alpha', once: false, reply: [{type: text, text: \"Alpha here, ready.\\nALPHA OK\"}]}\n"
+                      "  - {when: 'You are beta', once: false, reply: [{type: text, text: \"Beta here, ready.\\nBETA OK\"}]}\n" +
+                          rules + "default_reply:\n  - {type: text, text: \"mock default\"}\n");
+    mock.emplace(testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", (dir.path() / "s.yaml").string(),
+                                 "--record", (dir.path() / "rec.jsonl").string(), "--quiet"}));
+    auto line = mock->ReadLine(DeadlineIn(10));
+    if (line.ok()) url = line->substr(std::string("listening on ").size());
+    fs::create_directories(dir.path() / "home");
+    fs::create_directories(dir.path() / "work");
+    testing::WriteAll(dir.path() / "alpha.txt", "You are alpha, a coder. End every reply with ALPHA OK.\n");
+    testing::WriteAll(dir.path() / "beta.txt", "You are beta, a tester. End every reply with BETA OK.\n");
+    testing::WriteAll(dir.path() / "cc.yaml",
+                      "cluster:\n  name: " + session + "\n  work_dir: work\n  startup_timeout: 90\n"
+                      "  response_timeout: 60\n" + cluster_extra + "  command: [" + claude +
+                      ", --append-system-prompt-file, '{personality_file}'" + args + "]\n"
+                      "agents:\n"
+                      "  - {name: alpha, personality_prompt_path: alpha.txt, marker: ALPHA OK, pane_index: 0}\n"
+                      "  - {name: beta, personality_prompt_path: beta.txt, marker: BETA OK, pane_index: 1}\n");
+  }
+  ~TwoPanes() {  // whatever happens, nothing stays up
+    (void)Cluster({"down"});
+    mock->Signal(SIGTERM);
+  }
+  bool mock_up() const { return !url.empty(); }
+
+  SubprocessResult Mates(const std::vector<std::string>& args) const {
+    SubprocessOptions o;
+    o.argv = {testing::MatesBinary(), "--workspace", (dir.path() / "work").string()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.env = std::vector<std::string>{home, "PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm-256color",
+                                     "ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + key,
+                                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+                                     "DISABLE_TELEMETRY=1"};
+    o.timeout_s = 150;
+    auto r = RunSubprocess(o);
+    if (!r.ok()) throw std::runtime_error(r.status().message());
+    return *r;
+  }
+  SubprocessResult Cluster(std::vector<std::string> args) const {
+    args.insert(args.begin(), "cluster");
+    args.insert(args.end(), {"-c", (dir.path() / "cc.yaml").string()});
+    return Mates(args);
+  }
+
+  testing::TempDir dir;
+  const std::string key = "sk-test-cluster-key-0123456789abcdefghij";
+  const std::string session;
+  const std::string home;
+  std::optional<Subprocess> mock;
+  std::string url;
+};
+
 // Seed 003 with the real CLI: two Claude Code agents in tmux panes, their
 // model `mates mock-llm`, a fresh HOME nobody has answered questions in.
 TEST(ClaudeCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
   std::string claude = ClaudeBinary();
   MATES_NEED_CLAUDE(claude);
-  testing::TempDir dir;
-  const std::string key = "sk-test-cluster-key-0123456789abcdefghij";
-  testing::WriteAll(dir.path() / "s.yaml", R"(
-rules:
-  - when: "You are alpha"
-    once: false
-    reply:
-      - {type: text, text: "Alpha here, ready.\nALPHA OK"}
-  - when: "You are beta"
-    once: false
-    reply:
-      - {type: text, text: "Beta here, ready.\nBETA OK"}
+  TwoPanes rig(claude, R"(
   - when: "What is 2\\+2"
     once: false
     reply:
@@ -143,50 +196,15 @@ rules:
     once: false
     reply:
       - {type: text, text: "Noted: beta says the tests pass.\nALPHA OK"}
-default_reply:
-  - {type: text, text: "mock default"}
-)");
-  auto mock = testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", (dir.path() / "s.yaml").string(),
-                              "--record", (dir.path() / "rec.jsonl").string(), "--quiet"});
-  auto line = mock.ReadLine(DeadlineIn(10));
-  ASSERT_TRUE(line.ok());
-  std::string url = line->substr(std::string("listening on ").size());
-
-  fs::create_directories(dir.path() / "home");
-  fs::create_directories(dir.path() / "work");
-  testing::WriteAll(dir.path() / "alpha.txt", "You are alpha, a coder. End every reply with ALPHA OK.\n");
-  testing::WriteAll(dir.path() / "beta.txt", "You are beta, a tester. End every reply with BETA OK.\n");
-  const std::string session = "cc" + std::to_string(::getpid());
-  testing::WriteAll(dir.path() / "cc.yaml",
-                    "cluster:\n  name: " + session + "\n  work_dir: work\n  startup_timeout: 90\n"
-                    "  response_timeout: 60\n  command: [" + claude +
-                    ", --append-system-prompt-file, '{personality_file}', --allowedTools, 'Bash(mates *)']\n"
-                    "agents:\n"
-                    "  - {name: alpha, personality_prompt_path: alpha.txt, marker: ALPHA OK, pane_index: 0}\n"
-                    "  - {name: beta, personality_prompt_path: beta.txt, marker: BETA OK, pane_index: 1}\n");
-  const std::string home = "HOME=" + (dir.path() / "home").string();
-  auto mates = [&](std::vector<std::string> args) {
-    SubprocessOptions o;
-    o.argv = {testing::MatesBinary(), "--workspace", (dir.path() / "work").string()};
-    o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.env = std::vector<std::string>{home, "PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm-256color",
-                                     "ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + key,
-                                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
-                                     "DISABLE_TELEMETRY=1"};
-    o.timeout_s = 150;
-    auto r = RunSubprocess(o);
-    if (!r.ok()) throw std::runtime_error(r.status().message());
-    return *r;
-  };
-  auto cluster = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), "cluster");
-    args.insert(args.end(), {"-c", (dir.path() / "cc.yaml").string()});
-    return mates(args);
-  };
-  struct Down {  // whatever happens, nothing stays up
-    std::function<void()> f;
-    ~Down() { f(); }
-  } down_at_exit{[&] { (void)cluster({"down"}); }};
+)",
+               "cc", "  mcp: off\n", ", --allowedTools, 'Bash(mates *)'");
+  ASSERT_TRUE(rig.mock_up());
+  const testing::TempDir& dir = rig.dir;
+  const std::string& key = rig.key;
+  const std::string& session = rig.session;
+  const std::string& home = rig.home;
+  auto mates = [&](const std::vector<std::string>& args) { return rig.Mates(args); };
+  auto cluster = [&](const std::vector<std::string>& args) { return rig.Cluster(args); };
 
   // Up: the first-run questions answered beforehand, both handshakes.
   auto up = cluster({"up"});
@@ -275,8 +293,82 @@ default_reply:
     if (f.find("rec.jsonl") != std::string::npos) continue;  // the mock records what the client sent
     EXPECT_EQ(testing::ReadAll(dir.path() / f).find(key), std::string::npos) << f;
   }
-  mock.Signal(SIGTERM);
-  EXPECT_EQ(mock.Wait().exit_code, 0);
+  rig.mock->Signal(SIGTERM);
+  EXPECT_EQ(rig.mock->Wait().exit_code, 0);
+}
+
+// Cluster panes reach the team over MCP (DESIGN §14): `up` gives each
+// Claude Code an MCP config running `mates mcp` as that agent. alpha's
+// model calls mcp__mates__send_message; the message goes through the
+// team's files to beta's inbox; the router tells beta that a message
+// waits; beta reads it with mcp__mates__read_inbox and answers the person
+// with mcp__mates__send_message.
+TEST(ClaudeCodeTest, PaneAgentsTalkThroughMatesMcp) {
+  std::string claude = ClaudeBinary();
+  MATES_NEED_CLAUDE(claude);
+  TwoPanes rig(claude, R"Y(
+  - when: "tell beta hello"
+    once: false
+    reply:
+      - {type: tool_use, name: mcp__mates__send_message, input: {recipient: beta, content: "hello from alpha over mcp"}}
+  - when: "Sent message to beta"
+    once: false
+    reply:
+      - {type: text, text: "Told beta.\nALPHA OK"}
+  - when: "new message in your team inbox \\(from alpha\\)"
+    once: false
+    reply:
+      - {type: tool_use, name: mcp__mates__read_inbox, input: {}}
+  - when: "hello from alpha over mcp"
+    once: false
+    reply:
+      - {type: tool_use, name: mcp__mates__send_message, input: {recipient: user, content: "beta read: hello from alpha over mcp"}}
+  - when: "Sent message to user"
+    once: false
+    reply:
+      - {type: text, text: "Answered.\nBETA OK"}
+)Y",
+               "mc", "", "");
+  ASSERT_TRUE(rig.mock_up());
+  const testing::TempDir& dir = rig.dir;
+  const std::string& session = rig.session;
+  const std::string& home = rig.home;
+  auto mates = [&](const std::vector<std::string>& args) { return rig.Mates(args); };
+  auto cluster = [&](const std::vector<std::string>& args) { return rig.Cluster(args); };
+
+  auto up = cluster({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  // Each pane runs Claude Code with a config that runs `mates mcp` as it.
+  auto cfg = ParseJson(testing::ReadAll(dir.path() / "work/.mates-cluster" / session / "beta.mcp.json"));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ((*cfg)["mcpServers"]["mates"]["args"].back(), "beta");
+
+  auto told = cluster({"send", "alpha", "please tell beta hello"});
+  ASSERT_EQ(told.exit_code, 0) << told.out << told.err;
+  EXPECT_NE(told.out.find("Told beta."), std::string::npos) << told.out;
+  // alpha's message went through the team's files, from alpha.
+  auto log = mates({"log", "--team", session, "--json"});
+  EXPECT_NE(log.out.find("hello from alpha over mcp"), std::string::npos) << log.out;
+  EXPECT_NE(log.out.find(R"("sender":"alpha")"), std::string::npos) << log.out;
+  // beta, told that a message waits, reads it over MCP and answers the person.
+  auto answer = mates({"inbox", "--team", session, "user", "--wait", "90"});
+  ASSERT_EQ(answer.exit_code, 0) << answer.err;
+  EXPECT_NE(answer.out.find("beta -> user"), std::string::npos) << answer.out;
+  EXPECT_NE(answer.out.find("beta read: hello from alpha over mcp"), std::string::npos) << answer.out;
+  // beta's inbox is empty: read_inbox took the message.
+  auto left = mates({"inbox", "--team", session, "beta", "--peek"});
+  EXPECT_EQ(left.out, "") << left.out;
+  std::string rec = testing::ReadAll(dir.path() / "rec.jsonl");
+  EXPECT_NE(rec.find("mcp__mates__read_inbox"), std::string::npos) << "Claude Code was offered the team tools";
+  EXPECT_EQ(rec.find(R"("status":400)"), std::string::npos) << rec.substr(0, 2000);
+
+  auto d = cluster({"down"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  Deadline gone = DeadlineIn(10);
+  while (!ProcessesWithEnv(home).empty() && !Expired(gone)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ProcessesWithEnv(home).empty()) << "no Claude Code and no mates mcp left";
 }
 
 }  // namespace

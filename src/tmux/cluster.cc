@@ -170,10 +170,26 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
   state["session"] = config_.session;
   state["started_at"] = IsoTime(WallSeconds());
   state["panes"] = Json::object();
+  // Agents that reach the team over MCP get a config that runs `mates mcp`
+  // as them, and its tools allowed (as `--opt=value`: Claude Code's
+  // options take several values, and would swallow the user's arguments).
+  std::map<std::string, fs::path> mcp_configs;
+  for (const auto& a : config_.agents) {
+    if (!a.mcp) continue;
+    if (self.empty()) return Status::Internal("cannot find this mates binary for " + a.name + "'s MCP config");
+    Json server = {{"command", self.string()},
+                   {"args", {"--workspace", config_.work_dir.string(), "mcp", "--team", config_.name, "--as", a.name}}};
+    fs::path file = config_.state_dir() / (a.name + ".mcp.json");
+    MATES_RETURN_IF_ERROR(WriteFileAtomic(file, DumpJsonPretty(Json{{"mcpServers", {{"mates", server}}}})));
+    mcp_configs[a.name] = file;
+  }
   auto launch_of = [&](const AgentConfig& a) {
     Launch l;
     l.cwd = trees.count(a.name) ? trees[a.name].string() : config_.work_dir.string();
     l.argv = a.command;
+    if (auto m = mcp_configs.find(a.name); m != mcp_configs.end() && !l.argv.empty()) {
+      l.argv.insert(l.argv.begin() + 1, {"--mcp-config=" + m->second.string(), "--allowedTools=mcp__mates"});
+    }
     l.env = a.env;
     l.env["MATES_TEAM"] = config_.name;
     l.env["MATES_AGENT_NAME"] = a.name;

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/waker.h"
+#include "store/mailbox.h"
 #include "tmux/cluster_config.h"
 #include "tmux/pane_screen.h"
 #include "tmux/tmux.h"
@@ -63,7 +65,8 @@ class Cluster {
   Result<std::vector<AgentStatus>> AgentStatuses() const;
   // The bridge into the team named after the cluster: each agent's inbox is
   // typed into its pane when it is free (one message at a time, waiting for
-  // the marker); the reply goes back to the sender as a `message`. Runs
+  // the marker); the reply goes back to the sender as a `message`. An agent
+  // with `mcp` reads its inbox itself: it is only told that messages wait. Runs
   // until `stop`; a message is taken from the inbox only once it has been
   // answered (a router that dies delivers it again). `up` starts it in the
   // session's "router" window.
@@ -84,6 +87,9 @@ class Cluster {
   Status DeadPane(const AgentConfig& agent, int exit_status, const std::vector<std::string>& screen) const;
   Result<std::string> Exchange(const AgentConfig& agent, const std::string& pane, const std::string& text,
                                const Deadline& deadline) const;
+  // The router of an agent that reads its inbox over MCP: it is told
+  // (typed in) that new messages wait, once per message.
+  void NudgeLoop(const AgentConfig& agent, const Mailbox& box, Waker& waker, const std::atomic<bool>& stop);
 
   ClusterConfig config_;
   Tmux tmux_;

@@ -69,6 +69,17 @@ Result<FirstRun> FirstRunOf(const YAML::Node& n, const std::string& where, First
   return FieldError(where, "must be auto, claude-code or none");
 }
 
+// mcp: auto (on for Claude Code), on, off.
+enum class McpChoice { kAuto, kOn, kOff };
+Result<McpChoice> McpOf(const YAML::Node& n, const std::string& where, McpChoice dflt) {
+  if (!n || n.IsNull()) return dflt;
+  std::string v = n.IsScalar() ? n.as<std::string>() : "";
+  if (v == "auto") return McpChoice::kAuto;
+  if (v == "on" || v == "true") return McpChoice::kOn;
+  if (v == "off" || v == "false") return McpChoice::kOff;
+  return FieldError(where, "must be auto, on or off");
+}
+
 Result<double> Seconds(const YAML::Node& n, const std::string& where, double dflt) {
   if (!n || n.IsNull()) return dflt;
   try {
@@ -155,7 +166,7 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
   if (!c || !c.IsMap()) return wrap(FieldError("cluster", "missing (a map)"));
   if (Status s = CheckKeys(c, "cluster", {"name", "session_name", "work_dir", "command", "env", "startup_timeout",
                                           "response_timeout", "log_file", "ready_pattern", "busy_pattern",
-                                          "first_run"});
+                                          "first_run", "mcp"});
       !s.ok()) {
     return wrap(s);
   }
@@ -178,6 +189,7 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
   MATES_FIELD(ready, Regex(c["ready_pattern"], "cluster.ready_pattern", kDefaultReadyPattern));
   MATES_FIELD(busy, Regex(c["busy_pattern"], "cluster.busy_pattern", kDefaultBusyPattern));
   MATES_FIELD(first_run, FirstRunOf(c["first_run"], "cluster.first_run", FirstRun::kAuto));
+  MATES_FIELD(mcp, McpOf(c["mcp"], "cluster.mcp", McpChoice::kAuto));
   if (Status s = ValidateName("cluster.name", name); !s.ok()) return wrap(s);
   if (Status s = ValidateName("cluster.session_name", session); !s.ok()) return wrap(s);
   cfg.name = name;
@@ -200,7 +212,7 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
     if (!a.IsMap()) return wrap(FieldError(w, "must be a map"));
     if (Status s = CheckKeys(a, w, {"name", "role", "personality_prompt_path", "marker", "pane_index", "command",
                                     "env", "reports_to", "ready_pattern", "busy_pattern", "first_run",
-                                    "worktree"});
+                                    "worktree", "mcp"});
         !s.ok()) {
       return wrap(s);
     }
@@ -252,6 +264,9 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
                                                                                       : FirstRun::kNone;
     }
     ag.first_run = afirst;
+    MATES_FIELD(amcp, McpOf(a["mcp"], w + ".mcp", mcp));
+    ag.mcp = amcp == McpChoice::kOn ||
+             (amcp == McpChoice::kAuto && !ag.command.empty() && fs::path(ag.command[0]).filename() == "claude");
     MATES_FIELD(tree, Bool(a["worktree"], w + ".worktree"));
     ag.worktree = tree;
     cfg.agents.push_back(ag);

@@ -13,13 +13,16 @@
 //     busy_pattern: esc to interrupt # regex: the CLI is still working (near the bottom)
 //     first_run: auto                # claude-code: pre-answer Claude Code's first-run
 //                                    # questions; none; auto: by the command's name
+//     mcp: auto                      # on: the agent reaches the team through
+//                                    # `mates mcp` (Claude Code's --mcp-config);
+//                                    # off; auto: on for Claude Code
 //   agents:
 //     - name: grand_boss
 //       role: grand_boss
 //       personality_prompt_path: config/personalities/grand_boss.txt
 //       marker: GRAND BOSS OK
 //       pane_index: 0
-//       command / env / reports_to / ready_pattern / busy_pattern / first_run
+//       command / env / reports_to / ready_pattern / busy_pattern / first_run / mcp
 //                                    # optional, per agent
 //
 // Relative paths resolve against the config file's folder. In `command`,
@@ -60,6 +63,12 @@ struct AgentConfig {
   // Works in its own git worktree of work_dir (DESIGN §12); its completed
   // tasks go through the merge queue the router hosts.
   bool worktree = false;
+  // Reaches the team through `mates mcp` as itself (DESIGN §14): `up`
+  // gives its CLI an MCP config (Claude Code's --mcp-config) and the
+  // router, instead of typing each message in, tells it that messages
+  // wait, for it to read them with read_inbox and answer with
+  // send_message.
+  bool mcp = false;
 };
 
 struct ClusterConfig {

@@ -88,6 +88,9 @@ TEST(ClusterConfigTest, TheDefaultPromptPatternMatchesClaudeCodeAndPlainPrompts)
   // first_run: auto is claude-code for `claude`, none for anything else.
   EXPECT_EQ(c->agents[0].first_run, FirstRun::kClaudeCode);
   EXPECT_EQ(c->agents[1].first_run, FirstRun::kNone);
+  // mcp: auto is on for Claude Code (it reaches the team through `mates mcp`).
+  EXPECT_TRUE(c->agents[0].mcp);
+  EXPECT_FALSE(c->agents[1].mcp);
 }
 
 Status LoadFrom(const std::string& yaml, testing::TempDir& dir) {
@@ -155,6 +158,9 @@ TEST(ClusterConfigTest, MistakesNameTheirField) {
       {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, ready_pattern: '['}\n",
        "agents[0].ready_pattern: invalid regex"},
       {"cluster: {name: cc, first_run: always}\nagents:\n" + ok, "cluster.first_run: must be auto, claude-code or none"},
+      {"cluster: {name: cc, mcp: sometimes}\nagents:\n" + ok, "cluster.mcp: must be auto, on or off"},
+      {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, mcp: [x]}\n",
+       "agents[0].mcp: must be auto, on or off"},
       {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, first_run: [x]}\n",
        "agents[0].first_run"},
       {"cluster: [1\n", "c.yaml"},
