@@ -96,15 +96,18 @@ std::vector<int> ProcessesWithEnv(const std::string& needle) {
   return out;
 }
 
-// Two Claude Code agents, alpha and beta, in the panes of a cluster whose
+// Two agents of a real CLI, alpha and beta, in the panes of a cluster whose
 // model is `mates mock-llm` playing the handshakes and then `rules`, with a
-// fresh HOME nobody has answered questions in. `cluster_extra` goes into the cluster section;
-// `args` follow the personality on the command line. Down when destroyed.
+// fresh HOME nobody has answered questions in. `cluster_extra` goes into
+// the cluster section; `command` is the YAML list of the agents' command
+// (without brackets). The CLI reaches the mock over Anthropic's API
+// (Claude Code) or OpenAI's (Qwen Code). Down when destroyed.
 class TwoPanes {
  public:
-  TwoPanes(const std::string& claude, const std::string& rules, const std::string& prefix,
-           const std::string& cluster_extra, const std::string& args)
-      : session(prefix + std::to_string(::getpid())), home("HOME=" + (dir.path() / "home").string()) {
+  enum class Api { kAnthropic, kOpenAi };
+  TwoPanes(const std::string& rules, const std::string& prefix, const std::string& cluster_extra,
+           const std::string& command, Api api = Api::kAnthropic)
+      : session(prefix + std::to_string(::getpid())), home("HOME=" + (dir.path() / "home").string()), api_(api) {
     testing::WriteAll(dir.path() / "s.yaml",
                       "rules:\n"
                       "  - {when: 'You are alpha', once: false, reply: [{type: text, text: \"Alpha here, ready.\\nALPHA OK\"}]}\n"
@@ -120,8 +123,7 @@ class TwoPanes {
     testing::WriteAll(dir.path() / "beta.txt", "You are beta, a tester. End every reply with BETA OK.\n");
     testing::WriteAll(dir.path() / "cc.yaml",
                       "cluster:\n  name: " + session + "\n  work_dir: work\n  startup_timeout: 90\n"
-                      "  response_timeout: 60\n" + cluster_extra + "  command: [" + claude +
-                      ", --append-system-prompt-file, '{personality_file}'" + args + "]\n"
+                      "  response_timeout: 60\n" + cluster_extra + "  command: [" + command + "]\n"
                       "agents:\n"
                       "  - {name: alpha, personality_prompt_path: alpha.txt, marker: ALPHA OK, pane_index: 0}\n"
                       "  - {name: beta, personality_prompt_path: beta.txt, marker: BETA OK, pane_index: 1}\n");
@@ -137,9 +139,13 @@ class TwoPanes {
     o.argv = {testing::MatesBinary(), "--workspace", (dir.path() / "work").string()};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
     o.env = std::vector<std::string>{home, "PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm-256color",
-                                     "ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + key,
-                                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
-                                     "DISABLE_TELEMETRY=1"};
+                                     "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"};
+    if (api_ == Api::kAnthropic) {
+      o.env->insert(o.env->end(), {"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + key,
+                                   "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"});
+    } else {
+      o.env->insert(o.env->end(), {"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=" + key, "OPENAI_MODEL=gpt-4o"});
+    }
     o.timeout_s = 150;
     auto r = RunSubprocess(o);
     if (!r.ok()) throw std::runtime_error(r.status().message());
@@ -157,6 +163,9 @@ class TwoPanes {
   const std::string home;
   std::optional<Subprocess> mock;
   std::string url;
+
+ private:
+  Api api_;
 };
 
 // Seed 003 with the real CLI: two Claude Code agents in tmux panes, their
@@ -164,7 +173,7 @@ class TwoPanes {
 TEST(ClaudeCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
   std::string claude = ClaudeBinary();
   MATES_NEED_CLAUDE(claude);
-  TwoPanes rig(claude, R"(
+  TwoPanes rig(R"(
   - when: "What is 2\\+2"
     once: false
     reply:
@@ -197,7 +206,8 @@ TEST(ClaudeCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
     reply:
       - {type: text, text: "Noted: beta says the tests pass.\nALPHA OK"}
 )",
-               "cc", "  mcp: off\n", ", --allowedTools, 'Bash(mates *)'");
+               "cc", "  mcp: off\n",
+               claude + ", --append-system-prompt-file, '{personality_file}', --allowedTools, 'Bash(mates *)'");
   ASSERT_TRUE(rig.mock_up());
   const testing::TempDir& dir = rig.dir;
   const std::string& key = rig.key;
@@ -306,7 +316,7 @@ TEST(ClaudeCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
 TEST(ClaudeCodeTest, PaneAgentsTalkThroughMatesMcp) {
   std::string claude = ClaudeBinary();
   MATES_NEED_CLAUDE(claude);
-  TwoPanes rig(claude, R"Y(
+  TwoPanes rig(R"Y(
   - when: "tell beta hello"
     once: false
     reply:
@@ -328,7 +338,7 @@ TEST(ClaudeCodeTest, PaneAgentsTalkThroughMatesMcp) {
     reply:
       - {type: text, text: "Answered.\nBETA OK"}
 )Y",
-               "mc", "", "");
+               "mc", "", claude + ", --append-system-prompt-file, '{personality_file}'");
   ASSERT_TRUE(rig.mock_up());
   const testing::TempDir& dir = rig.dir;
   const std::string& session = rig.session;
@@ -369,6 +379,60 @@ TEST(ClaudeCodeTest, PaneAgentsTalkThroughMatesMcp) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(ProcessesWithEnv(home).empty()) << "no Claude Code and no mates mcp left";
+}
+
+std::string QwenBinary() {
+  const char* cache = std::getenv("MATES_CACHE_DIR");
+  fs::path dir = cache != nullptr ? fs::path(cache) : fs::path(MATES_SOURCE_DIR) / ".cache";
+  return (dir / "qwen/node_modules/.bin/qwen").string();
+}
+
+// A second agent CLI (DESIGN §14): Qwen Code, over mock-llm's OpenAI side.
+// Its screen differs from Claude Code's (an empty prompt with a
+// placeholder, "esc to cancel" while it works, a "✦" bullet two columns
+// in); the defaults read both. Up, a send and its reply, a message through
+// the router and its reply, down leaving nothing.
+TEST(QwenCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
+  std::string qwen = QwenBinary();
+  if (!fs::exists(qwen)) {
+    GTEST_SKIP() << "\n*** SKIPPED LOUDLY: Qwen Code is not installed at " << qwen
+                 << " (./scripts/test installs it with npm; it could not be installed here) ***";
+  }
+  TwoPanes rig(R"(
+  - {when: "What is 2\\+2", once: false, reply: [{type: text, text: "2 + 2 = 4, as always.\nA second line, for the extraction.\nALPHA OK"}]}
+  - {when: "Message from lead \\(message\\): status please", once: false, reply: [{type: text, text: "All green on my side.\nBETA OK"}]}
+)",
+               "qc", "", qwen, TwoPanes::Api::kOpenAi);
+  ASSERT_TRUE(rig.mock_up());
+  auto up = rig.Cluster({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  EXPECT_NE(up.out.find("alpha: ready"), std::string::npos) << up.out;
+  EXPECT_NE(up.out.find("beta: ready"), std::string::npos) << up.out;
+
+  auto r = rig.Cluster({"send", "alpha", "What is 2+2?"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "2 + 2 = 4, as always.\nA second line, for the extraction.\n");
+
+  auto sent = rig.Mates({"send", "--team", rig.session, "--from", "lead", "--to", "beta", "status please"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  auto inbox = rig.Mates({"inbox", "--team", rig.session, "lead", "--wait", "60"});
+  ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
+  EXPECT_NE(inbox.out.find("beta -> lead"), std::string::npos) << inbox.out;
+  EXPECT_NE(inbox.out.find("All green on my side."), std::string::npos) << inbox.out;
+
+  // Qwen Code really spoke chat completions to the mock, all accepted.
+  std::string rec = testing::ReadAll(rig.dir.path() / "rec.jsonl");
+  EXPECT_NE(rec.find(R"("endpoint":"/v1/chat/completions")"), std::string::npos);
+  EXPECT_EQ(rec.find(R"("status":400)"), std::string::npos) << rec.substr(0, 2000);
+
+  auto d = rig.Cluster({"down"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  Deadline gone = DeadlineIn(10);
+  while (!ProcessesWithEnv(rig.home).empty() && !Expired(gone)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ProcessesWithEnv(rig.home).empty());
+  EXPECT_NE(testing::Run({"tmux", "-L", "mates-" + rig.session, "has-session"}).exit_code, 0);
 }
 
 }  // namespace

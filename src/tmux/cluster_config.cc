@@ -16,10 +16,11 @@ namespace {
 
 // Alternatives, not a bracket: std::regex matches bytes, and ❯ is three.
 // (Captured lines have U+00A0 turned into a space already: Claude Code
-// draws its prompt as "❯\u00a0".)
-const char* kDefaultReadyPattern = R"(^\s*(│|\|)?\s*(>|❯|›)\s*$)";
-// Claude Code's status line while it works.
-const char* kDefaultBusyPattern = "esc to interrupt";
+// draws its prompt as "❯\u00a0".) An empty prompt may show a placeholder
+// (Qwen Code: ">   Type your message or @path/to/file").
+const char* kDefaultReadyPattern = R"(^\s*(│|\|)?\s*(>|❯|›)\s*(Type your message.*)?$)";
+// The status line while the CLI works: Claude Code's, Qwen Code's.
+const char* kDefaultBusyPattern = "esc to (interrupt|cancel)";
 
 Status FieldError(const std::string& where, const std::string& what) {
   return Status::InvalidArgument(where + ": " + what);

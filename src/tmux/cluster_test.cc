@@ -67,6 +67,27 @@ TEST(FindReplyTest, ClaudeCodesScreen) {
   EXPECT_FALSE(FindReply(lines, 1, input, "ALPHA OK", kReady, &reply));
 }
 
+// Qwen Code (as a tmux pane shows it): the echo two columns in, the reply
+// after a "✦ " bullet indented alike, an empty prompt with a placeholder.
+TEST(FindReplyTest, QwenCodesScreen) {
+  std::string screen =
+      "  Tips: Type / to open the command popup; Tab autocompletes slash commands.\n"
+      "  > You are beta in the cluster c. Reply with your marker to confirm you are ready.\n"
+      "  ✦ Beta here, ready.\n"
+      "    A second line under the bullet.\n"
+      "    BETA OK\n"
+      "────────────────────────────────────────────────────────────\n"
+      ">   Type your message or @path/to/file\n"
+      "────────────────────────────────────────────────────────────\n"
+      "  ? for shortcuts\n";
+  auto lines = CaptureLines(screen);
+  const std::string input = "You are beta in the cluster c. Reply with your marker to confirm you are ready.";
+  const std::string ready = R"(^\s*(│|\|)?\s*(>|❯|›)\s*(Type your message.*)?$)";
+  std::string reply;
+  ASSERT_TRUE(FindReply(lines, 0, input, "BETA OK", ready, &reply));
+  EXPECT_EQ(reply, "Beta here, ready.\nA second line under the bullet.");
+}
+
 TEST(ClusterConfigTest, TheDefaultPromptPatternMatchesClaudeCodeAndPlainPrompts) {
   testing::TempDir dir;
   testing::WriteAll(dir.path() / "p.txt", "x");
@@ -84,7 +105,10 @@ TEST(ClusterConfigTest, TheDefaultPromptPatternMatchesClaudeCodeAndPlainPrompts)
   for (std::string row : {"❯ some text", "  ❯ 2. No (recommended)", "> quoted", "❯❯", "plain"}) {
     EXPECT_FALSE(std::regex_search(row, ready)) << row;
   }
-  EXPECT_EQ(c->agents[0].busy_pattern, "esc to interrupt");
+  EXPECT_EQ(c->agents[0].busy_pattern, "esc to (interrupt|cancel)");
+  // Qwen Code's empty prompt shows a placeholder; its echo is no prompt.
+  EXPECT_TRUE(std::regex_search(">   Type your message or @path/to/file", ready));
+  EXPECT_FALSE(std::regex_search("  > please say hello", ready));
   // first_run: auto is claude-code for `claude`, none for anything else.
   EXPECT_EQ(c->agents[0].first_run, FirstRun::kClaudeCode);
   EXPECT_EQ(c->agents[1].first_run, FirstRun::kNone);

@@ -1,5 +1,7 @@
 #include "tmux/pane_screen.h"
 
+#include <cstring>
+
 #include <regex>
 
 namespace mates::tmux {
@@ -97,26 +99,34 @@ bool IsRule(const std::string& row) {
 }
 
 // A reply's rows without the CLI's chrome: prompt lines, rules, and the
-// bullet a TUI puts before each message ("● ", "⏺ ", continuation rows
-// indented under it).
+// bullet a TUI puts before each message ("● " and "⏺ " in Claude Code, "✦ "
+// two columns in, in Qwen Code; continuation rows indented under it).
 std::string Unchrome(const std::vector<std::string>& body, const std::regex& ready) {
   std::vector<std::string> rows;
   for (const auto& l : body) {
     if (std::regex_search(l, ready) || IsRule(l)) continue;
     rows.push_back(l);
   }
-  bool bulleted = false;
+  std::string indent;  // before the bullet
+  std::string bullet;  // "" = none
   for (const auto& r : rows) {
     if (Trim(r).empty()) continue;
-    bulleted = StartsWith(r, "● ") || StartsWith(r, "⏺ ");
+    size_t lead = r.find_first_not_of(' ');
+    for (const char* b : {"● ", "⏺ ", "✦ "}) {
+      if (r.compare(lead, std::strlen(b), b) == 0) {
+        indent = r.substr(0, lead);
+        bullet = b;
+      }
+    }
     break;
   }
+  // The bullet and its space take two columns.
+  const std::string under = indent + "  ";
   std::string out;
   for (auto r : rows) {
-    if (bulleted) {
-      if (StartsWith(r, "● ")) r = r.substr(std::string("● ").size());
-      else if (StartsWith(r, "⏺ ")) r = r.substr(std::string("⏺ ").size());
-      else if (StartsWith(r, "  ")) r = r.substr(2);
+    if (!bullet.empty()) {
+      if (StartsWith(r, indent + bullet)) r = r.substr(indent.size() + bullet.size());
+      else if (StartsWith(r, under)) r = r.substr(under.size());
     }
     out += r + "\n";
   }
