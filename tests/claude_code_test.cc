@@ -390,35 +390,48 @@ std::string QwenBinary() {
 // A second agent CLI (DESIGN §14): Qwen Code, over mock-llm's OpenAI side.
 // Its screen differs from Claude Code's (an empty prompt with a
 // placeholder, "esc to cancel" while it works, a "✦" bullet two columns
-// in); the defaults read both. Up, a send and its reply, a message through
-// the router and its reply, down leaving nothing.
-TEST(QwenCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
+// in); the defaults read both. Up, a send and its exact reply; then the
+// team over MCP: Qwen Code keeps MCP tools behind its tool_search, so each
+// model first fetches the tools it needs — alpha sends to beta with
+// mcp__mates__send_message, the router tells beta, beta reads with
+// mcp__mates__read_inbox and answers the person. Down leaves nothing.
+TEST(QwenCodeTest, AClusterOfTwoTalksThroughMatesMcpAndGoesDownLeavingNothing) {
   std::string qwen = QwenBinary();
   if (!fs::exists(qwen)) {
     GTEST_SKIP() << "\n*** SKIPPED LOUDLY: Qwen Code is not installed at " << qwen
                  << " (./scripts/test installs it with npm; it could not be installed here) ***";
   }
-  TwoPanes rig(R"(
+  TwoPanes rig(R"Y(
   - {when: "What is 2\\+2", once: false, reply: [{type: text, text: "2 + 2 = 4, as always.\nA second line, for the extraction.\nALPHA OK"}]}
-  - {when: "Message from lead \\(message\\): status please", once: false, reply: [{type: text, text: "All green on my side.\nBETA OK"}]}
-)",
+  - {when: "tell beta hello", once: false, reply: [{type: tool_use, name: tool_search, input: {query: "select:mcp__mates__send_message"}}]}
+  - {when: '"name":"mcp__mates__read_inbox"', once: false, reply: [{type: tool_use, name: mcp__mates__read_inbox, input: {}}]}
+  - {when: '"name":"mcp__mates__send_message"', once: false, reply: [{type: tool_use, name: mcp__mates__send_message, input: {recipient: beta, content: "hello from alpha over mcp"}}]}
+  - {when: "Sent message to beta", once: false, reply: [{type: text, text: "Told beta.\nALPHA OK"}]}
+  - {when: "new message in your team inbox \\(from alpha\\)", once: false, reply: [{type: tool_use, name: tool_search, input: {query: "select:mcp__mates__read_inbox,mcp__mates__send_message"}}]}
+  - {when: "hello from alpha over mcp", once: false, reply: [{type: tool_use, name: mcp__mates__send_message, input: {recipient: user, content: "beta read: hello from alpha over mcp"}}]}
+  - {when: "Sent message to user", once: false, reply: [{type: text, text: "Answered.\nBETA OK"}]}
+)Y",
                "qc", "", qwen, TwoPanes::Api::kOpenAi);
   ASSERT_TRUE(rig.mock_up());
   auto up = rig.Cluster({"up"});
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   EXPECT_NE(up.out.find("alpha: ready"), std::string::npos) << up.out;
   EXPECT_NE(up.out.find("beta: ready"), std::string::npos) << up.out;
+  auto cfg = ParseJson(testing::ReadAll(rig.dir.path() / "work/.mates-cluster" / rig.session / "alpha.mcp.json"));
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ((*cfg)["mcpServers"]["mates"]["trust"], true) << "Qwen Code runs trusted servers' tools unasked";
 
   auto r = rig.Cluster({"send", "alpha", "What is 2+2?"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "2 + 2 = 4, as always.\nA second line, for the extraction.\n");
 
-  auto sent = rig.Mates({"send", "--team", rig.session, "--from", "lead", "--to", "beta", "status please"});
-  ASSERT_EQ(sent.exit_code, 0) << sent.err;
-  auto inbox = rig.Mates({"inbox", "--team", rig.session, "lead", "--wait", "60"});
-  ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
-  EXPECT_NE(inbox.out.find("beta -> lead"), std::string::npos) << inbox.out;
-  EXPECT_NE(inbox.out.find("All green on my side."), std::string::npos) << inbox.out;
+  auto told = rig.Cluster({"send", "alpha", "please tell beta hello"});
+  ASSERT_EQ(told.exit_code, 0) << told.out << told.err;
+  EXPECT_NE(told.out.find("Told beta."), std::string::npos) << told.out;
+  auto answer = rig.Mates({"inbox", "--team", rig.session, "user", "--wait", "90"});
+  ASSERT_EQ(answer.exit_code, 0) << answer.err;
+  EXPECT_NE(answer.out.find("beta -> user"), std::string::npos) << answer.out;
+  EXPECT_NE(answer.out.find("beta read: hello from alpha over mcp"), std::string::npos) << answer.out;
 
   // Qwen Code really spoke chat completions to the mock, all accepted.
   std::string rec = testing::ReadAll(rig.dir.path() / "rec.jsonl");
@@ -431,7 +444,7 @@ TEST(QwenCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
   while (!ProcessesWithEnv(rig.home).empty() && !Expired(gone)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(ProcessesWithEnv(rig.home).empty());
+  EXPECT_TRUE(ProcessesWithEnv(rig.home).empty()) << "no Qwen Code and no mates mcp left";
   EXPECT_NE(testing::Run({"tmux", "-L", "mates-" + rig.session, "has-session"}).exit_code, 0);
 }
 

@@ -171,24 +171,28 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
   state["started_at"] = IsoTime(WallSeconds());
   state["panes"] = Json::object();
   // Agents that reach the team over MCP get a config that runs `mates mcp`
-  // as them, and its tools allowed (as `--opt=value`: Claude Code's
-  // options take several values, and would swallow the user's arguments).
-  std::map<std::string, fs::path> mcp_configs;
+  // as them, and its tools allowed: Claude Code by --allowedTools, Qwen
+  // Code by the server's `trust`. Options as `--opt=value`: the CLIs'
+  // list options would swallow the user's arguments.
+  std::map<std::string, std::vector<std::string>> mcp_args;
   for (const auto& a : config_.agents) {
     if (!a.mcp) continue;
     if (self.empty()) return Status::Internal("cannot find this mates binary for " + a.name + "'s MCP config");
+    const bool qwen = !a.command.empty() && fs::path(a.command[0]).filename() == "qwen";
     Json server = {{"command", self.string()},
                    {"args", {"--workspace", config_.work_dir.string(), "mcp", "--team", config_.name, "--as", a.name}}};
+    if (qwen) server["trust"] = true;
     fs::path file = config_.state_dir() / (a.name + ".mcp.json");
     MATES_RETURN_IF_ERROR(WriteFileAtomic(file, DumpJsonPretty(Json{{"mcpServers", {{"mates", server}}}})));
-    mcp_configs[a.name] = file;
+    mcp_args[a.name] = {"--mcp-config=" + file.string()};
+    if (!qwen) mcp_args[a.name].push_back("--allowedTools=mcp__mates");
   }
   auto launch_of = [&](const AgentConfig& a) {
     Launch l;
     l.cwd = trees.count(a.name) ? trees[a.name].string() : config_.work_dir.string();
     l.argv = a.command;
-    if (auto m = mcp_configs.find(a.name); m != mcp_configs.end() && !l.argv.empty()) {
-      l.argv.insert(l.argv.begin() + 1, {"--mcp-config=" + m->second.string(), "--allowedTools=mcp__mates"});
+    if (auto m = mcp_args.find(a.name); m != mcp_args.end() && !l.argv.empty()) {
+      l.argv.insert(l.argv.begin() + 1, m->second.begin(), m->second.end());
     }
     l.env = a.env;
     l.env["MATES_TEAM"] = config_.name;

@@ -70,7 +70,7 @@ Result<FirstRun> FirstRunOf(const YAML::Node& n, const std::string& where, First
   return FieldError(where, "must be auto, claude-code or none");
 }
 
-// mcp: auto (on for Claude Code), on, off.
+// mcp: auto (on for Claude Code and Qwen Code), on, off.
 enum class McpChoice { kAuto, kOn, kOff };
 Result<McpChoice> McpOf(const YAML::Node& n, const std::string& where, McpChoice dflt) {
   if (!n || n.IsNull()) return dflt;
@@ -266,8 +266,8 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
     }
     ag.first_run = afirst;
     MATES_FIELD(amcp, McpOf(a["mcp"], w + ".mcp", mcp));
-    ag.mcp = amcp == McpChoice::kOn ||
-             (amcp == McpChoice::kAuto && !ag.command.empty() && fs::path(ag.command[0]).filename() == "claude");
+    const std::string program = ag.command.empty() ? "" : fs::path(ag.command[0]).filename().string();
+    ag.mcp = amcp == McpChoice::kOn || (amcp == McpChoice::kAuto && (program == "claude" || program == "qwen"));
     MATES_FIELD(tree, Bool(a["worktree"], w + ".worktree"));
     ag.worktree = tree;
     cfg.agents.push_back(ag);

@@ -14,8 +14,8 @@
 //     first_run: auto                # claude-code: pre-answer Claude Code's first-run
 //                                    # questions; none; auto: by the command's name
 //     mcp: auto                      # on: the agent reaches the team through
-//                                    # `mates mcp` (Claude Code's --mcp-config);
-//                                    # off; auto: on for Claude Code
+//                                    # `mates mcp` (the CLI's --mcp-config); off;
+//                                    # auto: on for Claude Code and Qwen Code
 //   agents:
 //     - name: grand_boss
 //       role: grand_boss
