@@ -165,6 +165,12 @@ TEST(McpClientTest, RolesDecideWhoGetsWhichTools) {
   auto out = (*echo)->Run(Json{{"message", "direct"}}, ctx);
   EXPECT_FALSE(out.is_error) << out.content;
   EXPECT_EQ(out.content, "Echo: direct");
+  // An answer larger than a frame mates takes in (6 MiB): read whole, and
+  // cut to what a model is given, saying so.
+  auto big = (*echo)->Run(Json{{"message", std::string(6 << 20, 'x')}}, ctx);
+  EXPECT_FALSE(big.is_error) << big.content.substr(0, 300);
+  EXPECT_NE(big.content.find("more bytes cut]"), std::string::npos);
+  EXPECT_LT(big.content.size(), mcp::kMaxResultBytes + 100);
   hub->reset();
   tools.clear();
   EXPECT_TRUE(testing::WaitUntil([&] { return ProcessesMarked(mark) == 0; }, 10));

@@ -191,11 +191,16 @@ class StdioSession : public Session {
         break;
       }
       if (line->empty()) continue;
-      Incoming in = ParseFrame(*line);
+      // Answers may be larger than what a server takes (kMaxFrameBytes).
+      auto msg = ParseJson(*line);
+      if (!msg.ok()) {
+        LogDebug("mcp server " + name_ + " wrote a line that is not JSON: " + line->substr(0, 200));
+        continue;
+      }
+      Incoming in = Classify(*msg);
       switch (in.kind) {
         case Incoming::Kind::kResponse: {
-          auto msg = ParseJson(*line);
-          if (!msg.ok() || !in.id.is_number_integer()) break;
+          if (!in.id.is_number_integer()) break;
           if (msg->contains("error")) {
             pending_.Answer(in.id.get<int64_t>(), ServerError((*msg)["error"]));
           } else {
@@ -295,7 +300,7 @@ class HttpSession : public Session {
     std::string body;  // a JSON answer, collected
     bool sse = false, decided = false, too_big = false;
     auto take = [&](const Json& msg) {
-      Incoming in = ParseFrame(DumpJson(msg));
+      Incoming in = Classify(msg);
       if (in.kind == Incoming::Kind::kResponse && answer != nullptr && in.id.is_number_integer() &&
           in.id.get<int64_t>() == id) {
         *answer = msg.contains("error") ? Result<Json>(ServerError(msg["error"])) : Result<Json>(msg["result"]);

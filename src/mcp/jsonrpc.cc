@@ -26,7 +26,10 @@ Incoming ParseFrame(std::string_view frame) {
   }
   auto parsed = ParseJson(frame);
   if (!parsed.ok()) return Invalid(kParseError, "not JSON: " + parsed.status().message());
-  const Json& msg = *parsed;
+  return Classify(*parsed);
+}
+
+Incoming Classify(const Json& msg) {
   if (msg.is_array()) return Invalid(kInvalidRequest, "batches are not supported (MCP 2025-06-18 dropped them)");
   if (!msg.is_object()) return Invalid(kInvalidRequest, "a message is a JSON object");
   Json id = nullptr;

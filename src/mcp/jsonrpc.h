@@ -38,8 +38,11 @@ struct Incoming {
   std::string error;
 };
 
-// Classifies one frame (a line without its newline).
+// Classifies one frame (a line without its newline), at most
+// kMaxFrameBytes long.
 Incoming ParseFrame(std::string_view frame);
+// Classifies a message already parsed (a client reads larger answers).
+Incoming Classify(const Json& msg);
 
 // The lines sent back: a result, or an error (id null when the request's id
 // could not be read).
