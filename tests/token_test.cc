@@ -99,6 +99,48 @@ TEST(TokenTest, OverTheTeamsBudgetNoAgentCallsTheModelAndRunExits1) {
   EXPECT_TRUE(after["budget"].is_null());
 }
 
+// A hosted team (`mates up`) that spends its budget stays up to be looked
+// at, says in its log that no agent calls the model any more, and makes no
+// further call; a new host over the spent budget is refused before any.
+TEST(TokenTest, AHostedTeamOverItsBudgetStaysUpAndCallsTheModelNoMore) {
+  TempDir ws;
+  // The lead's first call (its system prompt alone is over 100 tokens)
+  // spawns a worker; nobody's next call is made.
+  std::vector<std::string> up = {"up", "--team", "hosted", "--provider", "scripted", "--scenario",
+                                 testing::ScenarioFixture("team_hosted.yaml"), "--budget-tokens", "100",
+                                 "Start a worker"};
+  auto r = Mates(ws.path(), up);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  struct Down {
+    fs::path ws;
+    ~Down() { testing::RunMates(ws, {"down", "--team", "hosted", "--timeout", "5"}); }
+  } down_at_exit{ws.path()};
+  const fs::path log = ws.path() / ".teams/hosted/host.log";
+  ASSERT_TRUE(testing::WaitUntil([&] { return ReadAll(log).find("no agent calls the model any more") != std::string::npos; }))
+      << ReadAll(log);
+  EXPECT_NE(ReadAll(log).find("the team's budget of 100 tokens is spent"), std::string::npos) << ReadAll(log);
+  // Still hosted; a message to the lead waits unread, and costs nothing.
+  auto status = Mates(ws.path(), {"status", "--team", "hosted", "--json"});
+  auto st = ParseJson(status.out);
+  ASSERT_TRUE(st.ok()) << status.out << status.err;
+  EXPECT_TRUE((*st)["host"].is_object()) << status.out;
+  // (Were the lead to call the model, the scenario would answer "pong 7".)
+  ASSERT_EQ(Mates(ws.path(), {"send", "--team", "hosted", "--to", "lead", "ping 7"}).exit_code, 0);
+  Json usage = UsageJson(ws.path(), "hosted");
+  EXPECT_EQ(usage["calls"], 1) << usage.dump();
+  auto down = Mates(ws.path(), {"down", "--team", "hosted"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  // No call answered the message, even while the host was going down.
+  auto answer = Mates(ws.path(), {"inbox", "--team", "hosted", "user", "--peek"});
+  EXPECT_EQ(answer.out.find("pong 7"), std::string::npos) << answer.out;
+  EXPECT_EQ(UsageJson(ws.path(), "hosted")["calls"], 1);
+  // A new host over the spent budget starts nothing.
+  auto again = Mates(ws.path(), up);
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  EXPECT_NE((again.out + again.err).find("the team's budget of 100 tokens is spent"), std::string::npos)
+      << again.out << again.err;
+}
+
 TEST(TokenTest, AGenerousTeamBudgetStopsTeammatesMidRun) {
   TempDir ws;
   // Enough for the lead's first calls, not for the whole team: whoever

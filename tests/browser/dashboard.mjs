@@ -40,6 +40,19 @@ function check(ok, what) {
 }
 
 let browser = null;
+// Parts of the page that the live updates redraw (the roster, the plans)
+// are clicked in one step inside the page: puppeteer's click finds the
+// element, then clicks it, and a redraw in between detaches it.
+async function clickLive(page, selector) {
+  await page.waitForSelector(selector, { timeout: 5000 });
+  const clicked = await page.evaluate((sel) => {
+    const e = document.querySelector(sel);
+    if (!e) return false;
+    e.click();
+    return true;
+  }, selector);
+  if (!clicked) throw new Error("nothing to click at " + selector);
+}
 try {
   const up = mates("up", "--team", team, "--provider", "scripted", "--scenario", args.scenario, "Start the team");
   if (up.code !== 0) throw new Error("mates up failed: " + up.out + up.err);
@@ -100,7 +113,7 @@ try {
   await page.waitForSelector("#plans .plan .approve", { timeout: 15000 });
   const rid = await page.$eval("#plans .plan", (p) => p.dataset.id);
   await page.type("#plans .plan .feedback", "looks right");
-  await page.click("#plans .plan .approve");
+  await clickLive(page, "#plans .plan .approve");
   await page.waitForFunction(() => !document.querySelector("#plans .plan"), { timeout: 5000 });
   const reqs = await (await fetch(base + "/api/requests?token=" + url.split("token=")[1])).json();
   check(reqs.requests.some((r) => r.request_id === rid && r.status === "approved"), "the plan " + rid + " is approved");
@@ -122,7 +135,7 @@ try {
   await page.click('.tab[data-tab="graph"]');
   const edges = await page.$$eval("#graph path.edge", (e) => e.length);
   check(edges === 1, "the dependency graph draws the one dependency (" + edges + ")");
-  await page.click('#roster .member[data-name="lead"]');
+  await clickLive(page, '#roster .member[data-name="lead"]');
   await page.waitForFunction(() => document.querySelectorAll("#transcript .turn").length > 0, { timeout: 5000 });
   check(true, "the lead's transcript shows");
 
@@ -135,8 +148,7 @@ try {
 
   // Asking the planner to stop.
   await page.click('.tab[data-tab="board"]');
-  await page.hover('#roster .member[data-name="planner"]');
-  await page.click('#roster .member[data-name="planner"] .stop');
+  await clickLive(page, '#roster .member[data-name="planner"] .stop');
   await page.waitForFunction(() => [...document.querySelectorAll('#timeline .msg[data-type="shutdown_request"]')].length > 0, { timeout: 5000 });
   check(true, "the planner was asked to stop (a shutdown request shows)");
 
