@@ -230,6 +230,67 @@ TEST(McpClientTest, StreamableHttpServersWorkToo) {
   EXPECT_NE(down.out.find("web (http, for everyone): failed: "), std::string::npos) << down.out;
 }
 
+// A server that sends whatever it likes: junk lines, a 20 MiB line, NULs,
+// nesting past the bound, answers of the wrong shapes, an error that is not
+// an object, a request of its own (refused: its answer is one more line to
+// it), a revision mates does not speak. Nothing crashes, every call gets an
+// answer or an error result, and the state says why.
+TEST(McpClientTest, AHostileServerIsSurvived) {
+  TempDir ws;
+  const std::string hostile = R"SH(
+read -r l
+printf 'not json\n'
+head -c 20000000 /dev/zero | tr '\0' 'x'; printf '\n'
+printf '\0\0\0\n'
+for i in $(seq 1 300); do printf '['; done; printf '\n'
+printf '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}\n'
+printf '{"jsonrpc":"2.0","id":"srv-1","method":"sampling/createMessage","params":{}}\n'
+printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","serverInfo":{"name":7}}}\n'
+read -r l; read -r l; read -r l
+printf '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"t","inputSchema":"nope"},{"noname":1},7,null]}}\n'
+read -r l
+printf '{"jsonrpc":"2.0","id":3,"result":{"content":"nope","isError":"yes"}}\n'
+read -r l
+printf '{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"image","data":"AAAA"},{"type":"text","text":7},null,{"type":"resource_link","uri":"file:///x"}]}}\n'
+read -r l
+printf '{"jsonrpc":"2.0","id":5,"error":"boom"}\n'
+read -r l
+printf '{"jsonrpc":"2.0","id":6,"result":[1,2]}\n'
+read -r l
+)SH";
+  const std::string old_revision =
+      "read -r l; printf '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"1999-01-01\"}}\\n'; read -r l";
+  mcp::ServerConfig h{.name = "h", .argv = {"/bin/bash", "-c", hostile}};
+  mcp::ServerConfig old{.name = "old", .argv = {"/bin/bash", "-c", old_revision}};
+  h.startup_timeout_s = old.startup_timeout_s = 30;
+  h.call_timeout_s = 10;
+  auto hub = std::make_shared<mcp::Hub>(Workspace(ws.path()), std::vector<mcp::ServerConfig>{h, old});
+  hub->Start();
+  auto states = hub->States();
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(states[0].state, "running");
+  ASSERT_EQ(states[0].tools.size(), 1u) << "entries without a name are no tools";
+  EXPECT_EQ(states[0].tools[0].input_schema, Json({{"type", "object"}}));
+  EXPECT_NE(states[1].state.find("speaks MCP revision '1999-01-01'"), std::string::npos) << states[1].state;
+  auto shapes = hub->Call("h", "t", Json::object(), nullptr);  // content not a list, isError not a boolean
+  EXPECT_FALSE(shapes.is_error);
+  EXPECT_EQ(shapes.content, "");
+  auto blocks = hub->Call("h", "t", Json::object(), nullptr);
+  EXPECT_FALSE(blocks.is_error);
+  EXPECT_EQ(blocks.content, "[image, 4 bytes of base64]\n[text]\n[resource link: file:///x]");
+  auto error = hub->Call("h", "t", Json::object(), nullptr);
+  EXPECT_TRUE(error.is_error);
+  EXPECT_NE(error.content.find("\"boom\""), std::string::npos) << error.content;
+  auto array = hub->Call("h", "t", Json::object(), nullptr);
+  EXPECT_FALSE(array.is_error) << array.content;
+  auto gone = hub->Call("h", "t", Json::object(), nullptr);  // it exits without answering
+  EXPECT_TRUE(gone.is_error);
+  EXPECT_NE(gone.content.find("went away during the call"), std::string::npos) << gone.content;
+  auto refused = hub->Call("old", "t", Json::object(), nullptr);
+  EXPECT_TRUE(refused.is_error);
+  EXPECT_NE(refused.content.find("1999-01-01"), std::string::npos) << refused.content;
+}
+
 TEST(McpClientTest, EveryMisconfigurationIsOneClearErrorNamingTheServer) {
   TempDir ws;
   struct Case {
