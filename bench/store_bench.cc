@@ -1,9 +1,12 @@
 // store_bench: the store's figures of DESIGN §9, measured across real
 // processes, each next to the seeds' mechanism (seed_baseline.h).
 //
-//   store_bench            run everything and print the table
+//   store_bench            run everything and print the tables
 //   store_bench --quick    fewer samples (a smoke run)
 //   store_bench child ...  one process of a measurement (spawned by itself)
+//
+// The second table is the PostgreSQL store (DESIGN §13, §16) next to the
+// file store, on a private server this benchmark starts (settings printed).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -27,7 +30,10 @@
 #include "core/files.h"
 #include "core/ids.h"
 #include "core/subprocess.h"
+#include "pg/schema.h"
+#include "pg/store.h"
 #include "seed_baseline.h"
+#include "support/pg_server.h"
 #include "store/board.h"
 #include "store/mailbox.h"
 #include "store/watcher.h"
@@ -65,6 +71,35 @@ Subprocess Child(const std::vector<std::string>& args) {
     std::exit(1);
   }
   return std::move(*p);
+}
+
+// The PostgreSQL store of mode "pg" (its URL is in $MATES_BENCH_PG, set by
+// the parent), one per process; `team` is the measurement's.
+pg::Store& Pg() {
+  static std::unique_ptr<pg::Store> store = [] {
+    const char* url = std::getenv("MATES_BENCH_PG");
+    auto t = pg::ParseTarget(url != nullptr ? url : "");
+    auto s = t.ok() ? pg::Store::Open(*t) : Result<std::unique_ptr<pg::Store>>(t.status());
+    if (!s.ok()) {
+      std::fprintf(stderr, "pg: %s\n", s.status().message().c_str());
+      std::exit(1);
+    }
+    return std::move(*s);
+  }();
+  return *store;
+}
+
+// Waits for a wake-up on `key` (the pg side of WaitDrain).
+template <typename Fn>
+auto PgWaitFor(const std::string& key, Fn&& attempt) {
+  auto waker = std::make_shared<Waker>();
+  auto sub = Pg().listener().Subscribe(key, waker);
+  for (;;) {
+    uint64_t g = waker->generation();
+    auto got = attempt();
+    if (got.ok() && !got->empty()) return *got;
+    waker->WaitChange(g, DeadlineIn(5));
+  }
 }
 
 Message Msg(const std::string& id, const std::string& content) {
@@ -124,7 +159,25 @@ int ChildReceiver(const std::string& mode, const fs::path& dir, int n) {
       (void)ack.Append(Msg(NewId("a"), "ok"));
     }
   };
-  if (mode == "mates") {
+  if (mode == "pg") {
+    auto waker = std::make_shared<Waker>();
+    auto sub = Pg().listener().Subscribe(pg::InboxKey("wake", "lead"), waker);
+    std::printf("ready\n");
+    std::fflush(stdout);
+    while (static_cast<int>(lat.size()) < n) {
+      uint64_t g = waker->generation();
+      auto got = Pg().Drain("wake", "lead");
+      if (!got.ok() || got->empty()) {
+        waker->WaitChange(g, DeadlineIn(5));
+        continue;
+      }
+      int64_t now = NowNs();
+      for (const auto& m : *got) {
+        lat.push_back(now - std::stoll(m.content));
+        (void)Pg().Append("wake", "ack", Msg(NewId("a"), "ok"));
+      }
+    }
+  } else if (mode == "mates") {
     Mailbox box(dir, "lead");
     auto waker = std::make_shared<Waker>();
     auto sub = Watcher::Default().Subscribe(dir, "lead_inbox.jsonl", waker);
@@ -157,8 +210,11 @@ int ChildReceiver(const std::string& mode, const fs::path& dir, int n) {
 }
 
 int ChildWriter(const std::string& mode, const fs::path& dir, int n, const std::string& tag) {
+  if (mode == "pg") (void)Pg();  // connected before the race
   ReadyThenWaitForGo(dir);
-  if (mode == "mates") {
+  if (mode == "pg") {
+    for (int i = 0; i < n; ++i) (void)Pg().Append("tput", "lead", Msg(tag + "-" + std::to_string(i), "payload"));
+  } else if (mode == "mates") {
     Mailbox box(dir, "lead");
     for (int i = 0; i < n; ++i) (void)box.Append(Msg(tag + "-" + std::to_string(i), "payload"));
   } else {
@@ -185,7 +241,19 @@ int ChildReader(const std::string& mode, const fs::path& dir) {
     if (!ids.insert(id).second) ++dups;
     last = NowNs();
   };
-  if (mode == "mates") {
+  if (mode == "pg") {
+    auto waker = std::make_shared<Waker>();
+    auto sub = Pg().listener().Subscribe(pg::InboxKey("tput", "lead"), waker);
+    while (!end) {
+      uint64_t g = waker->generation();
+      auto got = Pg().Drain("tput", "lead");
+      if (got.ok() && !got->empty()) {
+        for (auto& m : *got) take(m.id);
+        continue;
+      }
+      if (waker->WaitChange(g, DeadlineIn(3)) == g) break;
+    }
+  } else if (mode == "mates") {
     Mailbox box(dir, "lead");
     auto waker = std::make_shared<Waker>();
     auto sub = Watcher::Default().Subscribe(dir, "lead_inbox.jsonl", waker);
@@ -219,7 +287,18 @@ int ChildClaimLoop(const std::string& mode, const fs::path& dir, const std::stri
                    double seconds) {
   std::string out;
   int64_t last = 0;
-  if (mode == "mates") {
+  if (mode == "pg") {
+    (void)Pg();
+    ReadyThenWaitForGo(dir.parent_path());
+    Deadline stop = DeadlineIn(seconds);
+    for (;;) {
+      auto t = Pg().ClaimNext("race", owner);
+      if (!t.ok() || !t->has_value()) break;
+      last = NowNs();
+      out += std::to_string((*t)->id) + "\n";
+      if (Expired(stop)) break;
+    }
+  } else if (mode == "mates") {
     Board board(dir);
     (void)board.Get(1);  // the first (cold) load, before the race
     ReadyThenWaitForGo(dir.parent_path());
@@ -251,6 +330,26 @@ int ChildClaimLoop(const std::string& mode, const fs::path& dir, const std::stri
 // (mates only) and "claimed ID NS" per claim, completing each one at once.
 int ChildDepClaimer(const std::string& mode, const fs::path& dir, int n) {
   int got = 0;
+  if (mode == "pg") {
+    auto waker = std::make_shared<Waker>();
+    auto sub = Pg().listener().Subscribe(pg::BoardKey("dep"), waker);
+    while (got < n) {
+      uint64_t g = waker->generation();
+      auto t = Pg().ClaimNext("dep", "claimer");
+      if (t.ok() && t->has_value()) {
+        int64_t at = NowNs();
+        std::printf("claimed %lld %lld\n", static_cast<long long>((*t)->id), static_cast<long long>(at));
+        std::fflush(stdout);
+        (void)Pg().Complete("dep", (*t)->id, "claimer");
+        ++got;
+        continue;
+      }
+      std::printf("idle\n");
+      std::fflush(stdout);
+      waker->WaitChange(g, std::nullopt);
+    }
+    return 0;
+  }
   if (mode == "mates") {
     Board board(dir);
     auto waker = std::make_shared<Waker>();
@@ -387,6 +486,11 @@ std::pair<double, double> WakeLatency(const std::string& mode, int n) {
   seed::SeedMailbox seed_box(dir.path, "lead");
   Mailbox box(dir.path, "lead");
   for (int i = 0; i < n; ++i) {
+    if (mode == "pg") {
+      (void)Pg().Append("wake", "lead", Msg(NewId("m"), std::to_string(NowNs())));
+      PgWaitFor(pg::InboxKey("wake", "ack"), [] { return Pg().Drain("wake", "ack"); });
+      continue;
+    }
     if (mode == "seed") {
       // Messages arrive at random instants of the receiver's poll period.
       std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 1000));
@@ -419,7 +523,9 @@ Throughput InboxThroughput(const std::string& mode, int writers, int each) {
   int64_t t0 = Go(dir.path, ws);
   for (auto& w : ws) w.Wait();
   Message end = Msg("END", "end");
-  if (mode == "mates") {
+  if (mode == "pg") {
+    (void)Pg().Append("tput", "lead", end);
+  } else if (mode == "mates") {
     (void)Mailbox(dir.path, "lead").Append(end);
   } else {
     seed::SeedMailbox(dir.path, "lead").Append(MessageToLine(end));
@@ -444,7 +550,13 @@ Claims RacingClaims(const std::string& mode, int procs, int tasks, double limit_
   TempDir top;
   fs::path dir = top.path / "tasks";
   fs::create_directories(dir);
-  if (mode == "mates") {
+  if (mode == "pg") {
+    for (int i = 0; i < tasks; ++i) {
+      TaskDraft d;
+      d.subject = "task " + std::to_string(i);
+      (void)Pg().CreateTask("race", d);
+    }
+  } else if (mode == "mates") {
     Board board(dir);
     for (int i = 0; i < tasks; ++i) {
       TaskDraft d;
@@ -486,7 +598,37 @@ Claims RacingClaims(const std::string& mode, int procs, int tasks, double limit_
 std::pair<double, double> DependentClaimLatency(const std::string& mode, int n) {
   TempDir dir;
   std::vector<double> ms;
-  if (mode == "mates") {
+  if (mode == "pg") {
+    std::vector<int64_t> blockers;
+    for (int i = 0; i < n; ++i) {
+      TaskDraft d;
+      d.subject = "blocker";
+      auto a = Pg().CreateTask("dep", d);
+      blockers.push_back(a->id);
+      d.subject = "dependent";
+      d.blocked_by = {a->id};
+      (void)Pg().CreateTask("dep", d);
+    }
+    // The blockers are the parent's: claimed before the claimer starts.
+    for (int i = 0; i < n; ++i) (void)Pg().ClaimNext("dep", "parent");
+    auto claimer = Child({"dep-claimer", mode, dir.path, std::to_string(n)});
+    for (int i = 0; i < n; ++i) {
+      for (;;) {  // wait until it is blocked in its wait
+        auto line = claimer.ReadLine(DeadlineIn(30));
+        if (!line.ok() || *line == "idle") break;
+      }
+      int64_t t0 = NowNs();
+      (void)Pg().Complete("dep", blockers[i], "parent");
+      // Its own completions wake it too: "idle" lines may come first.
+      long long id = 0, at = 0;
+      for (;;) {
+        auto line = claimer.ReadLine(DeadlineIn(30));
+        if (!line.ok() || std::sscanf(line->c_str(), "claimed %lld %lld", &id, &at) == 2) break;
+      }
+      ms.push_back(static_cast<double>(at - t0) / 1e6);
+    }
+    claimer.Wait();
+  } else if (mode == "mates") {
     Board board(dir.path);
     for (int i = 0; i < n; ++i) {
       TaskDraft d;
@@ -606,5 +748,54 @@ int main(int argc, char** argv) {
 
   Print();
   std::printf("\nclaim cost at 10,000 tasks: see claim_cost_bench (Google Benchmark)\n");
+
+  // The PostgreSQL store next to the file store (the figures above).
+  std::printf("\n");
+  auto server = testing::PgServer::Start();
+  if (!server.ok()) {
+    std::printf("*** PostgreSQL store: SKIPPED: %s ***\n", server.status().message().c_str());
+    return 0;
+  }
+  {
+    ::setenv("MATES_BENCH_PG", (*server)->Url().c_str(), 1);
+    auto target = pg::ParseTarget((*server)->Url());
+    auto c = pg::Connection::Open(*target);
+    if (!c.ok() || !pg::InitSchema(*c).ok()) {
+      std::printf("*** PostgreSQL store: SKIPPED: the schema could not be created ***\n");
+      return 0;
+    }
+    auto version = c->Exec("SHOW server_version");
+    for (const char* team : {"wake", "tput", "race", "dep"}) (void)Pg().CreateTeam(team);
+    std::printf("PostgreSQL store: a private server (PostgreSQL %s, 127.0.0.1 TCP, fsync=off, "
+                "synchronous_commit=off, full_page_writes=off, shared_buffers=64MB) on this machine\n",
+                version.ok() ? std::string(version->text(0, 0)).c_str() : "?");
+    g_rows.clear();
+    std::fprintf(stderr, "  pg: wake latency...\n");
+    auto wp = WakeLatency("pg", g_quick ? 50 : 500);
+    g_rows.push_back({"send -> idle recipient wakes, cross-process, p50 / p99",
+                      Fmt("%.3f / %.3f ms", wm.first, wm.second), Fmt("%.3f / %.3f ms", wp.first, wp.second),
+                      "<= 2 / <= 10 ms"});
+    std::fprintf(stderr, "  pg: inbox throughput...\n");
+    auto tp = InboxThroughput("pg", 8, g_quick ? 1000 : 5000);
+    g_rows.push_back({"inbox throughput, 8 writer processes, 1 reader", Fmt("%.0f msg/s", tm.per_s),
+                      Fmt("%.0f msg/s", tp.per_s), ""});
+    g_rows.push_back({"  lost / duplicated", Fmt("%.0f / %.0f", tm.lost, tm.dups),
+                      Fmt("%.0f / %.0f", tp.lost, tp.dups), "0 / 0"});
+    std::fprintf(stderr, "  pg: racing claims...\n");
+    auto cp = RacingClaims("pg", 16, 2000, 120);
+    g_rows.push_back({"racing claims, 16 processes over 2,000 tasks", Fmt("%.0f claims/s", cm.per_s),
+                      Fmt("%.0f claims/s", cp.per_s), ">= 2k claims/s"});
+    g_rows.push_back({"  double claims (claims made)", Fmt("%.0f (%.0f)", cm.doubles, cm.claims),
+                      Fmt("%.0f (%.0f)", cp.doubles, cp.claims), "0"});
+    std::fprintf(stderr, "  pg: completion -> dependent claimed...\n");
+    auto dp = DependentClaimLatency("pg", g_quick ? 10 : 100);
+    g_rows.push_back({"task completed -> dependent claimed (other process) p50/p99",
+                      Fmt("%.2f / %.2f ms", dm.first, dm.second), Fmt("%.2f / %.2f ms", dp.first, dp.second), ""});
+    std::printf("\n%-58s %-26s %-26s %s\n", "figure (DESIGN §13, §16)", "file store", "PostgreSQL store", "target");
+    std::printf("%s\n", std::string(130, '-').c_str());
+    for (const auto& r : g_rows) {
+      std::printf("%-58s %-26s %-26s %s\n", r.what.c_str(), r.seed.c_str(), r.mates.c_str(), r.target.c_str());
+    }
+  }
   return 0;
 }

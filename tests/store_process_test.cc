@@ -14,9 +14,12 @@
 #include "core/file_lock.h"
 #include "core/clock.h"
 #include "core/ids.h"
+#include "pg/schema.h"
+#include "pg/store.h"
 #include "store/board.h"
 #include "store/mailbox.h"
 #include "store/roster.h"
+#include "support/pg_server.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -54,16 +57,62 @@ void ExpectEachExactlyOnceInWriterOrder(const std::vector<std::string>& ids, int
   EXPECT_EQ(next.size(), static_cast<size_t>(writers));
 }
 
+// The contract tests below run on both stores (DESIGN §13): the files of
+// a folder, and a fresh database on a private PostgreSQL server (team
+// "procs", as the store helper uses it).
+class BothStores : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() != "postgres") {
+      where_ = dir_.str();
+      return;
+    }
+    auto server = testing::PgServer::Start();
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(*server);
+    where_ = server_->Url();
+    auto target = pg::ParseTarget(where_);
+    ASSERT_TRUE(target.ok());
+    auto c = pg::Connection::Open(*target);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    ASSERT_TRUE(pg::InitSchema(*c).ok());
+    auto store = pg::Store::Open(*target);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(*store);
+    ASSERT_TRUE(store_->CreateTeam("procs").ok());
+  }
+  // Where the helper's DIR points: the folder, or the database's URL.
+  const std::string& where() const { return where_; }
+  void CreateTasks(int n) {
+    std::unique_ptr<Board> board;
+    if (!store_) board = std::make_unique<Board>(dir_.path());
+    for (int i = 0; i < n; ++i) {
+      TaskDraft d;
+      d.subject = "task " + std::to_string(i);
+      auto t = store_ ? store_->CreateTask("procs", d) : board->Create(d);
+      ASSERT_TRUE(t.ok()) << t.status().message();
+    }
+  }
+
+  TempDir dir_;  // the file store's folder, and each test's scratch files
+  std::unique_ptr<testing::PgServer> server_;
+  std::unique_ptr<pg::Store> store_;
+  std::string where_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Stores, BothStores, ::testing::Values("file", "postgres"),
+                         [](const auto& info) { return info.param; });
+
 // Test 1: 8 writer processes x 5,000 messages while a reader drains.
-TEST(StoreProcessTest, EightWriterProcessesAndAReaderDeliverEveryMessageOnce) {
-  TempDir dir;
+TEST_P(BothStores, EightWriterProcessesAndAReaderDeliverEveryMessageOnce) {
+  TempDir& dir = dir_;
   constexpr int kWriters = 8, kEach = 5000;
   fs::path sink = dir.path() / "sink.jsonl";
-  auto reader = testing::Start({testing::StoreHelperBinary(), "drain", dir.str(), "lead",
+  auto reader = testing::Start({testing::StoreHelperBinary(), "drain", where(), "lead",
                                 sink.string(), std::to_string(kWriters * kEach)});
   std::vector<Subprocess> writers;
   for (int w = 0; w < kWriters; ++w) {
-    writers.push_back(testing::Start({testing::StoreHelperBinary(), "write", dir.str(), "lead",
+    writers.push_back(testing::Start({testing::StoreHelperBinary(), "write", where(), "lead",
                                       std::to_string(kEach), "w" + std::to_string(w)}));
   }
   for (auto& w : writers) EXPECT_EQ(w.Wait().exit_code, 0);
@@ -73,21 +122,21 @@ TEST(StoreProcessTest, EightWriterProcessesAndAReaderDeliverEveryMessageOnce) {
 }
 
 // Test 2: a reader killed with SIGKILL at random instants, restarted.
-TEST(StoreProcessTest, ReaderKilledAtRandomMomentsLosesAndRepeatsNothing) {
-  TempDir dir;
+TEST_P(BothStores, ReaderKilledAtRandomMomentsLosesAndRepeatsNothing) {
+  TempDir& dir = dir_;
   constexpr int kWriters = 4, kEach = 3000;
   const std::string total = std::to_string(kWriters * kEach);
   fs::path sink = dir.path() / "sink.jsonl";
   std::vector<Subprocess> writers;
   for (int w = 0; w < kWriters; ++w) {
-    writers.push_back(testing::Start({testing::StoreHelperBinary(), "write", dir.str(), "lead",
+    writers.push_back(testing::Start({testing::StoreHelperBinary(), "write", where(), "lead",
                                       std::to_string(kEach), "w" + std::to_string(w)}));
   }
   std::mt19937 rng(12345);
   int kills = 0;
   for (int round = 0; round < 40; ++round) {
     auto reader = testing::Start(
-        {testing::StoreHelperBinary(), "drain", dir.str(), "lead", sink.string(), total});
+        {testing::StoreHelperBinary(), "drain", where(), "lead", sink.string(), total});
     // Fault injection: the kill lands at a random instant of the reader's life.
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
     reader.Signal(SIGKILL);
@@ -96,7 +145,7 @@ TEST(StoreProcessTest, ReaderKilledAtRandomMomentsLosesAndRepeatsNothing) {
   }
   for (auto& w : writers) EXPECT_EQ(w.Wait().exit_code, 0);
   auto last = testing::Start(
-      {testing::StoreHelperBinary(), "drain", dir.str(), "lead", sink.string(), total});
+      {testing::StoreHelperBinary(), "drain", where(), "lead", sink.string(), total});
   auto r = last.Wait();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(kills, 20);
@@ -206,20 +255,13 @@ TEST(StoreProcessTest, SixteenProcessesRacingTheCliClaimEachTaskOnce) {
 
 // Test 4 again without process start-up in the way: 16 long-lived claimer
 // processes (as teammates are) racing over 2,000 tasks.
-TEST(StoreProcessTest, SixteenClaimerProcessesClaimEachTaskOnce) {
-  TempDir dir;
+TEST_P(BothStores, SixteenClaimerProcessesClaimEachTaskOnce) {
+  TempDir& dir = dir_;
   constexpr int kTasks = 2000, kClaimers = 16;
-  {
-    Board board(dir.path());
-    for (int i = 0; i < kTasks; ++i) {
-      TaskDraft d;
-      d.subject = "task " + std::to_string(i);
-      ASSERT_TRUE(board.Create(d).ok());
-    }
-  }
+  CreateTasks(kTasks);
   std::vector<Subprocess> claimers;
   for (int c = 0; c < kClaimers; ++c) {
-    claimers.push_back(testing::Start({testing::StoreHelperBinary(), "claim-loop", dir.str(),
+    claimers.push_back(testing::Start({testing::StoreHelperBinary(), "claim-loop", where(),
                                        "p" + std::to_string(c),
                                        (dir.path() / ("claims." + std::to_string(c))).string()}));
   }

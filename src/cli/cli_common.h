@@ -79,6 +79,7 @@ void AddClusterCommands(CLI::App& app, Globals& g);
 void AddMergesCommands(CLI::App& app, Globals& g);
 void AddUsageCommand(CLI::App& app, Globals& g);
 void AddMcpCommands(CLI::App& app, Globals& g);  // mcp
+void AddStoreCommands(CLI::App& app, Globals& g);  // store init|migrate|status
 
 // The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
 // else the team's lead.

@@ -7,6 +7,8 @@
 //   hold-lock PATH RANGE              take the lock (a folder: the board's), print "locked", wait
 //   claim-loop TASKDIR OWNER OUT      ClaimNext until nothing is claimable,
 //                                     appending each id to OUT
+// DIR / TASKDIR may be a postgres:// URL instead: the same on the
+// PostgreSQL store (DESIGN §13), team "procs".
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
+#include "pg/store.h"
 #include "store/board.h"
 #include "store/mailbox.h"
 #include "store/watcher.h"
@@ -32,7 +35,32 @@ int Die(const std::string& what) {
   return 1;
 }
 
+constexpr const char* kPgTeam = "procs";
+
+bool IsPg(const std::string& where) { return where.rfind("postgres", 0) == 0; }
+
+Result<std::unique_ptr<pg::Store>> OpenPg(const std::string& url) {
+  MATES_ASSIGN_OR_RETURN(pg::Target t, pg::ParseTarget(url));
+  return pg::Store::Open(t);
+}
+
+
 int Write(const std::string& dir, const std::string& member, long count, const std::string& tag) {
+  if (IsPg(dir)) {
+    auto store = OpenPg(dir);
+    if (!store.ok()) return Die(store.status().message());
+    for (long i = 0; i < count; ++i) {
+      Message m;
+      m.id = tag + "-" + std::to_string(i);
+      m.sender = tag;
+      m.recipient = member;
+      m.content = "message " + std::to_string(i) + " from " + tag;
+      m.timestamp = WallSeconds();
+      Status st = (*store)->Append(kPgTeam, member, m);
+      if (!st.ok()) return Die(st.message());
+    }
+    return 0;
+  }
   Mailbox box(dir, member);
   for (long i = 0; i < count; ++i) {
     Message m;
@@ -68,18 +96,17 @@ std::unordered_set<std::string> LoadSink(const std::string& sink) {
   return ids;
 }
 
-int Drain(const std::string& dir, const std::string& member, const std::string& sink,
-          size_t expect) {
+// Drains into `sink` until it holds `expect` ids: `begin` starts a drain
+// (suppressing what the sink holds), `commit` ends it, `idle` says a batch
+// had nothing to do (then the loop waits on `waker`).
+template <typename Begin, typename Commit, typename Idle>
+int DrainLoop(const std::string& sink, size_t expect, Waker& waker, Begin&& begin, Commit&& commit, Idle&& idle) {
   std::unordered_set<std::string> delivered = LoadSink(sink);
-  Mailbox box(dir, member);
-  auto waker = std::make_shared<Waker>();
-  auto sub = Watcher::Default().Subscribe(dir, member + "_inbox.jsonl", waker);
-  if (!sub.ok()) return Die(sub.status().message());
   ScopedFd out(::open(sink.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
   if (!out.valid()) return Die("open sink");
   while (delivered.size() < expect) {
-    uint64_t seen = waker->generation();
-    auto batch = box.BeginDrain([&](const std::string& id) { return delivered.count(id) > 0; });
+    uint64_t seen = waker.generation();
+    auto batch = begin([&](const std::string& id) { return delivered.count(id) > 0; });
     if (!batch.ok()) return Die(batch.status().message());
     std::string lines;
     for (const auto& m : batch->messages) {
@@ -90,14 +117,33 @@ int Drain(const std::string& dir, const std::string& member, const std::string& 
       Status s = WriteAll(out.get(), lines, sink.c_str());
       if (!s.ok()) return Die(s.message());
     }
-    Status c = box.Commit(*batch);
+    Status c = commit(*batch);
     if (!c.ok()) return Die(c.message());
-    if (batch->messages.empty() && !batch->redelivery) {
-      waker->WaitChange(seen, DeadlineIn(1.0));
-    }
+    if (idle(*batch)) waker.WaitChange(seen, DeadlineIn(1.0));
   }
   std::printf("%zu\n", delivered.size());
   return 0;
+}
+
+int Drain(const std::string& dir, const std::string& member, const std::string& sink, size_t expect) {
+  auto waker = std::make_shared<Waker>();
+  if (IsPg(dir)) {
+    auto store = OpenPg(dir);
+    if (!store.ok()) return Die(store.status().message());
+    auto sub = (*store)->listener().Subscribe(pg::InboxKey(kPgTeam, member), waker);
+    if (!sub.ok()) return Die(sub.status().message());
+    pg::Store& st = **store;
+    return DrainLoop(
+        sink, expect, *waker, [&](const auto& already) { return st.BeginDrain(kPgTeam, member, already); },
+        [&](pg::Store::Batch& b) { return st.Commit(b); }, [](const pg::Store::Batch& b) { return b.rows.empty(); });
+  }
+  Mailbox box(dir, member);
+  auto sub = Watcher::Default().Subscribe(dir, member + "_inbox.jsonl", waker);
+  if (!sub.ok()) return Die(sub.status().message());
+  return DrainLoop(
+      sink, expect, *waker, [&](const auto& already) { return box.BeginDrain(already); },
+      [&](Mailbox::Batch& b) { return box.Commit(b); },
+      [](const Mailbox::Batch& b) { return b.messages.empty() && !b.redelivery; });
 }
 
 int HoldLock(const std::string& path, int range) {
@@ -111,12 +157,20 @@ int HoldLock(const std::string& path, int range) {
 }
 
 int ClaimLoop(const std::string& dir, const std::string& owner, const std::string& out_path) {
-  Board board(dir);
+  std::unique_ptr<Board> board;
+  std::unique_ptr<pg::Store> store;
+  if (IsPg(dir)) {
+    auto s = OpenPg(dir);
+    if (!s.ok()) return Die(s.status().message());
+    store = std::move(*s);
+  } else {
+    board = std::make_unique<Board>(dir);
+  }
   ScopedFd out(::open(out_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
   if (!out.valid()) return Die("open out");
   long n = 0;
   for (;;) {
-    auto t = board.ClaimNext(owner);
+    auto t = store ? store->ClaimNext(kPgTeam, owner) : board->ClaimNext(owner);
     if (!t.ok()) return Die(t.status().message());
     if (!t->has_value()) break;
     Status s = WriteAll(out.get(), std::to_string((*t)->id) + "\n", out_path.c_str());

@@ -1,0 +1,105 @@
+// A PostgreSQL connection through libpq (DESIGN §13): connecting with a
+// bound on the time it takes, statements with text parameters, results as
+// owned rows, and errors mapped onto Status with one clear message.
+//
+// libpq is used directly: libpqxx is 6.4 in bookworm (2019, C++17-era
+// API, exceptions for every failure), and what mates needs of it is small:
+// parameterised statements, LISTEN/NOTIFY on a socket it can poll, and the
+// SQLSTATE of an error. No exception crosses this layer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace mates::pg {
+
+// Where the store is: a libpq URI, checked, and how to name it in messages
+// (its password hidden).
+struct Target {
+  std::string uri;    // what libpq gets
+  std::string shown;  // "postgres://mates@127.0.0.1:5432/team" (no password)
+};
+
+// "postgres://…" or "postgresql://…" (libpq's URI syntax, every parameter
+// libpq knows). InvalidArgument naming what is wrong otherwise; at most
+// 4 KiB.
+Result<Target> ParseTarget(std::string_view url);
+
+// The rows of one statement's result.
+class Rows {
+ public:
+  Rows() = default;
+  explicit Rows(pg_result* r);
+  Rows(Rows&&) noexcept = default;
+  Rows& operator=(Rows&&) noexcept = default;
+
+  int size() const;
+  bool null(int row, int col) const;
+  std::string_view text(int row, int col) const;  // "" for NULL
+  // The value as an integer; 0 if it is NULL or not one.
+  int64_t integer(int row, int col) const;
+  // Rows changed by an INSERT/UPDATE/DELETE.
+  int64_t affected() const;
+
+ private:
+  struct Free {
+    void operator()(pg_result* r) const;
+  };
+  std::unique_ptr<pg_result, Free> r_;
+};
+
+// A statement parameter: text, or SQL NULL.
+using Param = std::optional<std::string>;
+
+class Connection {
+ public:
+  // Connects within `timeout_s` (libpq's connect_timeout, at least 2 s).
+  // Unavailable if the server cannot be reached; InvalidArgument if it
+  // refuses who we are (wrong password, unknown role or database).
+  static Result<Connection> Open(const Target& target, double timeout_s = 10);
+
+  Connection() = default;
+  Connection(Connection&&) noexcept = default;
+  Connection& operator=(Connection&&) noexcept = default;
+
+  // One statement, parameters as $1, $2, …. Errors carry the server's
+  // message: Unavailable when the connection is lost (the caller
+  // reconnects), Conflict for a serialization failure or a deadlock,
+  // FailedPrecondition for a missing table, InvalidArgument for bad input,
+  // Internal otherwise.
+  Result<Rows> Exec(std::string_view sql, const std::vector<Param>& params = {});
+  // Several statements without parameters (schema scripts).
+  Status ExecScript(std::string_view sql);
+
+  // False once the connection is known to be lost.
+  bool ok() const;
+  const Target& target() const { return target_; }
+
+  // LISTEN support: the socket to poll, reading what arrived, and the
+  // channels of the notifications received so far.
+  int socket() const;
+  Status ConsumeInput();
+  std::vector<std::string> TakeNotifications();
+
+ private:
+  struct Finish {
+    void operator()(pg_conn* c) const;
+  };
+  Status ErrorOf(pg_result* r, std::string_view sql) const;
+  std::unique_ptr<pg_conn, Finish> conn_;
+  Target target_;
+};
+
+// A literal SQL identifier or string for scripts built in code: "'it''s'".
+std::string QuoteLiteral(std::string_view s);
+
+}  // namespace mates::pg

@@ -1,0 +1,143 @@
+#include "pg/schema.h"
+
+#include <string>
+
+namespace mates::pg {
+
+namespace {
+
+// Held by whoever changes the schema (pg_advisory_xact_lock's key).
+constexpr const char* kSchemaLockKey = "7283911";
+
+// Step N brings the schema from version N-1 to N. Names are prefixed
+// `mates_` so that the tables can share a database with others.
+const char* const kSteps[] = {
+    // 1: teams, inboxes and the task board.
+    R"SQL(
+CREATE TABLE mates_schema (version integer NOT NULL, migrated_at timestamptz NOT NULL DEFAULT now());
+INSERT INTO mates_schema (version) VALUES (0);
+CREATE TABLE mates_teams (
+  name text PRIMARY KEY,
+  created_at double precision NOT NULL
+);
+-- One row per undelivered message. A drain locks a member's rows in a
+-- transaction and deletes them when its reader commits: a reader that dies
+-- leaves them for the next drain.
+CREATE TABLE mates_inbox (
+  seq bigserial PRIMARY KEY,
+  team text NOT NULL REFERENCES mates_teams (name) ON DELETE CASCADE,
+  member text NOT NULL,
+  msg_id text NOT NULL,
+  line text NOT NULL,
+  UNIQUE (team, member, msg_id)
+);
+CREATE INDEX mates_inbox_member ON mates_inbox (team, member, seq);
+CREATE TABLE mates_tasks (
+  team text NOT NULL REFERENCES mates_teams (name) ON DELETE CASCADE,
+  id bigint NOT NULL,
+  subject text NOT NULL,
+  description text NOT NULL DEFAULT '',
+  active_form text NOT NULL DEFAULT '',
+  status text NOT NULL,
+  owner text NOT NULL DEFAULT '',
+  blocked_by bigint[] NOT NULL DEFAULT '{}',
+  blocks bigint[] NOT NULL DEFAULT '{}',
+  metadata text NOT NULL DEFAULT '{}',
+  created_at double precision NOT NULL,
+  updated_at double precision NOT NULL,
+  PRIMARY KEY (team, id)
+);
+-- Claims walk the pending tasks of one owner (theirs, then '') by id.
+CREATE INDEX mates_tasks_open ON mates_tasks (team, owner, id) WHERE status = 'pending';
+-- A claim in one round trip, its plans kept by the server: the first
+-- pending task assigned to the claimer, else the first unowned one, whose
+-- blockers are all completed or deleted. Rows another claimer holds are
+-- skipped (SKIP LOCKED), and a row locked is checked again on its newest
+-- version before it is taken: no task is claimed twice.
+CREATE FUNCTION mates_claim_next(p_team text, p_owner text, p_now double precision)
+RETURNS SETOF mates_tasks LANGUAGE plpgsql AS $$
+DECLARE
+  whose text;
+  picked bigint;
+BEGIN
+  FOREACH whose IN ARRAY ARRAY[p_owner, ''] LOOP
+    SELECT t.id INTO picked FROM mates_tasks t
+     WHERE t.team = p_team AND t.status = 'pending' AND t.owner = whose
+       AND NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS bid
+                         JOIN mates_tasks b ON b.team = t.team AND b.id = bid
+                        WHERE b.status NOT IN ('completed', 'deleted'))
+     ORDER BY t.id LIMIT 1 FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN
+      RETURN QUERY UPDATE mates_tasks SET owner = p_owner, status = 'in_progress', updated_at = p_now
+                    WHERE team = p_team AND id = picked RETURNING *;
+      RETURN;
+    END IF;
+  END LOOP;
+END $$;
+)SQL",
+};
+static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
+
+Status Newer(const Connection& c, int found) {
+  return Status::FailedPrecondition("the mates schema of " + c.target().shown + " is version " +
+                                    std::to_string(found) + ", newer than this mates knows (" +
+                                    std::to_string(kSchemaVersion) + "): use a newer mates");
+}
+
+// In one transaction under the schema lock: the version found, then the
+// steps after it, unless `want_empty` and there is a schema already, or
+// `!want_empty` and there is none.
+Result<int> Apply(Connection& c, bool init) {
+  MATES_RETURN_IF_ERROR(c.ExecScript("BEGIN"));
+  auto run = [&]() -> Result<int> {
+    MATES_RETURN_IF_ERROR(c.Exec(std::string("SELECT pg_advisory_xact_lock(") + kSchemaLockKey + ")").status());
+    MATES_ASSIGN_OR_RETURN(int found, SchemaVersion(c));
+    if (found > kSchemaVersion) return Newer(c, found);
+    if (init && found > 0 && found < kSchemaVersion) {
+      return Status::FailedPrecondition("the mates schema of " + c.target().shown + " is version " +
+                                        std::to_string(found) + ", older than this mates' " +
+                                        std::to_string(kSchemaVersion) + ": run mates store migrate");
+    }
+    if (!init && found == 0) {
+      return Status::FailedPrecondition(c.target().shown + " has no mates schema: run mates store init");
+    }
+    for (int v = found + 1; v <= kSchemaVersion; ++v) {
+      MATES_RETURN_IF_ERROR(c.ExecScript(kSteps[v - 1]));
+      MATES_RETURN_IF_ERROR(
+          c.Exec("UPDATE mates_schema SET version = $1, migrated_at = now()", {std::to_string(v)}).status());
+    }
+    return found;
+  };
+  Result<int> r = run();
+  Status end = c.ExecScript(r.ok() ? "COMMIT" : "ROLLBACK");
+  if (!r.ok()) return r;
+  MATES_RETURN_IF_ERROR(end);
+  return r;
+}
+
+}  // namespace
+
+Result<int> SchemaVersion(Connection& c) {
+  MATES_ASSIGN_OR_RETURN(Rows has, c.Exec("SELECT to_regclass('mates_schema') IS NOT NULL"));
+  if (has.size() != 1 || has.text(0, 0) != "t") return 0;
+  MATES_ASSIGN_OR_RETURN(Rows v, c.Exec("SELECT max(version) FROM mates_schema"));
+  if (v.size() != 1 || v.null(0, 0)) return Status::Corrupt("the mates_schema table of " + c.target().shown + " is empty");
+  return static_cast<int>(v.integer(0, 0));
+}
+
+Result<int> InitSchema(Connection& c) { return Apply(c, /*init=*/true); }
+
+Result<int> MigrateSchema(Connection& c) { return Apply(c, /*init=*/false); }
+
+Status CheckSchema(Connection& c) {
+  MATES_ASSIGN_OR_RETURN(int found, SchemaVersion(c));
+  if (found == 0) return Status::FailedPrecondition(c.target().shown + " has no mates schema: run mates store init");
+  if (found > kSchemaVersion) return Newer(c, found);
+  if (found < kSchemaVersion) {
+    return Status::FailedPrecondition("the mates schema of " + c.target().shown + " is version " +
+                                      std::to_string(found) + ": run mates store migrate");
+  }
+  return Status::Ok();
+}
+
+}  // namespace mates::pg

@@ -1,0 +1,316 @@
+#include "pg/store.h"
+
+#include <charconv>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/names.h"
+#include "pg/schema.h"
+
+namespace mates::pg {
+
+namespace {
+
+constexpr size_t kMaxIdle = 8;
+constexpr const char* kTaskColumns =
+    "id, subject, description, active_form, status, owner, blocked_by, blocks, metadata, created_at, updated_at";
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+std::string Seconds(double v) {
+  char buf[32];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, p) : "0";
+}
+
+// "{1,2,3}" (PostgreSQL's text form of a bigint[]).
+std::vector<int64_t> IdArray(std::string_view s) {
+  std::vector<int64_t> out;
+  if (s.size() < 2) return out;
+  s = s.substr(1, s.size() - 2);
+  while (!s.empty()) {
+    size_t comma = s.find(',');
+    std::string_view part = s.substr(0, comma);
+    int64_t v = 0;
+    if (std::from_chars(part.data(), part.data() + part.size(), v).ec == std::errc()) out.push_back(v);
+    s.remove_prefix(comma == std::string_view::npos ? s.size() : comma + 1);
+  }
+  return out;
+}
+
+std::string ArrayText(const std::vector<int64_t>& ids) {
+  std::string s = "{";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i > 0 ? "," : "") + Num(ids[i]);
+  return s + "}";
+}
+
+Result<Task> TaskOf(const Rows& r, int row) {
+  Task t;
+  t.id = r.integer(row, 0);
+  t.subject = std::string(r.text(row, 1));
+  t.description = std::string(r.text(row, 2));
+  t.active_form = std::string(r.text(row, 3));
+  MATES_ASSIGN_OR_RETURN(t.status, ParseTaskStatus(r.text(row, 4)));
+  t.owner = std::string(r.text(row, 5));
+  t.blocked_by = IdArray(r.text(row, 6));
+  t.blocks = IdArray(r.text(row, 7));
+  t.metadata_json = std::string(r.text(row, 8));
+  std::string_view c = r.text(row, 9), u = r.text(row, 10);
+  std::from_chars(c.data(), c.data() + c.size(), t.created_at);
+  std::from_chars(u.data(), u.data() + u.size(), t.updated_at);
+  return t;
+}
+
+// A row that names a team that is not there is "no such team".
+Status NoTeamIfForeignKey(Status s, const std::string& team) {
+  if (s.code() == StatusCode::kInvalidArgument && s.message().find("foreign key") != std::string::npos) {
+    return Status::NotFound("no team '" + team + "'");
+  }
+  return s;
+}
+
+Status CheckNames(const std::string& team, const std::string& member) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  return ValidateName("member name", member);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const Target& target) {
+  std::unique_ptr<Store> s(new Store(target));
+  MATES_ASSIGN_OR_RETURN(Connection c, Connection::Open(target, 10));
+  MATES_RETURN_IF_ERROR(CheckSchema(c));
+  s->Give(std::move(c));
+  return s;
+}
+
+Store::~Store() = default;
+
+void Store::Give(Connection c) {
+  if (!c.ok()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
+}
+
+Store::Lease::~Lease() {
+  if (store_ != nullptr) store_->Give(std::move(conn_));
+}
+
+Result<Store::Lease> Store::Acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!idle_.empty()) {
+      Connection c = std::move(idle_.back());
+      idle_.pop_back();
+      if (c.ok()) return Lease(this, std::move(c));
+    }
+  }
+  MATES_ASSIGN_OR_RETURN(Connection c, Connection::Open(target_, 10));
+  return Lease(this, std::move(c));
+}
+
+Status Store::CreateTeam(const std::string& team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("INSERT INTO mates_teams (name, created_at) VALUES ($1, $2) "
+                                         "ON CONFLICT DO NOTHING",
+                                         {team, Seconds(WallSeconds())}));
+  if (r.affected() == 0) return Status::AlreadyExists("team '" + team + "' exists already");
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------- mailboxes
+
+Status Store::Append(const std::string& team, const std::string& member, const Message& m) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  if (m.id.empty()) return Status::InvalidArgument("a message needs an id");
+  std::string line = MessageToLine(m);
+  if (!line.empty() && line.back() == '\n') line.pop_back();
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  // The NOTIFY goes out with the row's commit, and only for a new row.
+  auto r = c->Exec(
+      "WITH ins AS (INSERT INTO mates_inbox (team, member, msg_id, line) VALUES ($1, $2, $3, $4) "
+      "ON CONFLICT (team, member, msg_id) DO NOTHING RETURNING seq) "
+      "SELECT pg_notify($5, '') FROM ins",
+      {team, member, m.id, line, ChannelOf(InboxKey(team, member))});
+  if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
+  return Status::Ok();
+}
+
+Result<std::vector<Message>> Store::Peek(const std::string& team, const std::string& member) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT line FROM mates_inbox WHERE team = $1 AND member = $2 ORDER BY seq",
+                                         {team, member}));
+  std::vector<Message> out;
+  for (int i = 0; i < r.size(); ++i) {
+    auto m = ParseMessageLine(r.text(i, 0));
+    if (m.ok()) out.push_back(std::move(*m));
+  }
+  return out;
+}
+
+Result<size_t> Store::PendingCount(const std::string& team, const std::string& member) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT count(*) FROM mates_inbox WHERE team = $1 AND member = $2",
+                                         {team, member}));
+  return static_cast<size_t>(r.integer(0, 0));
+}
+
+Store::Batch::~Batch() {
+  // Not committed: the rows stay, for the next drain.
+  if (lease && (*lease)->ok()) (void)(*lease)->ExecScript("ROLLBACK");
+}
+
+Result<Store::Batch> Store::BeginDrain(const std::string& team, const std::string& member,
+                                       const AlreadyDelivered& already_delivered) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  Batch b;
+  MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN"));
+  b.lease.emplace(std::move(c));
+  Connection& conn = **b.lease;
+  // One drainer per inbox at a time; the lock goes with the transaction.
+  MATES_RETURN_IF_ERROR(
+      conn.Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {InboxKey(team, member)}).status());
+  MATES_ASSIGN_OR_RETURN(Rows r, conn.Exec("SELECT seq, msg_id, line FROM mates_inbox "
+                                           "WHERE team = $1 AND member = $2 ORDER BY seq",
+                                           {team, member}));
+  for (int i = 0; i < r.size(); ++i) {
+    b.rows.push_back(r.integer(i, 0));
+    auto m = ParseMessageLine(r.text(i, 2));
+    if (!m.ok()) {
+      LogWarning("inbox of " + member + "@" + team + ": dropped an unreadable row: " + m.status().message());
+      continue;
+    }
+    if (already_delivered && already_delivered(m->id)) continue;
+    b.messages.push_back(std::move(*m));
+  }
+  return b;
+}
+
+Status Store::Commit(Batch& batch) {
+  if (!batch.lease) return Status::FailedPrecondition("this drain was committed already");
+  Connection& conn = **batch.lease;
+  Status s = Status::Ok();
+  if (!batch.rows.empty()) {
+    s = conn.Exec("DELETE FROM mates_inbox WHERE seq = ANY($1::bigint[])", {ArrayText(batch.rows)}).status();
+  }
+  if (s.ok()) s = conn.ExecScript("COMMIT");
+  if (!s.ok()) (void)conn.ExecScript("ROLLBACK");
+  batch.lease.reset();
+  return s;
+}
+
+Result<std::vector<Message>> Store::Drain(const std::string& team, const std::string& member,
+                                          const AlreadyDelivered& already_delivered) {
+  MATES_ASSIGN_OR_RETURN(Batch b, BeginDrain(team, member, already_delivered));
+  MATES_RETURN_IF_ERROR(Commit(b));
+  return std::move(b.messages);
+}
+
+// ----------------------------------------------------------------- board
+
+Result<Task> Store::CreateTask(const std::string& team, const TaskDraft& draft) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  if (draft.subject.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Status::InvalidArgument("a task's subject cannot be empty");
+  }
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN"));
+  auto run = [&]() -> Result<Task> {
+    // Ids are allocated one writer at a time per board.
+    MATES_RETURN_IF_ERROR(
+        c->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {BoardKey(team)}).status());
+    std::vector<int64_t> blockers;
+    for (int64_t b : draft.blocked_by) {
+      if (std::find(blockers.begin(), blockers.end(), b) == blockers.end()) blockers.push_back(b);
+    }
+    if (!blockers.empty()) {
+      MATES_ASSIGN_OR_RETURN(Rows have, c->Exec("SELECT count(*) FROM mates_tasks WHERE team = $1 AND "
+                                                "id = ANY($2::bigint[]) AND status <> 'deleted'",
+                                                {team, ArrayText(blockers)}));
+      if (have.integer(0, 0) != static_cast<int64_t>(blockers.size())) {
+        return Status::NotFound("a task it is blocked by does not exist");
+      }
+    }
+    std::string now = Seconds(WallSeconds());
+    auto r = c->Exec(std::string("INSERT INTO mates_tasks (team, id, subject, description, active_form, status, "
+                                 "blocked_by, metadata, created_at, updated_at) "
+                                 "SELECT $1, COALESCE(max(id), 0) + 1, $2, $3, $4, 'pending', $5::bigint[], $6, "
+                                 "$7, $7 FROM mates_tasks WHERE team = $1 RETURNING ") +
+                         kTaskColumns,
+                     {team, draft.subject, draft.description, draft.active_form, ArrayText(blockers),
+                      draft.metadata_json.empty() ? "{}" : draft.metadata_json, now});
+    if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
+    MATES_ASSIGN_OR_RETURN(Task t, TaskOf(*r, 0));
+    if (!blockers.empty()) {
+      MATES_RETURN_IF_ERROR(c->Exec("UPDATE mates_tasks SET blocks = array_append(blocks, $3) "
+                                    "WHERE team = $1 AND id = ANY($2::bigint[])",
+                                    {team, ArrayText(blockers), Num(t.id)})
+                                .status());
+    }
+    MATES_RETURN_IF_ERROR(c->Exec("SELECT pg_notify($1, '')", {ChannelOf(BoardKey(team))}).status());
+    return t;
+  };
+  Result<Task> t = run();
+  Status end = c->ExecScript(t.ok() ? "COMMIT" : "ROLLBACK");
+  if (!t.ok()) return t;
+  MATES_RETURN_IF_ERROR(end);
+  return t;
+}
+
+Result<Task> Store::GetTask(const std::string& team, int64_t id) {
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kTaskColumns +
+                                             " FROM mates_tasks WHERE team = $1 AND id = $2",
+                                         {team, Num(id)}));
+  if (r.size() == 0) return Status::NotFound("no task #" + Num(id));
+  return TaskOf(r, 0);
+}
+
+Result<std::vector<Task>> Store::ListTasks(const std::string& team) {
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kTaskColumns +
+                                             " FROM mates_tasks WHERE team = $1 AND status <> 'deleted' ORDER BY id",
+                                         {team}));
+  std::vector<Task> out;
+  for (int i = 0; i < r.size(); ++i) {
+    MATES_ASSIGN_OR_RETURN(Task t, TaskOf(r, i));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<std::optional<Task>> Store::ClaimNext(const std::string& team, const std::string& owner) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, owner));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  // mates_claim_next (schema.cc): assigned first, then unowned, by id,
+  // skipping rows other claimers hold. A claim notifies no one: it makes
+  // nothing claimable.
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kTaskColumns +
+                                             " FROM mates_claim_next($1, $2, $3)",
+                                         {team, owner, Seconds(WallSeconds())}));
+  if (r.size() == 0) return std::optional<Task>();
+  MATES_ASSIGN_OR_RETURN(Task t, TaskOf(r, 0));
+  return std::optional<Task>(std::move(t));
+}
+
+Result<Task> Store::Complete(const std::string& team, int64_t id, const std::string& owner) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, owner));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(
+      Rows r, c->Exec(std::string("WITH upd AS (UPDATE mates_tasks SET status = 'completed', updated_at = $4 "
+                                  "WHERE team = $1 AND id = $2 AND owner = $3 AND status = 'in_progress' "
+                                  "RETURNING *) SELECT ") +
+                          kTaskColumns + ", (SELECT count(*) FROM (SELECT pg_notify($5, '') FROM upd) n) FROM upd",
+                      {team, Num(id), owner, Seconds(WallSeconds()), ChannelOf(BoardKey(team))}));
+  if (r.size() == 1) return TaskOf(r, 0);
+  MATES_ASSIGN_OR_RETURN(Task t, GetTask(team, id));
+  return Status::Conflict("task #" + Num(id) + " is " + std::string(TaskStatusName(t.status)) +
+                          (t.owner.empty() ? "" : ", owned by '" + t.owner + "'") + ", not in progress for '" +
+                          owner + "'");
+}
+
+}  // namespace mates::pg

@@ -1,0 +1,117 @@
+// Team state in PostgreSQL (DESIGN §13): the same semantics as the file
+// store's mailbox and board claims, built from transactions instead of
+// OFD locks and renames.
+//
+//   mailbox  Append is one INSERT (an id seen before is dropped: appending
+//            again after a lost answer is safe) and a NOTIFY in the same
+//            statement. A drain is a transaction: it takes the member's
+//            advisory lock (one drainer at a time), reads the rows, and the
+//            reader's Commit deletes them and commits. A reader that dies
+//            before it commits rolls back with its connection: the rows
+//            are delivered again; `already_delivered` suppresses what its
+//            durable record holds.
+//   board    A claim is one UPDATE of a row picked FOR UPDATE SKIP LOCKED
+//            among the pending, unblocked tasks (assigned ones first):
+//            racing claimers take different rows and never wait on each
+//            other (one call of a server-side function, mates_claim_next).
+//            A NOTIFY on the board's key goes with every change that can
+//            make a task claimable (a new task, a completion).
+//
+// Connections come from a small pool; one that is lost is dropped, and the
+// next operation connects again. A lost connection is Unavailable to the
+// caller, which waits and retries.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "pg/connection.h"
+#include "pg/listener.h"
+#include "store/message.h"
+#include "store/task.h"
+
+namespace mates::pg {
+
+class Store {
+ public:
+  using AlreadyDelivered = std::function<bool(const std::string& id)>;
+
+  // Connects and checks the schema (FailedPrecondition naming what to run
+  // otherwise).
+  static Result<std::unique_ptr<Store>> Open(const Target& target);
+  ~Store();
+
+  const Target& target() const { return target_; }
+
+  // A connection taken from the pool, given back (if still good) when
+  // dropped.
+  class Lease {
+   public:
+    Lease(Store* s, Connection c) : store_(s), conn_(std::move(c)) {}
+    Lease(Lease&& o) noexcept : store_(o.store_), conn_(std::move(o.conn_)) { o.store_ = nullptr; }
+    Lease& operator=(Lease&&) noexcept = delete;
+    ~Lease();
+    Connection& operator*() { return conn_; }
+    Connection* operator->() { return &conn_; }
+
+   private:
+    Store* store_;
+    Connection conn_;
+  };
+  Result<Lease> Acquire();
+
+  // Teams.
+  Status CreateTeam(const std::string& team);
+
+  // Mailboxes.
+  Status Append(const std::string& team, const std::string& member, const Message& m);
+  Result<std::vector<Message>> Peek(const std::string& team, const std::string& member);
+  Result<size_t> PendingCount(const std::string& team, const std::string& member);
+  // An uncommitted drain: its transaction stays open on its connection
+  // until Commit; dropped without it, its messages are delivered again.
+  struct Batch {
+    std::vector<Message> messages;
+    std::vector<int64_t> rows;  // what Commit deletes (unreadable ones too)
+    std::optional<Lease> lease;
+    ~Batch();
+    Batch() = default;
+    Batch(Batch&&) noexcept = default;
+  };
+  Result<Batch> BeginDrain(const std::string& team, const std::string& member,
+                           const AlreadyDelivered& already_delivered = {});
+  Status Commit(Batch& batch);
+  Result<std::vector<Message>> Drain(const std::string& team, const std::string& member,
+                                     const AlreadyDelivered& already_delivered = {});
+
+  // The board: what a claim needs.
+  Result<Task> CreateTask(const std::string& team, const TaskDraft& draft);
+  Result<Task> GetTask(const std::string& team, int64_t id);
+  Result<std::vector<Task>> ListTasks(const std::string& team);
+  // The next pending task whose blockers are all completed (or deleted):
+  // one assigned to `owner` first, then an unowned one by id; nullopt if
+  // there is none.
+  Result<std::optional<Task>> ClaimNext(const std::string& team, const std::string& owner);
+  // `owner` finishes its task: in_progress -> completed.
+  Result<Task> Complete(const std::string& team, int64_t id, const std::string& owner);
+
+  // Wake-ups: subscribe a waker to InboxKey(team, member) or
+  // BoardKey(team); it is notified when that may have changed, and after
+  // the listener reconnects.
+  Listener& listener() { return listener_; }
+
+ private:
+  explicit Store(const Target& t) : target_(t), listener_(t) {}
+  void Give(Connection c);
+
+  Target target_;
+  Listener listener_;
+  std::mutex mu_;
+  std::vector<Connection> idle_;  // guarded by mu_
+};
+
+}  // namespace mates::pg

@@ -1,0 +1,334 @@
+// The PostgreSQL store (DESIGN §13) against a real server: a private one
+// per test program (support/pg_server.h), a fresh database per test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <future>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/waker.h"
+#include "pg/connection.h"
+#include "pg/schema.h"
+#include "pg/store.h"
+#include "support/pg_server.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::PgServer;
+using testing::RunMates;
+using testing::TempDir;
+
+class PgTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto s = PgServer::Start();
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server_ = s->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  // A database of its own for the test that asks.
+  std::string FreshDatabase() {
+    static int n = 0;
+    auto url = server_->CreateDatabase("t" + std::to_string(++n));
+    EXPECT_TRUE(url.ok()) << url.status().message();
+    return url.ok() ? *url : "";
+  }
+  static pg::Connection Connect(const std::string& url) {
+    auto t = pg::ParseTarget(url);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    auto c = pg::Connection::Open(*t, 10);
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return std::move(*c);
+  }
+  // A fresh database with the schema and the team "procs" (the store
+  // helper's), opened.
+  std::unique_ptr<pg::Store> FreshStore() {
+    url_ = FreshDatabase();
+    pg::Connection c = Connect(url_);
+    EXPECT_TRUE(pg::InitSchema(c).ok());
+    auto store = pg::Store::Open(*pg::ParseTarget(url_));
+    EXPECT_TRUE(store.ok()) << store.status().message();
+    if (!store.ok()) return nullptr;
+    EXPECT_TRUE((*store)->CreateTeam("procs").ok());
+    return std::move(*store);
+  }
+  static Message Msg(const std::string& id, const std::string& text) {
+    Message m;
+    m.id = id;
+    m.sender = "lead";
+    m.recipient = "ann";
+    m.content = text;
+    m.timestamp = WallSeconds();
+    return m;
+  }
+  static std::vector<std::string> Ids(const std::vector<Message>& ms) {
+    std::vector<std::string> ids;
+    for (const auto& m : ms) ids.push_back(m.id);
+    return ids;
+  }
+
+  static PgServer* server_;
+  TempDir ws_;
+  std::string url_;
+};
+PgServer* PgTest::server_ = nullptr;
+
+TEST(PgTargetTest, UrlsAreCheckedAndShownWithoutTheirPassword) {
+  auto t = pg::ParseTarget("postgresql://ann:s3cret@db.example:6543/team?sslmode=disable");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->shown, "postgres://ann@db.example:6543/team");
+  EXPECT_EQ(t->shown.find("s3cret"), std::string::npos);
+  EXPECT_TRUE(pg::ParseTarget("postgres:///mates").ok());
+  for (const std::string& bad : std::vector<std::string>{"", "mysql://x/y", "file:", "postgres://h/db?nosuchoption=1",
+                                "postgres://h:notaport/db", std::string("postgres://h/d") + '\0' + "x",
+                                "postgres://h/" + std::string(5000, 'd')}) {
+    auto r = pg::ParseTarget(bad);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad.substr(0, 40);
+  }
+}
+
+TEST_F(PgTest, InitMigrateAndStatusAnswerForTheSchema) {
+  std::string url = FreshDatabase();
+  auto st = RunMates(ws_.path(), {"store", "status", "--store", url});
+  EXPECT_EQ(st.exit_code, 1);
+  EXPECT_NE(st.err.find("has no mates schema: run mates store init"), std::string::npos) << st.err;
+  auto mig = RunMates(ws_.path(), {"store", "migrate", "--store", url});
+  EXPECT_EQ(mig.exit_code, 1);
+  EXPECT_NE(mig.err.find("run mates store init"), std::string::npos) << mig.err;
+
+  auto init = RunMates(ws_.path(), {"store", "init", "--store", url});
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  EXPECT_NE(init.out.find("created the mates schema (version " + std::to_string(pg::kSchemaVersion) + ")"),
+            std::string::npos)
+      << init.out;
+  auto again = RunMates(ws_.path(), {"store", "init"}, {"MATES_STORE=" + url});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("there already"), std::string::npos) << again.out;
+  st = RunMates(ws_.path(), {"store", "status", "--store", url});
+  EXPECT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("(current)"), std::string::npos) << st.out;
+  mig = RunMates(ws_.path(), {"store", "migrate", "--store", url});
+  EXPECT_EQ(mig.exit_code, 0) << mig.err;
+  EXPECT_NE(mig.out.find("is current"), std::string::npos) << mig.out;
+  // Nothing said names the password.
+  for (const auto& text : {st.out, st.err, init.out, mig.out}) EXPECT_EQ(text.find("mates-test-password"), std::string::npos);
+
+  pg::Connection c = Connect(url);
+  auto tables = c.Exec("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'mates\\_%'");
+  ASSERT_TRUE(tables.ok()) << tables.status().message();
+  EXPECT_EQ(tables->integer(0, 0), 4);
+}
+
+TEST_F(PgTest, TwoInitsAtOnceCreateTheSchemaOnce) {
+  std::string url = FreshDatabase();
+  auto a = testing::StartMates(ws_.path(), {"store", "init", "--store", url});
+  auto b = testing::StartMates(ws_.path(), {"store", "init", "--store", url});
+  auto ra = a.Wait();
+  auto rb = b.Wait();
+  EXPECT_EQ(ra.exit_code, 0) << ra.err;
+  EXPECT_EQ(rb.exit_code, 0) << rb.err;
+  pg::Connection c = Connect(url);
+  auto v = pg::SchemaVersion(c);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(*v, pg::kSchemaVersion);
+  auto rows = c.Exec("SELECT count(*) FROM mates_schema");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->integer(0, 0), 1);
+}
+
+TEST_F(PgTest, ANewerSchemaIsRefusedByEveryCommand) {
+  std::string url = FreshDatabase();
+  ASSERT_EQ(RunMates(ws_.path(), {"store", "init", "--store", url}).exit_code, 0);
+  pg::Connection c = Connect(url);
+  ASSERT_TRUE(c.Exec("UPDATE mates_schema SET version = 99").ok());
+  for (const char* cmd : {"init", "migrate", "status"}) {
+    auto r = RunMates(ws_.path(), {"store", cmd, "--store", url});
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find("is version 99, newer than this mates knows (" + std::to_string(pg::kSchemaVersion) +
+                         "): use a newer mates"),
+              std::string::npos)
+        << cmd << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(pg::CheckSchema(c).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(PgTest, BadTargetsGetOneClearErrorEach) {
+  struct Case {
+    std::string url;
+    int exit_code;
+    std::string says;
+  };
+  int closed_port = server_->port() == 1 ? 2 : 1;  // nothing listens on port 1 here
+  std::vector<Case> cases = {
+      {"postgresql://mates:x@127.0.0.1:" + std::to_string(closed_port) + "/mates", 1, "cannot connect to"},
+      {server_->UrlWithPassword("wrong-password"), 2, "password authentication failed"},
+      {"postgresql://mates:mates-test-password@127.0.0.1:" + std::to_string(server_->port()) + "/nosuchdb", 2,
+       "does not exist"},
+      {"postgresql://nobody:x@127.0.0.1:" + std::to_string(server_->port()) + "/mates", 2, "authentication failed"},
+      {"mysql://127.0.0.1/mates", 2, "starts with postgres://"},
+      {"postgres://127.0.0.1:port/mates", 2, "bad store URL"},
+      {"postgres://127.0.0.1/" + std::string(5000, 'x'), 2, "over 4096 bytes"},
+  };
+  for (const Case& k : cases) {
+    auto r = RunMates(ws_.path(), {"store", "status", "--store", k.url, "--connect-timeout", "5"});
+    EXPECT_EQ(r.exit_code, k.exit_code) << k.url.substr(0, 60) << ": " << r.err;
+    EXPECT_NE(r.err.find(k.says), std::string::npos) << k.url.substr(0, 60) << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.find("wrong-password"), std::string::npos) << r.err;
+  }
+  auto timeout = RunMates(ws_.path(), {"store", "status", "--store", server_->Url(), "--connect-timeout", "-1"});
+  EXPECT_EQ(timeout.exit_code, 2) << timeout.err;
+  // The file store needs no schema.
+  auto file = RunMates(ws_.path(), {"store", "init", "--store", "file:"});
+  EXPECT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_NE(file.out.find("nothing to initialise"), std::string::npos) << file.out;
+}
+
+TEST_F(PgTest, AStoreWithoutTheSchemaSaysToInitIt) {
+  std::string url = FreshDatabase();
+  auto store = pg::Store::Open(*pg::ParseTarget(url));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("run mates store init"), std::string::npos) << store.status().message();
+}
+
+TEST_F(PgTest, AMailboxDeliversOnceRedeliversWhatWasNotCommittedAndDropsRepeatedIds) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->CreateTeam("procs").code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(store->Append("nosuchteam", "ann", Msg("m-0", "x")).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->Append("procs", "bad name!", Msg("m-0", "x")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Append("procs", "ann", Msg("", "x")).code(), StatusCode::kInvalidArgument);
+  for (const char* id : {"m-1", "m-2", "m-3", "m-2"}) ASSERT_TRUE(store->Append("procs", "ann", Msg(id, id)).ok());
+  EXPECT_EQ(*store->PendingCount("procs", "ann"), 3u);
+  EXPECT_EQ(Ids(*store->Peek("procs", "ann")), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
+  {
+    auto batch = store->BeginDrain("procs", "ann");
+    ASSERT_TRUE(batch.ok()) << batch.status().message();
+    EXPECT_EQ(Ids(batch->messages), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
+    // Dropped without a commit (a reader that died): delivered again.
+  }
+  EXPECT_EQ(*store->PendingCount("procs", "ann"), 3u);
+  auto batch = store->BeginDrain("procs", "ann", [](const std::string& id) { return id == "m-1"; });
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(Ids(batch->messages), (std::vector<std::string>{"m-2", "m-3"}));
+  // One drainer at a time: a second waits for the first's commit, then
+  // finds only what came after it.
+  auto second = std::async(std::launch::async, [&] { return store->Drain("procs", "ann"); });
+  EXPECT_EQ(second.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-4", "after")).ok());
+  ASSERT_TRUE(store->Commit(*batch).ok());
+  EXPECT_EQ(store->Commit(*batch).code(), StatusCode::kFailedPrecondition);
+  auto rest = second.get();
+  ASSERT_TRUE(rest.ok()) << rest.status().message();
+  EXPECT_EQ(Ids(*rest), (std::vector<std::string>{"m-4"}));
+  EXPECT_EQ(*store->PendingCount("procs", "ann"), 0u);
+  // Only mates writes rows, but a row edited into garbage is dropped with a
+  // warning and blocks nothing after it.
+  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-5", "x")).ok());
+  ASSERT_TRUE(Connect(url_).Exec("UPDATE mates_inbox SET line = '{not json' WHERE msg_id = 'm-5'").ok());
+  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-6", "y")).ok());
+  EXPECT_EQ(Ids(*store->Drain("procs", "ann")), (std::vector<std::string>{"m-6"}));
+  EXPECT_EQ(*store->PendingCount("procs", "ann"), 0u);
+}
+
+TEST_F(PgTest, ClaimsFollowDependenciesAndAssignmentsFirst) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  auto draft = [](const std::string& subject, std::vector<int64_t> blocked_by = {}) {
+    TaskDraft d;
+    d.subject = subject;
+    d.blocked_by = std::move(blocked_by);
+    return d;
+  };
+  ASSERT_EQ(store->CreateTask("procs", draft("one"))->id, 1);
+  ASSERT_EQ(store->CreateTask("procs", draft("two", {1}))->id, 2);
+  ASSERT_EQ(store->CreateTask("procs", draft("three"))->id, 3);
+  EXPECT_EQ(store->CreateTask("procs", draft("four", {9})).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->CreateTask("procs", draft("  ")).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->CreateTask("nosuchteam", draft("x")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->GetTask("procs", 1)->blocks, (std::vector<int64_t>{2}));
+  EXPECT_EQ(store->GetTask("procs", 2)->blocked_by, (std::vector<int64_t>{1}));
+
+  auto a = store->ClaimNext("procs", "ann");
+  ASSERT_TRUE(a.ok() && a->has_value()) << a.status().message();
+  EXPECT_EQ((*a)->id, 1);
+  EXPECT_EQ((*a)->status, TaskStatus::kInProgress);
+  EXPECT_EQ((*a)->owner, "ann");
+  EXPECT_EQ((**store->ClaimNext("procs", "bob")).id, 3);
+  EXPECT_FALSE(store->ClaimNext("procs", "cy")->has_value()) << "task 2 is blocked by 1";
+  EXPECT_EQ(store->Complete("procs", 1, "bob").status().code(), StatusCode::kConflict);
+  auto done = store->Complete("procs", 1, "ann");
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  EXPECT_EQ(done->status, TaskStatus::kCompleted);
+  EXPECT_EQ((**store->ClaimNext("procs", "cy")).id, 2);
+
+  // A task assigned to someone is theirs before any lower unowned one, and
+  // nobody else's.
+  ASSERT_EQ(store->CreateTask("procs", draft("five"))->id, 4);
+  ASSERT_EQ(store->CreateTask("procs", draft("six"))->id, 5);
+  ASSERT_TRUE(Connect(url_).Exec("UPDATE mates_tasks SET owner = 'dee' WHERE id = 5").ok());
+  EXPECT_EQ((**store->ClaimNext("procs", "dee")).id, 5);
+  EXPECT_EQ((**store->ClaimNext("procs", "eve")).id, 4);
+  EXPECT_FALSE(store->ClaimNext("procs", "eve")->has_value());
+  auto all = store->ListTasks("procs");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 5u);
+}
+
+TEST_F(PgTest, AnAppendFromAnotherProcessWakesAWaiter) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  auto waker = std::make_shared<Waker>();
+  auto sub = store->listener().Subscribe(pg::InboxKey("procs", "lead"), waker);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  auto other = std::make_shared<Waker>();
+  auto other_sub = store->listener().Subscribe(pg::InboxKey("procs", "someone-else"), other);
+  ASSERT_TRUE(other_sub.ok());
+  uint64_t seen = waker->generation();
+  auto w = testing::Run({testing::StoreHelperBinary(), "write", url_, "lead", "1", "x"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "no wake-up";
+  EXPECT_EQ(other->generation(), 0u) << "a waiter on another inbox was woken";
+  EXPECT_EQ(store->Drain("procs", "lead")->size(), 1u);
+}
+
+TEST_F(PgTest, AServerRestartedMidRunIsWaitedOutAndNothingIsLost) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  auto waker = std::make_shared<Waker>();
+  auto sub = store->listener().Subscribe(pg::InboxKey("procs", "ann"), waker);
+  ASSERT_TRUE(sub.ok());
+  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-1", "before")).ok());
+  uint64_t seen = waker->generation();
+  ASSERT_TRUE(server_->Stop().ok());
+  // Down: the listener wakes its waiters (they look, and learn it), and
+  // the store says Unavailable; nothing waits forever.
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen);
+  auto down = store->Append("procs", "ann", Msg("m-2", "while down"));
+  EXPECT_EQ(down.code(), StatusCode::kUnavailable) << down.message();
+  seen = waker->generation();
+  ASSERT_TRUE(server_->Restart().ok());
+  // Back: the listener reconnects, listens again and wakes everyone to look.
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(15)), seen);
+  EXPECT_TRUE(testing::WaitUntil([&] { return store->listener().reconnects() >= 1; }, 15));
+  // The sender retries what failed (the same id: appended once).
+  Status again = Status::Unavailable("");
+  ASSERT_TRUE(testing::WaitUntil([&] { return (again = store->Append("procs", "ann", Msg("m-2", "retried"))).ok(); }, 15))
+      << again.message();
+  seen = waker->generation();
+  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-3", "after")).ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "no wake-up after the restart";
+  EXPECT_EQ(Ids(*store->Drain("procs", "ann")), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
+}
+
+}  // namespace
+}  // namespace mates
