@@ -207,6 +207,8 @@ TEST_F(PgTest, AMailboxDeliversOnceRedeliversWhatWasNotCommittedAndDropsRepeated
   EXPECT_EQ(store->Append("nosuchteam", "ann", Msg("m-0", "x")).code(), StatusCode::kNotFound);
   EXPECT_EQ(store->Append("procs", "bad name!", Msg("m-0", "x")).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(store->Append("procs", "ann", Msg("", "x")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Append("procs", "ann", Msg("m-big", std::string((1 << 20) + 1, 'x'))).code(),
+            StatusCode::kInvalidArgument);
   for (const char* id : {"m-1", "m-2", "m-3", "m-2"}) ASSERT_TRUE(store->Append("procs", "ann", Msg(id, id)).ok());
   EXPECT_EQ(*store->PendingCount("procs", "ann"), 3u);
   EXPECT_EQ(Ids(*store->Peek("procs", "ann")), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
@@ -235,7 +237,12 @@ TEST_F(PgTest, AMailboxDeliversOnceRedeliversWhatWasNotCommittedAndDropsRepeated
   // warning and blocks nothing after it.
   ASSERT_TRUE(store->Append("procs", "ann", Msg("m-5", "x")).ok());
   ASSERT_TRUE(Connect(url_).Exec("UPDATE mates_inbox SET line = '{not json' WHERE msg_id = 'm-5'").ok());
+  // A row made too big to read (17 MB) is not read.
+  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-huge", "x")).ok());
+  ASSERT_TRUE(
+      Connect(url_).Exec("UPDATE mates_inbox SET line = repeat('x', 17 * 1024 * 1024) WHERE msg_id = 'm-huge'").ok());
   ASSERT_TRUE(store->Append("procs", "ann", Msg("m-6", "y")).ok());
+  EXPECT_EQ(Ids(*store->Peek("procs", "ann")), (std::vector<std::string>{"m-6"}));
   EXPECT_EQ(Ids(*store->Drain("procs", "ann")), (std::vector<std::string>{"m-6"}));
   EXPECT_EQ(*store->PendingCount("procs", "ann"), 0u);
 }

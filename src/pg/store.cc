@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "core/clock.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/names.h"
 #include "pg/schema.h"
@@ -16,6 +17,11 @@ constexpr const char* kTaskColumns =
     "id, subject, description, active_form, status, owner, blocked_by, blocks, metadata, created_at, updated_at";
 
 std::string Num(int64_t v) { return std::to_string(v); }
+
+// An inbox row's line, or NULL past the bound on what is read (a row edited
+// by hand to hold a gigabyte is not loaded).
+const std::string kBoundedLine =
+    "CASE WHEN octet_length(line) <= " + std::to_string(kMaxStateFileBytes) + " THEN line END";
 
 std::string Seconds(double v) {
   char buf[32];
@@ -124,6 +130,11 @@ Status Store::CreateTeam(const std::string& team) {
 Status Store::Append(const std::string& team, const std::string& member, const Message& m) {
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   if (m.id.empty()) return Status::InvalidArgument("a message needs an id");
+  for (const std::string* field : {&m.content, &m.summary, &m.feedback}) {
+    if (field->size() > kMaxMessageBytes) {
+      return Status::InvalidArgument("a message may be " + std::to_string(kMaxMessageBytes) + " bytes at most");
+    }
+  }
   std::string line = MessageToLine(m);
   if (!line.empty() && line.back() == '\n') line.pop_back();
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
@@ -140,7 +151,8 @@ Status Store::Append(const std::string& team, const std::string& member, const M
 Result<std::vector<Message>> Store::Peek(const std::string& team, const std::string& member) {
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT line FROM mates_inbox WHERE team = $1 AND member = $2 ORDER BY seq",
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kBoundedLine +
+                                             " FROM mates_inbox WHERE team = $1 AND member = $2 ORDER BY seq",
                                          {team, member}));
   std::vector<Message> out;
   for (int i = 0; i < r.size(); ++i) {
@@ -174,12 +186,14 @@ Result<Store::Batch> Store::BeginDrain(const std::string& team, const std::strin
   // One drainer per inbox at a time; the lock goes with the transaction.
   MATES_RETURN_IF_ERROR(
       conn.Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {InboxKey(team, member)}).status());
-  MATES_ASSIGN_OR_RETURN(Rows r, conn.Exec("SELECT seq, msg_id, line FROM mates_inbox "
-                                           "WHERE team = $1 AND member = $2 ORDER BY seq",
+  MATES_ASSIGN_OR_RETURN(Rows r, conn.Exec(std::string("SELECT seq, ") + kBoundedLine +
+                                               " FROM mates_inbox WHERE team = $1 AND member = $2 ORDER BY seq",
                                            {team, member}));
   for (int i = 0; i < r.size(); ++i) {
     b.rows.push_back(r.integer(i, 0));
-    auto m = ParseMessageLine(r.text(i, 2));
+    auto m = r.null(i, 1) ? Result<Message>(Status::InvalidArgument("over " + std::to_string(kMaxStateFileBytes) +
+                                                                     " bytes"))
+                          : ParseMessageLine(r.text(i, 1));
     if (!m.ok()) {
       LogWarning("inbox of " + member + "@" + team + ": dropped an unreadable row: " + m.status().message());
       continue;
