@@ -33,6 +33,7 @@ namespace mates::pg {
 // What is waited on, and the channel it is notified on.
 std::string InboxKey(const std::string& team, const std::string& member);
 std::string BoardKey(const std::string& team);
+std::string TeamKey(const std::string& team);  // its roster
 std::string ChannelOf(const std::string& key);
 
 class Listener {

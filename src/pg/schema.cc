@@ -75,6 +75,12 @@ BEGIN
   END LOOP;
 END $$;
 )SQL",
+    // 2: the roster. A team's config is the document the file store keeps
+    // in config.json (members, statuses, git and budget settings); NULL for
+    // a team made at version 1, whose roster is its lead "lead" alone.
+    R"SQL(
+ALTER TABLE mates_teams ADD COLUMN config text;
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 
@@ -87,13 +93,13 @@ Status Newer(const Connection& c, int found) {
 // In one transaction under the schema lock: the version found, then the
 // steps after it, unless `want_empty` and there is a schema already, or
 // `!want_empty` and there is none.
-Result<int> Apply(Connection& c, bool init) {
+Result<int> Apply(Connection& c, bool init, int up_to = kSchemaVersion) {
   MATES_RETURN_IF_ERROR(c.ExecScript("BEGIN"));
   auto run = [&]() -> Result<int> {
     MATES_RETURN_IF_ERROR(c.Exec(std::string("SELECT pg_advisory_xact_lock(") + kSchemaLockKey + ")").status());
     MATES_ASSIGN_OR_RETURN(int found, SchemaVersion(c));
     if (found > kSchemaVersion) return Newer(c, found);
-    if (init && found > 0 && found < kSchemaVersion) {
+    if (init && found > 0 && found < up_to) {
       return Status::FailedPrecondition("the mates schema of " + c.target().shown + " is version " +
                                         std::to_string(found) + ", older than this mates' " +
                                         std::to_string(kSchemaVersion) + ": run mates store migrate");
@@ -101,7 +107,7 @@ Result<int> Apply(Connection& c, bool init) {
     if (!init && found == 0) {
       return Status::FailedPrecondition(c.target().shown + " has no mates schema: run mates store init");
     }
-    for (int v = found + 1; v <= kSchemaVersion; ++v) {
+    for (int v = found + 1; v <= up_to; ++v) {
       MATES_RETURN_IF_ERROR(c.ExecScript(kSteps[v - 1]));
       MATES_RETURN_IF_ERROR(
           c.Exec("UPDATE mates_schema SET version = $1, migrated_at = now()", {std::to_string(v)}).status());
@@ -128,6 +134,11 @@ Result<int> SchemaVersion(Connection& c) {
 Result<int> InitSchema(Connection& c) { return Apply(c, /*init=*/true); }
 
 Result<int> MigrateSchema(Connection& c) { return Apply(c, /*init=*/false); }
+
+Result<int> ApplySchemaUpTo(Connection& c, int version) {
+  if (version < 1 || version > kSchemaVersion) return Status::InvalidArgument("no schema version " + std::to_string(version));
+  return Apply(c, /*init=*/true, version);
+}
 
 Status CheckSchema(Connection& c) {
   MATES_ASSIGN_OR_RETURN(int found, SchemaVersion(c));

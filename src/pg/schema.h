@@ -9,7 +9,7 @@
 namespace mates::pg {
 
 // The version this binary reads and writes.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // The database's version: 0 when it has no mates schema.
 Result<int> SchemaVersion(Connection& c);
@@ -21,6 +21,10 @@ Result<int> InitSchema(Connection& c);
 // `mates store migrate`: brings an existing schema to kSchemaVersion.
 // Returns the version it was at.
 Result<int> MigrateSchema(Connection& c);
+
+// Applies the steps up to `version` only (tests: a database as an older
+// mates left it, to migrate).
+Result<int> ApplySchemaUpTo(Connection& c, int version);
 
 // What every other command checks first: FailedPrecondition saying what to
 // run (init, migrate, or a newer mates) unless the schema is current.

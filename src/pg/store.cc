@@ -1,10 +1,12 @@
 #include "pg/store.h"
 
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/limits.h"
 #include "core/log.h"
+#include "core/json.h"
 #include "core/names.h"
 #include "pg/schema.h"
 
@@ -115,14 +117,94 @@ Result<Store::Lease> Store::Acquire() {
   return Lease(this, std::move(c));
 }
 
-Status Store::CreateTeam(const std::string& team) {
+Result<TeamConfig> Store::CreateTeam(const std::string& team, const std::string& lead,
+                                     const std::string& description) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(ValidateMemberName(lead));
+  TeamConfig c = NewTeamConfig(team, lead, description, WallSeconds());
+  MATES_ASSIGN_OR_RETURN(Lease conn, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, conn->Exec("INSERT INTO mates_teams (name, created_at, config) VALUES ($1, $2, $3) "
+                                            "ON CONFLICT DO NOTHING",
+                                            {team, Seconds(c.created_at), DumpJson(TeamConfigToJson(c))}));
+  if (r.affected() == 0) return Status::AlreadyExists("team '" + team + "' already exists");
+  return c;
+}
+
+namespace {
+
+// A team's row as a config: the document, or (a team of schema version 1)
+// its lead alone. NotFound without the row.
+Result<TeamConfig> ConfigOf(const Rows& r, const std::string& team) {
+  if (r.size() == 0) return Status::NotFound("no team '" + team + "'");
+  if (r.null(0, 0)) {
+    double created = 0;
+    std::string_view c = r.text(0, 1);
+    std::from_chars(c.data(), c.data() + c.size(), created);
+    return NewTeamConfig(team, "lead", "", created);
+  }
+  if (r.text(0, 2) != "t") {
+    return Status::Corrupt("the roster of team '" + team + "' is over " + std::to_string(kMaxStateFileBytes) + " bytes");
+  }
+  auto j = ParseJson(r.text(0, 0));
+  if (!j.ok()) return Status::Corrupt("the roster of team '" + team + "': " + j.status().message());
+  auto config = TeamConfigFromJson(*j);
+  if (!config.ok()) return Status::Corrupt("the roster of team '" + team + "': " + config.status().message());
+  return config;
+}
+
+const std::string kConfigColumns =
+    "CASE WHEN octet_length(config) <= " + std::to_string(kMaxStateFileBytes) +
+    " THEN config END, created_at, octet_length(config) IS NULL OR octet_length(config) <= " +
+    std::to_string(kMaxStateFileBytes);
+
+}  // namespace
+
+Result<TeamConfig> Store::LoadTeam(const std::string& team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("INSERT INTO mates_teams (name, created_at) VALUES ($1, $2) "
-                                         "ON CONFLICT DO NOTHING",
-                                         {team, Seconds(WallSeconds())}));
-  if (r.affected() == 0) return Status::AlreadyExists("team '" + team + "' exists already");
-  return Status::Ok();
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT " + kConfigColumns + " FROM mates_teams WHERE name = $1", {team}));
+  return ConfigOf(r, team);
+}
+
+Result<TeamConfig> Store::UpdateTeam(const std::string& team, const std::function<Status(TeamConfig&)>& mutate) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN"));
+  auto run = [&]() -> Result<TeamConfig> {
+    MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT " + kConfigColumns + " FROM mates_teams WHERE name = $1 FOR UPDATE",
+                                           {team}));
+    MATES_ASSIGN_OR_RETURN(TeamConfig config, ConfigOf(r, team));
+    MATES_RETURN_IF_ERROR(mutate(config));
+    MATES_RETURN_IF_ERROR(c->Exec("UPDATE mates_teams SET config = $2 WHERE name = $1",
+                                  {team, DumpJson(TeamConfigToJson(config))})
+                              .status());
+    MATES_RETURN_IF_ERROR(c->Exec("SELECT pg_notify($1, '')", {ChannelOf(TeamKey(team))}).status());
+    return config;
+  };
+  Result<TeamConfig> r = run();
+  Status end = c->ExecScript(r.ok() ? "COMMIT" : "ROLLBACK");
+  if (!r.ok()) return r;
+  MATES_RETURN_IF_ERROR(end);
+  return r;
+}
+
+Result<Member> Store::AddMember(const std::string& team, Member member) {
+  Member added;
+  MATES_RETURN_IF_ERROR(UpdateTeam(team, [&](TeamConfig& c) -> Status {
+                          MATES_ASSIGN_OR_RETURN(added, AddMemberTo(c, member));
+                          return Status::Ok();
+                        }).status());
+  return added;
+}
+
+Status Store::SetMemberStatus(const std::string& team, const std::string& member, MemberStatus status) {
+  return UpdateTeam(team, [&](TeamConfig& c) -> Status {
+           Member* m = c.Find(member);
+           if (m == nullptr) return Status::NotFound("no member '" + member + "' in team '" + c.name + "'");
+           m->status = status;
+           return Status::Ok();
+         })
+      .status();
 }
 
 // ------------------------------------------------------------- mailboxes

@@ -33,6 +33,7 @@
 #include "pg/connection.h"
 #include "pg/listener.h"
 #include "store/message.h"
+#include "store/roster.h"
 #include "store/task.h"
 
 namespace mates::pg {
@@ -65,8 +66,15 @@ class Store {
   };
   Result<Lease> Acquire();
 
-  // Teams.
-  Status CreateTeam(const std::string& team);
+  // Teams and their rosters: the file store's rules (NewTeamConfig,
+  // AddMemberTo), the config document in a row, changed in a transaction
+  // that holds the row (SELECT … FOR UPDATE) and notifies TeamKey(team).
+  Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead = "lead",
+                                const std::string& description = "");
+  Result<TeamConfig> LoadTeam(const std::string& team);
+  Result<TeamConfig> UpdateTeam(const std::string& team, const std::function<Status(TeamConfig&)>& mutate);
+  Result<Member> AddMember(const std::string& team, Member member);
+  Status SetMemberStatus(const std::string& team, const std::string& member, MemberStatus status);
 
   // Mailboxes.
   Status Append(const std::string& team, const std::string& member, const Message& m);

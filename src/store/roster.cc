@@ -200,6 +200,39 @@ Status ValidateMemberName(std::string_view name) {
   return Status::Ok();
 }
 
+TeamConfig NewTeamConfig(std::string_view team, std::string_view lead, std::string_view description, double now) {
+  TeamConfig c;
+  c.name = std::string(team);
+  c.description = std::string(description);
+  c.lead = std::string(lead);
+  c.created_at = now;
+  Member m;
+  m.name = std::string(lead);
+  m.agent_id = m.name + "@" + c.name;
+  m.role = MemberRole::kLead;
+  m.status = MemberStatus::kActive;
+  m.backend = MemberBackend::kInProcess;
+  m.joined_at = now;
+  c.members.push_back(std::move(m));
+  return c;
+}
+
+Result<Member> AddMemberTo(TeamConfig& c, Member member) {
+  MATES_RETURN_IF_ERROR(ValidateMemberName(member.name));
+  if (c.Find(member.name) != nullptr) {
+    return Status::AlreadyExists("'" + member.name + "' is already a member of team '" + c.name + "'");
+  }
+  member.agent_id = member.name + "@" + c.name;
+  size_t teammates = std::count_if(c.members.begin(), c.members.end(),
+                                   [](const Member& m) { return m.role != MemberRole::kLead; });
+  if (member.role != MemberRole::kLead && member.color.empty()) {
+    member.color = TeammateColors()[teammates % TeammateColors().size()];
+  }
+  if (member.joined_at == 0) member.joined_at = WallSeconds();
+  c.members.push_back(member);
+  return member;
+}
+
 Result<TeamConfig> Roster::CreateTeam(std::string_view team, std::string_view lead,
                                       std::string_view description) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
@@ -214,20 +247,7 @@ Result<TeamConfig> Roster::CreateTeam(std::string_view team, std::string_view le
   if (!created && fs::exists(ws_.ConfigPath(team))) {
     return Status::AlreadyExists("team '" + std::string(team) + "' already exists");
   }
-  double now = WallSeconds();
-  TeamConfig c;
-  c.name = std::string(team);
-  c.description = std::string(description);
-  c.lead = std::string(lead);
-  c.created_at = now;
-  Member m;
-  m.name = std::string(lead);
-  m.agent_id = m.name + "@" + c.name;
-  m.role = MemberRole::kLead;
-  m.status = MemberStatus::kActive;
-  m.backend = MemberBackend::kInProcess;
-  m.joined_at = now;
-  c.members.push_back(std::move(m));
+  TeamConfig c = NewTeamConfig(team, lead, description, WallSeconds());
   MATES_RETURN_IF_ERROR(EnsureDir(ws_.RequestsDir(team)));
   MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));
   MATES_RETURN_IF_ERROR(EnsureDir(ws_.TasksDir(team)));
@@ -306,19 +326,7 @@ Result<Member> Roster::AddMember(std::string_view team, Member member) {
   MATES_RETURN_IF_ERROR(ValidateMemberName(member.name));
   Member added;
   auto r = Update(team, [&](TeamConfig& c) -> Status {
-    if (c.Find(member.name) != nullptr) {
-      return Status::AlreadyExists("'" + member.name + "' is already a member of team '" +
-                                   c.name + "'");
-    }
-    member.agent_id = member.name + "@" + c.name;
-    size_t teammates = std::count_if(c.members.begin(), c.members.end(),
-                                     [](const Member& m) { return m.role != MemberRole::kLead; });
-    if (member.role != MemberRole::kLead && member.color.empty()) {
-      member.color = TeammateColors()[teammates % TeammateColors().size()];
-    }
-    if (member.joined_at == 0) member.joined_at = WallSeconds();
-    c.members.push_back(member);
-    added = member;
+    MATES_ASSIGN_OR_RETURN(added, AddMemberTo(c, member));
     return Status::Ok();
   });
   if (!r.ok()) return r.status();

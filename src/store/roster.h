@@ -99,6 +99,12 @@ const std::vector<std::string>& TeammateColors();
 // which is reserved for people (DESIGN §11).
 Status ValidateMemberName(std::string_view name);
 
+// The rules of a roster, whatever stores it (the files here, PostgreSQL in
+// src/pg): a new team's config, holding its lead; a member added (agent id
+// and colour filled in; AlreadyExists if the name is taken).
+TeamConfig NewTeamConfig(std::string_view team, std::string_view lead, std::string_view description, double now);
+Result<Member> AddMemberTo(TeamConfig& c, Member member);
+
 class Roster {
  public:
   explicit Roster(Workspace ws) : ws_(std::move(ws)) {}
