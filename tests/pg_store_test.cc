@@ -394,6 +394,68 @@ TEST_F(PgTest, ADatabaseAtSchemaVersion1IsMigratedWithItsState) {
   EXPECT_EQ((*store)->LoadTeam("old")->members.size(), 2u);
 }
 
+TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->CreateTeam("crew", "boss", "the crew").ok());
+  Member alice;
+  alice.name = "alice";
+  ASSERT_TRUE(store->AddMember("crew", alice).ok());
+  ASSERT_TRUE(store->Append("crew", "alice", Msg("m-1", "for alice")).ok());
+  ASSERT_TRUE(store->Append("crew", "boss", Msg("m-2", "for the boss")).ok());
+  TaskDraft d;
+  d.subject = "first";
+  ASSERT_TRUE(store->CreateTask("crew", d).ok());
+  d.subject = "second";
+  d.blocked_by = {1};
+  ASSERT_TRUE(store->CreateTask("crew", d).ok());
+  d.subject = "third";
+  d.blocked_by = {};
+  ASSERT_TRUE(store->CreateTask("crew", d).ok());
+  ASSERT_TRUE(store->ClaimNext("crew", "alice").ok());
+  ASSERT_TRUE(store->Complete("crew", 1, "alice").ok());
+  ASSERT_TRUE(store->ClaimNext("crew", "alice").ok());  // #2, unblocked now
+
+  fs::path out = ws_.path() / "exported";
+  auto r = RunMates(ws_.path(), {"store", "export", "--team", "crew", out.string()}, {"MATES_STORE=" + url_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("exported team 'crew' (2 members, 2 undelivered messages, 3 tasks)"), std::string::npos) << r.out;
+
+  auto team = RunMates(out, {"team", "show", "crew", "--json"});
+  ASSERT_EQ(team.exit_code, 0) << team.err;
+  auto team_json = Json::parse(team.out);
+  EXPECT_EQ(team_json["lead"], "boss") << team.out;
+  EXPECT_EQ(team_json["description"], "the crew") << team.out;
+  EXPECT_NE(team.out.find("\"alice@crew\""), std::string::npos) << team.out;
+  auto tasks = RunMates(out, {"tasks", "--team", "crew", "list", "--all", "--json"});
+  ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
+  auto list = Json::parse(tasks.out);
+  ASSERT_EQ(list.size(), 3u) << tasks.out;
+  EXPECT_EQ(list[0]["status"], "completed");
+  EXPECT_EQ(list[1]["status"], "in_progress");
+  EXPECT_EQ(list[1]["owner"], "alice");
+  EXPECT_EQ(list[1]["blockedBy"], Json::array({1})) << tasks.out;
+  EXPECT_EQ(list[2]["status"], "pending");
+  auto inbox = RunMates(out, {"inbox", "--team", "crew", "alice", "--peek", "--json"});
+  ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
+  EXPECT_NE(inbox.out.find("for alice"), std::string::npos) << inbox.out;
+  // The files go on from there: the next task is #4.
+  auto next = RunMates(out, {"tasks", "--team", "crew", "create", "fourth"});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_NE(next.out.find("4"), std::string::npos) << next.out;
+
+  auto again = RunMates(ws_.path(), {"store", "export", "--team", "crew", out.string(), "--store", url_});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("holds a team 'crew' already"), std::string::npos) << again.err;
+  auto unknown = RunMates(ws_.path(), {"store", "export", "--team", "nope", (ws_.path() / "x").string(), "--store", url_});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("no team 'nope'"), std::string::npos) << unknown.err;
+  auto no_store = RunMates(ws_.path(), {"store", "export", "--team", "crew", (ws_.path() / "y").string()});
+  EXPECT_EQ(no_store.exit_code, 2) << no_store.err;
+  auto bad_team = RunMates(ws_.path(), {"store", "export", "--team", "../x", (ws_.path() / "z").string(), "--store", url_});
+  EXPECT_EQ(bad_team.exit_code, 2) << bad_team.err;
+}
+
 TEST_F(PgTest, AnAppendFromAnotherProcessWakesAWaiter) {
   auto store = FreshStore();
   ASSERT_TRUE(store);

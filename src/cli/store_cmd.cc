@@ -2,12 +2,21 @@
 // a PostgreSQL store. The URL comes from --store, else $MATES_STORE; the
 // file store (file:, the default) keeps its state in W/.mates and needs no
 // schema.
+// mates store export --team T DIR: a team of the PostgreSQL store written
+// as the file store's layout in DIR (roster, undelivered messages, tasks),
+// to inspect or archive with ordinary tools.
 #include <cstdlib>
 #include <iostream>
 
 #include "cli/cli_common.h"
 #include "pg/connection.h"
+#include "core/files.h"
+#include "core/names.h"
 #include "pg/schema.h"
+#include "pg/store.h"
+#include "store/board.h"
+#include "store/mailbox.h"
+#include "store/roster.h"
 
 namespace mates::cli {
 namespace {
@@ -15,6 +24,8 @@ namespace {
 struct StoreArgs {
   std::string url;
   double timeout = 10;
+  std::string team;  // export
+  std::string dir;   // export
 };
 
 // The PostgreSQL target, or nullopt for the file store (said on stdout).
@@ -42,6 +53,48 @@ int WithStore(const StoreArgs& a, const char* file_store_says, Fn&& fn) {
   auto conn = pg::Connection::Open(**target, a.timeout);
   if (!conn.ok()) return Fail(conn.status());
   return fn(*conn);
+}
+
+// The team's state from `store` into the workspace at `dir`.
+int Export(const StoreArgs& a, pg::Store& store) {
+  Workspace ws(a.dir);
+  if (Roster(ws).Load(a.team).ok()) {
+    return Fail(Status::AlreadyExists(a.dir + " holds a team '" + a.team + "' already"));
+  }
+  auto config = store.LoadTeam(a.team);
+  if (!config.ok()) return Fail(config.status());
+  auto messages = store.PendingByMember(a.team);
+  if (!messages.ok()) return Fail(messages.status());
+  auto tasks = store.ListTasks(a.team, /*include_deleted=*/true);
+  if (!tasks.ok()) return Fail(tasks.status());
+  Roster roster(ws);
+  auto made = roster.CreateTeam(a.team, config->lead, config->description);
+  if (!made.ok()) return Fail(made.status());
+  auto written = roster.Update(a.team, [&](TeamConfig& c) {
+    c = *config;
+    return Status::Ok();
+  });
+  if (!written.ok()) return Fail(written.status());
+  for (const auto& m : config->members) {
+    if (Status s = TouchFile(ws.TeamDir(a.team) / (m.name + "_inbox.lock")); !s.ok()) return Fail(s);
+  }
+  size_t n_messages = 0;
+  for (const auto& [member, list] : *messages) {
+    if (!ValidateName("member name", member).ok()) continue;  // not a name the files can hold
+    Mailbox box(ws.TeamDir(a.team), member);
+    for (const auto& m : list) {
+      if (Status s = box.Append(m); !s.ok()) return Fail(s);
+      ++n_messages;
+    }
+  }
+  Board board(ws.TasksDir(a.team));
+  for (const auto& t : *tasks) {
+    if (Status s = board.Import(t); !s.ok()) return Fail(s);
+  }
+  std::cout << "exported team '" << a.team << "' (" << config->members.size() << " members, " << n_messages
+            << " undelivered messages, " << tasks->size() << " tasks) from " << store.target().shown << " to "
+            << ws.root().string() << std::endl;
+  return 0;
 }
 
 }  // namespace
@@ -89,6 +142,24 @@ void AddStoreCommands(CLI::App& app, Globals& g) {
         }
         return 0;
       });
+    };
+  });
+
+  CLI::App* exp = store->add_subcommand("export", "Write a team of the PostgreSQL store as the file layout in DIR");
+  common(exp);
+  exp->add_option("--team", a->team, "The team (default: $MATES_TEAM)")->envname("MATES_TEAM");
+  exp->add_option("dir", a->dir, "The folder to write it in (a workspace; created if missing)")->required();
+  exp->callback([&g, a] {
+    g.action = [a] {
+      if (a->team.empty()) return Usage("which team? give --team or set MATES_TEAM");
+      if (Status s = ValidateName("team name", a->team); !s.ok()) return Fail(s);
+      if (Status s = CheckSeconds("--connect-timeout", a->timeout, 0, false); !s.ok()) return Fail(s);
+      auto target = TargetOf(*a);
+      if (!target.ok()) return Fail(target.status());
+      if (!target->has_value()) return Usage("export reads a PostgreSQL store: give --store postgres://... or set MATES_STORE");
+      auto store = pg::Store::Open(**target);
+      if (!store.ok()) return Fail(store.status());
+      return Export(*a, **store);
     };
   });
 

@@ -252,6 +252,22 @@ Result<size_t> Store::PendingCount(const std::string& team, const std::string& m
   return static_cast<size_t>(r.integer(0, 0));
 }
 
+Result<std::vector<std::pair<std::string, std::vector<Message>>>> Store::PendingByMember(const std::string& team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT member, ") + kBoundedLine +
+                                             " FROM mates_inbox WHERE team = $1 ORDER BY member, seq",
+                                         {team}));
+  std::vector<std::pair<std::string, std::vector<Message>>> out;
+  for (int i = 0; i < r.size(); ++i) {
+    std::string member(r.text(i, 0));
+    if (out.empty() || out.back().first != member) out.emplace_back(member, std::vector<Message>());
+    auto m = ParseMessageLine(r.text(i, 1));
+    if (m.ok()) out.back().second.push_back(std::move(*m));
+  }
+  return out;
+}
+
 Store::Batch::~Batch() {
   // Not committed: the rows stay, for the next drain.
   if (lease && (*lease)->ok()) (void)(*lease)->ExecScript("ROLLBACK");
@@ -366,11 +382,12 @@ Result<Task> Store::GetTask(const std::string& team, int64_t id) {
   return TaskOf(r, 0);
 }
 
-Result<std::vector<Task>> Store::ListTasks(const std::string& team) {
+Result<std::vector<Task>> Store::ListTasks(const std::string& team, bool include_deleted) {
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kTaskColumns +
-                                             " FROM mates_tasks WHERE team = $1 AND status <> 'deleted' ORDER BY id",
-                                         {team}));
+                                             " FROM mates_tasks WHERE team = $1 AND (status <> 'deleted' OR $2) "
+                                             "ORDER BY id",
+                                         {team, include_deleted ? "t" : "f"}));
   std::vector<Task> out;
   for (int i = 0; i < r.size(); ++i) {
     MATES_ASSIGN_OR_RETURN(Task t, TaskOf(r, i));

@@ -80,6 +80,8 @@ class Store {
   Status Append(const std::string& team, const std::string& member, const Message& m);
   Result<std::vector<Message>> Peek(const std::string& team, const std::string& member);
   Result<size_t> PendingCount(const std::string& team, const std::string& member);
+  // Every undelivered message of the team, by recipient, in order.
+  Result<std::vector<std::pair<std::string, std::vector<Message>>>> PendingByMember(const std::string& team);
   // An uncommitted drain: its transaction stays open on its connection
   // until Commit; dropped without it, its messages are delivered again.
   struct Batch {
@@ -99,7 +101,7 @@ class Store {
   // The board: what a claim needs.
   Result<Task> CreateTask(const std::string& team, const TaskDraft& draft);
   Result<Task> GetTask(const std::string& team, int64_t id);
-  Result<std::vector<Task>> ListTasks(const std::string& team);
+  Result<std::vector<Task>> ListTasks(const std::string& team, bool include_deleted = false);
   // The next pending task whose blockers are all completed (or deleted):
   // one assigned to `owner` first, then an unowned one by id; nullopt if
   // there is none.

@@ -177,6 +177,23 @@ Result<Task> Board::Create(const TaskDraft& draft) {
   return t;
 }
 
+Status Board::Import(const Task& t) {
+  if (t.id < 1 || t.id > kMaxTaskId) return Status::InvalidArgument("task id " + std::to_string(t.id) + " is out of range");
+  if (t.subject.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Status::InvalidArgument("task #" + std::to_string(t.id) + " has no subject");
+  }
+  MATES_RETURN_IF_ERROR(CheckMetadataSize(t.metadata_json));
+  std::lock_guard<std::mutex> guard(mu_);
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
+  MATES_RETURN_IF_ERROR(RefreshLocked());
+  if (FindLocked(t.id) != nullptr) return Status::AlreadyExists("task #" + std::to_string(t.id) + " exists already");
+  bool past = t.id >= NextIdLocked();
+  Task copy = t;
+  MATES_RETURN_IF_ERROR(WriteLocked(copy, /*touch=*/false));
+  if (past) MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(hwm_path_, std::to_string(t.id) + "\n", spare_path_));
+  return Status::Ok();
+}
+
 Result<Task> Board::Get(int64_t id) {
   std::lock_guard<std::mutex> guard(mu_);
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));

@@ -75,6 +75,10 @@ class Board {
 
   // Ids from 1, never reused (`.highwatermark`). Blockers must exist.
   Result<Task> Create(const TaskDraft& draft);
+  // Writes `t` as it is, id and all (a board exported from another store:
+  // `mates store export`). AlreadyExists if the id is taken; the id counter
+  // moves past it. Its links are the caller's to keep consistent.
+  Status Import(const Task& t);
   Result<Task> Get(int64_t id);
   // Sorted by id; deleted tasks only when asked.
   Result<std::vector<Task>> List(bool include_deleted = false);
@@ -122,7 +126,8 @@ class Board {
   void ReloadLocked(int64_t id, bool force = false);
   // The complete task, reading its file if only the index was known.
   Result<Task> FullTaskLocked(int64_t id);
-  Status WriteLocked(Task& task);
+  // Sets updated_at to now unless `touch` is false (an import keeps its own).
+  Status WriteLocked(Task& task, bool touch = true);
   Status AppendIndexLocked(const Entry& e);
   Status CompactIndexLocked();
   void PutLocked(Task task, FileStamp stamp, bool full);

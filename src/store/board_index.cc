@@ -393,8 +393,8 @@ Status Board::RefreshLocked() {
   return Status::Ok();
 }
 
-Status Board::WriteLocked(Task& task) {
-  task.updated_at = WallSeconds();
+Status Board::WriteLocked(Task& task, bool touch) {
+  if (touch) task.updated_at = WallSeconds();
   fs::path path = dir_ / TaskFileName(task.id);
   MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(path, DumpJsonPretty(TaskToJson(task)), spare_path_));
   struct stat st {};
