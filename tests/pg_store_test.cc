@@ -1,6 +1,7 @@
 // The PostgreSQL store (DESIGN §13) against a real server: a private one
 // per test program (support/pg_server.h), a fresh database per test.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 
@@ -454,6 +455,33 @@ TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
   EXPECT_EQ(no_store.exit_code, 2) << no_store.err;
   auto bad_team = RunMates(ws_.path(), {"store", "export", "--team", "../x", (ws_.path() / "z").string(), "--store", url_});
   EXPECT_EQ(bad_team.exit_code, 2) << bad_team.err;
+}
+
+TEST_F(PgTest, LivenessFollowsTheHostProcessEvenThroughKillNine) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  EXPECT_FALSE(*store->IsHosted("procs", "ann"));
+  auto host = testing::Start({testing::StoreHelperBinary(), "host", url_, "ann"});
+  auto said = host.ReadLine(DeadlineIn(30));
+  ASSERT_TRUE(said.ok() && *said == "hosting") << (said.ok() ? *said : said.status().message());
+  EXPECT_TRUE(*store->IsHosted("procs", "ann"));
+  EXPECT_FALSE(*store->IsHosted("procs", "bob"));
+  auto second = store->HoldLiveness("procs", "ann");
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kConflict);
+  EXPECT_NE(second.status().message().find("hosted by another process"), std::string::npos);
+  // Asking does not take it: it is still held after many looks.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(*store->IsHosted("procs", "ann"));
+  host.Signal(SIGKILL);
+  host.Wait();
+  // The server frees a dead session's locks once it sees the socket closed.
+  EXPECT_TRUE(testing::WaitUntil([&] { return !*store->IsHosted("procs", "ann"); }, 10));
+  {
+    auto mine = store->HoldLiveness("procs", "ann");
+    ASSERT_TRUE(mine.ok()) << mine.status().message();
+    EXPECT_TRUE(*store->IsHosted("procs", "ann"));
+  }
+  EXPECT_TRUE(testing::WaitUntil([&] { return !*store->IsHosted("procs", "ann"); }, 10));
 }
 
 TEST_F(PgTest, AnAppendFromAnotherProcessWakesAWaiter) {

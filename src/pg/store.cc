@@ -207,6 +207,34 @@ Status Store::SetMemberStatus(const std::string& team, const std::string& member
       .status();
 }
 
+// -------------------------------------------------------------- liveness
+
+namespace {
+std::string LivenessKey(const std::string& team, const std::string& agent) { return "a/" + team + "/" + agent; }
+}  // namespace
+
+Result<Store::Liveness> Store::HoldLiveness(const std::string& team, const std::string& agent) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, agent));
+  // A connection of its own: the lock lives and dies with it.
+  MATES_ASSIGN_OR_RETURN(Connection c, Connection::Open(target_, 10));
+  MATES_ASSIGN_OR_RETURN(Rows r, c.Exec("SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
+                                        {LivenessKey(team, agent)}));
+  if (r.text(0, 0) != "t") {
+    return Status::Conflict("'" + agent + "' of team '" + team + "' is hosted by another process");
+  }
+  return Liveness(std::move(c));
+}
+
+Result<bool> Store::IsHosted(const std::string& team, const std::string& agent) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, agent));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  // Taken at once if nobody holds it; then given back in the same statement.
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT CASE WHEN pg_try_advisory_lock(k) THEN NOT pg_advisory_unlock(k) "
+                                         "ELSE true END FROM (SELECT hashtextextended($1, 0) AS k) x",
+                                         {LivenessKey(team, agent)}));
+  return r.text(0, 0) == "t";
+}
+
 // ------------------------------------------------------------- mailboxes
 
 Status Store::Append(const std::string& team, const std::string& member, const Message& m) {

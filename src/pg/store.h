@@ -109,6 +109,28 @@ class Store {
   // `owner` finishes its task: in_progress -> completed.
   Result<Task> Complete(const std::string& team, int64_t id, const std::string& owner);
 
+  // Liveness (DESIGN §13): a host holds a session advisory lock per agent
+  // it hosts, on a connection of its own, so the lock goes when the host
+  // does (a host killed with -9 closes its sockets; the server frees its
+  // locks). Conflict if another session holds it: the agent is hosted
+  // elsewhere.
+  class Liveness {
+   public:
+    Liveness() = default;
+    Liveness(Liveness&&) noexcept = default;
+    Liveness& operator=(Liveness&&) noexcept = default;
+    // Released by closing its connection.
+    ~Liveness() = default;
+
+   private:
+    friend class Store;
+    explicit Liveness(Connection c) : conn_(std::move(c)) {}
+    Connection conn_;
+  };
+  Result<Liveness> HoldLiveness(const std::string& team, const std::string& agent);
+  // Whether some session holds `agent`'s liveness lock now.
+  Result<bool> IsHosted(const std::string& team, const std::string& agent);
+
   // Wake-ups: subscribe a waker to InboxKey(team, member) or
   // BoardKey(team); it is notified when that may have changed, and after
   // the listener reconnects.

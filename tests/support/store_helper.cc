@@ -4,6 +4,7 @@
 //   drain DIR MEMBER SINK EXPECT      drain into SINK (JSONL) until it holds
 //                                     EXPECT distinct ids; safe to kill -9 at
 //                                     any instant and start again
+//   host URL AGENT                    hold AGENT's liveness lock (PostgreSQL), print "hosting", wait
 //   hold-lock PATH RANGE              take the lock (a folder: the board's), print "locked", wait
 //   claim-loop TASKDIR OWNER OUT      ClaimNext until nothing is claimable,
 //                                     appending each id to OUT
@@ -146,6 +147,18 @@ int Drain(const std::string& dir, const std::string& member, const std::string& 
       [](const Mailbox::Batch& b) { return b.messages.empty() && !b.redelivery; });
 }
 
+// Hosts `agent` of the PostgreSQL store's team: holds its liveness lock,
+// says "hosting", waits to be killed.
+int Host(const std::string& url, const std::string& agent) {
+  auto store = OpenPg(url);
+  if (!store.ok()) return Die(store.status().message());
+  auto held = (*store)->HoldLiveness(kPgTeam, agent);
+  if (!held.ok()) return Die(held.status().message());
+  std::printf("hosting\n");
+  std::fflush(stdout);
+  for (;;) ::pause();
+}
+
 int HoldLock(const std::string& path, int range) {
   // A folder (the task board's lock) or a lock file.
   auto lock = fs::is_directory(path) ? FileLock::AcquireFolder(path)
@@ -189,6 +202,7 @@ int main(int argc, char** argv) {
   if (cmd == "drain" && argc == 6) {
     return Drain(argv[2], argv[3], argv[4], static_cast<size_t>(std::atol(argv[5])));
   }
+  if (cmd == "host" && argc == 4) return Host(argv[2], argv[3]);
   if (cmd == "hold-lock" && argc == 4) return HoldLock(argv[2], std::atoi(argv[3]));
   if (cmd == "claim-loop" && argc == 5) return ClaimLoop(argv[2], argv[3], argv[4]);
   return Die("usage: write|drain|hold-lock|claim-loop … (see the source)");
