@@ -47,22 +47,15 @@ Result<std::unique_ptr<pg::Store>> OpenPg(const std::string& url) {
 
 
 int Write(const std::string& dir, const std::string& member, long count, const std::string& tag) {
+  std::unique_ptr<pg::Store> store;
+  std::unique_ptr<Mailbox> box;
   if (IsPg(dir)) {
-    auto store = OpenPg(dir);
-    if (!store.ok()) return Die(store.status().message());
-    for (long i = 0; i < count; ++i) {
-      Message m;
-      m.id = tag + "-" + std::to_string(i);
-      m.sender = tag;
-      m.recipient = member;
-      m.content = "message " + std::to_string(i) + " from " + tag;
-      m.timestamp = WallSeconds();
-      Status st = (*store)->Append(kPgTeam, member, m);
-      if (!st.ok()) return Die(st.message());
-    }
-    return 0;
+    auto opened = OpenPg(dir);
+    if (!opened.ok()) return Die(opened.status().message());
+    store = std::move(*opened);
+  } else {
+    box = std::make_unique<Mailbox>(dir, member);
   }
-  Mailbox box(dir, member);
   for (long i = 0; i < count; ++i) {
     Message m;
     m.id = tag + "-" + std::to_string(i);
@@ -70,7 +63,7 @@ int Write(const std::string& dir, const std::string& member, long count, const s
     m.recipient = member;
     m.content = "message " + std::to_string(i) + " from " + tag;
     m.timestamp = WallSeconds();
-    Status s = box.Append(m);
+    Status s = store ? store->Append(kPgTeam, member, m) : box->Append(m);
     if (!s.ok()) return Die(s.message());
   }
   return 0;
