@@ -99,6 +99,18 @@ class Connection {
   Target target_;
 };
 
+// Runs `fn` (returning a Result) in one transaction on `c`: committed if
+// it succeeded, rolled back otherwise (its error is what is returned).
+template <typename Fn>
+auto InTransaction(Connection& c, Fn&& fn) -> decltype(fn()) {
+  MATES_RETURN_IF_ERROR(c.ExecScript("BEGIN"));
+  auto r = fn();
+  Status end = c.ExecScript(r.ok() ? "COMMIT" : "ROLLBACK");
+  if (!r.ok()) return r;
+  MATES_RETURN_IF_ERROR(end);
+  return r;
+}
+
 // A literal SQL identifier or string for scripts built in code: "'it''s'".
 std::string QuoteLiteral(std::string_view s);
 

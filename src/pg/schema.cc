@@ -91,11 +91,10 @@ Status Newer(const Connection& c, int found) {
 }
 
 // In one transaction under the schema lock: the version found, then the
-// steps after it, unless `want_empty` and there is a schema already, or
-// `!want_empty` and there is none.
+// steps after it up to `up_to`, unless `init` finds an older schema (to
+// migrate) or `!init` finds none (to init).
 Result<int> Apply(Connection& c, bool init, int up_to = kSchemaVersion) {
-  MATES_RETURN_IF_ERROR(c.ExecScript("BEGIN"));
-  auto run = [&]() -> Result<int> {
+  return InTransaction(c, [&]() -> Result<int> {
     MATES_RETURN_IF_ERROR(c.Exec(std::string("SELECT pg_advisory_xact_lock(") + kSchemaLockKey + ")").status());
     MATES_ASSIGN_OR_RETURN(int found, SchemaVersion(c));
     if (found > kSchemaVersion) return Newer(c, found);
@@ -113,12 +112,7 @@ Result<int> Apply(Connection& c, bool init, int up_to = kSchemaVersion) {
           c.Exec("UPDATE mates_schema SET version = $1, migrated_at = now()", {std::to_string(v)}).status());
     }
     return found;
-  };
-  Result<int> r = run();
-  Status end = c.ExecScript(r.ok() ? "COMMIT" : "ROLLBACK");
-  if (!r.ok()) return r;
-  MATES_RETURN_IF_ERROR(end);
-  return r;
+  });
 }
 
 }  // namespace

@@ -169,8 +169,7 @@ Result<TeamConfig> Store::LoadTeam(const std::string& team) {
 Result<TeamConfig> Store::UpdateTeam(const std::string& team, const std::function<Status(TeamConfig&)>& mutate) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN"));
-  auto run = [&]() -> Result<TeamConfig> {
+  return InTransaction(*c, [&]() -> Result<TeamConfig> {
     MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT " + kConfigColumns + " FROM mates_teams WHERE name = $1 FOR UPDATE",
                                            {team}));
     MATES_ASSIGN_OR_RETURN(TeamConfig config, ConfigOf(r, team));
@@ -180,12 +179,7 @@ Result<TeamConfig> Store::UpdateTeam(const std::string& team, const std::functio
                               .status());
     MATES_RETURN_IF_ERROR(c->Exec("SELECT pg_notify($1, '')", {ChannelOf(TeamKey(team))}).status());
     return config;
-  };
-  Result<TeamConfig> r = run();
-  Status end = c->ExecScript(r.ok() ? "COMMIT" : "ROLLBACK");
-  if (!r.ok()) return r;
-  MATES_RETURN_IF_ERROR(end);
-  return r;
+  });
 }
 
 Result<Member> Store::AddMember(const std::string& team, Member member) {
@@ -358,8 +352,7 @@ Result<Task> Store::CreateTask(const std::string& team, const TaskDraft& draft) 
     return Status::InvalidArgument("a task's subject cannot be empty");
   }
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN"));
-  auto run = [&]() -> Result<Task> {
+  return InTransaction(*c, [&]() -> Result<Task> {
     // Ids are allocated one writer at a time per board.
     MATES_RETURN_IF_ERROR(
         c->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {BoardKey(team)}).status());
@@ -393,12 +386,7 @@ Result<Task> Store::CreateTask(const std::string& team, const TaskDraft& draft) 
     }
     MATES_RETURN_IF_ERROR(c->Exec("SELECT pg_notify($1, '')", {ChannelOf(BoardKey(team))}).status());
     return t;
-  };
-  Result<Task> t = run();
-  Status end = c->ExecScript(t.ok() ? "COMMIT" : "ROLLBACK");
-  if (!t.ok()) return t;
-  MATES_RETURN_IF_ERROR(end);
-  return t;
+  });
 }
 
 Result<Task> Store::GetTask(const std::string& team, int64_t id) {
