@@ -60,10 +60,7 @@ Json AnthropicRequestBody(const Request& request, const std::string& model, bool
   if (!request.tools.empty()) {
     Json tools = Json::array();
     for (const auto& t : request.tools) {
-      auto schema = ParseJson(t.input_schema_json);
-      tools.push_back({{"name", t.name},
-                       {"description", t.description},
-                       {"input_schema", schema.ok() ? *schema : Json{{"type", "object"}}}});
+      tools.push_back({{"name", t.name}, {"description", t.description}, {"input_schema", ToolSchema(t)}});
     }
     if (request.cache) tools.back()["cache_control"] = CacheControl();
     body["tools"] = std::move(tools);

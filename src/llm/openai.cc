@@ -118,10 +118,7 @@ Json OpenAIRequestBody(const Request& request, const std::string& model, bool st
   if (!request.tools.empty()) {
     Json tools = Json::array();
     for (const auto& t : request.tools) {
-      auto schema = ParseJson(t.input_schema_json);
-      Json fn = {{"name", t.name},
-                 {"description", t.description},
-                 {"parameters", schema.ok() ? *schema : Json{{"type", "object"}}}};
+      Json fn = {{"name", t.name}, {"description", t.description}, {"parameters", ToolSchema(t)}};
       tools.push_back({{"type", "function"}, {"function", fn}});
     }
     body["tools"] = tools;

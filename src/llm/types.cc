@@ -3,9 +3,31 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include <mutex>
+#include <unordered_map>
+
 #include "core/ids.h"
 
 namespace mates::llm {
+
+Json ToolSchema(const ToolDef& tool) {
+  // Bounded: tools come and go with MCP servers; past the bound the cache
+  // starts over.
+  constexpr size_t kMaxSchemas = 1024;
+  static std::mutex mu;
+  static auto* parsed = new std::unordered_map<std::string, Json>();  // guarded by mu
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = parsed->find(tool.input_schema_json);
+    if (it != parsed->end()) return it->second;
+  }
+  auto schema = ParseJson(tool.input_schema_json);
+  Json j = schema.ok() ? std::move(*schema) : Json{{"type", "object"}};
+  std::lock_guard<std::mutex> lock(mu);
+  if (parsed->size() >= kMaxSchemas) parsed->clear();
+  parsed->emplace(tool.input_schema_json, j);
+  return j;
+}
 
 ContentBlock ContentBlock::Text(std::string text) {
   ContentBlock b;

@@ -49,6 +49,12 @@ struct ToolDef {
   std::string input_schema_json;  // a JSON Schema object
 };
 
+// A tool's input schema as JSON ({"type": "object"} if it does not parse).
+// Every model call sends every definition: each distinct schema text is
+// parsed once per process, not once per call (it was most of the time a
+// request body took to build).
+Json ToolSchema(const ToolDef& tool);
+
 struct Usage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
