@@ -174,6 +174,7 @@ Result<Task> Board::Create(const TaskDraft& draft) {
     blocker.blocks.push_back(t.id);
     MATES_RETURN_IF_ERROR(WriteLocked(blocker));
   }
+  HandOutLocked();
   return t;
 }
 
@@ -381,6 +382,7 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   }
   MATES_RETURN_IF_ERROR(WriteLocked(t));
   MATES_RETURN_IF_ERROR(WriteOtherSidesLocked(id, links, t.status == TaskStatus::kDeleted, dropped));
+  HandOutLocked();
   return t;
 }
 
@@ -478,8 +480,35 @@ Result<std::optional<Task>> Board::ClaimNext(const std::string& owner, ClaimOutl
     MATES_ASSIGN_OR_RETURN(Task t, ClaimLocked(*id, owner));
     claimed = std::move(t);
   }
+  HandOutLocked();
   if (outlook != nullptr) OutlookLocked(owner, outlook);
   return claimed;
+}
+
+void Board::SetClaimers(std::weak_ptr<Claimers> claimers) {
+  std::lock_guard<std::mutex> guard(mu_);
+  claimers_ = std::move(claimers);
+}
+
+void Board::HandOutLocked() {
+  auto claimers = claimers_.lock();
+  if (!claimers) return;
+  ClaimOutlook left;
+  OutlookLocked("", &left);
+  if (left.unowned == 0 && left.assigned_to.empty()) return;
+  for (const std::string& name : claimers->Reserve(left.unowned, left.assigned_to)) {
+    std::optional<Task> task;
+    if (auto id = NextClaimableLocked(name)) {
+      auto t = ClaimLocked(*id, name);
+      if (t.ok()) {
+        task = std::move(*t);
+      } else {
+        LogWarning("board " + dir_.string() + ": claiming #" + std::to_string(*id) + " for " + name + ": " +
+                   t.status().message());
+      }
+    }
+    claimers->Hand(name, std::move(task));
+  }
 }
 
 }  // namespace mates

@@ -102,11 +102,35 @@ class Board {
   // The id ClaimNext(owner) would claim now, without claiming it.
   Result<std::optional<int64_t>> NextClaimable(const std::string& owner);
 
+  // Who takes claimable tasks the moment a change makes them so: this
+  // process's idle claimers (ClaimLine). After every write that may leave a
+  // task claimable (Create, Update, ClaimNext), still under the board lock,
+  // the board reserves as many idle claimers as there is work for, claims
+  // one task for each, and hands it over: a level of tasks is claimed in
+  // the lock hold of the completion that unblocked it, instead of by a
+  // chain of claimers each woken, each taking the lock in turn. Both calls
+  // come with the board lock held (a Claimers may take its own lock inside
+  // it, never the other way round).
+  class Claimers {
+   public:
+    virtual ~Claimers() = default;
+    // Reserves up to `unowned` idle claimers, and every idle one named in
+    // `assigned` (it has a claimable task assigned); their names, the
+    // assigned first.
+    virtual std::vector<std::string> Reserve(int64_t unowned, const std::vector<std::string>& assigned) = 0;
+    // Ends `name`'s reservation: `task` claimed for it, or nothing.
+    virtual void Hand(const std::string& name, std::optional<Task> task) = 0;
+  };
+  // Held weakly; one per board (the last set wins).
+  void SetClaimers(std::weak_ptr<Claimers> claimers);
+
   const fs::path& dir() const { return dir_; }
 
  private:
   // ClaimNext's choice, confirmed from its file; the board lock held.
   std::optional<int64_t> NextClaimableLocked(const std::string& owner);
+  // Claims for the idle claimers what is claimable now (Claimers).
+  void HandOutLocked();
   struct Entry {
     bool present = false;
     bool full = false;  // else only id, status, owner and blocked_by are known
@@ -182,6 +206,7 @@ class Board {
   off_t index_offset_ = 0;
   size_t index_lines_ = 0;  // lines in .index, to know when to compact
   std::set<std::pair<int64_t, ino_t>> reported_corrupt_;
+  std::weak_ptr<Claimers> claimers_;
 };
 
 // The process's Board for `dir`: every agent of a process shares one (one

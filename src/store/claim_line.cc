@@ -4,10 +4,12 @@
 #include <map>
 #include <vector>
 
+#include "core/log.h"
+
 namespace mates {
 
 Result<std::shared_ptr<ClaimLine>> ClaimLine::Create(const fs::path& dir) {
-  std::shared_ptr<ClaimLine> line(new ClaimLine());
+  std::shared_ptr<ClaimLine> line(new ClaimLine(dir));
   std::weak_ptr<ClaimLine> weak = line;
   MATES_ASSIGN_OR_RETURN(line->sub_, Watcher::Default().Subscribe(dir, "*.json", [weak] {
     if (auto l = weak.lock()) l->OnChange();
@@ -24,12 +26,17 @@ Result<std::shared_ptr<ClaimLine>> SharedClaimLine(const fs::path& dir) {
   if (auto line = slot.lock()) return line;
   MATES_ASSIGN_OR_RETURN(auto line, ClaimLine::Create(dir));
   slot = line;
+  SharedBoard(dir)->SetClaimers(line);
   return line;
 }
 
-ClaimLine::Place ClaimLine::Join(const std::string& name, std::shared_ptr<Waker> waker) {
+ClaimLine::Place ClaimLine::Join(const std::string& name, std::shared_ptr<Waker> waker, std::atomic<bool>* busy) {
   std::lock_guard<std::mutex> lock(mu_);
-  waiters_.push_back(Waiter{name, std::move(waker)});
+  Waiter w;
+  w.name = name;
+  w.waker = std::move(waker);
+  w.busy = busy;
+  waiters_.push_back(std::move(w));
   return Place(shared_from_this(), std::prev(waiters_.end()));
 }
 
@@ -59,16 +66,23 @@ void ClaimLine::OnChange() {
 
 void ClaimLine::OnChangeLocked() {
   if (waiters_.empty()) return;
+  // A change seen while tasks are being handed out was made before the
+  // board lock the hand-out holds (or is one of its claims): the hand-out
+  // looked after it.
+  if (handing_ > 0) return;
   // One already looking looks again (changes coming together cost one
-  // more look, not one each); else the one longest without a look.
+  // more look, not one each); else the one longest without a look, one
+  // with a task coming to it last.
+  auto pending = [](const Waiter& w) { return w.reserved || w.handed.has_value(); };
   for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
-    if (it->looking) {
+    if (it->looking && !pending(*it)) {
       ++it->bumps;
       it->waker->Notify();
       return;
     }
   }
-  WakeLocked(waiters_.begin());
+  auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](const Waiter& w) { return !pending(w); });
+  WakeLocked(it != waiters_.end() ? it : waiters_.begin());
 }
 
 void ClaimLine::WakeLocked(std::list<Waiter>::iterator it) {
@@ -78,17 +92,85 @@ void ClaimLine::WakeLocked(std::list<Waiter>::iterator it) {
   waiters_.splice(waiters_.end(), waiters_, it);  // iterators stay valid
 }
 
-void ClaimLine::Leave(std::list<Waiter>::iterator it) {
+std::vector<std::string> ClaimLine::Reserve(int64_t unowned, const std::vector<std::string>& assigned) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Free: not in a look of its own (it would claim a second task), not
+  // already given one. One woken to look but not yet looking is free: the
+  // task saves it the look.
+  auto free = [](const Waiter& w) { return !w.in_look && !w.reserved && !w.handed; };
+  std::vector<std::list<Waiter>::iterator> picked;
+  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+    if (free(*it) && std::find(assigned.begin(), assigned.end(), it->name) != assigned.end()) picked.push_back(it);
+  }
+  for (auto it = waiters_.begin(); it != waiters_.end() && unowned > 0; ++it) {
+    if (free(*it) && std::find(picked.begin(), picked.end(), it) == picked.end()) {
+      picked.push_back(it);
+      --unowned;
+    }
+  }
+  std::vector<std::string> names;
+  handing_ += picked.size();
+  for (auto it : picked) {
+    it->reserved = true;
+    it->reserved_at = it->bumps;
+    if (it->busy != nullptr) it->busy->store(true);
+    names.push_back(it->name);
+  }
+  return names;
+}
+
+void ClaimLine::Hand(const std::string& name, std::optional<Task> task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](const Waiter& w) { return w.reserved && w.name == name; });
+  if (it == waiters_.end()) return;  // (a reserved waiter cannot leave)
+  it->reserved = false;
+  --handing_;
+  if (task) {
+    // The hand-out looked at the board after every change passed to it so
+    // far: those are covered, and it has no look to make.
+    it->handed = std::move(task);
+    it->covered = std::max(it->covered, it->reserved_at);
+    if (it->bumps == it->reserved_at) it->looking = false;
+    waiters_.splice(waiters_.end(), waiters_, it);
+  } else if (it->busy != nullptr) {
+    it->busy->store(false);
+  }
+  it->waker->Notify();
+  reservations_.notify_all();
+}
+
+void ClaimLine::GiveBack(const std::string& name, const Task& task) {
+  TaskPatch back;
+  back.status = TaskStatus::kPending;
+  back.owner = "";
+  auto r = SharedBoard(dir_)->Update(task.id, back, Caller{name, false});
+  if (!r.ok()) {
+    LogWarning(name + ": giving task #" + std::to_string(task.id) + " back to the board: " + r.status().message());
+  }
+}
+
+void ClaimLine::AwaitReservationLocked(std::unique_lock<std::mutex>& lock, std::list<Waiter>::iterator it) {
+  reservations_.wait(lock, [&] { return !it->reserved; });
+}
+
+std::optional<Task> ClaimLine::Leave(std::list<Waiter>::iterator it) {
+  std::unique_lock<std::mutex> lock(mu_);
+  AwaitReservationLocked(lock, it);
+  return LeaveLocked(it);
+}
+
+std::optional<Task> ClaimLine::LeaveLocked(std::list<Waiter>::iterator it) {
   bool owed = it->bumps > it->covered;
+  std::optional<Task> handed = std::move(it->handed);
   waiters_.erase(it);
   // A change passed to it and not yet looked at goes to another.
   if (owed) OnChangeLocked();
+  return handed;
 }
 
 ClaimLine::Place& ClaimLine::Place::operator=(Place&& o) noexcept {
   if (this != &o) {
-    if (line_) line_->Leave(it_);
+    LeaveGivingBack();
     line_ = std::move(o.line_);
     it_ = o.it_;
     o.line_.reset();
@@ -96,19 +178,46 @@ ClaimLine::Place& ClaimLine::Place::operator=(Place&& o) noexcept {
   return *this;
 }
 
-ClaimLine::Place::~Place() {
-  if (line_) line_->Leave(it_);
+std::optional<Task> ClaimLine::Place::Leave() {
+  if (!line_) return std::nullopt;
+  auto line = std::move(line_);
+  line_.reset();
+  return line->Leave(it_);
 }
 
-uint64_t ClaimLine::Place::Bumps() const {
-  std::lock_guard<std::mutex> lock(line_->mu_);
-  return it_->bumps;
+ClaimLine::Place::~Place() { LeaveGivingBack(); }
+
+void ClaimLine::Place::LeaveGivingBack() {
+  if (!line_) return;
+  auto line = line_;
+  auto name = it_->name;
+  // Whoever held the place did not ask for what was handed to it: it goes
+  // back to the board rather than stay in progress under a claimer gone.
+  if (auto task = Leave()) line->GiveBack(name, *task);
+}
+
+ClaimLine::Place::Look ClaimLine::Place::BeginLook() {
+  ClaimLine& l = *line_;
+  std::unique_lock<std::mutex> lock(l.mu_);
+  l.AwaitReservationLocked(lock, it_);
+  Look look;
+  if (it_->handed) {
+    // Out of the line with it, in the same step: no second task can come.
+    look.handed = l.LeaveLocked(it_);
+    lock.unlock();
+    line_.reset();
+    return look;
+  }
+  it_->in_look = true;
+  look.bumps = it_->bumps;
+  return look;
 }
 
 void ClaimLine::Place::Looked(uint64_t bumps, const Board::ClaimOutlook& outlook) {
   ClaimLine& l = *line_;
   std::lock_guard<std::mutex> lock(l.mu_);
   Waiter& me = *it_;
+  me.in_look = false;
   me.covered = std::max(me.covered, bumps);
   if (me.bumps == bumps) me.looking = false;  // nothing came while it looked
   // As many more as there are tasks left, counting those already looking.
@@ -118,13 +227,13 @@ void ClaimLine::Place::Looked(uint64_t bumps, const Board::ClaimOutlook& outlook
     if (it != it_ && it->looking) --want;
   }
   for (auto it = l.waiters_.begin(); it != l.waiters_.end() && want > 0; ++it) {
-    if (it != it_ && !it->looking) {
+    if (it != it_ && !it->looking && !it->reserved && !it->handed) {
       wake.push_back(it);
       --want;
     }
   }
   for (auto it = l.waiters_.begin(); it != l.waiters_.end(); ++it) {
-    if (it == it_ || it->looking) continue;
+    if (it == it_ || it->looking || it->reserved || it->handed) continue;
     if (std::find(outlook.assigned_to.begin(), outlook.assigned_to.end(), it->name) != outlook.assigned_to.end() &&
         std::find(wake.begin(), wake.end(), it) == wake.end()) {
       wake.push_back(it);

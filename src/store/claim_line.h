@@ -1,26 +1,38 @@
-// ClaimLine: the idle claimers of one task board in this process, woken as
-// many as there is work for instead of all of them at every change.
+// ClaimLine: the idle claimers of one task board in this process. Tasks
+// are handed to them in the lock hold of the change that made the tasks
+// claimable; a change the line only hears about (another process wrote
+// it) wakes one of them to look.
 //
 // An idle teammate used to watch the board itself: every task written woke
 // every idle teammate, and each took the board lock to find nothing (100
 // teammates, a level of 30 tasks: thousands of looks per level, all queued
 // on one lock while the completions the next level waits for queue behind
-// them). In a line, a change wakes one waiter (or tells one already looking
-// to look again); a look that claimed says how many claimable tasks are
-// left, and that many more are woken, plus whoever has a task assigned.
+// them). Then a change woke one waiter, whose look woke as many more as it
+// left tasks: still one lock hold, one wake-up and one refresh per claim,
+// in a chain. Now the line is the board's Claimers (SharedClaimLine sets
+// it): a write in this process that leaves tasks claimable reserves as many
+// idle waiters, claims one task for each in the same lock hold, and hands
+// each its task with its wake-up.
 //
-// Nothing is claimed on anyone's behalf: each teammate claims for itself,
-// so a task can only be lost if a change is seen by nobody. The line keeps
-// count: every change it passes to a waiter is either covered by a look
-// that waiter begins after it, or passed on to another when it leaves.
+// No task is lost on the way. A reserved waiter cannot begin a look or
+// leave until its reservation ends (the board ends it within the lock hold
+// that made it); a task handed over is taken by the next BeginLook or by
+// Leave, and one left at a Place's end is given back to the board. And the
+// line keeps count of changes from outside: every change it passes to a
+// waiter is covered by a look (or a hand-out) that began after it, or
+// passed on to another when that waiter leaves.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/waker.h"
@@ -29,13 +41,18 @@
 
 namespace mates {
 
-class ClaimLine : public std::enable_shared_from_this<ClaimLine> {
+class ClaimLine : public Board::Claimers, public std::enable_shared_from_this<ClaimLine> {
   struct Waiter {
     std::string name;
     std::shared_ptr<Waker> waker;
+    std::atomic<bool>* busy = nullptr;  // set while a task is on its way to it
     uint64_t bumps = 0;     // changes passed to it
     uint64_t covered = 0;   // of those, the ones a finished look began after
     bool looking = false;   // woken, its look not finished
+    bool in_look = false;   // between BeginLook and Looked
+    bool reserved = false;  // a hand-out for it is under way
+    uint64_t reserved_at = 0;    // its bumps then
+    std::optional<Task> handed;  // claimed for it, not yet taken
   };
 
  public:
@@ -49,13 +66,23 @@ class ClaimLine : public std::enable_shared_from_this<ClaimLine> {
     Place& operator=(const Place&) = delete;
     ~Place();
 
-    // Read just before a look begins (a ClaimNext).
-    uint64_t Bumps() const;
+    // Before a look (a ClaimNext): a task handed to this waiter, to take
+    // instead of looking (the place is left with it); else the count the
+    // look begins at. Waits out a hand-out under way.
+    struct Look {
+      std::optional<Task> handed;
+      uint64_t bumps = 0;
+    };
+    Look BeginLook();
     // After the look that began at `bumps`: what it left, to wake as many.
     void Looked(uint64_t bumps, const Board::ClaimOutlook& outlook);
+    // Leaves the line now; a task handed over meanwhile is the caller's,
+    // to take or to give back (GiveBack). Waits out a hand-out under way.
+    std::optional<Task> Leave();
 
    private:
     friend class ClaimLine;
+    void LeaveGivingBack();
     Place(std::shared_ptr<ClaimLine> line, std::list<Waiter>::iterator it) : line_(std::move(line)), it_(it) {}
     std::shared_ptr<ClaimLine> line_;
     std::list<Waiter>::iterator it_;
@@ -66,8 +93,19 @@ class ClaimLine : public std::enable_shared_from_this<ClaimLine> {
   ClaimLine(const ClaimLine&) = delete;
   ClaimLine& operator=(const ClaimLine&) = delete;
 
-  // `waker` is notified when this waiter should look at the board.
-  Place Join(const std::string& name, std::shared_ptr<Waker> waker);
+  // `waker` is notified when this waiter should look at the board, or has
+  // a task handed to it. `busy`, if given, is set while a task is on its
+  // way to it (reserved, handed, not yet taken): whoever asks whether the
+  // team is idle counts it as working. The waiter clears it.
+  Place Join(const std::string& name, std::shared_ptr<Waker> waker, std::atomic<bool>* busy = nullptr);
+
+  // Board::Claimers.
+  std::vector<std::string> Reserve(int64_t unowned, const std::vector<std::string>& assigned) override;
+  void Hand(const std::string& name, std::optional<Task> task) override;
+
+  // A handed task its claimer will not work on goes back on the board
+  // (pending, unowned).
+  void GiveBack(const std::string& name, const Task& task);
 
   // Every waiter looks: the board is gone (a team deleted under its
   // teammates), which one look learns and all must.
@@ -78,19 +116,27 @@ class ClaimLine : public std::enable_shared_from_this<ClaimLine> {
   size_t looking() const;
 
  private:
-  ClaimLine() = default;
+  explicit ClaimLine(fs::path dir) : dir_(std::move(dir)) {}
   // A board file changed: one waiter is to look (again).
   void OnChange();
   void OnChangeLocked();
   void WakeLocked(std::list<Waiter>::iterator it);
-  void Leave(std::list<Waiter>::iterator it);
+  // Leaves; a handed task not taken is returned.
+  std::optional<Task> Leave(std::list<Waiter>::iterator it);
+  std::optional<Task> LeaveLocked(std::list<Waiter>::iterator it);
+  // Until `it` has no hand-out under way; `lock` holds mu_.
+  void AwaitReservationLocked(std::unique_lock<std::mutex>& lock, std::list<Waiter>::iterator it);
 
+  const fs::path dir_;
   mutable std::mutex mu_;
+  std::condition_variable reservations_;  // a reservation ended
   std::list<Waiter> waiters_;  // guarded by mu_; front: longest since woken
+  size_t handing_ = 0;         // guarded by mu_; reservations under way
   Watcher::Subscription sub_;  // set once, by Create
 };
 
-// The process's line for the board in `dir` (shared like SharedBoard).
+// The process's line for the board in `dir` (shared like SharedBoard), the
+// Claimers of the process's SharedBoard for `dir`.
 Result<std::shared_ptr<ClaimLine>> SharedClaimLine(const fs::path& dir);
 
 }  // namespace mates

@@ -15,8 +15,9 @@ namespace {
 
 using testing::TempDir;
 
-// Idle claimers as a teammate's IdleWait runs them: in the line, a look
-// (ClaimNext) when woken, the claimed task completed out of the line
+// Idle claimers as a teammate's IdleWait runs them: in the line, a task
+// handed over taken, else a look (ClaimNext) when woken, the task
+// completed out of the line
 // (which unblocks the next level), back in the line. No timeout on the
 // waits: a change the line lost would leave tasks nobody claims, and the
 // test's own deadline says so.
@@ -37,6 +38,7 @@ class Claimers {
     }
   }
   int64_t looks() const { return looks_.load(); }
+  int64_t handed() const { return handed_.load(); }
   std::map<int64_t, std::string> claimed() {
     std::lock_guard<std::mutex> lock(mu_);
     return claimed_;
@@ -53,11 +55,16 @@ class Claimers {
         ClaimLine::Place place = line_->Join(name, waker);
         while (!done_) {
           uint64_t seen = waker->generation();
-          uint64_t bumps = place.Bumps();
+          auto look = place.BeginLook();
+          if (look.handed) {
+            task = std::move(look.handed);
+            ++handed_;
+            break;
+          }
           Board::ClaimOutlook outlook;
           auto r = board_->ClaimNext(name, &outlook);
           ++looks_;
-          place.Looked(bumps, outlook);
+          place.Looked(look.bumps, outlook);
           ASSERT_TRUE(r.ok()) << r.status().message();
           if (r->has_value()) {
             task = std::move(**r);
@@ -82,6 +89,7 @@ class Claimers {
   std::vector<std::thread> threads_;
   std::atomic<bool> done_{false};
   std::atomic<int64_t> looks_{0};
+  std::atomic<int64_t> handed_{0};
   std::atomic<int> doubles_{0};
   std::mutex mu_;
   std::map<int64_t, std::string> claimed_;  // guarded by mu_
@@ -135,7 +143,17 @@ TEST(ClaimLineTest, ManyClaimersLoseNoTaskAndDoNotStampede) {
   // handful per task.
   const int64_t tasks = kLevels * kWidth;
   EXPECT_LE(claimers.looks(), 6 * tasks) << "looks per task: " << static_cast<double>(claimers.looks()) / tasks;
+  // A level's tasks are handed out by the completion that unblocked them:
+  // most claims are made for a claimer, not by it.
+  EXPECT_GE(claimers.handed(), tasks / 5) << "handed " << claimers.handed() << " of " << tasks;
   EXPECT_EQ((*line)->waiting(), 0u);
+}
+
+// A task the lead holds in progress, for others to wait behind.
+Result<Task> HeldGate(Board& board) {
+  auto gate = board.Create(TaskDraft{"gate"});
+  if (!gate.ok()) return gate;
+  return board.Update(gate->id, TaskPatch{TaskStatus::kInProgress, std::string("lead")}, Caller{"lead", true});
 }
 
 // A task the lead assigned to one claimer wakes that claimer, whoever is
@@ -146,9 +164,8 @@ TEST(ClaimLineTest, AnAssignedTaskReachesItsOwner) {
   auto board = SharedBoard(tasks_dir);
   // A gate the assigned tasks wait behind (held by the lead before any
   // claimer is there: a task is created unowned).
-  auto gate = board->Create(TaskDraft{"gate"});
+  auto gate = HeldGate(*board);
   ASSERT_TRUE(gate.ok());
-  ASSERT_TRUE(board->Update(gate->id, TaskPatch{TaskStatus::kInProgress, std::string("lead")}, Caller{"lead", true}).ok());
   auto line = SharedClaimLine(tasks_dir);
   ASSERT_TRUE(line.ok());
   Claimers claimers(board, *line, 6);
@@ -212,13 +229,13 @@ TEST_F(LineSteps, AChangeDuringALookMakesItLookAgain) {
   ClaimLine::Place b = line->Join("b", wb);
   Change();  // a looks
   uint64_t seen = wa->generation(), gb = wb->generation();
-  uint64_t bumps = a.Bumps();
+  uint64_t bumps = a.BeginLook().bumps;
   Change();  // during a's look
   a.Looked(bumps, {});
   EXPECT_NE(wa->generation(), seen);  // a's wait returns at once: it looks again
   EXPECT_EQ(wb->generation(), gb);
   EXPECT_EQ(line->looking(), 1u);
-  bumps = a.Bumps();
+  bumps = a.BeginLook().bumps;
   a.Looked(bumps, {});  // nothing came during this one
   EXPECT_EQ(line->looking(), 0u);
 }
@@ -230,7 +247,7 @@ TEST_F(LineSteps, LeavingWithAChangeUnlookedPassesItOn) {
   {
     ClaimLine::Place a = line->Join("a", wa);
     Change();  // b, the front, looks...
-    uint64_t bumps = b.Bumps();
+    uint64_t bumps = b.BeginLook().bumps;
     b.Looked(bumps, {});  // ...and finds nothing: b rests
     Change();  // a is woken
     gb = wb->generation();
@@ -265,7 +282,7 @@ TEST(ClaimLineTest, EveryWaiterLearnsTheBoardIsGone) {
       ClaimLine::Place place = (*line)->Join("c" + std::to_string(i), waker);
       for (;;) {
         uint64_t seen = waker->generation();
-        uint64_t bumps = place.Bumps();
+        uint64_t bumps = place.BeginLook().bumps;
         Board::ClaimOutlook outlook;
         auto r = board->ClaimNext("c" + std::to_string(i), &outlook);
         if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
@@ -307,12 +324,99 @@ TEST_F(LineSteps, ALookThatSawMoreWakesAsManyMore) {
   for (auto& x : w) g.push_back(x->generation());
   Board::ClaimOutlook outlook;
   outlook.unowned = 3;
-  uint64_t bumps = places[0].Bumps();
+  uint64_t bumps = places[0].BeginLook().bumps;
   places[0].Looked(bumps, outlook);
   int woken = 0;
   for (size_t i = 1; i < w.size(); ++i) woken += w[i]->generation() != g[i] ? 1 : 0;
   EXPECT_EQ(woken, 3);
   EXPECT_EQ(line->looking(), 3u);
+}
+
+// Waiters settled in the line (each looked, found nothing, rests).
+void Settle(ClaimLine& line, std::vector<ClaimLine::Place>& places) {
+  for (auto& p : places) p.Looked(p.BeginLook().bumps, {});
+  ASSERT_EQ(line.looking(), 0u);
+}
+
+// A completion that unblocks tasks hands them to the idle waiters in its
+// own lock hold: each is claimed for one waiter, who finds it at its next
+// BeginLook without looking at the board, counted busy meanwhile.
+TEST(ClaimLineTest, ACompletionHandsTheTasksItUnblocksToIdleWaiters) {
+  TempDir dir;
+  fs::path tasks_dir = dir.path() / "tasks";
+  auto board = SharedBoard(tasks_dir);
+  auto gate = HeldGate(*board);
+  ASSERT_TRUE(gate.ok());
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    TaskDraft d{"after the gate"};
+    d.blocked_by = {gate->id};
+    ids.push_back(board->Create(d)->id);
+  }
+  auto line = SharedClaimLine(tasks_dir);
+  ASSERT_TRUE(line.ok());
+  const int kWaiters = 4;
+  std::vector<std::shared_ptr<Waker>> wakers;
+  std::vector<std::atomic<bool>> busy(kWaiters);
+  std::vector<ClaimLine::Place> places;
+  for (int i = 0; i < kWaiters; ++i) {
+    wakers.push_back(std::make_shared<Waker>());
+    places.push_back((*line)->Join("w" + std::to_string(i), wakers.back(), &busy[i]));
+  }
+  Settle(**line, places);
+  ASSERT_TRUE(board->Update(gate->id, TaskPatch{TaskStatus::kCompleted}, Caller{"lead", true}).ok());
+  // Handed before the completion returned: three waiters busy, one not.
+  std::map<int64_t, std::string> owner;
+  int busy_count = 0;
+  for (int i = 0; i < kWaiters; ++i) {
+    busy_count += busy[i].load() ? 1 : 0;
+    auto look = places[i].BeginLook();
+    if (look.handed) {
+      EXPECT_TRUE(busy[i].load());
+      owner[look.handed->id] = "w" + std::to_string(i);
+      EXPECT_EQ(look.handed->status, TaskStatus::kInProgress);
+    } else {
+      places[i].Looked(look.bumps, {});
+    }
+  }
+  EXPECT_EQ(busy_count, 3);
+  ASSERT_EQ(owner.size(), 3u);
+  for (int64_t id : ids) {
+    auto t = board->Get(id);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->status, TaskStatus::kInProgress);
+    EXPECT_EQ(t->owner, owner[id]) << "task #" << id;
+  }
+  // The three took theirs and left the line with them.
+  EXPECT_EQ((*line)->waiting(), 1u);
+}
+
+// A waiter that goes without taking what was handed to it (stopped, say)
+// gives it back: pending and unowned again, not in progress under nobody.
+TEST(ClaimLineTest, AHandedTaskNotTakenGoesBackToTheBoard) {
+  TempDir dir;
+  fs::path tasks_dir = dir.path() / "tasks";
+  auto board = SharedBoard(tasks_dir);
+  auto line = SharedClaimLine(tasks_dir);
+  ASSERT_TRUE(line.ok());
+  auto waker = std::make_shared<Waker>();
+  int64_t id = 0;
+  {
+    std::vector<ClaimLine::Place> places;
+    places.push_back((*line)->Join("w", waker));
+    Settle(**line, places);
+    uint64_t g = waker->generation();
+    auto t = board->Create(TaskDraft{"work"});
+    ASSERT_TRUE(t.ok());
+    id = t->id;
+    EXPECT_NE(waker->generation(), g);  // told its task is there
+    EXPECT_EQ(board->Get(id)->owner, "w");
+  }
+  auto t = board->Get(id);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->status, TaskStatus::kPending);
+  EXPECT_EQ(t->owner, "");
+  EXPECT_EQ((*line)->waiting(), 0u);
 }
 
 // Places leave the line when they go, moved or not.

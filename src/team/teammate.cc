@@ -228,28 +228,51 @@ bool Teammate::IdleWait() {
                "); looking every second instead");
   }
   const bool polling = manager_->options().seed_polling || !watched;
+  // Between a claim (ours, or one made for us by a hand-out) and the status
+  // going back to active, `claiming_` keeps the teammate counted as working
+  // (TeamManager::AnyActive).
   ClaimLine::Place place;
-  if (!polling) place = (*line)->Join(config_.name, waker_);
+  if (!polling) place = (*line)->Join(config_.name, waker_, &claiming_);
+  // Leaving the line, with a task handed to us meanwhile: taken if we go on
+  // working, else given back.
+  auto leave = [&](bool go_on) {
+    if (auto handed = place.Leave()) {
+      if (go_on) {
+        TakeTask(*handed);
+      } else {
+        (*line)->GiveBack(config_.name, *handed);
+      }
+    }
+    claiming_.store(false);
+    manager_->WakeWaiters();
+    return go_on;
+  };
   std::shared_ptr<Board> board = SharedBoard(ws.TasksDir(config_.team));
   const double timeout = manager_->options().idle_timeout_s;
   Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
   bool said_idle = false;
   for (;;) {
     uint64_t seen = waker_->generation();
-    if (stop_.load()) return false;
+    if (stop_.load()) return leave(false);
     if (std::string over = loop_->OverBudget(); !over.empty()) {
       SetStopReason(StopReason::kBudget, over);
-      return false;
+      return leave(false);
     }
-    if (loop_->HasPendingInput()) return true;
-    // Between the claim and the status going back to active, `claiming_`
-    // keeps the teammate counted as working (TeamManager::AnyActive).
+    if (loop_->HasPendingInput()) return leave(true);
     claiming_.store(true);
-    uint64_t bumps = polling ? 0 : place.Bumps();
+    ClaimLine::Place::Look look;
+    if (!polling) look = place.BeginLook();
+    if (look.handed) {
+      TakeTask(*look.handed);
+      claiming_.store(false);
+      return true;
+    }
     Board::ClaimOutlook outlook;
     auto claimed = board->ClaimNext(config_.name, &outlook);
-    if (!polling) place.Looked(bumps, outlook);
+    if (!polling) place.Looked(look.bumps, outlook);
     if (claimed.ok() && claimed->has_value()) {
+      // One task at a time: one handed to us since our look goes back.
+      if (auto extra = place.Leave()) (*line)->GiveBack(config_.name, *extra);
       TakeTask(**claimed);
       claiming_.store(false);
       return true;
@@ -259,7 +282,7 @@ bool Teammate::IdleWait() {
     if (!claimed.ok() && claimed.status().code() == StatusCode::kNotFound) {
       if (!polling) (*line)->WakeAll();  // the others in the line learn it too
       SetStopReason(StopReason::kTeamGone, "its team's task board is gone");
-      return false;
+      return leave(false);
     }
     // Idle only now that there is certainly nothing to do (not between turns).
     if (!said_idle) {
@@ -269,7 +292,7 @@ bool Teammate::IdleWait() {
     }
     if (Expired(deadline)) {
       SetStopReason(StopReason::kIdleTimeout, "no work for " + std::to_string(static_cast<int>(timeout)) + " s");
-      return false;
+      return leave(false);
     }
     if (polling) {
       // The seeds' idle loop: look again in a second.
