@@ -14,6 +14,7 @@
 #include "pg/connection.h"
 #include "pg/schema.h"
 #include "pg/store.h"
+#include "store/board.h"
 #include "store/roster.h"
 #include "support/pg_server.h"
 #include "support/test_util.h"
@@ -292,6 +293,110 @@ TEST_F(PgTest, ClaimsFollowDependenciesAndAssignmentsFirst) {
   auto all = store->ListTasks("procs");
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 5u);
+}
+
+// The board's tasks without their clock readings, to compare stores.
+std::vector<Json> TimelessTasks(const std::vector<Task>& tasks) {
+  std::vector<Json> out;
+  for (Task t : tasks) {
+    t.created_at = t.updated_at = 0;
+    out.push_back(TaskToJson(t));
+  }
+  return out;
+}
+
+// Every update rule of DESIGN §4, step by step on a PostgreSQL board and a
+// file board: the same answer at each step, the same error word for word,
+// and the same boards at the end.
+TEST_F(PgTest, TaskUpdatesFollowTheFileBoardsRules) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  Board files(ws_.path() / "tasks");
+  auto both = [&](const std::string& step, auto&& on_pg, auto&& on_files) {
+    auto a = on_pg();
+    auto b = on_files();
+    ASSERT_EQ(a.ok(), b.ok()) << step << ": " << (a.ok() ? b.status().message() : a.status().message());
+    if (!a.ok()) {
+      EXPECT_EQ(a.status().code(), b.status().code()) << step;
+      EXPECT_EQ(a.status().message(), b.status().message()) << step;
+    }
+  };
+  auto create = [&](const std::string& subject, std::vector<int64_t> blocked_by, std::string metadata = "") {
+    TaskDraft d;
+    d.subject = subject;
+    d.blocked_by = std::move(blocked_by);
+    d.metadata_json = std::move(metadata);
+    both("create " + subject, [&] { return store->CreateTask("procs", d); }, [&] { return files.Create(d); });
+  };
+  auto update = [&](const std::string& step, int64_t id, const TaskPatch& p, const Caller& who) {
+    both(step, [&] { return store->UpdateTask("procs", id, p, who); }, [&] { return files.Update(id, p, who); });
+  };
+  auto claim = [&](const std::string& step, int64_t id, const std::string& owner) {
+    both(step, [&] { return store->Claim("procs", id, owner); }, [&] { return files.Claim(id, owner); });
+  };
+  auto status = [](TaskStatus s) {
+    TaskPatch p;
+    p.status = s;
+    return p;
+  };
+  const Caller lead{"lead", true}, ann{"ann", false}, bob{"bob", false};
+  create("a", {});
+  create("b", {1});
+  create("c", {});
+  create("d", {2, 3});
+  create("e", {}, "[1]");
+  create("f", {}, R"({"k": ")" + std::string(70000, 'x') + R"("})");
+  update("start a blocked task", 2, status(TaskStatus::kInProgress), ann);
+  update("start a free one: ann takes it", 1, status(TaskStatus::kInProgress), ann);
+  update("complete another's", 1, status(TaskStatus::kCompleted), bob);
+  TaskPatch grab;
+  grab.owner = "bob";
+  update("take another's", 1, grab, bob);
+  update("complete one's own", 1, status(TaskStatus::kCompleted), ann);
+  auto links = [](std::vector<int64_t> blocked_by, std::vector<int64_t> blocks) {
+    TaskPatch p;
+    p.add_blocked_by = std::move(blocked_by);
+    p.add_blocks = std::move(blocks);
+    return p;
+  };
+  update("a cycle", 3, links({4}, {}), lead);
+  update("a link there already", 3, links({}, {4}), lead);
+  update("a link to nothing", 1, links({9}, {}), lead);
+  update("a link to itself", 3, links({3}, {}), lead);
+  update("a new link, twice", 3, links({}, {1, 1}), lead);
+  TaskPatch p;
+  p.metadata_json = R"({"k": 1, "j": "x"})";
+  update("metadata", 3, p, lead);
+  p.metadata_json = R"({"k": null})";
+  update("metadata merged", 3, p, lead);
+  p.metadata_json = "[1]";
+  update("metadata not an object", 3, p, lead);
+  p.metadata_json = R"({"k": ")" + std::string(70000, 'x') + R"("})";
+  update("metadata too large", 3, p, lead);
+  p = {};
+  p.subject = "  ";
+  update("an empty subject", 3, p, lead);
+  p = {};
+  p.owner = "bad name";
+  update("a bad owner", 3, p, lead);
+  p = status(TaskStatus::kDeleted);
+  p.add_blocks = {4};
+  update("deleted with a new link", 2, p, lead);
+  update("deleted", 2, status(TaskStatus::kDeleted), lead);
+  update("deleted is final", 2, status(TaskStatus::kPending), lead);
+  update("no such task", 99, status(TaskStatus::kCompleted), lead);
+  claim("claim a blocked task", 4, "cy");
+  claim("claim", 3, "cy");
+  claim("claim what is claimed", 3, "dee");
+  claim("claim one's own again", 3, "cy");
+  claim("claim a deleted task", 2, "cy");
+  claim("claim nothing", 42, "cy");
+  auto pg_tasks = store->ListTasks("procs", /*include_deleted=*/true);
+  auto file_tasks = files.List(/*include_deleted=*/true);
+  ASSERT_TRUE(pg_tasks.ok() && file_tasks.ok());
+  EXPECT_EQ(TimelessTasks(*pg_tasks), TimelessTasks(*file_tasks));
+  ASSERT_EQ(pg_tasks->size(), 4u);  // the two with bad metadata were refused
+  EXPECT_TRUE((*pg_tasks)[3].blocked_by == std::vector<int64_t>{3}) << "the deleted task left #4's blockers";
 }
 
 // The roster's document without its clock readings, to compare stores.

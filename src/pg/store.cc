@@ -1,6 +1,7 @@
 #include "pg/store.h"
 
 #include <charconv>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
@@ -9,6 +10,7 @@
 #include "core/json.h"
 #include "core/names.h"
 #include "pg/schema.h"
+#include "store/task_rules.h"
 
 namespace mates::pg {
 
@@ -351,9 +353,16 @@ Result<Task> Store::CreateTask(const std::string& team, const TaskDraft& draft) 
   if (draft.subject.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::InvalidArgument("a task's subject cannot be empty");
   }
+  std::string metadata = "{}";
+  if (!draft.metadata_json.empty()) {
+    MATES_ASSIGN_OR_RETURN(Json md, ParseTaskMetadata(draft.metadata_json));
+    metadata = DumpJson(md);
+    MATES_RETURN_IF_ERROR(CheckTaskMetadataSize(metadata));
+  }
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
   return InTransaction(*c, [&]() -> Result<Task> {
-    // Ids are allocated one writer at a time per board.
+    // Ids are allocated, and the dependency graph changed, one writer at a
+    // time per board (UpdateTask takes the same lock).
     MATES_RETURN_IF_ERROR(
         c->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {BoardKey(team)}).status());
     std::vector<int64_t> blockers;
@@ -374,8 +383,7 @@ Result<Task> Store::CreateTask(const std::string& team, const TaskDraft& draft) 
                                  "SELECT $1, COALESCE(max(id), 0) + 1, $2, $3, $4, 'pending', $5::bigint[], $6, "
                                  "$7, $7 FROM mates_tasks WHERE team = $1 RETURNING ") +
                          kTaskColumns,
-                     {team, draft.subject, draft.description, draft.active_form, ArrayText(blockers),
-                      draft.metadata_json.empty() ? "{}" : draft.metadata_json, now});
+                     {team, draft.subject, draft.description, draft.active_form, ArrayText(blockers), metadata, now});
     if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
     MATES_ASSIGN_OR_RETURN(Task t, TaskOf(*r, 0));
     if (!blockers.empty()) {
@@ -440,6 +448,119 @@ Result<Task> Store::Complete(const std::string& team, int64_t id, const std::str
   return Status::Conflict("task #" + Num(id) + " is " + std::string(TaskStatusName(t.status)) +
                           (t.owner.empty() ? "" : ", owned by '" + t.owner + "'") + ", not in progress for '" +
                           owner + "'");
+}
+
+namespace {
+
+// The board's tasks by id, as the update rules see them.
+struct BoardRows {
+  std::map<int64_t, Task> tasks;
+  TaskLookup lookup() const {
+    return [this](int64_t id) -> const Task* {
+      auto it = tasks.find(id);
+      return it == tasks.end() ? nullptr : &it->second;
+    };
+  }
+};
+
+Result<BoardRows> ReadBoard(Connection& c, const std::string& team) {
+  MATES_ASSIGN_OR_RETURN(Rows r, c.Exec(std::string("SELECT ") + kTaskColumns + " FROM mates_tasks WHERE team = $1",
+                                        {team}));
+  BoardRows board;
+  for (int i = 0; i < r.size(); ++i) {
+    auto t = TaskOf(r, i);
+    if (t.ok()) board.tasks[t->id] = std::move(*t);  // (a status edited into garbage: not a task)
+  }
+  return board;
+}
+
+// Task `id`, its row held until the transaction ends.
+Result<Task> HoldTask(Connection& c, const std::string& team, int64_t id) {
+  MATES_ASSIGN_OR_RETURN(Rows r, c.Exec(std::string("SELECT ") + kTaskColumns +
+                                            " FROM mates_tasks WHERE team = $1 AND id = $2 FOR UPDATE",
+                                        {team, Num(id)}));
+  if (r.size() == 0) return Status::NotFound("no task #" + Num(id));
+  return TaskOf(r, 0);
+}
+
+Status WriteTask(Connection& c, const std::string& team, const Task& t) {
+  return c.Exec("UPDATE mates_tasks SET subject = $3, description = $4, active_form = $5, status = $6, owner = $7, "
+                "blocked_by = $8::bigint[], blocks = $9::bigint[], metadata = $10, updated_at = $11 "
+                "WHERE team = $1 AND id = $2",
+                {team, Num(t.id), t.subject, t.description, t.active_form, std::string(TaskStatusName(t.status)),
+                 t.owner, ArrayText(t.blocked_by), ArrayText(t.blocks), t.metadata_json, Seconds(t.updated_at)})
+      .status();
+}
+
+}  // namespace
+
+Result<Task> Store::UpdateTask(const std::string& team, int64_t id, const TaskPatch& patch, const Caller& caller) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Json metadata_patch, CheckPatch(patch));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  return InTransaction(*c, [&]() -> Result<Task> {
+    // The graph changes one update at a time per board (task creation
+    // takes the same lock); claims hold rows, not this lock.
+    MATES_RETURN_IF_ERROR(
+        c->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {BoardKey(team)}).status());
+    MATES_ASSIGN_OR_RETURN(Task t, HoldTask(*c, team, id));
+    MATES_ASSIGN_OR_RETURN(BoardRows board, ReadBoard(*c, team));
+    board.tasks[id] = t;  // the version held
+    const TaskLookup lookup = board.lookup();
+    // The file board's rules, in the same order (store/task_rules.h).
+    MATES_RETURN_IF_ERROR(CheckUpdateAllowed(t, patch, caller));
+    MATES_ASSIGN_OR_RETURN(NewLinks links, CheckNewLinks(t, patch, lookup));
+    std::vector<int64_t> dropped;
+    MATES_RETURN_IF_ERROR(ApplyPatch(t, patch, metadata_patch, links, caller, lookup, &dropped));
+    const std::string now = Seconds(WallSeconds());
+    t.updated_at = WallSeconds();
+    MATES_RETURN_IF_ERROR(WriteTask(*c, team, t));
+    // The other side of each link, and a deleted task out of everyone's
+    // lists: changed in place, field by field, so that a claim of one of
+    // those rows meanwhile is kept.
+    for (int64_t b : links.blocked_by) {
+      MATES_RETURN_IF_ERROR(c->Exec("UPDATE mates_tasks SET blocks = array_append(blocks, $3), updated_at = $4 "
+                                    "WHERE team = $1 AND id = $2",
+                                    {team, Num(b), Num(id), now})
+                                .status());
+    }
+    for (int64_t b : links.blocks) {
+      MATES_RETURN_IF_ERROR(c->Exec("UPDATE mates_tasks SET blocked_by = array_append(blocked_by, $3), "
+                                    "updated_at = $4 WHERE team = $1 AND id = $2",
+                                    {team, Num(b), Num(id), now})
+                                .status());
+    }
+    if (t.status == TaskStatus::kDeleted) {
+      MATES_RETURN_IF_ERROR(c->Exec("UPDATE mates_tasks SET blocked_by = array_remove(blocked_by, $2), "
+                                    "blocks = array_remove(blocks, $2), updated_at = $3 "
+                                    "WHERE team = $1 AND id <> $2 AND ($2 = ANY(blocked_by) OR $2 = ANY(blocks))",
+                                    {team, Num(id), now})
+                                .status());
+    }
+    MATES_RETURN_IF_ERROR(c->Exec("SELECT pg_notify($1, '')", {ChannelOf(BoardKey(team))}).status());
+    return t;
+  });
+}
+
+Result<Task> Store::Claim(const std::string& team, int64_t id, const std::string& owner) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, owner));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  return InTransaction(*c, [&]() -> Result<Task> {
+    MATES_ASSIGN_OR_RETURN(Task t, HoldTask(*c, team, id));
+    const std::string ref = "task #" + Num(id);
+    if (t.status == TaskStatus::kDeleted) return Status::NotFound("no task #" + Num(id));
+    if (t.owner == owner && t.status == TaskStatus::kInProgress) return t;  // already ours
+    if (!t.owner.empty() && t.owner != owner) return Status::Conflict(ref + " is already claimed by '" + t.owner + "'");
+    if (t.status != TaskStatus::kPending) return Status::Conflict(ref + " is " + std::string(TaskStatusName(t.status)));
+    MATES_ASSIGN_OR_RETURN(BoardRows board, ReadBoard(*c, team));
+    std::string why = BlockedReason(t, board.lookup());
+    if (!why.empty()) return Status::FailedPrecondition(ref + " is blocked by " + why);
+    t.owner = owner;
+    t.status = TaskStatus::kInProgress;
+    t.updated_at = WallSeconds();
+    MATES_RETURN_IF_ERROR(WriteTask(*c, team, t));
+    return t;
+  });
 }
 
 }  // namespace mates::pg

@@ -108,6 +108,13 @@ class Store {
   Result<std::optional<Task>> ClaimNext(const std::string& team, const std::string& owner);
   // `owner` finishes its task: in_progress -> completed.
   Result<Task> Complete(const std::string& team, int64_t id, const std::string& owner);
+  // DESIGN §4's update, with the file board's rules (store/task_rules.h):
+  // validated whole, then written in one transaction under the board's
+  // lock, the other sides of new links and of a deletion with it.
+  Result<Task> UpdateTask(const std::string& team, int64_t id, const TaskPatch& patch, const Caller& caller);
+  // Compare-and-set, as Board::Claim: pending, unowned (or already
+  // `owner`'s) and unblocked -> in_progress owned by `owner`.
+  Result<Task> Claim(const std::string& team, int64_t id, const std::string& owner);
 
   // Liveness (DESIGN §13): a host holds a session advisory lock per agent
   // it hosts, on a connection of its own, so the lock goes when the host

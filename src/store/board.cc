@@ -17,6 +17,7 @@
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/names.h"
+#include "store/task_rules.h"
 #include "store/watcher.h"
 
 namespace mates {
@@ -53,47 +54,7 @@ std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }
 
 Status NoTask(int64_t id) { return Status::NotFound("no task " + TaskRef(id)); }
 
-// Metadata from a caller: a JSON object within the size bound (DESIGN §10).
-Result<Json> ParseMetadata(const std::string& text) {
-  if (text.size() > 4 * kMaxTaskMetadataBytes) {
-    return Status::InvalidArgument("metadata is " + std::to_string(text.size()) +
-                                   " bytes; a task's metadata may be " +
-                                   std::to_string(kMaxTaskMetadataBytes) + " bytes at most");
-  }
-  auto md = ParseJson(text);
-  if (!md.ok()) return Status::InvalidArgument("metadata: " + md.status().message());
-  if (!md->is_object()) return Status::InvalidArgument("metadata must be a JSON object");
-  return md;
-}
-
-Status CheckMetadataSize(const std::string& compact) {
-  if (compact.size() > kMaxTaskMetadataBytes) {
-    return Status::InvalidArgument("metadata would be " + std::to_string(compact.size()) +
-                                   " bytes; a task's metadata may be " +
-                                   std::to_string(kMaxTaskMetadataBytes) + " bytes at most");
-  }
-  return Status::Ok();
-}
-
-
 }  // namespace
-
-std::string Board::BlockedReasonLocked(const Task& t) const {
-  std::string why;
-  for (int64_t b : t.blocked_by) {
-    const Entry* e = (b >= 1 && static_cast<size_t>(b) < tasks_.size() && tasks_[b].present)
-                         ? &tasks_[b]
-                         : nullptr;
-    if (e != nullptr && (e->task.status == TaskStatus::kCompleted ||
-                         e->task.status == TaskStatus::kDeleted)) {
-      continue;
-    }
-    if (!why.empty()) why += ", ";
-    why += TaskRef(b) + (e == nullptr ? std::string(" (missing)")
-                                      : " (" + std::string(TaskStatusName(e->task.status)) + ")");
-  }
-  return why;
-}
 
 bool Board::BlockedLocked(const Task& t) const {
   for (int64_t b : t.blocked_by) {
@@ -106,20 +67,6 @@ bool Board::BlockedLocked(const Task& t) const {
 
 bool Board::ClaimableLocked(const Task& t) const {
   return t.status == TaskStatus::kPending && t.owner.empty() && !BlockedLocked(t);
-}
-
-bool Board::DependsOnLocked(int64_t from, int64_t target) const {
-  std::vector<int64_t> stack = {from};
-  std::set<int64_t> visited;
-  while (!stack.empty()) {
-    int64_t cur = stack.back();
-    stack.pop_back();
-    if (cur == target) return true;
-    if (!visited.insert(cur).second) continue;
-    if (cur < 1 || static_cast<size_t>(cur) >= tasks_.size() || !tasks_[cur].present) continue;
-    for (int64_t b : tasks_[cur].task.blocked_by) stack.push_back(b);
-  }
-  return false;
 }
 
 int64_t Board::NextIdLocked() {
@@ -143,9 +90,9 @@ Result<Task> Board::Create(const TaskDraft& draft) {
   }
   std::string metadata = "{}";
   if (!draft.metadata_json.empty()) {
-    MATES_ASSIGN_OR_RETURN(Json md, ParseMetadata(draft.metadata_json));
+    MATES_ASSIGN_OR_RETURN(Json md, ParseTaskMetadata(draft.metadata_json));
     metadata = DumpJson(md);
-    MATES_RETURN_IF_ERROR(CheckMetadataSize(metadata));
+    MATES_RETURN_IF_ERROR(CheckTaskMetadataSize(metadata));
   }
   std::lock_guard<std::mutex> guard(mu_);
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
@@ -183,7 +130,7 @@ Status Board::Import(const Task& t) {
   if (t.subject.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::InvalidArgument("task #" + std::to_string(t.id) + " has no subject");
   }
-  MATES_RETURN_IF_ERROR(CheckMetadataSize(t.metadata_json));
+  MATES_RETURN_IF_ERROR(CheckTaskMetadataSize(t.metadata_json));
   std::lock_guard<std::mutex> guard(mu_);
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
@@ -222,136 +169,16 @@ Result<std::vector<Task>> Board::List(bool include_deleted) {
   return out;
 }
 
-Status Board::CheckUpdateAllowedLocked(const Task& t, const TaskPatch& patch, const Caller& caller) const {
-  const std::string ref = "task " + TaskRef(t.id);
-  // Deleted is final: a deleted task holds no one back and takes no
-  // dependencies, so nothing may bring it back.
-  if (t.status == TaskStatus::kDeleted) {
-    return Status::FailedPrecondition(ref + " is deleted; create a new task instead");
-  }
-  // Who may do what: a teammate works on its own or unowned tasks only.
-  if (!caller.is_lead && !t.owner.empty() && t.owner != caller.name) {
-    if (patch.owner.has_value() && *patch.owner != t.owner) {
-      return Status::FailedPrecondition(ref + " is owned by '" + t.owner + "'; only the lead can reassign it");
-    }
-    if (patch.status.has_value() && *patch.status != t.status) {
-      return Status::FailedPrecondition(ref + " is owned by '" + t.owner +
-                                        "'; only its owner or the lead can change its status");
-    }
-  }
-  if (patch.status == TaskStatus::kDeleted && (!patch.add_blocked_by.empty() || !patch.add_blocks.empty())) {
-    return Status::InvalidArgument(ref + ": a task being deleted takes no new dependencies");
-  }
-  return Status::Ok();
-}
-
-Result<Board::NewLinks> Board::CheckNewLinksLocked(const Task& t, const TaskPatch& patch) const {
-  const int64_t id = t.id;
-  const std::string ref = "task " + TaskRef(id);
-  auto live = [&](int64_t b) -> const Entry* {
-    if (b < 1 || static_cast<size_t>(b) >= tasks_.size() || !tasks_[b].present) return nullptr;
-    return tasks_[b].task.status == TaskStatus::kDeleted ? nullptr : &tasks_[b];
+TaskLookup Board::LookupLocked() const {
+  return [this](int64_t id) -> const Task* {
+    if (id < 1 || static_cast<size_t>(id) >= tasks_.size() || !tasks_[id].present) return nullptr;
+    return &tasks_[id].task;
   };
-  NewLinks links;
-  for (int64_t b : patch.add_blocked_by) {
-    if (b == id) return Status::InvalidArgument(ref + " cannot block itself");
-    if (live(b) == nullptr) return NoTask(b);
-    if (std::find(t.blocked_by.begin(), t.blocked_by.end(), b) != t.blocked_by.end()) continue;
-    if (DependsOnLocked(b, id)) {
-      return Status::FailedPrecondition("dependency cycle: " + TaskRef(b) + " already waits on " + TaskRef(id));
-    }
-    links.blocked_by.push_back(b);
-  }
-  for (int64_t b : patch.add_blocks) {
-    if (b == id) return Status::InvalidArgument(ref + " cannot block itself");
-    const Entry* e = live(b);
-    if (e == nullptr) return NoTask(b);
-    const auto& bb = e->task.blocked_by;
-    if (std::find(bb.begin(), bb.end(), id) != bb.end()) continue;
-    if (DependsOnLocked(id, b) ||
-        std::find(links.blocked_by.begin(), links.blocked_by.end(), b) != links.blocked_by.end()) {
-      return Status::FailedPrecondition("dependency cycle: " + TaskRef(id) + " already waits on " + TaskRef(b));
-    }
-    links.blocks.push_back(b);
-  }
-  return links;
-}
-
-Status Board::ApplyPatchLocked(Task& t, const TaskPatch& patch, const Json& metadata_patch,
-                               const NewLinks& links, const Caller& caller) const {
-  if (patch.subject) t.subject = *patch.subject;
-  if (patch.description) t.description = *patch.description;
-  if (patch.active_form) t.active_form = *patch.active_form;
-  if (patch.owner) t.owner = *patch.owner;
-  if (patch.metadata_json) {
-    auto current = ParseJson(t.metadata_json);
-    Json md = current.ok() && current->is_object() ? std::move(*current) : Json::object();
-    for (auto& [k, v] : metadata_patch.items()) {
-      if (v.is_null()) {
-        md.erase(k);
-      } else {
-        md[k] = v;
-      }
-    }
-    t.metadata_json = DumpJson(md);
-    MATES_RETURN_IF_ERROR(CheckMetadataSize(t.metadata_json));
-  }
-  t.blocked_by.insert(t.blocked_by.end(), links.blocked_by.begin(), links.blocked_by.end());
-  t.blocks.insert(t.blocks.end(), links.blocks.begin(), links.blocks.end());
-  if (patch.status && *patch.status != t.status) {
-    if (*patch.status == TaskStatus::kInProgress) {
-      std::string why = BlockedReasonLocked(t);
-      if (!why.empty()) return Status::FailedPrecondition("task " + TaskRef(t.id) + " is blocked by " + why);
-      if (t.owner.empty() && !caller.is_lead && !caller.name.empty()) t.owner = caller.name;
-    }
-    t.status = *patch.status;
-  }
-  return Status::Ok();
-}
-
-Status Board::WriteOtherSidesLocked(int64_t id, const NewLinks& links, bool deleted,
-                                    const std::vector<int64_t>& dropped) {
-  for (int64_t b : links.blocked_by) {
-    MATES_ASSIGN_OR_RETURN(Task other, FullTaskLocked(b));
-    other.blocks.push_back(id);
-    MATES_RETURN_IF_ERROR(WriteLocked(other));
-  }
-  for (int64_t b : links.blocks) {
-    MATES_ASSIGN_OR_RETURN(Task other, FullTaskLocked(b));
-    other.blocked_by.push_back(id);
-    MATES_RETURN_IF_ERROR(WriteLocked(other));
-  }
-  if (!deleted) return Status::Ok();
-  // A deleted task no longer holds anyone back: it leaves its dependents'
-  // blockedBy and its blockers' blocks (and anyone else who names it).
-  std::set<int64_t> touched(dropped.begin(), dropped.end());
-  for (size_t oid = 1; oid < tasks_.size(); ++oid) {
-    const Entry& e = tasks_[oid];
-    if (!e.present || static_cast<int64_t>(oid) == id) continue;
-    const auto& bb = e.task.blocked_by;
-    if (std::find(bb.begin(), bb.end(), id) != bb.end()) touched.insert(static_cast<int64_t>(oid));
-  }
-  for (int64_t oid : touched) {
-    auto other = FullTaskLocked(oid);
-    if (!other.ok()) continue;  // gone or unreadable: nothing to keep consistent
-    auto n = std::erase(other->blocked_by, id) + std::erase(other->blocks, id);
-    if (n > 0) MATES_RETURN_IF_ERROR(WriteLocked(*other));
-  }
-  return Status::Ok();
 }
 
 Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& caller) {
   // What can be checked without the board comes first.
-  if (patch.owner.has_value() && !patch.owner->empty()) {
-    MATES_RETURN_IF_ERROR(ValidateName("owner name", *patch.owner));
-  }
-  if (patch.subject.has_value() && patch.subject->find_first_not_of(" \t\r\n") == std::string::npos) {
-    return Status::InvalidArgument("a task's subject cannot be empty");
-  }
-  Json metadata_patch;
-  if (patch.metadata_json.has_value()) {
-    MATES_ASSIGN_OR_RETURN(metadata_patch, ParseMetadata(*patch.metadata_json));
-  }
+  MATES_ASSIGN_OR_RETURN(Json metadata_patch, CheckPatch(patch));
   struct UpdateFirst {
     Board* b;
     explicit UpdateFirst(Board* board) : b(board) {
@@ -367,21 +194,22 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
   MATES_RETURN_IF_ERROR(RefreshLocked());
   MATES_ASSIGN_OR_RETURN(Task t, FullTaskLocked(id));
-  // Everything is validated before anything is written.
-  MATES_RETURN_IF_ERROR(CheckUpdateAllowedLocked(t, patch, caller));
-  MATES_ASSIGN_OR_RETURN(NewLinks links, CheckNewLinksLocked(t, patch));
-  MATES_RETURN_IF_ERROR(ApplyPatchLocked(t, patch, metadata_patch, links, caller));
-  // A deleted task keeps no one-sided link: its own lists go, and it
-  // leaves the others' (WriteOtherSidesLocked).
+  // Everything is validated before anything is written (store/task_rules.h).
+  const TaskLookup lookup = LookupLocked();
+  MATES_RETURN_IF_ERROR(CheckUpdateAllowed(t, patch, caller));
+  MATES_ASSIGN_OR_RETURN(NewLinks links, CheckNewLinks(t, patch, lookup));
   std::vector<int64_t> dropped;
+  MATES_RETURN_IF_ERROR(ApplyPatch(t, patch, metadata_patch, links, caller, lookup, &dropped));
+  std::vector<int64_t> ids;
   if (t.status == TaskStatus::kDeleted) {
-    dropped = t.blocked_by;
-    dropped.insert(dropped.end(), t.blocks.begin(), t.blocks.end());
-    t.blocked_by.clear();
-    t.blocks.clear();
+    for (size_t oid = 1; oid < tasks_.size(); ++oid) {
+      if (tasks_[oid].present) ids.push_back(static_cast<int64_t>(oid));
+    }
   }
+  MATES_ASSIGN_OR_RETURN(std::vector<Task> others,
+                         OtherSides(t, links, dropped, ids, lookup, [this](int64_t oid) { return FullTaskLocked(oid); }));
   MATES_RETURN_IF_ERROR(WriteLocked(t));
-  MATES_RETURN_IF_ERROR(WriteOtherSidesLocked(id, links, t.status == TaskStatus::kDeleted, dropped));
+  for (Task& other : others) MATES_RETURN_IF_ERROR(WriteLocked(other));
   HandOutLocked();
   return t;
 }
@@ -398,7 +226,7 @@ Result<Task> Board::ClaimLocked(int64_t id, const std::string& owner) {
   if (t.status != TaskStatus::kPending) {
     return Status::Conflict(ref + " is " + std::string(TaskStatusName(t.status)));
   }
-  std::string why = BlockedReasonLocked(t);
+  std::string why = BlockedReason(t, LookupLocked());
   if (!why.empty()) return Status::FailedPrecondition(ref + " is blocked by " + why);
   t.owner = owner;
   t.status = TaskStatus::kInProgress;

@@ -43,6 +43,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "store/task.h"
+#include "store/task_rules.h"
 
 namespace mates {
 
@@ -161,23 +162,9 @@ class Board {
   // Whether a blocker is not completed (or deleted) or not there.
   bool BlockedLocked(const Task& t) const;
   void OutlookLocked(const std::string& owner, ClaimOutlook* outlook) const;
-  // "" when every blocker is completed (or deleted), else the reason.
-  std::string BlockedReasonLocked(const Task& t) const;
-  // Whether `target` is among `from`'s blockers, transitively.
-  bool DependsOnLocked(int64_t from, int64_t target) const;
+  // The board as the update rules see it (store/task_rules.h).
+  TaskLookup LookupLocked() const;
   Result<Task> ClaimLocked(int64_t id, const std::string& owner);
-
-  // Update's phases: may the caller change this task so; are the new
-  // dependencies real and acyclic; the patch applied to `t`; the other
-  // side of each link written (and a deleted task's links dropped).
-  struct NewLinks {
-    std::vector<int64_t> blocked_by, blocks;
-  };
-  Status CheckUpdateAllowedLocked(const Task& t, const TaskPatch& patch, const Caller& caller) const;
-  Result<NewLinks> CheckNewLinksLocked(const Task& t, const TaskPatch& patch) const;
-  Status ApplyPatchLocked(Task& t, const TaskPatch& patch, const Json& metadata_patch, const NewLinks& links,
-                          const Caller& caller) const;
-  Status WriteOtherSidesLocked(int64_t id, const NewLinks& links, bool deleted, const std::vector<int64_t>& dropped);
   int64_t NextIdLocked();
 
   // Constant after construction.
