@@ -399,6 +399,66 @@ TEST_F(PgTest, TaskUpdatesFollowTheFileBoardsRules) {
   EXPECT_TRUE((*pg_tasks)[3].blocked_by == std::vector<int64_t>{3}) << "the deleted task left #4's blockers";
 }
 
+// `mates tasks` on a PostgreSQL store, through --store or $MATES_STORE: the
+// board's commands and rules as on the file store, nothing written under
+// the workspace, and bad input one clear error each.
+TEST_F(PgTest, TheTasksCommandsWorkOnAPostgresStore) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  Member ann;
+  ann.name = "ann";
+  ASSERT_TRUE(store->AddMember("procs", ann).ok());
+  auto tasks = [&](std::vector<std::string> args, std::vector<std::string> env = {}) {
+    args.insert(args.begin(), {"tasks", "--team", "procs"});
+    return RunMates(ws_.path(), args, env);
+  };
+  const std::vector<std::string> on_pg = {"MATES_STORE=" + url_};
+  auto first = tasks({"--store", url_, "create", "design the API"});
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("#1"), std::string::npos) << first.out;
+  auto second = tasks({"create", "build it", "--blocked-by", "1"}, on_pg);
+  EXPECT_EQ(second.exit_code, 0) << second.err;
+  auto blocked = tasks({"claim", "2", "--owner", "ann"}, on_pg);
+  EXPECT_EQ(blocked.exit_code, 1);
+  EXPECT_NE(blocked.err.find("task #2 is blocked by #1 (pending)"), std::string::npos) << blocked.err;
+  auto claimed = tasks({"claim", "--owner", "ann"}, on_pg);
+  EXPECT_EQ(claimed.exit_code, 0) << claimed.err;
+  EXPECT_EQ(claimed.out, "1\n");
+  auto not_hers = tasks({"update", "1", "--status", "completed", "--as", "bob"}, on_pg);
+  EXPECT_EQ(not_hers.exit_code, 1);
+  EXPECT_NE(not_hers.err.find("owned by 'ann'"), std::string::npos) << not_hers.err;
+  auto done = tasks({"update", "1", "--status", "completed", "--as", "ann"}, on_pg);
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_EQ(tasks({"claim", "--owner", "ann"}, on_pg).out, "2\n");
+  auto list = tasks({"list", "--json"}, on_pg);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  auto listed = ParseJson(list.out);
+  ASSERT_TRUE(listed.ok() && listed->is_array() && listed->size() == 2) << list.out;
+  EXPECT_EQ((*listed)[0]["status"], "completed");
+  EXPECT_EQ((*listed)[1]["owner"], "ann");
+  EXPECT_EQ((*listed)[1]["status"], "in_progress");
+  auto got = tasks({"get", "2"}, on_pg);
+  EXPECT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_NE(got.out.find("build it"), std::string::npos) << got.out;
+  // The workspace's own (file) store knows nothing of it.
+  EXPECT_FALSE(fs::exists(ws_.path() / ".tasks"));
+  EXPECT_EQ(tasks({"list"}).exit_code, 1);
+  // Bad input.
+  auto no_team = RunMates(ws_.path(), {"tasks", "--team", "nosuch", "list"}, on_pg);
+  EXPECT_EQ(no_team.exit_code, 1);
+  EXPECT_NE(no_team.err.find("no team 'nosuch'"), std::string::npos) << no_team.err;
+  auto stranger = tasks({"claim", "--owner", "zed"}, on_pg);
+  EXPECT_EQ(stranger.exit_code, 1);
+  EXPECT_NE(stranger.err.find("not a member"), std::string::npos) << stranger.err;
+  auto scheme = tasks({"--store", "mysql://x/y", "list"});
+  EXPECT_EQ(scheme.exit_code, 2) << scheme.err;
+  auto archived = tasks({"list", "--archived"}, on_pg);
+  EXPECT_EQ(archived.exit_code, 2) << archived.err;
+  for (const auto* r : {&blocked, &not_hers, &no_team, &stranger, &scheme}) {
+    EXPECT_EQ(r->err.find("mates-test-password"), std::string::npos) << r->err;
+  }
+}
+
 // The roster's document without its clock readings, to compare stores.
 Json Timeless(const TeamConfig& c) {
   Json j = TeamConfigToJson(c);

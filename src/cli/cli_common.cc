@@ -98,11 +98,16 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
+std::string DefaultMember(const TeamConfig& team) {
+  const char* env = std::getenv("MATES_AGENT_NAME");
+  return env != nullptr && *env != '\0' ? std::string(env) : team.lead;
+}
+
 Result<std::string> DefaultMember(const Workspace& ws, const std::string& team) {
   const char* env = std::getenv("MATES_AGENT_NAME");
   if (env != nullptr && *env != '\0') return std::string(env);
   MATES_ASSIGN_OR_RETURN(TeamConfig c, Roster(ws).Load(team));
-  return c.lead;
+  return DefaultMember(c);
 }
 
 void AddArchivedOption(CLI::App* cmd, ArchivedChoice& choice) {

@@ -13,24 +13,16 @@
 #include "core/files.h"
 #include "core/names.h"
 #include "pg/schema.h"
+#include "cli/store_choice.h"
 #include "pg/store.h"
 #include "store/board.h"
 #include "store/mailbox.h"
 #include "store/roster.h"
 
 namespace mates::cli {
-namespace {
 
-struct StoreArgs {
-  std::string url;
-  double timeout = 10;
-  std::string team;  // export
-  std::string dir;   // export
-};
-
-// The PostgreSQL target, or nullopt for the file store (said on stdout).
-Result<std::optional<pg::Target>> TargetOf(const StoreArgs& a) {
-  std::string url = a.url;
+Result<std::optional<pg::Target>> ChosenStore(const std::string& given) {
+  std::string url = given;
   if (url.empty()) {
     const char* env = std::getenv("MATES_STORE");
     url = env != nullptr ? env : "";
@@ -40,11 +32,20 @@ Result<std::optional<pg::Target>> TargetOf(const StoreArgs& a) {
   return std::optional<pg::Target>(std::move(t));
 }
 
+namespace {
+
+struct StoreArgs {
+  std::string url;
+  double timeout = 10;
+  std::string team;  // export
+  std::string dir;   // export
+};
+
 // Runs `fn` on a connection to the store; the file store needs nothing.
 template <typename Fn>
 int WithStore(const StoreArgs& a, const char* file_store_says, Fn&& fn) {
   if (Status s = CheckSeconds("--connect-timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
-  auto target = TargetOf(a);
+  auto target = ChosenStore(a.url);
   if (!target.ok()) return Fail(target.status());
   if (!target->has_value()) {
     std::cout << file_store_says << std::endl;
@@ -154,7 +155,7 @@ void AddStoreCommands(CLI::App& app, Globals& g) {
       if (a->team.empty()) return Usage("which team? give --team or set MATES_TEAM");
       if (Status s = ValidateName("team name", a->team); !s.ok()) return Fail(s);
       if (Status s = CheckSeconds("--connect-timeout", a->timeout, 0, false); !s.ok()) return Fail(s);
-      auto target = TargetOf(*a);
+      auto target = ChosenStore(a->url);
       if (!target.ok()) return Fail(target.status());
       if (!target->has_value()) return Usage("export reads a PostgreSQL store: give --store postgres://... or set MATES_STORE");
       auto store = pg::Store::Open(**target);

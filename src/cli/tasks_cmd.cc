@@ -1,21 +1,28 @@
-// mates tasks --team T list [--json] | get ID | create SUBJECT [--description D]
-//   [--blocked-by 1,2] | update ID [--status S] [--owner O] ... | claim [ID] --owner NAME
+// mates tasks --team T [--store URL] list [--json] | get ID | create SUBJECT
+//   [--description D] [--blocked-by 1,2] | update ID [--status S] [--owner O] ...
+//   | claim [ID] --owner NAME
+// On the file store (the default) or a PostgreSQL one (--store postgres://…
+// or $MATES_STORE, DESIGN §13): the same rules, the same output.
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "core/json.h"
 #include "core/names.h"
 #include "store/board.h"
 #include "git/submit.h"
+#include "pg/store.h"
 #include "store/roster.h"
+#include "store/task_board.h"
 
 namespace mates::cli {
 namespace {
 
 struct TasksArgs {
   std::string team;
+  std::string store;
   std::string id;
   std::string subject;
   std::string description;
@@ -45,12 +52,40 @@ Result<std::vector<int64_t>> ParseIds(const std::string& list, const char* what)
   return ids;
 }
 
-// The board of an existing team (a typo must not create a phantom board).
-Result<std::unique_ptr<Board>> OpenBoard(const Workspace& ws, const std::string& team) {
-  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_RETURN_IF_ERROR(Roster(ws).Load(team).status());
+// An existing team's roster and board in the chosen store (a typo must not
+// create a phantom board).
+struct TeamState {
+  TeamConfig config;
+  std::unique_ptr<Board> files;       // the file store's board
+  std::unique_ptr<pg::Store> pg;      // a PostgreSQL store
+  std::unique_ptr<TaskBoard> board;   // either, as a TaskBoard
+};
+
+Result<TeamState> OpenTeam(const Workspace& ws, const TasksArgs& a) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", a.team));
+  MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, ChosenStore(a.store));
+  TeamState s;
+  if (target) {
+    MATES_ASSIGN_OR_RETURN(s.pg, pg::Store::Open(*target));
+    MATES_ASSIGN_OR_RETURN(s.config, s.pg->LoadTeam(a.team));
+    s.board = pg::TeamBoard(*s.pg, a.team);
+    return s;
+  }
+  MATES_ASSIGN_OR_RETURN(s.config, Roster(ws).Load(a.team));
   // One operation per process: no watch to keep.
-  return std::make_unique<Board>(ws.TasksDir(team), Board::Options{.watch = false});
+  s.files = std::make_unique<Board>(ws.TasksDir(a.team), Board::Options{.watch = false});
+  s.board = FileTaskBoard(*s.files);
+  return s;
+}
+
+// The workspace a reading command reads (a deleted team's archive with
+// --archived: the file store's).
+Result<Workspace> Reading(const Globals& g, const TasksArgs& a) {
+  if (a.archived.given()) {
+    MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, ChosenStore(a.store));
+    if (target) return Status::InvalidArgument("--archived reads the file store's archives, not a PostgreSQL store");
+  }
+  return ReadingWorkspace(g, a.team, a.archived);
 }
 
 int PrintTask(const Task& t, bool json, const std::string& verb) {
@@ -65,12 +100,12 @@ int PrintTask(const Task& t, bool json, const std::string& verb) {
 }
 
 int List(Globals& g, const TasksArgs& a) {
-  auto reading = ReadingWorkspace(g, a.team, a.archived);
+  auto reading = Reading(g, a);
   if (!reading.ok()) return Fail(reading.status());
-  auto board = OpenBoard(*reading, a.team);
-  if (!board.ok()) return Fail(board.status());
+  auto team = OpenTeam(*reading, a);
+  if (!team.ok()) return Fail(team.status());
   // Deleted tasks too: a deleted blocker blocks no more.
-  auto all = (*board)->List(/*include_deleted=*/true);
+  auto all = team->board->List(/*include_deleted=*/true);
   if (!all.ok()) return Fail(all.status());
   std::map<int64_t, TaskStatus> statuses;
   std::vector<Task> shown;
@@ -92,11 +127,11 @@ int List(Globals& g, const TasksArgs& a) {
 int Get(Globals& g, const TasksArgs& a) {
   auto id = ParseId(a.id, "task id");
   if (!id.ok()) return Fail(id.status());
-  auto reading = ReadingWorkspace(g, a.team, a.archived);
+  auto reading = Reading(g, a);
   if (!reading.ok()) return Fail(reading.status());
-  auto board = OpenBoard(*reading, a.team);
-  if (!board.ok()) return Fail(board.status());
-  auto t = (*board)->Get(*id);
+  auto team = OpenTeam(*reading, a);
+  if (!team.ok()) return Fail(team.status());
+  auto t = team->board->Get(*id);
   if (!t.ok()) return Fail(t.status());
   return PrintTask(*t, a.json, "");
 }
@@ -110,9 +145,9 @@ int Create(Globals& g, const TasksArgs& a) {
   auto blockers = ParseIds(a.blocked_by, "--blocked-by id");
   if (!blockers.ok()) return Fail(blockers.status());
   d.blocked_by = *blockers;
-  auto board = OpenBoard(g.ws(), a.team);
-  if (!board.ok()) return Fail(board.status());
-  auto t = (*board)->Create(d);
+  auto team = OpenTeam(g.ws(), a);
+  if (!team.ok()) return Fail(team.status());
+  auto t = team->board->Create(d);
   if (!t.ok()) return Fail(t.status());
   return PrintTask(*t, a.json, "created");
 }
@@ -138,9 +173,7 @@ int Update(Globals& g, const TasksArgs& a) {
   if (!bl.ok()) return Fail(bl.status());
   p.add_blocks = *bl;
   Workspace ws = g.ws();
-  auto board = OpenBoard(ws, a.team);
-  if (!board.ok()) return Fail(board.status());
-  auto team = Roster(ws).Load(a.team);
+  auto team = OpenTeam(ws, a);
   if (!team.ok()) return Fail(team.status());
   Caller caller;
   if (!a.as.empty()) {
@@ -148,18 +181,17 @@ int Update(Globals& g, const TasksArgs& a) {
     if (!s.ok()) return Fail(s);
     caller.name = a.as;
   } else {
-    auto who = DefaultMember(ws, a.team);
-    if (!who.ok()) return Fail(who.status());
-    caller.name = *who;
+    caller.name = DefaultMember(team->config);
   }
-  caller.is_lead = team->IsLead(caller.name);
-  if (p.status == TaskStatus::kCompleted) {
-    // An isolated owner's work completes through the merge queue (DESIGN §12).
+  caller.is_lead = team->config.IsLead(caller.name);
+  // An isolated owner's work completes through the merge queue (DESIGN
+  // §12); worktrees are the file store's so far.
+  if (p.status == TaskStatus::kCompleted && team->files) {
     TaskPatch rest = p;
     rest.status.reset();
-    auto t = (*board)->Update(*id, rest, caller);
+    auto t = team->board->Update(*id, rest, caller);
     if (!t.ok()) return Fail(t.status());
-    auto submitted = git::SubmitForMerge(ws, a.team, **board, *id, caller);
+    auto submitted = git::SubmitForMerge(ws, a.team, *team->files, *id, caller);
     if (!submitted.ok()) return Fail(submitted.status());
     if (submitted->has_value()) {
       if (a.json) {
@@ -172,7 +204,7 @@ int Update(Globals& g, const TasksArgs& a) {
       return 0;
     }
   }
-  auto t = (*board)->Update(*id, p, caller);
+  auto t = team->board->Update(*id, p, caller);
   if (!t.ok()) return Fail(t.status());
   return PrintTask(*t, a.json, "updated");
 }
@@ -186,23 +218,20 @@ int Claim(Globals& g, const TasksArgs& a) {
     if (!parsed.ok()) return Fail(parsed.status());
     id = *parsed;
   }
-  Workspace ws = g.ws();
-  auto board = OpenBoard(ws, a.team);
-  if (!board.ok()) return Fail(board.status());
-  // A task claimed by no one on the roster would never be worked on.
-  auto team = Roster(ws).Load(a.team);
+  auto team = OpenTeam(g.ws(), a);
   if (!team.ok()) return Fail(team.status());
-  if (team->Find(a.owner) == nullptr) {
+  // A task claimed by no one on the roster would never be worked on.
+  if (team->config.Find(a.owner) == nullptr) {
     return Fail(Status::FailedPrecondition("'" + a.owner + "' is not a member of team '" + a.team +
                                            "': only members claim tasks"));
   }
   Task claimed;
   if (id) {
-    auto t = (*board)->Claim(*id, a.owner);
+    auto t = team->board->Claim(*id, a.owner);
     if (!t.ok()) return Fail(t.status());
     claimed = *t;
   } else {
-    auto t = (*board)->ClaimNext(a.owner);
+    auto t = team->board->ClaimNext(a.owner);
     if (!t.ok()) return Fail(t.status());
     if (!t->has_value()) return Fail(Status::NotFound("nothing claimable"));
     claimed = **t;
@@ -218,6 +247,7 @@ void AddTasksCommands(CLI::App& app, Globals& g) {
   auto a = std::make_shared<TasksArgs>();
   CLI::App* tasks = app.add_subcommand("tasks", "The team's task board");
   tasks->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
+  tasks->add_option("--store", a->store, "The store: file: (default) or postgres://...")->envname("MATES_STORE");
   tasks->require_subcommand(1);
 
   auto set = [&g, a](int (*fn)(Globals&, const TasksArgs&)) {

@@ -563,4 +563,31 @@ Result<Task> Store::Claim(const std::string& team, int64_t id, const std::string
   });
 }
 
+namespace {
+
+class StoreBoard : public TaskBoard {
+ public:
+  StoreBoard(Store& store, std::string team) : store_(store), team_(std::move(team)) {}
+  Result<Task> Create(const TaskDraft& draft) override { return store_.CreateTask(team_, draft); }
+  Result<Task> Get(int64_t id) override { return store_.GetTask(team_, id); }
+  Result<std::vector<Task>> List(bool include_deleted) override { return store_.ListTasks(team_, include_deleted); }
+  Result<Task> Update(int64_t id, const TaskPatch& patch, const Caller& caller) override {
+    return store_.UpdateTask(team_, id, patch, caller);
+  }
+  Result<Task> Claim(int64_t id, const std::string& owner) override { return store_.Claim(team_, id, owner); }
+  Result<std::optional<Task>> ClaimNext(const std::string& owner) override {
+    return store_.ClaimNext(team_, owner);
+  }
+
+ private:
+  Store& store_;
+  const std::string team_;
+};
+
+}  // namespace
+
+std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team) {
+  return std::make_unique<StoreBoard>(store, team);
+}
+
 }  // namespace mates::pg

@@ -34,6 +34,7 @@
 #include "pg/listener.h"
 #include "store/message.h"
 #include "store/roster.h"
+#include "store/task_board.h"
 #include "store/task.h"
 
 namespace mates::pg {
@@ -152,5 +153,8 @@ class Store {
   std::mutex mu_;
   std::vector<Connection> idle_;  // guarded by mu_
 };
+
+// A team's board in `store` (which must outlive it) as a TaskBoard.
+std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team);
 
 }  // namespace mates::pg
