@@ -16,6 +16,7 @@ namespace mates::pg {
 std::string InboxKey(const std::string& team, const std::string& member) { return "i/" + team + "/" + member; }
 std::string BoardKey(const std::string& team) { return "b/" + team; }
 std::string TeamKey(const std::string& team) { return "t/" + team; }
+std::string LogKey(const std::string& team) { return "l/" + team; }
 
 std::string ChannelOf(const std::string& key) {
   // FNV-1a, 64 bits: a collision only wakes a waiter for nothing.

@@ -34,6 +34,7 @@ namespace mates::pg {
 std::string InboxKey(const std::string& team, const std::string& member);
 std::string BoardKey(const std::string& team);
 std::string TeamKey(const std::string& team);  // its roster
+std::string LogKey(const std::string& team);   // its message log
 std::string ChannelOf(const std::string& key);
 
 class Listener {

@@ -81,6 +81,26 @@ END $$;
     R"SQL(
 ALTER TABLE mates_teams ADD COLUMN config text;
 )SQL",
+    // 3: the message log (every message sent, in order, never drained: a
+    // broadcast is one row) and the protocol requests a response is
+    // matched to.
+    R"SQL(
+CREATE TABLE mates_messages (
+  seq bigserial PRIMARY KEY,
+  team text NOT NULL REFERENCES mates_teams (name) ON DELETE CASCADE,
+  msg_id text NOT NULL,
+  line text NOT NULL,
+  UNIQUE (team, msg_id)
+);
+CREATE INDEX mates_messages_team ON mates_messages (team, seq);
+CREATE TABLE mates_requests (
+  team text NOT NULL REFERENCES mates_teams (name) ON DELETE CASCADE,
+  id text NOT NULL,
+  doc text NOT NULL,
+  created_at double precision NOT NULL,
+  PRIMARY KEY (team, id)
+);
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

@@ -54,6 +54,13 @@ std::string ArrayText(const std::vector<int64_t>& ids) {
   return s + "}";
 }
 
+// A message as its one stored line (no newline).
+std::string LineOf(const Message& m) {
+  std::string line = MessageToLine(m);
+  if (!line.empty() && line.back() == '\n') line.pop_back();
+  return line;
+}
+
 Result<Task> TaskOf(const Rows& r, int row) {
   Task t;
   t.id = r.integer(row, 0);
@@ -241,8 +248,7 @@ Status Store::Append(const std::string& team, const std::string& member, const M
       return Status::InvalidArgument("a message may be " + std::to_string(kMaxMessageBytes) + " bytes at most");
     }
   }
-  std::string line = MessageToLine(m);
-  if (!line.empty() && line.back() == '\n') line.pop_back();
+  std::string line = LineOf(m);
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
   // The NOTIFY goes out with the row's commit, and only for a new row.
   auto r = c->Exec(
@@ -344,6 +350,174 @@ Result<std::vector<Message>> Store::Drain(const std::string& team, const std::st
   MATES_ASSIGN_OR_RETURN(Batch b, BeginDrain(team, member, already_delivered));
   MATES_RETURN_IF_ERROR(Commit(b));
   return std::move(b.messages);
+}
+
+// ----------------------------------------------------------- message log
+
+namespace {
+
+// Messages from rows of (seq, bounded line): unreadable ones are skipped
+// with a warning, as the file log skips a bad line.
+std::vector<Message> LoggedMessages(const Rows& r, const std::string& team, int64_t* last_seq) {
+  std::vector<Message> out;
+  for (int i = 0; i < r.size(); ++i) {
+    if (last_seq != nullptr) *last_seq = std::max(*last_seq, r.integer(i, 0));
+    auto m = r.null(i, 1) ? Result<Message>(Status::InvalidArgument("over " + std::to_string(kMaxStateFileBytes) +
+                                                                     " bytes"))
+                          : ParseMessageLine(r.text(i, 1));
+    if (!m.ok()) {
+      LogWarning("message log of " + team + ": skipped an unreadable row: " + m.status().message());
+      continue;
+    }
+    out.push_back(std::move(*m));
+  }
+  return out;
+}
+
+}  // namespace
+
+Status Store::LogMessage(const std::string& team, const Message& m) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(ValidateName("message id", m.id));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  auto r = c->Exec(
+      "WITH ins AS (INSERT INTO mates_messages (team, msg_id, line) VALUES ($1, $2, $3) "
+      "ON CONFLICT (team, msg_id) DO NOTHING RETURNING seq) "
+      "SELECT pg_notify($4, '') FROM ins",
+      {team, m.id, LineOf(m), ChannelOf(LogKey(team))});
+  if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
+  return Status::Ok();
+}
+
+Result<std::optional<Message>> Store::FindLogged(const std::string& team, const std::string& id) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(ValidateName("message id", id));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, " + kBoundedLine +
+                                             " FROM mates_messages WHERE team = $1 AND msg_id = $2",
+                                         {team, id}));
+  std::vector<Message> found = LoggedMessages(r, team, nullptr);
+  if (found.empty()) return std::optional<Message>();
+  return std::optional<Message>(std::move(found[0]));
+}
+
+Result<std::vector<Message>> Store::ReadLog(const std::string& team, int64_t* cursor, size_t max) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, " + kBoundedLine +
+                                             " FROM mates_messages WHERE team = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                                         {team, Num(*cursor), Num(static_cast<int64_t>(max))}));
+  return LoggedMessages(r, team, cursor);
+}
+
+Result<std::vector<Message>> Store::TailLog(const std::string& team, size_t n) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, line FROM (SELECT seq, " + kBoundedLine +
+                                             " AS line FROM mates_messages WHERE team = $1 ORDER BY seq DESC LIMIT $2)"
+                                             " last ORDER BY seq",
+                                         {team, Num(static_cast<int64_t>(n))}));
+  return LoggedMessages(r, team, nullptr);
+}
+
+// -------------------------------------------------------------- requests
+
+namespace {
+
+const std::string kBoundedDoc =
+    "CASE WHEN octet_length(doc) <= " + std::to_string(kMaxStateFileBytes) + " THEN doc END";
+
+Result<ProtocolRequest> RequestOf(const Rows& r, int row, const std::string& team) {
+  if (r.null(row, 0)) return Status::Corrupt("a request of team '" + team + "' is too large to read");
+  MATES_ASSIGN_OR_RETURN(Json j, ParseJson(r.text(row, 0)));
+  auto req = ProtocolRequestFromJson(j);
+  if (!req.ok()) return Status::Corrupt("a request of team '" + team + "': " + req.status().message());
+  return req;
+}
+
+}  // namespace
+
+Status Store::CreateRequest(const std::string& team, const ProtocolRequest& r) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(ValidateName("request id", r.id));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  auto ins = c->Exec("INSERT INTO mates_requests (team, id, doc, created_at) VALUES ($1, $2, $3, $4) "
+                     "ON CONFLICT DO NOTHING",
+                     {team, r.id, DumpJson(ProtocolRequestToJson(r)), Seconds(r.created_at)});
+  if (!ins.ok()) return NoTeamIfForeignKey(ins.status(), team);
+  if (ins->affected() == 0) return Status::AlreadyExists("request " + r.id + " exists already");
+  return Status::Ok();
+}
+
+Result<ProtocolRequest> Store::GetRequest(const std::string& team, const std::string& id) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(ValidateName("request id", id));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT " + kBoundedDoc + " FROM mates_requests WHERE team = $1 AND id = $2",
+                                         {team, id}));
+  if (r.size() == 0) return Status::NotFound("no request '" + id + "'");
+  return RequestOf(r, 0, team);
+}
+
+Result<ProtocolRequest> Store::ResolveRequest(const std::string& team, const std::string& id, bool approve,
+                                              const std::string& response) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(ValidateName("request id", id));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  return InTransaction(*c, [&]() -> Result<ProtocolRequest> {
+    MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT " + kBoundedDoc +
+                                               " FROM mates_requests WHERE team = $1 AND id = $2 FOR UPDATE",
+                                           {team, id}));
+    if (r.size() == 0) return Status::NotFound("no request '" + id + "'");
+    MATES_ASSIGN_OR_RETURN(ProtocolRequest req, RequestOf(r, 0, team));
+    if (req.status != RequestState::kPending) {
+      return Status::FailedPrecondition("request " + req.id + " was already answered (" +
+                                        std::string(RequestStateName(req.status)) + ")");
+    }
+    req.status = approve ? RequestState::kApproved : RequestState::kRejected;
+    req.response = response;
+    req.resolved_at = WallSeconds();
+    MATES_RETURN_IF_ERROR(c->Exec("UPDATE mates_requests SET doc = $3 WHERE team = $1 AND id = $2",
+                                  {team, id, DumpJson(ProtocolRequestToJson(req))})
+                              .status());
+    return req;
+  });
+}
+
+Result<std::vector<ProtocolRequest>> Store::ListRequests(const std::string& team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT " + kBoundedDoc +
+                                             " FROM mates_requests WHERE team = $1 ORDER BY created_at, id",
+                                         {team}));
+  std::vector<ProtocolRequest> out;
+  for (int i = 0; i < r.size(); ++i) {
+    auto req = RequestOf(r, i, team);
+    if (req.ok()) out.push_back(std::move(*req));
+  }
+  return out;
+}
+
+// ----------------------------------------------------------------- teams
+
+Result<std::vector<std::string>> Store::ListTeams() {
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT name FROM mates_teams ORDER BY name"));
+  std::vector<std::string> out;
+  for (int i = 0; i < r.size(); ++i) out.emplace_back(r.text(i, 0));
+  return out;
+}
+
+Status Store::DeleteTeam(const std::string& team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("DELETE FROM mates_teams WHERE name = $1", {team}));
+  if (r.affected() == 0) return Status::NotFound("no team '" + team + "'");
+  // Whoever waits on it looks again, and finds it gone.
+  for (const std::string& key : {TeamKey(team), LogKey(team), BoardKey(team)}) {
+    (void)c->Exec("SELECT pg_notify($1, '')", {ChannelOf(key)});
+  }
+  return Status::Ok();
 }
 
 // ----------------------------------------------------------------- board
@@ -584,10 +758,34 @@ class StoreBoard : public TaskBoard {
   const std::string team_;
 };
 
+class Mail : public TeamMail {
+ public:
+  Mail(Store& store, std::string team) : store_(store), team_(std::move(team)) {}
+  const std::string& team() const override { return team_; }
+  Result<TeamConfig> LoadTeam() override { return store_.LoadTeam(team_); }
+  Status Deliver(const std::string& member, const Message& m) override { return store_.Append(team_, member, m); }
+  Result<std::vector<Message>> Peek(const std::string& member) override { return store_.Peek(team_, member); }
+  Status Log(const Message& m) override { return store_.LogMessage(team_, m); }
+  Result<std::optional<Message>> FindLogged(const std::string& id) override { return store_.FindLogged(team_, id); }
+  Status CreateRequest(const ProtocolRequest& r) override { return store_.CreateRequest(team_, r); }
+  Result<ProtocolRequest> GetRequest(const std::string& id) override { return store_.GetRequest(team_, id); }
+  Result<ProtocolRequest> ResolveRequest(const std::string& id, bool approve, const std::string& response) override {
+    return store_.ResolveRequest(team_, id, approve, response);
+  }
+
+ private:
+  Store& store_;
+  const std::string team_;
+};
+
 }  // namespace
 
 std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team) {
   return std::make_unique<StoreBoard>(store, team);
+}
+
+std::unique_ptr<TeamMail> StoreMail(Store& store, const std::string& team) {
+  return std::make_unique<Mail>(store, team);
 }
 
 }  // namespace mates::pg

@@ -33,8 +33,10 @@
 #include "pg/connection.h"
 #include "pg/listener.h"
 #include "store/message.h"
+#include "store/requests.h"
 #include "store/roster.h"
 #include "store/task_board.h"
+#include "store/team_mail.h"
 #include "store/task.h"
 
 namespace mates::pg {
@@ -99,6 +101,31 @@ class Store {
   Result<std::vector<Message>> Drain(const std::string& team, const std::string& member,
                                      const AlreadyDelivered& already_delivered = {});
 
+  // The message log: every message sent, once (an id logged before is not
+  // logged again), in order; a NOTIFY on LogKey(team) with each.
+  Status LogMessage(const std::string& team, const Message& m);
+  Result<std::optional<Message>> FindLogged(const std::string& team, const std::string& id);
+  // At most `max` messages logged after `*cursor` (0: from the start);
+  // `*cursor` moves past them.
+  Result<std::vector<Message>> ReadLog(const std::string& team, int64_t* cursor, size_t max = 1000);
+  // The last `n` messages, oldest first.
+  Result<std::vector<Message>> TailLog(const std::string& team, size_t n);
+
+  // Protocol requests (store/requests.h), one row each.
+  Status CreateRequest(const std::string& team, const ProtocolRequest& r);
+  Result<ProtocolRequest> GetRequest(const std::string& team, const std::string& id);
+  // FailedPrecondition if it was answered already (the row is held while
+  // it is checked: two answers at once resolve it once).
+  Result<ProtocolRequest> ResolveRequest(const std::string& team, const std::string& id, bool approve,
+                                         const std::string& response);
+  Result<std::vector<ProtocolRequest>> ListRequests(const std::string& team);
+
+  // Every team's name, sorted.
+  Result<std::vector<std::string>> ListTeams();
+  // Deletes a team and everything it holds (its inboxes, board, log and
+  // requests go with it). NotFound if there is none.
+  Status DeleteTeam(const std::string& team);
+
   // The board: what a claim needs.
   Result<Task> CreateTask(const std::string& team, const TaskDraft& draft);
   Result<Task> GetTask(const std::string& team, int64_t id);
@@ -156,5 +183,8 @@ class Store {
 
 // A team's board in `store` (which must outlive it) as a TaskBoard.
 std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team);
+// A team's roster, inboxes, log and requests in `store` (which must outlive
+// it), for a Messenger.
+std::unique_ptr<TeamMail> StoreMail(Store& store, const std::string& team);
 
 }  // namespace mates::pg

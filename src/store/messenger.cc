@@ -6,9 +6,6 @@
 #include "core/limits.h"
 #include "core/ids.h"
 #include "core/names.h"
-#include "store/mailbox.h"
-#include "store/message_log.h"
-#include "store/requests.h"
 
 namespace mates {
 namespace {
@@ -26,6 +23,9 @@ Status NotOnRoster(const TeamConfig& team, const std::string& who, const std::st
 }
 
 }  // namespace
+
+Messenger::Messenger(Workspace ws, std::string team)
+    : owned_(FileTeamMail(std::move(ws), std::move(team))), mail_(owned_.get()) {}
 
 Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
   const bool from_lead = team.IsLead(r.sender);
@@ -60,7 +60,6 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
     }
     return Status::Ok();
   };
-  RequestStore requests(ws_, team_);
   switch (r.type) {
     case MessageType::kMessage:
     case MessageType::kBroadcast:
@@ -90,7 +89,7 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
       MATES_RETURN_IF_ERROR(shutdown ? teammate_only() : lead_only());
       MATES_RETURN_IF_ERROR(need_approve());
       if (r.request_id.empty()) return Status::InvalidArgument(type + " needs the request_id it answers");
-      auto req = requests.Get(r.request_id);
+      auto req = mail_->GetRequest(r.request_id);
       if (!req.ok()) return req.status();
       const RequestKind kind = shutdown ? RequestKind::kShutdown : RequestKind::kPlanApproval;
       if (req->kind != kind) {
@@ -121,7 +120,7 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
 }
 
 Result<SendReceipt> Messenger::Send(SendRequest r) {
-  MATES_RETURN_IF_ERROR(ValidateName("team name", team_));
+  MATES_RETURN_IF_ERROR(ValidateName("team name", mail_->team()));
   if (!r.id.empty()) MATES_RETURN_IF_ERROR(ValidateName("message id", r.id));
   for (const auto* field : {&r.content, &r.summary, &r.feedback}) {
     if (field->size() > kMaxMessageBytes) {
@@ -131,8 +130,7 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   }
   MATES_RETURN_IF_ERROR(ValidateName("sender name", r.sender));
   if (!r.recipient.empty()) MATES_RETURN_IF_ERROR(ValidateName("recipient name", r.recipient));
-  Roster roster(ws_);
-  MATES_ASSIGN_OR_RETURN(TeamConfig team, roster.Load(team_));
+  MATES_ASSIGN_OR_RETURN(TeamConfig team, mail_->LoadTeam());
   const bool from_user = r.sender == kUserName || r.sender == kMergeQueueName;
   if (!from_user && team.Find(r.sender) == nullptr) return NotOnRoster(team, r.sender, "sender");
   if (r.type == MessageType::kBroadcast) {
@@ -155,7 +153,7 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   }
 
   if (!r.id.empty()) {
-    auto logged = MessageLog(ws_, team_).Find(r.id);
+    auto logged = mail_->FindLogged(r.id);
     if (!logged.ok()) return logged.status();
     if (logged->has_value()) {
       receipt.message = std::move(**logged);
@@ -176,7 +174,6 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   msg.feedback = r.feedback;
   msg.request_id = r.request_id;
 
-  RequestStore requests(ws_, team_);
   if (r.type == MessageType::kShutdownRequest || r.type == MessageType::kPlanApprovalRequest) {
     if (msg.request_id.empty()) msg.request_id = NewId("r");
     ProtocolRequest req;
@@ -187,19 +184,17 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
     req.status = RequestState::kPending;
     req.content = r.content;
     req.created_at = msg.timestamp;
-    MATES_RETURN_IF_ERROR(requests.Create(req));
+    MATES_RETURN_IF_ERROR(mail_->CreateRequest(req));
   } else if (r.type == MessageType::kShutdownResponse ||
              r.type == MessageType::kPlanApprovalResponse) {
     std::string response = r.type == MessageType::kShutdownResponse ? r.content : r.feedback;
-    MATES_RETURN_IF_ERROR(requests.Resolve(msg.request_id, *r.approve, response).status());
+    MATES_RETURN_IF_ERROR(mail_->ResolveRequest(msg.request_id, *r.approve, response).status());
   }
 
-  fs::path dir = ws_.TeamDir(team_);
   for (const auto& to : receipt.recipients) {
-    Mailbox box(dir, to);
     if (!r.id.empty()) {
       // A retry of a send that failed part way: who has it already.
-      auto pending = box.Peek();
+      auto pending = mail_->Peek(to);
       if (pending.ok() && std::any_of(pending->begin(), pending->end(),
                                       [&](const Message& m) { return m.id == msg.id; })) {
         continue;
@@ -207,10 +202,10 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
     }
     Message copy = msg;
     copy.recipient = to;
-    MATES_RETURN_IF_ERROR(box.Append(copy));
+    MATES_RETURN_IF_ERROR(mail_->Deliver(to, copy));
   }
   // Delivered: from here a failure must not read as "not sent".
-  Status logged = MessageLog(ws_, team_).Append(msg);
+  Status logged = mail_->Log(msg);
   if (!logged.ok()) {
     receipt.warnings.push_back("delivered, but not recorded in the message log: " + logged.message());
   }

@@ -1,6 +1,7 @@
 // Messenger: sending within a team (DESIGN §3). Checks the sender, the
 // recipient and the type against the roster and the role rules, delivers to
-// the recipients' inboxes, and records the message in messages.jsonl.
+// the recipients' inboxes, and records the message in the message log
+// (messages.jsonl; a table on PostgreSQL, through TeamMail).
 // A recipient not on the roster is an error; no inbox is created for it.
 //
 // `user` (kUserName) is a person, from the CLI or the dashboard (DESIGN
@@ -13,6 +14,7 @@
 // it sends plain messages to members (a bounced merge) and receives none.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "core/status.h"
 #include "store/message.h"
 #include "store/roster.h"
+#include "store/team_mail.h"
 #include "store/workspace.h"
 
 namespace mates {
@@ -55,7 +58,10 @@ struct SendReceipt {
 
 class Messenger {
  public:
-  Messenger(Workspace ws, std::string team) : ws_(std::move(ws)), team_(std::move(team)) {}
+  // The team's files under `ws`.
+  Messenger(Workspace ws, std::string team);
+  // The team in `mail`'s store (which must outlive the messenger).
+  explicit Messenger(TeamMail& mail) : mail_(&mail) {}
 
   // InvalidArgument for malformed requests (bad type, missing field),
   // NotFound for unknown names, FailedPrecondition for role-rule and
@@ -65,8 +71,8 @@ class Messenger {
  private:
   Status CheckRoles(const TeamConfig& team, SendRequest& request);
 
-  Workspace ws_;
-  std::string team_;
+  std::unique_ptr<TeamMail> owned_;
+  TeamMail* mail_;
 };
 
 }  // namespace mates
