@@ -15,6 +15,7 @@
 #include "pg/schema.h"
 #include "pg/store.h"
 #include "store/board.h"
+#include "store/messenger.h"
 #include "store/roster.h"
 #include "support/pg_server.h"
 #include "support/test_util.h"
@@ -460,6 +461,256 @@ TEST_F(PgTest, TheTasksCommandsWorkOnAPostgresStore) {
   }
 }
 
+// Splits `mates ... --json` output of one object per line.
+std::vector<Json> JsonLines(const std::string& out) {
+  std::vector<Json> lines;
+  size_t at = 0;
+  while (at < out.size()) {
+    size_t nl = out.find('\n', at);
+    std::string line = out.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    at = nl == std::string::npos ? out.size() : nl + 1;
+    if (line.empty()) continue;
+    auto j = ParseJson(line);
+    EXPECT_TRUE(j.ok()) << line;
+    if (j.ok()) lines.push_back(std::move(*j));
+  }
+  return lines;
+}
+
+// `mates team`, `send`, `inbox` and `log` on a PostgreSQL store: a team
+// made, joined, messaged (plain, broadcast, a protocol request answered
+// once, an id sent twice delivered once), its log in order, deleted; the
+// rules and output of the file store, nothing under the workspace, and
+// bad input one clear error each.
+TEST_F(PgTest, TheMessagingCommandsWorkOnAPostgresStore) {
+  ASSERT_TRUE(FreshStore());
+  const std::vector<std::string> on_pg = {"MATES_STORE=" + url_};
+  auto mates = [&](std::vector<std::string> args) { return RunMates(ws_.path(), args, on_pg); };
+  auto made = RunMates(ws_.path(), {"team", "--store", url_, "create", "crew", "--members", "alice,bob"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.out.find("created team crew in "), std::string::npos) << made.out;
+  EXPECT_EQ(made.out.find("mates-test-password"), std::string::npos) << made.out;
+  auto joined = mates({"team", "join", "crew", "carol"});
+  EXPECT_EQ(joined.exit_code, 0) << joined.err;
+  auto shown = mates({"team", "show", "crew", "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  auto roster = ParseJson(shown.out);
+  ASSERT_TRUE(roster.ok()) << shown.out;
+  ASSERT_EQ((*roster)["members"].size(), 4u) << shown.out;
+  for (const auto& m : (*roster)["members"]) EXPECT_EQ(m["status"], "offline") << "nobody hosts " << m["name"];
+  auto listed = mates({"team", "list"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("crew  4 members, 0 active"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("procs"), std::string::npos) << listed.out;
+
+  // A plain message, taken once.
+  auto sent = mates({"send", "--team", "crew", "--to", "alice", "hello alice"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  EXPECT_NE(sent.out.find("sent message m-"), std::string::npos) << sent.out;
+  EXPECT_NE(sent.out.find(" to alice"), std::string::npos) << sent.out;
+  auto peeked = mates({"inbox", "--team", "crew", "alice", "--peek", "--json"});
+  ASSERT_EQ(peeked.exit_code, 0) << peeked.err;
+  auto held = JsonLines(peeked.out);
+  ASSERT_EQ(held.size(), 1u) << peeked.out;
+  EXPECT_EQ(held[0]["content"], "hello alice");
+  EXPECT_EQ(held[0]["sender"], "user");
+  auto drained = mates({"inbox", "--team", "crew", "alice"});
+  EXPECT_EQ(drained.exit_code, 0) << drained.err;
+  EXPECT_NE(drained.out.find("hello alice"), std::string::npos) << drained.out;
+  EXPECT_EQ(mates({"inbox", "--team", "crew", "alice"}).out, "") << "a drained message came again";
+
+  // A broadcast reaches every member but its sender.
+  auto all = mates({"send", "--team", "crew", "--from", "lead", "--broadcast", "stand-up at ten"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(all.out.find("to alice, bob, carol"), std::string::npos) << all.out;
+  for (const char* who : {"alice", "bob", "carol"}) {
+    auto got = mates({"inbox", "--team", "crew", who, "--json"});
+    ASSERT_EQ(JsonLines(got.out).size(), 1u) << who << ": " << got.out << got.err;
+  }
+  EXPECT_EQ(mates({"inbox", "--team", "crew", "lead"}).out, "") << "the sender got its own broadcast";
+
+  // A shutdown request, answered once; a second answer is refused.
+  auto asked = mates({"send", "--team", "crew", "--from", "lead", "--to", "bob", "--type", "shutdown_request",
+                      "--json", "wrap up"});
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  auto request = ParseJson(asked.out);
+  ASSERT_TRUE(request.ok()) << asked.out;
+  std::string rid = (*request)["request_id"];
+  ASSERT_FALSE(rid.empty()) << asked.out;
+  auto wrong = mates({"send", "--team", "crew", "--from", "alice", "--type", "shutdown_response", "--request-id", rid,
+                      "--approve", "ok"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("is for 'bob' to answer, not 'alice'"), std::string::npos) << wrong.err;
+  auto answered = mates({"send", "--team", "crew", "--from", "bob", "--type", "shutdown_response", "--request-id",
+                         rid, "--approve", "done"});
+  EXPECT_EQ(answered.exit_code, 0) << answered.err;
+  EXPECT_NE(answered.out.find("to lead (request " + rid + ")"), std::string::npos) << answered.out;
+  auto twice = mates({"send", "--team", "crew", "--from", "bob", "--type", "shutdown_response", "--request-id", rid,
+                      "--reject", "no"});
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.err.find("was already answered (approved)"), std::string::npos) << twice.err;
+  auto no_request = mates({"send", "--team", "crew", "--from", "bob", "--type", "shutdown_response",
+                           "--request-id", "r-nosuch", "--approve", "x"});
+  EXPECT_EQ(no_request.exit_code, 1);
+  EXPECT_NE(no_request.err.find("no request 'r-nosuch'"), std::string::npos) << no_request.err;
+
+  // A send retried under one id is delivered and logged once.
+  auto first = mates({"send", "--team", "crew", "--to", "carol", "--id", "retry-1", "once"});
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  auto again = mates({"send", "--team", "crew", "--to", "carol", "--id", "retry-1", "once"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("already sent retry-1 (nothing sent again)"), std::string::npos) << again.out;
+  EXPECT_EQ(JsonLines(mates({"inbox", "--team", "crew", "carol", "--json"}).out).size(), 1u);
+
+  // The log: every message once, in the order sent (a broadcast is one).
+  auto log = mates({"log", "--team", "crew", "--json"});
+  ASSERT_EQ(log.exit_code, 0) << log.err;
+  auto logged = JsonLines(log.out);
+  ASSERT_EQ(logged.size(), 5u) << log.out;
+  EXPECT_EQ(logged[0]["content"], "hello alice");
+  EXPECT_EQ(logged[1]["type"], "broadcast");
+  EXPECT_EQ(logged[2]["type"], "shutdown_request");
+  EXPECT_EQ(logged[3]["type"], "shutdown_response");
+  EXPECT_EQ(logged[4]["id"], "retry-1");
+  auto plain = mates({"log", "--team", "crew"});
+  EXPECT_NE(plain.out.find("stand-up at ten"), std::string::npos) << plain.out;
+
+  // Status: the roster with liveness (alice's host holds her lock here),
+  // the board with her task, the last messages.
+  ASSERT_EQ(mates({"tasks", "--team", "crew", "create", "write the docs"}).exit_code, 0);
+  ASSERT_EQ(mates({"tasks", "--team", "crew", "claim", "--owner", "alice"}).exit_code, 0);
+  auto host = pg::Store::Open(*pg::ParseTarget(url_));
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto alive = (*host)->HoldLiveness("crew", "alice");
+  ASSERT_TRUE(alive.ok()) << alive.status().message();
+  auto status = mates({"status", "--team", "crew", "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto view = ParseJson(status.out);
+  ASSERT_TRUE(view.ok()) << status.out;
+  EXPECT_EQ((*view)["board"]["in_progress"], 1) << status.out;
+  EXPECT_EQ((*view)["board"]["pending"], 0) << status.out;
+  ASSERT_EQ((*view)["members"].size(), 4u) << status.out;
+  for (const auto& m : (*view)["members"]) {
+    EXPECT_EQ(m["status"] == "offline", m["name"] != "alice") << m.dump();
+    if (m["name"] == "alice") {
+      EXPECT_EQ(m["task"]["subject"], "write the docs") << m.dump();
+    }
+  }
+  ASSERT_EQ((*view)["messages"].size(), 5u) << status.out;
+  EXPECT_EQ((*view)["messages"][4]["id"], "retry-1") << status.out;
+  auto screen = mates({"status", "--team", "crew"});
+  EXPECT_EQ(screen.exit_code, 0) << screen.err;
+  EXPECT_NE(screen.out.find("board: 0 pending · 1 in progress · 0 completed"), std::string::npos) << screen.out;
+  EXPECT_NE(screen.out.find("#1 write the docs"), std::string::npos) << screen.out;
+  auto shown_now = ParseJson(mates({"team", "show", "crew", "--json"}).out);
+  ASSERT_TRUE(shown_now.ok());
+  EXPECT_NE((*shown_now)["members"][1]["status"], "offline") << shown_now->dump();
+
+  // The workspace's own (file) store knows nothing of it.
+  EXPECT_FALSE(fs::exists(ws_.path() / ".teams" / "crew"));
+  EXPECT_EQ(RunMates(ws_.path(), {"team", "show", "crew"}).exit_code, 1);
+
+  // Bad input: one clear error each.
+  auto stranger = mates({"send", "--team", "crew", "--to", "zed", "hi"});
+  EXPECT_EQ(stranger.exit_code, 1);
+  EXPECT_NE(stranger.err.find("unknown recipient 'zed': team 'crew' has lead, alice, bob, carol"), std::string::npos)
+      << stranger.err;
+  auto no_team = mates({"send", "--team", "nosuch", "--to", "alice", "hi"});
+  EXPECT_EQ(no_team.exit_code, 1);
+  EXPECT_NE(no_team.err.find("no team 'nosuch'"), std::string::npos) << no_team.err;
+  auto user_protocol = mates({"send", "--team", "crew", "--to", "bob", "--type", "shutdown_request", "go"});
+  EXPECT_EQ(user_protocol.exit_code, 1);
+  EXPECT_NE(user_protocol.err.find("user sends message or broadcast"), std::string::npos) << user_protocol.err;
+  auto not_member = mates({"inbox", "--team", "crew", "zed"});
+  EXPECT_EQ(not_member.exit_code, 1);
+  EXPECT_NE(not_member.err.find("'zed' is not a member of team 'crew'"), std::string::npos) << not_member.err;
+  auto twice_made = mates({"team", "create", "crew"});
+  EXPECT_EQ(twice_made.exit_code, 1);
+  EXPECT_NE(twice_made.err.find("already exists"), std::string::npos) << twice_made.err;
+  auto delivery = mates({"log", "--team", "crew", "--delivery"});
+  EXPECT_EQ(delivery.exit_code, 2) << delivery.err;
+  auto archives = mates({"team", "list", "--archived"});
+  EXPECT_EQ(archives.exit_code, 2) << archives.err;
+  auto keep = mates({"team", "delete", "crew"});
+  EXPECT_EQ(keep.exit_code, 2) << keep.err;
+  EXPECT_NE(keep.err.find("mates store export --team crew DIR"), std::string::npos) << keep.err;
+  auto scheme = RunMates(ws_.path(), {"send", "--store", "mysql://x/y", "--team", "crew", "--to", "bob", "hi"});
+  EXPECT_EQ(scheme.exit_code, 2) << scheme.err;
+  for (const auto* r : {&stranger, &no_team, &user_protocol, &not_member, &twice_made, &delivery, &keep, &scheme}) {
+    EXPECT_EQ(r->err.find("mates-test-password"), std::string::npos) << r->err;
+  }
+
+  // Deleted for good: its inboxes, log and requests with it.
+  auto gone = mates({"team", "delete", "crew", "--purge"});
+  EXPECT_EQ(gone.exit_code, 0) << gone.err;
+  EXPECT_EQ(gone.out, "deleted team crew for good\n");
+  auto after = mates({"log", "--team", "crew"});
+  EXPECT_EQ(after.exit_code, 1);
+  EXPECT_NE(after.err.find("no team 'crew'"), std::string::npos) << after.err;
+  pg::Connection c = Connect(url_);
+  for (const char* table : {"mates_inbox", "mates_messages", "mates_requests"}) {
+    auto rows = c.Exec(std::string("SELECT count(*) FROM ") + table + " WHERE team = 'crew'");
+    ASSERT_TRUE(rows.ok()) << rows.status().message();
+    EXPECT_EQ(rows->integer(0, 0), 0) << table << " kept rows of the deleted team";
+  }
+}
+
+// `mates inbox --wait` and `mates log --follow` on a PostgreSQL store are
+// woken by a `mates send` from another process (LISTEN/NOTIFY), not by
+// polling.
+TEST_F(PgTest, AWaitingInboxAndAFollowedLogWakeOnASendFromAnotherProcess) {
+  ASSERT_TRUE(FreshStore());
+  ASSERT_EQ(RunMates(ws_.path(), {"team", "--store", url_, "create", "crew", "--members", "alice"}).exit_code, 0);
+  const std::vector<std::string> on_pg = {"MATES_STORE=" + url_};
+  ASSERT_EQ(RunMates(ws_.path(), {"send", "--team", "crew", "--to", "alice", "before"}, on_pg).exit_code, 0);
+  auto follow = testing::StartMates(ws_.path(), {"log", "--team", "crew", "--follow", "--store", url_});
+  auto first = follow.ReadLine(DeadlineIn(20));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_NE(first->find("before"), std::string::npos) << *first;
+  // Drained: the waiting inbox below finds it empty and waits.
+  ASSERT_EQ(RunMates(ws_.path(), {"inbox", "--team", "crew", "alice"}, on_pg).exit_code, 0);
+  auto inbox = testing::StartMates(ws_.path(), {"inbox", "--team", "crew", "alice", "--wait", "30", "--store", url_});
+  pg::Connection c = Connect(url_);
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto r = c.Exec("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'");
+    return r.ok() && r->integer(0, 0) >= 2;
+  }, 20)) << "the inbox never listened";
+  const double start = WallSeconds();
+  auto sent = RunMates(ws_.path(), {"send", "--team", "crew", "--to", "alice", "after"}, on_pg);
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  auto got = inbox.Wait();
+  EXPECT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_NE(got.out.find("after"), std::string::npos) << got.out;
+  EXPECT_LT(WallSeconds() - start, 10) << "the waiting inbox was not woken";
+  auto next = follow.ReadLine(DeadlineIn(10));
+  ASSERT_TRUE(next.ok()) << next.status().message();
+  EXPECT_NE(next->find("after"), std::string::npos) << *next;
+  // `status --watch` redraws with what is sent.
+  auto watch = testing::StartMates(ws_.path(), {"status", "--team", "crew", "--watch", "--store", url_});
+  auto screen_with = [&](const std::string& text) {
+    Deadline deadline = DeadlineIn(20);
+    for (;;) {
+      auto line = watch.ReadLine(deadline);
+      if (!line.ok()) return false;
+      if (line->find(text) != std::string::npos) return true;
+    }
+  };
+  ASSERT_TRUE(screen_with("after")) << "status --watch never drew the team";
+  ASSERT_EQ(RunMates(ws_.path(), {"send", "--team", "crew", "--to", "alice", "third one"}, on_pg).exit_code, 0);
+  EXPECT_TRUE(screen_with("third one")) << "status --watch did not redraw with the new message";
+  watch.Signal(SIGTERM);
+  (void)watch.Wait();
+  ASSERT_TRUE(follow.ReadLine(DeadlineIn(10)).ok());  // the follow saw it too
+  // Deleting the team ends the follow (its output ends; a follow that
+  // went on is stopped by the test's deadline, not waited for).
+  ASSERT_EQ(RunMates(ws_.path(), {"team", "delete", "crew", "--purge"}, on_pg).exit_code, 0);
+  auto end = follow.ReadLine(DeadlineIn(10));
+  EXPECT_EQ(end.status().code(), StatusCode::kNotFound) << "the follow went on after the team was deleted";
+  if (end.status().code() != StatusCode::kNotFound) follow.Signal(SIGKILL);
+  auto ended = follow.Wait();
+  EXPECT_EQ(ended.exit_code, 0) << ended.err;
+}
+
 // The roster's document without its clock readings, to compare stores.
 Json Timeless(const TeamConfig& c) {
   Json j = TeamConfigToJson(c);
@@ -582,11 +833,28 @@ TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
   ASSERT_TRUE(store->ClaimNext("crew", "alice").ok());
   ASSERT_TRUE(store->Complete("crew", 1, "alice").ok());
   ASSERT_TRUE(store->ClaimNext("crew", "alice").ok());  // #2, unblocked now
+  // A plan waiting for the lead: in boss's inbox, the log and the requests.
+  auto mail = pg::StoreMail(*store, "crew");
+  SendRequest plan;
+  plan.type = MessageType::kPlanApprovalRequest;
+  plan.sender = "alice";
+  plan.content = "the plan";
+  auto asked = Messenger(*mail).Send(plan);
+  ASSERT_TRUE(asked.ok()) << asked.status().message();
 
   fs::path out = ws_.path() / "exported";
   auto r = RunMates(ws_.path(), {"store", "export", "--team", "crew", out.string()}, {"MATES_STORE=" + url_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("exported team 'crew' (2 members, 2 undelivered messages, 3 tasks)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exported team 'crew' (2 members, 3 undelivered messages, 1 logged, 1 requests, 3 tasks)"),
+            std::string::npos)
+      << r.out;
+  auto log = RunMates(out, {"log", "--team", "crew", "--json"});
+  ASSERT_EQ(log.exit_code, 0) << log.err;
+  EXPECT_NE(log.out.find("\"the plan\""), std::string::npos) << log.out;
+  // The request came along: the lead answers it on the files.
+  auto answer = RunMates(out, {"send", "--team", "crew", "--from", "boss", "--type", "plan_approval_response",
+                               "--request-id", asked->message.request_id, "--approve", "go"});
+  EXPECT_EQ(answer.exit_code, 0) << answer.err;
 
   auto team = RunMates(out, {"team", "show", "crew", "--json"});
   ASSERT_EQ(team.exit_code, 0) << team.err;

@@ -1,10 +1,14 @@
-// mates inbox --team T NAME [--peek] [--wait [S]] [--json]
+// mates inbox --team T [--store URL] NAME [--peek] [--wait [S]] [--json]
+// On the file store (the default) or a PostgreSQL one (DESIGN §13): a
+// drain that is not committed (the process dies first) leaves its messages
+// for the next, on both.
 #include <charconv>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/names.h"
@@ -18,6 +22,7 @@ namespace {
 
 struct InboxArgs {
   std::string team;
+  std::string store;
   std::string name;
   bool peek = false;
   std::vector<std::string> wait;  // [] = flag given without seconds
@@ -55,48 +60,71 @@ int Inbox(Globals& g, InboxArgs a, bool wait_given) {
   if (a.name.empty()) return Usage("whose inbox? give NAME");
   Status s = ValidateName("member name", a.name);
   if (!s.ok()) return Fail(s);
-  Workspace ws = g.ws();
-  auto team = Roster(ws).Load(a.team);
+  auto pg = OpenChosenStore(a.store);
+  if (!pg.ok()) return Fail(pg.status());
+  std::optional<Workspace> ws;
+  if (!*pg) ws = g.ws();
+  auto team = *pg ? (*pg)->LoadTeam(a.team) : Roster(*ws).Load(a.team);
   if (!team.ok()) return Fail(team.status());
   // `user` is no member, but members write back to it (DESIGN §11).
   if (a.name != kUserName && team->Find(a.name) == nullptr) {
     return Fail(Status::NotFound("'" + a.name + "' is not a member of team '" + a.team + "'"));
   }
-  Mailbox box(ws.TeamDir(a.team), a.name);
+  std::optional<Mailbox> box;
+  if (ws) box.emplace(ws->TeamDir(a.team), a.name);
+  auto peek = [&] { return box ? box->Peek() : (*pg)->Peek(a.team, a.name); };
   if (!wait_given) {
-    auto msgs = a.peek ? box.Peek() : box.Drain();
+    auto msgs = a.peek ? peek() : box ? box->Drain() : (*pg)->Drain(a.team, a.name);
     if (!msgs.ok()) return Fail(msgs.status());
     Print(*msgs, a.json);
     return 0;
   }
+  // Takes what the inbox holds: printed, then committed (a reader killed
+  // in between leaves it for the next). `*again`: it may hold more.
+  auto take = [&](bool* again) -> Result<bool> {
+    *again = false;
+    if (box) {
+      MATES_ASSIGN_OR_RETURN(Mailbox::Batch batch, box->BeginDrain());
+      Print(batch.messages, a.json);
+      MATES_RETURN_IF_ERROR(box->Commit(batch));
+      *again = batch.messages.empty() && batch.redelivery;
+      return !batch.messages.empty();
+    }
+    MATES_ASSIGN_OR_RETURN(pg::Store::Batch batch, (*pg)->BeginDrain(a.team, a.name));
+    Print(batch.messages, a.json);
+    MATES_RETURN_IF_ERROR((*pg)->Commit(batch));
+    return !batch.messages.empty();
+  };
   // Subscribe before the first look so that nothing falls in between.
   auto waker = std::make_shared<Waker>();
-  auto sub = Watcher::Default().Subscribe(ws.TeamDir(a.team), Workspace::InboxFileName(a.name),
-                                          waker);
-  if (!sub.ok()) return Fail(sub.status());
+  Watcher::Subscription file_sub;
+  pg::Listener::Subscription pg_sub;
+  if (box) {
+    auto sub = Watcher::Default().Subscribe(ws->TeamDir(a.team), Workspace::InboxFileName(a.name), waker);
+    if (!sub.ok()) return Fail(sub.status());
+    file_sub = std::move(*sub);
+  } else {
+    auto sub = (*pg)->listener().Subscribe(pg::InboxKey(a.team, a.name), waker);
+    if (!sub.ok()) return Fail(sub.status());
+    pg_sub = std::move(*sub);
+  }
   Deadline deadline = DeadlineIn(wait_s);
   bool said_waiting = false;
   for (;;) {
     uint64_t seen = waker->generation();
     if (a.peek) {
-      auto msgs = box.Peek();
+      auto msgs = peek();
       if (!msgs.ok()) return Fail(msgs.status());
       if (!msgs->empty()) {
         Print(*msgs, a.json);
         return 0;
       }
     } else {
-      auto batch = box.BeginDrain();
-      if (!batch.ok()) return Fail(batch.status());
-      if (!batch->messages.empty()) {
-        Print(batch->messages, a.json);
-        Status c = box.Commit(*batch);
-        if (!c.ok()) return Fail(c);
-        return 0;
-      }
-      Status c = box.Commit(*batch);
-      if (!c.ok()) return Fail(c);
-      if (batch->redelivery) continue;  // the inbox itself may hold more
+      bool again = false;
+      auto taken = take(&again);
+      if (!taken.ok()) return Fail(taken.status());
+      if (*taken) return 0;
+      if (again) continue;
     }
     if (!said_waiting) {
       LogDebug("inbox: waiting for a message to " + a.name);
@@ -115,6 +143,7 @@ void AddInboxCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<InboxArgs>();
   CLI::App* inbox = app.add_subcommand("inbox", "Read (drain) or peek at a member's inbox");
   inbox->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
+  AddStoreOption(inbox, a->store);
   inbox->add_option("NAME", a->name, "Whose inbox");
   inbox->add_flag("--peek", a->peek, "Show without taking the messages away");
   auto* wait = inbox->add_option("--wait", a->wait,

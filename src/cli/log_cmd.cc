@@ -1,4 +1,5 @@
-// mates log --team T [--follow] [--json] [--archived [STAMP]] [--delivery]
+// mates log --team T [--store URL] [--follow] [--json] [--archived [STAMP]]
+//           [--delivery]
 //
 // --delivery (DESIGN §11): for each message and recipient, whether it is
 // `queued` (still in the inbox), `delivered` (in an agent's turn: its id is
@@ -14,6 +15,7 @@
 
 #include "agent/journal.h"
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "core/files.h"
 #include "store/mailbox.h"
 #include "store/message_log.h"
@@ -25,6 +27,7 @@ namespace {
 
 struct LogArgs {
   std::string team;
+  std::string store;
   bool follow = false;
   bool json = false;
   bool delivery = false;
@@ -82,14 +85,56 @@ class DeliveryView {
   std::map<std::string, std::string> quarantine_;
 };
 
+void PrintPlain(const std::vector<Message>& msgs, bool json) {
+  for (const auto& m : msgs) std::cout << (json ? DumpJson(MessageToJson(m)) : FormatMessage(m)) << "\n";
+  std::cout.flush();
+}
+
+// The log of a team in a PostgreSQL store: the table, in order; --follow
+// wakes on its notifications.
+int LogOnPostgres(pg::Store& store, const LogArgs& a) {
+  if (a.archived.given()) return Usage("--archived reads the file store's archives, not a PostgreSQL store");
+  if (a.delivery) {
+    return Usage("--delivery reads the agents' journals, which the file store keeps: not on a PostgreSQL store yet");
+  }
+  auto team = store.LoadTeam(a.team);
+  if (!team.ok()) return Fail(team.status());
+  auto waker = std::make_shared<Waker>();
+  pg::Listener::Subscription sub;
+  if (a.follow) {
+    auto s = store.listener().Subscribe(pg::LogKey(a.team), waker);
+    if (!s.ok()) return Fail(s.status());
+    sub = std::move(*s);
+  }
+  int64_t cursor = 0;
+  for (;;) {
+    uint64_t seen = waker->generation();
+    for (;;) {  // in pages, so a long log is never one result in memory
+      int64_t before = cursor;
+      auto msgs = store.ReadLog(a.team, &cursor);
+      if (!msgs.ok()) return Fail(msgs.status());
+      PrintPlain(*msgs, a.json);
+      if (cursor == before) break;
+    }
+    if (!a.follow) return 0;
+    waker->WaitChange(seen, std::nullopt);
+    // The team may have been deleted meanwhile.
+    auto still = store.LoadTeam(a.team);
+    if (!still.ok() && still.status().code() == StatusCode::kNotFound) return 0;
+  }
+}
+
 int Log(Globals& g, const LogArgs& a) {
   if (a.follow && a.archived.given()) return Usage("an archive does not change: --follow has nothing to wait for");
+  if (a.follow && a.delivery) return Usage("--delivery is a snapshot: it cannot --follow");
+  auto pg = OpenChosenStore(a.store);
+  if (!pg.ok()) return Fail(pg.status());
+  if (*pg) return LogOnPostgres(**pg, a);
   auto reading = ReadingWorkspace(g, a.team, a.archived);
   if (!reading.ok()) return Fail(reading.status());
   const Workspace& ws = *reading;
   auto team = Roster(ws).Load(a.team);
   if (!team.ok()) return Fail(team.status());
-  if (a.follow && a.delivery) return Usage("--delivery is a snapshot: it cannot --follow");
   MessageLog log(ws, a.team);
   std::optional<DeliveryView> delivery;
   if (a.delivery) delivery.emplace(ws, *team);
@@ -140,6 +185,7 @@ void AddLogCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<LogArgs>();
   CLI::App* log = app.add_subcommand("log", "Every message sent in a team");
   log->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
+  AddStoreOption(log, a->store);
   log->add_flag("--follow,-f", a->follow, "Keep printing messages as they are sent");
   log->add_flag("--json", a->json, "One JSON object per line");
   log->add_flag("--delivery", a->delivery,

@@ -1,11 +1,15 @@
-// mates send --team T [--from NAME] (--to NAME | --broadcast) [--type TYPE]
-//            [--request-id ID] [--approve | --reject] [--summary S] TEXT
+// mates send --team T [--store URL] [--from NAME] (--to NAME | --broadcast)
+//            [--type TYPE] [--request-id ID] [--approve | --reject]
+//            [--summary S] TEXT
+// On the file store (the default) or a PostgreSQL one (DESIGN §13): the
+// same rules (Messenger), the same output.
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "core/log.h"
 #include "store/messenger.h"
 
@@ -14,6 +18,7 @@ namespace {
 
 struct SendArgs {
   std::string team;
+  std::string store;
   std::string from;
   std::string to;
   bool broadcast = false;
@@ -29,7 +34,6 @@ struct SendArgs {
 };
 
 int Send(Globals& g, const SendArgs& a) {
-  Workspace ws = g.ws();
   SendRequest r;
   if (!a.type.empty()) {
     auto t = ParseMessageType(a.type);
@@ -73,7 +77,10 @@ int Send(Globals& g, const SendArgs& a) {
   // MATES_AGENT_NAME.
   const char* agent = std::getenv("MATES_AGENT_NAME");
   r.sender = !a.from.empty() ? a.from : agent != nullptr && *agent != '\0' ? agent : kUserName;
-  auto receipt = Messenger(ws, a.team).Send(r);
+  auto pg = OpenChosenStore(a.store);
+  if (!pg.ok()) return Fail(pg.status());
+  std::unique_ptr<TeamMail> mail = *pg ? pg::StoreMail(**pg, a.team) : FileTeamMail(g.ws(), a.team);
+  auto receipt = Messenger(*mail).Send(r);
   if (!receipt.ok()) return Fail(receipt.status());
   for (const auto& w : receipt->warnings) LogWarning(w);
   if (receipt->already_sent) {
@@ -107,6 +114,7 @@ void AddSendCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<SendArgs>();
   CLI::App* send = app.add_subcommand("send", "Send a message to a team member (or everyone)");
   send->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
+  AddStoreOption(send, a->store);
   send->add_option("--from", a->from, "Sender (default: $MATES_AGENT_NAME, else user: a person)");
   auto* to = send->add_option("--to", a->to, "Recipient");
   auto* bc = send->add_flag("--broadcast", a->broadcast, "Send to every member but the sender");

@@ -1,4 +1,4 @@
-// mates status [--team T] [--watch] [--json] [--archived [STAMP]]
+// mates status [--team T] [--store URL] [--watch] [--json] [--archived [STAMP]]
 //
 // A team at a glance (DESIGN §11): its host (pid, how it runs, uptime), the
 // board by status, and per member the shown state (liveness: a member whose
@@ -6,7 +6,8 @@
 // activity file), its task (the board's in-progress task it owns), tokens
 // and cost; then the last messages. `--json` is one document; `--watch`
 // redraws whenever a file of the team changes (and every second, for the
-// durations).
+// durations). On a PostgreSQL store (DESIGN §13): the roster with liveness,
+// the board and the last messages, redrawn on the team's notifications.
 #include <unistd.h>
 
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "agent/activity.h"
 #include "agent/usage.h"
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/names.h"
@@ -38,6 +40,7 @@ constexpr size_t kLastMessages = 8;
 
 struct StatusArgs {
   std::string team = "default";
+  std::string store;
   bool watch = false;
   bool json = false;
   ArchivedChoice archived;
@@ -151,9 +154,51 @@ std::string Render(const TeamView& v) {
   return o.str();
 }
 
+Result<TeamView> LookAtTeamOnPostgres(pg::Store& store, const std::string& team) {
+  MATES_ASSIGN_OR_RETURN(TeamConfig config, store.LoadTeam(team));
+  MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, store.ListTasks(team));
+  MATES_ASSIGN_OR_RETURN(std::vector<Message> messages, store.TailLog(team, kLastMessages));
+  return view::ComposeView(
+      std::move(config), tasks,
+      [&](std::string_view member) {
+        auto hosted = store.IsHosted(team, std::string(member));
+        return hosted.ok() && *hosted;
+      },
+      std::move(messages));
+}
+
+int StatusOnPostgres(pg::Store& store, const StatusArgs& a) {
+  if (a.archived.given()) return Usage("--archived reads the file store's archives, not a PostgreSQL store");
+  if (!a.watch) {
+    auto v = LookAtTeamOnPostgres(store, a.team);
+    if (!v.ok()) return Fail(v.status());
+    std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
+    return 0;
+  }
+  // The roster, the board and the log notify; every second for the rest.
+  auto waker = std::make_shared<Waker>();
+  std::vector<pg::Listener::Subscription> subs;
+  for (const std::string& key : {pg::TeamKey(a.team), pg::BoardKey(a.team), pg::LogKey(a.team)}) {
+    auto s = store.listener().Subscribe(key, waker);
+    if (!s.ok()) return Fail(s.status());
+    subs.push_back(std::move(*s));
+  }
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  for (;;) {
+    uint64_t gen = waker->generation();
+    auto v = LookAtTeamOnPostgres(store, a.team);
+    if (!v.ok()) return Fail(v.status());
+    std::cout << (tty ? "\033[H\033[2J" : "\f\n") << Render(*v) << std::flush;
+    waker->WaitChange(gen, DeadlineIn(1.0));
+  }
+}
+
 int Status_(Globals& g, const StatusArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
   if (a.watch && a.json) return Usage("--watch redraws a screen; --json prints one document: choose one");
+  auto pg = OpenChosenStore(a.store);
+  if (!pg.ok()) return Fail(pg.status());
+  if (*pg) return StatusOnPostgres(**pg, a);
   auto reading = ReadingWorkspace(g, a.team, a.archived);
   if (!reading.ok()) return Fail(reading.status());
   const Workspace& ws = *reading;
@@ -188,6 +233,7 @@ void AddStatusCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<StatusArgs>();
   CLI::App* st = app.add_subcommand("status", "A team at a glance: host, board, what each member is doing, messages");
   st->add_option("--team", a->team, "The team")->envname("MATES_TEAM")->capture_default_str();
+  AddStoreOption(st, a->store);
   st->add_flag("--watch", a->watch, "Redraw whenever something changes (Ctrl-C ends it)");
   st->add_flag("--json", a->json, "One JSON document");
   AddArchivedOption(st, a->archived);

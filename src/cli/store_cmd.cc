@@ -16,6 +16,8 @@
 #include "cli/store_choice.h"
 #include "pg/store.h"
 #include "store/board.h"
+#include "store/message_log.h"
+#include "store/requests.h"
 #include "store/mailbox.h"
 #include "store/roster.h"
 
@@ -30,6 +32,16 @@ Result<std::optional<pg::Target>> ChosenStore(const std::string& given) {
   if (url.empty() || url == "file:" || url == "file") return std::optional<pg::Target>();
   MATES_ASSIGN_OR_RETURN(pg::Target t, pg::ParseTarget(url));
   return std::optional<pg::Target>(std::move(t));
+}
+
+Result<std::unique_ptr<pg::Store>> OpenChosenStore(const std::string& url) {
+  MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, ChosenStore(url));
+  if (!target) return std::unique_ptr<pg::Store>();
+  return pg::Store::Open(*target);
+}
+
+void AddStoreOption(CLI::App* cmd, std::string& url) {
+  cmd->add_option("--store", url, "The store: file: (default) or postgres://...")->envname("MATES_STORE");
 }
 
 namespace {
@@ -68,6 +80,8 @@ int Export(const StoreArgs& a, pg::Store& store) {
   if (!messages.ok()) return Fail(messages.status());
   auto tasks = store.ListTasks(a.team, /*include_deleted=*/true);
   if (!tasks.ok()) return Fail(tasks.status());
+  auto requests = store.ListRequests(a.team);
+  if (!requests.ok()) return Fail(requests.status());
   Roster roster(ws);
   auto made = roster.CreateTeam(a.team, config->lead, config->description);
   if (!made.ok()) return Fail(made.status());
@@ -92,9 +106,26 @@ int Export(const StoreArgs& a, pg::Store& store) {
   for (const auto& t : *tasks) {
     if (Status s = board.Import(t); !s.ok()) return Fail(s);
   }
+  RequestStore request_files(ws, a.team);
+  for (const auto& r : *requests) {
+    if (Status s = request_files.Create(r); !s.ok()) return Fail(s);
+  }
+  // The log, page by page, in the order sent.
+  MessageLog log(ws, a.team);
+  size_t n_logged = 0;
+  for (int64_t cursor = 0;;) {
+    auto page = store.ReadLog(a.team, &cursor);
+    if (!page.ok()) return Fail(page.status());
+    if (page->empty()) break;
+    for (const auto& m : *page) {
+      if (Status s = log.Append(m); !s.ok()) return Fail(s);
+    }
+    n_logged += page->size();
+  }
   std::cout << "exported team '" << a.team << "' (" << config->members.size() << " members, " << n_messages
-            << " undelivered messages, " << tasks->size() << " tasks) from " << store.target().shown << " to "
-            << ws.root().string() << std::endl;
+            << " undelivered messages, " << n_logged << " logged, " << requests->size() << " requests, "
+            << tasks->size() << " tasks) from " << store.target().shown << " to " << ws.root().string()
+            << std::endl;
   return 0;
 }
 

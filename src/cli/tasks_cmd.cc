@@ -63,10 +63,9 @@ struct TeamState {
 
 Result<TeamState> OpenTeam(const Workspace& ws, const TasksArgs& a) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", a.team));
-  MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, ChosenStore(a.store));
   TeamState s;
-  if (target) {
-    MATES_ASSIGN_OR_RETURN(s.pg, pg::Store::Open(*target));
+  MATES_ASSIGN_OR_RETURN(s.pg, OpenChosenStore(a.store));
+  if (s.pg) {
     MATES_ASSIGN_OR_RETURN(s.config, s.pg->LoadTeam(a.team));
     s.board = pg::TeamBoard(*s.pg, a.team);
     return s;
@@ -247,7 +246,7 @@ void AddTasksCommands(CLI::App& app, Globals& g) {
   auto a = std::make_shared<TasksArgs>();
   CLI::App* tasks = app.add_subcommand("tasks", "The team's task board");
   tasks->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
-  tasks->add_option("--store", a->store, "The store: file: (default) or postgres://...")->envname("MATES_STORE");
+  AddStoreOption(tasks, a->store);
   tasks->require_subcommand(1);
 
   auto set = [&g, a](int (*fn)(Globals&, const TasksArgs&)) {

@@ -1,9 +1,14 @@
-// mates team list | show T | create T [--members a,b] | join T NAME | delete T
+// mates team [--store URL] list | show T | create T [--members a,b]
+//            | join T NAME | delete T
+// On the file store (the default) or a PostgreSQL one (DESIGN §13), where
+// a member is hosted while its host holds its liveness lock, and a deleted
+// team is gone (--purge; `mates store export` keeps a copy first).
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "git/worktrees.h"
 #include "store/host_info.h"
 #include "core/clock.h"
@@ -17,6 +22,7 @@ namespace mates::cli {
 namespace {
 
 struct TeamArgs {
+  std::string store;
   std::string team;
   std::string member;
   std::string members;
@@ -29,8 +35,49 @@ struct TeamArgs {
   bool purge = false;     // team delete --purge
 };
 
+// The teams of the chosen store.
+class Teams {
+ public:
+  static Result<Teams> Open(Globals& g, const std::string& store) {
+    Teams t;
+    MATES_ASSIGN_OR_RETURN(t.pg_, OpenChosenStore(store));
+    if (!t.pg_) t.roster_.emplace(g.ws());
+    return t;
+  }
+  bool on_postgres() const { return pg_ != nullptr; }
+  pg::Store* postgres() { return pg_.get(); }
+  // Where the teams are, as said to a person (no password).
+  std::string where() const { return pg_ ? pg_->target().shown : roster_->workspace().root().string(); }
+
+  Result<std::vector<std::string>> List() { return pg_ ? pg_->ListTeams() : roster_->ListTeams(); }
+  Result<TeamConfig> Load(const std::string& team) { return pg_ ? pg_->LoadTeam(team) : roster_->Load(team); }
+  Result<TeamConfig> Create(const std::string& team, const std::string& lead, const std::string& description) {
+    return pg_ ? pg_->CreateTeam(team, lead, description) : roster_->CreateTeam(team, lead, description);
+  }
+  Result<Member> Add(const std::string& team, const Member& m) {
+    return pg_ ? pg_->AddMember(team, m) : roster_->AddMember(team, m);
+  }
+  HostedFn Hosted(const std::string& team) {
+    if (pg_) {
+      return [this, team](std::string_view m) {
+        auto hosted = pg_->IsHosted(team, std::string(m));
+        return hosted.ok() && *hosted;
+      };
+    }
+    return [this, team](std::string_view m) { return HostAlive(roster_->workspace(), team, m); };
+  }
+  std::string_view Shown(const TeamConfig& c, const Member& m) {
+    return ShownStatus(m, m.status == MemberStatus::kShutdown || Hosted(c.name)(m.name));
+  }
+  Json ShownJson(const TeamConfig& c) { return TeamConfigToShownJson(c, Hosted(c.name)); }
+
+ private:
+  std::unique_ptr<pg::Store> pg_;
+  std::optional<Roster> roster_;
+};
+
 // Statuses as DESIGN §10 shows them: a member nobody hosts is offline.
-void PrintTeam(const Workspace& ws, const TeamConfig& c) {
+void PrintTeam(Teams& teams, const TeamConfig& c) {
   std::cout << "team " << c.name << " (lead: " << c.lead << ", " << c.members.size()
             << " members)\n";
   if (!c.description.empty()) std::cout << "  " << c.description << "\n";
@@ -39,7 +86,7 @@ void PrintTeam(const Workspace& ws, const TeamConfig& c) {
     line.resize(std::max<size_t>(line.size() + 1, 20), ' ');
     line += m.role_title.empty() ? std::string(MemberRoleName(m.role)) : m.role_title;
     line.resize(std::max<size_t>(line.size() + 1, 30), ' ');
-    line += std::string(ShownStatus(ws, c.name, m));
+    line += std::string(teams.Shown(c, m));
     line.resize(std::max<size_t>(line.size() + 1, 40), ' ');
     line += std::string(MemberBackendName(m.backend));
     if (!m.color.empty()) line += "  " + m.color;
@@ -75,37 +122,43 @@ int ListArchived(Globals& g, const TeamArgs& a) {
 }
 
 int List(Globals& g, const TeamArgs& a) {
-  if (a.archived) return ListArchived(g, a);
-  Roster roster(g.ws());
-  auto teams = roster.ListTeams();
+  auto teams = Teams::Open(g, a.store);
   if (!teams.ok()) return Fail(teams.status());
+  if (a.archived) {
+    if (teams->on_postgres()) return Usage("--archived lists the file store's archives; a PostgreSQL store keeps none");
+    return ListArchived(g, a);
+  }
+  auto names = teams->List();
+  if (!names.ok()) return Fail(names.status());
   Json out = Json::array();
-  for (const auto& t : *teams) {
-    auto c = roster.Load(t);
+  for (const auto& t : *names) {
+    auto c = teams->Load(t);
     if (!c.ok()) {
       std::cerr << "mates: warning: " << c.status().message() << std::endl;
       continue;
     }
     if (a.json) {
-      out.push_back(TeamConfigToShownJson(roster.workspace(), *c));
+      out.push_back(teams->ShownJson(*c));
     } else {
       size_t active = 0;
-      for (const auto& m : c->members) active += ShownStatus(roster.workspace(), c->name, m) == "active" ? 1 : 0;
+      for (const auto& m : c->members) active += teams->Shown(*c, m) == "active" ? 1 : 0;
       std::cout << c->name << "  " << c->members.size() << " members, " << active << " active\n";
     }
   }
   if (a.json) std::cout << DumpJsonPretty(out) << std::endl;
-  if (!a.json && teams->empty()) std::cout << "no teams in " << g.ws().root().string() << "\n";
+  if (!a.json && names->empty()) std::cout << "no teams in " << teams->where() << "\n";
   return 0;
 }
 
 int Show(Globals& g, const TeamArgs& a) {
-  auto c = Roster(g.ws()).Load(a.team);
+  auto teams = Teams::Open(g, a.store);
+  if (!teams.ok()) return Fail(teams.status());
+  auto c = teams->Load(a.team);
   if (!c.ok()) return Fail(c.status());
   if (a.json) {
-    std::cout << DumpJsonPretty(TeamConfigToShownJson(g.ws(), *c)) << std::endl;
+    std::cout << DumpJsonPretty(teams->ShownJson(*c)) << std::endl;
   } else {
-    PrintTeam(g.ws(), *c);
+    PrintTeam(*teams, *c);
   }
   return 0;
 }
@@ -127,26 +180,27 @@ int Create(Globals& g, const TeamArgs& a) {
   }
   Status s = ValidateName("team name", a.team);
   if (!s.ok()) return Fail(s);
-  Roster roster(g.ws());
-  auto c = roster.CreateTeam(a.team, a.lead, a.description);
+  auto backend = ParseMemberBackend(a.backend);
+  if (!backend.ok()) return Fail(backend.status());
+  auto teams = Teams::Open(g, a.store);
+  if (!teams.ok()) return Fail(teams.status());
+  auto c = teams->Create(a.team, a.lead, a.description);
   if (!c.ok()) return Fail(c.status());
   for (const auto& name : members) {
     Member m;
     m.name = name;
     m.role = MemberRole::kTeammate;
-    auto backend = ParseMemberBackend(a.backend);
-    if (!backend.ok()) return Fail(backend.status());
     m.backend = *backend;
-    auto added = roster.AddMember(a.team, m);
+    auto added = teams->Add(a.team, m);
     if (!added.ok()) return Fail(added.status());
   }
-  auto final_config = roster.Load(a.team);
+  auto final_config = teams->Load(a.team);
   if (!final_config.ok()) return Fail(final_config.status());
   if (a.json) {
-    std::cout << DumpJsonPretty(TeamConfigToShownJson(g.ws(), *final_config)) << std::endl;
+    std::cout << DumpJsonPretty(teams->ShownJson(*final_config)) << std::endl;
   } else {
-    std::cout << "created team " << a.team << " in " << g.ws().root().string() << "\n";
-    PrintTeam(g.ws(), *final_config);
+    std::cout << "created team " << a.team << " in " << teams->where() << "\n";
+    PrintTeam(*teams, *final_config);
   }
   return 0;
 }
@@ -159,20 +213,46 @@ int Join(Globals& g, const TeamArgs& a) {
   m.name = a.member;
   m.role = MemberRole::kTeammate;
   m.backend = *backend;
-  auto added = Roster(g.ws()).AddMember(a.team, m);
+  auto teams = Teams::Open(g, a.store);
+  if (!teams.ok()) return Fail(teams.status());
+  auto added = teams->Add(a.team, m);
   if (!added.ok()) return Fail(added.status());
   if (a.json) {
-    auto c = Roster(g.ws()).Load(a.team);
+    auto c = teams->Load(a.team);
     if (!c.ok()) return Fail(c.status());
-    std::cout << DumpJsonPretty(TeamConfigToShownJson(g.ws(), *c)) << std::endl;
+    std::cout << DumpJsonPretty(teams->ShownJson(*c)) << std::endl;
   } else {
     std::cout << added->agent_id << " joined (colour " << added->color << ")\n";
   }
   return 0;
 }
 
+// A team of a PostgreSQL store: deleted with all it holds, asked for by
+// --purge (there is no archive; `mates store export` writes a copy).
+// A deletion for good (--purge), said.
+int Purged(const Status& s, const TeamArgs& a) {
+  if (!s.ok()) return Fail(s);
+  if (a.json) {
+    std::cout << DumpJson(Json{{"deleted", a.team}, {"archive", nullptr}}) << std::endl;
+  } else {
+    std::cout << "deleted team " << a.team << " for good\n";
+  }
+  return 0;
+}
+
+int DeleteOnPostgres(pg::Store& store, const TeamArgs& a) {
+  if (!a.purge) {
+    return Usage("a team in a PostgreSQL store is not archived: keep a copy with mates store export --team " +
+                 a.team + " DIR, then delete it with --purge");
+  }
+  return Purged(store.DeleteTeam(a.team), a);
+}
+
 // Archives the team (DESIGN §11); --purge deletes it for good.
 int Delete(Globals& g, const TeamArgs& a) {
+  auto teams = Teams::Open(g, a.store);
+  if (!teams.ok()) return Fail(teams.status());
+  if (teams->on_postgres()) return DeleteOnPostgres(*teams->postgres(), a);
   // Its worktrees go first (unmerged work stays on its branch, DESIGN §12).
   // (Not under a live host: its teammates may be working in them.)
   if (auto c = Roster(g.ws()).Load(a.team); c.ok() && c->git.configured()) {
@@ -183,16 +263,7 @@ int Delete(Globals& g, const TeamArgs& a) {
       for (const auto& k : git::CleanUpTeam(g.ws(), *c)) std::cerr << "mates: " << k << std::endl;
     }
   }
-  if (a.purge) {
-    Status s = Roster(g.ws()).DeleteTeam(a.team);
-    if (!s.ok()) return Fail(s);
-    if (a.json) {
-      std::cout << DumpJson(Json{{"deleted", a.team}, {"archive", nullptr}}) << std::endl;
-    } else {
-      std::cout << "deleted team " << a.team << " for good\n";
-    }
-    return 0;
-  }
+  if (a.purge) return Purged(Roster(g.ws()).DeleteTeam(a.team), a);
   auto archived = ArchiveTeam(g.ws(), a.team);
   if (!archived.ok()) return Fail(archived.status());
   if (a.json) {
@@ -212,6 +283,7 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
   auto args = std::make_shared<TeamArgs>();
   CLI::App* team = app.add_subcommand("team", "List, show, create, join and delete teams");
   team->require_subcommand(1);
+  AddStoreOption(team, args->store);
 
   CLI::App* list = team->add_subcommand("list", "List the teams of the workspace");
   list->add_flag("--json", args->json, "Machine-readable output");

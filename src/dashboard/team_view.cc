@@ -11,37 +11,47 @@
 
 namespace mates::view {
 
-Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t last_messages) {
+TeamView ComposeView(TeamConfig team, const std::vector<Task>& tasks, const HostedFn& hosted,
+                     std::vector<Message> messages) {
   TeamView v;
   v.now = WallSeconds();
-  MATES_ASSIGN_OR_RETURN(v.team, Roster(ws).Load(team));
-  v.host = ReadLiveHost(ws, team);
+  v.team = std::move(team);
   for (const char* s : {"pending", "in_progress", "completed"}) v.board[s] = 0;
   std::map<std::string, Task> working;  // owner → its in-progress task (lowest id)
-  auto tasks = SharedBoard(ws.TasksDir(team))->List(false);
-  if (tasks.ok()) {
-    for (const auto& t : *tasks) {
-      ++v.board[std::string(TaskStatusName(t.status))];
-      if (t.status == TaskStatus::kInProgress && !t.owner.empty() && working.count(t.owner) == 0) {
-        working[t.owner] = t;
-      }
+  for (const auto& t : tasks) {
+    ++v.board[std::string(TaskStatusName(t.status))];
+    if (t.status == TaskStatus::kInProgress && !t.owner.empty() && working.count(t.owner) == 0) {
+      working[t.owner] = t;
     }
   }
   for (const auto& m : v.team.members) {
     MemberView mv;
     mv.member = m;
-    mv.shown = std::string(ShownStatus(ws, team, m));
-    auto a = agent::ReadActivity(ws.AgentsDir(team) / (m.name + ".status.json"));
-    if (a.ok()) mv.activity = std::move(*a);
+    mv.shown = std::string(ShownStatus(m, m.status == MemberStatus::kShutdown || hosted(m.name)));
     if (auto it = working.find(m.name); it != working.end()) mv.task = it->second;
     v.members.push_back(std::move(mv));
+  }
+  v.messages = std::move(messages);
+  return v;
+}
+
+Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t last_messages) {
+  MATES_ASSIGN_OR_RETURN(TeamConfig config, Roster(ws).Load(team));
+  auto tasks = SharedBoard(ws.TasksDir(team))->List(false);
+  auto msgs = MessageLog(ws, team).Tail(last_messages);
+  TeamView v = ComposeView(
+      std::move(config), tasks.ok() ? *tasks : std::vector<Task>(),
+      [&](std::string_view member) { return HostAlive(ws, team, member); },
+      msgs.ok() ? std::move(*msgs) : std::vector<Message>());
+  v.host = ReadLiveHost(ws, team);
+  for (auto& mv : v.members) {
+    auto a = agent::ReadActivity(ws.AgentsDir(team) / (mv.member.name + ".status.json"));
+    if (a.ok()) mv.activity = std::move(*a);
   }
   auto merges = MergeStore(ws, team).List();
   if (merges.ok()) {
     for (const auto& m : *merges) ++v.merges[std::string(MergeStateName(m.status))];
   }
-  auto msgs = MessageLog(ws, team).Tail(last_messages);
-  if (msgs.ok()) v.messages = std::move(*msgs);
   return v;
 }
 

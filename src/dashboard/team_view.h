@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "store/host_info.h"
+#include "store/liveness.h"
 #include "store/message.h"
 #include "store/roster.h"
 #include "store/task.h"
@@ -38,6 +39,12 @@ struct TeamView {
 };
 
 Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t last_messages);
+
+// What every store has (DESIGN §13): the roster with liveness (`hosted`),
+// the board and the last messages; LookAtTeam adds the file store's host,
+// activity and merges.
+TeamView ComposeView(TeamConfig team, const std::vector<Task>& tasks, const HostedFn& hosted,
+                     std::vector<Message> messages);
 // The document of `mates status --json`.
 Json TeamViewToJson(const TeamView& v);
 

@@ -10,19 +10,28 @@ bool HostAlive(const Workspace& ws, std::string_view team, std::string_view memb
   return FileLock::IsHeld(ws.AgentsDir(team) / (std::string(member) + ".lock"));
 }
 
-std::string_view ShownStatus(const Workspace& ws, std::string_view team, const Member& m) {
+std::string_view ShownStatus(const Member& m, bool hosted) {
   if (m.status == MemberStatus::kShutdown) return MemberStatusName(m.status);
-  return HostAlive(ws, team, m.name) ? MemberStatusName(m.status) : "offline";
+  return hosted ? MemberStatusName(m.status) : "offline";
 }
 
-Json TeamConfigToShownJson(const Workspace& ws, const TeamConfig& c) {
+std::string_view ShownStatus(const Workspace& ws, std::string_view team, const Member& m) {
+  return ShownStatus(m, m.status == MemberStatus::kShutdown || HostAlive(ws, team, m.name));
+}
+
+Json TeamConfigToShownJson(const TeamConfig& c, const HostedFn& alive) {
   Json j = TeamConfigToJson(c);
   for (size_t i = 0; i < c.members.size(); ++i) {
     Json& jm = j["members"][i];
     jm["recorded_status"] = jm["status"];
-    jm["status"] = ShownStatus(ws, c.name, c.members[i]);
+    const Member& m = c.members[i];
+    jm["status"] = ShownStatus(m, m.status == MemberStatus::kShutdown || alive(m.name));
   }
   return j;
+}
+
+Json TeamConfigToShownJson(const Workspace& ws, const TeamConfig& c) {
+  return TeamConfigToShownJson(c, [&](std::string_view member) { return HostAlive(ws, c.name, member); });
 }
 
 }  // namespace mates

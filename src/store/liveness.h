@@ -5,6 +5,7 @@
 // kernel when that process dies): nobody holds it → `offline`.
 #pragma once
 
+#include <functional>
 #include <string_view>
 
 #include "store/roster.h"
@@ -20,5 +21,11 @@ std::string_view ShownStatus(const Workspace& ws, std::string_view team, const M
 // TeamConfigToJson with each member's "status" shown as above and the
 // recorded one kept as "recorded_status".
 Json TeamConfigToShownJson(const Workspace& ws, const TeamConfig& c);
+
+// The same wherever liveness is kept (a PostgreSQL store holds it in
+// advisory locks, DESIGN §13): `alive(member)` says whether it is hosted.
+using HostedFn = std::function<bool(std::string_view member)>;
+std::string_view ShownStatus(const Member& m, bool hosted);
+Json TeamConfigToShownJson(const TeamConfig& c, const HostedFn& alive);
 
 }  // namespace mates
