@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -408,13 +409,21 @@ TEST_F(AgentTest, MicrocompactElidesOldLargeToolResults) {
   EXPECT_EQ(big[2].content[0].text.rfind("[elided:", 0), 0u);
 }
 
+// A sleep under a name of this process's own (tests running beside this
+// one start sleeps too), and the bash command that starts it.
+std::string SleeperName(const char* what) { return std::string("mates_") + what + "_" + std::to_string(::getpid()); }
+std::string SleeperCommand(const std::string& name) {
+  return DumpJson(Json{{"command", "exec -a " + name + " sleep 30"}});
+}
+
 TEST_F(AgentTest, InterruptStopsARunningToolAndLeavesAValidConversation) {
-  FakeProvider p([](const Request&, int n) {
-    return n == 1 ? ToolReply("t1", "bash", R"({"command":"sleep 30"})") : TextReply("after");
+  const std::string sleeper = SleeperName("interrupted");
+  FakeProvider p([&](const Request&, int n) {
+    return n == 1 ? ToolReply("t1", "bash", SleeperCommand(sleeper)) : TextReply("after");
   });
   auto loop = Loop(&p, Spec());
   std::thread t([&] {
-    while (testing::Run({"pgrep", "-f", "sleep 30"}).exit_code != 0) std::this_thread::yield();
+    while (testing::Run({"pgrep", "-f", sleeper}).exit_code != 0) std::this_thread::yield();
     loop->Interrupt();
   });
   auto start = std::chrono::steady_clock::now();
@@ -430,11 +439,12 @@ TEST_F(AgentTest, InterruptStopsARunningToolAndLeavesAValidConversation) {
 }
 
 TEST_F(AgentTest, SubagentsForegroundAndBackground) {
-  FakeProvider p([](const Request& r, int) {
+  const std::string sleeper = SleeperName("background");
+  FakeProvider p([&](const Request& r, int) {
     std::string last = LastUserText(r);
     if (r.agent_id.rfind("lead-sub", 0) == 0) return TextReply("subagent found 3 files");
     if (r.agent_id.rfind("lead-bg-", 0) == 0) {
-      if (last.find("slow") != std::string::npos) return ToolReply("s1", "bash", R"({"command":"sleep 30"})");
+      if (last.find("slow") != std::string::npos) return ToolReply("s1", "bash", SleeperCommand(sleeper));
       return TextReply("background answer 42");
     }
     if (last.find("delegate") != std::string::npos) return ToolReply("l1", "Task", R"({"prompt":"count files"})");
@@ -463,11 +473,11 @@ TEST_F(AgentTest, SubagentsForegroundAndBackground) {
 
   // A slow one is stopped: its bash is killed.
   auto slow = subs.StartBackground("slow job", "slow", "");
-  while (testing::Run({"pgrep", "-f", "sleep 30"}).exit_code != 0) std::this_thread::yield();
+  while (testing::Run({"pgrep", "-f", sleeper}).exit_code != 0) std::this_thread::yield();
   auto stopped = subs.Stop(*slow);
   ASSERT_TRUE(stopped.ok());
   EXPECT_EQ(stopped->state, tools::BackgroundState::kStopped);
-  EXPECT_NE(testing::Run({"pgrep", "-f", "sleep 30"}).exit_code, 0);
+  EXPECT_NE(testing::Run({"pgrep", "-f", sleeper}).exit_code, 0);
   EXPECT_EQ(subs.Output("bg-99", false, 0).status().code(), StatusCode::kNotFound);
 }
 
