@@ -4,12 +4,14 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <map>
 
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/clock.h"
+#include "core/subprocess.h"
 #include "core/waker.h"
 #include "pg/connection.h"
 #include "pg/schema.h"
@@ -711,6 +713,161 @@ TEST_F(PgTest, AWaitingInboxAndAFollowedLogWakeOnASendFromAnotherProcess) {
   EXPECT_EQ(ended.exit_code, 0) << ended.err;
 }
 
+// `mates mcp` as an MCP client drives it: JSON-RPC over its stdin/stdout.
+class McpSession {
+ public:
+  McpSession(const fs::path& ws, const std::string& url, const std::string& team, const std::string& as) {
+    SubprocessOptions o;
+    o.argv = {testing::MatesBinary(), "--workspace", ws.string(), "mcp", "--team", team, "--as", as, "--store", url};
+    o.interactive = true;
+    o.stderr_path = (ws / ("mcp-" + as + ".err")).string();
+    auto p = Subprocess::Start(o);
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    if (p.ok()) proc_.emplace(std::move(*p));
+    Json init = Call("initialize", {{"protocolVersion", "2025-06-18"},
+                                    {"capabilities", Json::object()},
+                                    {"clientInfo", {{"name", "pg-test"}, {"version", "1"}}}});
+    EXPECT_TRUE(init.contains("result")) << init.dump();
+    Send(Json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  }
+  ~McpSession() {
+    if (!proc_) return;
+    proc_->CloseStdin();
+    (void)proc_->Wait();
+  }
+  // Sends a request; Answer(id) reads its response.
+  int Ask(const std::string& method, const Json& params) {
+    int id = ++next_id_;
+    Send(Json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
+    return id;
+  }
+  Json Answer(int id, double timeout_s = 20) {
+    Deadline deadline = DeadlineIn(timeout_s);
+    for (;;) {
+      if (!proc_) return Json{{"error", "no server"}};
+      auto line = proc_->ReadLine(deadline);
+      if (!line.ok()) return Json{{"error", line.status().message()}};
+      auto j = ParseJson(*line);
+      if (j.ok() && j->contains("id") && (*j)["id"] == id) return *j;
+    }
+  }
+  Json Call(const std::string& method, const Json& params) { return Answer(Ask(method, params)); }
+  // A tool's text; `*is_error` says whether it failed.
+  std::string Tool(const std::string& name, const Json& args, bool* is_error = nullptr) {
+    return TextOf(Call("tools/call", {{"name", name}, {"arguments", args}}), is_error);
+  }
+  static std::string TextOf(const Json& answer, bool* is_error = nullptr) {
+    if (!answer.contains("result")) {
+      if (is_error != nullptr) *is_error = true;
+      return answer.dump();
+    }
+    if (is_error != nullptr) *is_error = answer["result"].value("isError", false);
+    return answer["result"]["content"][0]["text"].get<std::string>();
+  }
+
+ private:
+  void Send(const Json& frame) {
+    if (!proc_) return;
+    EXPECT_TRUE(proc_->WriteStdin(DumpJson(frame) + "\n", DeadlineIn(10)).ok());
+  }
+  std::optional<Subprocess> proc_;
+  int next_id_ = 0;
+};
+
+// Two agents on two machines (two workspaces that share nothing but the
+// database), each through its own `mates mcp --store`: a message from one
+// wakes the other's waiting read_inbox; both claim from one board, no task
+// twice; the board and the roster are the database's.
+TEST_F(PgTest, ExternalAgentsOnTwoMachinesShareOneTeamThroughMcp) {
+  ASSERT_TRUE(FreshStore());
+  TempDir machine_a, machine_b;
+  const std::vector<std::string> on_pg = {"MATES_STORE=" + url_};
+  ASSERT_EQ(RunMates(machine_a.path(), {"team", "create", "crew", "--members", "alice,bob"}, on_pg).exit_code, 0);
+  for (int i = 1; i <= 6; ++i) {
+    auto made = RunMates(machine_a.path(), {"tasks", "--team", "crew", "create", "step " + std::to_string(i)}, on_pg);
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  McpSession alice(machine_a.path(), url_, "crew", "alice");
+  McpSession bob(machine_b.path(), url_, "crew", "bob");
+
+  // bob waits for a message; alice's wakes him.
+  int waiting = bob.Ask("tools/call", {{"name", "read_inbox"}, {"arguments", {{"wait_seconds", 30}}}});
+  pg::Connection c = Connect(url_);
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto r = c.Exec("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'");
+    return r.ok() && r->integer(0, 0) >= 1;
+  }, 20)) << "bob's read_inbox never listened";
+  const double start = WallSeconds();
+  bool failed = true;
+  std::string sent = alice.Tool("send_message", {{"type", "message"}, {"recipient", "bob"}, {"content", "take the odd steps"}},
+                                &failed);
+  EXPECT_FALSE(failed) << sent;
+  std::string got = McpSession::TextOf(bob.Answer(waiting), &failed);
+  EXPECT_FALSE(failed) << got;
+  EXPECT_NE(got.find("take the odd steps"), std::string::npos) << got;
+  EXPECT_LT(WallSeconds() - start, 10) << "bob's read_inbox was not woken";
+
+  // Both claim until the board is empty: every task once.
+  std::map<int64_t, std::string> claimed;
+  bool alice_done = false, bob_done = false;
+  while (!alice_done || !bob_done) {
+    for (auto* who : {&alice, &bob}) {
+      bool& done = who == &alice ? alice_done : bob_done;
+      if (done) continue;
+      std::string text = who->Tool("claim_task", Json::object(), &failed);
+      ASSERT_FALSE(failed) << text;
+      if (text.rfind("Nothing to claim", 0) == 0) {
+        done = true;
+        continue;
+      }
+      int64_t id = std::stoll(text.substr(text.find('#') + 1));
+      EXPECT_EQ(claimed.count(id), 0u) << "task #" << id << " claimed twice";
+      claimed[id] = who == &alice ? "alice" : "bob";
+    }
+  }
+  EXPECT_EQ(claimed.size(), 6u);
+  for (const auto& [id, who] : claimed) {
+    EXPECT_EQ(who == "alice", id % 2 == 1) << "task #" << id << " went to " << who << ": they take turns";
+  }
+  // Completing and reading happen on the one board.
+  std::string done = alice.Tool("update_task", {{"task_id", 1}, {"status", "completed"}}, &failed);
+  EXPECT_FALSE(failed) << done;
+  std::string not_hers = alice.Tool("update_task", {{"task_id", 2}, {"status", "completed"}}, &failed);
+  EXPECT_TRUE(failed) << not_hers;
+  EXPECT_NE(not_hers.find("owned by 'bob'"), std::string::npos) << not_hers;
+  std::string status = bob.Tool("team_status", Json::object(), &failed);
+  EXPECT_FALSE(failed) << status;
+  EXPECT_NE(status.find("board: 0 pending, 5 in progress, 1 completed"), std::string::npos) << status;
+  std::string listed = bob.Tool("list_tasks", Json::object(), &failed);
+  EXPECT_NE(listed.find("#1 [completed] step 1 (owner: alice)"), std::string::npos) << listed;
+  // A request answered across machines: the lead (a person at machine b's
+  // CLI) asks alice to shut down; alice approves through her server.
+  auto asked = RunMates(machine_b.path(), {"send", "--team", "crew", "--from", "lead", "--to", "alice", "--type",
+                                           "shutdown_request", "--json", "wrap up"},
+                        on_pg);
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  std::string rid = ParseJson(asked.out).value()["request_id"];
+  std::string request = alice.Tool("read_inbox", Json::object(), &failed);
+  EXPECT_NE(request.find(rid), std::string::npos) << request;
+  std::string approved = alice.Tool(
+      "send_message", {{"type", "shutdown_response"}, {"request_id", rid}, {"approve", true}, {"content", "done"}},
+      &failed);
+  EXPECT_FALSE(failed) << approved;
+  auto lead_inbox = RunMates(machine_b.path(), {"inbox", "--team", "crew", "lead", "--json"}, on_pg);
+  EXPECT_NE(lead_inbox.out.find("\"shutdown_response\""), std::string::npos) << lead_inbox.out;
+  // Neither machine holds any team state.
+  EXPECT_FALSE(fs::exists(machine_a.path() / ".teams"));
+  EXPECT_FALSE(fs::exists(machine_b.path() / ".teams"));
+  EXPECT_FALSE(fs::exists(machine_a.path() / ".tasks"));
+  // A team the database does not have: one clear error per call.
+  McpSession ghost(machine_a.path(), url_, "ghost", "alice");
+  std::string none = ghost.Tool("list_tasks", Json::object(), &failed);
+  EXPECT_TRUE(failed);
+  EXPECT_NE(none.find("no team 'ghost'"), std::string::npos) << none;
+  std::string nothing = ghost.Tool("read_inbox", Json::object(), &failed);
+  EXPECT_TRUE(failed) << nothing;
+}
+
 // The roster's document without its clock readings, to compare stores.
 Json Timeless(const TeamConfig& c) {
   Json j = TeamConfigToJson(c);
@@ -933,6 +1090,54 @@ TEST_F(PgTest, AnAppendFromAnotherProcessWakesAWaiter) {
   EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "no wake-up";
   EXPECT_EQ(other->generation(), 0u) << "a waiter on another inbox was woken";
   EXPECT_EQ(store->Drain("procs", "lead")->size(), 1u);
+}
+
+// `mates inbox --wait` and `mates log --follow` ride out a restart of the
+// server: they say they wait for it, and go on when it is back.
+TEST_F(PgTest, AWaitingInboxAndAFollowedLogRideOutAServerRestart) {
+  ASSERT_TRUE(FreshStore());
+  const std::vector<std::string> on_pg = {"MATES_STORE=" + url_};
+  ASSERT_EQ(RunMates(ws_.path(), {"team", "create", "crew", "--members", "alice"}, on_pg).exit_code, 0);
+  auto start = [&](const std::vector<std::string>& args, const std::string& err) {
+    SubprocessOptions o;
+    o.argv = {testing::MatesBinary(), "--workspace", ws_.str()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.interactive = true;  // stderr to a file, to read while it runs
+    o.stderr_path = (ws_.path() / err).string();
+    return Subprocess::Start(o).value();
+  };
+  Subprocess inbox = start({"inbox", "--team", "crew", "alice", "--wait", "60", "--store", url_}, "inbox.err");
+  Subprocess follow = start({"log", "--team", "crew", "--follow", "--store", url_}, "log.err");
+  pg::Connection c = Connect(url_);
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto r = c.Exec("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'");
+    return r.ok() && r->integer(0, 0) >= 2;
+  }, 20)) << "they never listened";
+  ASSERT_TRUE(server_->Stop().ok());
+  auto says_waiting = [&](const char* err) {
+    return testing::ReadAll(ws_.path() / err).find("waiting for the store to come back") != std::string::npos;
+  };
+  EXPECT_TRUE(testing::WaitUntil([&] { return says_waiting("inbox.err") && says_waiting("log.err"); }, 20))
+      << testing::ReadAll(ws_.path() / "inbox.err") << testing::ReadAll(ws_.path() / "log.err");
+  EXPECT_TRUE(testing::ProcessRunning(inbox.pid())) << "the waiting inbox gave up";
+  ASSERT_TRUE(server_->Restart().ok());
+  testing::CommandResult sent;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    sent = RunMates(ws_.path(), {"send", "--team", "crew", "--to", "alice", "--id", "after-1", "after the restart"},
+                    on_pg);
+    return sent.exit_code == 0;
+  }, 20)) << sent.err;
+  auto got = inbox.Wait();
+  EXPECT_EQ(got.exit_code, 0) << testing::ReadAll(ws_.path() / "inbox.err");
+  EXPECT_NE(got.out.find("after the restart"), std::string::npos) << got.out;
+  auto line = follow.ReadLine(DeadlineIn(20));
+  ASSERT_TRUE(line.ok()) << line.status().message() << testing::ReadAll(ws_.path() / "log.err");
+  EXPECT_NE(line->find("after the restart"), std::string::npos) << *line;
+  ASSERT_EQ(RunMates(ws_.path(), {"team", "delete", "crew", "--purge"}, on_pg).exit_code, 0);
+  auto end = follow.ReadLine(DeadlineIn(20));
+  EXPECT_EQ(end.status().code(), StatusCode::kNotFound) << "the follow went on after the team was deleted";
+  if (end.status().code() != StatusCode::kNotFound) follow.Signal(SIGKILL);
+  EXPECT_EQ(follow.Wait().exit_code, 0);
 }
 
 TEST_F(PgTest, AServerRestartedMidRunIsWaitedOutAndNothingIsLost) {

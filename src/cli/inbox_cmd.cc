@@ -12,10 +12,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/names.h"
-#include "store/mailbox.h"
 #include "store/messenger.h"
-#include "store/roster.h"
-#include "store/watcher.h"
+#include "store/team_store.h"
 
 namespace mates::cli {
 namespace {
@@ -45,7 +43,7 @@ void Print(const std::vector<Message>& msgs, bool json) {
   std::cout.flush();
 }
 
-int Inbox(Globals& g, InboxArgs a, bool wait_given) {
+int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
   double wait_s = -1;  // forever
   if (wait_given && !a.wait.empty()) {
     // `--wait NAME`: CLI11 took the name as the seconds; give it back.
@@ -62,59 +60,61 @@ int Inbox(Globals& g, InboxArgs a, bool wait_given) {
   if (!s.ok()) return Fail(s);
   auto pg = OpenChosenStore(a.store);
   if (!pg.ok()) return Fail(pg.status());
-  std::optional<Workspace> ws;
-  if (!*pg) ws = g.ws();
-  auto team = *pg ? (*pg)->LoadTeam(a.team) : Roster(*ws).Load(a.team);
+  std::unique_ptr<TeamStore> store = *pg ? pg::StoreTeams(**pg) : FileTeamStore(g.ws());
+  auto team = store->LoadTeam(a.team);
   if (!team.ok()) return Fail(team.status());
   // `user` is no member, but members write back to it (DESIGN §11).
   if (a.name != kUserName && team->Find(a.name) == nullptr) {
     return Fail(Status::NotFound("'" + a.name + "' is not a member of team '" + a.team + "'"));
   }
-  std::optional<Mailbox> box;
-  if (ws) box.emplace(ws->TeamDir(a.team), a.name);
-  auto peek = [&] { return box ? box->Peek() : (*pg)->Peek(a.team, a.name); };
-  if (!wait_given) {
-    auto msgs = a.peek ? peek() : box ? box->Drain() : (*pg)->Drain(a.team, a.name);
-    if (!msgs.ok()) return Fail(msgs.status());
-    Print(*msgs, a.json);
-    return 0;
-  }
+  std::unique_ptr<Inbox> box = store->InboxOf(a.team, a.name);
   // Takes what the inbox holds: printed, then committed (a reader killed
   // in between leaves it for the next). `*again`: it may hold more.
   auto take = [&](bool* again) -> Result<bool> {
-    *again = false;
-    if (box) {
-      MATES_ASSIGN_OR_RETURN(Mailbox::Batch batch, box->BeginDrain());
-      Print(batch.messages, a.json);
-      MATES_RETURN_IF_ERROR(box->Commit(batch));
-      *again = batch.messages.empty() && batch.redelivery;
-      return !batch.messages.empty();
-    }
-    MATES_ASSIGN_OR_RETURN(pg::Store::Batch batch, (*pg)->BeginDrain(a.team, a.name));
-    Print(batch.messages, a.json);
-    MATES_RETURN_IF_ERROR((*pg)->Commit(batch));
-    return !batch.messages.empty();
+    MATES_ASSIGN_OR_RETURN(Inbox::Taken taken, box->Take([&](const std::vector<Message>& msgs) {
+      Print(msgs, a.json);
+      return true;
+    }));
+    *again = taken.more;
+    return !taken.messages.empty();
   };
-  // Subscribe before the first look so that nothing falls in between.
-  auto waker = std::make_shared<Waker>();
-  Watcher::Subscription file_sub;
-  pg::Listener::Subscription pg_sub;
-  if (box) {
-    auto sub = Watcher::Default().Subscribe(ws->TeamDir(a.team), Workspace::InboxFileName(a.name), waker);
-    if (!sub.ok()) return Fail(sub.status());
-    file_sub = std::move(*sub);
-  } else {
-    auto sub = (*pg)->listener().Subscribe(pg::InboxKey(a.team, a.name), waker);
-    if (!sub.ok()) return Fail(sub.status());
-    pg_sub = std::move(*sub);
+  if (!wait_given) {
+    if (a.peek) {
+      auto msgs = box->Peek();
+      if (!msgs.ok()) return Fail(msgs.status());
+      Print(*msgs, a.json);
+      return 0;
+    }
+    // What a dead reader left comes first, the inbox after it.
+    for (bool again = true; again;) {
+      auto taken = take(&again);
+      if (!taken.ok()) return Fail(taken.status());
+    }
+    return 0;
   }
+  // Subscribed before the first look so that nothing falls in between.
+  auto waker = std::make_shared<Waker>();
+  auto watch = box->WatchWith(waker);
+  if (!watch.ok()) return Fail(watch.status());
   Deadline deadline = DeadlineIn(wait_s);
-  bool said_waiting = false;
+  bool said_waiting = false, said_lost = false;
+  // A store that cannot be reached is waited out (said once); any other
+  // failure ends the wait.
+  auto lost = [&](const Status& s, uint64_t seen) {
+    if (s.code() == StatusCode::kUnavailable && !said_lost) {
+      LogWarning("inbox: " + s.message() + ": waiting for the store to come back");
+      said_lost = true;
+    }
+    return WaitOutOutage(s, *waker, seen, deadline);
+  };
   for (;;) {
     uint64_t seen = waker->generation();
     if (a.peek) {
-      auto msgs = peek();
-      if (!msgs.ok()) return Fail(msgs.status());
+      auto msgs = box->Peek();
+      if (!msgs.ok()) {
+        if (lost(msgs.status(), seen)) continue;
+        return Fail(msgs.status());
+      }
       if (!msgs->empty()) {
         Print(*msgs, a.json);
         return 0;
@@ -122,10 +122,14 @@ int Inbox(Globals& g, InboxArgs a, bool wait_given) {
     } else {
       bool again = false;
       auto taken = take(&again);
-      if (!taken.ok()) return Fail(taken.status());
+      if (!taken.ok()) {
+        if (lost(taken.status(), seen)) continue;
+        return Fail(taken.status());
+      }
       if (*taken) return 0;
-      if (again) continue;
+      if (again) continue;  // nothing, but the inbox itself may hold some
     }
+    said_lost = false;
     if (!said_waiting) {
       LogDebug("inbox: waiting for a message to " + a.name);
       said_waiting = true;
@@ -152,7 +156,7 @@ void AddInboxCommand(CLI::App& app, Globals& g) {
   inbox->add_flag("--json", a->json, "One JSON object per line");
   inbox->callback([&g, a, wait] {
     bool wait_given = wait->count() > 0;
-    g.action = [&g, a, wait_given] { return Inbox(g, *a, wait_given); };
+    g.action = [&g, a, wait_given] { return ReadInbox(g, *a, wait_given); };
   });
 }
 

@@ -17,9 +17,11 @@
 #include "cli/cli_common.h"
 #include "cli/store_choice.h"
 #include "core/files.h"
+#include "core/log.h"
 #include "store/mailbox.h"
 #include "store/message_log.h"
 #include "store/roster.h"
+#include "store/team_store.h"
 #include "store/watcher.h"
 
 namespace mates::cli {
@@ -107,15 +109,29 @@ int LogOnPostgres(pg::Store& store, const LogArgs& a) {
     sub = std::move(*s);
   }
   int64_t cursor = 0;
+  bool said_lost = false;
   for (;;) {
     uint64_t seen = waker->generation();
+    Status failed = Status::Ok();
     for (;;) {  // in pages, so a long log is never one result in memory
       int64_t before = cursor;
       auto msgs = store.ReadLog(a.team, &cursor);
-      if (!msgs.ok()) return Fail(msgs.status());
+      if (!msgs.ok()) {
+        failed = msgs.status();
+        break;
+      }
       PrintPlain(*msgs, a.json);
       if (cursor == before) break;
     }
+    if (!failed.ok()) {
+      // Following, a store that cannot be reached is waited out.
+      if (!a.follow || failed.code() != StatusCode::kUnavailable) return Fail(failed);
+      if (!said_lost) LogWarning("log: " + failed.message() + ": waiting for the store to come back");
+      said_lost = true;
+      WaitOutOutage(failed, *waker, seen, std::nullopt);
+      continue;
+    }
+    said_lost = false;
     if (!a.follow) return 0;
     waker->WaitChange(seen, std::nullopt);
     // The team may have been deleted meanwhile.

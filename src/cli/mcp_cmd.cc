@@ -1,6 +1,8 @@
-// mates mcp [--team T] [--as NAME]: the team as an MCP server on stdio
-// (DESIGN §14). One JSON-RPC message per line in and out; stdout carries
-// nothing else (diagnostics go to stderr). Ends when stdin does.
+// mates mcp [--team T] [--as NAME] [--store URL]: the team as an MCP server
+// on stdio (DESIGN §14). One JSON-RPC message per line in and out; stdout
+// carries nothing else (diagnostics go to stderr). Ends when stdin does. On
+// a PostgreSQL store (DESIGN §13) agents on different machines are members
+// of one team: their messages and board are the database's.
 // mates mcp list [--json]: the MCP servers the workspace's agents use
 // (W/.mcp.json), started to show their state and tools.
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "core/names.h"
 #include "mcp/hub.h"
 #include "mcp/team_tools.h"
@@ -21,6 +24,7 @@ namespace {
 
 struct McpArgs {
   std::string team;
+  std::string store;
   std::string as;
   bool json = false;
 };
@@ -40,10 +44,17 @@ bool WriteAll(int fd, const std::string& data) {
 int Serve(Globals& g, const McpArgs& a) {
   if (a.team.empty()) return Usage("which team? give --team or set MATES_TEAM");
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  auto pg = OpenChosenStore(a.store);
+  if (!pg.ok()) return Fail(pg.status());
+  std::unique_ptr<TeamStore> store = *pg ? pg::StoreTeams(**pg) : nullptr;
   std::string as = a.as;
   if (as.empty()) {
     // An agent's shell has MATES_AGENT_NAME; otherwise the team's lead.
-    auto member = DefaultMember(g.ws(), a.team);
+    auto member = store ? [&]() -> Result<std::string> {
+      MATES_ASSIGN_OR_RETURN(TeamConfig c, store->LoadTeam(a.team));
+      return DefaultMember(c);
+    }()
+                        : DefaultMember(g.ws(), a.team);
     if (!member.ok()) return Fail(member.status());
     as = *member;
   }
@@ -52,7 +63,7 @@ int Serve(Globals& g, const McpArgs& a) {
   }
   // A client that goes away mid-answer is an ended session, not a signal.
   std::signal(SIGPIPE, SIG_IGN);
-  mcp::TeamIdentity who{g.ws(), a.team, as};
+  mcp::TeamIdentity who{g.ws(), a.team, as, store.get()};
   std::atomic<bool> client_gone{false};
   mcp::Server::Options options;
   options.version = "0.1.0";
@@ -151,6 +162,7 @@ void AddMcpCommands(CLI::App& app, Globals& g) {
       "mcp", "Serve the team to an external agent over MCP (stdio): messages and the task board as tools");
   mcp->add_option("--team", a->team, "Team name")->envname("MATES_TEAM");
   mcp->add_option("--as", a->as, "The member the agent is (default: $MATES_AGENT_NAME, else the team's lead)");
+  AddStoreOption(mcp, a->store);
   CLI::App* list = mcp->add_subcommand("list", "The MCP servers of .mcp.json: started, with their state and tools");
   list->add_flag("--json", a->json, "One JSON document");
   list->callback([&g, a] { g.action = [&g, a] { return List(g, *a); }; });

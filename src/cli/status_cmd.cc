@@ -28,6 +28,7 @@
 #include "store/liveness.h"
 #include "store/message_log.h"
 #include "store/roster.h"
+#include "store/team_store.h"
 #include "store/watcher.h"
 
 namespace mates::cli {
@@ -187,7 +188,14 @@ int StatusOnPostgres(pg::Store& store, const StatusArgs& a) {
   for (;;) {
     uint64_t gen = waker->generation();
     auto v = LookAtTeamOnPostgres(store, a.team);
-    if (!v.ok()) return Fail(v.status());
+    if (!v.ok()) {
+      // A store that cannot be reached is waited out, said on the screen.
+      if (v.status().code() != StatusCode::kUnavailable) return Fail(v.status());
+      std::cout << (tty ? "\033[H\033[2J" : "\f\n") << "team " << a.team << ": " << v.status().message()
+                << " — waiting for the store to come back" << std::endl;
+      WaitOutOutage(v.status(), *waker, gen, std::nullopt);
+      continue;
+    }
     std::cout << (tty ? "\033[H\033[2J" : "\f\n") << Render(*v) << std::flush;
     waker->WaitChange(gen, DeadlineIn(1.0));
   }

@@ -7,10 +7,8 @@
 #include "dashboard/team_view.h"
 #include "git/worktrees.h"
 #include "store/board.h"
-#include "store/mailbox.h"
 #include "store/messenger.h"
 #include "store/roster.h"
-#include "store/watcher.h"
 #include "tools/builtin_tools.h"
 
 namespace mates::mcp {
@@ -22,10 +20,12 @@ ToolOutcome Error(std::string text) { return {std::move(text), true}; }
 // The built-in tools' context for one call, as `who`: lead or not (the
 // roster says), and the member's own worktree when it works in one.
 Result<tools::ToolContext> ContextFor(const TeamIdentity& who) {
-  MATES_ASSIGN_OR_RETURN(TeamConfig team, Roster(who.ws).Load(who.team));
+  MATES_ASSIGN_OR_RETURN(TeamConfig team, who.store != nullptr ? who.store->LoadTeam(who.team)
+                                                               : Roster(who.ws).Load(who.team));
   tools::ToolContext ctx;
   ctx.ws = who.ws;
   ctx.team = who.team;
+  ctx.store = who.store;
   ctx.agent = who.name;
   ctx.is_lead = team.lead == who.name;
   const Member* m = team.Find(who.name);
@@ -33,7 +33,8 @@ Result<tools::ToolContext> ContextFor(const TeamIdentity& who) {
     return Status::FailedPrecondition("'" + who.name + "' is not a member of team '" + who.team +
                                       "' (start `mates mcp` with --as one of its members)");
   }
-  if (m != nullptr && m->worktree) ctx.work_root = git::TeammateWorktree(who.ws, who.team, who.name);
+  // (Worktrees are the file store's.)
+  if (m != nullptr && m->worktree && who.store == nullptr) ctx.work_root = git::TeammateWorktree(who.ws, who.team, who.name);
   return ctx;
 }
 
@@ -80,8 +81,28 @@ std::string Doing(const view::MemberView& m) {
   return "";
 }
 
+// The team as seen from `who`'s store: on the file store with what each
+// member is doing (its activity file), elsewhere the roster with liveness
+// and the board.
+Result<view::TeamView> LookAtTeam(const TeamIdentity& who) {
+  if (who.store == nullptr) return view::LookAtTeam(who.ws, who.team, 0);
+  MATES_ASSIGN_OR_RETURN(TeamConfig config, who.store->LoadTeam(who.team));
+  MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, who.store->Board(who.team)->List(false));
+  return view::ComposeView(
+      std::move(config), tasks,
+      [&](std::string_view member) { return who.store->IsHosted(who.team, std::string(member)); }, {});
+}
+
+// The tools' store: `who`'s, or the files under its workspace (kept in
+// `owned`).
+TeamStore& StoreOf(const TeamIdentity& who, std::unique_ptr<TeamStore>& owned) {
+  if (who.store != nullptr) return *who.store;
+  owned = FileTeamStore(who.ws);
+  return *owned;
+}
+
 ToolOutcome TeamStatus(const TeamIdentity& who) {
-  auto v = view::LookAtTeam(who.ws, who.team, 0);
+  auto v = LookAtTeam(who);
   if (!v.ok()) return Error(v.status().message());
   std::string out = "team " + who.team + " (lead: " + v->team.lead + "; you are " + who.name + ")\n";
   out += "board: " + std::to_string(v->board.at("pending")) + " pending, " +
@@ -105,7 +126,8 @@ ToolOutcome ClaimTask(const TeamIdentity& who, const Json& arguments) {
   auto ctx = ContextFor(who);
   if (!ctx.ok()) return Error(ctx.status().message());
   if (who.name == kUserName) return Error("only members claim tasks (this server speaks as 'user')");
-  auto board = SharedBoard(who.ws.TasksDir(who.team));
+  std::unique_ptr<TeamStore> owned;
+  std::unique_ptr<TaskBoard> board = StoreOf(who, owned).Board(who.team);
   Task claimed;
   if (by_id) {
     auto t = board->Claim(id, who.name);
@@ -133,33 +155,46 @@ ToolOutcome ReadInbox(const TeamIdentity& who, const Json& arguments, CallContex
   if (!in.ok()) return Error(in.errors());
   auto ctx = ContextFor(who);
   if (!ctx.ok()) return Error(ctx.status().message());
-  Mailbox box(who.ws.TeamDir(who.team), who.name);
+  std::unique_ptr<TeamStore> owned;
+  std::unique_ptr<Inbox> box = StoreOf(who, owned).InboxOf(who.team, who.name);
   // Subscribed before the first look, so that nothing falls in between; a
   // cancellation notifies the same waker.
-  Watcher::Subscription sub;
+  std::unique_ptr<Inbox::Watch> watch;
   if (wait_s > 0) {
-    auto s = Watcher::Default().Subscribe(who.ws.TeamDir(who.team), Workspace::InboxFileName(who.name), call.waker);
-    if (!s.ok()) return Error(s.status().message());
-    sub = std::move(*s);
+    auto w = box->WatchWith(call.waker);
+    if (!w.ok()) return Error(w.status().message());
+    watch = std::move(*w);
   }
   Deadline deadline = DeadlineIn(wait_s);
+  // Waiting, a store that cannot be reached is waited out (DESIGN §13).
+  auto lost = [&](const Status& s, uint64_t seen) {
+    return wait_s > 0 && !call.cancelled.load() && WaitOutOutage(s, *call.waker, seen, deadline);
+  };
   for (;;) {
     uint64_t seen = call.waker->generation();
     std::vector<Message> got;
     if (peek) {
-      auto msgs = box.Peek();
-      if (!msgs.ok()) return Error(msgs.status().message());
+      auto msgs = box->Peek();
+      if (!msgs.ok()) {
+        if (lost(msgs.status(), seen)) continue;
+        return Error(msgs.status().message());
+      }
       got = std::move(*msgs);
     } else {
-      auto batch = box.BeginDrain();
-      if (!batch.ok()) return Error(batch.status().message());
-      got = batch->messages;
-      const bool more = batch->redelivery;  // the inbox itself may hold more
       // Once the answer carries them they are the client's: a client that
       // cancels afterwards would lose them, so a cancelled call leaves them.
-      if (!got.empty() && call.cancelled.load()) return Error("cancelled");
-      if (Status c = box.Commit(*batch); !c.ok()) return Error(c.message());
-      if (got.empty() && more) continue;
+      bool cancelled = false;
+      auto taken = box->Take([&](const std::vector<Message>& msgs) {
+        cancelled = !msgs.empty() && call.cancelled.load();
+        return !cancelled;
+      });
+      if (!taken.ok()) {
+        if (lost(taken.status(), seen)) continue;
+        return Error(taken.status().message());
+      }
+      if (cancelled) return Error("cancelled");
+      got = std::move(taken->messages);
+      if (got.empty() && taken->more) continue;  // the inbox itself may hold more
     }
     if (!got.empty()) {
       std::string out;

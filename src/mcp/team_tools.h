@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mcp/server.h"
+#include "store/team_store.h"
 #include "store/workspace.h"
 
 namespace mates::mcp {
@@ -17,6 +18,9 @@ struct TeamIdentity {
   Workspace ws{"."};
   std::string team;
   std::string name;
+  // The store the team is in (DESIGN §13), which must outlive the tools;
+  // null: the file store under ws.
+  TeamStore* store = nullptr;
 };
 
 // The longest read_inbox wait a call may ask for.

@@ -778,7 +778,52 @@ class Mail : public TeamMail {
   const std::string team_;
 };
 
+class StoreInbox : public Inbox {
+ public:
+  StoreInbox(Store& store, std::string team, std::string member)
+      : store_(store), team_(std::move(team)), member_(std::move(member)) {}
+  Result<std::vector<Message>> Peek() override { return store_.Peek(team_, member_); }
+  Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep) override {
+    MATES_ASSIGN_OR_RETURN(Store::Batch batch, store_.BeginDrain(team_, member_));
+    // Not kept: rolled back with the batch.
+    return KeepOrLeave(batch, false, keep, [&](Store::Batch& b) { return store_.Commit(b); });
+  }
+  Result<std::unique_ptr<Watch>> WatchWith(std::shared_ptr<Waker> waker) override {
+    MATES_ASSIGN_OR_RETURN(Listener::Subscription sub,
+                           store_.listener().Subscribe(InboxKey(team_, member_), std::move(waker)));
+    return Holding(std::move(sub));
+  }
+
+ private:
+  Store& store_;
+  const std::string team_, member_;
+};
+
+class Teams : public TeamStore {
+ public:
+  explicit Teams(Store& store) : store_(store) {}
+  std::string where() const override { return store_.target().shown; }
+  Result<TeamConfig> LoadTeam(const std::string& team) override { return store_.LoadTeam(team); }
+  std::unique_ptr<TaskBoard> Board(const std::string& team) override { return TeamBoard(store_, team); }
+  std::unique_ptr<TeamMail> Mail(const std::string& team) override { return StoreMail(store_, team); }
+  std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) override {
+    return std::make_unique<StoreInbox>(store_, team, member);
+  }
+  bool IsHosted(const std::string& team, const std::string& member) override {
+    auto hosted = store_.IsHosted(team, member);
+    return hosted.ok() && *hosted;
+  }
+  Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) override {
+    return store_.TailLog(team, n);
+  }
+
+ private:
+  Store& store_;
+};
+
 }  // namespace
+
+std::unique_ptr<TeamStore> StoreTeams(Store& store) { return std::make_unique<Teams>(store); }
 
 std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team) {
   return std::make_unique<StoreBoard>(store, team);

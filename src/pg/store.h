@@ -37,6 +37,7 @@
 #include "store/roster.h"
 #include "store/task_board.h"
 #include "store/team_mail.h"
+#include "store/team_store.h"
 #include "store/task.h"
 
 namespace mates::pg {
@@ -186,5 +187,7 @@ std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team);
 // A team's roster, inboxes, log and requests in `store` (which must outlive
 // it), for a Messenger.
 std::unique_ptr<TeamMail> StoreMail(Store& store, const std::string& team);
+// The teams of `store` (which must outlive it) as a TeamStore.
+std::unique_ptr<TeamStore> StoreTeams(Store& store);
 
 }  // namespace mates::pg

@@ -34,5 +34,7 @@ class TaskBoard {
 
 // `board` (which must outlive it) as a TaskBoard.
 std::unique_ptr<TaskBoard> FileTaskBoard(Board& board);
+// The same, keeping `board` (a SharedBoard, say) alive.
+std::unique_ptr<TaskBoard> FileTaskBoard(std::shared_ptr<Board> board);
 
 }  // namespace mates

@@ -8,15 +8,29 @@
 namespace mates::tools {
 namespace {
 
-Result<std::shared_ptr<Board>> TeamBoard(const ToolContext& ctx) {
+// The team's board in the context's store; `files` is the file store's
+// Board (what the merge queue works with), null on another store.
+struct BoardRef {
+  std::shared_ptr<Board> files;
+  std::unique_ptr<TaskBoard> board;
+  TaskBoard* operator->() const { return board.get(); }
+};
+
+Result<BoardRef> TeamBoard(const ToolContext& ctx) {
   if (ctx.team.empty()) return Status::FailedPrecondition("you are not in a team yet (create one with TeamCreate)");
+  if (ctx.store != nullptr) {
+    MATES_RETURN_IF_ERROR(ctx.store->LoadTeam(ctx.team).status());
+    return BoardRef{nullptr, ctx.store->Board(ctx.team)};
+  }
   // The team must be there; its roster need not be read (with a hundred
   // members, parsing it was a tenth of a teammate's time per task update).
   std::error_code ec;
   if (!fs::exists(ctx.ws.ConfigPath(ctx.team), ec)) {
     return Status::NotFound("no team '" + ctx.team + "' in " + ctx.ws.root().string());
   }
-  return SharedBoard(ctx.ws.TasksDir(ctx.team));
+  std::shared_ptr<Board> files = SharedBoard(ctx.ws.TasksDir(ctx.team));
+  std::unique_ptr<TaskBoard> board = FileTaskBoard(*files);
+  return BoardRef{std::move(files), std::move(board)};
 }
 
 std::string IdList(const std::vector<int64_t>& ids) {
@@ -153,8 +167,9 @@ class TaskUpdateTool : public Tool {
       // Only an isolated owner's task goes through the queue; a teammate may
       // complete no task but its own, so one sharing the workspace skips the
       // check (and its roster read) on the handoff path.
-      if (ctx.is_lead || !ctx.work_root.empty()) {
-        auto submitted = git::SubmitForMerge(ctx.ws, ctx.team, **board, id, CallerOf(ctx));
+      // (Worktrees are the file store's: on another store there are none.)
+      if (board->files && (ctx.is_lead || !ctx.work_root.empty())) {
+        auto submitted = git::SubmitForMerge(ctx.ws, ctx.team, *board->files, id, CallerOf(ctx));
         if (!submitted.ok()) return ToolResult::Error(submitted.status().message());
         if (submitted->has_value()) return ToolResult::Ok((*submitted)->text);
       }

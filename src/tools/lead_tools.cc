@@ -62,7 +62,9 @@ class SendMessageTool : public Tool {
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (r.type == MessageType::kBroadcast && (r.recipient == "*" || r.recipient == "all")) r.recipient.clear();
     if (ctx.team.empty()) return ToolResult::Error("you are not in a team yet");
-    auto receipt = Messenger(ctx.ws, ctx.team).Send(r);
+    std::unique_ptr<TeamMail> mail =
+        ctx.store != nullptr ? ctx.store->Mail(ctx.team) : FileTeamMail(ctx.ws, ctx.team);
+    auto receipt = Messenger(*mail).Send(r);
     if (!receipt.ok()) return ToolResult::Error(receipt.status().message());
     std::string to;
     for (const auto& n : receipt->recipients) to += (to.empty() ? "" : ", ") + n;

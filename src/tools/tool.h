@@ -15,6 +15,7 @@
 #include "llm/provider.h"
 #include "llm/types.h"
 #include "store/board.h"
+#include "store/team_store.h"
 #include "store/workspace.h"
 
 namespace mates::tools {
@@ -96,6 +97,8 @@ struct ToolContext {
   fs::path work_root;
   Workspace WorkRoot() const { return work_root.empty() ? ws : Workspace(work_root); }
   std::string team;
+  // The store the team is in (DESIGN §13); null: the file store under ws.
+  TeamStore* store = nullptr;
   std::string agent;
   bool is_lead = false;
   // A plan-mode teammate may read but not change anything until its plan is

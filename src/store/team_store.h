@@ -1,0 +1,96 @@
+// TeamStore: a store of teams (DESIGN §13) as what works on one team sees
+// it — its roster, board, mail, members' inboxes and liveness, and the last
+// messages of its log — wherever it is kept: the files under a workspace
+// (FileTeamStore) or a PostgreSQL database (pg::StoreTeams). `mates mcp`,
+// the commands and the tools of an agent work on this, so a team can span
+// machines with the same rules.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/waker.h"
+#include "store/message.h"
+#include "store/roster.h"
+#include "store/task_board.h"
+#include "store/team_mail.h"
+#include "store/workspace.h"
+
+namespace mates {
+
+// A member's inbox.
+class Inbox {
+ public:
+  virtual ~Inbox() = default;
+  virtual Result<std::vector<Message>> Peek() = 0;
+  struct Taken {
+    std::vector<Message> messages;
+    // The inbox may hold more (these were left by a reader that died):
+    // look again.
+    bool more = false;
+  };
+  // Takes what the inbox holds: `keep(messages)` is called first; true
+  // commits (they are gone), false leaves them for the next reader (a
+  // reader that dies in between leaves them too).
+  virtual Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep) = 0;
+  // A wake-up for every change of the inbox while the watch lives.
+  class Watch {
+   public:
+    virtual ~Watch() = default;
+  };
+  virtual Result<std::unique_ptr<Watch>> WatchWith(std::shared_ptr<Waker> waker) = 0;
+};
+
+// What an Inbox's Take does with a drain it began: `keep` decides;
+// committed (with `commit(batch)`) if kept, else left to roll back.
+template <typename Batch, typename CommitFn>
+Result<Inbox::Taken> KeepOrLeave(Batch& batch, bool more,
+                                 const std::function<bool(const std::vector<Message>&)>& keep, CommitFn commit) {
+  Inbox::Taken taken;
+  if (!keep(batch.messages)) return taken;
+  MATES_RETURN_IF_ERROR(commit(batch));
+  taken.more = more;
+  taken.messages = std::move(batch.messages);
+  return taken;
+}
+
+// A watch that holds `sub` (a subscription of either store) while it lives.
+template <typename Subscription>
+std::unique_ptr<Inbox::Watch> Holding(Subscription sub) {
+  struct Held : Inbox::Watch {
+    explicit Held(Subscription s) : sub(std::move(s)) {}
+    Subscription sub;
+  };
+  return std::make_unique<Held>(std::move(sub));
+}
+
+class TeamStore {
+ public:
+  virtual ~TeamStore() = default;
+  // Where the teams are, as said to a person (no password).
+  virtual std::string where() const = 0;
+  virtual Result<TeamConfig> LoadTeam(const std::string& team) = 0;
+  virtual std::unique_ptr<TaskBoard> Board(const std::string& team) = 0;
+  virtual std::unique_ptr<TeamMail> Mail(const std::string& team) = 0;
+  virtual std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) = 0;
+  // Whether some process hosts `member` now (its liveness lock is held).
+  virtual bool IsHosted(const std::string& team, const std::string& member) = 0;
+  // The last `n` messages of the team's log, oldest first.
+  virtual Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) = 0;
+};
+
+// The teams of the workspace `ws`.
+std::unique_ptr<TeamStore> FileTeamStore(Workspace ws);
+
+// What a wait does with a failed look (DESIGN §13: a lost connection is an
+// error that waiters survive): a store it cannot reach now (Unavailable) is
+// waited out — returns true once `waker` moves past `seen` (a PostgreSQL
+// store's listener wakes its waiters when it is back) or after 2 s, to look
+// again; false for any other error, or when `deadline` has passed (the
+// caller reports `s`).
+bool WaitOutOutage(const Status& s, Waker& waker, uint64_t seen, const Deadline& deadline);
+
+}  // namespace mates
