@@ -855,16 +855,32 @@ TEST_F(PgTest, ExternalAgentsOnTwoMachinesShareOneTeamThroughMcp) {
   EXPECT_FALSE(failed) << approved;
   auto lead_inbox = RunMates(machine_b.path(), {"inbox", "--team", "crew", "lead", "--json"}, on_pg);
   EXPECT_NE(lead_inbox.out.find("\"shutdown_response\""), std::string::npos) << lead_inbox.out;
+  // Each server hosts its member: alice and bob are there (not offline),
+  // the lead (no server) is not, and alice cannot be served twice.
+  auto roster = RunMates(machine_b.path(), {"team", "show", "crew", "--json"}, on_pg);
+  ASSERT_EQ(roster.exit_code, 0) << roster.err;
+  for (const auto& m : ParseJson(roster.out).value()["members"]) {
+    EXPECT_EQ(m["status"] == "offline", m["name"] == "lead") << m.dump();
+  }
+  auto twice = RunMates(machine_b.path(), {"mcp", "--team", "crew", "--as", "alice", "--store", url_});
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.err.find("'alice' of team 'crew' is served already"), std::string::npos) << twice.err;
+  auto stranger = RunMates(machine_b.path(), {"mcp", "--team", "crew", "--as", "zed", "--store", url_});
+  EXPECT_EQ(stranger.exit_code, 1);
+  EXPECT_NE(stranger.err.find("'zed' is not a member of team 'crew'"), std::string::npos) << stranger.err;
+  auto ghost = RunMates(machine_a.path(), {"mcp", "--team", "ghost", "--as", "alice", "--store", url_});
+  EXPECT_EQ(ghost.exit_code, 1);
+  EXPECT_NE(ghost.err.find("no team 'ghost'"), std::string::npos) << ghost.err;
   // Neither machine holds any team state.
   EXPECT_FALSE(fs::exists(machine_a.path() / ".teams"));
   EXPECT_FALSE(fs::exists(machine_b.path() / ".teams"));
   EXPECT_FALSE(fs::exists(machine_a.path() / ".tasks"));
-  // A team the database does not have: one clear error per call.
-  McpSession ghost(machine_a.path(), url_, "ghost", "alice");
-  std::string none = ghost.Tool("list_tasks", Json::object(), &failed);
+  // A team deleted under the servers: one clear error per call.
+  ASSERT_EQ(RunMates(machine_a.path(), {"team", "delete", "crew", "--purge"}, on_pg).exit_code, 0);
+  std::string none = alice.Tool("list_tasks", Json::object(), &failed);
   EXPECT_TRUE(failed);
-  EXPECT_NE(none.find("no team 'ghost'"), std::string::npos) << none;
-  std::string nothing = ghost.Tool("read_inbox", Json::object(), &failed);
+  EXPECT_NE(none.find("no team 'crew'"), std::string::npos) << none;
+  std::string nothing = bob.Tool("read_inbox", Json::object(), &failed);
   EXPECT_TRUE(failed) << nothing;
 }
 

@@ -61,6 +61,25 @@ int Serve(Globals& g, const McpArgs& a) {
   if (as != kUserName) {
     if (Status s = ValidateName("member name", as); !s.ok()) return Fail(s);
   }
+  // On a PostgreSQL store the server hosts its member (DESIGN §13): it holds
+  // the member's liveness lock while it runs, so the team sees the agent as
+  // there (not offline), and a second server for the same member, on any
+  // machine, is refused.
+  pg::Store::Liveness hosting;
+  if (*pg && as != kUserName) {
+    auto team = (*pg)->LoadTeam(a.team);
+    if (!team.ok()) return Fail(team.status());
+    if (team->Find(as) == nullptr) {
+      return Fail(Status::NotFound("'" + as + "' is not a member of team '" + a.team + "'"));
+    }
+    auto held = (*pg)->HoldLiveness(a.team, as);
+    if (!held.ok()) {
+      if (held.status().code() != StatusCode::kConflict) return Fail(held.status());
+      return Fail(Status::Conflict("'" + as + "' of team '" + a.team +
+                                   "' is served already (another mates mcp --as " + as + ", on this machine or another)"));
+    }
+    hosting = std::move(*held);
+  }
   // A client that goes away mid-answer is an ended session, not a signal.
   std::signal(SIGPIPE, SIG_IGN);
   mcp::TeamIdentity who{g.ws(), a.team, as, store.get()};
