@@ -859,9 +859,9 @@ TEST_F(PgTest, ExternalAgentsOnTwoMachinesShareOneTeamThroughMcp) {
   // the lead (no server) is not, and alice cannot be served twice.
   auto roster = RunMates(machine_b.path(), {"team", "show", "crew", "--json"}, on_pg);
   ASSERT_EQ(roster.exit_code, 0) << roster.err;
-  for (const auto& m : ParseJson(roster.out).value()["members"]) {
-    EXPECT_EQ(m["status"] == "offline", m["name"] == "lead") << m.dump();
-  }
+  Json members = ParseJson(roster.out).value()["members"];
+  ASSERT_EQ(members.size(), 3u) << roster.out;
+  for (const auto& m : members) EXPECT_EQ(m["status"] == "offline", m["name"] == "lead") << m.dump();
   auto twice = RunMates(machine_b.path(), {"mcp", "--team", "crew", "--as", "alice", "--store", url_});
   EXPECT_EQ(twice.exit_code, 1);
   EXPECT_NE(twice.err.find("'alice' of team 'crew' is served already"), std::string::npos) << twice.err;
