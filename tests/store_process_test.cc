@@ -197,12 +197,15 @@ TEST(StoreProcessTest, OthersGoOnWithinMillisecondsWhenALockHolderDies) {
   EXPECT_EQ(board.List()->size(), 1u);
 }
 
-// Test 4: 16 processes racing `mates tasks claim` over 2,000 tasks.
+// Test 4 through the CLI: 16 processes racing `mates tasks claim` over
+// 1,000 tasks. (Each claim starts a process: ~45 ms, so the time goes to
+// start-ups. The 2,000-task race of DESIGN's figures runs between
+// long-lived claimers below, on both stores.)
 TEST(StoreProcessTest, SixteenProcessesRacingTheCliClaimEachTaskOnce) {
   TempDir dir;
   Workspace ws(dir.path());
   ASSERT_TRUE(Roster(ws).CreateTeam("race").ok());
-  constexpr int kTasks = 2000, kClaimers = 16;
+  constexpr int kTasks = 1000, kClaimers = 16;
   for (int c = 0; c < kClaimers; ++c) {  // only members claim
     Member m;
     m.name = "p" + std::to_string(c);
