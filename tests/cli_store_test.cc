@@ -80,8 +80,16 @@ TEST_F(CliStoreTest, StatusWatchRedrawsWhenSomethingChanges) {
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
   // The send is a process of its own: under AddressSanitizer its start-up
   // alone takes a good part of a second on a loaded machine.
+  // (clang, which builds the sanitizer stage, says so with __has_feature;
+  // gcc with __SANITIZE_ADDRESS__.)
 #if defined(__SANITIZE_ADDRESS__)
-  EXPECT_LT(took, 2.0);
+  EXPECT_LT(took, 3.0);
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  EXPECT_LT(took, 3.0);
+#else
+  EXPECT_LT(took, 1.0);
+#endif
 #else
   EXPECT_LT(took, 1.0);
 #endif
