@@ -66,6 +66,15 @@ class PgTest : public ::testing::Test {
     EXPECT_TRUE((*store)->CreateTeam("procs").ok());
     return std::move(*store);
   }
+  // Waits until `n` sessions of the server listen (their last statement a
+  // LISTEN): waiting `mates inbox --wait`, `log --follow`, `read_inbox`.
+  bool WaitForListeners(int n) {
+    pg::Connection c = Connect(url_);
+    return testing::WaitUntil([&] {
+      auto r = c.Exec("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'");
+      return r.ok() && r->integer(0, 0) >= n;
+    }, 20);
+  }
   static Message Msg(const std::string& id, const std::string& text) {
     Message m;
     m.id = id;
@@ -672,11 +681,7 @@ TEST_F(PgTest, AWaitingInboxAndAFollowedLogWakeOnASendFromAnotherProcess) {
   // Drained: the waiting inbox below finds it empty and waits.
   ASSERT_EQ(RunMates(ws_.path(), {"inbox", "--team", "crew", "alice"}, on_pg).exit_code, 0);
   auto inbox = testing::StartMates(ws_.path(), {"inbox", "--team", "crew", "alice", "--wait", "30", "--store", url_});
-  pg::Connection c = Connect(url_);
-  ASSERT_TRUE(testing::WaitUntil([&] {
-    auto r = c.Exec("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'");
-    return r.ok() && r->integer(0, 0) >= 2;
-  }, 20)) << "the inbox never listened";
+  ASSERT_TRUE(WaitForListeners(2)) << "the inbox never listened";
   const double start = WallSeconds();
   auto sent = RunMates(ws_.path(), {"send", "--team", "crew", "--to", "alice", "after"}, on_pg);
   ASSERT_EQ(sent.exit_code, 0) << sent.err;
@@ -792,11 +797,7 @@ TEST_F(PgTest, ExternalAgentsOnTwoMachinesShareOneTeamThroughMcp) {
 
   // bob waits for a message; alice's wakes him.
   int waiting = bob.Ask("tools/call", {{"name", "read_inbox"}, {"arguments", {{"wait_seconds", 30}}}});
-  pg::Connection c = Connect(url_);
-  ASSERT_TRUE(testing::WaitUntil([&] {
-    auto r = c.Exec("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'");
-    return r.ok() && r->integer(0, 0) >= 1;
-  }, 20)) << "bob's read_inbox never listened";
+  ASSERT_TRUE(WaitForListeners(1)) << "bob's read_inbox never listened";
   const double start = WallSeconds();
   bool failed = true;
   std::string sent = alice.Tool("send_message", {{"type", "message"}, {"recipient", "bob"}, {"content", "take the odd steps"}},
@@ -1124,11 +1125,7 @@ TEST_F(PgTest, AWaitingInboxAndAFollowedLogRideOutAServerRestart) {
   };
   Subprocess inbox = start({"inbox", "--team", "crew", "alice", "--wait", "60", "--store", url_}, "inbox.err");
   Subprocess follow = start({"log", "--team", "crew", "--follow", "--store", url_}, "log.err");
-  pg::Connection c = Connect(url_);
-  ASSERT_TRUE(testing::WaitUntil([&] {
-    auto r = c.Exec("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'");
-    return r.ok() && r->integer(0, 0) >= 2;
-  }, 20)) << "they never listened";
+  ASSERT_TRUE(WaitForListeners(2)) << "they never listened";
   ASSERT_TRUE(server_->Stop().ok());
   auto says_waiting = [&](const char* err) {
     return testing::ReadAll(ws_.path() / err).find("waiting for the store to come back") != std::string::npos;
