@@ -92,7 +92,13 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
       // A program that exited will never show its prompt: say so now, not
       // when the timeout runs out.
       MATES_ASSIGN_OR_RETURN(std::optional<int> dead, tmux_.DeadStatus(pane));
-      if (dead) return DeadPane(a, *dead, before);
+      if (dead) {
+        // The screen above may predate the program's last words: it can
+        // print and exit between the capture and this look. A dead pane's
+        // screen is final, so read it again.
+        MATES_ASSIGN_OR_RETURN(std::string last, tmux_.Capture(pane));
+        return DeadPane(a, *dead, CaptureLines(last));
+      }
     }
     if (Expired(deadline)) {
       return Status::Timeout(a.name + " is not ready for input (" +

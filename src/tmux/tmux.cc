@@ -76,8 +76,18 @@ bool Tmux::HasSession(const std::string& session) const { return Run({"has-sessi
 Result<std::string> Tmux::NewSession(const std::string& session, const Launch& launch, int width, int height) const {
   // Options first, in the same invocation (the first command starts the
   // server): they must hold for the first pane too.
+  //
+  // Every pane gets a pipe (to /dev/null) as it is made, from a hook that
+  // runs before the server looks at its children again: a pane with a pipe
+  // is marked dead only once tmux has read all its program wrote. Without
+  // one, a program that prints why it cannot start and exits at once may
+  // be reaped first and its last words dropped with the pty.
+  const std::string pipe = "pipe-pane -o 'exec cat >/dev/null'";
   std::vector<std::string> a = {"set-option", "-g", "remain-on-exit", "on", ";",
                                 "set-option", "-g", "history-limit", "100000", ";",
+                                "set-hook", "-g", "after-new-session", pipe, ";",
+                                "set-hook", "-g", "after-split-window", pipe, ";",
+                                "set-hook", "-g", "after-new-window", pipe, ";",
                                 "new-session", "-d", "-s", session, "-x", std::to_string(width),
                                 "-y", std::to_string(height), "-P", "-F", "#{pane_id}"};
   auto extra = LaunchArgs(launch);
