@@ -161,6 +161,13 @@ try {
 } catch (e) {
   console.log("FAIL " + (e.stack || e));
   failures++;
+  // What the team did, for whoever reads the failure.
+  for (const a of [["status", "--team", team], ["log", "--team", team], ["tasks", "list", "--team", team]]) {
+    const r = mates(...a);
+    console.log("--- mates " + a.join(" ") + "\n" + r.out + r.err);
+  }
+  const logs = fs.readdirSync(ws, { recursive: true }).filter((f) => String(f).endsWith("host.log"));
+  for (const f of logs) console.log("--- " + f + " (last 80 lines)\n" + fs.readFileSync(path.join(ws, String(f)), "utf8").split("\n").slice(-80).join("\n"));
 } finally {
   if (browser) await browser.close().catch(() => {});
   const down = mates("down", "--team", team, "--timeout", "10");
