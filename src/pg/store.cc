@@ -228,6 +228,10 @@ Result<Store::Liveness> Store::HoldLiveness(const std::string& team, const std::
   return Liveness(std::move(c));
 }
 
+Store::Liveness::~Liveness() {
+  if (conn_.ok()) (void)conn_.ExecScript("SELECT pg_advisory_unlock_all()");
+}
+
 Result<bool> Store::IsHosted(const std::string& team, const std::string& agent) {
   MATES_RETURN_IF_ERROR(CheckNames(team, agent));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
@@ -769,6 +773,7 @@ class Mail : public TeamMail {
   Result<std::optional<Message>> FindLogged(const std::string& id) override { return store_.FindLogged(team_, id); }
   Status CreateRequest(const ProtocolRequest& r) override { return store_.CreateRequest(team_, r); }
   Result<ProtocolRequest> GetRequest(const std::string& id) override { return store_.GetRequest(team_, id); }
+  Result<std::vector<ProtocolRequest>> ListRequests() override { return store_.ListRequests(team_); }
   Result<ProtocolRequest> ResolveRequest(const std::string& id, bool approve, const std::string& response) override {
     return store_.ResolveRequest(team_, id, approve, response);
   }
@@ -783,8 +788,10 @@ class StoreInbox : public Inbox {
   StoreInbox(Store& store, std::string team, std::string member)
       : store_(store), team_(std::move(team)), member_(std::move(member)) {}
   Result<std::vector<Message>> Peek() override { return store_.Peek(team_, member_); }
-  Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep) override {
-    MATES_ASSIGN_OR_RETURN(Store::Batch batch, store_.BeginDrain(team_, member_));
+  Result<size_t> PendingCount() override { return store_.PendingCount(team_, member_); }
+  Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep,
+                     const AlreadyDelivered& already) override {
+    MATES_ASSIGN_OR_RETURN(Store::Batch batch, store_.BeginDrain(team_, member_, already));
     // Not kept: rolled back with the batch.
     return KeepOrLeave(batch, false, keep, [&](Store::Batch& b) { return store_.Commit(b); });
   }
@@ -804,6 +811,33 @@ class Teams : public TeamStore {
   explicit Teams(Store& store) : store_(store) {}
   std::string where() const override { return store_.target().shown; }
   Result<TeamConfig> LoadTeam(const std::string& team) override { return store_.LoadTeam(team); }
+  Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
+                                const std::string& description) override {
+    return store_.CreateTeam(team, lead, description);
+  }
+  Result<Member> AddMember(const std::string& team, Member member) override {
+    return store_.AddMember(team, std::move(member));
+  }
+  Result<TeamConfig> UpdateTeam(const std::string& team,
+                                const std::function<Status(TeamConfig&)>& mutate) override {
+    return store_.UpdateTeam(team, mutate);
+  }
+  Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team, const std::string& member) override {
+    auto held = store_.HoldLiveness(team, member);
+    if (!held.ok() && held.status().code() == StatusCode::kConflict) {
+      return Status::Conflict("'" + member + "' of team '" + team + "' is hosted by another process (on this machine or another)");
+    }
+    if (!held.ok()) return held.status();
+    return Holding(std::move(*held));
+  }
+  Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) override {
+    MATES_ASSIGN_OR_RETURN(Listener::Subscription sub, store_.listener().Subscribe(BoardKey(team), std::move(waker)));
+    return Holding(std::move(sub));
+  }
+  Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team, std::shared_ptr<Waker> waker) override {
+    MATES_ASSIGN_OR_RETURN(Listener::Subscription sub, store_.listener().Subscribe(TeamKey(team), std::move(waker)));
+    return Holding(std::move(sub));
+  }
   std::unique_ptr<TaskBoard> Board(const std::string& team) override { return TeamBoard(store_, team); }
   std::unique_ptr<TeamMail> Mail(const std::string& team) override { return StoreMail(store_, team); }
   std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) override {
@@ -815,6 +849,18 @@ class Teams : public TeamStore {
   }
   Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) override {
     return store_.TailLog(team, n);
+  }
+  Status ReadLog(const std::string& team, const std::function<void(const Message&)>& each) override {
+    for (int64_t cursor = 0;;) {
+      MATES_ASSIGN_OR_RETURN(std::vector<Message> page, store_.ReadLog(team, &cursor));
+      if (page.empty()) return Status::Ok();
+      for (const auto& m : page) each(m);
+    }
+  }
+  Result<fs::path> Archive(const std::string& team) override {
+    return Status::FailedPrecondition("team '" + team + "' is kept in " + store_.target().shown +
+                                      ", which keeps no archives yet: mates store export --team " + team +
+                                      " DIR writes it out, then mates team delete --purge " + team);
   }
 
  private:

@@ -155,8 +155,9 @@ class Store {
     Liveness() = default;
     Liveness(Liveness&&) noexcept = default;
     Liveness& operator=(Liveness&&) noexcept = default;
-    // Released by closing its connection.
-    ~Liveness() = default;
+    // Released before its connection closes: the server lets go of a
+    // closed session's locks only as its backend exits, a moment later.
+    ~Liveness();
 
    private:
     friend class Store;

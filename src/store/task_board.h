@@ -30,6 +30,9 @@ class TaskBoard {
   virtual Result<Task> Claim(int64_t id, const std::string& owner) = 0;
   // The owner's assigned task first, else the lowest claimable one.
   virtual Result<std::optional<Task>> ClaimNext(const std::string& owner) = 0;
+  // The id ClaimNext(owner) would claim now, without claiming it. This
+  // default reads the whole board (List); a board with an index does better.
+  virtual Result<std::optional<int64_t>> NextClaimable(const std::string& owner);
 };
 
 // `board` (which must outlive it) as a TaskBoard.

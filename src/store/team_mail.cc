@@ -24,6 +24,7 @@ class FileMail : public TeamMail {
   Result<std::optional<Message>> FindLogged(const std::string& id) override { return log_.Find(id); }
   Status CreateRequest(const ProtocolRequest& r) override { return requests_.Create(r); }
   Result<ProtocolRequest> GetRequest(const std::string& id) override { return requests_.Get(id); }
+  Result<std::vector<ProtocolRequest>> ListRequests() override { return requests_.List(); }
   Result<ProtocolRequest> ResolveRequest(const std::string& id, bool approve, const std::string& response) override {
     return requests_.Resolve(id, approve, response);
   }

@@ -38,6 +38,7 @@ class TeamMail {
   // FailedPrecondition for one answered already.
   virtual Status CreateRequest(const ProtocolRequest& r) = 0;
   virtual Result<ProtocolRequest> GetRequest(const std::string& id) = 0;
+  virtual Result<std::vector<ProtocolRequest>> ListRequests() = 0;
   virtual Result<ProtocolRequest> ResolveRequest(const std::string& id, bool approve, const std::string& response) = 0;
 };
 

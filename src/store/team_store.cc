@@ -1,6 +1,9 @@
 #include "store/team_store.h"
 
 #include "core/clock.h"
+#include "core/file_lock.h"
+#include "core/files.h"
+#include "store/archive.h"
 #include "store/board.h"
 #include "store/liveness.h"
 #include "store/mailbox.h"
@@ -11,14 +14,19 @@ namespace mates {
 
 namespace {
 
+constexpr size_t kLogPageBytes = 4 << 20;
+
 class FileInbox : public Inbox {
  public:
   FileInbox(const Workspace& ws, const std::string& team, const std::string& member)
       : dir_(ws.TeamDir(team)), member_(member), box_(dir_, member) {}
 
   Result<std::vector<Message>> Peek() override { return box_.Peek(); }
-  Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep) override {
-    MATES_ASSIGN_OR_RETURN(Mailbox::Batch batch, box_.BeginDrain());
+  Result<size_t> PendingCount() override { return box_.PendingCount(); }
+  bool MayHavePending() override { return box_.MayHavePending(); }
+  Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep,
+                     const AlreadyDelivered& already) override {
+    MATES_ASSIGN_OR_RETURN(Mailbox::Batch batch, box_.BeginDrain(already));
     // Not kept: the drain lock goes with the batch, the messages stay.
     return KeepOrLeave(batch, batch.redelivery, keep, [&](Mailbox::Batch& b) { return box_.Commit(b); });
   }
@@ -39,6 +47,33 @@ class Files : public TeamStore {
   explicit Files(Workspace ws) : ws_(std::move(ws)) {}
   std::string where() const override { return ws_.root().string(); }
   Result<TeamConfig> LoadTeam(const std::string& team) override { return Roster(ws_).Load(team); }
+  Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
+                                const std::string& description) override {
+    return Roster(ws_).CreateTeam(team, lead, description);
+  }
+  Result<Member> AddMember(const std::string& team, Member member) override {
+    return Roster(ws_).AddMember(team, std::move(member));
+  }
+  Result<TeamConfig> UpdateTeam(const std::string& team,
+                                const std::function<Status(TeamConfig&)>& mutate) override {
+    return Roster(ws_).Update(team, mutate);
+  }
+  Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team, const std::string& member) override {
+    MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));
+    auto lock = FileLock::TryAcquire(ws_.AgentsDir(team) / (member + ".lock"));
+    if (!lock.ok()) return Status::Conflict("'" + member + "' of team '" + team + "' is hosted by another process");
+    return Holding(std::move(*lock));
+  }
+  Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) override {
+    MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub,
+                           Watcher::Default().Subscribe(ws_.TasksDir(team), "", std::move(waker)));
+    return Holding(std::move(sub));
+  }
+  Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team, std::shared_ptr<Waker> waker) override {
+    MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub,
+                           Watcher::Default().Subscribe(ws_.TeamDir(team), "config.json", std::move(waker)));
+    return Holding(std::move(sub));
+  }
   std::unique_ptr<TaskBoard> Board(const std::string& team) override {
     return FileTaskBoard(SharedBoard(ws_.TasksDir(team)));
   }
@@ -50,6 +85,21 @@ class Files : public TeamStore {
   Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) override {
     return MessageLog(ws_, team).Tail(n);
   }
+  Status ReadLog(const std::string& team, const std::function<void(const Message&)>& each) override {
+    MessageLog log(ws_, team);
+    uint64_t offset = 0;
+    for (;;) {
+      uint64_t next = offset;
+      MATES_ASSIGN_OR_RETURN(std::vector<Message> page, log.ReadFrom(offset, &next, kLogPageBytes));
+      for (const auto& m : page) each(m);
+      if (next == offset) return Status::Ok();
+      offset = next;
+    }
+  }
+  Result<fs::path> Archive(const std::string& team) override {
+    MATES_ASSIGN_OR_RETURN(ArchivedTeam archived, ArchiveTeam(ws_, team));
+    return archived.root;
+  }
 
  private:
   const Workspace ws_;
@@ -58,6 +108,12 @@ class Files : public TeamStore {
 }  // namespace
 
 std::unique_ptr<TeamStore> FileTeamStore(Workspace ws) { return std::make_unique<Files>(std::move(ws)); }
+
+std::unique_ptr<Inbox> InboxIn(TeamStore* store, const Workspace& ws, const std::string& team,
+                               const std::string& member) {
+  if (store != nullptr) return store->InboxOf(team, member);
+  return std::make_unique<FileInbox>(ws, team, member);
+}
 
 bool WaitOutOutage(const Status& s, Waker& waker, uint64_t seen, const Deadline& deadline) {
   if (s.code() != StatusCode::kUnavailable || Expired(deadline)) return false;

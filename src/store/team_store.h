@@ -21,11 +21,24 @@
 
 namespace mates {
 
+// Something held while this lives: a watch, a liveness lock.
+class Hold {
+ public:
+  virtual ~Hold() = default;
+};
+
 // A member's inbox.
 class Inbox {
  public:
   virtual ~Inbox() = default;
   virtual Result<std::vector<Message>> Peek() = 0;
+  // How many messages wait (a reader's in-flight ones too).
+  virtual Result<size_t> PendingCount() = 0;
+  // A cheap look: false only if the inbox is certainly empty.
+  virtual bool MayHavePending() { return true; }
+  // Ids the taker has had already (a reader that died after its journal
+  // took them but before the inbox let go): they are not handed over again.
+  using AlreadyDelivered = std::function<bool(const std::string& id)>;
   struct Taken {
     std::vector<Message> messages;
     // The inbox may hold more (these were left by a reader that died):
@@ -35,12 +48,10 @@ class Inbox {
   // Takes what the inbox holds: `keep(messages)` is called first; true
   // commits (they are gone), false leaves them for the next reader (a
   // reader that dies in between leaves them too).
-  virtual Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep) = 0;
+  virtual Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep,
+                             const AlreadyDelivered& already = {}) = 0;
   // A wake-up for every change of the inbox while the watch lives.
-  class Watch {
-   public:
-    virtual ~Watch() = default;
-  };
+  using Watch = Hold;
   virtual Result<std::unique_ptr<Watch>> WatchWith(std::shared_ptr<Waker> waker) = 0;
 };
 
@@ -57,10 +68,10 @@ Result<Inbox::Taken> KeepOrLeave(Batch& batch, bool more,
   return taken;
 }
 
-// A watch that holds `sub` (a subscription of either store) while it lives.
+// A Hold of `sub` (a subscription or a lock of either store).
 template <typename Subscription>
-std::unique_ptr<Inbox::Watch> Holding(Subscription sub) {
-  struct Held : Inbox::Watch {
+std::unique_ptr<Hold> Holding(Subscription sub) {
+  struct Held : Hold {
     explicit Held(Subscription s) : sub(std::move(s)) {}
     Subscription sub;
   };
@@ -73,6 +84,21 @@ class TeamStore {
   // Where the teams are, as said to a person (no password).
   virtual std::string where() const = 0;
   virtual Result<TeamConfig> LoadTeam(const std::string& team) = 0;
+  // The roster's changes (the file store's rules, AddMemberTo and
+  // NewTeamConfig, on both): AlreadyExists for a team or member there.
+  virtual Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
+                                        const std::string& description) = 0;
+  virtual Result<Member> AddMember(const std::string& team, Member member) = 0;
+  // Read-modify-write of the roster as one change; `mutate` may refuse.
+  virtual Result<TeamConfig> UpdateTeam(const std::string& team,
+                                        const std::function<Status(TeamConfig&)>& mutate) = 0;
+  // Hosts `member` while the Hold lives (its liveness lock: a host that
+  // dies lets go); Conflict if some process hosts it already.
+  virtual Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team, const std::string& member) = 0;
+  // A wake-up for every change of the team's task board, or its roster
+  // (statuses), while the Hold lives.
+  virtual Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) = 0;
+  virtual Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team, std::shared_ptr<Waker> waker) = 0;
   virtual std::unique_ptr<TaskBoard> Board(const std::string& team) = 0;
   virtual std::unique_ptr<TeamMail> Mail(const std::string& team) = 0;
   virtual std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) = 0;
@@ -80,10 +106,19 @@ class TeamStore {
   virtual bool IsHosted(const std::string& team, const std::string& member) = 0;
   // The last `n` messages of the team's log, oldest first.
   virtual Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) = 0;
+  // Every message of the team's log, in order, a page at a time.
+  virtual Status ReadLog(const std::string& team, const std::function<void(const Message&)>& each) = 0;
+  // Takes the team out of the store, keeping what it did readable (DESIGN
+  // §11): the file store moves it into an archive; where the archive is.
+  virtual Result<fs::path> Archive(const std::string& team) = 0;
 };
 
 // The teams of the workspace `ws`.
 std::unique_ptr<TeamStore> FileTeamStore(Workspace ws);
+// `member`'s inbox in `store`, or in the files under `ws` when `store` is
+// null (what a ToolContext without a store means).
+std::unique_ptr<Inbox> InboxIn(TeamStore* store, const Workspace& ws, const std::string& team,
+                               const std::string& member);
 
 // What a wait does with a failed look (DESIGN §13: a lost connection is an
 // error that waiters survive): a store it cannot reach now (Unavailable) is
