@@ -5,7 +5,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/secrets.h"
-#include "store/mailbox.h"
+#include "store/team_store.h"
 
 namespace mates::agent {
 
@@ -104,7 +104,7 @@ bool AgentLoop::HasPendingInput() {
     if (!notices_.empty()) return true;
   }
   if (spec_.read_inbox && !ctx_->team.empty()) {
-    auto n = Mailbox(ctx_->ws.TeamDir(ctx_->team), spec_.name).PendingCount();
+    auto n = InboxIn(ctx_->store, ctx_->ws, ctx_->team, spec_.name)->PendingCount();
     if (n.ok() && *n > 0) return true;
   }
   return !conversation_.empty() && conversation_.messages().back().role == llm::Role::kUser;
@@ -149,28 +149,36 @@ Status AgentLoop::TakeInboxAndNotices() {
   for (auto& n : notes) blocks.push_back(llm::ContentBlock::Text(std::move(n)));
   if (!blocks.empty()) MATES_RETURN_IF_ERROR(AddUser(std::move(blocks)));
   if (!spec_.read_inbox || ctx_->team.empty()) return Status::Ok();
-  Mailbox box(ctx_->ws.TeamDir(ctx_->team), spec_.name);
-  if (!box.MayHavePending()) return Status::Ok();
-  auto batch = box.BeginDrain([this](const std::string& id) { return delivered_.count(id) > 0; });
-  if (!batch.ok()) {
+  std::unique_ptr<Inbox> box = InboxIn(ctx_->store, ctx_->ws, ctx_->team, spec_.name);
+  if (!box->MayHavePending()) return Status::Ok();
+  Status kept;
+  bool handed = false;
+  auto taken = box->Take(
+      [&](const std::vector<Message>& delivered) {
+        handed = true;
+        if (delivered.empty()) return true;
+        std::vector<llm::ContentBlock> msgs;
+        std::vector<std::string> ids;
+        for (const auto& m : delivered) {
+          msgs.push_back(llm::ContentBlock::Text(FormatTeammateMessage(m)));
+          ids.push_back(m.id);
+          // Compacted in this same look, before the call (it is in what gets summarised).
+          if (m.type == MessageType::kCompactRequest) compact_requested_.store(true);
+        }
+        // Journaled (with the ids) before the inbox lets go of them.
+        kept = AddUser(std::move(msgs), ids);
+        if (!kept.ok()) return false;
+        if (events_ != nullptr) events_->OnMessages(spec_.name, delivered);
+        return true;
+      },
+      [this](const std::string& id) { return delivered_.count(id) > 0; });
+  MATES_RETURN_IF_ERROR(kept);
+  if (!taken.ok() && handed) return taken.status();  // journaled, not let go: the ids keep it from coming twice
+  if (!taken.ok()) {
     // A team deleted under us, say: nothing to take in.
-    LogDebug(spec_.name + ": inbox: " + batch.status().message());
-    return Status::Ok();
+    LogDebug(spec_.name + ": inbox: " + taken.status().message());
   }
-  if (!batch->messages.empty()) {
-    std::vector<llm::ContentBlock> msgs;
-    std::vector<std::string> ids;
-    for (const auto& m : batch->messages) {
-      msgs.push_back(llm::ContentBlock::Text(FormatTeammateMessage(m)));
-      ids.push_back(m.id);
-      // Compacted in this same look, before the call (it is in what gets summarised).
-      if (m.type == MessageType::kCompactRequest) compact_requested_.store(true);
-    }
-    // Journaled (with the ids) before the inbox lets go of them.
-    MATES_RETURN_IF_ERROR(AddUser(std::move(msgs), ids));
-    if (events_ != nullptr) events_->OnMessages(spec_.name, batch->messages);
-  }
-  return box.Commit(*batch);
+  return Status::Ok();
 }
 
 int64_t AgentLoop::BudgetTokens() const {

@@ -5,7 +5,13 @@
 
 namespace mates::team {
 
-StatusWriter::StatusWriter(Workspace ws) : ws_(std::move(ws)) {
+StatusWriter::StatusWriter(Workspace ws) : StatusWriter(FileTeamStore(std::move(ws))) {}
+
+StatusWriter::StatusWriter(TeamStore& store) : store_(store) { Start(); }
+
+StatusWriter::StatusWriter(std::unique_ptr<TeamStore> owned) : owned_(std::move(owned)), store_(*owned_) { Start(); }
+
+void StatusWriter::Start() {
   thread_ = std::thread([this] {
     RunGuarded("the roster status writer", [this] { Main(); });
     // Whoever still waits (or comes later) writes for itself.
@@ -45,7 +51,12 @@ Status StatusWriter::Write(const std::string& team, const std::string& member, M
   }
   if (exited_) {
     lock.unlock();
-    return Roster(ws_).SetStatus(team, member, status);
+    return store_.UpdateTeam(team, [&](TeamConfig& c) {
+      Member* m = c.Find(member);
+      if (m == nullptr) return Status::NotFound("no member '" + member + "' in team '" + team + "'");
+      m->status = status;
+      return Status::Ok();
+    }).status();
   }
   auto it = results_.find(team);
   return it == results_.end() ? Status::Ok() : it->second;
@@ -64,7 +75,7 @@ std::map<std::string, Status> StatusWriter::WriteBatch(const std::map<Key, Membe
   for (const auto& entry : by_team) {
     const std::string& team = entry.first;
     const auto& changes = entry.second;
-    auto r = Roster(ws_).Update(team, [&changes](TeamConfig& c) {
+    auto r = store_.UpdateTeam(team, [&changes](TeamConfig& c) {
       for (const auto& [member, status] : changes) {
         if (Member* m = c.Find(member); m != nullptr) m->status = status;
       }

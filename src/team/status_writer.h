@@ -19,12 +19,15 @@
 #include <utility>
 
 #include "store/roster.h"
+#include "store/team_store.h"
 
 namespace mates::team {
 
 class StatusWriter {
  public:
+  // The roster in the files under `ws`, or in `store` (which outlives this).
   explicit StatusWriter(Workspace ws);
+  explicit StatusWriter(TeamStore& store);
   // Writes what is pending, then joins the thread.
   ~StatusWriter();
   StatusWriter(const StatusWriter&) = delete;
@@ -39,12 +42,16 @@ class StatusWriter {
   void Flush();
 
  private:
+  explicit StatusWriter(std::unique_ptr<TeamStore> owned);
+  void Start();
   using Key = std::pair<std::string, std::string>;  // team, member
   void Main();
   // One roster update per team for `batch`; how each team's went.
   std::map<std::string, Status> WriteBatch(const std::map<Key, MemberStatus>& batch);
 
-  const Workspace ws_;
+  // Where the rosters are.
+  const std::unique_ptr<TeamStore> owned_;
+  TeamStore& store_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<Key, MemberStatus> pending_;  // guarded by mu_

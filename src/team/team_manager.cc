@@ -17,14 +17,6 @@
 #include "team/teammate.h"
 
 namespace mates::team {
-namespace {
-
-fs::path HostLockPath(const Workspace& ws, const std::string& team, const std::string& name) {
-  return ws.AgentsDir(team) / (name + ".lock");
-}
-
-}  // namespace
-
 TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEvents* events,
                          TeamOptions options, agent::AgentLoop* lead, tools::ToolContext* lead_ctx,
                          std::function<void(const Member&)> on_spawn)
@@ -36,8 +28,10 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       lead_ctx_(lead_ctx),
       home_team_(lead_ctx->team),
       on_spawn_(std::move(on_spawn)),
+      own_store_(options.store != nullptr ? nullptr : FileTeamStore(ws_)),
+      store_(options.store != nullptr ? options.store : own_store_.get()),
       news_(options.naive_baseline),
-      statuses_(ws_),
+      statuses_(*store_),
       host_(options.shutdown_timeout_s),
       lead_team_(lead_ctx->team) {}
 
@@ -89,8 +83,8 @@ bool TeamManager::AnyActive() {
   const std::string team = lead_team();
   // An idle teammate with something to do is about to be active again.
   for (const auto& n : idle) {
-    if (Mailbox(ws_.TeamDir(team), n).MayHavePending()) return true;
-    auto next = SharedBoard(ws_.TasksDir(team))->NextClaimable(n);
+    if (store_->InboxOf(team, n)->MayHavePending()) return true;
+    auto next = store_->Board(team)->NextClaimable(n);
     if (next.ok() && next->has_value()) return true;
   }
   // A task claimed while we looked: its claimer is working (or still
@@ -107,9 +101,10 @@ std::string TeamManager::TakeNewsForLead() { return news_.Take(); }
 
 Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt) {
   const std::string team = lead_team();
-  MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));
-  auto host_lock = FileLock::TryAcquire(HostLockPath(ws_, team, m.name));
+  MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));  // its journal's folder
+  auto host_lock = store_->HoldLiveness(team, m.name);
   if (!host_lock.ok()) {
+    if (host_lock.status().code() != StatusCode::kConflict) return host_lock.status();
     return Status::FailedPrecondition("teammate '" + m.name + "' is already running in another process");
   }
   if (resume) {
@@ -122,7 +117,7 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
   }
   Teammate::Config cfg;
   if (m.worktree) {
-    auto c = Roster(ws_).Load(team);
+    auto c = store_->LoadTeam(team);
     if (!c.ok()) return c.status();
     MATES_ASSIGN_OR_RETURN(TeamGit g, EnsureTarget(team, *c));
     MATES_ASSIGN_OR_RETURN(cfg.work_root, git::EnsureTeammateWorktree(ws_, team, m.name, g.target_branch));
@@ -149,7 +144,7 @@ Result<TeamGit> TeamManager::EnsureTarget(const std::string& team, const TeamCon
   TeamGit wanted = options_.git;
   wanted.isolation = c.git.isolation;
   MATES_ASSIGN_OR_RETURN(TeamGit g, git::PrepareTarget(ws_, team, wanted));
-  MATES_RETURN_IF_ERROR(Roster(ws_).Update(team, [&](TeamConfig& cfg) {
+  MATES_RETURN_IF_ERROR(store_->UpdateTeam(team, [&](TeamConfig& cfg) {
     if (!cfg.git.configured()) cfg.git = g;
     g = cfg.git;
     return Status::Ok();
@@ -163,7 +158,7 @@ bool TeamManager::Running(const std::string& name) {
 }
 
 std::string TeamManager::CleanUpWorktree(const std::string& team, const std::string& name) {
-  auto c = Roster(ws_).Load(team);
+  auto c = store_->LoadTeam(team);
   if (!c.ok() || !c->git.configured()) return "";
   return git::CleanUpTeammate(ws_, team, name, c->git.target_branch, /*final=*/false);
 }
@@ -183,7 +178,7 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
   }
   const std::string current = lead_ctx_->team;
   if (current != home_team_) {
-    auto c = Roster(ws_).Load(current);
+    auto c = store_->LoadTeam(current);
     if (c.ok()) {
       for (const auto& m : c->members) {
         if (m.role != MemberRole::kLead && m.status != MemberStatus::kShutdown) {
@@ -193,9 +188,9 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
       }
     }
   }
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, Roster(ws_).CreateTeam(name, lead_name(), description));
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_->CreateTeam(name, lead_name(), description));
   if (iso == Isolation::kWorktree || spend()) {
-    MATES_RETURN_IF_ERROR(Roster(ws_).Update(name, [&](TeamConfig& cfg) {
+    MATES_RETURN_IF_ERROR(store_->UpdateTeam(name, [&](TeamConfig& cfg) {
       if (iso == Isolation::kWorktree) cfg.git = prepared;
       if (spend()) cfg.budget = spend()->budget();  // the session's budget covers its new team
       return Status::Ok();
@@ -247,8 +242,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
                                       "' (create a team with TeamCreate first)");
   }
   if (name == lead_name()) return Status::InvalidArgument("'" + name + "' is you, the lead");
-  Roster roster(ws_);
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, roster.Load(team));
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_->LoadTeam(team));
   const bool isolated = iso.value_or(c.git.isolation) == Isolation::kWorktree;
   if (isolated) MATES_RETURN_IF_ERROR(EnsureTarget(team, c).status());
   const Member* existing = c.Find(name);
@@ -261,7 +255,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
     if (existing->role == MemberRole::kLead) return Status::InvalidArgument("'" + name + "' is the lead");
     m = *existing;
     revive = true;
-    MATES_RETURN_IF_ERROR(roster.Update(team, [&](TeamConfig& cfg) {
+    MATES_RETURN_IF_ERROR(store_->UpdateTeam(team, [&](TeamConfig& cfg) {
       Member* mm = cfg.Find(name);
       mm->plan_mode_required = plan_mode_required;
       if (!model.empty()) mm->model = model;
@@ -283,7 +277,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
     m.worktree = isolated;
     m.budget_tokens = spec.budget_tokens;
     m.context_budget = spec.context_budget;
-    MATES_ASSIGN_OR_RETURN(m, roster.AddMember(team, m));
+    MATES_ASSIGN_OR_RETURN(m, store_->AddMember(team, m));
   }
   // A teammate that existed goes on with its earlier conversation, the new
   // instructions as its next message.
@@ -297,7 +291,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
 
 Result<std::vector<std::string>> TeamManager::ResumeTeam() {
   std::vector<std::string> resumed;
-  auto c = Roster(ws_).Load(lead_ctx_->team);
+  auto c = store_->LoadTeam(lead_ctx_->team);
   if (!c.ok()) return c.status();
   for (const auto& m : c->members) {
     if (m.role == MemberRole::kLead || m.backend != MemberBackend::kInProcess ||
@@ -316,6 +310,7 @@ Result<std::vector<std::string>> TeamManager::ResumeTeam() {
 
 std::vector<std::string> TeamManager::AskToShutDown(const TeamConfig& c) {
   std::vector<std::string> asked;
+  std::unique_ptr<TeamMail> mail = store_->Mail(c.name);
   for (const auto& m : c.members) {
     if (m.role == MemberRole::kLead || m.status == MemberStatus::kShutdown) continue;
     SendRequest r;
@@ -324,7 +319,7 @@ std::vector<std::string> TeamManager::AskToShutDown(const TeamConfig& c) {
     r.recipient = m.name;
     r.content = "The team '" + c.name + "' is being disbanded: wrap up, answer with shutdown_response "
                 "(approve and a summary of your work), then stop.";
-    auto sent = Messenger(ws_, c.name).Send(r);
+    auto sent = Messenger(*mail).Send(r);
     if (sent.ok()) {
       asked.push_back(m.name);
     } else {
@@ -337,7 +332,7 @@ std::vector<std::string> TeamManager::AskToShutDown(const TeamConfig& c) {
 bool TeamManager::StoppedFor(const std::string& team, const std::string& name) {
   if (auto t = host_.Find(name)) return t->finished();
   // Hosted elsewhere (or nowhere): the roster says.
-  auto cfg = Roster(ws_).Load(team);
+  auto cfg = store_->LoadTeam(team);
   const Member* m = cfg.ok() ? cfg->Find(name) : nullptr;
   return m == nullptr || m->status == MemberStatus::kShutdown;
 }
@@ -345,7 +340,7 @@ bool TeamManager::StoppedFor(const std::string& team, const std::string& name) {
 void TeamManager::WaitForShutdowns(const std::string& team, const std::vector<std::string>& asked) {
   // Woken by our teammates' status changes and by the roster file (hosts
   // in other processes write it).
-  auto sub = Watcher::Default().Subscribe(ws_.TeamDir(team), "config.json", status_waker_);
+  auto sub = store_->WatchRoster(team, status_waker_);
   Deadline until = DeadlineIn(options_.shutdown_timeout_s);
   for (;;) {
     uint64_t g = status_waker_->generation();
@@ -369,7 +364,7 @@ std::string TeamManager::HowItStopped(const std::string& team, const std::string
   if (t != nullptr) t->Join();
   if (!StoppedFor(team, name)) return name + " (hosted elsewhere; did not confirm)";
   std::string how = "approved";
-  auto req = RequestStore(ws_, team).List();
+  auto req = store_->Mail(team)->ListRequests();
   if (req.ok()) {
     for (const auto& r : *req) {
       if (r.kind == RequestKind::kShutdown && r.responder == name && r.status == RequestState::kApproved &&
@@ -382,12 +377,11 @@ std::string TeamManager::HowItStopped(const std::string& team, const std::string
 }
 
 void TeamManager::SummarizeWork(const std::string& team, TeamSummary* summary) {
-  uint64_t next = 0;
-  auto log = MessageLog(ws_, team).ReadFrom(0, &next);
-  if (log.ok()) {
-    for (const auto& m : *log) summary->messages_by_type[std::string(MessageTypeName(m.type))]++;
-  }
-  auto tasks = SharedBoard(ws_.TasksDir(team))->List(false);
+  Status read = store_->ReadLog(team, [&](const Message& m) {
+    summary->messages_by_type[std::string(MessageTypeName(m.type))]++;
+  });
+  if (!read.ok()) LogWarning("the log of team " + team + ": " + read.message());
+  auto tasks = store_->Board(team)->List(false);
   if (tasks.ok()) {
     for (const auto& t : *tasks) summary->tasks_by_owner[t.owner.empty() ? "(unowned)" : t.owner].push_back(t.id);
   }
@@ -395,8 +389,7 @@ void TeamManager::SummarizeWork(const std::string& team, TeamSummary* summary) {
 
 Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", name));
-  Roster roster(ws_);
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, roster.Load(name));
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_->LoadTeam(name));
   if (name == home_team_ && name == lead_team() && c.members.size() <= 1) {
     return Status::FailedPrecondition("team '" + name + "' is the one this run started in; nothing to disband");
   }
@@ -417,9 +410,9 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     last_deleted_ = summary;
   }
   // Archived, not destroyed (DESIGN §11): its log and board stay readable.
-  MATES_ASSIGN_OR_RETURN(ArchivedTeam archived, ArchiveTeam(ws_, name));
+  MATES_ASSIGN_OR_RETURN(fs::path archived, store_->Archive(name));
   std::string out = "Team '" + name + "' deleted; its files are archived in " +
-                    fs::relative(archived.root, ws_.root()).string() + ".";
+                    fs::relative(archived, ws_.root()).string() + ".";
   if (!summary.stopped.empty()) {
     out += " Teammates:";
     for (const auto& s : summary.stopped) out += "\n- " + s;

@@ -55,13 +55,14 @@ class Teammate::EventsTap : public agent::AgentEvents {
   agent::AgentEvents* to_;
 };
 
-Teammate::Teammate(Config config, TeamManager* manager, FileLock host_lock)
+Teammate::Teammate(Config config, TeamManager* manager, std::unique_ptr<Hold> host_lock)
     : config_(std::move(config)), manager_(manager), host_lock_(std::move(host_lock)) {
   // Given instructions, it is working from the moment it exists: a lead
   // looking between the spawn and its thread's first step must not take it
   // for idle (and end a run before it began).
   if (config_.new_prompt) status_.store(MemberStatus::kActive);
   ctx_.ws = manager_->ws();
+  ctx_.store = manager_->context_store();
   ctx_.work_root = config_.work_root;
   ctx_.team = config_.team;
   ctx_.agent = config_.name;
@@ -148,7 +149,7 @@ void Teammate::SetStatus(MemberStatus s, const std::string& detail) {
 
 void Teammate::CheckPlanApproval() {
   if (!ctx_.plan_mode) return;
-  auto requests = RequestStore(ctx_.ws, config_.team).List();
+  auto requests = manager_->store().Mail(config_.team)->ListRequests();
   if (!requests.ok()) return;
   for (const auto& r : *requests) {
     if (r.kind == RequestKind::kPlanApproval && r.requester == config_.name && r.status == RequestState::kApproved) {
@@ -165,9 +166,9 @@ bool Teammate::ShutdownApproved() {
     std::lock_guard<std::mutex> lock(mu_);
     ids = shutdown_requests_;
   }
-  RequestStore store(ctx_.ws, config_.team);
+  std::unique_ptr<TeamMail> mail = manager_->store().Mail(config_.team);
   for (const auto& id : ids) {
-    auto r = store.Get(id);
+    auto r = mail->GetRequest(id);
     if (!r.ok()) continue;
     if (r->status == RequestState::kApproved) return true;
     if (r->status == RequestState::kRejected) {
@@ -187,7 +188,7 @@ bool Teammate::ShutdownPending() {
 void Teammate::RemindOfTasksInProgress() {
   // The board keeps tasks claimed by a host that died in_progress under our
   // name; nobody else may claim them, so we must finish them.
-  auto tasks = SharedBoard(ctx_.ws.TasksDir(config_.team))->List(false);
+  auto tasks = manager_->store().Board(config_.team)->List(false);
   if (!tasks.ok()) return;
   std::string text;
   for (const auto& t : *tasks) {
@@ -213,7 +214,83 @@ void Teammate::TakeTask(const Task& t) {
   SetStatus(MemberStatus::kActive);
 }
 
+std::optional<bool> Teammate::IdleEnds() {
+  if (stop_.load()) return false;
+  if (std::string over = loop_->OverBudget(); !over.empty()) {
+    SetStopReason(StopReason::kBudget, over);
+    return false;
+  }
+  if (loop_->HasPendingInput()) return true;
+  return std::nullopt;
+}
+
+bool Teammate::IdleTimedOut(const Deadline& deadline) {
+  if (!Expired(deadline)) return false;
+  const double timeout = manager_->options().idle_timeout_s;
+  SetStopReason(StopReason::kIdleTimeout, "no work for " + std::to_string(static_cast<int>(timeout)) + " s");
+  return true;
+}
+
+bool Teammate::IdleWaitOnStore() {
+  TeamStore& store = manager_->store();
+  auto inbox = store.InboxOf(config_.team, config_.name)->WatchWith(waker_);
+  auto board_watch = store.WatchBoard(config_.team, waker_);
+  const bool watched = inbox.ok() && board_watch.ok();
+  if (!watched) {
+    LogWarning(config_.name + ": cannot watch its inbox or the task board (" +
+               (inbox.ok() ? board_watch.status().message() : inbox.status().message()) +
+               "); looking every second instead");
+  }
+  std::unique_ptr<TaskBoard> board = store.Board(config_.team);
+  const double timeout = manager_->options().idle_timeout_s;
+  Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
+  auto done = [&](bool go_on) {
+    claiming_.store(false);
+    manager_->WakeWaiters();
+    return go_on;
+  };
+  bool said_idle = false;
+  for (;;) {
+    uint64_t seen = waker_->generation();
+    if (auto ends = IdleEnds()) return done(*ends);
+    claiming_.store(true);
+    auto claimed = board->ClaimNext(config_.name);
+    if (claimed.ok() && claimed->has_value()) {
+      TakeTask(**claimed);
+      claiming_.store(false);
+      return true;
+    }
+    claiming_.store(false);
+    manager_->WakeWaiters();  // whoever saw us claiming must look again
+    if (!claimed.ok() && claimed.status().code() == StatusCode::kNotFound) {
+      SetStopReason(StopReason::kTeamGone, "its team's task board is gone");
+      return done(false);
+    }
+    if (!claimed.ok()) {
+      // The store is out of reach (a server restarting, say): wait for it,
+      // idle, as long as the idle timeout allows.
+      if (claimed.status().code() != StatusCode::kUnavailable) {
+        LogWarning(config_.name + ": claiming: " + claimed.status().message());
+      }
+      if (WaitOutOutage(claimed.status(), *waker_, seen, deadline)) continue;
+    }
+    if (!said_idle) {
+      SetStatus(MemberStatus::kIdle);
+      said_idle = true;
+      continue;  // look once more: work may have come while we said so
+    }
+    if (IdleTimedOut(deadline)) return done(false);
+    Deadline wait = deadline;
+    if (!watched || manager_->options().seed_polling) {
+      Deadline tick = DeadlineIn(1.0);
+      if (!wait || *tick < *wait) wait = tick;
+    }
+    waker_->WaitChange(seen, wait);
+  }
+}
+
 bool Teammate::IdleWait() {
+  if (manager_->context_store() != nullptr) return IdleWaitOnStore();
   Workspace ws = ctx_.ws;
   auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team), Workspace::InboxFileName(config_.name), waker_);
   // The board is watched by the process's claim line, which wakes as many
@@ -253,12 +330,7 @@ bool Teammate::IdleWait() {
   bool said_idle = false;
   for (;;) {
     uint64_t seen = waker_->generation();
-    if (stop_.load()) return leave(false);
-    if (std::string over = loop_->OverBudget(); !over.empty()) {
-      SetStopReason(StopReason::kBudget, over);
-      return leave(false);
-    }
-    if (loop_->HasPendingInput()) return leave(true);
+    if (auto ends = IdleEnds()) return leave(*ends);
     claiming_.store(true);
     ClaimLine::Place::Look look;
     if (!polling) look = place.BeginLook();
@@ -290,10 +362,7 @@ bool Teammate::IdleWait() {
       said_idle = true;
       continue;  // look once more: work may have come while we said so
     }
-    if (Expired(deadline)) {
-      SetStopReason(StopReason::kIdleTimeout, "no work for " + std::to_string(static_cast<int>(timeout)) + " s");
-      return leave(false);
-    }
+    if (IdleTimedOut(deadline)) return leave(false);
     if (polling) {
       // The seeds' idle loop: look again in a second.
       Deadline tick = DeadlineIn(1.0);

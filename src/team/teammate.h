@@ -25,7 +25,7 @@
 #include <thread>
 
 #include "agent/agent_loop.h"
-#include "core/file_lock.h"
+#include "store/team_store.h"
 #include "core/waker.h"
 #include "store/roster.h"
 #include "tools/tool.h"
@@ -66,8 +66,9 @@ class Teammate {
     int64_t context_budget = 0;  // compacts above this (0 = the host's setting)
   };
 
-  // `host_lock`: this process's claim to host it (held until it exits).
-  Teammate(Config config, TeamManager* manager, FileLock host_lock);
+  // `host_lock`: this process's claim to host it, its liveness in the
+  // store (held until it exits).
+  Teammate(Config config, TeamManager* manager, std::unique_ptr<Hold> host_lock);
   ~Teammate();
   Teammate(const Teammate&) = delete;
   Teammate& operator=(const Teammate&) = delete;
@@ -95,6 +96,15 @@ class Teammate {
   void Main();
   // Waits for work: a message, or a task it claimed; false when it is to stop.
   bool IdleWait();
+  // The same on a store other than the workspace's files (a PostgreSQL
+  // one): woken by its inbox's and board's notifications, claiming through
+  // the store's board; a store it cannot reach is waited out.
+  bool IdleWaitOnStore();
+  // What ends an idle wait before it looks at the board: a stop or its
+  // budget spent (false), input waiting (true); nullopt if none.
+  std::optional<bool> IdleEnds();
+  // The idle timeout ran out (the stop reason is set).
+  bool IdleTimedOut(const Deadline& deadline);
   // The task is its work now: told to the agent, status active.
   void TakeTask(const Task& t);
   // After a resume: tells the agent which of its tasks are still in progress.
@@ -111,7 +121,7 @@ class Teammate {
   // Constant after construction.
   const Config config_;
   TeamManager* const manager_;
-  FileLock host_lock_;
+  std::unique_ptr<Hold> host_lock_;
 
   tools::ToolContext ctx_;  // the agent's thread only (plan_mode changes)
   std::unique_ptr<tools::ToolRegistry> tools_;

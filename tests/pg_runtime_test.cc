@@ -1,0 +1,213 @@
+// mates' own runtime on the PostgreSQL store (DESIGN §13): a TeamManager
+// whose team is kept in a real server's database hosts teammates that take
+// their messages from its inboxes, claim from its board, write their
+// statuses to its roster and hold their liveness there; only their journals
+// stay in the host's workspace.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "agent/agent_loop.h"
+#include "core/clock.h"
+#include "core/waker.h"
+#include "llm/scripted.h"
+#include "pg/connection.h"
+#include "pg/schema.h"
+#include "pg/store.h"
+#include "store/team_store.h"
+#include "support/pg_server.h"
+#include "support/test_util.h"
+#include "team/team_manager.h"
+#include "tools/builtin_tools.h"
+
+namespace mates {
+namespace {
+
+using testing::PgServer;
+using testing::RunMates;
+using testing::TempDir;
+
+class PgRuntimeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto s = PgServer::Start();
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server_ = s->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    static int n = 0;
+    auto url = server_->CreateDatabase("r" + std::to_string(++n));
+    ASSERT_TRUE(url.ok()) << url.status().message();
+    url_ = *url;
+    auto target = pg::ParseTarget(url_);
+    ASSERT_TRUE(target.ok());
+    auto c = pg::Connection::Open(*target, 10);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    ASSERT_TRUE(pg::InitSchema(*c).ok());
+    auto store = pg::Store::Open(*target);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(*store);
+    teams_ = pg::StoreTeams(*store_);
+    ASSERT_TRUE(teams_->CreateTeam("crew", "lead", "").ok());
+  }
+
+  // A host: a lead (whose loop never runs) and the TeamManager with its
+  // teammates, in a workspace of its own, on the database.
+  struct Host {
+    Workspace ws;
+    tools::ToolContext ctx;
+    std::unique_ptr<tools::ToolRegistry> tools;
+    std::unique_ptr<agent::AgentLoop> lead;
+    std::unique_ptr<team::TeamManager> manager;
+    Host(const fs::path& dir, llm::Provider* provider, TeamStore* store) : ws(dir) {
+      ctx.ws = ws;
+      ctx.team = "crew";
+      ctx.agent = "lead";
+      ctx.is_lead = true;
+      ctx.store = store;
+      tools = tools::MakeToolRegistry(tools::Scope::kLead);
+      agent::AgentSpec spec;
+      spec.name = "lead";
+      spec.system = "the lead";
+      lead = std::make_unique<agent::AgentLoop>(spec, provider, tools.get(), &ctx, nullptr);
+      team::TeamOptions opt;
+      opt.idle_timeout_s = 0;
+      opt.store = store;
+      manager = std::make_unique<team::TeamManager>(ws, provider, nullptr, opt, lead.get(), &ctx);
+      ctx.teams = manager.get();
+    }
+    ~Host() { Stop(); }
+    void Stop() {
+      if (!manager) return;
+      manager->StopAll();
+      manager.reset();  // its teammates, and their liveness locks, go
+    }
+  };
+
+  // Waits (woken by `watch`'s notifications) until `done` or 60 s.
+  template <typename Fn>
+  bool Until(const std::shared_ptr<Waker>& waker, Fn done) {
+    Deadline until = DeadlineIn(60);
+    for (;;) {
+      uint64_t g = waker->generation();
+      if (done()) return true;
+      if (Expired(until)) return false;
+      waker->WaitChange(g, DeadlineIn(1));
+    }
+  }
+
+  static PgServer* server_;
+  std::string url_;
+  std::unique_ptr<pg::Store> store_;
+  std::unique_ptr<TeamStore> teams_;
+  TempDir dir_;
+};
+
+PgServer* PgRuntimeTest::server_ = nullptr;
+
+std::shared_ptr<llm::Scenario> Scenario() {
+  auto s = llm::Scenario::Parse(
+      "rules:\n"
+      "  - agent: \"w*\"\n"
+      "    when: \"Task #(\\\\d+):\"\n"
+      "    once: false\n"
+      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}]\n"
+      "  - agent: \"w*\"\n"
+      "    when: \"ping (\\\\w+)\"\n"
+      "    once: false\n"
+      "    reply: [{type: tool_use, name: SendMessage, input: {recipient: lead, content: \"pong $1\"}}]\n"
+      "  - agent: \"*\"\n"
+      "    once: false\n"
+      "    reply: [{type: text, text: \"Done.\"}]\n",
+      "pg_runtime.yaml");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return std::make_shared<llm::Scenario>(std::move(*s));
+}
+
+TEST_F(PgRuntimeTest, TeammatesWorkFromTheDatabaseAndOnlyTheirJournalsAreLocal) {
+  llm::ScriptedProvider provider(Scenario());
+  auto board = teams_->Board("crew");
+  // Two levels: 4 tasks, then 2 blocked by all of them.
+  for (int i = 1; i <= 6; ++i) {
+    TaskDraft d;
+    d.subject = "t" + std::to_string(i);
+    if (i > 4) d.blocked_by = {1, 2, 3, 4};
+    ASSERT_TRUE(board->Create(d).ok());
+  }
+  auto waker = std::make_shared<Waker>();
+  auto board_watch = teams_->WatchBoard("crew", waker);
+  ASSERT_TRUE(board_watch.ok()) << board_watch.status().message();
+  Host host(dir_.path() / "a", &provider, teams_.get());
+  for (const char* name : {"w1", "w2"}) {
+    auto r = host.manager->SpawnTeammate({.team = "crew", .name = name, .prompt = "Work from the board."});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+  }
+  // Every task completed, each by one of them, once.
+  ASSERT_TRUE(Until(waker, [&] {
+    auto tasks = board->List(false);
+    return tasks.ok() && std::all_of(tasks->begin(), tasks->end(),
+                                     [](const Task& t) { return t.status == TaskStatus::kCompleted; });
+  })) << "the tasks were not all completed";
+  auto done = board->List(false);
+  ASSERT_TRUE(done.ok());
+  std::map<std::string, int> by;
+  for (const auto& t : *done) by[t.owner]++;
+  EXPECT_EQ(by["w1"] + by["w2"], 6);
+  EXPECT_EQ(by.size(), 2u) << "a task without one of the teammates as its owner";
+
+  // The roster is the database's: both members, hosted (their liveness
+  // locks are held by this host).
+  auto team = teams_->LoadTeam("crew");
+  ASSERT_TRUE(team.ok());
+  ASSERT_NE(team->Find("w1"), nullptr);
+  ASSERT_NE(team->Find("w2"), nullptr);
+  EXPECT_TRUE(teams_->IsHosted("crew", "w1"));
+  EXPECT_TRUE(teams_->IsHosted("crew", "w2"));
+
+  // A send from another process (the person's CLI, another workspace)
+  // wakes w1, whose answer reaches the lead's inbox in the database.
+  auto lead_waker = std::make_shared<Waker>();
+  auto lead_inbox = teams_->InboxOf("crew", "lead");
+  auto lead_watch = lead_inbox->WatchWith(lead_waker);
+  ASSERT_TRUE(lead_watch.ok());
+  TempDir elsewhere;
+  auto sent = RunMates(elsewhere.path(), {"send", "--store", url_, "--team", "crew", "--to", "w1", "ping db"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  ASSERT_TRUE(Until(lead_waker, [&] {
+    auto msgs = lead_inbox->Peek();
+    return msgs.ok() && std::any_of(msgs->begin(), msgs->end(), [](const Message& m) {
+             return m.sender == "w1" && m.content.find("pong db") != std::string::npos;
+           });
+  })) << "w1 did not answer through the database";
+
+  // A second host cannot host w1 too: its liveness is held here.
+  Host other(dir_.path() / "b", &provider, teams_.get());
+  auto twice = other.manager->SpawnTeammate({.team = "crew", .name = "w1", .prompt = "again"});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("already running in another process"), std::string::npos)
+      << twice.status().message();
+
+  // The team's state is not in the host's workspace: no roster, no board,
+  // no inboxes; the journals are.
+  const Workspace& ws = host.ws;
+  EXPECT_FALSE(fs::exists(ws.TeamDir("crew") / "config.json"));
+  EXPECT_FALSE(fs::exists(ws.TasksDir("crew")));
+  EXPECT_FALSE(fs::exists(ws.TeamDir("crew") / Workspace::InboxFileName("w1")));
+  EXPECT_TRUE(fs::exists(ws.AgentsDir("crew") / "w1.jsonl"));
+
+  // Stopped by its host, a teammate is left resumable (idle) and no longer
+  // hosted.
+  host.Stop();
+  EXPECT_FALSE(teams_->IsHosted("crew", "w1"));
+  auto after = teams_->LoadTeam("crew");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->Find("w1")->status, MemberStatus::kIdle);
+}
+
+}  // namespace
+}  // namespace mates
