@@ -26,6 +26,7 @@ namespace {
 
 using testing::PgServer;
 using testing::RunMates;
+using testing::ReadAll;
 using testing::TempDir;
 
 class PgRuntimeTest : public ::testing::Test {
@@ -207,6 +208,129 @@ TEST_F(PgRuntimeTest, TeammatesWorkFromTheDatabaseAndOnlyTheirJournalsAreLocal) 
   auto after = teams_->LoadTeam("crew");
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->Find("w1")->status, MemberStatus::kIdle);
+}
+
+// `mates run --store`: the lead, its teammates and the shutdown protocol
+// (three teammates: one approves, one refuses, one never answers) with the
+// team in the database; the host's workspace keeps only journals.
+TEST_F(PgRuntimeTest, RunKeepsItsTeamInTheDatabase) {
+  TempDir ws;
+  auto r = RunMates(ws.path(), {"run", "--store", url_, "--provider", "scripted", "--scenario",
+                                testing::ScenarioFixture("team_protocols.yaml"), "--shutdown-timeout", "2", "Start"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("LEAD SAW REJECTION: I am in the middle of the migration."), std::string::npos) << r.out;
+  // The roster: created by TeamCreate in the database, with how each ended.
+  auto team = teams_->LoadTeam("proto");
+  ASSERT_TRUE(team.ok()) << team.status().message();
+  ASSERT_NE(team->Find("stubborn"), nullptr);
+  EXPECT_EQ(team->Find("agreeable")->status, MemberStatus::kShutdown);
+  EXPECT_EQ(team->Find("silent")->status, MemberStatus::kShutdown);
+  EXPECT_EQ(team->Find("stubborn")->status, MemberStatus::kIdle);  // it refused; resumable
+  EXPECT_TRUE(teams_->LoadTeam("default").ok()) << "the team the run started in";
+  // The requests and the log are the database's.
+  auto requests = teams_->Mail("proto")->ListRequests();
+  ASSERT_TRUE(requests.ok());
+  std::map<std::string, std::string> outcome;
+  for (const auto& q : *requests) {
+    if (q.kind == RequestKind::kShutdown) outcome[q.responder] = std::string(RequestStateName(q.status));
+  }
+  EXPECT_EQ(outcome["agreeable"], "approved");
+  EXPECT_EQ(outcome["stubborn"], "rejected");
+  EXPECT_EQ(outcome["silent"], "pending");
+  bool saw_error = false;
+  ASSERT_TRUE(teams_->ReadLog("proto", [&](const Message& m) {
+    saw_error |= m.sender == "stubborn" && m.content.find("unknown recipient 'nobody'") != std::string::npos;
+  }).ok());
+  EXPECT_TRUE(saw_error) << "the model did not see the unknown-recipient error";
+  // Nobody hosts them now.
+  EXPECT_FALSE(teams_->IsHosted("proto", "lead"));
+  EXPECT_FALSE(teams_->IsHosted("proto", "stubborn"));
+  // The workspace has the journals, and none of the team's state.
+  EXPECT_TRUE(fs::exists(ws.path() / ".teams/proto/agents/lead.jsonl"));
+  EXPECT_TRUE(fs::exists(ws.path() / ".teams/proto/agents/stubborn.jsonl"));
+  EXPECT_FALSE(fs::exists(ws.path() / ".teams/proto/config.json"));
+  EXPECT_FALSE(fs::exists(ws.path() / ".teams/default/config.json"));
+  EXPECT_FALSE(fs::exists(ws.path() / ".tasks"));
+  EXPECT_FALSE(fs::exists(ws.path() / ".teams/proto/lead_inbox.jsonl"));
+  EXPECT_FALSE(fs::exists(ws.path() / ".teams/proto/messages.jsonl"));
+
+  // Bad input: one clear error each, no password shown.
+  auto iso = RunMates(ws.path(), {"run", "--store", url_, "--provider", "scripted", "--scenario",
+                                  testing::ScenarioFixture("team_protocols.yaml"), "--isolation", "worktree", "Start"});
+  EXPECT_EQ(iso.exit_code, 2) << iso.err;
+  EXPECT_NE(iso.err.find("worktree isolation works on the file store only yet"), std::string::npos) << iso.err;
+  auto gone = RunMates(ws.path(), {"run", "--store", "postgres://u:hunter2@127.0.0.1:1/x", "--provider", "scripted",
+                                   "--scenario", testing::ScenarioFixture("team_protocols.yaml"), "Start"});
+  EXPECT_EQ(gone.exit_code, 1) << gone.err;
+  EXPECT_EQ(gone.err.find("hunter2"), std::string::npos) << gone.err;
+  auto scheme = RunMates(ws.path(), {"run", "--store", "mysql://x", "--provider", "scripted", "--scenario",
+                                     testing::ScenarioFixture("team_protocols.yaml"), "Start"});
+  EXPECT_EQ(scheme.exit_code, 2) << scheme.err;
+}
+
+// `mates up --store` hosts a team whose state is in the database: a person
+// on another machine (another workspace) talks to its lead and gives its
+// worker a task with nothing but the database between them; `down --store`
+// asks the worker to stop and stops the host.
+TEST_F(PgRuntimeTest, UpHostsATeamThatAnotherMachineTalksTo) {
+  TempDir host_ws, elsewhere;
+  auto up = RunMates(host_ws.path(), {"up", "--store", url_, "--team", "hosted", "--provider", "scripted",
+                                      "--scenario", testing::ScenarioFixture("team_hosted.yaml"), "Start a worker"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  struct Down {
+    fs::path ws;
+    std::string url;
+    ~Down() { RunMates(ws, {"down", "--store", url, "--team", "hosted", "--grace", "0", "--timeout", "5"}); }
+  } down_at_exit{host_ws.path(), url_};
+  EXPECT_TRUE(teams_->IsHosted("hosted", "lead"));
+  auto other = [&](std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--store", url_});
+    return RunMates(elsewhere.path(), args);
+  };
+  // Another machine cannot host the same team's lead.
+  auto twice = other({"up", "--team", "hosted", "--provider", "scripted", "--scenario",
+                      testing::ScenarioFixture("team_hosted.yaml")});
+  EXPECT_EQ(twice.exit_code, 1) << twice.out << twice.err;
+  EXPECT_NE(twice.err.find("already running in another process (on this machine or another)"), std::string::npos)
+      << twice.err;
+  // The worker is spawned by the lead's goal, into the database's roster.
+  auto waker = std::make_shared<Waker>();
+  auto roster_watch = teams_->WatchRoster("hosted", waker);
+  ASSERT_TRUE(roster_watch.ok());
+  ASSERT_TRUE(Until(waker, [&] {
+    auto t = teams_->LoadTeam("hosted");
+    return t.ok() && t->Find("worker") != nullptr && teams_->IsHosted("hosted", "worker");
+  })) << ReadAll(host_ws.path() / ".teams/hosted/host.log");
+  // A message from another machine reaches the lead, whose answer comes back.
+  auto sent = other({"send", "--team", "hosted", "--to", "lead", "ping db"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  auto answer = other({"inbox", "--team", "hosted", "user", "--wait", "30"});
+  EXPECT_EQ(answer.exit_code, 0) << answer.err;
+  EXPECT_NE(answer.out.find("pong db"), std::string::npos) << answer.out << answer.err;
+  // A task from another machine is claimed by the hosted worker.
+  auto made = other({"tasks", "create", "--team", "hosted", "Sort the imports"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto board_watch = teams_->WatchBoard("hosted", waker);
+  ASSERT_TRUE(board_watch.ok());
+  auto board = teams_->Board("hosted");
+  ASSERT_TRUE(Until(waker, [&] {
+    auto t = board->Get(1);
+    return t.ok() && t->owner == "worker";
+  })) << ReadAll(host_ws.path() / ".teams/hosted/host.log");
+  // The host's log says why it shows no dashboard.
+  EXPECT_NE(ReadAll(host_ws.path() / ".teams/hosted/host.log").find("no dashboard"), std::string::npos);
+  // Down, with the store: the worker is asked, the host stops, nobody is hosted.
+  auto down = RunMates(host_ws.path(), {"down", "--store", url_, "--team", "hosted", "--grace", "1"});
+  EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
+  EXPECT_NE(down.out.find("asked 1 teammate(s) to stop"), std::string::npos) << down.out << down.err;
+  EXPECT_NE(down.out.find("is down"), std::string::npos) << down.out;
+  EXPECT_FALSE(teams_->IsHosted("hosted", "lead"));
+  EXPECT_FALSE(teams_->IsHosted("hosted", "worker"));
+  auto requests = teams_->Mail("hosted")->ListRequests();
+  ASSERT_TRUE(requests.ok());
+  EXPECT_TRUE(std::any_of(requests->begin(), requests->end(), [](const ProtocolRequest& q) {
+    return q.kind == RequestKind::kShutdown && q.responder == "worker";
+  })) << "down did not ask the worker through the database";
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <iostream>
 
 #include "cli/run_options.h"
+#include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/names.h"
@@ -28,7 +29,7 @@
 #include "store/host_info.h"
 #include "store/messenger.h"
 #include "store/roster.h"
-#include "store/watcher.h"
+#include "store/team_store.h"
 
 namespace mates::cli {
 namespace {
@@ -37,9 +38,23 @@ constexpr double kUpReadySeconds = 60;
 
 fs::path HostLogPath(const Workspace& ws, const std::string& team) { return ws.TeamDir(team) / "host.log"; }
 
+// The team's live host in this workspace, the team being in `store`
+// (null: the workspace's files).
+std::optional<HostInfo> LiveHost(const Workspace& ws, const std::string& team, TeamStore* store) {
+  return store != nullptr ? ReadLiveHost(ws, team, *store) : ReadLiveHost(ws, team);
+}
+
+// The team's store as `up` and `down` see it: nullptr for the files (then
+// `database` is null too).
+Result<std::unique_ptr<TeamStore>> OpenTeams(const std::string& url, std::unique_ptr<pg::Store>& database) {
+  MATES_ASSIGN_OR_RETURN(database, OpenChosenStore(url));
+  if (!database) return std::unique_ptr<TeamStore>();
+  return pg::StoreTeams(*database);
+}
+
 // The refusal when `team` has a live host.
-Status AlreadyHosted(const Workspace& ws, const std::string& team) {
-  auto host = ReadLiveHost(ws, team);
+Status AlreadyHosted(const Workspace& ws, const std::string& team, TeamStore* store) {
+  auto host = LiveHost(ws, team, store);
   if (!host) return Status::Ok();
   std::string who = host->pid > 0 ? " (pid " + std::to_string(host->pid) + ")" : "";
   return Status::FailedPrecondition("team '" + team + "' is already hosted" + who + "; `mates down --team " + team +
@@ -112,7 +127,13 @@ int Up(Globals& g, const RunArgs& a) {
   // Checked here, where a mistake can be seen; the host makes its own.
   if (auto p = SessionProvider(a); !p.ok()) return Fail(p.status());
   const Workspace& ws = config->ws;
-  if (Status s = AlreadyHosted(ws, a.team); !s.ok()) return Fail(s);
+  {
+    // Closed before the fork: the host opens its own connections.
+    std::unique_ptr<pg::Store> database;
+    auto teams = OpenTeams(config->store_url, database);
+    if (!teams.ok()) return Fail(teams.status());
+    if (Status s = AlreadyHosted(ws, a.team, teams->get()); !s.ok()) return Fail(s);
+  }
   if (Status s = EnsureDir(ws.TeamDir(a.team)); !s.ok()) return Fail(s);
   const fs::path log = HostLogPath(ws, a.team);
   std::error_code ec;
@@ -143,7 +164,9 @@ int Up(Globals& g, const RunArgs& a) {
         (rc == 0 ? " within " + std::to_string(static_cast<int>(kUpReadySeconds)) + " s" : "") +
         (why.empty() ? "" : "; its log says:\n" + why)));
   }
-  auto host = ReadLiveHost(ws, a.team);
+  std::unique_ptr<pg::Store> database;
+  auto teams = OpenTeams(config->store_url, database);
+  auto host = teams.ok() ? LiveHost(ws, a.team, teams->get()) : std::nullopt;
   std::string pid = host && host->pid > 0 ? std::to_string(host->pid) : "?";
   std::cout << "hosting team " << a.team << " (pid " << pid << ")"
             << (host && !host->dashboard.empty() ? " — dashboard " + host->dashboard : "") << "\n"
@@ -155,6 +178,7 @@ int Up(Globals& g, const RunArgs& a) {
 
 struct DownArgs {
   std::string team = "default";
+  std::string store;
   double grace = 10;
   double timeout = 30;
 };
@@ -164,9 +188,10 @@ struct DownArgs {
 // (roster status `shutdown`) within `grace` seconds are done for good. One
 // line says who was asked and who did not stop in time: those the host's
 // SIGTERM stops, and the next `up` resumes from their journals.
-void AskTeammatesToStop(const Workspace& ws, const TeamConfig& team, double grace) {
+void AskTeammatesToStop(TeamStore& store, const TeamConfig& team, double grace) {
   std::vector<std::string> asked;
-  Messenger messenger(ws, team.name);
+  std::unique_ptr<TeamMail> mail = store.Mail(team.name);
+  Messenger messenger(*mail);
   for (const auto& m : team.members) {
     if (team.IsLead(m.name) || m.status == MemberStatus::kShutdown) continue;
     SendRequest r;
@@ -178,12 +203,12 @@ void AskTeammatesToStop(const Workspace& ws, const TeamConfig& team, double grac
   }
   if (asked.empty()) return;
   auto waker = std::make_shared<Waker>();
-  auto sub = Watcher::Default().Subscribe(ws.TeamDir(team.name), "config.json", waker);
+  auto sub = store.WatchRoster(team.name, waker);
   const Deadline end = DeadlineIn(grace);
   std::vector<std::string> left = asked;
   for (;;) {
     uint64_t gen = waker->generation();
-    auto now = Roster(ws).Load(team.name);
+    auto now = store.LoadTeam(team.name);
     if (now.ok()) {
       left.clear();
       for (const auto& name : asked) {
@@ -192,7 +217,7 @@ void AskTeammatesToStop(const Workspace& ws, const TeamConfig& team, double grac
       }
     }
     if (left.empty() || Expired(end)) break;
-    // The roster's file event wakes this; the second bounds a missed one.
+    // The roster's change wakes this; the second bounds a missed one.
     Deadline step = DeadlineIn(1.0);
     if (*end < *step) step = end;
     waker->WaitChange(gen, step);
@@ -231,9 +256,13 @@ int Down(Globals& g, const DownArgs& a) {
   if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
   if (Status s = CheckSeconds("--grace", a.grace, 0, true); !s.ok()) return Fail(s);
   Workspace ws = g.ws();
-  auto team = Roster(ws).Load(a.team);
+  std::unique_ptr<pg::Store> database;
+  auto teams = OpenTeams(a.store, database);
+  if (!teams.ok()) return Fail(teams.status());
+  std::unique_ptr<TeamStore> store = *teams ? std::move(*teams) : FileTeamStore(ws);
+  auto team = store->LoadTeam(a.team);
   if (!team.ok()) return Fail(team.status());
-  auto host = ReadLiveHost(ws, a.team);
+  auto host = LiveHost(ws, a.team, database ? store.get() : nullptr);
   if (!host) {
     // A host that was killed (SIGKILL, OOM) could not stop its tools: what
     // they started still runs, tagged with the host's prefix.
@@ -253,7 +282,7 @@ int Down(Globals& g, const DownArgs& a) {
     return Fail(Status::FailedPrecondition("team '" + a.team + "' is hosted by a process that has not said who it "
                                            "is (host.json); try again in a moment"));
   }
-  AskTeammatesToStop(ws, *team, a.grace);
+  AskTeammatesToStop(*store, *team, a.grace);
   const pid_t pid = static_cast<pid_t>(host->pid);
   if (::kill(pid, SIGTERM) != 0 && errno != ESRCH) return Fail(Status::FromErrno("signal the host", errno));
   bool forced = false;
@@ -289,6 +318,7 @@ void AddHostCommands(CLI::App& app, Globals& g) {
                    "Seconds the teammates have to answer the shutdown request before the host is stopped (0 = ask, "
                    "do not wait)")
       ->capture_default_str();
+  AddStoreOption(down, d->store);
   down->add_option("--timeout", d->timeout, "Seconds the host has to stop before it is killed")->capture_default_str();
   down->callback([&g, d] { g.action = [&g, d] { return Down(g, *d); }; });
 }

@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "cli/store_choice.h"
 #include "dashboard/dashboard.h"
 #include "git/merge_queue.h"
 #include "mcp/hub.h"
@@ -63,13 +64,13 @@ void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::Suba
 // Pane agents of the team (backend tmux, fed by a cluster's router) still
 // owe an answer: a message waits in an inbox, or the router is typing one
 // into a pane. Agents of a cluster that is down (shutdown) owe nothing.
-bool PaneAgentsOwe(const tools::ToolContext& ctx) {
-  auto team = Roster(ctx.ws).Load(ctx.team);
+bool PaneAgentsOwe(const tools::ToolContext& ctx, TeamStore& store) {
+  auto team = store.LoadTeam(ctx.team);
   if (!team.ok()) return false;
   for (const auto& m : team->members) {
     if (m.backend != MemberBackend::kTmux || m.status == MemberStatus::kShutdown) continue;
     if (m.status == MemberStatus::kActive) return true;
-    auto n = Mailbox(ctx.ws.TeamDir(ctx.team), m.name).PendingCount();
+    auto n = store.InboxOf(ctx.team, m.name)->PendingCount();
     if (n.ok() && *n > 0) return true;
   }
   return false;
@@ -82,44 +83,47 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
                                       tools::ToolContext& ctx, team::TeamManager& teams,
                                       const SessionSignals& signals) {
   std::shared_ptr<Waker> waker = teams.lead_waker();
+  TeamStore& store = teams.store();
   std::string watched_team;
-  Watcher::Subscription inbox, team_files;
+  std::unique_ptr<Hold> inbox;
+  Watcher::Subscription team_files;
   auto stopping = [&] { return signals.interrupts() > 0 || signals.exit_code() != 0; };
   for (;;) {
     if (!r.ok() || r->interrupted || stopping()) break;
     if (r->stop_reason == "refusal" || r->stop_reason == "max_calls" || r->stop_reason == "budget") break;
     if (watched_team != ctx.team) {  // the lead changes team with TeamCreate/TeamDelete
-      auto s = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), Workspace::InboxFileName(ctx.agent), waker);
+      auto s = store.InboxOf(ctx.team, ctx.agent)->WatchWith(waker);
       if (s.ok()) {
         inbox = std::move(*s);
       } else {
+        inbox.reset();
         LogWarning("the lead cannot watch its inbox (" + s.status().message() + "); it looks every second");
       }
-      // A team with pane agents: their inboxes and statuses (any file of
-      // the team) wake the lead too.
-      auto team = Roster(ctx.ws).Load(ctx.team);
+      // A team with pane agents (the file store's): their inboxes and
+      // statuses (any file of the team) wake the lead too.
+      auto team = store.LoadTeam(ctx.team);
       bool panes = false;
       for (const auto& m : team.ok() ? team->members : std::vector<Member>{}) panes |= m.backend == MemberBackend::kTmux;
       team_files.Reset();
-      if (panes) {
+      if (panes && ctx.store == nullptr) {
         auto t = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), "", waker);
         if (t.ok()) team_files = std::move(*t);
       }
       watched_team = ctx.team;
     }
     uint64_t g = waker->generation();
-    bool unread = Mailbox(ctx.ws.TeamDir(ctx.team), ctx.agent).MayHavePending();
+    bool unread = store.InboxOf(ctx.team, ctx.agent)->MayHavePending();
     if (unread || teams.HasNewsForLead() || lead.HasPendingInput()) {
       r = lead.Continue();
       continue;
     }
-    if (!teams.AnyActive() && !PaneAgentsOwe(ctx)) {
+    if (!teams.AnyActive() && !PaneAgentsOwe(ctx, store)) {
       LogDebug("the lead stops waiting: nobody is working, nothing is queued");
       break;
     }
     // Without a watch on the inbox, a send from another process is seen
     // at the next look.
-    waker->WaitChange(g, inbox.active() ? std::nullopt : DeadlineIn(1.0));
+    waker->WaitChange(g, inbox ? std::nullopt : DeadlineIn(1.0));
   }
   if (r.ok() && stopping()) r->interrupted = true;
   return r;
@@ -144,12 +148,16 @@ void ReportMerges(const Workspace& ws, const std::string& team, LiveOutput& out)
 }
 
 // The lead's status in the roster (written only when it changes).
-void SetLeadStatus(const tools::ToolContext& ctx, MemberStatus status) {
-  auto team = Roster(ctx.ws).Load(ctx.team);
+void SetLeadStatus(const tools::ToolContext& ctx, TeamStore& store, MemberStatus status) {
+  auto team = store.LoadTeam(ctx.team);
   if (!team.ok()) return;
   const Member* m = team->Find(ctx.agent);
   if (m == nullptr || m->status == status) return;
-  WarnIfFailed(Roster(ctx.ws).SetStatus(ctx.team, ctx.agent, status), "the lead's status");
+  auto set = store.UpdateTeam(ctx.team, [&](TeamConfig& c) {
+    if (Member* lead = c.Find(ctx.agent)) lead->status = status;
+    return Status::Ok();
+  });
+  WarnIfFailed(set.status(), "the lead's status");
 }
 
 // `mates up`: the lead answers what people and teammates send it, for as
@@ -158,19 +166,20 @@ void SetLeadStatus(const tools::ToolContext& ctx, MemberStatus status) {
 void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamManager& teams,
                  SessionSignals& signals, LiveOutput& out) {
   std::shared_ptr<Waker> waker = teams.lead_waker();
+  TeamStore& store = teams.store();
   std::string watched_team;
-  Watcher::Subscription inbox;
+  std::unique_ptr<Hold> inbox;
   bool said_spent = false;
   while (signals.exit_code() == 0) {
     if (watched_team != ctx.team) {
-      auto s = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), Workspace::InboxFileName(ctx.agent), waker);
-      inbox = s.ok() ? std::move(*s) : Watcher::Subscription();
+      auto s = store.InboxOf(ctx.team, ctx.agent)->WatchWith(waker);
+      inbox = s.ok() ? std::move(*s) : nullptr;
       watched_team = ctx.team;
     }
     uint64_t g = waker->generation();
-    bool unread = Mailbox(ctx.ws.TeamDir(ctx.team), ctx.agent).MayHavePending();
+    bool unread = store.InboxOf(ctx.team, ctx.agent)->MayHavePending();
     if (unread || teams.HasNewsForLead() || lead.HasPendingInput()) {
-      SetLeadStatus(ctx, MemberStatus::kActive);
+      SetLeadStatus(ctx, teams.store(), MemberStatus::kActive);
       lead.ClearInterrupt();
       signals.SetTurnRunning(true);
       auto r = WaitForTeam(lead.Continue(), lead, ctx, teams, signals);
@@ -186,13 +195,13 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
         if (!said_spent) out.Line("", r->why + ": no agent calls the model any more (restart with a larger "
                                                  "--budget-tokens / --budget-usd to go on)");
         said_spent = true;
-        SetLeadStatus(ctx, MemberStatus::kIdle);
+        SetLeadStatus(ctx, teams.store(), MemberStatus::kIdle);
         waker->WaitChange(waker->generation(), DeadlineIn(60));
       }
       continue;
     }
-    SetLeadStatus(ctx, MemberStatus::kIdle);
-    waker->WaitChange(g, inbox.active() ? std::nullopt : DeadlineIn(1.0));
+    SetLeadStatus(ctx, teams.store(), MemberStatus::kIdle);
+    waker->WaitChange(g, inbox ? std::nullopt : DeadlineIn(1.0));
   }
 }
 
@@ -260,9 +269,8 @@ class LineReader {
 // is read from the TeamManager (TeamCreate moves it).
 class InboxNotifier {
  public:
-  InboxNotifier(const Workspace& ws, std::string agent, team::TeamManager& teams, LiveOutput& out,
-                const SessionSignals& signals)
-      : ws_(ws), agent_(std::move(agent)), teams_(teams), out_(out), signals_(signals) {
+  InboxNotifier(std::string agent, team::TeamManager& teams, LiveOutput& out, const SessionSignals& signals)
+      : agent_(std::move(agent)), teams_(teams), out_(out), signals_(signals) {
     thread_ = std::thread([this] { RunGuarded("the inbox notifier", [this] { Main(); }); });
   }
   ~InboxNotifier() {
@@ -275,28 +283,27 @@ class InboxNotifier {
   void Main() {
     size_t shown = 0;
     std::string watched;
-    Watcher::Subscription sub;
+    std::unique_ptr<Hold> sub;
     while (!done_.load()) {
       std::string team = teams_.lead_team();
       if (team != watched) {
-        auto s = Watcher::Default().Subscribe(ws_.TeamDir(team), Workspace::InboxFileName(agent_), waker_);
-        sub = s.ok() ? std::move(*s) : Watcher::Subscription();
+        auto s = teams_.store().InboxOf(team, agent_)->WatchWith(waker_);
+        sub = s.ok() ? std::move(*s) : nullptr;
         watched = team;
         shown = 0;
       }
       uint64_t g = waker_->generation();
-      auto n = Mailbox(ws_.TeamDir(team), agent_).PendingCount();
+      auto n = teams_.store().InboxOf(team, agent_)->PendingCount();
       if (n.ok() && *n > shown && !signals_.turn_running()) {
         out_.Line("", "✉ " + std::to_string(*n) + " new message(s) for " + agent_ +
                           " (they reach the lead with your next line; /inbox shows them)");
       }
       if (n.ok()) shown = *n;
       // The team can change under a lead turn: look again now and then.
-      waker_->WaitChange(g, DeadlineIn(sub.active() ? 2.0 : 0.5));
+      waker_->WaitChange(g, DeadlineIn(sub ? 2.0 : 0.5));
     }
   }
 
-  const Workspace& ws_;
   const std::string agent_;
   team::TeamManager& teams_;
   LiveOutput& out_;
@@ -312,7 +319,8 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
             << lead.model() << "), workspace " << ctx.ws.root().string()
             << "\nType a goal, or /help; /quit (or Ctrl-D) ends it. Others reach the lead with: mates send --team "
             << ctx.team << " --to " << ctx.agent << " TEXT" << std::endl;
-  InboxNotifier notifier(ctx.ws, ctx.agent, teams, out, signals);
+  InboxNotifier notifier(ctx.agent, teams, out, signals);
+  TeamStore& store = teams.store();
   bool tty = ::isatty(STDIN_FILENO) == 1;
   LineReader reader(signals.stop_fd());
   for (;;) {
@@ -330,19 +338,20 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
       continue;
     }
     if (line == "/team") {
-      auto c = Roster(ctx.ws).Load(ctx.team);
+      auto c = store.LoadTeam(ctx.team);
       if (!c.ok()) {
         std::cout << c.status().message() << "\n";
         continue;
       }
       std::cout << "team " << c->name << "\n";
       for (const auto& m : c->members) {
-        std::cout << "  " << m.name << "  " << MemberRoleName(m.role) << "  " << ShownStatus(ctx.ws, c->name, m) << "\n";
+        bool hosted = m.status == MemberStatus::kShutdown || store.IsHosted(c->name, m.name);
+        std::cout << "  " << m.name << "  " << MemberRoleName(m.role) << "  " << ShownStatus(m, hosted) << "\n";
       }
       continue;
     }
     if (line == "/inbox") {
-      auto msgs = Mailbox(ctx.ws.TeamDir(ctx.team), ctx.agent).Peek();
+      auto msgs = store.InboxOf(ctx.team, ctx.agent)->Peek();
       if (msgs.ok() && msgs->empty()) std::cout << "(no new messages)\n";
       if (msgs.ok()) {
         for (const auto& m : *msgs) std::cout << FormatMessage(m) << "\n";
@@ -350,7 +359,7 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
       continue;
     }
     if (line == "/tasks") {
-      auto tasks = SharedBoard(ctx.ws.TasksDir(ctx.team))->List(false);
+      auto tasks = store.Board(ctx.team)->List(false);
       if (tasks.ok() && tasks->empty()) std::cout << "(no tasks)\n";
       if (tasks.ok()) {
         for (const auto& t : *tasks) std::cout << FormatTaskLine(t) << "\n";
@@ -368,7 +377,7 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
       r.sender = ctx.agent;
       r.recipient = rest.substr(0, sp);
       r.content = rest.substr(sp + 1);
-      auto receipt = Messenger(ctx.ws, ctx.team).Send(r);
+      auto receipt = Messenger(*store.Mail(ctx.team)).Send(r);
       std::cout << (receipt.ok() ? "sent to " + r.recipient : receipt.status().message()) << "\n";
       continue;
     }
@@ -425,13 +434,15 @@ agent::AgentSpec LeadSpec(const LeadSessionConfig& a, const std::string& lead_na
 // the kernel frees it when that process dies), kills what a dead
 // predecessor's tools left running (it would work on beside the resumed
 // conversation), and attaches the journal (set aside first with --fresh).
-Result<FileLock> HostTheLead(const LeadSessionConfig& a, const std::string& lead_name, agent::AgentLoop& lead,
-                             LiveOutput& out) {
+Result<std::unique_ptr<Hold>> HostTheLead(const LeadSessionConfig& a, TeamStore& store, const std::string& lead_name,
+                                          agent::AgentLoop& lead, LiveOutput& out) {
   const Workspace& ws = a.ws;
   MATES_RETURN_IF_ERROR(EnsureDir(ws.AgentsDir(a.team)));
-  auto host = FileLock::TryAcquire(ws.AgentsDir(a.team) / (lead_name + ".lock"));
+  auto host = store.HoldLiveness(a.team, lead_name);
   if (!host.ok()) {
-    return Status::FailedPrecondition("the lead of team '" + a.team + "' is already running in another process");
+    if (host.status().code() != StatusCode::kConflict) return host.status();
+    return Status::FailedPrecondition("the lead of team '" + a.team + "' is already running in another process" +
+                                      (a.store_url.empty() ? "" : " (on this machine or another)"));
   }
   auto leftovers = ProcessJournal(ws.AgentsDir(a.team) / (lead_name + ".procs")).KillLeftovers();
   if (leftovers.ok() && *leftovers > 0) {
@@ -514,14 +525,25 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   if (!s.ok()) return {Fail(s), std::nullopt};
   if (a.max_turns < 1) return {Usage("--max-turns must be at least 1"), std::nullopt};
 
+  // Where the team is kept: the workspace's files, or a PostgreSQL store
+  // (DESIGN §13) whose connections are this process's own.
+  auto database = OpenChosenStore(a.store_url);
+  if (!database.ok()) return {Fail(database.status()), std::nullopt};
+  std::unique_ptr<TeamStore> store = *database ? pg::StoreTeams(**database) : FileTeamStore(ws);
+  TeamStore* const shared_store = *database ? store.get() : nullptr;  // what the tools and teammates carry
+
   // The lead's team: created when missing.
-  Roster roster(ws);
-  auto team = roster.Load(a.team);
-  if (!team.ok() && team.status().code() == StatusCode::kNotFound) team = roster.CreateTeam(a.team);
+  auto team = store->LoadTeam(a.team);
+  if (!team.ok() && team.status().code() == StatusCode::kNotFound) team = store->CreateTeam(a.team, "lead", "");
   if (!team.ok()) return {Fail(team.status()), std::nullopt};
   const std::string lead_name = team->lead;
+  if (shared_store != nullptr && team->git.isolation == Isolation::kWorktree) {
+    return {Fail(Status::FailedPrecondition("team '" + a.team + "' works in worktrees, which the file store only "
+                                            "keeps yet, not " + store->where())),
+            std::nullopt};
+  }
   if (a.isolation_given || a.git.isolation == Isolation::kWorktree) {
-    team = roster.Update(a.team, [&](TeamConfig& c) {
+    team = store->UpdateTeam(a.team, [&](TeamConfig& c) {
       if (a.git.isolation == Isolation::kWorktree) {
         c.git = a.git;
       } else {
@@ -534,7 +556,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
 
   // The team's budget (DESIGN §15): given here, it is the team's from now on.
   if (a.budget_tokens || a.budget_usd) {
-    team = roster.Update(a.team, [&](TeamConfig& c) {
+    team = store->UpdateTeam(a.team, [&](TeamConfig& c) {
       if (a.budget_tokens) c.budget.tokens = *a.budget_tokens;
       if (a.budget_usd) c.budget.usd = *a.budget_usd;
       return Status::Ok();
@@ -580,6 +602,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   ctx.agent = lead_name;
   ctx.is_lead = true;
   ctx.skills = &skills;
+  ctx.store = shared_store;
   agent::AgentLoop* lead_ptr = nullptr;
   agent::SubagentManager subs(provider, ctx, &out, [&lead_ptr](std::string notice) {
     if (lead_ptr != nullptr) lead_ptr->AddNotice(std::move(notice));
@@ -592,7 +615,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   agent::AgentLoop lead(LeadSpec(a, lead_name, skills, team->git, spend), provider, registry.get(), &ctx, &out);
   lead_ptr = &lead;
   ctx.cancel = lead.cancel_token();
-  auto host = HostTheLead(a, lead_name, lead, out);
+  auto host = HostTheLead(a, *store, lead_name, lead, out);
   if (!host.ok()) return {Fail(host.status()), std::nullopt};
 
   team::TeamOptions topt;
@@ -603,6 +626,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   topt.git = a.git;
   topt.spend = spend;
   topt.naive_baseline = a.naive_baseline;
+  topt.store = shared_store;
   topt.extra_tools = [hub = *hub](tools::ToolRegistry& r, const std::string& name) {
     for (auto& t : hub->ToolsFor(name, /*is_lead=*/false)) r.Add(std::move(t));
   };
@@ -636,7 +660,10 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   // The dashboard first: a port that cannot be had is an error before the
   // host says it is ready.
   std::unique_ptr<dashboard::Dashboard> board_page;
-  if (a.dashboard_port >= 0) {
+  if (a.dashboard_port >= 0 && shared_store != nullptr) {
+    out.Line("", "no dashboard: it shows teams of the file store only yet (team " + a.team + " is in " +
+                     store->where() + ")");
+  } else if (a.dashboard_port >= 0) {
     dashboard::DashboardOptions d;
     d.ws = ws;
     d.team = a.team;

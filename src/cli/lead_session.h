@@ -18,6 +18,9 @@ namespace mates::cli {
 struct LeadSessionConfig {
   Workspace ws{"."};
   std::string team = "default";
+  // The store the team is kept in (DESIGN §13): "" = the workspace's
+  // files, else a PostgreSQL URL (checked), opened by the session.
+  std::string store_url;
   std::string goal;  // "" = the REPL (after any resumed work)
   std::string model;
   int max_turns = 100;

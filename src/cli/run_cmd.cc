@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include "cli/store_choice.h"
 #include "git/worktrees.h"
 #include "core/secrets.h"
 #include "llm/provider_factory.h"
@@ -42,6 +43,7 @@ void AddRunOptions(CLI::App* cmd, RunArgs& a) {
                   "spent: no agent calls the model and run exits 1 (0 = no budget; default: the team's)");
   cmd->add_option("--budget-usd", a.budget_usd,
                   "The team's budget in US dollars, priced with the price table (see --prices); same rules");
+  AddStoreOption(cmd, a.store);
   cmd->add_option("--merge", a.merge, "auto (merge what passes the check) or review (the lead or a person approves each)")
       ->capture_default_str();
 }
@@ -67,6 +69,10 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   c.idle_timeout_s = a.idle_timeout;
   c.shutdown_timeout_s = a.shutdown_timeout;
   c.fresh = a.fresh;
+  // The store's URL is checked here; it is opened by whatever hosts the
+  // session (a forked host opens its own connections).
+  MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, ChosenStore(a.store));
+  c.store_url = target ? a.store : "";
   MATES_RETURN_IF_ERROR(CheckSeconds("--merge-timeout", a.merge_timeout, 0, false));
   if (a.merge != "auto" && a.merge != "review") {
     return Status::InvalidArgument("--merge must be 'auto' or 'review', not '" + a.merge + "'");
@@ -88,6 +94,10 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   if (!a.isolation.empty()) {
     MATES_ASSIGN_OR_RETURN(c.git.isolation, ParseIsolation(a.isolation));
     c.isolation_given = true;
+  }
+  if (c.git.isolation == Isolation::kWorktree && !c.store_url.empty()) {
+    return Status::InvalidArgument("worktree isolation works on the file store only yet, not on " +
+                                   target->shown + " (--isolation shared)");
   }
   if (c.git.isolation == Isolation::kWorktree) {
     // Checked before anything starts: not a repository, no such target, a

@@ -34,6 +34,8 @@ struct RunArgs {
   // Budgets (DESIGN §15): unset = the team's stays, 0 = none.
   std::optional<int64_t> budget_tokens;
   std::optional<double> budget_usd;
+  // Where the team is kept (DESIGN §13): "" = $MATES_STORE, else the files.
+  std::string store;
   // `up` only: the host's dashboard (DESIGN §11).
   int dashboard_port = 0;  // 0 = any free port
   bool no_dashboard = false;

@@ -789,6 +789,10 @@ class StoreInbox : public Inbox {
       : store_(store), team_(std::move(team)), member_(std::move(member)) {}
   Result<std::vector<Message>> Peek() override { return store_.Peek(team_, member_); }
   Result<size_t> PendingCount() override { return store_.PendingCount(team_, member_); }
+  bool MayHavePending() override {
+    auto n = PendingCount();
+    return n.ok() && *n > 0;
+  }
   Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep,
                      const AlreadyDelivered& already) override {
     MATES_ASSIGN_OR_RETURN(Store::Batch batch, store_.BeginDrain(team_, member_, already));

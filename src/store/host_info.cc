@@ -9,6 +9,7 @@
 #include "core/process_tree.h"
 #include "store/liveness.h"
 #include "store/roster.h"
+#include "store/team_store.h"
 
 namespace mates {
 
@@ -50,14 +51,34 @@ void RemoveHostInfo(const Workspace& ws, std::string_view team) {
   }
 }
 
-std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team) {
-  auto c = Roster(ws).Load(team);
-  if (!c.ok() || !HostAlive(ws, team, c->lead)) return std::nullopt;
+namespace {
+
+// host.json's host, checked against the running process (pid 0 if the
+// host has not written it yet, or it is an earlier host's).
+HostInfo HostOf(const Workspace& ws, std::string_view team) {
   auto h = ReadHostInfo(ws, team);
   if (!h.ok()) return HostInfo{};
   // The file of an earlier host, with a new one starting: not this one's.
   if (ProcessStartTime(static_cast<pid_t>(h->pid)) != h->start_time) return HostInfo{};
   return *h;
+}
+
+}  // namespace
+
+std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team) {
+  auto c = Roster(ws).Load(team);
+  if (!c.ok() || !HostAlive(ws, team, c->lead)) return std::nullopt;
+  return HostOf(ws, team);
+}
+
+std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team, TeamStore& store) {
+  auto c = store.LoadTeam(std::string(team));
+  if (!c.ok() || !store.IsHosted(c->name, c->lead)) return std::nullopt;
+  // Hosted, but not from this workspace (another machine's host, or one
+  // still starting): none here.
+  HostInfo h = HostOf(ws, team);
+  if (h.pid <= 0) return std::nullopt;
+  return h;
 }
 
 }  // namespace mates

@@ -17,6 +17,8 @@
 
 namespace mates {
 
+class TeamStore;
+
 struct HostInfo {
   int64_t pid = 0;
   uint64_t start_time = 0;  // the kernel's, to tell a reused pid (ProcessStartTime)
@@ -35,5 +37,9 @@ void RemoveHostInfo(const Workspace& ws, std::string_view team);
 // The host of `team` if one is alive (its lead's host lock is held); the
 // file's content when readable (a host that has not written it yet: pid 0).
 std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team);
+// The same for a team kept in `store` (whose liveness says whether its lead
+// is hosted), hosted from `ws`: nothing if its host is another
+// workspace's (another machine's) or has not written host.json yet.
+std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team, TeamStore& store);
 
 }  // namespace mates

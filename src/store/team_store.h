@@ -34,8 +34,11 @@ class Inbox {
   virtual Result<std::vector<Message>> Peek() = 0;
   // How many messages wait (a reader's in-flight ones too).
   virtual Result<size_t> PendingCount() = 0;
-  // A cheap look: false only if the inbox is certainly empty.
-  virtual bool MayHavePending() { return true; }
+  // A cheap look: false if the inbox is empty. A store out of reach says
+  // false too: whoever looks would only spin (a model call with nothing
+  // new, say); the look after it is back sees the messages, and its
+  // listener wakes every waiter when it is.
+  virtual bool MayHavePending() = 0;
   // Ids the taker has had already (a reader that died after its journal
   // took them but before the inbox let go): they are not handed over again.
   using AlreadyDelivered = std::function<bool(const std::string& id)>;

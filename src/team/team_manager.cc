@@ -171,6 +171,10 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     MATES_ASSIGN_OR_RETURN(iso, ParseIsolation(isolation));
   }
   TeamGit prepared;
+  if (iso == Isolation::kWorktree && options_.store != nullptr) {
+    return Status::FailedPrecondition("worktree isolation works on the file store only yet, not on " +
+                                      store_->where() + "; create the team with isolation \"shared\"");
+  }
   if (iso == Isolation::kWorktree) {
     TeamGit wanted = options_.git;
     wanted.isolation = iso;
@@ -244,6 +248,10 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
   if (name == lead_name()) return Status::InvalidArgument("'" + name + "' is you, the lead");
   MATES_ASSIGN_OR_RETURN(TeamConfig c, store_->LoadTeam(team));
   const bool isolated = iso.value_or(c.git.isolation) == Isolation::kWorktree;
+  if (isolated && options_.store != nullptr) {
+    return Status::FailedPrecondition("worktree isolation works on the file store only yet, not on " +
+                                      store_->where() + "; spawn it with isolation \"shared\"");
+  }
   if (isolated) MATES_RETURN_IF_ERROR(EnsureTarget(team, c).status());
   const Member* existing = c.Find(name);
   Member m;
