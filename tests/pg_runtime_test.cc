@@ -333,5 +333,24 @@ TEST_F(PgRuntimeTest, UpHostsATeamThatAnotherMachineTalksTo) {
   })) << "down did not ask the worker through the database";
 }
 
+// A host's liveness lock goes with its connection when the server
+// restarts; the store's keeper takes it again, so the agent is seen as
+// hosted (and a second host refused) once the server is back.
+TEST_F(PgRuntimeTest, ALivenessLockLostWithARestartIsTakenAgain) {
+  auto held = teams_->HoldLiveness("crew", "w1");
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  ASSERT_TRUE(teams_->IsHosted("crew", "w1"));
+  ASSERT_TRUE(server_->Restart().ok());
+  EXPECT_TRUE(testing::WaitUntil([&] { return teams_->IsHosted("crew", "w1"); }, 20))
+      << "the lock was not taken again after the restart";
+  auto other = pg::Store::Open(*pg::ParseTarget(url_));
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  auto second = (*other)->HoldLiveness("crew", "w1");
+  EXPECT_EQ(second.status().code(), StatusCode::kConflict) << second.status().message();
+  held->reset();
+  EXPECT_FALSE(teams_->IsHosted("crew", "w1"));
+  EXPECT_TRUE((*other)->HoldLiveness("crew", "w1").ok()) << "let go, it is anyone's";
+}
+
 }  // namespace
 }  // namespace mates

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "core/guarded.h"
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/json.h"
@@ -101,7 +102,14 @@ Result<std::unique_ptr<Store>> Store::Open(const Target& target) {
   return s;
 }
 
-Store::~Store() = default;
+Store::~Store() {
+  {
+    std::lock_guard<std::mutex> lock(keeper_mu_);
+    stopping_ = true;
+  }
+  keeper_cv_.notify_all();
+  if (keeper_.joinable()) keeper_.join();
+}
 
 void Store::Give(Connection c) {
   if (!c.ok()) return;
@@ -216,6 +224,14 @@ namespace {
 std::string LivenessKey(const std::string& team, const std::string& agent) { return "a/" + team + "/" + agent; }
 }  // namespace
 
+struct Store::Liveness::Held {
+  std::mutex mu;
+  Connection conn;      // guarded by mu
+  std::string key, who;
+  bool released = false;  // guarded by mu: the Liveness went; never taken again
+  bool lost = false;      // guarded by mu: another host has it (said once)
+};
+
 Result<Store::Liveness> Store::HoldLiveness(const std::string& team, const std::string& agent) {
   MATES_RETURN_IF_ERROR(CheckNames(team, agent));
   // A connection of its own: the lock lives and dies with it.
@@ -225,11 +241,68 @@ Result<Store::Liveness> Store::HoldLiveness(const std::string& team, const std::
   if (r.text(0, 0) != "t") {
     return Status::Conflict("'" + agent + "' of team '" + team + "' is hosted by another process");
   }
-  return Liveness(std::move(c));
+  auto held = std::make_shared<Liveness::Held>();
+  held->conn = std::move(c);
+  held->key = LivenessKey(team, agent);
+  held->who = "'" + agent + "' of team '" + team + "'";
+  {
+    std::lock_guard<std::mutex> lock(keeper_mu_);
+    kept_.push_back(held);
+    if (!keeper_.joinable()) {
+      keeper_ = std::thread([this] { RunGuarded("the liveness keeper", [this] { KeepLiveness(); }); });
+    }
+  }
+  return Liveness(std::move(held));
+}
+
+void Store::KeepLiveness() {
+  std::unique_lock<std::mutex> lock(keeper_mu_);
+  for (;;) {
+    keeper_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+    if (stopping_) return;
+    std::vector<std::shared_ptr<Liveness::Held>> held;
+    for (auto it = kept_.begin(); it != kept_.end();) {
+      if (auto h = it->lock()) {
+        held.push_back(std::move(h));
+        ++it;
+      } else {
+        it = kept_.erase(it);
+      }
+    }
+    lock.unlock();
+    for (const auto& h : held) Retake(*h);
+    held.clear();
+    lock.lock();
+  }
+}
+
+void Store::Retake(Liveness::Held& h) {
+  std::lock_guard<std::mutex> lock(h.mu);
+  if (h.released) return;
+  if (h.conn.ok() && h.conn.Exec("SELECT 1").ok()) return;
+  auto c = Connection::Open(target_, 2);
+  if (!c.ok()) return;  // still out of reach: the next look tries again
+  auto r = c->Exec("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", {h.key});
+  if (!r.ok()) return;
+  if (r->text(0, 0) == "t") {
+    h.conn = std::move(*c);
+    LogInfo("the liveness lock of " + h.who + " is held again (its connection was lost)");
+    h.lost = false;
+    return;
+  }
+  if (!h.lost) {
+    LogWarning(h.who + " is hosted by another process now: its liveness lock was taken while this one's "
+               "connection was lost");
+  }
+  h.lost = true;
 }
 
 Store::Liveness::~Liveness() {
-  if (conn_.ok()) (void)conn_.ExecScript("SELECT pg_advisory_unlock_all()");
+  if (!held_) return;
+  std::lock_guard<std::mutex> lock(held_->mu);
+  held_->released = true;
+  if (held_->conn.ok()) (void)held_->conn.ExecScript("SELECT pg_advisory_unlock_all()");
+  held_->conn = Connection();
 }
 
 Result<bool> Store::IsHosted(const std::string& team, const std::string& agent) {

@@ -22,11 +22,13 @@
 // caller, which waits and retries.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/status.h"
@@ -149,7 +151,9 @@ class Store {
   // it hosts, on a connection of its own, so the lock goes when the host
   // does (a host killed with -9 closes its sockets; the server frees its
   // locks). Conflict if another session holds it: the agent is hosted
-  // elsewhere.
+  // elsewhere. A lock lost with its connection (the server restarted, say)
+  // is taken again by the store's keeper, which looks every second while
+  // any is held; if another host took it meanwhile, that is logged.
   class Liveness {
    public:
     Liveness() = default;
@@ -161,8 +165,9 @@ class Store {
 
    private:
     friend class Store;
-    explicit Liveness(Connection c) : conn_(std::move(c)) {}
-    Connection conn_;
+    struct Held;
+    explicit Liveness(std::shared_ptr<Held> held) : held_(std::move(held)) {}
+    std::shared_ptr<Held> held_;
   };
   Result<Liveness> HoldLiveness(const std::string& team, const std::string& agent);
   // Whether some session holds `agent`'s liveness lock now.
@@ -176,11 +181,21 @@ class Store {
  private:
   explicit Store(const Target& t) : target_(t), listener_(t) {}
   void Give(Connection c);
+  // The keeper's thread: every second, each held liveness lock whose
+  // connection is gone is taken again.
+  void KeepLiveness();
+  void Retake(Liveness::Held& h);
 
   Target target_;
   Listener listener_;
   std::mutex mu_;
   std::vector<Connection> idle_;  // guarded by mu_
+
+  std::mutex keeper_mu_;
+  std::condition_variable keeper_cv_;
+  std::vector<std::weak_ptr<Liveness::Held>> kept_;  // guarded by keeper_mu_
+  bool stopping_ = false;                            // guarded by keeper_mu_
+  std::thread keeper_;                               // started with the first lock held
 };
 
 // A team's board in `store` (which must outlive it) as a TaskBoard.
