@@ -4,6 +4,7 @@
 // statuses to its roster and hold their liveness there; only their journals
 // stay in the host's workspace.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <map>
@@ -15,6 +16,8 @@
 #include "pg/connection.h"
 #include "pg/schema.h"
 #include "pg/store.h"
+#include "core/process_tree.h"
+#include "store/host_info.h"
 #include "store/team_store.h"
 #include "support/pg_server.h"
 #include "support/test_util.h"
@@ -280,7 +283,14 @@ TEST_F(PgRuntimeTest, UpHostsATeamThatAnotherMachineTalksTo) {
   struct Down {
     fs::path ws;
     std::string url;
-    ~Down() { RunMates(ws, {"down", "--store", url, "--team", "hosted", "--grace", "0", "--timeout", "5"}); }
+    ~Down() {
+      RunMates(ws, {"down", "--store", url, "--team", "hosted", "--grace", "0", "--timeout", "5"});
+      // Whatever happened to down, the host does not outlive the test.
+      auto info = ReadHostInfo(Workspace(ws), "hosted");
+      if (info.ok() && ProcessStartTime(static_cast<pid_t>(info->pid)) == info->start_time) {
+        ::kill(static_cast<pid_t>(info->pid), SIGKILL);
+      }
+    }
   } down_at_exit{host_ws.path(), url_};
   EXPECT_TRUE(teams_->IsHosted("hosted", "lead"));
   auto other = [&](std::vector<std::string> args) {
@@ -350,6 +360,27 @@ TEST_F(PgRuntimeTest, ALivenessLockLostWithARestartIsTakenAgain) {
   held->reset();
   EXPECT_FALSE(teams_->IsHosted("crew", "w1"));
   EXPECT_TRUE((*other)->HoldLiveness("crew", "w1").ok()) << "let go, it is anyone's";
+}
+
+// A listener whose server is away retries with a backoff (50 ms doubling
+// to 2 s), even when subscriptions keep signalling it: a host left running
+// through an outage used to spin on connection attempts at full CPU.
+TEST_F(PgRuntimeTest, AListenerWithoutItsServerBacksOff) {
+  auto waker = std::make_shared<Waker>();
+  auto sub = store_->listener().Subscribe(pg::InboxKey("crew", "w1"), waker);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  ASSERT_TRUE(server_->Stop().ok());
+  // A subscription made while it is away signals the listening thread.
+  auto during = store_->listener().Subscribe(pg::BoardKey("crew"), waker);
+  EXPECT_EQ(during.status().code(), StatusCode::kUnavailable) << during.status().message();
+  const uint64_t before = store_->listener().failures();
+  // Three seconds of outage (a measured window, not a synchronisation).
+  auto clock = std::make_shared<Waker>();
+  clock->WaitChange(clock->generation(), DeadlineIn(3));
+  const uint64_t tries = store_->listener().failures() - before;
+  EXPECT_GE(tries, 1u) << "the listener did not try at all";
+  EXPECT_LE(tries, 12u) << tries << " connection attempts in 3 s";
+  ASSERT_TRUE(server_->Restart().ok());
 }
 
 }  // namespace

@@ -66,7 +66,13 @@ void Listener::Run() {
       if (tried) {
         lock.unlock();
         pollfd p{stop_fd_, POLLIN, 0};
-        ::poll(&p, 1, static_cast<int>(backoff * 1000));
+        if (::poll(&p, 1, static_cast<int>(backoff * 1000)) > 0 && (p.revents & POLLIN) != 0) {
+          // A signal meant for a listening thread (a new subscription, say):
+          // drained, or it would cut every later wait short and the thread
+          // would retry without pause for as long as the server is away.
+          uint64_t v = 0;
+          (void)!::read(stop_fd_, &v, sizeof v);
+        }
         lock.lock();
         if (stop_) break;
       }

@@ -63,8 +63,12 @@ class Listener {
   // (nothing is subscribed then).
   Result<Subscription> Subscribe(const std::string& key, std::shared_ptr<Waker> waker);
 
-  // Times the connection was re-established (tests).
+  // Times the connection was re-established, and attempts that failed (tests).
   uint64_t reconnects() const { return reconnects_.load(); }
+  uint64_t failures() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failures_;
+  }
 
  private:
   void Run();
