@@ -19,7 +19,7 @@
 #include "core/process_tree.h"
 #include "store/host_info.h"
 #include "store/team_store.h"
-#include "support/pg_server.h"
+#include "support/pg_suite.h"
 #include "support/test_util.h"
 #include "team/team_manager.h"
 #include "tools/builtin_tools.h"
@@ -32,17 +32,8 @@ using testing::RunMates;
 using testing::ReadAll;
 using testing::TempDir;
 
-class PgRuntimeTest : public ::testing::Test {
+class PgRuntimeTest : public testing::PgSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto s = PgServer::Start();
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    server_ = s->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
     static int n = 0;
     auto url = server_->CreateDatabase("r" + std::to_string(++n));
@@ -105,14 +96,11 @@ class PgRuntimeTest : public ::testing::Test {
     }
   }
 
-  static PgServer* server_;
   std::string url_;
   std::unique_ptr<pg::Store> store_;
   std::unique_ptr<TeamStore> teams_;
   TempDir dir_;
 };
-
-PgServer* PgRuntimeTest::server_ = nullptr;
 
 std::shared_ptr<llm::Scenario> Scenario() {
   auto s = llm::Scenario::Parse(

@@ -19,7 +19,7 @@
 #include "store/board.h"
 #include "store/messenger.h"
 #include "store/roster.h"
-#include "support/pg_server.h"
+#include "support/pg_suite.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -29,17 +29,8 @@ using testing::PgServer;
 using testing::RunMates;
 using testing::TempDir;
 
-class PgTest : public ::testing::Test {
+class PgTest : public testing::PgSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto s = PgServer::Start();
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    server_ = s->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   // A database of its own for the test that asks.
   std::string FreshDatabase() {
     static int n = 0;
@@ -90,12 +81,9 @@ class PgTest : public ::testing::Test {
     return ids;
   }
 
-  static PgServer* server_;
   TempDir ws_;
   std::string url_;
 };
-PgServer* PgTest::server_ = nullptr;
-
 TEST(PgTargetTest, UrlsAreCheckedAndShownWithoutTheirPassword) {
   auto t = pg::ParseTarget("postgresql://ann:s3cret@db.example:6543/team?sslmode=disable");
   ASSERT_TRUE(t.ok()) << t.status().message();
