@@ -231,6 +231,14 @@ bool Teammate::IdleTimedOut(const Deadline& deadline) {
   return true;
 }
 
+bool Teammate::BoardGoneAfterMiss(const Status& claim) {
+  claiming_.store(false);
+  manager_->WakeWaiters();  // whoever saw us claiming must look again
+  if (claim.code() != StatusCode::kNotFound) return false;
+  SetStopReason(StopReason::kTeamGone, "its team's task board is gone");
+  return true;
+}
+
 bool Teammate::IdleWaitOnStore() {
   TeamStore& store = manager_->store();
   auto inbox = store.InboxOf(config_.team, config_.name)->WatchWith(waker_);
@@ -260,12 +268,7 @@ bool Teammate::IdleWaitOnStore() {
       claiming_.store(false);
       return true;
     }
-    claiming_.store(false);
-    manager_->WakeWaiters();  // whoever saw us claiming must look again
-    if (!claimed.ok() && claimed.status().code() == StatusCode::kNotFound) {
-      SetStopReason(StopReason::kTeamGone, "its team's task board is gone");
-      return done(false);
-    }
+    if (BoardGoneAfterMiss(claimed.status())) return done(false);
     if (!claimed.ok()) {
       // The store is out of reach (a server restarting, say): wait for it,
       // idle, as long as the idle timeout allows.
@@ -349,11 +352,8 @@ bool Teammate::IdleWait() {
       claiming_.store(false);
       return true;
     }
-    claiming_.store(false);
-    manager_->WakeWaiters();  // whoever saw us claiming must look again
-    if (!claimed.ok() && claimed.status().code() == StatusCode::kNotFound) {
+    if (BoardGoneAfterMiss(claimed.status())) {
       if (!polling) (*line)->WakeAll();  // the others in the line learn it too
-      SetStopReason(StopReason::kTeamGone, "its team's task board is gone");
       return leave(false);
     }
     // Idle only now that there is certainly nothing to do (not between turns).

@@ -103,6 +103,10 @@ class Teammate {
   // What ends an idle wait before it looks at the board: a stop or its
   // budget spent (false), input waiting (true); nullopt if none.
   std::optional<bool> IdleEnds();
+  // After a look that claimed nothing (`claim`: how the claim went): no
+  // longer claiming, whoever waits told; true if the board is gone (the
+  // stop reason is set).
+  bool BoardGoneAfterMiss(const Status& claim);
   // The idle timeout ran out (the stop reason is set).
   bool IdleTimedOut(const Deadline& deadline);
   // The task is its work now: told to the agent, status active.
