@@ -48,12 +48,13 @@ std::vector<std::string> EnvWith(const std::vector<std::string>& extra) {
 }  // namespace
 
 CommandResult RunMates(const fs::path& ws, const std::vector<std::string>& args,
-                       const std::vector<std::string>& extra_env, const std::string& stdin_data) {
+                       const std::vector<std::string>& extra_env, const std::string& stdin_data,
+                       double timeout_s) {
   SubprocessOptions o;
   o.argv = {MatesBinary(), "--workspace", ws.string()};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.env = EnvWith(extra_env);
-  o.timeout_s = 30;
+  o.timeout_s = timeout_s;
   o.stdin_data = stdin_data;
   auto r = RunSubprocess(o);
   if (!r.ok()) throw std::runtime_error(r.status().message());

@@ -37,10 +37,11 @@ struct CommandResult {
   std::string err;
 };
 
-// Runs `mates --workspace ws args...` to completion (30 s cap).
+// Runs `mates --workspace ws args...` to completion; killed after
+// timeout_s (exit_code -1 then).
 CommandResult RunMates(const fs::path& ws, const std::vector<std::string>& args,
                        const std::vector<std::string>& extra_env = {},
-                       const std::string& stdin_data = "");
+                       const std::string& stdin_data = "", double timeout_s = 30);
 // Starts `mates --workspace ws args...` without waiting.
 Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args);
 // tests/scenarios/<name>, the scripted provider's fixtures.
