@@ -10,6 +10,7 @@
 #include <map>
 
 #include "agent/agent_loop.h"
+#include "agent/journal.h"
 #include "core/clock.h"
 #include "core/waker.h"
 #include "llm/scripted.h"
@@ -334,6 +335,69 @@ TEST_F(PgRuntimeTest, UpHostsATeamThatAnotherMachineTalksTo) {
 // A host's liveness lock goes with its connection when the server
 // restarts; the store's keeper takes it again, so the agent is seen as
 // hosted (and a second host refused) once the server is back.
+// The journal's copy in the database (DESIGN §13): lines numbered as the
+// file holds them, an append retried is not doubled, a gap ends what is
+// read (and what lay past it is overwritten), and a file and its copy are
+// reconciled in each direction.
+TEST_F(PgRuntimeTest, AJournalsCopyFollowsItsFileAndWinsOverAStaleOne) {
+  std::unique_ptr<JournalCopy> copy = teams_->JournalOf("crew", "w1");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(FileTeamStore(Workspace(dir_.path()))->JournalOf("crew", "w1"), nullptr) << "files are their own copy";
+  ASSERT_TRUE(copy->Put(0, {"a", "b"}).ok());
+  ASSERT_TRUE(copy->Put(1, {"b", "c"}).ok());  // the answer to the first lost: sent again
+  EXPECT_EQ(*copy->Lines(), (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_TRUE(copy->Put(4, {"after a gap"}).ok());
+  EXPECT_EQ(*copy->Lines(), (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_TRUE(copy->Put(3, {"d", "e"}).ok());
+  EXPECT_EQ(*copy->Lines(), (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  EXPECT_EQ(copy->Put(-1, {"x"}).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(copy->Replace({"new"}).ok());
+  EXPECT_EQ(*copy->Lines(), (std::vector<std::string>{"new"}));
+  EXPECT_EQ(teams_->JournalOf("crew", "../x")->Lines().status().code(), StatusCode::kInvalidArgument);
+
+  // A file ahead of its copy (written while the server was away) sends
+  // its later lines; the journal then writes both.
+  const fs::path path = dir_.path() / "w1.jsonl";
+  ASSERT_TRUE(WriteFileAtomic(path, "new\nlater\ntorn").ok());
+  auto held = agent::Journal::Reconcile(path, *copy);
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_EQ(*held, 2);
+  EXPECT_EQ(*copy->Lines(), (std::vector<std::string>{"new", "later"}));
+  {
+    auto j = agent::Journal::Open(path);
+    ASSERT_TRUE(j.ok());
+    j->CopyTo(teams_->JournalOf("crew", "w1"), *held);
+    ASSERT_TRUE(j->AppendDelivered({"m-1"}).ok());
+  }
+  auto lines = copy->Lines();
+  ASSERT_EQ(lines->size(), 3u);
+  EXPECT_EQ(lines->back() + "\n", ReadAll(path).substr(ReadAll(path).size() - lines->back().size() - 1));
+
+  // A copy ahead of the file (another host went on): the file is written
+  // from it.
+  ASSERT_TRUE(copy->Put(3, {"elsewhere"}).ok());
+  held = agent::Journal::Reconcile(path, *copy);
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(*held, 4);
+  EXPECT_EQ(ReadAll(path), "new\nlater\n" + (*lines)[2] + "\nelsewhere\n");
+  // No file at all (a machine that never hosted it): the same.
+  const fs::path fresh = dir_.path() / "other" / "w1.jsonl";
+  ASSERT_EQ(*agent::Journal::Reconcile(fresh, *copy), 4);
+  EXPECT_EQ(ReadAll(fresh), ReadAll(path));
+  // Both changed since they parted: the copy wins, the file is kept aside.
+  ASSERT_TRUE(WriteFileAtomic(path, "new\nstale\n").ok());
+  ASSERT_EQ(*agent::Journal::Reconcile(path, *copy), 4);
+  EXPECT_EQ(ReadAll(path), ReadAll(fresh));
+  int aside = 0;
+  for (const auto& e : fs::directory_iterator(dir_.path())) {
+    if (e.path().filename().string().rfind("w1.jsonl.superseded-", 0) == 0) {
+      ++aside;
+      EXPECT_EQ(ReadAll(e.path()), "new\nstale\n");
+    }
+  }
+  EXPECT_EQ(aside, 1);
+}
+
 TEST_F(PgRuntimeTest, ALivenessLockLostWithARestartIsTakenAgain) {
   auto held = teams_->HoldLiveness("crew", "w1");
   ASSERT_TRUE(held.ok()) << held.status().message();

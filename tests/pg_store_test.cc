@@ -128,7 +128,8 @@ TEST_F(PgTest, InitMigrateAndStatusAnswerForTheSchema) {
   auto tables = c.Exec("SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables "
                        "WHERE tablename LIKE 'mates\\_%'");
   ASSERT_TRUE(tables.ok()) << tables.status().message();
-  EXPECT_EQ(tables->text(0, 0), "mates_inbox mates_messages mates_requests mates_schema mates_tasks mates_teams");
+  EXPECT_EQ(tables->text(0, 0),
+            "mates_inbox mates_journals mates_messages mates_requests mates_schema mates_tasks mates_teams");
 }
 
 TEST_F(PgTest, TwoInitsAtOnceCreateTheSchemaOnce) {
@@ -1004,12 +1005,21 @@ TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
   auto asked = Messenger(*mail).Send(plan);
   ASSERT_TRUE(asked.ok()) << asked.status().message();
 
+  // Alice's journal, as her host copied it.
+  const std::vector<std::string> journal = {
+      R"({"kind":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}})",
+      R"({"kind":"usage","usage":{"input_tokens":10,"output_tokens":5},"model":"m"})"};
+  ASSERT_TRUE(store->PutJournal("crew", "alice", 0, journal).ok());
+
   fs::path out = ws_.path() / "exported";
   auto r = RunMates(ws_.path(), {"store", "export", "--team", "crew", out.string()}, {"MATES_STORE=" + url_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("exported team 'crew' (2 members, 3 undelivered messages, 1 logged, 1 requests, 3 tasks)"),
+  EXPECT_NE(r.out.find("exported team 'crew' (2 members, 3 undelivered messages, 1 logged, 1 requests, 3 tasks, "
+                       "1 journals)"),
             std::string::npos)
       << r.out;
+  EXPECT_EQ(testing::ReadAll(Workspace(out).AgentsDir("crew") / "alice.jsonl"), journal[0] + "\n" + journal[1] + "\n");
+  EXPECT_FALSE(fs::exists(Workspace(out).AgentsDir("crew") / "boss.jsonl"));
   auto log = RunMates(out, {"log", "--team", "crew", "--json"});
   ASSERT_EQ(log.exit_code, 0) << log.err;
   EXPECT_NE(log.out.find("\"the plan\""), std::string::npos) << log.out;

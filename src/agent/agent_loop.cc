@@ -17,13 +17,20 @@ std::string AgentLoop::model() const {
   return spec_.model.empty() ? provider_->default_model() : spec_.model;
 }
 
-Status AgentLoop::AttachJournal(const fs::path& path, bool resume) {
+Status AgentLoop::AttachJournal(const fs::path& path, bool resume, std::unique_ptr<JournalCopy> copy) {
+  int64_t copied = 0;
+  if (copy) {
+    MATES_ASSIGN_OR_RETURN(copied, Journal::Reconcile(path, *copy));
+  }
   if (resume) {
     MATES_ASSIGN_OR_RETURN(JournalState st, Journal::Load(path));
     if (st.problem) {
       // Not a dead end (every later run would fail the same way): the
       // valid prefix goes on, the whole file is kept, and the way out is said.
       MATES_ASSIGN_OR_RETURN(fs::path aside, Journal::Rewrite(path, st));
+      if (copy) {
+        MATES_ASSIGN_OR_RETURN(copied, Journal::Republish(path, *copy));
+      }
       std::string said = "journal " + path.string() + ":" + std::to_string(st.problem->line) + ": " +
                          st.problem->what + "; resuming with the " + std::to_string(st.messages.size()) +
                          " message(s) before it (the whole journal is kept as " + aside.filename().string() +
@@ -42,6 +49,7 @@ Status AgentLoop::AttachJournal(const fs::path& path, bool resume) {
     usage_.Restore(st.usage, st.calls);
   }
   MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
+  if (copy) j.CopyTo(std::move(copy), copied);
   journal_.emplace(std::move(j));
   AttachActivity(path.parent_path());
   if (resume && !conversation_.PendingToolUses().empty()) {
@@ -110,8 +118,13 @@ bool AgentLoop::HasPendingInput() {
   return !conversation_.empty() && conversation_.messages().back().role == llm::Role::kUser;
 }
 
-Status AgentLoop::MoveJournal(const fs::path& path) {
+Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy> copy) {
+  int64_t copied = 0;
+  if (copy) {
+    MATES_ASSIGN_OR_RETURN(copied, Journal::Reconcile(path, *copy));
+  }
   MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
+  if (copy) j.CopyTo(std::move(copy), copied);
   MATES_RETURN_IF_ERROR(j.AppendCompaction(conversation_.messages(),
                                            journal_ ? journal_->path().string() : ""));
   if (!delivered_.empty()) {

@@ -75,7 +75,10 @@ class AgentLoop {
   // conversation it holds (tool calls a crash left unanswered are answered
   // with an error that says so). The agent's activity file
   // (`<name>.status.json`, DESIGN §11) is kept beside it from now on.
-  Status AttachJournal(const fs::path& path, bool resume);
+  // With `copy` (a store's copy of the journal, DESIGN §13), the file and
+  // the copy are made to agree first (Journal::Reconcile: another machine
+  // may have gone on with the agent), and both are written from then on.
+  Status AttachJournal(const fs::path& path, bool resume, std::unique_ptr<JournalCopy> copy = nullptr);
   // The agent will work no more (its activity file says `stopped`, why).
   void ReportStopped(const std::string& why);
 
@@ -94,8 +97,9 @@ class AgentLoop {
   // plan approval that lifts plan mode).
   void SetBeforeCall(std::function<void()> hook) { before_call_ = std::move(hook); }
   // Continues the journal at `path` (the lead moving to another team): the
-  // whole conversation is written there first.
-  Status MoveJournal(const fs::path& path);
+  // whole conversation is written there first (and to `copy`, the store's
+  // copy of it there, if any).
+  Status MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy> copy = nullptr);
   bool HasPendingInput();
   // Stops the current model call or tool from another thread; the turn
   // returns `interrupted`. An interrupt that lands between turns stops the

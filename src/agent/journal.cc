@@ -1,6 +1,7 @@
 #include "agent/journal.h"
 
 #include <fcntl.h>
+#include <algorithm>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +33,90 @@ Result<Journal> Journal::Open(const fs::path& path) {
 }
 
 Status Journal::Append(const std::string& line) {
-  return WriteAll(fd_.get(), line + "\n", path_.c_str());
+  MATES_RETURN_IF_ERROR(WriteAll(fd_.get(), line + "\n", path_.c_str()));
+  if (copy_) {
+    unsent_.push_back(line);
+    SendToCopy();
+  }
+  return Status::Ok();
+}
+
+void Journal::CopyTo(std::unique_ptr<JournalCopy> copy, int64_t held) {
+  copy_ = std::move(copy);
+  copied_ = held;
+  unsent_.clear();
+  copy_lagging_ = false;
+}
+
+void Journal::SendToCopy() {
+  Status s = copy_->Put(copied_, unsent_);
+  if (s.ok()) {
+    copied_ += static_cast<int64_t>(unsent_.size());
+    unsent_.clear();
+    if (copy_lagging_) LogInfo("journal " + path_.string() + ": the store's copy caught up");
+    copy_lagging_ = false;
+    return;
+  }
+  if (!copy_lagging_) {
+    LogWarning("journal " + path_.string() + ": the store's copy lags (" + s.message() +
+               "); its lines go there with the next one");
+  }
+  copy_lagging_ = true;
+}
+
+namespace {
+
+// The file's whole lines (a torn last one is not a line).
+Result<std::vector<std::string>> FileLines(const fs::path& path) {
+  auto data = ReadFile(path);
+  if (!data.ok()) {
+    if (data.status().code() == StatusCode::kNotFound) return std::vector<std::string>{};
+    return data.status();
+  }
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t end; (end = data->find('\n', start)) != std::string::npos; start = end + 1) {
+    lines.emplace_back(*data, start, end - start);
+  }
+  return lines;
+}
+
+bool StartsWith(const std::vector<std::string>& all, const std::vector<std::string>& start) {
+  return start.size() <= all.size() && std::equal(start.begin(), start.end(), all.begin());
+}
+
+}  // namespace
+
+Result<int64_t> Journal::Reconcile(const fs::path& path, JournalCopy& copy) {
+  MATES_ASSIGN_OR_RETURN(std::vector<std::string> held, copy.Lines());
+  MATES_ASSIGN_OR_RETURN(std::vector<std::string> local, FileLines(path));
+  if (StartsWith(local, held)) {
+    // This machine wrote on while the copy could not be reached.
+    std::vector<std::string> later(local.begin() + static_cast<std::ptrdiff_t>(held.size()), local.end());
+    MATES_RETURN_IF_ERROR(copy.Put(static_cast<int64_t>(held.size()), later));
+    return static_cast<int64_t>(local.size());
+  }
+  if (!StartsWith(held, local)) {
+    fs::path aside = path;
+    aside += ".superseded-" + std::to_string(static_cast<int64_t>(WallSeconds()));
+    std::error_code ec;
+    fs::rename(path, aside, ec);
+    if (ec) return Status::IOError("move " + path.string() + " aside: " + ec.message());
+    LogWarning("journal " + path.string() + " differs from the store's copy, which another host wrote: resuming "
+               "from the copy (the file is kept as " + aside.filename().string() + ")");
+  }
+  // Another host went on with the agent: its lines come here.
+  MATES_RETURN_IF_ERROR(EnsureDir(path.parent_path()));
+  std::string text;
+  for (const auto& l : held) text += l + "\n";
+  MATES_RETURN_IF_ERROR(WriteFileAtomic(path, text));
+  return static_cast<int64_t>(held.size());
+}
+
+Result<int64_t> Journal::Republish(const fs::path& path, JournalCopy& copy) {
+  MATES_ASSIGN_OR_RETURN(std::vector<std::string> local, FileLines(path));
+  MATES_RETURN_IF_ERROR(copy.Replace(local));
+  return static_cast<int64_t>(local.size());
 }
 
 Status Journal::AppendMessage(const llm::ChatMessage& m, const std::vector<std::string>& delivered) {

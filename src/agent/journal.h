@@ -14,6 +14,11 @@
 //        conversation (written when a journal moves, after its compact line)
 //
 // A line cut by a crash (no newline) is dropped when the journal is read.
+//
+// On a store that keeps a copy (TeamStore::JournalOf: PostgreSQL, DESIGN
+// §13), every line also goes to the copy, so that a host on another machine
+// can resume the agent; the file is written first, and a copy that could not
+// be reached catches up at the next line.
 #pragma once
 
 #include <filesystem>
@@ -26,6 +31,7 @@
 #include "core/files.h"
 #include "core/status.h"
 #include "llm/types.h"
+#include "store/team_store.h"
 
 namespace mates::agent {
 
@@ -58,6 +64,19 @@ class Journal {
   Journal(Journal&&) = default;
   Journal& operator=(Journal&&) = default;
 
+  // Makes the file at `path` and the store's `copy` agree, before an agent
+  // resumes from the file: the one that holds the other as its start wins
+  // (the copy gets the file's later lines, or the file is written from the
+  // copy); if they differ, the copy wins (it is what the agent's last host
+  // wrote) and the file is kept beside as `<name>.superseded-<time>`.
+  // Returns how many lines both hold.
+  static Result<int64_t> Reconcile(const fs::path& path, JournalCopy& copy);
+  // The copy starts over with the file's lines; returns how many.
+  static Result<int64_t> Republish(const fs::path& path, JournalCopy& copy);
+  // Every line appended from now on also goes to `copy`, which holds the
+  // file's first `held` lines.
+  void CopyTo(std::unique_ptr<JournalCopy> copy, int64_t held);
+
   Status AppendMessage(const llm::ChatMessage& m, const std::vector<std::string>& delivered = {});
   Status AppendCompaction(const std::vector<llm::ChatMessage>& messages,
                           const std::string& transcript_path);
@@ -84,9 +103,16 @@ class Journal {
  private:
   Journal(fs::path path, ScopedFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
   Status Append(const std::string& line);
+  // Sends the lines the copy lacks; a failure is said once and retried at
+  // the next line.
+  void SendToCopy();
 
   fs::path path_;
   ScopedFd fd_;
+  std::unique_ptr<JournalCopy> copy_;
+  int64_t copied_ = 0;                 // lines the copy holds
+  std::vector<std::string> unsent_;    // the lines after those
+  bool copy_lagging_ = false;          // said so, not yet caught up
 };
 
 }  // namespace mates::agent

@@ -449,13 +449,15 @@ Result<std::unique_ptr<Hold>> HostTheLead(const LeadSessionConfig& a, TeamStore&
     out.Line("", "stopped " + std::to_string(*leftovers) + " process tree(s) the lead's last host left running");
   }
   fs::path journal = ws.AgentsDir(a.team) / (lead_name + ".jsonl");
+  std::unique_ptr<JournalCopy> copy = store.JournalOf(a.team, lead_name);
   std::error_code ec;
   if (a.fresh && fs::exists(journal, ec)) {
     fs::rename(journal, ws.AgentsDir(a.team) / (lead_name + "." +
                                                 std::to_string(static_cast<int64_t>(WallSeconds())) + ".jsonl"),
                ec);
   }
-  MATES_RETURN_IF_ERROR(lead.AttachJournal(journal, /*resume=*/true));
+  if (a.fresh && copy) MATES_RETURN_IF_ERROR(copy->Replace({}));  // or it would bring the old one back
+  MATES_RETURN_IF_ERROR(lead.AttachJournal(journal, /*resume=*/true, std::move(copy)));
   return std::move(*host);
 }
 

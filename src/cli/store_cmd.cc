@@ -122,9 +122,21 @@ int Export(const StoreArgs& a, pg::Store& store) {
     }
     n_logged += page->size();
   }
+  // The members' journals, as the host that resumes them would write them.
+  size_t n_journals = 0;
+  for (const auto& m : config->members) {
+    auto lines = store.JournalLines(a.team, m.name);
+    if (!lines.ok()) return Fail(lines.status());
+    if (lines->empty()) continue;
+    std::string text;
+    for (const auto& l : *lines) text += l + "\n";
+    if (Status s = EnsureDir(ws.AgentsDir(a.team)); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomic(ws.AgentsDir(a.team) / (m.name + ".jsonl"), text); !s.ok()) return Fail(s);
+    ++n_journals;
+  }
   std::cout << "exported team '" << a.team << "' (" << config->members.size() << " members, " << n_messages
             << " undelivered messages, " << n_logged << " logged, " << requests->size() << " requests, "
-            << tasks->size() << " tasks) from " << store.target().shown << " to " << ws.root().string()
+            << tasks->size() << " tasks, " << n_journals << " journals) from " << store.target().shown << " to " << ws.root().string()
             << std::endl;
   return 0;
 }

@@ -30,6 +30,10 @@ inline constexpr size_t kMaxStateFileBytes = 16 << 20;
 inline constexpr int64_t kMaxTaskId = 10000000;
 // The board's index file, read whole on a cold start.
 inline constexpr size_t kMaxIndexBytes = 256 << 20;
+// An agent's journal as a store's copy of it is read back (DESIGN §13): a
+// line of it (a compaction holds a whole conversation) and all of it.
+inline constexpr size_t kMaxJournalLineBytes = 64 << 20;
+inline constexpr size_t kMaxJournalBytes = 512 << 20;
 // One HTTP request body to mock-llm.
 inline constexpr size_t kMaxHttpBodyBytes = 64 << 20;
 

@@ -101,6 +101,18 @@ CREATE TABLE mates_requests (
   PRIMARY KEY (team, id)
 );
 )SQL",
+    // 4: the agents' journals, a row per line as the journal file holds
+    // it, so that a host on another machine can resume a member whose host
+    // died (agent/journal.h).
+    R"SQL(
+CREATE TABLE mates_journals (
+  team text NOT NULL REFERENCES mates_teams (name) ON DELETE CASCADE,
+  member text NOT NULL,
+  seq bigint NOT NULL,
+  line text NOT NULL,
+  PRIMARY KEY (team, member, seq)
+);
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

@@ -315,6 +315,74 @@ Result<bool> Store::IsHosted(const std::string& team, const std::string& agent) 
   return r.text(0, 0) == "t";
 }
 
+// -------------------------------------------------------------- journals
+
+namespace {
+
+// The lines as one JSON array (a single parameter, however many lines).
+std::string LinesParam(const std::vector<std::string>& lines) {
+  Json arr = Json::array();
+  for (const auto& l : lines) arr.push_back(l);
+  return DumpJson(arr);
+}
+
+const char* const kPutJournal =
+    "INSERT INTO mates_journals (team, member, seq, line) "
+    "SELECT $1, $2, $3::bigint + x.ord - 1, x.line "
+    "FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS x(line, ord) "
+    "ON CONFLICT (team, member, seq) DO UPDATE SET line = EXCLUDED.line";
+
+}  // namespace
+
+Result<std::vector<std::string>> Store::JournalLines(const std::string& team, const std::string& member) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  const std::string who = "the journal of '" + member + "' in team '" + team + "'";
+  MATES_ASSIGN_OR_RETURN(Rows size, c->Exec("SELECT coalesce(sum(octet_length(line)), 0) FROM mates_journals "
+                                            "WHERE team = $1 AND member = $2",
+                                            {team, member}));
+  if (static_cast<uint64_t>(size.integer(0, 0)) > kMaxJournalBytes) {
+    return Status::Corrupt(who + " is over " + std::to_string(kMaxJournalBytes >> 20) + " MiB");
+  }
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, CASE WHEN octet_length(line) <= " +
+                                             std::to_string(kMaxJournalLineBytes) +
+                                             " THEN line END FROM mates_journals "
+                                             "WHERE team = $1 AND member = $2 ORDER BY seq",
+                                         {team, member}));
+  std::vector<std::string> lines;
+  lines.reserve(static_cast<size_t>(r.size()));
+  for (int i = 0; i < r.size(); ++i) {
+    if (r.integer(i, 0) != static_cast<int64_t>(lines.size())) {
+      LogWarning(who + " has no line " + std::to_string(lines.size()) + ": what follows is left out");
+      break;
+    }
+    if (r.null(i, 1)) return Status::Corrupt(who + " has a line over " + std::to_string(kMaxJournalLineBytes >> 20) + " MiB");
+    lines.emplace_back(r.text(i, 1));
+  }
+  return lines;
+}
+
+Status Store::PutJournal(const std::string& team, const std::string& member, int64_t first,
+                         const std::vector<std::string>& lines) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  if (first < 0) return Status::InvalidArgument("a journal's lines are numbered from 0");
+  if (lines.empty()) return Status::Ok();
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  return c->Exec(kPutJournal, {team, member, Num(first), LinesParam(lines)}).status();
+}
+
+Status Store::ReplaceJournal(const std::string& team, const std::string& member,
+                             const std::vector<std::string>& lines) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  return InTransaction(*c, [&]() -> Status {
+    MATES_RETURN_IF_ERROR(
+        c->Exec("DELETE FROM mates_journals WHERE team = $1 AND member = $2", {team, member}).status());
+    if (lines.empty()) return Status::Ok();
+    return c->Exec(kPutJournal, {team, member, "0", LinesParam(lines)}).status();
+  });
+}
+
 // ------------------------------------------------------------- mailboxes
 
 Status Store::Append(const std::string& team, const std::string& member, const Message& m) {
@@ -883,6 +951,23 @@ class StoreInbox : public Inbox {
   const std::string team_, member_;
 };
 
+class StoreJournal : public JournalCopy {
+ public:
+  StoreJournal(Store& store, std::string team, std::string member)
+      : store_(store), team_(std::move(team)), member_(std::move(member)) {}
+  Result<std::vector<std::string>> Lines() override { return store_.JournalLines(team_, member_); }
+  Status Put(int64_t first, const std::vector<std::string>& lines) override {
+    return store_.PutJournal(team_, member_, first, lines);
+  }
+  Status Replace(const std::vector<std::string>& lines) override {
+    return store_.ReplaceJournal(team_, member_, lines);
+  }
+
+ private:
+  Store& store_;
+  const std::string team_, member_;
+};
+
 class Teams : public TeamStore {
  public:
   explicit Teams(Store& store) : store_(store) {}
@@ -933,6 +1018,9 @@ class Teams : public TeamStore {
       if (page.empty()) return Status::Ok();
       for (const auto& m : page) each(m);
     }
+  }
+  std::unique_ptr<JournalCopy> JournalOf(const std::string& team, const std::string& member) override {
+    return std::make_unique<StoreJournal>(store_, team, member);
   }
   Result<fs::path> Archive(const std::string& team) override {
     return Status::FailedPrecondition("team '" + team + "' is kept in " + store_.target().shown +

@@ -173,6 +173,14 @@ class Store {
   // Whether some session holds `agent`'s liveness lock now.
   Result<bool> IsHosted(const std::string& team, const std::string& agent);
 
+  // A member's journal copy (TeamStore::JournalOf): every line in order
+  // (a gap ends it: what follows was never whole), the lines from `first`
+  // on (a number held already takes the new line), and all of it anew.
+  Result<std::vector<std::string>> JournalLines(const std::string& team, const std::string& member);
+  Status PutJournal(const std::string& team, const std::string& member, int64_t first,
+                    const std::vector<std::string>& lines);
+  Status ReplaceJournal(const std::string& team, const std::string& member, const std::vector<std::string>& lines);
+
   // Wake-ups: subscribe a waker to InboxKey(team, member) or
   // BoardKey(team); it is notified when that may have changed, and after
   // the listener reconnects.

@@ -81,6 +81,22 @@ std::unique_ptr<Hold> Holding(Subscription sub) {
   return std::make_unique<Held>(std::move(sub));
 }
 
+// A member's journal (agent/journal.h) as the store keeps a copy of it,
+// for a host on another machine to resume the member from (DESIGN §13):
+// the journal's lines in order, numbered from 0 as its file holds them.
+class JournalCopy {
+ public:
+  virtual ~JournalCopy() = default;
+  // Every line, in order (Corrupt past the bounds of limits.h).
+  virtual Result<std::vector<std::string>> Lines() = 0;
+  // Lines numbered from `first` on; a number held already takes the new
+  // line (an append retried after a lost answer is not doubled, and what
+  // lay past a gap is overwritten).
+  virtual Status Put(int64_t first, const std::vector<std::string>& lines) = 0;
+  // The copy starts over with `lines` (a journal rewritten or moved).
+  virtual Status Replace(const std::vector<std::string>& lines) = 0;
+};
+
 class TeamStore {
  public:
   virtual ~TeamStore() = default;
@@ -114,6 +130,11 @@ class TeamStore {
   // Takes the team out of the store, keeping what it did readable (DESIGN
   // §11): the file store moves it into an archive; where the archive is.
   virtual Result<fs::path> Archive(const std::string& team) = 0;
+  // The store's copy of `member`'s journal; null where the journal file
+  // under the workspace is the only one (the file store: one machine).
+  virtual std::unique_ptr<JournalCopy> JournalOf(const std::string& /*team*/, const std::string& /*member*/) {
+    return nullptr;
+  }
 };
 
 // The teams of the workspace `ws`.

@@ -218,7 +218,7 @@ void TeamManager::MoveLeadTo(const std::string& team) {
     lead_team_ = team;
   }
   lead_ctx_->team = team;
-  Status s = lead_->MoveJournal(ws_.AgentsDir(team) / (lead_name() + ".jsonl"));
+  Status s = lead_->MoveJournal(ws_.AgentsDir(team) / (lead_name() + ".jsonl"), store_->JournalOf(team, lead_name()));
   if (!s.ok()) LogWarning("lead journal: " + s.message());
 }
 

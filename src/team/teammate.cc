@@ -376,12 +376,18 @@ bool Teammate::IdleWait() {
 
 void Teammate::Main() {
   fs::path journal = ctx_.ws.AgentsDir(config_.team) / (config_.name + ".jsonl");
-  Status s = loop_->AttachJournal(journal, config_.resume);
+  Status s = loop_->AttachJournal(journal, config_.resume, manager_->store().JournalOf(config_.team, config_.name));
   if (!s.ok()) {
     events_->OnNotice(config_.name, "cannot resume: " + s.message());
-    SetStopReason(StopReason::kJournal, "its journal could not be replayed: " + s.message());
+    // A store that cannot be reached now leaves it for a later host (or
+    // this one, once the store is back); a journal that cannot be read ends it.
+    const bool later = s.code() == StatusCode::kUnavailable;
+    SetStopReason(later ? StopReason::kHostStopped : StopReason::kJournal,
+                  (later ? "its journal's copy could not be reached: " : "its journal could not be replayed: ") +
+                      s.message());
     finished_.store(true);
-    SetStatus(MemberStatus::kShutdown, "its journal could not be replayed");
+    SetStatus(later ? MemberStatus::kIdle : MemberStatus::kShutdown,
+              later ? "its journal's copy could not be reached" : "its journal could not be replayed");
     reported_.store(true);
     manager_->WakeWaiters();
     return;
