@@ -188,6 +188,11 @@ uint64_t ProcessStartTime(pid_t pid) {
   return ReadStat(pid, &st) ? st.start_time : 0;
 }
 
+bool ProcessLives(pid_t pid, uint64_t start_time) {
+  ProcStat st;
+  return ReadStat(pid, &st) && st.start_time == start_time && st.state != 'Z' && st.state != 'X';
+}
+
 namespace {
 
 std::mutex g_journals_mu;

@@ -63,6 +63,9 @@ void UnregisterChild(pid_t pid);
 
 // The kernel's start time of `pid` (clock ticks since boot), 0 if gone.
 uint64_t ProcessStartTime(pid_t pid);
+// Whether the process `pid` that started at `start_time` runs still (a
+// zombie does not: it died, and waits for its parent to know).
+bool ProcessLives(pid_t pid, uint64_t start_time);
 
 // One tree a host started: its root, the root's start time, its tag.
 struct ProcessRecord {
