@@ -4,10 +4,13 @@
 // statuses to its roster and hold their liveness there; only their journals
 // stay in the host's workspace.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "agent/agent_loop.h"
 #include "agent/journal.h"
@@ -332,9 +335,6 @@ TEST_F(PgRuntimeTest, UpHostsATeamThatAnotherMachineTalksTo) {
   })) << "down did not ask the worker through the database";
 }
 
-// A host's liveness lock goes with its connection when the server
-// restarts; the store's keeper takes it again, so the agent is seen as
-// hosted (and a second host refused) once the server is back.
 // The journal's copy in the database (DESIGN §13): lines numbered as the
 // file holds them, an append retried is not doubled, a gap ends what is
 // read (and what lay past it is overwritten), and a file and its copy are
@@ -398,6 +398,182 @@ TEST_F(PgRuntimeTest, AJournalsCopyFollowsItsFileAndWinsOverAStaleOne) {
   EXPECT_EQ(aside, 1);
 }
 
+// Two hosts with workspaces of their own (two machines) on one team: a
+// teammates-only host (`up --teammates`) adopts a teammate joined to the
+// roster, the lead's host (`up`) spawns another, and both claim from the
+// one board. The teammates host is killed with -9 while its teammate runs a
+// tool for its task; the lead's host adopts that teammate, resumes it from
+// its journal's copy in the database (the tool call answered as
+// interrupted), and it finishes the task: every task completed once.
+TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillNine) {
+  TempDir lead_ws, mate_ws;
+  const fs::path gate = dir_.path() / "gate";
+  ASSERT_EQ(::mkfifo(gate.c_str(), 0600), 0);
+  const std::string yaml =
+      "rules:\n"
+      "  - agent: lead\n    when: \"Go\"\n"
+      "    reply: [{type: tool_use, name: Task, input: {team_name: duo, name: w2, description: worker,"
+      " prompt: \"Work through the tasks on the board.\"}}]\n"
+      "  - agent: lead\n    once: false\n    reply: [{type: text, text: \"Noted.\"}]\n"
+      "  - agent: \"w*\"\n    when: \"interrupted: the agent was restarted\"\n    once: false\n"
+      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"1\", status: completed}}]\n"
+      "  - agent: \"w*\"\n    when: \"Task #1: held\"\n"
+      "    reply: [{type: tool_use, name: bash, input: {command: \"read -r line < " + gate.string() + "\"}}]\n"
+      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+):\"\n    once: false\n"
+      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}]\n"
+      "  - agent: \"*\"\n    once: false\n    reply: [{type: text, text: \"Done.\"}]\n";
+  const fs::path scenario = dir_.path() / "duo.yaml";
+  ASSERT_TRUE(WriteFileAtomic(scenario, yaml).ok());
+  auto mates = [&](const fs::path& ws, std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--store", url_});
+    return RunMates(ws, args);
+  };
+  struct Cleanup {
+    std::vector<fs::path> ws;
+    std::string url;
+    fs::path gate;
+    ~Cleanup() {
+      for (const auto& w : ws) {
+        RunMates(w, {"down", "--store", url, "--team", "duo", "--grace", "0", "--timeout", "5"});
+        auto info = ReadHostInfo(Workspace(w), "duo");
+        if (info.ok() && ProcessStartTime(static_cast<pid_t>(info->pid)) == info->start_time) {
+          ::kill(static_cast<pid_t>(info->pid), SIGKILL);
+        }
+      }
+      // A reader still waiting at the gate is let go.
+      int fd = ::open(gate.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) ::close(fd);
+    }
+  } cleanup{{lead_ws.path(), mate_ws.path()}, url_, gate};
+
+  // The team, a teammate anyone may host, and the board: #1 is w1's.
+  ASSERT_EQ(mates(lead_ws.path(), {"team", "create", "duo"}).exit_code, 0);
+  auto joined = mates(mate_ws.path(), {"team", "join", "duo", "w1", "--backend", "in-process"});
+  ASSERT_EQ(joined.exit_code, 0) << joined.err;
+  ASSERT_EQ(mates(lead_ws.path(), {"tasks", "create", "--team", "duo", "held"}).exit_code, 0);
+  ASSERT_EQ(mates(lead_ws.path(), {"tasks", "update", "--team", "duo", "1", "--owner", "w1"}).exit_code, 0);
+  for (int i = 2; i <= 7; ++i) {
+    ASSERT_EQ(mates(lead_ws.path(), {"tasks", "create", "--team", "duo", "plain " + std::to_string(i)}).exit_code, 0);
+  }
+  const std::vector<std::string> run = {"--team", "duo", "--provider", "scripted", "--scenario", scenario.string()};
+
+  // Bad input first: teammates only on the file store, or with a goal.
+  auto on_files = RunMates(mate_ws.path(), {"up", "--teammates", "--team", "duo", "--provider", "scripted",
+                                            "--scenario", scenario.string()});
+  EXPECT_EQ(on_files.exit_code, 2) << on_files.err;
+  EXPECT_NE(on_files.err.find("--store postgres://"), std::string::npos) << on_files.err;
+  std::vector<std::string> with_goal = {"up", "--teammates"};
+  with_goal.insert(with_goal.end(), run.begin(), run.end());
+  with_goal.push_back("Go");
+  auto goal = mates(mate_ws.path(), with_goal);
+  EXPECT_EQ(goal.exit_code, 2) << goal.err;
+  auto no_team = mates(mate_ws.path(), {"up", "--teammates", "--team", "nope", "--provider", "scripted",
+                                        "--scenario", scenario.string()});
+  EXPECT_EQ(no_team.exit_code, 1) << no_team.err;
+  EXPECT_NE(no_team.err.find("nope"), std::string::npos) << no_team.err;
+
+  // The teammates host adopts w1, which claims #1 and waits at the gate.
+  std::vector<std::string> up_mates = {"up", "--teammates"};
+  up_mates.insert(up_mates.end(), run.begin(), run.end());
+  auto up_b = mates(mate_ws.path(), up_mates);
+  ASSERT_EQ(up_b.exit_code, 0) << up_b.out << up_b.err;
+  EXPECT_NE(up_b.out.find("hosting the teammates of team duo"), std::string::npos) << up_b.out;
+  EXPECT_FALSE(teams_->IsHosted("duo", "lead"));
+  auto twice = mates(mate_ws.path(), up_mates);
+  EXPECT_EQ(twice.exit_code, 1) << twice.err;
+  EXPECT_NE(twice.err.find("already hosted"), std::string::npos) << twice.err;
+  auto waker = std::make_shared<Waker>();
+  auto board_watch = teams_->WatchBoard("duo", waker);
+  ASSERT_TRUE(board_watch.ok());
+  auto board = teams_->Board("duo");
+  const fs::path mate_log = mate_ws.path() / ".teams/duo/host.log";
+  const fs::path lead_log = lead_ws.path() / ".teams/duo/host.log";
+  auto copy_has = [&](const std::string& member, const std::string& text) {
+    auto lines = teams_->JournalOf("duo", member)->Lines();
+    return lines.ok() && std::any_of(lines->begin(), lines->end(),
+                                     [&](const std::string& l) { return l.find(text) != std::string::npos; });
+  };
+  ASSERT_TRUE(Until(waker, [&] {
+    auto t = board->Get(1);
+    return t.ok() && t->status == TaskStatus::kInProgress && t->owner == "w1" && copy_has("w1", "read -r line");
+  })) << ReadAll(mate_log);
+
+  // The lead's host spawns w2, which claims the rest.
+  std::vector<std::string> up_lead = {"up"};
+  up_lead.insert(up_lead.end(), run.begin(), run.end());
+  up_lead.push_back("Go");
+  auto up_a = mates(lead_ws.path(), up_lead);
+  ASSERT_EQ(up_a.exit_code, 0) << up_a.out << up_a.err;
+  auto done_but_held = [&] {
+    auto all = board->List(false);
+    if (!all.ok()) return false;
+    return std::all_of(all->begin(), all->end(), [](const Task& t) {
+      return t.id == 1 ? t.status == TaskStatus::kInProgress : t.status == TaskStatus::kCompleted;
+    });
+  };
+  ASSERT_TRUE(Until(waker, done_but_held)) << ReadAll(lead_log) << ReadAll(mate_log);
+  EXPECT_EQ(board->Get(2)->owner, "w2");
+
+  // The teammates host dies at once; its teammate comes back at the other.
+  auto mate_host = ReadHostInfo(Workspace(mate_ws.path()), "duo");
+  ASSERT_TRUE(mate_host.ok());
+  EXPECT_EQ(mate_host->mode, "teammates");
+  ASSERT_EQ(::kill(static_cast<pid_t>(mate_host->pid), SIGKILL), 0);
+  ASSERT_TRUE(Until(waker, [&] { return board->Get(1)->status == TaskStatus::kCompleted; }))
+      << ReadAll(lead_log) << ReadAll(mate_log);
+  EXPECT_EQ(board->Get(1)->owner, "w1");
+  EXPECT_NE(ReadAll(lead_log).find("that no host had: w1"), std::string::npos) << ReadAll(lead_log);
+  EXPECT_TRUE(teams_->IsHosted("duo", "w1"));
+  // The lead's machine has w1's journal now: what the other wrote, and on
+  // (looked at once w1 is idle: no line is on its way).
+  auto roster_watch = teams_->WatchRoster("duo", waker);
+  ASSERT_TRUE(roster_watch.ok());
+  ASSERT_TRUE(Until(waker, [&] {
+    auto t = teams_->LoadTeam("duo");
+    return t.ok() && t->Find("w1") != nullptr && t->Find("w1")->status == MemberStatus::kIdle;
+  }));
+  auto copied = teams_->JournalOf("duo", "w1")->Lines();
+  ASSERT_TRUE(copied.ok());
+  std::string text;
+  for (const auto& l : *copied) text += l + "\n";
+  EXPECT_EQ(ReadAll(lead_ws.path() / ".teams/duo/agents/w1.jsonl"), text);
+  EXPECT_NE(text.find("interrupted: the agent was restarted"), std::string::npos);
+
+  // Every task was completed once, by one teammate, and the held tool ran
+  // once (the resumed conversation did not run it again).
+  std::map<std::string, int> completions;
+  int gate_calls = 0;
+  for (const std::string member : {"w1", "w2"}) {
+    auto lines = teams_->JournalOf("duo", member)->Lines();
+    ASSERT_TRUE(lines.ok());
+    for (const auto& l : *lines) {
+      auto j = ParseJson(l);
+      if (!j.ok() || (*j)["kind"] != "message" || (*j)["message"]["role"] != "assistant") continue;
+      for (const auto& block : (*j)["message"]["content"]) {
+        if (block.value("type", "") != "tool_use") continue;
+        if (block["name"] == "TaskUpdate") completions[block["input"]["task_id"].get<std::string>()]++;
+        if (block["name"] == "bash") ++gate_calls;
+      }
+    }
+  }
+  EXPECT_EQ(completions.size(), 7u);
+  for (const auto& [id, n] : completions) EXPECT_EQ(n, 1) << "task #" << id;
+  EXPECT_EQ(gate_calls, 1);
+
+  // The dead host's `down` kills what its tool left (the reader at the
+  // gate); the lead's `down` asks both teammates, now its own.
+  auto down_b = mates(mate_ws.path(), {"down", "--team", "duo"});
+  EXPECT_EQ(down_b.exit_code, 0) << down_b.err;
+  EXPECT_NE(down_b.out.find("1 leftover process(es) of its dead host killed"), std::string::npos) << down_b.out;
+  auto down_a = mates(lead_ws.path(), {"down", "--team", "duo", "--grace", "5"});
+  EXPECT_EQ(down_a.exit_code, 0) << down_a.err;
+  EXPECT_NE(down_a.out.find("asked 2 teammate(s) to stop"), std::string::npos) << down_a.out;
+  for (const char* who : {"lead", "w1", "w2"}) EXPECT_FALSE(teams_->IsHosted("duo", who)) << who;
+}
+
+// A host's liveness lock goes with its connection when the server
+// restarts; the store's keeper takes it again, so the agent is seen as
+// hosted (and a second host refused) once the server is back.
 TEST_F(PgRuntimeTest, ALivenessLockLostWithARestartIsTakenAgain) {
   auto held = teams_->HoldLiveness("crew", "w1");
   ASSERT_TRUE(held.ok()) << held.status().message();

@@ -1,4 +1,4 @@
-// mates up   [--team T] [run options] [GOAL]
+// mates up   [--team T] [run options] [--teammates] [GOAL]
 // mates down [--team T] [--timeout S]
 //
 // `up` hosts a team with no terminal (DESIGN §11): it forks a host (new
@@ -86,8 +86,9 @@ Status AlreadyHosted(const Workspace& ws, const std::string& team, TeamStore* st
     std::cerr << "mates: error: " << provider.status().message() << std::endl;
   } else {
     LeadSessionConfig c = config;
-    c.mode = "up";
+    c.mode = a.teammates_only ? std::string(kTeammatesHostMode) : "up";
     c.hosted = true;
+    c.teammates_only = a.teammates_only;
     c.dashboard_port = a.no_dashboard ? -1 : a.dashboard_port;
     c.on_ready = [ready_fd] {
       char r = 'R';
@@ -126,12 +127,21 @@ int Up(Globals& g, const RunArgs& a) {
   if (a.dashboard_port < 0 || a.dashboard_port > 65535) return Usage("--dashboard-port must be 0..65535 (0 = any free port)");
   // Checked here, where a mistake can be seen; the host makes its own.
   if (auto p = SessionProvider(a); !p.ok()) return Fail(p.status());
+  if (a.teammates_only && !config->goal.empty()) return Usage("--teammates hosts no lead: it takes no goal");
   const Workspace& ws = config->ws;
   {
     // Closed before the fork: the host opens its own connections.
     std::unique_ptr<pg::Store> database;
     auto teams = OpenTeams(config->store_url, database);
     if (!teams.ok()) return Fail(teams.status());
+    if (a.teammates_only && !*teams) {
+      return Usage("--teammates hosts the teammates of a team kept in a database that other machines share "
+                   "(--store postgres://...); on the file store the lead's host has them");
+    }
+    if (a.teammates_only) {
+      auto team = (*teams)->LoadTeam(a.team);
+      if (!team.ok()) return Fail(team.status());
+    }
     if (Status s = AlreadyHosted(ws, a.team, teams->get()); !s.ok()) return Fail(s);
   }
   if (Status s = EnsureDir(ws.TeamDir(a.team)); !s.ok()) return Fail(s);
@@ -168,7 +178,7 @@ int Up(Globals& g, const RunArgs& a) {
   auto teams = OpenTeams(config->store_url, database);
   auto host = teams.ok() ? LiveHost(ws, a.team, teams->get()) : std::nullopt;
   std::string pid = host && host->pid > 0 ? std::to_string(host->pid) : "?";
-  std::cout << "hosting team " << a.team << " (pid " << pid << ")"
+  std::cout << (a.teammates_only ? "hosting the teammates of team " : "hosting team ") << a.team << " (pid " << pid << ")"
             << (host && !host->dashboard.empty() ? " — dashboard " + host->dashboard : "") << "\n"
             << "log " << log.string() << "\n"
             << "mates status --team " << a.team << " shows it; mates send --team " << a.team
@@ -282,7 +292,10 @@ int Down(Globals& g, const DownArgs& a) {
     return Fail(Status::FailedPrecondition("team '" + a.team + "' is hosted by a process that has not said who it "
                                            "is (host.json); try again in a moment"));
   }
-  AskTeammatesToStop(*store, *team, a.grace);
+  // A host of teammates only is stopped alone: its teammates go on at the
+  // team's other hosts, which adopt them.
+  const bool teammates_host = host->mode == kTeammatesHostMode;
+  if (!teammates_host) AskTeammatesToStop(*store, *team, a.grace);
   const pid_t pid = static_cast<pid_t>(host->pid);
   if (::kill(pid, SIGTERM) != 0 && errno != ESRCH) return Fail(Status::FromErrno("signal the host", errno));
   bool forced = false;
@@ -293,9 +306,10 @@ int Down(Globals& g, const DownArgs& a) {
   }
   // What the host's tools started and the host could not stop.
   int left = KillTagged(HostTagPrefixOf(pid, host->start_time));
-  std::cout << "team " << a.team << " is down (host pid " << pid << (forced ? " killed after " : " stopped")
-            << (forced ? std::to_string(static_cast<int>(a.timeout)) + " s" : "")
-            << (left > 0 ? ", " + std::to_string(left) + " leftover process(es) killed" : "") << ")\n";
+  std::cout << (teammates_host ? "the teammates host of team " : "team ") << a.team << " is down (host pid " << pid
+            << (forced ? " killed after " : " stopped") << (forced ? std::to_string(static_cast<int>(a.timeout)) + " s" : "")
+            << (left > 0 ? ", " + std::to_string(left) + " leftover process(es) killed" : "") << ")"
+            << (teammates_host ? "; its teammates go on at the team's other hosts" : "") << "\n";
   return 0;
 }
 
@@ -309,6 +323,9 @@ void AddHostCommands(CLI::App& app, Globals& g) {
   auto* port = up->add_option("--dashboard-port", a->dashboard_port,
                               "Port of the dashboard on 127.0.0.1 (default: any free port)");
   up->add_flag("--no-dashboard", a->no_dashboard, "Serve no dashboard")->excludes(port);
+  up->add_flag("--teammates", a->teammates_only,
+               "Host no lead, only the team's teammates that no host has, now and whenever one's host dies or "
+               "stops (a team in a shared --store postgres://...)");
   up->callback([&g, a] { g.action = [&g, a] { return Up(g, *a); }; });
 
   auto d = std::make_shared<DownArgs>();

@@ -205,6 +205,19 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
   }
 }
 
+// `mates up --teammates`: no lead here; the adopting thread brings the
+// teammates, and what the lead would hear of them goes to the host's log
+// (the lead, at its own host, hears it through its inbox and the roster).
+int HostTeammates(team::TeamManager& teams, SessionSignals& signals, LiveOutput& out) {
+  std::shared_ptr<Waker> waker = teams.lead_waker();
+  while (signals.exit_code() == 0) {
+    uint64_t g = waker->generation();
+    if (std::string news = teams.TakeNewsForLead(); !news.empty()) out.Line("", news);
+    waker->WaitChange(g, DeadlineIn(60));
+  }
+  return 0;
+}
+
 int ExitFor(const Result<agent::TurnResult>& r, LiveOutput& out) {
   if (!r.ok()) return Fail(r.status().code() == StatusCode::kInvalidArgument
                                ? Status::FailedPrecondition(r.status().message())
@@ -534,9 +547,12 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   std::unique_ptr<TeamStore> store = *database ? pg::StoreTeams(**database) : FileTeamStore(ws);
   TeamStore* const shared_store = *database ? store.get() : nullptr;  // what the tools and teammates carry
 
-  // The lead's team: created when missing.
+  // The lead's team: created when missing (a host of teammates only
+  // serves a team that exists).
   auto team = store->LoadTeam(a.team);
-  if (!team.ok() && team.status().code() == StatusCode::kNotFound) team = store->CreateTeam(a.team, "lead", "");
+  if (!team.ok() && team.status().code() == StatusCode::kNotFound && !a.teammates_only) {
+    team = store->CreateTeam(a.team, "lead", "");
+  }
   if (!team.ok()) return {Fail(team.status()), std::nullopt};
   const std::string lead_name = team->lead;
   if (shared_store != nullptr && team->git.isolation == Isolation::kWorktree) {
@@ -617,7 +633,8 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   agent::AgentLoop lead(LeadSpec(a, lead_name, skills, team->git, spend), provider, registry.get(), &ctx, &out);
   lead_ptr = &lead;
   ctx.cancel = lead.cancel_token();
-  auto host = HostTheLead(a, *store, lead_name, lead, out);
+  Result<std::unique_ptr<Hold>> host = std::unique_ptr<Hold>();
+  if (!a.teammates_only) host = HostTheLead(a, *store, lead_name, lead, out);
   if (!host.ok()) return {Fail(host.status()), std::nullopt};
 
   team::TeamOptions topt;
@@ -690,7 +707,16 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   } host_info_off{ws, a.team};
   if (a.on_ready) a.on_ready();
 
-  int code = Work(a, lead, ctx, teams, subs, signals, out, *provider);
+  // On a store other machines share, a host takes on the team's
+  // teammates whose host died or stopped (DESIGN §13).
+  if (shared_store != nullptr && a.hosted) {
+    teams.StartAdopting(1.0, [&out, &teams](const std::vector<std::string>& names) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      out.Line("", "resumed teammates of team " + teams.lead_team() + " that no host had: " + list);
+    });
+  }
+  int code = a.teammates_only ? HostTeammates(teams, signals, out) : Work(a, lead, ctx, teams, subs, signals, out, *provider);
   teams.StopAll();
   merges.Stop();
   teams.SetBusyElsewhere(nullptr);
@@ -701,7 +727,9 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   }
   signals.Finished();
   PrintUsage(out, lead, subs, teams);
-  lead.ReportStopped(code == 0 ? "its session ended" : "its host stopped (exit " + std::to_string(code) + ")");
+  if (!a.teammates_only) {
+    lead.ReportStopped(code == 0 ? "its session ended" : "its host stopped (exit " + std::to_string(code) + ")");
+  }
   agent::ActivityFile::FlushAll();  // the last states are on disk before the host exits
   return {code, teams.last_deleted()};
 }

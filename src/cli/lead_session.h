@@ -33,6 +33,10 @@ struct LeadSessionConfig {
   // `mates up` (DESIGN §11): after the goal (if any), keep hosting: the
   // lead answers what arrives, teammates keep claiming, until a signal.
   bool hosted = false;
+  // `mates up --teammates` (DESIGN §13): the host hosts no lead (the team
+  // and its lead are another host's), only the team's teammates that no
+  // process hosts, now and whenever one's host dies or stops.
+  bool teammates_only = false;
   // The dashboard this host serves (DESIGN §11): -1 = none, 0 = on any
   // free port, else that port. Its URL goes into host.json.
   int dashboard_port = -1;

@@ -36,6 +36,9 @@ struct RunArgs {
   std::optional<double> budget_usd;
   // Where the team is kept (DESIGN §13): "" = $MATES_STORE, else the files.
   std::string store;
+  // `up` only: host the team's teammates that no host has, not its lead
+  // (a team on a shared store, DESIGN §13).
+  bool teammates_only = false;
   // `up` only: the host's dashboard (DESIGN §11).
   int dashboard_port = 0;  // 0 = any free port
   bool no_dashboard = false;

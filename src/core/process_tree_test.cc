@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -64,6 +65,17 @@ TEST(ProcessTreeTest, WhatATaggedCommandLeftRunningAfterItExitedIsKilled) {
 TEST(ProcessTreeTest, StartTimesTellAProcessFromOneThatReusedItsPid) {
   EXPECT_GT(ProcessStartTime(::getpid()), 0u);
   EXPECT_EQ(ProcessStartTime(0x7ffffff0), 0u);
+  EXPECT_TRUE(ProcessLives(::getpid(), ProcessStartTime(::getpid())));
+  EXPECT_FALSE(ProcessLives(::getpid(), ProcessStartTime(::getpid()) + 1)) << "a reused pid is not the process";
+  // A child that exited and is not reaped yet (a zombie) does not live.
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  uint64_t started = ProcessStartTime(child);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);  // exited, not reaped
+  EXPECT_FALSE(ProcessLives(child, started));
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
 }
 
 // Item 4: after a host's SIGKILL its tools' trees ran on while the resumed

@@ -72,6 +72,11 @@ std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team)
 }
 
 std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team, TeamStore& store) {
+  // A host of teammates only holds no lock of the lead's: its process says.
+  if (HostInfo h = HostOf(ws, team); h.pid > 0 && h.mode == kTeammatesHostMode) {
+    if (!ProcessLives(static_cast<pid_t>(h.pid), h.start_time)) return std::nullopt;
+    return h;
+  }
   auto c = store.LoadTeam(std::string(team));
   if (!c.ok() || !store.IsHosted(c->name, c->lead)) return std::nullopt;
   // Hosted, but not from this workspace (another machine's host, or one

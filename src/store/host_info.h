@@ -19,11 +19,15 @@ namespace mates {
 
 class TeamStore;
 
+// host.json's mode for `mates up --teammates` (a host of the team's
+// teammates, not its lead: DESIGN §13).
+inline constexpr std::string_view kTeammatesHostMode = "teammates";
+
 struct HostInfo {
   int64_t pid = 0;
   uint64_t start_time = 0;  // the kernel's, to tell a reused pid (ProcessStartTime)
   double started_at = 0;    // wall seconds
-  std::string mode;         // up, run, demo
+  std::string mode;         // up, run, demo, teammates
   std::string lead;
   std::string dashboard;    // "" = none
 };
@@ -39,7 +43,8 @@ void RemoveHostInfo(const Workspace& ws, std::string_view team);
 std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team);
 // The same for a team kept in `store` (whose liveness says whether its lead
 // is hosted), hosted from `ws`: nothing if its host is another
-// workspace's (another machine's) or has not written host.json yet.
+// workspace's (another machine's) or has not written host.json yet. A host
+// of teammates only (mode "teammates") lives while its process does.
 std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team, TeamStore& store);
 
 }  // namespace mates

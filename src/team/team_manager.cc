@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_lock.h"
+#include "core/guarded.h"
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
@@ -37,9 +38,45 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
 
 TeamManager::~TeamManager() { StopAll(); }
 
-void TeamManager::StopAll() { host_.StopAll(); }
+void TeamManager::StopAll() {
+  StopAdopting();  // first: nobody is adopted once the others stop
+  host_.StopAll();
+}
 
-void TeamManager::InterruptAll(const std::string& why) { host_.InterruptAll(why); }
+void TeamManager::InterruptAll(const std::string& why) {
+  adopt_stop_.store(true);
+  adopt_waker_->Notify();
+  host_.InterruptAll(why);
+}
+
+void TeamManager::StartAdopting(double every_s, std::function<void(const std::vector<std::string>&)> said) {
+  if (adopter_.joinable()) return;
+  adopter_ = std::thread([this, every_s, said = std::move(said)] {
+    RunGuarded("adopting teammates", [&] { Adopt(every_s, said); });
+  });
+}
+
+void TeamManager::StopAdopting() {
+  adopt_stop_.store(true);
+  adopt_waker_->Notify();
+  if (adopter_.joinable()) adopter_.join();
+}
+
+void TeamManager::Adopt(double every_s, const std::function<void(const std::vector<std::string>&)>& said) {
+  std::string watched;
+  Result<std::unique_ptr<Hold>> roster = std::unique_ptr<Hold>();
+  while (!adopt_stop_.load()) {
+    const std::string team = lead_team();
+    if (team != watched) {
+      roster = store_->WatchRoster(team, adopt_waker_);
+      watched = team;
+    }
+    uint64_t seen = adopt_waker_->generation();
+    auto resumed = ResumeTeam();
+    if (resumed.ok() && !resumed->empty() && said) said(*resumed);
+    adopt_waker_->WaitChange(seen, DeadlineIn(every_s));
+  }
+}
 
 std::string TeamManager::lead_team() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -99,13 +136,21 @@ bool TeamManager::HasNewsForLead() { return news_.Pending(); }
 
 std::string TeamManager::TakeNewsForLead() { return news_.Take(); }
 
-Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt) {
+Result<std::unique_ptr<Hold>> TeamManager::HostMember(const std::string& team, const std::string& name) {
+  auto held = store_->HoldLiveness(team, name);
+  if (!held.ok() && held.status().code() == StatusCode::kConflict) {
+    return Status::FailedPrecondition("teammate '" + name + "' is already running in another process" +
+                                      (options_.store != nullptr ? " (on this machine or another)" : ""));
+  }
+  return held;
+}
+
+Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt,
+                                  std::unique_ptr<Hold> held) {
   const std::string team = lead_team();
   MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));  // its journal's folder
-  auto host_lock = store_->HoldLiveness(team, m.name);
-  if (!host_lock.ok()) {
-    if (host_lock.status().code() != StatusCode::kConflict) return host_lock.status();
-    return Status::FailedPrecondition("teammate '" + m.name + "' is already running in another process");
+  if (!held) {
+    MATES_ASSIGN_OR_RETURN(held, HostMember(team, m.name));
   }
   if (resume) {
     // What the teammate's last host left running dies before it resumes
@@ -132,7 +177,7 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
   cfg.new_prompt = new_prompt;
   cfg.budget_tokens = m.budget_tokens;
   cfg.context_budget = m.context_budget;
-  auto t = std::make_shared<Teammate>(cfg, this, std::move(*host_lock));
+  auto t = std::make_shared<Teammate>(cfg, this, std::move(held));
   MATES_RETURN_IF_ERROR(host_.Add(t));
   if (on_spawn_) on_spawn_(m);
   t->Start();
@@ -254,13 +299,18 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
   }
   if (isolated) MATES_RETURN_IF_ERROR(EnsureTarget(team, c).status());
   const Member* existing = c.Find(name);
-  Member m;
-  bool revive = false;
   if (existing != nullptr) {
     if (auto running = host_.Find(name); running != nullptr && !running->finished()) {
       return Status::AlreadyExists("teammate '" + name + "' is already working in team '" + team + "'");
     }
     if (existing->role == MemberRole::kLead) return Status::InvalidArgument("'" + name + "' is the lead");
+  }
+  // Hosted before it is in the roster: another host adopting the team's
+  // unhosted teammates (AdoptTeammates) never takes one being spawned.
+  MATES_ASSIGN_OR_RETURN(std::unique_ptr<Hold> held, HostMember(team, name));
+  Member m;
+  bool revive = false;
+  if (existing != nullptr) {
     m = *existing;
     revive = true;
     MATES_RETURN_IF_ERROR(store_->UpdateTeam(team, [&](TeamConfig& cfg) {
@@ -289,7 +339,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
   }
   // A teammate that existed goes on with its earlier conversation, the new
   // instructions as its next message.
-  MATES_RETURN_IF_ERROR(StartTeammate(m, prompt, /*resume=*/revive, /*new_prompt=*/true));
+  MATES_RETURN_IF_ERROR(StartTeammate(m, prompt, /*resume=*/revive, /*new_prompt=*/true, std::move(held)));
   return "Spawned teammate '" + name + "' (" + m.agent_id + ", " + m.color + ")" +
          (isolated ? " in its own worktree on " + git::TeammateBranch(team, name) : "") +
          (plan_mode_required ? " in plan mode: it will send you its plan for approval" : "") +
@@ -299,14 +349,23 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
 
 Result<std::vector<std::string>> TeamManager::ResumeTeam() {
   std::vector<std::string> resumed;
-  auto c = store_->LoadTeam(lead_ctx_->team);
+  const std::string team = lead_team();
+  auto c = store_->LoadTeam(team);
   if (!c.ok()) return c.status();
   for (const auto& m : c->members) {
     if (m.role == MemberRole::kLead || m.backend != MemberBackend::kInProcess ||
         m.status == MemberStatus::kShutdown) {
       continue;
     }
-    Status s = StartTeammate(m, m.prompt, /*resume=*/true, /*new_prompt=*/false);
+    if (auto here = host_.Find(m.name); here != nullptr && !here->finished()) continue;
+    if (store_->IsHosted(team, m.name)) continue;  // a cheap look first: taking it may connect
+    auto held = store_->HoldLiveness(team, m.name);
+    if (!held.ok()) {
+      // Another host has it: nothing to say.
+      if (held.status().code() != StatusCode::kConflict) LogInfo("not resuming " + m.name + ": " + held.status().message());
+      continue;
+    }
+    Status s = StartTeammate(m, m.prompt, /*resume=*/true, /*new_prompt=*/false, std::move(*held));
     if (s.ok()) {
       resumed.push_back(m.name);
     } else {

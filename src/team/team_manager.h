@@ -16,6 +16,7 @@
 //   killing what their tools left running, core/process_tree.h).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -89,7 +90,8 @@ class TeamManager : public tools::TeamRuntime {
   Result<std::string> DeleteTeam(const std::string& name) override;
 
   // Brings back the teammates of the lead's team that were working or idle
-  // when their host died (resumed from their journals). Returns their names.
+  // when their host died or stopped (resumed from their journals), and
+  // that no process hosts now. Returns their names.
   Result<std::vector<std::string>> ResumeTeam();
 
   // For the lead's waiting loop: a teammate is working, or an idle one has
@@ -103,6 +105,13 @@ class TeamManager : public tools::TeamRuntime {
   std::string TakeNewsForLead();
   // Notified on news worth waking the lead for.
   std::shared_ptr<Waker> lead_waker() { return news_.waker(); }
+
+  // For a team whose store several hosts share (DESIGN §13): from now
+  // until StopAll, teammates of the lead's team that no process hosts (their
+  // host died or stopped) are resumed here (ResumeTeam), looked for at each
+  // roster change and every `every_s` seconds (a dead host's liveness lock
+  // goes without a word); `said` hears the names of each batch. Once.
+  void StartAdopting(double every_s, std::function<void(const std::vector<std::string>&)> said);
 
   // Stops every teammate (those working are interrupted), joins their
   // threads. Statuses stay idle so the next host resumes them.
@@ -139,7 +148,11 @@ class TeamManager : public tools::TeamRuntime {
   std::string lead_name() const { return lead_ctx_->agent; }
 
  private:
-  Status StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt);
+  // `held`: its liveness, taken already (null: taken here).
+  Status StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt,
+                       std::unique_ptr<Hold> held = nullptr);
+  // Its liveness; FailedPrecondition if another process hosts it.
+  Result<std::unique_ptr<Hold>> HostMember(const std::string& team, const std::string& name);
   // The team's target set up (once) with this host's settings.
   Result<TeamGit> EnsureTarget(const std::string& team, const TeamConfig& c);
   void MoveLeadTo(const std::string& team);
@@ -168,6 +181,14 @@ class TeamManager : public tools::TeamRuntime {
   LeadNews news_;
   StatusWriter statuses_;  // outlives host_: teammates write statuses to their end
   TeammateHost host_;
+
+  // The adopting thread (StartAdopting), stopped by StopAll and
+  // InterruptAll through its waker.
+  void Adopt(double every_s, const std::function<void(const std::vector<std::string>&)>& said);
+  void StopAdopting();
+  const std::shared_ptr<Waker> adopt_waker_ = std::make_shared<Waker>();
+  std::atomic<bool> adopt_stop_{false};
+  std::thread adopter_;
 
   std::mutex mu_;
   std::string lead_team_;                    // guarded by mu_: lead_ctx_->team for other threads
