@@ -571,6 +571,47 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   for (const char* who : {"lead", "w1", "w2"}) EXPECT_FALSE(teams_->IsHosted("duo", who)) << who;
 }
 
+// A teammate whose liveness lock goes with its connection, and is taken
+// by another host before its keeper can take it again, is that host's now:
+// it stops at once and writes nothing more of its status to the roster
+// (two hosts never run one teammate).
+TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
+  llm::ScriptedProvider provider(Scenario());
+  Host host(dir_.path() / "a", &provider, teams_.get());
+  auto r = host.manager->SpawnTeammate({.team = "crew", .name = "w1", .prompt = "Work from the board."});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto waker = std::make_shared<Waker>();
+  auto roster_watch = teams_->WatchRoster("crew", waker);
+  ASSERT_TRUE(roster_watch.ok());
+  ASSERT_TRUE(Until(waker, [&] {
+    auto t = teams_->LoadTeam("crew");
+    return t.ok() && t->Find("w1") != nullptr && t->Find("w1")->status == MemberStatus::kIdle;
+  }));
+  // Its lock's session ends (as when a network drops), and another host is
+  // quicker than the keeper.
+  auto target = pg::ParseTarget(url_);
+  auto admin = pg::Connection::Open(*target, 10);
+  ASSERT_TRUE(admin.ok());
+  auto ended = admin->Exec("SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' "
+                           "AND pid <> pg_backend_pid()");
+  ASSERT_TRUE(ended.ok()) << ended.status().message();
+  ASSERT_EQ(ended->integer(0, 0), 1);
+  std::unique_ptr<Hold> other;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto h = teams_->HoldLiveness("crew", "w1");
+    if (h.ok()) other = std::move(*h);
+    return other != nullptr;
+  }, 10));
+  ASSERT_TRUE(teams_->UpdateTeam("crew", [](TeamConfig& c) {
+    c.Find("w1")->status = MemberStatus::kActive;  // the other host's word
+    return Status::Ok();
+  }).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return !host.manager->Running("w1"); }, 10))
+      << "w1 still runs here while another host hosts it";
+  EXPECT_EQ(teams_->LoadTeam("crew")->Find("w1")->status, MemberStatus::kActive) << "it wrote the roster";
+  EXPECT_TRUE(teams_->IsHosted("crew", "w1"));
+}
+
 // A host's liveness lock goes with its connection when the server
 // restarts; the store's keeper takes it again, so the agent is seen as
 // hosted (and a second host refused) once the server is back.

@@ -230,7 +230,14 @@ struct Store::Liveness::Held {
   std::string key, who;
   bool released = false;  // guarded by mu: the Liveness went; never taken again
   bool lost = false;      // guarded by mu: another host has it (said once)
+  std::function<void()> on_lost;  // guarded by mu: called under it, once
 };
+
+void Store::Liveness::OnLost(std::function<void()> lost) {
+  if (!held_) return;
+  std::lock_guard<std::mutex> lock(held_->mu);
+  held_->on_lost = std::move(lost);
+}
 
 Result<Store::Liveness> Store::HoldLiveness(const std::string& team, const std::string& agent) {
   MATES_RETURN_IF_ERROR(CheckNames(team, agent));
@@ -295,6 +302,15 @@ void Store::Retake(Liveness::Held& h) {
                "connection was lost");
   }
   h.lost = true;
+  if (h.on_lost) {
+    // Its holder stops hosting it: the lock is the other host's for good.
+    // Called under h.mu, so the Liveness (and what the call touches) cannot
+    // go meanwhile.
+    h.released = true;
+    auto lost = std::move(h.on_lost);
+    h.on_lost = nullptr;
+    lost();
+  }
 }
 
 Store::Liveness::~Liveness() {
@@ -990,7 +1006,12 @@ class Teams : public TeamStore {
       return Status::Conflict("'" + member + "' of team '" + team + "' is hosted by another process (on this machine or another)");
     }
     if (!held.ok()) return held.status();
-    return Holding(std::move(*held));
+    struct Held : Hold {
+      explicit Held(Store::Liveness l) : liveness(std::move(l)) {}
+      void OnLost(std::function<void()> lost) override { liveness.OnLost(std::move(lost)); }
+      Store::Liveness liveness;
+    };
+    return std::unique_ptr<Hold>(std::make_unique<Held>(std::move(*held)));
   }
   Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) override {
     MATES_ASSIGN_OR_RETURN(Listener::Subscription sub, store_.listener().Subscribe(BoardKey(team), std::move(waker)));

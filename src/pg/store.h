@@ -162,6 +162,9 @@ class Store {
     // Released before its connection closes: the server lets go of a
     // closed session's locks only as its backend exits, a moment later.
     ~Liveness();
+    // Hold::OnLost: once it is seen taken by another host, `lost` is called
+    // (from the keeper's thread) and the lock is not taken again.
+    void OnLost(std::function<void()> lost);
 
    private:
     friend class Store;

@@ -25,6 +25,12 @@ namespace mates {
 class Hold {
  public:
   virtual ~Hold() = default;
+  // `lost` is called once, from another thread, if another process takes
+  // what is held (a PostgreSQL liveness lock lost with its connection and
+  // taken by another host before it could be taken again); it must not
+  // block, and is not called once the Hold is gone. The file store's locks
+  // are the kernel's and never lost.
+  virtual void OnLost(std::function<void()> lost) { (void)lost; }
 };
 
 // A member's inbox.

@@ -100,9 +100,19 @@ Teammate::Teammate(Config config, TeamManager* manager, std::unique_ptr<Hold> ho
 Teammate::~Teammate() {
   Stop(/*force=*/true, StopReason::kHostStopped, "its host is shutting down");
   Join();
+  host_lock_.reset();  // first: a loss reported now would find the rest gone
 }
 
 void Teammate::Start() {
+  // Hosted by another process now (its liveness lost with a connection and
+  // taken meanwhile): it stops at once, and writes nothing of its status.
+  if (host_lock_) {
+    host_lock_->OnLost([this] {
+      taken_over_.store(true);
+      Stop(/*force=*/true, StopReason::kTakenOver,
+           "another host took it over (its liveness lock was lost with its connection)");
+    });
+  }
   thread_ = std::thread([this] {
     RunGuarded("teammate " + config_.name, [this] { Main(); });
     // Whatever ended the thread, it is finished: nobody waits for it.
@@ -136,7 +146,9 @@ void Teammate::SetStatus(MemberStatus s, const std::string& detail) {
   // Whoever waits on status_ (the lead's AnyActive) must find the roster
   // saying the same: working is announced here first (the roster follows
   // off the handoff path), resting on disk first.
-  if (s == MemberStatus::kActive) {
+  if (taken_over_.load()) {
+    status_.store(s);  // here only: the roster is the other host's to write
+  } else if (s == MemberStatus::kActive) {
     status_.store(s);
     manager_->statuses().Post(config_.team, config_.name, s);
   } else {
@@ -455,7 +467,7 @@ void Teammate::Main() {
   // A host going away leaves the teammate resumable (idle); anything else
   // ends it.
   bool resumable = Resumable(reason);
-  if (!resumable && !config_.work_root.empty()) {
+  if (!resumable && !config_.work_root.empty() && reason != StopReason::kTakenOver) {
     std::string kept = manager_->CleanUpWorktree(config_.team, config_.name);
     if (!kept.empty()) why += (why.empty() ? "" : "; ") + kept;
   }

@@ -46,6 +46,7 @@ enum class StopReason {
   kJournal,              // its journal could not be opened
   kTeamGone,             // its team was deleted under it
   kBudget,               // its token budget or the team's is spent
+  kTakenOver,            // another host hosts it now (its liveness was lost)
 };
 // Whether a teammate stopped for this reason is resumed by the next host.
 inline bool Resumable(StopReason r) { return r == StopReason::kHostStopped; }
@@ -134,6 +135,8 @@ class Teammate {
   std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  // Another host took it over: its roster entry is that host's now.
+  std::atomic<bool> taken_over_{false};
   std::atomic<bool> finished_{false};
   std::atomic<bool> reported_{false};
   std::atomic<MemberStatus> status_{MemberStatus::kIdle};
