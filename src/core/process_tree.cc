@@ -141,25 +141,26 @@ std::string NewProcessTag() {
 int KillTagged(std::string_view tag_prefix) {
   if (tag_prefix.empty()) return 0;
   const pid_t self = ::getpid();
-  int killed = 0;
+  // Each process once: one killed in a pass may still be dying (its
+  // environ readable) in the next.
+  std::set<pid_t> killed;
   // A pass may miss a process forked after /proc was listed: repeat until
-  // one finds nothing (bounded, against a fork bomb winning the race).
+  // one finds nothing new (bounded, against a fork bomb winning the race).
   for (int pass = 0; pass < 8; ++pass) {
     std::vector<pid_t> hit;
     for (pid_t pid : AllPids()) {
       if (pid == self) continue;
       std::string env = ReadProcFile("/proc/" + std::to_string(pid) + "/environ", 1 << 20);
-      if (HasTag(env, tag_prefix) && ::kill(pid, SIGKILL) == 0) hit.push_back(pid);
+      if (HasTag(env, tag_prefix) && ::kill(pid, SIGKILL) == 0 && killed.insert(pid).second) hit.push_back(pid);
     }
     if (hit.empty()) break;
-    killed += static_cast<int>(hit.size());
     for (pid_t pid : hit) {
       ProcStat st;
       if (ReadStat(pid, &st) && st.ppid == self) ReapIfOrphan(pid, /*block=*/true);
     }
   }
   ReapOrphans();
-  return killed;
+  return static_cast<int>(killed.size());
 }
 
 void ReapOrphans() {
