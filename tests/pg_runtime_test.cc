@@ -564,7 +564,14 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   // gate); the lead's `down` asks both teammates, now its own.
   auto down_b = mates(mate_ws.path(), {"down", "--team", "duo"});
   EXPECT_EQ(down_b.exit_code, 0) << down_b.err;
-  EXPECT_NE(down_b.out.find("1 leftover process(es) of its dead host killed"), std::string::npos) << down_b.out;
+  EXPECT_NE(down_b.out.find("(1 leftover process(es) of its dead host killed)"), std::string::npos) << down_b.out;
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      if (ReadAll(e.path() / "cmdline").find(gate.string()) != std::string::npos) return false;
+    }
+    return true;
+  }, 10)) << "a reader at the gate outlived its host";
   auto down_a = mates(lead_ws.path(), {"down", "--team", "duo", "--grace", "5"});
   EXPECT_EQ(down_a.exit_code, 0) << down_a.err;
   EXPECT_NE(down_a.out.find("asked 2 teammate(s) to stop"), std::string::npos) << down_a.out;
