@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,10 +38,14 @@
 #include "core/waker.h"
 #include "llm/scenario.h"
 #include "llm/scripted.h"
+#include "pg/connection.h"
+#include "pg/schema.h"
+#include "pg/store.h"
 #include "store/board.h"
 #include "store/roster.h"
 #include "store/watcher.h"
 #include "team/team_manager.h"
+#include "support/pg_server.h"
 #include "tools/builtin_tools.h"
 
 using namespace mates;
@@ -62,11 +67,18 @@ struct Host {
   std::unique_ptr<agent::AgentLoop> lead;
   std::unique_ptr<team::TeamManager> teams;
 
-  Host(llm::Provider* provider, team::TeamOptions options) {
+  TeamStore* store = nullptr;  // the team's store: null = the workspace's files
+
+  Host(llm::Provider* provider, team::TeamOptions options) : store(options.store) {
     dir = ::mkdtemp(tmpl);
     ws = Workspace(dir);
-    (void)Roster(ws).CreateTeam("bench");
+    if (store != nullptr) {
+      (void)store->CreateTeam("bench", "lead", "");
+    } else {
+      (void)Roster(ws).CreateTeam("bench");
+    }
     ctx.ws = ws;
+    ctx.store = store;
     ctx.team = "bench";
     ctx.agent = "lead";
     ctx.is_lead = true;
@@ -84,6 +96,16 @@ struct Host {
     fs::remove_all(dir);
   }
   std::shared_ptr<Board> board() { return SharedBoard(ws.TasksDir("bench")); }
+  // The board wherever the team is kept, and a wake-up for its changes.
+  std::unique_ptr<TaskBoard> any_board() { return store ? store->Board("bench") : FileTaskBoard(board()); }
+  std::unique_ptr<Hold> WatchBoard(std::shared_ptr<Waker> waker) {
+    if (store != nullptr) {
+      auto w = store->WatchBoard("bench", std::move(waker));
+      return w.ok() ? std::move(*w) : nullptr;
+    }
+    auto sub = Watcher::Default().Subscribe(ws.TasksDir("bench"), "*.json", std::move(waker));
+    return sub.ok() ? Holding(std::move(*sub)) : nullptr;
+  }
   void Spawn(int n, const std::string& prefix) {
     for (int i = 1; i <= n; ++i) {
       auto r = teams->SpawnTeammate({.team = "bench", .name = prefix + std::to_string(i),
@@ -142,7 +164,8 @@ struct DagShape {
   int tasks = 50, width = 3, teammates = 8;
 };
 
-Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}) {
+// `store`: where the team is kept (null: the workspace's files).
+Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}, TeamStore* store = nullptr) {
   const int kTasks = shape.tasks, kWidth = shape.width, kTeammates = shape.teammates;
   std::string delay = std::to_string(turn_ms);
   auto scenario = MustParse(
@@ -166,8 +189,9 @@ Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}) {
   team::TeamOptions opt;
   opt.idle_timeout_s = 0;
   opt.seed_polling = seed_polling;
+  opt.store = store;
   Host host(&provider, opt);
-  auto board = host.board();
+  auto board = host.any_board();
   int levels = 0;
   for (int i = 0; i < kTasks; ++i) {
     int level = i / kWidth;
@@ -179,7 +203,7 @@ Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}) {
     (void)board->Create(d);
   }
   auto waker = std::make_shared<Waker>();
-  auto sub = Watcher::Default().Subscribe(host.ws.TasksDir("bench"), "*.json", waker);
+  auto sub = host.WatchBoard(waker);
   int64_t t0 = NowNs();
   host.Spawn(kTeammates, "w");
   for (;;) {
@@ -369,6 +393,29 @@ int CompleteChild(const std::string& tasks_dir, const std::string& stamps) {
   return 0;
 }
 
+// The makespan with the team in a private PostgreSQL server (a database
+// of its own per run); says SKIPPED if no server can be started.
+void PgMakespans(int runs, int turn_ms, const std::function<void(int, const Makespan&)>& each) {
+  auto server = testing::PgServer::Start();
+  if (!server.ok()) {
+    std::printf("  PostgreSQL: SKIPPED: %s\n", server.status().message().c_str());
+    return;
+  }
+  for (int i = 0; i < runs; ++i) {
+    auto url = (*server)->CreateDatabase("makespan" + std::to_string(i));
+    auto target = url.ok() ? pg::ParseTarget(*url) : Result<pg::Target>(url.status());
+    auto c = target.ok() ? pg::Connection::Open(*target) : Result<pg::Connection>(target.status());
+    Status schema = c.ok() ? pg::InitSchema(*c).status() : c.status();
+    auto store = schema.ok() ? pg::Store::Open(*target) : Result<std::unique_ptr<pg::Store>>(schema);
+    if (!store.ok()) {
+      std::printf("  PostgreSQL: SKIPPED: %s\n", store.status().message().c_str());
+      return;
+    }
+    std::unique_ptr<TeamStore> teams = pg::StoreTeams(**store);
+    each(i, DagMakespan(false, turn_ms, {}, teams.get()));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -412,8 +459,17 @@ int main(int argc, char** argv) {
     }
     row("seed (1 s polling)", DagMakespan(true, turn_ms));
     std::printf("  mates median: %.1f %% over the critical path; %.1f %% once the mock model's own time per\n"
-                "  call is counted as model time (own share: claims, wake-ups, tools, statuses, the loop)\n\n",
+                "  call is counted as model time (own share: claims, wake-ups, tools, statuses, the loop)\n",
                 Percentile(over, 50), Percentile(own, 50));
+    // The same team kept in PostgreSQL (DESIGN §13): claims, statuses,
+    // messages and journal copies go to a private server on this machine.
+    std::vector<double> pg_over;
+    PgMakespans(runs, turn_ms, [&](int i, const Makespan& m) {
+      pg_over.push_back((m.ms - m.bound_ms) / m.bound_ms * 100);
+      row("PostgreSQL, run " + std::to_string(i + 1), m);
+    });
+    if (!pg_over.empty()) std::printf("  PostgreSQL median: %.1f %% over the critical path\n", Percentile(pg_over, 50));
+    std::printf("\n");
     // The large shape: 100 teammates in one process on 1,000 tasks (34
     // levels of 30: each teammate's task takes two calls, so 100 never bind).
     DagShape large{1000, 30, 100};

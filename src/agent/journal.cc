@@ -32,11 +32,11 @@ Result<Journal> Journal::Open(const fs::path& path) {
   return Journal(path, std::move(fd));
 }
 
-Status Journal::Append(const std::string& line) {
+Status Journal::Append(const std::string& line, bool send) {
   MATES_RETURN_IF_ERROR(WriteAll(fd_.get(), line + "\n", path_.c_str()));
   if (copy_) {
     unsent_.push_back(line);
-    SendToCopy();
+    if (send) SendToCopy();
   }
   return Status::Ok();
 }
@@ -138,7 +138,9 @@ Status Journal::AppendDelivered(const std::vector<std::string>& ids) {
 }
 
 Status Journal::AppendUsage(const llm::Usage& u, const std::string& model) {
-  return Append(DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}, {"model", model}}));
+  // The reply it counts follows at once: the copy gets both in one go (one
+  // round trip less before each tool runs).
+  return Append(DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}, {"model", model}}), /*send=*/false);
 }
 
 namespace {

@@ -102,7 +102,8 @@ class Journal {
 
  private:
   Journal(fs::path path, ScopedFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
-  Status Append(const std::string& line);
+  // `send`: to the copy now (with whatever it lacks), or with the next line.
+  Status Append(const std::string& line, bool send = true);
   // Sends the lines the copy lacks; a failure is said once and retried at
   // the next line.
   void SendToCopy();
