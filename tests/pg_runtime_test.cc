@@ -560,6 +560,39 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   for (const auto& [id, n] : completions) EXPECT_EQ(n, 1) << "task #" << id;
   EXPECT_EQ(gate_calls, 1);
 
+  // What both machines' agents spent, from a third that ran none: each
+  // agent's calls are the usage lines of its journal's copy.
+  // (The lead may still be answering its news: counted before and after.)
+  auto usage_lines = [&](const std::string& member) {
+    auto lines = teams_->JournalOf("duo", member)->Lines();
+    EXPECT_TRUE(lines.ok());
+    return lines.ok() ? static_cast<int>(std::count_if(lines->begin(), lines->end(), [](const std::string& l) {
+      return l.find("\"kind\":\"usage\"") != std::string::npos;
+    })) : -1;
+  };
+  const std::vector<std::string> members = {"lead", "w1", "w2"};
+  std::map<std::string, int> before;
+  for (const auto& m : members) before[m] = usage_lines(m);
+  TempDir third;
+  auto usage = mates(third.path(), {"usage", "--team", "duo", "--json"});
+  ASSERT_EQ(usage.exit_code, 0) << usage.err;
+  auto spent = ParseJson(usage.out);
+  ASSERT_TRUE(spent.ok()) << usage.out;
+  int total = 0;
+  for (const auto& agent : (*spent)["agents"]) {
+    const std::string name = agent["agent"];
+    const int calls = agent["calls"];
+    ASSERT_TRUE(before.count(name)) << name;
+    EXPECT_GT(before[name], 0) << name;
+    EXPECT_GE(calls, before[name]) << name << ": " << usage.out;
+    EXPECT_LE(calls, usage_lines(name)) << name << ": " << usage.out;
+    total += calls;
+  }
+  EXPECT_EQ((*spent)["agents"].size(), members.size()) << usage.out;
+  EXPECT_EQ((*spent)["calls"], total) << usage.out;
+  auto archived = mates(third.path(), {"usage", "--team", "duo", "--archived"});
+  EXPECT_EQ(archived.exit_code, 2) << archived.err;
+
   // The dead host's `down` kills what its tool left (the reader at the
   // gate); the lead's `down` asks both teammates, now its own.
   auto down_b = mates(mate_ws.path(), {"down", "--team", "duo"});
@@ -576,6 +609,15 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   EXPECT_EQ(down_a.exit_code, 0) << down_a.err;
   EXPECT_NE(down_a.out.find("asked 2 teammate(s) to stop"), std::string::npos) << down_a.out;
   for (const char* who : {"lead", "w1", "w2"}) EXPECT_FALSE(teams_->IsHosted("duo", who)) << who;
+
+  // A budget counts what every machine spent: from the third workspace,
+  // which holds no journal, the team is over 10 tokens already.
+  std::vector<std::string> over = {"run", "--budget-tokens", "10"};
+  over.insert(over.end(), run.begin(), run.end());
+  over.push_back("Go");
+  auto refused = mates(third.path(), over);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("is spent"), std::string::npos) << refused.err;
 }
 
 // A teammate whose liveness lock goes with its connection, and is taken

@@ -306,6 +306,12 @@ Result<JournalState> Journal::Load(const fs::path& path) {
   return ReplayText(*data, path.string());
 }
 
+JournalState Journal::UsageOf(std::string_view text) {
+  JournalState st;
+  (void)UsageLines(text, &st);
+  return st;
+}
+
 Result<JournalState> Journal::LoadUsage(const fs::path& path) {
   auto data = ReadFile(path);
   if (!data.ok()) return data.status();

@@ -91,6 +91,8 @@ class Journal {
   // Only the usage lines (all of them, even past a line replay would stop
   // at): what `mates usage` and a team's budget count. NotFound if absent.
   static Result<JournalState> LoadUsage(const fs::path& path);
+  // The usage lines of a journal's text (a store's copy of it).
+  static JournalState UsageOf(std::string_view text);
   // The same on a journal's text (`name` for warnings).
   static JournalState ReplayText(std::string_view text, const std::string& name);
   // Starts `path` over with one compact line holding `state` (its valid

@@ -21,6 +21,26 @@ void PriceAgentUsage(AgentUsage* a) {
   }
 }
 
+namespace {
+
+// One agent's usage lines, priced, into `team` (none: nothing added).
+void AddAgentUsage(const std::string& name, const JournalState& st, TeamUsage* team) {
+  if (st.calls == 0) return;
+  AgentUsage a;
+  a.agent = name;
+  a.usage = st.usage;
+  a.calls = st.calls;
+  a.by_model = st.usage_by_model;
+  PriceAgentUsage(&a);
+  team->total += a.usage;
+  team->calls += a.calls;
+  team->cost_usd += a.cost_usd;
+  team->cost_known = team->cost_known && a.cost_known;
+  team->agents.push_back(std::move(a));
+}
+
+}  // namespace
+
 Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir) {
   TeamUsage team;
   std::error_code ec;
@@ -45,20 +65,36 @@ Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir) {
       if (st.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
       return st.status();
     }
-    if (st->calls == 0) continue;
-    AgentUsage a;
-    a.agent = name;
-    a.usage = st->usage;
-    a.calls = st->calls;
-    a.by_model = st->usage_by_model;
-    PriceAgentUsage(&a);
-    team.total += a.usage;
-    team.calls += a.calls;
-    team.cost_usd += a.cost_usd;
-    team.cost_known = team.cost_known && a.cost_known;
-    team.agents.push_back(std::move(a));
+    AddAgentUsage(name, *st, &team);
   }
   return team;
+}
+
+Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::string& team,
+                                               const fs::path& agents_dir) {
+  MATES_ASSIGN_OR_RETURN(TeamConfig config, store.LoadTeam(team));
+  std::vector<std::string> names;
+  for (const auto& m : config.members) names.push_back(m.name);
+  std::sort(names.begin(), names.end());
+  TeamUsage usage;
+  for (const auto& name : names) {
+    std::unique_ptr<JournalCopy> copy = store.JournalOf(team, name);
+    if (!copy) return std::optional<TeamUsage>();
+    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, copy->Lines());
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    AddAgentUsage(name, Journal::UsageOf(text), &usage);
+  }
+  if (!agents_dir.empty()) {
+    auto name = config.lead + " (subagents)";
+    auto st = Journal::LoadUsage(agents_dir / (config.lead + ".subagents.jsonl"));
+    if (st.ok()) {
+      AddAgentUsage(name, *st, &usage);
+    } else if (st.status().code() != StatusCode::kNotFound) {
+      return st.status();
+    }
+  }
+  return std::optional<TeamUsage>(std::move(usage));
 }
 
 double CacheReadShare(const llm::Usage& u) {

@@ -21,6 +21,7 @@
 #include "core/status.h"
 #include "llm/types.h"
 #include "store/roster.h"
+#include "store/team_store.h"
 
 namespace mates::agent {
 
@@ -45,6 +46,12 @@ struct TeamUsage {
 void PriceAgentUsage(AgentUsage* a);
 // Reads every journal in `agents_dir`. A missing folder is an empty team.
 Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir);
+// The same from the copies `store` keeps of the journals of `team`'s
+// members, wherever they ran (DESIGN §13), and the lead's subagents'
+// journals in `agents_dir` if given (those are this machine's only);
+// nullopt if the store keeps no copies (the file store: read the folder).
+Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::string& team,
+                                               const fs::path& agents_dir = {});
 // "1.2M tokens (80% cache reads), $1.23" / "…, cost unknown for model-x"
 std::string DescribeTeamUsage(const TeamUsage& u);
 // The share of input tokens that were cache reads, 0..1 (0 without input).

@@ -589,8 +589,11 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
                     "' has no price: give one with mates --prices FILE (see docs), or budget tokens instead"),
               std::nullopt};
     }
-    // What the team's journals hold already counts.
-    auto before = agent::ReadTeamUsage(ws.AgentsDir(a.team));
+    // What the team's journals hold already counts: on a shared store,
+    // those of every machine (their copies), else this workspace's.
+    auto shared = agent::ReadTeamUsage(*store, a.team, ws.AgentsDir(a.team));
+    if (!shared.ok()) return {Fail(shared.status()), std::nullopt};
+    auto before = *shared ? Result<agent::TeamUsage>(std::move(**shared)) : agent::ReadTeamUsage(ws.AgentsDir(a.team));
     if (!before.ok()) return {Fail(before.status()), std::nullopt};
     spend = std::make_shared<agent::TeamSpend>(team->budget, *before);
     if (std::string over = spend->Exceeded(); !over.empty()) {

@@ -1,4 +1,4 @@
-// mates usage [--team T] [--json] [--archived [STAMP]]
+// mates usage [--team T] [--json] [--archived [STAMP]] [--store URL]
 //
 // What a team's agents spent (DESIGN §15): per agent the calls, input
 // (uncached, cache writes, cache reads), output and cost, then the team's
@@ -14,8 +14,10 @@
 #include "agent/spend.h"
 #include "agent/usage.h"
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "core/json.h"
 #include "core/names.h"
+#include "pg/store.h"
 #include "store/roster.h"
 
 namespace mates::cli {
@@ -23,6 +25,7 @@ namespace {
 
 struct UsageArgs {
   std::string team = "default";
+  std::string store;
   bool json = false;
   ArchivedChoice archived;
 };
@@ -104,8 +107,27 @@ std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
   return o.str();
 }
 
+// A team on PostgreSQL: its members' journals as the database keeps them,
+// whichever machine each ran on.
+int ShowStoreUsage(const UsageArgs& a, pg::Store& database) {
+  std::unique_ptr<TeamStore> store = pg::StoreTeams(database);
+  auto team = store->LoadTeam(a.team);
+  if (!team.ok()) return Fail(team.status());
+  auto u = agent::ReadTeamUsage(*store, a.team);
+  if (!u.ok()) return Fail(u.status());
+  agent::TeamUsage usage = u->value_or(agent::TeamUsage{});
+  std::cout << (a.json ? DumpJsonPretty(UsageJson(usage, *team)) + "\n" : Render(usage, *team)) << std::flush;
+  return 0;
+}
+
 int ShowUsage(Globals& g, const UsageArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  auto database = OpenChosenStore(a.store);
+  if (!database.ok()) return Fail(database.status());
+  if (*database) {
+    if (a.archived.given()) return Usage("--archived reads the file store's archives; a PostgreSQL store keeps none");
+    return ShowStoreUsage(a, **database);
+  }
   auto ws = ReadingWorkspace(g, a.team, a.archived);
   if (!ws.ok()) return Fail(ws.status());
   auto team = Roster(*ws).Load(a.team);
@@ -124,6 +146,7 @@ void AddUsageCommand(CLI::App& app, Globals& g) {
   cmd->add_option("--team", a->team, "The team")->envname("MATES_TEAM")->capture_default_str();
   cmd->add_flag("--json", a->json, "One JSON document");
   AddArchivedOption(cmd, a->archived);
+  AddStoreOption(cmd, a->store);
   cmd->callback([&g, a] { g.action = [&g, a] { return ShowUsage(g, *a); }; });
 }
 
