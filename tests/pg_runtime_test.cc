@@ -455,26 +455,28 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   for (int i = 2; i <= 7; ++i) {
     ASSERT_EQ(mates(lead_ws.path(), {"tasks", "create", "--team", "duo", "plain " + std::to_string(i)}).exit_code, 0);
   }
-  const std::vector<std::string> run = {"--team", "duo", "--provider", "scripted", "--scenario", scenario.string()};
+  // `head`, then the team and the scripted provider, then `tail`.
+  auto command = [&](std::vector<std::string> head, const std::string& team, std::vector<std::string> tail = {}) {
+    for (const auto& a : {std::string("--team"), team, std::string("--provider"), std::string("scripted"),
+                          std::string("--scenario"), scenario.string()}) {
+      head.push_back(a);
+    }
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
 
   // Bad input first: teammates only on the file store, or with a goal.
-  auto on_files = RunMates(mate_ws.path(), {"up", "--teammates", "--team", "duo", "--provider", "scripted",
-                                            "--scenario", scenario.string()});
+  auto on_files = RunMates(mate_ws.path(), command({"up", "--teammates"}, "duo"));
   EXPECT_EQ(on_files.exit_code, 2) << on_files.err;
   EXPECT_NE(on_files.err.find("--store postgres://"), std::string::npos) << on_files.err;
-  std::vector<std::string> with_goal = {"up", "--teammates"};
-  with_goal.insert(with_goal.end(), run.begin(), run.end());
-  with_goal.push_back("Go");
-  auto goal = mates(mate_ws.path(), with_goal);
+  auto goal = mates(mate_ws.path(), command({"up", "--teammates"}, "duo", {"Go"}));
   EXPECT_EQ(goal.exit_code, 2) << goal.err;
-  auto no_team = mates(mate_ws.path(), {"up", "--teammates", "--team", "nope", "--provider", "scripted",
-                                        "--scenario", scenario.string()});
+  auto no_team = mates(mate_ws.path(), command({"up", "--teammates"}, "nope"));
   EXPECT_EQ(no_team.exit_code, 1) << no_team.err;
   EXPECT_NE(no_team.err.find("nope"), std::string::npos) << no_team.err;
 
   // The teammates host adopts w1, which claims #1 and waits at the gate.
-  std::vector<std::string> up_mates = {"up", "--teammates"};
-  up_mates.insert(up_mates.end(), run.begin(), run.end());
+  const std::vector<std::string> up_mates = command({"up", "--teammates"}, "duo");
   auto up_b = mates(mate_ws.path(), up_mates);
   ASSERT_EQ(up_b.exit_code, 0) << up_b.out << up_b.err;
   EXPECT_NE(up_b.out.find("hosting the teammates of team duo"), std::string::npos) << up_b.out;
@@ -499,10 +501,7 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   })) << ReadAll(mate_log);
 
   // The lead's host spawns w2, which claims the rest.
-  std::vector<std::string> up_lead = {"up"};
-  up_lead.insert(up_lead.end(), run.begin(), run.end());
-  up_lead.push_back("Go");
-  auto up_a = mates(lead_ws.path(), up_lead);
+  auto up_a = mates(lead_ws.path(), command({"up"}, "duo", {"Go"}));
   ASSERT_EQ(up_a.exit_code, 0) << up_a.out << up_a.err;
   auto done_but_held = [&] {
     auto all = board->List(false);
@@ -612,10 +611,7 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
 
   // A budget counts what every machine spent: from the third workspace,
   // which holds no journal, the team is over 10 tokens already.
-  std::vector<std::string> over = {"run", "--budget-tokens", "10"};
-  over.insert(over.end(), run.begin(), run.end());
-  over.push_back("Go");
-  auto refused = mates(third.path(), over);
+  auto refused = mates(third.path(), command({"run", "--budget-tokens", "10"}, "duo", {"Go"}));
   EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
   EXPECT_NE(refused.err.find("is spent"), std::string::npos) << refused.err;
 }
