@@ -15,6 +15,7 @@
 #include "agent/agent_loop.h"
 #include "agent/journal.h"
 #include "core/clock.h"
+#include "core/limits.h"
 #include "core/waker.h"
 #include "llm/scripted.h"
 #include "pg/connection.h"
@@ -657,6 +658,40 @@ TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
       << "w1 still runs here while another host hosts it";
   EXPECT_EQ(teams_->LoadTeam("crew")->Find("w1")->status, MemberStatus::kActive) << "it wrote the roster";
   EXPECT_TRUE(teams_->IsHosted("crew", "w1"));
+}
+
+// A copy edited into nonsense by hand (DESIGN §10): lines that are no
+// JSON, nested past the depth limit or cut short carry nothing when the
+// journal is replayed (the conversation before them stands), and a line
+// over the bound is one clear error, never loaded.
+TEST_F(PgRuntimeTest, AHostileJournalCopyIsReplayedAsFarAsItMakesSense) {
+  const std::string hello = R"({"kind":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}})";
+  ASSERT_TRUE(store_->PutJournal("crew", "w1", 0,
+                                 {hello, "not json", std::string(10000, '[') + std::string(10000, ']'),
+                                  R"({"kind":"message","message":{"role":)", std::string(1000, '\x01')})
+                  .ok());
+  auto copy = teams_->JournalOf("crew", "w1");
+  const fs::path path = dir_.path() / "w1.jsonl";
+  auto held = agent::Journal::Reconcile(path, *copy);
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_EQ(*held, 5);
+  auto st = agent::Journal::Load(path);
+  ASSERT_TRUE(st.ok()) << st.status().message();
+  ASSERT_EQ(st->messages.size(), 1u);
+  EXPECT_EQ(st->messages[0].content[0].text, "hi");
+
+  // Over the bound: refused whole, with what and whose.
+  auto c = pg::Connection::Open(*pg::ParseTarget(url_), 10);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->Exec("INSERT INTO mates_journals (team, member, seq, line) VALUES ('crew', 'w2', 0, repeat('x', $1::int))",
+                      {std::to_string(kMaxJournalLineBytes + 1)})
+                  .ok());
+  auto big = teams_->JournalOf("crew", "w2")->Lines();
+  EXPECT_EQ(big.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(big.status().message().find("'w2'"), std::string::npos) << big.status().message();
+  EXPECT_EQ(agent::Journal::Reconcile(dir_.path() / "w2.jsonl", *teams_->JournalOf("crew", "w2")).status().code(),
+            StatusCode::kCorrupt);
+  EXPECT_FALSE(fs::exists(dir_.path() / "w2.jsonl")) << "nothing is written from a copy that was refused";
 }
 
 // A host's liveness lock goes with its connection when the server
