@@ -187,7 +187,11 @@ Result<TeamConfig> Store::UpdateTeam(const std::string& team, const std::functio
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
   return InTransaction(*c, [&]() -> Result<TeamConfig> {
-    MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT " + kConfigColumns + " FROM mates_teams WHERE name = $1 FOR UPDATE",
+    // NO KEY UPDATE: roster changes still go one at a time, but the rows
+    // that name the team (an inbox message, a journal line, a task) are
+    // not held up behind one.
+    MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT " + kConfigColumns +
+                                               " FROM mates_teams WHERE name = $1 FOR NO KEY UPDATE",
                                            {team}));
     MATES_ASSIGN_OR_RETURN(TeamConfig config, ConfigOf(r, team));
     MATES_RETURN_IF_ERROR(mutate(config));
