@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 #include <future>
@@ -1105,6 +1106,42 @@ TEST_F(PgTest, AnAppendFromAnotherProcessWakesAWaiter) {
   EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "no wake-up";
   EXPECT_EQ(other->generation(), 0u) << "a waiter on another inbox was woken";
   EXPECT_EQ(store->Drain("procs", "lead")->size(), 1u);
+}
+
+// A notification that reaches the listening connection while it is busy
+// listening to another channel (libpq queues it as it reads that
+// statement's answer, and nothing more arrives on the socket) still wakes
+// its waiter. Each round a thread subscribes to twenty new channels while
+// a send lands in the middle of them; before the fix 7 rounds of 40 lost
+// their wake-up for good (a teammate slept through a shutdown request).
+TEST_F(PgTest, ASendThatArrivesWhileTheListenerListensElsewhereStillWakes) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  auto waker = std::make_shared<Waker>();
+  auto sub = store->listener().Subscribe(pg::InboxKey("procs", "lead"), waker);
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  int lost = 0;
+  for (int round = 0; round < 40; ++round) {
+    std::atomic<int> subscribed{0};
+    std::vector<pg::Listener::Subscription> others;
+    std::thread churn([&] {
+      for (int i = 0; i < 20; ++i) {
+        auto s = store->listener().Subscribe(pg::InboxKey("procs", "x" + std::to_string(round * 20 + i)),
+                                             std::make_shared<Waker>());
+        if (s.ok()) others.push_back(std::move(*s));
+        subscribed.fetch_add(1);
+      }
+    });
+    ASSERT_TRUE(testing::WaitUntil([&] { return subscribed.load() >= 5; }, 20));
+    uint64_t seen = waker->generation();
+    ASSERT_TRUE(store->Append("procs", "lead", Msg("m-" + std::to_string(round), "wake")).ok());
+    churn.join();
+    EXPECT_EQ(others.size(), 20u);
+    if (waker->WaitChange(seen, DeadlineIn(5)) == seen) ++lost;
+    others.clear();  // UNLISTENs, racing the next round's LISTENs
+  }
+  EXPECT_EQ(lost, 0) << "rounds whose send woke nobody";
+  EXPECT_EQ(store->Drain("procs", "lead")->size(), 40u);
 }
 
 // `mates inbox --wait` and `mates log --follow` ride out a restart of the

@@ -134,6 +134,8 @@ Result<Connection> Connection::Open(const Target& target, double timeout_s) {
 
 bool Connection::ok() const { return conn_ && PQstatus(conn_.get()) == CONNECTION_OK; }
 
+bool Connection::idle() const { return ok() && PQtransactionStatus(conn_.get()) == PQTRANS_IDLE; }
+
 Status Connection::ErrorOf(pg_result* r, std::string_view) const {
   if (!ok()) {
     return Status::Unavailable("lost the connection to " + target_.shown + ": " +

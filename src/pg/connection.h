@@ -82,6 +82,8 @@ class Connection {
 
   // False once the connection is known to be lost.
   bool ok() const;
+  // Connected and in no transaction: fit to be used again by anyone.
+  bool idle() const;
   const Target& target() const { return target_; }
 
   // LISTEN support: the socket to poll, reading what arrived, and the

@@ -110,6 +110,9 @@ void Listener::Run() {
       wake_all = true;
       continue;
     }
+    // What arrived while those statements ran was queued by libpq as it
+    // read their answers: the socket will not say so again.
+    WakeLocked(conn_.TakeNotifications());
     cv_.notify_all();
     if (wake_all) {
       // Listening again after a loss: whatever was sent meanwhile is found
@@ -131,13 +134,7 @@ void Listener::Run() {
       channels = conn_.TakeNotifications();
     }
     lock.lock();
-    if (!channels.empty()) {
-      std::sort(channels.begin(), channels.end());
-      channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
-      for (auto& [id, e] : subs_) {
-        if (std::binary_search(channels.begin(), channels.end(), e.channel)) e.waker->Notify();
-      }
-    }
+    WakeLocked(std::move(channels));
     if (!s.ok() || !conn_.ok()) {
       LogDebug("pg listener: " + (s.ok() ? std::string("connection lost") : s.message()));
       conn_ = Connection();
@@ -146,6 +143,15 @@ void Listener::Run() {
       // again once the connection is back.
       for (auto& [id, e] : subs_) e.waker->Notify();
     }
+  }
+}
+
+void Listener::WakeLocked(std::vector<std::string> channels) {
+  if (channels.empty()) return;
+  std::sort(channels.begin(), channels.end());
+  channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
+  for (auto& [id, e] : subs_) {
+    if (std::binary_search(channels.begin(), channels.end(), e.channel)) e.waker->Notify();
   }
 }
 

@@ -12,7 +12,9 @@
 // A lost connection is not a lost wake-up: the listener reconnects with
 // backoff (50 ms doubling to 2 s), listens again to every channel, and then
 // wakes every waiter, each of which looks again (whatever was sent while
-// nobody listened is found by that look).
+// nobody listened is found by that look). Nor is a busy connection: a
+// notification libpq read along with a LISTEN's answer wakes its waiters
+// before the listener polls the socket again.
 #pragma once
 
 #include <atomic>
@@ -23,6 +25,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/status.h"
 #include "core/waker.h"
@@ -75,6 +78,8 @@ class Listener {
   // On the listening thread: connect and LISTEN to every wanted channel.
   Status ConnectLocked(std::unique_lock<std::mutex>& lock);
   void Signal();
+  // Wakes the waiters on `channels` (notifications received).
+  void WakeLocked(std::vector<std::string> channels);
   void Unsubscribe(uint64_t id);
 
   Target target_;

@@ -112,7 +112,9 @@ Store::~Store() {
 }
 
 void Store::Give(Connection c) {
-  if (!c.ok()) return;
+  // One left in a transaction (a rollback that failed) would hand its
+  // locks to the next user: closed instead, which ends it.
+  if (!c.idle()) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
 }
