@@ -22,6 +22,7 @@
 #include "pg/schema.h"
 #include "pg/store.h"
 #include "core/process_tree.h"
+#include "core/subprocess.h"
 #include "store/host_info.h"
 #include "store/team_store.h"
 #include "support/pg_suite.h"
@@ -101,11 +102,46 @@ class PgRuntimeTest : public testing::PgSuite {
     }
   }
 
+  // The tool calls in the journals' copies of `members`: how many times
+  // each task was updated (by id), and how many bash calls there were.
+  struct ToolCalls {
+    std::map<std::string, int> task_updates;
+    int bash = 0;
+  };
+  ToolCalls CallsIn(const std::string& team, const std::vector<std::string>& members) {
+    ToolCalls calls;
+    for (const auto& member : members) {
+      auto lines = teams_->JournalOf(team, member)->Lines();
+      EXPECT_TRUE(lines.ok()) << member << ": " << lines.status().message();
+      if (!lines.ok()) continue;
+      for (const auto& l : *lines) {
+        auto j = ParseJson(l);
+        if (!j.ok() || (*j)["kind"] != "message" || (*j)["message"]["role"] != "assistant") continue;
+        for (const auto& block : (*j)["message"]["content"]) {
+          if (block.value("type", "") != "tool_use") continue;
+          if (block["name"] == "TaskUpdate") calls.task_updates[block["input"]["task_id"].get<std::string>()]++;
+          if (block["name"] == "bash") ++calls.bash;
+        }
+      }
+    }
+    return calls;
+  }
+
   std::string url_;
   std::unique_ptr<pg::Store> store_;
   std::unique_ptr<TeamStore> teams_;
   TempDir dir_;
 };
+
+// The first rules of a scenario: on "Go" the lead spawns `worker` into
+// `team` to work through the board, and notes whatever comes after.
+std::string LeadSpawnsOnGo(const std::string& team, const std::string& worker) {
+  return "rules:\n"
+         "  - agent: lead\n    when: \"Go\"\n"
+         "    reply: [{type: tool_use, name: Task, input: {team_name: " + team + ", name: " + worker +
+         ", description: worker, prompt: \"Work through the tasks on the board.\"}}]\n"
+         "  - agent: lead\n    once: false\n    reply: [{type: text, text: \"Noted.\"}]\n";
+}
 
 std::shared_ptr<llm::Scenario> Scenario() {
   auto s = llm::Scenario::Parse(
@@ -411,11 +447,7 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   const fs::path gate = dir_.path() / "gate";
   ASSERT_EQ(::mkfifo(gate.c_str(), 0600), 0);
   const std::string yaml =
-      "rules:\n"
-      "  - agent: lead\n    when: \"Go\"\n"
-      "    reply: [{type: tool_use, name: Task, input: {team_name: duo, name: w2, description: worker,"
-      " prompt: \"Work through the tasks on the board.\"}}]\n"
-      "  - agent: lead\n    once: false\n    reply: [{type: text, text: \"Noted.\"}]\n"
+      LeadSpawnsOnGo("duo", "w2") +
       "  - agent: \"w*\"\n    when: \"interrupted: the agent was restarted\"\n    once: false\n"
       "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"1\", status: completed}}]\n"
       "  - agent: \"w*\"\n    when: \"Task #1: held\"\n"
@@ -541,24 +573,10 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
 
   // Every task was completed once, by one teammate, and the held tool ran
   // once (the resumed conversation did not run it again).
-  std::map<std::string, int> completions;
-  int gate_calls = 0;
-  for (const std::string member : {"w1", "w2"}) {
-    auto lines = teams_->JournalOf("duo", member)->Lines();
-    ASSERT_TRUE(lines.ok());
-    for (const auto& l : *lines) {
-      auto j = ParseJson(l);
-      if (!j.ok() || (*j)["kind"] != "message" || (*j)["message"]["role"] != "assistant") continue;
-      for (const auto& block : (*j)["message"]["content"]) {
-        if (block.value("type", "") != "tool_use") continue;
-        if (block["name"] == "TaskUpdate") completions[block["input"]["task_id"].get<std::string>()]++;
-        if (block["name"] == "bash") ++gate_calls;
-      }
-    }
-  }
-  EXPECT_EQ(completions.size(), 7u);
-  for (const auto& [id, n] : completions) EXPECT_EQ(n, 1) << "task #" << id;
-  EXPECT_EQ(gate_calls, 1);
+  ToolCalls calls = CallsIn("duo", {"w1", "w2"});
+  EXPECT_EQ(calls.task_updates.size(), 7u);
+  for (const auto& [id, n] : calls.task_updates) EXPECT_EQ(n, 1) << "task #" << id;
+  EXPECT_EQ(calls.bash, 1);
 
   // What both machines' agents spent, from a third that ran none: each
   // agent's calls are the usage lines of its journal's copy.
@@ -692,6 +710,95 @@ TEST_F(PgRuntimeTest, AHostileJournalCopyIsReplayedAsFarAsItMakesSense) {
   EXPECT_EQ(agent::Journal::Reconcile(dir_.path() / "w2.jsonl", *teams_->JournalOf("crew", "w2")).status().code(),
             StatusCode::kCorrupt);
   EXPECT_FALSE(fs::exists(dir_.path() / "w2.jsonl")) << "nothing is written from a copy that was refused";
+}
+
+// The server restarts while a run's teammate is in the middle of a tool:
+// the teammate's next steps wait for the server instead of failing, the
+// host says it waits and that the server is back, and the team goes on:
+// every task completed once, every journal's copy whole again.
+TEST_F(PgRuntimeTest, AServerRestartedUnderARunIsWaitedForAndTheTeamGoesOn) {
+  TempDir ws;
+  const fs::path gate = dir_.path() / "gate";
+  ASSERT_EQ(::mkfifo(gate.c_str(), 0600), 0);
+  const std::string yaml =
+      LeadSpawnsOnGo("crew", "w1") +
+      "  - agent: w1\n    when: \"Task #1: held\"\n"
+      "    reply: [{type: tool_use, name: bash, input: {command: \"read -r line < " + gate.string() +
+      " && echo released-$line\"}}]\n"
+      "  - agent: w1\n    when: \"released-(\\\\d+)\"\n"
+      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}]\n"
+      "  - agent: w1\n    when: \"Task #(\\\\d+): plain\"\n    once: false\n"
+      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}]\n"
+      "  - agent: \"*\"\n    once: false\n    reply: [{type: text, text: \"Done.\"}]\n";
+  const fs::path scenario = dir_.path() / "restart.yaml";
+  ASSERT_TRUE(WriteFileAtomic(scenario, yaml).ok());
+  auto board = teams_->Board("crew");
+  ASSERT_TRUE(board->Create(TaskDraft{"held"}).ok());
+  for (int i = 2; i <= 4; ++i) ASSERT_TRUE(board->Create(TaskDraft{"plain " + std::to_string(i)}).ok());
+
+  SubprocessOptions o;
+  o.argv = {testing::MatesBinary(), "--workspace", ws.str(), "run", "--store", url_, "--team", "crew",
+            "--provider", "scripted", "--scenario", scenario.string(), "--shutdown-timeout", "2", "Go"};
+  o.interactive = true;  // stderr to a file, to read while it runs
+  o.stderr_path = (dir_.path() / "run.err").string();
+  o.timeout_s = 120;
+  auto run = Subprocess::Start(o);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  auto err = [&] { return ReadAll(dir_.path() / "run.err"); };
+  struct LetGo {
+    fs::path gate;
+    ~LetGo() {  // a reader still waiting at the gate is let go
+      int fd = ::open(gate.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) ::close(fd);
+    }
+  } let_go{gate};
+
+  // w1 claims #1 and waits at the gate; then the server goes away.
+  auto waker = std::make_shared<Waker>();
+  auto watch = teams_->WatchBoard("crew", waker);
+  ASSERT_TRUE(watch.ok());
+  ASSERT_TRUE(Until(waker, [&] {
+    auto t = board->Get(1);
+    return t.ok() && t->status == TaskStatus::kInProgress && t->owner == "w1";
+  })) << err();
+  int writer = -1;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    writer = ::open(gate.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    return writer >= 0;
+  }, 60)) << "w1 never read from the gate" << err();
+  watch->reset();
+  ASSERT_TRUE(server_->Stop().ok());
+
+  // The tool ends while the server is away: w1's journal and task update
+  // wait for it, and the host says so.
+  ASSERT_EQ(::write(writer, "1\n", 2), 2);
+  ::close(writer);
+  ASSERT_TRUE(testing::WaitUntil([&] { return err().find("for it to come back") != std::string::npos; }, 60))
+      << err();
+  ASSERT_TRUE(server_->Restart().ok());
+
+  auto done = run->Wait();
+  EXPECT_EQ(done.exit_code, 0) << done.out << err();
+  EXPECT_NE(err().find("is back"), std::string::npos) << err();
+  auto all = board->List(false);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_EQ(all->size(), 4u);
+  for (const auto& t : *all) EXPECT_EQ(t.status, TaskStatus::kCompleted) << "#" << t.id << done.out << err();
+
+  // Each task was completed once, the gate's tool ran once, and each
+  // journal's copy is its file again (the lines written while the server
+  // was away went after it came back).
+  for (const std::string member : {"lead", "w1"}) {
+    auto lines = teams_->JournalOf("crew", member)->Lines();
+    ASSERT_TRUE(lines.ok()) << lines.status().message();
+    std::string text;
+    for (const auto& l : *lines) text += l + "\n";
+    EXPECT_EQ(ReadAll(ws.path() / (".teams/crew/agents/" + member + ".jsonl")), text) << member;
+  }
+  ToolCalls calls = CallsIn("crew", {"w1"});
+  EXPECT_EQ(calls.task_updates.size(), 4u);
+  for (const auto& [id, n] : calls.task_updates) EXPECT_EQ(n, 1) << "task #" << id;
+  EXPECT_EQ(calls.bash, 1);
 }
 
 // A host's liveness lock goes with its connection when the server

@@ -1217,5 +1217,32 @@ TEST_F(PgTest, AServerRestartedMidRunIsWaitedOutAndNothingIsLost) {
   EXPECT_EQ(Ids(*store->Drain("procs", "ann")), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
 }
 
+// A store told to wait out outages (a host's) waits for a stopped server
+// instead of failing, and its pooled connections, which the server ended,
+// cost no failed statement; a stop ends a wait at once.
+TEST_F(PgTest, AStoreToldToWaitOutOutagesWaitsForTheServerAndAStopEndsTheWait) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-1", "before")).ok());  // a connection in the pool
+  store->WaitOutOutages(300);
+  ASSERT_TRUE(server_->Stop().ok());
+  auto sent = std::async(std::launch::async, [&] { return store->Append("procs", "ann", Msg("m-2", "waited")); });
+  EXPECT_EQ(sent.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout) << "it did not wait";
+  ASSERT_TRUE(server_->Restart().ok());
+  ASSERT_EQ(sent.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_TRUE(sent.get().ok());
+  EXPECT_EQ(Ids(*store->Drain("procs", "ann")), (std::vector<std::string>{"m-1", "m-2"}));
+
+  // Down again: a stop ends the wait under way and any to come.
+  ASSERT_TRUE(server_->Stop().ok());
+  auto stopped = std::async(std::launch::async, [&] { return store->Append("procs", "ann", Msg("m-3", "stopped")); });
+  EXPECT_EQ(stopped.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout) << "it did not wait";
+  store->StopWaiting();
+  ASSERT_EQ(stopped.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "the stop did not end the wait";
+  EXPECT_EQ(stopped.get().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(store->Append("procs", "ann", Msg("m-4", "after the stop")).code(), StatusCode::kUnavailable);
+  ASSERT_TRUE(server_->Restart().ok());
+}
+
 }  // namespace
 }  // namespace mates

@@ -17,6 +17,7 @@
 #include "agent/subagents.h"
 #include "cli/cli_common.h"
 #include "cli/session_signals.h"
+#include "core/limits.h"
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
@@ -477,13 +478,14 @@ Result<std::unique_ptr<Hold>> HostTheLead(const LeadSessionConfig& a, TeamStore&
 // What the signal thread does: a first Ctrl-C interrupts the lead's turn;
 // stopping interrupts every agent for good and kills every tree.
 SessionSignals::Hooks SignalHooks(agent::AgentLoop& lead, team::TeamManager& teams, agent::SubagentManager& subs,
-                                  LiveOutput& out) {
+                                  LiveOutput& out, pg::Store* database) {
   SessionSignals::Hooks hooks;
   hooks.interrupt_turn = [&lead, &teams] {
     lead.Interrupt();
     teams.lead_waker()->Notify();
   };
-  hooks.stop_all = [&lead, &teams, &subs] {
+  hooks.stop_all = [&lead, &teams, &subs, database] {
+    if (database != nullptr) database->StopWaiting();
     lead.Interrupt(CancelToken::kForGood);
     subs.InterruptAll();
     teams.InterruptAll("its host was told to stop");
@@ -544,6 +546,9 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   // (DESIGN §13) whose connections are this process's own.
   auto database = OpenChosenStore(a.store_url);
   if (!database.ok()) return {Fail(database.status()), std::nullopt};
+  // A server restarted or briefly away is waited for: the agents go on
+  // when it is back (a stop cuts the wait short).
+  if (*database) (*database)->WaitOutOutages(kStoreOutagePatienceS);
   std::unique_ptr<TeamStore> store = *database ? pg::StoreTeams(**database) : FileTeamStore(ws);
   TeamStore* const shared_store = *database ? store.get() : nullptr;  // what the tools and teammates carry
 
@@ -672,7 +677,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   mq.running = [&teams](const std::string& name) { return teams.Running(name); };
   git::MergeQueue merges(mq);
   teams.SetBusyElsewhere([&merges] { return merges.Busy(); });
-  signals.SetHooks(SignalHooks(lead, teams, subs, out));
+  signals.SetHooks(SignalHooks(lead, teams, subs, out, database->get()));
   // No hook may run once the objects it uses start going away.
   struct HooksOff {
     SessionSignals& s;

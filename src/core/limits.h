@@ -36,5 +36,8 @@ inline constexpr size_t kMaxJournalLineBytes = 64 << 20;
 inline constexpr size_t kMaxJournalBytes = 512 << 20;
 // One HTTP request body to mock-llm.
 inline constexpr size_t kMaxHttpBodyBytes = 64 << 20;
+// How long a host's operations wait for a PostgreSQL store that cannot be
+// reached (a restart, a network gap) before they fail (DESIGN §13).
+inline constexpr double kStoreOutagePatienceS = 300;
 
 }  // namespace mates

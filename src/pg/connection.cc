@@ -1,6 +1,7 @@
 #include "pg/connection.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <charconv>
@@ -133,6 +134,11 @@ Result<Connection> Connection::Open(const Target& target, double timeout_s) {
 }
 
 bool Connection::ok() const { return conn_ && PQstatus(conn_.get()) == CONNECTION_OK; }
+
+bool Connection::HungUp() const {
+  pollfd p{socket(), POLLIN, 0};
+  return p.fd < 0 || ::poll(&p, 1, 0) != 0;
+}
 
 bool Connection::idle() const { return ok() && PQtransactionStatus(conn_.get()) == PQTRANS_IDLE; }
 

@@ -84,6 +84,10 @@ class Connection {
   bool ok() const;
   // Connected and in no transaction: fit to be used again by anyone.
   bool idle() const;
+  // An idle connection the server has ended (it shut down or restarted,
+  // or the session was terminated): its socket has something to read.
+  // Not for a listening connection, whose notifications look the same.
+  bool HungUp() const;
   const Target& target() const { return target_; }
 
   // LISTEN support: the socket to poll, reading what arrived, and the

@@ -123,17 +123,49 @@ Store::Lease::~Lease() {
   if (store_ != nullptr) store_->Give(std::move(conn_));
 }
 
-Result<Store::Lease> Store::Acquire() {
+void Store::WaitOutOutages(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  patience_s_ = std::max(0.0, seconds);
+  stop_waiting_ = false;
+}
+
+void Store::StopWaiting() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    while (!idle_.empty()) {
-      Connection c = std::move(idle_.back());
-      idle_.pop_back();
-      if (c.ok()) return Lease(this, std::move(c));
-    }
+    stop_waiting_ = true;
   }
-  MATES_ASSIGN_OR_RETURN(Connection c, Connection::Open(target_, 10));
-  return Lease(this, std::move(c));
+  outage_cv_.notify_all();
+}
+
+Result<Store::Lease> Store::Acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!idle_.empty()) {
+    Connection c = std::move(idle_.back());
+    idle_.pop_back();
+    if (c.ok() && !c.HungUp()) return Lease(this, std::move(c));
+  }
+  const Deadline until = DeadlineIn(patience_s_);
+  for (double backoff = 0.05;; backoff = std::min(backoff * 2, 2.0)) {
+    lock.unlock();
+    auto c = Connection::Open(target_, 10);
+    lock.lock();
+    if (c.ok()) {
+      if (in_outage_) LogInfo("store: " + target_.shown + " is back");
+      in_outage_ = false;
+      return Lease(this, std::move(*c));
+    }
+    if (c.status().code() != StatusCode::kUnavailable || patience_s_ <= 0 || stop_waiting_ || Expired(until)) {
+      return c.status();
+    }
+    if (!in_outage_) {
+      LogWarning("store: " + c.status().message() + ": waiting up to " +
+                 std::to_string(static_cast<int64_t>(patience_s_)) + " s for it to come back");
+      in_outage_ = true;
+    }
+    Deadline retry = DeadlineIn(backoff);
+    if (*until < *retry) retry = until;
+    outage_cv_.wait_until(lock, *retry, [&] { return stop_waiting_; });
+  }
 }
 
 Result<TeamConfig> Store::CreateTeam(const std::string& team, const std::string& lead,

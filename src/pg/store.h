@@ -17,9 +17,13 @@
 //            A NOTIFY on the board's key goes with every change that can
 //            make a task claimable (a new task, a completion).
 //
-// Connections come from a small pool; one that is lost is dropped, and the
-// next operation connects again. A lost connection is Unavailable to the
-// caller, which waits and retries.
+// Connections come from a small pool; one that is lost is dropped (one
+// whose server hung up while it lay idle too, so a restarted server costs
+// no failed statement), and the next operation connects again. A server
+// that cannot be reached is Unavailable to the caller at once, unless the
+// store was told to wait out outages (a host: its agents wait for the
+// server and go on); a connection lost under a statement is Unavailable
+// either way (whether that statement took effect is not known).
 #pragma once
 
 #include <condition_variable>
@@ -54,6 +58,13 @@ class Store {
   ~Store();
 
   const Target& target() const { return target_; }
+
+  // From now on an operation that finds the server out of reach tries
+  // again (backing off from 50 ms to 2 s) for up to `seconds`, saying so in
+  // the log once per outage; 0 (the default) fails at once.
+  void WaitOutOutages(double seconds);
+  // Waits under way and to come give up at once (a host told to stop).
+  void StopWaiting();
 
   // A connection taken from the pool, given back (if still good) when
   // dropped.
@@ -200,7 +211,11 @@ class Store {
   Target target_;
   Listener listener_;
   std::mutex mu_;
-  std::vector<Connection> idle_;  // guarded by mu_
+  std::condition_variable outage_cv_;  // StopWaiting
+  std::vector<Connection> idle_;       // guarded by mu_
+  double patience_s_ = 0;              // guarded by mu_
+  bool stop_waiting_ = false;          // guarded by mu_
+  bool in_outage_ = false;             // said so in the log; guarded by mu_
 
   std::mutex keeper_mu_;
   std::condition_variable keeper_cv_;
