@@ -799,6 +799,24 @@ TEST_F(PgRuntimeTest, AServerRestartedUnderARunIsWaitedForAndTheTeamGoesOn) {
   EXPECT_EQ(calls.task_updates.size(), 4u);
   for (const auto& [id, n] : calls.task_updates) EXPECT_EQ(n, 1) << "task #" << id;
   EXPECT_EQ(calls.bash, 1);
+
+  // Another machine sees how each agent ended and what it spent: its
+  // activity, from the store.
+  TempDir elsewhere;
+  auto st = RunMates(elsewhere.path(), {"status", "--team", "crew", "--json", "--store", url_});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  auto view = ParseJson(st.out);
+  ASSERT_TRUE(view.ok()) << st.out;
+  for (const auto& m : (*view)["members"]) {
+    const Json& a = m["activity"];
+    ASSERT_TRUE(a.is_object()) << m["name"] << ": " << st.out;
+    EXPECT_EQ(a["state"], "stopped") << st.out;
+    auto lines = teams_->JournalOf("crew", m["name"].get<std::string>())->Lines();
+    ASSERT_TRUE(lines.ok());
+    EXPECT_EQ(a["calls"], std::count_if(lines->begin(), lines->end(), [](const std::string& l) {
+      return l.find("\"kind\":\"usage\"") != std::string::npos;
+    })) << m["name"] << ": " << st.out;
+  }
 }
 
 // A host's liveness lock goes with its connection when the server

@@ -11,7 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "agent/activity.h"
 #include "core/clock.h"
+#include "core/files.h"
+#include "core/limits.h"
 #include "core/subprocess.h"
 #include "core/waker.h"
 #include "pg/connection.h"
@@ -130,7 +133,8 @@ TEST_F(PgTest, InitMigrateAndStatusAnswerForTheSchema) {
                        "WHERE tablename LIKE 'mates\\_%'");
   ASSERT_TRUE(tables.ok()) << tables.status().message();
   EXPECT_EQ(tables->text(0, 0),
-            "mates_inbox mates_journals mates_messages mates_requests mates_schema mates_tasks mates_teams");
+            "mates_activity mates_inbox mates_journals mates_messages mates_requests mates_schema mates_tasks "
+            "mates_teams");
 }
 
 TEST_F(PgTest, TwoInitsAtOnceCreateTheSchemaOnce) {
@@ -1062,6 +1066,74 @@ TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
   EXPECT_EQ(no_store.exit_code, 2) << no_store.err;
   auto bad_team = RunMates(ws_.path(), {"store", "export", "--team", "../x", (ws_.path() / "z").string(), "--store", url_});
   EXPECT_EQ(bad_team.exit_code, 2) << bad_team.err;
+}
+
+// What each agent does is in the store for `mates status` on any machine
+// and for `store export`; a document that is not one is left out.
+TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->CreateTeam("crew", "boss", "").ok());
+  for (const std::string name : {"alice", "bob", "carol"}) {
+    Member m;
+    m.name = name;
+    ASSERT_TRUE(store->AddMember("crew", m).ok());
+  }
+  auto teams = pg::StoreTeams(*store);
+  TempDir host;
+  {
+    // Alice's host writes her activity file, and the store gets it too.
+    ASSERT_TRUE(EnsureDir(Workspace(host.path()).AgentsDir("crew")).ok());
+    agent::ActivityFile alice(Workspace(host.path()).AgentsDir("crew") / "alice.status.json", "alice", "m",
+                              teams->ActivityOf("crew", "alice"));
+    llm::ContentBlock call;
+    call.name = "bash";
+    call.input_json = R"({"command":"make test"})";
+    alice.Tool(call);
+    agent::ActivityFile::FlushAll();
+  }
+  // Bob's is no JSON, carol's names someone else, the boss's is too big to read.
+  ASSERT_TRUE(store->PutActivity("crew", "bob", "{not json").ok());
+  ASSERT_TRUE(store->PutActivity("crew", "carol", R"({"agent":"mallory","state":"idle"})").ok());
+  pg::Connection c = Connect(url_);
+  ASSERT_TRUE(c.Exec("INSERT INTO mates_activity (team, member, doc) VALUES ('crew', 'boss', repeat('x', $1::int))",
+                     {std::to_string(kMaxStateFileBytes + 1)})
+                  .ok());
+  EXPECT_EQ(store->PutActivity("crew", "bob", std::string(kMaxStateFileBytes + 1, 'x')).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->PutActivity("nope", "bob", "{}").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->PutActivity("crew", "../x", "{}").code(), StatusCode::kInvalidArgument);
+
+  // Another machine (a workspace with nothing in it) sees what alice does
+  // while her host lives.
+  auto hosted = teams->HoldLiveness("crew", "alice");
+  ASSERT_TRUE(hosted.ok()) << hosted.status().message();
+  TempDir elsewhere;
+  auto st = RunMates(elsewhere.path(), {"status", "--team", "crew", "--json", "--store", url_});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  auto view = Json::parse(st.out);
+  std::map<std::string, Json> activity;
+  for (const auto& m : view["members"]) activity[m["name"]] = m["activity"];
+  ASSERT_TRUE(activity["alice"].is_object()) << st.out;
+  EXPECT_EQ(activity["alice"]["state"], "tool");
+  EXPECT_EQ(activity["alice"]["doing"], "bash(make test)");
+  for (const char* left_out : {"bob", "carol", "boss"}) EXPECT_TRUE(activity[left_out].is_null()) << left_out;
+  auto text = RunMates(elsewhere.path(), {"status", "--team", "crew", "--store", url_});
+  EXPECT_NE(text.out.find("bash(make test)"), std::string::npos) << text.out;
+  hosted->reset();
+  text = RunMates(elsewhere.path(), {"status", "--team", "crew", "--store", url_});
+  EXPECT_NE(text.out.find("(host gone)"), std::string::npos) << text.out;
+
+  // The export writes alice's as her activity file, and no other.
+  fs::path out = elsewhere.path() / "exported";
+  auto r = RunMates(elsewhere.path(), {"store", "export", "--team", "crew", out.string(), "--store", url_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto exported = agent::ReadActivity(Workspace(out).AgentsDir("crew") / "alice.status.json");
+  ASSERT_TRUE(exported.ok()) << exported.status().message();
+  EXPECT_EQ(exported->doing, "bash(make test)");
+  for (const char* left_out : {"bob", "carol", "boss"}) {
+    EXPECT_FALSE(fs::exists(Workspace(out).AgentsDir("crew") / (std::string(left_out) + ".status.json"))) << left_out;
+  }
 }
 
 TEST_F(PgTest, LivenessFollowsTheHostProcessEvenThroughKillNine) {

@@ -102,6 +102,7 @@ std::string DescribeCall(const llm::ContentBlock& call) {
 struct ActivityFile::Slot {
   fs::path path, spare;
   std::string agent;
+  std::function<void(const std::string&)> also;  // set before the first post
   std::string document;  // guarded by the writer's mutex
   bool queued = false;   // guarded by the writer's mutex
 };
@@ -162,6 +163,7 @@ class ActivityWriter {
       if (!s.ok() && s.code() != StatusCode::kNotFound && fs::exists(slot->path.parent_path())) {
         LogWarning("the activity file of " + slot->agent + ": " + s.message());
       }
+      if (slot->also) slot->also(doc);
       lock.lock();
       --writing_;
       if (queue_.empty() && writing_ == 0) idle_cv_.notify_all();
@@ -178,8 +180,10 @@ class ActivityWriter {
 
 }  // namespace
 
-ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model)
+ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model,
+                           std::function<void(const std::string& document)> also)
     : path_(std::move(path)), slot_(std::make_shared<Slot>()) {
+  slot_->also = std::move(also);
   a_.agent = std::move(agent);
   a_.model = std::move(model);
   a_.pid = ::getpid();

@@ -15,10 +15,13 @@
 // off the agent's path: a change is recorded in memory and one writer
 // thread per process writes the latest state of each file (changes that
 // come faster than it writes are coalesced); the activity written
-// synchronously cost a handoff 0.8 ms. The task an agent works on is the
+// synchronously cost a handoff 0.8 ms. On a shared store the same writer
+// puts each document in the store too (TeamStore::ActivityOf), so that
+// `mates status` on another machine sees what this one's agents do. The task an agent works on is the
 // board's (its in-progress task), not the file's: the board is the truth.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,7 +57,10 @@ std::string DescribeCall(const llm::ContentBlock& call);
 
 class ActivityFile {
  public:
-  ActivityFile(fs::path path, std::string agent, std::string model);
+  // `also` (optional) gets every document written, on the writer's
+  // thread after the file (a shared store's copy, DESIGN §13).
+  ActivityFile(fs::path path, std::string agent, std::string model,
+               std::function<void(const std::string& document)> also = {});
   // Its last change is on disk when it goes: nothing writes for an agent
   // that is gone.
   ~ActivityFile();

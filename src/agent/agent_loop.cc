@@ -139,7 +139,11 @@ Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy>
 }
 
 void AgentLoop::AttachActivity(const fs::path& dir) {
-  activity_ = std::make_unique<ActivityFile>(dir / (spec_.name + ".status.json"), spec_.name, model());
+  // On a shared store people on other machines see it too.
+  TeamStore::ActivitySink also;
+  if (ctx_->store != nullptr && !ctx_->team.empty()) also = ctx_->store->ActivityOf(ctx_->team, spec_.name);
+  activity_ = std::make_unique<ActivityFile>(dir / (spec_.name + ".status.json"), spec_.name, model(),
+                                             std::move(also));
   activity_->SetUsage(usage_.total(), usage_.calls());  // also the first write: idle
 }
 

@@ -159,13 +159,25 @@ Result<TeamView> LookAtTeamOnPostgres(pg::Store& store, const std::string& team)
   MATES_ASSIGN_OR_RETURN(TeamConfig config, store.LoadTeam(team));
   MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, store.ListTasks(team));
   MATES_ASSIGN_OR_RETURN(std::vector<Message> messages, store.TailLog(team, kLastMessages));
-  return view::ComposeView(
+  MATES_ASSIGN_OR_RETURN(auto activities, store.Activities(team));
+  TeamView v = view::ComposeView(
       std::move(config), tasks,
       [&](std::string_view member) {
         auto hosted = store.IsHosted(team, std::string(member));
         return hosted.ok() && *hosted;
       },
       std::move(messages));
+  // What each member does, whichever machine hosts it: a document that is
+  // not one (written by hand, say) is left out, as an unreadable file is.
+  std::map<std::string, std::string> doc_of(activities.begin(), activities.end());
+  for (auto& mv : v.members) {
+    auto it = doc_of.find(mv.member.name);
+    if (it == doc_of.end()) continue;
+    auto j = ParseJson(it->second);
+    auto a = j.ok() ? agent::ActivityFromJson(*j) : Result<agent::Activity>(j.status());
+    if (a.ok() && a->agent == mv.member.name) mv.activity = std::move(*a);
+  }
+  return v;
 }
 
 int StatusOnPostgres(pg::Store& store, const StatusArgs& a) {
@@ -176,10 +188,12 @@ int StatusOnPostgres(pg::Store& store, const StatusArgs& a) {
     std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
     return 0;
   }
-  // The roster, the board and the log notify; every second for the rest.
+  // The roster, the board, the log and the activity notify; every second
+  // for the rest (liveness).
   auto waker = std::make_shared<Waker>();
   std::vector<pg::Listener::Subscription> subs;
-  for (const std::string& key : {pg::TeamKey(a.team), pg::BoardKey(a.team), pg::LogKey(a.team)}) {
+  for (const std::string& key :
+       {pg::TeamKey(a.team), pg::BoardKey(a.team), pg::LogKey(a.team), pg::ActivityKey(a.team)}) {
     auto s = store.listener().Subscribe(key, waker);
     if (!s.ok()) return Fail(s.status());
     subs.push_back(std::move(*s));

@@ -7,7 +7,9 @@
 // to inspect or archive with ordinary tools.
 #include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
+#include "agent/activity.h"
 #include "cli/cli_common.h"
 #include "pg/connection.h"
 #include "core/files.h"
@@ -133,6 +135,17 @@ int Export(const StoreArgs& a, pg::Store& store) {
     if (Status s = EnsureDir(ws.AgentsDir(a.team)); !s.ok()) return Fail(s);
     if (Status s = WriteFileAtomic(ws.AgentsDir(a.team) / (m.name + ".jsonl"), text); !s.ok()) return Fail(s);
     ++n_journals;
+  }
+  // What each member did last, as its activity file (a document that is
+  // not one is left out).
+  auto activities = store.Activities(a.team);
+  if (!activities.ok()) return Fail(activities.status());
+  for (const auto& [member, doc] : *activities) {
+    auto j = ParseJson(doc);
+    auto act = j.ok() ? agent::ActivityFromJson(*j) : Result<agent::Activity>(j.status());
+    if (!act.ok() || act->agent != member || !config->Find(member)) continue;
+    if (Status s = EnsureDir(ws.AgentsDir(a.team)); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomic(ws.AgentsDir(a.team) / (member + ".status.json"), doc); !s.ok()) return Fail(s);
   }
   std::cout << "exported team '" << a.team << "' (" << config->members.size() << " members, " << n_messages
             << " undelivered messages, " << n_logged << " logged, " << requests->size() << " requests, "

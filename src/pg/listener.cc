@@ -17,6 +17,7 @@ std::string InboxKey(const std::string& team, const std::string& member) { retur
 std::string BoardKey(const std::string& team) { return "b/" + team; }
 std::string TeamKey(const std::string& team) { return "t/" + team; }
 std::string LogKey(const std::string& team) { return "l/" + team; }
+std::string ActivityKey(const std::string& team) { return "a/" + team; }
 
 std::string ChannelOf(const std::string& key) {
   // FNV-1a, 64 bits: a collision only wakes a waiter for nothing.

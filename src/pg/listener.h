@@ -38,6 +38,7 @@ std::string InboxKey(const std::string& team, const std::string& member);
 std::string BoardKey(const std::string& team);
 std::string TeamKey(const std::string& team);  // its roster
 std::string LogKey(const std::string& team);   // its message log
+std::string ActivityKey(const std::string& team);  // its members' activity
 std::string ChannelOf(const std::string& key);
 
 class Listener {

@@ -113,6 +113,16 @@ CREATE TABLE mates_journals (
   PRIMARY KEY (team, member, seq)
 );
 )SQL",
+    // 5: what each agent is doing now (agent/activity.h), the latest
+    // document per member, for `mates status` on any machine.
+    R"SQL(
+CREATE TABLE mates_activity (
+  team text NOT NULL REFERENCES mates_teams (name) ON DELETE CASCADE,
+  member text NOT NULL,
+  doc text NOT NULL,
+  PRIMARY KEY (team, member)
+);
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

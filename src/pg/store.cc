@@ -137,7 +137,7 @@ void Store::StopWaiting() {
   outage_cv_.notify_all();
 }
 
-Result<Store::Lease> Store::Acquire() {
+Result<Store::Lease> Store::Acquire(bool wait) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!idle_.empty()) {
     Connection c = std::move(idle_.back());
@@ -154,7 +154,8 @@ Result<Store::Lease> Store::Acquire() {
       in_outage_ = false;
       return Lease(this, std::move(*c));
     }
-    if (c.status().code() != StatusCode::kUnavailable || patience_s_ <= 0 || stop_waiting_ || Expired(until)) {
+    if (c.status().code() != StatusCode::kUnavailable || !wait || patience_s_ <= 0 || stop_waiting_ ||
+        Expired(until)) {
       return c.status();
     }
     if (!in_outage_) {
@@ -435,6 +436,43 @@ Status Store::ReplaceJournal(const std::string& team, const std::string& member,
     if (lines.empty()) return Status::Ok();
     return c->Exec(kPutJournal, {team, member, "0", LinesParam(lines)}).status();
   });
+}
+
+// -------------------------------------------------------------- activity
+
+Status Store::PutActivity(const std::string& team, const std::string& member, const std::string& doc) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  if (doc.size() > kMaxStateFileBytes) {
+    return Status::InvalidArgument("an activity document may be " + std::to_string(kMaxStateFileBytes) +
+                                   " bytes at most");
+  }
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire(/*wait=*/false));
+  auto r = c->Exec(
+      "WITH up AS (INSERT INTO mates_activity (team, member, doc) VALUES ($1, $2, $3) "
+      "ON CONFLICT (team, member) DO UPDATE SET doc = EXCLUDED.doc RETURNING 1) "
+      "SELECT pg_notify($4, '') FROM up",
+      {team, member, doc, ChannelOf(ActivityKey(team))});
+  if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> Store::Activities(const std::string& team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT member, CASE WHEN octet_length(doc) <= " +
+                                             std::to_string(kMaxStateFileBytes) +
+                                             " THEN doc END FROM mates_activity WHERE team = $1 ORDER BY member",
+                                         {team}));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (int i = 0; i < r.size(); ++i) {
+    if (r.null(i, 1)) {
+      LogWarning("activity of " + std::string(r.text(i, 0)) + "@" + team + ": over " +
+                 std::to_string(kMaxStateFileBytes) + " bytes, left out");
+      continue;
+    }
+    out.emplace_back(std::string(r.text(i, 0)), std::string(r.text(i, 1)));
+  }
+  return out;
 }
 
 // ------------------------------------------------------------- mailboxes
@@ -1080,6 +1118,16 @@ class Teams : public TeamStore {
   }
   std::unique_ptr<JournalCopy> JournalOf(const std::string& team, const std::string& member) override {
     return std::make_unique<StoreJournal>(store_, team, member);
+  }
+  ActivitySink ActivityOf(const std::string& team, const std::string& member) override {
+    // The store outlives its agents, whose activity is flushed before they go.
+    Store* store = &store_;
+    auto said = std::make_shared<bool>(false);  // the writer's thread only
+    return [store, team, member, said](const std::string& doc) {
+      Status s = store->PutActivity(team, member, doc);
+      if (!s.ok() && !*said) LogDebug("activity of " + member + "@" + team + " not in the store: " + s.message());
+      *said = !s.ok();
+    };
   }
   Result<fs::path> Archive(const std::string& team) override {
     return Status::FailedPrecondition("team '" + team + "' is kept in " + store_.target().shown +

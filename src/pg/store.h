@@ -81,7 +81,9 @@ class Store {
     Store* store_;
     Connection conn_;
   };
-  Result<Lease> Acquire();
+  // `wait`: an outage is waited out if the store was told to
+  // (WaitOutOutages); false fails at once.
+  Result<Lease> Acquire(bool wait = true);
 
   // Teams and their rosters: the file store's rules (NewTeamConfig,
   // AddMemberTo), the config document in a row, changed in a transaction
@@ -194,6 +196,13 @@ class Store {
   Status PutJournal(const std::string& team, const std::string& member, int64_t first,
                     const std::vector<std::string>& lines);
   Status ReplaceJournal(const std::string& team, const std::string& member, const std::vector<std::string>& lines);
+
+  // What each member is doing (agent/activity.h): its latest document,
+  // put with a NOTIFY on ActivityKey(team) and without waiting out an
+  // outage; read back as (member, document), a document over
+  // kMaxStateFileBytes left out.
+  Status PutActivity(const std::string& team, const std::string& member, const std::string& doc);
+  Result<std::vector<std::pair<std::string, std::string>>> Activities(const std::string& team);
 
   // Wake-ups: subscribe a waker to InboxKey(team, member) or
   // BoardKey(team); it is notified when that may have changed, and after

@@ -141,6 +141,12 @@ class TeamStore {
   virtual std::unique_ptr<JournalCopy> JournalOf(const std::string& /*team*/, const std::string& /*member*/) {
     return nullptr;
   }
+  // Where `member`'s activity document (agent/activity.h) goes besides its
+  // file, for people on other machines to see; null where the file is all
+  // (the file store). Called on the activity writer's thread: it must not
+  // wait out an outage (the next change writes it again).
+  using ActivitySink = std::function<void(const std::string& document)>;
+  virtual ActivitySink ActivityOf(const std::string& /*team*/, const std::string& /*member*/) { return {}; }
 };
 
 // The teams of the workspace `ws`.
