@@ -609,7 +609,8 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   EXPECT_EQ((*spent)["agents"].size(), members.size()) << usage.out;
   EXPECT_EQ((*spent)["calls"], total) << usage.out;
   auto archived = mates(third.path(), {"usage", "--team", "duo", "--archived"});
-  EXPECT_EQ(archived.exit_code, 2) << archived.err;
+  EXPECT_EQ(archived.exit_code, 1) << archived.err;  // that workspace archived none
+  EXPECT_NE(archived.err.find("no archive"), std::string::npos) << archived.err;
 
   // The dead host's `down` kills what its tool left (the reader at the
   // gate); the lead's `down` asks both teammates, now its own.
@@ -817,6 +818,27 @@ TEST_F(PgRuntimeTest, AServerRestartedUnderARunIsWaitedForAndTheTeamGoesOn) {
       return l.find("\"kind\":\"usage\"") != std::string::npos;
     })) << m["name"] << ": " << st.out;
   }
+
+  // Deleted there, the team is archived in that workspace with what the
+  // database held and that machine's files (its host's log), and what it
+  // spent reads from the archive as from the database before.
+  auto spent = RunMates(ws.path(), {"usage", "--team", "crew", "--json", "--store", url_});
+  ASSERT_EQ(spent.exit_code, 0) << spent.err;
+  auto del = RunMates(ws.path(), {"team", "delete", "crew", "--store", url_, "--json"});
+  ASSERT_EQ(del.exit_code, 0) << del.err;
+  auto where = ParseJson(del.out);
+  ASSERT_TRUE(where.ok()) << del.out;
+  const fs::path archive = (*where)["archive"].get<std::string>();
+  EXPECT_TRUE(fs::exists(archive / ".teams/crew/agents/w1.jsonl"));
+  EXPECT_TRUE(fs::exists(archive / ".tasks/crew"));
+  EXPECT_FALSE(fs::exists(ws.path() / ".teams/crew")) << "this machine's files stayed behind";
+  EXPECT_FALSE(teams_->LoadTeam("crew").ok());
+  auto spent_then = RunMates(ws.path(), {"usage", "--team", "crew", "--json", "--archived", "--store", url_});
+  ASSERT_EQ(spent_then.exit_code, 0) << spent_then.err;
+  auto before = ParseJson(spent.out), after = ParseJson(spent_then.out);
+  ASSERT_TRUE(before.ok() && after.ok()) << spent.out << spent_then.out;
+  EXPECT_EQ((*after)["calls"], (*before)["calls"]) << spent.out << spent_then.out;
+  EXPECT_EQ((*after)["agents"].size(), (*before)["agents"].size()) << spent.out << spent_then.out;
 }
 
 // A host's liveness lock goes with its connection when the server

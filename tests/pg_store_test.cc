@@ -459,8 +459,9 @@ TEST_F(PgTest, TheTasksCommandsWorkOnAPostgresStore) {
   EXPECT_NE(stranger.err.find("not a member"), std::string::npos) << stranger.err;
   auto scheme = tasks({"--store", "mysql://x/y", "list"});
   EXPECT_EQ(scheme.exit_code, 2) << scheme.err;
-  auto archived = tasks({"list", "--archived"}, on_pg);
-  EXPECT_EQ(archived.exit_code, 2) << archived.err;
+  auto archived = tasks({"list", "--archived"}, on_pg);  // the archives are this workspace's: none
+  EXPECT_EQ(archived.exit_code, 1) << archived.err;
+  EXPECT_NE(archived.err.find("team 'procs' has no archive in"), std::string::npos) << archived.err;
   for (const auto* r : {&blocked, &not_hers, &no_team, &stranger, &scheme}) {
     EXPECT_EQ(r->err.find("mates-test-password"), std::string::npos) << r->err;
   }
@@ -634,30 +635,72 @@ TEST_F(PgTest, TheMessagingCommandsWorkOnAPostgresStore) {
   EXPECT_NE(twice_made.err.find("already exists"), std::string::npos) << twice_made.err;
   auto delivery = mates({"log", "--team", "crew", "--delivery"});
   EXPECT_EQ(delivery.exit_code, 2) << delivery.err;
-  auto archives = mates({"team", "list", "--archived"});
-  EXPECT_EQ(archives.exit_code, 2) << archives.err;
-  auto keep = mates({"team", "delete", "crew"});
-  EXPECT_EQ(keep.exit_code, 2) << keep.err;
-  EXPECT_NE(keep.err.find("mates store export --team crew DIR"), std::string::npos) << keep.err;
   auto scheme = RunMates(ws_.path(), {"send", "--store", "mysql://x/y", "--team", "crew", "--to", "bob", "hi"});
   EXPECT_EQ(scheme.exit_code, 2) << scheme.err;
-  for (const auto* r : {&stranger, &no_team, &user_protocol, &not_member, &twice_made, &delivery, &keep, &scheme}) {
+  for (const auto* r : {&stranger, &no_team, &user_protocol, &not_member, &twice_made, &delivery, &scheme}) {
     EXPECT_EQ(r->err.find("mates-test-password"), std::string::npos) << r->err;
   }
+  pg::Connection c = Connect(url_);
+  auto rows_of = [&](const std::string& team) {
+    int n = 0;
+    for (const char* table : {"mates_teams", "mates_inbox", "mates_messages", "mates_requests", "mates_tasks"}) {
+      auto rows = c.Exec(std::string("SELECT count(*) FROM ") + table + " WHERE " +
+                         (std::string(table) == "mates_teams" ? "name" : "team") + " = $1", {team});
+      EXPECT_TRUE(rows.ok()) << rows.status().message();
+      n += rows.ok() ? static_cast<int>(rows->integer(0, 0)) : 0;
+    }
+    return n;
+  };
 
-  // Deleted for good: its inboxes, log and requests with it.
+  // Deleted, the team is archived here as the file layout: every
+  // --archived reader reads it, and the database holds none of it.
+  auto none_yet = mates({"team", "list", "--archived"});
+  EXPECT_EQ(none_yet.exit_code, 0) << none_yet.err;
+  EXPECT_NE(none_yet.out.find("no archived teams"), std::string::npos) << none_yet.out;
+  // Where no archive can be written, nothing is deleted.
+  TempDir blocked;
+  ASSERT_TRUE(WriteFileAtomic(blocked.path() / ".teams", "not a folder").ok());
+  auto refused = RunMates(blocked.path(), {"team", "delete", "crew", "--store", url_});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_GT(rows_of("crew"), 0) << "deleted without an archive";
+  auto archived = mates({"team", "delete", "crew"});
+  ASSERT_EQ(archived.exit_code, 0) << archived.err;
+  EXPECT_NE(archived.out.find("deleted team crew; archived in .teams/.archive/crew-"), std::string::npos)
+      << archived.out;
+  EXPECT_EQ(rows_of("crew"), 0);
+  EXPECT_EQ(mates({"log", "--team", "crew"}).exit_code, 1);
+  auto old_log = mates({"log", "--team", "crew", "--archived", "--json"});
+  ASSERT_EQ(old_log.exit_code, 0) << old_log.err;
+  EXPECT_NE(old_log.out.find("\"retry-1\""), std::string::npos) << old_log.out;
+  auto old_tasks = mates({"tasks", "--team", "crew", "list", "--archived"});
+  ASSERT_EQ(old_tasks.exit_code, 0) << old_tasks.err;
+  EXPECT_NE(old_tasks.out.find("write the docs"), std::string::npos) << old_tasks.out;
+  auto old_status = mates({"status", "--team", "crew", "--archived", "--json"});
+  ASSERT_EQ(old_status.exit_code, 0) << old_status.err;
+  auto old_view = ParseJson(old_status.out);
+  ASSERT_TRUE(old_view.ok()) << old_status.out;
+  EXPECT_EQ((*old_view)["members"].size(), 4u) << old_status.out;
+  auto listed_now = mates({"team", "list", "--archived"});
+  EXPECT_NE(listed_now.out.find("crew"), std::string::npos) << listed_now.out;
+  // A team of that name starts afresh.
+  ASSERT_EQ(mates({"team", "create", "crew"}).exit_code, 0);
+  auto fresh = mates({"log", "--team", "crew", "--json"});
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_EQ(fresh.out, "") << fresh.out;
+
+  // Deleted for good: its inboxes, log and requests with it, and this
+  // machine's files of it (a journal left here would bring it back).
+  ASSERT_EQ(mates({"send", "--team", "crew", "--to", "lead", "hello"}).exit_code, 0);
+  ASSERT_TRUE(EnsureDir(Workspace(ws_.path()).AgentsDir("crew")).ok());
+  ASSERT_TRUE(WriteFileAtomic(Workspace(ws_.path()).AgentsDir("crew") / "lead.jsonl", "{}\n").ok());
   auto gone = mates({"team", "delete", "crew", "--purge"});
   EXPECT_EQ(gone.exit_code, 0) << gone.err;
   EXPECT_EQ(gone.out, "deleted team crew for good\n");
   auto after = mates({"log", "--team", "crew"});
   EXPECT_EQ(after.exit_code, 1);
   EXPECT_NE(after.err.find("no team 'crew'"), std::string::npos) << after.err;
-  pg::Connection c = Connect(url_);
-  for (const char* table : {"mates_inbox", "mates_messages", "mates_requests"}) {
-    auto rows = c.Exec(std::string("SELECT count(*) FROM ") + table + " WHERE team = 'crew'");
-    ASSERT_TRUE(rows.ok()) << rows.status().message();
-    EXPECT_EQ(rows->integer(0, 0), 0) << table << " kept rows of the deleted team";
-  }
+  EXPECT_EQ(rows_of("crew"), 0);
+  EXPECT_FALSE(fs::exists(Workspace(ws_.path()).TeamDir("crew")));
 }
 
 // `mates inbox --wait` and `mates log --follow` on a PostgreSQL store are

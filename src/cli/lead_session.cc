@@ -549,7 +549,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   // A server restarted or briefly away is waited for: the agents go on
   // when it is back (a stop cuts the wait short).
   if (*database) (*database)->WaitOutOutages(kStoreOutagePatienceS);
-  std::unique_ptr<TeamStore> store = *database ? pg::StoreTeams(**database) : FileTeamStore(ws);
+  std::unique_ptr<TeamStore> store = *database ? pg::StoreTeams(**database, ws) : FileTeamStore(ws);
   TeamStore* const shared_store = *database ? store.get() : nullptr;  // what the tools and teammates carry
 
   // The lead's team: created when missing (a host of teammates only

@@ -95,7 +95,6 @@ void PrintPlain(const std::vector<Message>& msgs, bool json) {
 // The log of a team in a PostgreSQL store: the table, in order; --follow
 // wakes on its notifications.
 int LogOnPostgres(pg::Store& store, const LogArgs& a) {
-  if (a.archived.given()) return Usage("--archived reads the file store's archives, not a PostgreSQL store");
   if (a.delivery) {
     return Usage("--delivery reads the agents' journals, which the file store keeps: not on a PostgreSQL store yet");
   }
@@ -143,9 +142,12 @@ int LogOnPostgres(pg::Store& store, const LogArgs& a) {
 int Log(Globals& g, const LogArgs& a) {
   if (a.follow && a.archived.given()) return Usage("an archive does not change: --follow has nothing to wait for");
   if (a.follow && a.delivery) return Usage("--delivery is a snapshot: it cannot --follow");
-  auto pg = OpenChosenStore(a.store);
-  if (!pg.ok()) return Fail(pg.status());
-  if (*pg) return LogOnPostgres(**pg, a);
+  // An archive is this workspace's files, whichever store the team was in.
+  if (!a.archived.given()) {
+    auto pg = OpenChosenStore(a.store);
+    if (!pg.ok()) return Fail(pg.status());
+    if (*pg) return LogOnPostgres(**pg, a);
+  }
   auto reading = ReadingWorkspace(g, a.team, a.archived);
   if (!reading.ok()) return Fail(reading.status());
   const Workspace& ws = *reading;

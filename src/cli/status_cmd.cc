@@ -181,7 +181,6 @@ Result<TeamView> LookAtTeamOnPostgres(pg::Store& store, const std::string& team)
 }
 
 int StatusOnPostgres(pg::Store& store, const StatusArgs& a) {
-  if (a.archived.given()) return Usage("--archived reads the file store's archives, not a PostgreSQL store");
   if (!a.watch) {
     auto v = LookAtTeamOnPostgres(store, a.team);
     if (!v.ok()) return Fail(v.status());
@@ -218,9 +217,12 @@ int StatusOnPostgres(pg::Store& store, const StatusArgs& a) {
 int Status_(Globals& g, const StatusArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
   if (a.watch && a.json) return Usage("--watch redraws a screen; --json prints one document: choose one");
-  auto pg = OpenChosenStore(a.store);
-  if (!pg.ok()) return Fail(pg.status());
-  if (*pg) return StatusOnPostgres(**pg, a);
+  // An archive is this workspace's files, whichever store the team was in.
+  if (!a.archived.given()) {
+    auto pg = OpenChosenStore(a.store);
+    if (!pg.ok()) return Fail(pg.status());
+    if (*pg) return StatusOnPostgres(**pg, a);
+  }
   auto reading = ReadingWorkspace(g, a.team, a.archived);
   if (!reading.ok()) return Fail(reading.status());
   const Workspace& ws = *reading;

@@ -16,6 +16,7 @@
 #include "core/names.h"
 #include "pg/schema.h"
 #include "cli/store_choice.h"
+#include "pg/export.h"
 #include "pg/store.h"
 #include "store/board.h"
 #include "store/message_log.h"
@@ -72,84 +73,11 @@ int WithStore(const StoreArgs& a, const char* file_store_says, Fn&& fn) {
 
 // The team's state from `store` into the workspace at `dir`.
 int Export(const StoreArgs& a, pg::Store& store) {
-  Workspace ws(a.dir);
-  if (Roster(ws).Load(a.team).ok()) {
-    return Fail(Status::AlreadyExists(a.dir + " holds a team '" + a.team + "' already"));
-  }
-  auto config = store.LoadTeam(a.team);
-  if (!config.ok()) return Fail(config.status());
-  auto messages = store.PendingByMember(a.team);
-  if (!messages.ok()) return Fail(messages.status());
-  auto tasks = store.ListTasks(a.team, /*include_deleted=*/true);
-  if (!tasks.ok()) return Fail(tasks.status());
-  auto requests = store.ListRequests(a.team);
-  if (!requests.ok()) return Fail(requests.status());
-  Roster roster(ws);
-  auto made = roster.CreateTeam(a.team, config->lead, config->description);
-  if (!made.ok()) return Fail(made.status());
-  auto written = roster.Update(a.team, [&](TeamConfig& c) {
-    c = *config;
-    return Status::Ok();
-  });
-  if (!written.ok()) return Fail(written.status());
-  for (const auto& m : config->members) {
-    if (Status s = TouchFile(ws.TeamDir(a.team) / (m.name + "_inbox.lock")); !s.ok()) return Fail(s);
-  }
-  size_t n_messages = 0;
-  for (const auto& [member, list] : *messages) {
-    if (!ValidateName("member name", member).ok()) continue;  // not a name the files can hold
-    Mailbox box(ws.TeamDir(a.team), member);
-    for (const auto& m : list) {
-      if (Status s = box.Append(m); !s.ok()) return Fail(s);
-      ++n_messages;
-    }
-  }
-  Board board(ws.TasksDir(a.team));
-  for (const auto& t : *tasks) {
-    if (Status s = board.Import(t); !s.ok()) return Fail(s);
-  }
-  RequestStore request_files(ws, a.team);
-  for (const auto& r : *requests) {
-    if (Status s = request_files.Create(r); !s.ok()) return Fail(s);
-  }
-  // The log, page by page, in the order sent.
-  MessageLog log(ws, a.team);
-  size_t n_logged = 0;
-  for (int64_t cursor = 0;;) {
-    auto page = store.ReadLog(a.team, &cursor);
-    if (!page.ok()) return Fail(page.status());
-    if (page->empty()) break;
-    for (const auto& m : *page) {
-      if (Status s = log.Append(m); !s.ok()) return Fail(s);
-    }
-    n_logged += page->size();
-  }
-  // The members' journals, as the host that resumes them would write them.
-  size_t n_journals = 0;
-  for (const auto& m : config->members) {
-    auto lines = store.JournalLines(a.team, m.name);
-    if (!lines.ok()) return Fail(lines.status());
-    if (lines->empty()) continue;
-    std::string text;
-    for (const auto& l : *lines) text += l + "\n";
-    if (Status s = EnsureDir(ws.AgentsDir(a.team)); !s.ok()) return Fail(s);
-    if (Status s = WriteFileAtomic(ws.AgentsDir(a.team) / (m.name + ".jsonl"), text); !s.ok()) return Fail(s);
-    ++n_journals;
-  }
-  // What each member did last, as its activity file (a document that is
-  // not one is left out).
-  auto activities = store.Activities(a.team);
-  if (!activities.ok()) return Fail(activities.status());
-  for (const auto& [member, doc] : *activities) {
-    auto j = ParseJson(doc);
-    auto act = j.ok() ? agent::ActivityFromJson(*j) : Result<agent::Activity>(j.status());
-    if (!act.ok() || act->agent != member || !config->Find(member)) continue;
-    if (Status s = EnsureDir(ws.AgentsDir(a.team)); !s.ok()) return Fail(s);
-    if (Status s = WriteFileAtomic(ws.AgentsDir(a.team) / (member + ".status.json"), doc); !s.ok()) return Fail(s);
-  }
-  std::cout << "exported team '" << a.team << "' (" << config->members.size() << " members, " << n_messages
-            << " undelivered messages, " << n_logged << " logged, " << requests->size() << " requests, "
-            << tasks->size() << " tasks, " << n_journals << " journals) from " << store.target().shown << " to " << ws.root().string()
+  auto n = pg::ExportTeam(store, a.team, Workspace(a.dir));
+  if (!n.ok()) return Fail(n.status());
+  std::cout << "exported team '" << a.team << "' (" << n->members << " members, " << n->undelivered
+            << " undelivered messages, " << n->logged << " logged, " << n->requests << " requests, " << n->tasks
+            << " tasks, " << n->journals << " journals) from " << store.target().shown << " to " << a.dir
             << std::endl;
   return 0;
 }

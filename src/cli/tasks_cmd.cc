@@ -64,7 +64,10 @@ struct TeamState {
 Result<TeamState> OpenTeam(const Workspace& ws, const TasksArgs& a) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", a.team));
   TeamState s;
-  MATES_ASSIGN_OR_RETURN(s.pg, OpenChosenStore(a.store));
+  // An archive is this workspace's files, whichever store the team was in.
+  if (!a.archived.given()) {
+    MATES_ASSIGN_OR_RETURN(s.pg, OpenChosenStore(a.store));
+  }
   if (s.pg) {
     MATES_ASSIGN_OR_RETURN(s.config, s.pg->LoadTeam(a.team));
     s.board = pg::TeamBoard(*s.pg, a.team);
@@ -78,12 +81,8 @@ Result<TeamState> OpenTeam(const Workspace& ws, const TasksArgs& a) {
 }
 
 // The workspace a reading command reads (a deleted team's archive with
-// --archived: the file store's).
+// --archived: this workspace's files, whichever store the team was in).
 Result<Workspace> Reading(const Globals& g, const TasksArgs& a) {
-  if (a.archived.given()) {
-    MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, ChosenStore(a.store));
-    if (target) return Status::InvalidArgument("--archived reads the file store's archives, not a PostgreSQL store");
-  }
   return ReadingWorkspace(g, a.team, a.archived);
 }
 

@@ -2,7 +2,8 @@
 //            | join T NAME | delete T
 // On the file store (the default) or a PostgreSQL one (DESIGN §13), where
 // a member is hosted while its host holds its liveness lock, and a deleted
-// team is gone (--purge; `mates store export` keeps a copy first).
+// team is archived into this workspace as the file layout (pg/export.h),
+// or gone with --purge.
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include "cli/cli_common.h"
 #include "cli/store_choice.h"
 #include "git/worktrees.h"
+#include "pg/export.h"
 #include "store/host_info.h"
 #include "core/clock.h"
 #include "core/names.h"
@@ -125,8 +127,7 @@ int List(Globals& g, const TeamArgs& a) {
   auto teams = Teams::Open(g, a.store);
   if (!teams.ok()) return Fail(teams.status());
   if (a.archived) {
-    if (teams->on_postgres()) return Usage("--archived lists the file store's archives; a PostgreSQL store keeps none");
-    return ListArchived(g, a);
+    return ListArchived(g, a);  // this workspace's, whichever store the teams were in
   }
   auto names = teams->List();
   if (!names.ok()) return Fail(names.status());
@@ -227,8 +228,6 @@ int Join(Globals& g, const TeamArgs& a) {
   return 0;
 }
 
-// A team of a PostgreSQL store: deleted with all it holds, asked for by
-// --purge (there is no archive; `mates store export` writes a copy).
 // A deletion for good (--purge), said.
 int Purged(const Status& s, const TeamArgs& a) {
   if (!s.ok()) return Fail(s);
@@ -240,19 +239,37 @@ int Purged(const Status& s, const TeamArgs& a) {
   return 0;
 }
 
-int DeleteOnPostgres(pg::Store& store, const TeamArgs& a) {
-  if (!a.purge) {
-    return Usage("a team in a PostgreSQL store is not archived: keep a copy with mates store export --team " +
-                 a.team + " DIR, then delete it with --purge");
+// An archive, said.
+int Archived(const Workspace& ws, const Result<ArchivedTeam>& archived, const TeamArgs& a) {
+  if (!archived.ok()) return Fail(archived.status());
+  if (a.json) {
+    std::cout << DumpJson(Json{{"deleted", a.team}, {"archive", archived->root.string()}, {"stamp", archived->stamp}})
+              << std::endl;
+  } else {
+    std::cout << "deleted team " << a.team << "; archived in " << fs::relative(archived->root, ws.root()).string()
+              << " (mates log --team " << a.team << " --archived shows its messages; --purge deletes for good)\n";
   }
-  return Purged(store.DeleteTeam(a.team), a);
+  return 0;
+}
+
+// A team of a PostgreSQL store: archived into this workspace (what the
+// database holds, and this machine's files of it), or with --purge gone
+// from the database and from this machine.
+int DeleteOnPostgres(const Workspace& ws, pg::Store& store, const TeamArgs& a) {
+  if (!a.purge) return Archived(ws, pg::ArchiveTeam(store, ws, a.team), a);
+  Status s = store.DeleteTeam(a.team);
+  if (s.ok()) {
+    std::error_code ec;
+    fs::remove_all(ws.TeamDir(a.team), ec);  // its journals here would bring it back
+  }
+  return Purged(s, a);
 }
 
 // Archives the team (DESIGN §11); --purge deletes it for good.
 int Delete(Globals& g, const TeamArgs& a) {
   auto teams = Teams::Open(g, a.store);
   if (!teams.ok()) return Fail(teams.status());
-  if (teams->on_postgres()) return DeleteOnPostgres(*teams->postgres(), a);
+  if (teams->on_postgres()) return DeleteOnPostgres(g.ws(), *teams->postgres(), a);
   // Its worktrees go first (unmerged work stays on its branch, DESIGN §12).
   // (Not under a live host: its teammates may be working in them.)
   if (auto c = Roster(g.ws()).Load(a.team); c.ok() && c->git.configured()) {
@@ -264,17 +281,7 @@ int Delete(Globals& g, const TeamArgs& a) {
     }
   }
   if (a.purge) return Purged(Roster(g.ws()).DeleteTeam(a.team), a);
-  auto archived = ArchiveTeam(g.ws(), a.team);
-  if (!archived.ok()) return Fail(archived.status());
-  if (a.json) {
-    std::cout << DumpJson(Json{{"deleted", a.team}, {"archive", archived->root.string()}, {"stamp", archived->stamp}})
-              << std::endl;
-  } else {
-    std::cout << "deleted team " << a.team << "; archived in "
-              << fs::relative(archived->root, g.ws().root()).string() << " (mates log --team " << a.team
-              << " --archived shows its messages; --purge deletes for good)\n";
-  }
-  return 0;
+  return Archived(g.ws(), ArchiveTeam(g.ws(), a.team), a);
 }
 
 }  // namespace

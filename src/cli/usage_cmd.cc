@@ -122,11 +122,11 @@ int ShowStoreUsage(const UsageArgs& a, pg::Store& database) {
 
 int ShowUsage(Globals& g, const UsageArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
-  auto database = OpenChosenStore(a.store);
-  if (!database.ok()) return Fail(database.status());
-  if (*database) {
-    if (a.archived.given()) return Usage("--archived reads the file store's archives; a PostgreSQL store keeps none");
-    return ShowStoreUsage(a, **database);
+  // An archive is this workspace's files, whichever store the team was in.
+  if (!a.archived.given()) {
+    auto database = OpenChosenStore(a.store);
+    if (!database.ok()) return Fail(database.status());
+    if (*database) return ShowStoreUsage(a, **database);
   }
   auto ws = ReadingWorkspace(g, a.team, a.archived);
   if (!ws.ok()) return Fail(ws.status());

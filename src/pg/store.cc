@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/json.h"
 #include "core/names.h"
+#include "pg/export.h"
 #include "pg/schema.h"
 #include "store/task_rules.h"
 
@@ -1062,7 +1063,7 @@ class StoreJournal : public JournalCopy {
 
 class Teams : public TeamStore {
  public:
-  explicit Teams(Store& store) : store_(store) {}
+  Teams(Store& store, std::optional<Workspace> archives) : store_(store), archives_(std::move(archives)) {}
   std::string where() const override { return store_.target().shown; }
   Result<TeamConfig> LoadTeam(const std::string& team) override { return store_.LoadTeam(team); }
   Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
@@ -1130,18 +1131,24 @@ class Teams : public TeamStore {
     };
   }
   Result<fs::path> Archive(const std::string& team) override {
-    return Status::FailedPrecondition("team '" + team + "' is kept in " + store_.target().shown +
-                                      ", which keeps no archives yet: mates store export --team " + team +
-                                      " DIR writes it out, then mates team delete --purge " + team);
+    if (!archives_) {
+      return Status::FailedPrecondition("team '" + team + "' is kept in " + store_.target().shown +
+                                        " and this process has no workspace to archive it in");
+    }
+    MATES_ASSIGN_OR_RETURN(ArchivedTeam a, ArchiveTeam(store_, *archives_, team));
+    return a.root;
   }
 
  private:
   Store& store_;
+  const std::optional<Workspace> archives_;
 };
 
 }  // namespace
 
-std::unique_ptr<TeamStore> StoreTeams(Store& store) { return std::make_unique<Teams>(store); }
+std::unique_ptr<TeamStore> StoreTeams(Store& store, std::optional<Workspace> archives) {
+  return std::make_unique<Teams>(store, std::move(archives));
+}
 
 std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team) {
   return std::make_unique<StoreBoard>(store, team);

@@ -239,6 +239,8 @@ std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team);
 // it), for a Messenger.
 std::unique_ptr<TeamMail> StoreMail(Store& store, const std::string& team);
 // The teams of `store` (which must outlive it) as a TeamStore.
-std::unique_ptr<TeamStore> StoreTeams(Store& store);
+// A deleted team is archived in the workspace `archives` (pg/export.h);
+// without one, Archive says it cannot.
+std::unique_ptr<TeamStore> StoreTeams(Store& store, std::optional<Workspace> archives = std::nullopt);
 
 }  // namespace mates::pg

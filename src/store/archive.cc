@@ -36,13 +36,10 @@ std::optional<std::string> TeamIn(const fs::path& root) {
 
 fs::path ArchivesDir(const Workspace& ws) { return ws.TeamsDir() / ".archive"; }
 
-Result<ArchivedTeam> ArchiveTeam(const Workspace& ws, std::string_view team) {
+Result<ArchivedTeam> NewArchive(const Workspace& ws, std::string_view team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  std::error_code ec;
-  if (!fs::exists(ws.ConfigPath(team), ec)) {
-    return Status::NotFound("no team '" + std::string(team) + "' in " + ws.root().string());
-  }
   MATES_RETURN_IF_ERROR(EnsureDir(ArchivesDir(ws)));
+  std::error_code ec;
   ArchivedTeam a;
   a.team = std::string(team);
   const std::string stamp = UtcStamp(WallSeconds());
@@ -55,6 +52,16 @@ Result<ArchivedTeam> ArchiveTeam(const Workspace& ws, std::string_view team) {
     if (ec) return Status::IOError("create " + a.root.string() + ": " + ec.message());
     if (n > 1000) return Status::IOError("no free archive name for team '" + a.team + "'");
   }
+  return a;
+}
+
+Result<ArchivedTeam> ArchiveTeam(const Workspace& ws, std::string_view team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  std::error_code ec;
+  if (!fs::exists(ws.ConfigPath(team), ec)) {
+    return Status::NotFound("no team '" + std::string(team) + "' in " + ws.root().string());
+  }
+  MATES_ASSIGN_OR_RETURN(ArchivedTeam a, NewArchive(ws, team));
   Workspace archive(a.root);
   MATES_RETURN_IF_ERROR(EnsureDir(archive.TeamsDir()));
   // The roster first: from this instant the team is gone from the workspace.

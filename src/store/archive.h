@@ -27,6 +27,9 @@ struct ArchivedTeam {
 };
 
 fs::path ArchivesDir(const Workspace& ws);
+// A new, empty archive folder for `team` (its stamp claimed: mkdir is
+// atomic), for a store that writes the team into it.
+Result<ArchivedTeam> NewArchive(const Workspace& ws, std::string_view team);
 // Moves `team` into a new archive (renames: the team vanishes from the
 // workspace at one instant). NotFound when there is no such team.
 Result<ArchivedTeam> ArchiveTeam(const Workspace& ws, std::string_view team);
