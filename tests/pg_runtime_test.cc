@@ -679,6 +679,45 @@ TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
   EXPECT_TRUE(teams_->IsHosted("crew", "w1"));
 }
 
+// The same for a lead: a host whose lead's lock was taken by another
+// host (after its connection dropped) stops, and says why in its log.
+TEST_F(PgRuntimeTest, AHostWhoseLeadWasTakenOverStops) {
+  TempDir ws;
+  const fs::path scenario = dir_.path() / "noted.yaml";
+  ASSERT_TRUE(WriteFileAtomic(scenario, "rules:\n  - agent: \"*\"\n    once: false\n"
+                                        "    reply: [{type: text, text: \"Noted.\"}]\n").ok());
+  auto up = RunMates(ws.path(), {"up", "--store", url_, "--team", "crew", "--provider", "scripted", "--scenario",
+                                 scenario.string(), "Hello"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  auto info = ReadHostInfo(Workspace(ws.path()), "crew");
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  const pid_t pid = static_cast<pid_t>(info->pid);
+  const uint64_t started = info->start_time;
+  struct Kill {
+    pid_t pid;
+    uint64_t started;
+    ~Kill() {
+      if (ProcessStartTime(pid) == started) ::kill(pid, SIGKILL);
+    }
+  } kill_at_exit{pid, started};
+  ASSERT_TRUE(teams_->IsHosted("crew", "lead"));
+  auto admin = pg::Connection::Open(*pg::ParseTarget(url_), 10);
+  ASSERT_TRUE(admin.ok());
+  std::unique_ptr<Hold> other;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    (void)admin->Exec("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                      "AND pid <> pg_backend_pid()");
+    auto h = teams_->HoldLiveness("crew", "lead");
+    if (h.ok()) other = std::move(*h);
+    return other != nullptr;
+  }, 20));
+  const fs::path log = ws.path() / ".teams/crew/host.log";
+  EXPECT_TRUE(testing::WaitUntil([&] { return !ProcessLives(pid, started); }, 30))
+      << "the host still runs the lead another host hosts\n" << ReadAll(log);
+  EXPECT_NE(ReadAll(log).find("another host took over the lead of team crew"), std::string::npos) << ReadAll(log);
+  EXPECT_TRUE(teams_->IsHosted("crew", "lead"));
+}
+
 // A copy edited into nonsense by hand (DESIGN §10): lines that are no
 // JSON, nested past the depth limit or cut short carry nothing when the
 // journal is replayed (the conversation before them stands), and a line

@@ -641,9 +641,19 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   agent::AgentLoop lead(LeadSpec(a, lead_name, skills, team->git, spend), provider, registry.get(), &ctx, &out);
   lead_ptr = &lead;
   ctx.cancel = lead.cancel_token();
+  // Set (by the store's keeper) when another host took the lead's
+  // liveness lock after this one lost it with its connection: two hosts
+  // must not run one lead, so this one stops, as if told to.
+  std::atomic<bool> lead_taken_over{false};
   Result<std::unique_ptr<Hold>> host = std::unique_ptr<Hold>();
   if (!a.teammates_only) host = HostTheLead(a, *store, lead_name, lead, out);
   if (!host.ok()) return {Fail(host.status()), std::nullopt};
+  if (*host) {
+    (*host)->OnLost([&lead_taken_over] {
+      lead_taken_over.store(true);
+      ::kill(::getpid(), SIGTERM);  // the signal thread stops the session
+    });
+  }
 
   team::TeamOptions topt;
   topt.idle_timeout_s = a.idle_timeout_s;
@@ -732,6 +742,12 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   if (signals.exit_code() != 0) {
     KillTagged(HostTagPrefix());  // whatever a tool started since
     code = signals.exit_code();
+  }
+  if (lead_taken_over.load()) {
+    out.Line("", "another host took over the lead of team " + a.team +
+                     " (this host lost its liveness lock with its connection to " + store->where() +
+                     "): this host stopped");
+    code = 1;
   }
   signals.Finished();
   PrintUsage(out, lead, subs, teams);
