@@ -679,6 +679,59 @@ TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
   EXPECT_TRUE(teams_->IsHosted("crew", "w1"));
 }
 
+// The lead's subagents' usage goes to the store too (one journal for all
+// of them, and its copy): every machine's `usage` and a team budget count
+// it, and an export writes it out.
+TEST_F(PgRuntimeTest, TheLeadsSubagentsUsageIsCountedOnEveryMachine) {
+  TempDir ws, elsewhere;
+  fs::create_directories(ws.path() / "data");
+  for (const char* f : {"a", "b", "c"}) testing::WriteAll(ws.path() / "data" / f, "x");
+  fs::create_directories(ws.path() / "skills/counting");
+  testing::WriteAll(ws.path() / "skills/counting/SKILL.md",
+                    "---\nname: counting\ndescription: How to count things\n---\nDelegate counting to a subagent.\n");
+  auto r = RunMates(ws.path(), {"run", "--store", url_, "--team", "crew", "--provider", "scripted", "--scenario",
+                                testing::ScenarioFixture("lead_delegates.yaml"), "delegate the counting"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto copy = teams_->JournalOf("crew", "lead.subagents")->Lines();
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  std::string text;
+  for (const auto& l : *copy) text += l + "\n";
+  EXPECT_EQ(ReadAll(ws.path() / ".teams/crew/agents/lead.subagents.jsonl"), text);
+  EXPECT_EQ(copy->size(), 3u) << text;  // the counting subagent's two calls and the background one's one
+
+  auto u = RunMates(elsewhere.path(), {"usage", "--team", "crew", "--json", "--store", url_});
+  ASSERT_EQ(u.exit_code, 0) << u.err;
+  auto j = ParseJson(u.out);
+  ASSERT_TRUE(j.ok()) << u.out;
+  int64_t subagent_calls = -1;
+  for (const auto& a : (*j)["agents"]) {
+    if (a["agent"] == "lead (subagents)") subagent_calls = a["calls"];
+  }
+  EXPECT_EQ(subagent_calls, 3) << u.out;
+  // A budget set there counts them: the lead's calls alone are under it.
+  const int64_t lead_tokens = [&] {
+    for (const auto& a : (*j)["agents"]) {
+      if (a["agent"] == "lead") {
+        const Json& t = a["usage"];
+        return t["input_tokens"].get<int64_t>() + t["output_tokens"].get<int64_t>() +
+               t.value("cache_creation_input_tokens", int64_t{0}) + t.value("cache_read_input_tokens", int64_t{0});
+      }
+    }
+    return int64_t{0};
+  }();
+  ASSERT_GT(lead_tokens, 0) << u.out;
+  auto over = RunMates(elsewhere.path(), {"run", "--store", url_, "--team", "crew", "--provider", "scripted",
+                                          "--scenario", testing::ScenarioFixture("lead_delegates.yaml"),
+                                          "--budget-tokens", std::to_string(lead_tokens + 1), "delegate again"});
+  EXPECT_EQ(over.exit_code, 1) << over.out << over.err;
+  EXPECT_NE(over.err.find("budget"), std::string::npos) << over.err;
+
+  auto out = elsewhere.path() / "exported";
+  auto e = RunMates(elsewhere.path(), {"store", "export", "--team", "crew", out.string(), "--store", url_});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(ReadAll(out / ".teams/crew/agents/lead.subagents.jsonl"), text);
+}
+
 // The same for a lead: a host whose lead's lock was taken by another
 // host (after its connection dropped) stops, and says why in its log.
 TEST_F(PgRuntimeTest, AHostWhoseLeadWasTakenOverStops) {

@@ -251,13 +251,7 @@ Status AgentLoop::Spent(const llm::Usage& u, const std::string& answered_by) {
   if (spec_.team_spend) spec_.team_spend->Add(answered_by, u);
   if (activity_) activity_->SetUsage(usage_.total(), usage_.calls());
   if (journal_) return journal_->AppendUsage(u, answered_by);
-  if (!spec_.usage_journal.empty()) {
-    if (!usage_journal_) {
-      MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(spec_.usage_journal));
-      usage_journal_.emplace(std::move(j));
-    }
-    return usage_journal_->AppendUsage(u, answered_by);
-  }
+  if (spec_.usage_sink) return spec_.usage_sink(u, answered_by);
   return Status::Ok();
 }
 

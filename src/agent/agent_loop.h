@@ -51,8 +51,9 @@ struct AgentSpec {
   // Prompt-caching breakpoints in requests (Anthropic); off only for the
   // benchmark's naive baseline.
   bool cache = true;
-  // Without a journal of its own (a subagent): where its usage is written.
-  fs::path usage_journal;
+  // Without a journal of its own (a subagent): where each call's usage is
+  // written (and the model that answered).
+  std::function<Status(const llm::Usage&, const std::string& model)> usage_sink;
 };
 
 struct TurnResult {
@@ -162,7 +163,6 @@ class AgentLoop {
   int64_t last_reported_tokens_ = 0;  // the provider's count for the last call
   int64_t last_estimated_tokens_ = 0;  // our raw estimate for the same call
   int compactions_ = 0;
-  std::optional<Journal> usage_journal_;  // spec_.usage_journal, opened at the first call
   std::atomic<bool> compact_requested_{false};
 
   std::function<std::string()> notice_source_;

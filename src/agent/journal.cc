@@ -137,10 +137,33 @@ Status Journal::AppendDelivered(const std::vector<std::string>& ids) {
   return Append(DumpJson(Json{{"kind", "delivered"}, {"ids", ids}}));
 }
 
-Status Journal::AppendUsage(const llm::Usage& u, const std::string& model) {
-  // The reply it counts follows at once: the copy gets both in one go (one
-  // round trip less before each tool runs).
-  return Append(DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}, {"model", model}}), /*send=*/false);
+Status Journal::AppendUsage(const llm::Usage& u, const std::string& model, bool send) {
+  // Usually the reply it counts follows at once: the copy gets both in one
+  // go (one round trip less before each tool runs).
+  return Append(DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}, {"model", model}}), send);
+}
+
+Status UsageJournal::Append(const fs::path& path, const CopyOf& copy_of, const llm::Usage& u,
+                            const std::string& model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!journal_ || journal_->path() != path) {
+    journal_.reset();
+    std::unique_ptr<JournalCopy> copy = copy_of ? copy_of() : nullptr;
+    int64_t held = 0;
+    if (copy) {
+      auto r = Journal::Reconcile(path, *copy);
+      if (r.ok()) {
+        held = *r;
+      } else {
+        LogWarning("journal " + path.string() + ": no copy in the store (" + r.status().message() + ")");
+        copy.reset();
+      }
+    }
+    MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
+    if (copy) j.CopyTo(std::move(copy), held);
+    journal_.emplace(std::move(j));
+  }
+  return journal_->AppendUsage(u, model, /*send=*/true);
 }
 
 namespace {

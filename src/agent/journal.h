@@ -23,6 +23,8 @@
 
 #include <filesystem>
 #include <map>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -80,7 +82,9 @@ class Journal {
   Status AppendMessage(const llm::ChatMessage& m, const std::vector<std::string>& delivered = {});
   Status AppendCompaction(const std::vector<llm::ChatMessage>& messages,
                           const std::string& transcript_path);
-  Status AppendUsage(const llm::Usage& u, const std::string& model);
+  // `send`: to the copy at once; else with the line after it (the reply
+  // it counts follows at once).
+  Status AppendUsage(const llm::Usage& u, const std::string& model, bool send = false);
   Status AppendDelivered(const std::vector<std::string>& ids);
 
   // Everything the journal holds, replayed and checked line by line: the
@@ -116,6 +120,23 @@ class Journal {
   int64_t copied_ = 0;                 // lines the copy holds
   std::vector<std::string> unsent_;    // the lines after those
   bool copy_lagging_ = false;          // said so, not yet caught up
+};
+
+// The lead's subagents' usage (DESIGN §15): subagents, each on a thread of
+// its own, add usage lines to one journal, `<lead>.subagents.jsonl`, and on
+// a shared store to its copy (member `<lead>.subagents`, as the file is
+// named): one writer, so the copy's numbering holds. Opened (the copy
+// reconciled with the file first) at the first line, and again when the
+// path changes (the lead moved to another team). A copy that cannot be
+// reconciled is said once and left: the file still counts.
+class UsageJournal {
+ public:
+  using CopyOf = std::function<std::unique_ptr<JournalCopy>()>;  // may return null
+  Status Append(const fs::path& path, const CopyOf& copy_of, const llm::Usage& u, const std::string& model);
+
+ private:
+  std::mutex mu_;
+  std::optional<Journal> journal_;  // guarded by mu_
 };
 
 }  // namespace mates::agent

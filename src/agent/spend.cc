@@ -77,19 +77,29 @@ Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::stri
   for (const auto& m : config.members) names.push_back(m.name);
   std::sort(names.begin(), names.end());
   TeamUsage usage;
-  for (const auto& name : names) {
-    std::unique_ptr<JournalCopy> copy = store.JournalOf(team, name);
-    if (!copy) return std::optional<TeamUsage>();
+  // The journals' copies: each member's, and the lead's subagents' (kept
+  // under the name its file has).
+  auto usage_in_copy = [&](const std::string& member) -> Result<std::optional<JournalState>> {
+    std::unique_ptr<JournalCopy> copy = store.JournalOf(team, member);
+    if (!copy) return std::optional<JournalState>();
     MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, copy->Lines());
     std::string text;
     for (const auto& l : lines) text += l + "\n";
-    AddAgentUsage(name, Journal::UsageOf(text), &usage);
+    return std::optional<JournalState>(Journal::UsageOf(text));
+  };
+  for (const auto& name : names) {
+    MATES_ASSIGN_OR_RETURN(std::optional<JournalState> st, usage_in_copy(name));
+    if (!st) return std::optional<TeamUsage>();
+    AddAgentUsage(name, *st, &usage);
   }
-  if (!agents_dir.empty()) {
-    auto name = config.lead + " (subagents)";
+  MATES_ASSIGN_OR_RETURN(std::optional<JournalState> subagents, usage_in_copy(config.lead + ".subagents"));
+  if (subagents && subagents->calls > 0) {
+    AddAgentUsage(config.lead + " (subagents)", *subagents, &usage);
+  } else if (!agents_dir.empty()) {
+    // Written before copies were kept: this machine's file.
     auto st = Journal::LoadUsage(agents_dir / (config.lead + ".subagents.jsonl"));
     if (st.ok()) {
-      AddAgentUsage(name, *st, &usage);
+      AddAgentUsage(config.lead + " (subagents)", *st, &usage);
     } else if (st.status().code() != StatusCode::kNotFound) {
       return st.status();
     }

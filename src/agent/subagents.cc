@@ -68,7 +68,7 @@ Result<std::string> SubagentManager::RunOne(const std::string& name, const std::
   spec.model = model;
   spec.max_calls = 50;
   spec.team_spend = spend_;
-  if (usage_journal_) spec.usage_journal = usage_journal_();
+  spec.usage_sink = usage_sink_;
   std::optional<SubagentEvents> events;
   if (events_ != nullptr) events.emplace(events_);
   AgentLoop loop(spec, provider_, tools_.get(), &ctx, events ? &*events : nullptr);

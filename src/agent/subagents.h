@@ -35,11 +35,12 @@ class SubagentManager : public tools::SubagentRunner {
   Result<tools::BackgroundStatus> Stop(const std::string& id) override;
 
   // Budgets and accounting (DESIGN §15): subagents count against `spend`
-  // (may be null) and write their usage to the journal `usage_journal()`
-  // names. Set before the first subagent runs.
-  void SetSpend(std::shared_ptr<TeamSpend> spend, std::function<fs::path()> usage_journal) {
+  // (may be null) and write each call's usage through `usage` (a
+  // UsageJournal, shared by every subagent). Set before the first one runs.
+  using UsageSink = std::function<Status(const llm::Usage&, const std::string& model)>;
+  void SetSpend(std::shared_ptr<TeamSpend> spend, UsageSink usage) {
     spend_ = std::move(spend);
-    usage_journal_ = std::move(usage_journal);
+    usage_sink_ = std::move(usage);
   }
 
   // Stops every background subagent for good (its tool in flight is
@@ -67,7 +68,7 @@ class SubagentManager : public tools::SubagentRunner {
 
   UsageMeter usage_;
   std::shared_ptr<TeamSpend> spend_;          // set before any subagent runs
-  std::function<fs::path()> usage_journal_;  // the same
+  UsageSink usage_sink_;                      // the same
   std::mutex mu_;
   std::condition_variable done_cv_;
   std::map<std::string, std::unique_ptr<Job>> jobs_;  // guarded by mu_

@@ -635,8 +635,19 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   });
   ctx.subagents = &subs;
   team::TeamManager* teams_ptr = nullptr;  // set below, before any subagent can run
-  subs.SetSpend(spend, [&teams_ptr, &ws, &lead_name] {
-    return ws.AgentsDir(teams_ptr->lead_team()) / (lead_name + ".subagents.jsonl");
+  // The subagents' usage: one journal beside the lead's, and on a shared
+  // store its copy, so that every machine's count has it.
+  auto subagents_usage = std::make_shared<agent::UsageJournal>();
+  subs.SetSpend(spend, [subagents_usage, &teams_ptr, &ws, &lead_name, shared_store](const llm::Usage& u,
+                                                                                     const std::string& model) {
+    const std::string team = teams_ptr->lead_team();
+    const std::string name = lead_name + ".subagents";
+    return subagents_usage->Append(
+        ws.AgentsDir(team) / (name + ".jsonl"),
+        [&]() -> std::unique_ptr<JournalCopy> {
+          return shared_store != nullptr ? shared_store->JournalOf(team, name) : nullptr;
+        },
+        u, model);
   });
   agent::AgentLoop lead(LeadSpec(a, lead_name, skills, team->git, spend), provider, registry.get(), &ctx, &out);
   lead_ptr = &lead;

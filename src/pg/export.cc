@@ -57,13 +57,17 @@ Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspa
     n.logged += page.size();
   }
 
-  // The members' journals, as the host that resumes them would write them.
-  for (const auto& m : config.members) {
-    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, store.JournalLines(team, m.name));
+  // The members' journals, as the host that resumes them would write them,
+  // and the lead's subagents' usage journal.
+  std::vector<std::string> journals;
+  for (const auto& m : config.members) journals.push_back(m.name);
+  journals.push_back(config.lead + ".subagents");
+  for (const auto& name : journals) {
+    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, store.JournalLines(team, name));
     if (lines.empty()) continue;
     std::string text;
     for (const auto& l : lines) text += l + "\n";
-    const fs::path path = into.AgentsDir(team) / (m.name + ".jsonl");
+    const fs::path path = into.AgentsDir(team) / (name + ".jsonl");
     auto here = ReadFilePrefix(path, kMaxJournalBytes + 1);
     if (here.ok() && here->size() > text.size() && here->compare(0, text.size(), text) == 0) {
       ++n.journals;  // the file is ahead of its copy: kept
