@@ -7,22 +7,14 @@
 // to inspect or archive with ordinary tools.
 #include <cstdlib>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
-#include "agent/activity.h"
 #include "cli/cli_common.h"
 #include "pg/connection.h"
-#include "core/files.h"
 #include "core/names.h"
 #include "pg/schema.h"
 #include "cli/store_choice.h"
 #include "pg/export.h"
 #include "pg/store.h"
-#include "store/board.h"
-#include "store/message_log.h"
-#include "store/requests.h"
-#include "store/mailbox.h"
-#include "store/roster.h"
 
 namespace mates::cli {
 
