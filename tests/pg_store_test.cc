@@ -1117,7 +1117,7 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
   auto store = FreshStore();
   ASSERT_TRUE(store);
   ASSERT_TRUE(store->CreateTeam("crew", "boss", "").ok());
-  for (const std::string name : {"alice", "bob", "carol"}) {
+  for (const std::string name : {"alice", "bob", "carol", "dave"}) {
     Member m;
     m.name = name;
     ASSERT_TRUE(store->AddMember("crew", m).ok());
@@ -1138,6 +1138,8 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
   // Bob's is no JSON, carol's names someone else, the boss's is too big to read.
   ASSERT_TRUE(store->PutActivity("crew", "bob", "{not json").ok());
   ASSERT_TRUE(store->PutActivity("crew", "carol", R"({"agent":"mallory","state":"idle"})").ok());
+  // Dave's is nested past any depth a reader follows.
+  ASSERT_TRUE(store->PutActivity("crew", "dave", std::string(100000, '[') + std::string(100000, ']')).ok());
   pg::Connection c = Connect(url_);
   ASSERT_TRUE(c.Exec("INSERT INTO mates_activity (team, member, doc) VALUES ('crew', 'boss', repeat('x', $1::int))",
                      {std::to_string(kMaxStateFileBytes + 1)})
@@ -1145,6 +1147,8 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
   EXPECT_EQ(store->PutActivity("crew", "bob", std::string(kMaxStateFileBytes + 1, 'x')).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(store->PutActivity("nope", "bob", "{}").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->PutActivity("crew", "bob", std::string(R"({"agent":"bob"})") + '\0' + "rest").code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(store->PutActivity("crew", "../x", "{}").code(), StatusCode::kInvalidArgument);
 
   // Another machine (a workspace with nothing in it) sees what alice does
@@ -1160,7 +1164,9 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
   ASSERT_TRUE(activity["alice"].is_object()) << st.out;
   EXPECT_EQ(activity["alice"]["state"], "tool");
   EXPECT_EQ(activity["alice"]["doing"], "bash(make test)");
-  for (const char* left_out : {"bob", "carol", "boss"}) EXPECT_TRUE(activity[left_out].is_null()) << left_out;
+  for (const char* left_out : {"bob", "carol", "dave", "boss"}) {
+    EXPECT_TRUE(activity[left_out].is_null()) << left_out;
+  }
   auto text = RunMates(elsewhere.path(), {"status", "--team", "crew", "--store", url_});
   EXPECT_NE(text.out.find("bash(make test)"), std::string::npos) << text.out;
   hosted->reset();
@@ -1174,7 +1180,7 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
   auto exported = agent::ReadActivity(Workspace(out).AgentsDir("crew") / "alice.status.json");
   ASSERT_TRUE(exported.ok()) << exported.status().message();
   EXPECT_EQ(exported->doing, "bash(make test)");
-  for (const char* left_out : {"bob", "carol", "boss"}) {
+  for (const char* left_out : {"bob", "carol", "dave", "boss"}) {
     EXPECT_FALSE(fs::exists(Workspace(out).AgentsDir("crew") / (std::string(left_out) + ".status.json"))) << left_out;
   }
 }

@@ -163,7 +163,12 @@ Result<Rows> Connection::Exec(std::string_view sql, const std::vector<Param>& pa
   std::string text(sql);
   std::vector<const char*> values;
   values.reserve(params.size());
-  for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
+  for (const Param& p : params) {
+    // libpq takes a value up to its first NUL: one would cut it short
+    // without a word (and PostgreSQL's text holds none).
+    if (p && p->find('\0') != std::string::npos) return Status::InvalidArgument("a value holds a NUL byte");
+    values.push_back(p ? p->c_str() : nullptr);
+  }
   pg_result* r = PQexecParams(conn_.get(), text.c_str(), static_cast<int>(params.size()), nullptr,
                               values.empty() ? nullptr : values.data(), nullptr, nullptr, 0);
   ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;

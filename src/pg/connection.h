@@ -71,7 +71,8 @@ class Connection {
   Connection(Connection&&) noexcept = default;
   Connection& operator=(Connection&&) noexcept = default;
 
-  // One statement, parameters as $1, $2, …. Errors carry the server's
+  // One statement, parameters as $1, $2, … (a value holding a NUL byte is
+  // InvalidArgument, not cut short). Errors carry the server's
   // message: Unavailable when the connection is lost (the caller
   // reconnects), Conflict for a serialization failure or a deadlock,
   // FailedPrecondition for a missing table, InvalidArgument for bad input,
