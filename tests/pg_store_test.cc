@@ -18,6 +18,7 @@
 #include "core/subprocess.h"
 #include "core/waker.h"
 #include "pg/connection.h"
+#include "pg/listener.h"
 #include "pg/schema.h"
 #include "pg/store.h"
 #include "store/board.h"
@@ -1263,6 +1264,56 @@ TEST_F(PgTest, ASendThatArrivesWhileTheListenerListensElsewhereStillWakes) {
   }
   EXPECT_EQ(lost, 0) << "rounds whose send woke nobody";
   EXPECT_EQ(store->Drain("procs", "lead")->size(), 40u);
+}
+
+// A team's messages are logged one at a time, each to its commit: a
+// message numbered after one still being logged waits for it, so a
+// follower whose cursor moved past a number never finds an earlier one
+// later (what `log --follow` and the dashboard's `after` rely on).
+TEST_F(PgTest, AFollowedLogNeverSkipsAMessageThatCommitsLate) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  // Another writer, mid-way: it holds the log and has its row in, not
+  // yet committed.
+  pg::Connection early = Connect(url_);
+  ASSERT_TRUE(early.ExecScript("BEGIN").ok());
+  ASSERT_TRUE(early.Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {pg::LogKey("procs")}).ok());
+  std::string line = MessageToLine(Msg("early", "first"));
+  line.pop_back();  // its newline
+  ASSERT_TRUE(early.Exec("INSERT INTO mates_messages (team, msg_id, line) VALUES ('procs', 'early', $1)", {line}).ok());
+  std::thread late([&] { EXPECT_TRUE(store->LogMessage("procs", Msg("late", "second")).ok()); });
+  pg::Connection look = Connect(url_);
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    auto r = look.Exec("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+    return r.ok() && r->integer(0, 0) == 1;
+  }, 20)) << "the second message did not wait for the first";
+  int64_t cursor = 0;
+  auto none = store->ReadLog("procs", &cursor);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty()) << "seen before the first committed: " << none->front().id;
+  ASSERT_TRUE(early.ExecScript("COMMIT").ok());
+  late.join();
+  auto both = store->ReadLog("procs", &cursor);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(Ids(*both), (std::vector<std::string>{"early", "late"}));
+  // A page is bounded by bytes too: one message at least.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(store->LogMessage("procs", Msg("big" + std::to_string(i), std::string(100000, 'x'))).ok());
+  }
+  auto page = store->ReadLog("procs", &cursor, 1000, 250000);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(Ids(*page), (std::vector<std::string>{"big0", "big1"}));
+  auto one = store->ReadLog("procs", &cursor, 1000, 10);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(Ids(*one), (std::vector<std::string>{"big2"}));
+  auto rest = store->ReadLog("procs", &cursor, 1000, 10);
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(Ids(*rest), (std::vector<std::string>{"big3"}));
+  int64_t tail_cursor = -1;
+  auto tail = store->TailLog("procs", 2, &tail_cursor);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(Ids(*tail), (std::vector<std::string>{"big2", "big3"}));
+  EXPECT_EQ(tail_cursor, cursor) << "what follows the tail starts where the log's end is";
 }
 
 // `mates inbox --wait` and `mates log --follow` ride out a restart of the

@@ -18,6 +18,7 @@ std::string BoardKey(const std::string& team) { return "b/" + team; }
 std::string TeamKey(const std::string& team) { return "t/" + team; }
 std::string LogKey(const std::string& team) { return "l/" + team; }
 std::string ActivityKey(const std::string& team) { return "a/" + team; }
+std::string JournalKey(const std::string& team) { return "j/" + team; }
 
 std::string ChannelOf(const std::string& key) {
   // FNV-1a, 64 bits: a collision only wakes a waiter for nothing.

@@ -382,24 +382,34 @@ std::string LinesParam(const std::vector<std::string>& lines) {
   return DumpJson(arr);
 }
 
+// With a NOTIFY on JournalKey(team) (one: the same notification in one
+// transaction is sent once).
 const char* const kPutJournal =
-    "INSERT INTO mates_journals (team, member, seq, line) "
+    "WITH put AS (INSERT INTO mates_journals (team, member, seq, line) "
     "SELECT $1, $2, $3::bigint + x.ord - 1, x.line "
     "FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS x(line, ord) "
-    "ON CONFLICT (team, member, seq) DO UPDATE SET line = EXCLUDED.line";
+    "ON CONFLICT (team, member, seq) DO UPDATE SET line = EXCLUDED.line RETURNING 1) "
+    "SELECT pg_notify($5, '') FROM put";
 
 }  // namespace
 
-Result<std::vector<std::string>> Store::JournalLines(const std::string& team, const std::string& member) {
+Result<uint64_t> Store::JournalBytes(const std::string& team, const std::string& member) {
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  const std::string who = "the journal of '" + member + "' in team '" + team + "'";
   MATES_ASSIGN_OR_RETURN(Rows size, c->Exec("SELECT coalesce(sum(octet_length(line)), 0) FROM mates_journals "
                                             "WHERE team = $1 AND member = $2",
                                             {team, member}));
-  if (static_cast<uint64_t>(size.integer(0, 0)) > kMaxJournalBytes) {
+  return static_cast<uint64_t>(size.integer(0, 0));
+}
+
+Result<std::vector<std::string>> Store::JournalLines(const std::string& team, const std::string& member) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  const std::string who = "the journal of '" + member + "' in team '" + team + "'";
+  MATES_ASSIGN_OR_RETURN(uint64_t size, JournalBytes(team, member));
+  if (size > kMaxJournalBytes) {
     return Status::Corrupt(who + " is over " + std::to_string(kMaxJournalBytes >> 20) + " MiB");
   }
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, CASE WHEN octet_length(line) <= " +
                                              std::to_string(kMaxJournalLineBytes) +
                                              " THEN line END FROM mates_journals "
@@ -424,7 +434,7 @@ Status Store::PutJournal(const std::string& team, const std::string& member, int
   if (first < 0) return Status::InvalidArgument("a journal's lines are numbered from 0");
   if (lines.empty()) return Status::Ok();
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  return c->Exec(kPutJournal, {team, member, Num(first), LinesParam(lines)}).status();
+  return c->Exec(kPutJournal, {team, member, Num(first), LinesParam(lines), ChannelOf(JournalKey(team))}).status();
 }
 
 Status Store::ReplaceJournal(const std::string& team, const std::string& member,
@@ -435,7 +445,7 @@ Status Store::ReplaceJournal(const std::string& team, const std::string& member,
     MATES_RETURN_IF_ERROR(
         c->Exec("DELETE FROM mates_journals WHERE team = $1 AND member = $2", {team, member}).status());
     if (lines.empty()) return Status::Ok();
-    return c->Exec(kPutJournal, {team, member, "0", LinesParam(lines)}).status();
+    return c->Exec(kPutJournal, {team, member, "0", LinesParam(lines), ChannelOf(JournalKey(team))}).status();
   });
 }
 
@@ -618,13 +628,19 @@ Status Store::LogMessage(const std::string& team, const Message& m) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_RETURN_IF_ERROR(ValidateName("message id", m.id));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  auto r = c->Exec(
-      "WITH ins AS (INSERT INTO mates_messages (team, msg_id, line) VALUES ($1, $2, $3) "
-      "ON CONFLICT (team, msg_id) DO NOTHING RETURNING seq) "
-      "SELECT pg_notify($4, '') FROM ins",
-      {team, m.id, LineOf(m), ChannelOf(LogKey(team))});
-  if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
-  return Status::Ok();
+  // One at a time per team, the lock held to the commit: a number taken
+  // becomes visible before the next is taken, so a reader that moved past
+  // it (ReadLog's cursor) cannot miss one that commits late.
+  Status s = InTransaction(*c, [&]() -> Status {
+    MATES_RETURN_IF_ERROR(
+        c->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {LogKey(team)}).status());
+    return c->Exec("WITH ins AS (INSERT INTO mates_messages (team, msg_id, line) VALUES ($1, $2, $3) "
+                   "ON CONFLICT (team, msg_id) DO NOTHING RETURNING seq) "
+                   "SELECT pg_notify($4, '') FROM ins",
+                   {team, m.id, LineOf(m), ChannelOf(LogKey(team))})
+        .status();
+  });
+  return NoTeamIfForeignKey(s, team);
 }
 
 Result<std::optional<Message>> Store::FindLogged(const std::string& team, const std::string& id) {
@@ -639,23 +655,30 @@ Result<std::optional<Message>> Store::FindLogged(const std::string& team, const 
   return std::optional<Message>(std::move(found[0]));
 }
 
-Result<std::vector<Message>> Store::ReadLog(const std::string& team, int64_t* cursor, size_t max) {
+Result<std::vector<Message>> Store::ReadLog(const std::string& team, int64_t* cursor, size_t max, size_t max_bytes) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, " + kBoundedLine +
-                                             " FROM mates_messages WHERE team = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                                         {team, Num(*cursor), Num(static_cast<int64_t>(max))}));
+  if (max_bytes == 0) max_bytes = static_cast<size_t>(INT64_MAX);
+  // The first row always; then those that fit in `max_bytes` together.
+  MATES_ASSIGN_OR_RETURN(
+      Rows r, c->Exec("SELECT seq, line FROM (SELECT seq, line, row_number() OVER (ORDER BY seq) AS n, "
+                      "sum(coalesce(octet_length(line), 0)) OVER (ORDER BY seq) AS upto FROM (SELECT seq, " +
+                          kBoundedLine +
+                          " AS line FROM mates_messages WHERE team = $1 AND seq > $2 ORDER BY seq LIMIT $3) page) "
+                          "sized WHERE n = 1 OR upto <= $4 ORDER BY seq",
+                      {team, Num(*cursor), Num(static_cast<int64_t>(max)), Num(static_cast<int64_t>(max_bytes))}));
   return LoggedMessages(r, team, cursor);
 }
 
-Result<std::vector<Message>> Store::TailLog(const std::string& team, size_t n) {
+Result<std::vector<Message>> Store::TailLog(const std::string& team, size_t n, int64_t* cursor) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, line FROM (SELECT seq, " + kBoundedLine +
                                              " AS line FROM mates_messages WHERE team = $1 ORDER BY seq DESC LIMIT $2)"
                                              " last ORDER BY seq",
                                          {team, Num(static_cast<int64_t>(n))}));
-  return LoggedMessages(r, team, nullptr);
+  if (cursor != nullptr) *cursor = 0;
+  return LoggedMessages(r, team, cursor);
 }
 
 // -------------------------------------------------------------- requests

@@ -118,14 +118,20 @@ class Store {
                                      const AlreadyDelivered& already_delivered = {});
 
   // The message log: every message sent, once (an id logged before is not
-  // logged again), in order; a NOTIFY on LogKey(team) with each.
+  // logged again), in order; a NOTIFY on LogKey(team) with each. A team's
+  // messages are logged one at a time (a lock of the team's log held to
+  // the commit), so their numbers are in the order they became visible: a
+  // reader that moved past one never finds an earlier one later.
   Status LogMessage(const std::string& team, const Message& m);
   Result<std::optional<Message>> FindLogged(const std::string& team, const std::string& id);
-  // At most `max` messages logged after `*cursor` (0: from the start);
+  // At most `max` messages logged after `*cursor` (0: from the start), and
+  // no more than about `max_bytes` of them (one at least; 0: no bound);
   // `*cursor` moves past them.
-  Result<std::vector<Message>> ReadLog(const std::string& team, int64_t* cursor, size_t max = 1000);
-  // The last `n` messages, oldest first.
-  Result<std::vector<Message>> TailLog(const std::string& team, size_t n);
+  Result<std::vector<Message>> ReadLog(const std::string& team, int64_t* cursor, size_t max = 1000,
+                                       size_t max_bytes = 0);
+  // The last `n` messages, oldest first; `*cursor` (if given) is where
+  // what follows them starts, for ReadLog.
+  Result<std::vector<Message>> TailLog(const std::string& team, size_t n, int64_t* cursor = nullptr);
 
   // Protocol requests (store/requests.h), one row each.
   Status CreateRequest(const std::string& team, const ProtocolRequest& r);
@@ -193,6 +199,8 @@ class Store {
   // (a gap ends it: what follows was never whole), the lines from `first`
   // on (a number held already takes the new line), and all of it anew.
   Result<std::vector<std::string>> JournalLines(const std::string& team, const std::string& member);
+  // The bytes of its lines, together (0 for none).
+  Result<uint64_t> JournalBytes(const std::string& team, const std::string& member);
   Status PutJournal(const std::string& team, const std::string& member, int64_t first,
                     const std::vector<std::string>& lines);
   Status ReplaceJournal(const std::string& team, const std::string& member, const std::vector<std::string>& lines);
