@@ -20,40 +20,10 @@ namespace {
 
 using testing::TempDir;
 
-struct Reply {
-  int code = 0;
-  std::string body;
-  Json json() const {
-    auto j = ParseJson(body);
-    return j.ok() ? *j : Json();
-  }
-};
-
-// One request with curl; `headers` as "Name: value".
-Reply Http(const std::string& method, const std::string& url, const std::vector<std::string>& headers = {},
-           const std::string& body = "", const std::string& content_type = "application/json") {
-  std::vector<std::string> argv = {"curl", "-s", "-m", "10", "-X", method, "-w", "\n%{http_code}"};
-  for (const auto& h : headers) argv.insert(argv.end(), {"-H", h});
-  TempDir d;  // the body from a file: it may be large
-  if (!body.empty()) {
-    testing::WriteAll(d.path() / "body", body);
-    argv.insert(argv.end(), {"-H", "Content-Type: " + content_type, "--data-binary", "@" + (d.path() / "body").string()});
-  }
-  argv.push_back(url);
-  auto r = testing::Run(argv);
-  size_t nl = r.out.rfind('\n');
-  return {nl == std::string::npos ? 0 : std::atoi(r.out.c_str() + nl + 1), r.out.substr(0, nl)};
-}
-
-// "http://127.0.0.1:P/?token=T" → base and token.
-struct Url {
-  std::string base, token;
-};
-Url SplitUrl(const std::string& url) {
-  size_t q = url.find("/?token=");
-  if (q == std::string::npos) return {};
-  return {url.substr(0, q), url.substr(q + 8)};
-}
+using Reply = testing::HttpReply;
+using Url = testing::DashboardUrl;
+using testing::Http;
+Url SplitUrl(const std::string& url) { return testing::SplitDashboardUrl(url); }
 
 class DashboardTest : public ::testing::Test {
  protected:

@@ -24,6 +24,7 @@
 #include "core/process_tree.h"
 #include "core/subprocess.h"
 #include "store/host_info.h"
+#include "store/messenger.h"
 #include "store/team_store.h"
 #include "support/pg_suite.h"
 #include "support/test_util.h"
@@ -131,6 +132,20 @@ class PgRuntimeTest : public testing::PgSuite {
   std::unique_ptr<pg::Store> store_;
   std::unique_ptr<TeamStore> teams_;
   TempDir dir_;
+};
+
+// `mates down --store` of `team`'s host in `ws` when the test ends;
+// whatever happened to down, the host does not outlive the test.
+struct DownAtExit {
+  fs::path ws;
+  std::string url, team;
+  ~DownAtExit() {
+    RunMates(ws, {"down", "--store", url, "--team", team, "--grace", "0", "--timeout", "5"});
+    auto info = ReadHostInfo(Workspace(ws), team);
+    if (info.ok() && ProcessStartTime(static_cast<pid_t>(info->pid)) == info->start_time) {
+      ::kill(static_cast<pid_t>(info->pid), SIGKILL);
+    }
+  }
 };
 
 // The first rules of a scenario: on "Go" the lead spawns `worker` into
@@ -309,18 +324,7 @@ TEST_F(PgRuntimeTest, UpHostsATeamThatAnotherMachineTalksTo) {
   auto up = RunMates(host_ws.path(), {"up", "--store", url_, "--team", "hosted", "--provider", "scripted",
                                       "--scenario", testing::ScenarioFixture("team_hosted.yaml"), "Start a worker"});
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
-  struct Down {
-    fs::path ws;
-    std::string url;
-    ~Down() {
-      RunMates(ws, {"down", "--store", url, "--team", "hosted", "--grace", "0", "--timeout", "5"});
-      // Whatever happened to down, the host does not outlive the test.
-      auto info = ReadHostInfo(Workspace(ws), "hosted");
-      if (info.ok() && ProcessStartTime(static_cast<pid_t>(info->pid)) == info->start_time) {
-        ::kill(static_cast<pid_t>(info->pid), SIGKILL);
-      }
-    }
-  } down_at_exit{host_ws.path(), url_};
+  DownAtExit down_at_exit{host_ws.path(), url_, "hosted"};
   EXPECT_TRUE(teams_->IsHosted("hosted", "lead"));
   auto other = [&](std::vector<std::string> args) {
     args.insert(args.begin() + 1, {"--store", url_});
@@ -356,8 +360,8 @@ TEST_F(PgRuntimeTest, UpHostsATeamThatAnotherMachineTalksTo) {
     auto t = board->Get(1);
     return t.ok() && t->owner == "worker";
   })) << ReadAll(host_ws.path() / ".teams/hosted/host.log");
-  // The host's log says why it shows no dashboard.
-  EXPECT_NE(ReadAll(host_ws.path() / ".teams/hosted/host.log").find("no dashboard"), std::string::npos);
+  // It serves the team's dashboard, as on the file store.
+  EXPECT_NE(up.out.find(" — dashboard http://127.0.0.1:"), std::string::npos) << up.out;
   // Down, with the store: the worker is asked, the host stops, nobody is hosted.
   auto down = RunMates(host_ws.path(), {"down", "--store", url_, "--team", "hosted", "--grace", "1"});
   EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
@@ -969,6 +973,180 @@ TEST_F(PgRuntimeTest, AListenerWithoutItsServerBacksOff) {
   EXPECT_GE(tries, 1u) << "the listener did not try at all";
   EXPECT_LE(tries, 12u) << tries << " connection attempts in 3 s";
   ASSERT_TRUE(server_->Restart().ok());
+}
+
+// The dashboard of a team in PostgreSQL (DESIGN §11, §13): the host's
+// (`mates up --store`) acts as user, and `mates dashboard --store` on
+// another machine shows the same team read-only — the roster with
+// liveness, the board, the log paged by its numbers, the plans, a
+// transcript from a journal's copy — told of each change by the database.
+TEST_F(PgRuntimeTest, TheDashboardShowsAndSteersATeamFromAnyMachine) {
+  TempDir host_ws, elsewhere;
+  auto up = RunMates(host_ws.path(), {"up", "--store", url_, "--team", "dash", "--provider", "scripted",
+                                      "--scenario", testing::ScenarioFixture("team_dashboard.yaml"), "Start the team"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  DownAtExit down_at_exit{host_ws.path(), url_, "dash"};
+  const size_t at = up.out.find(" — dashboard http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << up.out;
+  std::string host_url = up.out.substr(at + std::string(" — dashboard ").size());
+  const testing::DashboardUrl host = testing::SplitDashboardUrl(host_url.substr(0, host_url.find('\n')));
+  ASSERT_FALSE(host.token.empty()) << up.out;
+  auto get = [](const testing::DashboardUrl& u, const std::string& path) {
+    return testing::Http("GET", u.base + path, {"Authorization: Bearer " + u.token});
+  };
+  auto post = [](const testing::DashboardUrl& u, const std::string& path, const std::string& body) {
+    return testing::Http("POST", u.base + path, {"Authorization: Bearer " + u.token}, body);
+  };
+
+  // Another machine's dashboard, and its event stream.
+  Subprocess page = testing::StartMates(elsewhere.path(), {"dashboard", "--store", url_, "--team", "dash"});
+  auto line = page.ReadLine(DeadlineIn(20));
+  ASSERT_TRUE(line.ok()) << line.status().message();
+  ASSERT_NE(line->find("read-only: http://127.0.0.1:"), std::string::npos) << *line;
+  const testing::DashboardUrl ro = testing::SplitDashboardUrl(line->substr(line->find("http://")));
+  Subprocess events = testing::Start({"curl", "-s", "-N", "-m", "90", "-H", "Authorization: Bearer " + ro.token,
+                                      ro.base + "/events"});
+  auto next_change = [&events](const std::string& kind) {
+    for (;;) {
+      auto l = events.ReadLine(DeadlineIn(20));
+      if (!l.ok()) return l.status().message();
+      if (*l == "event: " + kind) return std::string("ok");
+      if (l->rfind("data: ", 0) == 0 && l->find("\"" + kind + "\"") != std::string::npos) return std::string("ok");
+    }
+  };
+  ASSERT_EQ(next_change("hello").substr(0, 2), "ok");
+
+  // The planner's plan waits for a decision: seen from there.
+  std::string plan_id;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    const Json requests = get(ro, "/api/requests").json();
+    for (const auto& r : requests["requests"]) {
+      if (r["kind"] == "plan_approval" && r["status"] == "pending") plan_id = r["request_id"];
+    }
+    return !plan_id.empty();
+  }, 30)) << get(ro, "/api/requests").body;
+  auto team = get(ro, "/api/team");
+  ASSERT_EQ(team.code, 200) << team.body;
+  auto tj = team.json();
+  EXPECT_EQ(tj["store"], pg::ParseTarget(url_)->shown);
+  EXPECT_TRUE(tj["host"].is_null()) << "this machine hosts nothing: " << tj;
+  EXPECT_EQ(tj["read_only"], true);
+  std::map<std::string, std::string> shown;
+  for (const auto& m : tj["members"]) shown[m["name"]] = m["status"];
+  EXPECT_NE(shown["lead"], "offline") << tj;
+  EXPECT_NE(shown["planner"], "offline") << tj;
+  EXPECT_EQ(post(ro, "/api/messages", R"({"to":"lead","content":"hi"})").code, 403);
+  // The host's own says who hosts it.
+  auto hj = get(host, "/api/team").json();
+  ASSERT_TRUE(hj["host"].is_object()) << hj;
+  EXPECT_EQ(hj["host"]["mode"], "up");
+  EXPECT_EQ(hj["host"]["dashboard"], host_url.substr(0, host_url.find('\n')));
+
+  // The planner's transcript there is its journal's copy.
+  auto transcript = get(ro, "/api/agents/planner/transcript");
+  ASSERT_EQ(transcript.code, 200) << transcript.body;
+  EXPECT_NE(transcript.body.find("Make a plan and ask for approval."), std::string::npos) << transcript.body;
+  EXPECT_GE(transcript.json()["calls"].get<int>(), 1);
+  EXPECT_EQ(get(ro, "/api/agents/nobody/transcript").code, 404);
+  EXPECT_EQ(get(ro, "/api/agents/a%20b/transcript").code, 400);
+
+  // The log, paged by its numbers: what the host's page sends (as user)
+  // comes after the cursor there, with the lead's answer.
+  auto first = get(ro, "/api/messages").json();
+  ASSERT_TRUE(first["next"].is_number()) << first;
+  const uint64_t cursor = first["next"];
+  EXPECT_EQ(first["more"], false) << first;
+  auto sent = post(host, "/api/messages", R"({"to":"lead","content":"ping dash"})");
+  ASSERT_EQ(sent.code, 201) << sent.body;
+  EXPECT_EQ(next_change("messages").substr(0, 2), "ok");
+  std::vector<std::string> said;
+  uint64_t next = cursor;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto page_j = get(ro, "/api/messages?after=" + std::to_string(next)).json();
+    for (const auto& m : page_j["messages"]) said.push_back(m["sender"].get<std::string>() + ": " + m["content"].get<std::string>());
+    next = page_j["next"];
+    return std::find(said.begin(), said.end(), "lead: pong dash") != said.end();
+  }, 30));
+  ASSERT_FALSE(said.empty());
+  EXPECT_EQ(said.front(), "user: ping dash") << "nothing before the cursor comes again";
+  EXPECT_EQ(get(ro, "/api/messages?after=" + std::to_string(next)).json()["messages"].size(), 0u);
+  for (const char* bad : {"abc", "-1", "99999999999999999999999", "18446744073709551615"}) {
+    auto r = get(ro, std::string("/api/messages?after=") + bad);
+    EXPECT_EQ(r.code, 400) << bad << ": " << r.body;
+  }
+
+  // A page of the log is about 8 MiB at most; `more` says to ask again.
+  auto mail = teams_->Mail("dash");
+  for (int i = 0; i < 10; ++i) {
+    SendRequest big;
+    big.sender = "user";
+    big.recipient = "planner";
+    big.content = std::string(1000000, static_cast<char>('a' + i));
+    ASSERT_TRUE(Messenger(*mail).Send(big).ok());
+  }
+  auto big1_reply = get(ro, "/api/messages?after=" + std::to_string(next));
+  auto big1 = big1_reply.json();
+  ASSERT_EQ(big1_reply.code, 200) << big1_reply.body.substr(0, 300);
+  ASSERT_EQ(big1["more"], true) << big1["messages"].size();
+  const size_t got = big1["messages"].size();
+  EXPECT_GE(got, 1u);
+  EXPECT_LT(got, 10u);
+  auto big2 = get(ro, "/api/messages?after=" + std::to_string(big1["next"].get<uint64_t>())).json();
+  EXPECT_EQ(got + big2["messages"].size(), 10u);
+  EXPECT_EQ(big2["more"], false);
+
+  // A task made on the host's page is on the board every machine shares.
+  auto made = post(host, "/api/tasks", R"({"subject":"Test the parser","blocked_by":[]})");
+  ASSERT_EQ(made.code, 201) << made.body;
+  EXPECT_EQ(next_change("tasks").substr(0, 2), "ok");
+  const Json tasks = get(ro, "/api/tasks").json()["tasks"];
+  ASSERT_EQ(tasks.size(), 1u) << tasks;
+  EXPECT_EQ(tasks[0]["subject"], "Test the parser");
+  EXPECT_EQ(post(host, "/api/tasks", R"({"subject":"x","blocked_by":[99]})").code, 404);
+
+  // The plan, approved on the host's page, is approved for everyone.
+  auto decided = post(host, "/api/requests/" + plan_id, R"({"approve":true,"feedback":"looks right"})");
+  ASSERT_EQ(decided.code, 200) << decided.body;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    const Json requests = get(ro, "/api/requests").json();
+    for (const auto& r : requests["requests"]) {
+      if (r["request_id"] == plan_id) return r["status"] == "approved";
+    }
+    return false;
+  }, 10));
+  // A PostgreSQL team has no merge queue: nothing listed, nothing to decide.
+  EXPECT_EQ(get(host, "/api/merges").json()["merges"].size(), 0u);
+  EXPECT_EQ(post(host, "/api/merges/1", R"({"approve":true})").code, 404);
+
+  // Asked to stop from the page: the planner goes, and the other machine's
+  // page shows it shut down.
+  auto stop = post(host, "/api/agents/planner/stop", R"({"reason":"done for today"})");
+  ASSERT_EQ(stop.code, 200) << stop.body;
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    const Json team_now = get(ro, "/api/team").json();
+    for (const auto& m : team_now["members"]) {
+      if (m["name"] == "planner") return m["status"] == "shutdown";
+    }
+    return false;
+  }, 30)) << get(ro, "/api/team").body;
+
+  page.Signal(SIGTERM);
+  EXPECT_EQ(page.Wait().exit_code, 0);
+  events.Signal(SIGTERM);
+  events.Wait();
+}
+
+// `mates dashboard --store`: one clear error for a team or a store that is
+// not there.
+TEST_F(PgRuntimeTest, TheDashboardCommandOnAStoreRefusesWhatIsNotThere) {
+  TempDir ws;
+  auto none = RunMates(ws.path(), {"dashboard", "--store", url_, "--team", "nosuch"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("nosuch"), std::string::npos) << none.err;
+  auto gone = RunMates(ws.path(), {"dashboard", "--store", "postgres://u:hunter2@127.0.0.1:1/x", "--team", "crew"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_EQ(gone.err.find("hunter2"), std::string::npos) << gone.err;
+  EXPECT_EQ(gone.err.find('\n'), gone.err.size() - 1) << "one line: " << gone.err;
 }
 
 }  // namespace

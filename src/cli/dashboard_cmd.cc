@@ -1,14 +1,16 @@
-// mates dashboard [--team T] [--port P] [--archived [STAMP]]
+// mates dashboard [--team T] [--store URL] [--port P] [--archived [STAMP]]
 //
-// The dashboard of a team's files, read-only (DESIGN §11): for a team no
-// host serves, one on another machine's shared files, or an archive. It
-// runs until Ctrl-C or SIGTERM. A hosted team's own dashboard (the one
-// that can act) is named when there is one.
+// A team's dashboard, read-only (DESIGN §11): for a team no host serves,
+// one whose host is on another machine (a team in a PostgreSQL store,
+// looked at from anywhere), or an archive. It runs until Ctrl-C or
+// SIGTERM. A hosted team's own dashboard (the one that can act) is named
+// when this machine has it.
 #include <signal.h>
 
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "core/names.h"
 #include "dashboard/dashboard.h"
 #include "store/archive.h"
@@ -22,6 +24,7 @@ struct DashboardArgs {
   std::string team = "default";
   int port = 0;
   ArchivedChoice archived;
+  std::string store;
 };
 
 int Dashboard_(Globals& g, const DashboardArgs& a) {
@@ -39,7 +42,19 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
   } else {
     o.ws = g.ws();
   }
-  if (auto team = Roster(o.ws).Load(a.team); !team.ok()) return Fail(team.status());
+  // An archive is this workspace's files, whichever store the team was in.
+  std::unique_ptr<pg::Store> db;
+  if (!a.archived.given()) {
+    auto chosen = OpenChosenStore(a.store);
+    if (!chosen.ok()) return Fail(chosen.status());
+    db = std::move(*chosen);
+  }
+  if (db) {
+    if (auto team = db->LoadTeam(a.team); !team.ok()) return Fail(team.status());
+    o.database = db->target();
+  } else if (auto team = Roster(o.ws).Load(a.team); !team.ok()) {
+    return Fail(team.status());
+  }
   // Blocked before the server's threads start (they inherit the mask):
   // only this thread takes them, in sigwait.
   sigset_t stop;
@@ -53,7 +68,9 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
   std::cout << "dashboard of team " << a.team << (o.archived.empty() ? "" : " (archived " + o.archived + ")")
             << ", read-only: " << (*page)->url() << std::endl;
   if (o.archived.empty()) {
-    if (auto host = ReadLiveHost(o.ws, a.team); host && !host->dashboard.empty()) {
+    auto teams = db ? pg::StoreTeams(*db) : nullptr;
+    auto host = teams ? ReadLiveHost(o.ws, a.team, *teams) : ReadLiveHost(o.ws, a.team);
+    if (host && !host->dashboard.empty()) {
       std::cout << "the host's dashboard (it can send, create tasks, decide plans): " << host->dashboard << std::endl;
     }
   }
@@ -73,6 +90,7 @@ void AddDashboardCommand(CLI::App& app, Globals& g) {
   d->add_option("--team", a->team, "The team")->envname("MATES_TEAM")->capture_default_str();
   d->add_option("--port", a->port, "Port on 127.0.0.1 (default: any free port)");
   AddArchivedOption(d, a->archived);
+  AddStoreOption(d, a->store);
   d->callback([&g, a] { g.action = [&g, a] { return Dashboard_(g, *a); }; });
 }
 

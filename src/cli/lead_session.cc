@@ -708,12 +708,10 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   // The dashboard first: a port that cannot be had is an error before the
   // host says it is ready.
   std::unique_ptr<dashboard::Dashboard> board_page;
-  if (a.dashboard_port >= 0 && shared_store != nullptr) {
-    out.Line("", "no dashboard: it shows teams of the file store only yet (team " + a.team + " is in " +
-                     store->where() + ")");
-  } else if (a.dashboard_port >= 0) {
+  if (a.dashboard_port >= 0) {
     dashboard::DashboardOptions d;
     d.ws = ws;
+    if (*database) d.database = (*database)->target();
     d.team = a.team;
     d.port = a.dashboard_port;
     auto started = dashboard::Dashboard::Start(d);

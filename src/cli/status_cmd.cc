@@ -155,34 +155,9 @@ std::string Render(const TeamView& v) {
   return o.str();
 }
 
-Result<TeamView> LookAtTeamOnPostgres(pg::Store& store, const std::string& team) {
-  MATES_ASSIGN_OR_RETURN(TeamConfig config, store.LoadTeam(team));
-  MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, store.ListTasks(team));
-  MATES_ASSIGN_OR_RETURN(std::vector<Message> messages, store.TailLog(team, kLastMessages));
-  MATES_ASSIGN_OR_RETURN(auto activities, store.Activities(team));
-  TeamView v = view::ComposeView(
-      std::move(config), tasks,
-      [&](std::string_view member) {
-        auto hosted = store.IsHosted(team, std::string(member));
-        return hosted.ok() && *hosted;
-      },
-      std::move(messages));
-  // What each member does, whichever machine hosts it: a document that is
-  // not one (written by hand, say) is left out, as an unreadable file is.
-  std::map<std::string, std::string> doc_of(activities.begin(), activities.end());
-  for (auto& mv : v.members) {
-    auto it = doc_of.find(mv.member.name);
-    if (it == doc_of.end()) continue;
-    auto j = ParseJson(it->second);
-    auto a = j.ok() ? agent::ActivityFromJson(*j) : Result<agent::Activity>(j.status());
-    if (a.ok() && a->agent == mv.member.name) mv.activity = std::move(*a);
-  }
-  return v;
-}
-
-int StatusOnPostgres(pg::Store& store, const StatusArgs& a) {
+int StatusOnPostgres(pg::Store& store, const Workspace& ws, const StatusArgs& a) {
   if (!a.watch) {
-    auto v = LookAtTeamOnPostgres(store, a.team);
+    auto v = view::LookAtTeam(store, ws, a.team, kLastMessages);
     if (!v.ok()) return Fail(v.status());
     std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
     return 0;
@@ -200,7 +175,7 @@ int StatusOnPostgres(pg::Store& store, const StatusArgs& a) {
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
   for (;;) {
     uint64_t gen = waker->generation();
-    auto v = LookAtTeamOnPostgres(store, a.team);
+    auto v = view::LookAtTeam(store, ws, a.team, kLastMessages);
     if (!v.ok()) {
       // A store that cannot be reached is waited out, said on the screen.
       if (v.status().code() != StatusCode::kUnavailable) return Fail(v.status());
@@ -221,7 +196,7 @@ int Status_(Globals& g, const StatusArgs& a) {
   if (!a.archived.given()) {
     auto pg = OpenChosenStore(a.store);
     if (!pg.ok()) return Fail(pg.status());
-    if (*pg) return StatusOnPostgres(**pg, a);
+    if (*pg) return StatusOnPostgres(**pg, g.ws(), a);
   }
   auto reading = ReadingWorkspace(g, a.team, a.archived);
   if (!reading.ok()) return Fail(reading.status());

@@ -6,7 +6,6 @@
 
 #include <sys/socket.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 
 #include <array>
 #include <atomic>
@@ -19,31 +18,20 @@
 
 #include "agent/journal.h"
 #include "core/clock.h"
-#include "core/files.h"
 #include "core/guarded.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/names.h"
+#include "dashboard/source.h"
 #include "dashboard/team_view.h"
 #include "dashboard_assets.h"
 #include "llm/types.h"
-#include "store/board.h"
-#include "store/liveness.h"
-#include "store/message_log.h"
+#include "pg/store.h"
 #include "store/messenger.h"
-#include "git/submit.h"
 #include "store/merges.h"
-#include "store/requests.h"
-#include "store/roster.h"
-#include "store/watcher.h"
 
 namespace mates::dashboard {
 namespace {
-
-// What the page can be told changed, each followed by its own refetch.
-enum Kind { kTeam, kActivity, kTasks, kMessages, kRequests, kTranscripts, kMerges, kKinds };
-constexpr const char* kKindNames[kKinds] = {"team",     "activity",    "tasks", "messages",
-                                            "requests", "transcripts", "merges"};
 
 constexpr size_t kMaxBodyBytes = 256 << 10;          // a message or a task from the page
 constexpr size_t kMaxStreams = 8;                    // open event streams
@@ -126,6 +114,12 @@ class Dashboard::Impl {
   }
 
   Status Start() {
+    if (options_.database) {
+      MATES_ASSIGN_OR_RETURN(db_, pg::Store::Open(*options_.database));
+      source_ = StoreSource(*db_, options_.ws, options_.team);
+    } else {
+      source_ = FileSource(options_.ws, options_.team);
+    }
     // A page opens a stream and a few fetches at once; a stream holds its
     // worker for as long as the page is open.
     server_.new_task_queue = [] { return new httplib::ThreadPool(kMaxStreams + 8); };
@@ -162,7 +156,7 @@ class Dashboard::Impl {
       return Status::Unavailable("the dashboard cannot listen on 127.0.0.1:" + std::to_string(options_.port) +
                                  " (in use?)");
     }
-    Subscribe();
+    source_->Subscribe(kind_wakers_, any_);
     watch_thread_ = std::thread([this] { RunGuarded("dashboard watch", [this] { WatchLoop(); }); });
     server_thread_ = std::thread([this] { RunGuarded("dashboard", [this] { server_.listen_after_bind(); }); });
     // cpp-httplib 0.11's stop() does nothing until the listen loop runs.
@@ -181,7 +175,6 @@ class Dashboard::Impl {
     server_.stop();
     if (server_thread_.joinable()) server_thread_.join();
     if (watch_thread_.joinable()) watch_thread_.join();
-    watches_.clear();
   }
 
   int port() const { return port_; }
@@ -244,7 +237,7 @@ class Dashboard::Impl {
     server_.Get("/", [this](const httplib::Request&, httplib::Response& res) { Page(res); });
     server_.Get("/events", [this](const httplib::Request&, httplib::Response& res) { Events(res); });
     server_.Get("/api/team", [this](const httplib::Request&, httplib::Response& res) {
-      auto v = view::LookAtTeam(options_.ws, options_.team, 0);
+      auto v = source_->View();
       if (!v.ok()) return SendStatus(res, v.status());
       Json j = view::TeamViewToJson(*v);
       j["read_only"] = options_.read_only;
@@ -253,30 +246,24 @@ class Dashboard::Impl {
       SendJson(res, j);
     });
     server_.Get("/api/tasks", [this](const httplib::Request&, httplib::Response& res) {
+      auto list = source_->Tasks();
+      if (!list.ok()) return SendStatus(res, list.status());
       Json tasks = Json::array();
-      std::error_code ec;
-      if (fs::exists(options_.ws.TasksDir(options_.team), ec)) {
-        auto list = SharedBoard(options_.ws.TasksDir(options_.team))->List(false);
-        if (!list.ok()) return SendStatus(res, list.status());
-        for (const auto& t : *list) tasks.push_back(TaskToJson(t));
-      }
+      for (const auto& t : *list) tasks.push_back(TaskToJson(t));
       SendJson(res, Json{{"tasks", std::move(tasks)}});
     });
     server_.Get("/api/messages", [this](const httplib::Request& req, httplib::Response& res) { Messages(req, res); });
     server_.Get("/api/requests", [this](const httplib::Request&, httplib::Response& res) {
+      auto list = source_->Requests();
+      if (!list.ok()) return SendStatus(res, list.status());
       Json out = Json::array();
-      std::error_code ec;
-      if (fs::exists(options_.ws.RequestsDir(options_.team), ec)) {
-        auto list = RequestStore(options_.ws, options_.team).List();
-        if (!list.ok()) return SendStatus(res, list.status());
-        for (const auto& r : *list) out.push_back(ProtocolRequestToJson(r));
-      }
+      for (const auto& r : *list) out.push_back(ProtocolRequestToJson(r));
       SendJson(res, Json{{"requests", std::move(out)}});
     });
     server_.Get("/api/merges", [this](const httplib::Request&, httplib::Response& res) {
-      Json out = Json::array();
-      auto list = MergeStore(options_.ws, options_.team).List();
+      auto list = source_->Merges();
       if (!list.ok()) return SendStatus(res, list.status());
+      Json out = Json::array();
       for (const auto& m : *list) out.push_back(MergeRequestToJson(m));
       SendJson(res, Json{{"merges", std::move(out)}});
     });
@@ -300,7 +287,7 @@ class Dashboard::Impl {
       r.type = *to == "*" ? MessageType::kBroadcast : MessageType::kMessage;
       r.recipient = *to == "*" ? "" : *to;
       r.content = *content;
-      auto receipt = Messenger(options_.ws, options_.team).Send(r);
+      auto receipt = Send(r);
       if (!receipt.ok()) return SendStatus(res, receipt.status());
       SendJson(res, Json{{"id", receipt->message.id}, {"recipients", receipt->recipients}}, 201);
     });
@@ -323,8 +310,7 @@ class Dashboard::Impl {
           d.blocked_by.push_back(*id);
         }
       }
-      if (Status s = EnsureDir(options_.ws.TasksDir(options_.team)); !s.ok()) return SendStatus(res, s);
-      auto t = SharedBoard(options_.ws.TasksDir(options_.team))->Create(d);
+      auto t = source_->CreateTask(d);
       if (!t.ok()) return SendStatus(res, t.status());
       SendJson(res, TaskToJson(*t), 201);
     });
@@ -400,46 +386,46 @@ class Dashboard::Impl {
   }
 
   void Messages(const httplib::Request& req, httplib::Response& res) {
-    MessageLog log(options_.ws, options_.team);
-    Json out = Json::array();
-    uint64_t next = 0;
+    Result<Source::LogPage> page = Status::Internal("unreached");
     if (req.has_param("after")) {
       const std::string text = req.get_param_value("after");
       uint64_t after = 0;
       auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), after);
       if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-        return SendError(res, 400, "after: a byte offset (0 or more), from `next`");
+        return SendError(res, 400, "after: a cursor (0 or more), from `next`");
       }
-      auto msgs = log.ReadFrom(after, &next, kLogPageBytes);
-      if (!msgs.ok()) return SendStatus(res, msgs.status());
-      for (const auto& m : *msgs) out.push_back(MessageToJson(m));
+      page = source_->MessagesAfter(after, kLogPageBytes);
     } else {
-      // The size first: what is appended meanwhile comes again with
-      // `after` (the page drops ids it has).
-      struct stat st {};
-      next = ::stat(log.path().c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-      auto msgs = log.Tail(kInitialMessages);
-      if (!msgs.ok()) return SendStatus(res, msgs.status());
-      for (const auto& m : *msgs) out.push_back(MessageToJson(m));
+      page = source_->LastMessages(kInitialMessages);
     }
-    SendJson(res, Json{{"messages", std::move(out)}, {"next", next}});
+    if (!page.ok()) return SendStatus(res, page.status());
+    Json out = Json::array();
+    for (const auto& m : page->messages) out.push_back(MessageToJson(m));
+    SendJson(res, Json{{"messages", std::move(out)}, {"next", page->next}, {"more", page->more}});
+  }
+
+  // Sent through the team's store (its rules: Messenger's).
+  Result<SendReceipt> Send(const SendRequest& r) {
+    auto mail = source_->store().Mail(options_.team);
+    return Messenger(*mail).Send(r);
   }
 
   void Transcript(const std::string& name, httplib::Response& res) {
     if (Status s = ValidateName("agent name", name); !s.ok()) return SendStatus(res, s);
-    const fs::path path = options_.ws.AgentsDir(options_.team) / (name + ".jsonl");
-    auto text = ReadFilePrefix(path, kMaxJournalBytes + 1);
-    if (!text.ok()) {
-      if (text.status().code() == StatusCode::kNotFound) {
+    auto journal = source_->Journal(name, kMaxJournalBytes);
+    if (!journal.ok()) {
+      if (journal.status().code() == StatusCode::kNotFound) {
         return SendError(res, 404, "no journal for '" + name + "' in team '" + options_.team + "'");
       }
-      return SendStatus(res, text.status());
+      return SendStatus(res, journal.status());
     }
-    if (text->size() > kMaxJournalBytes) {
+    if (journal->too_large) {
       return SendError(res, 413, "the journal of '" + name + "' is over " + std::to_string(kMaxJournalBytes >> 20) +
-                                     " MiB; read it with ordinary tools: " + path.string());
+                                     " MiB; read it with ordinary tools: " + journal->where);
     }
-    agent::JournalState st = agent::Journal::ReplayText(*text, path.string());
+    const std::string* text = &journal->text;
+    const std::string path = journal->where;
+    agent::JournalState st = agent::Journal::ReplayText(*text, path);
     Json msgs = Json::array();
     size_t from = st.messages.size() > kTranscriptMessages ? st.messages.size() - kTranscriptMessages : 0;
     for (size_t i = from; i < st.messages.size(); ++i) {
@@ -474,7 +460,7 @@ class Dashboard::Impl {
     auto feedback = JsonString(b, "feedback", false);
     if (!feedback.ok()) return SendStatus(res, feedback.status());
     if (Status s = ValidateName("request id", id); !s.ok()) return SendStatus(res, s);
-    auto req = RequestStore(options_.ws, options_.team).Get(id);
+    auto req = source_->store().Mail(options_.team)->GetRequest(id);
     if (!req.ok()) return SendStatus(res, req.status());
     if (req->kind != RequestKind::kPlanApproval) {
       return SendError(res, 409, "request " + id + " is a " + std::string(RequestKindName(req->kind)) +
@@ -488,14 +474,14 @@ class Dashboard::Impl {
     r.approve = *approve;
     r.feedback = feedback->empty() ? "(decided by user on the dashboard)"
                                    : *feedback + " (decided by user on the dashboard)";
-    auto sent = Messenger(options_.ws, options_.team).Send(r);
+    auto sent = Send(r);
     if (!sent.ok()) return SendStatus(res, sent.status());
     SendRequest note;
     note.sender = kUserName;
     note.recipient = req->responder;
     note.content = std::string(*approve ? "I approved " : "I rejected ") + req->requester + "'s plan (" + id +
                    ") on the dashboard" + (feedback->empty() ? "." : ": " + *feedback);
-    auto told = Messenger(options_.ws, options_.team).Send(note);
+    auto told = Send(note);
     Json j = {{"id", sent->message.id}, {"approved", *approve}};
     if (!told.ok()) j["warning"] = "the lead was not told: " + told.status().message();
     SendJson(res, j);
@@ -510,7 +496,7 @@ class Dashboard::Impl {
     if (!feedback.ok()) return SendStatus(res, feedback.status());
     auto id = ParseId(id_text, "merge id");
     if (!id.ok()) return SendStatus(res, id.status());
-    auto m = git::DecideMerge(options_.ws, options_.team, *id, b["approve"].get<bool>(), *feedback, kUserName);
+    auto m = source_->DecideMerge(*id, b["approve"].get<bool>(), *feedback);
     if (!m.ok()) return SendStatus(res, m.status());
     SendJson(res, MergeRequestToJson(*m));
   }
@@ -518,7 +504,7 @@ class Dashboard::Impl {
   void AskToStop(const std::string& name, const Json& b, httplib::Response& res) {
     auto reason = JsonString(b, "reason", false);
     if (!reason.ok()) return SendStatus(res, reason.status());
-    auto team = Roster(options_.ws).Load(options_.team);
+    auto team = source_->store().LoadTeam(options_.team);
     if (!team.ok()) return SendStatus(res, team.status());
     SendRequest r;
     r.type = MessageType::kShutdownRequest;
@@ -526,74 +512,15 @@ class Dashboard::Impl {
     r.recipient = name;
     r.content = (reason->empty() ? std::string("Please wrap up your work and shut down.") : *reason) +
                 " (asked by user on the dashboard)";
-    auto sent = Messenger(options_.ws, options_.team).Send(r);
+    auto sent = Send(r);
     if (!sent.ok()) return SendStatus(res, sent.status());
     SendJson(res, Json{{"id", sent->message.id}, {"request_id", sent->message.request_id}});
-  }
-
-  // Which files mean which kind. A folder that does not exist yet (no
-  // board, no request so far) is looked for again every second.
-  struct Watch {
-    fs::path dir;
-    const char* pattern;
-    Kind kind;
-    Watcher::Subscription sub;
-    Watcher::Subscription any;
-  };
-
-  void Subscribe() {
-    const Workspace& ws = options_.ws;
-    const std::string& t = options_.team;
-    auto add = [this](fs::path dir, const char* pattern, Kind kind) {
-      watches_.push_back(Watch{std::move(dir), pattern, kind, {}, {}});
-    };
-    add(ws.TeamDir(t), "config.json", kTeam);
-    add(ws.TeamDir(t), "host.json", kTeam);
-    add(ws.TeamDir(t), "messages.jsonl", kMessages);
-    add(ws.AgentsDir(t), "*.status.json", kActivity);
-    add(ws.AgentsDir(t), "*.jsonl", kTranscripts);
-    add(ws.TasksDir(t), "", kTasks);
-    add(ws.RequestsDir(t), "", kRequests);
-    add(ws.MergesDir(t), "*.json", kMerges);
-    ResubscribeMissing();
-  }
-
-  // Returns whether one was added.
-  bool ResubscribeMissing() {
-    bool added = false;
-    for (auto& w : watches_) {
-      if (w.sub.active()) continue;
-      std::error_code ec;
-      if (!fs::is_directory(w.dir, ec)) continue;
-      auto s = Watcher::Default().Subscribe(w.dir, w.pattern, kind_wakers_[w.kind]);
-      auto a = Watcher::Default().Subscribe(w.dir, w.pattern, any_);
-      if (s.ok() && a.ok()) {
-        w.sub = std::move(*s);
-        w.any = std::move(*a);
-        added = true;
-      }
-    }
-    return added;
-  }
-
-  // Liveness has no file event (a dead host's locks just go free): its
-  // shown states are compared every second.
-  std::string LivenessSignature() {
-    std::string sig;
-    auto host = ReadLiveHost(options_.ws, options_.team);
-    sig += host ? std::to_string(host->pid) : "-";
-    auto team = Roster(options_.ws).Load(options_.team);
-    if (team.ok()) {
-      for (const auto& m : team->members) sig += "," + std::string(ShownStatus(options_.ws, options_.team, m));
-    }
-    return sig;
   }
 
   void WatchLoop() {
     std::array<uint64_t, kKinds> last{};
     for (int k = 0; k < kKinds; ++k) last[k] = kind_wakers_[k]->generation();
     uint64_t seen = any_->generation();
-    std::string liveness = LivenessSignature();
     auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
     double next_tick = now() + 1;
     for (;;) {
@@ -612,12 +539,8 @@ class Dashboard::Impl {
       }
       if (now() >= next_tick) {
         next_tick = now() + 1;
-        if (ResubscribeMissing()) bump.fill(true);
-        std::string sig = LivenessSignature();
-        if (sig != liveness) {
-          liveness = sig;
-          bump[kTeam] = true;
-        }
+        KindFlags ticked = source_->Tick();
+        for (int k = 0; k < kKinds; ++k) bump[k] = bump[k] || ticked[k];
       }
       bool any = false;
       {
@@ -640,9 +563,11 @@ class Dashboard::Impl {
   std::thread server_thread_;
   std::thread watch_thread_;
 
-  // Owned by the watch thread after Start (Stop clears them once it ended).
-  std::vector<Watch> watches_;
-  std::array<std::shared_ptr<Waker>, kKinds> kind_wakers_;
+  // Set by Start: the watch thread is told of changes through it, and the
+  // server's threads read and send through it (it is safe to share).
+  std::unique_ptr<pg::Store> db_;
+  std::unique_ptr<Source> source_;
+  KindWakers kind_wakers_;
   std::shared_ptr<Waker> any_ = std::make_shared<Waker>();
 
   std::atomic<size_t> streams_{0};

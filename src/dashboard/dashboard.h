@@ -1,6 +1,7 @@
 // Dashboard: a team's live page (DESIGN §11), served on 127.0.0.1 by the
 // host (`mates up`, read-write) and by `mates dashboard` (read-only; also on
-// an archived team).
+// an archived team), of a team in the workspace's files or in a PostgreSQL
+// store (source.h says what differs).
 //
 //   GET  /                            the page (its CSS and script inline)
 //   GET  /events                      Server-Sent Events: `hello` once, then
@@ -9,8 +10,9 @@
 //                                     tasks, messages, requests, transcripts)
 //   GET  /api/team                    the `mates status --json` document
 //   GET  /api/tasks                   the board
-//   GET  /api/messages[?after=OFFSET] the log: its last 500 messages, or
-//                                     what follows a byte offset; `next`
+//   GET  /api/messages[?after=CURSOR] the log: its last 500 messages, or
+//                                     what follows a cursor; `next` (and
+//                                     `more`: ask again at once)
 //   GET  /api/requests                protocol requests (pending plans …)
 //   GET  /api/agents/NAME/transcript  an agent's conversation (its journal)
 //   POST /api/messages                {to, content}: sent as `user`
@@ -25,15 +27,22 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
+#include "pg/connection.h"
 #include "store/workspace.h"
 
 namespace mates::dashboard {
 
 struct DashboardOptions {
+  // The team's files are under `ws`, unless it is kept in the PostgreSQL
+  // database `database` (DESIGN §13), hosted from `ws` if at all. The
+  // dashboard has connections of its own there, which never wait out an
+  // outage (a request answers 503 instead).
   Workspace ws{"."};
+  std::optional<pg::Target> database;
   std::string team;
   int port = 0;            // 0 = any free port
   bool read_only = false;  // no controls (POST is 403)

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "pg/store.h"
 #include "store/board.h"
 #include "store/merges.h"
 #include "store/liveness.h"
@@ -55,11 +56,38 @@ Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t
   return v;
 }
 
+Result<TeamView> LookAtTeam(pg::Store& db, const Workspace& ws, const std::string& team, size_t last_messages) {
+  MATES_ASSIGN_OR_RETURN(TeamConfig config, db.LoadTeam(team));
+  MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, db.ListTasks(team));
+  MATES_ASSIGN_OR_RETURN(std::vector<Message> messages, db.TailLog(team, last_messages));
+  MATES_ASSIGN_OR_RETURN(auto activities, db.Activities(team));
+  TeamView v = ComposeView(
+      std::move(config), tasks,
+      [&](std::string_view member) {
+        auto hosted = db.IsHosted(team, std::string(member));
+        return hosted.ok() && *hosted;
+      },
+      std::move(messages));
+  v.store = db.target().shown;
+  std::map<std::string, std::string> doc_of(activities.begin(), activities.end());
+  for (auto& mv : v.members) {
+    auto it = doc_of.find(mv.member.name);
+    if (it == doc_of.end()) continue;
+    auto j = ParseJson(it->second);
+    auto a = j.ok() ? agent::ActivityFromJson(*j) : Result<agent::Activity>(j.status());
+    if (a.ok() && a->agent == mv.member.name) mv.activity = std::move(*a);
+  }
+  auto teams = pg::StoreTeams(db);
+  v.host = ReadLiveHost(ws, team, *teams);
+  return v;
+}
+
 Json TeamViewToJson(const TeamView& v) {
   Json j;
   j["team"] = v.team.name;
   j["lead"] = v.team.lead;
   j["now"] = v.now;
+  j["store"] = v.store.empty() ? Json(nullptr) : Json(v.store);
   if (v.host) {
     j["host"] = {{"pid", v.host->pid},
                  {"mode", v.host->mode},

@@ -19,6 +19,10 @@
 #include "store/task.h"
 #include "store/workspace.h"
 
+namespace mates::pg {
+class Store;
+}
+
 namespace mates::view {
 
 struct MemberView {
@@ -36,9 +40,15 @@ struct TeamView {
   std::vector<MemberView> members;
   std::vector<Message> messages;     // the last `last_messages`
   double now = 0;
+  std::string store;  // where the team is kept, if not in the workspace's files (DESIGN §13)
 };
 
 Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t last_messages);
+// The same of a team in a PostgreSQL store, from any machine: liveness is
+// its locks, each member's activity its latest document there (one that
+// is not one, written by hand say, is left out as an unreadable file is),
+// and the host the one `ws` has, if it hosts the team's lead.
+Result<TeamView> LookAtTeam(pg::Store& db, const Workspace& ws, const std::string& team, size_t last_messages);
 
 // What every store has (DESIGN §13): the roster with liveness (`hosted`),
 // the board and the last messages; LookAtTeam adds the file store's host,

@@ -3,7 +3,13 @@
 // `mates up` hosts with the scripted provider.
 //
 //   node tests/browser/dashboard.mjs --mates BIN --scenario FILE --modules DIR
-//        [--chromium PATH] [--screenshot OUT.png]
+//        [--pg-server BIN] [--chromium PATH] [--screenshot OUT.png]
+//        [--screenshot-elsewhere OUT.png]
+//
+// With --pg-server (tests/support/pg_server_main.cc) the team is kept in a
+// private PostgreSQL server (DESIGN §13), and a second workspace, standing
+// for another machine, serves its read-only page (`mates dashboard
+// --store`), which must show what the host's page did.
 //
 // Proves: the page renders the roster and board from live data; a `mates
 // send` from another process shows in the timeline within 1 s; a message
@@ -11,7 +17,7 @@
 // on the page is approved; a task created on the page is on the board; a
 // teammate can be asked to stop; dark and light; no token → 401.
 // Exit 0 passed, 1 failed, 77 skipped (no chromium or puppeteer-core).
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import os from "node:os";
@@ -28,18 +34,49 @@ try { puppeteer = createRequire(path.resolve(args.modules) + "/")("puppeteer-cor
 catch (e) { console.log("SKIPPED: puppeteer-core is not in " + args.modules + " (scripts/setup-browser): " + e.message); process.exit(77); }
 
 const ws = fs.mkdtempSync(path.join(os.tmpdir(), "mates-browser-"));
+const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "mates-browser-elsewhere-"));
 const team = "dash";
-const mates = (...a) => {
-  const r = spawnSync(args.mates, ["--workspace", ws, ...a], { encoding: "utf8", timeout: 60000 });
+
+// The first line a child prints, or null by the deadline (or at its end).
+function firstLine(child, ms) {
+  return new Promise((resolve) => {
+    let text = "";
+    const timer = setTimeout(() => resolve(null), ms);
+    child.stdout.on("data", (d) => {
+      text += d;
+      const nl = text.indexOf("\n");
+      if (nl >= 0) { clearTimeout(timer); resolve(text.slice(0, nl)); }
+    });
+    child.on("exit", () => { clearTimeout(timer); resolve(null); });
+  });
+}
+
+// A private PostgreSQL server for the whole run, if asked for.
+let pgServer = null, storeUrl = null;
+if (args["pg-server"]) {
+  pgServer = spawn(args["pg-server"], [], { stdio: ["pipe", "pipe", "inherit"] });
+  const line = await firstLine(pgServer, 60000);
+  if (!line || !line.startsWith("url ")) {
+    const code = pgServer.exitCode;
+    if (code === 77) { console.log("SKIPPED: no PostgreSQL server here (scripts/setup installs it)"); process.exit(77); }
+    console.log("FAIL the PostgreSQL server did not start (" + line + ", exit " + code + ")");
+    process.exit(1);
+  }
+  storeUrl = line.slice(4);
+}
+const env = storeUrl ? { ...process.env, MATES_STORE: storeUrl } : process.env;
+const matesIn = (dir, ...a) => {
+  const r = spawnSync(args.mates, ["--workspace", dir, ...a], { encoding: "utf8", timeout: 60000, env });
   return { code: r.status, out: r.stdout || "", err: r.stderr || "" };
 };
+const mates = (...a) => matesIn(ws, ...a);
 let failures = 0;
 function check(ok, what) {
   console.log((ok ? "ok   " : "FAIL ") + what);
   if (!ok) failures++;
 }
 
-let browser = null;
+let browser = null, readOnly = null;
 // Parts of the page that the live updates redraw (the roster, the plans)
 // are clicked in one step inside the page: puppeteer's click finds the
 // element, then clicks it, and a redraw in between detaches it.
@@ -129,8 +166,9 @@ try {
   await page.waitForFunction(() => [...document.querySelectorAll("#board .card")]
     .some((c) => c.textContent.includes("Test the parser") && c.textContent.includes("blocked by #1")), { timeout: 5000 });
   check(true, "a task created on the page shows, blocked by #1");
-  const listed = mates("tasks", "list", "--team", team);
-  check(listed.out.includes("Test the parser"), "and the board on disk has it");
+  const listed = matesIn(storeUrl ? elsewhere : ws, "tasks", "list", "--team", team);
+  check(listed.out.includes("Test the parser"), storeUrl ? "and the board in the database has it, for every machine"
+                                                         : "and the board on disk has it");
 
   // The dependency graph and a transcript.
   await page.click('.tab[data-tab="graph"]');
@@ -157,6 +195,47 @@ try {
     await page.screenshot({ path: args.screenshot });
     console.log("screenshot: " + args.screenshot);
   }
+
+  if (storeUrl) {
+    // Another machine: its own workspace, nothing but the database shared.
+    readOnly = spawn(args.mates, ["--workspace", elsewhere, "dashboard", "--team", team],
+                     { stdio: ["ignore", "pipe", "inherit"], env });
+    const line = await firstLine(readOnly, 20000);
+    const roUrl = ((line || "").match(/read-only: (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)/) || [])[1];
+    if (!roUrl) throw new Error("no read-only dashboard URL in: " + line);
+    const other = await browser.newPage();
+    await other.setViewport({ width: 1600, height: 900 });
+    other.on("pageerror", (e) => pageErrors.push("elsewhere: " + e.message));
+    await other.goto(roUrl, { waitUntil: "domcontentloaded" });
+    await other.waitForSelector('body[data-ready="1"]', { timeout: 10000 });
+    await other.waitForSelector('#roster .member[data-name="planner"]', { timeout: 10000 });
+    await other.waitForFunction(() => [...document.querySelectorAll("#timeline .msg")]
+      .some((m) => m.textContent.includes("pong page")), { timeout: 10000 });
+    check(true, "another machine's page shows the roster and the messages");
+    const pill = await other.$eval("#host-pill", (e) => e.textContent);
+    check(pill.includes("hosted on another machine") && pill.includes("read-only"), "its header says the lead is hosted on another machine, read-only (" + pill + ")");
+    await other.waitForFunction(() => [...document.querySelectorAll("#board .card")]
+      .some((c) => c.textContent.includes("Test the parser")), { timeout: 5000 });
+    check(true, "and the board the host's page added to");
+    // Live there too: a send from a third workspace shows within the bound.
+    const t1 = Date.now();
+    const third = fs.mkdtempSync(path.join(os.tmpdir(), "mates-browser-third-"));
+    const s2 = matesIn(third, "send", "--team", team, "--to", "lead", "hello from a third machine");
+    fs.rmSync(third, { recursive: true, force: true });
+    await other.waitForFunction(() => [...document.querySelectorAll("#timeline .msg")]
+      .some((m) => m.textContent.includes("hello from a third machine")), { timeout: 5000, polling: "mutation" });
+    const l2 = Date.now() - t1;
+    check(s2.code === 0 && l2 < bound, "a send from a third machine shows there in " + l2 + " ms (< " + bound + ")");
+    await clickLive(other, '#roster .member[data-name="planner"]');
+    await other.waitForFunction(() => document.querySelectorAll("#transcript .turn").length > 0, { timeout: 5000 });
+    check(true, "the planner's transcript shows there (its journal's copy)");
+    const composer = await other.$eval("#composer-send", (b) => b.disabled);
+    check(composer, "its composer is off (read-only)");
+    if (args["screenshot-elsewhere"]) {
+      await other.screenshot({ path: args["screenshot-elsewhere"] });
+      console.log("screenshot: " + args["screenshot-elsewhere"]);
+    }
+  }
   check(pageErrors.length === 0, "no script error on the page" + (pageErrors.length ? ": " + pageErrors.join("; ") : ""));
 } catch (e) {
   console.log("FAIL " + (e.stack || e));
@@ -170,9 +249,12 @@ try {
   for (const f of logs) console.log("--- " + f + " (last 80 lines)\n" + fs.readFileSync(path.join(ws, String(f)), "utf8").split("\n").slice(-80).join("\n"));
 } finally {
   if (browser) await browser.close().catch(() => {});
+  if (readOnly) readOnly.kill("SIGTERM");
   const down = mates("down", "--team", team, "--timeout", "10");
   check(down.code === 0, "mates down");
+  if (pgServer) pgServer.stdin.end();  // it stops its server and exits
   fs.rmSync(ws, { recursive: true, force: true });
+  fs.rmSync(elsewhere, { recursive: true, force: true });
 }
 console.log(failures ? failures + " check(s) failed" : "all checks passed");
 process.exit(failures ? 1 : 0);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -150,6 +151,33 @@ bool ProcessRunning(pid_t pid) {
   std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   size_t close = s.rfind(')');
   return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
+}
+
+Json HttpReply::json() const {
+  auto j = ParseJson(body);
+  return j.ok() ? *j : Json();
+}
+
+HttpReply Http(const std::string& method, const std::string& url, const std::vector<std::string>& headers,
+               const std::string& body, const std::string& content_type) {
+  TempDir d;  // both bodies through files: they may be large
+  std::vector<std::string> argv = {"curl", "-s",   "-m", "10", "-X", method, "-w", "%{http_code}",
+                                   "-o",   (d.path() / "reply").string()};
+  for (const auto& h : headers) argv.insert(argv.end(), {"-H", h});
+  if (!body.empty()) {
+    WriteAll(d.path() / "body", body);
+    argv.insert(argv.end(), {"-H", "Content-Type: " + content_type, "--data-binary", "@" + (d.path() / "body").string()});
+  }
+  argv.push_back(url);
+  auto r = Run(argv);
+  std::error_code ec;
+  return {std::atoi(r.out.c_str()), fs::exists(d.path() / "reply", ec) ? ReadAll(d.path() / "reply") : ""};
+}
+
+DashboardUrl SplitDashboardUrl(const std::string& url) {
+  size_t q = url.find("/?token=");
+  if (q == std::string::npos) return {};
+  return {url.substr(0, q), url.substr(q + 8)};
 }
 
 }  // namespace mates::testing

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
 #include "core/subprocess.h"
 
 namespace mates::testing {
@@ -51,6 +52,21 @@ bool ProcessRunning(pid_t pid);
 // Runs any program.
 CommandResult Run(const std::vector<std::string>& argv, double timeout_s = 60);
 Subprocess Start(const std::vector<std::string>& argv);
+
+// One HTTP request with curl (a real client); `headers` as "Name: value".
+struct HttpReply {
+  int code = 0;
+  std::string body;
+  Json json() const;  // null if the body is not JSON
+};
+HttpReply Http(const std::string& method, const std::string& url, const std::vector<std::string>& headers = {},
+               const std::string& body = "", const std::string& content_type = "application/json");
+// A dashboard's "http://127.0.0.1:P/?token=T" as its base and token (both
+// empty if it is not one).
+struct DashboardUrl {
+  std::string base, token;
+};
+DashboardUrl SplitDashboardUrl(const std::string& url);
 
 // `mates mock-llm --scenario FILE --record RECORD --quiet` on a free port,
 // for the object's lifetime.

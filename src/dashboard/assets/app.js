@@ -99,7 +99,11 @@ function renderHeader() {
     pill.textContent = "hosted by pid " + t.host.pid + (t.host.mode ? " (mates " + t.host.mode + ")" : "") +
       (t.host.started_at ? " · " + duration(serverNow() - t.host.started_at) : "");
     pill.className = "pill hosted";
+  } else if (t.store && t.members.some((m) => m.role === "lead" && m.status !== "offline")) {
+    // A team in a shared store whose lead another machine hosts.
+    pill.textContent = "hosted on another machine"; pill.className = "pill hosted";
   } else { pill.textContent = "not hosted"; pill.className = "pill down"; }
+  if (t.store) pill.title = "kept in " + t.store;
   if (t.read_only && !t.archived) pill.textContent += " · read-only";
   const b = t.board || {};
   $("board-counts").replaceChildren(
@@ -267,6 +271,7 @@ async function loadMessages() {
   for (const m of fresh) { S.msgIds.add(m.id); S.messages.push(m); }
   if (S.messages.length > 3000) { S.messages.splice(0, S.messages.length - 3000); }
   if (fresh.length || S.firstLoad) renderTimeline(fresh);
+  if (j.more) again.messages = true;  // cut short: the rest at once
 }
 const msgTypes = ["message", "broadcast", "shutdown_request", "shutdown_response", "plan_approval_request", "plan_approval_response"];
 function msgMatches(m) {
