@@ -1136,6 +1136,46 @@ TEST_F(PgRuntimeTest, TheDashboardShowsAndSteersATeamFromAnyMachine) {
   events.Wait();
 }
 
+// The host's dashboard, whose database is out of reach, answers at once
+// (503, saying why) though the host itself waits the outage out, and shows
+// the team again once the server is back.
+TEST_F(PgRuntimeTest, ADashboardAnswers503WhileItsDatabaseIsDownAndComesBack) {
+  TempDir ws;
+  auto up = RunMates(ws.path(), {"up", "--store", url_, "--team", "crew", "--provider", "scripted", "--scenario",
+                                 testing::ScenarioFixture("team_hosted.yaml"), "Start a worker"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  DownAtExit down_at_exit{ws.path(), url_, "crew"};
+  const size_t at = up.out.find(" — dashboard http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << up.out;
+  std::string url = up.out.substr(at + std::string(" — dashboard ").size());
+  const testing::DashboardUrl ro = testing::SplitDashboardUrl(url.substr(0, url.find('\n')));
+  auto get = [&](const std::string& path) {
+    return testing::Http("GET", ro.base + path, {"Authorization: Bearer " + ro.token});
+  };
+  ASSERT_EQ(get("/api/team").code, 200);
+  ASSERT_TRUE(server_->Stop().ok());
+  const double t0 = WallSeconds();
+  for (const char* path : {"/api/team", "/api/tasks", "/api/messages", "/api/requests", "/api/agents/lead/transcript"}) {
+    auto r = get(path);
+    EXPECT_EQ(r.code, 503) << path << ": " << r.body;
+    EXPECT_TRUE(r.json()["error"].is_string()) << path << ": " << r.body;
+  }
+  EXPECT_LT(WallSeconds() - t0, 8.0) << "it waited for the server";
+  ASSERT_TRUE(server_->Restart().ok());
+  EXPECT_TRUE(testing::WaitUntil([&] { return get("/api/team").code == 200; }, 20));
+  auto sent = RunMates(ws.path(), {"send", "--store", url_, "--team", "crew", "--to", "lead", "after the restart"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    return get("/api/messages").body.find("after the restart") != std::string::npos;
+  }, 10));
+  // The host waited the outage out: its keeper takes the lead's liveness
+  // lock again within a second, and the page shows it hosted.
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    const Json team = get("/api/team").json();
+    return team["host"].is_object() && team["host"]["mode"] == "up";
+  }, 10)) << get("/api/team").body;
+}
+
 // `mates dashboard --store`: one clear error for a team or a store that is
 // not there.
 TEST_F(PgRuntimeTest, TheDashboardCommandOnAStoreRefusesWhatIsNotThere) {
