@@ -44,17 +44,18 @@ TEST(FilesTest, ReadersNeverSeeAMixOfTwoVersions) {
   std::string a(100000, 'a'), b(100000, 'b');
   ASSERT_TRUE(WriteFileAtomic(p, a).ok());
   std::atomic<bool> stop{false};
+  std::atomic<int> reads{0};
   std::thread writer([&] {
+    while (reads.load() < 1) std::this_thread::yield();  // the reader reads first
     for (int i = 0; i < 200; ++i) ASSERT_TRUE(WriteFileAtomic(p, i % 2 ? a : b).ok());
     stop = true;
   });
-  int reads = 0;
-  while (!stop) {
+  do {
     auto r = ReadFile(p);
     ASSERT_TRUE(r.ok());
     ASSERT_TRUE(*r == a || *r == b);
     ++reads;
-  }
+  } while (!stop);
   writer.join();
   EXPECT_GT(reads, 0);
 }
@@ -75,20 +76,23 @@ TEST(FilesTest, SpareReadersNeverSeeAMixOfTwoVersions) {
   };
   ASSERT_TRUE(ReplaceFileViaSpare(p, version(0), spare).ok());
   std::atomic<bool> stop{false};
+  std::atomic<int> reads{0}, mixed{0};
+  // The writer starts once every reader is reading (on a loaded machine
+  // its 3,000 writes could otherwise be over before a reader ran).
   std::thread writer([&] {
+    while (reads.load() < 3) std::this_thread::yield();
     for (int i = 1; i <= 3000; ++i) ASSERT_TRUE(ReplaceFileViaSpare(p, version(i), spare).ok());
     stop = true;
   });
-  std::atomic<int> reads{0}, mixed{0};
   std::vector<std::thread> readers;
   for (int k = 0; k < 3; ++k) {
     readers.emplace_back([&] {
-      while (!stop) {
+      do {
         auto r = ReadReplacedFile(p, 1 << 20);
         ASSERT_TRUE(r.ok()) << r.status().message();
         if (!whole(*r)) ++mixed;
         ++reads;
-      }
+      } while (!stop);
     });
   }
   writer.join();
