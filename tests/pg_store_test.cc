@@ -1314,6 +1314,12 @@ TEST_F(PgTest, AFollowedLogNeverSkipsAMessageThatCommitsLate) {
   ASSERT_TRUE(tail.ok());
   EXPECT_EQ(Ids(*tail), (std::vector<std::string>{"big2", "big3"}));
   EXPECT_EQ(tail_cursor, cursor) << "what follows the tail starts where the log's end is";
+  auto bounded = store->TailLog("procs", 4, nullptr, 250000);
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_EQ(Ids(*bounded), (std::vector<std::string>{"big2", "big3"}));
+  auto last = store->TailLog("procs", 4, nullptr, 10);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(Ids(*last), (std::vector<std::string>{"big3"}));
 }
 
 // `mates inbox --wait` and `mates log --follow` ride out a restart of the

@@ -396,7 +396,7 @@ class Dashboard::Impl {
       }
       page = source_->MessagesAfter(after, kLogPageBytes);
     } else {
-      page = source_->LastMessages(kInitialMessages);
+      page = source_->LastMessages(kInitialMessages, kLogPageBytes);
     }
     if (!page.ok()) return SendStatus(res, page.status());
     Json out = Json::array();

@@ -29,7 +29,8 @@ class Files final : public Source {
   TeamStore& store() override { return *store_; }
   Result<view::TeamView> View() override { return view::LookAtTeam(ws_, team_, 0); }
 
-  Result<LogPage> LastMessages(size_t n) override {
+  Result<LogPage> LastMessages(size_t n, size_t /*max_bytes*/) override {
+    // (Tail reads a bounded stretch of the file's end already.)
     MessageLog log(ws_, team_);
     LogPage page;
     // The size first: what is appended meanwhile comes again after it.
@@ -163,10 +164,10 @@ class InDatabase final : public Source {
 
   // The cursor is the log's sequence number: a team's messages become
   // visible in its order (pg::Store::LogMessage).
-  Result<LogPage> LastMessages(size_t n) override {
+  Result<LogPage> LastMessages(size_t n, size_t max_bytes) override {
     LogPage page;
     int64_t cursor = 0;
-    MATES_ASSIGN_OR_RETURN(page.messages, db_.TailLog(team_, n, &cursor));
+    MATES_ASSIGN_OR_RETURN(page.messages, db_.TailLog(team_, n, &cursor, max_bytes));
     page.next = static_cast<uint64_t>(cursor);
     return page;
   }

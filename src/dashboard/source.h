@@ -49,9 +49,10 @@ class Source {
     uint64_t next = 0;
     bool more = false;
   };
-  // The last `n` messages; `next` is taken before them, so what is logged
-  // meanwhile comes again after it (the page drops ids it has).
-  virtual Result<LogPage> LastMessages(size_t n) = 0;
+  // The last `n` messages (about `max_bytes` of them at most, the last one
+  // at least); `next` is taken before them, so what is logged meanwhile
+  // comes again after it (the page drops ids it has).
+  virtual Result<LogPage> LastMessages(size_t n, size_t max_bytes) = 0;
   // What follows `after`, about `max_bytes` of it (one message at least).
   virtual Result<LogPage> MessagesAfter(uint64_t after, size_t max_bytes) = 0;
 

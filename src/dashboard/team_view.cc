@@ -59,7 +59,8 @@ Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t
 Result<TeamView> LookAtTeam(pg::Store& db, const Workspace& ws, const std::string& team, size_t last_messages) {
   MATES_ASSIGN_OR_RETURN(TeamConfig config, db.LoadTeam(team));
   MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, db.ListTasks(team));
-  MATES_ASSIGN_OR_RETURN(std::vector<Message> messages, db.TailLog(team, last_messages));
+  // Bounded as the file's tail is (a row may hold up to 16 MiB).
+  MATES_ASSIGN_OR_RETURN(std::vector<Message> messages, db.TailLog(team, last_messages, nullptr, 4 << 20));
   MATES_ASSIGN_OR_RETURN(auto activities, db.Activities(team));
   TeamView v = ComposeView(
       std::move(config), tasks,

@@ -670,13 +670,18 @@ Result<std::vector<Message>> Store::ReadLog(const std::string& team, int64_t* cu
   return LoggedMessages(r, team, cursor);
 }
 
-Result<std::vector<Message>> Store::TailLog(const std::string& team, size_t n, int64_t* cursor) {
+Result<std::vector<Message>> Store::TailLog(const std::string& team, size_t n, int64_t* cursor, size_t max_bytes) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, line FROM (SELECT seq, " + kBoundedLine +
-                                             " AS line FROM mates_messages WHERE team = $1 ORDER BY seq DESC LIMIT $2)"
-                                             " last ORDER BY seq",
-                                         {team, Num(static_cast<int64_t>(n))}));
+  if (max_bytes == 0) max_bytes = static_cast<size_t>(INT64_MAX);
+  // The last one always; then, going back, those that fit in `max_bytes`.
+  MATES_ASSIGN_OR_RETURN(
+      Rows r, c->Exec("SELECT seq, line FROM (SELECT seq, line, row_number() OVER (ORDER BY seq DESC) AS n, "
+                      "sum(coalesce(octet_length(line), 0)) OVER (ORDER BY seq DESC) AS upto FROM (SELECT seq, " +
+                          kBoundedLine +
+                          " AS line FROM mates_messages WHERE team = $1 ORDER BY seq DESC LIMIT $2) last) "
+                          "sized WHERE n = 1 OR upto <= $3 ORDER BY seq",
+                      {team, Num(static_cast<int64_t>(n)), Num(static_cast<int64_t>(max_bytes))}));
   if (cursor != nullptr) *cursor = 0;
   return LoggedMessages(r, team, cursor);
 }

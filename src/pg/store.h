@@ -129,9 +129,11 @@ class Store {
   // `*cursor` moves past them.
   Result<std::vector<Message>> ReadLog(const std::string& team, int64_t* cursor, size_t max = 1000,
                                        size_t max_bytes = 0);
-  // The last `n` messages, oldest first; `*cursor` (if given) is where
-  // what follows them starts, for ReadLog.
-  Result<std::vector<Message>> TailLog(const std::string& team, size_t n, int64_t* cursor = nullptr);
+  // The last `n` messages, oldest first, no more than about `max_bytes` of
+  // them (the last one at least; 0: no bound); `*cursor` (if given) is
+  // where what follows them starts, for ReadLog.
+  Result<std::vector<Message>> TailLog(const std::string& team, size_t n, int64_t* cursor = nullptr,
+                                       size_t max_bytes = 0);
 
   // Protocol requests (store/requests.h), one row each.
   Status CreateRequest(const std::string& team, const ProtocolRequest& r);
