@@ -655,33 +655,38 @@ Result<std::optional<Message>> Store::FindLogged(const std::string& team, const 
   return std::optional<Message>(std::move(found[0]));
 }
 
+namespace {
+
+// The rows of the log that `where` picks, `order`ed ("" or " DESC"): at
+// most $2 of them, and of those the first always, then as many as fit in
+// $3 bytes together; oldest first.
+std::string SizedLogPage(const std::string& where, const std::string& order) {
+  return "SELECT seq, line FROM (SELECT seq, line, row_number() OVER (ORDER BY seq" + order +
+         ") AS n, sum(coalesce(octet_length(line), 0)) OVER (ORDER BY seq" + order +
+         ") AS upto FROM (SELECT seq, " + kBoundedLine + " AS line FROM mates_messages WHERE " + where +
+         " ORDER BY seq" + order + " LIMIT $2) page) sized WHERE n = 1 OR upto <= $3 ORDER BY seq";
+}
+
+std::string ByteBound(size_t max_bytes) {
+  return Num(max_bytes == 0 || max_bytes > static_cast<size_t>(INT64_MAX) ? INT64_MAX
+                                                                          : static_cast<int64_t>(max_bytes));
+}
+
+}  // namespace
+
 Result<std::vector<Message>> Store::ReadLog(const std::string& team, int64_t* cursor, size_t max, size_t max_bytes) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  if (max_bytes == 0) max_bytes = static_cast<size_t>(INT64_MAX);
-  // The first row always; then those that fit in `max_bytes` together.
-  MATES_ASSIGN_OR_RETURN(
-      Rows r, c->Exec("SELECT seq, line FROM (SELECT seq, line, row_number() OVER (ORDER BY seq) AS n, "
-                      "sum(coalesce(octet_length(line), 0)) OVER (ORDER BY seq) AS upto FROM (SELECT seq, " +
-                          kBoundedLine +
-                          " AS line FROM mates_messages WHERE team = $1 AND seq > $2 ORDER BY seq LIMIT $3) page) "
-                          "sized WHERE n = 1 OR upto <= $4 ORDER BY seq",
-                      {team, Num(*cursor), Num(static_cast<int64_t>(max)), Num(static_cast<int64_t>(max_bytes))}));
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(SizedLogPage("team = $1 AND seq > $4", ""),
+                                         {team, Num(static_cast<int64_t>(max)), ByteBound(max_bytes), Num(*cursor)}));
   return LoggedMessages(r, team, cursor);
 }
 
 Result<std::vector<Message>> Store::TailLog(const std::string& team, size_t n, int64_t* cursor, size_t max_bytes) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
-  if (max_bytes == 0) max_bytes = static_cast<size_t>(INT64_MAX);
-  // The last one always; then, going back, those that fit in `max_bytes`.
-  MATES_ASSIGN_OR_RETURN(
-      Rows r, c->Exec("SELECT seq, line FROM (SELECT seq, line, row_number() OVER (ORDER BY seq DESC) AS n, "
-                      "sum(coalesce(octet_length(line), 0)) OVER (ORDER BY seq DESC) AS upto FROM (SELECT seq, " +
-                          kBoundedLine +
-                          " AS line FROM mates_messages WHERE team = $1 ORDER BY seq DESC LIMIT $2) last) "
-                          "sized WHERE n = 1 OR upto <= $3 ORDER BY seq",
-                      {team, Num(static_cast<int64_t>(n)), Num(static_cast<int64_t>(max_bytes))}));
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(SizedLogPage("team = $1", " DESC"),
+                                         {team, Num(static_cast<int64_t>(n)), ByteBound(max_bytes)}));
   if (cursor != nullptr) *cursor = 0;
   return LoggedMessages(r, team, cursor);
 }
