@@ -1176,6 +1176,27 @@ TEST_F(PgRuntimeTest, ADashboardAnswers503WhileItsDatabaseIsDownAndComesBack) {
   }, 10)) << get("/api/team").body;
 }
 
+// `mates merges --store`: a team in the database has no merge queue, said
+// so (not the workspace's files read instead); a team not there is one
+// clear error.
+TEST_F(PgRuntimeTest, MergesOfATeamInTheDatabaseSayItHasNoMergeQueue) {
+  TempDir ws;
+  auto list = RunMates(ws.path(), {"merges", "--team", "crew", "list", "--store", url_});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("has no merge queue"), std::string::npos) << list.out;
+  auto json = RunMates(ws.path(), {"merges", "--team", "crew", "--store", url_, "list", "--json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.out, "[]\n");
+  for (const char* verb : {"show", "approve", "reject"}) {
+    auto r = RunMates(ws.path(), {"merges", "--team", "crew", verb, "1", "--store", url_});
+    EXPECT_EQ(r.exit_code, 1) << verb << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("no merge request 1 in team 'crew'"), std::string::npos) << verb << ": " << r.err;
+  }
+  auto none = RunMates(ws.path(), {"merges", "--team", "nosuch", "list", "--store", url_});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("nosuch"), std::string::npos) << none.err;
+}
+
 // `mates dashboard --store`: one clear error for a team or a store that is
 // not there.
 TEST_F(PgRuntimeTest, TheDashboardCommandOnAStoreRefusesWhatIsNotThere) {

@@ -1,11 +1,14 @@
-// mates merges --team T list [--json] | show ID [--json]
+// mates merges --team T [--store URL] list [--json] | show ID [--json]
 //                       | approve ID [--feedback F] [--as NAME] | reject ID [--feedback F] [--as NAME]
 // The team's merge requests (DESIGN §12): what the merge queue did with each
 // completed task of an isolated teammate, and the decisions of review mode.
+// A team in PostgreSQL (DESIGN §13) has none: worktree isolation is the
+// file store's only yet, which is what these say there.
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/names.h"
@@ -23,6 +26,7 @@ struct MergesArgs {
   std::string as;
   bool json = false;
   ArchivedChoice archived;
+  std::string store;
 };
 
 std::string Short(const std::string& commit) { return commit.substr(0, 10); }
@@ -41,7 +45,30 @@ std::string Line(const MergeRequest& m) {
 
 Result<int64_t> MergeId(const std::string& text) { return ParseId(text, "merge id"); }
 
+// Where the team is kept: nullopt for this workspace's files (an archive
+// always is), else the database's name once the team is found there.
+Result<std::optional<std::string>> TeamInDatabase(const MergesArgs& a) {
+  if (a.archived.given()) return std::optional<std::string>();
+  MATES_ASSIGN_OR_RETURN(std::unique_ptr<pg::Store> db, OpenChosenStore(a.store));
+  if (!db) return std::optional<std::string>();
+  MATES_RETURN_IF_ERROR(db->LoadTeam(a.team).status());
+  return std::optional<std::string>(db->target().shown);
+}
+
+Status NoMergeQueue(const std::string& team, const std::string& where, int64_t id) {
+  return Status::NotFound("no merge request " + std::to_string(id) + " in team '" + team + "': a team in " + where +
+                          " has no merge queue (worktree isolation works on the file store only yet)");
+}
+
 int List(Globals& g, const MergesArgs& a) {
+  auto db = TeamInDatabase(a);
+  if (!db.ok()) return Fail(db.status());
+  if (*db) {
+    std::cout << (a.json ? "[]" : "(no merge requests: a team in " + **db +
+                                      " has no merge queue; worktree isolation works on the file store only yet)")
+              << std::endl;
+    return 0;
+  }
   auto ws = ReadingWorkspace(g, a.team, a.archived);
   if (!ws.ok()) return Fail(ws.status());
   if (auto c = Roster(*ws).Load(a.team); !c.ok()) return Fail(c.status());
@@ -62,6 +89,9 @@ int List(Globals& g, const MergesArgs& a) {
 int Show(Globals& g, const MergesArgs& a) {
   auto id = MergeId(a.id);
   if (!id.ok()) return Fail(id.status());
+  auto db = TeamInDatabase(a);
+  if (!db.ok()) return Fail(db.status());
+  if (*db) return Fail(NoMergeQueue(a.team, **db, *id));
   auto ws = ReadingWorkspace(g, a.team, a.archived);
   if (!ws.ok()) return Fail(ws.status());
   if (auto c = Roster(*ws).Load(a.team); !c.ok()) return Fail(c.status());
@@ -95,6 +125,9 @@ int Decide(Globals& g, const MergesArgs& a, bool approve) {
   if (!id.ok()) return Fail(id.status());
   std::string by = a.as.empty() ? "user" : a.as;
   if (Status s = ValidateName("member name", by); !s.ok()) return Fail(s);
+  auto db = TeamInDatabase(a);
+  if (!db.ok()) return Fail(db.status());
+  if (*db) return Fail(NoMergeQueue(a.team, **db, *id));
   Workspace ws = g.ws();
   if (auto c = Roster(ws).Load(a.team); !c.ok()) return Fail(c.status());
   auto m = git::DecideMerge(ws, a.team, *id, approve, a.feedback, by);
@@ -112,6 +145,7 @@ void AddMergesCommands(CLI::App& app, Globals& g) {
   CLI::App* merges = app.add_subcommand("merges", "The team's merge requests (worktree isolation)");
   merges->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
   merges->require_subcommand(1);
+  AddStoreOption(merges, a->store);
 
   CLI::App* list = merges->add_subcommand("list", "List merge requests by id");
   list->add_flag("--json", a->json, "Machine-readable output");
