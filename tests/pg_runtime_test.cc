@@ -136,14 +136,18 @@ class PgRuntimeTest : public testing::PgSuite {
 
 // `mates down --store` of `team`'s host in `ws` when the test ends;
 // whatever happened to down, the host does not outlive the test.
+// (The host is the one host.json named when this was made, and then: a
+// down that failed may have removed the file.)
 struct DownAtExit {
   fs::path ws;
   std::string url, team;
+  Result<HostInfo> started = ReadHostInfo(Workspace(ws), team);
   ~DownAtExit() {
     RunMates(ws, {"down", "--store", url, "--team", team, "--grace", "0", "--timeout", "5"});
-    auto info = ReadHostInfo(Workspace(ws), team);
-    if (info.ok() && ProcessStartTime(static_cast<pid_t>(info->pid)) == info->start_time) {
-      ::kill(static_cast<pid_t>(info->pid), SIGKILL);
+    for (const auto& info : {started, ReadHostInfo(Workspace(ws), team)}) {
+      if (info.ok() && ProcessLives(static_cast<pid_t>(info->pid), info->start_time)) {
+        ::kill(static_cast<pid_t>(info->pid), SIGKILL);
+      }
     }
   }
 };
@@ -1174,6 +1178,39 @@ TEST_F(PgRuntimeTest, ADashboardAnswers503WhileItsDatabaseIsDownAndComesBack) {
     const Json team = get("/api/team").json();
     return team["host"].is_object() && team["host"]["mode"] == "up";
   }, 10)) << get("/api/team").body;
+}
+
+// `down` stops a host whose lead's liveness lock is not held this moment
+// (its connection lost, and the keeper cannot take it again yet): the
+// process host.json names lives, so it is stopped — not taken for dead,
+// its host.json removed and the process left running.
+TEST_F(PgRuntimeTest, DownStopsAHostWhoseLockIsMomentarilyNotHeld) {
+  TempDir ws;
+  auto up = RunMates(ws.path(), {"up", "--store", url_, "--team", "crew", "--provider", "scripted", "--scenario",
+                                 testing::ScenarioFixture("team_hosted.yaml"), "Start a worker", "--no-dashboard"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  DownAtExit down_at_exit{ws.path(), url_, "crew"};
+  auto info = ReadHostInfo(Workspace(ws.path()), "crew");
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  const pid_t pid = static_cast<pid_t>(info->pid);
+  // New sessions of the role are refused, then the held locks' sessions
+  // end: the keeper cannot take the lead's lock again.
+  const std::string db = url_.substr(url_.rfind('/') + 1);
+  auto admin = pg::Connection::Open(*pg::ParseTarget(server_->SuperUrl(db)), 10);
+  ASSERT_TRUE(admin.ok()) << admin.status().message();
+  ASSERT_TRUE(admin->ExecScript("ALTER ROLE mates NOLOGIN").ok());
+  struct Login {
+    pg::Connection& c;
+    ~Login() { (void)c.ExecScript("ALTER ROLE mates LOGIN"); }
+  } login_again{*admin};
+  ASSERT_TRUE(admin->Exec("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                          "AND pid <> pg_backend_pid()").ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return !teams_->IsHosted("crew", "lead"); }, 20));
+  auto down = RunMates(ws.path(), {"down", "--store", server_->SuperUrl(db), "--team", "crew", "--grace", "0",
+                                   "--timeout", "10"});
+  EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
+  EXPECT_NE(down.out.find("is down"), std::string::npos) << down.out << down.err;
+  EXPECT_FALSE(ProcessLives(pid, info->start_time)) << "the host was left running";
 }
 
 // `mates merges --store`: a team in the database has no merge queue, said

@@ -274,6 +274,16 @@ int Down(Globals& g, const DownArgs& a) {
   if (!team.ok()) return Fail(team.status());
   auto host = LiveHost(ws, a.team, database ? store.get() : nullptr);
   if (!host) {
+    // A host whose lead's lock is not held this moment (its connection to
+    // the database lost, the lock being taken again) still lives: the
+    // process host.json names says so, and it is stopped, not mourned.
+    auto recorded = ReadHostInfo(ws, a.team);
+    if (recorded.ok() && recorded->pid > 0 &&
+        ProcessLives(static_cast<pid_t>(recorded->pid), recorded->start_time)) {
+      host = *recorded;
+    }
+  }
+  if (!host) {
     // A host that was killed (SIGKILL, OOM) could not stop its tools: what
     // they started still runs, tagged with the host's prefix.
     int left = 0;
