@@ -8,11 +8,11 @@
 //                              be started here (no PostgreSQL binaries)
 #include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
-#include <thread>
 
 #include "pg/connection.h"
 #include "pg/schema.h"
@@ -24,7 +24,7 @@ int main() {
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
-  ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  ::sigprocmask(SIG_BLOCK, &stop, nullptr);
   auto server = testing::PgServer::Start();
   if (!server.ok()) {
     std::cerr << "mates_pg_server: " << server.status().message() << "\n";
@@ -38,24 +38,20 @@ int main() {
     return 1;
   }
   std::cout << "url " << (*server)->Url() << std::endl;
-  // Until stdin closes or a signal comes (both wake this thread).
-  int sig_fd[2];
-  if (::pipe(sig_fd) != 0) return 1;
-  std::thread([&stop, w = sig_fd[1]] {
-    int sig = 0;
-    ::sigwait(&stop, &sig);
-    char b = 0;
-    (void)!::write(w, &b, 1);
-  }).detach();
-  pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {sig_fd[0], POLLIN, 0}};
+  // Until stdin closes or a signal comes: both are file descriptors this
+  // thread polls (the signals blocked above arrive through a signalfd).
+  const int sig_fd = ::signalfd(-1, &stop, SFD_CLOEXEC);
+  if (sig_fd < 0) return 1;
+  pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {sig_fd, POLLIN, 0}};
   for (;;) {
-    if (::poll(fds, 2, -1) < 0) continue;
+    if (::poll(fds, 2, -1) < 0) continue;  // EINTR
     if (fds[1].revents != 0) break;
     if (fds[0].revents != 0) {
       char buf[256];
       if (::read(STDIN_FILENO, buf, sizeof buf) <= 0) break;
     }
   }
+  ::close(sig_fd);
   server->reset();  // stops it
   return 0;
 }
