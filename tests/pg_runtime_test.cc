@@ -365,7 +365,7 @@ TEST_F(PgRuntimeTest, UpHostsATeamThatAnotherMachineTalksTo) {
     return t.ok() && t->owner == "worker";
   })) << ReadAll(host_ws.path() / ".teams/hosted/host.log");
   // It serves the team's dashboard, as on the file store.
-  EXPECT_NE(up.out.find(" — dashboard http://127.0.0.1:"), std::string::npos) << up.out;
+  EXPECT_FALSE(testing::PrintedDashboardUrl(up.out).empty()) << up.out;
   // Down, with the store: the worker is asked, the host stops, nobody is hosted.
   auto down = RunMates(host_ws.path(), {"down", "--store", url_, "--team", "hosted", "--grace", "1"});
   EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
@@ -990,17 +990,11 @@ TEST_F(PgRuntimeTest, TheDashboardShowsAndSteersATeamFromAnyMachine) {
                                       "--scenario", testing::ScenarioFixture("team_dashboard.yaml"), "Start the team"});
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   DownAtExit down_at_exit{host_ws.path(), url_, "dash"};
-  const size_t at = up.out.find(" — dashboard http://127.0.0.1:");
-  ASSERT_NE(at, std::string::npos) << up.out;
-  std::string host_url = up.out.substr(at + std::string(" — dashboard ").size());
-  const testing::DashboardUrl host = testing::SplitDashboardUrl(host_url.substr(0, host_url.find('\n')));
+  const std::string host_url = testing::PrintedDashboardUrl(up.out);
+  const testing::DashboardUrl host = testing::SplitDashboardUrl(host_url);
   ASSERT_FALSE(host.token.empty()) << up.out;
-  auto get = [](const testing::DashboardUrl& u, const std::string& path) {
-    return testing::Http("GET", u.base + path, {"Authorization: Bearer " + u.token});
-  };
-  auto post = [](const testing::DashboardUrl& u, const std::string& path, const std::string& body) {
-    return testing::Http("POST", u.base + path, {"Authorization: Bearer " + u.token}, body);
-  };
+  const auto get = testing::DashboardGet;
+  const auto post = testing::DashboardPost;
 
   // Another machine's dashboard, and its event stream.
   Subprocess page = testing::StartMates(elsewhere.path(), {"dashboard", "--store", url_, "--team", "dash"});
@@ -1044,7 +1038,7 @@ TEST_F(PgRuntimeTest, TheDashboardShowsAndSteersATeamFromAnyMachine) {
   auto hj = get(host, "/api/team").json();
   ASSERT_TRUE(hj["host"].is_object()) << hj;
   EXPECT_EQ(hj["host"]["mode"], "up");
-  EXPECT_EQ(hj["host"]["dashboard"], host_url.substr(0, host_url.find('\n')));
+  EXPECT_EQ(hj["host"]["dashboard"], host_url);
 
   // The planner's transcript there is its journal's copy.
   auto transcript = get(ro, "/api/agents/planner/transcript");
@@ -1149,13 +1143,9 @@ TEST_F(PgRuntimeTest, ADashboardAnswers503WhileItsDatabaseIsDownAndComesBack) {
                                  testing::ScenarioFixture("team_hosted.yaml"), "Start a worker"});
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   DownAtExit down_at_exit{ws.path(), url_, "crew"};
-  const size_t at = up.out.find(" — dashboard http://127.0.0.1:");
-  ASSERT_NE(at, std::string::npos) << up.out;
-  std::string url = up.out.substr(at + std::string(" — dashboard ").size());
-  const testing::DashboardUrl ro = testing::SplitDashboardUrl(url.substr(0, url.find('\n')));
-  auto get = [&](const std::string& path) {
-    return testing::Http("GET", ro.base + path, {"Authorization: Bearer " + ro.token});
-  };
+  const testing::DashboardUrl ro = testing::SplitDashboardUrl(testing::PrintedDashboardUrl(up.out));
+  ASSERT_FALSE(ro.token.empty()) << up.out;
+  auto get = [&ro](const std::string& path) { return testing::DashboardGet(ro, path); };
   ASSERT_EQ(get("/api/team").code, 200);
   ASSERT_TRUE(server_->Stop().ok());
   const double t0 = WallSeconds();

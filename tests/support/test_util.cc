@@ -174,6 +174,22 @@ HttpReply Http(const std::string& method, const std::string& url, const std::vec
   return {std::atoi(r.out.c_str()), fs::exists(d.path() / "reply", ec) ? ReadAll(d.path() / "reply") : ""};
 }
 
+std::string PrintedDashboardUrl(const std::string& up_out) {
+  const std::string mark = " — dashboard ";
+  const size_t at = up_out.find(mark + "http://127.0.0.1:");
+  if (at == std::string::npos) return "";
+  const std::string rest = up_out.substr(at + mark.size());
+  return rest.substr(0, rest.find('\n'));
+}
+
+HttpReply DashboardGet(const DashboardUrl& u, const std::string& path) {
+  return Http("GET", u.base + path, {"Authorization: Bearer " + u.token});
+}
+
+HttpReply DashboardPost(const DashboardUrl& u, const std::string& path, const std::string& json) {
+  return Http("POST", u.base + path, {"Authorization: Bearer " + u.token}, json);
+}
+
 DashboardUrl SplitDashboardUrl(const std::string& url) {
   size_t q = url.find("/?token=");
   if (q == std::string::npos) return {};

@@ -67,6 +67,11 @@ struct DashboardUrl {
   std::string base, token;
 };
 DashboardUrl SplitDashboardUrl(const std::string& url);
+// The URL of the dashboard `mates up` printed in `up_out` ("" if none).
+std::string PrintedDashboardUrl(const std::string& up_out);
+// A request to a dashboard's API, with its token.
+HttpReply DashboardGet(const DashboardUrl& u, const std::string& path);
+HttpReply DashboardPost(const DashboardUrl& u, const std::string& path, const std::string& json);
 
 // `mates mock-llm --scenario FILE --record RECORD --quiet` on a free port,
 // for the object's lifetime.
