@@ -134,8 +134,8 @@ TEST_F(PgTest, InitMigrateAndStatusAnswerForTheSchema) {
                        "WHERE tablename LIKE 'mates\\_%'");
   ASSERT_TRUE(tables.ok()) << tables.status().message();
   EXPECT_EQ(tables->text(0, 0),
-            "mates_activity mates_inbox mates_journals mates_messages mates_requests mates_schema mates_tasks "
-            "mates_teams");
+            "mates_activity mates_inbox mates_journals mates_merges mates_messages mates_requests mates_schema "
+            "mates_tasks mates_teams");
 }
 
 TEST_F(PgTest, TwoInitsAtOnceCreateTheSchemaOnce) {
@@ -1054,6 +1054,17 @@ TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
   auto asked = Messenger(*mail).Send(plan);
   ASSERT_TRUE(asked.ok()) << asked.status().message();
 
+  // Alice's work on #2, submitted to the merge queue.
+  MergeRequest mr;
+  mr.task = 2;
+  mr.subject = "second";
+  mr.owner = "alice";
+  mr.branch = "mates/alice@crew";
+  mr.commit = std::string(40, 'a');
+  mr.target = "mates/crew";
+  auto queued = store->CreateMerge("crew", mr);
+  ASSERT_TRUE(queued.ok()) << queued.status().message();
+
   // Alice's journal, as her host copied it.
   const std::vector<std::string> journal = {
       R"({"kind":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}})",
@@ -1063,10 +1074,14 @@ TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
   fs::path out = ws_.path() / "exported";
   auto r = RunMates(ws_.path(), {"store", "export", "--team", "crew", out.string()}, {"MATES_STORE=" + url_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("exported team 'crew' (2 members, 3 undelivered messages, 1 logged, 1 requests, 3 tasks, "
-                       "1 journals)"),
+  EXPECT_NE(r.out.find("exported team 'crew' (2 members, 3 undelivered messages, 1 logged, 1 requests, "
+                       "1 merge requests, 3 tasks, 1 journals)"),
             std::string::npos)
       << r.out;
+  auto exported_merges = MergeStore(Workspace(out), "crew").List();
+  ASSERT_TRUE(exported_merges.ok());
+  ASSERT_EQ(exported_merges->size(), 1u);
+  EXPECT_EQ(DumpJson(MergeRequestToJson(exported_merges->front())), DumpJson(MergeRequestToJson(*queued)));
   EXPECT_EQ(testing::ReadAll(Workspace(out).AgentsDir("crew") / "alice.jsonl"), journal[0] + "\n" + journal[1] + "\n");
   EXPECT_FALSE(fs::exists(Workspace(out).AgentsDir("crew") / "boss.jsonl"));
   auto log = RunMates(out, {"log", "--team", "crew", "--json"});

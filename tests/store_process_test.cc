@@ -18,7 +18,9 @@
 #include "pg/store.h"
 #include "store/board.h"
 #include "store/mailbox.h"
+#include "store/merges.h"
 #include "store/roster.h"
+#include "store/team_store.h"
 #include "support/pg_server.h"
 #include "support/test_util.h"
 
@@ -277,6 +279,87 @@ TEST_P(BothStores, SixteenClaimerProcessesClaimEachTaskOnce) {
   }
   ASSERT_EQ(claims.size(), static_cast<size_t>(kTasks));
   for (const auto& [id, n] : claims) EXPECT_EQ(n, 1) << "task " << id << " claimed " << n << " times";
+}
+
+// Merge requests (DESIGN §12, §13) on both stores: 4 threads creating at
+// once get dense ids 1..N, each once; 8 threads racing to take one queued
+// request (queued -> checking, refused otherwise) take it once; a watcher
+// is woken by a change; bad ids and unknown requests are one error each.
+TEST_P(BothStores, MergeRequestsAreNumberedOnceAndTakenOnce) {
+  std::unique_ptr<TeamStore> teams;
+  if (store_) {
+    teams = pg::StoreTeams(*store_);
+  } else {
+    ASSERT_TRUE(Roster(Workspace(dir_.path())).CreateTeam("procs").ok());
+    teams = FileTeamStore(Workspace(dir_.path()));
+  }
+  auto waker = std::make_shared<Waker>();
+  auto watch = teams->WatchMerges("procs", waker);
+  ASSERT_TRUE(watch.ok()) << watch.status().message();
+  const uint64_t before = waker->generation();
+
+  constexpr int kThreads = 4, kEach = 25;
+  std::vector<std::vector<int64_t>> ids(kThreads);
+  std::vector<std::thread> makers;
+  for (int t = 0; t < kThreads; ++t) {
+    makers.emplace_back([&, t] {
+      auto book = teams->Merges("procs");
+      for (int i = 0; i < kEach; ++i) {
+        MergeRequest m;
+        m.task = t * kEach + i + 1;
+        m.owner = "w" + std::to_string(t);
+        m.branch = "mates/" + m.owner + "@procs";
+        m.commit = std::string(40, 'c');
+        auto made = book->Create(m);
+        EXPECT_TRUE(made.ok()) << made.status().message();
+        if (made.ok()) ids[t].push_back(made->id);
+      }
+    });
+  }
+  for (auto& t : makers) t.join();
+  std::set<int64_t> all;
+  for (const auto& v : ids) all.insert(v.begin(), v.end());
+  ASSERT_EQ(all.size(), static_cast<size_t>(kThreads * kEach)) << "an id was given twice";
+  EXPECT_EQ(*all.begin(), 1);
+  EXPECT_EQ(*all.rbegin(), kThreads * kEach);
+  EXPECT_TRUE(waker->WaitChange(before, DeadlineIn(10))) << "no wake-up for new requests";
+
+  auto book = teams->Merges("procs");
+  auto list = book->List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), all.size());
+  for (size_t i = 0; i < list->size(); ++i) EXPECT_EQ((*list)[i].id, static_cast<int64_t>(i + 1));
+
+  std::atomic<int> taken{0};
+  std::vector<std::thread> racers;
+  for (int t = 0; t < 8; ++t) {
+    racers.emplace_back([&] {
+      auto mine = teams->Merges("procs");
+      auto r = mine->Update(7, [](MergeRequest& m) {
+        if (m.status != MergeState::kQueued) return Status::FailedPrecondition("no longer queued");
+        m.status = MergeState::kChecking;
+        return Status::Ok();
+      });
+      if (r.ok()) {
+        ++taken;
+      } else {
+        EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().message();
+      }
+    });
+  }
+  for (auto& t : racers) t.join();
+  EXPECT_EQ(taken.load(), 1);
+  auto seven = book->Get(7);
+  ASSERT_TRUE(seven.ok());
+  EXPECT_EQ(seven->status, MergeState::kChecking);
+  EXPECT_GE(seven->updated_at, seven->created_at);
+
+  auto missing = book->Get(kThreads * kEach + 1);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("no merge request"), std::string::npos) << missing.status().message();
+  EXPECT_EQ(book->Get(0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(book->Update(-3, [](MergeRequest&) { return Status::Ok(); }).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 // `mates inbox --team t alice --wait 30 --json`, returned once it has said

@@ -68,7 +68,7 @@ int Export(const StoreArgs& a, pg::Store& store) {
   auto n = pg::ExportTeam(store, a.team, Workspace(a.dir));
   if (!n.ok()) return Fail(n.status());
   std::cout << "exported team '" << a.team << "' (" << n->members << " members, " << n->undelivered
-            << " undelivered messages, " << n->logged << " logged, " << n->requests << " requests, " << n->tasks
+            << " undelivered messages, " << n->logged << " logged, " << n->requests << " requests, " << n->merges << " merge requests, " << n->tasks
             << " tasks, " << n->journals << " journals) from " << store.target().shown << " to " << a.dir
             << std::endl;
   return 0;

@@ -24,9 +24,11 @@ Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspa
   MATES_ASSIGN_OR_RETURN(auto pending, store.PendingByMember(team));
   MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, store.ListTasks(team, /*include_deleted=*/true));
   MATES_ASSIGN_OR_RETURN(std::vector<ProtocolRequest> requests, store.ListRequests(team));
+  MATES_ASSIGN_OR_RETURN(std::vector<MergeRequest> merges, store.ListMerges(team));
   Exported n;
   n.members = config.members.size();
   n.requests = requests.size();
+  n.merges = merges.size();
   n.tasks = tasks.size();
 
   Roster roster(into);
@@ -48,6 +50,8 @@ Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspa
   for (const auto& t : tasks) MATES_RETURN_IF_ERROR(board.Import(t));
   RequestStore request_files(into, team);
   for (const auto& r : requests) MATES_RETURN_IF_ERROR(request_files.Create(r));
+  MergeStore merge_files(into, team);
+  for (const auto& m : merges) MATES_RETURN_IF_ERROR(merge_files.Import(m));
   // The log, page by page, in the order sent.
   MessageLog log(into, team);
   for (int64_t cursor = 0;;) {

@@ -20,13 +20,14 @@ struct Exported {
   size_t undelivered = 0;  // messages still in inboxes
   size_t logged = 0;       // messages in the log
   size_t requests = 0;
+  size_t merges = 0;
   size_t tasks = 0;
   size_t journals = 0;
   size_t activities = 0;
 };
 
 // Writes `team` into the workspace `into` (roster, inboxes, log, requests,
-// board, journals, activity). AlreadyExists if `into` holds that team; a
+// merges, board, journals, activity). AlreadyExists if `into` holds that team; a
 // journal file there already that the copy is a start of is kept (it is
 // ahead: lines the server did not take yet).
 Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspace& into);

@@ -19,6 +19,7 @@ std::string TeamKey(const std::string& team) { return "t/" + team; }
 std::string LogKey(const std::string& team) { return "l/" + team; }
 std::string ActivityKey(const std::string& team) { return "a/" + team; }
 std::string JournalKey(const std::string& team) { return "j/" + team; }
+std::string MergeKey(const std::string& team) { return "m/" + team; }
 
 std::string ChannelOf(const std::string& key) {
   // FNV-1a, 64 bits: a collision only wakes a waiter for nothing.

@@ -39,7 +39,8 @@ std::string BoardKey(const std::string& team);
 std::string TeamKey(const std::string& team);  // its roster
 std::string LogKey(const std::string& team);   // its message log
 std::string ActivityKey(const std::string& team);  // its members' activity
-std::string JournalKey(const std::string& team);   // its members' journal copies
+std::string JournalKey(const std::string& team);
+std::string MergeKey(const std::string& team);     // its merge requests   // its members' journal copies
 std::string ChannelOf(const std::string& key);
 
 class Listener {

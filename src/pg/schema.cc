@@ -123,6 +123,17 @@ CREATE TABLE mates_activity (
   PRIMARY KEY (team, member)
 );
 )SQL",
+    // 6: merge requests (store/merges.h), a document per request numbered
+    // from 1 within its team, for a team whose teammates work in worktrees
+    // on several machines (DESIGN §12, §13).
+    R"SQL(
+CREATE TABLE mates_merges (
+  team text NOT NULL REFERENCES mates_teams (name) ON DELETE CASCADE,
+  id bigint NOT NULL,
+  doc text NOT NULL,
+  PRIMARY KEY (team, id)
+);
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

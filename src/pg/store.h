@@ -38,6 +38,7 @@
 #include "core/status.h"
 #include "pg/connection.h"
 #include "pg/listener.h"
+#include "store/merges.h"
 #include "store/message.h"
 #include "store/requests.h"
 #include "store/roster.h"
@@ -143,6 +144,15 @@ class Store {
   Result<ProtocolRequest> ResolveRequest(const std::string& team, const std::string& id, bool approve,
                                          const std::string& response);
   Result<std::vector<ProtocolRequest>> ListRequests(const std::string& team);
+
+  // Merge requests (store/merges.h), a row each, numbered from 1 within
+  // the team; every change sends a NOTIFY on MergeKey(team). Update holds
+  // the row while `mutate` decides (two decisions at once apply in turn).
+  Result<MergeRequest> CreateMerge(const std::string& team, MergeRequest m);
+  Result<MergeRequest> GetMerge(const std::string& team, int64_t id);
+  Result<std::vector<MergeRequest>> ListMerges(const std::string& team);
+  Result<MergeRequest> UpdateMerge(const std::string& team, int64_t id,
+                                   const std::function<Status(MergeRequest&)>& mutate);
 
   // Every team's name, sorted.
   Result<std::vector<std::string>> ListTeams();

@@ -16,8 +16,6 @@ namespace {
 constexpr MergeState kAllStates[] = {MergeState::kQueued,   MergeState::kChecking, MergeState::kReview,
                                      MergeState::kMerged,   MergeState::kConflict, MergeState::kFailed,
                                      MergeState::kRejected};
-// What one request may hold: outputs are tails, file lists are cut.
-constexpr size_t kMaxMergeFileBytes = 1 << 20;
 }  // namespace
 
 std::string_view MergeStateName(MergeState s) {
@@ -99,7 +97,7 @@ MergeStore::MergeStore(const Workspace& ws, std::string_view team)
 Result<MergeRequest> MergeStore::GetUnlocked(int64_t id) const {
   if (id < 1 || id > kMaxTaskId) return Status::InvalidArgument("merge ids are numbers from 1");
   fs::path path = dir_ / (std::to_string(id) + ".json");
-  auto data = ReadFilePrefix(path, kMaxMergeFileBytes + 1);
+  auto data = ReadFilePrefix(path, kMaxMergeBytes + 1);
   if (!data.ok()) {
     if (data.status().code() == StatusCode::kNotFound) {
       return Status::NotFound("no merge request " + std::to_string(id) + " in team '" + team_ + "'");
@@ -108,7 +106,7 @@ Result<MergeRequest> MergeStore::GetUnlocked(int64_t id) const {
   }
   // What is on disk and cannot be read is Corrupt (exit 1): the caller's
   // input was fine.
-  if (data->size() > kMaxMergeFileBytes) return Status::Corrupt(path.string() + " is too large");
+  if (data->size() > kMaxMergeBytes) return Status::Corrupt(path.string() + " is too large");
   auto j = ParseJson(*data);
   if (!j.ok()) return Status::Corrupt(path.string() + ": " + j.status().message());
   auto m = MergeRequestFromJson(*j);
@@ -142,6 +140,13 @@ Result<MergeRequest> MergeStore::Create(MergeRequest m) {
   m.created_at = m.updated_at = WallSeconds();
   MATES_RETURN_IF_ERROR(Write(m));
   return m;
+}
+
+Status MergeStore::Import(const MergeRequest& m) {
+  if (m.id < 1 || m.id > kMaxTaskId) return Status::InvalidArgument("merge ids are numbers from 1");
+  MATES_RETURN_IF_ERROR(EnsureDir(dir_));
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_));
+  return Write(m);
 }
 
 Result<std::vector<MergeRequest>> MergeStore::List() const {

@@ -50,21 +50,40 @@ struct MergeRequest {
   double updated_at = 0;
 };
 
+// What one request may hold, as stored: outputs are tails, file lists cut.
+inline constexpr size_t kMaxMergeBytes = 1 << 20;
+
 Json MergeRequestToJson(const MergeRequest& m);
 Result<MergeRequest> MergeRequestFromJson(const Json& j);
 
-class MergeStore {
+// A team's merge requests wherever they are kept (DESIGN §13): the files
+// below (MergeStore) or the PostgreSQL store's table.
+class MergeBook {
+ public:
+  virtual ~MergeBook() = default;
+  // Assigns the next id (from 1) and the times; returns the stored request.
+  virtual Result<MergeRequest> Create(MergeRequest m) = 0;
+  // NotFound "no merge request N in team T".
+  virtual Result<MergeRequest> Get(int64_t id) const = 0;
+  // Sorted by id; what cannot be read is skipped (and logged).
+  virtual Result<std::vector<MergeRequest>> List() const = 0;
+  // Read-modify-write as one change; `mutate` may refuse. updated_at is set.
+  virtual Result<MergeRequest> Update(int64_t id, const std::function<Status(MergeRequest&)>& mutate) = 0;
+};
+
+class MergeStore : public MergeBook {
  public:
   MergeStore(const Workspace& ws, std::string_view team);
 
-  // Assigns the next id (from 1) and the times; returns the stored request.
-  Result<MergeRequest> Create(MergeRequest m);
-  // NotFound "no merge request N in team T".
-  Result<MergeRequest> Get(int64_t id) const;
+  Result<MergeRequest> Create(MergeRequest m) override;
+  Result<MergeRequest> Get(int64_t id) const override;
   // Sorted by id; files that do not parse are skipped (and logged).
-  Result<std::vector<MergeRequest>> List() const;
-  // Read-modify-write under the lock; `mutate` may refuse. updated_at is set.
-  Result<MergeRequest> Update(int64_t id, const std::function<Status(MergeRequest&)>& mutate);
+  Result<std::vector<MergeRequest>> List() const override;
+  // Under the folder's lock.
+  Result<MergeRequest> Update(int64_t id, const std::function<Status(MergeRequest&)>& mutate) override;
+
+  // `m` as it is (its id and times kept): `mates store export`.
+  Status Import(const MergeRequest& m);
 
   const fs::path& dir() const { return dir_; }
 

@@ -77,6 +77,15 @@ class Files : public TeamStore {
   std::unique_ptr<TaskBoard> Board(const std::string& team) override {
     return FileTaskBoard(SharedBoard(ws_.TasksDir(team)));
   }
+  std::unique_ptr<MergeBook> Merges(const std::string& team) override {
+    return std::make_unique<MergeStore>(ws_, team);
+  }
+  Result<std::unique_ptr<Hold>> WatchMerges(const std::string& team, std::shared_ptr<Waker> waker) override {
+    fs::path dir = ws_.MergesDir(team);
+    MATES_RETURN_IF_ERROR(EnsureDir(dir));
+    MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub, Watcher::Default().Subscribe(dir, "*.json", std::move(waker)));
+    return Holding(std::move(sub));
+  }
   std::unique_ptr<TeamMail> Mail(const std::string& team) override { return FileTeamMail(ws_, team); }
   std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) override {
     return std::make_unique<FileInbox>(ws_, team, member);

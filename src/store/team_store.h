@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "core/waker.h"
+#include "store/merges.h"
 #include "store/message.h"
 #include "store/roster.h"
 #include "store/task_board.h"
@@ -125,6 +126,10 @@ class TeamStore {
   virtual Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) = 0;
   virtual Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team, std::shared_ptr<Waker> waker) = 0;
   virtual std::unique_ptr<TaskBoard> Board(const std::string& team) = 0;
+  // The team's merge requests (DESIGN §12), and a wake-up for every change
+  // of them while the Hold lives.
+  virtual std::unique_ptr<MergeBook> Merges(const std::string& team) = 0;
+  virtual Result<std::unique_ptr<Hold>> WatchMerges(const std::string& team, std::shared_ptr<Waker> waker) = 0;
   virtual std::unique_ptr<TeamMail> Mail(const std::string& team) = 0;
   virtual std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) = 0;
   // Whether some process hosts `member` now (its liveness lock is held).
