@@ -102,7 +102,7 @@ void CreateBench() {
   std::vector<double> wt, copy;
   for (int i = 0; i < n; ++i) {
     int64_t s = NowNs();
-    auto p = git::EnsureTeammateWorktree(repo.ws, "bench", "w" + std::to_string(i), target->target_branch);
+    auto p = git::EnsureTeammateWorktree(repo.ws, "bench", "w" + std::to_string(i), *target);
     Must(p.status(), "worktree");
     wt.push_back(static_cast<double>(NowNs() - s) / 1e6);
     fs::path dest = repo.dir.parent_path() / (repo.dir.filename().string() + "-copy" + std::to_string(i));
@@ -135,19 +135,20 @@ double MergesPerMinute(int k, const std::string& check) {
     return Status::Ok();
   }).status(), "config");
   auto board = SharedBoard(repo.ws.TasksDir("bench"));
+  auto store = FileTeamStore(repo.ws);
   for (int i = 1; i <= k; ++i) {
     std::string name = "w" + std::to_string(i);
     Member m;
     m.name = name;
     m.worktree = true;
     Must(roster.AddMember("bench", m).status(), "member");
-    auto path = git::EnsureTeammateWorktree(repo.ws, "bench", name, prepared->target_branch);
+    auto path = git::EnsureTeammateWorktree(repo.ws, "bench", name, *prepared);
     Must(path.status(), "worktree");
     std::ofstream(*path / ("out" + std::to_string(i) + ".txt")) << "work of " << name << "\n";
     auto t = board->Create({"task " + std::to_string(i), "", "", {}, ""});
     Must(t.status(), "task");
     Must(board->Claim(t->id, name).status(), "claim");
-    auto s = git::SubmitForMerge(repo.ws, "bench", *board, t->id, Caller{name, false});
+    auto s = git::SubmitForMerge(repo.ws, *store, "bench", t->id, Caller{name, false});
     Must(s.status(), "submit");
   }
   auto waker = std::make_shared<Waker>();

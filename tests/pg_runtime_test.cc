@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "agent/agent_loop.h"
@@ -308,8 +310,18 @@ TEST_F(PgRuntimeTest, RunKeepsItsTeamInTheDatabase) {
   // Bad input: one clear error each, no password shown.
   auto iso = RunMates(ws.path(), {"run", "--store", url_, "--provider", "scripted", "--scenario",
                                   testing::ScenarioFixture("team_protocols.yaml"), "--isolation", "worktree", "Start"});
-  EXPECT_EQ(iso.exit_code, 2) << iso.err;
-  EXPECT_NE(iso.err.find("worktree isolation works on the file store only yet"), std::string::npos) << iso.err;
+  EXPECT_EQ(iso.exit_code, 1) << iso.err;
+  EXPECT_NE(iso.err.find("is not a git repository"), std::string::npos) << iso.err;
+  TempDir repo;  // a repository with no remote: its work could reach no other machine
+  ASSERT_EQ(testing::Run({"git", "-C", repo.str(), "init", "-q"}).exit_code, 0);
+  ASSERT_EQ(testing::Run({"git", "-C", repo.str(), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                          "--allow-empty", "-m", "first"})
+                .exit_code,
+            0);
+  auto lone = RunMates(repo.path(), {"run", "--store", url_, "--provider", "scripted", "--scenario",
+                                     testing::ScenarioFixture("team_protocols.yaml"), "--isolation", "worktree", "Start"});
+  EXPECT_EQ(lone.exit_code, 1) << lone.err;
+  EXPECT_NE(lone.err.find("has no git remote 'origin'"), std::string::npos) << lone.err;
   auto gone = RunMates(ws.path(), {"run", "--store", "postgres://u:hunter2@127.0.0.1:1/x", "--provider", "scripted",
                                    "--scenario", testing::ScenarioFixture("team_protocols.yaml"), "Start"});
   EXPECT_EQ(gone.exit_code, 1) << gone.err;
@@ -1203,14 +1215,14 @@ TEST_F(PgRuntimeTest, DownStopsAHostWhoseLockIsMomentarilyNotHeld) {
   EXPECT_FALSE(ProcessLives(pid, info->start_time)) << "the host was left running";
 }
 
-// `mates merges --store`: a team in the database has no merge queue, said
-// so (not the workspace's files read instead); a team not there is one
-// clear error.
-TEST_F(PgRuntimeTest, MergesOfATeamInTheDatabaseSayItHasNoMergeQueue) {
-  TempDir ws;
+// `mates merges --store`: a team's merge requests are the database's, read
+// and decided from a machine with none of its files (not this workspace's
+// files read instead); a team not there is one clear error.
+TEST_F(PgRuntimeTest, MergesOfATeamInTheDatabaseAreReadFromAnyMachine) {
+  TempDir ws;  // a workspace with no git and no files of the team
   auto list = RunMates(ws.path(), {"merges", "--team", "crew", "list", "--store", url_});
   EXPECT_EQ(list.exit_code, 0) << list.err;
-  EXPECT_NE(list.out.find("has no merge queue"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out, "(no merge requests)\n");
   auto json = RunMates(ws.path(), {"merges", "--team", "crew", "--store", url_, "list", "--json"});
   EXPECT_EQ(json.exit_code, 0) << json.err;
   EXPECT_EQ(json.out, "[]\n");
@@ -1219,9 +1231,235 @@ TEST_F(PgRuntimeTest, MergesOfATeamInTheDatabaseSayItHasNoMergeQueue) {
     EXPECT_EQ(r.exit_code, 1) << verb << ": " << r.out << r.err;
     EXPECT_NE(r.err.find("no merge request 1 in team 'crew'"), std::string::npos) << verb << ": " << r.err;
   }
+  // One waiting for review, decided from here; its owner hears of it.
+  Member w9;
+  w9.name = "w9";
+  ASSERT_TRUE(teams_->AddMember("crew", w9).ok());
+  MergeRequest m;
+  m.task = 4;
+  m.subject = "the thing";
+  m.owner = "w9";
+  m.branch = "mates/w9@crew";
+  m.commit = std::string(40, 'b');
+  m.target = "mates/crew";
+  m.status = MergeState::kReview;
+  auto made = teams_->Merges("crew")->Create(m);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  auto shown = RunMates(ws.path(), {"merges", "--team", "crew", "--store", url_, "show", "1"});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("merge request 1: review"), std::string::npos) << shown.out;
+  auto rejected = RunMates(ws.path(), {"merges", "--team", "crew", "--store", url_, "reject", "1", "--feedback",
+                                       "smaller, please"});
+  EXPECT_EQ(rejected.exit_code, 0) << rejected.err;
+  EXPECT_EQ(teams_->Merges("crew")->Get(1)->status, MergeState::kRejected);
+  auto told = store_->Peek("crew", "w9");
+  ASSERT_TRUE(told.ok());
+  ASSERT_EQ(told->size(), 1u);
+  EXPECT_EQ(told->front().sender, "merge-queue");
+  EXPECT_NE(told->front().content.find("smaller, please"), std::string::npos) << told->front().content;
+  auto again = RunMates(ws.path(), {"merges", "--team", "crew", "--store", url_, "approve", "1"});
+  EXPECT_EQ(again.exit_code, 1) << again.err;
+  EXPECT_NE(again.err.find("not waiting for review"), std::string::npos) << again.err;
   auto none = RunMates(ws.path(), {"merges", "--team", "nosuch", "list", "--store", url_});
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.err.find("nosuch"), std::string::npos) << none.err;
+}
+
+// `git -C dir args…` (the test fails on a non-zero exit); stdout trimmed.
+std::string Git(const fs::path& dir, std::vector<std::string> args) {
+  std::vector<std::string> argv = {"git", "-C", dir.string(), "-c", "user.name=test", "-c", "user.email=t@t"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = testing::Run(argv);
+  EXPECT_EQ(r.exit_code, 0) << "git " << args.front() << ": " << r.err;
+  while (!r.out.empty() && (r.out.back() == '\n' || r.out.back() == ' ')) r.out.pop_back();
+  return r.out;
+}
+
+// Worktree isolation across machines (DESIGN §12, §13): two workspaces,
+// each a clone of one bare repository (their "origin"), host one team in
+// the database — the lead and its merge queue on A, teammate w1 on B. w1's
+// work is pushed from B and merged by A's queue onto origin's target; w2,
+// spawned on A, starts from what B did; w1's next task on B starts from
+// what A did; a failed check bounces to w1 on B, which fixes it. The
+// target only ever holds checked merges, and every task is merged once.
+TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemote) {
+  TempDir machines;
+  const fs::path origin = machines.path() / "origin.git";
+  const fs::path seed = machines.path() / "seed";
+  const fs::path a = machines.path() / "a";
+  const fs::path b = machines.path() / "b";
+  Git(machines.path(), {"init", "-q", "--bare", "-b", "main", origin.string()});
+  Git(machines.path(), {"clone", "-q", origin.string(), seed.string()});
+  ASSERT_TRUE(WriteFileAtomic(seed / "README", "the project\n").ok());
+  Git(seed, {"add", "README"});
+  Git(seed, {"commit", "-q", "-m", "initial"});
+  Git(seed, {"push", "-q", "origin", "HEAD:refs/heads/main"});
+  for (const auto& w : {a, b}) Git(machines.path(), {"clone", "-q", "-b", "main", origin.string(), w.string()});
+
+  const std::string yaml =
+      LeadSpawnsOnGo("iso", "w2") +
+      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): check failed\"\n    once: false\n"
+      "    reply:\n"
+      "      - {type: tool_use, name: bash, input: {command: \"rm BROKEN && printf 'fixed\\\\n' > fixed.txt\"}}\n"
+      "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
+      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): write (\\\\S+) with (.*)\"\n    once: false\n"
+      "    reply:\n"
+      "      - {type: tool_use, name: bash, input: {command: \"printf '%s\\\\n' '$3' > $2\"}}\n"
+      "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
+      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): copy (\\\\S+) to (\\\\S+)\"\n    once: false\n"
+      "    reply:\n"
+      "      - {type: tool_use, name: bash, input: {command: \"cp $2 $3\"}}\n"
+      "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
+      "  - agent: \"*\"\n    once: false\n    reply: [{type: text, text: \"Done.\"}]\n";
+  const fs::path scenario = dir_.path() / "iso.yaml";
+  ASSERT_TRUE(WriteFileAtomic(scenario, yaml).ok());
+  auto mates = [&](const fs::path& ws, std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--store", url_});
+    return RunMates(ws, args);
+  };
+  auto host = [&](std::vector<std::string> head, std::vector<std::string> tail = {}) {
+    for (const auto& x : {std::string("--team"), std::string("iso"), std::string("--provider"),
+                          std::string("scripted"), std::string("--scenario"), scenario.string(),
+                          std::string("--idle-timeout"), std::string("0")}) {
+      head.push_back(x);
+    }
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+
+  // Bad input: no such remote; a remote on the file store.
+  ASSERT_EQ(mates(a, {"team", "create", "iso"}).exit_code, 0);
+  auto no_remote = mates(a, host({"up", "--isolation", "worktree", "--git-remote", "upstream"}));
+  EXPECT_EQ(no_remote.exit_code, 1) << no_remote.out << no_remote.err;
+  EXPECT_NE(no_remote.err.find("has no git remote 'upstream'"), std::string::npos) << no_remote.err;
+  auto on_files = RunMates(a, {"run", "--team", "iso", "--provider", "scripted", "--scenario", scenario.string(),
+                               "--isolation", "worktree", "--git-remote", "origin", "Go"});
+  EXPECT_EQ(on_files.exit_code, 2) << on_files.err;
+  EXPECT_NE(on_files.err.find("--git-remote is for a team on a shared store"), std::string::npos) << on_files.err;
+  auto pane = mates(b, {"team", "join", "iso", "p1", "--backend", "tmux", "--isolation", "worktree"});
+  EXPECT_EQ(pane.exit_code, 2) << pane.err;
+
+  // w1 works on B; the board: #1 w1's, #2 (after #1) w2's, #3 (after #2)
+  // and #4 (after #3) w1's again.
+  auto joined = mates(b, {"team", "join", "iso", "w1", "--backend", "in-process", "--isolation", "worktree"});
+  ASSERT_EQ(joined.exit_code, 0) << joined.err;
+  ASSERT_TRUE(teams_->LoadTeam("iso")->Find("w1")->worktree);
+  struct Made {
+    std::string subject, after, owner;
+  };
+  for (const Made& t : {Made{"write b.txt with from B", "", "w1"}, Made{"write a.txt with from A", "1", "w2"},
+                        Made{"copy a.txt to c.txt", "2", "w1"}, Made{"write BROKEN with oops", "3", "w1"}}) {
+    std::vector<std::string> args = {"tasks", "create", "--team", "iso", t.subject};
+    if (!t.after.empty()) args.insert(args.end(), {"--blocked-by", t.after});
+    auto made = mates(a, args);
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  for (const auto& [id, owner] : std::vector<std::pair<std::string, std::string>>{{"1", "w1"}, {"2", "w2"}, {"3", "w1"}, {"4", "w1"}}) {
+    auto set = mates(a, {"tasks", "update", "--team", "iso", id, "--owner", owner});
+    ASSERT_EQ(set.exit_code, 0) << set.err;
+  }
+  struct Cleanup {
+    std::vector<fs::path> ws;
+    std::string url;
+    ~Cleanup() {
+      for (const auto& w : ws) DownAtExit{w, url, "iso"};
+    }
+  } cleanup{{a, b}, url_};
+
+  auto waker = std::make_shared<Waker>();
+  auto board_watch = teams_->WatchBoard("iso", waker);
+  auto merge_watch = teams_->WatchMerges("iso", waker);
+  ASSERT_TRUE(board_watch.ok() && merge_watch.ok());
+  auto board = teams_->Board("iso");
+  auto merges = teams_->Merges("iso");
+  const fs::path a_log = a / ".teams/iso/host.log";
+  const fs::path b_log = b / ".teams/iso/host.log";
+  auto logs = [&] { return ReadAll(a_log) + "\n---- B ----\n" + ReadAll(b_log); };
+
+  // B first: w1 makes the team's target on origin, does #1 and submits it;
+  // with no lead's host anywhere, it waits in the queue.
+  auto up_b = mates(b, host({"up", "--teammates"}));
+  ASSERT_EQ(up_b.exit_code, 0) << up_b.out << up_b.err;
+  ASSERT_TRUE(Until(waker, [&] {
+    auto l = merges->List();
+    return l.ok() && l->size() == 1 && l->front().status == MergeState::kQueued;
+  })) << logs();
+  EXPECT_EQ(board->Get(1)->status, TaskStatus::kInProgress);
+  EXPECT_EQ(Git(b, {"ls-remote", "origin", "refs/heads/mates/w1@iso"}).substr(0, 40), merges->Get(1)->commit);
+
+  // A: the lead's host with the merge queue and a check; "Go" spawns w2.
+  auto up_a = mates(a, host({"up", "--isolation", "worktree", "--merge-check", "test -s b.txt && test ! -e BROKEN"},
+                            {"Go"}));
+  ASSERT_EQ(up_a.exit_code, 0) << up_a.out << up_a.err;
+  auto all_completed = [&] {
+    auto l = board->List(false);
+    return l.ok() && l->size() == 4 &&
+           std::all_of(l->begin(), l->end(), [](const Task& t) { return t.status == TaskStatus::kCompleted; });
+  };
+  ASSERT_TRUE(Until(waker, all_completed)) << logs();
+
+  // Every task merged once (#4 after one bounce), each by its owner's
+  // machine: w1's from B, w2's from A.
+  auto list = merges->List();
+  ASSERT_TRUE(list.ok());
+  std::map<int64_t, std::vector<MergeState>> by_task;
+  for (const auto& m : *list) by_task[m.task].push_back(m.status);
+  EXPECT_EQ(by_task[1], std::vector<MergeState>{MergeState::kMerged});
+  EXPECT_EQ(by_task[2], std::vector<MergeState>{MergeState::kMerged});
+  EXPECT_EQ(by_task[3], std::vector<MergeState>{MergeState::kMerged});
+  EXPECT_EQ(by_task[4], (std::vector<MergeState>{MergeState::kFailed, MergeState::kMerged}));
+
+  // The target on origin, seen from a third clone: B's file, A's file,
+  // the copy B made of A's (its worktree had fetched it), the fix.
+  const fs::path c = machines.path() / "c";
+  Git(machines.path(), {"clone", "-q", "-b", "mates/iso", origin.string(), c.string()});
+  EXPECT_EQ(ReadAll(c / "b.txt"), "from B\n");
+  EXPECT_EQ(ReadAll(c / "a.txt"), "from A\n");
+  EXPECT_EQ(ReadAll(c / "c.txt"), "from A\n");
+  EXPECT_EQ(ReadAll(c / "fixed.txt"), "fixed\n");
+  EXPECT_FALSE(fs::exists(c / "BROKEN"));
+  const std::string authors = Git(c, {"log", "--format=%an: %s", "--no-merges"});
+  for (const char* line : {"w1: Task #1: write b.txt with from B", "w2: Task #2: write a.txt with from A",
+                           "w1: Task #3: copy a.txt to c.txt", "w1: Task #4: write BROKEN with oops"}) {
+    EXPECT_NE(authors.find(line), std::string::npos) << line << "\n" << authors;
+  }
+  // Every commit the target moved to passed the check: none held BROKEN
+  // (the failed submission's commit is in the history, merged over by
+  // its fix, but the target was never at it). The last is the tip.
+  std::set<std::string> moved_to;
+  for (const auto& m : *list) {
+    if (m.status != MergeState::kMerged) continue;
+    moved_to.insert(m.merged_commit);
+    auto has = testing::Run({"git", "-C", c.string(), "cat-file", "-e", m.merged_commit + ":BROKEN"});
+    EXPECT_NE(has.exit_code, 0) << "the target held BROKEN at " << m.merged_commit;
+  }
+  EXPECT_EQ(moved_to.size(), 4u);
+  EXPECT_EQ(list->back().merged_commit, Git(c, {"rev-parse", "HEAD"}));
+  // The bounce reached w1 on B, from merge-queue on A.
+  auto told = teams_->JournalOf("iso", "w1")->Lines();
+  ASSERT_TRUE(told.ok());
+  EXPECT_TRUE(std::any_of(told->begin(), told->end(), [](const std::string& l) {
+    return l.find("Task #4: check failed") != std::string::npos;
+  }));
+  // A's own branch of the target followed the remote's.
+  EXPECT_EQ(Git(a, {"rev-parse", "refs/heads/mates/iso"}), Git(c, {"rev-parse", "HEAD"}));
+  // Who worked where: w1's worktree is B's, w2's A's.
+  EXPECT_TRUE(fs::exists(b / ".mates/worktrees/iso/w1/.git"));
+  EXPECT_FALSE(fs::exists(a / ".mates/worktrees/iso/w1"));
+  EXPECT_TRUE(fs::exists(a / ".mates/worktrees/iso/w2/.git"));
+
+  // The requests, from a machine with no clone: `merges list`.
+  TempDir third;
+  auto listed = mates(third.path(), {"merges", "--team", "iso", "list", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  auto j = ParseJson(listed.out);
+  ASSERT_TRUE(j.ok() && j->is_array()) << listed.out;
+  EXPECT_EQ(j->size(), 5u);
+
+  auto down_a = mates(a, {"down", "--team", "iso", "--grace", "5"});
+  EXPECT_EQ(down_a.exit_code, 0) << down_a.err;
+  auto down_b = mates(b, {"down", "--team", "iso", "--grace", "5"});
+  EXPECT_EQ(down_b.exit_code, 0) << down_b.err;
 }
 
 // `mates dashboard --store`: one clear error for a team or a store that is

@@ -131,8 +131,8 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
 }
 
 // What the team's merge queue did, at the end of a run.
-void ReportMerges(const Workspace& ws, const std::string& team, LiveOutput& out) {
-  auto list = MergeStore(ws, team).List();
+void ReportMerges(TeamStore& store, const std::string& team, LiveOutput& out) {
+  auto list = store.Merges(team)->List();
   if (!list.ok() || list->empty()) return;
   std::map<std::string, int> by_state;
   for (const auto& m : *list) by_state[std::string(MergeStateName(m.status))]++;
@@ -560,11 +560,6 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   }
   if (!team.ok()) return {Fail(team.status()), std::nullopt};
   const std::string lead_name = team->lead;
-  if (shared_store != nullptr && team->git.isolation == Isolation::kWorktree) {
-    return {Fail(Status::FailedPrecondition("team '" + a.team + "' works in worktrees, which the file store only "
-                                            "keeps yet, not " + store->where())),
-            std::nullopt};
-  }
   if (a.isolation_given || a.git.isolation == Isolation::kWorktree) {
     team = store->UpdateTeam(a.team, [&](TeamConfig& c) {
       if (a.git.isolation == Isolation::kWorktree) {
@@ -687,8 +682,11 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   lead.SetNoticeSource([&teams] { return teams.TakeNewsForLead(); });
   // The team's merge queue (DESIGN §12): `run` waits for it like for a
   // working teammate; what the lead must hear reaches its next turn.
+  // One queue per team, in the lead's host: a host of teammates only
+  // leaves it to that one (on a shared store it may be another machine).
   git::MergeQueue::Options mq;
   mq.ws = ws;
+  mq.store = store.get();
   mq.team = [&teams] { return teams.lead_team(); };
   mq.on_change = [&teams] { teams.WakeWaiters(); };
   mq.tell_lead = [&lead, &teams](const std::string& text) {
@@ -696,8 +694,11 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     teams.WakeWaiters();
   };
   mq.running = [&teams](const std::string& name) { return teams.Running(name); };
-  git::MergeQueue merges(mq);
-  teams.SetBusyElsewhere([&merges] { return merges.Busy(); });
+  std::optional<git::MergeQueue> merges;
+  if (!a.teammates_only) {
+    merges.emplace(mq);
+    teams.SetBusyElsewhere([&merges] { return merges->Busy(); });
+  }
   signals.SetHooks(SignalHooks(lead, teams, subs, out, database->get()));
   // No hook may run once the objects it uses start going away.
   struct HooksOff {
@@ -745,9 +746,9 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   }
   int code = a.teammates_only ? HostTeammates(teams, signals, out) : Work(a, lead, ctx, teams, subs, signals, out, *provider);
   teams.StopAll();
-  merges.Stop();
+  if (merges) merges->Stop();
   teams.SetBusyElsewhere(nullptr);
-  ReportMerges(ws, teams.lead_team(), out);
+  if (!a.teammates_only) ReportMerges(*store, teams.lead_team(), out);
   if (signals.exit_code() != 0) {
     KillTagged(HostTagPrefix());  // whatever a tool started since
     code = signals.exit_code();

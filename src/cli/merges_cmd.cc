@@ -2,8 +2,8 @@
 //                       | approve ID [--feedback F] [--as NAME] | reject ID [--feedback F] [--as NAME]
 // The team's merge requests (DESIGN §12): what the merge queue did with each
 // completed task of an isolated teammate, and the decisions of review mode.
-// A team in PostgreSQL (DESIGN §13) has none: worktree isolation is the
-// file store's only yet, which is what these say there.
+// A team in PostgreSQL (DESIGN §13) keeps its requests there: these work
+// on any machine.
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "core/names.h"
 #include "git/submit.h"
+#include "pg/store.h"
 #include "store/merges.h"
 #include "store/roster.h"
 
@@ -45,34 +46,34 @@ std::string Line(const MergeRequest& m) {
 
 Result<int64_t> MergeId(const std::string& text) { return ParseId(text, "merge id"); }
 
-// Where the team is kept: nullopt for this workspace's files (an archive
-// always is), else the database's name once the team is found there.
-Result<std::optional<std::string>> TeamInDatabase(const MergesArgs& a) {
-  if (a.archived.given()) return std::optional<std::string>();
-  MATES_ASSIGN_OR_RETURN(std::unique_ptr<pg::Store> db, OpenChosenStore(a.store));
-  if (!db) return std::optional<std::string>();
-  MATES_RETURN_IF_ERROR(db->LoadTeam(a.team).status());
-  return std::optional<std::string>(db->target().shown);
-}
+// The team's merge requests where it is kept: this workspace's files (an
+// archive always is) or the database (DESIGN §13). NotFound for no team.
+struct Opened {
+  std::unique_ptr<pg::Store> db;
+  std::unique_ptr<TeamStore> store;
+  std::unique_ptr<MergeBook> merges;
+};
 
-Status NoMergeQueue(const std::string& team, const std::string& where, int64_t id) {
-  return Status::NotFound("no merge request " + std::to_string(id) + " in team '" + team + "': a team in " + where +
-                          " has no merge queue (worktree isolation works on the file store only yet)");
+Result<Opened> OpenMerges(const Globals& g, const MergesArgs& a) {
+  Opened o;
+  if (!a.archived.given()) {
+    MATES_ASSIGN_OR_RETURN(o.db, OpenChosenStore(a.store));
+  }
+  if (o.db) {
+    o.store = pg::StoreTeams(*o.db);
+  } else {
+    MATES_ASSIGN_OR_RETURN(Workspace ws, ReadingWorkspace(g, a.team, a.archived));
+    o.store = FileTeamStore(ws);
+  }
+  MATES_RETURN_IF_ERROR(o.store->LoadTeam(a.team).status());
+  o.merges = o.store->Merges(a.team);
+  return o;
 }
 
 int List(Globals& g, const MergesArgs& a) {
-  auto db = TeamInDatabase(a);
-  if (!db.ok()) return Fail(db.status());
-  if (*db) {
-    std::cout << (a.json ? "[]" : "(no merge requests: a team in " + **db +
-                                      " has no merge queue; worktree isolation works on the file store only yet)")
-              << std::endl;
-    return 0;
-  }
-  auto ws = ReadingWorkspace(g, a.team, a.archived);
-  if (!ws.ok()) return Fail(ws.status());
-  if (auto c = Roster(*ws).Load(a.team); !c.ok()) return Fail(c.status());
-  auto list = MergeStore(*ws, a.team).List();
+  auto opened = OpenMerges(g, a);
+  if (!opened.ok()) return Fail(opened.status());
+  auto list = opened->merges->List();
   if (!list.ok()) return Fail(list.status());
   if (a.json) {
     Json arr = Json::array();
@@ -89,13 +90,9 @@ int List(Globals& g, const MergesArgs& a) {
 int Show(Globals& g, const MergesArgs& a) {
   auto id = MergeId(a.id);
   if (!id.ok()) return Fail(id.status());
-  auto db = TeamInDatabase(a);
-  if (!db.ok()) return Fail(db.status());
-  if (*db) return Fail(NoMergeQueue(a.team, **db, *id));
-  auto ws = ReadingWorkspace(g, a.team, a.archived);
-  if (!ws.ok()) return Fail(ws.status());
-  if (auto c = Roster(*ws).Load(a.team); !c.ok()) return Fail(c.status());
-  auto m = MergeStore(*ws, a.team).Get(*id);
+  auto opened = OpenMerges(g, a);
+  if (!opened.ok()) return Fail(opened.status());
+  auto m = opened->merges->Get(*id);
   if (!m.ok()) return Fail(m.status());
   if (a.json) {
     std::cout << DumpJsonPretty(MergeRequestToJson(*m)) << std::endl;
@@ -125,12 +122,9 @@ int Decide(Globals& g, const MergesArgs& a, bool approve) {
   if (!id.ok()) return Fail(id.status());
   std::string by = a.as.empty() ? "user" : a.as;
   if (Status s = ValidateName("member name", by); !s.ok()) return Fail(s);
-  auto db = TeamInDatabase(a);
-  if (!db.ok()) return Fail(db.status());
-  if (*db) return Fail(NoMergeQueue(a.team, **db, *id));
-  Workspace ws = g.ws();
-  if (auto c = Roster(ws).Load(a.team); !c.ok()) return Fail(c.status());
-  auto m = git::DecideMerge(ws, a.team, *id, approve, a.feedback, by);
+  auto opened = OpenMerges(g, a);
+  if (!opened.ok()) return Fail(opened.status());
+  auto m = git::DecideMerge(*opened->store, a.team, *id, approve, a.feedback, by);
   if (!m.ok()) return Fail(m.status());
   std::cout << (approve ? "approved" : "rejected") << " merge request " << m->id << " (task #" << m->task << " by "
             << m->owner << ")" << (approve ? ": the merge queue moves " + m->target + " to it" : ": " + m->owner + " is told")

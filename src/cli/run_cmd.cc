@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "cli/store_choice.h"
+#include "core/names.h"
 #include "git/worktrees.h"
 #include "core/secrets.h"
 #include "llm/provider_factory.h"
@@ -36,6 +37,9 @@ void AddRunOptions(CLI::App* cmd, RunArgs& a) {
                   "work merged back by the merge queue)");
   cmd->add_option("--target-branch", a.target_branch,
                   "With worktrees: the branch merged work goes to (default: mates/<team>, made from HEAD)");
+  cmd->add_option("--git-remote", a.git_remote,
+                  "With worktrees on a shared store (--store postgres://…): the git remote every machine fetches "
+                  "from and pushes to (default: origin)");
   cmd->add_option("--merge-check", a.merge_check, "With worktrees: a shell command each merge must pass (e.g. 'make test')");
   cmd->add_option("--merge-timeout", a.merge_timeout, "Seconds the merge check may take")->capture_default_str();
   cmd->add_option("--budget-tokens", a.budget_tokens,
@@ -95,10 +99,16 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
     MATES_ASSIGN_OR_RETURN(c.git.isolation, ParseIsolation(a.isolation));
     c.isolation_given = true;
   }
-  if (c.git.isolation == Isolation::kWorktree && !c.store_url.empty()) {
-    return Status::InvalidArgument("worktree isolation works on the file store only yet, not on " +
-                                   target->shown + " (--isolation shared)");
+  if (!a.git_remote.empty()) {
+    if (c.store_url.empty()) {
+      return Status::InvalidArgument("--git-remote is for a team on a shared store (--store postgres://…); on the "
+                                     "file store merged work stays in this workspace");
+    }
+    MATES_RETURN_IF_ERROR(ValidateName("git remote", a.git_remote));
   }
+  // On a shared store the teammates' work travels through a remote that
+  // every machine reaches (DESIGN §13).
+  if (!c.store_url.empty()) c.git.remote = a.git_remote.empty() ? kDefaultGitRemote : a.git_remote;
   if (c.git.isolation == Isolation::kWorktree) {
     // Checked before anything starts: not a repository, no such target, a
     // dirty checked-out target are errors of this command.

@@ -28,6 +28,7 @@ struct RunArgs {
   // Worktree isolation and the merge queue (DESIGN §12).
   std::string isolation;  // "" = the team's setting (shared for a new team)
   std::string target_branch;
+  std::string git_remote;  // on a shared store: the remote branches travel through ("" = origin)
   std::string merge_check;
   double merge_timeout = 600;
   std::string merge = "auto";

@@ -183,13 +183,14 @@ int Update(Globals& g, const TasksArgs& a) {
   }
   caller.is_lead = team->config.IsLead(caller.name);
   // An isolated owner's work completes through the merge queue (DESIGN
-  // §12); worktrees are the file store's so far.
-  if (p.status == TaskStatus::kCompleted && team->files) {
+  // §12), on either store (its worktree is this machine's).
+  if (p.status == TaskStatus::kCompleted) {
     TaskPatch rest = p;
     rest.status.reset();
     auto t = team->board->Update(*id, rest, caller);
     if (!t.ok()) return Fail(t.status());
-    auto submitted = git::SubmitForMerge(ws, a.team, *team->files, *id, caller);
+    std::unique_ptr<TeamStore> store = team->pg ? pg::StoreTeams(*team->pg) : FileTeamStore(ws);
+    auto submitted = git::SubmitForMerge(ws, *store, a.team, *id, caller);
     if (!submitted.ok()) return Fail(submitted.status());
     if (submitted->has_value()) {
       if (a.json) {

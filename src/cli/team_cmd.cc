@@ -32,6 +32,7 @@ struct TeamArgs {
   std::string description;
   std::string role = "teammate";
   std::string backend = "external";
+  std::string isolation;  // join: "" = the team's, for an in-process teammate
   bool json = false;
   bool archived = false;  // team list --archived
   bool purge = false;     // team delete --purge
@@ -210,12 +211,29 @@ int Join(Globals& g, const TeamArgs& a) {
   if (a.role != "teammate") return Usage("--role must be 'teammate' (a team has one lead)");
   auto backend = ParseMemberBackend(a.backend);
   if (!backend.ok()) return Usage("--backend must be in-process, tmux or external");
+  std::optional<Isolation> isolation;
+  if (!a.isolation.empty()) {
+    auto parsed = ParseIsolation(a.isolation);
+    if (!parsed.ok()) return Usage(parsed.status().message());
+    isolation = *parsed;
+  }
+  if (isolation == Isolation::kWorktree && *backend != MemberBackend::kInProcess) {
+    return Usage("--isolation worktree is for an in-process teammate, whose host makes its worktree (a pane agent "
+                 "gets one from its cluster file: worktree: true)");
+  }
   Member m;
   m.name = a.member;
   m.role = MemberRole::kTeammate;
   m.backend = *backend;
   auto teams = Teams::Open(g, a.store);
   if (!teams.ok()) return Fail(teams.status());
+  if (!isolation && *backend == MemberBackend::kInProcess) {
+    // The team's setting, as for a teammate the lead spawns.
+    auto c = teams->Load(a.team);
+    if (!c.ok()) return Fail(c.status());
+    isolation = c->git.isolation;
+  }
+  m.worktree = isolation == Isolation::kWorktree;
   auto added = teams->Add(a.team, m);
   if (!added.ok()) return Fail(added.status());
   if (a.json) {
@@ -316,6 +334,9 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
   join->add_option("--backend", args->backend, "in-process, tmux or external")
       ->capture_default_str();
   join->add_option("--role", args->role, "Role (teammate)")->capture_default_str();
+  join->add_option("--isolation", args->isolation,
+                   "An in-process teammate's working copy: worktree (its own git worktree, made by the host that "
+                   "runs it) or shared (default: the team's setting)");
   join->add_flag("--json", args->json, "Machine-readable output");
   join->callback([&g, args] { g.action = [&g, args] { return Join(g, *args); }; });
 

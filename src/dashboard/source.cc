@@ -70,7 +70,7 @@ class Files final : public Source {
   Result<std::vector<MergeRequest>> Merges() override { return MergeStore(ws_, team_).List(); }
 
   Result<MergeRequest> DecideMerge(int64_t id, bool approve, const std::string& feedback) override {
-    return git::DecideMerge(ws_, team_, id, approve, feedback, kUserName);
+    return git::DecideMerge(*store_, team_, id, approve, feedback, kUserName);
   }
 
   Result<JournalText> Journal(const std::string& agent, size_t max_bytes) override {
@@ -191,12 +191,9 @@ class InDatabase final : public Source {
   Result<Task> CreateTask(const TaskDraft& draft) override { return db_.CreateTask(team_, draft); }
   Result<std::vector<ProtocolRequest>> Requests() override { return db_.ListRequests(team_); }
 
-  // Worktree isolation is the file store's only (a merge needs the
-  // teammate's checkout on the merging machine): there are none.
-  Result<std::vector<MergeRequest>> Merges() override { return std::vector<MergeRequest>(); }
-  Result<MergeRequest> DecideMerge(int64_t id, bool, const std::string&) override {
-    return Status::NotFound("no merge request " + std::to_string(id) + " in team '" + team_ +
-                            "' (a team in " + db_.target().shown + " has no merge queue)");
+  Result<std::vector<MergeRequest>> Merges() override { return db_.ListMerges(team_); }
+  Result<MergeRequest> DecideMerge(int64_t id, bool approve, const std::string& feedback) override {
+    return git::DecideMerge(*store_, team_, id, approve, feedback, kUserName);
   }
 
   // The store's copy: every machine's agents, whichever hosts them.
@@ -225,6 +222,7 @@ class InDatabase final : public Source {
         {pg::LogKey(team_), {kMessages, kRequests}},
         {pg::ActivityKey(team_), {kActivity}},
         {pg::JournalKey(team_), {kTranscripts}},
+        {pg::MergeKey(team_), {kMerges}},
     };
     for (const auto& [key, kinds] : keys) {
       for (Kind k : kinds) Listen(key, wakers[k]);

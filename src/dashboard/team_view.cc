@@ -80,6 +80,10 @@ Result<TeamView> LookAtTeam(pg::Store& db, const Workspace& ws, const std::strin
   }
   auto teams = pg::StoreTeams(db);
   v.host = ReadLiveHost(ws, team, *teams);
+  auto merges = db.ListMerges(team);
+  if (merges.ok()) {
+    for (const auto& m : *merges) ++v.merges[std::string(MergeStateName(m.status))];
+  }
   return v;
 }
 

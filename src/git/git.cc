@@ -37,6 +37,9 @@ Result<GitOutput> Git::Run(const std::vector<std::string>& args, double timeout_
             "-c", "checkout.workers=0"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.env = ChildEnvironment(/*c_locale=*/true);
+  // A team's remote (DESIGN §13) reached over ssh with the user's agent.
+  // Git's alone: a merge check runs code a model wrote.
+  if (const char* agent = std::getenv("SSH_AUTH_SOCK")) o.env->push_back(std::string("SSH_AUTH_SOCK=") + agent);
   o.timeout_s = timeout_s;
   o.max_output = 4 << 20;
   auto r = RunSubprocess(o, cancel);
@@ -63,6 +66,14 @@ Result<std::string> Git::Ok(const std::vector<std::string>& args, double timeout
   }
   if (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
   return r.out;
+}
+
+bool IsCommitId(const std::string& s) {
+  if (s.size() != 40 && s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
 }
 
 Status CheckGitVersion() {

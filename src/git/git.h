@@ -58,6 +58,9 @@ Status CheckGitVersion();
 Result<fs::path> RepoTop(const fs::path& dir);
 // The commit a ref names, or "" if it does not exist.
 Result<std::string> ResolveCommit(const Git& g, const std::string& ref);
+// Whether `s` is a full commit id (SHA-1 or SHA-256, lower-case hex): what
+// may be passed to git as a revision when it comes from a file or a store.
+bool IsCommitId(const std::string& s);
 // Whether `name` is a valid branch name (git check-ref-format --branch).
 Status ValidateBranchName(const std::string& name);
 // The environment git and merge checks run with (allowlisted, see above).

@@ -6,6 +6,7 @@
 #include "core/files.h"
 #include "core/guarded.h"
 #include "core/log.h"
+#include "core/names.h"
 #include "core/process_tree.h"
 #include "core/subprocess.h"
 #include "git/git.h"
@@ -71,9 +72,31 @@ Status PrepareScratch(const Workspace& ws, const std::string& team, const std::s
   return s.Ok({"clean", "-ffdq"}, 600, cancel).status();
 }
 
+// After the remote's target moved from `old` to `merged`: W's own branch
+// of that name follows when it was at `old` (checked out: fast-forwarded
+// if clean). Not being able to is no error: the remote's is the team's.
+void FollowTarget(const Workspace& ws, const std::string& target, const std::string& old, const std::string& merged) {
+  Git w(ws.root());
+  if (CheckedOutInW(ws, target)) {
+    auto head = ResolveCommit(w, "HEAD");
+    auto dirty = DirtyFiles(w);
+    if (head.ok() && *head == old && dirty.ok() && dirty->empty()) {
+      (void)w.Run({"merge", "--ff-only", "--quiet", merged}, 600);
+    }
+    return;
+  }
+  auto here = ResolveCommit(w, "refs/heads/" + target);
+  if (here.ok() && (*here == old || here->empty())) {
+    (void)w.Run({"update-ref", "refs/heads/" + target, merged, here->empty() ? std::string(40, '0') : old}, 60);
+  }
+}
+
 }  // namespace
 
-MergeQueue::MergeQueue(Options options) : options_(std::move(options)) {
+MergeQueue::MergeQueue(Options options)
+    : options_(std::move(options)),
+      own_store_(options_.store != nullptr ? nullptr : FileTeamStore(options_.ws)),
+      store_(options_.store != nullptr ? options_.store : own_store_.get()) {
   thread_ = std::thread([this] { RunGuarded("the merge queue", [this] { Main(); }); });
 }
 
@@ -89,7 +112,7 @@ void MergeQueue::Stop() {
 bool MergeQueue::Busy() {
   if (processing_.load()) return true;
   const std::string team = options_.team();
-  auto list = MergeStore(options_.ws, team).List();
+  auto list = store_->Merges(team)->List();
   if (!list.ok()) return false;
   for (const auto& m : *list) {
     if (m.status == MergeState::kQueued || m.status == MergeState::kChecking) return true;
@@ -98,7 +121,7 @@ bool MergeQueue::Busy() {
 }
 
 std::optional<MergeRequest> MergeQueue::Next(const std::string& team) {
-  auto list = MergeStore(options_.ws, team).List();
+  auto list = store_->Merges(team)->List();
   if (!list.ok()) return std::nullopt;
   for (auto& m : *list) {
     if (m.status == MergeState::kQueued || m.status == MergeState::kChecking) return std::move(m);
@@ -108,19 +131,16 @@ std::optional<MergeRequest> MergeQueue::Next(const std::string& team) {
 
 void MergeQueue::Main() {
   std::string watched;
-  Watcher::Subscription sub;
+  std::unique_ptr<Hold> sub;
   while (!stop_.load()) {
     const std::string team = options_.team();
     if (team != watched) {
       watched = team;
       // What a dead host's checks left running goes before any new one.
       (void)ProcessJournal(ChecksJournal(options_.ws, team)).KillLeftovers();
-      sub.Reset();
-      fs::path dir = options_.ws.MergesDir(team);
-      if (EnsureDir(dir).ok()) {
-        auto s = Watcher::Default().Subscribe(dir, "*.json", waker_);
-        if (s.ok()) sub = std::move(*s);
-      }
+      sub.reset();
+      auto s = store_->WatchMerges(team, waker_);
+      if (s.ok()) sub = std::move(*s);
     }
     uint64_t g = waker_->generation();
     if (auto next = Next(team)) {
@@ -131,14 +151,14 @@ void MergeQueue::Main() {
       continue;
     }
     // The team can change under us (TeamCreate): look again now and then.
-    waker_->WaitChange(g, DeadlineIn(sub.active() ? 2.0 : 0.5));
+    waker_->WaitChange(g, DeadlineIn(sub != nullptr ? 2.0 : 0.5));
   }
 }
 
 void MergeQueue::Process(const std::string& team, MergeRequest m) {
   const Workspace& ws = options_.ws;
-  MergeStore store(ws, team);
-  auto cfg = Roster(ws).Load(team);
+  std::unique_ptr<MergeBook> store = store_->Merges(team);
+  auto cfg = store_->LoadTeam(team);
   if (!cfg.ok()) {
     LogWarning("merge queue: " + cfg.status().message());
     waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
@@ -149,7 +169,11 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     Bounce(team, m, MergeState::kFailed, "the team has no target branch (it is not set up for worktrees)", {});
     return;
   }
-  auto taken = store.Update(m.id, [](MergeRequest& r) {
+  if (Status valid = ValidateBranchName(target); !valid.ok()) {
+    Bounce(team, m, MergeState::kFailed, valid.message(), {});
+    return;
+  }
+  auto taken = store->Update(m.id, [](MergeRequest& r) {
     if (!MergeOpen(r.status) || r.status == MergeState::kReview) {
       return Status::FailedPrecondition("no longer queued");
     }
@@ -160,17 +184,36 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
   m = *taken;
   if (options_.on_change) options_.on_change();
 
+  // The request names its owner's branch and commit; neither is trusted
+  // to be a name or an id until checked (another machine wrote it).
+  TeamGit tg = cfg->git;
+  tg.target_branch = target;
+  if (Status named = ValidateName("member name", m.owner); !named.ok() || m.branch != TeammateBranch(team, m.owner)) {
+    Bounce(team, m, MergeState::kFailed, "the request names no branch of a member: " + m.branch, {});
+    return;
+  }
+  if (Status here = FetchSubmitted(ws, team, tg, m.branch, m.commit, &cancel_); !here.ok()) {
+    if (stop_.load()) return;
+    Bounce(team, m, MergeState::kFailed, "could not get the work to merge: " + here.message(), {});
+    return;
+  }
   Git w(ws.root(), MergeQueueIdentity(team));
   const fs::path scratch = ScratchWorktree(ws, team);
+  std::string last_error;
   for (int attempt = 0; attempt < kCasAttempts && !stop_.load(); ++attempt) {
-    auto old = ResolveCommit(w, "refs/heads/" + target);
+    if (Status fetched = FetchTarget(ws, team, tg); !fetched.ok()) {
+      last_error = fetched.message();
+      waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
+      continue;
+    }
+    auto old = ResolveCommit(w, tg.target_ref());
     if (!old.ok() || old->empty()) {
-      Bounce(team, m, MergeState::kFailed, "the target branch '" + target + "' is gone", {});
+      Bounce(team, m, MergeState::kFailed, "the target branch '" + tg.target_name() + "' is gone", {});
       return;
     }
     std::string merged;
     std::string output;
-    if (m.approved && !m.merged_commit.empty() && m.checked_on == *old) {
+    if (m.approved && IsCommitId(m.merged_commit) && m.checked_on == *old) {
       merged = m.merged_commit;  // approved as checked, and the target has not moved
     } else {
       // After a merge with no check the scratch worktree is at the new
@@ -239,7 +282,7 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
         }
       }
       if (cfg->git.merge_review && !m.approved) {
-        auto held = store.Update(m.id, [&](MergeRequest& r) {
+        auto held = store->Update(m.id, [&](MergeRequest& r) {
           r.status = MergeState::kReview;
           r.merged_commit = merged;
           r.checked_on = *old;
@@ -260,7 +303,16 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     // Advance the target: only from `old`, so a target moved by anyone
     // meanwhile sends us round again.
     bool moved = false;
-    if (CheckedOutInW(ws, target)) {
+    if (!tg.remote.empty()) {
+      auto pushed = PushTarget(ws, tg, *old, merged, &cancel_);
+      if (!pushed.ok()) {
+        last_error = pushed.status().message();
+        waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
+        continue;
+      }
+      moved = *pushed;
+      if (moved) FollowTarget(ws, target, *old, merged);
+    } else if (CheckedOutInW(ws, target)) {
       auto head = ResolveCommit(w, "HEAD");
       auto dirty = DirtyFiles(w);
       if (dirty.ok() && !dirty->empty()) {
@@ -287,30 +339,35 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     // The target moved: round again on the new one (an approval stands;
     // the merge is checked again since what it was checked on is gone).
   }
-  if (!stop_.load()) Bounce(team, m, MergeState::kFailed, "the target kept moving while merging", {});
+  if (!stop_.load()) {
+    Bounce(team, m, MergeState::kFailed,
+           last_error.empty() ? "the target kept moving while merging" : "could not move the target: " + last_error,
+           {});
+  }
 }
 
 void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const std::string& merged) {
   const Workspace& ws = options_.ws;
-  (void)MergeStore(ws, team).Update(m.id, [&](MergeRequest& r) {
+  (void)store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
     r.status = MergeState::kMerged;
     r.merged_commit = merged;
     return Status::Ok();
   });
-  auto cfg = Roster(ws).Load(team);
+  auto cfg = store_->LoadTeam(team);
   const std::string lead = cfg.ok() ? cfg->lead : "lead";
-  const std::string target = m.target.empty() && cfg.ok() ? cfg->git.target_branch : m.target;
+  TeamGit tg = cfg.ok() ? cfg->git : TeamGit{};
+  if (!m.target.empty()) tg.target_branch = m.target;
   TaskPatch p;
   p.status = TaskStatus::kCompleted;
-  auto done = SharedBoard(ws.TasksDir(team))->Update(m.task, p, Caller{lead, true});
+  auto done = store_->Board(team)->Update(m.task, p, Caller{lead, true});
   if (!done.ok()) LogWarning("merge queue: task #" + std::to_string(m.task) + ": " + done.status().message());
   // A running owner's worktree takes the new target when it starts its
   // next task (RefreshWorktree), not under the work it may be doing now; a
   // stopped owner's is cleaned up (it is merged now).
   std::error_code ec;
   if (options_.running && !options_.running(m.owner) && fs::exists(TeammateWorktree(ws, team, m.owner) / ".git", ec)) {
-    (void)RefreshWorktree(ws, team, m.owner, target);
-    std::string kept = CleanUpTeammate(ws, team, m.owner, target, /*final=*/false);
+    (void)RefreshWorktree(ws, team, m.owner, tg);
+    std::string kept = CleanUpTeammate(ws, team, m.owner, tg, /*final=*/false);
     if (!kept.empty()) LogInfo("merge queue: " + kept);
   }
   if (options_.on_change) options_.on_change();
@@ -319,28 +376,30 @@ void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const st
 void MergeQueue::Bounce(const std::string& team, MergeRequest m, MergeState state, const std::string& output,
                         const std::vector<std::string>& files) {
   const Workspace& ws = options_.ws;
-  (void)MergeStore(ws, team).Update(m.id, [&](MergeRequest& r) {
+  (void)store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
     r.status = state;
     r.output = output;
     r.files = files;
     return Status::Ok();
   });
-  auto cfg = Roster(ws).Load(team);
-  const std::string target = m.target.empty() && cfg.ok() ? cfg->git.target_branch : m.target;
+  auto cfg = store_->LoadTeam(team);
+  TeamGit tg = cfg.ok() ? cfg->git : TeamGit{};
+  if (!m.target.empty()) tg.target_branch = m.target;
+  const std::string target = tg.target_name();
   std::string text = "Task #" + std::to_string(m.task) + ": ";
   if (state == MergeState::kConflict) {
     text += "conflict in " + Join(files) + " — your work does not merge onto " + target + " as it is now. ";
     std::error_code ec;
     auto in = fs::exists(TeammateWorktree(ws, team, m.owner) / ".git", ec)
-                  ? MergeTargetInto(ws, team, m.owner, target)
+                  ? MergeTargetInto(ws, team, m.owner, tg)
                   : Result<GitOutput>(Status::NotFound("no worktree"));
     if (in.ok() && in->exit_code != 0) {
       text += target + " is now merged into your worktree with the conflict markers left in those files: resolve "
               "them (keep what both sides meant), then set the task completed again; that commits the merge and "
               "resubmits it.";
     } else {
-      text += "Run `git merge " + target + "` in your worktree, resolve the conflicts, then set the task completed "
-              "again.";
+      text += "Run `" + (tg.remote.empty() ? "" : "git fetch " + tg.remote + " && ") + "git merge " + target +
+              "` in your worktree, resolve the conflicts, then set the task completed again.";
     }
   } else {
     text += "check failed:\n" + output +
@@ -352,7 +411,8 @@ void MergeQueue::Bounce(const std::string& team, MergeRequest m, MergeState stat
   s.recipient = m.owner;
   s.content = text;
   s.summary = "merge of task #" + std::to_string(m.task) + ": " + std::string(MergeStateName(state));
-  auto sent = Messenger(ws, team).Send(s);
+  std::unique_ptr<TeamMail> mail = store_->Mail(team);
+  auto sent = Messenger(*mail).Send(s);
   if (!sent.ok()) LogWarning("merge queue: telling " + m.owner + ": " + sent.status().message());
   if (options_.tell_lead && options_.running && !options_.running(m.owner)) {
     options_.tell_lead("Merge request " + std::to_string(m.id) + " (task #" + std::to_string(m.task) + " by " +

@@ -14,6 +14,12 @@
 // The target only ever moves to a commit that passed the check. A host
 // killed at any point leaves the target as it was or at the checked commit;
 // the request, found `queued` or `checking`, is taken again by the next one.
+//
+// A team with a remote (on a shared store, DESIGN §13) has its requests in
+// the store and its target on the remote: the queue fetches the submitted
+// branch and the target, merges and checks here, and moves the remote's
+// target by a push with a lease (the compare-and-swap); W's own branch
+// follows when it can.
 #pragma once
 
 #include <atomic>
@@ -25,6 +31,7 @@
 #include "core/cancel.h"
 #include "core/waker.h"
 #include "store/merges.h"
+#include "store/team_store.h"
 #include "store/workspace.h"
 
 namespace mates::git {
@@ -33,6 +40,8 @@ class MergeQueue {
  public:
   struct Options {
     Workspace ws{"."};
+    // Where the team is kept (outlives the queue); null: `ws`'s files.
+    TeamStore* store = nullptr;
     // The team to serve now (the lead's: TeamCreate moves it).
     std::function<std::string()> team;
     // A request changed state (wakes whoever waits for the queue).
@@ -68,6 +77,8 @@ class MergeQueue {
   void Finish(const std::string& team, const MergeRequest& m, const std::string& merged);
 
   const Options options_;
+  std::unique_ptr<TeamStore> own_store_;  // the files, when not given one
+  TeamStore* store_;
   const std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
   CancelToken cancel_;
   std::atomic<bool> stop_{false};

@@ -8,10 +8,11 @@
 
 namespace mates::git {
 
-Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, const std::string& team, Board& board,
+Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& store, const std::string& team,
                                                 int64_t task_id, const Caller& caller) {
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, Roster(ws).Load(team));
-  MATES_ASSIGN_OR_RETURN(Task t, board.Get(task_id));
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store.LoadTeam(team));
+  std::unique_ptr<TaskBoard> board = store.Board(team);
+  MATES_ASSIGN_OR_RETURN(Task t, board->Get(task_id));
   if (t.status == TaskStatus::kCompleted || t.status == TaskStatus::kDeleted || t.owner.empty()) return std::optional<Submitted>();
   const Member* owner = c.Find(t.owner);
   if (owner == nullptr || !owner->worktree || !c.git.configured()) return std::optional<Submitted>();
@@ -19,19 +20,20 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, const std::
   if (!caller.is_lead && caller.name != t.owner) {
     return Status::FailedPrecondition(ref + " is owned by '" + t.owner + "'; only its owner or the lead can complete it");
   }
-  MergeStore merges(ws, team);
+  std::unique_ptr<MergeBook> merges = store.Merges(team);
   auto meta = ParseJson(t.metadata_json);
   if (meta.ok() && meta->is_object() && meta->contains("merge") && (*meta)["merge"].is_number_integer()) {
-    auto earlier = merges.Get((*meta)["merge"].get<int64_t>());
+    auto earlier = merges->Get((*meta)["merge"].get<int64_t>());
     if (earlier.ok() && MergeOpen(earlier->status)) {
       return Status::FailedPrecondition(ref + " is already waiting to be merged (merge request " +
                                         std::to_string(earlier->id) + ", " +
                                         std::string(MergeStateName(earlier->status)) + "); it completes when merged");
     }
   }
-  MATES_ASSIGN_OR_RETURN(Committed done,
-                         CommitTeammateWork(ws, team, t.owner, t.id, t.subject, c.git.target_branch));
+  MATES_ASSIGN_OR_RETURN(Committed done, CommitTeammateWork(ws, team, t.owner, t.id, t.subject, c.git));
   if (!done.ahead) return std::optional<Submitted>();  // nothing to merge
+  // The queue may be on another machine: the work goes where it looks.
+  MATES_RETURN_IF_ERROR(PushTeammateBranch(ws, team, t.owner, c.git));
   MergeRequest m;
   m.task = t.id;
   m.subject = t.subject;
@@ -39,24 +41,23 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, const std::
   m.branch = TeammateBranch(team, t.owner);
   m.commit = done.commit;
   m.target = c.git.target_branch;
-  MATES_ASSIGN_OR_RETURN(m, merges.Create(m));
+  MATES_ASSIGN_OR_RETURN(m, merges->Create(m));
   TaskPatch p;
   p.status = TaskStatus::kInProgress;
   p.metadata_json = DumpJson(Json{{"merge", m.id}});
-  MATES_ASSIGN_OR_RETURN(Task updated, board.Update(t.id, p, caller));
+  MATES_ASSIGN_OR_RETURN(Task updated, board->Update(t.id, p, caller));
   Submitted s{m, updated, ""};
   s.text = "Task #" + std::to_string(t.id) + " submitted for merge: merge request " + std::to_string(m.id) +
            " (commit " + m.commit.substr(0, 10) + " on " + m.branch + "). It stays in_progress until the merge " +
-           "queue has merged it onto " + m.target + (c.git.merge_check.empty() ? "" : " and its check passed") +
+           "queue has merged it onto " + c.git.target_name() + (c.git.merge_check.empty() ? "" : " and its check passed") +
            (c.git.merge_review ? " and the lead approved it" : "") +
            "; if it bounces, merge-queue sends you a message saying why. Meanwhile you may take other work.";
   return std::optional<Submitted>(std::move(s));
 }
 
-Result<MergeRequest> DecideMerge(const Workspace& ws, const std::string& team, int64_t id, bool approve,
+Result<MergeRequest> DecideMerge(TeamStore& store, const std::string& team, int64_t id, bool approve,
                                  const std::string& feedback, const std::string& by) {
-  MergeStore merges(ws, team);
-  MATES_ASSIGN_OR_RETURN(MergeRequest m, merges.Update(id, [&](MergeRequest& r) -> Status {
+  MATES_ASSIGN_OR_RETURN(MergeRequest m, store.Merges(team)->Update(id, [&](MergeRequest& r) -> Status {
     if (r.status != MergeState::kReview) {
       return Status::FailedPrecondition("merge request " + std::to_string(id) + " is " +
                                         std::string(MergeStateName(r.status)) + ", not waiting for review");
@@ -80,7 +81,8 @@ Result<MergeRequest> DecideMerge(const Workspace& ws, const std::string& team, i
                 "\nYour worktree is as you left it: change what was asked, then set the task completed again "
                 "(that commits and resubmits it).";
     s.summary = "merge of task #" + std::to_string(m.task) + " rejected";
-    auto sent = Messenger(ws, team).Send(s);
+    std::unique_ptr<TeamMail> mail = store.Mail(team);
+    auto sent = Messenger(*mail).Send(s);
     if (!sent.ok()) return sent.status().WithContext("merge request " + std::to_string(id) + " rejected, but");
   }
   return m;

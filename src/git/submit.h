@@ -11,6 +11,7 @@
 
 #include "store/board.h"
 #include "store/merges.h"
+#include "store/team_store.h"
 #include "store/workspace.h"
 
 namespace mates::git {
@@ -24,14 +25,16 @@ struct Submitted {
 
 // nullopt: the owner is not isolated, or its worktree holds nothing the
 // target lacks — the task completes as usual. FailedPrecondition: the
-// caller may not complete it, or it is already waiting for a merge.
-Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, const std::string& team, Board& board,
+// caller may not complete it, or it is already waiting for a merge. The
+// team is `store`'s; the worktree is in `ws`, this machine's (with the
+// team's remote, its branch is pushed there for the queue to fetch).
+Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& store, const std::string& team,
                                                 int64_t task_id, const Caller& caller);
 
 // A request in review decided by the lead or a person (DESIGN §12): approve
 // sends it back to the queue to be merged; reject tells the owner (from
 // merge-queue) with the feedback. FailedPrecondition unless it is in review.
-Result<MergeRequest> DecideMerge(const Workspace& ws, const std::string& team, int64_t id, bool approve,
+Result<MergeRequest> DecideMerge(TeamStore& store, const std::string& team, int64_t id, bool approve,
                                  const std::string& feedback, const std::string& by);
 
 }  // namespace mates::git

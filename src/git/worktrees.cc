@@ -3,6 +3,7 @@
 #include "core/file_lock.h"
 #include "core/files.h"
 #include "core/log.h"
+#include "core/names.h"
 
 namespace mates::git {
 
@@ -24,6 +25,53 @@ Result<bool> IsAncestor(const Git& g, const std::string& a, const std::string& b
 Result<FileLock> LockWorktree(const Workspace& ws, const std::string& team, const std::string& name) {
   MATES_RETURN_IF_ERROR(EnsureDir(ws.WorktreesDir(team)));
   return FileLock::Acquire(ws.WorktreesDir(team) / ("." + name + ".lock"));
+}
+
+// One fetch at a time per team in W: two would race for the refs they
+// update (and FETCH_HEAD).
+Result<FileLock> LockFetches(const Workspace& ws, const std::string& team) {
+  MATES_RETURN_IF_ERROR(EnsureDir(ws.WorktreesDir(team)));
+  return FileLock::Acquire(ws.WorktreesDir(team) / ".fetch.lock");
+}
+
+// The remote's tip of `branch`, "" when it has none.
+Result<std::string> RemoteTip(const Git& g, const std::string& remote, const std::string& branch) {
+  MATES_ASSIGN_OR_RETURN(std::string out, g.Ok({"ls-remote", "--heads", remote, "refs/heads/" + branch}, 300));
+  size_t tab = out.find('\t');
+  return tab == std::string::npos ? std::string() : out.substr(0, tab);
+}
+
+Result<TeamGit> PrepareRemoteTarget(const Workspace& ws, const std::string& team, const Git& g,
+                                    const std::string& head, TeamGit wanted) {
+  MATES_RETURN_IF_ERROR(ValidateName("git remote", wanted.remote));
+  MATES_ASSIGN_OR_RETURN(GitOutput url, g.Run({"remote", "get-url", wanted.remote}, 30));
+  if (url.exit_code != 0) {
+    return Status::FailedPrecondition(
+        "the workspace " + ws.root().string() + " has no git remote '" + wanted.remote +
+        "': a team on a shared store needs a remote that every machine fetches from and pushes to (git remote add " +
+        wanted.remote + " URL, or name another with --git-remote)");
+  }
+  const bool named = !wanted.target_branch.empty();
+  if (!named) wanted.target_branch = "mates/" + team;
+  MATES_RETURN_IF_ERROR(ValidateBranchName(wanted.target_branch));
+  MATES_ASSIGN_OR_RETURN(std::string there, RemoteTip(g, wanted.remote, wanted.target_branch));
+  if (there.empty()) {
+    if (named) {
+      return Status::NotFound("the target branch '" + wanted.target_branch + "' is not on the remote '" +
+                              wanted.remote + "' (push it there first)");
+    }
+    MATES_ASSIGN_OR_RETURN(std::string local, ResolveCommit(g, "refs/heads/" + wanted.target_branch));
+    auto pushed = g.Ok({"push", "--quiet", wanted.remote,
+                        (local.empty() ? head : local) + ":refs/heads/" + wanted.target_branch},
+                       300);
+    if (!pushed.ok()) {
+      // Another machine may have made it meanwhile: that one is the team's.
+      auto again = RemoteTip(g, wanted.remote, wanted.target_branch);
+      if (!again.ok() || again->empty()) return pushed.status();
+    }
+  }
+  MATES_RETURN_IF_ERROR(FetchTarget(ws, team, wanted));
+  return wanted;
 }
 
 }  // namespace
@@ -75,6 +123,7 @@ Result<TeamGit> PrepareTarget(const Workspace& ws, const std::string& team, Team
     return Status::FailedPrecondition("the git repository " + ws.root().string() +
                                       " has no commit yet; commit something first");
   }
+  if (!wanted.remote.empty()) return PrepareRemoteTarget(ws, team, g, head, std::move(wanted));
   if (wanted.target_branch.empty()) {
     wanted.target_branch = "mates/" + team;
     MATES_RETURN_IF_ERROR(ValidateBranchName(wanted.target_branch));
@@ -101,13 +150,23 @@ Result<TeamGit> PrepareTarget(const Workspace& ws, const std::string& team, Team
   return wanted;
 }
 
+Status FetchTarget(const Workspace& ws, const std::string& team, const TeamGit& g) {
+  if (g.remote.empty() || !g.configured()) return Status::Ok();
+  MATES_ASSIGN_OR_RETURN(FileLock lock, LockFetches(ws, team));
+  return Git(ws.root())
+      .Ok({"fetch", "--quiet", "--no-tags", g.remote, "+refs/heads/" + g.target_branch + ":" + g.target_ref()}, 300)
+      .status();
+}
+
 Result<fs::path> EnsureTeammateWorktree(const Workspace& ws, const std::string& team, const std::string& name,
-                                        const std::string& target) {
+                                        const TeamGit& tg) {
   fs::path path = TeammateWorktree(ws, team, name);
   std::error_code ec;
   Git g(ws.root());
   if (fs::exists(path / ".git", ec)) return path;
   MATES_RETURN_IF_ERROR(EnsureDir(path.parent_path()));
+  MATES_RETURN_IF_ERROR(FetchTarget(ws, team, tg));
+  const std::string target = tg.target_ref();
   const std::string branch = TeammateBranch(team, name);
   auto add = [&]() -> Status {
     MATES_ASSIGN_OR_RETURN(std::string existing, ResolveCommit(g, "refs/heads/" + branch));
@@ -126,12 +185,14 @@ Result<fs::path> EnsureTeammateWorktree(const Workspace& ws, const std::string& 
 }
 
 Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& team, const std::string& name,
-                                     int64_t task, const std::string& subject, const std::string& target) {
+                                     int64_t task, const std::string& subject, const TeamGit& tg) {
   fs::path path = TeammateWorktree(ws, team, name);
   std::error_code ec;
   if (!fs::exists(path / ".git", ec)) {
     return Status::FailedPrecondition("the worktree of '" + name + "' (" + path.string() + ") is gone");
   }
+  // What is merged already is not submitted again.
+  MATES_RETURN_IF_ERROR(FetchTarget(ws, team, tg));
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockWorktree(ws, team, name));
   Git g(path, TeammateIdentity(team, name));
   // Three git runs: on the handoff path every one counts (worktree_bench).
@@ -144,48 +205,104 @@ Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& tea
     return Status::FailedPrecondition("git commit: " + why.substr(0, 2000));
   }
   // The newest commit of the branch the target lacks (HEAD itself), if any.
-  MATES_ASSIGN_OR_RETURN(std::string ahead, g.Ok({"rev-list", "-n", "1", "HEAD", "^refs/heads/" + target}, 120));
+  MATES_ASSIGN_OR_RETURN(std::string ahead, g.Ok({"rev-list", "-n", "1", "HEAD", "^" + tg.target_ref()}, 120));
   Committed c;
   c.commit = ahead;
   c.ahead = !ahead.empty();
   return c;
 }
 
+Status PushTeammateBranch(const Workspace& ws, const std::string& team, const std::string& name, const TeamGit& g) {
+  if (g.remote.empty()) return Status::Ok();
+  const std::string branch = TeammateBranch(team, name);
+  return Git(ws.root())
+      .Ok({"push", "--quiet", "--force", g.remote, "refs/heads/" + branch + ":refs/heads/" + branch}, 600)
+      .status();
+}
+
+Status FetchSubmitted(const Workspace& ws, const std::string& team, const TeamGit& g, const std::string& branch, const std::string& commit,
+                      const CancelToken* cancel) {
+  if (!IsCommitId(commit)) return Status::FailedPrecondition("'" + commit + "' is not a commit id");
+  Git w(ws.root());
+  auto here = [&] {
+    auto r = w.Run({"cat-file", "-e", commit + "^{commit}"}, 60, cancel);
+    return r.ok() && r->exit_code == 0;
+  };
+  if (g.remote.empty() || here()) return Status::Ok();  // its owner works on this machine
+  MATES_RETURN_IF_ERROR(ValidateBranchName(branch));
+  {
+    MATES_ASSIGN_OR_RETURN(FileLock lock, LockFetches(ws, team));
+    MATES_RETURN_IF_ERROR(w.Ok({"fetch", "--quiet", "--no-tags", g.remote,
+                                "+refs/heads/" + branch + ":refs/remotes/" + g.remote + "/" + branch},
+                               600, cancel)
+                              .status());
+  }
+  if (!here()) {
+    return Status::FailedPrecondition("commit " + commit.substr(0, 10) + " is not on " + g.remote + "/" + branch +
+                                      " (its owner's machine has pushed another since, or could not push it)");
+  }
+  return Status::Ok();
+}
+
+Result<bool> PushTarget(const Workspace& ws, const TeamGit& g, const std::string& old, const std::string& merged,
+                        const CancelToken* cancel) {
+  const std::string dst = "refs/heads/" + g.target_branch;
+  Git w(ws.root());
+  MATES_ASSIGN_OR_RETURN(GitOutput r, w.Run({"push", "--porcelain", "--force-with-lease=" + dst + ":" + old,
+                                             g.remote, merged + ":" + dst},
+                                            300, cancel));
+  if (r.exit_code == 0) {
+    // Seen here at once (the next fetch would say the same).
+    (void)w.Run({"update-ref", g.target_ref(), merged}, 60);
+    return true;
+  }
+  if (r.out.find("\t[rejected]") != std::string::npos) return false;  // moved meanwhile (stale info)
+  std::string why = r.err.empty() ? r.out : r.err;
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  if (why.size() > 2000) why = "…" + why.substr(why.size() - 2000);
+  return Status::FailedPrecondition("git push " + g.remote + " " + dst + ": " + why);
+}
+
 Result<GitOutput> MergeTargetInto(const Workspace& ws, const std::string& team, const std::string& name,
-                                  const std::string& target) {
+                                  const TeamGit& tg) {
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockWorktree(ws, team, name));
   Git g(TeammateWorktree(ws, team, name), TeammateIdentity(team, name));
-  MATES_ASSIGN_OR_RETURN(GitOutput ff, g.Run({"merge", "--ff-only", "--quiet", "refs/heads/" + target}, 300));
+  MATES_ASSIGN_OR_RETURN(GitOutput ff, g.Run({"merge", "--ff-only", "--quiet", tg.target_ref()}, 300));
   if (ff.exit_code == 0) return ff;
-  return g.Run({"merge", "--no-edit", "--quiet", "refs/heads/" + target}, 300);
+  return g.Run({"merge", "--no-edit", "--quiet", "-m", "Merge " + tg.target_name(), tg.target_ref()}, 300);
 }
 
 std::string RefreshWorktree(const Workspace& ws, const std::string& team, const std::string& name,
-                            const std::string& target) {
+                            const TeamGit& tg) {
   Git g(TeammateWorktree(ws, team, name), TeammateIdentity(team, name));
+  Status fetched = FetchTarget(ws, team, tg);
+  if (!fetched.ok()) return "could not fetch it: " + fetched.message();
+  const std::string target = tg.target_ref();
   {
     // The usual case in one run: nothing of its own unmerged, so the target
     // fast-forwards it (git refuses when a local change would be touched).
     auto lock = LockWorktree(ws, team, name);
-    auto ff = g.Run({"merge", "--ff-only", "--quiet", "refs/heads/" + target}, 300);
+    auto ff = g.Run({"merge", "--ff-only", "--quiet", target}, 300);
     if (ff.ok() && ff->exit_code == 0) return "";
   }
   auto dirty = g.Ok({"status", "--porcelain", "--untracked-files=no"}, 120);
   if (!dirty.ok()) return dirty.status().message();
   if (!dirty->empty()) return "it has uncommitted changes";
-  auto merged = MergeTargetInto(ws, team, name, target);
+  auto merged = MergeTargetInto(ws, team, name, tg);
   if (!merged.ok()) return merged.status().message();
   if (merged->exit_code != 0) {
     auto lock = LockWorktree(ws, team, name);
     (void)g.Run({"merge", "--abort"}, 60);
-    return "merging " + target + " into it would conflict with your unmerged work";
+    return "merging " + tg.target_name() + " into it would conflict with your unmerged work";
   }
   return "";
 }
 
 std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const std::string& name,
-                            const std::string& target, bool final) {
+                            const TeamGit& tg, bool final) {
   Git w(ws.root());
+  // What the remote merged counts (an outage: judged on what was fetched).
+  (void)FetchTarget(ws, team, tg);
   const fs::path path = TeammateWorktree(ws, team, name);
   const std::string branch = TeammateBranch(team, name);
   std::error_code ec;
@@ -215,7 +332,7 @@ std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const 
   }
   bool merged = false;
   if (!tip->empty()) {
-    auto m = IsAncestor(w, *tip, "refs/heads/" + target);
+    auto m = IsAncestor(w, *tip, tg.target_ref());
     merged = m.ok() && *m;
   }
   if (!dirty.empty()) return "kept " + path.string() + " (uncommitted changes)";
@@ -228,6 +345,14 @@ std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const 
   if (!tip->empty()) {
     auto deleted = w.Ok({"branch", "-D", "--quiet", branch}, 60);
     if (!deleted.ok()) return "kept branch " + branch + " (" + deleted.status().message() + ")";
+    if (!tg.remote.empty()) {
+      // Its copy on the remote too, unless it moved since (its owner
+      // pushed more from another machine).
+      auto gone = w.Run({"push", "--quiet", "--force-with-lease=refs/heads/" + branch + ":" + *tip, tg.remote,
+                         ":refs/heads/" + branch},
+                        300);
+      if (!gone.ok() || gone->exit_code != 0) LogDebug("kept " + tg.remote + "/" + branch + " on the remote");
+    }
   }
   return "";
 }
@@ -266,7 +391,7 @@ std::vector<std::string> CleanUpTeam(const Workspace& ws, const TeamConfig& team
   if (!team.git.configured()) return kept;
   for (const auto& m : team.members) {
     if (m.role == MemberRole::kLead) continue;
-    std::string k = CleanUpTeammate(ws, team.name, m.name, team.git.target_branch, /*final=*/true);
+    std::string k = CleanUpTeammate(ws, team.name, m.name, team.git, /*final=*/true);
     if (!k.empty()) kept.push_back(k);
   }
   CleanUpScratch(ws, team.name);

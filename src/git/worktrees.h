@@ -4,6 +4,13 @@
 //   W/.mates/worktrees/<team>/<name>    on mates/<name>@<team>
 //   W/.mates/worktrees/<team>/.merge    detached: where merges are checked
 //
+// A team on a shared store (DESIGN §13) names a git remote every machine
+// reaches (TeamGit::remote): the remote's target is the truth, fetched into
+// refs/remotes/<remote>/<target> before it is read; a teammate's branch is
+// pushed there when it submits, and the merge queue moves the remote's
+// target by a compare-and-swap push. Each machine keeps its own W and
+// worktrees; only branches travel.
+//
 // Paths and branches derive from validated names only, never from a file.
 // Nothing here deletes work that is not on the target: a worktree is
 // removed only when clean and its branch merged, a branch deleted only when
@@ -29,7 +36,10 @@ Identity MergeQueueIdentity(const std::string& team);
 // Checks W and fills in the target: W must be a git repository with a
 // commit; `wanted.target_branch` "" means mates/<team> (created from W's
 // HEAD when missing), a name given must exist; a target checked out in W
-// needs W clean (mates' own folders aside). One clear error each.
+// needs W clean (mates' own folders aside). With `wanted.remote`, W must
+// have that remote and the target is the remote's (mates/<team> pushed
+// there from W's branch or HEAD when missing; a name given must be there).
+// One clear error each.
 Result<TeamGit> PrepareTarget(const Workspace& ws, const std::string& team, TeamGit wanted);
 
 // Whether `branch` is what W has checked out (then merges fast-forward W).
@@ -37,10 +47,14 @@ bool CheckedOutInW(const Workspace& ws, const std::string& branch);
 // W's uncommitted changes to tracked files, mates' folders aside ("" = clean).
 Result<std::string> DirtyFiles(const Git& g);
 
+// With a remote: the remote's target fetched (one fetch at a time per team
+// in W); nothing to do without one.
+Status FetchTarget(const Workspace& ws, const std::string& team, const TeamGit& g);
+
 // The teammate's worktree, made from the target when missing (a branch of
 // that name left from before is reused: it holds the teammate's work).
 Result<fs::path> EnsureTeammateWorktree(const Workspace& ws, const std::string& team, const std::string& name,
-                                        const std::string& target);
+                                        const TeamGit& g);
 
 // Commits everything in the teammate's worktree as "Task #N: subject" by
 // the teammate (concluding a merge it was resolving). `ahead` is whether
@@ -50,27 +64,39 @@ struct Committed {
   bool ahead = false;
 };
 Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& team, const std::string& name,
-                                     int64_t task, const std::string& subject, const std::string& target);
+                                     int64_t task, const std::string& subject, const TeamGit& g);
+// With a remote: the teammate's branch pushed there (it is its owner's
+// alone: forced), for the merge queue on another machine to fetch.
+Status PushTeammateBranch(const Workspace& ws, const std::string& team, const std::string& name, const TeamGit& g);
+// With a remote: the submitted branch fetched, so that the commit it names
+// is here (FailedPrecondition if the remote does not have it).
+Status FetchSubmitted(const Workspace& ws, const std::string& team, const TeamGit& g, const std::string& branch,
+                      const std::string& commit, const CancelToken* cancel);
+// With a remote: its target moved from `old` to `merged` only if it is
+// still at `old` (a push with a lease). false: it had moved (fetch and go
+// round again); an error: the remote could not be reached or refused.
+Result<bool> PushTarget(const Workspace& ws, const TeamGit& g, const std::string& old, const std::string& merged,
+                        const CancelToken* cancel);
 
 // Brings the target into the teammate's worktree (after its work merged, or
 // to show it a conflict). Returns git's exit: 0 merged cleanly, else the
 // conflict is left in the files (or git refused: local changes).
 Result<GitOutput> MergeTargetInto(const Workspace& ws, const std::string& team, const std::string& name,
-                                  const std::string& target);
+                                  const TeamGit& g);
 
 // Before the teammate starts a task: its worktree takes the target's news
 // (the work its task depends on was merged there). Only a clean worktree is
 // touched, and a merge that would conflict is undone. Returns why it was
 // not brought up to date ("" when it was).
 std::string RefreshWorktree(const Workspace& ws, const std::string& team, const std::string& name,
-                            const std::string& target);
+                            const TeamGit& g);
 
 // Removes the teammate's worktree if it is clean and merged, and its branch
 // if merged. `final` (the team ends): unmerged work is committed to the
 // branch, the worktree removed and the branch kept. Returns what was done,
 // in words ("" when there was nothing).
 std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const std::string& name,
-                            const std::string& target, bool final);
+                            const TeamGit& g, bool final);
 // The scratch worktree goes; `git worktree prune` after.
 void CleanUpScratch(const Workspace& ws, const std::string& team);
 // The team ends (TeamDelete, `mates team delete`): every member's worktree

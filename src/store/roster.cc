@@ -105,6 +105,7 @@ Json TeamConfigToJson(const TeamConfig& c) {
                 {"merge_check", c.git.merge_check},
                 {"merge_timeout", c.git.merge_timeout_s},
                 {"merge_review", c.git.merge_review}};
+    if (!c.git.remote.empty()) j["git"]["remote"] = c.git.remote;
   }
   if (c.budget.any()) j["budget"] = {{"tokens", c.budget.tokens}, {"usd", c.budget.usd}};
   return j;
@@ -167,6 +168,8 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
     MATES_ASSIGN_OR_RETURN(c.git.merge_check, JsonString(*git, "merge_check", false));
     MATES_ASSIGN_OR_RETURN(c.git.merge_timeout_s, JsonNumber(*git, "merge_timeout", 600));
     MATES_ASSIGN_OR_RETURN(c.git.merge_review, JsonBool(*git, "merge_review", false));
+    MATES_ASSIGN_OR_RETURN(c.git.remote, JsonString(*git, "remote", false));
+    if (!c.git.remote.empty()) MATES_RETURN_IF_ERROR(ValidateName("git remote", c.git.remote));
     if (!(c.git.merge_timeout_s > 0)) return Status::InvalidArgument("git.merge_timeout must be positive");
   }
   MATES_ASSIGN_OR_RETURN(const Json* budget, JsonObjectField(j, "budget", false));

@@ -58,13 +58,27 @@ enum class Isolation { kShared, kWorktree };
 std::string_view IsolationName(Isolation i);  // "shared" | "worktree"
 Result<Isolation> ParseIsolation(std::string_view name);
 
+// The remote a team on a shared store uses unless told (--git-remote).
+inline constexpr const char* kDefaultGitRemote = "origin";
+
 struct TeamGit {
   Isolation isolation = Isolation::kShared;  // for teammates spawned without a choice
   std::string target_branch;                 // "" = not set up (no teammate isolated yet)
   std::string merge_check;                   // a shell command run on each merge; "" = none
   double merge_timeout_s = 600;
   bool merge_review = false;                 // checked merges wait for a decision
+  // "" = the target is W's branch (one machine); else the git remote every
+  // machine of the team fetches from and pushes to (a team on a shared
+  // store, DESIGN §13): the remote's target is the truth, and teammates'
+  // branches travel through it to the merge queue.
+  std::string remote;
   bool configured() const { return !target_branch.empty(); }
+  // What merged work is read from: W's branch, or the remote's as last
+  // fetched; and how it is named to an agent or a person.
+  std::string target_ref() const {
+    return remote.empty() ? "refs/heads/" + target_branch : "refs/remotes/" + remote + "/" + target_branch;
+  }
+  std::string target_name() const { return remote.empty() ? target_branch : remote + "/" + target_branch; }
 };
 
 // What the whole team may spend (DESIGN §15); 0 = no limit. Over it, no

@@ -165,8 +165,8 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
     auto c = store_->LoadTeam(team);
     if (!c.ok()) return c.status();
     MATES_ASSIGN_OR_RETURN(TeamGit g, EnsureTarget(team, *c));
-    MATES_ASSIGN_OR_RETURN(cfg.work_root, git::EnsureTeammateWorktree(ws_, team, m.name, g.target_branch));
-    cfg.target_branch = g.target_branch;
+    MATES_ASSIGN_OR_RETURN(cfg.work_root, git::EnsureTeammateWorktree(ws_, team, m.name, g));
+    cfg.git = g;
   }
   cfg.team = team;
   cfg.name = m.name;
@@ -188,6 +188,7 @@ Result<TeamGit> TeamManager::EnsureTarget(const std::string& team, const TeamCon
   if (c.git.configured()) return c.git;
   TeamGit wanted = options_.git;
   wanted.isolation = c.git.isolation;
+  if (options_.store != nullptr && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
   MATES_ASSIGN_OR_RETURN(TeamGit g, git::PrepareTarget(ws_, team, wanted));
   MATES_RETURN_IF_ERROR(store_->UpdateTeam(team, [&](TeamConfig& cfg) {
     if (!cfg.git.configured()) cfg.git = g;
@@ -205,7 +206,7 @@ bool TeamManager::Running(const std::string& name) {
 std::string TeamManager::CleanUpWorktree(const std::string& team, const std::string& name) {
   auto c = store_->LoadTeam(team);
   if (!c.ok() || !c->git.configured()) return "";
-  return git::CleanUpTeammate(ws_, team, name, c->git.target_branch, /*final=*/false);
+  return git::CleanUpTeammate(ws_, team, name, c->git, /*final=*/false);
 }
 
 Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::string& description,
@@ -216,13 +217,11 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     MATES_ASSIGN_OR_RETURN(iso, ParseIsolation(isolation));
   }
   TeamGit prepared;
-  if (iso == Isolation::kWorktree && options_.store != nullptr) {
-    return Status::FailedPrecondition("worktree isolation works on the file store only yet, not on " +
-                                      store_->where() + "; create the team with isolation \"shared\"");
-  }
   if (iso == Isolation::kWorktree) {
     TeamGit wanted = options_.git;
     wanted.isolation = iso;
+    // On a shared store the work travels through a remote (DESIGN §13).
+    if (options_.store != nullptr && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
     MATES_ASSIGN_OR_RETURN(prepared, git::PrepareTarget(ws_, name, wanted));
   }
   const std::string current = lead_ctx_->team;
@@ -251,7 +250,7 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
          "and spawn teammates with Task(team_name=\"" + name + "\", name=…, prompt=…)." +
          (iso == Isolation::kWorktree
               ? " Each teammate works in its own git worktree; a completed task is merged onto " +
-                    prepared.target_branch + " by the merge queue" +
+                    prepared.target_name() + " by the merge queue" +
                     (prepared.merge_check.empty() ? "" : " after its check (" + prepared.merge_check + ") passes") +
                     ", and only then counts as completed."
               : "");
@@ -293,10 +292,6 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
   if (name == lead_name()) return Status::InvalidArgument("'" + name + "' is you, the lead");
   MATES_ASSIGN_OR_RETURN(TeamConfig c, store_->LoadTeam(team));
   const bool isolated = iso.value_or(c.git.isolation) == Isolation::kWorktree;
-  if (isolated && options_.store != nullptr) {
-    return Status::FailedPrecondition("worktree isolation works on the file store only yet, not on " +
-                                      store_->where() + "; spawn it with isolation \"shared\"");
-  }
   if (isolated) MATES_RETURN_IF_ERROR(EnsureTarget(team, c).status());
   const Member* existing = c.Find(name);
   if (existing != nullptr) {

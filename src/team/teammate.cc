@@ -79,7 +79,7 @@ Teammate::Teammate(Config config, TeamManager* manager, std::unique_ptr<Hold> ho
   facts.role_prompt = config_.prompt;
   facts.plan_mode = config_.plan_mode;
   facts.work_root = config_.work_root;
-  facts.target_branch = config_.target_branch;
+  facts.target_branch = config_.git.target_name();
   agent::AgentSpec spec;
   spec.name = config_.name;
   spec.system = agent::TeammateSystemPrompt(facts);
@@ -217,11 +217,11 @@ void Teammate::TakeTask(const Task& t) {
   std::string stale;
   if (!config_.work_root.empty()) {
     // What the task builds on was merged onto the target: bring it in.
-    stale = git::RefreshWorktree(ctx_.ws, config_.team, config_.name, config_.target_branch);
+    stale = git::RefreshWorktree(ctx_.ws, config_.team, config_.name, config_.git);
   }
   loop_->AddNotice("Task #" + std::to_string(t.id) + ": " + t.subject +
                    (t.description.empty() ? "" : "\n" + t.description) +
-                   (stale.empty() ? "" : "\n(Your worktree does not have the latest " + config_.target_branch +
+                   (stale.empty() ? "" : "\n(Your worktree does not have the latest " + config_.git.target_name() +
                                              ": " + stale + ".)"));
   SetStatus(MemberStatus::kActive);
 }

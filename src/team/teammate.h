@@ -62,7 +62,7 @@ class Teammate {
     bool resume = false;      // take the conversation from the journal
     bool new_prompt = true;   // `prompt` is the next message (spawned or revived)
     fs::path work_root;        // its own git worktree (DESIGN §12); "" = the workspace
-    std::string target_branch; // where its work merges (with work_root)
+    TeamGit git;               // where its work merges (with work_root)
     int64_t budget_tokens = 0;   // its own token budget (0 = none)
     int64_t context_budget = 0;  // compacts above this (0 = the host's setting)
   };

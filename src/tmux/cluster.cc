@@ -141,7 +141,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
         return Status::Ok();
       }).status());
     }
-    auto tree = git::EnsureTeammateWorktree(ws, config_.name, a.name, g.target_branch);
+    auto tree = git::EnsureTeammateWorktree(ws, config_.name, a.name, g);
     if (!tree.ok()) return tree.status().WithContext(a.name + "'s worktree");
     trees[a.name] = *tree;
   }

@@ -167,9 +167,10 @@ class TaskUpdateTool : public Tool {
       // Only an isolated owner's task goes through the queue; a teammate may
       // complete no task but its own, so one sharing the workspace skips the
       // check (and its roster read) on the handoff path.
-      // (Worktrees are the file store's: on another store there are none.)
-      if (board->files && (ctx.is_lead || !ctx.work_root.empty())) {
-        auto submitted = git::SubmitForMerge(ctx.ws, ctx.team, *board->files, id, CallerOf(ctx));
+      if (ctx.is_lead || !ctx.work_root.empty()) {
+        std::unique_ptr<TeamStore> files = ctx.store != nullptr ? nullptr : FileTeamStore(ctx.ws);
+        auto submitted = git::SubmitForMerge(ctx.ws, ctx.store != nullptr ? *ctx.store : *files, ctx.team, id,
+                                             CallerOf(ctx));
         if (!submitted.ok()) return ToolResult::Error(submitted.status().message());
         if (submitted->has_value()) return ToolResult::Ok((*submitted)->text);
       }
