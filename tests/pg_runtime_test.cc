@@ -697,6 +697,38 @@ TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
   EXPECT_TRUE(teams_->IsHosted("crew", "w1"));
 }
 
+// The same, with work for it on the board the moment the other host has
+// its lock: woken by the board, it looks at its lock before it claims
+// (its connection hung up: taken again now, found taken), not in the
+// keeper's next second, so it claims nothing of the other host's.
+TEST_F(PgRuntimeTest, ATeammateTakenOverClaimsNothingBeforeItsKeeperLooks) {
+  llm::ScriptedProvider provider(Scenario());
+  Host host(dir_.path() / "a", &provider, teams_.get());
+  auto r = host.manager->SpawnTeammate({.team = "crew", .name = "w1", .prompt = "Work from the board."});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(testing::WaitUntil([&] { return host.manager->HasNewsForLead(); }, 30));
+  auto target = pg::ParseTarget(url_);
+  auto admin = pg::Connection::Open(*target, 10);
+  ASSERT_TRUE(admin.ok());
+  std::unique_ptr<Hold> other;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    (void)admin->Exec("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                      "AND pid <> pg_backend_pid()");
+    auto h = teams_->HoldLiveness("crew", "w1");
+    if (h.ok()) other = std::move(*h);
+    return other != nullptr;
+  }, 20));
+  auto board = teams_->Board("crew");
+  auto made = board->Create({"the other host's", "", "", {}, ""});
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  ASSERT_TRUE(testing::WaitUntil([&] { return !host.manager->Running("w1"); }, 10))
+      << "w1 still runs here while another host hosts it";
+  auto t = board->Get(made->id);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->status, TaskStatus::kPending) << "claimed by " << t->owner;
+  EXPECT_EQ(t->owner, "");
+}
+
 // The lead's subagents' usage goes to the store too (one journal for all
 // of them, and its copy): every machine's `usage` and a team budget count
 // it, and an export writes it out.

@@ -261,6 +261,7 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
   std::vector<llm::ContentBlock> results;
   for (const auto& b : reply.content) {
     if (b.type != llm::BlockType::kToolUse) continue;
+    if (before_tool_ && !cancel_.cancelled()) before_tool_();
     if (cancel_.cancelled()) {
       *interrupted = true;
       results.push_back(llm::ContentBlock::ToolResult(b.id, "interrupted by the user before this tool ran", true));

@@ -97,6 +97,9 @@ class AgentLoop {
   // Called before each model call, after the inbox is taken in (e.g. a
   // plan approval that lifts plan mode).
   void SetBeforeCall(std::function<void()> hook) { before_call_ = std::move(hook); }
+  // Called before each tool runs; an interrupt it makes (Interrupt) stops
+  // the tool from running (e.g. its host no longer hosts this agent).
+  void SetBeforeTool(std::function<void()> hook) { before_tool_ = std::move(hook); }
   // Continues the journal at `path` (the lead moving to another team): the
   // whole conversation is written there first (and to `copy`, the store's
   // copy of it there, if any).
@@ -167,6 +170,7 @@ class AgentLoop {
 
   std::function<std::string()> notice_source_;
   std::function<void()> before_call_;
+  std::function<void()> before_tool_;
 
   std::mutex notices_mu_;
   std::deque<std::string> notices_;  // guarded by notices_mu_

@@ -271,7 +271,21 @@ struct Store::Liveness::Held {
   bool released = false;  // guarded by mu: the Liveness went; never taken again
   bool lost = false;      // guarded by mu: another host has it (said once)
   std::function<void()> on_lost;  // guarded by mu: called under it, once
+  Store* store = nullptr;         // which keeps it (outlives it)
 };
+
+bool Store::Liveness::StillHeld() {
+  if (!held_) return true;
+  {
+    std::lock_guard<std::mutex> lock(held_->mu);
+    if (held_->released || held_->lost) return false;
+    if (held_->conn.ok() && !held_->conn.HungUp()) return true;
+  }
+  held_->store->Retake(*held_);
+  std::lock_guard<std::mutex> lock(held_->mu);
+  // Out of reach still: nobody else can take it either (the keeper goes on).
+  return !held_->released && !held_->lost;
+}
 
 void Store::Liveness::OnLost(std::function<void()> lost) {
   if (!held_) return;
@@ -292,6 +306,7 @@ Result<Store::Liveness> Store::HoldLiveness(const std::string& team, const std::
   held->conn = std::move(c);
   held->key = LivenessKey(team, agent);
   held->who = "'" + agent + "' of team '" + team + "'";
+  held->store = this;
   {
     std::lock_guard<std::mutex> lock(keeper_mu_);
     kept_.push_back(held);
@@ -1240,6 +1255,7 @@ class Teams : public TeamStore {
     struct Held : Hold {
       explicit Held(Store::Liveness l) : liveness(std::move(l)) {}
       void OnLost(std::function<void()> lost) override { liveness.OnLost(std::move(lost)); }
+      bool StillHeld() override { return liveness.StillHeld(); }
       Store::Liveness liveness;
     };
     return std::unique_ptr<Hold>(std::make_unique<Held>(std::move(*held)));

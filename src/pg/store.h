@@ -196,6 +196,8 @@ class Store {
     // Hold::OnLost: once it is seen taken by another host, `lost` is called
     // (from the keeper's thread) and the lock is not taken again.
     void OnLost(std::function<void()> lost);
+    // Hold::StillHeld: its connection seen hung up is taken again now.
+    bool StillHeld();
 
    private:
     friend class Store;

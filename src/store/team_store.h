@@ -32,6 +32,13 @@ class Hold {
   // block, and is not called once the Hold is gone. The file store's locks
   // are the kernel's and never lost.
   virtual void OnLost(std::function<void()> lost) { (void)lost; }
+  // Whether it is still held, looked at now, before doing what only its
+  // holder may: false once another process has taken it. A PostgreSQL
+  // liveness lock whose connection is seen hung up (one poll, no round
+  // trip) is taken again first, on the caller's thread (`lost` is called
+  // if another process has it), so a holder that asks does not act in the
+  // second before the keeper would have looked.
+  virtual bool StillHeld() { return true; }
 };
 
 // A member's inbox.

@@ -95,6 +95,9 @@ Teammate::Teammate(Config config, TeamManager* manager, std::unique_ptr<Hold> ho
   loop_ = std::make_unique<agent::AgentLoop>(spec, manager_->provider(), tools_.get(), &ctx_, events_.get());
   ctx_.cancel = loop_->cancel_token();
   loop_->SetBeforeCall([this] { CheckPlanApproval(); });
+  // No tool runs for a teammate another host has taken over (its stop
+  // interrupts the loop, which then skips the tool).
+  loop_->SetBeforeTool([this] { (void)StillHosted(); });
 }
 
 Teammate::~Teammate() {
@@ -146,7 +149,7 @@ void Teammate::SetStatus(MemberStatus s, const std::string& detail) {
   // Whoever waits on status_ (the lead's AnyActive) must find the roster
   // saying the same: working is announced here first (the roster follows
   // off the handoff path), resting on disk first.
-  if (taken_over_.load()) {
+  if (!StillHosted()) {
     status_.store(s);  // here only: the roster is the other host's to write
   } else if (s == MemberStatus::kActive) {
     status_.store(s);
@@ -226,8 +229,16 @@ void Teammate::TakeTask(const Task& t) {
   SetStatus(MemberStatus::kActive);
 }
 
+bool Teammate::StillHosted() {
+  if (taken_over_.load()) return false;
+  // A lost lock found now calls OnLost's stop (taken_over_) before this returns.
+  return host_lock_ == nullptr || host_lock_->StillHeld();
+}
+
 std::optional<bool> Teammate::IdleEnds() {
   if (stop_.load()) return false;
+  // Before a claim: not one for a teammate another host has taken over.
+  if (!StillHosted()) return false;
   if (std::string over = loop_->OverBudget(); !over.empty()) {
     SetStopReason(StopReason::kBudget, over);
     return false;

@@ -101,9 +101,14 @@ class Teammate {
   // one): woken by its inbox's and board's notifications, claiming through
   // the store's board; a store it cannot reach is waited out.
   bool IdleWaitOnStore();
-  // What ends an idle wait before it looks at the board: a stop or its
-  // budget spent (false), input waiting (true); nullopt if none.
+  // Whether this host still hosts it (a lost liveness lock is looked at
+  // now, not at the keeper's next look); false: taken over, stopping.
+  bool StillHosted();
+  // What ends an idle wait before it looks at the board: a stop, its
+  // budget spent or another host hosting it (false), input waiting (true);
+  // nullopt if none.
   std::optional<bool> IdleEnds();
+
   // After a look that claimed nothing (`claim`: how the claim went): no
   // longer claiming, whoever waits told; true if the board is gone (the
   // stop reason is set).
