@@ -1312,8 +1312,10 @@ std::string Git(const fs::path& dir, std::vector<std::string> args) {
 // the database — the lead and its merge queue on A, teammate w1 on B. w1's
 // work is pushed from B and merged by A's queue onto origin's target; w2,
 // spawned on A, starts from what B did; w1's next task on B starts from
-// what A did; a failed check bounces to w1 on B, which fixes it. The
-// target only ever holds checked merges, and every task is merged once.
+// what A did; a failed check bounces to w1 on B, which fixes it; and a
+// conflict with w2's work bounces to w1 on B, which fetches, merges and
+// resolves it there. The target only ever holds checked merges, and every
+// task is merged once.
 TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemote) {
   TempDir machines;
   const fs::path origin = machines.path() / "origin.git";
@@ -1330,6 +1332,17 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
 
   const std::string yaml =
       LeadSpawnsOnGo("iso", "w2") +
+      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): conflict in (\\\\S+)\"\n    once: false\n"
+      "    reply:\n"
+      "      - {type: tool_use, name: bash, input: {command: \"git fetch -q origin && git merge -q origin/mates/iso; "
+      "grep -q '^<<<<<<<' $2 && printf 'resolved\\\\n' > $2\"}}\n"
+      "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
+      // w1 finishes its clash only once w2's (from the same base) is merged.
+      "  - agent: w1\n    when: \"Task #(\\\\d+): clash (\\\\S+) with (.*)\"\n    once: false\n"
+      "    reply:\n"
+      "      - {type: tool_use, name: bash, input: {command: \"tip() { git ls-remote origin refs/heads/mates/iso | "
+      "cut -f1; }; t=$(tip); printf '%s\\\\n' '$3' > $2; until [ \\\"$(tip)\\\" != \\\"$t\\\" ]; do sleep 0.05; done\"}}\n"
+      "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
       "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): check failed\"\n    once: false\n"
       "    reply:\n"
       "      - {type: tool_use, name: bash, input: {command: \"rm BROKEN && printf 'fixed\\\\n' > fixed.txt\"}}\n"
@@ -1372,7 +1385,8 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
   EXPECT_EQ(pane.exit_code, 2) << pane.err;
 
   // w1 works on B; the board: #1 w1's, #2 (after #1) w2's, #3 (after #2)
-  // and #4 (after #3) w1's again.
+  // and #4 (after #3) w1's again, then #5 (w1's) and #6 (w2's) after #4,
+  // writing one file.
   auto joined = mates(b, {"team", "join", "iso", "w1", "--backend", "in-process", "--isolation", "worktree"});
   ASSERT_EQ(joined.exit_code, 0) << joined.err;
   ASSERT_TRUE(teams_->LoadTeam("iso")->Find("w1")->worktree);
@@ -1380,13 +1394,15 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
     std::string subject, after, owner;
   };
   for (const Made& t : {Made{"write b.txt with from B", "", "w1"}, Made{"write a.txt with from A", "1", "w2"},
-                        Made{"copy a.txt to c.txt", "2", "w1"}, Made{"write BROKEN with oops", "3", "w1"}}) {
+                        Made{"copy a.txt to c.txt", "2", "w1"}, Made{"write BROKEN with oops", "3", "w1"},
+                        Made{"clash x.txt with from B", "4", "w1"}, Made{"write x.txt with from A", "4", "w2"}}) {
     std::vector<std::string> args = {"tasks", "create", "--team", "iso", t.subject};
     if (!t.after.empty()) args.insert(args.end(), {"--blocked-by", t.after});
     auto made = mates(a, args);
     ASSERT_EQ(made.exit_code, 0) << made.err;
   }
-  for (const auto& [id, owner] : std::vector<std::pair<std::string, std::string>>{{"1", "w1"}, {"2", "w2"}, {"3", "w1"}, {"4", "w1"}}) {
+  for (const auto& [id, owner] : std::vector<std::pair<std::string, std::string>>{
+           {"1", "w1"}, {"2", "w2"}, {"3", "w1"}, {"4", "w1"}, {"5", "w1"}, {"6", "w2"}}) {
     auto set = mates(a, {"tasks", "update", "--team", "iso", id, "--owner", owner});
     ASSERT_EQ(set.exit_code, 0) << set.err;
   }
@@ -1425,13 +1441,13 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
   ASSERT_EQ(up_a.exit_code, 0) << up_a.out << up_a.err;
   auto all_completed = [&] {
     auto l = board->List(false);
-    return l.ok() && l->size() == 4 &&
+    return l.ok() && l->size() == 6 &&
            std::all_of(l->begin(), l->end(), [](const Task& t) { return t.status == TaskStatus::kCompleted; });
   };
   ASSERT_TRUE(Until(waker, all_completed)) << logs();
 
-  // Every task merged once (#4 after one bounce), each by its owner's
-  // machine: w1's from B, w2's from A.
+  // Every task merged once (#4 and #5 after one bounce each), each by its
+  // owner's machine: w1's from B, w2's from A.
   auto list = merges->List();
   ASSERT_TRUE(list.ok());
   std::map<int64_t, std::vector<MergeState>> by_task;
@@ -1440,6 +1456,8 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
   EXPECT_EQ(by_task[2], std::vector<MergeState>{MergeState::kMerged});
   EXPECT_EQ(by_task[3], std::vector<MergeState>{MergeState::kMerged});
   EXPECT_EQ(by_task[4], (std::vector<MergeState>{MergeState::kFailed, MergeState::kMerged}));
+  EXPECT_EQ(by_task[5], (std::vector<MergeState>{MergeState::kConflict, MergeState::kMerged}));
+  EXPECT_EQ(by_task[6], std::vector<MergeState>{MergeState::kMerged});
 
   // The target on origin, seen from a third clone: B's file, A's file,
   // the copy B made of A's (its worktree had fetched it), the fix.
@@ -1449,10 +1467,12 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
   EXPECT_EQ(ReadAll(c / "a.txt"), "from A\n");
   EXPECT_EQ(ReadAll(c / "c.txt"), "from A\n");
   EXPECT_EQ(ReadAll(c / "fixed.txt"), "fixed\n");
+  EXPECT_EQ(ReadAll(c / "x.txt"), "resolved\n");
   EXPECT_FALSE(fs::exists(c / "BROKEN"));
   const std::string authors = Git(c, {"log", "--format=%an: %s", "--no-merges"});
   for (const char* line : {"w1: Task #1: write b.txt with from B", "w2: Task #2: write a.txt with from A",
-                           "w1: Task #3: copy a.txt to c.txt", "w1: Task #4: write BROKEN with oops"}) {
+                           "w1: Task #3: copy a.txt to c.txt", "w1: Task #4: write BROKEN with oops",
+                           "w1: Task #5: clash x.txt with from B", "w2: Task #6: write x.txt with from A"}) {
     EXPECT_NE(authors.find(line), std::string::npos) << line << "\n" << authors;
   }
   // Every commit the target moved to passed the check: none held BROKEN
@@ -1465,14 +1485,19 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
     auto has = testing::Run({"git", "-C", c.string(), "cat-file", "-e", m.merged_commit + ":BROKEN"});
     EXPECT_NE(has.exit_code, 0) << "the target held BROKEN at " << m.merged_commit;
   }
-  EXPECT_EQ(moved_to.size(), 4u);
+  EXPECT_EQ(moved_to.size(), 6u);
   EXPECT_EQ(list->back().merged_commit, Git(c, {"rev-parse", "HEAD"}));
-  // The bounce reached w1 on B, from merge-queue on A.
+  // The bounces reached w1 on B, from merge-queue on A; the conflict's
+  // says how to bring the target in (its worktree is not A's to touch).
   auto told = teams_->JournalOf("iso", "w1")->Lines();
   ASSERT_TRUE(told.ok());
-  EXPECT_TRUE(std::any_of(told->begin(), told->end(), [](const std::string& l) {
-    return l.find("Task #4: check failed") != std::string::npos;
-  }));
+  auto heard = [&](const std::string& text) {
+    return std::any_of(told->begin(), told->end(),
+                       [&](const std::string& l) { return l.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(heard("Task #4: check failed"));
+  EXPECT_TRUE(heard("Task #5: conflict in x.txt"));
+  EXPECT_TRUE(heard("Run `git fetch origin && git merge origin/mates/iso` in your worktree"));
   // A's own branch of the target followed the remote's.
   EXPECT_EQ(Git(a, {"rev-parse", "refs/heads/mates/iso"}), Git(c, {"rev-parse", "HEAD"}));
   // Who worked where: w1's worktree is B's, w2's A's.
@@ -1486,7 +1511,7 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   auto j = ParseJson(listed.out);
   ASSERT_TRUE(j.ok() && j->is_array()) << listed.out;
-  EXPECT_EQ(j->size(), 5u);
+  EXPECT_EQ(j->size(), 8u);
 
   auto down_a = mates(a, {"down", "--team", "iso", "--grace", "5"});
   EXPECT_EQ(down_a.exit_code, 0) << down_a.err;

@@ -223,12 +223,13 @@ Status PushTeammateBranch(const Workspace& ws, const std::string& team, const st
 Status FetchSubmitted(const Workspace& ws, const std::string& team, const TeamGit& g, const std::string& branch, const std::string& commit,
                       const CancelToken* cancel) {
   if (!IsCommitId(commit)) return Status::FailedPrecondition("'" + commit + "' is not a commit id");
+  if (g.remote.empty()) return Status::Ok();  // W's own branch: the merge says if it is not there
   Git w(ws.root());
   auto here = [&] {
     auto r = w.Run({"cat-file", "-e", commit + "^{commit}"}, 60, cancel);
     return r.ok() && r->exit_code == 0;
   };
-  if (g.remote.empty() || here()) return Status::Ok();  // its owner works on this machine
+  if (here()) return Status::Ok();  // its owner works on this machine
   MATES_RETURN_IF_ERROR(ValidateBranchName(branch));
   {
     MATES_ASSIGN_OR_RETURN(FileLock lock, LockFetches(ws, team));
