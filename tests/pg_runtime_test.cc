@@ -1156,7 +1156,7 @@ TEST_F(PgRuntimeTest, TheDashboardShowsAndSteersATeamFromAnyMachine) {
     }
     return false;
   }, 10));
-  // A PostgreSQL team has no merge queue: nothing listed, nothing to decide.
+  // No merge request yet: nothing listed, nothing to decide.
   EXPECT_EQ(get(host, "/api/merges").json()["merges"].size(), 0u);
   EXPECT_EQ(post(host, "/api/merges/1", R"({"approve":true})").code, 404);
 

@@ -161,7 +161,9 @@ Json HttpReply::json() const {
 HttpReply Http(const std::string& method, const std::string& url, const std::vector<std::string>& headers,
                const std::string& body, const std::string& content_type) {
   TempDir d;  // both bodies through files: they may be large
-  std::vector<std::string> argv = {"curl", "-s",   "-m", "10", "-X", method, "-w", "%{http_code}",
+  // 60 s: a page of several MiB, under ThreadSanitizer beside other tests,
+  // took more than 10 (curl said 0); a dashboard that hangs still fails.
+  std::vector<std::string> argv = {"curl", "-s",   "-m", "60", "-X", method, "-w", "%{http_code}",
                                    "-o",   (d.path() / "reply").string()};
   for (const auto& h : headers) argv.insert(argv.end(), {"-H", h});
   if (!body.empty()) {
@@ -169,7 +171,7 @@ HttpReply Http(const std::string& method, const std::string& url, const std::vec
     argv.insert(argv.end(), {"-H", "Content-Type: " + content_type, "--data-binary", "@" + (d.path() / "body").string()});
   }
   argv.push_back(url);
-  auto r = Run(argv);
+  auto r = Run(argv, 90);
   std::error_code ec;
   return {std::atoi(r.out.c_str()), fs::exists(d.path() / "reply", ec) ? ReadAll(d.path() / "reply") : ""};
 }
