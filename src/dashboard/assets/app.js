@@ -366,7 +366,9 @@ function renderMerges() {
     const detail = m.status === "merged" ? "onto " + m.target + " (" + (m.merged_commit || "").slice(0, 10) + ")"
       : m.status === "conflict" ? "conflict in " + m.files.join(", ")
       : m.status === "rejected" ? "rejected by " + m.decided_by + (m.feedback ? ": " + m.feedback : "")
-      : m.status === "review" ? "passed its check; waits for a decision" : m.subject;
+      : m.status === "review" ? "passed its check; waits for a decision"
+      : m.status === "failed" ? "not merged: back with " + m.owner
+      : m.status === "checking" ? "being merged and checked" : "waiting in the queue";
     const box = el("div", { class: "merge", dataset: { id: String(m.id), status: m.status } }, head,
       el("div", { class: "muted", text: m.subject }), el("div", { class: "detail", text: detail }));
     if (m.status === "failed" && m.output) box.append(el("pre", { text: m.output.slice(-600) }));
