@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/waker.h"
+#include "git/worktrees.h"
 #include "store/board.h"
 #include "store/merges.h"
 #include "store/roster.h"
@@ -356,6 +357,66 @@ TEST(WorktreeTest, ACheckedOutTargetIsFastForwardedAndMustBeClean) {
 }
 
 // Bad input: one clear error each.
+// Merge requests are input like any other (on a shared store another
+// machine writes them): one naming an owner that is no name, a branch
+// that is not the owner's, a commit that is no commit id (an option, say)
+// or a target that is no branch fails, saying why, and git never sees it.
+TEST(WorktreeTest, AHostileMergeRequestFailsWithoutReachingGit) {
+  Repo repo(TaskList{});
+  const fs::path pwned = repo.tmp.path() / "pwned";
+  const std::string head = repo.base;
+  struct Bad {
+    std::string owner, branch, commit, target, why;
+  };
+  const std::vector<Bad> bad = {
+      {"-x", "mates/-x@wt", head, "mates/wt", "names no branch of a member"},
+      {"w9", "main", head, "mates/wt", "names no branch of a member"},
+      {"w9", "mates/w9@wt", "--upload-pack=touch " + pwned.string(), "mates/wt", "is not a commit id"},
+      {"w9", "mates/w9@wt", head, "-f", "not a valid branch name"},
+  };
+  MergeStore store(Workspace(repo.w), "wt");
+  for (const auto& b : bad) {
+    MergeRequest m;
+    m.task = 1;
+    m.owner = b.owner;
+    m.branch = b.branch;
+    m.commit = b.commit;
+    m.target = b.target;
+    ASSERT_TRUE(store.Create(m).ok());
+  }
+  auto r = repo.Run({"--isolation", "worktree"}, "Go one");
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  auto list = repo.Merges();
+  ASSERT_EQ(list.size(), bad.size());
+  for (size_t i = 0; i < bad.size(); ++i) {
+    EXPECT_EQ(list[i].status, MergeState::kFailed) << i;
+    EXPECT_NE(list[i].output.find(bad[i].why), std::string::npos) << i << ": " << list[i].output;
+  }
+  EXPECT_FALSE(fs::exists(pwned));
+  EXPECT_EQ(Trim(Git(repo.w, {"rev-parse", "mates/wt"})), head) << "the target moved";
+}
+
+// A team across machines (DESIGN §13) shares its work through a remote:
+// a machine whose checkout lacks it is told which, and how to add it,
+// when the team's target is made there and when it fetches the target.
+TEST(WorktreeTest, AMachineWithoutTheTeamsRemoteIsToldSo) {
+  Repo repo(TaskList{});
+  TeamGit g;
+  g.isolation = Isolation::kWorktree;
+  g.remote = "origin";
+  auto made = git::PrepareTarget(Workspace(repo.w), "wt", g);
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.status().message().find("has no git remote 'origin'"), std::string::npos) << made.status().message();
+  g.target_branch = "mates/wt";
+  Status fetched = git::FetchTarget(Workspace(repo.w), "wt", g);
+  ASSERT_FALSE(fetched.ok());
+  EXPECT_NE(fetched.message().find("has no git remote 'origin', through which team 'wt' shares its work"),
+            std::string::npos)
+      << fetched.message();
+  g.remote = "--upload-pack=x";  // not a name: refused before git runs
+  EXPECT_EQ(git::PrepareTarget(Workspace(repo.w), "wt", g).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(WorktreeTest, BadInputIsOneClearError) {
   TempDir plain;
   auto r = testing::RunMates(plain.path(), {"run", "--provider", "scripted", "--scenario", Fixture(), "--isolation",

@@ -153,9 +153,19 @@ Result<TeamGit> PrepareTarget(const Workspace& ws, const std::string& team, Team
 Status FetchTarget(const Workspace& ws, const std::string& team, const TeamGit& g) {
   if (g.remote.empty() || !g.configured()) return Status::Ok();
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockFetches(ws, team));
-  return Git(ws.root())
-      .Ok({"fetch", "--quiet", "--no-tags", g.remote, "+refs/heads/" + g.target_branch + ":" + g.target_ref()}, 300)
-      .status();
+  Git w(ws.root());
+  Status fetched =
+      w.Ok({"fetch", "--quiet", "--no-tags", g.remote, "+refs/heads/" + g.target_branch + ":" + g.target_ref()}, 300)
+          .status();
+  if (fetched.ok()) return fetched;
+  // A machine that joins the team without the remote: said plainly.
+  auto url = w.Run({"remote", "get-url", g.remote}, 30);
+  if (url.ok() && url->exit_code != 0) {
+    return Status::FailedPrecondition("the workspace " + ws.root().string() + " has no git remote '" + g.remote +
+                                      "', through which team '" + team + "' shares its work (git remote add " +
+                                      g.remote + " URL, with the URL the team's other machines use)");
+  }
+  return fetched;
 }
 
 Result<fs::path> EnsureTeammateWorktree(const Workspace& ws, const std::string& team, const std::string& name,
