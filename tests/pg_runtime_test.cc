@@ -1410,7 +1410,9 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
     std::vector<fs::path> ws;
     std::string url;
     ~Cleanup() {
-      for (const auto& w : ws) DownAtExit{w, url, "iso"};
+      for (const auto& w : ws) {
+        DownAtExit down{w, url, "iso"};  // its destructor: down, then kill what is left
+      }
     }
   } cleanup{{a, b}, url_};
 
