@@ -415,6 +415,11 @@ TEST(WorktreeTest, AMachineWithoutTheTeamsRemoteIsToldSo) {
       << fetched.message();
   g.remote = "--upload-pack=x";  // not a name: refused before git runs
   EXPECT_EQ(git::PrepareTarget(Workspace(repo.w), "wt", g).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(git::FetchTarget(Workspace(repo.w), "wt", g).code(), StatusCode::kInvalidArgument);
+  // A target from a config another machine wrote, made to read as two refspecs.
+  g.remote = "origin";
+  g.target_branch = "x:refs/heads/main";
+  EXPECT_EQ(git::FetchTarget(Workspace(repo.w), "wt", g).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(WorktreeTest, BadInputIsOneClearError) {

@@ -22,8 +22,10 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& 
   }
   std::unique_ptr<MergeBook> merges = store.Merges(team);
   auto meta = ParseJson(t.metadata_json);
-  if (meta.ok() && meta->is_object() && meta->contains("merge") && (*meta)["merge"].is_number_integer()) {
-    auto earlier = merges->Get((*meta)["merge"].get<int64_t>());
+  // metadata.merge: the request this task waits on (anything else there is no id).
+  auto earlier_id = meta.ok() && meta->is_object() ? JsonInt(*meta, "merge", false, 0) : Result<int64_t>(int64_t{0});
+  if (earlier_id.ok() && *earlier_id > 0) {
+    auto earlier = merges->Get(*earlier_id);
     if (earlier.ok() && MergeOpen(earlier->status)) {
       return Status::FailedPrecondition(ref + " is already waiting to be merged (merge request " +
                                         std::to_string(earlier->id) + ", " +

@@ -152,6 +152,10 @@ Result<TeamGit> PrepareTarget(const Workspace& ws, const std::string& team, Team
 
 Status FetchTarget(const Workspace& ws, const std::string& team, const TeamGit& g) {
   if (g.remote.empty() || !g.configured()) return Status::Ok();
+  // Both from the team's config, which another machine may have written:
+  // a name and a branch, or no refspec is built of them.
+  MATES_RETURN_IF_ERROR(ValidateName("git remote", g.remote));
+  MATES_RETURN_IF_ERROR(ValidateBranchName(g.target_branch));
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockFetches(ws, team));
   Git w(ws.root());
   Status fetched =
@@ -257,6 +261,9 @@ Status FetchSubmitted(const Workspace& ws, const std::string& team, const TeamGi
 
 Result<bool> PushTarget(const Workspace& ws, const TeamGit& g, const std::string& old, const std::string& merged,
                         const CancelToken* cancel) {
+  MATES_RETURN_IF_ERROR(ValidateName("git remote", g.remote));
+  MATES_RETURN_IF_ERROR(ValidateBranchName(g.target_branch));
+  if (!IsCommitId(old) || !IsCommitId(merged)) return Status::InvalidArgument("a target moves between commit ids");
   const std::string dst = "refs/heads/" + g.target_branch;
   Git w(ws.root());
   MATES_ASSIGN_OR_RETURN(GitOutput r, w.Run({"push", "--porcelain", "--force-with-lease=" + dst + ":" + old,
