@@ -123,6 +123,12 @@ std::string DumpJsonPretty(const Json& value) {
   return out;
 }
 
+std::string StringOr(const Json& obj, const char* key, const std::string& fallback) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 Result<std::string> JsonString(const Json& obj, const char* key, bool required,
                                std::string fallback) {
   if (!obj.is_object()) return Status::InvalidArgument("expected a JSON object");

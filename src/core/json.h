@@ -47,6 +47,10 @@ Result<int64_t> JsonInt(const Json& obj, const char* key, bool required, int64_t
 // `required`), InvalidArgument naming the field when it is something else.
 Result<const Json*> JsonObjectField(const Json& obj, const char* key, bool required);
 Result<const Json*> JsonArrayField(const Json& obj, const char* key, bool required);
+// A string member of anything, `fallback` when `obj` is no object or the
+// member is absent or no string: for fields whose type is checked
+// elsewhere, or never matters. Never throws.
+std::string StringOr(const Json& obj, const char* key, const std::string& fallback = "");
 
 // An integer id given as a number (3) or a numeric string ("3"), as tool
 // inputs allow (DESIGN §2). Rejects fractions, negatives and junk.

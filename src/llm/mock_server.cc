@@ -125,14 +125,6 @@ std::vector<std::string> SplitUtf8(const std::string& s, size_t n) {
   return out;
 }
 
-// A string member of an object, `fallback` for anything else: request
-// bodies come from anyone.
-std::string Str(const Json& obj, const char* key, const std::string& fallback = "") {
-  if (!obj.is_object()) return fallback;
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
 // obj[key], or null when obj is not an object or has no such member (a
 // const operator[] on a missing key is undefined behaviour).
 const Json& Field(const Json& obj, const char* key) {
@@ -153,22 +145,22 @@ bool Flag(const Json& obj, const char* key) {
 std::string AnthropicUserText(const Json& body) {
   const Json& msgs = Field(body, "messages");
   for (auto it = msgs.rbegin(); it != msgs.rend(); ++it) {
-    if (Str(*it, "role") != "user") continue;
+    if (StringOr(*it, "role") != "user") continue;
     const Json& c = Field(*it, "content");
     if (c.is_string()) return c.get<std::string>();
     std::string out;
     for (const auto& b : c) {
-      std::string type = Str(b, "type");
+      std::string type = StringOr(b, "type");
       std::string piece;
       if (type == "text") {
-        piece = Str(b, "text");
+        piece = StringOr(b, "text");
       } else if (type == "tool_result") {
         const Json& rc = Field(b, "content");
         if (rc.is_string()) {
           piece = rc.get<std::string>();
         } else if (rc.is_array()) {
           for (const auto& p : rc) {
-            if (Str(p, "type") == "text") piece += (piece.empty() ? "" : "\n") + Str(p, "text");
+            if (StringOr(p, "type") == "text") piece += (piece.empty() ? "" : "\n") + StringOr(p, "text");
           }
         }
       } else {
@@ -188,7 +180,7 @@ std::string OpenAIUserText(const Json& body) {
   const Json& msgs = Field(body, "messages");
   std::vector<std::string> parts;
   for (auto it = msgs.rbegin(); it != msgs.rend(); ++it) {
-    std::string role = Str(*it, "role");
+    std::string role = StringOr(*it, "role");
     if (role == "assistant") break;
     if (role != "user" && role != "tool") continue;
     const Json& c = Field(*it, "content");
@@ -197,7 +189,7 @@ std::string OpenAIUserText(const Json& body) {
       piece = c.get<std::string>();
     } else if (c.is_array()) {
       for (const auto& p : c) {
-        if (Str(p, "type") == "text") piece += (piece.empty() ? "" : "\n") + Str(p, "text");
+        if (StringOr(p, "type") == "text") piece += (piece.empty() ? "" : "\n") + StringOr(p, "text");
       }
     }
     parts.push_back(piece);
@@ -334,9 +326,9 @@ class MockServer::Impl {
     Json body = parsed.ok() ? *parsed : Json::object();
     std::string agent;
     if (openai) {
-      agent = AgentName(Str(body, "user"));
+      agent = AgentName(StringOr(body, "user"));
     } else {
-      agent = AgentName(Str(Field(body, "metadata"), "user_id"));
+      agent = AgentName(StringOr(Field(body, "metadata"), "user_id"));
     }
     bool stream = Flag(body, "stream");
     // Faults first: they stand for trouble on the server, whatever the request.
@@ -371,7 +363,7 @@ class MockServer::Impl {
     // client's retry gets it (a `once` rule stays unspent).
     ScenarioReply reply = scenario_->Reply(agent, user_text, /*consume=*/stream_fault == nullptr);
     if (reply.delay_ms > 0) std::this_thread::sleep_until(start + std::chrono::milliseconds(reply.delay_ms));
-    std::string model = Str(body, "model", "mock");
+    std::string model = StringOr(body, "model", "mock");
     // Prompt caching as the API accounts it (DESIGN §15).
     Usage usage = openai ? cache_.OpenAI(agent, body) : cache_.Anthropic(agent, body);
     int64_t out_tokens = 0;

@@ -9,14 +9,6 @@ namespace {
 
 Status Bad(const std::string& msg) { return Status::InvalidArgument(msg); }
 
-// A string member of an object, "" for anything else (a request's fields
-// are checked for their types where it matters; this never throws).
-std::string Str(const Json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 // OpenAI's words for tool calls left without their tool messages.
 Status UnansweredToolCalls(const std::set<std::string>& pending) {
   std::string ids;
@@ -40,7 +32,7 @@ Status ValidateTools(const Json& tools, bool openai) {
     if (!t.is_object()) return Bad(at + ": Input should be an object");
     const Json* fn = &t;
     if (openai) {
-      if (Str(t, "type") != "function") return Bad(at + ".type: must be 'function'");
+      if (StringOr(t, "type") != "function") return Bad(at + ".type: must be 'function'");
       if (!t.contains("function") || !t["function"].is_object()) return Bad(at + ".function: Field required");
       fn = &t["function"];
     }
@@ -55,7 +47,7 @@ Status ValidateTools(const Json& tools, bool openai) {
       if (!fn->contains(schema_key) || !(*fn)[schema_key].is_object()) {
         return Bad(at + "." + schema_key + ": Field required");
       }
-      if (!openai && Str((*fn)[schema_key], "type") != "object") {
+      if (!openai && StringOr((*fn)[schema_key], "type") != "object") {
         return Bad(at + ".input_schema.type: Input should be 'object'");
       }
     }
@@ -91,7 +83,7 @@ Status ValidateAnthropicHead(const Json& body, int* cache_points) {
     const Json& sys = body["system"];
     if (sys.is_array()) {
       for (const auto& b : sys) {
-        if (!b.is_object() || Str(b, "type") != "text" || !b.contains("text") ||
+        if (!b.is_object() || StringOr(b, "type") != "text" || !b.contains("text") ||
             !b["text"].is_string()) {
           return Bad("system: Input should be a valid list of text blocks");
         }
@@ -135,7 +127,7 @@ Result<std::vector<Turn>> AnthropicTurns(const Json& msgs, bool strict_alternati
     const Json& m = msgs[i];
     std::string at = "messages." + std::to_string(i);
     if (!m.is_object()) return Bad(at + ": Input should be an object");
-    std::string role = Str(m, "role");
+    std::string role = StringOr(m, "role");
     if (!m.contains("content")) return Bad(at + ".content: Field required");
     if (role == "system") {
       // Instructions between turns (current Claude Code sends them): text
@@ -144,7 +136,7 @@ Result<std::vector<Turn>> AnthropicTurns(const Json& msgs, bool strict_alternati
       bool text_only = c.is_string();
       if (c.is_array()) {
         text_only = true;
-        for (const auto& b : c) text_only = text_only && b.is_object() && Str(b, "type") == "text";
+        for (const auto& b : c) text_only = text_only && b.is_object() && StringOr(b, "type") == "text";
       }
       if (!text_only) return Bad(at + ".content: system messages may only contain text");
       continue;
@@ -164,7 +156,7 @@ Result<std::vector<Turn>> AnthropicTurns(const Json& msgs, bool strict_alternati
         const Json& b = content[k];
         std::string bat = at + ".content." + std::to_string(k);
         if (!b.is_object()) return Bad(bat + ": Input should be an object");
-        std::string type = Str(b, "type");
+        std::string type = StringOr(b, "type");
         count_cache(b);
         if (type == "text") {
           if (!b.contains("text") || !b["text"].is_string()) return Bad(bat + ".text: Field required");
@@ -213,13 +205,13 @@ Status CheckToolPairing(const std::vector<Turn>& turns) {
     if (turn.role == "assistant") {
       std::vector<std::string> ids;
       for (const Json* b : turn.blocks) {
-        if (Str(*b, "type") == "tool_use") ids.push_back((*b)["id"].get<std::string>());
+        if (StringOr(*b, "type") == "tool_use") ids.push_back((*b)["id"].get<std::string>());
       }
       if (ids.empty()) continue;
       std::set<std::string> answered;
       if (t + 1 < turns.size()) {
         for (const Json* b : turns[t + 1].blocks) {
-          if (Str(*b, "type") == "tool_result") answered.insert((*b)["tool_use_id"].get<std::string>());
+          if (StringOr(*b, "type") == "tool_result") answered.insert((*b)["tool_use_id"].get<std::string>());
         }
       } else {
         continue;  // the conversation ends with the call: nothing to answer yet
@@ -238,11 +230,11 @@ Status CheckToolPairing(const std::vector<Turn>& turns) {
       std::set<std::string> previous;
       if (t > 0) {
         for (const Json* b : turns[t - 1].blocks) {
-          if (Str(*b, "type") == "tool_use") previous.insert((*b)["id"].get<std::string>());
+          if (StringOr(*b, "type") == "tool_use") previous.insert((*b)["id"].get<std::string>());
         }
       }
       for (const Json* b : turn.blocks) {
-        if (Str(*b, "type") != "tool_result") continue;
+        if (StringOr(*b, "type") != "tool_result") continue;
         std::string id = (*b)["tool_use_id"].get<std::string>();
         if (previous.count(id) == 0) {
           return Bad("messages." + std::to_string(turn.first_index) +
@@ -289,7 +281,7 @@ static Status ValidateOpenAIRequestUnguarded(const Json& body) {
     const Json& m = msgs[i];
     std::string at = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return Bad(at + ": must be an object");
-    std::string role = Str(m, "role");
+    std::string role = StringOr(m, "role");
     if (role != "system" && role != "developer" && role != "user" && role != "assistant" &&
         role != "tool") {
       return Bad("Invalid value: '" + role + "'. Supported values are: 'system', 'assistant', "
@@ -305,7 +297,7 @@ static Status ValidateOpenAIRequestUnguarded(const Json& body) {
           if (!c[k].is_object() || !c[k].contains("type") || !c[k]["type"].is_string()) {
             return Bad(pat + ": each part needs a 'type'");
           }
-          if (Str(c[k], "type") == "text" && (!c[k].contains("text") || !c[k]["text"].is_string())) {
+          if (StringOr(c[k], "type") == "text" && (!c[k].contains("text") || !c[k]["text"].is_string())) {
             return Bad(pat + ".text: Input should be a valid string");
           }
         }
@@ -314,7 +306,7 @@ static Status ValidateOpenAIRequestUnguarded(const Json& body) {
       }
     }
     if (role == "tool") {
-      std::string id = Str(m, "tool_call_id");
+      std::string id = StringOr(m, "tool_call_id");
       if (!in_tool_run || pending.count(id) == 0) {
         return Bad("Invalid parameter: messages with role 'tool' must be a response to a "
                    "preceeding message with 'tool_calls'.");

@@ -968,7 +968,7 @@ Result<Task> Store::GetTask(const std::string& team, int64_t id) {
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kTaskColumns +
                                              " FROM mates_tasks WHERE team = $1 AND id = $2",
                                          {team, Num(id)}));
-  if (r.size() == 0) return Status::NotFound("no task #" + Num(id));
+  if (r.size() == 0) return NoTask(id);
   return TaskOf(r, 0);
 }
 
@@ -1045,7 +1045,7 @@ Result<Task> HoldTask(Connection& c, const std::string& team, int64_t id) {
   MATES_ASSIGN_OR_RETURN(Rows r, c.Exec(std::string("SELECT ") + kTaskColumns +
                                             " FROM mates_tasks WHERE team = $1 AND id = $2 FOR UPDATE",
                                         {team, Num(id)}));
-  if (r.size() == 0) return Status::NotFound("no task #" + Num(id));
+  if (r.size() == 0) return NoTask(id);
   return TaskOf(r, 0);
 }
 
@@ -1114,7 +1114,7 @@ Result<Task> Store::Claim(const std::string& team, int64_t id, const std::string
   return InTransaction(*c, [&]() -> Result<Task> {
     MATES_ASSIGN_OR_RETURN(Task t, HoldTask(*c, team, id));
     const std::string ref = "task #" + Num(id);
-    if (t.status == TaskStatus::kDeleted) return Status::NotFound("no task #" + Num(id));
+    if (t.status == TaskStatus::kDeleted) return NoTask(id);
     if (t.owner == owner && t.status == TaskStatus::kInProgress) return t;  // already ours
     if (!t.owner.empty() && t.owner != owner) return Status::Conflict(ref + " is already claimed by '" + t.owner + "'");
     if (t.status != TaskStatus::kPending) return Status::Conflict(ref + " is " + std::string(TaskStatusName(t.status)));

@@ -48,14 +48,6 @@ int64_t TaskIdFromFileName(std::string_view name) {
   return id;
 }
 
-namespace {
-
-std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }
-
-Status NoTask(int64_t id) { return Status::NotFound("no task " + TaskRef(id)); }
-
-}  // namespace
-
 bool Board::BlockedLocked(const Task& t) const {
   for (int64_t b : t.blocked_by) {
     if (b < 1 || static_cast<size_t>(b) >= tasks_.size() || !tasks_[b].present) return true;

@@ -24,8 +24,6 @@ namespace mates {
 
 namespace {
 
-Status NoTask(int64_t id) { return Status::NotFound("no task #" + std::to_string(id)); }
-
 Board::FileStamp StampOf(const struct stat& st) {
   return {st.st_ino, st.st_size,
           static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,

@@ -79,4 +79,8 @@ Result<Task> TaskFromJson(const Json& j) {
   return t;
 }
 
+std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }
+
+Status NoTask(int64_t id) { return Status::NotFound("no task " + TaskRef(id)); }
+
 }  // namespace mates

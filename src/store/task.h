@@ -33,6 +33,11 @@ struct Task {
 Json TaskToJson(const Task& t);
 Result<Task> TaskFromJson(const Json& j);
 
+// "#3": how messages name a task.
+std::string TaskRef(int64_t id);
+// NotFound "no task #3", on every board.
+Status NoTask(int64_t id);
+
 // What TaskCreate takes.
 struct TaskDraft {
   std::string subject;

@@ -9,14 +9,6 @@
 
 namespace mates {
 
-namespace {
-
-std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }
-
-Status NoTask(int64_t id) { return Status::NotFound("no task " + TaskRef(id)); }
-
-}  // namespace
-
 Result<Json> ParseTaskMetadata(const std::string& text) {
   if (text.size() > 4 * kMaxTaskMetadataBytes) {
     return Status::InvalidArgument("metadata is " + std::to_string(text.size()) +

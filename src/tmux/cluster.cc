@@ -10,6 +10,7 @@
 #include <regex>
 #include <thread>
 
+#include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
 #include "core/guarded.h"
@@ -29,8 +30,6 @@
 namespace mates::tmux {
 
 namespace {
-
-void Sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
 // The process still runs: it exists and is not a zombie waiting for its
 // parent (tmux) to reap it.
@@ -321,7 +320,7 @@ Status Cluster::Down() {
   }
   Deadline grace = DeadlineIn(2);
   for (int pid : pids) {
-    while (Running(pid) && !Expired(grace)) Sleep(0.02);
+    while (Running(pid) && !Expired(grace)) Clock::Real().Sleep(0.02, nullptr);
     if (Running(pid)) {
       ::kill(-pid, SIGKILL);
       ::kill(pid, SIGKILL);

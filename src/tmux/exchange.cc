@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <thread>
 
+#include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
 #include "core/ids.h"
@@ -18,8 +18,6 @@ namespace mates::tmux {
 namespace {
 
 constexpr double kPollS = 0.01;  // how often a pane is read back while waiting
-
-void Sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
 }  // namespace
 
@@ -104,7 +102,7 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
       return Status::Timeout(a.name + " is not ready for input (" +
                              (prompt == std::string::npos ? "its prompt never showed" : "it is still busy") + ")");
     }
-    Sleep(kPollS);
+    Clock::Real().Sleep(kPollS, nullptr);
   }
   // Rows from here on may be new: the prompt row, or any row above it the
   // CLI redraws (a TUI may move its input area when the echo goes above).
@@ -127,7 +125,7 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
     }
     bool settled = now != before && SteadyClock::now() - still_since > std::chrono::milliseconds(100);
     if (shown || settled || Expired(deadline)) break;
-    Sleep(kPollS / 2);
+    Clock::Real().Sleep(kPollS / 2, nullptr);
   }
   MATES_RETURN_IF_ERROR(tmux_.SendKey(pane, "Enter"));
   // 3. The marker, after the echo.
@@ -139,7 +137,7 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
     if (Expired(deadline)) {
       return Status::Timeout("no '" + a.marker + "' from " + a.name + " in time");
     }
-    Sleep(kPollS);
+    Clock::Real().Sleep(kPollS, nullptr);
   }
 }
 

@@ -36,7 +36,8 @@ std::optional<std::vector<std::string>> ClientEnv(const Launch& l) {
   return env;
 }
 
-std::string Trim(std::string s) {
+// Without the trailing newlines and spaces tmux's answers end in.
+std::string TrimEnd(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s;
 }
@@ -64,7 +65,7 @@ Result<std::string> Tmux::RunAs(const std::vector<std::string>& args, const std:
   o.max_output = 64 << 20;
   MATES_ASSIGN_OR_RETURN(SubprocessResult r, RunSubprocess(o));
   if (r.exit_code != 0) {
-    std::string what = Trim(r.err.empty() ? r.out : r.err);
+    std::string what = TrimEnd(r.err.empty() ? r.out : r.err);
     return Status::IOError("tmux " + (args.empty() ? std::string() : args[0]) + ": " +
                            (what.empty() ? "exit " + std::to_string(r.exit_code) : what));
   }
@@ -95,7 +96,7 @@ Result<std::string> Tmux::NewSession(const std::string& session, const Launch& l
   a.push_back("--");
   a.insert(a.end(), launch.argv.begin(), launch.argv.end());
   MATES_ASSIGN_OR_RETURN(std::string out, RunAs(a, "", ClientEnv(launch)));
-  return Trim(out);
+  return TrimEnd(out);
 }
 
 Result<std::string> Tmux::SplitWindow(const std::string& session, const Launch& launch) const {
@@ -107,7 +108,7 @@ Result<std::string> Tmux::SplitWindow(const std::string& session, const Launch& 
   MATES_ASSIGN_OR_RETURN(std::string out, RunAs(a, "", ClientEnv(launch)));
   // Keep room for the next split.
   (void)SelectLayout(session, "tiled");
-  return Trim(out);
+  return TrimEnd(out);
 }
 
 Result<std::string> Tmux::NewWindow(const std::string& session, const std::string& name, const Launch& launch) const {
@@ -117,7 +118,7 @@ Result<std::string> Tmux::NewWindow(const std::string& session, const std::strin
   a.push_back("--");
   a.insert(a.end(), launch.argv.begin(), launch.argv.end());
   MATES_ASSIGN_OR_RETURN(std::string out, RunAs(a, "", ClientEnv(launch)));
-  return Trim(out);
+  return TrimEnd(out);
 }
 
 Status Tmux::SetOption(const std::string& target, const std::string& option, const std::string& value) const {
@@ -189,7 +190,7 @@ Status Tmux::KillSession(const std::string& session) const {
 
 std::string Tmux::SocketPath() const {
   auto asked = Run({"display-message", "-p", "#{socket_path}"});
-  if (asked.ok() && !Trim(*asked).empty()) return Trim(*asked);
+  if (asked.ok() && !TrimEnd(*asked).empty()) return TrimEnd(*asked);
   const char* tmp = std::getenv("TMUX_TMPDIR");
   std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   return dir + "/tmux-" + std::to_string(::getuid()) + "/" + (socket_.empty() ? "default" : socket_);

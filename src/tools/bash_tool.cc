@@ -25,7 +25,7 @@
 namespace mates::tools {
 namespace {
 
-constexpr size_t kMaxOutput = 30000;
+constexpr size_t kMaxCommandOutput = 30000;  // bytes of a command's output the model sees
 
 // The folder of the running mates binary, so `mates …` works in commands.
 std::string SelfDir() {
@@ -68,7 +68,7 @@ class BashTool : public Tool {
     o.env = BashEnvironment(ctx);
     o.cwd = ctx.WorkRoot().root().string();
     o.timeout_s = timeout;
-    o.max_output = kMaxOutput;
+    o.max_output = kMaxCommandOutput;
     o.merge_stderr = true;
     o.tag = NewProcessTag();
     auto started = Subprocess::Start(o);

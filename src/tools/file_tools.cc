@@ -15,7 +15,7 @@ namespace mates::tools {
 namespace {
 
 constexpr size_t kMaxLine = 2000;         // characters shown of one line
-constexpr size_t kMaxOutput = 100 * 1024;  // characters of read_file output
+constexpr size_t kMaxReadOutput = 100 * 1024;  // characters of read_file output
 constexpr off_t kMaxEditSize = 10 * 1024 * 1024;
 
 // True if the first bytes look binary: a NUL byte.
@@ -77,7 +77,7 @@ class ReadFileTool : public Tool {
     while (std::getline(f, line)) {
       ++n;
       if (n < offset) continue;
-      if (shown >= limit || out.size() > kMaxOutput) {
+      if (shown >= limit || out.size() > kMaxReadOutput) {
         cut = true;
         continue;  // keep counting lines for the footer
       }
