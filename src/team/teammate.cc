@@ -286,6 +286,19 @@ bool Teammate::IdleWaitOnStore() {
     if (auto ends = IdleEnds()) return done(*ends);
     claiming_.store(true);
     auto claimed = board->ClaimNext(config_.name);
+    if (claimed.ok() && claimed->has_value() && !StillHosted()) {
+      // Taken over between the look above and the claim (the other host's
+      // lock came after our connection was cut, so this sees it): the
+      // claim was not this host's to make.
+      TaskPatch back;
+      back.status = TaskStatus::kPending;
+      back.owner = "";
+      auto given = board->Update((*claimed)->id, back, Caller{config_.name, false});
+      if (!given.ok()) {
+        LogWarning(config_.name + ": giving back a task claimed while taken over: " + given.status().message());
+      }
+      return done(false);
+    }
     if (claimed.ok() && claimed->has_value()) {
       TakeTask(**claimed);
       claiming_.store(false);
