@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
@@ -262,6 +265,62 @@ Result<TeamConfig> Roster::CreateTeam(std::string_view team, std::string_view le
   return c;
 }
 
+namespace {
+
+// The last version of each roster this process read or wrote, parsed: a
+// team's statuses change at every teammate transition, and parsing a roster
+// of a hundred members costs more than the rest of the update. A version is
+// known by its bytes (timestamps are too coarse to tell two writes apart),
+// so another process's write is always parsed.
+class ParsedRosters {
+ public:
+  static ParsedRosters& Get() {
+    static ParsedRosters rosters;
+    return rosters;
+  }
+  std::optional<TeamConfig> Find(const fs::path& path, const std::string& bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = known_.find(path.string());
+    if (it == known_.end() || it->second.bytes != bytes) return std::nullopt;
+    return it->second.config;
+  }
+  // A version this process wrote: `bytes` made of `j`. Read from `j`, not
+  // from the bytes, it is what parsing them would give, unless the bytes
+  // lost something on the way: invalid UTF-8 written as U+FFFD, or a number
+  // that is not finite written as null. Such a version is parsed when read.
+  void RememberWritten(const fs::path& path, std::string bytes, const Json& j, std::string_view team) {
+    if (bytes.find("\xEF\xBF\xBD") != std::string::npos) return Forget(path);
+    auto c = TeamConfigFromJson(j);
+    if (!c.ok() || c->name != team || !AllFinite(*c)) return Forget(path);
+    Remember(path, std::move(bytes), *c);
+  }
+  void Remember(const fs::path& path, std::string bytes, const TeamConfig& config) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (known_.size() >= kMaxRosters && known_.count(path.string()) == 0) known_.clear();
+    known_[path.string()] = Known{std::move(bytes), config};
+  }
+
+ private:
+  static constexpr size_t kMaxRosters = 64;
+  static bool AllFinite(const TeamConfig& c) {
+    bool finite = std::isfinite(c.created_at) && std::isfinite(c.git.merge_timeout_s) && std::isfinite(c.budget.usd);
+    for (const Member& m : c.members) finite = finite && std::isfinite(m.joined_at);
+    return finite;
+  }
+  void Forget(const fs::path& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    known_.erase(path.string());
+  }
+  struct Known {
+    std::string bytes;
+    TeamConfig config;
+  };
+  std::mutex mu_;
+  std::map<std::string, Known> known_;  // guarded by mu_
+};
+
+}  // namespace
+
 Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
   // Read without config.lock: the shared lock of ReadReplacedFile keeps a
   // writer from reusing this version (the spare) while it is read.
@@ -278,6 +337,7 @@ Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
                            " (fix or restore the file)");
   };
   if (data->size() > kMaxStateFileBytes) return corrupt(Status::Corrupt("it is far too large"));
+  if (auto known = ParsedRosters::Get().Find(ws_.ConfigPath(team), *data)) return std::move(*known);
   auto j = ParseJson(*data);
   if (!j.ok()) return corrupt(j.status());
   auto c = TeamConfigFromJson(*j);
@@ -285,6 +345,7 @@ Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
   if (c->name != team) {
     return corrupt(Status::Corrupt("it names team '" + c->name + "', not '" + std::string(team) + "'"));
   }
+  ParsedRosters::Get().Remember(ws_.ConfigPath(team), std::move(*data), *c);
   return c;
 }
 
@@ -319,8 +380,10 @@ Result<TeamConfig> Roster::Update(std::string_view team,
   MATES_RETURN_IF_ERROR(mutate(c));
   // Through a spare file (covered by config.lock): statuses change at every
   // teammate transition, and a fresh inode per write is what costs most.
-  MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(ws_.ConfigPath(team), DumpJsonPretty(TeamConfigToJson(c)),
-                                            ws_.TeamDir(team) / ".config.spare"));
+  Json j = TeamConfigToJson(c);
+  std::string written = DumpJsonPretty(j);
+  MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(ws_.ConfigPath(team), written, ws_.TeamDir(team) / ".config.spare"));
+  ParsedRosters::Get().RememberWritten(ws_.ConfigPath(team), std::move(written), j, team);
   Watcher::Default().NotifyLocal(ws_.TeamDir(team), "config.json");
   return c;
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -95,6 +96,50 @@ TEST(RosterTest, ConcurrentJoinsAndStatusChangesLoseNothing) {
   auto c = roster.Load("t");
   ASSERT_EQ(c->members.size(), 17u);
   for (const auto& m : c->members) EXPECT_EQ(m.status, MemberStatus::kActive) << m.name;
+}
+
+// A roster this process wrote is not parsed again when it reads it back
+// (roster.cc's ParsedRosters): what it reads must still be exactly what is
+// on disk, whoever wrote it and whatever did not survive the writing.
+TEST(RosterTest, WhatIsReadIsWhatIsOnDiskWhoeverWroteIt) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  Roster roster{ws};
+  ASSERT_TRUE(roster.CreateTeam("t").ok());
+  Member m;
+  m.name = "alice";
+  ASSERT_TRUE(roster.AddMember("t", m).ok());
+  ASSERT_TRUE(roster.SetStatus("t", "alice", MemberStatus::kActive).ok());
+  EXPECT_EQ(roster.Load("t")->Find("alice")->color, "cyan");
+  // Another writer, at once and to the same length: no timestamp or size
+  // would tell the versions apart.
+  std::string text = testing::ReadAll(ws.ConfigPath("t"));
+  auto at = text.find("\"cyan\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 6, "\"blue\"");
+  testing::WriteAll(ws.ConfigPath("t"), text);
+  EXPECT_EQ(roster.Load("t")->Find("alice")->color, "blue");
+  ASSERT_TRUE(roster.SetStatus("t", "alice", MemberStatus::kIdle).ok());
+  EXPECT_EQ(roster.Load("t")->Find("alice")->color, "blue");
+  // What the file cannot hold is read back as the file has it: invalid
+  // UTF-8 as U+FFFD, a time that is no number as none, a lead's model
+  // (not written) as empty.
+  auto changed = roster.Update("t", [](TeamConfig& c) {
+    c.Find("alice")->prompt = "a\xff b";
+    c.Find("alice")->joined_at = std::nan("");
+    c.Find("lead")->model = "m";
+    return Status::Ok();
+  });
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  auto c = roster.Load("t");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->Find("alice")->prompt, "a\xEF\xBF\xBD b");
+  EXPECT_EQ(c->Find("alice")->joined_at, 0);
+  EXPECT_EQ(c->Find("lead")->model, "");
+  // And a later update starts from that, not from what was asked.
+  ASSERT_TRUE(roster.SetStatus("t", "alice", MemberStatus::kActive).ok());
+  EXPECT_EQ(roster.Load("t")->Find("alice")->prompt, "a\xEF\xBF\xBD b");
+  EXPECT_EQ(roster.Load("t")->Find("lead")->model, "");
 }
 
 TEST(RosterTest, ListAndDelete) {
