@@ -192,7 +192,11 @@ TEST(StoreProcessTest, OthersGoOnWithinMillisecondsWhenALockHolderDies) {
     holder.Signal(SIGKILL);
     auto [status, done] = op.get();
     EXPECT_TRUE(status.ok()) << status.message();
-    EXPECT_LT(done - killed, std::chrono::milliseconds(100)) << c.lock;
+    // A lock taken by polling (the seeds' loop looks once a second) fails
+    // this; a blocked flock goes on at once. The margin is for a loaded
+    // machine: under ThreadSanitizer with a 100-thread benchmark beside it,
+    // going on took 100.5 ms once.
+    EXPECT_LT(done - killed, std::chrono::milliseconds(300)) << c.lock;
     holder.Wait();
   }
   EXPECT_EQ(box.Drain()->size(), 1u);
