@@ -45,10 +45,8 @@ Status StatusWriter::Write(const std::string& team, const std::string& member, M
     // The batch that will carry it: the next one taken. One in flight now
     // may carry an older status for `member`; it is written before.
     const uint64_t mine = taken_ + 1;
-    ++waiting_;  // the writer stops settling
     cv_.notify_all();
     cv_.wait(lock, [&] { return written_ >= mine || exited_; });
-    --waiting_;
     if (written_ < mine) pending_.erase({team, member});  // the thread is gone: written below
   }
   if (exited_) {
@@ -66,10 +64,8 @@ Status StatusWriter::Write(const std::string& team, const std::string& member, M
 
 void StatusWriter::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
-  ++waiting_;
   cv_.notify_all();
   cv_.wait(lock, [this] { return (pending_.empty() && !busy_) || stop_; });
-  --waiting_;
 }
 
 std::map<std::string, Status> StatusWriter::WriteBatch(const std::map<Key, MemberStatus>& batch) {
@@ -96,10 +92,6 @@ void StatusWriter::Main() {
   for (;;) {
     cv_.wait(lock, [this] { return !pending_.empty() || stop_; });
     if (pending_.empty()) return;  // stopping with nothing left
-    // Only posts (teammates going to work): they settle first, so that a
-    // level's claims are one roster write, made while the model is called
-    // rather than beside the claims and call starts of the next level.
-    if (!stop_ && waiting_ == 0) cv_.wait_for(lock, kSettle, [this] { return stop_ || waiting_ > 0; });
     std::map<Key, MemberStatus> batch;
     batch.swap(pending_);
     const uint64_t seq = ++taken_;

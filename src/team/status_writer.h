@@ -2,8 +2,8 @@
 //
 // A teammate that claimed a task must not wait for the roster before its
 // model call: `active` is posted and written by this writer's thread a
-// moment later, once posts have settled for 20 ms (the in-memory status,
-// which the lead's waiting reads, is set first). Going to rest (idle, shutdown) is written before Write
+// moment later (the in-memory status, which the lead's waiting reads, is
+// set first). Going to rest (idle, shutdown) is written before Write
 // returns, after any `active` still pending or in flight for that member,
 // so the roster never ends on a stale `active`. Changes that come faster
 // than the writer are coalesced, the waited-for ones too (a group commit):
@@ -11,7 +11,6 @@
 // update, not thirty reads and writes of a roster of a hundred.
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -56,11 +55,7 @@ class StatusWriter {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<Key, MemberStatus> pending_;  // guarded by mu_
-  // How long posts wait for more before they are written: far below what
-  // anyone reading the roster could tell.
-  static constexpr std::chrono::milliseconds kSettle{20};
   bool busy_ = false;                    // guarded by mu_: a batch is being written
-  int waiting_ = 0;                      // guarded by mu_: Write and Flush calls waiting
   bool stop_ = false;                    // guarded by mu_
   bool exited_ = false;                  // guarded by mu_: the thread is done
   // Batches taken (the next one gets taken_ + 1) and written so far; a
