@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <thread>
@@ -135,10 +134,7 @@ class ActivityWriter {
 
   void Flush() {
     std::unique_lock<std::mutex> lock(mu_);
-    ++flushes_;  // the writer stops settling
-    cv_.notify_all();
     idle_cv_.wait(lock, [this] { return queue_.empty() && writing_ == 0; });
-    --flushes_;
   }
 
   ~ActivityWriter() {
@@ -156,39 +152,28 @@ class ActivityWriter {
     for (;;) {
       cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, all written
-      // A turn changes state in bursts (usage, then a tool, then thinking,
-      // within a millisecond), and a level of a team's tasks hands over in
-      // one: settled, a burst is one write per agent, made while the model
-      // is called rather than on the way to calling it.
-      if (!stop_ && flushes_ == 0) cv_.wait_for(lock, kSettle, [this] { return stop_ || flushes_ > 0; });
-      while (!queue_.empty()) {
-        std::shared_ptr<Slot> slot = std::move(queue_.front());
-        queue_.pop_front();
-        slot->queued = false;
-        std::string doc = slot->document;
-        ++writing_;
-        lock.unlock();
-        Status s = ReplaceFileViaSpare(slot->path, doc, slot->spare);
-        // A team archived or deleted under its agents: nothing to show any more.
-        if (!s.ok() && s.code() != StatusCode::kNotFound && fs::exists(slot->path.parent_path())) {
-          LogWarning("the activity file of " + slot->agent + ": " + s.message());
-        }
-        if (slot->also) slot->also(doc);
-        lock.lock();
-        --writing_;
+      std::shared_ptr<Slot> slot = std::move(queue_.front());
+      queue_.pop_front();
+      slot->queued = false;
+      std::string doc = slot->document;
+      ++writing_;
+      lock.unlock();
+      Status s = ReplaceFileViaSpare(slot->path, doc, slot->spare);
+      // A team archived or deleted under its agents: nothing to show any more.
+      if (!s.ok() && s.code() != StatusCode::kNotFound && fs::exists(slot->path.parent_path())) {
+        LogWarning("the activity file of " + slot->agent + ": " + s.message());
       }
-      if (writing_ == 0) idle_cv_.notify_all();
+      if (slot->also) slot->also(doc);
+      lock.lock();
+      --writing_;
+      if (queue_.empty() && writing_ == 0) idle_cv_.notify_all();
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_, idle_cv_;
   std::deque<std::shared_ptr<Slot>> queue_;  // guarded by mu_
-  // How long a state waits for the next one before it is written: far
-  // below what a person watching the page can see.
-  static constexpr std::chrono::milliseconds kSettle{20};
   int writing_ = 0;                          // guarded by mu_
-  int flushes_ = 0;                          // guarded by mu_: Flush calls waiting
   bool stop_ = false;                        // guarded by mu_
   std::thread thread_;
 };
