@@ -198,20 +198,21 @@ Result<std::vector<Turn>> AnthropicTurns(const Json& msgs, bool strict_alternati
 }
 
 // Every tool_use answered by a tool_result in the very next user turn, and
-// no tool_result without its tool_use in the turn before.
+// no tool_result without its tool_use in the turn before. (AnthropicTurns
+// checked the ids are strings; read without throwing all the same.)
 Status CheckToolPairing(const std::vector<Turn>& turns) {
   for (size_t t = 0; t < turns.size(); ++t) {
     const Turn& turn = turns[t];
     if (turn.role == "assistant") {
       std::vector<std::string> ids;
       for (const Json* b : turn.blocks) {
-        if (StringOr(*b, "type") == "tool_use") ids.push_back((*b)["id"].get<std::string>());
+        if (StringOr(*b, "type") == "tool_use") ids.push_back(StringOr(*b, "id"));
       }
       if (ids.empty()) continue;
       std::set<std::string> answered;
       if (t + 1 < turns.size()) {
         for (const Json* b : turns[t + 1].blocks) {
-          if (StringOr(*b, "type") == "tool_result") answered.insert((*b)["tool_use_id"].get<std::string>());
+          if (StringOr(*b, "type") == "tool_result") answered.insert(StringOr(*b, "tool_use_id"));
         }
       } else {
         continue;  // the conversation ends with the call: nothing to answer yet
@@ -230,12 +231,12 @@ Status CheckToolPairing(const std::vector<Turn>& turns) {
       std::set<std::string> previous;
       if (t > 0) {
         for (const Json* b : turns[t - 1].blocks) {
-          if (StringOr(*b, "type") == "tool_use") previous.insert((*b)["id"].get<std::string>());
+          if (StringOr(*b, "type") == "tool_use") previous.insert(StringOr(*b, "id"));
         }
       }
       for (const Json* b : turn.blocks) {
         if (StringOr(*b, "type") != "tool_result") continue;
-        std::string id = (*b)["tool_use_id"].get<std::string>();
+        std::string id = StringOr(*b, "tool_use_id");
         if (previous.count(id) == 0) {
           return Bad("messages." + std::to_string(turn.first_index) +
                      ": unexpected `tool_use_id` found in `tool_result` blocks: " + id +
