@@ -295,6 +295,9 @@ class ParsedRosters {
     Remember(path, std::move(bytes), *c);
   }
   void Remember(const fs::path& path, std::string bytes, const TeamConfig& config) {
+    // A hundred members is ~30 KB; a roster grown far past that (by hand,
+    // or by someone hostile) is parsed each time rather than kept twice.
+    if (bytes.size() > kMaxKeptBytes) return Forget(path);
     std::lock_guard<std::mutex> lock(mu_);
     if (known_.size() >= kMaxRosters && known_.count(path.string()) == 0) known_.clear();
     known_[path.string()] = Known{std::move(bytes), config};
@@ -302,6 +305,7 @@ class ParsedRosters {
 
  private:
   static constexpr size_t kMaxRosters = 64;
+  static constexpr size_t kMaxKeptBytes = 1 << 20;
   static bool AllFinite(const TeamConfig& c) {
     bool finite = std::isfinite(c.created_at) && std::isfinite(c.git.merge_timeout_s) && std::isfinite(c.budget.usd);
     for (const Member& m : c.members) finite = finite && std::isfinite(m.joined_at);
