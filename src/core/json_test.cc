@@ -115,6 +115,25 @@ TEST(JsonTest, PrettyDumpStaysLinearAndReadable) {
   EXPECT_EQ(DumpJsonPretty(Json::array()), "[]");
 }
 
+TEST(JsonTest, PrettyDumpEscapesKeysAndValuesLikeTheCompactOne) {
+  // Keys laid out one a line are written by hand when plain; anything else
+  // is escaped as DumpJson escapes it, invalid UTF-8 replaced.
+  Json doc = {{"plain", 1},
+              {"quo\"te", "a\\b"},
+              {"tab\there", "line\nbreak"},
+              {"ctl\x01", "\x7f"},
+              {"bad\xff", "v\xc3"},
+              {"ünï", {{"nested\"", {1, {{"k", "\xff"}}}}}}};
+  std::string pretty = DumpJsonPretty(doc);
+  EXPECT_NE(pretty.find("\"quo\\\"te\": \"a\\\\b\""), std::string::npos) << pretty;
+  EXPECT_NE(pretty.find("\"tab\\there\": \"line\\nbreak\""), std::string::npos) << pretty;
+  EXPECT_NE(pretty.find("\"ctl\\u0001\""), std::string::npos) << pretty;
+  EXPECT_NE(pretty.find("\"bad\xEF\xBF\xBD\": \"v\xEF\xBF\xBD\""), std::string::npos) << pretty;
+  // Read back, it is the document with U+FFFD for the invalid bytes: the
+  // compact dump's reading.
+  EXPECT_EQ(*ParseJson(pretty), *ParseJson(DumpJson(doc)));
+}
+
 TEST(JsonTest, IntegersAndStructuredFieldsSayWhatIsWrong) {
   Json j = *ParseJson(R"({"i": 3, "f": 4.0, "half": 2.5, "s": "3", "n": null, "o": {}, "a": []})");
   EXPECT_EQ(*JsonInt(j, "i", true), 3);
