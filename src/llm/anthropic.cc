@@ -37,13 +37,20 @@ void SetToolInput(ContentBlock* b, const std::string& raw) {
 }  // namespace
 
 Json AnthropicRequestBody(const Request& request, const std::string& model, bool stream) {
-  Json body = {{"model", model}, {"max_tokens", request.max_tokens}};
+  // Members are set and moved one at a time (types.cc says why).
+  Json body = Json::object();
+  body["model"] = model;
+  body["max_tokens"] = request.max_tokens;
   if (!request.system.empty()) {
-    Json sys = {{"type", "text"}, {"text", request.system}};
+    Json sys = Json::object();
+    sys["type"] = "text";
+    sys["text"] = request.system;
     if (request.cache) sys["cache_control"] = CacheControl();
-    body["system"] = Json::array({sys});
+    body["system"] = Json::array();
+    body["system"].push_back(std::move(sys));
   }
   Json messages = Json::array();
+  messages.get_ref<Json::array_t&>().reserve(request.messages.size());
   for (const auto& m : request.messages) messages.push_back(MessageToJson(m));
   // Cache breakpoints (at most 4 in all): tools, system, and the last block
   // of the two newest user turns, so each call reads what the previous one
@@ -59,8 +66,13 @@ Json AnthropicRequestBody(const Request& request, const std::string& model, bool
   body["messages"] = std::move(messages);
   if (!request.tools.empty()) {
     Json tools = Json::array();
+    tools.get_ref<Json::array_t&>().reserve(request.tools.size());
     for (const auto& t : request.tools) {
-      tools.push_back({{"name", t.name}, {"description", t.description}, {"input_schema", ToolSchema(t)}});
+      Json tool = Json::object();
+      tool["name"] = t.name;
+      tool["description"] = t.description;
+      tool["input_schema"] = ToolSchema(t);
+      tools.push_back(std::move(tool));
     }
     if (request.cache) tools.back()["cache_control"] = CacheControl();
     body["tools"] = std::move(tools);

@@ -96,24 +96,33 @@ std::string NewToolUseId() {
   return id;
 }
 
+// Built a member at a time, moved, not through initializer lists: those
+// copy every value they hold, and a request body is all of a conversation's
+// blocks on every call.
 Json BlockToJson(const ContentBlock& b) {
+  Json j = Json::object();
   switch (b.type) {
     case BlockType::kText:
-      return {{"type", "text"}, {"text", b.text}};
+      j["type"] = "text";
+      j["text"] = b.text;
+      return j;
     case BlockType::kToolUse: {
+      j["type"] = "tool_use";
+      j["id"] = b.id;
+      j["name"] = b.name;
       auto input = ParseJson(b.input_json);
-      Json j = {{"type", "tool_use"}, {"id", b.id}, {"name", b.name},
-                {"input", input.ok() && input->is_object() ? *input : Json::object()}};
+      j["input"] = input.ok() && input->is_object() ? std::move(*input) : Json::object();
       if (!b.input_error.empty()) j["mates_input_error"] = b.input_error;
       return j;
     }
-    case BlockType::kToolResult: {
-      Json j = {{"type", "tool_result"}, {"tool_use_id", b.tool_use_id}, {"content", b.text}};
+    case BlockType::kToolResult:
+      j["type"] = "tool_result";
+      j["tool_use_id"] = b.tool_use_id;
+      j["content"] = b.text;
       if (b.is_error) j["is_error"] = true;
       return j;
-    }
   }
-  return Json::object();
+  return j;
 }
 
 Result<ContentBlock> BlockFromJson(const Json& j) {
@@ -157,8 +166,12 @@ Result<ContentBlock> BlockFromJson(const Json& j) {
 
 Json MessageToJson(const ChatMessage& m) {
   Json content = Json::array();
+  content.get_ref<Json::array_t&>().reserve(m.content.size());
   for (const auto& b : m.content) content.push_back(BlockToJson(b));
-  return {{"role", RoleName(m.role)}, {"content", content}};
+  Json j = Json::object();
+  j["role"] = std::string(RoleName(m.role));
+  j["content"] = std::move(content);
+  return j;
 }
 
 Result<ChatMessage> MessageFromJson(const Json& j) {

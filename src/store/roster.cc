@@ -80,14 +80,18 @@ Member* TeamConfig::Find(std::string_view member) {
 }
 
 Json TeamConfigToJson(const TeamConfig& c) {
+  // Set a member at a time, not through initializer lists (which copy
+  // every value once more): the roster is written at every status change.
   Json members = Json::array();
+  members.get_ref<Json::array_t&>().reserve(c.members.size());
   for (const auto& m : c.members) {
-    Json jm = {{"name", m.name},
-               {"agent_id", m.agent_id},
-               {"role", m.role_title.empty() ? std::string(MemberRoleName(m.role)) : m.role_title},
-               {"status", MemberStatusName(m.status)},
-               {"color", m.color},
-               {"backend", MemberBackendName(m.backend)}};
+    Json jm = Json::object();
+    jm["name"] = m.name;
+    jm["agent_id"] = m.agent_id;
+    jm["role"] = m.role_title.empty() ? std::string(MemberRoleName(m.role)) : m.role_title;
+    jm["status"] = std::string(MemberStatusName(m.status));
+    jm["color"] = m.color;
+    jm["backend"] = std::string(MemberBackendName(m.backend));
     if (m.role != MemberRole::kLead) {
       jm["model"] = m.model;
       jm["plan_mode_required"] = m.plan_mode_required;
@@ -99,7 +103,10 @@ Json TeamConfigToJson(const TeamConfig& c) {
     if (m.context_budget > 0) jm["context_budget"] = m.context_budget;
     members.push_back(std::move(jm));
   }
-  Json j = {{"name", c.name}, {"created_at", c.created_at}, {"lead", c.lead}};
+  Json j = Json::object();
+  j["name"] = c.name;
+  j["created_at"] = c.created_at;
+  j["lead"] = c.lead;
   if (!c.description.empty()) j["description"] = c.description;
   j["members"] = std::move(members);
   if (c.git.configured() || c.git.isolation != Isolation::kShared) {

@@ -31,17 +31,20 @@ Json TaskToJson(const Task& t) {
   Json metadata = Json::object();
   auto parsed = ParseJson(t.metadata_json);
   if (parsed.ok() && parsed->is_object()) metadata = std::move(*parsed);
-  return {{"id", t.id},
-          {"subject", t.subject},
-          {"description", t.description},
-          {"activeForm", t.active_form},
-          {"status", TaskStatusName(t.status)},
-          {"owner", t.owner},
-          {"blockedBy", t.blocked_by},
-          {"blocks", t.blocks},
-          {"metadata", metadata},
-          {"created_at", t.created_at},
-          {"updated_at", t.updated_at}};
+  // A member at a time, moved (roster.cc says why).
+  Json j = Json::object();
+  j["id"] = t.id;
+  j["subject"] = t.subject;
+  j["description"] = t.description;
+  j["activeForm"] = t.active_form;
+  j["status"] = std::string(TaskStatusName(t.status));
+  j["owner"] = t.owner;
+  j["blockedBy"] = t.blocked_by;
+  j["blocks"] = t.blocks;
+  j["metadata"] = std::move(metadata);
+  j["created_at"] = t.created_at;
+  j["updated_at"] = t.updated_at;
+  return j;
 }
 
 namespace {
