@@ -66,6 +66,19 @@ TEST(ValidationTest, ToolsAndCacheControl) {
   EXPECT_NE(ValidateAnthropicRequest(bad_tool, false).message().find("unique"), std::string::npos);
   bad_tool["tools"] = J(R"([{"name":"a","input_schema":{"type":"string"}}])");
   EXPECT_FALSE(ValidateAnthropicRequest(bad_tool, false).ok());
+  // Names: ^[a-zA-Z0-9_-]{1,128}$.
+  auto named = [&](const std::string& name) {
+    Json body = Req(R"([{"role":"user","content":"a"}])");
+    body["tools"] = Json::array({{{"name", name}, {"input_schema", {{"type", "object"}}}}});
+    return ValidateAnthropicRequest(body, false).ok();
+  };
+  EXPECT_TRUE(named("Az09_-"));
+  EXPECT_TRUE(named(std::string(128, 'x')));
+  EXPECT_FALSE(named(std::string(129, 'x')));
+  EXPECT_FALSE(named(""));
+  for (const std::string& bad : std::vector<std::string>{"a.b", "a b", "a/b", "ä", std::string("a\0b", 3), "a\n"}) {
+    EXPECT_FALSE(named(bad)) << bad;
+  }
   Json cache = Req(R"([{"role":"user","content":[
     {"type":"text","text":"1","cache_control":{"type":"ephemeral"}},{"type":"text","text":"2","cache_control":{"type":"ephemeral"}},
     {"type":"text","text":"3","cache_control":{"type":"ephemeral"}},{"type":"text","text":"4","cache_control":{"type":"ephemeral"}},
