@@ -13,7 +13,17 @@
 //              and that teammate's model call started; completed in-process,
 //              and from another process.
 //
-//   team_bench [--quick] [makespan|idle|handoff]   (default: all three)
+//   team_bench [--quick] [makespan|makespan-small|makespan-large|idle|handoff]
+//              (default: all three; makespan-small and -large run one shape)
+//
+// To see where a makespan goes: MATES_BENCH_TRACE=1 prints, per level, the
+// time from the level before's last reply to this level's first call (the
+// completion, the hand-out, the wake-up, the loop), the spread of its calls'
+// starts and the mock's lateness, and the CPU the run took per task;
+// MATES_PERF_CTL=FIFO enables `perf record --control=fifo:FIFO -D -1` for
+// the run alone, not the board's setup; MATES_BENCH_DIR puts the workspaces
+// elsewhere than /tmp (a new file's cost is the file system's, and on ext4
+// without a journal it grows with the files deleted in the last minutes).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -56,10 +66,17 @@ namespace {
 
 bool g_quick = false;
 
+std::string BenchDir() {
+  const char* dir = std::getenv("MATES_BENCH_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/tmp";
+}
+
 // A workspace with one team ("bench") whose lead is this process: the lead's
 // loop never runs; the TeamManager hosts the teammates.
 struct Host {
-  char tmpl[64] = "/tmp/mates-team-bench-XXXXXX";
+  // MATES_BENCH_DIR: where the workspaces go (default /tmp): the file
+  // system's cost for a new file is part of a spawn's.
+  std::string tmpl = BenchDir() + "/mates-team-bench-XXXXXX";
   fs::path dir;
   Workspace ws{"."};
   tools::ToolContext ctx;
@@ -70,7 +87,7 @@ struct Host {
   TeamStore* store = nullptr;  // the team's store: null = the workspace's files
 
   Host(llm::Provider* provider, team::TeamOptions options) : store(options.store) {
-    dir = ::mkdtemp(tmpl);
+    dir = ::mkdtemp(tmpl.data());
     ws = Workspace(dir);
     if (store != nullptr) {
       (void)store->CreateTeam("bench", "lead", "");
@@ -145,9 +162,26 @@ class TimingProvider : public llm::Provider {
                                  llm::CancelToken* cancel) override {
     int64_t t0 = NowNs();
     auto r = inner_->Complete(req, cb, cancel);
-    total_ns_ += NowNs() - t0;
+    int64_t t1 = NowNs();
+    total_ns_ += t1 - t0;
     ++calls_;
+    if (tracing_) {
+      std::string newest = llm::NewestUserText(req.messages);
+      int64_t task = 0;
+      if (newest.rfind("Task #", 0) == 0) task = std::atoll(newest.c_str() + 6);
+      std::lock_guard<std::mutex> lock(trace_mu_);
+      trace_.push_back({task, t0, t1});
+    }
     return r;
+  }
+  struct Call {
+    int64_t task;  // the task a call started (0: another call)
+    int64_t entry_ns, exit_ns;
+  };
+  void Trace() { tracing_ = true; }
+  std::vector<Call> calls() {
+    std::lock_guard<std::mutex> lock(trace_mu_);
+    return trace_;
   }
   std::string_view name() const override { return inner_->name(); }
   std::string default_model() const override { return inner_->default_model(); }
@@ -158,6 +192,29 @@ class TimingProvider : public llm::Provider {
   llm::Provider* inner_;
   std::atomic<int64_t> total_ns_{0};
   std::atomic<int64_t> calls_{0};
+  bool tracing_ = false;
+  std::mutex trace_mu_;
+  std::vector<Call> trace_;
+};
+
+// With MATES_PERF_CTL=FIFO (perf record --control=fifo:FIFO -D -1), perf
+// samples only while one of these is open.
+class PerfWindow {
+ public:
+  PerfWindow() {
+    if (const char* fifo = std::getenv("MATES_PERF_CTL")) {
+      out_.open(fifo);
+      out_ << "enable" << std::endl;
+    }
+  }
+  ~PerfWindow() { End(); }
+  void End() {
+    if (out_.is_open()) out_ << "disable" << std::endl;
+    out_.close();
+  }
+
+ private:
+  std::ofstream out_;
 };
 
 struct DagShape {
@@ -186,6 +243,8 @@ Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}, TeamSt
       "    reply: [{type: text, text: \"Done.\"}]\n");
   llm::ScriptedProvider scripted(scenario);
   TimingProvider provider(&scripted);
+  const bool trace = std::getenv("MATES_BENCH_TRACE") != nullptr;
+  if (trace) provider.Trace();
   team::TeamOptions opt;
   opt.idle_timeout_s = 0;
   opt.seed_polling = seed_polling;
@@ -204,8 +263,11 @@ Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}, TeamSt
   }
   auto waker = std::make_shared<Waker>();
   auto sub = host.WatchBoard(waker);
+  PerfWindow perf;  // profiles the run, not the board's setup
+  const double cpu0 = CpuSeconds();
   int64_t t0 = NowNs();
   host.Spawn(kTeammates, "w");
+  const int64_t spawned = NowNs();
   // Done when the last level is: it waits on every task before it. Looking
   // at those few, not listing the whole board at every change, keeps the
   // watching out of the figure (a list of 1,000 tasks per change took ~5 %
@@ -223,9 +285,44 @@ Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}, TeamSt
   }
   Makespan m;
   m.ms = static_cast<double>(NowNs() - t0) / 1e6;
+  perf.End();
+  const double cpu_ms = (CpuSeconds() - cpu0) * 1e3;
   m.bound_ms = static_cast<double>((1 + levels) * turn_ms);
   m.call_ms = provider.mean_ms();
   m.effective_ms = (1 + levels) * m.call_ms;
+  if (trace) {
+    // Per level: from the last reply of the level before to the first call
+    // of this one (completion, hand-out, wake-up, the loop), the spread of
+    // this level's calls, and the mock's lateness.
+    // Level 0's "gap" runs from the start (the spawns and the first turns).
+    std::vector<int64_t> first(levels, INT64_MAX), last(levels, 0), last_exit(levels, 0), late(levels, 0);
+    for (const auto& c : provider.calls()) {
+      if (c.task < 1 || c.task > kTasks) continue;
+      int l = static_cast<int>((c.task - 1) / kWidth);
+      first[l] = std::min(first[l], c.entry_ns);
+      last[l] = std::max(last[l], c.entry_ns);
+      last_exit[l] = std::max(last_exit[l], c.exit_ns);
+      late[l] = std::max(late[l], c.exit_ns - c.entry_ns - int64_t{turn_ms} * 1000000);
+    }
+    double sum_gap = 0, sum_spread = 0, sum_late = 0;
+    for (int l = 0; l < levels; ++l) {
+      int64_t before = l == 0 ? t0 : last_exit[l - 1];
+      double gap = static_cast<double>(first[l] - before) / 1e3, spread = static_cast<double>(last[l] - first[l]) / 1e3;
+      double lt = static_cast<double>(late[l]) / 1e3;
+      if (l > 0) {
+        sum_gap += gap;
+        sum_spread += spread;
+        sum_late += lt;
+      }
+      std::printf("    level %2d: gap %7.0f us  spread %7.0f us  late %6.0f us\n", l, gap, spread, lt);
+    }
+    std::printf("    %d teammates spawned in %.1f ms; the last level-0 call began at %.1f ms\n", kTeammates,
+                static_cast<double>(spawned - t0) / 1e6, static_cast<double>(last[0] - t0) / 1e6);
+    std::printf("    CPU %.0f ms in the run: %.0f us per task\n", cpu_ms, cpu_ms * 1e3 / kTasks);
+    std::printf("    levels 1..: gap %.1f ms, spread %.1f ms, late %.1f ms; end after the last reply %.1f ms\n",
+                sum_gap / 1e3, sum_spread / 1e3, sum_late / 1e3,
+                static_cast<double>(t0 + static_cast<int64_t>(m.ms * 1e6) - last_exit[levels - 1]) / 1e6);
+  }
   return m;
 }
 
@@ -432,10 +529,10 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--quick") {
       g_quick = true;
-    } else if (a == "makespan" || a == "idle" || a == "handoff") {
+    } else if (a == "makespan" || a == "makespan-small" || a == "makespan-large" || a == "idle" || a == "handoff") {
       only = a;
     } else {
-      std::fprintf(stderr, "usage: team_bench [--quick] [makespan|idle|handoff]\n");
+      std::fprintf(stderr, "usage: team_bench [--quick] [makespan|makespan-small|makespan-large|idle|handoff]\n");
       return 2;
     }
   }
@@ -445,7 +542,11 @@ int main(int argc, char** argv) {
               std::thread::hardware_concurrency());
 
   const int turn_ms = 50;
-  if (want("makespan")) {
+  auto row = [](const std::string& label, const Makespan& m) {
+    std::printf("  %-22s %8.0f ms %9.0f ms %9.1f %% %11.2f ms %9.1f %%\n", label.c_str(), m.ms, m.bound_ms,
+                (m.ms - m.bound_ms) / m.bound_ms * 100, m.call_ms, (m.ms - m.effective_ms) / m.effective_ms * 100);
+  };
+  if (want("makespan") || want("makespan-small")) {
     std::printf(
         "makespan: 50 tasks in 17 levels of 3, 8 teammates, scripted provider at %d ms per call\n",
         turn_ms);
@@ -453,20 +554,17 @@ int main(int argc, char** argv) {
                 "call (real)", "own share");
     int runs = g_quick ? 1 : 3;
     std::vector<double> over, own;
-    auto row = [](const std::string& label, const Makespan& m) {
-      std::printf("  %-22s %8.0f ms %9.0f ms %9.1f %% %11.2f ms %9.1f %%\n", label.c_str(), m.ms, m.bound_ms,
-                  (m.ms - m.bound_ms) / m.bound_ms * 100, m.call_ms, (m.ms - m.effective_ms) / m.effective_ms * 100);
-    };
     for (int i = 0; i < runs; ++i) {
       Makespan m = DagMakespan(false, turn_ms);
       over.push_back((m.ms - m.bound_ms) / m.bound_ms * 100);
       own.push_back((m.ms - m.effective_ms) / m.effective_ms * 100);
       row("mates, run " + std::to_string(i + 1), m);
     }
-    row("seed (1 s polling)", DagMakespan(true, turn_ms));
     std::printf("  mates median: %.1f %% over the critical path; %.1f %% once the mock model's own time per\n"
                 "  call is counted as model time (own share: claims, wake-ups, tools, statuses, the loop)\n",
                 Percentile(over, 50), Percentile(own, 50));
+    if (only == "makespan-small") return 0;
+    row("seed (1 s polling)", DagMakespan(true, turn_ms));
     // The same team kept in PostgreSQL (DESIGN §13): claims, statuses,
     // messages and journal copies go to a private server on this machine.
     std::vector<double> pg_over;
@@ -476,6 +574,8 @@ int main(int argc, char** argv) {
     });
     if (!pg_over.empty()) std::printf("  PostgreSQL median: %.1f %% over the critical path\n", Percentile(pg_over, 50));
     std::printf("\n");
+  }
+  if (want("makespan") || want("makespan-large")) {
     // The large shape: 100 teammates in one process on 1,000 tasks (34
     // levels of 30: each teammate's task takes two calls, so 100 never bind).
     DagShape large{1000, 30, 100};
