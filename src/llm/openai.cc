@@ -81,22 +81,35 @@ Result<std::string> OptString(const Json& obj, const char* key) { return JsonStr
 }  // namespace
 
 Json OpenAIRequestBody(const Request& request, const std::string& model, bool stream) {
+  // Members set and moved one at a time (types.cc says why); the whole
+  // conversation used to be copied once more into the body.
   Json messages = Json::array();
-  if (!request.system.empty()) messages.push_back({{"role", "system"}, {"content", request.system}});
+  if (!request.system.empty()) {
+    Json sys = Json::object();
+    sys["role"] = "system";
+    sys["content"] = request.system;
+    messages.push_back(std::move(sys));
+  }
   for (const auto& m : request.messages) {
     if (m.role == Role::kAssistant) {
-      Json msg = {{"role", "assistant"}};
+      Json msg = Json::object();
+      msg["role"] = "assistant";
       std::string text = m.Text();
-      msg["content"] = text.empty() ? Json(nullptr) : Json(text);
+      msg["content"] = text.empty() ? Json(nullptr) : Json(std::move(text));
       Json calls = Json::array();
       for (const auto& b : m.content) {
         if (b.type != BlockType::kToolUse) continue;
-        calls.push_back({{"id", b.id},
-                         {"type", "function"},
-                         {"function", {{"name", b.name}, {"arguments", b.input_json}}}});
+        Json fn = Json::object();
+        fn["name"] = b.name;
+        fn["arguments"] = b.input_json;
+        Json call = Json::object();
+        call["id"] = b.id;
+        call["type"] = "function";
+        call["function"] = std::move(fn);
+        calls.push_back(std::move(call));
       }
-      if (!calls.empty()) msg["tool_calls"] = calls;
-      messages.push_back(msg);
+      if (!calls.empty()) msg["tool_calls"] = std::move(calls);
+      messages.push_back(std::move(msg));
       continue;
     }
     // A user turn: its tool results first (they must follow the assistant
@@ -104,24 +117,40 @@ Json OpenAIRequestBody(const Request& request, const std::string& model, bool st
     std::string text;
     for (const auto& b : m.content) {
       if (b.type == BlockType::kToolResult) {
-        messages.push_back({{"role", "tool"},
-                            {"tool_call_id", b.tool_use_id},
-                            {"content", b.is_error ? "Error: " + b.text : b.text}});
+        Json result = Json::object();
+        result["role"] = "tool";
+        result["tool_call_id"] = b.tool_use_id;
+        result["content"] = b.is_error ? "Error: " + b.text : b.text;
+        messages.push_back(std::move(result));
       } else if (b.type == BlockType::kText) {
         if (!text.empty()) text += "\n";
         text += b.text;
       }
     }
-    if (!text.empty()) messages.push_back({{"role", "user"}, {"content", text}});
+    if (!text.empty()) {
+      Json user = Json::object();
+      user["role"] = "user";
+      user["content"] = std::move(text);
+      messages.push_back(std::move(user));
+    }
   }
-  Json body = {{"model", model}, {"messages", messages}, {"max_tokens", request.max_tokens}};
+  Json body = Json::object();
+  body["model"] = model;
+  body["messages"] = std::move(messages);
+  body["max_tokens"] = request.max_tokens;
   if (!request.tools.empty()) {
     Json tools = Json::array();
     for (const auto& t : request.tools) {
-      Json fn = {{"name", t.name}, {"description", t.description}, {"parameters", ToolSchema(t)}};
-      tools.push_back({{"type", "function"}, {"function", fn}});
+      Json fn = Json::object();
+      fn["name"] = t.name;
+      fn["description"] = t.description;
+      fn["parameters"] = ToolSchema(t);
+      Json tool = Json::object();
+      tool["type"] = "function";
+      tool["function"] = std::move(fn);
+      tools.push_back(std::move(tool));
     }
-    body["tools"] = tools;
+    body["tools"] = std::move(tools);
   }
   if (request.temperature >= 0) body["temperature"] = request.temperature;
   if (!request.agent_id.empty()) body["user"] = request.agent_id;
