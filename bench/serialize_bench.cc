@@ -8,6 +8,9 @@
 //               AnthropicRequestBody builds it for every call, members set
 //               and moved, against initializer lists (which copy each value
 //               once more).
+//   openai      the same conversation as an OpenAI chat-completions body
+//               (OpenAIRequestBody), against initializer lists and a copy
+//               of the whole messages array.
 //   validate    the same body checked as mock-llm and the scripted provider
 //               check every request (ValidateAnthropicRequest).
 //
@@ -20,6 +23,7 @@
 
 #include "core/json.h"
 #include "llm/anthropic.h"
+#include "llm/openai.h"
 #include "llm/types.h"
 #include "llm/validation.h"
 
@@ -106,6 +110,47 @@ Json NaiveBody(const llm::Request& r, const std::string& model) {
   return body;
 }
 
+// OpenAIRequestBody's body as it was: initializer lists, and the whole
+// messages array copied into the body.
+Json NaiveOpenAIBody(const llm::Request& r, const std::string& model) {
+  Json messages = Json::array();
+  messages.push_back({{"role", "system"}, {"content", r.system}});
+  for (const auto& m : r.messages) {
+    if (m.role == llm::Role::kAssistant) {
+      Json msg = {{"role", "assistant"}};
+      std::string text = m.Text();
+      msg["content"] = text.empty() ? Json(nullptr) : Json(text);
+      Json calls = Json::array();
+      for (const auto& b : m.content) {
+        if (b.type != llm::BlockType::kToolUse) continue;
+        calls.push_back({{"id", b.id}, {"type", "function"}, {"function", {{"name", b.name}, {"arguments", b.input_json}}}});
+      }
+      if (!calls.empty()) msg["tool_calls"] = calls;
+      messages.push_back(msg);
+      continue;
+    }
+    std::string text;
+    for (const auto& b : m.content) {
+      if (b.type == llm::BlockType::kToolResult) {
+        messages.push_back({{"role", "tool"}, {"tool_call_id", b.tool_use_id}, {"content", b.text}});
+      } else if (b.type == llm::BlockType::kText) {
+        if (!text.empty()) text += "\n";
+        text += b.text;
+      }
+    }
+    if (!text.empty()) messages.push_back({{"role", "user"}, {"content", text}});
+  }
+  Json body = {{"model", model}, {"messages", messages}, {"max_tokens", r.max_tokens}};
+  Json tools = Json::array();
+  for (const auto& t : r.tools) {
+    Json fn = {{"name", t.name}, {"description", t.description}, {"parameters", llm::ToolSchema(t)}};
+    tools.push_back({{"type", "function"}, {"function", fn}});
+  }
+  body["tools"] = tools;
+  body["user"] = r.agent_id;
+  return body;
+}
+
 // ------------------------------------------------------------------ inputs
 
 Json Roster100() {
@@ -179,6 +224,16 @@ void BM_RequestBody(benchmark::State& state) {
   state.SetLabel(naive ? "naive" : "mates");
 }
 
+void BM_OpenAIRequestBody(benchmark::State& state) {
+  const llm::Request req = TeammateRequest();
+  const bool naive = state.range(0) == 0;
+  for (auto _ : state) {
+    Json body = naive ? NaiveOpenAIBody(req, "m") : llm::OpenAIRequestBody(req, "m", false);
+    benchmark::DoNotOptimize(body);
+  }
+  state.SetLabel(naive ? "naive" : "mates");
+}
+
 void BM_ValidateRequest(benchmark::State& state) {
   const Json body = llm::AnthropicRequestBody(TeammateRequest(), "m", false);
   for (auto _ : state) benchmark::DoNotOptimize(llm::ValidateAnthropicRequest(body, true));
@@ -186,6 +241,7 @@ void BM_ValidateRequest(benchmark::State& state) {
 
 BENCHMARK(BM_RosterDump)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RequestBody)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OpenAIRequestBody)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ValidateRequest)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
@@ -195,7 +251,9 @@ int main(int argc, char** argv) {
   std::string naive;
   NaivePretty(Roster100(), 0, &naive);
   const llm::Request req = TeammateRequest();
-  if (naive != DumpJsonPretty(Roster100()) || NaiveBody(req, "m") != llm::AnthropicRequestBody(req, "m", false)) {
+  if (naive != DumpJsonPretty(Roster100()) ||
+      DumpJson(NaiveBody(req, "m")) != DumpJson(llm::AnthropicRequestBody(req, "m", false)) ||
+      DumpJson(NaiveOpenAIBody(req, "m")) != DumpJson(llm::OpenAIRequestBody(req, "m", false))) {
     std::fprintf(stderr, "serialize_bench: a naive variant writes other bytes than mates\n");
     return 1;
   }
