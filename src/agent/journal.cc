@@ -120,7 +120,12 @@ Result<int64_t> Journal::Republish(const fs::path& path, JournalCopy& copy) {
 }
 
 Status Journal::AppendMessage(const llm::ChatMessage& m, const std::vector<std::string>& delivered) {
-  Json line = {{"kind", "message"}, {"ts", WallSeconds()}, {"message", llm::MessageToJson(m)}};
+  // Set and moved, not an initializer list (which copies the message once
+  // more): a line is journaled for every message of every turn.
+  Json line = Json::object();
+  line["kind"] = "message";
+  line["ts"] = WallSeconds();
+  line["message"] = llm::MessageToJson(m);
   if (!delivered.empty()) line["delivered"] = delivered;
   return Append(DumpJson(line));
 }
@@ -129,8 +134,12 @@ Status Journal::AppendCompaction(const std::vector<llm::ChatMessage>& messages,
                                  const std::string& transcript_path) {
   Json arr = Json::array();
   for (const auto& m : messages) arr.push_back(llm::MessageToJson(m));
-  return Append(DumpJson(Json{{"kind", "compact"}, {"ts", WallSeconds()},
-                              {"transcript", transcript_path}, {"messages", arr}}));
+  Json line = Json::object();
+  line["kind"] = "compact";
+  line["ts"] = WallSeconds();
+  line["transcript"] = transcript_path;
+  line["messages"] = std::move(arr);
+  return Append(DumpJson(line));
 }
 
 Status Journal::AppendDelivered(const std::vector<std::string>& ids) {
