@@ -214,25 +214,23 @@ void BM_RosterDump(benchmark::State& state) {
   state.SetLabel(std::string(naive ? "naive" : "mates") + ", " + std::to_string(bytes) + " bytes");
 }
 
-void BM_RequestBody(benchmark::State& state) {
+// A request body built the naive way (Arg 0) or mates' (Arg 1).
+using BodyBuilder = Json (*)(const llm::Request&, const std::string&);
+void RequestBody(benchmark::State& state, BodyBuilder naive, BodyBuilder mates) {
   const llm::Request req = TeammateRequest();
-  const bool naive = state.range(0) == 0;
+  const BodyBuilder build = state.range(0) == 0 ? naive : mates;
   for (auto _ : state) {
-    Json body = naive ? NaiveBody(req, "m") : llm::AnthropicRequestBody(req, "m", false);
+    Json body = build(req, "m");
     benchmark::DoNotOptimize(body);
   }
-  state.SetLabel(naive ? "naive" : "mates");
+  state.SetLabel(state.range(0) == 0 ? "naive" : "mates");
 }
 
-void BM_OpenAIRequestBody(benchmark::State& state) {
-  const llm::Request req = TeammateRequest();
-  const bool naive = state.range(0) == 0;
-  for (auto _ : state) {
-    Json body = naive ? NaiveOpenAIBody(req, "m") : llm::OpenAIRequestBody(req, "m", false);
-    benchmark::DoNotOptimize(body);
-  }
-  state.SetLabel(naive ? "naive" : "mates");
-}
+Json AnthropicBody(const llm::Request& r, const std::string& model) { return llm::AnthropicRequestBody(r, model, false); }
+Json OpenAIBody(const llm::Request& r, const std::string& model) { return llm::OpenAIRequestBody(r, model, false); }
+
+void BM_RequestBody(benchmark::State& state) { RequestBody(state, NaiveBody, AnthropicBody); }
+void BM_OpenAIRequestBody(benchmark::State& state) { RequestBody(state, NaiveOpenAIBody, OpenAIBody); }
 
 void BM_ValidateRequest(benchmark::State& state) {
   const Json body = llm::AnthropicRequestBody(TeammateRequest(), "m", false);
