@@ -28,10 +28,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -87,7 +89,12 @@ struct Host {
   TeamStore* store = nullptr;  // the team's store: null = the workspace's files
 
   Host(llm::Provider* provider, team::TeamOptions options) : store(options.store) {
-    dir = ::mkdtemp(tmpl.data());
+    const char* made = ::mkdtemp(tmpl.data());
+    if (made == nullptr) {
+      std::fprintf(stderr, "team_bench: cannot make a workspace in %s: %s\n", BenchDir().c_str(), std::strerror(errno));
+      std::exit(1);
+    }
+    dir = made;
     ws = Workspace(dir);
     if (store != nullptr) {
       (void)store->CreateTeam("bench", "lead", "");
