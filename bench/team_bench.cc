@@ -24,6 +24,7 @@
 // the run alone, not the board's setup; MATES_BENCH_DIR puts the workspaces
 // elsewhere than /tmp (a new file's cost is the file system's, and on ext4
 // without a journal it grows with the files deleted in the last minutes).
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -205,23 +206,34 @@ class TimingProvider : public llm::Provider {
 };
 
 // With MATES_PERF_CTL=FIFO (perf record --control=fifo:FIFO -D -1), perf
-// samples only while one of these is open.
+// samples only while one of these is open. Opened without blocking: a FIFO
+// nobody reads (no perf running) is said, and that run goes on unprofiled.
 class PerfWindow {
  public:
   PerfWindow() {
-    if (const char* fifo = std::getenv("MATES_PERF_CTL")) {
-      out_.open(fifo);
-      out_ << "enable" << std::endl;
+    const char* fifo = std::getenv("MATES_PERF_CTL");
+    if (fifo == nullptr) return;
+    fd_ = ::open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0) {
+      std::fprintf(stderr, "team_bench: MATES_PERF_CTL=%s: %s (is perf reading it?); not profiling\n", fifo,
+                   std::strerror(errno));
+      return;
     }
+    Say("enable\n");
   }
   ~PerfWindow() { End(); }
+  PerfWindow(const PerfWindow&) = delete;
+  PerfWindow& operator=(const PerfWindow&) = delete;
   void End() {
-    if (out_.is_open()) out_ << "disable" << std::endl;
-    out_.close();
+    if (fd_ < 0) return;
+    Say("disable\n");
+    ::close(fd_);
+    fd_ = -1;
   }
 
  private:
-  std::ofstream out_;
+  void Say(const char* what) { (void)!::write(fd_, what, std::strlen(what)); }
+  int fd_ = -1;
 };
 
 struct DagShape {
