@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/json.h"
@@ -420,6 +422,66 @@ TEST(WorktreeTest, AMachineWithoutTheTeamsRemoteIsToldSo) {
   g.remote = "origin";
   g.target_branch = "x:refs/heads/main";
   EXPECT_EQ(git::FetchTarget(Workspace(repo.w), "wt", g).code(), StatusCode::kInvalidArgument);
+}
+
+// Teammates' worktrees are added while the target is fetched, as when a
+// lead spawns a teammate the moment its merge queue fetches a submission.
+// `git worktree add` leaves a placeholder HEAD for a moment, which a fetch
+// bringing objects reads: without mates keeping the two apart, some
+// fetches fail with "bad object worktrees/<name>/HEAD" (an unguarded
+// variant of this failed about one fetch in fifteen here).
+TEST(WorktreeTest, WorktreesAddedWhileTheTargetIsFetchedDoNotFailTheFetches) {
+  TempDir machines;
+  const fs::path origin = machines.path() / "origin.git";
+  const fs::path w = machines.path() / "w";
+  const fs::path pusher = machines.path() / "pusher";
+  Git(machines.path(), {"init", "-q", "--bare", "-b", "main", origin.string()});
+  Git(machines.path(), {"clone", "-q", origin.string(), w.string()});
+  WriteAll(w / "README", "the project\n");
+  Git(w, {"add", "README"});
+  Git(w, {"commit", "-q", "-m", "initial"});
+  Git(w, {"push", "-q", "origin", "HEAD:refs/heads/main"});
+  TeamGit wanted;
+  wanted.isolation = Isolation::kWorktree;
+  wanted.remote = "origin";
+  auto g = git::PrepareTarget(Workspace(w), "wt", wanted);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  Git(machines.path(), {"clone", "-q", "-b", g->target_branch, origin.string(), pusher.string()});
+
+  constexpr int kTrees = 40;
+  std::atomic<bool> adding{true};
+  std::vector<std::string> add_errors;
+  std::thread adder([&] {
+    for (int i = 0; i < kTrees; ++i) {
+      auto made = git::EnsureTeammateWorktree(Workspace(w), "wt", "t" + std::to_string(i), *g);
+      if (!made.ok()) add_errors.push_back(made.status().message());
+    }
+    adding.store(false);
+  });
+  // New commits all along, so that most fetches check what they brought.
+  std::thread pushing([&] {
+    for (int n = 0; adding.load(); ++n) {
+      WriteAll(pusher / "n.txt", std::to_string(n) + "\n");
+      Git(pusher, {"add", "n.txt"});
+      Git(pusher, {"commit", "-q", "-m", "round " + std::to_string(n)});
+      Git(pusher, {"push", "-q", "origin", "HEAD"});
+    }
+  });
+  int rounds = 0;
+  std::vector<std::string> fetch_errors;
+  while (adding.load()) {
+    Status fetched = git::FetchTarget(Workspace(w), "wt", *g);
+    if (!fetched.ok()) fetch_errors.push_back(fetched.message());
+    ++rounds;
+  }
+  pushing.join();
+  adder.join();
+  ASSERT_TRUE(git::FetchTarget(Workspace(w), "wt", *g).ok());
+  EXPECT_TRUE(add_errors.empty()) << add_errors.front();
+  EXPECT_TRUE(fetch_errors.empty()) << fetch_errors.size() << " of " << rounds << " fetches failed, the first: "
+                                    << fetch_errors.front();
+  EXPECT_EQ(Trim(Git(w, {"rev-parse", g->target_ref()})), Trim(Git(pusher, {"rev-parse", "HEAD"})));
+  EXPECT_EQ(Lines(Git(w, {"worktree", "list", "--porcelain"})).size(), (kTrees + 1) * 3u);
 }
 
 TEST(WorktreeTest, BadInputIsOneClearError) {

@@ -61,6 +61,7 @@ Status PrepareScratch(const Workspace& ws, const std::string& team, const std::s
   if (!fs::exists(scratch / ".git", ec)) {
     fs::remove_all(scratch, ec);
     MATES_RETURN_IF_ERROR(EnsureDir(scratch.parent_path()));
+    MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
     Status added = w.Ok({"worktree", "add", "--quiet", "--detach", scratch.string(), base}, 600, cancel).status();
     if (added.ok()) return added;
     (void)w.Run({"worktree", "prune"}, 60, cancel);  // registered, but its folder was gone
@@ -192,7 +193,7 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     Bounce(team, m, MergeState::kFailed, "the request names no branch of a member: " + m.branch, {});
     return;
   }
-  if (Status here = FetchSubmitted(ws, team, tg, m.branch, m.commit, &cancel_); !here.ok()) {
+  if (Status here = FetchSubmitted(ws, tg, m.branch, m.commit, &cancel_); !here.ok()) {
     if (stop_.load()) return;
     Bounce(team, m, MergeState::kFailed, "could not get the work to merge: " + here.message(), {});
     return;

@@ -27,11 +27,22 @@ Result<FileLock> LockWorktree(const Workspace& ws, const std::string& team, cons
   return FileLock::Acquire(ws.WorktreesDir(team) / ("." + name + ".lock"));
 }
 
-// One fetch at a time per team in W: two would race for the refs they
-// update (and FETCH_HEAD).
-Result<FileLock> LockFetches(const Workspace& ws, const std::string& team) {
-  MATES_RETURN_IF_ERROR(EnsureDir(ws.WorktreesDir(team)));
-  return FileLock::Acquire(ws.WorktreesDir(team) / ".fetch.lock");
+// `git fetch ARGS` in W under LockRepository. A `git worktree add` that is
+// not ours (a teammate's command, the user's) can still meet the fetch as
+// above: that failure is retried, a few times.
+Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double timeout_s,
+             const CancelToken* cancel = nullptr) {
+  MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
+  Git w(ws.root());
+  std::vector<std::string> argv = {"fetch"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (int attempt = 1;; ++attempt) {
+    Status fetched = w.Ok(argv, timeout_s, cancel).status();
+    if (fetched.ok() || attempt == 3 || fetched.message().find("bad object worktrees/") == std::string::npos) {
+      return fetched;
+    }
+    LogDebug("git fetch met a worktree being added; again: " + fetched.message());
+  }
 }
 
 // The remote's tip of `branch`, "" when it has none.
@@ -75,6 +86,18 @@ Result<TeamGit> PrepareRemoteTarget(const Workspace& ws, const std::string& team
 }
 
 }  // namespace
+
+// Fetches and worktree adds in W, one at a time across teams, threads and
+// processes. Two fetches would race for the refs they update (and
+// FETCH_HEAD). And `git worktree add` writes a placeholder HEAD of zeros
+// into the new worktree's admin folder before the real one, while a fetch
+// that brings objects checks them against every worktree's HEAD: beside an
+// add it fails with "bad object worktrees/<name>/HEAD" (git 2.39).
+Result<FileLock> LockRepository(const Workspace& ws) {
+  const fs::path dir = ws.root() / ".mates" / "worktrees";
+  MATES_RETURN_IF_ERROR(EnsureDir(dir));
+  return FileLock::Acquire(dir / ".repository.lock");
+}
 
 // Not mates/<team>/<name>: git cannot hold that beside the target
 // mates/<team> (a ref cannot be a file and a folder). '@' is in no name,
@@ -156,12 +179,10 @@ Status FetchTarget(const Workspace& ws, const std::string& team, const TeamGit& 
   // a name and a branch, or no refspec is built of them.
   MATES_RETURN_IF_ERROR(ValidateName("git remote", g.remote));
   MATES_RETURN_IF_ERROR(ValidateBranchName(g.target_branch));
-  MATES_ASSIGN_OR_RETURN(FileLock lock, LockFetches(ws, team));
-  Git w(ws.root());
   Status fetched =
-      w.Ok({"fetch", "--quiet", "--no-tags", g.remote, "+refs/heads/" + g.target_branch + ":" + g.target_ref()}, 300)
-          .status();
+      Fetch(ws, {"--quiet", "--no-tags", g.remote, "+refs/heads/" + g.target_branch + ":" + g.target_ref()}, 300);
   if (fetched.ok()) return fetched;
+  Git w(ws.root());
   // A machine that joins the team without the remote: said plainly.
   auto url = w.Run({"remote", "get-url", g.remote}, 30);
   if (url.ok() && url->exit_code != 0) {
@@ -182,6 +203,7 @@ Result<fs::path> EnsureTeammateWorktree(const Workspace& ws, const std::string& 
   MATES_RETURN_IF_ERROR(FetchTarget(ws, team, tg));
   const std::string target = tg.target_ref();
   const std::string branch = TeammateBranch(team, name);
+  MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
   auto add = [&]() -> Status {
     MATES_ASSIGN_OR_RETURN(std::string existing, ResolveCommit(g, "refs/heads/" + branch));
     if (existing.empty()) return g.Ok({"worktree", "add", "--quiet", "-b", branch, path.string(), target}, 300).status();
@@ -234,7 +256,7 @@ Status PushTeammateBranch(const Workspace& ws, const std::string& team, const st
       .status();
 }
 
-Status FetchSubmitted(const Workspace& ws, const std::string& team, const TeamGit& g, const std::string& branch, const std::string& commit,
+Status FetchSubmitted(const Workspace& ws, const TeamGit& g, const std::string& branch, const std::string& commit,
                       const CancelToken* cancel) {
   if (!IsCommitId(commit)) return Status::FailedPrecondition("'" + commit + "' is not a commit id");
   if (g.remote.empty()) return Status::Ok();  // W's own branch: the merge says if it is not there
@@ -245,13 +267,9 @@ Status FetchSubmitted(const Workspace& ws, const std::string& team, const TeamGi
   };
   if (here()) return Status::Ok();  // its owner works on this machine
   MATES_RETURN_IF_ERROR(ValidateBranchName(branch));
-  {
-    MATES_ASSIGN_OR_RETURN(FileLock lock, LockFetches(ws, team));
-    MATES_RETURN_IF_ERROR(w.Ok({"fetch", "--quiet", "--no-tags", g.remote,
-                                "+refs/heads/" + branch + ":refs/remotes/" + g.remote + "/" + branch},
-                               600, cancel)
-                              .status());
-  }
+  MATES_RETURN_IF_ERROR(
+      Fetch(ws, {"--quiet", "--no-tags", g.remote, "+refs/heads/" + branch + ":refs/remotes/" + g.remote + "/" + branch},
+            600, cancel));
   if (!here()) {
     return Status::FailedPrecondition("commit " + commit.substr(0, 10) + " is not on " + g.remote + "/" + branch +
                                       " (its owner's machine has pushed another since, or could not push it)");

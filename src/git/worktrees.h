@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_lock.h"
 #include "git/git.h"
 #include "store/roster.h"
 #include "store/workspace.h"
@@ -32,6 +33,11 @@ fs::path TeammateWorktree(const Workspace& ws, const std::string& team, const st
 fs::path ScratchWorktree(const Workspace& ws, const std::string& team);
 Identity TeammateIdentity(const std::string& team, const std::string& name);
 Identity MergeQueueIdentity(const std::string& team);
+
+// Held for every fetch and `git worktree add` in W (one at a time across
+// teams, threads and processes): a fetch beside an add fails in git 2.39
+// (see worktrees.cc). Blocks until held.
+Result<FileLock> LockRepository(const Workspace& ws);
 
 // Checks W and fills in the target: W must be a git repository with a
 // commit; `wanted.target_branch` "" means mates/<team> (created from W's
@@ -70,8 +76,8 @@ Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& tea
 Status PushTeammateBranch(const Workspace& ws, const std::string& team, const std::string& name, const TeamGit& g);
 // With a remote: the submitted branch fetched, so that the commit it names
 // is here (FailedPrecondition if the remote does not have it).
-Status FetchSubmitted(const Workspace& ws, const std::string& team, const TeamGit& g, const std::string& branch,
-                      const std::string& commit, const CancelToken* cancel);
+Status FetchSubmitted(const Workspace& ws, const TeamGit& g, const std::string& branch, const std::string& commit,
+                      const CancelToken* cancel);
 // With a remote: its target moved from `old` to `merged` only if it is
 // still at `old` (a push with a lease). false: it had moved (fetch and go
 // round again); an error: the remote could not be reached or refused.
