@@ -1505,7 +1505,8 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
   // Who worked where: w1's worktree is B's, w2's A's.
   EXPECT_TRUE(fs::exists(b / ".mates/worktrees/iso/w1/.git"));
   EXPECT_FALSE(fs::exists(a / ".mates/worktrees/iso/w1"));
-  EXPECT_TRUE(fs::exists(a / ".mates/worktrees/iso/w2/.git"));
+  EXPECT_TRUE(fs::exists(a / ".mates/worktrees/iso/w2/.git")) << logs();
+  EXPECT_FALSE(fs::exists(b / ".mates/worktrees/iso/w2")) << logs();
 
   // The requests, from a machine with no clone: `merges list`.
   TempDir third;
