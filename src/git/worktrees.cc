@@ -1,5 +1,8 @@
 #include "git/worktrees.h"
 
+#include <chrono>
+#include <thread>
+
 #include "core/file_lock.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -27,9 +30,10 @@ Result<FileLock> LockWorktree(const Workspace& ws, const std::string& team, cons
   return FileLock::Acquire(ws.WorktreesDir(team) / ("." + name + ".lock"));
 }
 
-// `git fetch ARGS` in W under LockRepository. A `git worktree add` that is
-// not ours (a teammate's command, the user's) can still meet the fetch as
-// above: that failure is retried, a few times.
+// `git fetch ARGS` in W under LockRepository. A git command that is not
+// ours (a teammate's own `git fetch` or `worktree add`, the user's) can
+// still meet the fetch — an add as above, or a ref it updates locked: that
+// failure is retried, three tries in all.
 Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double timeout_s,
              const CancelToken* cancel = nullptr) {
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
@@ -38,10 +42,13 @@ Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double t
   argv.insert(argv.end(), args.begin(), args.end());
   for (int attempt = 1;; ++attempt) {
     Status fetched = w.Ok(argv, timeout_s, cancel).status();
-    if (fetched.ok() || attempt == 3 || fetched.message().find("bad object worktrees/") == std::string::npos) {
+    const std::string& why = fetched.message();
+    if (fetched.ok() || attempt == 3 ||
+        (why.find("bad object worktrees/") == std::string::npos && why.find("cannot lock ref") == std::string::npos)) {
       return fetched;
     }
-    LogDebug("git fetch met a worktree being added; again: " + fetched.message());
+    LogDebug("git fetch met another git command; again: " + why);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
   }
 }
 
@@ -72,9 +79,13 @@ Result<TeamGit> PrepareRemoteTarget(const Workspace& ws, const std::string& team
                               wanted.remote + "' (push it there first)");
     }
     MATES_ASSIGN_OR_RETURN(std::string local, ResolveCommit(g, "refs/heads/" + wanted.target_branch));
-    auto pushed = g.Ok({"push", "--quiet", wanted.remote,
-                        (local.empty() ? head : local) + ":refs/heads/" + wanted.target_branch},
-                       300);
+    Result<std::string> pushed = std::string();
+    {
+      MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
+      pushed = g.Ok({"push", "--quiet", wanted.remote,
+                     (local.empty() ? head : local) + ":refs/heads/" + wanted.target_branch},
+                    300);
+    }
     if (!pushed.ok()) {
       // Another machine may have made it meanwhile: that one is the team's.
       auto again = RemoteTip(g, wanted.remote, wanted.target_branch);
@@ -87,9 +98,10 @@ Result<TeamGit> PrepareRemoteTarget(const Workspace& ws, const std::string& team
 
 }  // namespace
 
-// Fetches and worktree adds in W, one at a time across teams, threads and
-// processes. Two fetches would race for the refs they update (and
-// FETCH_HEAD). And `git worktree add` writes a placeholder HEAD of zeros
+// Fetches, pushes and worktree adds in W, one at a time across teams,
+// threads and processes. Two fetches would race for the refs they update
+// (and FETCH_HEAD); a push updates the remote-tracking ref of what it
+// pushed, which a fetch of that branch writes too ("cannot lock ref"). And `git worktree add` writes a placeholder HEAD of zeros
 // into the new worktree's admin folder before the real one, while a fetch
 // that brings objects checks them against every worktree's HEAD: beside an
 // add it fails with "bad object worktrees/<name>/HEAD" (git 2.39).
@@ -251,6 +263,7 @@ Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& tea
 Status PushTeammateBranch(const Workspace& ws, const std::string& team, const std::string& name, const TeamGit& g) {
   if (g.remote.empty()) return Status::Ok();
   const std::string branch = TeammateBranch(team, name);
+  MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));  // the push updates remotes/<remote>/<branch> too
   return Git(ws.root())
       .Ok({"push", "--quiet", "--force", g.remote, "refs/heads/" + branch + ":refs/heads/" + branch}, 600)
       .status();
@@ -284,6 +297,9 @@ Result<bool> PushTarget(const Workspace& ws, const TeamGit& g, const std::string
   if (!IsCommitId(old) || !IsCommitId(merged)) return Status::InvalidArgument("a target moves between commit ids");
   const std::string dst = "refs/heads/" + g.target_branch;
   Git w(ws.root());
+  // The push and the update-ref write the target's remote-tracking ref,
+  // which a fetch of the target writes too.
+  MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
   MATES_ASSIGN_OR_RETURN(GitOutput r, w.Run({"push", "--porcelain", "--force-with-lease=" + dst + ":" + old,
                                              g.remote, merged + ":" + dst},
                                             300, cancel));
@@ -384,6 +400,7 @@ std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const 
     if (!tg.remote.empty()) {
       // Its copy on the remote too, unless it moved since (its owner
       // pushed more from another machine).
+      auto lock = LockRepository(ws);
       auto gone = w.Run({"push", "--quiet", "--force-with-lease=refs/heads/" + branch + ":" + *tip, tg.remote,
                          ":refs/heads/" + branch},
                         300);

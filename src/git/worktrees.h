@@ -34,9 +34,10 @@ fs::path ScratchWorktree(const Workspace& ws, const std::string& team);
 Identity TeammateIdentity(const std::string& team, const std::string& name);
 Identity MergeQueueIdentity(const std::string& team);
 
-// Held for every fetch and `git worktree add` in W (one at a time across
-// teams, threads and processes): a fetch beside an add fails in git 2.39
-// (see worktrees.cc). Blocks until held.
+// Held for every fetch, push and `git worktree add` in W (one at a time
+// across teams, threads and processes): a fetch beside an add fails in git
+// 2.39, and beside a push that updates the ref it writes (see
+// worktrees.cc). Blocks until held.
 Result<FileLock> LockRepository(const Workspace& ws);
 
 // Checks W and fills in the target: W must be a git repository with a
