@@ -426,8 +426,8 @@ TEST(WorktreeTest, AMachineWithoutTheTeamsRemoteIsToldSo) {
 
 // Teammates' worktrees are added while the target is fetched, as when a
 // lead spawns a teammate the moment its merge queue fetches a submission.
-// `git worktree add` leaves a placeholder HEAD for a moment, which a fetch
-// bringing objects reads: without mates keeping the two apart, some
+// `git worktree add` writes the new HEAD as forty zeros for a moment, and a
+// fetch bringing objects reads it: without mates keeping the two apart, some
 // fetches fail with "bad object worktrees/<name>/HEAD" (an unguarded
 // variant of this failed about one fetch in fifteen here).
 TEST(WorktreeTest, WorktreesAddedWhileTheTargetIsFetchedDoNotFailTheFetches) {

@@ -80,7 +80,7 @@ class CancelToken {
   // Readable (POLLIN) once cancelled, until Reset(); -1 if none could be made.
   int wake_fd() const { return fd_; }
   // Waits `seconds`; true if cancelled meanwhile.
-  bool WaitFor(double seconds) {
+  bool WaitFor(double seconds) const {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return cancelled_.load(); });
   }
@@ -89,7 +89,7 @@ class CancelToken {
   const int fd_;
   std::atomic<bool> cancelled_{false};
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable std::condition_variable cv_;
   bool for_good_ = false;  // guarded by mu_
   std::vector<CancelToken*> children_;  // guarded by mu_
 };

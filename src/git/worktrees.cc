@@ -30,10 +30,12 @@ Result<FileLock> LockWorktree(const Workspace& ws, const std::string& team, cons
   return FileLock::Acquire(ws.WorktreesDir(team) / ("." + name + ".lock"));
 }
 
-// `git fetch ARGS` in W under LockRepository. A git command that is not
-// ours (a teammate's own `git fetch` or `worktree add`, the user's) can
-// still meet the fetch — an add as above, or a ref it updates locked: that
-// failure is retried, three tries in all.
+// `git fetch ARGS` in W under LockRepository (below). A git command that is
+// not ours (a teammate's own `git fetch` or `worktree add`, the user's) can
+// still meet the fetch — a worktree being added, or a ref it updates
+// locked: those two failures are retried, three tries in all, after 50 and
+// 100 ms (the other command's lock is held for milliseconds). A cancel
+// ends the wait.
 Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double timeout_s,
              const CancelToken* cancel = nullptr) {
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
@@ -48,7 +50,12 @@ Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double t
       return fetched;
     }
     LogDebug("git fetch met another git command; again: " + why);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
+    const double wait_s = 0.05 * attempt;
+    if (cancel == nullptr) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
+    } else if (cancel->WaitFor(wait_s)) {
+      return Status::Cancelled("git fetch cancelled");
+    }
   }
 }
 
@@ -101,10 +108,11 @@ Result<TeamGit> PrepareRemoteTarget(const Workspace& ws, const std::string& team
 // Fetches, pushes and worktree adds in W, one at a time across teams,
 // threads and processes. Two fetches would race for the refs they update
 // (and FETCH_HEAD); a push updates the remote-tracking ref of what it
-// pushed, which a fetch of that branch writes too ("cannot lock ref"). And `git worktree add` writes a placeholder HEAD of zeros
-// into the new worktree's admin folder before the real one, while a fetch
-// that brings objects checks them against every worktree's HEAD: beside an
-// add it fails with "bad object worktrees/<name>/HEAD" (git 2.39).
+// pushed, which a fetch of that branch writes too ("cannot lock ref"). And
+// `git worktree add` first writes the new worktree's HEAD as forty zeros,
+// then the real commit, while a fetch that brings objects checks them
+// against every worktree's HEAD: beside an add it fails with "bad object
+// worktrees/<name>/HEAD" (git 2.39).
 Result<FileLock> LockRepository(const Workspace& ws) {
   const fs::path dir = ws.root() / ".mates" / "worktrees";
   MATES_RETURN_IF_ERROR(EnsureDir(dir));
@@ -281,7 +289,8 @@ Status FetchSubmitted(const Workspace& ws, const TeamGit& g, const std::string& 
   if (here()) return Status::Ok();  // its owner works on this machine
   MATES_RETURN_IF_ERROR(ValidateBranchName(branch));
   MATES_RETURN_IF_ERROR(
-      Fetch(ws, {"--quiet", "--no-tags", g.remote, "+refs/heads/" + branch + ":refs/remotes/" + g.remote + "/" + branch},
+      Fetch(ws,
+            {"--quiet", "--no-tags", g.remote, "+refs/heads/" + branch + ":refs/remotes/" + g.remote + "/" + branch},
             600, cancel));
   if (!here()) {
     return Status::FailedPrecondition("commit " + commit.substr(0, 10) + " is not on " + g.remote + "/" + branch +
