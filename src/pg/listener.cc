@@ -63,6 +63,7 @@ void Listener::Run() {
   double backoff = 0.05;
   bool tried = false;       // a first attempt was made: later ones back off
   bool wake_all = false;    // the connection was lost: all look once it is back
+  bool woke_down = false;   // since the loss, waiters were woken at a failed reconnect
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     if (!conn_.ok()) {
@@ -84,6 +85,14 @@ void Listener::Run() {
         LogDebug("pg listener: " + s.message());
         ++failures_;
         cv_.notify_all();
+        if (wake_all && !woke_down) {
+          // The server is away for certain now. A waiter woken at the loss
+          // may have looked while its own connection still answered (the
+          // server shutting down ends its sessions one by one), and would
+          // wait on without knowing: all look once more, and learn it.
+          woke_down = true;
+          for (auto& [id, e] : subs_) e.waker->Notify();
+        }
         backoff = std::min(backoff * 2, 2.0);
         continue;
       }
@@ -111,6 +120,7 @@ void Listener::Run() {
     if (lost || !conn_.ok()) {
       conn_ = Connection();
       wake_all = true;
+      woke_down = false;
       continue;
     }
     // What arrived while those statements ran was queued by libpq as it
@@ -142,6 +152,7 @@ void Listener::Run() {
       LogDebug("pg listener: " + (s.ok() ? std::string("connection lost") : s.message()));
       conn_ = Connection();
       wake_all = true;
+      woke_down = false;
       // Waiters look now (and learn that the store is unreachable), and
       // again once the connection is back.
       for (auto& [id, e] : subs_) e.waker->Notify();

@@ -12,7 +12,10 @@
 // A lost connection is not a lost wake-up: the listener reconnects with
 // backoff (50 ms doubling to 2 s), listens again to every channel, and then
 // wakes every waiter, each of which looks again (whatever was sent while
-// nobody listened is found by that look). Nor is a busy connection: a
+// nobody listened is found by that look). Waiters are also woken at the
+// loss and at the first reconnect that fails, to look and learn that the
+// store is away (a look at the loss itself may still have been answered
+// by a server shutting down). Nor is a busy connection: a
 // notification libpq read along with a LISTEN's answer wakes its waiters
 // before the listener polls the socket again.
 #pragma once
