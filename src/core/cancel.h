@@ -19,6 +19,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/clock.h"
+
 namespace mates {
 
 class CancelToken {
@@ -83,6 +85,15 @@ class CancelToken {
   bool WaitFor(double seconds) const {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return cancelled_.load(); });
+  }
+  // Waits until `until`, to within tens of microseconds (SleepUntilOnTime);
+  // true if cancelled meanwhile.
+  bool WaitUntilOnTime(SteadyClock::time_point until) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto cancelled = [&] { return cancelled_.load(); };
+    if (cv_.wait_until(lock, until - kFineWait, cancelled)) return true;
+    FineTimerSlack fine;
+    return cv_.wait_until(lock, until, cancelled);
   }
 
  private:

@@ -1,5 +1,7 @@
 #include "core/clock.h"
 
+#include <sys/prctl.h>
+
 #include <thread>
 
 #include "core/cancel.h"
@@ -38,6 +40,18 @@ std::string ClockTime(double wall_seconds) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min, tm.tm_sec);
   return buf;
+}
+
+FineTimerSlack::FineTimerSlack() : before_(::prctl(PR_GET_TIMERSLACK)) { ::prctl(PR_SET_TIMERSLACK, 1L); }
+
+FineTimerSlack::~FineTimerSlack() {
+  if (before_ > 0) ::prctl(PR_SET_TIMERSLACK, before_);
+}
+
+void SleepUntilOnTime(SteadyClock::time_point until) {
+  std::this_thread::sleep_until(until - kFineWait);
+  FineTimerSlack fine;
+  std::this_thread::sleep_until(until);
 }
 
 Deadline DeadlineIn(double seconds) {

@@ -32,6 +32,26 @@ class Clock {
   static Clock& Real();
 };
 
+// Waits that must end on time (a mock model's answer after its delay_ms).
+// The kernel lets a timer fire up to the thread's slack (50 µs) late, and a
+// virtual machine's timer runs late in proportion to the wait: a 50 ms
+// sleep here ended ~150 µs late. So the last kFineWait of such a wait is
+// waited for again, under FineTimerSlack: ~40 µs late.
+inline constexpr std::chrono::milliseconds kFineWait{2};
+// This thread's timer slack is 1 ns while it lives, then what it was.
+class FineTimerSlack {
+ public:
+  FineTimerSlack();
+  ~FineTimerSlack();
+  FineTimerSlack(const FineTimerSlack&) = delete;
+  FineTimerSlack& operator=(const FineTimerSlack&) = delete;
+
+ private:
+  long before_;
+};
+// Sleeps until `until`, to within tens of microseconds.
+void SleepUntilOnTime(SteadyClock::time_point until);
+
 // A deadline `seconds` from now; negative, NaN or beyond 10^9 s = none.
 Deadline DeadlineIn(double seconds);
 // True once `d` has passed (never for nullopt).

@@ -362,7 +362,7 @@ class MockServer::Impl {
     // A reply that a fault will cut short is not the rule's one use: the
     // client's retry gets it (a `once` rule stays unspent).
     ScenarioReply reply = scenario_->Reply(agent, user_text, /*consume=*/stream_fault == nullptr);
-    if (reply.delay_ms > 0) std::this_thread::sleep_until(start + std::chrono::milliseconds(reply.delay_ms));
+    if (reply.delay_ms > 0) SleepUntilOnTime(start + std::chrono::milliseconds(reply.delay_ms));
     std::string model = StringOr(body, "model", "mock");
     // Prompt caching as the API accounts it (DESIGN §15).
     Usage usage = openai ? cache_.OpenAI(agent, body) : cache_.Anthropic(agent, body);

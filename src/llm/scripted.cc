@@ -2,8 +2,8 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
-#include <thread>
 
+#include "core/clock.h"
 #include "core/ids.h"
 #include "llm/anthropic.h"
 #include "llm/validation.h"
@@ -29,12 +29,13 @@ Result<Response> ScriptedProvider::Complete(const Request& request,
   ScenarioReply reply =
       scenario_->Reply(AgentName(request.agent_id), NewestUserText(request.messages));
   if (reply.delay_ms > 0) {
+    // On time: a model told to take 50 ms takes 50 ms, not the 50.2 of a
+    // plain wait on a virtual machine (core/clock.h).
     const auto until = start + std::chrono::milliseconds(reply.delay_ms);
     if (cancel != nullptr) {
-      double left = std::chrono::duration<double>(until - std::chrono::steady_clock::now()).count();
-      if (left > 0 && cancel->WaitFor(left)) return Status::Cancelled("request cancelled");
+      if (cancel->WaitUntilOnTime(until)) return Status::Cancelled("request cancelled");
     } else {
-      std::this_thread::sleep_until(until);
+      SleepUntilOnTime(until);
     }
   }
   if (cancel != nullptr && cancel->cancelled()) return Status::Cancelled("request cancelled");
