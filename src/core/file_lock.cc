@@ -29,6 +29,10 @@ struct FileLock::Slot {
   // only excludes other open file descriptions (other processes).
   std::binary_semaphore in_use{1};
   ScopedFd fd;  // guarded by in_use
+  // The file `fd` was opened on (an open descriptor's never changes), so
+  // whether it is still the one at the path costs one stat, not two.
+  dev_t dev = 0;  // guarded by in_use
+  ino_t ino = 0;  // guarded by in_use
   // ThreadSanitizer cannot see that the kernel lock orders its holders;
   // this byte stands for it in acquire/release annotations.
   char tsan_sync = 0;
@@ -50,11 +54,28 @@ FileLock::Slot* SlotFor(const std::string& key) {
   return slot.get();
 }
 
-// Whether `fd` is still the file at `path` (not deleted, not replaced).
-bool SameFile(int fd, const fs::path& path) {
-  struct stat a {}, b {};
-  return ::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && a.st_ino == b.st_ino &&
-         a.st_dev == b.st_dev;
+// Whether the slot's descriptor is still the file at `path` (not deleted,
+// not replaced).
+bool StillAtPath(const FileLock::Slot& slot, const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && st.st_ino == slot.ino && st.st_dev == slot.dev;
+}
+
+// Opens `path` into the slot, noting which file it is; false (errno set)
+// if it cannot.
+bool OpenSlot(FileLock::Slot* slot, const fs::path& path, int flags) {
+  slot->fd.reset(::open(path.c_str(), flags, 0644));
+  if (!slot->fd.valid()) return false;
+  struct stat st {};
+  if (::fstat(slot->fd.get(), &st) != 0) {
+    int err = errno;
+    slot->fd.reset();
+    errno = err;
+    return false;
+  }
+  slot->dev = st.st_dev;
+  slot->ino = st.st_ino;
+  return true;
 }
 
 }  // namespace
@@ -133,10 +154,9 @@ Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mod
   // ever: we must not queue on it) and again once granted (it may have
   // been replaced while we waited).
   for (;;) {
-    if (slot->fd.valid() && !SameFile(slot->fd.get(), lock_path)) slot->fd.reset();
+    if (slot->fd.valid() && !StillAtPath(*slot, lock_path)) slot->fd.reset();
     if (!slot->fd.valid()) {
-      slot->fd.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-      if (!slot->fd.valid()) {
+      if (!OpenSlot(slot, lock_path, O_RDWR | O_CREAT | O_CLOEXEC)) {
         if (errno == ENOENT) return fail(Status::NotFound("folder of " + lock_path.string() + " is gone"));
         return fail(Status::FromErrno("open lock " + lock_path.string(), errno));
       }
@@ -153,7 +173,7 @@ Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mod
     }
     // Granted: but while we waited the file may have been deleted or
     // replaced, and someone else may hold the file now at the path.
-    if (SameFile(slot->fd.get(), lock_path)) break;
+    if (StillAtPath(*slot, lock_path)) break;
     UnlockByte(slot->fd.get(), start);
     slot->fd.reset();
   }
@@ -181,10 +201,9 @@ Result<FileLock> FileLock::AcquireFolder(const fs::path& dir) {
     return s;
   };
   for (;;) {
-    if (slot->fd.valid() && !SameFile(slot->fd.get(), dir)) slot->fd.reset();
+    if (slot->fd.valid() && !StillAtPath(*slot, dir)) slot->fd.reset();
     if (!slot->fd.valid()) {
-      slot->fd.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (!slot->fd.valid()) {
+      if (!OpenSlot(slot, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
         if (errno == ENOENT) return fail(Status::NotFound(dir.string() + " is gone"));
         return fail(Status::FromErrno("open folder " + dir.string(), errno));
       }
@@ -195,7 +214,7 @@ Result<FileLock> FileLock::AcquireFolder(const fs::path& dir) {
     if (rc != 0) return fail(Status::FromErrno("lock folder " + dir.string(), errno));
     // A folder moved away (a team deleted and created again) while we
     // waited: lock the one at the path now.
-    if (SameFile(slot->fd.get(), dir)) break;
+    if (StillAtPath(*slot, dir)) break;
     (void)::flock(slot->fd.get(), LOCK_UN);
     slot->fd.reset();
   }

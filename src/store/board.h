@@ -27,6 +27,7 @@
 // freed.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -145,8 +146,9 @@ class Board {
   // ids to `explained`; false if the index was replaced (compacted) and a
   // cold load is needed.
   bool ReadIndexTailLocked(std::set<int64_t>* explained);
-  // index_fd_, (re)opened if the index file was replaced.
-  Status OpenIndexLocked();
+  // index_fd_, (re)opened if the index file was replaced; `st` (if given)
+  // is then the index file's.
+  Status OpenIndexLocked(struct stat* st = nullptr);
   // Reads the task file if it is not the version cached (or `force`).
   void ReloadLocked(int64_t id, bool force = false);
   // The complete task, reading its file if only the index was known.
@@ -189,6 +191,8 @@ class Board {
   std::set<int64_t> open_;    // pending and unowned: the claim candidates
   int64_t max_file_id_ = 0;   // highest id seen on disk, corrupt files included
   ScopedFd index_fd_;         // .index, read-write, appending
+  dev_t index_fd_dev_ = 0;    // the file index_fd_ was opened on
+  ino_t index_fd_ino_ = 0;
   ino_t index_ino_ = 0;       // the .index file read so far, and how far
   off_t index_offset_ = 0;
   size_t index_lines_ = 0;  // lines in .index, to know when to compact

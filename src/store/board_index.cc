@@ -223,16 +223,25 @@ Result<Task> Board::FullTaskLocked(int64_t id) {
   return e->task;
 }
 
-Status Board::OpenIndexLocked() {
-  if (index_fd_.valid()) {
-    struct stat a {}, b {};
-    if (::fstat(index_fd_.get(), &a) == 0 && ::stat(index_path_.c_str(), &b) == 0 &&
-        a.st_ino == b.st_ino) {
-      return Status::Ok();
-    }
+Status Board::OpenIndexLocked(struct stat* st) {
+  // Whether the descriptor is still the file at the path: one stat (the
+  // file a descriptor was opened on never changes).
+  struct stat at {};
+  if (index_fd_.valid() && ::stat(index_path_.c_str(), &at) == 0 && at.st_ino == index_fd_ino_ &&
+      at.st_dev == index_fd_dev_) {
+    if (st != nullptr) *st = at;
+    return Status::Ok();
   }
   index_fd_.reset(::open(index_path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
   if (!index_fd_.valid()) return Status::FromErrno("open " + index_path_.string(), errno);
+  if (::fstat(index_fd_.get(), &at) != 0) {
+    int err = errno;
+    index_fd_.reset();
+    return Status::FromErrno("stat " + index_path_.string(), err);
+  }
+  index_fd_dev_ = at.st_dev;
+  index_fd_ino_ = at.st_ino;
+  if (st != nullptr) *st = at;
   return Status::Ok();
 }
 
@@ -262,11 +271,15 @@ Status Board::CompactIndexLocked() {
 }
 
 bool Board::ReadIndexTailLocked(std::set<int64_t>* explained) {
-  if (!fs::exists(index_path_)) return index_ino_ == 0;  // never had one: nothing to read
-  if (!OpenIndexLocked().ok()) return false;
-  int fd = index_fd_.get();
+  // Never had one: nothing to read. Gone since, or not to be looked at: a
+  // cold load (which says why).
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return false;
+  if (::stat(index_path_.c_str(), &st) != 0) return errno == ENOENT && index_ino_ == 0;
+  // Not the file the descriptor is on (or none open yet): open the one there.
+  if (!index_fd_.valid() || st.st_ino != index_fd_ino_ || st.st_dev != index_fd_dev_) {
+    if (!OpenIndexLocked(&st).ok()) return false;
+  }
+  int fd = index_fd_.get();
   if (st.st_ino != index_ino_ || st.st_size < index_offset_) return false;  // compacted
   if (st.st_size == index_offset_) return true;
   if (st.st_size - index_offset_ > static_cast<off_t>(kMaxIndexBytes)) return false;  // start over, cold
@@ -371,6 +384,7 @@ Status Board::RefreshLocked() {
       int64_t id = TaskIdFromFileName(ev->name);
       if (id > 0) changed.insert(id);
     }
+    if (InotifyDrained(n, sizeof buf)) break;
   }
   if (overflow) return ColdLoadLocked();
   // Files the index lines do not explain were written by someone else. (An

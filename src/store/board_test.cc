@@ -229,6 +229,61 @@ TEST(BoardTest, OtherInstancesSeeChangesWithoutReloadingEverything) {
   EXPECT_EQ(b.Get(1)->subject, "edited by hand");
 }
 
+// The file at `path` (0: none).
+uint64_t InodeOf(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// Whether the last line of the index at `path` is about task `id`.
+bool IndexEndsWith(const fs::path& path, int64_t id) {
+  std::string data = testing::ReadAll(path);
+  if (data.empty() || data.back() != '\n') return false;
+  size_t start = data.rfind('\n', data.size() - 2);
+  start = start == std::string::npos ? 0 : start + 1;
+  return data.compare(start, std::to_string(id).size() + 1, std::to_string(id) + " ") == 0;
+}
+
+// Each instance keeps the index open and checks it is still the file at
+// the path with one stat: one compacted (a new file) or deleted by someone
+// else is followed, not read on from the old file.
+TEST(BoardTest, OtherInstancesFollowTheIndexWhenItIsCompactedOrDeleted) {
+  TempDir dir;
+  const fs::path index = dir.path() / ".index";
+  Board a(dir.path());
+  Board b(dir.path());
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(a.Create(Draft("t" + std::to_string(i))).ok());
+  ASSERT_TRUE(b.Get(1).ok());  // b has read the index
+  const uint64_t first = InodeOf(index);
+  ASSERT_NE(first, 0u);
+  // Enough changes for a to compact the index (a new file at the path).
+  std::map<int64_t, std::string> latest;
+  for (int i = 0; i < 120; ++i) {
+    TaskPatch p;
+    const int64_t id = 1 + i % 3;
+    p.description = "step " + std::to_string(i);
+    latest[id] = *p.description;
+    ASSERT_TRUE(a.Update(id, p, kLead).ok());
+  }
+  ASSERT_NE(InodeOf(index), first) << "the index was not compacted";
+  for (const auto& [id, text] : latest) EXPECT_EQ(b.Get(id)->description, text) << "task " << id;
+  // What b writes goes to the index there now, not to the file it had open.
+  TaskPatch by_b;
+  by_b.description = "b after the compaction";
+  ASSERT_TRUE(b.Update(1, by_b, kLead).ok());
+  EXPECT_TRUE(IndexEndsWith(index, 1));
+  // Deleted by hand: changes are still seen both ways, and the index comes back.
+  ASSERT_TRUE(fs::remove(index));
+  TaskPatch p;
+  p.description = "after the index went";
+  ASSERT_TRUE(a.Update(2, p, kLead).ok());
+  EXPECT_EQ(b.Get(2)->description, "after the index went");
+  p.description = "written by b";
+  ASSERT_TRUE(b.Update(3, p, kLead).ok());
+  EXPECT_EQ(a.Get(3)->description, "written by b");
+  EXPECT_TRUE(IndexEndsWith(index, 3));
+}
+
 TEST(BoardTest, CorruptOrTruncatedTaskFilesAreReportedAndSkipped) {
   TempDir dir;
   Board board(dir.path());

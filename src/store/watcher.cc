@@ -238,6 +238,7 @@ void Watcher::InotifyLoop() {
           if (Matches(s.pattern, name)) wake.push_back(s.target);
         }
       }
+      if (InotifyDrained(n, sizeof buf)) break;
     }
     for (const auto& w : wake) w.Fire();
   }

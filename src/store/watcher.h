@@ -10,6 +10,10 @@
 // the kernel round trip. Waiting costs no CPU in either mode.
 #pragma once
 
+#include <limits.h>
+#include <sys/inotify.h>
+#include <sys/types.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -28,6 +32,14 @@
 #include "core/waker.h"
 
 namespace mates {
+
+// After a read() of `n` bytes from an inotify descriptor into a buffer of
+// `size`: whether the queue was empty (the kernel hands out every queued
+// event that fits, so a read that left room for the largest took them all
+// and another read would only say EAGAIN).
+inline bool InotifyDrained(ssize_t n, size_t size) {
+  return n <= 0 || static_cast<size_t>(n) + sizeof(struct inotify_event) + NAME_MAX + 1 <= size;
+}
 
 class Watcher {
  public:
