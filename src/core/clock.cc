@@ -42,7 +42,9 @@ std::string ClockTime(double wall_seconds) {
   return buf;
 }
 
-FineTimerSlack::FineTimerSlack() : before_(::prctl(PR_GET_TIMERSLACK)) { ::prctl(PR_SET_TIMERSLACK, 1L); }
+FineTimerSlack::FineTimerSlack() : before_(::prctl(PR_GET_TIMERSLACK)) {
+  ::prctl(PR_SET_TIMERSLACK, 1L);
+}
 
 FineTimerSlack::~FineTimerSlack() {
   if (before_ > 0) ::prctl(PR_SET_TIMERSLACK, before_);
