@@ -244,16 +244,23 @@ std::optional<int64_t> Board::NextClaimableLocked(const std::string& owner) {
     bool owner_ok = assigned ? t->owner == owner : t->owner.empty();
     return owner_ok && t->status == TaskStatus::kPending && !BlockedLocked(*t);
   };
-  for (size_t id = 1; id < tasks_.size(); ++id) {
-    const Entry& e = tasks_[id];
-    if (e.present && e.task.status == TaskStatus::kPending && e.task.owner == owner &&
-        !BlockedLocked(e.task) && confirmed(static_cast<int64_t>(id), true)) {
-      return static_cast<int64_t>(id);
+  // In id order. Confirming a candidate may change either set (a file read
+  // anew), so each step looks up the id after the last instead of
+  // following an iterator.
+  for (int64_t id = 0;;) {
+    auto it = assigned_.upper_bound(id);
+    if (it == assigned_.end()) break;
+    id = *it;
+    const Entry* e = FindLocked(id);
+    if (e != nullptr && e->task.status == TaskStatus::kPending && e->task.owner == owner &&
+        !BlockedLocked(e->task) && confirmed(id, true)) {
+      return id;
     }
   }
-  // Copied: confirming a candidate may drop it from open_.
-  std::vector<int64_t> open(open_.begin(), open_.end());
-  for (int64_t id : open) {
+  for (int64_t id = 0;;) {
+    auto it = open_.upper_bound(id);
+    if (it == open_.end()) break;
+    id = *it;
     Entry* e = FindLocked(id);
     if (e != nullptr && ClaimableLocked(e->task) && confirmed(id, false)) return id;
   }
@@ -274,9 +281,10 @@ void Board::OutlookLocked(const std::string& owner, ClaimOutlook* outlook) const
       ++outlook->unowned;
     }
   }
-  for (size_t id = 1; id < tasks_.size(); ++id) {
+  for (int64_t id : assigned_) {
+    if (static_cast<size_t>(id) >= tasks_.size() || !tasks_[id].present) continue;
     const Task& t = tasks_[id].task;
-    if (tasks_[id].present && t.status == TaskStatus::kPending && !t.owner.empty() && t.owner != owner &&
+    if (t.status == TaskStatus::kPending && !t.owner.empty() && t.owner != owner &&
         !BlockedLocked(t) &&
         std::find(outlook->assigned_to.begin(), outlook->assigned_to.end(), t.owner) ==
             outlook->assigned_to.end()) {

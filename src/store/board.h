@@ -189,6 +189,7 @@ class Board {
   std::vector<Entry> tasks_;  // by id; [0] unused
   size_t live_ = 0;           // present entries
   std::set<int64_t> open_;    // pending and unowned: the claim candidates
+  std::set<int64_t> assigned_;  // pending with an owner: its owner's to claim first
   int64_t max_file_id_ = 0;   // highest id seen on disk, corrupt files included
   ScopedFd index_fd_;         // .index, read-write, appending
   dev_t index_fd_dev_ = 0;    // the file index_fd_ was opened on

@@ -157,10 +157,16 @@ void Board::PutLocked(Task task, FileStamp stamp, bool full) {
   if (tasks_.size() <= static_cast<size_t>(id)) tasks_.resize(static_cast<size_t>(id) + 1);
   Entry& e = tasks_[id];
   if (!e.present) ++live_;
-  if (task.status == TaskStatus::kPending && task.owner.empty()) {
+  const bool pending = task.status == TaskStatus::kPending;
+  if (pending && task.owner.empty()) {
     open_.insert(id);
   } else {
     open_.erase(id);
+  }
+  if (pending && !task.owner.empty()) {
+    assigned_.insert(id);
+  } else {
+    assigned_.erase(id);
   }
   e.present = true;
   e.full = full;
@@ -174,6 +180,7 @@ void Board::EraseLocked(int64_t id) {
   *e = Entry{};
   --live_;
   open_.erase(id);
+  assigned_.erase(id);
 }
 
 void Board::ReloadLocked(int64_t id, bool force) {
@@ -314,6 +321,7 @@ Status Board::ColdLoadLocked() {
   }
   tasks_.clear();
   open_.clear();
+  assigned_.clear();
   live_ = 0;
   // What the index says, the last line of an id winning.
   std::vector<IndexRecord> index;

@@ -154,6 +154,34 @@ TEST(BoardTest, ClaimNextTakesTasksAssignedToTheClaimerFirst) {
   EXPECT_EQ((*board.ClaimNext("bob"))->id, 3);
 }
 
+// Who a task is assigned to is kept in an index by each instance: one
+// assigned, taken back and assigned again elsewhere is seen here.
+TEST(BoardTest, AssignmentsMadeByAnotherInstanceDecideWhatClaimNextTakes) {
+  TempDir dir;
+  Board lead(dir.path());
+  Board bobs(dir.path());
+  for (int i = 1; i <= 4; ++i) ASSERT_TRUE(lead.Create(Draft(std::to_string(i))).ok());
+  ASSERT_TRUE(bobs.Get(1).ok());  // warm
+  TaskPatch to_bob;
+  to_bob.owner = "bob";
+  ASSERT_TRUE(lead.Update(3, to_bob, kLead).ok());
+  ASSERT_TRUE(lead.Update(4, to_bob, kLead).ok());
+  TaskPatch unassigned;
+  unassigned.owner = "";
+  ASSERT_TRUE(lead.Update(3, unassigned, kLead).ok());
+  EXPECT_EQ((*bobs.ClaimNext("bob"))->id, 4);  // his; #3 is his no more
+  EXPECT_EQ((*bobs.ClaimNext("bob"))->id, 1);  // then the lowest open one
+  TaskPatch to_carol;
+  to_carol.owner = "carol";
+  ASSERT_TRUE(lead.Update(2, to_carol, kLead).ok());
+  EXPECT_EQ((*bobs.ClaimNext("bob"))->id, 3);  // not carol's #2
+  Board::ClaimOutlook outlook;
+  EXPECT_FALSE(bobs.ClaimNext("bob", &outlook)->has_value());
+  EXPECT_EQ(outlook.unowned, 0);
+  EXPECT_EQ(outlook.assigned_to, std::vector<std::string>{"carol"});
+  EXPECT_EQ((*lead.ClaimNext("carol"))->id, 2);
+}
+
 TEST(BoardTest, DeletingABlockerReleasesItsDependents) {
   TempDir dir;
   Board board(dir.path());
