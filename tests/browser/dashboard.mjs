@@ -144,7 +144,11 @@ try {
   await page.waitForFunction(() => [...document.querySelectorAll("#timeline .msg")]
     .some((m) => m.textContent.includes("pong page")), { timeout: 10000 });
   check(true, "a message sent from the page reached the lead, whose answer shows");
-  const fromUser = await page.$$eval("#timeline .msg", (ms) => ms.some((m) => m.textContent.includes("user") && m.textContent.includes("ping page")));
+  // The answer can be drawn before the message it answers (each comes as
+  // its own event): wait for it rather than look once.
+  const fromUser = await page.waitForFunction(() => [...document.querySelectorAll("#timeline .msg")]
+    .some((m) => m.textContent.includes("user") && m.textContent.includes("ping page")), { timeout: 5000, polling: "mutation" })
+    .then(() => true, () => false);
   check(fromUser, "the page's message went out as user");
 
   // The planner's plan, approved on the page.
