@@ -184,6 +184,13 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   return p;
 }
 
+bool Subprocess::Exited() const {
+  if (pid_ <= 0) return true;
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+  return info.si_pid == pid_;
+}
+
 void Subprocess::Signal(int sig) const {
   if (pid_ > 0 && !reaped_) {
     if (::kill(-pid_, sig) != 0) ::kill(pid_, sig);

@@ -71,6 +71,10 @@ class Subprocess {
   ~Subprocess();
 
   pid_t pid() const { return pid_; }
+  // Whether the child has exited (or was reaped), without reaping it: what
+  // it left behind may still hold its pipes open. Safe beside ReadLine(),
+  // WriteStdin() and Wait() on other threads.
+  bool Exited() const;
   // Sends `sig` to the whole process group.
   void Signal(int sig) const;
   // Reads one line of stdout (without '\n'); Timeout if none by `deadline`,

@@ -171,6 +171,9 @@ class StdioSession : public Session {
   Status Write(const std::string& frame, const Deadline& deadline) {
     std::lock_guard<std::mutex> lock(write_mu_);
     if (closed_) return Status::IOError(pending_.why());
+    // Dead already, though what it left behind may hold its input open: it
+    // cannot read this, so it is not sent (the hub sends it to a new one).
+    if (proc_.Exited()) return Status::IOError("server " + name_ + " has exited");
     Status s = proc_.WriteStdin(frame + "\n", deadline);
     if (s.code() == StatusCode::kUnavailable) return Status::IOError("server " + name_ + ": " + s.message());
     if (!s.ok()) return Status(s.code(), "server " + name_ + ": " + s.message());
