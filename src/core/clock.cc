@@ -68,7 +68,7 @@ namespace {
 class RealClock : public Clock {
  public:
   SteadyClock::time_point Now() override { return SteadyClock::now(); }
-  bool Sleep(double seconds, CancelToken* cancel) override {
+  bool Sleep(double seconds, const CancelToken* cancel) override {
     if (cancel != nullptr) return cancel->WaitFor(seconds);
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     return false;

@@ -27,7 +27,7 @@ class Clock {
   virtual ~Clock() = default;
   virtual SteadyClock::time_point Now() = 0;
   // Waits `seconds`, or until `cancel` (may be null) fires; true if it did.
-  virtual bool Sleep(double seconds, CancelToken* cancel) = 0;
+  virtual bool Sleep(double seconds, const CancelToken* cancel) = 0;
   // The real one.
   static Clock& Real();
 };

@@ -1,8 +1,6 @@
 #include "git/worktrees.h"
 
-#include <chrono>
-#include <thread>
-
+#include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -50,12 +48,7 @@ Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double t
       return fetched;
     }
     LogDebug("git fetch met another git command; again: " + why);
-    const double wait_s = 0.05 * attempt;
-    if (cancel == nullptr) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
-    } else if (cancel->WaitFor(wait_s)) {
-      return Status::Cancelled("git fetch cancelled");
-    }
+    if (Clock::Real().Sleep(0.05 * attempt, cancel)) return Status::Cancelled("git fetch cancelled");
   }
 }
 

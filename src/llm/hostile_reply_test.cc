@@ -45,7 +45,7 @@ class ScriptedTransport : public HttpTransport {
 class FakeClock : public Clock {
  public:
   SteadyClock::time_point Now() override { return now; }
-  bool Sleep(double seconds, CancelToken* cancel) override {
+  bool Sleep(double seconds, const CancelToken* cancel) override {
     waits.push_back(seconds);
     now += std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
     return cancel != nullptr && cancel->cancelled();
