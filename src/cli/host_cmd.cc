@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,22 +244,6 @@ void AskTeammatesToStop(TeamStore& store, const TeamConfig& team, double grace) 
   }
 }
 
-// Waits up to `seconds` for `pid` to exit (a pidfd, so without polling).
-bool WaitExit(pid_t pid, double seconds) {
-  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (fd < 0) return errno == ESRCH;
-  ScopedFd pidfd(fd);
-  struct pollfd pfd = {pidfd.get(), POLLIN, 0};
-  const auto end = SteadyClock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - SteadyClock::now()).count();
-    int rc = ::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(0, left)));
-    if (rc == 1) return true;
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc == 0) return false;
-  }
-}
-
 int Down(Globals& g, const DownArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
   if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
@@ -309,10 +292,10 @@ int Down(Globals& g, const DownArgs& a) {
   const pid_t pid = static_cast<pid_t>(host->pid);
   if (::kill(pid, SIGTERM) != 0 && errno != ESRCH) return Fail(Status::FromErrno("signal the host", errno));
   bool forced = false;
-  if (!WaitExit(pid, a.timeout)) {
+  if (!WaitProcessExit(pid, a.timeout)) {
     forced = true;
     ::kill(pid, SIGKILL);
-    WaitExit(pid, 10);
+    WaitProcessExit(pid, 10);
   }
   // What the host's tools started and the host could not stop.
   int left = KillTagged(HostTagPrefixOf(pid, host->start_time));

@@ -3,13 +3,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -48,6 +52,7 @@ std::string ReadProcFile(const std::string& path, size_t cap) {
 struct ProcStat {
   char state = '?';
   pid_t ppid = 0;
+  pid_t pgrp = 0;
   uint64_t start_time = 0;
 };
 
@@ -64,6 +69,7 @@ bool ReadStat(pid_t pid, ProcStat* out) {
     std::string_view f = rest.substr(0, sp);
     if (field == 3 && !f.empty()) out->state = f[0];
     if (field == 4) std::from_chars(f.data(), f.data() + f.size(), out->ppid);
+    if (field == 5) std::from_chars(f.data(), f.data() + f.size(), out->pgrp);
     if (field == 22) {
       std::from_chars(f.data(), f.data() + f.size(), out->start_time);
       return true;
@@ -138,25 +144,91 @@ std::string NewProcessTag() {
   return HostTagPrefix() + std::to_string(next.fetch_add(1));
 }
 
+namespace {
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// Until the process behind `pidfd` has exited or `end` has come.
+bool AwaitPidfd(int pidfd, std::chrono::steady_clock::time_point end) {
+  struct pollfd pfd = {pidfd, POLLIN, 0};
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    int rc = ::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (rc == 1) return true;
+    if (rc < 0 && errno == EINTR) continue;
+    return false;
+  }
+}
+
+}  // namespace
+
+bool WaitProcessExit(pid_t pid, double seconds) {
+  int fd = PidfdOpen(pid);
+  if (fd < 0) return errno == ESRCH;
+  ScopedFd pidfd(fd);
+  return AwaitPidfd(pidfd.get(), std::chrono::steady_clock::now() +
+                                     std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+}
+
+bool AwaitGroupExit(pid_t pgid, double seconds) {
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  std::vector<ScopedFd> members;
+  for (pid_t pid : AllPids()) {
+    ProcStat st;
+    if (!ReadStat(pid, &st) || st.pgrp != pgid || st.state == 'Z') continue;
+    ScopedFd pidfd(PidfdOpen(pid));
+    // Read again once the pidfd holds it: the pid may have been reused.
+    if (pidfd.valid() && ReadStat(pid, &st) && st.pgrp == pgid) members.push_back(std::move(pidfd));
+  }
+  for (const auto& fd : members) {
+    if (!AwaitPidfd(fd.get(), end)) return false;
+  }
+  return true;
+}
+
 int KillTagged(std::string_view tag_prefix) {
   if (tag_prefix.empty()) return 0;
   const pid_t self = ::getpid();
   // Each process once: one killed in a pass may still be dying (its
   // environ readable) in the next.
   std::set<pid_t> killed;
+  // Held on each one killed: the signal goes to the process whose environ
+  // was read (a pidfd cannot follow a reused pid), and its exit is waited
+  // for below.
+  std::vector<ScopedFd> dying;
   // A pass may miss a process forked after /proc was listed: repeat until
   // one finds nothing new (bounded, against a fork bomb winning the race).
   for (int pass = 0; pass < 8; ++pass) {
     std::vector<pid_t> hit;
     for (pid_t pid : AllPids()) {
-      if (pid == self) continue;
-      std::string env = ReadProcFile("/proc/" + std::to_string(pid) + "/environ", 1 << 20);
-      if (HasTag(env, tag_prefix) && ::kill(pid, SIGKILL) == 0 && killed.insert(pid).second) hit.push_back(pid);
+      if (pid == self || killed.count(pid) > 0) continue;
+      const std::string environ_path = "/proc/" + std::to_string(pid) + "/environ";
+      if (!HasTag(ReadProcFile(environ_path, 1 << 20), tag_prefix)) continue;
+      ScopedFd pidfd(PidfdOpen(pid));
+      if (!pidfd.valid()) continue;  // gone meanwhile
+      // Read again through the pinned process: the pid may have been
+      // reused between the first read and the pidfd.
+      if (!HasTag(ReadProcFile(environ_path, 1 << 20), tag_prefix)) continue;
+      if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0) continue;
+      killed.insert(pid);
+      hit.push_back(pid);
+      dying.push_back(std::move(pidfd));
     }
     if (hit.empty()) break;
     for (pid_t pid : hit) {
       ProcStat st;
       if (ReadStat(pid, &st) && st.ppid == self) ReapIfOrphan(pid, /*block=*/true);
+    }
+  }
+  // Killed means gone when this returns: SIGKILL is acted on when the
+  // process next runs, which on a loaded machine is not at once. Bounded:
+  // a process stuck in the kernel (an unreachable NFS mount) dies later.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (const auto& fd : dying) {
+    if (!AwaitPidfd(fd.get(), end)) {
+      LogWarning("a killed process of " + std::string(tag_prefix) + " has not exited within 5 s");
+      break;
     }
   }
   ReapOrphans();
@@ -253,12 +325,19 @@ Result<int> ProcessJournal::KillLeftovers() const {
     // Tags are this host's kind ("m<pid>.<start>-<n>"): never an empty
     // prefix that would match every tagged process.
     if (tag->size() < 4 || (*tag)[0] != 'm') continue;
-    bool root_alive = ProcessStartTime(static_cast<pid_t>(*pid)) == static_cast<uint64_t>(*started);
+    // Pinned before its start time is compared: the signal and the wait
+    // below are for that process, whatever happens to its pid meanwhile.
+    ScopedFd root(PidfdOpen(static_cast<pid_t>(*pid)));
+    bool root_alive =
+        root.valid() && ProcessStartTime(static_cast<pid_t>(*pid)) == static_cast<uint64_t>(*started);
     if (root_alive) {
       ::kill(-static_cast<pid_t>(*pid), SIGKILL);
-      ::kill(static_cast<pid_t>(*pid), SIGKILL);
+      ::syscall(SYS_pidfd_send_signal, root.get(), SIGKILL, nullptr, 0);
     }
     int tagged = KillTagged(*tag);
+    if (root_alive && !AwaitPidfd(root.get(), std::chrono::steady_clock::now() + std::chrono::seconds(5))) {
+      LogWarning("a leftover process (pid " + std::to_string(*pid) + ") has not exited within 5 s of SIGKILL");
+    }
     if (root_alive || tagged > 0) ++alive;
   }
   std::lock_guard<std::mutex> lock(g_journals_mu);

@@ -46,10 +46,17 @@ const std::string& HostTagPrefix();
 std::string HostTagPrefixOf(pid_t pid, uint64_t start_time);
 
 // Kills every process whose environment holds MATES_PROC_TAG starting with
-// `tag_prefix` (a whole tag, or a host's prefix), then reaps those that
-// were our children and any orphan zombie reparented to us. Returns how
-// many it killed.
+// `tag_prefix` (a whole tag, or a host's prefix), waits until they have
+// exited (up to 5 s), then reaps those that were our children and any
+// orphan zombie reparented to us. Returns how many it killed.
 int KillTagged(std::string_view tag_prefix);
+
+// Waits up to `seconds` for `pid`, ours or not, to exit (a pidfd: no
+// polling). True if it has, or was not there.
+bool WaitProcessExit(pid_t pid, double seconds);
+// Waits up to `seconds` until every process of the group `pgid` has
+// exited (zombies count as exited). True if they have.
+bool AwaitGroupExit(pid_t pgid, double seconds);
 
 // Reaps zombie children that no Subprocess waits for (orphans a subreaper
 // inherits). Registered children (Subprocess) are left to their owners.

@@ -62,6 +62,62 @@ TEST(ProcessTreeTest, WhatATaggedCommandLeftRunningAfterItExitedIsKilled) {
   EXPECT_TRUE(testing::WaitUntil([&] { return !Alive(escaped); }, 5));
 }
 
+// The resident memory of `pid` in bytes (0 if it is gone).
+int64_t ResidentBytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// A process that holds a gigabyte takes tens of milliseconds to die after
+// SIGKILL (its memory is freed first); a loaded machine can take as long
+// for any process. `dd` with a 1 GiB block is one, started in the
+// background of a shell that waits; returns its pid once it holds it.
+pid_t StartHeavy(Subprocess& shell) {
+  auto line = shell.ReadLine(DeadlineIn(10));
+  if (!line.ok()) return -1;
+  pid_t pid = std::stoi(*line);
+  if (!testing::WaitUntil([&] { return ResidentBytes(pid) >= (int64_t{1} << 30); }, 30)) return -1;
+  return pid;
+}
+constexpr const char* kHeavy = "dd if=/dev/zero of=/dev/null bs=1G count=1000000 2>/dev/null & echo $!; wait";
+
+// `mates down` said "killed" of processes still freeing their memory, and
+// the next look found them running: killed means gone once KillTagged
+// returns.
+TEST(ProcessTreeTest, WhatKillTaggedKillsIsGoneWhenItReturns) {
+  SubprocessOptions o;
+  o.argv = {"/bin/bash", "-c", kHeavy};
+  o.tag = NewProcessTag();
+  auto shell = Subprocess::Start(o);
+  ASSERT_TRUE(shell.ok());
+  pid_t heavy = StartHeavy(*shell);
+  ASSERT_GT(heavy, 0) << "dd never held its block";
+  EXPECT_EQ(KillTagged(o.tag), 2);  // the shell and dd
+  EXPECT_FALSE(Alive(heavy)) << "killed, and still running";
+  EXPECT_EQ(shell->Wait().term_signal, SIGKILL);
+}
+
+// The same for what a command leaves in its process group: gone when the
+// command's Wait returns.
+TEST(ProcessTreeTest, WhatACommandLeftInItsGroupIsGoneWhenItsWaitReturns) {
+  SubprocessOptions o;
+  o.argv = {"/bin/bash", "-c", kHeavy};
+  auto shell = Subprocess::Start(o);
+  ASSERT_TRUE(shell.ok());
+  pid_t heavy = StartHeavy(*shell);
+  ASSERT_GT(heavy, 0) << "dd never held its block";
+  CancelToken cancel;
+  cancel.Cancel();
+  EXPECT_TRUE(shell->Wait(&cancel).cancelled);
+  EXPECT_FALSE(Alive(heavy)) << "killed with its group, and still running";
+  EXPECT_TRUE(WaitProcessExit(heavy, 0));
+  EXPECT_TRUE(AwaitGroupExit(shell->pid(), 0));
+}
+
 TEST(ProcessTreeTest, StartTimesTellAProcessFromOneThatReusedItsPid) {
   EXPECT_GT(ProcessStartTime(::getpid()), 0u);
   EXPECT_EQ(ProcessStartTime(0x7ffffff0), 0u);

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/log.h"
 #include "core/process_tree.h"
 
 extern char** environ;
@@ -424,7 +425,11 @@ SubprocessResult Subprocess::Wait(const CancelToken* cancel) {
     Reap(&r);
   }
   // Nothing of the group may outlive the call, nor what left the group.
-  ::kill(-pid_, SIGKILL);
+  // Something still in the group is waited for: killed, it is gone only
+  // once it next runs.
+  if (::kill(-pid_, SIGKILL) == 0 && !AwaitGroupExit(pid_, 5)) {
+    LogWarning("a process of group " + std::to_string(pid_) + " has not exited within 5 s of SIGKILL");
+  }
   if (!options_.tag.empty()) KillTagged(options_.tag);
   r.out = out.Take(&r.out_dropped);
   r.err = err.Take(&r.err_dropped);
