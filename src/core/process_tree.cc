@@ -206,14 +206,17 @@ int KillTagged(std::string_view tag_prefix) {
       const std::string environ_path = "/proc/" + std::to_string(pid) + "/environ";
       if (!HasTag(ReadProcFile(environ_path, 1 << 20), tag_prefix)) continue;
       ScopedFd pidfd(PidfdOpen(pid));
-      if (!pidfd.valid()) continue;  // gone meanwhile
-      // Read again through the pinned process: the pid may have been
-      // reused between the first read and the pidfd.
-      if (!HasTag(ReadProcFile(environ_path, 1 << 20), tag_prefix)) continue;
-      if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0) continue;
+      if (pidfd.valid()) {
+        // Read again through the pinned process: the pid may have been
+        // reused between the first read and the pidfd.
+        if (!HasTag(ReadProcFile(environ_path, 1 << 20), tag_prefix)) continue;
+        if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0) continue;
+      } else if (errno == ESRCH || ::kill(pid, SIGKILL) != 0) {
+        continue;  // gone meanwhile (without pidfds, before Linux 5.3: killed, not waited for)
+      }
       killed.insert(pid);
       hit.push_back(pid);
-      dying.push_back(std::move(pidfd));
+      if (pidfd.valid()) dying.push_back(std::move(pidfd));
     }
     if (hit.empty()) break;
     for (pid_t pid : hit) {
@@ -328,14 +331,19 @@ Result<int> ProcessJournal::KillLeftovers() const {
     // Pinned before its start time is compared: the signal and the wait
     // below are for that process, whatever happens to its pid meanwhile.
     ScopedFd root(PidfdOpen(static_cast<pid_t>(*pid)));
-    bool root_alive =
-        root.valid() && ProcessStartTime(static_cast<pid_t>(*pid)) == static_cast<uint64_t>(*started);
+    bool root_alive = (root.valid() || errno != ESRCH) &&
+                      ProcessStartTime(static_cast<pid_t>(*pid)) == static_cast<uint64_t>(*started);
     if (root_alive) {
       ::kill(-static_cast<pid_t>(*pid), SIGKILL);
-      ::syscall(SYS_pidfd_send_signal, root.get(), SIGKILL, nullptr, 0);
+      if (root.valid()) {
+        ::syscall(SYS_pidfd_send_signal, root.get(), SIGKILL, nullptr, 0);
+      } else {
+        ::kill(static_cast<pid_t>(*pid), SIGKILL);
+      }
     }
     int tagged = KillTagged(*tag);
-    if (root_alive && !AwaitPidfd(root.get(), std::chrono::steady_clock::now() + std::chrono::seconds(5))) {
+    if (root_alive && root.valid() &&
+        !AwaitPidfd(root.get(), std::chrono::steady_clock::now() + std::chrono::seconds(5))) {
       LogWarning("a leftover process (pid " + std::to_string(*pid) + ") has not exited within 5 s of SIGKILL");
     }
     if (root_alive || tagged > 0) ++alive;
