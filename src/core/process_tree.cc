@@ -300,10 +300,23 @@ Status ProcessJournal::Add(const ProcessRecord& r) const {
   return WriteJournalLocked(path_, records);
 }
 
-Status ProcessJournal::Remove(pid_t pid) const {
+Status ProcessJournal::Started(const std::string& tag, pid_t pid, uint64_t start_time) const {
   std::lock_guard<std::mutex> lock(g_journals_mu);
   auto& records = Journals()[path_.string()];
-  std::erase_if(records, [&](const ProcessRecord& r) { return r.pid == pid; });
+  for (auto& r : records) {
+    if (r.tag != tag) continue;
+    r.pid = pid;
+    r.start_time = start_time;
+    return WriteJournalLocked(path_, records);
+  }
+  records.push_back({pid, start_time, tag});
+  return WriteJournalLocked(path_, records);
+}
+
+Status ProcessJournal::Remove(const std::string& tag) const {
+  std::lock_guard<std::mutex> lock(g_journals_mu);
+  auto& records = Journals()[path_.string()];
+  std::erase_if(records, [&](const ProcessRecord& r) { return r.tag == tag; });
   return WriteJournalLocked(path_, records);
 }
 
@@ -324,14 +337,17 @@ Result<int> ProcessJournal::KillLeftovers() const {
     auto pid = JsonInt(*j, "pid", true);
     auto started = JsonInt(*j, "start_time", true);
     auto tag = JsonString(*j, "tag", true);
-    if (!pid.ok() || !started.ok() || !tag.ok() || *pid <= 1) continue;
+    if (!pid.ok() || !started.ok() || !tag.ok() || *pid < 0) continue;
     // Tags are this host's kind ("m<pid>.<start>-<n>"): never an empty
     // prefix that would match every tagged process.
     if (tag->size() < 4 || (*tag)[0] != 'm') continue;
+    // A root of 0 was not started yet when the list was written: its tag
+    // alone says what to kill. (Never init, whatever a list says.)
+    const bool has_root = *pid > 1;
     // Pinned before its start time is compared: the signal and the wait
     // below are for that process, whatever happens to its pid meanwhile.
-    ScopedFd root(PidfdOpen(static_cast<pid_t>(*pid)));
-    bool root_alive = (root.valid() || errno != ESRCH) &&
+    ScopedFd root(has_root ? PidfdOpen(static_cast<pid_t>(*pid)) : -1);
+    bool root_alive = has_root && (root.valid() || errno != ESRCH) &&
                       ProcessStartTime(static_cast<pid_t>(*pid)) == static_cast<uint64_t>(*started);
     if (root_alive) {
       ::kill(-static_cast<pid_t>(*pid), SIGKILL);

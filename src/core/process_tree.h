@@ -74,7 +74,10 @@ uint64_t ProcessStartTime(pid_t pid);
 // zombie does not: it died, and waits for its parent to know).
 bool ProcessLives(pid_t pid, uint64_t start_time);
 
-// One tree a host started: its root, the root's start time, its tag.
+// One tree a host started: its root, the root's start time, its tag. A
+// record is added before its tree starts, with the tag alone (pid 0), and
+// given its root once started: a host killed in between (the tree may run
+// already) leaves its successor the tag to kill by.
 struct ProcessRecord {
   pid_t pid = 0;
   uint64_t start_time = 0;
@@ -89,7 +92,9 @@ class ProcessJournal {
  public:
   explicit ProcessJournal(fs::path path) : path_(std::move(path)) {}
   Status Add(const ProcessRecord& r) const;
-  Status Remove(pid_t pid) const;
+  // The record of `tag` gets its root.
+  Status Started(const std::string& tag, pid_t pid, uint64_t start_time) const;
+  Status Remove(const std::string& tag) const;
   // Kills what the list names (roots whose start time still matches, and
   // everything with their tags), then removes the file. Returns how many
   // trees were still alive.

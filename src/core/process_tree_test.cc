@@ -166,5 +166,47 @@ TEST(ProcessTreeTest, LeftoversOfADeadHostAreKilledButAReusedPidIsNot) {
   EXPECT_TRUE(Alive(::getpid()));
 }
 
+// A check started, and the host killed before it recorded the check's pid:
+// the check ran on after the next host "cleaned up" (WorktreeTest under
+// load). A record is added with its tag before the tree starts; the tag
+// alone is enough to kill by.
+TEST(ProcessTreeTest, ATreeListedByItsTagAloneIsKilledToo) {
+  TempDir dir;
+  fs::path journal = dir.path() / "checks.procs";
+  const std::string tag = "m1.1-" + std::to_string(::getpid()) + "-unstarted";
+  ASSERT_TRUE(ProcessJournal(journal).Add({0, 0, tag}).ok());
+  SubprocessOptions o;
+  o.argv = {"/bin/bash", "-c", kHeavy};
+  o.tag = tag;
+  auto shell = Subprocess::Start(o);
+  ASSERT_TRUE(shell.ok());
+  pid_t heavy = StartHeavy(*shell);
+  ASSERT_GT(heavy, 0) << "dd never held its block";
+  auto alive = ProcessJournal(journal).KillLeftovers();
+  ASSERT_TRUE(alive.ok());
+  EXPECT_EQ(*alive, 1);
+  EXPECT_FALSE(Alive(heavy));
+  EXPECT_EQ(shell->Wait().term_signal, SIGKILL);
+  EXPECT_FALSE(fs::exists(journal));
+}
+
+// Started gives the tag's record its root; Remove takes it by its tag.
+TEST(ProcessTreeTest, ARecordGetsItsRootOnceStartedAndGoesByItsTag) {
+  TempDir dir;
+  fs::path journal = dir.path() / "a.procs";
+  ProcessJournal procs(journal);
+  ASSERT_TRUE(procs.Add({0, 0, "m1.1-a"}).ok());
+  ASSERT_TRUE(procs.Add({0, 0, "m1.1-b"}).ok());
+  ASSERT_TRUE(procs.Started("m1.1-a", 4242, 77).ok());
+  std::string listed = testing::ReadAll(journal);
+  EXPECT_NE(listed.find(R"({"pid":4242,"start_time":77,"tag":"m1.1-a"})"), std::string::npos) << listed;
+  EXPECT_NE(listed.find(R"({"pid":0,"start_time":0,"tag":"m1.1-b"})"), std::string::npos) << listed;
+  ASSERT_TRUE(procs.Remove("m1.1-a").ok());
+  listed = testing::ReadAll(journal);
+  EXPECT_EQ(listed.find("m1.1-a"), std::string::npos) << listed;
+  ASSERT_TRUE(procs.Remove("m1.1-b").ok());
+  EXPECT_FALSE(fs::exists(journal)) << "an empty list is no file";
+}
+
 }  // namespace
 }  // namespace mates

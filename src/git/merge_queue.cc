@@ -262,15 +262,19 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
         o.timeout_s = cfg->git.merge_timeout_s;
         o.merge_stderr = true;
         o.tag = NewProcessTag();
+        // Listed before it starts (core/process_tree.h): a host killed
+        // while the check runs leaves the next one what to kill.
+        ProcessJournal procs(ChecksJournal(ws, team));
+        (void)procs.Add({0, 0, o.tag});
         auto started = Subprocess::Start(o);
         if (!started.ok()) {
+          (void)procs.Remove(o.tag);
           Bounce(team, m, MergeState::kFailed, "could not start the check: " + started.status().message(), {});
           return;
         }
-        ProcessJournal procs(ChecksJournal(ws, team));
-        (void)procs.Add({started->pid(), ProcessStartTime(started->pid()), o.tag});
+        (void)procs.Started(o.tag, started->pid(), ProcessStartTime(started->pid()));
         SubprocessResult cr = started->Wait(&cancel_);
-        (void)procs.Remove(started->pid());
+        (void)procs.Remove(o.tag);
         if (cr.cancelled || stop_.load()) return;  // the next host checks it again
         output = Tail(cr.out);
         if (cr.timed_out || cr.exit_code != 0 || cr.term_signal != 0) {
