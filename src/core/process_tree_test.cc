@@ -208,5 +208,29 @@ TEST(ProcessTreeTest, ARecordGetsItsRootOnceStartedAndGoesByItsTag) {
   EXPECT_FALSE(fs::exists(journal)) << "an empty list is no file";
 }
 
+// RunListed: the tree is in the list while it runs (with its root), and
+// the list is gone once it has ended; without a tag it is refused.
+TEST(ProcessTreeTest, ARunListedIsInTheListWhileItRunsOnly) {
+  TempDir dir;
+  const ProcessJournal procs(dir.path() / "a.procs");
+  SubprocessOptions o;
+  o.tag = NewProcessTag();
+  o.argv = {"/bin/sh", "-c", "cat " + (dir.path() / "a.procs").string()};
+  auto r = RunListed(o, &procs);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(r->out.find("\"tag\":\"" + o.tag + "\""), std::string::npos) << r->out;
+  EXPECT_EQ(r->out.find("\"pid\":0,"), std::string::npos) << "listed without its root: " << r->out;
+  EXPECT_FALSE(fs::exists(dir.path() / "a.procs"));
+  // A program that cannot start leaves nothing listed either.
+  o.argv = {"/nonexistent/program"};
+  auto failed = RunListed(o, &procs);
+  EXPECT_TRUE(!failed.ok() || failed->exit_code != 0);
+  EXPECT_FALSE(fs::exists(dir.path() / "a.procs"));
+  o.tag.clear();
+  auto untagged = RunListed(o, &procs);
+  ASSERT_FALSE(untagged.ok());
+  EXPECT_EQ(untagged.status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace mates

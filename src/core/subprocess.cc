@@ -442,4 +442,22 @@ Result<SubprocessResult> RunSubprocess(const SubprocessOptions& options,
   return p.Wait(cancel);
 }
 
+Result<SubprocessResult> RunListed(const SubprocessOptions& options, const ProcessJournal* journal,
+                                   const CancelToken* cancel) {
+  if (journal == nullptr) return RunSubprocess(options, cancel);
+  if (options.tag.empty()) return Status::InvalidArgument("a listed process needs a tag");
+  // A record that cannot be written is a cleanup the next host will miss,
+  // not a reason to refuse the command.
+  if (Status s = journal->Add({0, 0, options.tag}); !s.ok()) LogDebug("process list: " + s.message());
+  auto started = Subprocess::Start(options);
+  if (!started.ok()) {
+    (void)journal->Remove(options.tag);
+    return started.status();
+  }
+  (void)journal->Started(options.tag, started->pid(), ProcessStartTime(started->pid()));
+  SubprocessResult r = started->Wait(cancel);
+  (void)journal->Remove(options.tag);
+  return r;
+}
+
 }  // namespace mates

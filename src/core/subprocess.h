@@ -25,6 +25,8 @@
 
 namespace mates {
 
+class ProcessJournal;  // core/process_tree.h
+
 struct SubprocessOptions {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH
   // The complete environment ("KEY=value"); nullopt inherits ours.
@@ -110,5 +112,12 @@ class Subprocess {
 // Start + Wait.
 Result<SubprocessResult> RunSubprocess(const SubprocessOptions& options,
                                        const CancelToken* cancel = nullptr);
+
+// Start + Wait, the tree listed in `journal` (if given; options.tag must be
+// set) from before it starts until it has ended: a host killed at any
+// instant leaves its successor the list of what to kill
+// (core/process_tree.h).
+Result<SubprocessResult> RunListed(const SubprocessOptions& options, const ProcessJournal* journal,
+                                   const CancelToken* cancel = nullptr);
 
 }  // namespace mates

@@ -262,19 +262,15 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
         o.timeout_s = cfg->git.merge_timeout_s;
         o.merge_stderr = true;
         o.tag = NewProcessTag();
-        // Listed before it starts (core/process_tree.h): a host killed
-        // while the check runs leaves the next one what to kill.
-        ProcessJournal procs(ChecksJournal(ws, team));
-        (void)procs.Add({0, 0, o.tag});
-        auto started = Subprocess::Start(o);
-        if (!started.ok()) {
-          (void)procs.Remove(o.tag);
-          Bounce(team, m, MergeState::kFailed, "could not start the check: " + started.status().message(), {});
+        // Listed while it runs: a host killed mid-check leaves the next
+        // one what to kill.
+        const ProcessJournal procs(ChecksJournal(ws, team));
+        auto ran = RunListed(o, &procs, &cancel_);
+        if (!ran.ok()) {
+          Bounce(team, m, MergeState::kFailed, "could not start the check: " + ran.status().message(), {});
           return;
         }
-        (void)procs.Started(o.tag, started->pid(), ProcessStartTime(started->pid()));
-        SubprocessResult cr = started->Wait(&cancel_);
-        (void)procs.Remove(o.tag);
+        const SubprocessResult& cr = *ran;
         if (cr.cancelled || stop_.load()) return;  // the next host checks it again
         output = Tail(cr.out);
         if (cr.timed_out || cr.exit_code != 0 || cr.term_signal != 0) {

@@ -71,23 +71,13 @@ class BashTool : public Tool {
     o.max_output = kMaxCommandOutput;
     o.merge_stderr = true;
     o.tag = NewProcessTag();
-    // Recorded from before it starts until it ends, so that a host killed
-    // at any instant leaves its successor a list of what to kill
-    // (core/process_tree.h).
+    // Listed while it runs (in a team), so that a host killed at any
+    // instant leaves its successor a list of what to kill.
     std::optional<ProcessJournal> procs;
-    if (!ctx.team.empty()) {
-      procs.emplace(ctx.ws.AgentsDir(ctx.team) / (ctx.agent + ".procs"));
-      Status s = procs->Add({0, 0, o.tag});
-      if (!s.ok()) LogDebug("bash: " + s.message());
-    }
-    auto started = Subprocess::Start(o);
-    if (!started.ok()) {
-      if (procs) (void)procs->Remove(o.tag);
-      return ToolResult::Error("could not start bash: " + started.status().message());
-    }
-    if (procs) (void)procs->Started(o.tag, started->pid(), ProcessStartTime(started->pid()));
-    SubprocessResult r = started->Wait(ctx.cancel);
-    if (procs) (void)procs->Remove(o.tag);
+    if (!ctx.team.empty()) procs.emplace(ctx.ws.AgentsDir(ctx.team) / (ctx.agent + ".procs"));
+    auto ran = RunListed(o, procs ? &*procs : nullptr, ctx.cancel);
+    if (!ran.ok()) return ToolResult::Error("could not start bash: " + ran.status().message());
+    const SubprocessResult& r = *ran;
     std::string out = r.out;
     if (r.out_dropped > 0) {
       out += "\n[output was " + std::to_string(r.out.size() + r.out_dropped) +
