@@ -95,14 +95,19 @@ std::vector<pid_t> AllPids() {
   return pids;
 }
 
-// Whether `environ` (NUL-separated) holds MATES_PROC_TAG=<prefix…>.
-bool HasTag(const std::string& environ_block, std::string_view prefix) {
-  const std::string needle = std::string(kProcTagVar) + "=" + std::string(prefix);
+// Whether `environ` (NUL-separated) holds MATES_PROC_TAG=<tag>: that tag,
+// or any tag of a host's prefix (one that ends in '-'). A whole tag is not
+// a prefix: "…-1" must not match "…-10".
+bool HasTag(const std::string& environ_block, std::string_view tag) {
+  const std::string needle = std::string(kProcTagVar) + "=" + std::string(tag);
+  const bool prefix = !tag.empty() && tag.back() == '-';
   size_t pos = 0;
   while (pos < environ_block.size()) {
     size_t end = environ_block.find('\0', pos);
     if (end == std::string::npos) end = environ_block.size();
-    if (environ_block.compare(pos, needle.size(), needle) == 0) return true;
+    if (environ_block.compare(pos, needle.size(), needle) == 0 && (prefix || end - pos == needle.size())) {
+      return true;
+    }
     pos = end + 1;
   }
   return false;

@@ -45,10 +45,11 @@ const std::string& HostTagPrefix();
 // it had to kill).
 std::string HostTagPrefixOf(pid_t pid, uint64_t start_time);
 
-// Kills every process whose environment holds MATES_PROC_TAG starting with
-// `tag_prefix` (a whole tag, or a host's prefix), waits until they have
-// exited (up to 5 s), then reaps those that were our children and any
-// orphan zombie reparented to us. Returns how many it killed.
+// Kills every process whose environment holds MATES_PROC_TAG=`tag_prefix`
+// (a whole tag), or one starting with it (a host's prefix, which ends in
+// '-'), waits until they have exited (up to 5 s), then reaps those that
+// were our children and any orphan zombie reparented to us. Returns how
+// many it killed.
 int KillTagged(std::string_view tag_prefix);
 
 // Waits up to `seconds` for `pid`, ours or not, to exit (a pidfd: no

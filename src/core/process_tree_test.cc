@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <vector>
 
 #include "core/subprocess.h"
 #include "support/test_util.h"
@@ -230,6 +231,30 @@ TEST(ProcessTreeTest, ARunListedIsInTheListWhileItRunsOnly) {
   auto untagged = RunListed(o, &procs);
   ASSERT_FALSE(untagged.ok());
   EXPECT_EQ(untagged.status().code(), StatusCode::kInvalidArgument);
+}
+
+// Tags are numbered: ending call 1 killed the running calls 10 to 19 (a
+// tag matched as a prefix). A whole tag matches itself only; a host's
+// prefix ("…-") matches all its tags.
+TEST(ProcessTreeTest, AWholeTagIsNotThePrefixOfTheNextTenTags) {
+  const std::string host = "m1.1-" + std::to_string(::getpid()) + "x-";
+  std::vector<Subprocess> trees;
+  for (const char* n : {"1", "10"}) {
+    SubprocessOptions o;
+    o.argv = {"/bin/sh", "-c", "echo $$; exec sleep 300"};
+    o.tag = host + n;
+    auto p = Subprocess::Start(o);
+    ASSERT_TRUE(p.ok());
+    trees.push_back(std::move(*p));
+  }
+  std::vector<pid_t> pids;
+  for (auto& t : trees) pids.push_back(std::stoi(*t.ReadLine(DeadlineIn(10))));
+  EXPECT_EQ(KillTagged(host + "1"), 1);
+  EXPECT_FALSE(Alive(pids[0]));
+  EXPECT_TRUE(Alive(pids[1])) << "tag -10 was killed for tag -1";
+  EXPECT_EQ(KillTagged(host), 1);
+  EXPECT_FALSE(Alive(pids[1]));
+  for (auto& t : trees) EXPECT_EQ(t.Wait().term_signal, SIGKILL);
 }
 
 }  // namespace
