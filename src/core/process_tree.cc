@@ -15,6 +15,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -326,7 +327,9 @@ Status ProcessJournal::Remove(const std::string& tag) const {
 }
 
 Result<int> ProcessJournal::KillLeftovers() const {
-  auto data = ReadFile(path_);
+  // Bounded like every file mates reads: a list of 4 MiB is some 50,000
+  // trees; what lies past it is not read.
+  auto data = ReadFilePrefix(path_, 4 << 20);
   if (!data.ok()) {
     if (data.status().code() == StatusCode::kNotFound) return 0;
     return data.status();
@@ -343,12 +346,13 @@ Result<int> ProcessJournal::KillLeftovers() const {
     auto started = JsonInt(*j, "start_time", true);
     auto tag = JsonString(*j, "tag", true);
     if (!pid.ok() || !started.ok() || !tag.ok() || *pid < 0) continue;
-    // Tags are this host's kind ("m<pid>.<start>-<n>"): never an empty
-    // prefix that would match every tagged process.
-    if (tag->size() < 4 || (*tag)[0] != 'm') continue;
+    // Whole tags of a host's kind ("m<pid>.<start>-<n>"): never an empty
+    // prefix, nor a host's ("…-"), which would match every tree of a host
+    // that may be alive.
+    if (tag->size() < 4 || (*tag)[0] != 'm' || tag->back() == '-') continue;
     // A root of 0 was not started yet when the list was written: its tag
-    // alone says what to kill. (Never init, whatever a list says.)
-    const bool has_root = *pid > 1;
+    // alone says what to kill. (Never init, nor a number no pid can be.)
+    const bool has_root = *pid > 1 && *pid <= std::numeric_limits<pid_t>::max();
     // Pinned before its start time is compared: the signal and the wait
     // below are for that process, whatever happens to its pid meanwhile.
     ScopedFd root(has_root ? PidfdOpen(static_cast<pid_t>(*pid)) : -1);

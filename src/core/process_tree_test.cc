@@ -257,5 +257,33 @@ TEST(ProcessTreeTest, AWholeTagIsNotThePrefixOfTheNextTenTags) {
   for (auto& t : trees) EXPECT_EQ(t.Wait().term_signal, SIGKILL);
 }
 
+// A list is a file: one naming a host's prefix, or a root no pid can be,
+// kills nothing.
+TEST(ProcessTreeTest, AHostileListKillsNothing) {
+  TempDir dir;
+  const std::string host = "m1.1-" + std::to_string(::getpid()) + "h-";
+  SubprocessOptions o;
+  o.argv = {"/bin/sh", "-c", "echo $$; exec sleep 300"};
+  o.tag = host + "1";
+  auto tree = Subprocess::Start(o);
+  ASSERT_TRUE(tree.ok());
+  pid_t pid = std::stoi(*tree->ReadLine(DeadlineIn(10)));
+  fs::path journal = dir.path() / "x.procs";
+  {
+    std::ofstream f(journal);
+    f << "{\"pid\":0,\"start_time\":0,\"tag\":\"" << host << "\"}\n"
+      << "{\"pid\":" << (int64_t{1} << 32) + pid << ",\"start_time\":" << ProcessStartTime(pid)
+      << ",\"tag\":\"m9.9-none\"}\n"
+      << "{\"pid\":-5,\"start_time\":0,\"tag\":\"" << o.tag << "\"}\n"
+      << std::string(1000, '\0') << "\n[[[[[[[[[[\n";
+  }
+  auto alive = ProcessJournal(journal).KillLeftovers();
+  ASSERT_TRUE(alive.ok());
+  EXPECT_EQ(*alive, 0);
+  EXPECT_TRUE(Alive(pid));
+  tree->Signal(SIGKILL);
+  EXPECT_EQ(tree->Wait().term_signal, SIGKILL);
+}
+
 }  // namespace
 }  // namespace mates
