@@ -326,7 +326,10 @@ void Board::HandOutLocked() {
   if (left.unowned == 0 && left.assigned_to.empty()) return;
   for (const std::string& name : claimers->Reserve(left.unowned, left.assigned_to)) {
     std::optional<Task> task;
+    bool assigned = false;
     if (auto id = NextClaimableLocked(name)) {
+      const Entry* e = FindLocked(*id);
+      assigned = e != nullptr && e->task.owner == name;
       auto t = ClaimLocked(*id, name);
       if (t.ok()) {
         task = std::move(*t);
@@ -335,7 +338,7 @@ void Board::HandOutLocked() {
                    t.status().message());
       }
     }
-    claimers->Hand(name, std::move(task));
+    claimers->Hand(name, std::move(task), assigned);
   }
 }
 

@@ -121,7 +121,9 @@ class Board {
     // assigned first.
     virtual std::vector<std::string> Reserve(int64_t unowned, const std::vector<std::string>& assigned) = 0;
     // Ends `name`'s reservation: `task` claimed for it, or nothing.
-    virtual void Hand(const std::string& name, std::optional<Task> task) = 0;
+    // `assigned`: the task was assigned to `name` before it was claimed
+    // (given back unworked, it stays assigned to `name`).
+    virtual void Hand(const std::string& name, std::optional<Task> task, bool assigned) = 0;
   };
   // Held weakly; one per board (the last set wins).
   void SetClaimers(std::weak_ptr<Claimers> claimers);

@@ -119,13 +119,20 @@ std::vector<std::string> ClaimLine::Reserve(int64_t unowned, const std::vector<s
   return names;
 }
 
-void ClaimLine::Hand(const std::string& name, std::optional<Task> task) {
+void ClaimLine::Hand(const std::string& name, std::optional<Task> task, bool assigned) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](const Waiter& w) { return w.reserved && w.name == name; });
   if (it == waiters_.end()) return;  // (a reserved waiter cannot leave)
   it->reserved = false;
   --handing_;
   if (task) {
+    // (Set or cleared at every hand-out: what a taken task left here is
+    // overwritten before that id can be given back again.)
+    if (assigned) {
+      handed_assigned_.insert(task->id);
+    } else {
+      handed_assigned_.erase(task->id);
+    }
     // The hand-out looked at the board after every change passed to it so
     // far: those are covered, and it has no look to make.
     it->handed = std::move(task);
@@ -140,9 +147,17 @@ void ClaimLine::Hand(const std::string& name, std::optional<Task> task) {
 }
 
 void ClaimLine::GiveBack(const std::string& name, const Task& task) {
+  bool assigned = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    assigned = handed_assigned_.erase(task.id) > 0;
+  }
   TaskPatch back;
   back.status = TaskStatus::kPending;
-  back.owner = "";
+  // A task the lead assigned to `name`, handed to it while its own look
+  // had already found another, stays `name`'s: given back unowned, another
+  // claimer took it.
+  back.owner = assigned ? name : "";
   auto r = SharedBoard(dir_)->Update(task.id, back, Caller{name, false});
   if (!r.ok()) {
     LogWarning(name + ": giving task #" + std::to_string(task.id) + " back to the board: " + r.status().message());
@@ -203,6 +218,7 @@ ClaimLine::Place::Look ClaimLine::Place::BeginLook() {
   Look look;
   if (it_->handed) {
     // Out of the line with it, in the same step: no second task can come.
+    l.handed_assigned_.erase(it_->handed->id);
     look.handed = l.LeaveLocked(it_);
     lock.unlock();
     line_.reset();

@@ -31,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,10 +102,11 @@ class ClaimLine : public Board::Claimers, public std::enable_shared_from_this<Cl
 
   // Board::Claimers.
   std::vector<std::string> Reserve(int64_t unowned, const std::vector<std::string>& assigned) override;
-  void Hand(const std::string& name, std::optional<Task> task) override;
+  void Hand(const std::string& name, std::optional<Task> task, bool assigned) override;
 
-  // A handed task its claimer will not work on goes back on the board
-  // (pending, unowned).
+  // A handed task its claimer will not work on goes back on the board:
+  // pending, and unowned unless it had been assigned to the claimer (the
+  // lead's assignment stands).
   void GiveBack(const std::string& name, const Task& task);
 
   // Every waiter looks: the board is gone (a team deleted under its
@@ -132,6 +134,7 @@ class ClaimLine : public Board::Claimers, public std::enable_shared_from_this<Cl
   std::condition_variable reservations_;  // a reservation ended
   std::list<Waiter> waiters_;  // guarded by mu_; front: longest since woken
   size_t handing_ = 0;         // guarded by mu_; reservations under way
+  std::set<int64_t> handed_assigned_;  // guarded by mu_; handed, had been assigned to their claimer
   Watcher::Subscription sub_;  // set once, by Create
 };
 
