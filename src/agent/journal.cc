@@ -122,7 +122,7 @@ Result<int64_t> Journal::Republish(const fs::path& path, JournalCopy& copy) {
 Status Journal::AppendMessage(const llm::ChatMessage& m, const std::vector<std::string>& delivered) {
   // Set and moved, not an initializer list (which copies the message once
   // more): a line is journaled for every message of every turn.
-  Json line = Json::object();
+  Json line = JsonObject(4);
   line["kind"] = "message";
   line["ts"] = WallSeconds();
   line["message"] = llm::MessageToJson(m);
@@ -134,7 +134,7 @@ Status Journal::AppendCompaction(const std::vector<llm::ChatMessage>& messages,
                                  const std::string& transcript_path) {
   Json arr = Json::array();
   for (const auto& m : messages) arr.push_back(llm::MessageToJson(m));
-  Json line = Json::object();
+  Json line = JsonObject(4);
   line["kind"] = "compact";
   line["ts"] = WallSeconds();
   line["transcript"] = transcript_path;

@@ -76,6 +76,12 @@ Result<Json> ParseJson(std::string_view text) {
   }
 }
 
+Json JsonObject(size_t members) {
+  Json j = Json::object();
+  j.get_ref<Json::object_t&>().reserve(members);
+  return j;
+}
+
 std::string DumpJson(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

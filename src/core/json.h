@@ -26,6 +26,13 @@ int JsonNestingDepth(std::string_view text, int limit);
 // The nesting depth of a value already built (bounded by `limit` likewise).
 int JsonValueDepth(const Json& value, int limit);
 
+// An empty object with room for `members` keys. An ordered object is a
+// vector of (const key, value) pairs, and a const key cannot be moved: each
+// time the vector grows it copies every value it holds, so a request body
+// copied the whole conversation when its tools were set. Objects built on
+// a hot path are made with the room they will need.
+Json JsonObject(size_t members);
+
 // Compact one-line dump (JSONL-safe: no raw newline can appear).
 std::string DumpJson(const Json& value);
 // Indented dump for people and state files: objects and arrays of objects

@@ -38,11 +38,11 @@ void SetToolInput(ContentBlock* b, const std::string& raw) {
 
 Json AnthropicRequestBody(const Request& request, const std::string& model, bool stream) {
   // Members are set and moved one at a time (types.cc says why).
-  Json body = Json::object();
+  Json body = JsonObject(8);
   body["model"] = model;
   body["max_tokens"] = request.max_tokens;
   if (!request.system.empty()) {
-    Json sys = Json::object();
+    Json sys = JsonObject(3);
     sys["type"] = "text";
     sys["text"] = request.system;
     if (request.cache) sys["cache_control"] = CacheControl();
@@ -68,7 +68,7 @@ Json AnthropicRequestBody(const Request& request, const std::string& model, bool
     Json tools = Json::array();
     tools.get_ref<Json::array_t&>().reserve(request.tools.size());
     for (const auto& t : request.tools) {
-      Json tool = Json::object();
+      Json tool = JsonObject(4);
       tool["name"] = t.name;
       tool["description"] = t.description;
       tool["input_schema"] = ToolSchema(t);

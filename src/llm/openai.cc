@@ -92,7 +92,7 @@ Json OpenAIRequestBody(const Request& request, const std::string& model, bool st
   }
   for (const auto& m : request.messages) {
     if (m.role == Role::kAssistant) {
-      Json msg = Json::object();
+      Json msg = JsonObject(3);
       msg["role"] = "assistant";
       std::string text = m.Text();
       msg["content"] = text.empty() ? Json(nullptr) : Json(std::move(text));
@@ -102,7 +102,7 @@ Json OpenAIRequestBody(const Request& request, const std::string& model, bool st
         Json fn = Json::object();
         fn["name"] = b.name;
         fn["arguments"] = b.input_json;
-        Json call = Json::object();
+        Json call = JsonObject(3);
         call["id"] = b.id;
         call["type"] = "function";
         call["function"] = std::move(fn);
@@ -117,7 +117,7 @@ Json OpenAIRequestBody(const Request& request, const std::string& model, bool st
     std::string text;
     for (const auto& b : m.content) {
       if (b.type == BlockType::kToolResult) {
-        Json result = Json::object();
+        Json result = JsonObject(3);
         result["role"] = "tool";
         result["tool_call_id"] = b.tool_use_id;
         result["content"] = b.is_error ? "Error: " + b.text : b.text;
@@ -134,14 +134,14 @@ Json OpenAIRequestBody(const Request& request, const std::string& model, bool st
       messages.push_back(std::move(user));
     }
   }
-  Json body = Json::object();
+  Json body = JsonObject(8);
   body["model"] = model;
   body["messages"] = std::move(messages);
   body["max_tokens"] = request.max_tokens;
   if (!request.tools.empty()) {
     Json tools = Json::array();
     for (const auto& t : request.tools) {
-      Json fn = Json::object();
+      Json fn = JsonObject(3);
       fn["name"] = t.name;
       fn["description"] = t.description;
       fn["parameters"] = ToolSchema(t);

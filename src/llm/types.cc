@@ -100,7 +100,7 @@ std::string NewToolUseId() {
 // copy every value they hold, and a request body is all of a conversation's
 // blocks on every call.
 Json BlockToJson(const ContentBlock& b) {
-  Json j = Json::object();
+  Json j = JsonObject(5);  // room for a cache breakpoint
   switch (b.type) {
     case BlockType::kText:
       j["type"] = "text";
@@ -168,7 +168,7 @@ Json MessageToJson(const ChatMessage& m) {
   Json content = Json::array();
   content.get_ref<Json::array_t&>().reserve(m.content.size());
   for (const auto& b : m.content) content.push_back(BlockToJson(b));
-  Json j = Json::object();
+  Json j = JsonObject(2);
   j["role"] = std::string(RoleName(m.role));
   j["content"] = std::move(content);
   return j;

@@ -85,7 +85,7 @@ Json TeamConfigToJson(const TeamConfig& c) {
   Json members = Json::array();
   members.get_ref<Json::array_t&>().reserve(c.members.size());
   for (const auto& m : c.members) {
-    Json jm = Json::object();
+    Json jm = JsonObject(12);
     jm["name"] = m.name;
     jm["agent_id"] = m.agent_id;
     jm["role"] = m.role_title.empty() ? std::string(MemberRoleName(m.role)) : m.role_title;
@@ -103,7 +103,7 @@ Json TeamConfigToJson(const TeamConfig& c) {
     if (m.context_budget > 0) jm["context_budget"] = m.context_budget;
     members.push_back(std::move(jm));
   }
-  Json j = Json::object();
+  Json j = JsonObject(8);
   j["name"] = c.name;
   j["created_at"] = c.created_at;
   j["lead"] = c.lead;

@@ -32,7 +32,7 @@ Json TaskToJson(const Task& t) {
   auto parsed = ParseJson(t.metadata_json);
   if (parsed.ok() && parsed->is_object()) metadata = std::move(*parsed);
   // A member at a time, moved (roster.cc says why).
-  Json j = Json::object();
+  Json j = JsonObject(11);
   j["id"] = t.id;
   j["subject"] = t.subject;
   j["description"] = t.description;
