@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fcntl.h>
 #include <map>
+#include <regex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -92,6 +93,33 @@ TEST(TeamTest, DemoPlaysTheWholeFlow) {
   for (const char* n : {"analyst (approved", "backend (approved", "frontend (approved"}) {
     EXPECT_NE(r.out.find(n), std::string::npos) << n << "\n" << r.out;
   }
+  // The run's spending names the team it deleted, as its archive has it.
+  std::smatch said;
+  const std::regex line("usage: team rest-to-graphql, deleted \\(all runs, mates usage --team rest-to-graphql "
+                        "--archived\\): (\\d+) calls");
+  ASSERT_TRUE(std::regex_search(r.err, said, line)) << r.err;
+  auto archived = testing::RunMates(d, {"usage", "--team", "rest-to-graphql", "--archived", "--json"});
+  ASSERT_EQ(archived.exit_code, 0) << archived.err;
+  auto j = ParseJson(archived.out);
+  ASSERT_TRUE(j.ok()) << archived.out;
+  EXPECT_EQ((*j)["calls"].get<int64_t>(), std::stoll(said[1])) << r.err;
+  EXPECT_GE((*j)["calls"].get<int64_t>(), 40) << archived.out;  // the teammates' calls too, not the lead's alone
+  // Read without --archived, the deleted team says where it went; a team
+  // never made, and a command that cannot read an archive, do not.
+  for (std::vector<std::string> args : {std::vector<std::string>{"usage"}, {"log"}, {"status"}, {"tasks", "list"}}) {
+    args.insert(args.end(), {"--team", "rest-to-graphql"});
+    auto gone = testing::RunMates(d, args);
+    EXPECT_EQ(gone.exit_code, 1) << args[0];
+    EXPECT_NE(gone.err.find("no team 'rest-to-graphql'"), std::string::npos) << gone.err;
+    EXPECT_NE(gone.err.find("; it was deleted and archived (20"), std::string::npos) << gone.err;
+    EXPECT_NE(gone.err.find("): add --archived to read it"), std::string::npos) << gone.err;
+  }
+  auto never = testing::RunMates(d, {"usage", "--team", "never-made"});
+  EXPECT_EQ(never.exit_code, 1);
+  EXPECT_EQ(never.err.find("archived"), std::string::npos) << never.err;
+  auto create = testing::RunMates(d, {"tasks", "create", "more", "--team", "rest-to-graphql"});
+  EXPECT_NE(create.exit_code, 0);
+  EXPECT_EQ(create.err.find("--archived"), std::string::npos) << create.err;
 }
 
 TEST(TeamTest, DemoRefusesAFolderInUse) {
@@ -101,6 +129,28 @@ TEST(TeamTest, DemoRefusesAFolderInUse) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("the demo needs an empty folder"), std::string::npos) << r.err;
   EXPECT_EQ(ReadAll(ws.path() / "precious.txt"), "keep me\n");
+}
+
+// A team deleted twice has two archives: reading it without --archived
+// names the latest and where the others are listed; --archived reads it.
+TEST(TeamTest, ATeamDeletedTwiceNamesItsLatestArchive) {
+  TempDir ws;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(testing::RunMates(ws.path(), {"team", "create", "twice"}).exit_code, 0);
+    auto del = testing::RunMates(ws.path(), {"team", "delete", "twice"});
+    ASSERT_EQ(del.exit_code, 0) << del.err;
+  }
+  auto gone = testing::RunMates(ws.path(), {"log", "--team", "twice"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_NE(gone.err.find("it was deleted and archived (latest 20"), std::string::npos) << gone.err;
+  EXPECT_NE(gone.err.find(" of 2, listed by mates team list --archived): add --archived to read it"),
+            std::string::npos)
+      << gone.err;
+  EXPECT_EQ(testing::RunMates(ws.path(), {"log", "--team", "twice", "--archived"}).exit_code, 0);
+  // A team of that name made again is read as it is now.
+  ASSERT_EQ(testing::RunMates(ws.path(), {"team", "create", "twice"}).exit_code, 0);
+  auto back = testing::RunMates(ws.path(), {"usage", "--team", "twice"});
+  EXPECT_EQ(back.exit_code, 0) << back.err;
 }
 
 TEST(TeamTest, BadTeamOptionsAreUsageErrors) {

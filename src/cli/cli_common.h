@@ -61,6 +61,11 @@ void AddArchivedOption(CLI::App* cmd, ArchivedChoice& choice);
 // The workspace to read `team` in: the live one, or its archive's.
 Result<Workspace> ReadingWorkspace(const Globals& g, const std::string& team, const ArchivedChoice& choice);
 
+// `s`, a team not found, said better when the team was deleted here: its
+// archive is named, and how to read it (the command takes --archived and
+// was not given it). Anything else comes back unchanged.
+Status SayIfArchived(Status s, const Workspace& ws, const std::string& team, const ArchivedChoice& choice);
+
 // Splits "a,b,c" (empty pieces dropped).
 std::vector<std::string> SplitList(const std::string& s);
 

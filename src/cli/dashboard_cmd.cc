@@ -50,10 +50,10 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
     db = std::move(*chosen);
   }
   if (db) {
-    if (auto team = db->LoadTeam(a.team); !team.ok()) return Fail(team.status());
+    if (auto team = db->LoadTeam(a.team); !team.ok()) return Fail(SayIfArchived(team.status(), o.ws, a.team, a.archived));
     o.database = db->target();
   } else if (auto team = Roster(o.ws).Load(a.team); !team.ok()) {
-    return Fail(team.status());
+    return Fail(SayIfArchived(team.status(), o.ws, a.team, a.archived));
   }
   // Blocked before the server's threads start (they inherit the mask):
   // only this thread takes them, in sigwait.

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <memory>
@@ -30,6 +31,7 @@
 #include "git/merge_queue.h"
 #include "mcp/hub.h"
 #include "store/merges.h"
+#include "store/archive.h"
 #include "store/host_info.h"
 #include "store/liveness.h"
 #include "store/mailbox.h"
@@ -53,7 +55,20 @@ void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::Suba
     if (nl == std::string::npos) break;
     start = nl + 1;
   }
-  // The whole team, every run so far (what `mates usage` shows).
+  // Each team this run worked in, every run so far (what `mates usage`
+  // shows): those it deleted from their archives, then the lead's team now.
+  std::vector<std::string> deleted = teams.deleted_teams();
+  std::sort(deleted.begin(), deleted.end());
+  deleted.erase(std::unique(deleted.begin(), deleted.end()), deleted.end());
+  for (const std::string& team : deleted) {
+    auto archive = FindArchive(teams.ws(), team, "");
+    if (!archive.ok()) continue;
+    auto u = agent::ReadTeamUsage(Workspace(archive->root).AgentsDir(team));
+    if (u.ok() && u->calls > 0) {
+      out.Line("", "usage: team " + team + ", deleted (all runs, mates usage --team " + team +
+                       " --archived): " + agent::DescribeTeamUsage(*u));
+    }
+  }
   const std::string team = teams.lead_team();
   auto u = agent::ReadTeamUsage(teams.ws().AgentsDir(team));
   if (u.ok() && u->calls > 0) {

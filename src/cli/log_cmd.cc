@@ -94,12 +94,12 @@ void PrintPlain(const std::vector<Message>& msgs, bool json) {
 
 // The log of a team in a PostgreSQL store: the table, in order; --follow
 // wakes on its notifications.
-int LogOnPostgres(pg::Store& store, const LogArgs& a) {
+int LogOnPostgres(pg::Store& store, const Workspace& ws, const LogArgs& a) {
   if (a.delivery) {
     return Usage("--delivery reads the agents' journals, which the file store keeps: not on a PostgreSQL store yet");
   }
   auto team = store.LoadTeam(a.team);
-  if (!team.ok()) return Fail(team.status());
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), ws, a.team, a.archived));
   auto waker = std::make_shared<Waker>();
   pg::Listener::Subscription sub;
   if (a.follow) {
@@ -146,13 +146,13 @@ int Log(Globals& g, const LogArgs& a) {
   if (!a.archived.given()) {
     auto pg = OpenChosenStore(a.store);
     if (!pg.ok()) return Fail(pg.status());
-    if (*pg) return LogOnPostgres(**pg, a);
+    if (*pg) return LogOnPostgres(**pg, g.ws(), a);
   }
   auto reading = ReadingWorkspace(g, a.team, a.archived);
   if (!reading.ok()) return Fail(reading.status());
   const Workspace& ws = *reading;
   auto team = Roster(ws).Load(a.team);
-  if (!team.ok()) return Fail(team.status());
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
   MessageLog log(ws, a.team);
   std::optional<DeliveryView> delivery;
   if (a.delivery) delivery.emplace(ws, *team);

@@ -158,7 +158,7 @@ std::string Render(const TeamView& v) {
 int StatusOnPostgres(pg::Store& store, const Workspace& ws, const StatusArgs& a) {
   if (!a.watch) {
     auto v = view::LookAtTeam(store, ws, a.team, kLastMessages);
-    if (!v.ok()) return Fail(v.status());
+    if (!v.ok()) return Fail(SayIfArchived(v.status(), ws, a.team, a.archived));
     std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
     return 0;
   }
@@ -203,7 +203,7 @@ int Status_(Globals& g, const StatusArgs& a) {
   const Workspace& ws = *reading;
   if (!a.watch) {
     auto v = view::LookAtTeam(ws, a.team, kLastMessages);
-    if (!v.ok()) return Fail(v.status());
+    if (!v.ok()) return Fail(SayIfArchived(v.status(), g.ws(), a.team, a.archived));
     std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
     return 0;
   }

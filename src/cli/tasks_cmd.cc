@@ -101,7 +101,7 @@ int List(Globals& g, const TasksArgs& a) {
   auto reading = Reading(g, a);
   if (!reading.ok()) return Fail(reading.status());
   auto team = OpenTeam(*reading, a);
-  if (!team.ok()) return Fail(team.status());
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
   // Deleted tasks too: a deleted blocker blocks no more.
   auto all = team->board->List(/*include_deleted=*/true);
   if (!all.ok()) return Fail(all.status());
@@ -128,7 +128,7 @@ int Get(Globals& g, const TasksArgs& a) {
   auto reading = Reading(g, a);
   if (!reading.ok()) return Fail(reading.status());
   auto team = OpenTeam(*reading, a);
-  if (!team.ok()) return Fail(team.status());
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
   auto t = team->board->Get(*id);
   if (!t.ok()) return Fail(t.status());
   return PrintTask(*t, a.json, "");

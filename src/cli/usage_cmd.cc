@@ -109,10 +109,10 @@ std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
 
 // A team on PostgreSQL: its members' journals as the database keeps them,
 // whichever machine each ran on.
-int ShowStoreUsage(const UsageArgs& a, pg::Store& database) {
+int ShowStoreUsage(const UsageArgs& a, pg::Store& database, const Workspace& ws) {
   std::unique_ptr<TeamStore> store = pg::StoreTeams(database);
   auto team = store->LoadTeam(a.team);
-  if (!team.ok()) return Fail(team.status());
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), ws, a.team, a.archived));
   auto u = agent::ReadTeamUsage(*store, a.team);
   if (!u.ok()) return Fail(u.status());
   agent::TeamUsage usage = u->value_or(agent::TeamUsage{});
@@ -126,12 +126,12 @@ int ShowUsage(Globals& g, const UsageArgs& a) {
   if (!a.archived.given()) {
     auto database = OpenChosenStore(a.store);
     if (!database.ok()) return Fail(database.status());
-    if (*database) return ShowStoreUsage(a, **database);
+    if (*database) return ShowStoreUsage(a, **database, g.ws());
   }
   auto ws = ReadingWorkspace(g, a.team, a.archived);
   if (!ws.ok()) return Fail(ws.status());
   auto team = Roster(*ws).Load(a.team);
-  if (!team.ok()) return Fail(team.status());
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
   auto u = agent::ReadTeamUsage(ws->AgentsDir(a.team));
   if (!u.ok()) return Fail(u.status());
   std::cout << (a.json ? DumpJsonPretty(UsageJson(*u, *team)) + "\n" : Render(*u, *team)) << std::flush;

@@ -473,6 +473,10 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   }
   // Archived, not destroyed (DESIGN §11): its log and board stay readable.
   MATES_ASSIGN_OR_RETURN(fs::path archived, store_->Archive(name));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    deleted_teams_.push_back(name);
+  }
   std::string out = "Team '" + name + "' deleted; its files are archived in " +
                     fs::relative(archived, ws_.root()).string() + ".";
   if (!summary.stopped.empty()) {
@@ -487,6 +491,11 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
 std::optional<TeamSummary> TeamManager::last_deleted() {
   std::lock_guard<std::mutex> lock(mu_);
   return last_deleted_;
+}
+
+std::vector<std::string> TeamManager::deleted_teams() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return deleted_teams_;
 }
 
 std::string TeamManager::UsageSummary() {

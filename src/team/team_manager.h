@@ -122,6 +122,8 @@ class TeamManager : public tools::TeamRuntime {
   // The lead's team now (TeamCreate and TeamDelete move it); any thread.
   std::string lead_team();
   std::optional<TeamSummary> last_deleted();
+  // The teams deleted (and archived) in this run, in the order deleted.
+  std::vector<std::string> deleted_teams();
   // Tokens used by all teammates so far, as text (for the end of a run).
   std::string UsageSummary();
 
@@ -192,6 +194,7 @@ class TeamManager : public tools::TeamRuntime {
 
   std::mutex mu_;
   std::string lead_team_;                    // guarded by mu_: lead_ctx_->team for other threads
+  std::vector<std::string> deleted_teams_;   // guarded by mu_
   std::optional<TeamSummary> last_deleted_;  // guarded by mu_
   std::function<bool()> busy_elsewhere_;     // guarded by mu_
 };
