@@ -36,6 +36,13 @@ inline constexpr size_t kMaxJournalLineBytes = 64 << 20;
 inline constexpr size_t kMaxJournalBytes = 512 << 20;
 // One HTTP request body to mock-llm.
 inline constexpr size_t kMaxHttpBodyBytes = 64 << 20;
+// Token budgets (DESIGN §15), from the command line or a lead's Task call:
+// a budget of tokens, and a context size to compact at (0: none, and the
+// default; a context budget under kMinContextBudget would compact at every
+// call).
+inline constexpr int64_t kMaxBudgetTokens = 1000000000000;
+inline constexpr int64_t kMinContextBudget = 1000;
+inline constexpr int64_t kMaxContextBudget = 1000000000;
 // How long a host's operations wait for a PostgreSQL store that cannot be
 // reached (a restart, a network gap) before they fail (DESIGN §13).
 inline constexpr double kStoreOutagePatienceS = 300;

@@ -2,6 +2,7 @@
 // TeamCreate, TeamDelete.
 #include <nlohmann/json.hpp>
 
+#include "core/limits.h"
 #include "store/messenger.h"
 #include "git/submit.h"
 #include "tools/builtin_tools.h"
@@ -112,11 +113,11 @@ class TaskTool : public Tool {
     bool plan = in.Bool("plan_mode_required", false);
     std::string model = in.String("model", false);
     std::string isolation = in.String("isolation", false);
-    auto budget_tokens = static_cast<int64_t>(in.Number("budget_tokens", 0, 0, 1e12));
-    auto context_budget = static_cast<int64_t>(in.Number("context_budget", 0, 0, 1e9));
+    auto budget_tokens = static_cast<int64_t>(in.Number("budget_tokens", 0, 0, kMaxBudgetTokens));
+    auto context_budget = static_cast<int64_t>(in.Number("context_budget", 0, 0, kMaxContextBudget));
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (prompt.find_first_not_of(" \t\n") == std::string::npos) return ToolResult::Error("the prompt is empty");
-    if (context_budget > 0 && context_budget < 1000) {
+    if (context_budget > 0 && context_budget < kMinContextBudget) {
       return ToolResult::Error("context_budget must be at least 1000 tokens");
     }
     if ((budget_tokens > 0 || context_budget > 0) && (team.empty() || name.empty())) {
