@@ -216,11 +216,20 @@ TEST(ProcessTreeTest, ARunListedIsInTheListWhileItRunsOnly) {
   const ProcessJournal procs(dir.path() / "a.procs");
   SubprocessOptions o;
   o.tag = NewProcessTag();
-  o.argv = {"/bin/sh", "-c", "cat " + (dir.path() / "a.procs").string()};
+  // The root (this shell) is added once it has started, so the child may
+  // run before: it waits for its own pid in the list (at most 10 s), then
+  // shows the list it saw.
+  const std::string list = (dir.path() / "a.procs").string();
+  o.argv = {"/bin/sh", "-c",
+            "echo $$; i=0; until grep -q \"\\\"pid\\\":$$,\" '" + list +
+                "' || [ $i -ge 2000 ]; do i=$((i+1)); sleep 0.005; done; cat '" + list + "'"};
   auto r = RunListed(o, &procs);
   ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string root = r->out.substr(0, r->out.find('\n'));
+  EXPECT_NE(r->out.find("{\"pid\":" + root + ",\"start_time\":"), std::string::npos)
+      << "its root is not listed: " << r->out;
   EXPECT_NE(r->out.find("\"tag\":\"" + o.tag + "\""), std::string::npos) << r->out;
-  EXPECT_EQ(r->out.find("\"pid\":0,"), std::string::npos) << "listed without its root: " << r->out;
+  EXPECT_EQ(r->out.find("\"pid\":0,"), std::string::npos) << "listed twice, once without its root: " << r->out;
   EXPECT_FALSE(fs::exists(dir.path() / "a.procs"));
   // A program that cannot start leaves nothing listed either.
   o.argv = {"/nonexistent/program"};
