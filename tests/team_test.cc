@@ -1,18 +1,18 @@
 // Teams end to end: the real `mates` binary hosting a lead and persistent
 // teammates (scripted provider, and once over HTTP through `mates mock-llm`).
 // Tests wait on file events (the store's own Watcher), never on blind sleeps.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
-#include <fcntl.h>
 #include <map>
-#include <regex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
-#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/json.h"
@@ -95,18 +95,22 @@ TEST(TeamTest, DemoPlaysTheWholeFlow) {
   }
   // The run's spending names the team it deleted, as its archive has it.
   std::smatch said;
-  const std::regex line("usage: team rest-to-graphql, deleted \\(all runs, mates usage --team rest-to-graphql "
-                        "--archived\\): (\\d+) calls");
+  const std::regex line(
+      "usage: team rest-to-graphql, deleted \\(all runs, mates usage --team rest-to-graphql "
+      "--archived\\): (\\d+) calls");
   ASSERT_TRUE(std::regex_search(r.err, said, line)) << r.err;
-  auto archived = testing::RunMates(d, {"usage", "--team", "rest-to-graphql", "--archived", "--json"});
+  auto archived =
+      testing::RunMates(d, {"usage", "--team", "rest-to-graphql", "--archived", "--json"});
   ASSERT_EQ(archived.exit_code, 0) << archived.err;
   auto j = ParseJson(archived.out);
   ASSERT_TRUE(j.ok()) << archived.out;
   EXPECT_EQ((*j)["calls"].get<int64_t>(), std::stoll(said[1])) << r.err;
-  EXPECT_GE((*j)["calls"].get<int64_t>(), 40) << archived.out;  // the teammates' calls too, not the lead's alone
+  EXPECT_GE((*j)["calls"].get<int64_t>(), 40)
+      << archived.out;  // the teammates' calls too, not the lead's alone
   // Read without --archived, the deleted team says where it went; a team
   // never made, and a command that cannot read an archive, do not.
-  for (std::vector<std::string> args : {std::vector<std::string>{"usage"}, {"log"}, {"status"}, {"tasks", "list"}}) {
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"usage"}, {"log"}, {"status"}, {"tasks", "list"}}) {
     args.insert(args.end(), {"--team", "rest-to-graphql"});
     auto gone = testing::RunMates(d, args);
     EXPECT_EQ(gone.exit_code, 1) << args[0];
@@ -143,8 +147,9 @@ TEST(TeamTest, ATeamDeletedTwiceNamesItsLatestArchive) {
   auto gone = testing::RunMates(ws.path(), {"log", "--team", "twice"});
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_NE(gone.err.find("it was deleted and archived (latest 20"), std::string::npos) << gone.err;
-  EXPECT_NE(gone.err.find(" of 2, listed by mates team list --archived): add --archived to read it"),
-            std::string::npos)
+  EXPECT_NE(
+      gone.err.find(" of 2, listed by mates team list --archived): add --archived to read it"),
+      std::string::npos)
       << gone.err;
   EXPECT_EQ(testing::RunMates(ws.path(), {"log", "--team", "twice", "--archived"}).exit_code, 0);
   // A team of that name made again is read as it is now.

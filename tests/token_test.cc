@@ -169,15 +169,19 @@ TEST(TokenTest, BudgetsAndPricesRefuseBadInput) {
   for (const char* big : {"99999999999999999999", "1000000000001"}) {
     auto huge = Mates(ws.path(), RunArgs({"--budget-tokens", big}));
     EXPECT_EQ(huge.exit_code, 2) << big << huge.err;
-    EXPECT_NE(huge.err.find("--budget-tokens must be a number of tokens from 0 to 1e12"), std::string::npos) << huge.err;
+    EXPECT_NE(huge.err.find("--budget-tokens must be a number of tokens from 0 to 1e12"),
+              std::string::npos)
+        << huge.err;
   }
   // A context budget compacts at it: under 1,000 tokens that is every call.
   for (const char* bad : {"-5", "10", "999", "1000000001", "99999999999999999999"}) {
     auto ctx = Mates(ws.path(), RunArgs({"--context-budget", bad}));
     EXPECT_EQ(ctx.exit_code, 2) << bad << ctx.err;
-    EXPECT_NE(ctx.err.find("--context-budget must be from 1000 to 1e9 tokens"), std::string::npos) << ctx.err;
+    EXPECT_NE(ctx.err.find("--context-budget must be from 1000 to 1e9 tokens"), std::string::npos)
+        << ctx.err;
   }
-  EXPECT_FALSE(fs::exists(ws.path() / ".teams/default/config.json")) << "a refused run made its team";
+  EXPECT_FALSE(fs::exists(ws.path() / ".teams/default/config.json"))
+      << "a refused run made its team";
   // Dollars cannot be counted for a model without a price.
   auto unpriced = Mates(ws.path(), RunArgs({"--budget-usd", "1"}));
   EXPECT_EQ(unpriced.exit_code, 2) << unpriced.err;

@@ -123,15 +123,17 @@ Result<Workspace> ReadingWorkspace(const Globals& g, const std::string& team, co
   return Workspace(a.root);
 }
 
-Status SayIfArchived(Status s, const Workspace& ws, const std::string& team, const ArchivedChoice& choice) {
+Status SayIfArchived(Status s, const Workspace& ws, const std::string& team,
+                     const ArchivedChoice& choice) {
   if (s.code() != StatusCode::kNotFound || choice.options.empty() || choice.given()) return s;
   auto archives = ListArchives(ws, team);
   if (!archives.ok() || archives->empty()) return s;
-  std::string which = archives->size() == 1
-                          ? archives->back().stamp
-                          : "latest " + archives->back().stamp + " of " + std::to_string(archives->size()) +
-                                ", listed by mates team list --archived";
-  return Status(s.code(), s.message() + "; it was deleted and archived (" + which + "): add --archived to read it");
+  std::string which = archives->size() == 1 ? archives->back().stamp
+                                            : "latest " + archives->back().stamp + " of " +
+                                                  std::to_string(archives->size()) +
+                                                  ", listed by mates team list --archived";
+  return Status(s.code(), s.message() + "; it was deleted and archived (" + which +
+                              "): add --archived to read it");
 }
 
 }  // namespace mates::cli

@@ -64,7 +64,8 @@ Result<Workspace> ReadingWorkspace(const Globals& g, const std::string& team, co
 // `s`, a team not found, said better when the team was deleted here: its
 // archive is named, and how to read it (the command takes --archived and
 // was not given it). Anything else comes back unchanged.
-Status SayIfArchived(Status s, const Workspace& ws, const std::string& team, const ArchivedChoice& choice);
+Status SayIfArchived(Status s, const Workspace& ws, const std::string& team,
+                     const ArchivedChoice& choice);
 
 // Splits "a,b,c" (empty pieces dropped).
 std::vector<std::string> SplitList(const std::string& s);

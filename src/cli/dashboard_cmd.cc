@@ -50,7 +50,9 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
     db = std::move(*chosen);
   }
   if (db) {
-    if (auto team = db->LoadTeam(a.team); !team.ok()) return Fail(SayIfArchived(team.status(), o.ws, a.team, a.archived));
+    if (auto team = db->LoadTeam(a.team); !team.ok()) {
+      return Fail(SayIfArchived(team.status(), o.ws, a.team, a.archived));
+    }
     o.database = db->target();
   } else if (auto team = Roster(o.ws).Load(a.team); !team.ok()) {
     return Fail(SayIfArchived(team.status(), o.ws, a.team, a.archived));

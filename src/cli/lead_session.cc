@@ -9,8 +9,8 @@
 #include <atomic>
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "agent/agent_loop.h"
@@ -18,23 +18,23 @@
 #include "agent/subagents.h"
 #include "cli/cli_common.h"
 #include "cli/session_signals.h"
-#include "core/limits.h"
+#include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
 #include "core/guarded.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
-#include "cli/store_choice.h"
 #include "dashboard/dashboard.h"
 #include "git/merge_queue.h"
 #include "mcp/hub.h"
-#include "store/merges.h"
 #include "store/archive.h"
 #include "store/host_info.h"
 #include "store/liveness.h"
 #include "store/mailbox.h"
+#include "store/merges.h"
 #include "store/messenger.h"
 #include "store/roster.h"
 #include "store/watcher.h"

@@ -11,8 +11,8 @@
 #include "cli/store_choice.h"
 #include "core/limits.h"
 #include "core/names.h"
-#include "git/worktrees.h"
 #include "core/secrets.h"
+#include "git/worktrees.h"
 #include "llm/provider_factory.h"
 
 namespace mates::cli {
@@ -85,11 +85,14 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   // The bounds a lead's Task call has: a number past them was a typo, not
   // a budget (CLI11 turns 99999999999999999999 into 2^63 - 1 without a word).
   if (a.budget_tokens && !(*a.budget_tokens >= 0 && *a.budget_tokens <= kMaxBudgetTokens)) {
-    return Status::InvalidArgument("--budget-tokens must be a number of tokens from 0 to 1e12 (0 = no budget)");
+    return Status::InvalidArgument(
+        "--budget-tokens must be a number of tokens from 0 to 1e12 (0 = no budget)");
   }
   // Below 1,000 tokens every call would compact; 0 is the default.
-  if (a.context_budget != 0 && !(a.context_budget >= kMinContextBudget && a.context_budget <= kMaxContextBudget)) {
-    return Status::InvalidArgument("--context-budget must be from 1000 to 1e9 tokens (0: 3/4 of the model's window)");
+  if (a.context_budget != 0 &&
+      !(a.context_budget >= kMinContextBudget && a.context_budget <= kMaxContextBudget)) {
+    return Status::InvalidArgument(
+        "--context-budget must be from 1000 to 1e9 tokens (0: 3/4 of the model's window)");
   }
   if (a.budget_usd && !(*a.budget_usd >= 0 && *a.budget_usd <= 1e9)) {
     return Status::InvalidArgument("--budget-usd must be a number of dollars from 0 to 1e9 (0 = no budget)");

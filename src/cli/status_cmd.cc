@@ -178,7 +178,9 @@ int StatusOnPostgres(pg::Store& store, const Workspace& ws, const StatusArgs& a)
     auto v = view::LookAtTeam(store, ws, a.team, kLastMessages);
     if (!v.ok()) {
       // A store that cannot be reached is waited out, said on the screen.
-      if (v.status().code() != StatusCode::kUnavailable) return Fail(v.status());
+      if (v.status().code() != StatusCode::kUnavailable) {
+        return Fail(SayIfArchived(v.status(), ws, a.team, a.archived));
+      }
       std::cout << (tty ? "\033[H\033[2J" : "\f\n") << "team " << a.team << ": " << v.status().message()
                 << " — waiting for the store to come back" << std::endl;
       WaitOutOutage(v.status(), *waker, gen, std::nullopt);
@@ -219,7 +221,7 @@ int Status_(Globals& g, const StatusArgs& a) {
   for (;;) {
     uint64_t gen = waker->generation();
     auto v = view::LookAtTeam(ws, a.team, kLastMessages);
-    if (!v.ok()) return Fail(v.status());
+    if (!v.ok()) return Fail(SayIfArchived(v.status(), g.ws(), a.team, a.archived));
     // Home and clear to the end: the screen is replaced, not scrolled.
     std::cout << (tty ? "\033[H\033[2J" : "\f\n") << Render(*v) << std::flush;
     waker->WaitChange(gen, DeadlineIn(1.0));

@@ -229,7 +229,8 @@ TEST(ProcessTreeTest, ARunListedIsInTheListWhileItRunsOnly) {
   EXPECT_NE(r->out.find("{\"pid\":" + root + ",\"start_time\":"), std::string::npos)
       << "its root is not listed: " << r->out;
   EXPECT_NE(r->out.find("\"tag\":\"" + o.tag + "\""), std::string::npos) << r->out;
-  EXPECT_EQ(r->out.find("\"pid\":0,"), std::string::npos) << "listed twice, once without its root: " << r->out;
+  EXPECT_EQ(r->out.find("\"pid\":0,"), std::string::npos)
+      << "listed twice, once without its root: " << r->out;
   EXPECT_FALSE(fs::exists(dir.path() / "a.procs"));
   // A program that cannot start leaves nothing listed either.
   o.argv = {"/nonexistent/program"};

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/limits.h"
-#include "store/messenger.h"
 #include "git/submit.h"
+#include "store/messenger.h"
 #include "tools/builtin_tools.h"
 #include "tools/skills.h"
 
