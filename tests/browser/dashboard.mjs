@@ -153,6 +153,19 @@ try {
 
   // The planner's plan, approved on the page.
   await page.waitForSelector("#plans .plan .approve", { timeout: 30000 });
+  // A page whose team's answer comes after the requests' (held back here;
+  // under load it happened by itself): the plan drawn before the page knew
+  // it may write gets its buttons once it knows.
+  const slow = await browser.newPage();
+  await slow.setRequestInterception(true);
+  slow.on("request", (r) => {
+    if (new URL(r.url()).pathname === "/api/team") setTimeout(() => r.continue().catch(() => {}), 800);
+    else r.continue().catch(() => {});
+  });
+  await slow.goto(url, { waitUntil: "domcontentloaded" });
+  const buttons = await slow.waitForSelector("#plans .plan .approve", { timeout: 10000 }).then(() => true, () => false);
+  check(buttons, "a plan drawn before the team was known gets its buttons once it is");
+  await slow.close();
   const rid = await page.$eval("#plans .plan", (p) => p.dataset.id);
   await page.type("#plans .plan .feedback", "looks right");
   await clickLive(page, "#plans .plan .approve");

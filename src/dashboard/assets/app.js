@@ -8,7 +8,7 @@ const forcePoll = new URLSearchParams(location.search).get("live") === "poll";
 const $ = (id) => document.getElementById(id);
 const S = {
   team: null, tasks: [], messages: [], msgIds: new Set(), msgNext: null, requests: [], merges: [],
-  transcriptAgent: null, clockSkew: 0, readOnly: true, firstLoad: true,
+  transcriptAgent: null, clockSkew: 0, readOnly: true, firstLoad: true, look: null,
 };
 
 // ---------- helpers ----------
@@ -88,6 +88,18 @@ async function loadTeam() {
   renderRoster();
   renderMemberSelects();
   renderComposerState();
+  // The other views draw names in their colours, and the plans and merges
+  // buttons only a page that may write has. Their data can come before the
+  // team's (each is its own request): drawn read-only and colourless then,
+  // they are drawn again once the team is known, and when either changes.
+  const look = S.readOnly + "|" + t.members.map((m) => m.name + ":" + (m.color || "")).join(",");
+  if (look !== S.look) {
+    S.look = look;
+    renderBoard();
+    renderTimeline();
+    renderPlans();
+    renderMerges();
+  }
 }
 function renderHeader() {
   const t = S.team;
