@@ -5,12 +5,12 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "agent/agent_loop.h"
@@ -56,25 +56,21 @@ void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::Suba
     start = nl + 1;
   }
   // Each team this run worked in, every run so far (what `mates usage`
-  // shows): those it deleted from their archives, then the lead's team now.
-  std::vector<std::string> deleted = teams.deleted_teams();
-  std::sort(deleted.begin(), deleted.end());
-  deleted.erase(std::unique(deleted.begin(), deleted.end()), deleted.end());
-  for (const std::string& team : deleted) {
+  // shows): those it deleted, in that order, from their archives; then the
+  // lead's team now.
+  auto say = [&](const std::string& team, const fs::path& agents_dir, const std::string& how) {
+    auto u = agent::ReadTeamUsage(agents_dir);
+    if (u.ok() && u->calls > 0) out.Line("", "usage: team " + team + how + ": " + agent::DescribeTeamUsage(*u));
+  };
+  std::set<std::string> said;
+  for (const std::string& team : teams.deleted_teams()) {
     auto archive = FindArchive(teams.ws(), team, "");
-    if (!archive.ok()) continue;
-    auto u = agent::ReadTeamUsage(Workspace(archive->root).AgentsDir(team));
-    if (u.ok() && u->calls > 0) {
-      out.Line("", "usage: team " + team + ", deleted (all runs, mates usage --team " + team +
-                       " --archived): " + agent::DescribeTeamUsage(*u));
-    }
+    if (!said.insert(team).second || !archive.ok()) continue;
+    say(team, Workspace(archive->root).AgentsDir(team),
+        ", deleted (all runs, mates usage --team " + team + " --archived)");
   }
   const std::string team = teams.lead_team();
-  auto u = agent::ReadTeamUsage(teams.ws().AgentsDir(team));
-  if (u.ok() && u->calls > 0) {
-    out.Line("", "usage: team " + team + " (all runs, mates usage --team " + team + "): " +
-                     agent::DescribeTeamUsage(*u));
-  }
+  say(team, teams.ws().AgentsDir(team), " (all runs, mates usage --team " + team + ")");
 }
 
 // Pane agents of the team (backend tmux, fed by a cluster's router) still
