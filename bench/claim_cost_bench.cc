@@ -2,12 +2,17 @@
 // - mates, warm: a long-lived Board (a teammate), refreshed from inotify;
 // - mates, cold: a new Board per claim, as a fresh `mates tasks claim`
 //   process has (reads .index and the folder listing), process start excluded;
-// - seed: list and read every task file per claim (seed v9 auto-claim).
+// - seed: list and read every task file per claim (seed v9 auto-claim);
+// - mates, warm, on a graph: 10,000 tasks of which only a few are claimable
+//   at a time (levels of 30, each blocked by the level before), as a large
+//   team's board is: an idle teammate's look that finds nothing, and a
+//   claim with the level before completed.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "seed_baseline.h"
 #include "store/board.h"
@@ -24,13 +29,17 @@ fs::path MakeDir() {
   return ::mkdtemp(tmpl);
 }
 
-fs::path MatesBoard() {
+// `width` 0: independent tasks; else levels of `width`, each task blocked
+// by the whole level before.
+fs::path MatesBoard(int width = 0) {
   fs::path dir = MakeDir();
   Board board(dir);
   for (int i = 0; i < kTasks; ++i) {
     TaskDraft d;
     d.subject = "task " + std::to_string(i);
     d.description = "a description of a realistic length for task " + std::to_string(i);
+    const int level = width > 0 ? i / width : 0;
+    for (int j = (level - 1) * width; level > 0 && j < level * width; ++j) d.blocked_by.push_back(j + 1);
     (void)board.Create(d);
   }
   return dir;
@@ -58,6 +67,53 @@ void BM_MatesColdClaim(benchmark::State& state) {
   fs::remove_all(dir);
 }
 
+constexpr int kWidth = 30;  // a large team's graph
+
+// The first level claimed by others: nothing is claimable until they finish.
+void BM_MatesWarmLookNothingOnGraph(benchmark::State& state) {
+  fs::path dir = MatesBoard(kWidth);
+  {
+    Board board(dir);
+    for (int id = 1; id <= kWidth; ++id) (void)board.Claim(id, "other");
+    for (auto _ : state) {
+      auto t = board.NextClaimable("bench");
+      if (!t.ok() || t->has_value()) state.SkipWithError("something was claimable");
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// Claims a level's tasks one by one, as a teammate does (with the outlook
+// of what is left, for waking other idle teammates), completing each level
+// once it is taken (the completions are not timed).
+void BM_MatesWarmClaimOnGraph(benchmark::State& state) {
+  fs::path dir = MatesBoard(kWidth);
+  {
+    Board board(dir);
+    std::vector<int64_t> level;
+    for (auto _ : state) {
+      Board::ClaimOutlook outlook;
+      auto t = board.ClaimNext("bench", &outlook);
+      if (!t.ok() || !t->has_value()) {
+        state.SkipWithError("ran out of tasks");
+        break;
+      }
+      level.push_back((*t)->id);
+      if (level.size() == kWidth) {
+        state.PauseTiming();
+        for (int64_t id : level) {
+          TaskPatch done;
+          done.status = TaskStatus::kCompleted;
+          (void)board.Update(id, done, Caller{"bench"});
+        }
+        level.clear();
+        state.ResumeTiming();
+      }
+    }
+  }
+  fs::remove_all(dir);
+}
+
 void BM_SeedFullScanClaim(benchmark::State& state) {
   fs::path dir = MakeDir();
   seed::SeedCreateTasks(dir, kTasks);
@@ -71,6 +127,8 @@ void BM_SeedFullScanClaim(benchmark::State& state) {
 
 BENCHMARK(BM_MatesWarmClaim)->Iterations(3000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_MatesColdClaim)->Iterations(300)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatesWarmLookNothingOnGraph)->Iterations(3000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MatesWarmClaimOnGraph)->Iterations(3000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SeedFullScanClaim)->Iterations(20)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

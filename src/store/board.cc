@@ -248,8 +248,8 @@ std::optional<int64_t> Board::NextClaimableLocked(const std::string& owner) {
   // anew), so each step looks up the id after the last instead of
   // following an iterator.
   for (int64_t id = 0;;) {
-    auto it = assigned_.upper_bound(id);
-    if (it == assigned_.end()) break;
+    auto it = ready_assigned_.upper_bound(id);
+    if (it == ready_assigned_.end()) break;
     id = *it;
     const Entry* e = FindLocked(id);
     if (e != nullptr && e->task.status == TaskStatus::kPending && e->task.owner == owner &&
@@ -258,8 +258,8 @@ std::optional<int64_t> Board::NextClaimableLocked(const std::string& owner) {
     }
   }
   for (int64_t id = 0;;) {
-    auto it = open_.upper_bound(id);
-    if (it == open_.end()) break;
+    auto it = ready_open_.upper_bound(id);
+    if (it == ready_open_.end()) break;
     id = *it;
     Entry* e = FindLocked(id);
     if (e != nullptr && ClaimableLocked(e->task) && confirmed(id, false)) return id;
@@ -276,12 +276,12 @@ Result<std::optional<int64_t>> Board::NextClaimable(const std::string& owner) {
 
 void Board::OutlookLocked(const std::string& owner, ClaimOutlook* outlook) const {
   *outlook = ClaimOutlook{};
-  for (int64_t id : open_) {
+  for (int64_t id : ready_open_) {
     if (static_cast<size_t>(id) < tasks_.size() && tasks_[id].present && ClaimableLocked(tasks_[id].task)) {
       ++outlook->unowned;
     }
   }
-  for (int64_t id : assigned_) {
+  for (int64_t id : ready_assigned_) {
     if (static_cast<size_t>(id) >= tasks_.size() || !tasks_[id].present) continue;
     const Task& t = tasks_[id].task;
     if (t.status == TaskStatus::kPending && !t.owner.empty() && t.owner != owner &&

@@ -30,14 +30,15 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/files.h"
@@ -163,6 +164,12 @@ class Board {
   void EraseLocked(int64_t id);
   Entry* FindLocked(int64_t id);
   bool ClaimableLocked(const Task& t) const;
+  // Puts `id` in or out of the ready sets by what the board holds now.
+  void ReadyLocked(int64_t id);
+  // Re-reads the readiness of the tasks `id` blocks.
+  void DependentsReadyLocked(int64_t id);
+  void LinkLocked(int64_t id, const std::vector<int64_t>& blocked_by);
+  void UnlinkLocked(int64_t id, const std::vector<int64_t>& blocked_by);
   // Whether a blocker is not completed (or deleted) or not there.
   bool BlockedLocked(const Task& t) const;
   void OutlookLocked(const std::string& owner, ClaimOutlook* outlook) const;
@@ -190,8 +197,15 @@ class Board {
   bool loaded_ = false;
   std::vector<Entry> tasks_;  // by id; [0] unused
   size_t live_ = 0;           // present entries
-  std::set<int64_t> open_;    // pending and unowned: the claim candidates
-  std::set<int64_t> assigned_;  // pending with an owner: its owner's to claim first
+  // The claim candidates: pending tasks none of whose blockers is still
+  // open, kept up to date as tasks change (PutLocked, EraseLocked), so a
+  // look at what is claimable reads those few and not every task waiting
+  // on others (a large graph is mostly the latter).
+  std::set<int64_t> ready_open_;      // unowned: anyone's to claim
+  std::set<int64_t> ready_assigned_;  // with an owner: its owner's to claim first
+  // Blocker id -> the tasks that list it (a blocker not on the board yet
+  // included), for knowing whose readiness a change touches.
+  std::unordered_map<int64_t, std::vector<int64_t>> dependents_;
   int64_t max_file_id_ = 0;   // highest id seen on disk, corrupt files included
   ScopedFd index_fd_;         // .index, read-write, appending
   dev_t index_fd_dev_ = 0;    // the file index_fd_ was opened on

@@ -151,36 +151,83 @@ Board::Entry* Board::FindLocked(int64_t id) {
   return &tasks_[id];
 }
 
+namespace {
+// A blocker in this state no longer holds its dependents back.
+bool Resolved(TaskStatus s) { return s == TaskStatus::kCompleted || s == TaskStatus::kDeleted; }
+}  // namespace
+
 void Board::PutLocked(Task task, FileStamp stamp, bool full) {
   int64_t id = task.id;
   max_file_id_ = std::max(max_file_id_, id);
   if (tasks_.size() <= static_cast<size_t>(id)) tasks_.resize(static_cast<size_t>(id) + 1);
   Entry& e = tasks_[id];
-  if (!e.present) ++live_;
-  const bool pending = task.status == TaskStatus::kPending;
-  if (pending && task.owner.empty()) {
-    open_.insert(id);
-  } else {
-    open_.erase(id);
-  }
-  if (pending && !task.owner.empty()) {
-    assigned_.insert(id);
-  } else {
-    assigned_.erase(id);
+  const bool was_resolved = e.present && Resolved(e.task.status);
+  if (!e.present) {
+    ++live_;
+    LinkLocked(id, task.blocked_by);
+  } else if (e.task.blocked_by != task.blocked_by) {
+    UnlinkLocked(id, e.task.blocked_by);
+    LinkLocked(id, task.blocked_by);
   }
   e.present = true;
   e.full = full;
   e.task = std::move(task);
   e.stamp = stamp;
+  ReadyLocked(id);
+  if (Resolved(e.task.status) != was_resolved) DependentsReadyLocked(id);
 }
 
 void Board::EraseLocked(int64_t id) {
   Entry* e = FindLocked(id);
   if (e == nullptr) return;
+  const bool was_resolved = Resolved(e->task.status);
+  UnlinkLocked(id, e->task.blocked_by);
   *e = Entry{};
   --live_;
-  open_.erase(id);
-  assigned_.erase(id);
+  ready_open_.erase(id);
+  ready_assigned_.erase(id);
+  if (was_resolved) DependentsReadyLocked(id);  // a blocker gone holds them back
+}
+
+void Board::ReadyLocked(int64_t id) {
+  const Entry* e = FindLocked(id);
+  const bool ready =
+      e != nullptr && e->task.status == TaskStatus::kPending && !BlockedLocked(e->task);
+  const bool owned = ready && !e->task.owner.empty();
+  if (ready && !owned) {
+    ready_open_.insert(id);
+  } else {
+    ready_open_.erase(id);
+  }
+  if (owned) {
+    ready_assigned_.insert(id);
+  } else {
+    ready_assigned_.erase(id);
+  }
+}
+
+void Board::DependentsReadyLocked(int64_t id) {
+  auto it = dependents_.find(id);
+  if (it == dependents_.end()) return;
+  for (int64_t d : it->second) ReadyLocked(d);
+}
+
+void Board::LinkLocked(int64_t id, const std::vector<int64_t>& blocked_by) {
+  for (int64_t b : blocked_by) dependents_[b].push_back(id);
+}
+
+void Board::UnlinkLocked(int64_t id, const std::vector<int64_t>& blocked_by) {
+  // One entry per listing: a blocker listed twice was linked twice.
+  for (int64_t b : blocked_by) {
+    auto it = dependents_.find(b);
+    if (it == dependents_.end()) continue;
+    auto& ds = it->second;
+    if (auto d = std::find(ds.begin(), ds.end(), id); d != ds.end()) {
+      *d = ds.back();
+      ds.pop_back();
+    }
+    if (ds.empty()) dependents_.erase(it);
+  }
 }
 
 void Board::ReloadLocked(int64_t id, bool force) {
@@ -320,8 +367,9 @@ Status Board::ColdLoadLocked() {
     }
   }
   tasks_.clear();
-  open_.clear();
-  assigned_.clear();
+  ready_open_.clear();
+  ready_assigned_.clear();
+  dependents_.clear();
   live_ = 0;
   // What the index says, the last line of an id winning.
   std::vector<IndexRecord> index;

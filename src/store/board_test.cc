@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -361,6 +363,121 @@ TEST(BoardTest, RacingClaimersInThreadsEachWinDistinctTasks) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(doubles.load(), 0);
   EXPECT_EQ(owners.size(), 300u);
+}
+
+// What ClaimNext(owner) must take, worked out from the task files alone:
+// the lowest pending task assigned to `owner` none of whose blockers is
+// open (pending, in progress, or not on the board), else the lowest such
+// unowned one.
+std::optional<int64_t> ClaimableFromFiles(const fs::path& dir, const std::string& owner) {
+  Board fresh(dir, Board::Options{.watch = false});
+  auto all = fresh.List(true);
+  if (!all.ok()) return std::nullopt;
+  std::map<int64_t, TaskStatus> status;
+  for (const auto& t : *all) status[t.id] = t.status;
+  auto ready = [&](const Task& t) {
+    if (t.status != TaskStatus::kPending) return false;
+    for (int64_t b : t.blocked_by) {
+      auto it = status.find(b);
+      if (it == status.end() ||
+          (it->second != TaskStatus::kCompleted && it->second != TaskStatus::kDeleted)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const auto& t : *all) {
+    if (t.owner == owner && ready(t)) return t.id;
+  }
+  for (const auto& t : *all) {
+    if (t.owner.empty() && ready(t)) return t.id;
+  }
+  return std::nullopt;
+}
+
+// The claim candidates are kept as tasks change rather than found by a walk
+// of the board. Whatever happens to the tasks — completed, reopened,
+// deleted, assigned, blockers added, imported ahead of their blockers, files
+// deleted behind the board's back — what a warm board (this instance or
+// another) would claim is what the files say.
+TEST(BoardTest, WhatIsClaimableFollowsEveryChangeOfTheGraph) {
+  TempDir dir;
+  Board board(dir.path());
+  Board other(dir.path());
+  std::mt19937 rng(20261125);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const TaskStatus kStatuses[] = {TaskStatus::kPending, TaskStatus::kInProgress,
+                                  TaskStatus::kCompleted, TaskStatus::kDeleted};
+  int checks = 0;
+  for (int step = 0; step < 600; ++step) {
+    Board& b = pick(3) == 0 ? other : board;
+    auto list = b.List(true);
+    ASSERT_TRUE(list.ok());
+    const int n = static_cast<int>(list->size());
+    auto some_id = [&] { return (*list)[static_cast<size_t>(pick(n))].id; };
+    switch (n < 4 ? 0 : pick(8)) {
+      case 0: {  // a task blocked by up to three others
+        TaskDraft d = Draft("t" + std::to_string(step));
+        for (int k = pick(4); n > 0 && k > 0; --k) d.blocked_by.push_back(some_id());
+        (void)b.Create(d);
+        break;
+      }
+      case 1:
+      case 2: {  // a status changed, even back to pending
+        TaskPatch p;
+        p.status = kStatuses[pick(4)];
+        (void)b.Update(some_id(), p, kLead);
+        break;
+      }
+      case 3: {  // assigned, or the assignment taken back
+        TaskPatch p;
+        p.owner = pick(2) == 0 ? "" : (pick(2) == 0 ? "x" : "y");
+        (void)b.Update(some_id(), p, kLead);
+        break;
+      }
+      case 4: {  // a blocker added
+        TaskPatch p;
+        p.add_blocked_by.push_back(some_id());
+        (void)b.Update(some_id(), p, kLead);
+        break;
+      }
+      case 5: {  // claimed
+        (void)b.ClaimNext(pick(2) == 0 ? "x" : "y");
+        break;
+      }
+      case 6: {  // imported blocked by a task that comes only later, if at all
+        const int64_t hwm = std::stoll(testing::ReadAll(dir.path() / ".highwatermark"));
+        Task t;
+        t.id = hwm + 2;
+        t.subject = "imported";
+        t.blocked_by = {hwm + 1};
+        if (pick(2) == 0) t.blocked_by.push_back(some_id());
+        ASSERT_TRUE(b.Import(t).ok());
+        if (pick(2) == 0) {
+          Task blocker;
+          blocker.id = hwm + 1;
+          blocker.subject = "its blocker";
+          blocker.status = pick(2) == 0 ? TaskStatus::kCompleted : TaskStatus::kPending;
+          ASSERT_TRUE(b.Import(blocker).ok());
+        }
+        break;
+      }
+      default: {  // a file deleted by hand: its dependents wait on nothing there
+        fs::remove(dir.path() / TaskFileName(some_id()));
+        break;
+      }
+    }
+    for (const std::string owner : {"x", "y", "z"}) {
+      auto want = ClaimableFromFiles(dir.path(), owner);
+      for (Board* warm : {&board, &other}) {
+        auto got = warm->NextClaimable(owner);
+        ASSERT_TRUE(got.ok());
+        ASSERT_EQ(*got, want) << "step " << step << ", owner " << owner;
+        ++checks;
+      }
+    }
+  }
+  EXPECT_EQ(checks, 600 * 3 * 2);
 }
 
 }  // namespace
