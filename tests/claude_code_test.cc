@@ -96,6 +96,20 @@ std::vector<int> ProcessesWithEnv(const std::string& needle) {
   return out;
 }
 
+// What those processes are, for a failure's message.
+std::string DescribeProcesses(const std::vector<int>& pids) {
+  std::string out;
+  for (int pid : pids) {
+    std::string cmd = testing::ReadAll(fs::path("/proc") / std::to_string(pid) / "cmdline");
+    for (char& c : cmd) c = c == '\0' ? ' ' : c;
+    std::string stat = testing::ReadAll(fs::path("/proc") / std::to_string(pid) / "stat");
+    size_t paren = stat.rfind(')');
+    out += "\n  " + std::to_string(pid) + " (" + (paren + 2 < stat.size() ? stat.substr(paren + 2, 1) : "?") +
+           "): " + cmd.substr(0, 200);
+  }
+  return out;
+}
+
 // Two agents of a real CLI, alpha and beta, in the panes of a cluster whose
 // model is `mates mock-llm` playing the handshakes and then `rules`, with a
 // fresh HOME nobody has answered questions in. `cluster_extra` goes into
@@ -293,7 +307,7 @@ TEST(ClaudeCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
   while (!ProcessesWithEnv(home).empty() && !Expired(gone)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(ProcessesWithEnv(home).empty());
+  EXPECT_TRUE(ProcessesWithEnv(home).empty()) << DescribeProcesses(ProcessesWithEnv(home));
   EXPECT_NE(testing::Run({"tmux", "-L", "mates-" + session, "has-session"}).exit_code, 0);
   EXPECT_FALSE(fs::exists("/tmp/tmux-" + std::to_string(::getuid()) + "/mates-" + session));
   EXPECT_NE(cluster({"status"}).out.find(": down"), std::string::npos);
@@ -378,7 +392,8 @@ TEST(ClaudeCodeTest, PaneAgentsTalkThroughMatesMcp) {
   while (!ProcessesWithEnv(home).empty() && !Expired(gone)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(ProcessesWithEnv(home).empty()) << "no Claude Code and no mates mcp left";
+  EXPECT_TRUE(ProcessesWithEnv(home).empty())
+      << "no Claude Code and no mates mcp left:" << DescribeProcesses(ProcessesWithEnv(home));
 }
 
 std::string QwenBinary() {
