@@ -380,6 +380,16 @@ TEST_F(ClusterTest, BadInputsAreOneClearError) {
   r = Cluster({"up"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("already up"), std::string::npos);
+  // Its tmux server gone behind its back: a send says so, and nothing was
+  // logged as sent.
+  ASSERT_EQ(testing::Run({"tmux", "-L", "mates-" + session_, "kill-server"}).exit_code, 0);
+  r = Cluster({"send", "grand_boss", "anyone there after the kill?"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is not up (mates cluster up -c"), std::string::npos) << r.err;
+  auto log = Cluster({"log"});
+  EXPECT_NE(log.out.find("grand_boss -> mates [result]"), std::string::npos)
+      << log.out;  // the handshake
+  EXPECT_EQ(log.out.find("after the kill"), std::string::npos) << log.out;
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
 }
 

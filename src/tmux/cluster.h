@@ -85,8 +85,12 @@ class Cluster {
   // The error for an agent whose pane's program exited: its status and
   // what it printed last.
   Status DeadPane(const AgentConfig& agent, int exit_status, const std::vector<std::string>& screen) const;
-  Result<std::string> Exchange(const AgentConfig& agent, const std::string& pane, const std::string& text,
-                               const Deadline& deadline) const;
+  // `first`: the pane as it was read last, under the agent's busy lock.
+  Result<std::string> Exchange(const AgentConfig& agent, const std::string& pane,
+                               const std::string& text, const Deadline& deadline,
+                               std::string first) const;
+  // "cluster C is not up (mates cluster up -c FILE)".
+  Status NotUp() const;
   // The router of an agent that reads its inbox over MCP: it is told
   // (typed in) that new messages wait, once per message.
   void NudgeLoop(const AgentConfig& agent, const Mailbox& box, Waker& waker, const std::atomic<bool>& stop);

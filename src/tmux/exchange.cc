@@ -2,6 +2,7 @@
 // prompt, paste, Enter once the echo shows, read until the marker.
 #include <fcntl.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -17,7 +18,23 @@
 namespace mates::tmux {
 namespace {
 
-constexpr double kPollS = 0.01;  // how often a pane is read back while waiting
+constexpr double kPollS = 0.01;  // how often a pane is read back while waiting, at most
+
+// The waits between looks at a pane: the first after 1 ms — an agent that
+// answers at once is seen at once — then each half as long again, up to
+// `max_s` (a look is a `tmux` process, ~3 ms here).
+class Backoff {
+ public:
+  explicit Backoff(double max_s = kPollS) : max_s_(max_s) {}
+  void Wait() {
+    Clock::Real().Sleep(next_s_, nullptr);
+    next_s_ = std::min(max_s_, next_s_ * 1.5);
+  }
+
+ private:
+  const double max_s_;
+  double next_s_ = 0.001;
+};
 
 }  // namespace
 
@@ -37,17 +54,21 @@ Status Cluster::Log(const std::string& from, const std::string& to, const std::s
   return WriteAll(fd.get(), DumpJson(j) + "\n", "the message log");
 }
 
+Status Cluster::NotUp() const {
+  return Status::FailedPrecondition("cluster " + config_.name + " is not up (mates cluster up -c " +
+                                    config_.config_file.string() + ")");
+}
+
 Result<std::string> Cluster::PaneOf(const std::string& agent) const {
   if (config_.Find(agent) == nullptr) {
     std::string names;
     for (const auto& a : config_.agents) names += (names.empty() ? "" : ", ") + a.name;
     return Status::NotFound("no agent '" + agent + "' in cluster " + config_.name + " (agents: " + names + ")");
   }
+  // Whether the session is there too is the first look at the pane's
+  // (Send): one `tmux` process less for every send.
   auto data = ReadFile(config_.state_dir() / "state.json");
-  if (!data.ok() || !IsUp()) {
-    return Status::FailedPrecondition("cluster " + config_.name + " is not up (mates cluster up -c " +
-                                      config_.config_file.string() + ")");
-  }
+  if (!data.ok()) return NotUp();
   auto damaged = [] {
     return Status::Corrupt("the cluster's state file is damaged; run mates cluster down, then up");
   };
@@ -75,14 +96,19 @@ Status Cluster::DeadPane(const AgentConfig& a, int exit_status, const std::vecto
                                     " before its prompt showed" + (said.empty() ? "" : "; it printed: " + said));
 }
 
-Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& pane, const std::string& text,
-                                      const Deadline& deadline) const {
+Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& pane,
+                                      const std::string& text, const Deadline& deadline,
+                                      std::string first) const {
   std::regex ready(a.ready_pattern);
   // 1. The CLI must be waiting for input, or what we type may be lost.
   std::vector<std::string> before;
   size_t prompt = std::string::npos;
-  for (;;) {
-    MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
+  Backoff ready_wait;
+  for (bool looked = true;; looked = false) {
+    std::string cap = std::move(first);
+    if (!looked) {
+      MATES_ASSIGN_OR_RETURN(cap, tmux_.Capture(pane));
+    }
     before = CaptureLines(cap);
     prompt = PromptRow(before, ready);
     if (prompt != std::string::npos && !LooksBusy(before, a.busy_pattern)) break;
@@ -102,7 +128,7 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
       return Status::Timeout(a.name + " is not ready for input (" +
                              (prompt == std::string::npos ? "its prompt never showed" : "it is still busy") + ")");
     }
-    Clock::Real().Sleep(kPollS, nullptr);
+    ready_wait.Wait();
   }
   // Rows from here on may be new: the prompt row, or any row above it the
   // CLI redraws (a TUI may move its input area when the echo goes above).
@@ -114,6 +140,7 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
   std::string last = LastInputLine(text);
   std::vector<std::string> seen = before;
   auto still_since = SteadyClock::now();
+  Backoff echo_wait(kPollS / 2);
   for (;;) {
     MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
     std::vector<std::string> now = CaptureLines(cap);
@@ -125,10 +152,11 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
     }
     bool settled = now != before && SteadyClock::now() - still_since > std::chrono::milliseconds(100);
     if (shown || settled || Expired(deadline)) break;
-    Clock::Real().Sleep(kPollS / 2, nullptr);
+    echo_wait.Wait();
   }
   MATES_RETURN_IF_ERROR(tmux_.SendKey(pane, "Enter"));
   // 3. The marker, after the echo.
+  Backoff reply_wait;
   for (;;) {
     MATES_ASSIGN_OR_RETURN(std::string cap, tmux_.Capture(pane));
     std::vector<std::string> now = CaptureLines(cap);
@@ -137,7 +165,7 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
     if (Expired(deadline)) {
       return Status::Timeout("no '" + a.marker + "' from " + a.name + " in time");
     }
-    Clock::Real().Sleep(kPollS, nullptr);
+    reply_wait.Wait();
   }
 }
 
@@ -150,8 +178,10 @@ Result<std::string> Cluster::Send(const std::string& from, const std::string& ag
   Deadline deadline = DeadlineIn(t);
   // One exchange per pane at a time (across processes); `status` sees it.
   MATES_ASSIGN_OR_RETURN(FileLock busy, FileLock::Acquire(config_.state_dir() / (agent + ".busy")));
+  auto first = tmux_.Capture(pane);
+  if (!first.ok()) return IsUp() ? first.status() : NotUp();
   WarnIfFailed(Log(from, agent, "task", text), "the message log");
-  auto reply = Exchange(a, pane, text, deadline);
+  auto reply = Exchange(a, pane, text, deadline, std::move(*first));
   if (!reply.ok()) {
     WarnIfFailed(Log(agent, from, "error", reply.status().message()), "the message log");
     return reply.status();

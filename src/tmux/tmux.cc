@@ -176,8 +176,12 @@ Result<std::string> Tmux::Capture(const std::string& pane) const {
 
 Status Tmux::Paste(const std::string& pane, const std::string& text) const {
   std::string buffer = "mates-" + pane.substr(pane.rfind('%') + 1);
-  MATES_RETURN_IF_ERROR(Run({"load-buffer", "-b", buffer, "-"}, text).status());
-  return Run({"paste-buffer", "-p", "-d", "-b", buffer, "-t", pane}).status();
+  // One tmux client for both: it loads the buffer from its stdin, then
+  // pastes it (a second command stops at the first's error).
+  return Run({"load-buffer", "-b", buffer, "-", ";", "paste-buffer", "-p", "-d", "-b", buffer, "-t",
+              pane},
+             text)
+      .status();
 }
 
 Status Tmux::SendKey(const std::string& pane, const std::string& key) const {
