@@ -65,8 +65,8 @@ Result<std::string> Cluster::PaneOf(const std::string& agent) const {
     for (const auto& a : config_.agents) names += (names.empty() ? "" : ", ") + a.name;
     return Status::NotFound("no agent '" + agent + "' in cluster " + config_.name + " (agents: " + names + ")");
   }
-  // Whether the session is there too is the first look at the pane's
-  // (Send): one `tmux` process less for every send.
+  // Whether the session still runs, Send's first look at the pane finds
+  // out: one `tmux` process less per send.
   auto data = ReadFile(config_.state_dir() / "state.json");
   if (!data.ok()) return NotUp();
   auto damaged = [] {
