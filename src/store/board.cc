@@ -51,8 +51,7 @@ int64_t TaskIdFromFileName(std::string_view name) {
 bool Board::BlockedLocked(const Task& t) const {
   for (int64_t b : t.blocked_by) {
     if (b < 1 || static_cast<size_t>(b) >= tasks_.size() || !tasks_[b].present) return true;
-    TaskStatus s = tasks_[b].task.status;
-    if (s != TaskStatus::kCompleted && s != TaskStatus::kDeleted) return true;
+    if (!ReleasesDependents(tasks_[b].task.status)) return true;
   }
   return false;
 }

@@ -151,17 +151,12 @@ Board::Entry* Board::FindLocked(int64_t id) {
   return &tasks_[id];
 }
 
-namespace {
-// A blocker in this state no longer holds its dependents back.
-bool Resolved(TaskStatus s) { return s == TaskStatus::kCompleted || s == TaskStatus::kDeleted; }
-}  // namespace
-
 void Board::PutLocked(Task task, FileStamp stamp, bool full) {
   int64_t id = task.id;
   max_file_id_ = std::max(max_file_id_, id);
   if (tasks_.size() <= static_cast<size_t>(id)) tasks_.resize(static_cast<size_t>(id) + 1);
   Entry& e = tasks_[id];
-  const bool was_resolved = e.present && Resolved(e.task.status);
+  const bool was_releasing = e.present && ReleasesDependents(e.task.status);
   if (!e.present) {
     ++live_;
     LinkLocked(id, task.blocked_by);
@@ -174,19 +169,19 @@ void Board::PutLocked(Task task, FileStamp stamp, bool full) {
   e.task = std::move(task);
   e.stamp = stamp;
   ReadyLocked(id);
-  if (Resolved(e.task.status) != was_resolved) DependentsReadyLocked(id);
+  if (ReleasesDependents(e.task.status) != was_releasing) DependentsReadyLocked(id);
 }
 
 void Board::EraseLocked(int64_t id) {
   Entry* e = FindLocked(id);
   if (e == nullptr) return;
-  const bool was_resolved = Resolved(e->task.status);
+  const bool was_releasing = ReleasesDependents(e->task.status);
   UnlinkLocked(id, e->task.blocked_by);
   *e = Entry{};
   --live_;
   ready_open_.erase(id);
   ready_assigned_.erase(id);
-  if (was_resolved) DependentsReadyLocked(id);  // a blocker gone holds them back
+  if (was_releasing) DependentsReadyLocked(id);  // a blocker gone holds them back
 }
 
 void Board::ReadyLocked(int64_t id) {

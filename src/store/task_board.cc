@@ -14,7 +14,7 @@ Result<std::optional<int64_t>> TaskBoard::NextClaimable(const std::string& owner
   auto unblocked = [&](const Task& t) {
     return std::all_of(t.blocked_by.begin(), t.blocked_by.end(), [&](int64_t b) {
       auto it = status.find(b);
-      return it != status.end() && (it->second == TaskStatus::kCompleted || it->second == TaskStatus::kDeleted);
+      return it != status.end() && ReleasesDependents(it->second);
     });
   };
   // The owner's assigned task first, as ClaimNext does.

@@ -48,10 +48,7 @@ std::string BlockedReason(const Task& t, const TaskLookup& lookup) {
   std::string why;
   for (int64_t b : t.blocked_by) {
     const Task* blocker = lookup(b);
-    if (blocker != nullptr &&
-        (blocker->status == TaskStatus::kCompleted || blocker->status == TaskStatus::kDeleted)) {
-      continue;
-    }
+    if (blocker != nullptr && ReleasesDependents(blocker->status)) continue;
     if (!why.empty()) why += ", ";
     why += TaskRef(b) + (blocker == nullptr ? std::string(" (missing)")
                                             : " (" + std::string(TaskStatusName(blocker->status)) + ")");
