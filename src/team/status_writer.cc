@@ -92,13 +92,18 @@ void StatusWriter::Main() {
   for (;;) {
     cv_.wait(lock, [this] { return !pending_.empty() || stop_; });
     if (pending_.empty()) return;  // stopping with nothing left
+    // Paced: what comes while the writer rests joins the next batch.
+    cv_.wait_until(lock, rest_until_, [this] { return stop_; });
     std::map<Key, MemberStatus> batch;
     batch.swap(pending_);
     const uint64_t seq = ++taken_;
     busy_ = true;
     lock.unlock();
+    const auto start = SteadyClock::now();
     auto results = WriteBatch(batch);
+    const auto end = SteadyClock::now();
     lock.lock();
+    rest_until_ = end + kRestPerWrite * (end - start);
     for (auto& [team, status] : results) results_[team] = std::move(status);
     written_ = seq;
     busy_ = false;

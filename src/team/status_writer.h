@@ -8,7 +8,10 @@
 // so the roster never ends on a stale `active`. Changes that come faster
 // than the writer are coalesced, the waited-for ones too (a group commit):
 // the thirty teammates of a level going idle together are one roster
-// update, not thirty reads and writes of a roster of a hundred.
+// update, not thirty reads and writes of a roster of a hundred. The writer
+// takes at most a third of a core: after a batch that took d, it rests for
+// 2d (a roster of a hundred: ~1 ms; of eight: ~0.1 ms) and writes what came
+// meanwhile as one batch.
 #pragma once
 
 #include <condition_variable>
@@ -18,6 +21,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/clock.h"
 #include "store/roster.h"
 #include "store/team_store.h"
 
@@ -54,7 +58,9 @@ class StatusWriter {
   TeamStore& store_;
   std::mutex mu_;
   std::condition_variable cv_;
+  static constexpr int kRestPerWrite = 2;
   std::map<Key, MemberStatus> pending_;  // guarded by mu_
+  SteadyClock::time_point rest_until_;   // guarded by mu_: no batch taken before
   bool busy_ = false;                    // guarded by mu_: a batch is being written
   bool stop_ = false;                    // guarded by mu_
   bool exited_ = false;                  // guarded by mu_: the thread is done

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -74,6 +77,115 @@ TEST_F(StatusWriterTest, AMissingTeamIsAnError) {
   EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.message();
   EXPECT_TRUE(writer.Write("t", "m3", MemberStatus::kIdle).ok());
   EXPECT_EQ(OnDisk(ws, "t", "m3"), MemberStatus::kIdle);
+}
+
+// The files' roster, each update of it taking `slow` longer, and each
+// recorded: when it began and ended, how many members it changed.
+class SlowRoster : public TeamStore {
+ public:
+  SlowRoster(Workspace ws, std::chrono::milliseconds slow)
+      : files_(FileTeamStore(std::move(ws))), slow_(slow) {}
+  struct Update {
+    SteadyClock::time_point began, ended;
+    int changed = 0;
+  };
+  // Waits until `n` updates have ended.
+  std::vector<Update> WaitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return updates_.size() >= n; });
+    return updates_;
+  }
+
+  Result<TeamConfig> UpdateTeam(const std::string& team,
+                                const std::function<Status(TeamConfig&)>& mutate) override {
+    Update u;
+    u.began = SteadyClock::now();
+    auto before = files_->LoadTeam(team);
+    auto r = files_->UpdateTeam(team, mutate);
+    std::this_thread::sleep_for(slow_);
+    if (r.ok() && before.ok()) {
+      for (const Member& m : r->members) u.changed += before->Find(m.name)->status != m.status;
+    }
+    u.ended = SteadyClock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    updates_.push_back(u);
+    cv_.notify_all();
+    return r;
+  }
+  std::string where() const override { return files_->where(); }
+  Result<TeamConfig> LoadTeam(const std::string& team) override { return files_->LoadTeam(team); }
+  Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
+                                const std::string& description) override {
+    return files_->CreateTeam(team, lead, description);
+  }
+  Result<Member> AddMember(const std::string& team, Member member) override {
+    return files_->AddMember(team, std::move(member));
+  }
+  Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team,
+                                             const std::string& member) override {
+    return files_->HoldLiveness(team, member);
+  }
+  Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team,
+                                           std::shared_ptr<Waker> waker) override {
+    return files_->WatchBoard(team, std::move(waker));
+  }
+  Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team,
+                                            std::shared_ptr<Waker> waker) override {
+    return files_->WatchRoster(team, std::move(waker));
+  }
+  std::unique_ptr<TaskBoard> Board(const std::string& team) override { return files_->Board(team); }
+  std::unique_ptr<MergeBook> Merges(const std::string& team) override {
+    return files_->Merges(team);
+  }
+  Result<std::unique_ptr<Hold>> WatchMerges(const std::string& team,
+                                            std::shared_ptr<Waker> waker) override {
+    return files_->WatchMerges(team, std::move(waker));
+  }
+  std::unique_ptr<TeamMail> Mail(const std::string& team) override { return files_->Mail(team); }
+  std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) override {
+    return files_->InboxOf(team, member);
+  }
+  bool IsHosted(const std::string& team, const std::string& member) override {
+    return files_->IsHosted(team, member);
+  }
+  Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) override {
+    return files_->LastMessages(team, n);
+  }
+  Status ReadLog(const std::string& team,
+                 const std::function<void(const Message&)>& each) override {
+    return files_->ReadLog(team, each);
+  }
+  Result<fs::path> Archive(const std::string& team) override { return files_->Archive(team); }
+
+ private:
+  std::unique_ptr<TeamStore> files_;
+  const std::chrono::milliseconds slow_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Update> updates_;  // guarded by mu_
+};
+
+// After an update that took d, the writer rests 2d (at most a third of a
+// core on rosters), and what is posted meanwhile is one update.
+TEST_F(StatusWriterTest, TheWriterRestsAfterEachUpdateAndGathersWhatComesMeanwhile) {
+  SlowRoster slow(ws, std::chrono::milliseconds(100));
+  StatusWriter writer(slow);
+  writer.Post("t", "m0", MemberStatus::kIdle);
+  auto first = slow.WaitFor(1);
+  // Posted while it rests (200 ms): three changes, one update.
+  writer.Post("t", "m1", MemberStatus::kIdle);
+  writer.Post("t", "m2", MemberStatus::kIdle);
+  writer.Post("t", "m3", MemberStatus::kIdle);
+  // A Write waits out the rest too, and goes with them.
+  ASSERT_TRUE(writer.Write("t", "m4", MemberStatus::kIdle).ok());
+  auto updates = slow.WaitFor(2);
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_EQ(updates[0].changed, 1);
+  EXPECT_EQ(updates[1].changed, 4) << "what came during the rest is one update";
+  const auto took = updates[0].ended - updates[0].began;
+  EXPECT_GE(updates[1].began - updates[0].ended, 2 * took) << "no rest after the first update";
+  for (const char* m : {"m0", "m1", "m2", "m3", "m4"})
+    EXPECT_EQ(OnDisk(ws, "t", m), MemberStatus::kIdle) << m;
 }
 
 }  // namespace
