@@ -341,7 +341,6 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
   llm::Request req;
   req.model = spec_.model;
   req.system = spec_.system;
-  req.messages = conversation_.messages();
   req.tools = tools_->Definitions();
   req.max_tokens = spec_.max_tokens;
   req.cache = spec_.cache;
@@ -355,7 +354,18 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
   }
   int64_t estimate = RawEstimate();  // calibrated against the provider's count below
   if (activity_) activity_->Thinking();
-  auto reply = provider_->Complete(req, cb, &cancel_);
+  // Only this thread touches the conversation: lent to the request for the
+  // call, given back however the call ends, even by an exception.
+  struct Lent {
+    Conversation& conversation;
+    llm::Request& req;
+    ~Lent() { conversation.GiveBack(std::move(req.messages)); }
+  };
+  req.messages = conversation_.Lend();
+  Result<llm::Response> reply = [&] {
+    Lent lent{conversation_, req};
+    return provider_->Complete(req, cb, &cancel_);
+  }();
   ++turn->calls;
   if (events_ != nullptr) events_->OnTextEnd(spec_.name);
   if (!reply.ok()) return reply.status();

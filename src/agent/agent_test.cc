@@ -2,7 +2,9 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "agent/agent_loop.h"
 #include "agent/subagents.h"
@@ -116,6 +118,30 @@ TEST_F(AgentTest, RunsToolsUntilTheModelEndsItsTurn) {
   EXPECT_EQ(loop->conversation().size(), 4u);
   EXPECT_EQ(loop->usage().calls(), 2);
   EXPECT_EQ(p.requests()[0].agent_id, "lead@t");
+}
+
+// The conversation is lent to each call's request, not copied: every call
+// sees all of it, and a provider that throws leaves it whole.
+TEST_F(AgentTest, EachCallSeesTheWholeConversationAndAThrowLeavesItWhole) {
+  testing::WriteAll(dir_.path() / "notes.txt", "remember the milk\n");
+  std::vector<size_t> seen;
+  FakeProvider p([&](const Request& r, int n) -> Response {
+    seen.push_back(r.messages.size());
+    if (n == 1) return ToolReply("t1", "read_file", R"({"path":"notes.txt"})");
+    if (n == 2) throw std::runtime_error("the provider broke");
+    return TextReply("It says to remember the milk.");
+  });
+  auto loop = Loop(&p, Spec());
+  EXPECT_THROW((void)loop->Run("what does notes.txt say?"), std::runtime_error);
+  ASSERT_EQ(loop->conversation().size(), 3u) << "the question, the call, its result";
+  EXPECT_NE(loop->conversation().messages()[2].content[0].text.find("remember the milk"),
+            std::string::npos);
+  EXPECT_TRUE(loop->conversation().CheckReadyForCall().ok());
+  auto r = loop->Continue();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->text, "It says to remember the milk.");
+  EXPECT_EQ(seen, (std::vector<size_t>{1, 3, 3}));
+  EXPECT_EQ(loop->conversation().size(), 4u);
 }
 
 TEST_F(AgentTest, BadModelBehaviourBecomesErrorsTheModelSees) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -49,6 +50,12 @@ class Conversation {
   std::vector<ChatMessage>* mutable_messages() { return &messages_; }
   // Replaces everything (compaction, resume).
   void Reset(std::vector<ChatMessage> messages) { messages_ = std::move(messages); }
+
+  // The messages lent to a model call's request, not copied (a copy of a
+  // long conversation at every call was most of what the loop spent around
+  // the call); the conversation is empty until they are given back.
+  std::vector<ChatMessage> Lend() { return std::exchange(messages_, {}); }
+  void GiveBack(std::vector<ChatMessage> messages) { messages_ = std::move(messages); }
 
  private:
   std::vector<ChatMessage> messages_;
