@@ -17,7 +17,7 @@ void StatusWriter::Start() {
     // Whoever still waits (or comes later) writes for itself.
     std::lock_guard<std::mutex> lock(mu_);
     exited_ = true;
-    cv_.notify_all();
+    written_cv_.notify_all();
   });
 }
 
@@ -26,16 +26,19 @@ StatusWriter::~StatusWriter() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  work_cv_.notify_all();
+  written_cv_.notify_all();
   thread_.join();
 }
 
 void StatusWriter::Post(const std::string& team, const std::string& member, MemberStatus status) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_[{team, member}] = status;
+    wake = waiting_for_work_;
   }
-  cv_.notify_all();
+  if (wake) work_cv_.notify_one();
 }
 
 Status StatusWriter::Write(const std::string& team, const std::string& member, MemberStatus status) {
@@ -45,8 +48,8 @@ Status StatusWriter::Write(const std::string& team, const std::string& member, M
     // The batch that will carry it: the next one taken. One in flight now
     // may carry an older status for `member`; it is written before.
     const uint64_t mine = taken_ + 1;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return written_ >= mine || exited_; });
+    if (waiting_for_work_) work_cv_.notify_one();
+    written_cv_.wait(lock, [&] { return written_ >= mine || exited_; });
     if (written_ < mine) pending_.erase({team, member});  // the thread is gone: written below
   }
   if (exited_) {
@@ -64,8 +67,7 @@ Status StatusWriter::Write(const std::string& team, const std::string& member, M
 
 void StatusWriter::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.notify_all();
-  cv_.wait(lock, [this] { return (pending_.empty() && !busy_) || stop_; });
+  written_cv_.wait(lock, [this] { return (pending_.empty() && !busy_) || stop_ || exited_; });
 }
 
 std::map<std::string, Status> StatusWriter::WriteBatch(const std::map<Key, MemberStatus>& batch) {
@@ -90,10 +92,13 @@ std::map<std::string, Status> StatusWriter::WriteBatch(const std::map<Key, Membe
 void StatusWriter::Main() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return !pending_.empty() || stop_; });
+    waiting_for_work_ = true;
+    work_cv_.wait(lock, [this] { return !pending_.empty() || stop_; });
+    waiting_for_work_ = false;
     if (pending_.empty()) return;  // stopping with nothing left
-    // Paced: what comes while the writer rests joins the next batch.
-    cv_.wait_until(lock, rest_until_, [this] { return stop_; });
+    // Paced: what comes while the writer rests joins the next batch (and
+    // does not wake it: waiting_for_work_ is false).
+    work_cv_.wait_until(lock, rest_until_, [this] { return stop_; });
     std::map<Key, MemberStatus> batch;
     batch.swap(pending_);
     const uint64_t seq = ++taken_;
@@ -107,7 +112,7 @@ void StatusWriter::Main() {
     for (auto& [team, status] : results) results_[team] = std::move(status);
     written_ = seq;
     busy_ = false;
-    cv_.notify_all();
+    written_cv_.notify_all();
   }
 }
 

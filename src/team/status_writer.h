@@ -57,7 +57,12 @@ class StatusWriter {
   const std::unique_ptr<TeamStore> owned_;
   TeamStore& store_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  // The writer waits on work_cv_ (woken only when it waits for work, not
+  // while it rests); Write and Flush wait on written_cv_. One variable for
+  // both woke every teammate blocked in Write at every Post.
+  std::condition_variable work_cv_;
+  std::condition_variable written_cv_;
+  bool waiting_for_work_ = false;  // guarded by mu_
   static constexpr int kRestPerWrite = 2;
   std::map<Key, MemberStatus> pending_;  // guarded by mu_
   SteadyClock::time_point rest_until_;   // guarded by mu_: no batch taken before
