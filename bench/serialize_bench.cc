@@ -230,6 +230,17 @@ Json AnthropicBody(const llm::Request& r, const std::string& model) { return llm
 Json OpenAIBody(const llm::Request& r, const std::string& model) { return llm::OpenAIRequestBody(r, model, false); }
 
 void BM_RequestBody(benchmark::State& state) { RequestBody(state, NaiveBody, AnthropicBody); }
+// What a provider does at each call: the body made, then recycled (its
+// tools array taken by the next body).
+void BM_RequestBodyRecycled(benchmark::State& state) {
+  const llm::Request req = TeammateRequest();
+  for (auto _ : state) {
+    Json body = llm::AnthropicRequestBody(req, "m", false);
+    benchmark::DoNotOptimize(body);
+    llm::RecycleAnthropicBody(req, std::move(body));
+  }
+  state.SetLabel("mates, tools recycled");
+}
 void BM_OpenAIRequestBody(benchmark::State& state) { RequestBody(state, NaiveOpenAIBody, OpenAIBody); }
 
 void BM_ValidateRequest(benchmark::State& state) {
@@ -239,6 +250,7 @@ void BM_ValidateRequest(benchmark::State& state) {
 
 BENCHMARK(BM_RosterDump)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RequestBody)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RequestBodyRecycled)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OpenAIRequestBody)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ValidateRequest)->Unit(benchmark::kMicrosecond);
 

@@ -1,7 +1,9 @@
 #include "llm/anthropic.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <vector>
 
 #include "core/limits.h"
 
@@ -34,7 +36,55 @@ void SetToolInput(ContentBlock* b, const std::string& raw) {
                    "): " + raw.substr(0, 300);
 }
 
+// The tools array of the last body recycled on this thread, and what it
+// was made of. Per thread: each agent calls on its own, so the array is
+// lent and taken back without a lock.
+struct RecycledTools {
+  std::vector<ToolDef> defs;
+  bool cache = false;
+  std::optional<Json> array;
+};
+thread_local RecycledTools t_recycled;
+
+bool SameTools(const std::vector<ToolDef>& a, const std::vector<ToolDef>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](const ToolDef& x, const ToolDef& y) {
+           return x.name == y.name && x.description == y.description &&
+                  x.input_schema_json == y.input_schema_json;
+         });
+}
+
+Json ToolsArray(const Request& request) {
+  RecycledTools& r = t_recycled;
+  if (r.array && r.cache == request.cache && SameTools(r.defs, request.tools)) {
+    Json tools = std::move(*r.array);
+    r.array.reset();
+    return tools;
+  }
+  Json tools = Json::array();
+  tools.get_ref<Json::array_t&>().reserve(request.tools.size());
+  for (const auto& t : request.tools) {
+    Json tool = JsonObject(4);
+    tool["name"] = t.name;
+    tool["description"] = t.description;
+    tool["input_schema"] = ToolSchema(t);
+    tools.push_back(std::move(tool));
+  }
+  if (request.cache) tools.back()["cache_control"] = CacheControl();
+  return tools;
+}
+
 }  // namespace
+
+void RecycleAnthropicBody(const Request& request, Json body) {
+  if (!body.is_object() || request.tools.empty()) return;
+  auto it = body.find("tools");
+  if (it == body.end() || !it->is_array() || it->size() != request.tools.size()) return;
+  RecycledTools& r = t_recycled;
+  if (!SameTools(r.defs, request.tools)) r.defs = request.tools;
+  r.cache = request.cache;
+  r.array = std::move(*it);
+}
 
 Json AnthropicRequestBody(const Request& request, const std::string& model, bool stream) {
   // Members are set and moved one at a time (types.cc says why).
@@ -64,19 +114,7 @@ Json AnthropicRequestBody(const Request& request, const std::string& model, bool
     }
   }
   body["messages"] = std::move(messages);
-  if (!request.tools.empty()) {
-    Json tools = Json::array();
-    tools.get_ref<Json::array_t&>().reserve(request.tools.size());
-    for (const auto& t : request.tools) {
-      Json tool = JsonObject(4);
-      tool["name"] = t.name;
-      tool["description"] = t.description;
-      tool["input_schema"] = ToolSchema(t);
-      tools.push_back(std::move(tool));
-    }
-    if (request.cache) tools.back()["cache_control"] = CacheControl();
-    body["tools"] = std::move(tools);
-  }
+  if (!request.tools.empty()) body["tools"] = ToolsArray(request);
   if (request.temperature >= 0) body["temperature"] = request.temperature;
   if (!request.agent_id.empty()) body["metadata"] = {{"user_id", request.agent_id}};
   if (stream) body["stream"] = true;
@@ -303,7 +341,9 @@ Result<Response> AnthropicProvider::Complete(const Request& request,
                                              const StreamCallbacks& callbacks,
                                              CancelToken* cancel) {
   std::string model = request.model.empty() ? options_.model : request.model;
-  std::string body = DumpJson(AnthropicRequestBody(request, model, options_.stream));
+  Json made = AnthropicRequestBody(request, model, options_.stream);
+  std::string body = DumpJson(made);
+  RecycleAnthropicBody(request, std::move(made));
   TextDeduper text(callbacks.on_text);
   return RunWithRetries(options_.retry, callbacks, cancel, [&](AttemptFailure* failure) {
     text.NewAttempt();

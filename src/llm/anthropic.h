@@ -25,6 +25,11 @@ struct AnthropicOptions {
 // The request body (public for tests): model, system and tools with cache
 // breakpoints, messages, metadata.user_id, stream.
 Json AnthropicRequestBody(const Request& request, const std::string& model, bool stream);
+// A body done with (sent, checked): its tools array goes back to this
+// thread, and the next body made here for the same tools takes it instead
+// of building twelve schemas again (and freeing them after). `request` is
+// the one `body` was made from.
+void RecycleAnthropicBody(const Request& request, Json body);
 
 // Assembles a streamed message from SSE events: text deltas (forwarded as
 // they come), input_json_delta parsed at block stop, cumulative usage,

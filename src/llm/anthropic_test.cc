@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace mates::llm {
 namespace {
@@ -91,6 +92,50 @@ TEST(AnthropicRequestTest, BodyHasCacheBreakpointsMetadataAndStream) {
   req.cache = false;
   EXPECT_FALSE(AnthropicRequestBody(req, "m", false).contains("stream"));
   EXPECT_FALSE(AnthropicRequestBody(req, "m", false)["system"][0].contains("cache_control"));
+}
+
+// A recycled body's tools array serves the next body on the same thread
+// only for the same tools and the same breakpoints: each body is what a
+// fresh one would be, whatever was recycled before it.
+TEST(AnthropicRequestTest, ARecycledToolsArrayServesOnlyTheSameTools) {
+  Request a;
+  a.messages.push_back({Role::kUser, {ContentBlock::Text("hi")}});
+  a.tools = {
+      {"bash", "Run a command", R"({"type":"object","properties":{"command":{"type":"string"}}})"},
+      {"read_file", "Read", R"({"type":"object"})"}};
+  Request b = a;
+  b.tools[1].description = "Read a file";  // one field differs
+  Request c = a;
+  c.tools.pop_back();
+  Request d = a;
+  d.cache = false;
+  auto fresh = [](const Request& r) {
+    std::string out;
+    std::thread([&] {
+      out = DumpJson(AnthropicRequestBody(r, "m", false));
+    }).join();  // nothing recycled there
+    return out;
+  };
+  const std::vector<const Request*> all = {&a, &b, &c, &d};
+  // Every order of two: recycle the first's body, then make the second's.
+  for (const Request* first : all) {
+    for (const Request* second : all) {
+      RecycleAnthropicBody(*first, AnthropicRequestBody(*first, "m", false));
+      EXPECT_EQ(DumpJson(AnthropicRequestBody(*second, "m", false)), fresh(*second));
+    }
+  }
+  // Taken, it is gone: two bodies made after one recycle are both whole.
+  RecycleAnthropicBody(a, AnthropicRequestBody(a, "m", false));
+  Json one = AnthropicRequestBody(a, "m", false);
+  Json two = AnthropicRequestBody(a, "m", false);
+  EXPECT_EQ(DumpJson(one), fresh(a));
+  EXPECT_EQ(DumpJson(two), fresh(a));
+  // A body that is not one, or was changed, is not taken back.
+  RecycleAnthropicBody(a, Json::array());
+  Json cut = AnthropicRequestBody(a, "m", false);
+  cut["tools"].erase(0);
+  RecycleAnthropicBody(a, std::move(cut));
+  EXPECT_EQ(DumpJson(AnthropicRequestBody(a, "m", false)), fresh(a));
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ Result<Response> ScriptedProvider::Complete(const Request& request,
   std::string model = request.model.empty() ? model_ : request.model;
   Json body = AnthropicRequestBody(request, model, /*stream=*/false);
   Status valid = ValidateAnthropicRequest(body, /*strict_alternation=*/true);
+  RecycleAnthropicBody(request, std::move(body));
   if (!valid.ok()) {
     return Status::FailedPrecondition("HTTP 400 invalid_request_error: " + valid.message());
   }
