@@ -20,6 +20,10 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/files.h"
 #include "core/json.h"
@@ -193,6 +197,42 @@ bool AwaitGroupExit(pid_t pgid, double seconds) {
   return true;
 }
 
+// Processes whose environment stayed empty through a whole look-again
+// window (the VM's init, say): not in an exec, only without one; by pid
+// and start time, so that a new process on the same pid is looked at.
+class Envless {
+ public:
+  static Envless& Get() {
+    static Envless known;
+    return known;
+  }
+  bool Known(pid_t pid, uint64_t start) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return known_.count({pid, start}) > 0;
+  }
+  void Remember(pid_t pid, uint64_t start) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (known_.size() >= 256) known_.clear();
+    known_.insert({pid, start});
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<std::pair<pid_t, uint64_t>> known_;  // guarded by mu_
+};
+
+// An exec makes a process's environment read empty for a moment (between
+// its new memory and the new program's stack being set up): such a process
+// may carry the tag a moment later. Not a zombie, a kernel thread, one we
+// may not read, or one known to have no environment.
+bool MayBeInExec(pid_t pid, const std::string& environ_path, uint64_t* start) {
+  ProcStat st;
+  if (!ReadStat(pid, &st) || st.state == 'Z' || st.state == 'X' || pid == 2 || st.ppid == 2)
+    return false;
+  *start = st.start_time;
+  return ::access(environ_path.c_str(), R_OK) == 0 && !Envless::Get().Known(pid, st.start_time);
+}
+
 int KillTagged(std::string_view tag_prefix) {
   if (tag_prefix.empty()) return 0;
   const pid_t self = ::getpid();
@@ -205,25 +245,49 @@ int KillTagged(std::string_view tag_prefix) {
   std::vector<ScopedFd> dying;
   // A pass may miss a process forked after /proc was listed: repeat until
   // one finds nothing new (bounded, against a fork bomb winning the race).
+  auto environ_of = [](pid_t pid) { return "/proc/" + std::to_string(pid) + "/environ"; };
+  // Kills `pid` if its environment holds the tag.
+  auto kill_if_tagged = [&](pid_t pid, const std::string& environ_block) {
+    if (!HasTag(environ_block, tag_prefix)) return false;
+    ScopedFd pidfd(PidfdOpen(pid));
+    if (pidfd.valid()) {
+      // Read again through the pinned process: the pid may have been
+      // reused between the first read and the pidfd.
+      if (!HasTag(ReadProcFile(environ_of(pid), 1 << 20), tag_prefix)) return false;
+      if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0) return false;
+    } else if (errno == ESRCH || ::kill(pid, SIGKILL) != 0) {
+      return false;  // gone meanwhile (without pidfds, before Linux 5.3: killed, not waited for)
+    }
+    killed.insert(pid);
+    if (pidfd.valid()) dying.push_back(std::move(pidfd));
+    return true;
+  };
   for (int pass = 0; pass < 8; ++pass) {
     std::vector<pid_t> hit;
+    std::vector<std::pair<pid_t, uint64_t>> in_exec;  // pid, start time
     for (pid_t pid : AllPids()) {
       if (pid == self || killed.count(pid) > 0) continue;
-      const std::string environ_path = "/proc/" + std::to_string(pid) + "/environ";
-      if (!HasTag(ReadProcFile(environ_path, 1 << 20), tag_prefix)) continue;
-      ScopedFd pidfd(PidfdOpen(pid));
-      if (pidfd.valid()) {
-        // Read again through the pinned process: the pid may have been
-        // reused between the first read and the pidfd.
-        if (!HasTag(ReadProcFile(environ_path, 1 << 20), tag_prefix)) continue;
-        if (::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) != 0) continue;
-      } else if (errno == ESRCH || ::kill(pid, SIGKILL) != 0) {
-        continue;  // gone meanwhile (without pidfds, before Linux 5.3: killed, not waited for)
-      }
-      killed.insert(pid);
-      hit.push_back(pid);
-      if (pidfd.valid()) dying.push_back(std::move(pidfd));
+      std::string environ_block = ReadProcFile(environ_of(pid), 1 << 20);
+      uint64_t start = 0;
+      if (environ_block.empty() && MayBeInExec(pid, environ_of(pid), &start))
+        in_exec.push_back({pid, start});
+      if (kill_if_tagged(pid, environ_block)) hit.push_back(pid);
     }
+    // Those in an exec are read again until their environment is there,
+    // for at most ~5 ms.
+    for (int look = 0; look < 20 && !in_exec.empty(); ++look) {
+      std::this_thread::sleep_for(std::chrono::microseconds(250));
+      std::erase_if(in_exec, [&](const std::pair<pid_t, uint64_t>& p) {
+        std::string environ_block = ReadProcFile(environ_of(p.first), 1 << 20);
+        if (environ_block.empty()) {
+          ProcStat st;  // still in its exec, unless it ended meanwhile
+          return !ReadStat(p.first, &st) || st.state == 'Z' || st.state == 'X';
+        }
+        if (kill_if_tagged(p.first, environ_block)) hit.push_back(p.first);
+        return true;
+      });
+    }
+    for (const auto& [pid, start] : in_exec) Envless::Get().Remember(pid, start);
     if (hit.empty()) break;
     for (pid_t pid : hit) {
       ProcStat st;
