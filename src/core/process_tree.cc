@@ -227,8 +227,9 @@ class Envless {
 // may not read, or one known to have no environment.
 bool MayBeInExec(pid_t pid, const std::string& environ_path, uint64_t* start) {
   ProcStat st;
-  if (!ReadStat(pid, &st) || st.state == 'Z' || st.state == 'X' || pid == 2 || st.ppid == 2)
-    return false;
+  if (!ReadStat(pid, &st)) return false;                 // gone
+  if (st.state == 'Z' || st.state == 'X') return false;  // dead: no environment any more
+  if (pid == 2 || st.ppid == 2) return false;            // a kernel thread: never one
   *start = st.start_time;
   return ::access(environ_path.c_str(), R_OK) == 0 && !Envless::Get().Known(pid, st.start_time);
 }
@@ -243,8 +244,6 @@ int KillTagged(std::string_view tag_prefix) {
   // was read (a pidfd cannot follow a reused pid), and its exit is waited
   // for below.
   std::vector<ScopedFd> dying;
-  // A pass may miss a process forked after /proc was listed: repeat until
-  // one finds nothing new (bounded, against a fork bomb winning the race).
   auto environ_of = [](pid_t pid) { return "/proc/" + std::to_string(pid) + "/environ"; };
   // Kills `pid` if its environment holds the tag.
   auto kill_if_tagged = [&](pid_t pid, const std::string& environ_block) {
@@ -262,6 +261,8 @@ int KillTagged(std::string_view tag_prefix) {
     if (pidfd.valid()) dying.push_back(std::move(pidfd));
     return true;
   };
+  // A pass may miss a process forked after /proc was listed: repeat until
+  // one finds nothing new (bounded, against a fork bomb winning the race).
   for (int pass = 0; pass < 8; ++pass) {
     std::vector<pid_t> hit;
     std::vector<std::pair<pid_t, uint64_t>> in_exec;  // pid, start time
@@ -274,7 +275,10 @@ int KillTagged(std::string_view tag_prefix) {
       if (kill_if_tagged(pid, environ_block)) hit.push_back(pid);
     }
     // Those in an exec are read again until their environment is there,
-    // for at most ~5 ms.
+    // for at most ~5 ms. Polled: nothing tells an unprivileged process that
+    // another's exec is done (a pidfd wakes only at exit; the kernel's
+    // process-event connector needs CAP_NET_ADMIN), and the window is
+    // microseconds unless the machine is loaded.
     for (int look = 0; look < 20 && !in_exec.empty(); ++look) {
       std::this_thread::sleep_for(std::chrono::microseconds(250));
       std::erase_if(in_exec, [&](const std::pair<pid_t, uint64_t>& p) {

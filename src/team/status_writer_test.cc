@@ -80,7 +80,9 @@ TEST_F(StatusWriterTest, AMissingTeamIsAnError) {
 }
 
 // The files' roster, each update of it taking `slow` longer, and each
-// recorded: when it began and ended, how many members it changed.
+// recorded: when it began and ended, how many members it changed. The
+// sleep stands for a slow store (it is what the writer's rest is measured
+// against); the test synchronises on WaitFor, never on time.
 class SlowRoster : public TeamStore {
  public:
   SlowRoster(Workspace ws, std::chrono::milliseconds slow)
