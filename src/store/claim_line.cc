@@ -50,21 +50,28 @@ size_t ClaimLine::looking() const {
   return static_cast<size_t>(std::count_if(waiters_.begin(), waiters_.end(), [](const Waiter& w) { return w.looking; }));
 }
 
+void ClaimLine::Wakes::Notify() {
+  for (const auto& w : wakers_) w->Notify();
+  wakers_.clear();
+}
+
 void ClaimLine::WakeAll() {
+  Wakes wakes;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& w : waiters_) {
     w.looking = true;
     ++w.bumps;
-    w.waker->Notify();
+    wakes.Add(w.waker);
   }
 }
 
 void ClaimLine::OnChange() {
+  Wakes wakes;
   std::lock_guard<std::mutex> lock(mu_);
-  OnChangeLocked();
+  OnChangeLocked(&wakes);
 }
 
-void ClaimLine::OnChangeLocked() {
+void ClaimLine::OnChangeLocked(Wakes* wakes) {
   if (waiters_.empty()) return;
   // A change seen while tasks are being handed out was made before the
   // board lock the hand-out holds (or is one of its claims): the hand-out
@@ -77,18 +84,18 @@ void ClaimLine::OnChangeLocked() {
   for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
     if (it->looking && !pending(*it)) {
       ++it->bumps;
-      it->waker->Notify();
+      wakes->Add(it->waker);
       return;
     }
   }
   auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](const Waiter& w) { return !pending(w); });
-  WakeLocked(it != waiters_.end() ? it : waiters_.begin());
+  WakeLocked(it != waiters_.end() ? it : waiters_.begin(), wakes);
 }
 
-void ClaimLine::WakeLocked(std::list<Waiter>::iterator it) {
+void ClaimLine::WakeLocked(std::list<Waiter>::iterator it, Wakes* wakes) {
   it->looking = true;
   ++it->bumps;
-  it->waker->Notify();
+  wakes->Add(it->waker);
   waiters_.splice(waiters_.end(), waiters_, it);  // iterators stay valid
 }
 
@@ -120,7 +127,8 @@ std::vector<std::string> ClaimLine::Reserve(int64_t unowned, const std::vector<s
 }
 
 void ClaimLine::Hand(const std::string& name, std::optional<Task> task, bool assigned) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Wakes wakes;
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = std::find_if(waiters_.begin(), waiters_.end(), [&](const Waiter& w) { return w.reserved && w.name == name; });
   if (it == waiters_.end()) return;  // (a reserved waiter cannot leave)
   it->reserved = false;
@@ -142,7 +150,8 @@ void ClaimLine::Hand(const std::string& name, std::optional<Task> task, bool ass
   } else if (it->busy != nullptr) {
     it->busy->store(false);
   }
-  it->waker->Notify();
+  wakes.Add(it->waker);
+  lock.unlock();
   reservations_.notify_all();
 }
 
@@ -169,17 +178,18 @@ void ClaimLine::AwaitReservationLocked(std::unique_lock<std::mutex>& lock, std::
 }
 
 std::optional<Task> ClaimLine::Leave(std::list<Waiter>::iterator it) {
+  Wakes wakes;
   std::unique_lock<std::mutex> lock(mu_);
   AwaitReservationLocked(lock, it);
-  return LeaveLocked(it);
+  return LeaveLocked(it, &wakes);
 }
 
-std::optional<Task> ClaimLine::LeaveLocked(std::list<Waiter>::iterator it) {
+std::optional<Task> ClaimLine::LeaveLocked(std::list<Waiter>::iterator it, Wakes* wakes) {
   bool owed = it->bumps > it->covered;
   std::optional<Task> handed = std::move(it->handed);
   waiters_.erase(it);
   // A change passed to it and not yet looked at goes to another.
-  if (owed) OnChangeLocked();
+  if (owed) OnChangeLocked(wakes);
   return handed;
 }
 
@@ -213,13 +223,14 @@ void ClaimLine::Place::LeaveGivingBack() {
 
 ClaimLine::Place::Look ClaimLine::Place::BeginLook() {
   ClaimLine& l = *line_;
+  Wakes wakes;
   std::unique_lock<std::mutex> lock(l.mu_);
   l.AwaitReservationLocked(lock, it_);
   Look look;
   if (it_->handed) {
     // Out of the line with it, in the same step: no second task can come.
     l.handed_assigned_.erase(it_->handed->id);
-    look.handed = l.LeaveLocked(it_);
+    look.handed = l.LeaveLocked(it_, &wakes);
     lock.unlock();
     line_.reset();
     return look;
@@ -231,6 +242,7 @@ ClaimLine::Place::Look ClaimLine::Place::BeginLook() {
 
 void ClaimLine::Place::Looked(uint64_t bumps, const Board::ClaimOutlook& outlook) {
   ClaimLine& l = *line_;
+  Wakes wakes;
   std::lock_guard<std::mutex> lock(l.mu_);
   Waiter& me = *it_;
   me.in_look = false;
@@ -255,7 +267,7 @@ void ClaimLine::Place::Looked(uint64_t bumps, const Board::ClaimOutlook& outlook
       wake.push_back(it);
     }
   }
-  for (auto it : wake) l.WakeLocked(it);
+  for (auto it : wake) l.WakeLocked(it, &wakes);
 }
 
 }  // namespace mates

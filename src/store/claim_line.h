@@ -118,14 +118,32 @@ class ClaimLine : public Board::Claimers, public std::enable_shared_from_this<Cl
   size_t looking() const;
 
  private:
+  // The wakers to notify once mu_ is let go, declared before the lock so
+  // that it ends first. Notified under mu_, a waiter woke, took the CPU
+  // from whoever held mu_ (a hand-out, in the middle of a level's claims)
+  // and slept again on mu_: the hand-out and every claim after it waited
+  // for the CPU back, ~0.2 ms a level on two cores.
+  class Wakes {
+   public:
+    Wakes() = default;
+    Wakes(const Wakes&) = delete;
+    Wakes& operator=(const Wakes&) = delete;
+    ~Wakes() { Notify(); }
+    void Add(std::shared_ptr<Waker> w) { wakers_.push_back(std::move(w)); }
+
+   private:
+    void Notify();
+    std::vector<std::shared_ptr<Waker>> wakers_;
+  };
+
   explicit ClaimLine(fs::path dir) : dir_(std::move(dir)) {}
   // A board file changed: one waiter is to look (again).
   void OnChange();
-  void OnChangeLocked();
-  void WakeLocked(std::list<Waiter>::iterator it);
+  void OnChangeLocked(Wakes* wakes);
+  void WakeLocked(std::list<Waiter>::iterator it, Wakes* wakes);
   // Leaves; a handed task not taken is returned.
   std::optional<Task> Leave(std::list<Waiter>::iterator it);
-  std::optional<Task> LeaveLocked(std::list<Waiter>::iterator it);
+  std::optional<Task> LeaveLocked(std::list<Waiter>::iterator it, Wakes* wakes);
   // Until `it` has no hand-out under way; `lock` holds mu_.
   void AwaitReservationLocked(std::unique_lock<std::mutex>& lock, std::list<Waiter>::iterator it);
 
