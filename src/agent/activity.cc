@@ -3,10 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/usage.h"
 #include "core/clock.h"
@@ -98,13 +99,13 @@ std::string DescribeCall(const llm::ContentBlock& call) {
   return call.name + "(" + Cut(std::move(what), kMaxDoingBytes) + ")";
 }
 
-// The latest document for one file, and whether it still has to be written.
+// The latest state for one file, and whether it still has to be written.
 struct ActivityFile::Slot {
   fs::path path, spare;
   std::string agent;
   std::function<void(const std::string&)> also;  // set before the first post
-  std::string document;  // guarded by the writer's mutex
-  bool queued = false;   // guarded by the writer's mutex
+  Activity latest;                               // guarded by the writer's mutex
+  bool queued = false;                           // guarded by the writer's mutex
 };
 
 namespace {
@@ -112,37 +113,56 @@ namespace {
 // One thread per process writes activity files, latest state first-come.
 // Owned by a function-local static: joined at exit (a host that _exits
 // calls FlushAll first).
+//
+// A change is written kSettle after the first change of its burst, with
+// everything that came meanwhile: an agent's states come in bursts (a
+// reply, its usage, a tool, the next call within a millisecond), and so do
+// a team's (a level of tasks ending together). Written at once, each
+// burst's dozens of file replacements took the CPU at the very moment the
+// next claims and model calls were starting (a sixth of the process's CPU
+// in team_bench). A person does not see 10 ms; Flush does not wait them out.
+// A document is made from the latest state when it is written, on this
+// thread: not at every change, on the agent's.
 class ActivityWriter {
  public:
   using Slot = ActivityFile::Slot;
+  static constexpr auto kSettle = ActivityFile::kSettle;
 
   static ActivityWriter& Get() {
     static ActivityWriter writer;
     return writer;
   }
 
-  void Post(const std::shared_ptr<Slot>& slot, std::string document) {
-    std::lock_guard<std::mutex> lock(mu_);
-    slot->document = std::move(document);
-    if (!slot->queued) {
-      slot->queued = true;
-      queue_.push_back(slot);
+  void Post(const std::shared_ptr<Slot>& slot, const Activity& a) {
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slot->latest = a;
+      if (!slot->queued) {
+        slot->queued = true;
+        queue_.push_back(slot);
+      }
+      if (!thread_.joinable())
+        thread_ = std::thread([this] { RunGuarded("the activity writer", [this] { Main(); }); });
+      wake = waiting_for_work_;
     }
-    if (!thread_.joinable()) thread_ = std::thread([this] { RunGuarded("the activity writer", [this] { Main(); }); });
-    cv_.notify_all();
+    if (wake) work_cv_.notify_one();
   }
 
   void Flush() {
     std::unique_lock<std::mutex> lock(mu_);
+    ++flushing_;
+    work_cv_.notify_one();  // a settle under way ends
     idle_cv_.wait(lock, [this] { return queue_.empty() && writing_ == 0; });
+    --flushing_;
   }
 
   ~ActivityWriter() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
-      cv_.notify_all();
     }
+    work_cv_.notify_one();
     if (thread_.joinable()) thread_.join();
   }
 
@@ -150,30 +170,45 @@ class ActivityWriter {
   void Main() {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      waiting_for_work_ = true;
+      work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      waiting_for_work_ = false;
       if (queue_.empty()) return;  // stopping, all written
-      std::shared_ptr<Slot> slot = std::move(queue_.front());
-      queue_.pop_front();
-      slot->queued = false;
-      std::string doc = slot->document;
-      ++writing_;
-      lock.unlock();
-      Status s = ReplaceFileViaSpare(slot->path, doc, slot->spare);
-      // A team archived or deleted under its agents: nothing to show any more.
-      if (!s.ok() && s.code() != StatusCode::kNotFound && fs::exists(slot->path.parent_path())) {
-        LogWarning("the activity file of " + slot->agent + ": " + s.message());
-      }
-      if (slot->also) slot->also(doc);
-      lock.lock();
-      --writing_;
-      if (queue_.empty() && writing_ == 0) idle_cv_.notify_all();
+      // Posts meanwhile do not wake it (waiting_for_work_ is false).
+      work_cv_.wait_until(lock, SteadyClock::now() + kSettle,
+                          [this] { return stop_ || flushing_ > 0; });
+      while (!queue_.empty()) WriteOne(lock);
+      idle_cv_.notify_all();
     }
   }
 
+  // Writes the queue's first file; `lock` holds mu_, and holds it again after.
+  void WriteOne(std::unique_lock<std::mutex>& lock) {
+    std::shared_ptr<Slot> slot = std::move(queue_.front());
+    queue_.pop_front();
+    slot->queued = false;
+    Activity latest = slot->latest;
+    ++writing_;
+    lock.unlock();
+    std::string doc = DumpJson(ActivityToJson(latest)) + "\n";
+    Status s = ReplaceFileViaSpare(slot->path, doc, slot->spare);
+    // A team archived or deleted under its agents: nothing to show any more.
+    if (!s.ok() && s.code() != StatusCode::kNotFound && fs::exists(slot->path.parent_path())) {
+      LogWarning("the activity file of " + slot->agent + ": " + s.message());
+    }
+    if (slot->also) slot->also(doc);
+    lock.lock();
+    --writing_;
+  }
+
   std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
+  // The writer waits on work_cv_ (woken only when it waits for work, by a
+  // Flush or by the end); Flush waits on idle_cv_.
+  std::condition_variable work_cv_, idle_cv_;
   std::deque<std::shared_ptr<Slot>> queue_;  // guarded by mu_
   int writing_ = 0;                          // guarded by mu_
+  int flushing_ = 0;                         // guarded by mu_
+  bool waiting_for_work_ = false;            // guarded by mu_
   bool stop_ = false;                        // guarded by mu_
   std::thread thread_;
 };
@@ -219,7 +254,7 @@ void ActivityFile::Enter(ActivityState state, std::string doing) {
 
 void ActivityFile::PostLocked() {
   a_.updated_at = WallSeconds();
-  ActivityWriter::Get().Post(slot_, DumpJson(ActivityToJson(a_)) + "\n");
+  ActivityWriter::Get().Post(slot_, a_);  // turned into text by the writer, the latest only
 }
 
 Json ActivityToJson(const Activity& a) {

@@ -21,6 +21,7 @@
 // board's (its in-progress task), not the file's: the board is the truth.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -69,6 +70,10 @@ class ActivityFile {
   // Waits until every change recorded so far (by any ActivityFile of this
   // process) is on disk: a host calls it before it exits.
   static void FlushAll();
+  // A change is written this long after the first change of its burst,
+  // with all that came meanwhile (the writer, in activity.cc, says why);
+  // FlushAll does not wait it out.
+  static constexpr std::chrono::milliseconds kSettle{10};
 
   struct Slot;  // what the writer thread shares with an ActivityFile
 

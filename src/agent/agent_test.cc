@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "agent/activity.h"
 #include "agent/agent_loop.h"
 #include "agent/subagents.h"
 #include "core/clock.h"
@@ -505,6 +508,58 @@ TEST_F(AgentTest, SubagentsForegroundAndBackground) {
   EXPECT_EQ(stopped->state, tools::BackgroundState::kStopped);
   EXPECT_NE(testing::Run({"pgrep", "-f", sleeper}).exit_code, 0);
   EXPECT_EQ(subs.Output("bg-99", false, 0).status().code(), StatusCode::kNotFound);
+}
+
+// An agent's changes come in bursts: the first is written kSettle after it
+// came, together with the rest of its burst (one document, the latest
+// state), and FlushAll writes what is pending without waiting.
+TEST(ActivityTest, ABurstOfChangesIsWrittenOnceSettledAsItsLastState) {
+  TempDir dir;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<SteadyClock::time_point, std::string>> written;  // guarded by mu
+  auto wait_for_writes = [&](size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return written.size() >= n; });
+  };
+  ActivityFile file(dir.path() / "alice.status.json", "alice", "m", [&](const std::string& doc) {
+    std::lock_guard<std::mutex> lock(mu);
+    written.emplace_back(SteadyClock::now(), doc);
+    cv.notify_all();
+  });
+  ActivityFile::FlushAll();  // the first (idle) document of another test, if any, is out of the way
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    written.clear();
+  }
+  const auto first = SteadyClock::now();
+  file.Thinking();
+  llm::Usage used;
+  used.input_tokens = 1200;
+  file.SetUsage(used, 1);
+  file.Tool(ContentBlock::ToolUse("tu_1", "bash", R"({"command":"make test"})"));
+  ASSERT_TRUE(wait_for_writes(1));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_GE(written[0].first - first, ActivityFile::kSettle);
+    auto doc = ParseJson(written[0].second);
+    ASSERT_TRUE(doc.ok()) << written[0].second;
+    EXPECT_EQ((*doc)["state"], "tool");
+    EXPECT_EQ((*doc)["doing"], "bash(make test)");
+    EXPECT_EQ((*doc)["calls"], 1);
+    EXPECT_EQ((*doc)["tokens"]["input"], 1200);
+  }
+  auto on_disk = ReadActivity(file.path());
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status().message();
+  EXPECT_EQ(on_disk->state, ActivityState::kTool);
+
+  file.Idle();
+  ActivityFile::FlushAll();
+  on_disk = ReadActivity(file.path());
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status().message();
+  EXPECT_EQ(on_disk->state, ActivityState::kIdle);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(written.size(), 2u);
 }
 
 }  // namespace
