@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 #include "core/json.h"
 #include "support/test_util.h"
@@ -122,6 +124,18 @@ TEST_F(HostTest, UpHostsDownStopsAndNothingIsLeft) {
   EXPECT_NE(text.out.find("#1 slow job"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("user -> lead (message): ping 42"), std::string::npos) << text.out;
   ASSERT_TRUE(SleeperRunsIn(ws_.path()));
+  // The host's threads carry names for ps -L and top -H: the worker's is
+  // its name, the host's own writers and watcher say what they are.
+  std::set<std::string> threads;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    threads.insert(name);
+  }
+  for (const char* name : {"worker", "mates-watcher", "mates-roster", "mates-activity"}) {
+    EXPECT_EQ(threads.count(name), 1u) << name;
+  }
 
   // The worker, deep in its tool, cannot answer the shutdown request in
   // time: it is stopped with the host, and resumed by the next up.

@@ -143,7 +143,10 @@ class ActivityWriter {
         queue_.push_back(slot);
       }
       if (!thread_.joinable())
-        thread_ = std::thread([this] { RunGuarded("the activity writer", [this] { Main(); }); });
+        thread_ = std::thread([this] {
+          NameThisThread("mates-activity");
+          RunGuarded("the activity writer", [this] { Main(); });
+        });
       wake = waiting_for_work_;
     }
     if (wake) work_cv_.notify_one();

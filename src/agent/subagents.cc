@@ -104,6 +104,7 @@ Result<std::string> SubagentManager::StartBackground(const std::string& prompt,
   jobs_[id] = std::move(job);
   j->thread = std::thread([this, j, id, prompt, model, description] {
     Result<std::string> r = Status::Internal("the background task stopped on an unexpected error");
+    NameThisThread(parent_ctx_.agent + "-" + id);
     RunGuarded("background task " + id, [&] { r = RunOne(parent_ctx_.agent + "-" + id, prompt, model, &j->cancel); });
     using tools::BackgroundState;
     BackgroundState state = j->cancel.cancelled() ? BackgroundState::kStopped

@@ -296,7 +296,10 @@ class InboxNotifier {
  public:
   InboxNotifier(std::string agent, team::TeamManager& teams, LiveOutput& out, const SessionSignals& signals)
       : agent_(std::move(agent)), teams_(teams), out_(out), signals_(signals) {
-    thread_ = std::thread([this] { RunGuarded("the inbox notifier", [this] { Main(); }); });
+    thread_ = std::thread([this] {
+      NameThisThread("mates-notifier");
+      RunGuarded("the inbox notifier", [this] { Main(); });
+    });
   }
   ~InboxNotifier() {
     done_.store(true);

@@ -24,7 +24,10 @@ SessionSignals::SessionSignals(double grace_s) : grace_s_(grace_s) {
   signal_fd_.reset(::signalfd(-1, &set, SFD_CLOEXEC));
   stop_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   end_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  thread_ = std::thread([this] { RunGuarded("the signal thread", [this] { Main(); }); });
+  thread_ = std::thread([this] {
+    NameThisThread("mates-signals");
+    RunGuarded("the signal thread", [this] { Main(); });
+  });
 }
 
 SessionSignals::~SessionSignals() {

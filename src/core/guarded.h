@@ -7,11 +7,18 @@
 
 #include <exception>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/log.h"
 
 namespace mates {
+
+// Names the calling thread for ps -L, top -H, perf and gdb: an agent's
+// thread is the agent's name, the process's own ones "mates-…". The kernel
+// keeps 15 bytes; a longer name is cut there, never inside a UTF-8
+// character.
+void NameThisThread(std::string_view name) noexcept;
 
 template <typename F>
 void RunGuarded(const std::string& what, F&& body) noexcept {

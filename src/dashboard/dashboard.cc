@@ -157,8 +157,14 @@ class Dashboard::Impl {
                                  " (in use?)");
     }
     source_->Subscribe(kind_wakers_, any_);
-    watch_thread_ = std::thread([this] { RunGuarded("dashboard watch", [this] { WatchLoop(); }); });
-    server_thread_ = std::thread([this] { RunGuarded("dashboard", [this] { server_.listen_after_bind(); }); });
+    watch_thread_ = std::thread([this] {
+      NameThisThread("mates-dashwatch");
+      RunGuarded("dashboard watch", [this] { WatchLoop(); });
+    });
+    server_thread_ = std::thread([this] {
+      NameThisThread("mates-dashboard");
+      RunGuarded("dashboard", [this] { server_.listen_after_bind(); });
+    });
     // cpp-httplib 0.11's stop() does nothing until the listen loop runs.
     while (!server_.is_running()) std::this_thread::yield();
     return Status::Ok();

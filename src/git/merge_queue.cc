@@ -98,7 +98,10 @@ MergeQueue::MergeQueue(Options options)
     : options_(std::move(options)),
       own_store_(options_.store != nullptr ? nullptr : FileTeamStore(options_.ws)),
       store_(options_.store != nullptr ? options_.store : own_store_.get()) {
-  thread_ = std::thread([this] { RunGuarded("the merge queue", [this] { Main(); }); });
+  thread_ = std::thread([this] {
+    NameThisThread("mates-merges");
+    RunGuarded("the merge queue", [this] { Main(); });
+  });
 }
 
 MergeQueue::~MergeQueue() { Stop(); }

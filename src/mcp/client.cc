@@ -142,7 +142,10 @@ std::string AnswerServerRequest(const Incoming& in) {
 class StdioSession : public Session {
  public:
   StdioSession(std::string name, Subprocess proc) : name_(std::move(name)), proc_(std::move(proc)) {
-    reader_ = std::thread([this] { RunGuarded("mcp server " + name_ + " reader", [this] { Read(); }); });
+    reader_ = std::thread([this] {
+      NameThisThread("mcp:" + name_);
+      RunGuarded("mcp server " + name_ + " reader", [this] { Read(); });
+    });
   }
   ~StdioSession() override {
     stop_.Cancel(CancelToken::kForGood);

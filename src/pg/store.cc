@@ -311,7 +311,10 @@ Result<Store::Liveness> Store::HoldLiveness(const std::string& team, const std::
     std::lock_guard<std::mutex> lock(keeper_mu_);
     kept_.push_back(held);
     if (!keeper_.joinable()) {
-      keeper_ = std::thread([this] { RunGuarded("the liveness keeper", [this] { KeepLiveness(); }); });
+      keeper_ = std::thread([this] {
+        NameThisThread("mates-liveness");
+        RunGuarded("the liveness keeper", [this] { KeepLiveness(); });
+      });
     }
   }
   return Liveness(std::move(held));

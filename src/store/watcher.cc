@@ -85,9 +85,15 @@ Watcher::Watcher(Options options) : mode_(options.mode), poll_interval_(options.
     }
   }
   if (mode_ == Mode::kInotify) {
-    thread_ = std::thread([this] { RunGuarded("the file watcher", [this] { InotifyLoop(); }); });
+    thread_ = std::thread([this] {
+      NameThisThread("mates-watcher");
+      RunGuarded("the file watcher", [this] { InotifyLoop(); });
+    });
   } else {
-    thread_ = std::thread([this] { RunGuarded("the file watcher", [this] { PollLoop(); }); });
+    thread_ = std::thread([this] {
+      NameThisThread("mates-watcher");
+      RunGuarded("the file watcher", [this] { PollLoop(); });
+    });
   }
 }
 

@@ -13,6 +13,7 @@ StatusWriter::StatusWriter(std::unique_ptr<TeamStore> owned) : owned_(std::move(
 
 void StatusWriter::Start() {
   thread_ = std::thread([this] {
+    NameThisThread("mates-roster");
     RunGuarded("the roster status writer", [this] { Main(); });
     // Whoever still waits (or comes later) writes for itself.
     std::lock_guard<std::mutex> lock(mu_);

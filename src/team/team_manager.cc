@@ -52,6 +52,7 @@ void TeamManager::InterruptAll(const std::string& why) {
 void TeamManager::StartAdopting(double every_s, std::function<void(const std::vector<std::string>&)> said) {
   if (adopter_.joinable()) return;
   adopter_ = std::thread([this, every_s, said = std::move(said)] {
+    NameThisThread("mates-adopter");
     RunGuarded("adopting teammates", [&] { Adopt(every_s, said); });
   });
 }

@@ -117,6 +117,7 @@ void Teammate::Start() {
     });
   }
   thread_ = std::thread([this] {
+    NameThisThread(config_.name);
     RunGuarded("teammate " + config_.name, [this] { Main(); });
     // Whatever ended the thread, it is finished: nobody waits for it.
     if (!finished_.load()) {

@@ -8,7 +8,10 @@
 namespace mates::team {
 
 TeammateHost::TeammateHost(double shutdown_timeout_s) : shutdown_timeout_s_(shutdown_timeout_s) {
-  watchdog_ = std::thread([this] { RunGuarded("the shutdown watchdog", [this] { WatchdogLoop(); }); });
+  watchdog_ = std::thread([this] {
+    NameThisThread("mates-watchdog");
+    RunGuarded("the shutdown watchdog", [this] { WatchdogLoop(); });
+  });
 }
 
 TeammateHost::~TeammateHost() {
