@@ -112,7 +112,8 @@ bool AgentLoop::HasPendingInput() {
     if (!notices_.empty()) return true;
   }
   if (spec_.read_inbox && !ctx_->team.empty()) {
-    auto n = InboxIn(ctx_->store, ctx_->ws, ctx_->team, spec_.name)->PendingCount();
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    auto n = InboxLocked().PendingCount();
     if (n.ok() && *n > 0) return true;
   }
   return !conversation_.empty() && conversation_.messages().back().role == llm::Role::kUser;
@@ -166,7 +167,8 @@ Status AgentLoop::TakeInboxAndNotices() {
   for (auto& n : notes) blocks.push_back(llm::ContentBlock::Text(std::move(n)));
   if (!blocks.empty()) MATES_RETURN_IF_ERROR(AddUser(std::move(blocks)));
   if (!spec_.read_inbox || ctx_->team.empty()) return Status::Ok();
-  std::unique_ptr<Inbox> box = InboxIn(ctx_->store, ctx_->ws, ctx_->team, spec_.name);
+  std::lock_guard<std::mutex> lock(inbox_mu_);
+  Inbox* box = &InboxLocked();
   if (!box->MayHavePending()) return Status::Ok();
   Status kept;
   bool handed = false;
@@ -196,6 +198,16 @@ Status AgentLoop::TakeInboxAndNotices() {
     LogDebug(spec_.name + ": inbox: " + taken.status().message());
   }
   return Status::Ok();
+}
+
+Inbox& AgentLoop::InboxLocked() {
+  // Made once per team it is in (its paths cost more than the look).
+  if (!inbox_ || inbox_team_ != ctx_->team || inbox_store_ != ctx_->store) {
+    inbox_ = InboxIn(ctx_->store, ctx_->ws, ctx_->team, spec_.name);
+    inbox_team_ = ctx_->team;
+    inbox_store_ = ctx_->store;
+  }
+  return *inbox_;
 }
 
 int64_t AgentLoop::BudgetTokens() const {

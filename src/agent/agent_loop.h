@@ -29,6 +29,7 @@
 #include "agent/spend.h"
 #include "agent/usage.h"
 #include "llm/provider.h"
+#include "store/team_store.h"
 #include "tools/tool.h"
 
 namespace mates::agent {
@@ -141,6 +142,8 @@ class AgentLoop {
   Status AddUser(std::vector<llm::ContentBlock> blocks, const std::vector<std::string>& delivered = {});
   Status AddAssistant(std::vector<llm::ContentBlock> blocks);
   Status TakeInboxAndNotices();
+  // This agent's inbox in its team now; inbox_mu_ held.
+  Inbox& InboxLocked();
   // One call's usage: counted, journaled, shown.
   Status Spent(const llm::Usage& u, const std::string& answered_by);
   Status MaybeCompact(bool force);
@@ -171,6 +174,12 @@ class AgentLoop {
   std::function<std::string()> notice_source_;
   std::function<void()> before_call_;
   std::function<void()> before_tool_;
+
+  // The lead's session asks HasPendingInput from its own thread too.
+  std::mutex inbox_mu_;
+  std::unique_ptr<Inbox> inbox_;  // guarded by inbox_mu_, with what it was made for:
+  std::string inbox_team_;
+  TeamStore* inbox_store_ = nullptr;
 
   std::mutex notices_mu_;
   std::deque<std::string> notices_;  // guarded by notices_mu_

@@ -230,6 +230,43 @@ TEST_F(AgentTest, InboxMessagesJoinTheTurnWithToolResults) {
   EXPECT_TRUE(Mailbox(ws_.TeamDir("t"), "lead").Peek()->empty());
 }
 
+// The inbox is the one of the team the agent is in at each turn: a lead
+// that moved to another team reads there, and no longer in the first.
+TEST_F(AgentTest, TheInboxFollowsTheTeamTheAgentIsIn) {
+  ASSERT_TRUE(Roster(ws_).CreateTeam("u").ok());
+  Member bob;
+  bob.name = "bob";
+  ASSERT_TRUE(Roster(ws_).AddMember("u", bob).ok());
+  auto send = [&](const std::string& team, const std::string& from, const std::string& text) {
+    SendRequest m;
+    m.sender = from;
+    m.recipient = "lead";
+    m.content = text;
+    ASSERT_TRUE(Messenger(ws_, team).Send(m).ok());
+  };
+  std::vector<std::string> seen;
+  FakeProvider p([&](const Request& r, int) {
+    seen.push_back(LastUserText(r));
+    return TextReply("ok");
+  });
+  auto loop = Loop(&p, Spec());
+  send("t", "alice", "from t");
+  ASSERT_TRUE(loop->Run("first").ok());
+  EXPECT_FALSE(loop->HasPendingInput());
+  ctx_.team = "u";
+  send("t", "alice", "left behind in t");
+  EXPECT_FALSE(loop->HasPendingInput());
+  send("u", "bob", "from u");
+  EXPECT_TRUE(loop->HasPendingInput());
+  ASSERT_TRUE(loop->Run("second").ok());
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NE(seen[0].find("from t"), std::string::npos) << seen[0];
+  EXPECT_NE(seen[1].find("from u"), std::string::npos) << seen[1];
+  EXPECT_EQ(seen[1].find("left behind"), std::string::npos) << seen[1];
+  EXPECT_EQ(Mailbox(ws_.TeamDir("t"), "lead").Peek()->size(), 1u);
+  EXPECT_TRUE(Mailbox(ws_.TeamDir("u"), "lead").Peek()->empty());
+}
+
 TEST_F(AgentTest, JournalRoundTripsAndResumeAnswersUnfinishedCalls) {
   fs::path journal = ws_.AgentsDir("t") / "lead.jsonl";
   SendRequest m;
