@@ -231,15 +231,29 @@ Json OpenAIBody(const llm::Request& r, const std::string& model) { return llm::O
 
 void BM_RequestBody(benchmark::State& state) { RequestBody(state, NaiveBody, AnthropicBody); }
 // What a provider does at each call: the body made, then recycled (its
-// tools array taken by the next body).
+// tools array, and its messages as far as the next call's conversation
+// begins with the same ones). Each call here ends in two messages the last
+// did not have (a reply with its tool call, then the result): the newest
+// turn is made, the 39 before it are taken.
 void BM_RequestBodyRecycled(benchmark::State& state) {
-  const llm::Request req = TeammateRequest();
+  llm::Request req = TeammateRequest();
+  const size_t prefix = req.messages.size() - 2;
+  int64_t call = 0;
   for (auto _ : state) {
+    state.PauseTiming();
+    req.messages.resize(prefix);
+    std::string id = "toolu_new" + std::to_string(++call);
+    req.messages.push_back(
+        {llm::Role::kAssistant, {llm::ContentBlock::ToolUse(id, "Tool_1", R"({"task_id":"3"})")}});
+    req.messages.push_back(
+        {llm::Role::kUser,
+         {llm::ContentBlock::ToolResult(id, "call " + std::to_string(call), false)}});
+    state.ResumeTiming();
     Json body = llm::AnthropicRequestBody(req, "m", false);
     benchmark::DoNotOptimize(body);
     llm::RecycleAnthropicBody(req, std::move(body));
   }
-  state.SetLabel("mates, tools recycled");
+  state.SetLabel("mates, recycled: tools, and all but the newest turn");
 }
 void BM_OpenAIRequestBody(benchmark::State& state) { RequestBody(state, NaiveOpenAIBody, OpenAIBody); }
 

@@ -74,10 +74,88 @@ Json ToolsArray(const Request& request) {
   return tools;
 }
 
+// The messages array of the last body recycled on this thread, without its
+// cache breakpoints, and the messages it was made of. An agent's next call
+// sends the same conversation and a turn more: the messages it begins with
+// (compared whole) are taken as they are, and only what follows is made
+// (each tool call's input parsed again, every block built and freed: most
+// of a body's making, and it grew with the conversation). Kept for
+// conversations of up to kMaxRecycledBytes of text (the copy and its JSON
+// cost a few times that per thread, and a hundred teammates must not hold
+// hundreds of megabytes for it); beyond, each body is made whole.
+struct RecycledMessages {
+  std::vector<ChatMessage> source;    // what the array lent out was made of
+  const Request* lent_for = nullptr;  // the request of the body made last
+  std::optional<Json> array;
+};
+thread_local RecycledMessages t_recycled_messages;
+constexpr size_t kMaxRecycledBytes = 256 << 10;
+
+size_t TextBytes(const ChatMessage& m) {
+  size_t n = 0;
+  for (const auto& b : m.content) n += b.text.size() + b.input_json.size();
+  return n;
+}
+
+Json MessagesArray(const Request& request) {
+  RecycledMessages& r = t_recycled_messages;
+  r.lent_for = nullptr;  // until this body is whole
+  size_t bytes = 0;
+  for (const auto& m : request.messages) bytes += TextBytes(m);
+  const bool keep = bytes <= kMaxRecycledBytes;
+  size_t kept = 0;
+  Json messages = Json::array();
+  if (r.array && keep) {
+    const size_t n = std::min(r.source.size(), request.messages.size());
+    while (kept < n && r.source[kept] == request.messages[kept]) ++kept;
+    messages = std::move(*r.array);
+    auto& a = messages.get_ref<Json::array_t&>();
+    a.erase(a.begin() + static_cast<std::ptrdiff_t>(kept), a.end());
+  }
+  r.array.reset();
+  r.source.resize(kept);
+  if (!keep) r.source.shrink_to_fit();
+  auto& a = messages.get_ref<Json::array_t&>();
+  a.reserve(request.messages.size());
+  for (size_t i = kept; i < request.messages.size(); ++i) {
+    a.push_back(MessageToJson(request.messages[i]));
+    if (keep) r.source.push_back(request.messages[i]);
+  }
+  if (keep) r.lent_for = &request;
+  return messages;
+}
+
+// Cache breakpoints (at most 4 in all): tools, system, and the last block
+// of the two newest user turns, so each call reads what the previous one
+// wrote. `on` false takes them off again.
+void MarkNewestUserTurns(Json& messages, bool on) {
+  int marked = 0;
+  for (size_t i = messages.size(); i-- > 0 && marked < 2;) {
+    Json& m = messages[i];
+    if (m["role"] != "user" || m["content"].empty()) continue;
+    if (on) {
+      m["content"].back()["cache_control"] = CacheControl();
+    } else {
+      m["content"].back().erase("cache_control");
+    }
+    ++marked;
+  }
+}
+
 }  // namespace
 
 void RecycleAnthropicBody(const Request& request, Json body) {
-  if (!body.is_object() || request.tools.empty()) return;
+  if (!body.is_object()) return;
+  RecycledMessages& m = t_recycled_messages;
+  auto mit = body.find("messages");
+  // Only the array of the body made last on this thread, for this request.
+  if (m.lent_for == &request && mit != body.end() && mit->is_array() &&
+      mit->size() == m.source.size() && m.source.size() == request.messages.size()) {
+    if (request.cache) MarkNewestUserTurns(*mit, false);
+    m.array = std::move(*mit);
+  }
+  m.lent_for = nullptr;
+  if (request.tools.empty()) return;
   auto it = body.find("tools");
   if (it == body.end() || !it->is_array() || it->size() != request.tools.size()) return;
   RecycledTools& r = t_recycled;
@@ -99,20 +177,8 @@ Json AnthropicRequestBody(const Request& request, const std::string& model, bool
     body["system"] = Json::array();
     body["system"].push_back(std::move(sys));
   }
-  Json messages = Json::array();
-  messages.get_ref<Json::array_t&>().reserve(request.messages.size());
-  for (const auto& m : request.messages) messages.push_back(MessageToJson(m));
-  // Cache breakpoints (at most 4 in all): tools, system, and the last block
-  // of the two newest user turns, so each call reads what the previous one
-  // wrote.
-  if (request.cache) {
-    int marked = 0;
-    for (size_t i = messages.size(); i-- > 0 && marked < 2;) {
-      if (messages[i]["role"] != "user" || messages[i]["content"].empty()) continue;
-      messages[i]["content"].back()["cache_control"] = CacheControl();
-      ++marked;
-    }
-  }
+  Json messages = MessagesArray(request);
+  if (request.cache) MarkNewestUserTurns(messages, true);
   body["messages"] = std::move(messages);
   if (!request.tools.empty()) body["tools"] = ToolsArray(request);
   if (request.temperature >= 0) body["temperature"] = request.temperature;

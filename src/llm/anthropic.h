@@ -25,10 +25,12 @@ struct AnthropicOptions {
 // The request body (public for tests): model, system and tools with cache
 // breakpoints, messages, metadata.user_id, stream.
 Json AnthropicRequestBody(const Request& request, const std::string& model, bool stream);
-// A body done with (sent, checked): its tools array goes back to this
-// thread, and the next body made here for the same tools takes it instead
-// of building twelve schemas again (and freeing them after). `request` is
-// the one `body` was made from.
+// A body done with (sent, checked, not changed): its tools and messages
+// arrays go back to this thread. The next body made here for the same
+// tools takes the tools instead of building twelve schemas again (and
+// freeing them after), and takes the messages as far as its conversation
+// begins with the same ones (each compared whole), making only the rest.
+// `request` is the one `body` was made from, the last body made here.
 void RecycleAnthropicBody(const Request& request, Json body);
 
 // Assembles a streamed message from SSE events: text deltas (forwarded as

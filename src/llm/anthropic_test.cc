@@ -138,5 +138,60 @@ TEST(AnthropicRequestTest, ARecycledToolsArrayServesOnlyTheSameTools) {
   EXPECT_EQ(DumpJson(AnthropicRequestBody(a, "m", false)), fresh(a));
 }
 
+// The messages array comes back too: the next body takes it as far as its
+// conversation begins with the same messages, and is always what a body
+// made afresh would be.
+TEST(AnthropicRequestTest, ARecycledMessagesArrayServesOnlyTheConversationItBeganWith) {
+  Request a;
+  a.messages.push_back({Role::kUser, {ContentBlock::Text("Task #1: build it")}});
+  a.messages.push_back({Role::kAssistant,
+                        {ContentBlock::Text("On it."),
+                         ContentBlock::ToolUse("tu_1", "bash", R"({"command":"make"})")}});
+  a.messages.push_back({Role::kUser, {ContentBlock::ToolResult("tu_1", "ok", false)}});
+  Request longer = a;  // the next call: a turn more
+  longer.messages.push_back({Role::kAssistant, {ContentBlock::Text("Built.")}});
+  longer.messages.push_back({Role::kUser, {ContentBlock::Text("Task #2: test it")}});
+  Request edited = longer;  // an old result elided (microcompaction)
+  edited.messages[2].content[0].text = "[elided]";
+  Request flagged = a;  // one field of one block differs
+  flagged.messages[2].content[0].is_error = true;
+  Request input = a;
+  input.messages[1].content[1].input_json = R"({"command":"make test"})";
+  Request shorter = a;  // compacted
+  shorter.messages.resize(1);
+  Request other;
+  other.messages.push_back({Role::kUser, {ContentBlock::Text("something else")}});
+  Request uncached = longer;
+  uncached.cache = false;
+  Request big = longer;  // past what is kept: made whole each time
+  big.messages[0].content[0].text += std::string(300 << 10, 'x');
+  auto fresh = [](const Request& r) {
+    std::string out;
+    std::thread([&] { out = DumpJson(AnthropicRequestBody(r, "m", false)); }).join();
+    return out;
+  };
+  const std::vector<const Request*> all = {&a,       &longer, &edited,   &flagged, &input,
+                                           &shorter, &other,  &uncached, &big};
+  for (const Request* first : all) {
+    for (const Request* second : all) {
+      RecycleAnthropicBody(*first, AnthropicRequestBody(*first, "m", false));
+      EXPECT_EQ(DumpJson(AnthropicRequestBody(*second, "m", false)), fresh(*second));
+    }
+  }
+  // Three calls in a row, each recycled: the breakpoints move with the
+  // newest user turns, none is left behind.
+  RecycleAnthropicBody(a, AnthropicRequestBody(a, "m", false));
+  RecycleAnthropicBody(longer, AnthropicRequestBody(longer, "m", false));
+  EXPECT_EQ(DumpJson(AnthropicRequestBody(edited, "m", false)), fresh(edited));
+  // Only the body made last, given back with its own request, is taken.
+  Json first = AnthropicRequestBody(a, "m", false);
+  Json second = AnthropicRequestBody(flagged, "m", false);
+  RecycleAnthropicBody(a, std::move(first));
+  EXPECT_EQ(DumpJson(AnthropicRequestBody(flagged, "m", false)), fresh(flagged));
+  Json made = AnthropicRequestBody(a, "m", false);
+  RecycleAnthropicBody(flagged, std::move(made));
+  EXPECT_EQ(DumpJson(AnthropicRequestBody(flagged, "m", false)), fresh(flagged));
+}
+
 }  // namespace
 }  // namespace mates::llm

@@ -33,6 +33,8 @@ struct ContentBlock {
   static ContentBlock Text(std::string text);
   static ContentBlock ToolUse(std::string id, std::string name, std::string input_json);
   static ContentBlock ToolResult(std::string tool_use_id, std::string content, bool is_error);
+
+  bool operator==(const ContentBlock&) const = default;
 };
 
 struct ChatMessage {
@@ -41,6 +43,8 @@ struct ChatMessage {
 
   // The text blocks joined with newlines.
   std::string Text() const;
+
+  bool operator==(const ChatMessage&) const = default;
 };
 
 struct ToolDef {
