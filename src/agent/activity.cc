@@ -193,13 +193,18 @@ class ActivityWriter {
     Activity latest = slot->latest;
     ++writing_;
     lock.unlock();
-    std::string doc = DumpJson(ActivityToJson(latest)) + "\n";
-    Status s = ReplaceFileViaSpare(slot->path, doc, slot->spare);
-    // A team archived or deleted under its agents: nothing to show any more.
-    if (!s.ok() && s.code() != StatusCode::kNotFound && fs::exists(slot->path.parent_path())) {
-      LogWarning("the activity file of " + slot->agent + ": " + s.message());
-    }
-    if (slot->also) slot->also(doc);
+    // Whatever throws here (the store's copy, say) must not end the
+    // writer: every later change of every agent, and every flush, depend
+    // on it.
+    RunGuarded("writing the activity of " + slot->agent, [&] {
+      std::string doc = DumpJson(ActivityToJson(latest)) + "\n";
+      Status s = ReplaceFileViaSpare(slot->path, doc, slot->spare);
+      // A team archived or deleted under its agents: nothing to show any more.
+      if (!s.ok() && s.code() != StatusCode::kNotFound && fs::exists(slot->path.parent_path())) {
+        LogWarning("the activity file of " + slot->agent + ": " + s.message());
+      }
+      if (slot->also) slot->also(doc);
+    });
     lock.lock();
     --writing_;
   }

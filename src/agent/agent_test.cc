@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -597,6 +599,44 @@ TEST(ActivityTest, ABurstOfChangesIsWrittenOnceSettledAsItsLastState) {
   EXPECT_EQ(on_disk->state, ActivityState::kIdle);
   std::lock_guard<std::mutex> lock(mu);
   ASSERT_EQ(written.size(), 2u);
+}
+
+// The store's copy of a document failing by an exception ends neither
+// the writer nor a flush: the file and the copies after it go on.
+TEST(ActivityTest, AFailingCopyToTheStoreStopsNothing) {
+  TempDir dir;
+  std::atomic<int> copies{0};
+  auto file = std::make_unique<ActivityFile>(dir.path() / "bob.status.json", "bob", "m",
+                                             [&](const std::string&) {
+                                               if (copies.fetch_add(1) == 0)
+                                                 throw std::runtime_error("the store went away");
+                                             });
+  // A flush that never returns fails the test instead of hanging it (the
+  // file, whose end flushes too, is then left).
+  auto flushed_within = [](std::chrono::seconds limit) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> f = done->get_future();
+    std::thread([done] {
+      ActivityFile::FlushAll();
+      done->set_value();
+    }).detach();
+    return f.wait_for(limit) == std::future_status::ready;
+  };
+  ::testing::internal::CaptureStderr();
+  file->Thinking();
+  bool first = flushed_within(std::chrono::seconds(30));
+  file->Tool(ContentBlock::ToolUse("tu_1", "bash", R"({"command":"ls"})"));
+  bool second = first && flushed_within(std::chrono::seconds(30));
+  std::string said = ::testing::internal::GetCapturedStderr();
+  if (!second) {
+    (void)file.release();
+    FAIL() << "a flush hangs: the writer is gone. " << said;
+  }
+  EXPECT_NE(said.find("the store went away"), std::string::npos) << said;
+  EXPECT_EQ(copies.load(), 2);
+  auto on_disk = ReadActivity(file->path());
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status().message();
+  EXPECT_EQ(on_disk->doing, "bash(ls)");
 }
 
 }  // namespace
