@@ -611,16 +611,22 @@ TEST(ActivityTest, AFailingCopyToTheStoreStopsNothing) {
                                                if (copies.fetch_add(1) == 0)
                                                  throw std::runtime_error("the store went away");
                                              });
-  // A flush that never returns fails the test instead of hanging it (the
-  // file, whose end flushes too, is then left).
+  // A flush that never returns fails the test instead of hanging it: its
+  // thread is joined once it returned, and let go only if it never does
+  // (the file, whose end flushes too, is then left as well).
   auto flushed_within = [](std::chrono::seconds limit) {
     auto done = std::make_shared<std::promise<void>>();
     std::future<void> f = done->get_future();
-    std::thread([done] {
+    std::thread flusher([done] {
       ActivityFile::FlushAll();
       done->set_value();
-    }).detach();
-    return f.wait_for(limit) == std::future_status::ready;
+    });
+    if (f.wait_for(limit) != std::future_status::ready) {
+      flusher.detach();  // stuck for good: the test fails below
+      return false;
+    }
+    flusher.join();
+    return true;
   };
   ::testing::internal::CaptureStderr();
   file->Thinking();
