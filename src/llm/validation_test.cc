@@ -58,6 +58,57 @@ TEST(ValidationTest, ConsecutiveTurnsMergeUnlessStrict) {
                   .ok());
 }
 
+// Merged turns (not strict) pair as one; what is missing is named in the
+// calls' order; a turn of thousands of calls answered in another order is
+// fine, and one result too many is named.
+TEST(ValidationTest, ToolPairingAcrossMergedTurnsAndLargeTurns) {
+  EXPECT_TRUE(ValidateAnthropicRequest(Req(R"([{"role":"user","content":"go"},
+    {"role":"assistant","content":[{"type":"tool_use","id":"a","name":"x","input":{}}]},
+    {"role":"assistant","content":[{"type":"tool_use","id":"b","name":"x","input":{}}]},
+    {"role":"user","content":[{"type":"tool_result","tool_use_id":"b","content":"1"}]},
+    {"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"2"}]}])"),
+                                       false)
+                  .ok());
+  Status missing = ValidateAnthropicRequest(Req(R"([{"role":"user","content":"go"},
+    {"role":"assistant","content":[{"type":"tool_use","id":"c","name":"x","input":{}},
+      {"type":"tool_use","id":"a","name":"x","input":{}},{"type":"tool_use","id":"b","name":"x","input":{}}]},
+    {"role":"user","content":[{"type":"tool_result","tool_use_id":"b","content":"1"}]}])"),
+                                            true);
+  EXPECT_NE(
+      missing.message().find("messages.2: `tool_use` ids were found without `tool_result` blocks "
+                             "immediately after: c, a."),
+      std::string::npos)
+      << missing.message();
+
+  Json body = Req(
+      R"([{"role":"user","content":"go"},{"role":"assistant","content":[]},{"role":"user","content":[]}])");
+  Json& calls = body["messages"][1]["content"];
+  Json& results = body["messages"][2]["content"];
+  const int kCalls = 5000;
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back({{"type", "tool_use"},
+                     {"id", "t" + std::to_string(i)},
+                     {"name", "x"},
+                     {"input", Json::object()}});
+  }
+  for (int i = kCalls - 1; i >= 0; --i) {
+    results.push_back(
+        {{"type", "tool_result"}, {"tool_use_id", "t" + std::to_string(i)}, {"content", "r"}});
+  }
+  EXPECT_TRUE(ValidateAnthropicRequest(body, true).ok());
+  results.push_back({{"type", "tool_result"}, {"tool_use_id", "zz"}, {"content", "r"}});
+  EXPECT_NE(ValidateAnthropicRequest(body, true)
+                .message()
+                .find("unexpected `tool_use_id` found in `tool_result` "
+                      "blocks: zz."),
+            std::string::npos);
+  calls.push_back({{"type", "tool_use"}, {"id", "t17"}, {"name", "x"}, {"input", Json::object()}});
+  EXPECT_NE(ValidateAnthropicRequest(body, true)
+                .message()
+                .find("messages.1.content.5000: `tool_use` ids must be unique"),
+            std::string::npos);
+}
+
 TEST(ValidationTest, ToolsAndCacheControl) {
   Json bad_tool = Req(R"([{"role":"user","content":"a"}])");
   bad_tool["tools"] = J(R"([{"name":"bad name!","input_schema":{"type":"object"}}])");
