@@ -118,6 +118,8 @@ Status ValidateMemberName(std::string_view name);
 // and colour filled in; AlreadyExists if the name is taken).
 TeamConfig NewTeamConfig(std::string_view team, std::string_view lead, std::string_view description, double now);
 Result<Member> AddMemberTo(TeamConfig& c, Member member);
+// The members named in `changes` given their statuses; others passed over.
+void SetStatusesIn(TeamConfig& c, const std::vector<std::pair<std::string, MemberStatus>>& changes);
 
 class Roster {
  public:
@@ -134,6 +136,10 @@ class Roster {
   // name is taken.
   Result<Member> AddMember(std::string_view team, Member member);
   Status SetStatus(std::string_view team, std::string_view member, MemberStatus status);
+  // Several members' statuses in one write; members not in the roster are
+  // passed over, and nothing is written if nothing changes.
+  Status SetStatuses(std::string_view team,
+                     const std::vector<std::pair<std::string, MemberStatus>>& changes);
   // Read-modify-write under the config lock; `mutate` may refuse.
   Result<TeamConfig> Update(std::string_view team,
                             const std::function<Status(TeamConfig&)>& mutate);
@@ -144,6 +150,9 @@ class Roster {
 
  private:
   Result<TeamConfig> LoadUnlocked(std::string_view team) const;
+  // Update's work, with config.lock held.
+  Result<TeamConfig> UpdateLocked(std::string_view team,
+                                  const std::function<Status(TeamConfig&)>& mutate);
 
   Workspace ws_;
 };

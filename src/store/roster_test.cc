@@ -1,8 +1,10 @@
 #include "store/roster.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
@@ -140,6 +142,92 @@ TEST(RosterTest, WhatIsReadIsWhatIsOnDiskWhoeverWroteIt) {
   ASSERT_TRUE(roster.SetStatus("t", "alice", MemberStatus::kActive).ok());
   EXPECT_EQ(roster.Load("t")->Find("alice")->prompt, "a\xEF\xBF\xBD b");
   EXPECT_EQ(roster.Load("t")->Find("lead")->model, "");
+}
+
+// Statuses changed in the bytes of the version this process wrote (roster.cc's
+// ParsedRosters::PatchStatuses) must give the very file the long way writes:
+// every length of status before and after, members whose text looks like a
+// status, many rounds on one roster.
+TEST(RosterTest, StatusesSetInPlaceWriteWhatTheLongWayWrites) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  Roster roster{ws};
+  ASSERT_TRUE(roster.CreateTeam("t").ok());
+  for (int i = 0; i < 12; ++i) {
+    Member m;
+    m.name = "m" + std::to_string(i);
+    m.prompt = i % 3 == 0 ? "\"status\": \"active\"" : "say \"status\": \"idle\" when done";
+    m.model = "status";
+    ASSERT_TRUE(roster.AddMember("t", m).ok());
+  }
+  TeamConfig expected = *roster.Load("t");
+  const MemberStatus kAll[] = {MemberStatus::kIdle, MemberStatus::kActive, MemberStatus::kShutdown};
+  uint32_t seed = 7;
+  auto next = [&seed] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+  for (int round = 0; round < 60; ++round) {
+    std::vector<std::pair<std::string, MemberStatus>> changes;
+    for (size_t k = 0, n = 1 + next() % 5; k < n; ++k) {
+      const Member& m = expected.members[next() % expected.members.size()];
+      changes.emplace_back(m.name, kAll[next() % 3]);
+    }
+    if (round % 10 == 0) changes.emplace_back("nobody", MemberStatus::kActive);  // passed over
+    for (const auto& [name, status] : changes) {
+      if (Member* m = expected.Find(name)) m->status = status;
+    }
+    ASSERT_TRUE(roster.SetStatuses("t", changes).ok());
+    ASSERT_EQ(testing::ReadAll(ws.ConfigPath("t")), DumpJsonPretty(TeamConfigToJson(expected)))
+        << "round " << round;
+    // Read back through the cache and through a parse of the bytes alone.
+    auto read = roster.Load("t");
+    ASSERT_TRUE(read.ok());
+    auto parsed = TeamConfigFromJson(*ParseJson(testing::ReadAll(ws.ConfigPath("t"))));
+    ASSERT_TRUE(parsed.ok());
+    for (size_t i = 0; i < expected.members.size(); ++i) {
+      EXPECT_EQ(read->members[i].status, expected.members[i].status) << round << " " << i;
+      EXPECT_EQ(parsed->members[i].status, expected.members[i].status) << round << " " << i;
+    }
+  }
+  EXPECT_EQ(roster.SetStatuses("nope", {{"m1", MemberStatus::kIdle}}).code(),
+            StatusCode::kNotFound);
+}
+
+// A version this process did not write is changed the long way; a change
+// that changes nothing writes nothing.
+TEST(RosterTest, StatusesSetOnAnotherWritersVersionAndUnchangedOnes) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  Roster roster{ws};
+  ASSERT_TRUE(roster.CreateTeam("t").ok());
+  Member m;
+  m.name = "alice";
+  ASSERT_TRUE(roster.AddMember("t", m).ok());
+  // Another writer: one line, its own spacing, "working" for active.
+  std::string text = DumpJson(*ParseJson(testing::ReadAll(ws.ConfigPath("t"))));
+  auto at = text.find("\"status\":\"idle\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 15, "\"status\":\"working\"");
+  testing::WriteAll(ws.ConfigPath("t"), text);
+  ASSERT_TRUE(
+      roster.SetStatuses("t", {{"alice", MemberStatus::kShutdown}, {"lead", MemberStatus::kIdle}})
+          .ok());
+  auto c = roster.Load("t");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->Find("alice")->status, MemberStatus::kShutdown);
+  EXPECT_EQ(c->Find("lead")->status, MemberStatus::kIdle);
+  EXPECT_EQ(testing::ReadAll(ws.ConfigPath("t")), DumpJsonPretty(TeamConfigToJson(*c)));
+  // Nothing to change: the file stays the same inode (a write replaces it).
+  struct stat before {};
+  ASSERT_EQ(::stat(ws.ConfigPath("t").c_str(), &before), 0);
+  ASSERT_TRUE(
+      roster.SetStatuses("t", {{"alice", MemberStatus::kShutdown}, {"bob", MemberStatus::kActive}})
+          .ok());
+  struct stat after {};
+  ASSERT_EQ(::stat(ws.ConfigPath("t").c_str(), &after), 0);
+  EXPECT_EQ(before.st_ino, after.st_ino);
+  ASSERT_TRUE(roster.SetStatuses("t", {{"alice", MemberStatus::kActive}}).ok());
+  ASSERT_EQ(::stat(ws.ConfigPath("t").c_str(), &after), 0);
+  EXPECT_NE(before.st_ino, after.st_ino);
+  EXPECT_EQ(roster.Load("t")->Find("alice")->status, MemberStatus::kActive);
 }
 
 TEST(RosterTest, ListAndDelete) {

@@ -58,6 +58,10 @@ class Files : public TeamStore {
                                 const std::function<Status(TeamConfig&)>& mutate) override {
     return Roster(ws_).Update(team, mutate);
   }
+  Status SetStatuses(const std::string& team,
+                     const std::vector<std::pair<std::string, MemberStatus>>& changes) override {
+    return Roster(ws_).SetStatuses(team, changes);
+  }
   Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team, const std::string& member) override {
     MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));
     auto lock = FileLock::TryAcquire(ws_.AgentsDir(team) / (member + ".lock"));
@@ -115,6 +119,16 @@ class Files : public TeamStore {
 };
 
 }  // namespace
+
+Status TeamStore::SetStatuses(const std::string& team,
+                              const std::vector<std::pair<std::string, MemberStatus>>& changes) {
+  return UpdateTeam(team,
+                    [&changes](TeamConfig& c) {
+                      SetStatusesIn(c, changes);
+                      return Status::Ok();
+                    })
+      .status();
+}
 
 std::unique_ptr<TeamStore> FileTeamStore(Workspace ws) { return std::make_unique<Files>(std::move(ws)); }
 

@@ -125,6 +125,10 @@ class TeamStore {
   // Read-modify-write of the roster as one change; `mutate` may refuse.
   virtual Result<TeamConfig> UpdateTeam(const std::string& team,
                                         const std::function<Status(TeamConfig&)>& mutate) = 0;
+  // Several members' statuses as one change (members not in the roster
+  // passed over); through UpdateTeam unless the store has a shorter way.
+  virtual Status SetStatuses(const std::string& team,
+                             const std::vector<std::pair<std::string, MemberStatus>>& changes);
   // Hosts `member` while the Hold lives (its liveness lock: a host that
   // dies lets go); Conflict if some process hosts it already.
   virtual Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team, const std::string& member) = 0;

@@ -78,14 +78,9 @@ std::map<std::string, Status> StatusWriter::WriteBatch(const std::map<Key, Membe
   for (const auto& entry : by_team) {
     const std::string& team = entry.first;
     const auto& changes = entry.second;
-    auto r = store_.UpdateTeam(team, [&changes](TeamConfig& c) {
-      for (const auto& [member, status] : changes) {
-        if (Member* m = c.Find(member); m != nullptr) m->status = status;
-      }
-      return Status::Ok();
-    });
-    if (!r.ok()) LogDebug("statuses of team " + team + ": " + r.status().message());
-    results[team] = r.ok() ? Status::Ok() : r.status();
+    Status r = store_.SetStatuses(team, changes);
+    if (!r.ok()) LogDebug("statuses of team " + team + ": " + r.message());
+    results[team] = r;
   }
   return results;
 }
