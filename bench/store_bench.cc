@@ -18,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -33,11 +34,11 @@
 #include "pg/schema.h"
 #include "pg/store.h"
 #include "seed_baseline.h"
-#include "support/pg_server.h"
 #include "store/board.h"
 #include "store/mailbox.h"
 #include "store/watcher.h"
 #include "store/workspace.h"
+#include "support/pg_server.h"
 
 using namespace mates;
 using namespace mates::bench;
@@ -594,6 +595,19 @@ Claims RacingClaims(const std::string& mode, int procs, int tasks, double limit_
   return c;
 }
 
+// When the claimer says it claimed a task, passing over its "idle" lines:
+// its own writes wake it too, so an "idle" may come after the one waited
+// for before a completion (read as the claim, it was a time of 0). Null if
+// the claimer says nothing more.
+std::optional<int64_t> ClaimedAt(Subprocess& claimer) {
+  for (;;) {
+    auto line = claimer.ReadLine(DeadlineIn(30));
+    if (!line.ok()) return std::nullopt;
+    long long id = 0, at = 0;
+    if (std::sscanf(line->c_str(), "claimed %lld %lld", &id, &at) == 2) return at;
+  }
+}
+
 // Completion -> dependent claimed by a waiting claimer in another process.
 std::pair<double, double> DependentClaimLatency(const std::string& mode, int n) {
   TempDir dir;
@@ -619,13 +633,7 @@ std::pair<double, double> DependentClaimLatency(const std::string& mode, int n) 
       }
       int64_t t0 = NowNs();
       (void)Pg().Complete("dep", blockers[i], "parent");
-      // Its own completions wake it too: "idle" lines may come first.
-      long long id = 0, at = 0;
-      for (;;) {
-        auto line = claimer.ReadLine(DeadlineIn(30));
-        if (!line.ok() || std::sscanf(line->c_str(), "claimed %lld %lld", &id, &at) == 2) break;
-      }
-      ms.push_back(static_cast<double>(at - t0) / 1e6);
+      if (auto at = ClaimedAt(claimer)) ms.push_back(static_cast<double>(*at - t0) / 1e6);
     }
     claimer.Wait();
   } else if (mode == "mates") {
@@ -654,10 +662,7 @@ std::pair<double, double> DependentClaimLatency(const std::string& mode, int n) 
       TaskPatch done;
       done.status = TaskStatus::kCompleted;
       (void)board.Update(blockers[i], done, Caller{"parent", true});
-      auto line = claimer.ReadLine(DeadlineIn(30));
-      long long id = 0, at = 0;
-      std::sscanf(line->c_str(), "claimed %lld %lld", &id, &at);
-      ms.push_back(static_cast<double>(at - t0) / 1e6);
+      if (auto at = ClaimedAt(claimer)) ms.push_back(static_cast<double>(*at - t0) / 1e6);
     }
     claimer.Wait();
   } else {
@@ -670,10 +675,7 @@ std::pair<double, double> DependentClaimLatency(const std::string& mode, int n) 
       int64_t t0 = NowNs();
       std::ofstream(dir.path / ("task_" + std::to_string(i) + ".json"))
           << R"({"id":)" << i << R"(,"subject":"dependent","status":"pending","owner":"","blockedBy":[]})";
-      auto line = claimer.ReadLine(DeadlineIn(30));
-      long long id = 0, at = 0;
-      std::sscanf(line->c_str(), "claimed %lld %lld", &id, &at);
-      ms.push_back(static_cast<double>(at - t0) / 1e6);
+      if (auto at = ClaimedAt(claimer)) ms.push_back(static_cast<double>(*at - t0) / 1e6);
     }
     claimer.Wait();
   }
