@@ -96,13 +96,7 @@ class PgRuntimeTest : public testing::PgSuite {
   // Waits (woken by `watch`'s notifications) until `done` or 60 s.
   template <typename Fn>
   bool Until(const std::shared_ptr<Waker>& waker, Fn done) {
-    Deadline until = DeadlineIn(60);
-    for (;;) {
-      uint64_t g = waker->generation();
-      if (done()) return true;
-      if (Expired(until)) return false;
-      waker->WaitChange(g, DeadlineIn(1));
-    }
+    return testing::UntilWoken(waker, done);
   }
 
   // The tool calls in the journals' copies of `members`: how many times

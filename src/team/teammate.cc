@@ -331,25 +331,37 @@ bool Teammate::IdleWaitOnStore() {
 
 bool Teammate::IdleWait() {
   if (manager_->context_store() != nullptr) return IdleWaitOnStore();
-  Workspace ws = ctx_.ws;
-  auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team), Workspace::InboxFileName(config_.name), waker_);
+  const Workspace& ws = ctx_.ws;
+  if (!inbox_watch_) {
+    auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team),
+                                              Workspace::InboxFileName(config_.name), waker_);
+    if (inbox.ok()) {
+      inbox_watch_.emplace(std::move(*inbox));
+    } else {
+      LogWarning(config_.name + ": cannot watch its inbox (" + inbox.status().message() +
+                 "); looking every second instead");
+    }
+  }
   // The board is watched by the process's claim line, which wakes as many
   // idle teammates as there is work for (store/claim_line.h).
-  auto line = SharedClaimLine(ws.TasksDir(config_.team));
+  if (!line_) {
+    auto line = SharedClaimLine(ws.TasksDir(config_.team));
+    if (line.ok()) {
+      line_ = std::move(*line);
+    } else {
+      LogWarning(config_.name + ": cannot watch the task board (" + line.status().message() +
+                 "); looking every second instead");
+    }
+  }
   // Without either watch, a message or a task is seen at the next look,
   // once a second (the seeds' interval), not at the idle timeout.
-  const bool watched = inbox.ok() && line.ok();
-  if (!watched) {
-    LogWarning(config_.name + ": cannot watch its inbox or the task board (" +
-               (inbox.ok() ? line.status().message() : inbox.status().message()) +
-               "); looking every second instead");
-  }
+  const bool watched = inbox_watch_ && line_;
   const bool polling = manager_->options().seed_polling || !watched;
   // Between a claim (ours, or one made for us by a hand-out) and the status
   // going back to active, `claiming_` keeps the teammate counted as working
   // (TeamManager::AnyActive).
   ClaimLine::Place place;
-  if (!polling) place = (*line)->Join(config_.name, waker_, &claiming_);
+  if (!polling) place = line_->Join(config_.name, waker_, &claiming_);
   // Leaving the line, with a task handed to us meanwhile: taken if we go on
   // working, else given back.
   auto leave = [&](bool go_on) {
@@ -357,14 +369,15 @@ bool Teammate::IdleWait() {
       if (go_on) {
         TakeTask(*handed);
       } else {
-        (*line)->GiveBack(config_.name, *handed);
+        line_->GiveBack(config_.name, *handed);
       }
     }
     claiming_.store(false);
     manager_->WakeWaiters();
     return go_on;
   };
-  std::shared_ptr<Board> board = SharedBoard(ws.TasksDir(config_.team));
+  if (!board_) board_ = SharedBoard(ws.TasksDir(config_.team));
+  Board* board = board_.get();
   const double timeout = manager_->options().idle_timeout_s;
   Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
   bool said_idle = false;
@@ -384,13 +397,13 @@ bool Teammate::IdleWait() {
     if (!polling) place.Looked(look.bumps, outlook);
     if (claimed.ok() && claimed->has_value()) {
       // One task at a time: one handed to us since our look goes back.
-      if (auto extra = place.Leave()) (*line)->GiveBack(config_.name, *extra);
+      if (auto extra = place.Leave()) line_->GiveBack(config_.name, *extra);
       TakeTask(**claimed);
       claiming_.store(false);
       return true;
     }
     if (BoardGoneAfterMiss(claimed.status())) {
-      if (!polling) (*line)->WakeAll();  // the others in the line learn it too
+      if (!polling) line_->WakeAll();  // the others in the line learn it too
       return leave(false);
     }
     // Idle only now that there is certainly nothing to do (not between turns).
@@ -482,6 +495,9 @@ void Teammate::Main() {
     if (status_.load() != MemberStatus::kActive) SetStatus(MemberStatus::kActive);
     r = loop_->Continue();
   }
+  inbox_watch_.reset();
+  line_.reset();
+  board_.reset();
   StopReason reason;
   std::string why;
   {

@@ -25,9 +25,11 @@
 #include <thread>
 
 #include "agent/agent_loop.h"
-#include "store/team_store.h"
 #include "core/waker.h"
+#include "store/claim_line.h"
 #include "store/roster.h"
+#include "store/team_store.h"
+#include "store/watcher.h"
 #include "tools/tool.h"
 
 namespace mates::team {
@@ -138,6 +140,14 @@ class Teammate {
   std::unique_ptr<EventsTap> events_;
   std::unique_ptr<agent::AgentLoop> loop_;
   std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
+  // The agent's thread only, from its first idle wait in the workspace's
+  // files to the end of Main: its inbox's watch, the process's claim line
+  // for its board, and the board. Made at every wait, they were made and
+  // unmade at every task, on the handoff path: a watch added and removed
+  // (and the claim line with it when nobody else waited).
+  std::optional<Watcher::Subscription> inbox_watch_;
+  std::shared_ptr<ClaimLine> line_;
+  std::shared_ptr<Board> board_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   // Another host took it over: its roster entry is that host's now.

@@ -123,6 +123,17 @@ bool WaitUntil(const std::function<bool()>& condition, double timeout_s) {
   }
 }
 
+bool UntilWoken(const std::shared_ptr<Waker>& waker, const std::function<bool()>& done,
+                double timeout_s) {
+  Deadline until = DeadlineIn(timeout_s);
+  for (;;) {
+    uint64_t g = waker->generation();
+    if (done()) return true;
+    if (Expired(until)) return false;
+    waker->WaitChange(g, DeadlineIn(1));
+  }
+}
+
 bool LockWaiterOn(uint64_t ino) {
   // "12: -> OFDLCK ADVISORY WRITE -1 08:01:4242 0 0": the device and inode
   // come as MAJ:MIN:INODE.

@@ -4,11 +4,13 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "core/waker.h"
 
 namespace mates::testing {
 
@@ -98,6 +100,10 @@ void WriteAll(const fs::path& path, const std::string& data);
 // no event announces (the kernel's lock table, another process's children).
 // Backs off from 1 ms to 20 ms between looks.
 bool WaitUntil(const std::function<bool()>& condition, double timeout_s = 30);
+// Checks `done` at each notification of `waker` until it holds or
+// `timeout_s` passes (and once a second besides).
+bool UntilWoken(const std::shared_ptr<Waker>& waker, const std::function<bool()>& done,
+                double timeout_s = 60);
 // Whether some process waits (blocked) for a lock on the file with inode
 // `ino`, as /proc/locks says.
 bool LockWaiterOn(uint64_t ino);
