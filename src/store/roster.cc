@@ -333,8 +333,9 @@ class ParsedRosters {
                       std::string* patched) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = known_.find(path.string());
-    if (it == known_.end() || it->second.status_at.empty() || it->second.bytes != bytes)
+    if (it == known_.end() || it->second.status_at.empty() || it->second.bytes != bytes) {
       return Patch::kUnknown;
+    }
     Known& k = it->second;
     std::vector<MemberStatus> now(k.config.members.size());
     for (size_t i = 0; i < now.size(); ++i) now[i] = k.config.members[i].status;
@@ -500,8 +501,9 @@ Status Roster::SetStatuses(std::string_view team,
                            const std::vector<std::pair<std::string, MemberStatus>>& changes) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   const fs::path path = ws_.ConfigPath(team);
-  if (!fs::exists(path))
+  if (!fs::exists(path)) {
     return Status::NotFound("no team '" + std::string(team) + "' in " + ws_.root().string());
+  }
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(ws_.ConfigLockPath(team)));
   // The version on disk is most often the one this process wrote last: its
   // statuses are changed in its bytes, not parsed, rebuilt and written
