@@ -159,20 +159,14 @@ std::string LeadSpawnsOnGo(const std::string& team, const std::string& worker) {
 }
 
 std::shared_ptr<llm::Scenario> Scenario() {
-  auto s = llm::Scenario::Parse(
-      "rules:\n"
-      "  - agent: \"w*\"\n"
-      "    when: \"Task #(\\\\d+):\"\n"
-      "    once: false\n"
-      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}]\n"
-      "  - agent: \"w*\"\n"
-      "    when: \"ping (\\\\w+)\"\n"
-      "    once: false\n"
-      "    reply: [{type: tool_use, name: SendMessage, input: {recipient: lead, content: \"pong $1\"}}]\n"
-      "  - agent: \"*\"\n"
-      "    once: false\n"
-      "    reply: [{type: text, text: \"Done.\"}]\n",
-      "pg_runtime.yaml");
+  auto s = llm::Scenario::Parse("rules:\n" + testing::CompleteTaskRule() +
+                                    "  - agent: \"w*\"\n"
+                                    "    when: \"ping (\\\\w+)\"\n"
+                                    "    once: false\n"
+                                    "    reply: [{type: tool_use, name: SendMessage, input: "
+                                    "{recipient: lead, content: \"pong $1\"}}]\n" +
+                                    testing::DoneRule(),
+                                "pg_runtime.yaml");
   EXPECT_TRUE(s.ok()) << s.status().message();
   return std::make_shared<llm::Scenario>(std::move(*s));
 }

@@ -15,6 +15,14 @@ namespace {
 
 using testing::TempDir;
 
+// Team "t" (its lead "lead") with a teammate "alice".
+void TeamWithAlice(Roster& roster) {
+  ASSERT_TRUE(roster.CreateTeam("t").ok());
+  Member m;
+  m.name = "alice";
+  ASSERT_TRUE(roster.AddMember("t", m).ok());
+}
+
 TEST(RosterTest, CreateWritesTheDesignConfig) {
   TempDir dir;
   Roster roster{Workspace(dir.path())};
@@ -70,10 +78,7 @@ TEST(RosterTest, MembersGetIdsAndCyclingColours) {
 TEST(RosterTest, StatusUpdatesAreKept) {
   TempDir dir;
   Roster roster{Workspace(dir.path())};
-  ASSERT_TRUE(roster.CreateTeam("t").ok());
-  Member m;
-  m.name = "alice";
-  ASSERT_TRUE(roster.AddMember("t", m).ok());
+  ASSERT_NO_FATAL_FAILURE(TeamWithAlice(roster));
   ASSERT_TRUE(roster.SetStatus("t", "alice", MemberStatus::kActive).ok());
   EXPECT_EQ(roster.Load("t")->Find("alice")->status, MemberStatus::kActive);
   ASSERT_TRUE(roster.SetStatus("t", "alice", MemberStatus::kShutdown).ok());
@@ -107,10 +112,7 @@ TEST(RosterTest, WhatIsReadIsWhatIsOnDiskWhoeverWroteIt) {
   TempDir dir;
   Workspace ws(dir.path());
   Roster roster{ws};
-  ASSERT_TRUE(roster.CreateTeam("t").ok());
-  Member m;
-  m.name = "alice";
-  ASSERT_TRUE(roster.AddMember("t", m).ok());
+  ASSERT_NO_FATAL_FAILURE(TeamWithAlice(roster));
   ASSERT_TRUE(roster.SetStatus("t", "alice", MemberStatus::kActive).ok());
   EXPECT_EQ(roster.Load("t")->Find("alice")->color, "cyan");
   // Another writer, at once and to the same length: no timestamp or size
@@ -197,10 +199,7 @@ TEST(RosterTest, StatusesSetOnAnotherWritersVersionAndUnchangedOnes) {
   TempDir dir;
   Workspace ws(dir.path());
   Roster roster{ws};
-  ASSERT_TRUE(roster.CreateTeam("t").ok());
-  Member m;
-  m.name = "alice";
-  ASSERT_TRUE(roster.AddMember("t", m).ok());
+  ASSERT_NO_FATAL_FAILURE(TeamWithAlice(roster));
   // Another writer: one line, its own spacing, "working" for active.
   std::string text = DumpJson(*ParseJson(testing::ReadAll(ws.ConfigPath("t"))));
   auto at = text.find("\"status\":\"idle\"");

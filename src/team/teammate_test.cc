@@ -24,17 +24,8 @@ namespace {
 using testing::TempDir;
 
 std::shared_ptr<llm::Scenario> Scenario() {
-  auto s = llm::Scenario::Parse(
-      "rules:\n"
-      "  - agent: \"w*\"\n"
-      "    when: \"Task #(\\\\d+):\"\n"
-      "    once: false\n"
-      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: "
-      "completed}}]\n"
-      "  - agent: \"*\"\n"
-      "    once: false\n"
-      "    reply: [{type: text, text: \"Done.\"}]\n",
-      "teammate_test.yaml");
+  auto s = llm::Scenario::Parse("rules:\n" + testing::CompleteTaskRule() + testing::DoneRule(),
+                                "teammate_test.yaml");
   EXPECT_TRUE(s.ok()) << s.status().message();
   return std::make_shared<llm::Scenario>(std::move(*s));
 }

@@ -123,6 +123,20 @@ bool WaitUntil(const std::function<bool()>& condition, double timeout_s) {
   }
 }
 
+std::string CompleteTaskRule() {
+  return "  - agent: \"w*\"\n"
+         "    when: \"Task #(\\\\d+):\"\n"
+         "    once: false\n"
+         "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: "
+         "completed}}]\n";
+}
+
+std::string DoneRule() {
+  return "  - agent: \"*\"\n"
+         "    once: false\n"
+         "    reply: [{type: text, text: \"Done.\"}]\n";
+}
+
 bool UntilWoken(const std::shared_ptr<Waker>& waker, const std::function<bool()>& done,
                 double timeout_s) {
   Deadline until = DeadlineIn(timeout_s);

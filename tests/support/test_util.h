@@ -100,6 +100,11 @@ void WriteAll(const fs::path& path, const std::string& data);
 // no event announces (the kernel's lock table, another process's children).
 // Backs off from 1 ms to 20 ms between looks.
 bool WaitUntil(const std::function<bool()>& condition, double timeout_s = 30);
+// Scenario rules (YAML list items) for teammates "w*" working from a board:
+// a "Task #N:" message is answered by completing task N; and the last rule,
+// any other message of anyone answered "Done.".
+std::string CompleteTaskRule();
+std::string DoneRule();
 // Checks `done` at each notification of `waker` until it holds or
 // `timeout_s` passes (and once a second besides).
 bool UntilWoken(const std::shared_ptr<Waker>& waker, const std::function<bool()>& done,
