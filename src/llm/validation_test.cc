@@ -109,6 +109,55 @@ TEST(ValidationTest, ToolPairingAcrossMergedTurnsAndLargeTurns) {
             std::string::npos);
 }
 
+// Any field of a well-formed request, replaced by null, a number, an empty
+// string, array or object: one clear refusal (or a pass), never a crash or
+// an exception (run under ASan in CI).
+TEST(ValidationTest, EveryFieldRetypedIsRefusedCleanly) {
+  const Json anthropic = J(
+      R"({"model":"m","max_tokens":10,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],
+    "tools":[{"name":"bash","description":"d","input_schema":{"type":"object"}}],"metadata":{"user_id":"u"},
+    "messages":[{"role":"user","content":"go"},
+      {"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"tool_use","id":"t1","name":"bash","input":{}}]},
+      {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a"}]}]})");
+  const Json openai = J(
+      R"({"model":"m","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],
+    "messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"u"}]},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"r"}]})");
+  ASSERT_TRUE(ValidateAnthropicRequest(anthropic, true).ok());
+  ASSERT_TRUE(ValidateOpenAIRequest(openai).ok());
+  const std::vector<Json> replacements = {nullptr, 1, "", Json::array(), Json::object()};
+  int refused = 0;
+  for (const Json* base : {&anthropic, &openai}) {
+    const Json flat = base->flatten();
+    std::vector<std::string> pointers;
+    for (auto it = flat.begin(); it != flat.end(); ++it) {
+      // Every leaf and every object or array above it.
+      std::string p = it.key();
+      while (!p.empty()) {
+        pointers.push_back(p);
+        p = p.substr(0, p.rfind('/'));
+      }
+    }
+    for (const auto& p : pointers) {
+      for (const Json& r : replacements) {
+        Json body = *base;
+        body[Json::json_pointer(p)] = r;
+        Status s =
+            base == &anthropic ? ValidateAnthropicRequest(body, true) : ValidateOpenAIRequest(body);
+        if (!s.ok()) {
+          ++refused;
+          EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << p << " = " << r.dump();
+          EXPECT_FALSE(s.message().empty()) << p;
+          EXPECT_EQ(s.message().find("malformed request"), std::string::npos)
+              << p << " = " << r.dump() << ": " << s.message();
+        }
+      }
+    }
+  }
+  EXPECT_GT(refused, 100);
+}
+
 TEST(ValidationTest, ToolsAndCacheControl) {
   Json bad_tool = Req(R"([{"role":"user","content":"a"}])");
   bad_tool["tools"] = J(R"([{"name":"bad name!","input_schema":{"type":"object"}}])");
