@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "core/status.h"
 
 namespace mates {
 
@@ -28,6 +29,20 @@ void RunGuarded(const std::string& what, F&& body) noexcept {
     LogWarning(what + " stopped on an unexpected error: " + e.what());
   } catch (...) {
     LogWarning(what + " stopped on an unexpected error");
+  }
+}
+
+// Runs `body` (it returns a Status or a Result) with an exception from it
+// turned into an Internal error: for work done on another thread's
+// behalf, which must get its answer whatever happens.
+template <typename F>
+auto Guarded(std::string_view what, F&& body) noexcept -> decltype(body()) {
+  try {
+    return std::forward<F>(body)();
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string(what) + ": unexpected error: " + e.what());
+  } catch (...) {
+    return Status::Internal(std::string(what) + ": unexpected error");
   }
 }
 

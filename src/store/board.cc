@@ -11,9 +11,11 @@
 #include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "core/clock.h"
 #include "core/file_lock.h"
+#include "core/guarded.h"
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/names.h"
@@ -181,16 +183,85 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
       if (--b->updates_waiting_ == 0) b->gate_cv_.notify_all();
     }
   } first(this);
-  std::lock_guard<std::mutex> guard(mu_);
-  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
-  MATES_RETURN_IF_ERROR(RefreshLocked());
+  UpdateOp op{id, &patch, &caller, &metadata_patch};
+  std::unique_lock<std::mutex> q(ops_mu_);
+  *(ops_tail_ != nullptr ? &ops_tail_->next : &ops_head_) = &op;
+  ops_tail_ = &op;
+  if (!applying_) {
+    applying_ = true;
+    ApplyQueuedUpdates(q);
+    applying_ = false;
+  }
+  // Queued while another applied updates: that one applies this one too
+  // before it stops (it looks at the queue under ops_mu_ before it does).
+  op.applied.wait(q, [&] { return op.done; });
+  return std::move(*op.result);
+}
+
+size_t Board::queued_updates() {
+  std::lock_guard<std::mutex> q(ops_mu_);
+  size_t n = 0;
+  for (const UpdateOp* op = ops_head_; op != nullptr; op = op->next) ++n;
+  return n;
+}
+
+void Board::ApplyQueuedUpdates(std::unique_lock<std::mutex>& q) {
+  while (ops_head_ != nullptr) {
+    UpdateOp* applied = nullptr;  // in the order they came
+    UpdateOp** applied_end = &applied;
+    q.unlock();
+    {
+      std::lock_guard<std::mutex> guard(mu_);
+      auto lock = FileLock::AcquireFolder(dir_);
+      Status ready = lock.ok() ? Guarded("refreshing the board", [&] { return RefreshLocked(); })
+                               : lock.status();
+      // The updates that come while some are applied are applied in the
+      // same hold, then the tasks they leave claimable handed out.
+      for (;;) {
+        UpdateOp* batch = nullptr;
+        {
+          std::lock_guard<std::mutex> g(ops_mu_);
+          batch = std::exchange(ops_head_, nullptr);
+          ops_tail_ = nullptr;
+        }
+        if (batch == nullptr) break;
+        *applied_end = batch;
+        for (UpdateOp* op = batch; op != nullptr; op = op->next) {
+          op->result = ready.ok() ? Guarded("updating a task",
+                                            [&]() -> Result<Task> { return UpdateLocked(*op); })
+                                  : Result<Task>(ready);
+          applied_end = &op->next;
+        }
+        if (ready.ok())
+          (void)Guarded("handing out tasks", [&] {
+            HandOutLocked();
+            return Status::Ok();
+          });
+      }
+    }
+    q.lock();
+    // The updaters wake now, after the hand-out: what they do next is not
+    // what the claimers it woke wait for.
+    for (UpdateOp* op = applied; op != nullptr;) {
+      UpdateOp* next = op->next;  // (`op` may be gone once done is seen)
+      op->done = true;
+      op->applied.notify_one();
+      op = next;
+    }
+  }
+}
+
+Result<Task> Board::UpdateLocked(const UpdateOp& op) {
+  const int64_t id = op.id;
+  const TaskPatch& patch = *op.patch;
+  const Caller& caller = *op.caller;
   MATES_ASSIGN_OR_RETURN(Task t, FullTaskLocked(id));
   // Everything is validated before anything is written (store/task_rules.h).
   const TaskLookup lookup = LookupLocked();
   MATES_RETURN_IF_ERROR(CheckUpdateAllowed(t, patch, caller));
   MATES_ASSIGN_OR_RETURN(NewLinks links, CheckNewLinks(t, patch, lookup));
   std::vector<int64_t> dropped;
-  MATES_RETURN_IF_ERROR(ApplyPatch(t, patch, metadata_patch, links, caller, lookup, &dropped));
+  MATES_RETURN_IF_ERROR(ApplyPatch(t, patch, *op.metadata_patch, links, caller, lookup, &dropped));
   std::vector<int64_t> ids;
   if (t.status == TaskStatus::kDeleted) {
     for (size_t oid = 1; oid < tasks_.size(); ++oid) {
@@ -201,7 +272,6 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
                          OtherSides(t, links, dropped, ids, lookup, [this](int64_t oid) { return FullTaskLocked(oid); }));
   MATES_RETURN_IF_ERROR(WriteLocked(t));
   for (Task& other : others) MATES_RETURN_IF_ERROR(WriteLocked(other));
-  HandOutLocked();
   return t;
 }
 
