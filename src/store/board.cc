@@ -232,11 +232,12 @@ void Board::ApplyQueuedUpdates(std::unique_lock<std::mutex>& q) {
                                   : Result<Task>(ready);
           applied_end = &op->next;
         }
-        if (ready.ok())
+        if (ready.ok()) {
           (void)Guarded("handing out tasks", [&] {
             HandOutLocked();
             return Status::Ok();
           });
+        }
       }
     }
     q.lock();
