@@ -302,26 +302,41 @@ Result<Scenario> Scenario::Load(const std::string& path) {
   return Parse(*text, path);
 }
 
+int Scenario::RuleFor(const std::string& agent, const std::string& user_text, Groups* match) const {
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const ScenarioRule& r = rules_[i];
+    if (!GlobMatch(r.agent, agent)) continue;
+    if (r.once && fired_.count({i, agent}) > 0) continue;
+    if (r.when_re && !SearchWhen(*r.when_re, user_text, *match)) continue;
+    if (!r.when_re) match->clear();
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int Scenario::DelayOf(const std::string& agent, const std::string& user_text) {
+  Groups match;
+  std::lock_guard<std::mutex> lock(mu_);
+  int i = RuleFor(agent, user_text, &match);
+  return i < 0 ? 0 : rules_[static_cast<size_t>(i)].delay_ms;
+}
+
 ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_text, bool consume) {
   ScenarioReply out;
   Json reply;
   Groups match;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < rules_.size(); ++i) {
-      const ScenarioRule& r = rules_[i];
-      if (!GlobMatch(r.agent, agent)) continue;
-      if (r.once && fired_.count({i, agent}) > 0) continue;
-      if (r.when_re && !SearchWhen(*r.when_re, user_text, match)) continue;
-      if (!r.when_re) match.clear();
-      if (r.once && consume) fired_.insert({i, agent});
+    out.rule = RuleFor(agent, user_text, &match);
+    if (out.rule >= 0) {
+      const ScenarioRule& r = rules_[static_cast<size_t>(out.rule)];
+      if (r.once && consume) fired_.insert({static_cast<size_t>(out.rule), agent});
       reply = *ParseJson(r.reply_json);
       out.delay_ms = r.delay_ms;
       out.stop_reason = r.stop_reason;
-      out.rule = static_cast<int>(i);
-      break;
+    } else {
+      reply = *ParseJson(default_reply_json_);
     }
-    if (out.rule < 0) reply = *ParseJson(default_reply_json_);
     Substitute(reply, match);
     for (auto& b : reply) {
       if (b["type"] == "tool_use" && !b.contains("id")) {

@@ -68,11 +68,18 @@ class Scenario {
   // `consume` false a `once` rule that matches is not used up (a reply
   // that will not reach the client: mock-llm's injected faults).
   ScenarioReply Reply(const std::string& agent, const std::string& user_text, bool consume = true);
+  // The delay_ms of the reply Reply would give now, without using up a
+  // `once` rule or making the reply.
+  int DelayOf(const std::string& agent, const std::string& user_text);
 
   size_t rule_count() const { return rules_.size(); }
 
  private:
   Scenario() = default;
+  // The index of the rule that answers now (-1: the default reply), its
+  // groups into `match`; mu_ held.
+  int RuleFor(const std::string& agent, const std::string& user_text,
+              std::vector<std::string>* match) const;
 
   std::vector<ScenarioRule> rules_;
   std::string default_reply_json_;

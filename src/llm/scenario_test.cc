@@ -3,9 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
+
+#include "core/cancel.h"
+#include "llm/scripted.h"
 
 namespace mates::llm {
 namespace {
@@ -51,6 +56,69 @@ TEST(ScenarioTest, OnceFiresOncePerAgentAndReusableRulesRepeat) {
     EXPECT_EQ(r.content[0].input_json, R"({"task_id":")" + std::to_string(i + 4) +
                                            R"(","status":"completed"})");
   }
+}
+
+TEST(ScenarioTest, DelayOfIsTheAnsweringRulesAndUsesNothingUp) {
+  Scenario s = Load(R"J({"rules": [
+     {"agent": "lead", "when": "slow", "once": true, "delay_ms": 70, "reply": [{"type": "text", "text": "a"}]},
+     {"agent": "*", "when": "slow", "delay_ms": 30, "reply": [{"type": "text", "text": "b"}]}]})J");
+  EXPECT_EQ(s.DelayOf("lead", "slow"), 70);
+  EXPECT_EQ(s.DelayOf("lead", "slow"), 70);  // still there: asking used nothing up
+  EXPECT_EQ(s.Reply("lead", "slow").rule, 0);
+  EXPECT_EQ(s.DelayOf("lead", "slow"), 30);  // the once rule fired: the next one answers
+  EXPECT_EQ(s.DelayOf("other", "slow"), 30);
+  EXPECT_EQ(s.DelayOf("lead", "fast"), 0);  // the default reply
+}
+
+// A request for `agent` whose newest user turn reads `text`; with
+// `refused`, an assistant's turn comes first, which the API refuses.
+Request OneMessage(const std::string& agent, const std::string& text, bool refused = false) {
+  Request r;
+  r.agent_id = agent + "@t";
+  ChatMessage m;
+  if (refused) {
+    m.role = Role::kAssistant;
+    m.content.push_back(ContentBlock::Text("hello"));
+    r.messages.push_back(m);
+    m.content.clear();
+  }
+  m.role = Role::kUser;
+  m.content.push_back(ContentBlock::Text(text));
+  r.messages.push_back(m);
+  return r;
+}
+
+// The API checks a request on its servers while the client waits: the
+// scripted model checks it halfway through its delay, not before, and a
+// request it refuses uses up no `once` rule.
+TEST(ScriptedProviderTest, ARequestIsCheckedHalfwayThroughTheDelayAndARefusalUsesNothingUp) {
+  auto s = std::make_shared<Scenario>(Load(R"J({"rules": [
+     {"agent": "w", "when": "go", "once": true, "delay_ms": 400, "reply": [{"type": "text", "text": "once"}]}]})J"));
+  ScriptedProvider p(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto refused = p.Complete(OneMessage("w", "go", /*refused=*/true), {}, nullptr);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("first message must use the \"user\" role"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_GE(waited, std::chrono::milliseconds(200));  // not before halfway
+  auto r = p.Complete(OneMessage("w", "go"), {}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->content.size(), 1u);
+  EXPECT_EQ(r->content[0].text, "once");
+}
+
+TEST(ScriptedProviderTest, ACancelBeforeTheCheckEndsTheCall) {
+  auto s = std::make_shared<Scenario>(Load(R"J({"rules": [
+     {"agent": "w", "when": "go", "once": true, "delay_ms": 60000, "reply": [{"type": "text", "text": "once"}]}]})J"));
+  ScriptedProvider p(s);
+  CancelToken cancel;
+  std::thread canceller([&] { cancel.Cancel(); });
+  auto r = p.Complete(OneMessage("w", "go"), {}, &cancel);
+  canceller.join();
+  EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(s->DelayOf("w", "go"), 60000);  // unanswered: the once rule is still there
 }
 
 TEST(ScenarioTest, AgentGlobsAndFirstEligibleRuleWins) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/ids.h"
@@ -14,30 +15,57 @@ int64_t EstimateTokens(const std::string& text) {
   return static_cast<int64_t>((text.size() + 3) / 4);
 }
 
+namespace {
+
+// Until `until` (to within tens of microseconds if `on_time`); true if
+// `cancel` (may be null) fired first.
+bool Wait(SteadyClock::time_point until, CancelToken* cancel, bool on_time) {
+  if (cancel != nullptr) {
+    if (on_time) return cancel->WaitUntilOnTime(until);
+    return cancel->WaitFor(std::chrono::duration<double>(until - SteadyClock::now()).count());
+  }
+  if (on_time) {
+    SleepUntilOnTime(until);
+  } else {
+    std::this_thread::sleep_until(until);
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<Response> ScriptedProvider::Complete(const Request& request,
                                             const StreamCallbacks& callbacks,
                                             CancelToken* cancel) {
   // delay_ms is the model's time from the request to the reply: the
   // checks below are part of it, not added to it.
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = SteadyClock::now();
+  const std::string agent = AgentName(request.agent_id);
+  const std::string newest = NewestUserText(request.messages);
+  // The body is made as a client makes it, now. The API checks it on its
+  // servers, while the client waits: here, halfway through the delay, not
+  // on the cores the team shares at the moment its calls start together
+  // (a level of 30 teammates' calls checked at once was ~1 point of
+  // team_bench's large makespan). A refused request is refused then.
   std::string model = request.model.empty() ? model_ : request.model;
   Json body = AnthropicRequestBody(request, model, /*stream=*/false);
+  const int delay_ms = scenario_->DelayOf(agent, newest);
+  if (delay_ms > 0 &&
+      Wait(start + std::chrono::microseconds(delay_ms * 500), cancel, /*on_time=*/false)) {
+    RecycleAnthropicBody(request, std::move(body));
+    return Status::Cancelled("request cancelled");
+  }
   Status valid = ValidateAnthropicRequest(body, /*strict_alternation=*/true);
   RecycleAnthropicBody(request, std::move(body));
   if (!valid.ok()) {
     return Status::FailedPrecondition("HTTP 400 invalid_request_error: " + valid.message());
   }
-  ScenarioReply reply =
-      scenario_->Reply(AgentName(request.agent_id), NewestUserText(request.messages));
-  if (reply.delay_ms > 0) {
-    // On time: a model told to take 50 ms takes 50 ms, not the 50.2 of a
-    // plain wait on a virtual machine (core/clock.h).
-    const auto until = start + std::chrono::milliseconds(reply.delay_ms);
-    if (cancel != nullptr) {
-      if (cancel->WaitUntilOnTime(until)) return Status::Cancelled("request cancelled");
-    } else {
-      SleepUntilOnTime(until);
-    }
+  ScenarioReply reply = scenario_->Reply(agent, newest);
+  // On time: a model told to take 50 ms takes 50 ms, not the 50.2 of a
+  // plain wait on a virtual machine (core/clock.h).
+  if (reply.delay_ms > 0 &&
+      Wait(start + std::chrono::milliseconds(reply.delay_ms), cancel, /*on_time=*/true)) {
+    return Status::Cancelled("request cancelled");
   }
   if (cancel != nullptr && cancel->cancelled()) return Status::Cancelled("request cancelled");
   Response r;
