@@ -190,12 +190,16 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
   if (!applying_) {
     applying_ = true;
     ApplyQueuedUpdates(q);
-    applying_ = false;
   }
-  // Queued while another applied updates: that one applies this one too
-  // before it stops (it looks at the queue under ops_mu_ before it does).
-  op.applied.wait(q, [&] { return op.done; });
-  return std::move(*op.result);
+  // Queued while another applied updates: that one applies this one in its
+  // turn, or passes the turn to it (it looks at the queue under ops_mu_
+  // before it ends its turn).
+  for (;;) {
+    op.applied.wait(q, [&] { return op.done || op.take_turn; });
+    if (op.done) return std::move(*op.result);
+    op.take_turn = false;
+    ApplyQueuedUpdates(q);
+  }
 }
 
 size_t Board::queued_updates() {
@@ -206,49 +210,57 @@ size_t Board::queued_updates() {
 }
 
 void Board::ApplyQueuedUpdates(std::unique_lock<std::mutex>& q) {
-  while (ops_head_ != nullptr) {
-    UpdateOp* applied = nullptr;  // in the order they came
-    UpdateOp** applied_end = &applied;
-    q.unlock();
-    {
-      std::lock_guard<std::mutex> guard(mu_);
-      auto lock = FileLock::AcquireFolder(dir_);
-      Status ready = lock.ok() ? Guarded("refreshing the board", [&] { return RefreshLocked(); })
-                               : lock.status();
-      // The updates that come while some are applied are applied in the
-      // same hold, then the tasks they leave claimable handed out.
-      for (;;) {
-        UpdateOp* batch = nullptr;
-        {
-          std::lock_guard<std::mutex> g(ops_mu_);
-          batch = std::exchange(ops_head_, nullptr);
-          ops_tail_ = nullptr;
-        }
-        if (batch == nullptr) break;
-        *applied_end = batch;
-        for (UpdateOp* op = batch; op != nullptr; op = op->next) {
-          op->result = ready.ok() ? Guarded("updating a task",
-                                            [&]() -> Result<Task> { return UpdateLocked(*op); })
-                                  : Result<Task>(ready);
-          applied_end = &op->next;
-        }
-        if (ready.ok()) {
-          (void)Guarded("handing out tasks", [&] {
-            HandOutLocked();
-            return Status::Ok();
-          });
-        }
+  UpdateOp* applied = nullptr;  // in the order they came
+  UpdateOp** applied_end = &applied;
+  q.unlock();
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    auto lock = FileLock::AcquireFolder(dir_);
+    Status ready = lock.ok() ? Guarded("refreshing the board", [&] { return RefreshLocked(); })
+                             : lock.status();
+    // The updates that come while some are applied are applied in the
+    // same hold, then the tasks they leave claimable handed out.
+    for (;;) {
+      UpdateOp* batch = nullptr;
+      {
+        std::lock_guard<std::mutex> g(ops_mu_);
+        batch = std::exchange(ops_head_, nullptr);
+        ops_tail_ = nullptr;
+      }
+      if (batch == nullptr) break;
+      *applied_end = batch;
+      for (UpdateOp* op = batch; op != nullptr; op = op->next) {
+        op->result = ready.ok() ? Guarded("updating a task",
+                                          [&]() -> Result<Task> { return UpdateLocked(*op); })
+                                : Result<Task>(ready);
+        applied_end = &op->next;
+      }
+      if (ready.ok()) {
+        (void)Guarded("handing out tasks", [&] {
+          HandOutLocked();
+          return Status::Ok();
+        });
       }
     }
-    q.lock();
-    // The updaters wake now, after the hand-out: what they do next is not
-    // what the claimers it woke wait for.
-    for (UpdateOp* op = applied; op != nullptr;) {
-      UpdateOp* next = op->next;  // (`op` may be gone once done is seen)
-      op->done = true;
-      op->applied.notify_one();
-      op = next;
-    }
+  }
+  if (after_hold_for_tests_) after_hold_for_tests_();
+  q.lock();
+  // The updaters wake now, after the hand-out: what they do next is not
+  // what the claimers it woke wait for.
+  for (UpdateOp* op = applied; op != nullptr;) {
+    UpdateOp* next = op->next;  // (`op` may be gone once done is seen)
+    op->done = true;
+    op->applied.notify_one();
+    op = next;
+  }
+  // One turn each: updaters that go on updating as fast as they are
+  // answered would keep an applier applying theirs, and its own caller
+  // waiting, for as long as they do. The first queued since takes over.
+  if (ops_head_ != nullptr) {
+    ops_head_->take_turn = true;
+    ops_head_->applied.notify_one();
+  } else {
+    applying_ = false;
   }
 }
 

@@ -33,6 +33,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -133,6 +134,9 @@ class Board {
 
   // Updates queued and not yet taken by whoever applies them (tests).
   size_t queued_updates();
+  // Tests: called by each turn of applying updates after its lock hold,
+  // before it wakes the updaters and ends. Set before any Update.
+  void SetAfterHoldForTests(std::function<void()> f) { after_hold_for_tests_ = std::move(f); }
 
  private:
   // ClaimNext's choice, confirmed from its file; the board lock held.
@@ -202,17 +206,21 @@ class Board {
     const Json* metadata_patch;
     std::optional<Result<Task>> result;  // set by whoever applies it, then `done`
     bool done = false;                   // guarded by ops_mu_
+    bool take_turn = false;              // guarded by ops_mu_: apply the queue now
     UpdateOp* next = nullptr;            // the queue, then the applier's list
     std::condition_variable applied;     // notified with ops_mu_ held
   };
-  // Applies queued updates until none is left; `q` holds ops_mu_ on entry
-  // and on return.
+  // One turn of applying: the updates queued, and those that come while it
+  // holds the lock; then their updaters are woken, and the turn passes to
+  // the first update queued since, if any. `q` holds ops_mu_ on entry and
+  // on return; applying_ is true on entry.
   void ApplyQueuedUpdates(std::unique_lock<std::mutex>& q);
   Result<Task> UpdateLocked(const UpdateOp& op);
   std::mutex ops_mu_;
   UpdateOp* ops_head_ = nullptr;  // guarded by ops_mu_: queued, not yet taken
   UpdateOp* ops_tail_ = nullptr;  // guarded by ops_mu_
   bool applying_ = false;         // guarded by ops_mu_: someone applies them
+  std::function<void()> after_hold_for_tests_;
   // Updates (a task completed, say) go before the claims that wait: idle
   // teammates looking again at every change must not hold back the
   // completion the next level waits for.

@@ -460,6 +460,78 @@ TEST(BoardTest, UpdatesThatComeWhileOthersAreAppliedAreAppliedWithThemEachWithIt
   EXPECT_EQ(fresh.Get(4)->owner, "alice");
 }
 
+// A turn applies what is queued when it holds the lock; an update queued
+// after that is not applied by the same updater in a second turn: the turn
+// passes to it (an updater answered must not be kept applying others').
+TEST(BoardTest, AnUpdateQueuedAfterATurnsHoldTakesTheNextTurnItself) {
+  TempDir dir;
+  Board board(dir.path());
+  for (const char* s : {"open", "two", "three"}) ASSERT_TRUE(board.Create(Draft(s)).ok());
+  auto claimers = std::make_shared<HoldingClaimers>();  // not holding: it notes who hands out
+  board.SetClaimers(claimers);
+  auto subject = [](const std::string& s) {
+    TaskPatch p;
+    p.subject = s;
+    return p;
+  };
+  std::optional<Result<Task>> b;
+  std::thread tb;
+  std::thread::id tb_id;
+  bool first = true;
+  board.SetAfterHoldForTests([&] {
+    if (!std::exchange(first, false)) return;
+    tb = std::thread([&] { b = board.Update(3, subject("three, renamed"), kLead); });
+    tb_id = tb.get_id();
+    ASSERT_TRUE(testing::WaitUntil([&] { return board.queued_updates() == 1; }));
+  });
+  auto a = board.Update(2, subject("two, renamed"), kLead);  // this thread's turn
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->subject, "two, renamed");
+  tb.join();
+  ASSERT_TRUE(b.has_value() && b->ok());
+  EXPECT_EQ((*b)->subject, "three, renamed");
+  // Each applied its own, in its own turn.
+  EXPECT_EQ(claimers->askers(), (std::set<std::thread::id>{std::this_thread::get_id(), tb_id}));
+}
+
+// Updaters that go on updating as fast as they are answered, through one
+// board: each gets its own answer every time (a refusal among them too),
+// nobody waits forever for a turn, and each task ends as its last update
+// left it.
+TEST(BoardTest, ManyUpdatersInARowEachGetTheirAnswersAndTheirLastWriteStands) {
+  TempDir dir;
+  Board board(dir.path());
+  constexpr int kUpdaters = 8, kRounds = 150;
+  for (int k = 0; k < kUpdaters; ++k)
+    ASSERT_TRUE(board.Create(Draft("t" + std::to_string(k))).ok());
+  ASSERT_TRUE(board.Create(Draft("alice's")).ok());
+  ASSERT_TRUE(board.Claim(kUpdaters + 1, "alice").ok());
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kUpdaters; ++k) {
+    threads.emplace_back([&, k] {
+      TaskPatch steal;
+      steal.owner = "bob";
+      for (int i = 0; i < kRounds; ++i) {
+        TaskPatch p;
+        p.subject = "t" + std::to_string(k) + " round " + std::to_string(i);
+        auto r = board.Update(k + 1, p, kLead);
+        if (!r.ok() || r->subject != *p.subject) ++wrong;
+        if (i % 10 == 0 && board.Update(kUpdaters + 1, steal, Caller{"bob", false}).ok()) ++wrong;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  Board fresh(dir.path(), Board::Options{.watch = false});
+  for (int k = 0; k < kUpdaters; ++k) {
+    EXPECT_EQ(fresh.Get(k + 1)->subject,
+              "t" + std::to_string(k) + " round " + std::to_string(kRounds - 1));
+  }
+  EXPECT_EQ(fresh.Get(kUpdaters + 1)->owner, "alice");
+  EXPECT_EQ(board.queued_updates(), 0u);
+}
+
 // What ClaimNext(owner) must take, worked out from the task files alone:
 // the lowest pending task assigned to `owner` none of whose blockers is
 // open (pending, in progress, or not on the board), else the lowest such
