@@ -390,7 +390,7 @@ namespace {
 // A request is input from anyone: whatever shape it has, the answer is a
 // 400 naming the problem, never an exception (a 500 from mock-llm).
 template <typename F>
-Status Guarded(const Json& body, F check) {
+Status CheckedWithoutThrowing(const Json& body, F check) {
   if (!body.is_object()) {
     return Bad(std::string("the request body must be a JSON object, got ") + body.type_name());
   }
@@ -403,11 +403,11 @@ Status Guarded(const Json& body, F check) {
 }  // namespace
 
 Status ValidateAnthropicRequest(const Json& body, bool strict_alternation) {
-  return Guarded(body, [&] { return ValidateAnthropicRequestUnguarded(body, strict_alternation); });
+  return CheckedWithoutThrowing(body, [&] { return ValidateAnthropicRequestUnguarded(body, strict_alternation); });
 }
 
 Status ValidateOpenAIRequest(const Json& body) {
-  return Guarded(body, [&] { return ValidateOpenAIRequestUnguarded(body); });
+  return CheckedWithoutThrowing(body, [&] { return ValidateOpenAIRequestUnguarded(body); });
 }
 
 }  // namespace mates::llm
