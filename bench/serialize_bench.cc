@@ -10,7 +10,8 @@
 //               once more).
 //   openai      the same conversation as an OpenAI chat-completions body
 //               (OpenAIRequestBody), against initializer lists and a copy
-//               of the whole messages array.
+//               of the whole messages array; then made and recycled at
+//               every call, as OpenAIProvider does (RecycleOpenAIBody).
 //   validate    the same body checked as mock-llm and the scripted provider
 //               check every request (ValidateAnthropicRequest).
 //
@@ -235,7 +236,8 @@ void BM_RequestBody(benchmark::State& state) { RequestBody(state, NaiveBody, Ant
 // begins with the same ones). Each call here ends in two messages the last
 // did not have (a reply with its tool call, then the result): the newest
 // turn is made, the 39 before it are taken.
-void BM_RequestBodyRecycled(benchmark::State& state) {
+using BodyRecycler = void (*)(const llm::Request&, Json);
+void RequestBodyRecycled(benchmark::State& state, BodyBuilder build, BodyRecycler recycle) {
   llm::Request req = TeammateRequest();
   const size_t prefix = req.messages.size() - 2;
   int64_t call = 0;
@@ -249,11 +251,17 @@ void BM_RequestBodyRecycled(benchmark::State& state) {
         {llm::Role::kUser,
          {llm::ContentBlock::ToolResult(id, "call " + std::to_string(call), false)}});
     state.ResumeTiming();
-    Json body = llm::AnthropicRequestBody(req, "m", false);
+    Json body = build(req, "m");
     benchmark::DoNotOptimize(body);
-    llm::RecycleAnthropicBody(req, std::move(body));
+    recycle(req, std::move(body));
   }
   state.SetLabel("mates, recycled: tools, and all but the newest turn");
+}
+void BM_RequestBodyRecycled(benchmark::State& state) {
+  RequestBodyRecycled(state, AnthropicBody, llm::RecycleAnthropicBody);
+}
+void BM_OpenAIRequestBodyRecycled(benchmark::State& state) {
+  RequestBodyRecycled(state, OpenAIBody, llm::RecycleOpenAIBody);
 }
 void BM_OpenAIRequestBody(benchmark::State& state) { RequestBody(state, NaiveOpenAIBody, OpenAIBody); }
 
@@ -266,6 +274,7 @@ BENCHMARK(BM_RosterDump)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RequestBody)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RequestBodyRecycled)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_OpenAIRequestBody)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OpenAIRequestBodyRecycled)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ValidateRequest)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

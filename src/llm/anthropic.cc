@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/limits.h"
+#include "llm/recycled.h"
 
 namespace mates::llm {
 namespace {
@@ -36,93 +37,31 @@ void SetToolInput(ContentBlock* b, const std::string& raw) {
                    "): " + raw.substr(0, 300);
 }
 
-// The tools array of the last body recycled on this thread, and what it
-// was made of. Per thread: each agent calls on its own, so the array is
-// lent and taken back without a lock.
-struct RecycledTools {
-  std::vector<ToolDef> defs;
-  bool cache = false;
-  std::optional<Json> array;
-};
-thread_local RecycledTools t_recycled;
-
-bool SameTools(const std::vector<ToolDef>& a, const std::vector<ToolDef>& b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](const ToolDef& x, const ToolDef& y) {
-           return x.name == y.name && x.description == y.description &&
-                  x.input_schema_json == y.input_schema_json;
-         });
-}
+// The arrays of the last body recycled on this thread (llm/recycled.h).
+thread_local RecycledTools t_anthropic_tools;
+thread_local RecycledMessages t_anthropic_messages;
 
 Json ToolsArray(const Request& request) {
-  RecycledTools& r = t_recycled;
-  if (r.array && r.cache == request.cache && SameTools(r.defs, request.tools)) {
-    Json tools = std::move(*r.array);
-    r.array.reset();
-    return tools;
-  }
-  Json tools = Json::array();
-  tools.get_ref<Json::array_t&>().reserve(request.tools.size());
-  for (const auto& t : request.tools) {
-    Json tool = JsonObject(4);
-    tool["name"] = t.name;
-    tool["description"] = t.description;
-    tool["input_schema"] = ToolSchema(t);
-    tools.push_back(std::move(tool));
-  }
-  if (request.cache) tools.back()["cache_control"] = CacheControl();
-  return tools;
-}
-
-// The messages array of the last body recycled on this thread, without its
-// cache breakpoints, and the messages it was made of. An agent's next call
-// sends the same conversation and a turn more: the messages it begins with
-// (compared whole) are taken as they are, and only what follows is made
-// (each tool call's input parsed again, every block built and freed: most
-// of a body's making, and it grew with the conversation). Kept for
-// conversations of up to kMaxRecycledBytes of text (the copy and its JSON
-// cost a few times that per thread, and a hundred teammates must not hold
-// hundreds of megabytes for it); beyond, each body is made whole.
-struct RecycledMessages {
-  std::vector<ChatMessage> source;    // what the array lent out was made of
-  const Request* lent_for = nullptr;  // the request of the body made last
-  std::optional<Json> array;
-};
-thread_local RecycledMessages t_recycled_messages;
-constexpr size_t kMaxRecycledBytes = 256 << 10;
-
-size_t TextBytes(const ChatMessage& m) {
-  size_t n = 0;
-  for (const auto& b : m.content) n += b.text.size() + b.input_json.size();
-  return n;
+  return TakeOrMakeTools(t_anthropic_tools, request.tools, request.cache ? 1 : 0,
+                         [&](const std::vector<ToolDef>& defs) {
+                           Json tools = Json::array();
+                           tools.get_ref<Json::array_t&>().reserve(defs.size());
+                           for (const auto& t : defs) {
+                             Json tool = JsonObject(4);
+                             tool["name"] = t.name;
+                             tool["description"] = t.description;
+                             tool["input_schema"] = ToolSchema(t);
+                             tools.push_back(std::move(tool));
+                           }
+                           if (request.cache) tools.back()["cache_control"] = CacheControl();
+                           return tools;
+                         });
 }
 
 Json MessagesArray(const Request& request) {
-  RecycledMessages& r = t_recycled_messages;
-  r.lent_for = nullptr;  // until this body is whole
-  size_t bytes = 0;
-  for (const auto& m : request.messages) bytes += TextBytes(m);
-  const bool keep = bytes <= kMaxRecycledBytes;
-  size_t kept = 0;
-  Json messages = Json::array();
-  if (r.array && keep) {
-    const size_t n = std::min(r.source.size(), request.messages.size());
-    while (kept < n && r.source[kept] == request.messages[kept]) ++kept;
-    messages = std::move(*r.array);
-    auto& a = messages.get_ref<Json::array_t&>();
-    a.erase(a.begin() + static_cast<std::ptrdiff_t>(kept), a.end());
-  }
-  r.array.reset();
-  r.source.resize(kept);
-  if (!keep) r.source.shrink_to_fit();
-  auto& a = messages.get_ref<Json::array_t&>();
-  a.reserve(request.messages.size());
-  for (size_t i = kept; i < request.messages.size(); ++i) {
-    a.push_back(MessageToJson(request.messages[i]));
-    if (keep) r.source.push_back(request.messages[i]);
-  }
-  if (keep) r.lent_for = &request;
-  return messages;
+  return TakeOrMakeMessages(
+      t_anthropic_messages, request, "", [](Json::array_t*) {},
+      [](const ChatMessage& m, Json::array_t* a) { a->push_back(MessageToJson(m)); });
 }
 
 // Cache breakpoints (at most 4 in all): tools, system, and the last block
@@ -146,22 +85,16 @@ void MarkNewestUserTurns(Json& messages, bool on) {
 
 void RecycleAnthropicBody(const Request& request, Json body) {
   if (!body.is_object()) return;
-  RecycledMessages& m = t_recycled_messages;
   auto mit = body.find("messages");
-  // Only the array of the body made last on this thread, for this request.
-  if (m.lent_for == &request && mit != body.end() && mit->is_array() &&
-      mit->size() == m.source.size() && m.source.size() == request.messages.size()) {
+  if (mit != body.end() && mit->is_array()) {
     if (request.cache) MarkNewestUserTurns(*mit, false);
-    m.array = std::move(*mit);
+    TakeBackMessages(t_anthropic_messages, request, &*mit);
+  } else {
+    t_anthropic_messages.lent_for = nullptr;
   }
-  m.lent_for = nullptr;
-  if (request.tools.empty()) return;
   auto it = body.find("tools");
-  if (it == body.end() || !it->is_array() || it->size() != request.tools.size()) return;
-  RecycledTools& r = t_recycled;
-  if (!SameTools(r.defs, request.tools)) r.defs = request.tools;
-  r.cache = request.cache;
-  r.array = std::move(*it);
+  if (it != body.end())
+    TakeBackTools(t_anthropic_tools, request.tools, request.cache ? 1 : 0, &*it);
 }
 
 Json AnthropicRequestBody(const Request& request, const std::string& model, bool stream) {

@@ -5,8 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "llm/recycled_test_util.h"
+
 namespace mates::llm {
 namespace {
+
+const BodyFormat kAnthropic{[](const Request& r) { return AnthropicRequestBody(r, "m", false); },
+                            RecycleAnthropicBody};
 
 std::vector<SseEvent> Events(const std::vector<std::pair<std::string, std::string>>& evs) {
   std::vector<SseEvent> out;
@@ -109,33 +114,20 @@ TEST(AnthropicRequestTest, ARecycledToolsArrayServesOnlyTheSameTools) {
   c.tools.pop_back();
   Request d = a;
   d.cache = false;
-  auto fresh = [](const Request& r) {
-    std::string out;
-    std::thread([&] {
-      out = DumpJson(AnthropicRequestBody(r, "m", false));
-    }).join();  // nothing recycled there
-    return out;
-  };
-  const std::vector<const Request*> all = {&a, &b, &c, &d};
   // Every order of two: recycle the first's body, then make the second's.
-  for (const Request* first : all) {
-    for (const Request* second : all) {
-      RecycleAnthropicBody(*first, AnthropicRequestBody(*first, "m", false));
-      EXPECT_EQ(DumpJson(AnthropicRequestBody(*second, "m", false)), fresh(*second));
-    }
-  }
+  ExpectEveryPairWhole(kAnthropic, {&a, &b, &c, &d});
   // Taken, it is gone: two bodies made after one recycle are both whole.
   RecycleAnthropicBody(a, AnthropicRequestBody(a, "m", false));
   Json one = AnthropicRequestBody(a, "m", false);
   Json two = AnthropicRequestBody(a, "m", false);
-  EXPECT_EQ(DumpJson(one), fresh(a));
-  EXPECT_EQ(DumpJson(two), fresh(a));
+  EXPECT_EQ(DumpJson(one), FreshBody(kAnthropic, a));
+  EXPECT_EQ(DumpJson(two), FreshBody(kAnthropic, a));
   // A body that is not one, or was changed, is not taken back.
   RecycleAnthropicBody(a, Json::array());
   Json cut = AnthropicRequestBody(a, "m", false);
   cut["tools"].erase(0);
   RecycleAnthropicBody(a, std::move(cut));
-  EXPECT_EQ(DumpJson(AnthropicRequestBody(a, "m", false)), fresh(a));
+  ExpectFresh(kAnthropic, a);
 }
 
 // The messages array comes back too: the next body takes it as far as its
@@ -148,49 +140,21 @@ TEST(AnthropicRequestTest, ARecycledMessagesArrayServesOnlyTheConversationItBega
                         {ContentBlock::Text("On it."),
                          ContentBlock::ToolUse("tu_1", "bash", R"({"command":"make"})")}});
   a.messages.push_back({Role::kUser, {ContentBlock::ToolResult("tu_1", "ok", false)}});
-  Request longer = a;  // the next call: a turn more
-  longer.messages.push_back({Role::kAssistant, {ContentBlock::Text("Built.")}});
-  longer.messages.push_back({Role::kUser, {ContentBlock::Text("Task #2: test it")}});
-  Request edited = longer;  // an old result elided (microcompaction)
-  edited.messages[2].content[0].text = "[elided]";
-  Request flagged = a;  // one field of one block differs
-  flagged.messages[2].content[0].is_error = true;
-  Request input = a;
-  input.messages[1].content[1].input_json = R"({"command":"make test"})";
-  Request shorter = a;  // compacted
-  shorter.messages.resize(1);
+  NextCalls n = NextCallsOf(a);
+  auto& [longer, edited, flagged, input, shorter, big] = n;
   Request other;
   other.messages.push_back({Role::kUser, {ContentBlock::Text("something else")}});
   Request uncached = longer;
   uncached.cache = false;
-  Request big = longer;  // past what is kept: made whole each time
-  big.messages[0].content[0].text += std::string(300 << 10, 'x');
-  auto fresh = [](const Request& r) {
-    std::string out;
-    std::thread([&] { out = DumpJson(AnthropicRequestBody(r, "m", false)); }).join();
-    return out;
-  };
-  const std::vector<const Request*> all = {&a,       &longer, &edited,   &flagged, &input,
-                                           &shorter, &other,  &uncached, &big};
-  for (const Request* first : all) {
-    for (const Request* second : all) {
-      RecycleAnthropicBody(*first, AnthropicRequestBody(*first, "m", false));
-      EXPECT_EQ(DumpJson(AnthropicRequestBody(*second, "m", false)), fresh(*second));
-    }
-  }
+  ExpectEveryPairWhole(kAnthropic,
+                       {&a, &longer, &edited, &flagged, &input, &shorter, &other, &uncached, &big});
   // Three calls in a row, each recycled: the breakpoints move with the
   // newest user turns, none is left behind.
   RecycleAnthropicBody(a, AnthropicRequestBody(a, "m", false));
   RecycleAnthropicBody(longer, AnthropicRequestBody(longer, "m", false));
-  EXPECT_EQ(DumpJson(AnthropicRequestBody(edited, "m", false)), fresh(edited));
+  ExpectFresh(kAnthropic, edited);
   // Only the body made last, given back with its own request, is taken.
-  Json first = AnthropicRequestBody(a, "m", false);
-  Json second = AnthropicRequestBody(flagged, "m", false);
-  RecycleAnthropicBody(a, std::move(first));
-  EXPECT_EQ(DumpJson(AnthropicRequestBody(flagged, "m", false)), fresh(flagged));
-  Json made = AnthropicRequestBody(a, "m", false);
-  RecycleAnthropicBody(flagged, std::move(made));
-  EXPECT_EQ(DumpJson(AnthropicRequestBody(flagged, "m", false)), fresh(flagged));
+  ExpectOnlyTheLastBodyTakenBack(kAnthropic, a, flagged);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/limits.h"
+#include "llm/recycled.h"
 
 namespace mates::llm {
 namespace {
@@ -80,78 +81,95 @@ Result<std::string> OptString(const Json& obj, const char* key) { return JsonStr
 
 }  // namespace
 
+namespace {
+
+// The arrays of the last body recycled on this thread (llm/recycled.h).
+thread_local RecycledTools t_openai_tools;
+thread_local RecycledMessages t_openai_messages;
+
+// A message's entries: an assistant turn is one (its text, its tool
+// calls); a user turn is its tool results first (they must follow the
+// assistant message that called them), then its text, if any.
+void AppendOpenAIMessage(const ChatMessage& m, Json::array_t* out) {
+  if (m.role == Role::kAssistant) {
+    Json msg = JsonObject(3);
+    msg["role"] = "assistant";
+    std::string text = m.Text();
+    msg["content"] = text.empty() ? Json(nullptr) : Json(std::move(text));
+    Json calls = Json::array();
+    for (const auto& b : m.content) {
+      if (b.type != BlockType::kToolUse) continue;
+      Json fn = Json::object();
+      fn["name"] = b.name;
+      fn["arguments"] = b.input_json;
+      Json call = JsonObject(3);
+      call["id"] = b.id;
+      call["type"] = "function";
+      call["function"] = std::move(fn);
+      calls.push_back(std::move(call));
+    }
+    if (!calls.empty()) msg["tool_calls"] = std::move(calls);
+    out->push_back(std::move(msg));
+    return;
+  }
+  std::string text;
+  for (const auto& b : m.content) {
+    if (b.type == BlockType::kToolResult) {
+      Json result = JsonObject(3);
+      result["role"] = "tool";
+      result["tool_call_id"] = b.tool_use_id;
+      result["content"] = b.is_error ? "Error: " + b.text : b.text;
+      out->push_back(std::move(result));
+    } else if (b.type == BlockType::kText) {
+      if (!text.empty()) text += "\n";
+      text += b.text;
+    }
+  }
+  if (!text.empty()) {
+    Json user = Json::object();
+    user["role"] = "user";
+    user["content"] = std::move(text);
+    out->push_back(std::move(user));
+  }
+}
+
+Json OpenAIToolsArray(const std::vector<ToolDef>& defs) {
+  Json tools = Json::array();
+  tools.get_ref<Json::array_t&>().reserve(defs.size());
+  for (const auto& t : defs) {
+    Json fn = JsonObject(3);
+    fn["name"] = t.name;
+    fn["description"] = t.description;
+    fn["parameters"] = ToolSchema(t);
+    Json tool = Json::object();
+    tool["type"] = "function";
+    tool["function"] = std::move(fn);
+    tools.push_back(std::move(tool));
+  }
+  return tools;
+}
+
+}  // namespace
+
 Json OpenAIRequestBody(const Request& request, const std::string& model, bool stream) {
   // Members set and moved one at a time (types.cc says why); the whole
   // conversation used to be copied once more into the body.
-  Json messages = Json::array();
-  if (!request.system.empty()) {
-    Json sys = Json::object();
-    sys["role"] = "system";
-    sys["content"] = request.system;
-    messages.push_back(std::move(sys));
-  }
-  for (const auto& m : request.messages) {
-    if (m.role == Role::kAssistant) {
-      Json msg = JsonObject(3);
-      msg["role"] = "assistant";
-      std::string text = m.Text();
-      msg["content"] = text.empty() ? Json(nullptr) : Json(std::move(text));
-      Json calls = Json::array();
-      for (const auto& b : m.content) {
-        if (b.type != BlockType::kToolUse) continue;
-        Json fn = Json::object();
-        fn["name"] = b.name;
-        fn["arguments"] = b.input_json;
-        Json call = JsonObject(3);
-        call["id"] = b.id;
-        call["type"] = "function";
-        call["function"] = std::move(fn);
-        calls.push_back(std::move(call));
-      }
-      if (!calls.empty()) msg["tool_calls"] = std::move(calls);
-      messages.push_back(std::move(msg));
-      continue;
-    }
-    // A user turn: its tool results first (they must follow the assistant
-    // message that called them), then its text.
-    std::string text;
-    for (const auto& b : m.content) {
-      if (b.type == BlockType::kToolResult) {
-        Json result = JsonObject(3);
-        result["role"] = "tool";
-        result["tool_call_id"] = b.tool_use_id;
-        result["content"] = b.is_error ? "Error: " + b.text : b.text;
-        messages.push_back(std::move(result));
-      } else if (b.type == BlockType::kText) {
-        if (!text.empty()) text += "\n";
-        text += b.text;
-      }
-    }
-    if (!text.empty()) {
-      Json user = Json::object();
-      user["role"] = "user";
-      user["content"] = std::move(text);
-      messages.push_back(std::move(user));
-    }
-  }
+  Json messages = TakeOrMakeMessages(
+      t_openai_messages, request, request.system,
+      [&](Json::array_t* out) {
+        if (request.system.empty()) return;
+        Json sys = Json::object();
+        sys["role"] = "system";
+        sys["content"] = request.system;
+        out->push_back(std::move(sys));
+      },
+      AppendOpenAIMessage);
   Json body = JsonObject(8);
   body["model"] = model;
   body["messages"] = std::move(messages);
   body["max_tokens"] = request.max_tokens;
-  if (!request.tools.empty()) {
-    Json tools = Json::array();
-    for (const auto& t : request.tools) {
-      Json fn = JsonObject(3);
-      fn["name"] = t.name;
-      fn["description"] = t.description;
-      fn["parameters"] = ToolSchema(t);
-      Json tool = Json::object();
-      tool["type"] = "function";
-      tool["function"] = std::move(fn);
-      tools.push_back(std::move(tool));
-    }
-    body["tools"] = std::move(tools);
-  }
+  if (!request.tools.empty())
+    body["tools"] = TakeOrMakeTools(t_openai_tools, request.tools, 0, OpenAIToolsArray);
   if (request.temperature >= 0) body["temperature"] = request.temperature;
   if (!request.agent_id.empty()) body["user"] = request.agent_id;
   if (stream) {
@@ -159,6 +177,18 @@ Json OpenAIRequestBody(const Request& request, const std::string& model, bool st
     body["stream_options"] = {{"include_usage", true}};
   }
   return body;
+}
+
+void RecycleOpenAIBody(const Request& request, Json body) {
+  if (!body.is_object()) return;
+  auto mit = body.find("messages");
+  if (mit != body.end()) {
+    TakeBackMessages(t_openai_messages, request, &*mit);
+  } else {
+    t_openai_messages.lent_for = nullptr;
+  }
+  auto it = body.find("tools");
+  if (it != body.end()) TakeBackTools(t_openai_tools, request.tools, 0, &*it);
 }
 
 void OpenAIStreamAccumulator::OnData(const std::string& data) {
@@ -361,7 +391,9 @@ OpenAIProvider::OpenAIProvider(OpenAIOptions options, std::unique_ptr<HttpTransp
 Result<Response> OpenAIProvider::Complete(const Request& request,
                                           const StreamCallbacks& callbacks, CancelToken* cancel) {
   std::string model = request.model.empty() ? options_.model : request.model;
-  std::string body = DumpJson(OpenAIRequestBody(request, model, options_.stream));
+  Json made = OpenAIRequestBody(request, model, options_.stream);
+  std::string body = DumpJson(made);
+  RecycleOpenAIBody(request, std::move(made));
   TextDeduper text(callbacks.on_text);
   return RunWithRetries(options_.retry, callbacks, cancel, [&](AttemptFailure* failure) {
     text.NewAttempt();

@@ -29,6 +29,11 @@ struct OpenAIOptions {
 // message, tool results as "tool" messages right after their assistant
 // turn, tools as functions, usage requested in the stream, `user`.
 Json OpenAIRequestBody(const Request& request, const std::string& model, bool stream);
+// A body done with (sent, not changed): its tools and messages arrays go
+// back to this thread, for the next body made here to take as far as it
+// has the same tools, system prompt and first messages (llm/recycled.h).
+// `request` is the one `body` was made from, the last body made here.
+void RecycleOpenAIBody(const Request& request, Json body);
 
 // Assembles chat-completion chunks: content deltas (forwarded), tool_calls
 // accumulated by index (arguments as string fragments or one object), the

@@ -3,9 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "llm/recycled_test_util.h"
 
 namespace mates::llm {
 namespace {
+
+const BodyFormat kOpenAI{[](const Request& r) { return OpenAIRequestBody(r, "m", true); },
+                         RecycleOpenAIBody};
 
 Json Chunk(const std::string& s) { return *ParseJson(s); }
 
@@ -97,6 +105,63 @@ TEST(OpenAIResponseTest, NonStreamedCompletion) {
   EXPECT_EQ(r->content[0].input_json, R"({"command":"pwd"})");
   EXPECT_EQ(r->stop_reason, "tool_use");
   EXPECT_FALSE(OpenAIResponseFromJson(Chunk(R"({"choices":[]})")).ok());
+}
+
+// A recycled body's arrays serve the next body on the same thread as far
+// as it has the same system prompt, tools and first messages, and every
+// body is what one made afresh would be, whatever was recycled before it.
+// A user turn here may be several entries (its tool results, then its
+// text), which are taken or made together.
+TEST(OpenAIRequestTest, ARecycledBodyServesOnlyWhatTheNextHasInCommonWithIt) {
+  Request a;
+  a.system = "You are w1.";
+  a.tools = {
+      {"bash", "Run a command", R"({"type":"object","properties":{"command":{"type":"string"}}})"},
+      {"read_file", "Read", R"({"type":"object"})"}};
+  a.messages.push_back({Role::kUser, {ContentBlock::Text("Task #1: build it")}});
+  a.messages.push_back(
+      {Role::kAssistant,
+       {ContentBlock::Text("On it."), ContentBlock::ToolUse("c1", "bash", R"({"command":"make"})"),
+        ContentBlock::ToolUse("c2", "read_file", R"({"path":"log"})")}});
+  a.messages.push_back({Role::kUser,
+                        {ContentBlock::ToolResult("c1", "ok", false),
+                         ContentBlock::ToolResult("c2", "no such file", true),
+                         ContentBlock::Text("(a note from the lead)")}});
+  NextCalls n = NextCallsOf(a);
+  auto& [longer, edited, flagged, input, shorter, big] = n;
+  Request other_system = longer;
+  other_system.system = "You are w2.";
+  Request no_system = longer;
+  no_system.system.clear();
+  Request other_tools = longer;
+  other_tools.tools[1].description = "Read a file";
+  Request no_tools = longer;
+  no_tools.tools.clear();
+  Request silent = a;  // an assistant turn with calls and no text
+  silent.messages[1].content.erase(silent.messages[1].content.begin());
+  Request empty;
+  ExpectEveryPairWhole(kOpenAI, {&a, &longer, &edited, &flagged, &input, &shorter, &other_system,
+                                 &no_system, &other_tools, &no_tools, &silent, &empty, &big});
+  // Calls in a row, each recycled, each whole.
+  RecycleOpenAIBody(a, OpenAIRequestBody(a, "m", true));
+  RecycleOpenAIBody(longer, OpenAIRequestBody(longer, "m", true));
+  ExpectFresh(kOpenAI, edited);
+  // Taken, it is gone: two bodies made after one recycle are both whole.
+  RecycleOpenAIBody(a, OpenAIRequestBody(a, "m", true));
+  Json one = OpenAIRequestBody(a, "m", true);
+  Json two = OpenAIRequestBody(a, "m", true);
+  EXPECT_EQ(DumpJson(one), FreshBody(kOpenAI, a));
+  EXPECT_EQ(DumpJson(two), FreshBody(kOpenAI, a));
+  // Only the body made last, given back with its own request, is taken;
+  // one that is not a body, or was cut, is not.
+  ExpectOnlyTheLastBodyTakenBack(kOpenAI, a, flagged);
+  RecycleOpenAIBody(a, Json::array());
+  ExpectFresh(kOpenAI, a);
+  Json cut = OpenAIRequestBody(a, "m", true);
+  cut["messages"].erase(1);
+  cut["tools"].erase(0);
+  RecycleOpenAIBody(a, std::move(cut));
+  ExpectFresh(kOpenAI, a);
 }
 
 }  // namespace
