@@ -63,7 +63,8 @@ inline void TakeBackTools(RecycledTools& r, const std::vector<ToolDef>& tools, i
 
 // A body's messages array and what it was made of: `head` entries made
 // from `head_key` (OpenAI's system message; none for Anthropic), then each
-// message's entries (one or more), `ends[i]` the array's size after
+// message's entries (one for Anthropic; for OpenAI a user turn's tool
+// results and text, so several or none), `ends[i]` the array's size after
 // message i's. Kept for conversations of up to kMaxRecycledBytes of text
 // (the copy and its JSON cost a few times that per thread, and a hundred
 // teammates must not hold hundreds of megabytes for it); beyond, each body
