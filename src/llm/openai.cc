@@ -79,10 +79,6 @@ Result<Usage> UsageFromOpenAI(const Json& u) {
 // A string field that may also be null or absent ("" then).
 Result<std::string> OptString(const Json& obj, const char* key) { return JsonString(obj, key, false); }
 
-}  // namespace
-
-namespace {
-
 // The arrays of the last body recycled on this thread (llm/recycled.h).
 thread_local RecycledTools t_openai_tools;
 thread_local RecycledMessages t_openai_messages;
