@@ -361,6 +361,12 @@ TEST_F(PgTest, TaskUpdatesFollowTheFileBoardsRules) {
   grab.owner = "bob";
   update("take another's", 1, grab, bob);
   update("complete one's own", 1, status(TaskStatus::kCompleted), ann);
+  // Starting a task reads only its blockers (the rest of the board is not
+  // read for a status change): one done, then one in progress and one not.
+  update("start one whose blocker is done", 2, status(TaskStatus::kInProgress), ann);
+  update("start one blocked by a task in progress and a pending one", 4,
+         status(TaskStatus::kInProgress), lead);
+  update("start one's own again", 2, status(TaskStatus::kInProgress), ann);
   auto links = [](std::vector<int64_t> blocked_by, std::vector<int64_t> blocks) {
     TaskPatch p;
     p.add_blocked_by = std::move(blocked_by);

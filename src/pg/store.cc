@@ -1032,15 +1032,30 @@ struct BoardRows {
   }
 };
 
-Result<BoardRows> ReadBoard(Connection& c, const std::string& team) {
-  MATES_ASSIGN_OR_RETURN(Rows r, c.Exec(std::string("SELECT ") + kTaskColumns + " FROM mates_tasks WHERE team = $1",
-                                        {team}));
+BoardRows BoardOf(const Rows& r) {
   BoardRows board;
   for (int i = 0; i < r.size(); ++i) {
     auto t = TaskOf(r, i);
     if (t.ok()) board.tasks[t->id] = std::move(*t);  // (a status edited into garbage: not a task)
   }
   return board;
+}
+
+Result<BoardRows> ReadBoard(Connection& c, const std::string& team) {
+  MATES_ASSIGN_OR_RETURN(
+      Rows r,
+      c.Exec(std::string("SELECT ") + kTaskColumns + " FROM mates_tasks WHERE team = $1", {team}));
+  return BoardOf(r);
+}
+
+// Only the tasks `ids` of the board.
+Result<BoardRows> ReadTasks(Connection& c, const std::string& team,
+                            const std::vector<int64_t>& ids) {
+  MATES_ASSIGN_OR_RETURN(Rows r,
+                         c.Exec(std::string("SELECT ") + kTaskColumns +
+                                    " FROM mates_tasks WHERE team = $1 AND id = ANY($2::bigint[])",
+                                {team, ArrayText(ids)}));
+  return BoardOf(r);
 }
 
 // Task `id`, its row held until the transaction ends.
@@ -1073,7 +1088,17 @@ Result<Task> Store::UpdateTask(const std::string& team, int64_t id, const TaskPa
     MATES_RETURN_IF_ERROR(
         c->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {BoardKey(team)}).status());
     MATES_ASSIGN_OR_RETURN(Task t, HoldTask(*c, team, id));
-    MATES_ASSIGN_OR_RETURN(BoardRows board, ReadBoard(*c, team));
+    // The rules look at other tasks only for new links (the graph, for
+    // cycles) and for a task being started (its blockers): the board is
+    // read only then. A completion, the handoff's write, reads its own
+    // row, not every task on the board.
+    BoardRows board;
+    if (!patch.add_blocked_by.empty() || !patch.add_blocks.empty()) {
+      MATES_ASSIGN_OR_RETURN(board, ReadBoard(*c, team));
+    } else if (patch.status == TaskStatus::kInProgress && t.status != TaskStatus::kInProgress &&
+               !t.blocked_by.empty()) {
+      MATES_ASSIGN_OR_RETURN(board, ReadTasks(*c, team, t.blocked_by));
+    }
     board.tasks[id] = t;  // the version held
     const TaskLookup lookup = board.lookup();
     // The file board's rules, in the same order (store/task_rules.h).
