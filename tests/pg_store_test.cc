@@ -413,6 +413,66 @@ TEST_F(PgTest, TaskUpdatesFollowTheFileBoardsRules) {
   EXPECT_TRUE((*pg_tasks)[3].blocked_by == std::vector<int64_t>{3}) << "the deleted task left #4's blockers";
 }
 
+// A teammate completing its own task in progress, the handoff's write, is
+// one statement that takes no board lock: it goes through while another
+// session holds the lock (a task being created, the graph changed), and
+// wakes the board's watchers. What it does not match takes the rules'
+// long way: another's task is refused as before, and a pending task of
+// one's own (assigned by the lead) is completed, waiting for the lock.
+TEST_F(PgTest, ATeammateCompletingItsOwnTaskNeedsNoBoardLock) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  TaskDraft d;
+  d.subject = "work";
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->CreateTask("procs", d).ok());
+  ASSERT_TRUE(store->Claim("procs", 1, "ann").ok());
+  ASSERT_TRUE(store->Claim("procs", 2, "bob").ok());
+  TaskPatch to_ann;
+  to_ann.owner = "ann";
+  ASSERT_TRUE(store->UpdateTask("procs", 3, to_ann, Caller{"lead", true}).ok());
+  auto board_changed = std::make_shared<Waker>();
+  auto watch = store->listener().Subscribe(pg::BoardKey("procs"), board_changed);
+  ASSERT_TRUE(watch.ok()) << watch.status().message();
+
+  pg::Connection holder = Connect(url_);
+  ASSERT_TRUE(holder.Exec("BEGIN").ok());
+  ASSERT_TRUE(
+      holder.Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {pg::BoardKey("procs")})
+          .ok());
+  TaskPatch done;
+  done.status = TaskStatus::kCompleted;
+  const uint64_t seen = board_changed->generation();
+  auto own = std::async(std::launch::async, [&] {
+    return store->UpdateTask("procs", 1, done, Caller{"ann", false});
+  });
+  const std::future_status quick = own.wait_for(std::chrono::seconds(10));
+  if (quick != std::future_status::ready) (void)holder.Exec("COMMIT");  // (else it waits forever)
+  ASSERT_EQ(quick, std::future_status::ready)
+      << "completing one's own task waited for the board lock";
+  auto completed = own.get();
+  ASSERT_TRUE(completed.ok()) << completed.status().message();
+  EXPECT_EQ(completed->status, TaskStatus::kCompleted);
+  EXPECT_EQ(completed->owner, "ann");
+  EXPECT_NE(board_changed->WaitChange(seen, DeadlineIn(10)), seen)
+      << "the board's watchers were not woken";
+
+  auto assigned = std::async(std::launch::async, [&] {
+    return store->UpdateTask("procs", 3, done, Caller{"ann", false});
+  });
+  EXPECT_EQ(assigned.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "a pending task of one's own is the long way, under the board lock";
+  ASSERT_TRUE(holder.Exec("COMMIT").ok());
+  auto later = assigned.get();
+  ASSERT_TRUE(later.ok()) << later.status().message();
+  EXPECT_EQ(later->status, TaskStatus::kCompleted);
+  auto others = store->UpdateTask("procs", 2, done, Caller{"ann", false});
+  EXPECT_EQ(others.status().code(), StatusCode::kFailedPrecondition) << others.status().message();
+  EXPECT_NE(others.status().message().find("owned by 'bob'"), std::string::npos)
+      << others.status().message();
+  EXPECT_EQ(store->GetTask("procs", 2)->status, TaskStatus::kInProgress)
+      << "bob's task was left as it was";
+}
+
 // `mates tasks` on a PostgreSQL store, through --store or $MATES_STORE: the
 // board's commands and rules as on the file store, nothing written under
 // the workspace, and bad input one clear error each.

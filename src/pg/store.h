@@ -238,6 +238,10 @@ class Store {
   // connection is gone is taken again.
   void KeepLiveness();
   void Retake(Liveness::Held& h);
+  // Complete's statement: the task completed if it is in progress for
+  // `owner`, else nullopt (nothing written).
+  Result<std::optional<Task>> CompleteIfInProgress(const std::string& team, int64_t id,
+                                                   const std::string& owner);
 
   Target target_;
   Listener listener_;
