@@ -231,7 +231,7 @@ ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model,
   a_.model = std::move(model);
   a_.pid = ::getpid();
   slot_->path = path_;
-  slot_->spare = fs::path(path_).replace_extension("").replace_extension(".status.spare");
+  slot_->spare = SpareIn(fs::path(path_).parent_path(), fs::path(path_).filename().string());
   slot_->agent = a_.agent;
 }
 

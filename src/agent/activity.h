@@ -10,15 +10,15 @@
 // state is `thinking` (a model call), `tool` (doing names the tool and a
 // short form of its input), `idle` (waiting for work) or `stopped` (doing
 // says why). The file is replaced atomically (through a spare,
-// `<name>.status.spare`; readers use ReadReplacedFile), so a reader sees one
+// `agents/.spares/<name>.status.json`; readers use ReadReplacedFile), so a reader sees one
 // whole document. Writes are
 // off the agent's path: a change is recorded in memory and one writer
 // thread per process writes the latest state of each file (changes that
 // come faster than it writes are coalesced); the activity written
 // synchronously cost a handoff 0.8 ms. On a shared store the same writer
 // puts each document in the store too (TeamStore::ActivityOf), so that
-// `mates status` on another machine sees what this one's agents do. The task an agent works on is the
-// board's (its in-progress task), not the file's: the board is the truth.
+// `mates status` on another machine sees what this one's agents do. The task an agent works on is
+// the board's (its in-progress task), not the file's: the board is the truth.
 #pragma once
 
 #include <chrono>

@@ -178,7 +178,15 @@ Status ReplaceFileViaSpare(const fs::path& path, std::string_view data, const fs
   static std::atomic<bool> exchange_unsupported{false};
   if (exchange_unsupported.load(std::memory_order_relaxed)) return WriteFileAtomic(path, data);
   ScopedFd fd(::open(spare.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Status::FromErrno("open " + spare.string(), errno);
+  // The spares' folder is made by the first write that needs it (never in
+  // a folder that is gone: a team deleted under its writer stays deleted).
+  if (!fd.valid() && errno == ENOENT && fs::is_directory(path.parent_path()) &&
+      EnsureDir(spare.parent_path()).ok()) {
+    fd.reset(::open(spare.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  }
+  // No spare to be had (something else where the spares go: a file, a
+  // folder we may not write): the document is written all the same.
+  if (!fd.valid()) return WriteFileAtomic(path, data);
   // The spare is the previous version: wait for whoever still reads it
   // (ReadReplacedFile; a read takes microseconds). A reader stopped in the
   // middle must not stop the writers: after a while, a fresh file instead.
@@ -212,12 +220,19 @@ Status ReplaceFileViaSpare(const fs::path& path, std::string_view data, const fs
       exchange_unsupported.store(true, std::memory_order_relaxed);
       ::unlink(spare.c_str());
       return WriteFileAtomic(path, data);
+    } else if (err == EXDEV) {
+      // The spares' folder is on another file system (mounted there).
+      return WriteFileAtomic(path, data);
     } else {
       return Status::FromErrno("exchange " + spare.string() + " with " + path.string(), err);
     }
   }
   if (FsyncEnabled()) return FsyncDir(path.parent_path());
   return Status::Ok();
+}
+
+fs::path SpareIn(const fs::path& folder, std::string_view name) {
+  return folder / ".spares" / name;
 }
 
 Status TouchFile(const fs::path& path) {

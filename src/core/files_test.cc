@@ -127,6 +127,48 @@ TEST(FilesTest, AStalledSpareReaderDoesNotStopTheWriter) {
   EXPECT_EQ(*ReadReplacedFile(p, 100), "fourth");
 }
 
+// The folder's watchers hear a replace as the new version moving in (and
+// the old one out), nothing of the spare being written: with the spare in
+// the folder, its close and its own move were two more events, each waking
+// the process's watcher thread inside the writer's system call.
+TEST(FilesTest, AReplaceThroughASpareApartIsOneEventForTheFoldersWatchers) {
+  TempDir dir;
+  const fs::path p = dir.path() / "doc", spare = SpareIn(dir.path(), "doc");
+  ASSERT_TRUE(ReplaceFileViaSpare(p, "first", spare).ok());  // the spares' folder made on the way
+  ScopedFd watch = testing::WatchFolder(dir.path());
+  ASSERT_TRUE(watch.valid());
+  ASSERT_TRUE(ReplaceFileViaSpare(p, "second", spare).ok());
+  EXPECT_EQ(testing::Heard(watch.get()),
+            (std::vector<std::string>{"moved_to doc", "moved_from doc"}));
+  EXPECT_EQ(testing::ReadAll(p), "second");
+  EXPECT_EQ(testing::ReadAll(spare), "first");  // the previous version, for next time
+  // A new file: the spare is renamed in, and a new one made apart.
+  ASSERT_TRUE(ReplaceFileViaSpare(dir.path() / "other", "new", SpareIn(dir.path(), "other")).ok());
+  EXPECT_EQ(testing::Heard(watch.get()), (std::vector<std::string>{"moved_to other"}));
+}
+
+// A write into a folder that is gone (a team deleted under its writer)
+// fails; it does not make the folder again to keep a spare in.
+TEST(FilesTest, NoSparesFolderIsMadeWhereTheFolderIsGone) {
+  TempDir dir;
+  const fs::path gone = dir.path() / "gone";
+  Status s = ReplaceFileViaSpare(gone / "doc", "x", SpareIn(gone, "doc"));
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(fs::exists(gone));
+}
+
+// Something else where the spares go (a stray file named `.spares`): the
+// documents are still replaced, atomically, the long way.
+TEST(FilesTest, AStrayFileWhereTheSparesGoDoesNotStopWrites) {
+  TempDir dir;
+  testing::WriteAll(dir.path() / ".spares", "not a folder");
+  const fs::path p = dir.path() / "doc";
+  ASSERT_TRUE(ReplaceFileViaSpare(p, "first", SpareIn(dir.path(), "doc")).ok());
+  ASSERT_TRUE(ReplaceFileViaSpare(p, "second", SpareIn(dir.path(), "doc")).ok());
+  EXPECT_EQ(testing::ReadAll(p), "second");
+  EXPECT_EQ(testing::ReadAll(dir.path() / ".spares"), "not a folder");
+}
+
 TEST(FilesTest, ReadPrefixIsBoundedAndSizedByTheFile) {
   TempDir dir;
   fs::path p = dir.path() / "doc";

@@ -22,7 +22,7 @@
 //   look, and stat()s only the files its inotify watch names that those
 //   lines do not explain.
 // Subjects and descriptions are read lazily, for the tasks an operation
-// returns or writes. Task files are replaced by exchange with `.spare`
+// returns or writes. Task files are replaced by exchange with `.spares/task`
 // (ReplaceFileViaSpare): atomic for readers, no inode allocated, no block
 // freed.
 #pragma once

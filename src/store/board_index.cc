@@ -126,12 +126,11 @@ Task TaskFromRecord(IndexRecord&& r) {
 
 }  // namespace
 
-
 Board::Board(fs::path dir, Options options)
     : dir_(std::move(dir)),
       hwm_path_(dir_ / ".highwatermark"),
       index_path_(dir_ / ".index"),
-      spare_path_(dir_ / ".spare") {
+      spare_path_(SpareIn(dir_, "task")) {
   (void)EnsureDir(dir_);
   if (!options.watch) return;
   // The watch comes before the first load so that no change falls between.

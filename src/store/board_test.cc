@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/files.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -120,6 +121,28 @@ TEST(BoardTest, ClaimIsACompareAndSet) {
   EXPECT_NE(lost.status().message().find("alice"), std::string::npos);
   EXPECT_EQ(board.Claim(7, "bob").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(board.Claim(1, "../x").status().code(), StatusCode::kInvalidArgument);
+}
+
+// Every teammate's process watches the board's folder (its claim line, its
+// watcher thread): a task written must be one piece of news there, the new
+// version moving in, not the spare's writing too (DESIGN §3, `SpareIn`).
+TEST(BoardTest, ATaskWrittenIsOneMoveInTheBoardsFolder) {
+  TempDir dir;
+  Board board(dir.path());
+  ASSERT_TRUE(board.Create(Draft("a")).ok());
+  ASSERT_TRUE(board.Create(Draft("b", {1})).ok());
+  ScopedFd watch = testing::WatchFolder(dir.path());
+  ASSERT_TRUE(watch.valid());
+  auto claimed = board.ClaimNext("alice");
+  ASSERT_TRUE(claimed.ok() && claimed->has_value());
+  EXPECT_EQ(testing::Heard(watch.get()),
+            (std::vector<std::string>{"moved_to 1.json", "moved_from 1.json"}));
+  TaskPatch done;
+  done.status = TaskStatus::kCompleted;
+  ASSERT_TRUE(board.Update(1, done, Caller{"alice", false}).ok());
+  EXPECT_EQ(testing::Heard(watch.get()),
+            (std::vector<std::string>{"moved_to 1.json", "moved_from 1.json"}));
+  EXPECT_EQ(board.Get(1)->status, TaskStatus::kCompleted);
 }
 
 TEST(BoardTest, ClaimNextTakesTheLowestUnblockedId) {

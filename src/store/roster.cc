@@ -479,7 +479,8 @@ Result<TeamConfig> Roster::UpdateLocked(std::string_view team,
   // teammate transition, and a fresh inode per write is what costs most.
   Json j = TeamConfigToJson(c);
   std::string written = DumpJsonPretty(j);
-  MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(ws_.ConfigPath(team), written, ws_.TeamDir(team) / ".config.spare"));
+  MATES_RETURN_IF_ERROR(
+      ReplaceFileViaSpare(ws_.ConfigPath(team), written, SpareIn(ws_.TeamDir(team), "config")));
   ParsedRosters::Get().RememberWritten(ws_.ConfigPath(team), std::move(written), j, team);
   Watcher::Default().NotifyLocal(ws_.TeamDir(team), "config.json");
   return c;
@@ -517,7 +518,7 @@ Status Roster::SetStatuses(std::string_view team,
         return Status::Ok();
       case ParsedRosters::Patch::kPatched:
         MATES_RETURN_IF_ERROR(
-            ReplaceFileViaSpare(path, patched, ws_.TeamDir(team) / ".config.spare"));
+            ReplaceFileViaSpare(path, patched, SpareIn(ws_.TeamDir(team), "config")));
         Watcher::Default().NotifyLocal(ws_.TeamDir(team), "config.json");
         return Status::Ok();
       case ParsedRosters::Patch::kUnknown:

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/files.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -37,6 +38,24 @@ TEST(RosterTest, CreateWritesTheDesignConfig) {
   EXPECT_TRUE(fs::is_directory(dir.path() / ".tasks/rest-to-graphql"));
   auto again = roster.CreateTeam("rest-to-graphql");
   EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists);
+}
+
+// The team's folder is watched by every process hosting its members (their
+// inboxes are there): a status written is the roster moving in, nothing of
+// its spare (kept in `.spares/`, DESIGN §3).
+TEST(RosterTest, AStatusWrittenIsOneMoveInTheTeamsFolder) {
+  TempDir dir;
+  Roster roster{Workspace(dir.path())};
+  TeamWithAlice(roster);
+  ASSERT_TRUE(roster.SetStatus("t", "alice", MemberStatus::kIdle).ok());  // both ways once
+  ScopedFd watch = testing::WatchFolder(Workspace(dir.path()).TeamDir("t"));
+  ASSERT_TRUE(watch.valid());
+  ASSERT_TRUE(roster.SetStatus("t", "alice", MemberStatus::kActive).ok());
+  ASSERT_TRUE(roster.SetStatuses("t", {{"alice", MemberStatus::kIdle}}).ok());
+  EXPECT_EQ(testing::Heard(watch.get()),
+            (std::vector<std::string>{"moved_to config.json", "moved_from config.json",
+                                      "moved_to config.json", "moved_from config.json"}));
+  EXPECT_EQ(roster.Load("t")->Find("alice")->status, MemberStatus::kIdle);
 }
 
 TEST(RosterTest, BadNamesCreateNothing) {

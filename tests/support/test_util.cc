@@ -2,10 +2,12 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -103,6 +105,37 @@ std::string ReadAll(const fs::path& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+ScopedFd WatchFolder(const fs::path& dir) {
+  ScopedFd fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (fd.valid() && ::inotify_add_watch(
+                        fd.get(), dir.c_str(),
+                        IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE) < 0) {
+    fd.reset();
+  }
+  return fd;
+}
+
+std::vector<std::string> Heard(int inotify_fd) {
+  std::vector<std::string> heard;
+  alignas(struct inotify_event) char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(inotify_fd, buf, sizeof buf);
+    if (n <= 0) break;
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<struct inotify_event*>(p);
+      p += sizeof(struct inotify_event) + ev->len;
+      std::string what = (ev->mask & IN_CLOSE_WRITE)  ? "close_write"
+                         : (ev->mask & IN_MOVED_TO)   ? "moved_to"
+                         : (ev->mask & IN_MOVED_FROM) ? "moved_from"
+                         : (ev->mask & IN_CREATE)     ? "create"
+                         : (ev->mask & IN_DELETE)     ? "delete"
+                                                      : "other";
+      heard.push_back(what + " " + (ev->len > 0 ? std::string(ev->name) : ""));
+    }
+  }
+  return heard;
 }
 
 void WriteAll(const fs::path& path, const std::string& data) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/files.h"
 #include "core/json.h"
 #include "core/subprocess.h"
 #include "core/waker.h"
@@ -93,6 +94,13 @@ class MockLlm {
 // Lists every file below `dir` (relative paths, sorted).
 std::vector<std::string> ListFiles(const fs::path& dir);
 std::string ReadAll(const fs::path& path);
+// A non-blocking inotify watch on the folder `dir` for files written
+// (closed), moved in or out, made and deleted; invalid if none was made.
+ScopedFd WatchFolder(const fs::path& dir);
+// What such a watch has heard since it was last asked, in order:
+// "<event> <name>", the event one of close_write, moved_to, moved_from,
+// create, delete (or other: the watch's own end, an overflow).
+std::vector<std::string> Heard(int inotify_fd);
 // Writes `data` to `path`, creating its folders.
 void WriteAll(const fs::path& path, const std::string& data);
 
