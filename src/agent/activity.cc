@@ -123,10 +123,18 @@ namespace {
 // in team_bench). A person does not see 10 ms; Flush does not wait them out.
 // A document is made from the latest state when it is written, on this
 // thread: not at every change, on the agent's.
+//
+// Between bursts the writer lingers for kLinger: it looks at its queue
+// every kSettle by itself, and a change is not a wake-up. Waking it (a
+// futex wake of a thread asleep on another core) cost the agent ~30 µs
+// on its way to its model call, in every handoff, and a team at work
+// posts several changes a second per agent. After kLinger without a
+// change it sleeps until the next one wakes it: idle teams cost nothing.
 class ActivityWriter {
  public:
   using Slot = ActivityFile::Slot;
   static constexpr auto kSettle = ActivityFile::kSettle;
+  static constexpr auto kLinger = ActivityFile::kLinger;
 
   static ActivityWriter& Get() {
     static ActivityWriter writer;
@@ -139,6 +147,7 @@ class ActivityWriter {
       std::lock_guard<std::mutex> lock(mu_);
       slot->latest = a;
       if (!slot->queued) {
+        if (queue_.empty()) burst_start_ = SteadyClock::now();
         slot->queued = true;
         queue_.push_back(slot);
       }
@@ -148,8 +157,14 @@ class ActivityWriter {
           RunGuarded("the activity writer", [this] { Main(); });
         });
       wake = waiting_for_work_;
+      if (wake) ++wakeups_;
     }
     if (wake) work_cv_.notify_one();
+  }
+
+  uint64_t wakeups() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return wakeups_;
   }
 
   void Flush() {
@@ -172,16 +187,28 @@ class ActivityWriter {
  private:
   void Main() {
     std::unique_lock<std::mutex> lock(mu_);
+    auto quiet_since = SteadyClock::now();  // the last burst written
     for (;;) {
-      waiting_for_work_ = true;
-      work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-      waiting_for_work_ = false;
-      if (queue_.empty()) return;  // stopping, all written
-      // Posts meanwhile do not wake it (waiting_for_work_ is false).
-      work_cv_.wait_until(lock, SteadyClock::now() + kSettle,
-                          [this] { return stop_ || flushing_ > 0; });
+      if (queue_.empty()) {
+        if (stop_) return;  // all written
+        if (SteadyClock::now() - quiet_since < kLinger) {
+          // Lingering: posts do not wake it (waiting_for_work_ is false);
+          // a flush or the end does.
+          work_cv_.wait_until(lock, SteadyClock::now() + kSettle,
+                              [this] { return stop_ || !queue_.empty(); });
+        } else {
+          waiting_for_work_ = true;
+          work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+          waiting_for_work_ = false;
+        }
+        continue;
+      }
+      // A burst, written kSettle after its first change; posts meanwhile
+      // join it.
+      work_cv_.wait_until(lock, burst_start_ + kSettle, [this] { return stop_ || flushing_ > 0; });
       while (!queue_.empty()) WriteOne(lock);
       idle_cv_.notify_all();
+      quiet_since = SteadyClock::now();
     }
   }
 
@@ -216,7 +243,9 @@ class ActivityWriter {
   std::deque<std::shared_ptr<Slot>> queue_;  // guarded by mu_
   int writing_ = 0;                          // guarded by mu_
   int flushing_ = 0;                         // guarded by mu_
-  bool waiting_for_work_ = false;            // guarded by mu_
+  bool waiting_for_work_ = false;            // guarded by mu_: a post wakes it
+  SteadyClock::time_point burst_start_;      // guarded by mu_: the queue's first change
+  uint64_t wakeups_ = 0;                     // guarded by mu_: posts that woke it
   bool stop_ = false;                        // guarded by mu_
   std::thread thread_;
 };
@@ -238,6 +267,8 @@ ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model,
 ActivityFile::~ActivityFile() { ActivityWriter::Get().Flush(); }
 
 void ActivityFile::FlushAll() { ActivityWriter::Get().Flush(); }
+
+uint64_t ActivityFile::WriterWakeupsForTests() { return ActivityWriter::Get().wakeups(); }
 
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
 void ActivityFile::Tool(const llm::ContentBlock& call) { Enter(ActivityState::kTool, DescribeCall(call)); }

@@ -549,6 +549,38 @@ TEST_F(AgentTest, SubagentsForegroundAndBackground) {
   EXPECT_EQ(subs.Output("bg-99", false, 0).status().code(), StatusCode::kNotFound);
 }
 
+// A team at work posts changes every few milliseconds: for kLinger after a
+// burst the writer looks for them by itself, so that a change is not a
+// wake-up (a futex wake on the agent's way to its model call).
+TEST(ActivityTest, AChangeSoonAfterABurstDoesNotWakeTheWriter) {
+  TempDir dir;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> written;  // guarded by mu
+  ActivityFile file(dir.path() / "alice.status.json", "alice", "m", [&](const std::string& doc) {
+    std::lock_guard<std::mutex> lock(mu);
+    written.push_back(doc);
+    cv.notify_all();
+  });
+  auto wait_for_state = [&](const std::string& state) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] {
+      return !written.empty() && (*ParseJson(written.back()))["state"] == state;
+    });
+  };
+  file.Thinking();
+  ASSERT_TRUE(wait_for_state("thinking"));
+  const uint64_t woken = ActivityFile::WriterWakeupsForTests();
+  // The writer is back to waiting well within this, and lingers far longer.
+  std::this_thread::sleep_for(ActivityFile::kSettle * 3);
+  file.Tool(ContentBlock::ToolUse("tu_1", "bash", R"({"command":"make"})"));
+  ASSERT_TRUE(wait_for_state("tool"));
+  EXPECT_EQ(ActivityFile::WriterWakeupsForTests(), woken);
+  auto on_disk = ReadActivity(file.path());
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status().message();
+  EXPECT_EQ(on_disk->state, ActivityState::kTool);
+}
+
 // An agent's changes come in bursts: the first is written kSettle after it
 // came, together with the rest of its burst (one document, the latest
 // state), and FlushAll writes what is pending without waiting.

@@ -38,8 +38,14 @@ void StatusWriter::Post(const std::string& team, const std::string& member, Memb
     std::lock_guard<std::mutex> lock(mu_);
     pending_[{team, member}] = status;
     wake = waiting_for_work_;
+    if (wake) ++post_wakeups_;
   }
   if (wake) work_cv_.notify_one();
+}
+
+uint64_t StatusWriter::WakeupsByPosts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return post_wakeups_;
 }
 
 Status StatusWriter::Write(const std::string& team, const std::string& member, MemberStatus status) {
@@ -49,7 +55,7 @@ Status StatusWriter::Write(const std::string& team, const std::string& member, M
     // The batch that will carry it: the next one taken. One in flight now
     // may carry an older status for `member`; it is written before.
     const uint64_t mine = taken_ + 1;
-    if (waiting_for_work_) work_cv_.notify_one();
+    if (waiting_for_work_ || lingering_) work_cv_.notify_one();
     written_cv_.wait(lock, [&] { return written_ >= mine || exited_; });
     if (written_ < mine) pending_.erase({team, member});  // the thread is gone: written below
   }
@@ -68,6 +74,7 @@ Status StatusWriter::Write(const std::string& team, const std::string& member, M
 
 void StatusWriter::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (waiting_for_work_ || lingering_) work_cv_.notify_one();
   written_cv_.wait(lock, [this] { return (pending_.empty() && !busy_) || stop_ || exited_; });
 }
 
@@ -87,11 +94,24 @@ std::map<std::string, Status> StatusWriter::WriteBatch(const std::map<Key, Membe
 
 void StatusWriter::Main() {
   std::unique_lock<std::mutex> lock(mu_);
+  auto quiet_since = SteadyClock::now();  // the last batch written
   for (;;) {
-    waiting_for_work_ = true;
-    work_cv_.wait(lock, [this] { return !pending_.empty() || stop_; });
-    waiting_for_work_ = false;
-    if (pending_.empty()) return;  // stopping with nothing left
+    if (pending_.empty()) {
+      if (stop_) return;  // stopping with nothing left
+      if (SteadyClock::now() - quiet_since < kLinger) {
+        // Lingering: a post is picked up at the next look, without a
+        // wake-up; a Write or a Flush wakes it.
+        lingering_ = true;
+        work_cv_.wait_until(lock, SteadyClock::now() + kLook,
+                            [this] { return stop_ || !pending_.empty(); });
+        lingering_ = false;
+      } else {
+        waiting_for_work_ = true;
+        work_cv_.wait(lock, [this] { return !pending_.empty() || stop_; });
+        waiting_for_work_ = false;
+      }
+      continue;
+    }
     // Paced: what comes while the writer rests joins the next batch (and
     // does not wake it: waiting_for_work_ is false).
     work_cv_.wait_until(lock, rest_until_, [this] { return stop_; });
@@ -108,6 +128,7 @@ void StatusWriter::Main() {
     for (auto& [team, status] : results) results_[team] = std::move(status);
     written_ = seq;
     busy_ = false;
+    quiet_since = SteadyClock::now();
     written_cv_.notify_all();
   }
 }

@@ -69,6 +69,20 @@ TEST_F(StatusWriterTest, AWriteSupersedesWhatWasPosted) {
   EXPECT_EQ(OnDisk(ws, "t", "m2"), MemberStatus::kIdle);
 }
 
+// A teammate going to work posts `active` on its way to its model call:
+// soon after a batch, the writer picks it up by itself at its next look
+// (a wake-up took ~50 µs of that way).
+TEST_F(StatusWriterTest, APostSoonAfterABatchIsWrittenWithoutWakingTheWriter) {
+  StatusWriter writer(ws);
+  ASSERT_TRUE(writer.Write("t", "m1", MemberStatus::kIdle).ok());
+  const uint64_t woken = writer.WakeupsByPosts();
+  // The writer is back to waiting well within this, and lingers far longer.
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  writer.Post("t", "m2", MemberStatus::kIdle);
+  EXPECT_TRUE(testing::WaitUntil([&] { return OnDisk(ws, "t", "m2") == MemberStatus::kIdle; }));
+  EXPECT_EQ(writer.WakeupsByPosts(), woken);
+}
+
 // A team that is not there is an error for the writer that waited, and
 // the next write to a good team goes through.
 TEST_F(StatusWriterTest, AMissingTeamIsAnError) {
