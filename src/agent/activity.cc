@@ -167,6 +167,11 @@ class ActivityWriter {
     return wakeups_;
   }
 
+  bool waiting() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_;
+  }
+
   void Flush() {
     std::unique_lock<std::mutex> lock(mu_);
     ++flushing_;
@@ -191,6 +196,7 @@ class ActivityWriter {
     for (;;) {
       if (queue_.empty()) {
         if (stop_) return;  // all written
+        waiting_ = true;
         if (SteadyClock::now() - quiet_since < kLinger) {
           // Lingering: posts do not wake it (waiting_for_work_ is false);
           // a flush or the end does.
@@ -201,6 +207,7 @@ class ActivityWriter {
           work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
           waiting_for_work_ = false;
         }
+        waiting_ = false;
         continue;
       }
       // A burst, written kSettle after its first change; posts meanwhile
@@ -246,6 +253,7 @@ class ActivityWriter {
   bool waiting_for_work_ = false;            // guarded by mu_: a post wakes it
   SteadyClock::time_point burst_start_;      // guarded by mu_: the queue's first change
   uint64_t wakeups_ = 0;                     // guarded by mu_: posts that woke it
+  bool waiting_ = false;                     // guarded by mu_: nothing queued, it waits
   bool stop_ = false;                        // guarded by mu_
   std::thread thread_;
 };
@@ -269,6 +277,8 @@ ActivityFile::~ActivityFile() { ActivityWriter::Get().Flush(); }
 void ActivityFile::FlushAll() { ActivityWriter::Get().Flush(); }
 
 uint64_t ActivityFile::WriterWakeupsForTests() { return ActivityWriter::Get().wakeups(); }
+
+bool ActivityFile::WriterWaitingForTests() { return ActivityWriter::Get().waiting(); }
 
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
 void ActivityFile::Tool(const llm::ContentBlock& call) { Enter(ActivityState::kTool, DescribeCall(call)); }

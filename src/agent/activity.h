@@ -80,6 +80,8 @@ class ActivityFile {
   static constexpr std::chrono::seconds kLinger{1};
   // How many changes have had to wake the writer so far (tests).
   static uint64_t WriterWakeupsForTests();
+  // Whether the writer has nothing queued and waits (tests).
+  static bool WriterWaitingForTests();
 
   struct Slot;  // what the writer thread shares with an ActivityFile
 

@@ -571,8 +571,8 @@ TEST(ActivityTest, AChangeSoonAfterABurstDoesNotWakeTheWriter) {
   file.Thinking();
   ASSERT_TRUE(wait_for_state("thinking"));
   const uint64_t woken = ActivityFile::WriterWakeupsForTests();
-  // The writer is back to waiting well within this, and lingers far longer.
-  std::this_thread::sleep_for(ActivityFile::kSettle * 3);
+  // Once the writer waits again (it lingers for a second from then).
+  ASSERT_TRUE(testing::WaitUntil([] { return ActivityFile::WriterWaitingForTests(); }));
   file.Tool(ContentBlock::ToolUse("tu_1", "bash", R"({"command":"make"})"));
   ASSERT_TRUE(wait_for_state("tool"));
   EXPECT_EQ(ActivityFile::WriterWakeupsForTests(), woken);

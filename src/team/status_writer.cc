@@ -43,6 +43,11 @@ void StatusWriter::Post(const std::string& team, const std::string& member, Memb
   if (wake) work_cv_.notify_one();
 }
 
+bool StatusWriter::Waiting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_;
+}
+
 uint64_t StatusWriter::WakeupsByPosts() {
   std::lock_guard<std::mutex> lock(mu_);
   return post_wakeups_;
@@ -98,6 +103,7 @@ void StatusWriter::Main() {
   for (;;) {
     if (pending_.empty()) {
       if (stop_) return;  // stopping with nothing left
+      waiting_ = true;
       if (SteadyClock::now() - quiet_since < kLinger) {
         // Lingering: a post is picked up at the next look, without a
         // wake-up; a Write or a Flush wakes it.
@@ -110,6 +116,7 @@ void StatusWriter::Main() {
         work_cv_.wait(lock, [this] { return !pending_.empty() || stop_; });
         waiting_for_work_ = false;
       }
+      waiting_ = false;
       continue;
     }
     // Paced: what comes while the writer rests joins the next batch (and

@@ -51,6 +51,8 @@ class StatusWriter {
   void Flush();
   // How many posts have had to wake the writer (tests).
   uint64_t WakeupsByPosts();
+  // Whether it has nothing pending and waits (tests).
+  bool Waiting();
 
  private:
   explicit StatusWriter(std::unique_ptr<TeamStore> owned);
@@ -72,6 +74,7 @@ class StatusWriter {
   bool waiting_for_work_ = false;  // guarded by mu_: a post wakes it
   bool lingering_ = false;         // guarded by mu_: a Write or Flush wakes it
   uint64_t post_wakeups_ = 0;      // guarded by mu_
+  bool waiting_ = false;           // guarded by mu_: nothing pending, it waits
   static constexpr std::chrono::milliseconds kLook{5};
   static constexpr std::chrono::seconds kLinger{1};
   static constexpr int kRestPerWrite = 2;

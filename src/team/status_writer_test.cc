@@ -76,8 +76,8 @@ TEST_F(StatusWriterTest, APostSoonAfterABatchIsWrittenWithoutWakingTheWriter) {
   StatusWriter writer(ws);
   ASSERT_TRUE(writer.Write("t", "m1", MemberStatus::kIdle).ok());
   const uint64_t woken = writer.WakeupsByPosts();
-  // The writer is back to waiting well within this, and lingers far longer.
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  // Once the writer waits again (it lingers for a second from then).
+  ASSERT_TRUE(testing::WaitUntil([&] { return writer.Waiting(); }));
   writer.Post("t", "m2", MemberStatus::kIdle);
   EXPECT_TRUE(testing::WaitUntil([&] { return OnDisk(ws, "t", "m2") == MemberStatus::kIdle; }));
   EXPECT_EQ(writer.WakeupsByPosts(), woken);
