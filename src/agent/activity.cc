@@ -124,12 +124,14 @@ namespace {
 // A document is made from the latest state when it is written, on this
 // thread: not at every change, on the agent's.
 //
-// Between bursts the writer lingers for kLinger: it looks at its queue
-// every kSettle by itself, and a change is not a wake-up. Waking it (a
+// Between bursts the writer lingers: it looks at its queue every kSettle
+// by itself, and a change is not a wake-up. Waking it (a
 // futex wake of a thread asleep on another core) cost the agent ~30 µs
 // on its way to its model call, in every handoff, and a team at work
-// posts several changes a second per agent. After kLinger without a
-// change it sleeps until the next one wakes it: idle teams cost nothing.
+// posts several changes a second per agent. It lingers as long as bursts
+// have been coming (a Linger: twice the longest of the last gaps between
+// them, at most kLinger), then sleeps until the next change wakes it: a
+// team that went idle costs a few looks, and then nothing.
 class ActivityWriter {
  public:
   using Slot = ActivityFile::Slot;
@@ -193,11 +195,12 @@ class ActivityWriter {
   void Main() {
     std::unique_lock<std::mutex> lock(mu_);
     auto quiet_since = SteadyClock::now();  // the last burst written
+    Linger linger(kLinger);
     for (;;) {
       if (queue_.empty()) {
         if (stop_) return;  // all written
         waiting_ = true;
-        if (SteadyClock::now() - quiet_since < kLinger) {
+        if (SteadyClock::now() - quiet_since < linger.For()) {
           // Lingering: posts do not wake it (waiting_for_work_ is false);
           // a flush or the end does.
           work_cv_.wait_until(lock, SteadyClock::now() + kSettle,
@@ -212,6 +215,7 @@ class ActivityWriter {
       }
       // A burst, written kSettle after its first change; posts meanwhile
       // join it.
+      linger.Batch(burst_start_);
       work_cv_.wait_until(lock, burst_start_ + kSettle, [this] { return stop_ || flushing_ > 0; });
       while (!queue_.empty()) WriteOne(lock);
       idle_cv_.notify_all();

@@ -74,9 +74,10 @@ class ActivityFile {
   // with all that came meanwhile (the writer, in activity.cc, says why);
   // FlushAll does not wait it out.
   static constexpr std::chrono::milliseconds kSettle{10};
-  // For this long after a burst is written, the writer looks for changes
-  // every kSettle by itself (a change does not wake it); then it sleeps
-  // until one does.
+  // For up to this long after a burst is written (as long as bursts have
+  // been coming, core/clock's Linger), the writer looks for changes every
+  // kSettle by itself (a change does not wake it); then it sleeps until
+  // one does.
   static constexpr std::chrono::seconds kLinger{1};
   // How many changes have had to wake the writer so far (tests).
   static uint64_t WriterWakeupsForTests();

@@ -48,6 +48,16 @@ bool StatusWriter::Waiting() {
   return waiting_;
 }
 
+bool StatusWriter::Sleeping() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_for_work_;
+}
+
+void StatusWriter::SetLingerForTests(SteadyClock::duration most) {
+  std::lock_guard<std::mutex> lock(mu_);
+  linger_most_ = most;
+}
+
 uint64_t StatusWriter::WakeupsByPosts() {
   std::lock_guard<std::mutex> lock(mu_);
   return post_wakeups_;
@@ -100,11 +110,13 @@ std::map<std::string, Status> StatusWriter::WriteBatch(const std::map<Key, Membe
 void StatusWriter::Main() {
   std::unique_lock<std::mutex> lock(mu_);
   auto quiet_since = SteadyClock::now();  // the last batch written
+  Linger linger(kLinger);
   for (;;) {
     if (pending_.empty()) {
       if (stop_) return;  // stopping with nothing left
       waiting_ = true;
-      if (SteadyClock::now() - quiet_since < kLinger) {
+      linger.set_most(linger_most_);
+      if (SteadyClock::now() - quiet_since < linger.For()) {
         // Lingering: a post is picked up at the next look, without a
         // wake-up; a Write or a Flush wakes it.
         lingering_ = true;
@@ -124,6 +136,7 @@ void StatusWriter::Main() {
     work_cv_.wait_until(lock, rest_until_, [this] { return stop_; });
     std::map<Key, MemberStatus> batch;
     batch.swap(pending_);
+    linger.Batch(SteadyClock::now());
     const uint64_t seq = ++taken_;
     busy_ = true;
     lock.unlock();
