@@ -174,6 +174,16 @@ class ActivityWriter {
     return waiting_;
   }
 
+  bool sleeping() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_for_work_;
+  }
+
+  void set_linger_most(SteadyClock::duration most) {
+    std::lock_guard<std::mutex> lock(mu_);
+    linger_most_ = most;
+  }
+
   void Flush() {
     std::unique_lock<std::mutex> lock(mu_);
     ++flushing_;
@@ -200,6 +210,7 @@ class ActivityWriter {
       if (queue_.empty()) {
         if (stop_) return;  // all written
         waiting_ = true;
+        linger.set_most(linger_most_);
         if (SteadyClock::now() - quiet_since < linger.For()) {
           // Lingering: posts do not wake it (waiting_for_work_ is false);
           // a flush or the end does.
@@ -258,6 +269,7 @@ class ActivityWriter {
   SteadyClock::time_point burst_start_;      // guarded by mu_: the queue's first change
   uint64_t wakeups_ = 0;                     // guarded by mu_: posts that woke it
   bool waiting_ = false;                     // guarded by mu_: nothing queued, it waits
+  SteadyClock::duration linger_most_ = kLinger;  // guarded by mu_
   bool stop_ = false;                        // guarded by mu_
   std::thread thread_;
 };
@@ -283,6 +295,10 @@ void ActivityFile::FlushAll() { ActivityWriter::Get().Flush(); }
 uint64_t ActivityFile::WriterWakeupsForTests() { return ActivityWriter::Get().wakeups(); }
 
 bool ActivityFile::WriterWaitingForTests() { return ActivityWriter::Get().waiting(); }
+
+bool ActivityFile::WriterSleepingForTests() { return ActivityWriter::Get().sleeping(); }
+
+void ActivityFile::SetWriterLingerForTests(SteadyClock::duration most) { ActivityWriter::Get().set_linger_most(most); }
 
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
 void ActivityFile::Tool(const llm::ContentBlock& call) { Enter(ActivityState::kTool, DescribeCall(call)); }

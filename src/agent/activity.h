@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 
+#include "core/clock.h"
 #include "core/files.h"
 #include "core/json.h"
 #include "core/status.h"
@@ -83,6 +84,11 @@ class ActivityFile {
   static uint64_t WriterWakeupsForTests();
   // Whether the writer has nothing queued and waits (tests).
   static bool WriterWaitingForTests();
+  // Whether it has stopped looking and sleeps until a change wakes it
+  // (tests).
+  static bool WriterSleepingForTests();
+  // How long the writer lingers at most (tests; kLinger otherwise).
+  static void SetWriterLingerForTests(SteadyClock::duration most);
 
   struct Slot;  // what the writer thread shares with an ActivityFile
 

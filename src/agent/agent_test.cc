@@ -581,6 +581,39 @@ TEST(ActivityTest, AChangeSoonAfterABurstDoesNotWakeTheWriter) {
   EXPECT_EQ(on_disk->state, ActivityState::kTool);
 }
 
+// Each look is a wake-up of the writer's own: after bursts close together
+// it soon sleeps until a change wakes it, however long it could linger.
+TEST(ActivityTest, AfterBurstsCloseTogetherTheWriterSoonSleeps) {
+  ActivityFile::SetWriterLingerForTests(std::chrono::hours(1));
+  TempDir dir;
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t written = 0;  // guarded by mu
+  ActivityFile file(dir.path() / "alice.status.json", "alice", "m", [&](const std::string&) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++written;
+    cv.notify_all();
+  });
+  auto wait_for_writes = [&](size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return written >= n; });
+  };
+  for (size_t i = 1; i <= 4; ++i) {
+    if (i % 2 == 1) {
+      file.Thinking();
+    } else {
+      file.Idle();
+    }
+    ASSERT_TRUE(wait_for_writes(i));
+  }
+  EXPECT_TRUE(testing::WaitUntil([] { return ActivityFile::WriterSleepingForTests(); }));
+  const uint64_t woken = ActivityFile::WriterWakeupsForTests();
+  file.Thinking();
+  EXPECT_TRUE(wait_for_writes(5));
+  EXPECT_EQ(ActivityFile::WriterWakeupsForTests(), woken + 1);
+  ActivityFile::SetWriterLingerForTests(ActivityFile::kLinger);
+}
+
 // An agent's changes come in bursts: the first is written kSettle after it
 // came, together with the rest of its burst (one document, the latest
 // state), and FlushAll writes what is pending without waiting.
