@@ -598,6 +598,8 @@ TEST(ActivityTest, AfterBurstsCloseTogetherTheWriterSoonSleeps) {
     std::unique_lock<std::mutex> lock(mu);
     return cv.wait_for(lock, std::chrono::seconds(30), [&] { return written >= n; });
   };
+  // Four bursts: each change made once the writer waits again (a change
+  // that comes while it writes is written in the same go).
   for (size_t i = 1; i <= 4; ++i) {
     if (i % 2 == 1) {
       file.Thinking();
@@ -605,6 +607,7 @@ TEST(ActivityTest, AfterBurstsCloseTogetherTheWriterSoonSleeps) {
       file.Idle();
     }
     ASSERT_TRUE(wait_for_writes(i));
+    ASSERT_TRUE(testing::WaitUntil([] { return ActivityFile::WriterWaitingForTests(); }));
   }
   EXPECT_TRUE(testing::WaitUntil([] { return ActivityFile::WriterSleepingForTests(); }));
   const uint64_t woken = ActivityFile::WriterWakeupsForTests();
