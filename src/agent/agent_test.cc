@@ -585,6 +585,11 @@ TEST(ActivityTest, AChangeSoonAfterABurstDoesNotWakeTheWriter) {
 // it soon sleeps until a change wakes it, however long it could linger.
 TEST(ActivityTest, AfterBurstsCloseTogetherTheWriterSoonSleeps) {
   ActivityFile::SetWriterLingerForTests(std::chrono::hours(1));
+  // The writer is the process's: put back for the tests after this one,
+  // however this one ends.
+  struct Restore {
+    ~Restore() { ActivityFile::SetWriterLingerForTests(ActivityFile::kLinger); }
+  } restore;
   TempDir dir;
   std::mutex mu;
   std::condition_variable cv;
@@ -614,7 +619,6 @@ TEST(ActivityTest, AfterBurstsCloseTogetherTheWriterSoonSleeps) {
   file.Thinking();
   EXPECT_TRUE(wait_for_writes(5));
   EXPECT_EQ(ActivityFile::WriterWakeupsForTests(), woken + 1);
-  ActivityFile::SetWriterLingerForTests(ActivityFile::kLinger);
 }
 
 // An agent's changes come in bursts: the first is written kSettle after it
