@@ -200,11 +200,11 @@ Status Connection::ConsumeInput() {
   return Status::Ok();
 }
 
-std::vector<std::string> Connection::TakeNotifications() {
-  std::vector<std::string> out;
+std::vector<Connection::Notification> Connection::TakeNotifications() {
+  std::vector<Notification> out;
   if (!conn_) return out;
   while (PGnotify* n = PQnotifies(conn_.get())) {
-    out.emplace_back(n->relname != nullptr ? n->relname : "");
+    out.push_back({n->relname != nullptr ? n->relname : "", n->extra != nullptr ? n->extra : ""});
     PQfreemem(n);
   }
   return out;

@@ -92,10 +92,14 @@ class Connection {
   const Target& target() const { return target_; }
 
   // LISTEN support: the socket to poll, reading what arrived, and the
-  // channels of the notifications received so far.
+  // notifications received so far (channel and payload).
   int socket() const;
   Status ConsumeInput();
-  std::vector<std::string> TakeNotifications();
+  struct Notification {
+    std::string channel;
+    std::string payload;
+  };
+  std::vector<Notification> TakeNotifications();
 
  private:
   struct Finish {

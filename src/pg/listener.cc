@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <string_view>
 #include <vector>
 
 #include "core/log.h"
@@ -91,7 +94,7 @@ void Listener::Run() {
           // server shutting down ends its sessions one by one), and would
           // wait on without knowing: all look once more, and learn it.
           woke_down = true;
-          for (auto& [id, e] : subs_) e.waker->Notify();
+          for (auto& [id, e] : subs_) e.notify(1);
         }
         backoff = std::min(backoff * 2, 2.0);
         continue;
@@ -131,7 +134,7 @@ void Listener::Run() {
       // Listening again after a loss: whatever was sent meanwhile is found
       // by a look.
       wake_all = false;
-      for (auto& [id, e] : subs_) e.waker->Notify();
+      for (auto& [id, e] : subs_) e.notify(1);
     }
     lock.unlock();
     pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {conn_.socket(), POLLIN, 0}};
@@ -141,13 +144,13 @@ void Listener::Run() {
       (void)!::read(stop_fd_, &v, sizeof v);
     }
     Status s = Status::Ok();
-    std::vector<std::string> channels;
+    std::vector<Connection::Notification> received;
     if (n > 0 && (fds[1].revents & (POLLIN | POLLERR | POLLHUP))) {
       s = conn_.ConsumeInput();
-      channels = conn_.TakeNotifications();
+      received = conn_.TakeNotifications();
     }
     lock.lock();
-    WakeLocked(std::move(channels));
+    WakeLocked(received);
     if (!s.ok() || !conn_.ok()) {
       LogDebug("pg listener: " + (s.ok() ? std::string("connection lost") : s.message()));
       conn_ = Connection();
@@ -155,21 +158,42 @@ void Listener::Run() {
       woke_down = false;
       // Waiters look now (and learn that the store is unreachable), and
       // again once the connection is back.
-      for (auto& [id, e] : subs_) e.waker->Notify();
+      for (auto& [id, e] : subs_) e.notify(1);
     }
   }
 }
 
-void Listener::WakeLocked(std::vector<std::string> channels) {
-  if (channels.empty()) return;
-  std::sort(channels.begin(), channels.end());
-  channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
+namespace {
+
+// A notification's payload as a count of waiters to wake: 1 to
+// Listener::kMaxWanted, 1 for anything else (most are sent empty).
+int64_t WantedOf(std::string_view payload) {
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(payload.data(), payload.data() + payload.size(), n);
+  if (ec != std::errc() || end != payload.data() + payload.size() || n < 1) return 1;
+  return std::min(n, Listener::kMaxWanted);
+}
+
+}  // namespace
+
+void Listener::WakeLocked(const std::vector<Connection::Notification>& received) {
+  if (received.empty()) return;
+  // Per channel, one call for what came together.
+  std::map<std::string_view, int64_t> wanted;
+  for (const auto& n : received) {
+    int64_t& w = wanted[n.channel];
+    w = std::min(w + WantedOf(n.payload), kMaxWanted);
+  }
   for (auto& [id, e] : subs_) {
-    if (std::binary_search(channels.begin(), channels.end(), e.channel)) e.waker->Notify();
+    if (auto it = wanted.find(e.channel); it != wanted.end()) e.notify(it->second);
   }
 }
 
 Result<Listener::Subscription> Listener::Subscribe(const std::string& key, std::shared_ptr<Waker> waker) {
+  return Subscribe(key, [waker = std::move(waker)](int64_t) { waker->Notify(); });
+}
+
+Result<Listener::Subscription> Listener::Subscribe(const std::string& key, Notify notify) {
   std::string channel = ChannelOf(key);
   std::unique_lock<std::mutex> lock(mu_);
   if (!thread_.joinable()) {
@@ -178,7 +202,7 @@ Result<Listener::Subscription> Listener::Subscribe(const std::string& key, std::
     thread_ = std::thread([this] { Run(); });
   }
   uint64_t id = next_id_++;
-  subs_[id] = Entry{channel, std::move(waker)};
+  subs_[id] = Entry{channel, std::move(notify)};
   ++wanted_[channel];
   uint64_t failures = failures_;
   Signal();

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,15 @@ class Listener {
   // channel is listened to; Unavailable if the server cannot be reached
   // (nothing is subscribed then).
   Result<Subscription> Subscribe(const std::string& key, std::shared_ptr<Waker> waker);
+  // The same with `notify` called instead, on the listening thread with
+  // the listener's lock held: it must be quick, must not throw, and must
+  // not subscribe or unsubscribe (a claim line's Changed). Its argument is
+  // how many waiters the notifications read together ask to wake: the sum
+  // of their payloads, each a count from 1 to kMaxWanted (any other
+  // payload, and a reconnect, counts 1).
+  using Notify = std::function<void(int64_t wanted)>;
+  static constexpr int64_t kMaxWanted = 1000;
+  Result<Subscription> Subscribe(const std::string& key, Notify notify);
 
   // Times the connection was re-established, and attempts that failed (tests).
   uint64_t reconnects() const { return reconnects_.load(); }
@@ -85,7 +95,7 @@ class Listener {
   Status ConnectLocked(std::unique_lock<std::mutex>& lock);
   void Signal();
   // Wakes the waiters on `channels` (notifications received).
-  void WakeLocked(std::vector<std::string> channels);
+  void WakeLocked(const std::vector<Connection::Notification>& received);
   void Unsubscribe(uint64_t id);
 
   Target target_;
@@ -98,7 +108,7 @@ class Listener {
   bool stop_ = false;           // guarded by mu_
   struct Entry {
     std::string channel;
-    std::shared_ptr<Waker> waker;
+    Notify notify;
   };
   std::map<uint64_t, Entry> subs_;        // guarded by mu_
   std::map<std::string, int> wanted_;     // channel -> subscribers; guarded by mu_
