@@ -9,12 +9,18 @@
 namespace mates {
 
 Result<std::shared_ptr<ClaimLine>> ClaimLine::Create(const fs::path& dir) {
-  std::shared_ptr<ClaimLine> line(new ClaimLine(dir));
+  std::shared_ptr<ClaimLine> line(new ClaimLine([dir](int64_t id, const TaskPatch& patch, const Caller& caller) {
+    return SharedBoard(dir)->Update(id, patch, caller);
+  }));
   std::weak_ptr<ClaimLine> weak = line;
   MATES_ASSIGN_OR_RETURN(line->sub_, Watcher::Default().Subscribe(dir, "*.json", [weak] {
     if (auto l = weak.lock()) l->OnChange();
   }));
   return line;
+}
+
+std::shared_ptr<ClaimLine> ClaimLine::Told(Update update) {
+  return std::shared_ptr<ClaimLine>(new ClaimLine(std::move(update)));
 }
 
 Result<std::shared_ptr<ClaimLine>> SharedClaimLine(const fs::path& dir) {
@@ -69,6 +75,13 @@ void ClaimLine::OnChange() {
   Wakes wakes;
   std::lock_guard<std::mutex> lock(mu_);
   OnChangeLocked(&wakes);
+}
+
+void ClaimLine::Changed(int64_t wanted) {
+  Wakes wakes;
+  std::lock_guard<std::mutex> lock(mu_);
+  OnChangeLocked(&wakes);
+  if (wanted > 1 && handing_ == 0) WakeForLocked(wanted, {}, waiters_.end(), &wakes);
 }
 
 void ClaimLine::OnChangeLocked(Wakes* wakes) {
@@ -167,7 +180,7 @@ void ClaimLine::GiveBack(const std::string& name, const Task& task) {
   // had already found another, stays `name`'s: given back unowned, another
   // claimer took it.
   back.owner = assigned ? name : "";
-  auto r = SharedBoard(dir_)->Update(task.id, back, Caller{name, false});
+  auto r = update_(task.id, back, Caller{name, false});
   if (!r.ok()) {
     LogWarning(name + ": giving task #" + std::to_string(task.id) + " back to the board: " + r.status().message());
   }
@@ -237,6 +250,7 @@ ClaimLine::Place::Look ClaimLine::Place::BeginLook() {
   }
   it_->in_look = true;
   look.bumps = it_->bumps;
+  look.others = static_cast<int64_t>(l.waiters_.size()) - 1;
   return look;
 }
 
@@ -248,26 +262,30 @@ void ClaimLine::Place::Looked(uint64_t bumps, const Board::ClaimOutlook& outlook
   me.in_look = false;
   me.covered = std::max(me.covered, bumps);
   if (me.bumps == bumps) me.looking = false;  // nothing came while it looked
-  // As many more as there are tasks left, counting those already looking.
-  int64_t want = outlook.unowned;
+  l.WakeForLocked(outlook.unowned, outlook.assigned_to, it_, &wakes);
+}
+
+void ClaimLine::WakeForLocked(int64_t unowned, const std::vector<std::string>& assigned,
+                              std::list<Waiter>::iterator except, Wakes* wakes) {
+  int64_t want = unowned;
   std::vector<std::list<Waiter>::iterator> wake;
-  for (auto it = l.waiters_.begin(); it != l.waiters_.end(); ++it) {
-    if (it != it_ && it->looking) --want;
+  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+    if (it != except && it->looking) --want;
   }
-  for (auto it = l.waiters_.begin(); it != l.waiters_.end() && want > 0; ++it) {
-    if (it != it_ && !it->looking && !it->reserved && !it->handed) {
+  for (auto it = waiters_.begin(); it != waiters_.end() && want > 0; ++it) {
+    if (it != except && !it->looking && !it->reserved && !it->handed) {
       wake.push_back(it);
       --want;
     }
   }
-  for (auto it = l.waiters_.begin(); it != l.waiters_.end(); ++it) {
-    if (it == it_ || it->looking || it->reserved || it->handed) continue;
-    if (std::find(outlook.assigned_to.begin(), outlook.assigned_to.end(), it->name) != outlook.assigned_to.end() &&
+  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+    if (it == except || it->looking || it->reserved || it->handed) continue;
+    if (std::find(assigned.begin(), assigned.end(), it->name) != assigned.end() &&
         std::find(wake.begin(), wake.end(), it) == wake.end()) {
       wake.push_back(it);
     }
   }
-  for (auto it : wake) l.WakeLocked(it, &wakes);
+  for (auto it : wake) WakeLocked(it, wakes);
 }
 
 }  // namespace mates

@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -73,6 +74,7 @@ class ClaimLine : public Board::Claimers, public std::enable_shared_from_this<Cl
     struct Look {
       std::optional<Task> handed;
       uint64_t bumps = 0;
+      int64_t others = 0;  // the other waiters in the line: as many tasks are worth counting
     };
     Look BeginLook();
     // After the look that began at `bumps`: what it left, to wake as many.
@@ -91,6 +93,15 @@ class ClaimLine : public Board::Claimers, public std::enable_shared_from_this<Cl
 
   // Watching `dir` (the board's folder) from now on.
   static Result<std::shared_ptr<ClaimLine>> Create(const fs::path& dir);
+  // A line whose board is elsewhere (a PostgreSQL store's): its owner
+  // tells it of every change that may leave a task claimable (Changed),
+  // and a task given back goes through `update`.
+  using Update = std::function<Result<Task>(int64_t id, const TaskPatch& patch, const Caller& caller)>;
+  static std::shared_ptr<ClaimLine> Told(Update update);
+  // The board changed: one waiter is to look (again), and as many as
+  // `wanted` in all if the change says it made that much work (a count a
+  // look's outlook then corrects: more looks if it was short, none if not).
+  void Changed(int64_t wanted = 1);
   ClaimLine(const ClaimLine&) = delete;
   ClaimLine& operator=(const ClaimLine&) = delete;
 
@@ -136,24 +147,27 @@ class ClaimLine : public Board::Claimers, public std::enable_shared_from_this<Cl
     std::vector<std::shared_ptr<Waker>> wakers_;
   };
 
-  explicit ClaimLine(fs::path dir) : dir_(std::move(dir)) {}
-  // A board file changed: one waiter is to look (again).
+  explicit ClaimLine(Update update) : update_(std::move(update)) {}
   void OnChange();
   void OnChangeLocked(Wakes* wakes);
   void WakeLocked(std::list<Waiter>::iterator it, Wakes* wakes);
+  // Wakes as many waiters as `unowned` tasks need (counting those looking
+  // already) and those with a task `assigned`, none of them `except`.
+  void WakeForLocked(int64_t unowned, const std::vector<std::string>& assigned, std::list<Waiter>::iterator except,
+                     Wakes* wakes);
   // Leaves; a handed task not taken is returned.
   std::optional<Task> Leave(std::list<Waiter>::iterator it);
   std::optional<Task> LeaveLocked(std::list<Waiter>::iterator it, Wakes* wakes);
   // Until `it` has no hand-out under way; `lock` holds mu_.
   void AwaitReservationLocked(std::unique_lock<std::mutex>& lock, std::list<Waiter>::iterator it);
 
-  const fs::path dir_;
+  const Update update_;
   mutable std::mutex mu_;
   std::condition_variable reservations_;  // a reservation ended
   std::list<Waiter> waiters_;  // guarded by mu_; front: longest since woken
   size_t handing_ = 0;         // guarded by mu_; reservations under way
   std::set<int64_t> handed_assigned_;  // guarded by mu_; handed, had been assigned to their claimer
-  Watcher::Subscription sub_;  // set once, by Create
+  Watcher::Subscription sub_;  // set once, by Create (a file board's line)
 };
 
 // The process's line for the board in `dir` (shared like SharedBoard), the

@@ -433,6 +433,62 @@ TEST(ClaimLineTest, AHandedTaskNotTakenGoesBackToTheBoard) {
   EXPECT_EQ((*line)->waiting(), 0u);
 }
 
+// A line told of its board's changes (a PostgreSQL store's): a change that
+// says it made work for three wakes three, counting one already looking,
+// and a task handed over and not taken goes back through its update.
+TEST(ClaimLineTest, ALineToldOfChangesWakesAsManyAsTheChangeSays) {
+  std::vector<std::pair<int64_t, TaskPatch>> given_back;
+  auto line = ClaimLine::Told([&](int64_t id, const TaskPatch& patch, const Caller& caller) -> Result<Task> {
+    EXPECT_EQ(caller.name, "w0");
+    given_back.emplace_back(id, patch);
+    Task t;
+    t.id = id;
+    return t;
+  });
+  std::vector<std::shared_ptr<Waker>> w;
+  std::vector<ClaimLine::Place> places;
+  for (int i = 0; i < 5; ++i) {
+    w.push_back(std::make_shared<Waker>());
+    places.push_back(line->Join("w" + std::to_string(i), w.back()));
+  }
+  Settle(*line, places);
+  auto woken = [&](const std::vector<uint64_t>& g) {
+    int n = 0;
+    for (size_t i = 0; i < w.size(); ++i) n += w[i]->generation() != g[i] ? 1 : 0;
+    return n;
+  };
+  auto generations = [&] {
+    std::vector<uint64_t> g;
+    for (auto& x : w) g.push_back(x->generation());
+    return g;
+  };
+  auto g = generations();
+  line->Changed();
+  EXPECT_EQ(woken(g), 1);
+  EXPECT_EQ(line->looking(), 1u);
+  g = generations();
+  line->Changed(3);
+  EXPECT_EQ(woken(g), 3) << "the one looking looks again, two more";
+  EXPECT_EQ(line->looking(), 3u);
+  g = generations();
+  line->Changed(100);
+  EXPECT_EQ(woken(g), 3) << "the first of those looking, and the two not looking yet";
+  EXPECT_EQ(line->looking(), 5u) << "no more than there are";
+  Settle(*line, places);
+  // Handed a task (as a hand-out would), w0 goes without taking it.
+  ASSERT_EQ(line->Reserve(1, {}), std::vector<std::string>{"w0"});
+  Task t;
+  t.id = 7;
+  t.owner = "w0";
+  t.status = TaskStatus::kInProgress;
+  line->Hand("w0", t, false);
+  places.erase(places.begin());
+  ASSERT_EQ(given_back.size(), 1u);
+  EXPECT_EQ(given_back[0].first, 7);
+  EXPECT_EQ(given_back[0].second.status, TaskStatus::kPending);
+  EXPECT_EQ(given_back[0].second.owner, std::optional<std::string>(""));
+}
+
 // Places leave the line when they go, moved or not.
 TEST(ClaimLineTest, PlacesLeaveWhenDestroyedOrMoved) {
   TempDir dir;
