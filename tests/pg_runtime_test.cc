@@ -254,6 +254,77 @@ TEST_F(PgRuntimeTest, TeammatesWorkFromTheDatabaseAndOnlyTheirJournalsAreLocal) 
 // `mates run --store`: the lead, its teammates and the shutdown protocol
 // (three teammates: one approves, one refuses, one never answers) with the
 // team in the database; the host's workspace keeps only journals.
+// Idle teammates wait in the store's claim line: a completion that
+// unblocks a level wakes as many of them as it unblocked, at once, not one
+// by one as each finishes (a task here takes 3 s: the level is claimed
+// long before any of it is done).
+TEST_F(PgRuntimeTest, ACompletionSetsTheIdleTeammatesToItsWholeLevelAtOnce) {
+  auto scenario = llm::Scenario::Parse("rules:\n"
+                                       "  - agent: \"w*\"\n"
+                                       "    when: \"Task #1:\"\n"
+                                       "    once: false\n"
+                                       "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"1\", "
+                                       "status: completed}}]\n"
+                                       "  - agent: \"w*\"\n"
+                                       "    when: \"Task #(\\\\d+):\"\n"
+                                       "    once: false\n"
+                                       "    delay_ms: 3000\n"
+                                       "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", "
+                                       "status: completed}}]\n" +
+                                           testing::DoneRule(),
+                                       "level.yaml");
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  llm::ScriptedProvider provider(std::make_shared<llm::Scenario>(std::move(*scenario)));
+  auto board = teams_->Board("crew");
+  auto waker = std::make_shared<Waker>();
+  auto roster_watch = teams_->WatchRoster("crew", waker);
+  auto board_watch = teams_->WatchBoard("crew", waker);
+  ASSERT_TRUE(roster_watch.ok() && board_watch.ok());
+  Host host(dir_.path() / "a", &provider, teams_.get());
+  for (const char* name : {"w1", "w2", "w3", "w4"}) {
+    auto r = host.manager->SpawnTeammate({.team = "crew", .name = name, .prompt = "Work from the board."});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+  }
+  auto all_idle = [&] {
+    auto team = teams_->LoadTeam("crew");
+    if (!team.ok()) return false;
+    for (const char* name : {"w1", "w2", "w3", "w4"}) {
+      const Member* m = team->Find(name);
+      if (m == nullptr || m->status != MemberStatus::kIdle) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(Until(waker, all_idle)) << "the teammates did not all go idle";
+  // The gate, and a level of three behind it.
+  TaskDraft d;
+  d.subject = "gate";
+  ASSERT_TRUE(board->Create(d).ok());
+  d.blocked_by = {1};
+  for (const char* s : {"a", "b", "c"}) {
+    d.subject = s;
+    ASSERT_TRUE(board->Create(d).ok());
+  }
+  std::set<std::string> owners;
+  ASSERT_TRUE(Until(waker, [&] {
+    auto tasks = board->List(false);
+    if (!tasks.ok() || tasks->size() != 4) return false;
+    owners.clear();
+    for (const auto& t : *tasks) {
+      if (t.id == 1) continue;
+      if (t.status != TaskStatus::kInProgress) return false;
+      owners.insert(t.owner);
+    }
+    return true;
+  })) << "the level was not in progress all at once";
+  EXPECT_EQ(owners.size(), 3u) << "one teammate each";
+  auto tasks = board->List(false);
+  ASSERT_TRUE(tasks.ok());
+  for (const auto& t : *tasks) {
+    const TaskStatus want = t.id == 1 ? TaskStatus::kCompleted : TaskStatus::kInProgress;
+    EXPECT_EQ(t.status, want) << "task #" << t.id;
+  }
+}
+
 TEST_F(PgRuntimeTest, RunKeepsItsTeamInTheDatabase) {
   TempDir ws;
   auto r = RunMates(ws.path(), {"run", "--store", url_, "--provider", "scripted", "--scenario",

@@ -22,6 +22,7 @@
 #include "pg/schema.h"
 #include "pg/store.h"
 #include "store/board.h"
+#include "store/claim_line.h"
 #include "store/messenger.h"
 #include "store/roster.h"
 #include "support/pg_suite.h"
@@ -301,6 +302,276 @@ TEST_F(PgTest, ClaimsFollowDependenciesAndAssignmentsFirst) {
   auto all = store->ListTasks("procs");
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 5u);
+}
+
+// What a claim left for others comes with it, in the same round trip, and
+// a completion's NOTIFY says how many tasks it unblocked: a host wakes as
+// many idle teammates as there is work for (ClaimLine), not all of them.
+TEST_F(PgTest, AClaimSaysWhatItLeftAndACompletionHowManyItUnblocked) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  // What the board's channel asks for, one notification at a time.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int64_t> wanted;
+  auto sub = store->listener().Subscribe(pg::BoardKey("procs"), [&](int64_t n) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      wanted.push_back(n);
+    }
+    cv.notify_all();
+  });
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  auto next_wanted = [&]() -> int64_t {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return !wanted.empty(); })) return -1;
+    int64_t n = wanted.front();
+    wanted.erase(wanted.begin());
+    return n;
+  };
+  auto draft = [](const std::string& subject, std::vector<int64_t> blocked_by = {}) {
+    TaskDraft d;
+    d.subject = subject;
+    d.blocked_by = std::move(blocked_by);
+    return d;
+  };
+  // 1; 2, 3, 4 and 5 (assigned to dee) wait for it; 6 waits for nothing.
+  for (auto [subject, after] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"one", {}}, {"two", {1}}, {"three", {1}}, {"four", {1}}, {"five", {1}}, {"six", {}}}) {
+    ASSERT_TRUE(store->CreateTask("procs", draft(subject, after)).ok());
+    EXPECT_EQ(next_wanted(), 1) << subject << ": a new task asks for one look";
+  }
+  pg::Connection sql = Connect(url_);
+  ASSERT_TRUE(sql.Exec("UPDATE mates_tasks SET owner = 'dee' WHERE id = 5").ok());
+
+  ClaimOutlook o;
+  o.count_up_to = 10;
+  auto a = store->ClaimNext("procs", "ann", &o);
+  ASSERT_TRUE(a.ok() && a->has_value()) << a.status().message();
+  EXPECT_EQ((*a)->id, 1);
+  EXPECT_EQ(o.unowned, 1) << "six";
+  EXPECT_TRUE(o.assigned_to.empty()) << "five is blocked";
+
+  ASSERT_TRUE(store->Complete("procs", 1, "ann").ok());
+  EXPECT_EQ(next_wanted(), 4) << "two, three, four and five are claimable now";
+
+  o = ClaimOutlook{};
+  o.count_up_to = 10;
+  auto b = store->ClaimNext("procs", "bob", &o);
+  ASSERT_TRUE(b.ok() && b->has_value());
+  EXPECT_EQ((*b)->id, 2);
+  EXPECT_EQ(o.unowned, 3) << "three, four, six";
+  EXPECT_EQ(o.assigned_to, std::vector<std::string>{"dee"});
+  // Counted only as far as asked: one more claimer to wake is all it needs.
+  o = ClaimOutlook{};
+  o.count_up_to = 1;
+  auto c = store->ClaimNext("procs", "cy", &o);
+  ASSERT_TRUE(c.ok() && c->has_value());
+  EXPECT_EQ((*c)->id, 3);
+  EXPECT_EQ(o.unowned, 1);
+  o = ClaimOutlook{};
+  o.count_up_to = 0;
+  auto d = store->ClaimNext("procs", "dee", &o);
+  ASSERT_TRUE(d.ok() && d->has_value());
+  EXPECT_EQ((*d)->id, 5) << "its own assigned task first";
+  EXPECT_EQ(o.unowned, 0);
+  EXPECT_TRUE(o.assigned_to.empty());
+
+  // A row written by hand with an owner no member can have wakes nobody.
+  ASSERT_TRUE(sql.Exec("UPDATE mates_tasks SET owner = 'no one; drop' WHERE id = 4").ok());
+  o = ClaimOutlook{};
+  o.count_up_to = 10;
+  auto e = store->ClaimNext("procs", "eve", &o);
+  ASSERT_TRUE(e.ok() && e->has_value());
+  EXPECT_EQ((*e)->id, 6);
+  EXPECT_EQ(o.unowned, 0);
+  EXPECT_TRUE(o.assigned_to.empty());
+  o = ClaimOutlook{};
+  o.count_up_to = 10;
+  auto none = store->ClaimNext("procs", "eve", &o);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(o.unowned, 0);
+
+  // A completion that unblocks nothing still asks for one look (another
+  // completing at the same moment may have unblocked what it cannot see).
+  ASSERT_TRUE(store->Complete("procs", 2, "bob").ok());
+  EXPECT_EQ(next_wanted(), 1);
+
+  // Payloads from anyone who can NOTIFY: a count from 1 to 1,000, anything
+  // else one look.
+  for (auto [payload, n] : std::vector<std::pair<std::string, int64_t>>{
+           {"3", 3}, {"abc", 1}, {"-5", 1}, {"0", 1}, {"2x", 1}, {"99999999999999999999", 1}, {"5000", 1000}}) {
+    ASSERT_TRUE(sql.Exec("SELECT pg_notify($1, $2)", {pg::ChannelOf(pg::BoardKey("procs")), payload}).ok());
+    EXPECT_EQ(next_wanted(), n) << "payload '" << payload << "'";
+  }
+}
+
+// The store's claim line: a change wakes one idle waiter of this process
+// (not all), a completion as many as it unblocked, and a look that leaves
+// work wakes as many more.
+TEST_F(PgTest, TheClaimLineWakesAsManyIdleWaitersAsThereIsWork) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  auto line = store->ClaimLineOf("procs");
+  ASSERT_TRUE(line.ok()) << line.status().message();
+  auto again = store->ClaimLineOf("procs");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(line->get(), again->get()) << "one line per team";
+  EXPECT_EQ(store->ClaimLineOf("bad name!").status().code(), StatusCode::kInvalidArgument);
+
+  std::vector<std::shared_ptr<Waker>> wakers;
+  std::vector<ClaimLine::Place> places;
+  for (const char* name : {"w1", "w2", "w3", "w4"}) {
+    wakers.push_back(std::make_shared<Waker>());
+    places.push_back((*line)->Join(name, wakers.back()));
+  }
+  auto moved = [&](size_t i, uint64_t seen) { return wakers[i]->WaitChange(seen, DeadlineIn(10)) != seen; };
+  auto generations = [&] {
+    std::vector<uint64_t> g;
+    for (auto& w : wakers) g.push_back(w->generation());
+    return g;
+  };
+  // The first in the line looks as the teammate does: its look says what
+  // it left, and the line wakes as many more.
+  auto look = [&](size_t i, const std::string& name) {
+    auto l = places[i].BeginLook();
+    EXPECT_EQ(l.others, 3);
+    ClaimOutlook o;
+    o.count_up_to = l.others;
+    auto claimed = store->ClaimNext("procs", name, &o);
+    places[i].Looked(l.bumps, o);
+    return claimed;
+  };
+
+  TaskDraft d;
+  d.subject = "root";
+  auto g = generations();
+  ASSERT_TRUE(store->CreateTask("procs", d).ok());
+  ASSERT_TRUE(moved(0, g[0])) << "the first in the line is woken";
+  auto root = look(0, "w1");
+  ASSERT_TRUE(root.ok() && root->has_value());
+  EXPECT_EQ(generations()[1], g[1]);
+  EXPECT_EQ(generations()[2], g[2]);
+  EXPECT_EQ(generations()[3], g[3]) << "one task, one waiter woken";
+
+  // Three tasks wait for the root. Its completion wakes three at once.
+  d.blocked_by = {(*root)->id};
+  for (const char* s : {"a", "b", "c"}) {
+    d.subject = s;
+    g = generations();
+    ASSERT_TRUE(store->CreateTask("procs", d).ok());
+    // Each new task wakes one to look (it finds the task blocked).
+    ASSERT_TRUE(testing::WaitUntil([&] { return generations() != g; }, 10));
+    for (size_t i = 0; i < wakers.size(); ++i) {
+      if (generations()[i] == g[i]) continue;
+      auto l = places[i].BeginLook();
+      ClaimOutlook o;
+      o.count_up_to = l.others;
+      auto none = store->ClaimNext("procs", "w" + std::to_string(i + 1), &o);
+      ASSERT_TRUE(none.ok());
+      EXPECT_FALSE(none->has_value()) << "blocked by the root";
+      places[i].Looked(l.bumps, o);
+    }
+  }
+  g = generations();
+  ASSERT_TRUE(store->Complete("procs", (*root)->id, "w1").ok());
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto now = generations();
+        int woken = 0;
+        for (size_t i = 0; i < now.size(); ++i) woken += now[i] != g[i];
+        return woken >= 3;
+      },
+      10))
+      << "a completion that unblocked three wakes three";
+}
+
+// Statuses change in one statement on the server, in place, keeping the
+// rest of the roster; a roster the statement cannot read goes the long way
+// and its one clear error.
+TEST_F(PgTest, StatusesAreSetInOneStatementKeepingTheRestOfTheRoster) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  for (const char* name : {"w1", "w2"}) {
+    Member m;
+    m.name = name;
+    m.status = MemberStatus::kActive;
+    m.prompt = "a prompt with \"quotes\", a tab\t and \u00e9";
+    ASSERT_TRUE(store->AddMember("procs", m).ok());
+  }
+  auto before = store->LoadTeam("procs");
+  ASSERT_TRUE(before.ok());
+  auto waker = std::make_shared<Waker>();
+  auto sub = store->listener().Subscribe(pg::TeamKey("procs"), waker);
+  ASSERT_TRUE(sub.ok());
+  uint64_t seen = waker->generation();
+  ASSERT_TRUE(store
+                  ->SetStatuses("procs", {{"w1", MemberStatus::kActive},
+                                          {"ghost", MemberStatus::kIdle},
+                                          {"w2", MemberStatus::kShutdown},
+                                          {"bad name!", MemberStatus::kIdle},
+                                          {"w1", MemberStatus::kIdle}})
+                  .ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "the roster's watchers were not told";
+  auto after = store->LoadTeam("procs");
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  TeamConfig want = *before;
+  want.Find("w1")->status = MemberStatus::kIdle;
+  want.Find("w2")->status = MemberStatus::kShutdown;
+  EXPECT_EQ(TeamConfigToJson(*after), TeamConfigToJson(want));
+  // Changed by the server (jsonb's spacing), not read and written back.
+  pg::Connection sql = Connect(url_);
+  auto text = sql.Exec("SELECT config FROM mates_teams WHERE name = 'procs'");
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(std::string(text->text(0, 0)).find("\"status\": \"shutdown\""), std::string::npos);
+
+  // A roster that is not JSON: the long way says so.
+  ASSERT_TRUE(sql.Exec("UPDATE mates_teams SET config = 'not json' WHERE name = 'procs'").ok());
+  Status bad = store->SetStatuses("procs", {{"w1", MemberStatus::kActive}});
+  EXPECT_EQ(bad.code(), StatusCode::kCorrupt) << bad.message();
+  // A team made before rosters were kept (its roster is its lead alone).
+  ASSERT_TRUE(sql.Exec("UPDATE mates_teams SET config = NULL WHERE name = 'procs'").ok());
+  EXPECT_TRUE(store->SetStatuses("procs", {{"w1", MemberStatus::kActive}}).ok());
+  EXPECT_EQ(store->SetStatuses("nosuchteam", {{"w1", MemberStatus::kActive}}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->SetStatuses("bad team!", {{"w1", MemberStatus::kActive}}).code(), StatusCode::kInvalidArgument);
+}
+
+// An inbox found empty answers from its wake-ups: asked again only after
+// a NOTIFY on its key (every message appended sends one), while a look
+// before a model call (MayHavePending) always asks.
+TEST_F(PgTest, AnInboxFoundEmptyIsAskedAgainOnlyAfterAWakeUp) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  auto teams = pg::StoreTeams(*store);
+  auto inbox = teams->InboxOf("procs", "ann");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(*inbox->PendingCount(), 0u);
+  // A row put there without its NOTIFY (by hand): the count does not see
+  // it, the look before a call does.
+  pg::Connection sql = Connect(url_);
+  ASSERT_TRUE(sql.Exec("INSERT INTO mates_inbox (team, member, msg_id, line) VALUES ('procs', 'ann', 'm1', "
+                       "$1)",
+                       {DumpJson(MessageToJson(Msg("m1", "by hand")))})
+                  .ok());
+  EXPECT_EQ(*inbox->PendingCount(), 0u) << "answered from the wake-ups";
+  EXPECT_TRUE(inbox->MayHavePending());
+  // Its notification comes: counted again.
+  auto waker = std::make_shared<Waker>();
+  auto sub = store->listener().Subscribe(pg::InboxKey("procs", "ann"), waker);
+  ASSERT_TRUE(sub.ok());
+  uint64_t seen = waker->generation();
+  ASSERT_TRUE(sql.Exec("SELECT pg_notify($1, '')", {pg::ChannelOf(pg::InboxKey("procs", "ann"))}).ok());
+  ASSERT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen);
+  EXPECT_EQ(*inbox->PendingCount(), 1u);
+  // A message sent the usual way from another process is counted once
+  // its wake-up is in.
+  ASSERT_EQ(inbox->Take([](const std::vector<Message>&) { return true; }, nullptr).status().code(), StatusCode::kOk);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(*inbox->PendingCount(), 0u);
+  seen = waker->generation();
+  auto w = testing::Run({testing::StoreHelperBinary(), "write", url_, "ann", "1", "x"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  ASSERT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen);
+  EXPECT_EQ(*inbox->PendingCount(), 1u);
 }
 
 // The board's tasks without their clock readings, to compare stores.

@@ -28,6 +28,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,7 @@
 #include "core/status.h"
 #include "pg/connection.h"
 #include "pg/listener.h"
+#include "store/claim_line.h"
 #include "store/merges.h"
 #include "store/message.h"
 #include "store/requests.h"
@@ -92,7 +94,15 @@ class Store {
   Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead = "lead",
                                 const std::string& description = "");
   Result<TeamConfig> LoadTeam(const std::string& team);
+  // TeamStore::HasTeam: its row, not its roster.
+  Status HasTeam(const std::string& team);
   Result<TeamConfig> UpdateTeam(const std::string& team, const std::function<Status(TeamConfig&)>& mutate);
+  // TeamStore::SetStatuses in one statement: the roster's members' statuses
+  // changed in place on the server (the last change of a member wins; one
+  // not in the roster is passed over), and its NOTIFY. A roster the
+  // statement cannot change (none yet, over its bound, not a roster) goes
+  // through UpdateTeam, which says what is wrong with it.
+  Status SetStatuses(const std::string& team, const std::vector<std::pair<std::string, MemberStatus>>& changes);
   Result<Member> AddMember(const std::string& team, Member member);
   Status SetMemberStatus(const std::string& team, const std::string& member, MemberStatus status);
 
@@ -167,7 +177,10 @@ class Store {
   // The next pending task whose blockers are all completed (or deleted):
   // one assigned to `owner` first, then an unowned one by id; nullopt if
   // there is none.
-  Result<std::optional<Task>> ClaimNext(const std::string& team, const std::string& owner);
+  // `outlook`, if given, says what the claim left for others (up to its
+  // count_up_to unowned tasks), in the same round trip.
+  Result<std::optional<Task>> ClaimNext(const std::string& team, const std::string& owner,
+                                        ClaimOutlook* outlook = nullptr);
   // `owner` finishes its task: in_progress -> completed.
   Result<Task> Complete(const std::string& team, int64_t id, const std::string& owner);
   // DESIGN §4's update, with the file board's rules (store/task_rules.h):
@@ -231,6 +244,12 @@ class Store {
   // the listener reconnects.
   Listener& listener() { return listener_; }
 
+  // The line this process's idle teammates of `team` wait in
+  // (TeamStore::ClaimLineOf): one per team, kept while the store lives,
+  // told of every NOTIFY on BoardKey(team) (and every reconnect) by the
+  // listener. Unavailable if the channel cannot be listened to.
+  Result<std::shared_ptr<ClaimLine>> ClaimLineOf(const std::string& team);
+
  private:
   explicit Store(const Target& t) : target_(t), listener_(t) {}
   void Give(Connection c);
@@ -245,6 +264,13 @@ class Store {
 
   Target target_;
   Listener listener_;
+  // Declared after the listener: gone (unsubscribed) before it.
+  struct Line {
+    std::shared_ptr<ClaimLine> line;
+    Listener::Subscription changes;  // destroyed first: no call to the line after
+  };
+  std::mutex lines_mu_;
+  std::map<std::string, Line> lines_;  // by team; guarded by lines_mu_
   std::mutex mu_;
   std::condition_variable outage_cv_;  // StopWaiting
   std::vector<Connection> idle_;       // guarded by mu_

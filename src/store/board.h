@@ -97,10 +97,7 @@ class Board {
   // claimable unowned one; nullopt when there is none.
   // `outlook`, if given, says what is left to claim after this one, for
   // waking just as many idle claimers as there is work (ClaimLine).
-  struct ClaimOutlook {
-    int64_t unowned = 0;                   // claimable unowned tasks
-    std::vector<std::string> assigned_to;  // others with a claimable task assigned
-  };
+  using ClaimOutlook = mates::ClaimOutlook;
   Result<std::optional<Task>> ClaimNext(const std::string& owner, ClaimOutlook* outlook = nullptr);
 
   // The id ClaimNext(owner) would claim now, without claiming it.

@@ -64,6 +64,17 @@ struct TaskPatch {
 };
 
 // Who asks: the owner rule of DESIGN §4 depends on it.
+// What a claim (ClaimNext) left to claim after it, for waking just as many
+// idle claimers as there is work (store/claim_line.h).
+struct ClaimOutlook {
+  int64_t unowned = 0;                   // claimable unowned tasks
+  std::vector<std::string> assigned_to;  // others with a claimable task assigned
+  // In: how many unowned tasks are worth counting (as many as there are
+  // idle claimers to wake). A board whose count costs a walk (PostgreSQL's)
+  // stops there; the file board's index counts them all.
+  int64_t count_up_to = INT64_MAX;
+};
+
 struct Caller {
   std::string name;
   bool is_lead = false;

@@ -43,7 +43,9 @@ class FileBoard : public TaskBoard {
     return board_.Update(id, patch, caller);
   }
   Result<Task> Claim(int64_t id, const std::string& owner) override { return board_.Claim(id, owner); }
-  Result<std::optional<Task>> ClaimNext(const std::string& owner) override { return board_.ClaimNext(owner); }
+  Result<std::optional<Task>> ClaimNext(const std::string& owner, ClaimOutlook* outlook) override {
+    return board_.ClaimNext(owner, outlook);
+  }
 
  private:
   std::shared_ptr<Board> owned_;

@@ -28,8 +28,10 @@ class TaskBoard {
   virtual Result<Task> Update(int64_t id, const TaskPatch& patch, const Caller& caller) = 0;
   // Compare-and-set; Conflict if someone else has it.
   virtual Result<Task> Claim(int64_t id, const std::string& owner) = 0;
-  // The owner's assigned task first, else the lowest claimable one.
-  virtual Result<std::optional<Task>> ClaimNext(const std::string& owner) = 0;
+  // The owner's assigned task first, else the lowest claimable one;
+  // `outlook`, if given, says what that left for others (ClaimLine).
+  virtual Result<std::optional<Task>> ClaimNext(const std::string& owner, ClaimOutlook* outlook) = 0;
+  Result<std::optional<Task>> ClaimNext(const std::string& owner) { return ClaimNext(owner, nullptr); }
   // The id ClaimNext(owner) would claim now, without claiming it. This
   // default reads the whole board (List); a board with an index does better.
   virtual Result<std::optional<int64_t>> NextClaimable(const std::string& owner);

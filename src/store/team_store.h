@@ -22,6 +22,8 @@
 
 namespace mates {
 
+class ClaimLine;
+
 // Something held while this lives: a watch, a liveness lock.
 class Hold {
  public:
@@ -46,7 +48,11 @@ class Inbox {
  public:
   virtual ~Inbox() = default;
   virtual Result<std::vector<Message>> Peek() = 0;
-  // How many messages wait (a reader's in-flight ones too).
+  // How many messages wait (a reader's in-flight ones too). Where a count
+  // is a round trip (PostgreSQL), an inbox object that found itself empty
+  // twice answers 0 until its next wake-up: a message committed a moment
+  // ago counts once its notification is in, which also wakes a waiter on
+  // WatchWith.
   virtual Result<size_t> PendingCount() = 0;
   // A cheap look: false if the inbox is empty. A store out of reach says
   // false too: whoever looks would only spin (a model call with nothing
@@ -117,6 +123,10 @@ class TeamStore {
   // Where the teams are, as said to a person (no password).
   virtual std::string where() const = 0;
   virtual Result<TeamConfig> LoadTeam(const std::string& team) = 0;
+  // NotFound ("no team 'T'") unless the team is there; its roster need not
+  // be read (a board tool's check before each change: on PostgreSQL, a
+  // roster of a hundred members read and parsed at every task update).
+  virtual Status HasTeam(const std::string& team) { return LoadTeam(team).status(); }
   // The roster's changes (the file store's rules, AddMemberTo and
   // NewTeamConfig, on both): AlreadyExists for a team or member there.
   virtual Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
@@ -136,6 +146,13 @@ class TeamStore {
   // (statuses), while the Hold lives.
   virtual Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) = 0;
   virtual Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team, std::shared_ptr<Waker> waker) = 0;
+  // The line this process's idle teammates of `team` wait in, woken by the
+  // board's changes as many at a time as there is work (store/claim_line.h);
+  // null where the store has none (they each watch the board then). The
+  // file store's teammates use the process's line for the board's folder.
+  virtual Result<std::shared_ptr<ClaimLine>> ClaimLineOf(const std::string& /*team*/) {
+    return std::shared_ptr<ClaimLine>();
+  }
   virtual std::unique_ptr<TaskBoard> Board(const std::string& team) = 0;
   // The team's merge requests (DESIGN §12), and a wake-up for every change
   // of them while the Hold lives.

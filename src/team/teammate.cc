@@ -266,17 +266,41 @@ bool Teammate::BoardGoneAfterMiss(const Status& claim) {
 bool Teammate::IdleWaitOnStore() {
   TeamStore& store = manager_->store();
   auto inbox = store.InboxOf(config_.team, config_.name)->WatchWith(waker_);
-  auto board_watch = store.WatchBoard(config_.team, waker_);
-  const bool watched = inbox.ok() && board_watch.ok();
+  // The board: through the store's claim line, where it has one (a change
+  // wakes one idle teammate of this process, whose look wakes as many more
+  // as it left work), else a watch of its own.
+  Status board_watched = Status::Ok();
+  std::shared_ptr<ClaimLine> line;
+  Result<std::unique_ptr<Hold>> board_watch = std::unique_ptr<Hold>();
+  if (auto l = store.ClaimLineOf(config_.team); !l.ok()) {
+    board_watched = l.status();
+  } else if (*l) {
+    line = std::move(*l);
+  } else if (board_watch = store.WatchBoard(config_.team, waker_); !board_watch.ok()) {
+    board_watched = board_watch.status();
+  }
+  const bool watched = inbox.ok() && board_watched.ok();
   if (!watched) {
     LogWarning(config_.name + ": cannot watch its inbox or the task board (" +
-               (inbox.ok() ? board_watch.status().message() : inbox.status().message()) +
+               (inbox.ok() ? board_watched.message() : inbox.status().message()) +
                "); looking every second instead");
   }
+  const bool in_line = line && watched && !manager_->options().seed_polling;
+  ClaimLine::Place place;
+  if (in_line) place = line->Join(config_.name, waker_, &claiming_);
   std::unique_ptr<TaskBoard> board = store.Board(config_.team);
   const double timeout = manager_->options().idle_timeout_s;
   Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
+  // Out of the line, with a task handed to us meanwhile: taken if we go on
+  // working, else given back.
   auto done = [&](bool go_on) {
+    if (auto handed = place.Leave()) {
+      if (go_on) {
+        TakeTask(*handed);
+      } else {
+        line->GiveBack(config_.name, *handed);
+      }
+    }
     claiming_.store(false);
     manager_->WakeWaiters();
     return go_on;
@@ -286,7 +310,17 @@ bool Teammate::IdleWaitOnStore() {
     uint64_t seen = waker_->generation();
     if (auto ends = IdleEnds()) return done(*ends);
     claiming_.store(true);
-    auto claimed = board->ClaimNext(config_.name);
+    ClaimLine::Place::Look look;
+    if (in_line) look = place.BeginLook();
+    if (look.handed) {
+      TakeTask(*look.handed);
+      claiming_.store(false);
+      return true;
+    }
+    ClaimOutlook outlook;
+    outlook.count_up_to = look.others;
+    auto claimed = board->ClaimNext(config_.name, in_line ? &outlook : nullptr);
+    if (in_line) place.Looked(look.bumps, outlook);
     if (claimed.ok() && claimed->has_value() && !StillHosted()) {
       // Taken over between the look above and the claim (the other host's
       // lock came after our connection was cut, so this sees it): the
@@ -301,11 +335,16 @@ bool Teammate::IdleWaitOnStore() {
       return done(false);
     }
     if (claimed.ok() && claimed->has_value()) {
+      // One task at a time: one handed to us since our look goes back.
+      if (auto extra = place.Leave()) line->GiveBack(config_.name, *extra);
       TakeTask(**claimed);
       claiming_.store(false);
       return true;
     }
-    if (BoardGoneAfterMiss(claimed.status())) return done(false);
+    if (BoardGoneAfterMiss(claimed.status())) {
+      if (in_line) line->WakeAll();  // the others in the line learn it too
+      return done(false);
+    }
     if (!claimed.ok()) {
       // The store is out of reach (a server restarting, say): wait for it,
       // idle, as long as the idle timeout allows.
@@ -317,7 +356,12 @@ bool Teammate::IdleWaitOnStore() {
     if (!said_idle) {
       SetStatus(MemberStatus::kIdle);
       said_idle = true;
-      continue;  // look once more: work may have come while we said so
+      // Look once more: work may have come while we said so. In the line,
+      // after a look that was answered, what came since it began has woken
+      // one of the line (us, or another who looks for us): on this store
+      // a look is a statement on the server, and a teammate going idle
+      // made two.
+      if (!in_line || !claimed.ok()) continue;
     }
     if (IdleTimedOut(deadline)) return done(false);
     Deadline wait = deadline;

@@ -1,6 +1,7 @@
 // TaskCreate, TaskGet, TaskUpdate, TaskList: the team's task board.
 #include <nlohmann/json.hpp>
 
+#include "core/names.h"
 #include "git/submit.h"
 #include "store/roster.h"
 #include "tools/builtin_tools.h"
@@ -16,11 +17,50 @@ struct BoardRef {
   TaskBoard* operator->() const { return board.get(); }
 };
 
+// A store's board whose answers that could mean "no such team" (NotFound,
+// an empty list, no task to claim) are checked against the team's row: a
+// team gone is said so. Asking first cost every task update a round trip
+// on PostgreSQL, on the way from a completion to the claims it allows.
+class TeamCheckedBoard : public TaskBoard {
+ public:
+  TeamCheckedBoard(TeamStore& store, std::string team)
+      : store_(store), team_(std::move(team)), board_(store.Board(team_)) {}
+  Result<Task> Create(const TaskDraft& draft) override { return Checked(board_->Create(draft)); }
+  Result<Task> Get(int64_t id) override { return Checked(board_->Get(id)); }
+  Result<std::vector<Task>> List(bool include_deleted) override {
+    auto r = board_->List(include_deleted);
+    if (r.ok() && r->empty()) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
+    return Checked(std::move(r));
+  }
+  Result<Task> Update(int64_t id, const TaskPatch& patch, const Caller& caller) override {
+    return Checked(board_->Update(id, patch, caller));
+  }
+  Result<Task> Claim(int64_t id, const std::string& owner) override { return Checked(board_->Claim(id, owner)); }
+  Result<std::optional<Task>> ClaimNext(const std::string& owner, ClaimOutlook* outlook) override {
+    auto r = board_->ClaimNext(owner, outlook);
+    if (r.ok() && !r->has_value()) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
+    return Checked(std::move(r));
+  }
+  Result<std::optional<int64_t>> NextClaimable(const std::string& owner) override {
+    return Checked(board_->NextClaimable(owner));
+  }
+
+ private:
+  template <typename T>
+  Result<T> Checked(Result<T> r) {
+    if (!r.ok() && r.status().code() == StatusCode::kNotFound) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
+    return r;
+  }
+  TeamStore& store_;
+  const std::string team_;
+  std::unique_ptr<TaskBoard> board_;
+};
+
 Result<BoardRef> TeamBoard(const ToolContext& ctx) {
   if (ctx.team.empty()) return Status::FailedPrecondition("you are not in a team yet (create one with TeamCreate)");
   if (ctx.store != nullptr) {
-    MATES_RETURN_IF_ERROR(ctx.store->LoadTeam(ctx.team).status());
-    return BoardRef{nullptr, ctx.store->Board(ctx.team)};
+    MATES_RETURN_IF_ERROR(ValidateName("team name", ctx.team));
+    return BoardRef{nullptr, std::make_unique<TeamCheckedBoard>(*ctx.store, ctx.team)};
   }
   // The team must be there; its roster need not be read (with a hundred
   // members, parsing it was a tenth of a teammate's time per task update).
