@@ -7,7 +7,9 @@
 //              (1 + levels) x 50 ms (the first turn, then one TaskUpdate
 //              call per level; 8 teammates never bind at width 3).
 //              The same at scale: 1,000 tasks in 34 levels of 30, 100
-//              teammates in one process (DESIGN §16: <= 2 %).
+//              teammates in one process (DESIGN §16: <= 2 %). Each shape
+//              is followed by its floor on this machine: the same graph
+//              worked by bare threads that only wait and wake (ThreadFloor).
 //   idle       1,000 idle teammates in one process: CPU and RSS.
 //   handoff    a task completed -> its dependent claimed by an idle teammate
 //              and that teammate's model call started; completed in-process,
@@ -30,9 +32,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,10 +47,13 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "agent/agent_loop.h"
 #include "bench_util.h"
+#include "core/cancel.h"
+#include "core/clock.h"
 #include "core/files.h"
 #include "core/waker.h"
 #include "llm/scenario.h"
@@ -58,8 +64,8 @@
 #include "store/board.h"
 #include "store/roster.h"
 #include "store/watcher.h"
-#include "team/team_manager.h"
 #include "support/pg_server.h"
+#include "team/team_manager.h"
 #include "tools/builtin_tools.h"
 
 using namespace mates;
@@ -356,6 +362,103 @@ Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}, TeamSt
   return m;
 }
 
+// The machine's floor for a shape: the same graph worked by as many
+// threads that do only what the timing needs, and none of mates' work. Each
+// "call" is the scripted provider's two waits (halfway, then on time); a
+// completion takes one mutex, counts its level down, and the level's last
+// hands the next level's tasks to idle threads, each woken on a condition
+// variable of its own after the mutex is let go (as the claim line does).
+// No files, no JSON, no loop: what is left over the critical path is this
+// machine's wake-ups and timers at the team's rhythm, which no team on it
+// goes under.
+Makespan ThreadFloor(int turn_ms, DagShape shape) {
+  const int levels = (shape.tasks + shape.width - 1) / shape.width;
+  struct Worker {
+    std::condition_variable cv;
+    int task = -1;  // handed to it; -1: none yet
+    CancelToken model;
+  };
+  std::vector<Worker> workers(static_cast<size_t>(shape.teammates));
+  std::mutex mu;
+  std::vector<int> open(static_cast<size_t>(levels), 0);  // guarded by mu
+  std::vector<int> ready, idle;                           // guarded by mu
+  bool done = false;                                      // guarded by mu
+  std::condition_variable finished;
+  for (int t = 0; t < shape.tasks; ++t) ++open[static_cast<size_t>(t / shape.width)];
+  for (int t = 0; t < std::min(shape.width, shape.tasks); ++t) ready.push_back(t);
+  std::atomic<int64_t> call_ns{0}, calls{0};
+  auto call = [&](Worker& w) {
+    const auto start = SteadyClock::now();
+    (void)w.model.WaitFor(turn_ms / 2000.0);
+    (void)w.model.WaitUntilOnTime(start + std::chrono::milliseconds(turn_ms));
+    call_ns +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start).count();
+    ++calls;
+  };
+  auto work = [&](int me) {
+    Worker& w = workers[static_cast<size_t>(me)];
+    call(w);  // the first turn
+    for (;;) {
+      int task;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        if (!ready.empty()) {
+          task = ready.back();
+          ready.pop_back();
+        } else {
+          idle.push_back(me);
+          w.cv.wait(lock, [&] { return w.task >= 0 || done; });
+          if (w.task < 0) return;
+          task = std::exchange(w.task, -1);
+        }
+      }
+      call(w);  // the task's call, which completes it
+      std::vector<int> wake;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        const int level = task / shape.width;
+        if (--open[static_cast<size_t>(level)] == 0) {
+          if (level + 1 == levels) {
+            done = true;
+            finished.notify_all();
+            for (int i : idle) wake.push_back(i);
+            idle.clear();
+          }
+          for (int t = (level + 1) * shape.width;
+               t < std::min((level + 2) * shape.width, shape.tasks); ++t) {
+            if (idle.empty()) {
+              ready.push_back(t);
+              continue;
+            }
+            int i = idle.back();
+            idle.pop_back();
+            workers[static_cast<size_t>(i)].task = t;
+            wake.push_back(i);
+          }
+        }
+      }
+      for (int i : wake) workers[static_cast<size_t>(i)].cv.notify_one();
+      call(w);  // the follow-up turn
+      std::lock_guard<std::mutex> lock(mu);
+      if (done) return;
+    }
+  };
+  const int64_t t0 = NowNs();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < shape.teammates; ++i) threads.emplace_back(work, i);
+  Makespan m;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    finished.wait(lock, [&] { return done; });
+    m.ms = static_cast<double>(NowNs() - t0) / 1e6;
+  }
+  for (auto& t : threads) t.join();
+  m.bound_ms = static_cast<double>((1 + levels) * turn_ms);
+  m.call_ms = calls == 0 ? 0 : static_cast<double>(call_ns) / 1e6 / static_cast<double>(calls);
+  m.effective_ms = (1 + levels) * m.call_ms;
+  return m;
+}
+
 // -------------------------------------------------------------------- idle
 
 struct IdleCost {
@@ -579,6 +682,18 @@ int main(int argc, char** argv) {
     std::printf("  %-22s %8.0f ms %9.0f ms %9.1f %% %11.2f ms %9.1f %%\n", label.c_str(), m.ms, m.bound_ms,
                 (m.ms - m.bound_ms) / m.bound_ms * 100, m.call_ms, (m.ms - m.effective_ms) / m.effective_ms * 100);
   };
+  // The machine's floor next to each shape (ThreadFloor).
+  auto FloorRows = [&](int runs, int ms, DagShape shape) {
+    std::vector<double> over;
+    for (int i = 0; i < runs; ++i) {
+      Makespan f = ThreadFloor(ms, shape);
+      over.push_back((f.ms - f.bound_ms) / f.bound_ms * 100);
+      row("threads alone, run " + std::to_string(i + 1), f);
+    }
+    if (runs > 1)
+      std::printf("  threads alone median: %.1f %% (the machine's floor for this shape)\n",
+                  Percentile(over, 50));
+  };
   if (want("makespan") || want("makespan-small")) {
     std::printf(
         "makespan: 50 tasks in 17 levels of 3, 8 teammates, scripted provider at %d ms per call\n",
@@ -596,6 +711,7 @@ int main(int argc, char** argv) {
     std::printf("  mates median: %.1f %% over the critical path; %.1f %% once the mock model's own time per\n"
                 "  call is counted as model time (own share: claims, wake-ups, tools, statuses, the loop)\n",
                 Percentile(over, 50), Percentile(own, 50));
+    FloorRows(runs, turn_ms, {});
     if (only == "makespan-small") return 0;
     row("seed (1 s polling)", DagMakespan(true, turn_ms));
   }
@@ -623,6 +739,7 @@ int main(int argc, char** argv) {
     std::printf("makespan, large: 1,000 tasks in 34 levels of 30, 100 teammates, %d ms per call\n", turn_ms);
     Makespan l = DagMakespan(false, turn_ms, large);
     row("mates", l);
+    FloorRows(1, turn_ms, large);
     std::printf("\n");
   }
 
