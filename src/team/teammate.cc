@@ -119,6 +119,7 @@ void Teammate::Start() {
   thread_ = std::thread([this] {
     NameThisThread(config_.name);
     RunGuarded("teammate " + config_.name, [this] { Main(); });
+    starting_.store(false);
     // Whatever ended the thread, it is finished: nobody waits for it.
     if (!finished_.load()) {
       finished_.store(true);
@@ -482,12 +483,14 @@ void Teammate::Main() {
     finished_.store(true);
     SetStatus(later ? MemberStatus::kIdle : MemberStatus::kShutdown,
               later ? "its journal's copy could not be reached" : "its journal could not be replayed");
+    starting_.store(false);
     reported_.store(true);
     manager_->WakeWaiters();
     return;
   }
   if (config_.resume) RemindOfTasksInProgress();
   SetStatus(MemberStatus::kActive);
+  starting_.store(false);
   Result<agent::TurnResult> r = agent::TurnResult{};
   if (config_.new_prompt) {
     r = loop_->Run(config_.prompt);

@@ -88,8 +88,11 @@ class Teammate {
   // Finished, and its last status is in the lead's news.
   bool reported() const { return reported_.load(); }
   MemberStatus status() const { return status_.load(); }
-  // Active, or idle but in the middle of claiming a task.
-  bool working() const { return status_.load() == MemberStatus::kActive || claiming_.load(); }
+  // Active, idle but in the middle of claiming a task, or not yet past its
+  // start (a resumed journal replayed, a first status set).
+  bool working() const {
+    return status_.load() == MemberStatus::kActive || claiming_.load() || starting_.load();
+  }
   const agent::UsageMeter& usage() const { return loop_->usage(); }
   std::string model() const { return loop_->model(); }
 
@@ -155,6 +158,10 @@ class Teammate {
   std::atomic<bool> finished_{false};
   std::atomic<bool> reported_{false};
   std::atomic<MemberStatus> status_{MemberStatus::kIdle};
+  // From its making until Main has set its first status: a teammate whose
+  // thread has not run yet, or is replaying a long journal, is about to
+  // work, and the lead waiting for its team must not find it idle.
+  std::atomic<bool> starting_{true};
   std::atomic<bool> claiming_{false};
 
   std::mutex mu_;
