@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <memory>
 #include <mutex>
 #include <semaphore>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #if defined(__SANITIZE_THREAD__)
 extern "C" void __tsan_acquire(void* addr);
@@ -36,6 +38,7 @@ struct FileLock::Slot {
   // ThreadSanitizer cannot see that the kernel lock orders its holders;
   // this byte stands for it in acquire/release annotations.
   char tsan_sync = 0;
+  fs::path path;  // the lock file (or folder); constant once made
 };
 
 namespace {
@@ -47,10 +50,13 @@ std::unordered_map<std::string, std::unique_ptr<FileLock::Slot>>& Slots() {
   return *slots;
 }
 
-FileLock::Slot* SlotFor(const std::string& key) {
+FileLock::Slot* SlotFor(const fs::path& path, const std::string& key) {
   std::lock_guard<std::mutex> lock(g_slots_mu);
   auto& slot = Slots()[key];
-  if (!slot) slot = std::make_unique<FileLock::Slot>();
+  if (!slot) {
+    slot = std::make_unique<FileLock::Slot>();
+    slot->path = path;
+  }
   return slot.get();
 }
 
@@ -59,6 +65,35 @@ FileLock::Slot* SlotFor(const std::string& key) {
 bool StillAtPath(const FileLock::Slot& slot, const fs::path& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && st.st_ino == slot.ino && st.st_dev == slot.dev;
+}
+
+// A slot keeps its descriptor between acquisitions, and nothing else would
+// close it: a host that lives for weeks, whose lead makes and deletes teams
+// (or whose teams another process deletes), kept one descriptor for every
+// lock file it ever took, deleted or not, until RLIMIT_NOFILE ran out. So
+// every kSweepEvery descriptors opened, the idle slots whose file is no
+// longer at its path (deleted, replaced) close theirs. Live files keep
+// theirs: closing them would make every acquisition an open and a close,
+// and each close an inotify event for the folder's watchers.
+constexpr uint64_t kSweepEvery = 64;
+
+void SweepStaleSlots(const FileLock::Slot* mine) {
+  static std::atomic<uint64_t> opened{0};
+  if (++opened % kSweepEvery != 0) return;
+  std::vector<FileLock::Slot*> all;
+  {
+    std::lock_guard<std::mutex> lock(g_slots_mu);
+    all.reserve(Slots().size());
+    for (auto& [key, slot] : Slots()) {
+      if (slot.get() != mine) all.push_back(slot.get());
+    }
+  }
+  // Slots are never freed; one in use is left as it is.
+  for (FileLock::Slot* slot : all) {
+    if (!slot->in_use.try_acquire()) continue;
+    if (slot->fd.valid() && !StillAtPath(*slot, slot->path)) slot->fd.reset();
+    slot->in_use.release();
+  }
 }
 
 // Opens `path` into the slot, noting which file it is; false (errno set)
@@ -75,6 +110,7 @@ bool OpenSlot(FileLock::Slot* slot, const fs::path& path, int flags) {
   }
   slot->dev = st.st_dev;
   slot->ino = st.st_ino;
+  SweepStaleSlots(slot);
   return true;
 }
 
@@ -132,7 +168,7 @@ void UnlockByte(int fd, off_t start) {
 
 Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mode, bool wait) {
   const off_t start = static_cast<off_t>(range);
-  Slot* slot = SlotFor(lock_path.string() + "#" + std::to_string(start));
+  Slot* slot = SlotFor(lock_path, lock_path.string() + "#" + std::to_string(start));
   if (wait) {
     slot->in_use.acquire();
   } else if (!slot->in_use.try_acquire()) {
@@ -194,7 +230,7 @@ bool FileLock::IsHeld(const fs::path& lock_path, Range range) {
 }
 
 Result<FileLock> FileLock::AcquireFolder(const fs::path& dir) {
-  Slot* slot = SlotFor(dir.string() + "#folder");
+  Slot* slot = SlotFor(dir, dir.string() + "#folder");
   slot->in_use.acquire();
   auto fail = [&](Status s) -> Result<FileLock> {
     slot->in_use.release();
