@@ -205,6 +205,12 @@ TEST(HostileTeamTest, AHostKilledAgainAndAgainLosesNothingAndRedoesNothingDone) 
     }
     return done;
   };
+  // Who holds what, for a failure.
+  auto who = [&] {
+    return testing::Run({"sh", "-c", "ls -li " + w.AgentsDir("chaos").string() +
+                                         "; cat /proc/locks; ps -eo pid,ppid,pgid,sid,stat,etimes,args"})
+        .out;
+  };
   // Per kill: the lines of work.log by then, and the tasks completed.
   std::vector<std::pair<size_t, std::set<int64_t>>> kills;
   for (int round = 0; round < kKills; ++round) {
@@ -218,8 +224,7 @@ TEST(HostileTeamTest, AHostKilledAgainAndAgainLosesNothingAndRedoesNothingDone) 
     if (host.Exited()) {
       auto ended = host.Wait();
       FAIL() << "round " << round << ": the host ended (exit " << ended.exit_code
-             << ") before it was killed:\n"
-             << ended.err;
+             << ") before it was killed:\n" << ended.err << who();
     }
     // Chaos, not synchronisation: the kill lands at a random moment of the
     // jobs under way (a job's command takes 73 ms).
@@ -235,7 +240,7 @@ TEST(HostileTeamTest, AHostKilledAgainAndAgainLosesNothingAndRedoesNothingDone) 
       << "the work was over before the last kill";
 
   auto r = testing::RunMates(ws.path(), args, {}, "", 60);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err << who();
   EXPECT_EQ(completed().size(), static_cast<size_t>(kJobs)) << r.err;
 
   // Nothing completed was done again, and no job began before its blockers
@@ -284,7 +289,7 @@ TEST(HostileTeamTest, AHostKilledAgainAndAgainLosesNothingAndRedoesNothingDone) 
         << state->problem->what;
   }
   EXPECT_NE(testing::Run({"pgrep", "-f", "sleep 0.0731"}).exit_code, 0)
-      << "a job's command outlived its host";
+      << "a job's command outlived its host:\n" << r.err << who();
 }
 
 }  // namespace

@@ -466,7 +466,7 @@ Result<std::unique_ptr<Hold>> HostTheLead(const LeadSessionConfig& a, TeamStore&
                                           agent::AgentLoop& lead, LiveOutput& out) {
   const Workspace& ws = a.ws;
   MATES_RETURN_IF_ERROR(EnsureDir(ws.AgentsDir(a.team)));
-  auto host = store.HoldLiveness(a.team, lead_name);
+  auto host = HoldLivenessAllowingForTheDead(store, a.team, lead_name, DeadlineIn(kDeadHostGraceS));
   if (!host.ok()) {
     if (host.status().code() != StatusCode::kConflict) return host.status();
     return Status::FailedPrecondition("the lead of team '" + a.team + "' is already running in another process" +
@@ -515,7 +515,7 @@ SessionSignals::Hooks SignalHooks(agent::AgentLoop& lead, team::TeamManager& tea
 int Work(const LeadSessionConfig& a, agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamManager& teams,
          agent::SubagentManager& subs, SessionSignals& signals, LiveOutput& out, const llm::Provider& provider) {
   // Teammates whose host died come back from their journals.
-  auto resumed = teams.ResumeTeam();
+  auto resumed = teams.ResumeTeam(kDeadHostGraceS);
   bool pending_work = resumed.ok() && !resumed->empty();
   if (pending_work) {
     std::string names;

@@ -1,5 +1,9 @@
 #include "store/team_store.h"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
@@ -65,7 +69,12 @@ class Files : public TeamStore {
   Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team, const std::string& member) override {
     MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));
     auto lock = FileLock::TryAcquire(ws_.AgentsDir(team) / (member + ".lock"));
-    if (!lock.ok()) return Status::Conflict("'" + member + "' of team '" + team + "' is hosted by another process");
+    // Only a holder is "hosted elsewhere": a lock file that cannot be
+    // opened says so as itself.
+    if (!lock.ok() && lock.status().code() == StatusCode::kConflict) {
+      return Status::Conflict("'" + member + "' of team '" + team + "' is hosted by another process");
+    }
+    if (!lock.ok()) return lock.status();
     return Holding(std::move(*lock));
   }
   Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) override {
@@ -136,6 +145,40 @@ std::unique_ptr<Inbox> InboxIn(TeamStore* store, const Workspace& ws, const std:
                                const std::string& member) {
   if (store != nullptr) return store->InboxOf(team, member);
   return std::make_unique<FileInbox>(ws, team, member);
+}
+
+namespace {
+
+// Looks at `held()` until it says no or `until` passes, backing off from
+// 1 ms to 20 ms; whether it still says yes.
+bool HeldUntil(const std::function<bool()>& held, const Deadline& until) {
+  auto pause = std::chrono::milliseconds(1);
+  for (;;) {
+    if (!held()) return false;
+    if (Expired(until)) return true;
+    auto wake = SteadyClock::now() + pause;
+    if (until && *until < wake) wake = *until;
+    std::this_thread::sleep_until(wake);
+    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Hold>> HoldLivenessAllowingForTheDead(TeamStore& store, const std::string& team,
+                                                             const std::string& member, const Deadline& until) {
+  Result<std::unique_ptr<Hold>> held = Status::Conflict("");
+  (void)HeldUntil(
+      [&] {
+        held = store.HoldLiveness(team, member);
+        return !held.ok() && held.status().code() == StatusCode::kConflict;
+      },
+      until);
+  return held;
+}
+
+bool StillHostedAt(TeamStore& store, const std::string& team, const std::string& member, const Deadline& until) {
+  return HeldUntil([&] { return store.IsHosted(team, member); }, until);
 }
 
 bool WaitOutOutage(const Status& s, Waker& waker, uint64_t seen, const Deadline& deadline) {

@@ -197,4 +197,20 @@ std::unique_ptr<Inbox> InboxIn(TeamStore* store, const Workspace& ws, const std:
 // caller reports `s`).
 bool WaitOutOutage(const Status& s, Waker& waker, uint64_t seen, const Deadline& deadline);
 
+// How long a host that is starting allows for a predecessor killed a
+// moment before: the kernel frees a dead process's locks (and PostgreSQL a
+// closed connection's) a little after the process is gone — here tens of
+// microseconds after `wait` had reaped it — so a host restarted at once
+// found its team "already running in another process" and its teammates
+// hosted (the chaos test in hostile_team_test.cc: one restart in ten).
+inline constexpr double kDeadHostGraceS = 0.2;
+
+// `member`'s liveness (TeamStore::HoldLiveness), taken again while it is
+// held (Conflict) until `until`, backing off from 1 ms.
+Result<std::unique_ptr<Hold>> HoldLivenessAllowingForTheDead(TeamStore& store, const std::string& team,
+                                                             const std::string& member, const Deadline& until);
+// Whether `member` is hosted (TeamStore::IsHosted) and stays so until
+// `until`: false as soon as it is not.
+bool StillHostedAt(TeamStore& store, const std::string& team, const std::string& member, const Deadline& until);
+
 }  // namespace mates

@@ -343,9 +343,10 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
          ". It works from the task board and messages; idle, it claims unblocked tasks on its own.";
 }
 
-Result<std::vector<std::string>> TeamManager::ResumeTeam() {
+Result<std::vector<std::string>> TeamManager::ResumeTeam(double grace_s) {
   std::vector<std::string> resumed;
   const std::string team = lead_team();
+  const Deadline grace = DeadlineIn(grace_s);
   auto c = store_->LoadTeam(team);
   if (!c.ok()) return c.status();
   for (const auto& m : c->members) {
@@ -354,8 +355,10 @@ Result<std::vector<std::string>> TeamManager::ResumeTeam() {
       continue;
     }
     if (auto here = host_.Find(m.name); here != nullptr && !here->finished()) continue;
-    if (store_->IsHosted(team, m.name)) continue;  // a cheap look first: taking it may connect
-    auto held = store_->HoldLiveness(team, m.name);
+    // A cheap look first (taking it may connect), which allows for a host
+    // that died a moment ago.
+    if (StillHostedAt(*store_, team, m.name, grace)) continue;
+    auto held = HoldLivenessAllowingForTheDead(*store_, team, m.name, grace);
     if (!held.ok()) {
       // Another host has it: nothing to say.
       if (held.status().code() != StatusCode::kConflict) LogInfo("not resuming " + m.name + ": " + held.status().message());

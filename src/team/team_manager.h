@@ -91,8 +91,11 @@ class TeamManager : public tools::TeamRuntime {
 
   // Brings back the teammates of the lead's team that were working or idle
   // when their host died or stopped (resumed from their journals), and
-  // that no process hosts now. Returns their names.
-  Result<std::vector<std::string>> ResumeTeam();
+  // that no process hosts now. Returns their names. `grace_s`: how long a
+  // host that is starting allows for its dead predecessor's locks
+  // (kDeadHostGraceS, for all of them together); the adopter, looking every
+  // second, allows none.
+  Result<std::vector<std::string>> ResumeTeam(double grace_s = 0);
 
   // For the lead's waiting loop: a teammate is working, or an idle one has
   // unread messages or a task it could claim (it is about to work).

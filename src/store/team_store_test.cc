@@ -1,0 +1,112 @@
+#include "store/team_store.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "core/clock.h"
+#include "core/file_lock.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::TempDir;
+
+// The file store, with a say in what its liveness looks are answered: the
+// lock file of `member` is held (here, by this test) until `release` is
+// called from inside the Nth look — a predecessor whose lock the kernel
+// frees a moment after the host starts looking.
+class Looked : public TeamStore {
+ public:
+  Looked(Workspace ws, std::function<void(int)> after_look)
+      : files_(FileTeamStore(std::move(ws))), after_look_(std::move(after_look)) {}
+  std::string where() const override { return files_->where(); }
+  Result<TeamConfig> LoadTeam(const std::string& t) override { return files_->LoadTeam(t); }
+  Result<TeamConfig> CreateTeam(const std::string& t, const std::string& l, const std::string& d) override {
+    return files_->CreateTeam(t, l, d);
+  }
+  Result<Member> AddMember(const std::string& t, Member m) override { return files_->AddMember(t, std::move(m)); }
+  Result<TeamConfig> UpdateTeam(const std::string& t, const std::function<Status(TeamConfig&)>& f) override {
+    return files_->UpdateTeam(t, f);
+  }
+  Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& t, const std::string& m) override {
+    auto held = files_->HoldLiveness(t, m);
+    after_look_(++looks);
+    return held;
+  }
+  bool IsHosted(const std::string& t, const std::string& m) override {
+    bool hosted = files_->IsHosted(t, m);
+    after_look_(++looks);
+    return hosted;
+  }
+  Result<std::unique_ptr<Hold>> WatchBoard(const std::string& t, std::shared_ptr<Waker> w) override {
+    return files_->WatchBoard(t, std::move(w));
+  }
+  Result<std::unique_ptr<Hold>> WatchRoster(const std::string& t, std::shared_ptr<Waker> w) override {
+    return files_->WatchRoster(t, std::move(w));
+  }
+  std::unique_ptr<TaskBoard> Board(const std::string& t) override { return files_->Board(t); }
+  std::unique_ptr<MergeBook> Merges(const std::string& t) override { return files_->Merges(t); }
+  Result<std::unique_ptr<Hold>> WatchMerges(const std::string& t, std::shared_ptr<Waker> w) override {
+    return files_->WatchMerges(t, std::move(w));
+  }
+  std::unique_ptr<Inbox> InboxOf(const std::string& t, const std::string& m) override { return files_->InboxOf(t, m); }
+  std::unique_ptr<TeamMail> Mail(const std::string& t) override { return files_->Mail(t); }
+  Result<std::vector<Message>> LastMessages(const std::string& t, size_t n) override {
+    return files_->LastMessages(t, n);
+  }
+  Status ReadLog(const std::string& t, const std::function<void(const Message&)>& each) override {
+    return files_->ReadLog(t, each);
+  }
+  Result<fs::path> Archive(const std::string& t) override { return files_->Archive(t); }
+
+  int looks = 0;
+
+ private:
+  std::unique_ptr<TeamStore> files_;
+  std::function<void(int)> after_look_;
+};
+
+// A host that starts right after its predecessor was killed finds the
+// predecessor's locks freed a moment later, not at once: it takes the
+// liveness once they are, and says "hosted" only of a holder that keeps it
+// past the grace.
+TEST(TeamStoreTest, TakingALivenessAllowsForAHolderThatIsDying) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  ASSERT_TRUE(EnsureDir(ws.AgentsDir("t")).ok());
+  const fs::path lock = ws.AgentsDir("t") / "lead.lock";
+  std::optional<FileLock> dying;
+  auto hold = [&] {
+    auto l = FileLock::TryAcquire(lock);
+    ASSERT_TRUE(l.ok());
+    dying.emplace(std::move(*l));
+  };
+  hold();
+  Looked store(ws, [&](int look) {
+    if (look == 3) dying.reset();  // freed after the third look
+  });
+  auto taken = HoldLivenessAllowingForTheDead(store, "t", "lead", DeadlineIn(kDeadHostGraceS));
+  EXPECT_TRUE(taken.ok()) << taken.status().message();
+  EXPECT_EQ(store.looks, 4);
+  taken = Status::Conflict("");  // let go
+
+  hold();
+  store.looks = 0;
+  EXPECT_FALSE(StillHostedAt(store, "t", "lead", DeadlineIn(kDeadHostGraceS)));
+  EXPECT_EQ(store.looks, 4);
+
+  // Held for good: Conflict, and hosted, once the grace is over.
+  hold();
+  Looked kept(ws, [](int) {});
+  auto start = SteadyClock::now();
+  taken = HoldLivenessAllowingForTheDead(kept, "t", "lead", DeadlineIn(0.05));
+  EXPECT_EQ(taken.status().code(), StatusCode::kConflict);
+  EXPECT_TRUE(StillHostedAt(kept, "t", "lead", DeadlineIn(0.05)));
+  EXPECT_GE(SteadyClock::now() - start, std::chrono::milliseconds(100));
+  EXPECT_GT(kept.looks, 2);
+}
+
+}  // namespace
+}  // namespace mates
