@@ -21,16 +21,10 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& 
     return Status::FailedPrecondition(ref + " is owned by '" + t.owner + "'; only its owner or the lead can complete it");
   }
   std::unique_ptr<MergeBook> merges = store.Merges(team);
-  auto meta = ParseJson(t.metadata_json);
-  // metadata.merge: the request this task waits on (anything else there is no id).
-  auto earlier_id = meta.ok() && meta->is_object() ? JsonInt(*meta, "merge", false, 0) : Result<int64_t>(int64_t{0});
-  if (earlier_id.ok() && *earlier_id > 0) {
-    auto earlier = merges->Get(*earlier_id);
-    if (earlier.ok() && MergeOpen(earlier->status)) {
-      return Status::FailedPrecondition(ref + " is already waiting to be merged (merge request " +
-                                        std::to_string(earlier->id) + ", " +
-                                        std::string(MergeStateName(earlier->status)) + "); it completes when merged");
-    }
+  if (auto earlier = WaitingMerge(*merges, t)) {
+    return Status::FailedPrecondition(ref + " is already waiting to be merged (merge request " +
+                                      std::to_string(earlier->id) + ", " +
+                                      std::string(MergeStateName(earlier->status)) + "); it completes when merged");
   }
   MATES_ASSIGN_OR_RETURN(Committed done, CommitTeammateWork(ws, team, t.owner, t.id, t.subject, c.git));
   if (!done.ahead) return std::optional<Submitted>();  // nothing to merge
@@ -55,6 +49,16 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& 
            (c.git.merge_review ? " and the lead approved it" : "") +
            "; if it bounces, merge-queue sends you a message saying why. Meanwhile you may take other work.";
   return std::optional<Submitted>(std::move(s));
+}
+
+std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t) {
+  auto meta = ParseJson(t.metadata_json);
+  // metadata.merge: the request this task waits on (anything else there is no id).
+  auto id = meta.ok() && meta->is_object() ? JsonInt(*meta, "merge", false, 0) : Result<int64_t>(int64_t{0});
+  if (!id.ok() || *id <= 0) return std::nullopt;
+  auto m = merges.Get(*id);
+  if (!m.ok() || !MergeOpen(m->status)) return std::nullopt;
+  return *m;
 }
 
 Result<MergeRequest> DecideMerge(TeamStore& store, const std::string& team, int64_t id, bool approve,

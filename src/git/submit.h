@@ -31,6 +31,11 @@ struct Submitted {
 Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& store, const std::string& team,
                                                 int64_t task_id, const Caller& caller);
 
+// The merge request `t` waits on (metadata.merge, still queued, checking
+// or in review), if any: such a task is submitted, and there is nothing to
+// do for it until it merges or bounces.
+std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t);
+
 // A request in review decided by the lead or a person (DESIGN §12): approve
 // sends it back to the queue to be merged; reject tells the owner (from
 // merge-queue) with the feedback. FailedPrecondition unless it is in review.

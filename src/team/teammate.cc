@@ -5,6 +5,7 @@
 #include "agent/prompts.h"
 #include "core/guarded.h"
 #include "core/log.h"
+#include "git/submit.h"
 #include "git/worktrees.h"
 #include "store/board.h"
 #include "store/claim_line.h"
@@ -207,15 +208,44 @@ void Teammate::RemindOfTasksInProgress() {
   // name; nobody else may claim them, so we must finish them.
   auto tasks = manager_->store().Board(config_.team)->List(false);
   if (!tasks.ok()) return;
-  std::string text;
+  std::string text, waiting;
+  std::unique_ptr<MergeBook> merges = config_.work_root.empty() ? nullptr : manager_->store().Merges(config_.team);
   for (const auto& t : *tasks) {
     if (t.owner != config_.name || t.status != TaskStatus::kInProgress) continue;
+    if (auto m = merges ? git::WaitingMerge(*merges, t) : std::nullopt) {
+      // Submitted before the host died: redoing it would only leave the
+      // worktree changed under the next task.
+      waiting += "\n#" + std::to_string(t.id) + " (" + t.subject + "): merge request " + std::to_string(m->id) + ", " +
+                 std::string(MergeStateName(m->status));
+      continue;
+    }
     text += "\nTask #" + std::to_string(t.id) + ": " + t.subject + (t.description.empty() ? "" : "\n" + t.description);
   }
-  if (text.empty()) return;
+  if (text.empty() && waiting.empty()) return;
+  if (text.empty()) {
+    loop_->AddNotice("Your host process stopped while you worked; you are resumed from your journal. Your tasks "
+                     "in progress were submitted and wait in the merge queue; there is nothing to do for them "
+                     "unless merge-queue sends one back:" +
+                     waiting);
+    return;
+  }
+  if (!waiting.empty()) {
+    text += "\n(Submitted already, waiting in the merge queue: nothing to do for them unless merge-queue sends "
+            "one back:" +
+            waiting + ")";
+  }
+  std::string stale;
+  if (!config_.work_root.empty()) {
+    // Its host may have died between a claim and the refresh that follows
+    // it (TakeTask): the task would then be worked on without what it
+    // builds on. A worktree with work begun in it is left as it is.
+    stale = git::RefreshWorktree(ctx_.ws, config_.team, config_.name, config_.git);
+  }
   loop_->AddNotice("Your host process stopped while you worked; you are resumed from your journal. "
                    "These tasks are yours and still in progress (finish them, then mark them completed):" +
-                   text);
+                   text +
+                   (stale.empty() ? "" : "\n(Your worktree does not have the latest " + config_.git.target_name() +
+                                             ": " + stale + ".)"));
 }
 
 void Teammate::TakeTask(const Task& t) {
