@@ -376,7 +376,8 @@ TEST(WorktreeTest, AResumedTeammateWorksOnTheTargetItsTaskBuildsOn) {
   ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
   EXPECT_NE(r.err.find("resumed teammates of team wt: w1"), std::string::npos) << Tail(r.err);
   EXPECT_EQ(repo.Tasks()[1].status, TaskStatus::kCompleted) << Tail(r.err);
-  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:f2.txt"}), "f1.txt ") << "job 2 did not see job 1's work";
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:f2.txt"}), "f1.txt ") << "job 2 did not see job 1's work:\n"
+                                                                  << Tail(r.err);
 }
 
 // A host killed after a teammate submitted its task, before the merge: the
