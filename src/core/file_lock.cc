@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <semaphore>
@@ -171,7 +172,9 @@ Result<FileLock> FileLock::Lock(const fs::path& lock_path, Range range, Mode mod
   Slot* slot = SlotFor(lock_path, lock_path.string() + "#" + std::to_string(start));
   if (wait) {
     slot->in_use.acquire();
-  } else if (!slot->in_use.try_acquire()) {
+  } else if (!slot->in_use.try_acquire_for(std::chrono::milliseconds(1))) {
+    // (Not at once: the sweep of stale descriptors holds an idle slot for
+    // a stat, and must not pass for a holder.)
     return Status::Conflict(lock_path.string() + " is held by another thread");
   }
   // From here the slot is ours; give it back on every failure.
