@@ -234,30 +234,25 @@ void Teammate::RemindOfTasksInProgress() {
             "one back:" +
             waiting + ")";
   }
-  std::string stale;
-  if (!config_.work_root.empty()) {
-    // Its host may have died between a claim and the refresh that follows
-    // it (TakeTask): the task would then be worked on without what it
-    // builds on. A worktree with work begun in it is left as it is.
-    stale = git::RefreshWorktree(ctx_.ws, config_.team, config_.name, config_.git);
-  }
+  // Its host may have died between a claim and the refresh that follows
+  // it (TakeTask): the task would then be worked on without what it
+  // builds on. A worktree with work begun in it is left as it is.
   loop_->AddNotice("Your host process stopped while you worked; you are resumed from your journal. "
                    "These tasks are yours and still in progress (finish them, then mark them completed):" +
-                   text +
-                   (stale.empty() ? "" : "\n(Your worktree does not have the latest " + config_.git.target_name() +
-                                             ": " + stale + ".)"));
+                   text + RefreshWorktree());
+}
+
+std::string Teammate::RefreshWorktree() {
+  if (config_.work_root.empty()) return "";
+  std::string stale = git::RefreshWorktree(ctx_.ws, config_.team, config_.name, config_.git);
+  if (stale.empty()) return "";
+  return "\n(Your worktree does not have the latest " + config_.git.target_name() + ": " + stale + ".)";
 }
 
 void Teammate::TakeTask(const Task& t) {
-  std::string stale;
-  if (!config_.work_root.empty()) {
-    // What the task builds on was merged onto the target: bring it in.
-    stale = git::RefreshWorktree(ctx_.ws, config_.team, config_.name, config_.git);
-  }
+  // What the task builds on was merged onto the target: bring it in.
   loop_->AddNotice("Task #" + std::to_string(t.id) + ": " + t.subject +
-                   (t.description.empty() ? "" : "\n" + t.description) +
-                   (stale.empty() ? "" : "\n(Your worktree does not have the latest " + config_.git.target_name() +
-                                             ": " + stale + ".)"));
+                   (t.description.empty() ? "" : "\n" + t.description) + RefreshWorktree());
   SetStatus(MemberStatus::kActive);
 }
 

@@ -100,6 +100,10 @@ class Teammate {
   class EventsTap;
 
   void Main();
+  // Brings the target into its worktree, if it has one (a fast-forward, or
+  // a merge that would not conflict, only in a clean worktree); what to
+  // tell it when that could not be done ("" when done or not isolated).
+  std::string RefreshWorktree();
   // Waits for work: a message, or a task it claimed; false when it is to stop.
   bool IdleWait();
   // The same on a store other than the workspace's files (a PostgreSQL
