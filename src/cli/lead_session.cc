@@ -124,12 +124,19 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
       watched_team = ctx.team;
     }
     uint64_t g = waker->generation();
-    bool unread = store.InboxOf(ctx.team, ctx.agent)->MayHavePending();
-    if (unread || teams.HasNewsForLead() || lead.HasPendingInput()) {
+    auto for_the_lead = [&] {
+      return store.InboxOf(ctx.team, ctx.agent)->MayHavePending() || teams.HasNewsForLead() ||
+             lead.HasPendingInput();
+    };
+    if (for_the_lead()) {
       r = lead.Continue();
       continue;
     }
     if (!teams.AnyActive() && !PaneAgentsOwe(ctx, store)) {
+      // Nobody works now, so whatever they had for the lead is out: a
+      // last word (the merge queue's review notice, say) may have come
+      // after the look above but before its sender went idle.
+      if (for_the_lead()) continue;
       LogDebug("the lead stops waiting: nobody is working, nothing is queued");
       break;
     }
