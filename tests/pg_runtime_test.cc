@@ -3,31 +3,32 @@
 // their messages from its inboxes, claim from its board, write their
 // statuses to its roster and hold their liveness there; only their journals
 // stay in the host's workspace.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <nlohmann/json.hpp>
 
 #include "agent/agent_loop.h"
 #include "agent/journal.h"
 #include "core/clock.h"
 #include "core/limits.h"
+#include "core/process_tree.h"
+#include "core/subprocess.h"
 #include "core/waker.h"
 #include "llm/scripted.h"
 #include "pg/connection.h"
 #include "pg/schema.h"
 #include "pg/store.h"
-#include "core/process_tree.h"
-#include "core/subprocess.h"
 #include "store/host_info.h"
 #include "store/messenger.h"
 #include "store/team_store.h"
+#include "support/chaos.h"
 #include "support/pg_suite.h"
 #include "support/test_util.h"
 #include "team/team_manager.h"
@@ -1045,6 +1046,20 @@ TEST_F(PgRuntimeTest, AServerRestartedUnderARunIsWaitedForAndTheTeamGoesOn) {
 // A host's liveness lock goes with its connection when the server
 // restarts; the store's keeper takes it again, so the agent is seen as
 // hosted (and a second host refused) once the server is back.
+// The host of a team kept in the database, at work on a graph of jobs, is
+// killed with SIGKILL eight times anywhere in its work and resumed by the
+// next `mates run --store` each time: nothing is lost, nothing done is done
+// again (support/chaos.h says what is checked). The dead host's liveness
+// locks are the server's, freed when it sees the connections close.
+TEST_F(PgRuntimeTest, AHostKilledAgainAndAgainLosesNothingAndRedoesNothingDone) {
+  TempDir ws;
+  ASSERT_TRUE(teams_->CreateTeam("chaos", "lead", "").ok());
+  testing::KillAHostAgainAndAgain(
+      ws.path(), *teams_, "chaos",
+      {"run", "--store", url_, "--team", "chaos", "--provider", "scripted", "--scenario",
+       testing::ScenarioFixture("team_chaos.yaml")});
+}
+
 TEST_F(PgRuntimeTest, ALivenessLockLostWithARestartIsTakenAgain) {
   auto held = teams_->HoldLiveness("crew", "w1");
   ASSERT_TRUE(held.ok()) << held.status().message();
