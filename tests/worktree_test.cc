@@ -272,6 +272,50 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   }
 }
 
+// A request still waiting for review when its run ended (its lead let it
+// be, or its host was killed before the lead took the notice in) is
+// brought to the next run's lead, who decides it: rejected, fixed, merged.
+TEST(WorktreeTest, ARequestLeftInReviewIsBroughtToTheNextLead) {
+  Repo repo(TaskList{{"write a.txt with alpha", {}}});
+  const fs::path quiet = repo.tmp.path() / "quiet_lead.yaml";
+  WriteAll(quiet, R"Y(rules:
+  - agent: lead
+    when: "Go isolated one"
+    reply: [{type: tool_use, name: Task, input: {team_name: wt, name: w1, isolation: worktree, prompt: "Work."}}]
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: "w*"
+    when: "Task #(\\d+): write (\\S+) with (.*)"
+    once: false
+    reply:
+      - {type: tool_use, name: bash, input: {command: "printf '%s\\n' '$3' > $2"}}
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
+  - {agent: "w*", once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  auto first = testing::RunMates(
+      repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario", quiet.string(),
+               "--idle-timeout", "0", "--merge", "review", "Go isolated one"});
+  ASSERT_EQ(first.exit_code, 0) << Tail(first.err);
+  auto merges = repo.Merges();
+  ASSERT_EQ(merges.size(), 1u) << Tail(first.err);
+  ASSERT_EQ(merges[0].status, MergeState::kReview) << Tail(first.err);
+
+  // The next run has no goal: only the request in review brings its lead
+  // a turn (team_worktree.yaml rejects a first review, approves the next).
+  auto next = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted",
+                                         "--scenario", Fixture(), "--idle-timeout", "0"});
+  ASSERT_EQ(next.exit_code, 0) << Tail(next.err);
+  merges = repo.Merges();
+  ASSERT_EQ(merges.size(), 2u) << Tail(next.err);
+  EXPECT_EQ(merges[0].status, MergeState::kRejected);
+  EXPECT_EQ(merges[0].decided_by, "lead");
+  EXPECT_EQ(merges[1].status, MergeState::kMerged) << merges[1].output;
+  EXPECT_TRUE(merges[1].approved);
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:NOTE"}), "add a NOTE file\n") << Tail(next.err);
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
+  ASSERT_EQ(repo.Tasks().size(), 1u);
+  EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted);
+}
+
 // A teammate that stops for good (it approved a shutdown request) removes
 // its worktree and branch once its work is merged; with changes not
 // committed, the worktree is kept and its stop says so.

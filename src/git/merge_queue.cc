@@ -1,6 +1,7 @@
 #include "git/merge_queue.h"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/clock.h"
 #include "core/files.h"
@@ -92,6 +93,15 @@ void FollowTarget(const Workspace& ws, const std::string& target, const std::str
   }
 }
 
+// What the lead hears of a request waiting for its review.
+std::string ReviewNotice(const MergeRequest& m, const std::string& target, bool checked) {
+  return "Merge request " + std::to_string(m.id) + " (task #" + std::to_string(m.task) + " \"" +
+         m.subject + "\" by " + m.owner + ") merges cleanly onto " + target +
+         (checked ? " and passed its check" : "") +
+         "; it waits for your review: MergeReview{id: " + std::to_string(m.id) +
+         ", approve: true|false, feedback}.";
+}
+
 }  // namespace
 
 MergeQueue::MergeQueue(Options options)
@@ -134,17 +144,23 @@ std::optional<MergeRequest> MergeQueue::Next(const std::string& team) {
 }
 
 void MergeQueue::Main() {
-  std::string watched;
+  std::optional<std::string> watched;  // the team taken up
   std::unique_ptr<Hold> sub;
   while (!stop_.load()) {
     const std::string team = options_.team();
-    if (team != watched) {
+    if (!watched || team != *watched) {  // (no team yet: "")
       watched = team;
-      // What a dead host's checks left running goes before any new one.
-      (void)ProcessJournal(ChecksJournal(options_.ws, team)).KillLeftovers();
       sub.reset();
-      auto s = store_->WatchMerges(team, waker_);
-      if (s.ok()) sub = std::move(*s);
+      if (!team.empty()) {
+        processing_.store(true);
+        // What a dead host's checks left running goes before any new one.
+        (void)ProcessJournal(ChecksJournal(options_.ws, team)).KillLeftovers();
+        auto s = store_->WatchMerges(team, waker_);
+        if (s.ok()) sub = std::move(*s);
+        RemindOfReviews(team);
+      }
+      processing_.store(false);
+      if (options_.on_change) options_.on_change();
     }
     uint64_t g = waker_->generation();
     if (auto next = Next(team)) {
@@ -156,6 +172,19 @@ void MergeQueue::Main() {
     }
     // The team can change under us (TeamCreate): look again now and then.
     waker_->WaitChange(g, DeadlineIn(sub != nullptr ? 2.0 : 0.5));
+  }
+}
+
+void MergeQueue::RemindOfReviews(const std::string& team) {
+  if (!options_.tell_lead) return;
+  auto list = store_->Merges(team)->List();
+  if (!list.ok()) return;
+  auto cfg = store_->LoadTeam(team);
+  if (!cfg.ok()) return;
+  for (const auto& m : *list) {
+    if (m.status != MergeState::kReview) continue;
+    options_.tell_lead(ReviewNotice(m, m.target.empty() ? cfg->git.target_branch : m.target,
+                                    !cfg->git.merge_check.empty()));
   }
 }
 
@@ -294,13 +323,8 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
           return Status::Ok();
         });
         if (options_.on_change) options_.on_change();
-        if (held.ok() && options_.tell_lead) {
-          options_.tell_lead("Merge request " + std::to_string(m.id) + " (task #" + std::to_string(m.task) + " \"" +
-                             m.subject + "\" by " + m.owner + ") merges cleanly onto " + target +
-                             (cfg->git.merge_check.empty() ? "" : " and passed its check") +
-                             "; it waits for your review: MergeReview{id: " + std::to_string(m.id) +
-                             ", approve: true|false, feedback}.");
-        }
+        if (held.ok() && options_.tell_lead)
+          options_.tell_lead(ReviewNotice(*held, target, !cfg->git.merge_check.empty()));
         return;
       }
     }

@@ -71,6 +71,10 @@ class MergeQueue {
   void Main();
   // The next request to take, if any.
   std::optional<MergeRequest> Next(const std::string& team);
+  // Tells the lead of the team's requests already waiting for its review:
+  // a host that took the team up after another (killed, or ended with a
+  // request undecided) has no other way to hear of them.
+  void RemindOfReviews(const std::string& team);
   void Process(const std::string& team, MergeRequest m);
   void Bounce(const std::string& team, MergeRequest m, MergeState state, const std::string& output,
               const std::vector<std::string>& files);
@@ -83,8 +87,10 @@ class MergeQueue {
   CancelToken cancel_;
   std::atomic<bool> stop_{false};
   // Taking a request, until whoever must hear of it has (a request put in
-  // review is not "queued", yet the lead has not been told until then).
-  std::atomic<bool> processing_{false};
+  // review is not "queued", yet the lead has not been told until then);
+  // and from the start until the first team is taken up (the lead is told
+  // of the reviews already waiting).
+  std::atomic<bool> processing_{true};
   // The thread's own: the commit the scratch worktree is at, clean (no
   // check ran there since, nothing half-merged). "" = unknown: prepare it.
   std::string scratch_at_;
