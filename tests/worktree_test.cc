@@ -471,7 +471,7 @@ TEST(WorktreeTest, AResumedTeammateLeavesATaskThatWaitsInTheQueue) {
 // per request and none left half-way; each job saw, in its worktree, the
 // work of the jobs it waited on; the repository is whole; no check outlives
 // its host. The seed is printed; MATES_CHAOS_SEED replays one.
-TEST(WorktreeTest, AHostKilledAgainAndAgainMergesEveryJobOnceItsBlockersAreIn) {
+void KillAnIsolatedTeamAgainAndAgain(bool review) {
   constexpr int kJobs = 12, kWidth = 2, kKills = 8;
   unsigned seed = std::random_device{}();
   if (const char* s = std::getenv("MATES_CHAOS_SEED")) seed = static_cast<unsigned>(std::strtoul(s, nullptr, 10));
@@ -486,11 +486,21 @@ TEST(WorktreeTest, AHostKilledAgainAndAgainMergesEveryJobOnceItsBlockersAreIn) {
   };
   for (int64_t id = 1; id <= kJobs; ++id) jobs.push_back({"job " + std::to_string(id), blockers_of(id)});
   Repo repo(jobs);
-  const std::vector<std::string> args = {"run",          "--team",       "wt",
-                                         "--provider",   "scripted",     "--scenario",
+  const std::vector<std::string> args = {"run",
+                                         "--team",
+                                         "wt",
+                                         "--provider",
+                                         "scripted",
+                                         "--scenario",
                                          testing::ScenarioFixture("team_worktree_chaos.yaml"),
-                                         "--idle-timeout", "0",          "--isolation",
-                                         "worktree",     "--merge-check", "sleep 0.0437"};
+                                         "--idle-timeout",
+                                         "0",
+                                         "--isolation",
+                                         "worktree",
+                                         "--merge-check",
+                                         "sleep 0.0437",
+                                         "--merge",
+                                         review ? "review" : "auto"};
   const fs::path work = repo.w / ".git/work.log";
   auto completed = [&] {
     size_t n = 0;
@@ -527,6 +537,9 @@ TEST(WorktreeTest, AHostKilledAgainAndAgainMergesEveryJobOnceItsBlockersAreIn) {
   for (const auto& t : repo.Tasks()) EXPECT_EQ(t.status, TaskStatus::kCompleted) << "task " << t.id;
   for (const auto& m : repo.Merges()) {
     EXPECT_EQ(m.status, MergeState::kMerged) << "request " << m.id << " for task " << m.task << ": " << m.output;
+    if (review) {
+      EXPECT_TRUE(m.approved) << "request " << m.id << " merged without its review";
+    }
   }
   // Each job's file on the target lists what its worktree held: its
   // blockers' files, merged before it was claimed.
@@ -540,7 +553,7 @@ TEST(WorktreeTest, AHostKilledAgainAndAgainMergesEveryJobOnceItsBlockersAreIn) {
           << "job " << id << " ran without its blocker " << b << "'s work: it saw " << seen;
     }
   }
-  if (HasFailure()) {
+  if (::testing::Test::HasFailure()) {
     std::string merges;
     for (const auto& m : repo.Merges()) {
       merges += "request " + std::to_string(m.id) + " task " + std::to_string(m.task) + " " + m.owner + " " +
@@ -555,6 +568,16 @@ TEST(WorktreeTest, AHostKilledAgainAndAgainMergesEveryJobOnceItsBlockersAreIn) {
   EXPECT_EQ(fsck.exit_code, 0) << fsck.out << fsck.err;
   EXPECT_EQ(Git(repo.w, {"worktree", "list", "--porcelain"}).find("prunable"), std::string::npos);
   EXPECT_NE(testing::Run({"pgrep", "-f", "sleep 0.0437"}).exit_code, 0) << "a check outlived its host";
+}
+
+TEST(WorktreeTest, AHostKilledAgainAndAgainMergesEveryJobOnceItsBlockersAreIn) {
+  KillAnIsolatedTeamAgainAndAgain(/*review=*/false);
+}
+
+// The same with review on: a kill may fall between a request's review
+// status and the lead's decision; the next lead is told of it and decides.
+TEST(WorktreeTest, AHostKilledAgainAndAgainWithReviewMergesEveryJobOnceApproved) {
+  KillAnIsolatedTeamAgainAndAgain(/*review=*/true);
 }
 
 // The target checked out in W: W must be clean, and is fast-forwarded.
