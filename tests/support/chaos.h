@@ -164,7 +164,7 @@ inline void KillAHostAgainAndAgain(const fs::path& ws, TeamStore& store, const s
         << entry.path().filename() << " stops at line " << state->problem->line << ": "
         << state->problem->what;
   }
-  EXPECT_NE(Run({"pgrep", "-f", "sleep 0.0731"}).exit_code, 0)
+  EXPECT_EQ(ProcessesIn("sleep 0.0731", ws), std::vector<std::string>{})
       << "a job's command outlived its host:\n"
       << r.err << who();
 }

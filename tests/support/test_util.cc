@@ -211,6 +211,24 @@ bool ProcessRunning(pid_t pid) {
   return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z';
 }
 
+std::vector<std::string> ProcessesIn(const std::string& pattern, const fs::path& dir) {
+  std::error_code ec;
+  const std::string root = fs::weakly_canonical(dir, ec).string();
+  std::vector<std::string> out;
+  std::istringstream pids(Run({"pgrep", "-f", pattern}).out);
+  for (std::string pid; pids >> pid;) {
+    const std::string proc = "/proc/" + pid;
+    fs::path cwd = fs::read_symlink(proc + "/cwd", ec);
+    if (ec || !ProcessRunning(static_cast<pid_t>(std::stol(pid)))) continue;
+    const std::string c = cwd.string();
+    if (c != root && c.rfind(root + "/", 0) != 0) continue;
+    std::string args = ReadAll(proc + "/cmdline");
+    std::replace(args.begin(), args.end(), '\0', ' ');
+    out.push_back(pid + ": " + args);
+  }
+  return out;
+}
+
 Json HttpReply::json() const {
   auto j = ParseJson(body);
   return j.ok() ? *j : Json();

@@ -52,6 +52,10 @@ Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args);
 std::string ScenarioFixture(const std::string& name);
 // Whether `pid` runs (exists and is not a zombie).
 bool ProcessRunning(pid_t pid);
+// The running processes whose command line has `pattern` and whose
+// working folder is `dir` or inside it: a test's own, not those of a test
+// running next to it (ctest -j) with the same commands. "pid: args" each.
+std::vector<std::string> ProcessesIn(const std::string& pattern, const fs::path& dir);
 // Runs any program.
 CommandResult Run(const std::vector<std::string>& argv, double timeout_s = 60);
 Subprocess Start(const std::vector<std::string>& argv);
