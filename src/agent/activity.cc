@@ -15,21 +15,12 @@
 #include "core/json.h"
 #include "core/limits.h"
 #include "core/log.h"
+#include "core/text.h"
 
 namespace mates::agent {
 namespace {
 
 constexpr size_t kMaxDoingBytes = 90;
-
-// `s` cut to at most `max` bytes, never inside a UTF-8 sequence, with "…"
-// when cut.
-std::string Cut(std::string s, size_t max) {
-  if (s.size() <= max) return s;
-  size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-  s.resize(end);
-  return s + "…";
-}
 
 Result<ActivityState> ParseState(const std::string& s) {
   for (ActivityState st : {ActivityState::kThinking, ActivityState::kTool, ActivityState::kIdle,
@@ -96,7 +87,7 @@ std::string DescribeCall(const llm::ContentBlock& call) {
   for (char& c : what) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
-  return call.name + "(" + Cut(std::move(what), kMaxDoingBytes) + ")";
+  return call.name + "(" + CutUtf8(what, kMaxDoingBytes) + ")";
 }
 
 // The latest state for one file, and whether it still has to be written.
@@ -303,7 +294,9 @@ void ActivityFile::SetWriterLingerForTests(SteadyClock::duration most) { Activit
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
 void ActivityFile::Tool(const llm::ContentBlock& call) { Enter(ActivityState::kTool, DescribeCall(call)); }
 void ActivityFile::Idle() { Enter(ActivityState::kIdle, ""); }
-void ActivityFile::Stopped(const std::string& why) { Enter(ActivityState::kStopped, Cut(why, 200)); }
+void ActivityFile::Stopped(const std::string& why) {
+  Enter(ActivityState::kStopped, CutUtf8(why, 200));
+}
 
 void ActivityFile::SetUsage(const llm::Usage& total, int calls) {
   std::lock_guard<std::mutex> lock(mu_);
