@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -17,6 +18,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/waker.h"
+#include "git/merge_queue.h"
 #include "git/worktrees.h"
 #include "store/board.h"
 #include "store/merges.h"
@@ -314,6 +316,68 @@ TEST(WorktreeTest, ARequestLeftInReviewIsBroughtToTheNextLead) {
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
   ASSERT_EQ(repo.Tasks().size(), 1u);
   EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted);
+}
+
+// A queue taking a team up tells the lead of the requests already in
+// review whatever the folder holds: twenty one by one, a subject of 100 KB
+// cut to a line (never inside a character), the rest by id in one notice;
+// files that do not parse are passed over.
+TEST(WorktreeTest, TheReviewsALeadIsRemindedOfAreBoundedWhateverTheFolderHolds) {
+  Repo repo(TaskList{});
+  MergeStore store(Workspace(repo.w), "wt");
+  std::string huge = "x";
+  for (int i = 0; i < 50000; ++i) huge += "\u00e9";  // é, two bytes
+  for (int i = 1; i <= 30; ++i) {
+    MergeRequest m;
+    m.task = i;
+    m.subject = i == 1 ? huge : "job " + std::to_string(i);
+    m.owner = "w1";
+    m.branch = "mates/w1@wt";
+    m.commit = std::string(40, 'a');
+    auto made = store.Create(m);
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    auto held = store.Update(made->id, [](MergeRequest& r) {
+      r.status = MergeState::kReview;
+      return Status::Ok();
+    });
+    ASSERT_TRUE(held.ok()) << held.status().message();
+  }
+  const fs::path dir = Workspace(repo.w).MergesDir("wt");
+  std::string whole = ReadAll(dir / "2.json");
+  WriteAll(dir / "31.json", whole.substr(0, whole.size() / 2));
+  WriteAll(dir / "32.json", std::string(4096, '\0'));
+  WriteAll(dir / "33.json", std::string(100000, '[') + std::string(100000, ']'));
+
+  std::mutex mu;
+  std::vector<std::string> told;
+  auto waker = std::make_shared<Waker>();
+  git::MergeQueue::Options o;
+  o.ws = Workspace(repo.w);
+  o.team = [] { return std::string("wt"); };
+  o.on_change = [&] { waker->Notify(); };
+  o.tell_lead = [&](const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu);
+    told.push_back(text);
+  };
+  git::MergeQueue queue(o);
+  ASSERT_TRUE(testing::UntilWoken(waker, [&] { return !queue.Busy(); }));
+  queue.Stop();
+
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(told.size(), 21u);
+  for (int i = 1; i <= 20; ++i) {
+    const std::string& t = told[static_cast<size_t>(i - 1)];
+    EXPECT_NE(t.find("waits for your review: MergeReview{id: " + std::to_string(i) + ","),
+              std::string::npos)
+        << t;
+    EXPECT_LT(t.size(), 600u);
+  }
+  std::string cut = "x";
+  for (int i = 0; i < 99; ++i) cut += "\u00e9";
+  EXPECT_NE(told[0].find("(task #1 \"" + cut + "\u2026\" by w1)"), std::string::npos) << told[0];
+  EXPECT_EQ(told[20],
+            "10 more merge requests wait for your review: 21, 22, 23, 24, 25, 26, 27, 28, 29, 30 "
+            "(`mates merges --team wt show ID` shows one; MergeReview decides it).");
 }
 
 // A teammate that stops for good (it approved a shutdown request) removes

@@ -10,6 +10,7 @@
 #include "core/names.h"
 #include "core/process_tree.h"
 #include "core/subprocess.h"
+#include "core/text.h"
 #include "git/git.h"
 #include "git/worktrees.h"
 #include "store/board.h"
@@ -93,11 +94,19 @@ void FollowTarget(const Workspace& ws, const std::string& target, const std::str
   }
 }
 
+// A request's subject as the lead hears it (the request file may come from
+// another machine, with a subject of up to a megabyte).
+constexpr size_t kNoticeSubjectBytes = 200;
+// Requests already in review told one by one to a lead taking a team up;
+// the rest by id only, at most kMoreReviewIds of them.
+constexpr size_t kReviewReminders = 20;
+constexpr size_t kMoreReviewIds = 200;
+
 // What the lead hears of a request waiting for its review.
 std::string ReviewNotice(const MergeRequest& m, const std::string& target, bool checked) {
   return "Merge request " + std::to_string(m.id) + " (task #" + std::to_string(m.task) + " \"" +
-         m.subject + "\" by " + m.owner + ") merges cleanly onto " + target +
-         (checked ? " and passed its check" : "") +
+         CutUtf8(m.subject, kNoticeSubjectBytes) + "\" by " + m.owner + ") merges cleanly onto " +
+         target + (checked ? " and passed its check" : "") +
          "; it waits for your review: MergeReview{id: " + std::to_string(m.id) +
          ", approve: true|false, feedback}.";
 }
@@ -181,10 +190,22 @@ void MergeQueue::RemindOfReviews(const std::string& team) {
   if (!list.ok()) return;
   auto cfg = store_->LoadTeam(team);
   if (!cfg.ok()) return;
+  size_t told = 0, more = 0;
+  std::string more_ids;
   for (const auto& m : *list) {
     if (m.status != MergeState::kReview) continue;
-    options_.tell_lead(ReviewNotice(m, m.target.empty() ? cfg->git.target_branch : m.target,
-                                    !cfg->git.merge_check.empty()));
+    if (told < kReviewReminders) {
+      options_.tell_lead(ReviewNotice(m, m.target.empty() ? cfg->git.target_branch : m.target,
+                                      !cfg->git.merge_check.empty()));
+      ++told;
+      continue;
+    }
+    if (++more <= kMoreReviewIds) more_ids += (more_ids.empty() ? "" : ", ") + std::to_string(m.id);
+  }
+  if (more > 0) {
+    options_.tell_lead(std::to_string(more) + " more merge requests wait for your review: " +
+                       more_ids + (more > kMoreReviewIds ? ", …" : "") + " (`mates merges --team " +
+                       team + " show ID` shows one; MergeReview decides it).");
   }
 }
 
@@ -323,8 +344,9 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
           return Status::Ok();
         });
         if (options_.on_change) options_.on_change();
-        if (held.ok() && options_.tell_lead)
+        if (held.ok() && options_.tell_lead) {
           options_.tell_lead(ReviewNotice(*held, target, !cfg->git.merge_check.empty()));
+        }
         return;
       }
     }
