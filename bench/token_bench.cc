@@ -15,11 +15,17 @@
 //   openai     mates over the OpenAI protocol (automatic prefix caching)
 //
 //   token_bench MATES_BINARY
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <system_error>
+#include <utility>
 
 #include "core/files.h"
 #include "core/json.h"
@@ -43,6 +49,7 @@ struct AgentFigures {
 struct RunFigures {
   std::map<std::string, AgentFigures> agents;
   bool ok = false;
+  std::string error;  // why not, when !ok
   double seconds = 0;
 };
 
@@ -76,25 +83,38 @@ size_t NewsChars(const Json& body, bool openai) {
   return n;
 }
 
+RunFigures Failed(RunFigures f, std::string why) {
+  f.error = std::move(why);
+  return f;
+}
+
 RunFigures RunDemo(const std::string& mates, const std::string& variant) {
   RunFigures f;
   const bool openai = variant == "openai";
   std::string tmpl = (fs::temp_directory_path() / "mates-token-bench-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) return f;
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    return Failed(f, "mkdtemp " + tmpl + ": " + std::strerror(errno));
   fs::path dir(tmpl);
+  struct RemovedAtEnd {  // the workspace, the record: gone however the run ends
+    fs::path dir;
+    ~RemovedAtEnd() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } removed{dir};
   fs::path ws = dir / "ws";
   (void)EnsureDir(ws / "api");
   (void)WriteFileAtomic(ws / "api/routes.txt", "GET /users\nGET /users/:id\nPOST /users\nGET /users/:id/orders\n");
   (void)WriteFileAtomic(ws / "README.md", "# shop-api\n\nA small REST API (api/routes.txt), about to move to GraphQL.\n");
   auto text = ReadFile(MATES_DEMO_FILE);
-  if (!text.ok()) return f;
+  if (!text.ok()) return Failed(f, text.status().message());
   auto scenario = llm::Scenario::Parse(*text, "rest-to-graphql.yaml");
-  if (!scenario.ok()) return f;
+  if (!scenario.ok()) return Failed(f, scenario.status().message());
   llm::MockServerOptions mo;
   mo.record_path = (dir / "record.jsonl").string();
   mo.log_requests = false;
   auto server = llm::MockServer::Start(std::make_shared<llm::Scenario>(std::move(*scenario)), mo);
-  if (!server.ok()) return f;
+  if (!server.ok()) return Failed(f, "mock-llm: " + server.status().message());
   SubprocessOptions so;
   so.argv = {mates, "--workspace", ws.string(), "run", "--provider", openai ? "openai" : "anthropic",
              "--base-url", openai ? (*server)->url() + "/v1" : (*server)->url(), "--model",
@@ -107,16 +127,16 @@ RunFigures RunDemo(const std::string& mates, const std::string& variant) {
   so.timeout_s = 300;
   auto t0 = std::chrono::steady_clock::now();
   auto proc = Subprocess::Start(so);
-  if (!proc.ok()) return f;
+  if (!proc.ok()) return Failed(f, mates + ": " + proc.status().message());
   SubprocessResult r = proc->Wait();
   f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   (*server)->Stop();
   if (r.exit_code != 0) {
     std::fprintf(stderr, "%s: mates run exited %d\n%s\n", variant.c_str(), r.exit_code, r.err.c_str());
-    return f;
+    return Failed(f, "mates run exited " + std::to_string(r.exit_code) + " (its stderr above)");
   }
   auto record = ReadFile(dir / "record.jsonl");
-  if (!record.ok()) return f;
+  if (!record.ok()) return Failed(f, record.status().message());
   std::istringstream in(*record);
   std::string line;
   while (std::getline(in, line)) {
@@ -139,8 +159,6 @@ RunFigures RunDemo(const std::string& mates, const std::string& variant) {
     a.output += u["output_tokens"].get<int64_t>();
     a.news += static_cast<int64_t>(NewsChars((*j)["body"], openai) / 4);
   }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
   f.ok = true;
   return f;
 }
@@ -149,7 +167,7 @@ double Pct(int64_t part, int64_t whole) { return whole == 0 ? 0 : 100.0 * static
 
 void Print(const std::string& variant, const RunFigures& f) {
   if (!f.ok) {
-    std::printf("%-7s  FAILED\n", variant.c_str());
+    std::printf("%-7s  FAILED: %s\n", variant.c_str(), f.error.c_str());
     return;
   }
   AgentFigures mates_total;
