@@ -117,7 +117,10 @@ void BM_PlainCurlRequest(benchmark::State& state) {
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &Discard);
     // As the client does: accept compressed responses.
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    if (curl_easy_perform(h) != CURLE_OK) state.SkipWithError("curl failed");
+    if (CURLcode rc = curl_easy_perform(h); rc != CURLE_OK) {
+      state.SkipWithError((std::string("POST ") + url + ": " + curl_easy_strerror(rc)).c_str());
+      break;
+    }
   }
   curl_slist_free_all(headers);
   curl_easy_cleanup(h);
