@@ -132,8 +132,13 @@ RunFigures RunDemo(const std::string& mates, const std::string& variant) {
   f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   (*server)->Stop();
   if (r.exit_code != 0) {
-    std::fprintf(stderr, "%s: mates run exited %d\n%s\n", variant.c_str(), r.exit_code, r.err.c_str());
-    return Failed(f, "mates run exited " + std::to_string(r.exit_code) + " (its stderr above)");
+    std::string how = "exited " + std::to_string(r.exit_code);
+    if (r.timed_out)
+      how = "timed out after " + std::to_string(static_cast<int>(so.timeout_s)) + " s";
+    if (r.term_signal != 0 && !r.timed_out)
+      how = "was killed by signal " + std::to_string(r.term_signal);
+    std::fprintf(stderr, "%s: mates run %s\n%s\n", variant.c_str(), how.c_str(), r.err.c_str());
+    return Failed(f, "mates run " + how + " (its stderr above)");
   }
   auto record = ReadFile(dir / "record.jsonl");
   if (!record.ok()) return Failed(f, record.status().message());
