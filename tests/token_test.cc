@@ -155,6 +155,100 @@ TEST(TokenTest, AGenerousTeamBudgetStopsTeammatesMidRun) {
   // Over by at most the calls in flight when it was crossed (one per agent).
   EXPECT_GE(spent, 1200);
   EXPECT_LT(spent, 1200 + 3 * 800) << u.dump() << v.dump();
+  // The session spent in two teams, and says so: the lead's first call in
+  // default, the rest in the team it made.
+  EXPECT_NE(r.err.find(" in team default, "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" in team budget)"), std::string::npos) << r.err;
+  EXPECT_NE((r.out + r.err).find("usage: team default (all runs"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("usage: team budget (all runs"), std::string::npos)
+      << r.out << r.err;
+  // The team it made shares the budget, counting what the session spent
+  // before it: its usage says the same as the run did.
+  EXPECT_EQ(v["budget"]["tokens"], 1200) << v.dump();
+  EXPECT_EQ(v["budget"]["from"], "default") << v.dump();
+  EXPECT_EQ(v["budget"]["spent_before"]["tokens"], u["tokens"]) << u.dump() << v.dump();
+  EXPECT_EQ(v["budget"]["used"]["tokens"].get<int64_t>(), spent) << v.dump();
+  EXPECT_TRUE(u["budget"]["from"].is_null()) << u.dump();
+  // What the lead spent in that team is what its status there shows (not
+  // its calls in default too), and the budget with it.
+  auto status = Mates(ws.path(), {"status", "--team", "budget", "--json"});
+  auto st = ParseJson(status.out);
+  ASSERT_TRUE(st.ok()) << status.out << status.err;
+  EXPECT_EQ((*st)["budget"]["from"], "default") << status.out;
+  for (const auto& m : (*st)["members"]) {
+    if (m["name"] != "lead") continue;
+    ASSERT_NE(AgentIn(v, "lead"), nullptr) << v.dump();
+    EXPECT_EQ(m["activity"]["calls"], (*AgentIn(v, "lead"))["calls"]) << m.dump() << v.dump();
+  }
+  auto status_text = Mates(ws.path(), {"status", "--team", "budget"});
+  EXPECT_NE(status_text.out.find("budget: 1.2k tokens ("), std::string::npos) << status_text.out;
+  EXPECT_NE(status_text.out.find("shared with team default's session"), std::string::npos)
+      << status_text.out;
+  auto text = Mates(ws.path(), {"usage", "--team", "budget"});
+  EXPECT_NE(text.out.find("of it by team default's session before this team was made"),
+            std::string::npos)
+      << text.out;
+  // Resumed, that team is over the budget before any call.
+  auto resumed =
+      Mates(ws.path(), {"run", "--team", "budget", "--provider", "scripted", "--scenario",
+                        testing::ScenarioFixture("team_budget.yaml"), "Go"});
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.err;
+  EXPECT_NE(resumed.err.find("from team default, "), std::string::npos) << resumed.err;
+  EXPECT_EQ(UsageJson(ws.path(), "budget")["calls"], v["calls"]);
+  // A budget given to it is its own, counting its own journals alone.
+  auto own =
+      Mates(ws.path(), {"run", "--team", "budget", "--budget-tokens", "1000000", "--provider",
+                        "scripted", "--scenario", testing::ScenarioFixture("team_budget.yaml"),
+                        "--idle-timeout", "1", "Go"});
+  EXPECT_EQ(own.exit_code, 0) << own.err;
+  Json mine = UsageJson(ws.path(), "budget");
+  EXPECT_TRUE(mine["budget"]["from"].is_null()) << mine.dump();
+  EXPECT_EQ(mine["budget"]["used"]["tokens"], mine["tokens"]) << mine.dump();
+  // And the team the first session began in counts what that session spent
+  // in the team it made: its next session is over the budget before any call.
+  Json home = UsageJson(ws.path(), "default");
+  EXPECT_EQ(home["budget"]["spent_in_teams_made"]["tokens"], v["tokens"])
+      << home.dump() << v.dump();
+  EXPECT_EQ(home["budget"]["used"]["tokens"].get<int64_t>(), spent) << home.dump();
+  auto next = Mates(ws.path(), RunArgs({}));
+  EXPECT_EQ(next.exit_code, 1) << next.err;
+  EXPECT_NE(next.err.find(" in teams it made before"), std::string::npos) << next.err;
+  EXPECT_EQ(UsageJson(ws.path(), "default")["calls"], u["calls"]);
+}
+
+// What a session spends in a team it made is recorded in its own team's
+// budget when that team is deleted, not only when the session ends: a host
+// killed later still leaves it counted.
+TEST(TokenTest, ADeletedTeamsSpendingIsRecordedInTheBudgetOfTheTeamThatMadeIt) {
+  TempDir ws;
+  auto r = Mates(ws.path(), {"up", "--provider", "scripted", "--scenario",
+                             testing::ScenarioFixture("team_budget_delete.yaml"), "--budget-tokens",
+                             "1000000", "Make and drop a team"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  struct Down {
+    fs::path ws;
+    ~Down() { testing::RunMates(ws, {"down", "--timeout", "5"}); }
+  } down_at_exit{ws.path()};
+  const fs::path log = ws.path() / ".teams/default/host.log";
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return ReadAll(log).find("Dropped.") != std::string::npos;
+  })) << ReadAll(log);
+  // Still hosted: the record was made at the deletion.
+  auto made = Mates(ws.path(), {"usage", "--team", "side", "--archived", "--json"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto side = ParseJson(made.out);
+  ASSERT_TRUE(side.ok()) << made.out;
+  EXPECT_GT((*side)["tokens"].get<int64_t>(), 0) << made.out;
+  EXPECT_EQ((*side)["budget"]["from"], "default") << made.out;
+  Json home = UsageJson(ws.path(), "default");
+  EXPECT_EQ(home["budget"]["spent_in_teams_made"]["tokens"], (*side)["tokens"])
+      << home.dump() << made.out;
+  auto down = Mates(ws.path(), {"down"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  // The session's end adds nothing more: it spent nothing in it since.
+  EXPECT_EQ(UsageJson(ws.path(), "default")["budget"]["spent_in_teams_made"]["tokens"],
+            (*side)["tokens"]);
 }
 
 TEST(TokenTest, BudgetsAndPricesRefuseBadInput) {

@@ -47,6 +47,7 @@ Status AgentLoop::AttachJournal(const fs::path& path, bool resume, std::unique_p
     compactions_ = st.compactions;
     // What it spent before counts against its budget, and is reported.
     usage_.Restore(st.usage, st.calls);
+    in_team_.Restore(st.usage, st.calls);
   }
   MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
   if (copy) j.CopyTo(std::move(copy), copied);
@@ -124,6 +125,15 @@ Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy>
   if (copy) {
     MATES_ASSIGN_OR_RETURN(copied, Journal::Reconcile(path, *copy));
   }
+  // What it spent in that team before (a lead back in the team it began
+  // in): its activity there shows that team's spending, as the journal does.
+  // (Unreadable, it only shows less: the journal itself is opened below.)
+  auto before = Journal::LoadUsage(path);
+  if (!before.ok() && before.status().code() != StatusCode::kNotFound) {
+    LogWarning(spec_.name + ": its spending in " + path.string() +
+               " is not shown: " + before.status().message());
+  }
+  in_team_.Restore(before.ok() ? before->usage : llm::Usage{}, before.ok() ? before->calls : 0);
   MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
   if (copy) j.CopyTo(std::move(copy), copied);
   MATES_RETURN_IF_ERROR(j.AppendCompaction(conversation_.messages(),
@@ -145,7 +155,7 @@ void AgentLoop::AttachActivity(const fs::path& dir) {
   if (ctx_->store != nullptr && !ctx_->team.empty()) also = ctx_->store->ActivityOf(ctx_->team, spec_.name);
   activity_ = std::make_unique<ActivityFile>(dir / (spec_.name + ".status.json"), spec_.name, model(),
                                              std::move(also));
-  activity_->SetUsage(usage_.total(), usage_.calls());  // also the first write: idle
+  activity_->SetUsage(in_team_.total(), in_team_.calls());  // also the first write: idle
 }
 
 void AgentLoop::ReportStopped(const std::string& why) {
@@ -260,8 +270,9 @@ Status AgentLoop::MaybeCompact(bool force) {
 
 Status AgentLoop::Spent(const llm::Usage& u, const std::string& answered_by) {
   usage_.Add(u);
-  if (spec_.team_spend) spec_.team_spend->Add(answered_by, u);
-  if (activity_) activity_->SetUsage(usage_.total(), usage_.calls());
+  in_team_.Add(u);
+  if (spec_.team_spend) spec_.team_spend->Add(ctx_->team, answered_by, u);
+  if (activity_) activity_->SetUsage(in_team_.total(), in_team_.calls());
   if (journal_) return journal_->AppendUsage(u, answered_by);
   if (spec_.usage_sink) return spec_.usage_sink(u, answered_by);
   return Status::Ok();

@@ -165,6 +165,7 @@ class AgentLoop {
   std::unique_ptr<ActivityFile> activity_;
   std::set<std::string> delivered_;
   UsageMeter usage_;
+  UsageMeter in_team_;  // what its journal in its team now holds: its activity's
   llm::CancelToken cancel_;
   int64_t last_reported_tokens_ = 0;  // the provider's count for the last call
   int64_t last_estimated_tokens_ = 0;  // our raw estimate for the same call

@@ -122,16 +122,46 @@ std::string DescribeTeamUsage(const TeamUsage& u) {
   return out + FormatCost(u.cost_usd) + " + cost unknown for some models";
 }
 
-TeamSpend::TeamSpend(TeamBudget budget, const TeamUsage& before) : budget_(budget) {
-  tokens_ = TotalTokens(before.total);
-  usd_ = before.cost_usd;
+TeamSpend::TeamSpend(TeamBudget budget, const TeamUsage& before, const std::string& team)
+    : budget_(std::move(budget)), team_(team) {
+  if (!budget_.from.empty() && (budget_.spent_before_tokens > 0 || budget_.spent_before_usd > 0)) {
+    parts_.push_back(
+        {"from team " + budget_.from, budget_.spent_before_tokens, budget_.spent_before_usd});
+  }
+  if (budget_.spent_in_made_tokens > 0) {
+    parts_.push_back(
+        {"in teams it made before", budget_.spent_in_made_tokens, budget_.spent_in_made_usd});
+  }
+  parts_.push_back({"in team " + team, TotalTokens(before.total), before.cost_usd});
+  for (const Part& p : parts_) {
+    tokens_ += p.tokens;
+    usd_ += p.usd;
+  }
 }
 
-void TeamSpend::Add(const std::string& model, const llm::Usage& u) {
+void TeamSpend::Add(const std::string& team, const std::string& model, const llm::Usage& u) {
   auto cost = CostUsd(model, u);
+  const std::string where = "in team " + (team.empty() ? team_ : team);
   std::lock_guard<std::mutex> lock(mu_);
   tokens_ += TotalTokens(u);
   if (cost) usd_ += *cost;
+  auto part =
+      std::find_if(parts_.begin(), parts_.end(), [&](const Part& p) { return p.where == where; });
+  if (part == parts_.end()) part = parts_.insert(parts_.end(), Part{where});
+  part->tokens += TotalTokens(u);
+  if (cost) part->usd += *cost;
+  if (!team.empty() && team != team_) {
+    elsewhere_tokens_ += TotalTokens(u);
+    if (cost) elsewhere_usd_ += *cost;
+  }
+}
+
+std::pair<int64_t, double> TeamSpend::TakeSpentElsewhere() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::pair<int64_t, double> taken{elsewhere_tokens_, elsewhere_usd_};
+  elsewhere_tokens_ = 0;
+  elsewhere_usd_ = 0;
+  return taken;
 }
 
 int64_t TeamSpend::tokens() const {
@@ -144,14 +174,38 @@ double TeamSpend::usd() const {
   return usd_;
 }
 
+TeamBudget TeamSpend::ForNewTeam() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  TeamBudget b;
+  b.tokens = budget_.tokens;
+  b.usd = budget_.usd;
+  b.from = team_;
+  b.spent_before_tokens = tokens_;
+  b.spent_before_usd = usd_;
+  return b;
+}
+
+std::string TeamSpend::PartsLocked(bool in_usd) const {
+  std::string out;
+  int places = 0;
+  for (const Part& p : parts_) {
+    if (p.tokens == 0) continue;
+    out += places++ == 0 ? ": " : ", ";
+    out += (in_usd ? FormatCost(p.usd) : HumanCount(p.tokens)) + " " + p.where;
+  }
+  // One place alone says nothing the total does not.
+  return places > 1 ? out : "";
+}
+
 std::string TeamSpend::Exceeded() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (budget_.tokens > 0 && tokens_ >= budget_.tokens) {
-    return "the team's budget of " + HumanCount(budget_.tokens) + " tokens is spent (" + HumanCount(tokens_) +
-           " used)";
+    return "the team's budget of " + HumanCount(budget_.tokens) + " tokens is spent (" +
+           HumanCount(tokens_) + " used" + PartsLocked(false) + ")";
   }
   if (budget_.usd > 0 && usd_ >= budget_.usd) {
-    return "the team's budget of " + FormatCost(budget_.usd) + " is spent (" + FormatCost(usd_) + " used)";
+    return "the team's budget of " + FormatCost(budget_.usd) + " is spent (" + FormatCost(usd_) +
+           " used" + PartsLocked(true) + ")";
   }
   return "";
 }

@@ -7,13 +7,15 @@
 // - TeamSpend: the running total of one session against the team's budget,
 //   shared by all its agents (lead, teammates, subagents) across threads.
 //   It starts from what the journals hold, so a resumed team does not get
-//   its budget back by restarting.
+//   its budget back by restarting; a team the lead makes in the session
+//   shares the budget and counts what was spent before it.
 #pragma once
 
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/prices.h"
@@ -59,22 +61,45 @@ double CacheReadShare(const llm::Usage& u);
 
 class TeamSpend {
  public:
-  TeamSpend(TeamBudget budget, const TeamUsage& before);
+  // `team`'s budget, and what its journals held when the session began
+  // (plus, for a team a session made, what that session had spent before).
+  TeamSpend(TeamBudget budget, const TeamUsage& before, const std::string& team);
 
-  // One model call's usage (any thread).
-  void Add(const std::string& model, const llm::Usage& u);
+  // One model call's usage by an agent of `team` (any thread).
+  void Add(const std::string& team, const std::string& model, const llm::Usage& u);
   // "" while within the budget; else why not, in words ("the team's budget
-  // of 100.0k tokens is spent: 101.2k used").
+  // of 100.0k tokens is spent (101.2k used)", and where it went when the
+  // session spent in more than one team: "(…: 80.0k in team default,
+  // 21.2k in team api)").
   std::string Exceeded() const;
   const TeamBudget& budget() const { return budget_; }
+  // The budget a team this session makes gets: the same, counting what the
+  // session has spent so far (`from` the team the session began in).
+  TeamBudget ForNewTeam() const;
+  // The team the session began in.
+  const std::string& team() const { return team_; }
+  // What the session spent in other teams (the ones it made) since the
+  // last call: to be recorded in its own team's budget (spent_in_made).
+  std::pair<int64_t, double> TakeSpentElsewhere();
   int64_t tokens() const;
   double usd() const;
 
  private:
+  struct Part {
+    std::string where;  // "in team default", "from team default"
+    int64_t tokens = 0;
+    double usd = 0;
+  };
+  std::string PartsLocked(bool in_usd) const;
+
   const TeamBudget budget_;
+  const std::string team_;  // where the session began
   mutable std::mutex mu_;
-  int64_t tokens_ = 0;  // guarded by mu_
-  double usd_ = 0;      // guarded by mu_: calls with a known price only
+  int64_t tokens_ = 0;            // guarded by mu_
+  double usd_ = 0;                // guarded by mu_: calls with a known price only
+  std::vector<Part> parts_;       // guarded by mu_: the same, by where it was spent
+  int64_t elsewhere_tokens_ = 0;  // guarded by mu_: not yet taken
+  double elsewhere_usd_ = 0;      // guarded by mu_
 };
 
 }  // namespace mates::agent

@@ -56,8 +56,8 @@ void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::Suba
     start = nl + 1;
   }
   // Each team this run worked in, every run so far (what `mates usage`
-  // shows): those it deleted, in that order, from their archives; then the
-  // lead's team now.
+  // shows): those it deleted, in that order, from their archives; the team
+  // it began in, if the lead is elsewhere now; then the lead's team now.
   auto say = [&](const std::string& team, const fs::path& agents_dir, const std::string& how) {
     auto u = agent::ReadTeamUsage(agents_dir);
     if (u.ok() && u->calls > 0) out.Line("", "usage: team " + team + how + ": " + agent::DescribeTeamUsage(*u));
@@ -70,6 +70,10 @@ void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::Suba
         ", deleted (all runs, mates usage --team " + team + " --archived)");
   }
   const std::string team = teams.lead_team();
+  const std::string& home = teams.home_team();
+  if (home != team && said.count(home) == 0) {
+    say(home, teams.ws().AgentsDir(home), " (all runs, mates usage --team " + home + ")");
+  }
   say(team, teams.ws().AgentsDir(team), " (all runs, mates usage --team " + team + ")");
 }
 
@@ -598,6 +602,11 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     team = store->UpdateTeam(a.team, [&](TeamConfig& c) {
       if (a.budget_tokens) c.budget.tokens = *a.budget_tokens;
       if (a.budget_usd) c.budget.usd = *a.budget_usd;
+      // Given for this team, it counts this team's spending alone, not
+      // that of the session that made it.
+      c.budget.from.clear();
+      c.budget.spent_before_tokens = 0;
+      c.budget.spent_before_usd = 0;
       return Status::Ok();
     });
     if (!team.ok()) return {Fail(team.status()), std::nullopt};
@@ -616,7 +625,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     if (!shared.ok()) return {Fail(shared.status()), std::nullopt};
     auto before = *shared ? Result<agent::TeamUsage>(std::move(**shared)) : agent::ReadTeamUsage(ws.AgentsDir(a.team));
     if (!before.ok()) return {Fail(before.status()), std::nullopt};
-    spend = std::make_shared<agent::TeamSpend>(team->budget, *before);
+    spend = std::make_shared<agent::TeamSpend>(team->budget, *before, a.team);
     if (std::string over = spend->Exceeded(); !over.empty()) {
       return {Fail(Status::FailedPrecondition(over + " in team '" + a.team +
                                               "': no agent calls the model (a larger --budget-tokens / "
@@ -767,6 +776,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   }
   int code = a.teammates_only ? HostTeammates(teams, signals, out) : Work(a, lead, ctx, teams, subs, signals, out, *provider);
   teams.StopAll();
+  teams.RecordSpendElsewhere();  // what the teams still there spent, for the next session
   if (merges) merges->Stop();
   teams.SetBusyElsewhere(nullptr);
   if (!a.teammates_only) ReportMerges(*store, teams.lead_team(), out);

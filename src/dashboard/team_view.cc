@@ -93,6 +93,8 @@ Json TeamViewToJson(const TeamView& v) {
   j["lead"] = v.team.lead;
   j["now"] = v.now;
   j["store"] = v.store.empty() ? Json(nullptr) : Json(v.store);
+  // What the members' spend (their activity) is held to, if anything.
+  j["budget"] = v.team.budget.any() ? TeamBudgetToJson(v.team.budget) : Json(nullptr);
   if (v.host) {
     j["host"] = {{"pid", v.host->pid},
                  {"mode", v.host->mode},

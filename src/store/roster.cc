@@ -117,7 +117,22 @@ Json TeamConfigToJson(const TeamConfig& c) {
                 {"merge_review", c.git.merge_review}};
     if (!c.git.remote.empty()) j["git"]["remote"] = c.git.remote;
   }
-  if (c.budget.any()) j["budget"] = {{"tokens", c.budget.tokens}, {"usd", c.budget.usd}};
+  // (Kept with no budget too: one given again counts it.)
+  if (c.budget.any() || c.budget.spent_in_made_tokens > 0) j["budget"] = TeamBudgetToJson(c.budget);
+  return j;
+}
+
+Json TeamBudgetToJson(const TeamBudget& b) {
+  Json j = JsonObject(4);
+  j["tokens"] = b.tokens;
+  j["usd"] = b.usd;
+  if (!b.from.empty()) {
+    j["from"] = b.from;
+    j["spent_before"] = {{"tokens", b.spent_before_tokens}, {"usd", b.spent_before_usd}};
+  }
+  if (b.spent_in_made_tokens > 0) {
+    j["spent_in_teams_made"] = {{"tokens", b.spent_in_made_tokens}, {"usd", b.spent_in_made_usd}};
+  }
   return j;
 }
 
@@ -127,6 +142,23 @@ Result<Isolation> ParseIsolation(std::string_view name) {
   if (name == "shared") return Isolation::kShared;
   if (name == "worktree") return Isolation::kWorktree;
   return Status::InvalidArgument("isolation must be 'shared' or 'worktree', not '" + std::string(name) + "'");
+}
+
+// Spending a budget counts besides the journals, `{tokens, usd}` under
+// `key` of `budget` (absent: none). At most 1e15 tokens and $1e12: a
+// hand-edited count must not overflow the sums it goes into.
+Status ReadCounted(const Json& budget, const char* key, int64_t* tokens, double* usd) {
+  constexpr int64_t kMaxTokens = 1'000'000'000'000'000;
+  constexpr double kMaxUsd = 1e12;
+  MATES_ASSIGN_OR_RETURN(const Json* counted, JsonObjectField(budget, key, false));
+  if (counted == nullptr) return Status::Ok();
+  MATES_ASSIGN_OR_RETURN(*tokens, JsonInt(*counted, "tokens", false, 0));
+  MATES_ASSIGN_OR_RETURN(*usd, JsonNumber(*counted, "usd", 0));
+  if (!(*tokens >= 0 && *tokens <= kMaxTokens) || !(*usd >= 0 && *usd <= kMaxUsd)) {
+    return Status::InvalidArgument(std::string("budget.") + key +
+                                   ": tokens and usd must be from 0 to 1e15 and 1e12");
+  }
+  return Status::Ok();
 }
 
 Result<TeamConfig> TeamConfigFromJson(const Json& j) {
@@ -189,6 +221,14 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
     if (c.budget.tokens < 0 || !(c.budget.usd >= 0) || c.budget.usd > 1e9) {
       return Status::InvalidArgument("budget: tokens and usd must be >= 0");
     }
+    MATES_ASSIGN_OR_RETURN(c.budget.from, JsonString(*budget, "from", false));
+    if (!c.budget.from.empty()) {
+      MATES_RETURN_IF_ERROR(ValidateName("budget.from", c.budget.from));
+      MATES_RETURN_IF_ERROR(ReadCounted(*budget, "spent_before", &c.budget.spent_before_tokens,
+                                        &c.budget.spent_before_usd));
+    }
+    MATES_RETURN_IF_ERROR(ReadCounted(*budget, "spent_in_teams_made",
+                                      &c.budget.spent_in_made_tokens, &c.budget.spent_in_made_usd));
   }
   MATES_RETURN_IF_ERROR(ValidateName("team name", c.name));
   if (!c.lead.empty()) MATES_RETURN_IF_ERROR(ValidateName("lead name", c.lead));
@@ -370,7 +410,9 @@ class ParsedRosters {
   static constexpr size_t kMaxRosters = 64;
   static constexpr size_t kMaxKeptBytes = 1 << 20;
   static bool AllFinite(const TeamConfig& c) {
-    bool finite = std::isfinite(c.created_at) && std::isfinite(c.git.merge_timeout_s) && std::isfinite(c.budget.usd);
+    bool finite = std::isfinite(c.created_at) && std::isfinite(c.git.merge_timeout_s) &&
+                  std::isfinite(c.budget.usd) && std::isfinite(c.budget.spent_before_usd) &&
+                  std::isfinite(c.budget.spent_in_made_usd);
     for (const Member& m : c.members) finite = finite && std::isfinite(m.joined_at);
     return finite;
   }

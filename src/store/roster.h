@@ -86,7 +86,21 @@ struct TeamGit {
 struct TeamBudget {
   int64_t tokens = 0;
   double usd = 0;
+  // A team a lead made in a session under a budget shares that budget: it
+  // counts what the session had spent before it (in team `from`) with its
+  // own journals. Empty and 0 for a budget given to the team itself.
+  std::string from;
+  int64_t spent_before_tokens = 0;
+  double spent_before_usd = 0;
+  // What this team's sessions spent in the teams they made (recorded as
+  // each such team is deleted, and at the session's end): it counts here
+  // too, so that a budget is not new again in the team's next session.
+  int64_t spent_in_made_tokens = 0;
+  double spent_in_made_usd = 0;
   bool any() const { return tokens > 0 || usd > 0; }
+  // Tokens and dollars counted against it besides the team's own journals.
+  int64_t counted_tokens() const { return spent_before_tokens + spent_in_made_tokens; }
+  double counted_usd() const { return spent_before_usd + spent_in_made_usd; }
 };
 
 struct TeamConfig {
@@ -104,6 +118,9 @@ struct TeamConfig {
 };
 
 Json TeamConfigToJson(const TeamConfig& c);
+// {tokens, usd[, from, spent_before: {tokens, usd}][, spent_in_teams_made:
+// {tokens, usd}]}, as config.json keeps it.
+Json TeamBudgetToJson(const TeamBudget& b);
 Result<TeamConfig> TeamConfigFromJson(const Json& j);
 
 // The colour palette of seed v8, cycled over teammates.

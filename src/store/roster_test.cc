@@ -295,5 +295,75 @@ TEST(RosterTest, CorruptConfigIsAClearError) {
   EXPECT_EQ(Roster(ws).Load("t").status().code(), StatusCode::kCorrupt);
 }
 
+void SetBudget(Roster& roster, const TeamBudget& budget) {
+  ASSERT_TRUE(roster
+                  .Update("t",
+                          [&](TeamConfig& c) {
+                            c.budget = budget;
+                            return Status::Ok();
+                          })
+                  .ok());
+}
+
+// A team made in a session under a budget keeps where the budget came from
+// and what that session had spent before it; a hand-edited one that would
+// give a budget back or lead out of the teams' folder is corrupt.
+TEST(RosterTest, ABudgetSharedWithTheSessionThatMadeTheTeamRoundTrips) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  Roster roster(ws);
+  ASSERT_TRUE(roster.CreateTeam("t").ok());
+  TeamBudget shared;
+  shared.usd = 0.5;
+  shared.from = "default";
+  shared.spent_before_tokens = 3229;
+  shared.spent_before_usd = 0.0125;
+  shared.spent_in_made_tokens = 77;
+  shared.spent_in_made_usd = 0.25;
+  SetBudget(roster, shared);
+  auto c = roster.Load("t");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->budget.tokens, 0);
+  EXPECT_DOUBLE_EQ(c->budget.usd, 0.5);
+  EXPECT_EQ(c->budget.from, "default");
+  EXPECT_EQ(c->budget.spent_before_tokens, 3229);
+  EXPECT_DOUBLE_EQ(c->budget.spent_before_usd, 0.0125);
+  EXPECT_EQ(c->budget.spent_in_made_tokens, 77);
+  EXPECT_DOUBLE_EQ(c->budget.spent_in_made_usd, 0.25);
+  EXPECT_EQ(c->budget.counted_tokens(), 3229 + 77);
+  // A budget of the team's own writes neither.
+  SetBudget(roster, TeamBudget{.tokens = 100});
+  std::string text = testing::ReadAll(ws.ConfigPath("t"));
+  EXPECT_EQ(text.find("from"), std::string::npos) << text;
+  EXPECT_EQ(text.find("spent_before"), std::string::npos) << text;
+  EXPECT_EQ(text.find("spent_in_teams_made"), std::string::npos) << text;
+  // What its sessions spent in teams they made stays with no budget: one
+  // given again counts it.
+  SetBudget(roster, TeamBudget{.spent_in_made_tokens = 5});
+  EXPECT_EQ(roster.Load("t")->budget.spent_in_made_tokens, 5);
+
+  const std::pair<const char*, const char*> bad[] = {
+      {R"("from": "../x")", "invalid budget.from '../x'"},
+      {R"("from": 7)", "field 'from' must be a string"},
+      {R"("from": "default", "spent_before": {"tokens": -1})", "budget.spent_before"},
+      {R"("from": "default", "spent_before": {"usd": -0.5})", "budget.spent_before"},
+      {R"("from": "default", "spent_before": {"usd": 1e300})", "budget.spent_before"},
+      {R"("from": "default", "spent_before": 3)", "field 'spent_before' must be an object"},
+      {R"("from": "default", "spent_before": {"tokens": 1000000000000000001})",
+       "budget.spent_before"},
+      {R"("spent_in_teams_made": {"tokens": -3})", "budget.spent_in_teams_made"},
+      {R"("spent_in_teams_made": {"tokens": 9223372036854775807})", "budget.spent_in_teams_made"},
+      {R"("spent_in_teams_made": {"tokens": 5, "usd": "x"})", "field 'usd' must be a number"}};
+  for (const auto& [json, says] : bad) {
+    testing::WriteAll(
+        ws.ConfigPath("t"),
+        std::string(R"({"name": "t", "members": [], "budget": {"tokens": 9, )") + json + "}}");
+    auto r = Roster(ws).Load("t");
+    EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << json;
+    EXPECT_NE(r.status().message().find(says), std::string::npos)
+        << json << ": " << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace mates

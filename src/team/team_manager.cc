@@ -241,7 +241,7 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
   if (iso == Isolation::kWorktree || spend()) {
     MATES_RETURN_IF_ERROR(store_->UpdateTeam(name, [&](TeamConfig& cfg) {
       if (iso == Isolation::kWorktree) cfg.git = prepared;
-      if (spend()) cfg.budget = spend()->budget();  // the session's budget covers its new team
+      if (spend()) cfg.budget = spend()->ForNewTeam();  // the session's budget covers its new team
       return Status::Ok();
     }).status());
   }
@@ -481,6 +481,7 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
     deleted_teams_.push_back(name);
   }
+  RecordSpendElsewhere();
   std::string out = "Team '" + name + "' deleted; its files are archived in " +
                     fs::relative(archived, ws_.root()).string() + ".";
   if (!summary.stopped.empty()) {
@@ -490,6 +491,24 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   for (const auto& k : kept) out += "\n- " + k;
   if (lead_team() != name) out += "\nYou are back in team '" + lead_team() + "'.";
   return out;
+}
+
+void TeamManager::RecordSpendElsewhere() {
+  if (!spend()) return;
+  auto [tokens, usd] = spend()->TakeSpentElsewhere();
+  if (tokens == 0) return;
+  auto updated =
+      store_->UpdateTeam(spend()->team(), [&, tokens = tokens, usd = usd](TeamConfig& c) {
+        c.budget.spent_in_made_tokens += tokens;
+        c.budget.spent_in_made_usd += usd;
+        return Status::Ok();
+      });
+  // Not recorded, the next session of that team counts less: say so.
+  if (!updated.ok()) {
+    LogWarning("the spending in teams made from team " + spend()->team() + " (" +
+               agent::HumanCount(tokens) +
+               " tokens) is not recorded in its budget: " + updated.status().message());
+  }
 }
 
 std::optional<TeamSummary> TeamManager::last_deleted() {

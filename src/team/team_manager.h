@@ -124,6 +124,12 @@ class TeamManager : public tools::TeamRuntime {
   void InterruptAll(const std::string& why);
   // The lead's team now (TeamCreate and TeamDelete move it); any thread.
   std::string lead_team();
+  // The team the lead began the run in.
+  const std::string& home_team() const { return home_team_; }
+  // Under a budget: what the session spent in the teams it made since the
+  // last time, recorded in its own team's budget (after a team is deleted,
+  // and at the session's end), so that its next session counts it.
+  void RecordSpendElsewhere();
   std::optional<TeamSummary> last_deleted();
   // The teams deleted (and archived) in this run, in the order deleted.
   std::vector<std::string> deleted_teams();

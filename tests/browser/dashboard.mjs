@@ -15,7 +15,8 @@
 // send` from another process shows in the timeline within 1 s; a message
 // sent from the page reaches the lead (whose answer shows); a plan approved
 // on the page is approved; a task created on the page is on the board; a
-// teammate can be asked to stop; dark and light; no token → 401.
+// teammate can be asked to stop; the team's spend and budget show; dark
+// and light; no token → 401.
 // Exit 0 passed, 1 failed, 77 skipped (no chromium or puppeteer-core).
 import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
@@ -91,7 +92,8 @@ async function clickLive(page, selector) {
   if (!clicked) throw new Error("nothing to click at " + selector);
 }
 try {
-  const up = mates("up", "--team", team, "--provider", "scripted", "--scenario", args.scenario, "Start the team");
+  const up = mates("up", "--team", team, "--provider", "scripted", "--scenario", args.scenario,
+                   "--budget-tokens", "5000000", "Start the team");
   if (up.code !== 0) throw new Error("mates up failed: " + up.out + up.err);
   const url = (up.out.match(/dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)/) || [])[1];
   if (!url) throw new Error("no dashboard URL in: " + up.out);
@@ -118,6 +120,10 @@ try {
   await page.waitForSelector('#roster .member[data-name="lead"]', { timeout: 10000 });
   await page.waitForSelector('#roster .member[data-name="planner"]', { timeout: 15000 });
   check(true, "the roster shows the lead and the planner it started");
+  // The team's spend beside it, held to its budget.
+  await page.waitForFunction(() => /tokens · cost \? · budget \d+% of 5\.0M tokens\)$/.test(
+    document.querySelector("#member-count").textContent), { timeout: 5000 });
+  check(true, "the team's spend and its budget show (" + await page.$eval("#member-count", (e) => e.textContent) + ")");
   await page.waitForFunction(() => document.querySelector("#live").classList.contains("on"), { timeout: 5000 });
   check(true, "the page is live (event stream open)");
   const created = mates("tasks", "create", "--team", team, "Parse the grammar");

@@ -151,8 +151,28 @@ function renderRoster() {
     tokens += a.tokens.input + a.tokens.cache_read + a.tokens.cache_write + a.tokens.output;
     if (a.cost_usd === null) unpriced = true; else usd += a.cost_usd;
   }
-  const spent = calls ? " · " + human(tokens) + " tokens · " + (unpriced && !usd ? "cost ?" : "$" + usd.toFixed(usd < 1 ? 4 : 2) + (unpriced ? " + ?" : "")) : "";
-  $("member-count").textContent = "(" + t.members.length + spent + ")";
+  const dollars = (x) => "$" + x.toFixed(x < 1 ? 4 : 2);
+  const spent = calls ? " · " + human(tokens) + " tokens · " + (unpriced && !usd ? "cost ?" : dollars(usd) + (unpriced ? " + ?" : "")) : "";
+  // The team's budget: its members' spend, with what the session that made
+  // the team spent before it and what its sessions spent in teams they made.
+  const b = t.budget;
+  let budget = "", over = false, why = "";
+  if (b) {
+    const none = { tokens: 0, usd: 0 };
+    const before = b.spent_before || none, made = b.spent_in_teams_made || none;
+    const parts = [];
+    const share = (used, of) => { over = over || used >= of; return Math.round(100 * used / of) + "% of "; };
+    if (b.tokens > 0) parts.push(share(tokens + before.tokens + made.tokens, b.tokens) + human(b.tokens) + " tokens");
+    if (b.usd > 0) parts.push(share(usd + before.usd + made.usd, b.usd) + dollars(b.usd));
+    budget = " · budget " + parts.join(", ");
+    if (over) why += "The budget is spent: no agent calls the model. ";
+    if (b.from) why += "It is shared with team " + b.from + "'s session, which made this team and spent " + human(before.tokens) + " tokens (" + dollars(before.usd) + ") before it. ";
+    if (made.tokens) why += "It counts " + human(made.tokens) + " tokens (" + dollars(made.usd) + ") spent in teams this team's sessions made.";
+  }
+  const count = $("member-count");
+  count.textContent = "(" + t.members.length + spent + budget + ")";
+  count.classList.toggle("over-budget", over);
+  count.title = why.trim();
   const rows = t.members.map((m) => {
     const [doing, since] = doingText(m);
     const a = m.activity;
