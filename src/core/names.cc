@@ -1,5 +1,6 @@
 #include "core/names.h"
 
+#include <cstdio>
 #include <string>
 
 namespace mates {
@@ -9,9 +10,34 @@ bool IsAlnum(char c) {
 }
 }  // namespace
 
+namespace {
+
+// `text` as an error message may show it: printable ASCII as it is, any
+// other byte (a control, a NUL, a quote, UTF-8) as \xNN, and at most the
+// first kShown bytes, so that a hostile name cannot flood a log or a
+// terminal.
+std::string Shown(std::string_view text) {
+  constexpr size_t kShown = 64;
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < kShown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  if (text.size() > kShown) out += "… (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+}  // namespace
+
 Status ValidateName(std::string_view kind, std::string_view name) {
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("invalid " + std::string(kind) + " '" + std::string(name) +
+    return Status::InvalidArgument("invalid " + std::string(kind) + " '" + Shown(name) +
                                    "': " + why +
                                    " (use 1-64 letters, digits, '.', '_' or '-', starting with a "
                                    "letter or digit)");
@@ -21,8 +47,7 @@ Status ValidateName(std::string_view kind, std::string_view name) {
   if (!IsAlnum(name[0])) return bad("it must start with a letter or digit");
   for (char c : name) {
     if (!IsAlnum(c) && c != '.' && c != '_' && c != '-') {
-      return bad(std::string("character '") + (c == '\n' ? std::string("\\n") : std::string(1, c)) +
-                 "' is not allowed");
+      return bad("character '" + Shown(std::string_view(&c, 1)) + "' is not allowed");
     }
   }
   return Status::Ok();

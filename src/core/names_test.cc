@@ -23,5 +23,21 @@ TEST(NamesTest, RefusesPathEscapesAndJunk) {
   }
 }
 
+// A hostile name is refused without being passed on as it is: no control
+// byte or NUL reaches the message, and a huge one is shown cut.
+TEST(NamesTest, TheErrorShowsABadNameShortAndPrintable) {
+  Status nul = ValidateName("team name", std::string("d\0x", 3));
+  EXPECT_NE(nul.message().find("'d\\x00x'"), std::string::npos) << nul.message();
+  EXPECT_NE(nul.message().find("character '\\x00' is not allowed"), std::string::npos)
+      << nul.message();
+  Status esc = ValidateName("team name", "a\x1b[2Jb\n");
+  EXPECT_EQ(esc.message().find('\x1b'), std::string::npos) << esc.message();
+  EXPECT_EQ(esc.message().find('\n'), std::string::npos) << esc.message();
+  Status huge = ValidateName("team name", std::string(5000, 'a'));
+  EXPECT_LT(huge.message().size(), 300u) << huge.message();
+  EXPECT_NE(huge.message().find("… (5000 bytes)"), std::string::npos) << huge.message();
+  EXPECT_NE(huge.message().find("longer than 64 characters"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mates
