@@ -183,7 +183,8 @@ TEST(TokenTest, AGenerousTeamBudgetStopsTeammatesMidRun) {
   }
   auto status_text = Mates(ws.path(), {"status", "--team", "budget"});
   EXPECT_NE(status_text.out.find("budget: 1.2k tokens ("), std::string::npos) << status_text.out;
-  EXPECT_NE(status_text.out.find("shared with team default's session"), std::string::npos)
+  EXPECT_NE(status_text.out.find("of it by team default's session before this team was made"),
+            std::string::npos)
       << status_text.out;
   auto text = Mates(ws.path(), {"usage", "--team", "budget"});
   EXPECT_NE(text.out.find("of it by team default's session before this team was made"),

@@ -107,6 +107,30 @@ Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::stri
   return std::optional<TeamUsage>(std::move(usage));
 }
 
+std::string DescribeBudget(const TeamBudget& b, int64_t tokens, double usd) {
+  auto part = [&](double used, double whole, const std::string& before, const std::string& made) {
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * used / whole);
+    std::string out = std::string(" (") + pct + " used";
+    if (!b.from.empty())
+      out += ", " + before + " of it by team " + b.from + "'s session before this team was made";
+    if (b.spent_in_made_tokens > 0) out += ", " + made + " of it in teams its sessions made";
+    return out + ")";
+  };
+  std::string out;
+  if (b.tokens > 0) {
+    out += HumanCount(b.tokens) + " tokens" +
+           part(static_cast<double>(tokens + b.counted_tokens()), static_cast<double>(b.tokens),
+                HumanCount(b.spent_before_tokens), HumanCount(b.spent_in_made_tokens));
+  }
+  if (b.usd > 0) {
+    out += (out.empty() ? "" : "; ") + FormatCost(b.usd) +
+           part(usd + b.counted_usd(), b.usd, FormatCost(b.spent_before_usd),
+                FormatCost(b.spent_in_made_usd));
+  }
+  return out;
+}
+
 double CacheReadShare(const llm::Usage& u) {
   int64_t in = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
   return in == 0 ? 0.0 : static_cast<double>(u.cache_read_input_tokens) / static_cast<double>(in);

@@ -56,6 +56,12 @@ Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::stri
                                                const fs::path& agents_dir = {});
 // "1.2M tokens (80% cache reads), $1.23" / "…, cost unknown for model-x"
 std::string DescribeTeamUsage(const TeamUsage& u);
+// A team's budget against what its agents spent (`tokens`, `usd`: its
+// journals, or their activity) and what else counts (budget.from's session
+// before the team was made, the teams its sessions made): "1.2k tokens (95%
+// used, 800 of it by team default's session before this team was made);
+// $0.0200 (12% used)". What `mates usage` and `mates status` print.
+std::string DescribeBudget(const TeamBudget& b, int64_t tokens, double usd);
 // The share of input tokens that were cache reads, 0..1 (0 without input).
 double CacheReadShare(const llm::Usage& u);
 

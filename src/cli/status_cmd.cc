@@ -149,30 +149,11 @@ std::string Render(const TeamView& v) {
       << (priced ? agent::FormatCost(cost) : cost > 0 ? agent::FormatCost(cost) + " + cost unknown" : "cost unknown")
       << " (mates usage --team " << v.team.name << ")\n";
   }
-  if (const TeamBudget& b = v.team.budget; b.any()) {
-    // As the agents see it: what they spent, with what the session that
-    // made the team spent before it and what its sessions spent in teams
-    // they made.
-    o << (calls > 0 ? "" : "\n") << "budget: ";
-    auto used = [](double part, double whole) {
-      char pct[16];
-      std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * part / whole);
-      return std::string(pct) + " used";
-    };
-    if (b.tokens > 0) {
-      o << agent::HumanCount(b.tokens) << " tokens ("
-        << used(static_cast<double>(agent::TotalTokens(total) + b.counted_tokens()),
-                static_cast<double>(b.tokens))
-        << ")";
-    }
-    if (b.usd > 0)
-      o << (b.tokens > 0 ? "; " : "") << agent::FormatCost(b.usd) << " ("
-        << used(cost + b.counted_usd(), b.usd) << ")";
-    if (!b.from.empty()) o << ", shared with team " << b.from << "'s session, which made this team";
-    if (b.spent_in_made_tokens > 0)
-      o << ", counting " << agent::HumanCount(b.spent_in_made_tokens)
-        << " tokens spent in teams it made";
-    o << "\n";
+  if (v.team.budget.any()) {
+    // As the agents see it (their activity), with what else counts.
+    o << (calls > 0 ? "" : "\n")
+      << "budget: " << agent::DescribeBudget(v.team.budget, agent::TotalTokens(total), cost)
+      << "\n";
   }
   o << "\nlast messages:\n";
   if (v.messages.empty()) o << "  (none)\n";

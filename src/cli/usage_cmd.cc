@@ -92,33 +92,9 @@ std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
   };
   for (const auto& a : u.agents) row(a.agent, a.calls, a.usage, cost(a.cost_usd, a.cost_known));
   row("total", u.calls, u.total, cost(u.cost_usd, u.cost_known));
-  if (const TeamBudget& b = team.budget; b.any()) {
-    // Besides the journals: what the session that made the team had spent
-    // before it, and what its own sessions spent in teams they made.
-    auto besides = [&](const std::string& before, const std::string& made) {
-      std::string out;
-      if (!b.from.empty())
-        out += ", " + before + " of it by team " + b.from + "'s session before this team was made";
-      if (b.spent_in_made_tokens > 0) out += ", " + made + " of it in teams its sessions made";
-      return out;
-    };
-    o << "\nbudget:";
-    if (b.tokens > 0) {
-      char pct[16];
-      std::snprintf(pct, sizeof pct, "%.0f%%",
-                    100.0 * static_cast<double>(agent::TotalTokens(u.total) + b.counted_tokens()) /
-                        static_cast<double>(b.tokens));
-      o << " " << HumanCount(b.tokens) << " tokens (" << pct << " used"
-        << besides(HumanCount(b.spent_before_tokens), HumanCount(b.spent_in_made_tokens)) << ")";
-    }
-    if (b.usd > 0) {
-      char pct[16];
-      std::snprintf(pct, sizeof pct, "%.0f%%", 100.0 * (u.cost_usd + b.counted_usd()) / b.usd);
-      o << (b.tokens > 0 ? ";" : "") << " " << agent::FormatCost(b.usd) << " (" << pct << " used"
-        << besides(agent::FormatCost(b.spent_before_usd), agent::FormatCost(b.spent_in_made_usd))
-        << ")";
-    }
-    o << "\n";
+  if (team.budget.any()) {
+    o << "\nbudget: " << agent::DescribeBudget(team.budget, agent::TotalTokens(u.total), u.cost_usd)
+      << "\n";
   }
   if (!u.cost_known) {
     o << "\nSome calls used a model without a price; mates --prices FILE adds it (see docs/design.md §15).\n";
