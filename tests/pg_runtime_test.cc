@@ -818,6 +818,19 @@ TEST_F(PgRuntimeTest, TheLeadsSubagentsUsageIsCountedOnEveryMachine) {
     if (a["agent"] == "lead (subagents)") subagent_calls = a["calls"];
   }
   EXPECT_EQ(subagent_calls, 3) << u.out;
+  // `usage --all` on the store counts the team alike, from any machine.
+  auto all = RunMates(elsewhere.path(), {"usage", "--all", "--json", "--store", url_});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  auto a = ParseJson(all.out);
+  ASSERT_TRUE(a.ok()) << all.out;
+  bool crew_seen = false;
+  for (const auto& t : (*a)["teams"]) {
+    if (t["team"] != "crew") continue;
+    crew_seen = true;
+    EXPECT_EQ(t["calls"], (*j)["calls"]) << all.out;
+    EXPECT_EQ(t["usage"], (*j)["usage"]) << all.out;
+  }
+  EXPECT_TRUE(crew_seen) << all.out;
   // A budget set there counts them: the lead's calls alone are under it.
   const int64_t lead_tokens = [&] {
     for (const auto& a : (*j)["agents"]) {

@@ -4,6 +4,7 @@
 // over HTTP where the provider's reported usage is compared.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -30,12 +31,17 @@ std::vector<std::string> RunArgs(std::vector<std::string> extra) {
   return args;
 }
 
+// A command's JSON output (an empty object, and a failure, if it is not).
+Json Parsed(const std::string& out) {
+  auto j = ParseJson(out);
+  EXPECT_TRUE(j.ok()) << out;
+  return j.ok() ? *j : Json::object();
+}
+
 Json UsageJson(const fs::path& ws, const std::string& team) {
   auto r = Mates(ws, {"usage", "--team", team, "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  auto j = ParseJson(r.out);
-  EXPECT_TRUE(j.ok()) << r.out;
-  return j.ok() ? *j : Json::object();
+  return Parsed(r.out);
 }
 
 const Json* AgentIn(const Json& usage, const std::string& name) {
@@ -332,6 +338,93 @@ TEST(TokenTest, UsageIsPricedByTheTableAndAPricesFileOverridesIt) {
   auto e = ParseJson(env.out);
   ASSERT_TRUE(e.ok()) << env.err;
   EXPECT_EQ((*e)["cost_usd"], (*p)["cost_usd"]);
+}
+
+// `usage --all`: every team and every archive of the workspace, each line
+// what `usage --team` says of it, and their sum; a team whose journals
+// cannot be read is said on its line and fails the command, the rest shown.
+TEST(TokenTest, UsageAllSumsEveryTeamAndArchiveAndSaysWhichItCannotRead) {
+  TempDir ws;
+  ASSERT_EQ(Mates(ws.path(), RunArgs({})).exit_code, 0);
+  auto deleted = Mates(ws.path(), {"team", "delete", "budget"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
+  ASSERT_EQ(Mates(ws.path(), RunArgs({})).exit_code, 0);
+  Json home = UsageJson(ws.path(), "default"), live = UsageJson(ws.path(), "budget");
+  auto old = Mates(ws.path(), {"usage", "--team", "budget", "--archived", "--json"});
+  ASSERT_EQ(old.exit_code, 0) << old.err;
+  Json archived = Parsed(old.out);
+
+  auto all = Mates(ws.path(), {"usage", "--all", "--json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  auto j = ParseJson(all.out);
+  ASSERT_TRUE(j.ok()) << all.out;
+  ASSERT_EQ((*j)["teams"].size(), 3u) << all.out;
+  int64_t calls = 0, tokens = 0;
+  for (const auto& t : (*j)["teams"]) {
+    const Json& alone = t["team"] == "default" ? home : t["archived"].is_null() ? live : archived;
+    EXPECT_EQ(t["calls"], alone["calls"]) << t.dump();
+    EXPECT_EQ(t["usage"], alone["usage"]) << t.dump();
+    EXPECT_GT(t["calls"].get<int64_t>(), 0) << t.dump();
+    calls += t["calls"].get<int64_t>();
+    tokens += t["tokens"].get<int64_t>();
+  }
+  EXPECT_EQ((*j)["calls"], calls);
+  EXPECT_EQ((*j)["tokens"], tokens);
+  EXPECT_TRUE((*j)["cost_usd"].is_null()) << "the scripted model has no price";
+  auto text = Mates(ws.path(), {"usage", "--all"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("2 teams, 1 deleted"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("budget (deleted 2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\ntotal "), std::string::npos) << text.out;
+
+  // --all names no team and no archive; MATES_TEAM in the environment is
+  // no conflict.
+  auto with_team = Mates(ws.path(), {"usage", "--all", "--team", "budget"});
+  EXPECT_EQ(with_team.exit_code, 2);
+  EXPECT_NE(with_team.err.find("leave out --team"), std::string::npos) << with_team.err;
+  auto with_archived = Mates(ws.path(), {"usage", "--all", "--archived"});
+  EXPECT_EQ(with_archived.exit_code, 2);
+  EXPECT_NE(with_archived.err.find("leave out --archived"), std::string::npos) << with_archived.err;
+  auto env = testing::RunMates(ws.path(), {"usage", "--all", "--json"}, {"MATES_TEAM=budget"}, "");
+  EXPECT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_EQ(Parsed(env.out)["calls"], calls);
+
+  // A team whose journals cannot be read: their folder closed to the
+  // reader (root reads anything, so the reader is then `nobody`).
+  ASSERT_EQ(Mates(ws.path(), {"team", "create", "broken"}).exit_code, 0);
+  const fs::path closed = ws.path() / ".teams/broken/agents";
+  fs::create_directories(closed);
+  for (const auto& e : fs::recursive_directory_iterator(ws.path())) {
+    fs::permissions(
+        e.path(), e.is_directory() ? fs::perms::all : fs::perms::owner_all | fs::perms::others_read,
+        fs::perm_options::add);
+  }
+  fs::permissions(ws.path(), fs::perms::all, fs::perm_options::add);
+  fs::permissions(closed, fs::perms::none);
+  auto as_reader = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv;
+    if (::geteuid() == 0) argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+    argv.insert(argv.end(), {testing::MatesBinary(), "--workspace", ws.path().string()});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::Run(argv);
+  };
+  auto broken = as_reader({"usage", "--all"});
+  EXPECT_EQ(broken.exit_code, 1) << broken.out << broken.err;
+  EXPECT_NE(broken.out.find("broken"), std::string::npos) << broken.out;
+  EXPECT_NE(broken.out.find("cannot be read: read " + closed.string() + ": Permission denied"),
+            std::string::npos)
+      << broken.out;
+  EXPECT_NE(broken.out.find("budget (deleted 2"), std::string::npos) << broken.out;
+  EXPECT_NE(broken.err.find("the journals of 1 team could not be read"), std::string::npos)
+      << broken.err;
+  auto broken_json = as_reader({"usage", "--all", "--json"});
+  EXPECT_EQ(broken_json.exit_code, 1);
+  auto b = ParseJson(broken_json.out);
+  ASSERT_TRUE(b.ok()) << broken_json.out;
+  EXPECT_EQ((*b)["calls"], calls) << "the total leaves the unreadable team out";
+  bool said = false;
+  for (const auto& t : (*b)["teams"]) said |= t["team"] == "broken" && t.contains("error");
+  EXPECT_TRUE(said) << broken_json.out;
 }
 
 TEST(TokenTest, ACompactRequestMakesTheTeammateCompactBeforeItsNextCall) {

@@ -1,12 +1,16 @@
 // mates usage [--team T] [--json] [--archived [STAMP]] [--store URL]
+// mates usage --all [--json] [--store URL]
 //
 // What a team's agents spent (DESIGN §15): per agent the calls, input
 // (uncached, cache writes, cache reads), output and cost, then the team's
 // total and its budget, all from the usage lines of the agents' journals:
 // a live team, one whose host is gone, or an archived one. Costs come from
 // the price table (mates --prices FILE to change it); a model without a
-// price shows its tokens and "cost unknown".
+// price shows its tokens and "cost unknown". With --all: every team of the
+// store and every archive of this workspace, a line each, and their sum.
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,19 +22,32 @@
 #include "core/json.h"
 #include "core/names.h"
 #include "pg/store.h"
+#include "store/archive.h"
 #include "store/roster.h"
 
 namespace mates::cli {
 namespace {
 
 struct UsageArgs {
-  std::string team = "default";
+  std::string team;  // empty: $MATES_TEAM, else "default"
+  CLI::Option* team_option = nullptr;
   std::string store;
   bool json = false;
+  bool all = false;
   ArchivedChoice archived;
 };
 
 Json CostJson(double usd, bool known) { return known ? Json(usd) : Json(nullptr); }
+
+// A team's sums: calls, tokens, cache-read share, cost.
+Json TotalsJson(const agent::TeamUsage& u) {
+  return {{"calls", u.calls},
+          {"usage", llm::UsageToJson(u.total)},
+          {"tokens", agent::TotalTokens(u.total)},
+          {"cache_read_share", agent::CacheReadShare(u.total)},
+          {"cost_usd", CostJson(u.cost_usd, u.cost_known)},
+          {"priced_cost_usd", u.cost_usd}};
+}
 
 Json UsageJson(const agent::TeamUsage& u, const TeamConfig& team) {
   Json agents = Json::array();
@@ -49,14 +66,8 @@ Json UsageJson(const agent::TeamUsage& u, const TeamConfig& team) {
                       {"priced_cost_usd", a.cost_usd},
                       {"models", models}});
   }
-  Json j = {{"team", team.name},
-            {"agents", agents},
-            {"calls", u.calls},
-            {"usage", llm::UsageToJson(u.total)},
-            {"tokens", agent::TotalTokens(u.total)},
-            {"cache_read_share", agent::CacheReadShare(u.total)},
-            {"cost_usd", CostJson(u.cost_usd, u.cost_known)},
-            {"priced_cost_usd", u.cost_usd}};
+  Json j = {{"team", team.name}, {"agents", agents}};
+  j.update(TotalsJson(u));
   j["budget"] = nullptr;
   if (const TeamBudget& b = team.budget; b.any()) {
     // What counts against it: the journals, what the session that made the
@@ -73,32 +84,54 @@ std::string Cell(const std::string& s, size_t width) {
   return s.size() >= width ? s + " " : std::string(width - s.size(), ' ') + s + " ";
 }
 
+std::string CostCell(double usd, bool known) {
+  if (known) return agent::FormatCost(usd);
+  return usd > 0 ? agent::FormatCost(usd) + " + unknown" : std::string("unknown");
+}
+
+// A table of usage, a row per agent or team: `first` names the first
+// column, `width` its width (a longer name is cut to it).
+class UsageTable {
+ public:
+  UsageTable(std::ostringstream& o, const std::string& first, size_t width) : o_(o), width_(width) {
+    o_ << first << std::string(width_ > first.size() ? width_ - first.size() : 1, ' ')
+       << Cell("CALLS", 6) << Cell("INPUT", 9) << Cell("CACHE READ", 11) << Cell("CACHE WRITE", 12)
+       << Cell("OUTPUT", 9) << " COST\n";
+  }
+  void Row(const std::string& name, int calls, const llm::Usage& x, const std::string& cost) {
+    using agent::HumanCount;
+    std::string n = name.size() > width_ - 1 ? name.substr(0, width_ - 2) + "…" : name;
+    o_ << n << std::string(n.size() < width_ ? width_ - n.size() : 1, ' ')
+       << Cell(std::to_string(calls), 6) << Cell(HumanCount(x.input_tokens), 9)
+       << Cell(HumanCount(x.cache_read_input_tokens), 11)
+       << Cell(HumanCount(x.cache_creation_input_tokens), 12)
+       << Cell(HumanCount(x.output_tokens), 9) << " " << cost << "\n";
+  }
+  void Note(const std::string& name, const std::string& what) {
+    o_ << name << std::string(name.size() < width_ ? width_ - name.size() : 1, ' ') << what << "\n";
+  }
+
+ private:
+  std::ostringstream& o_;
+  size_t width_;
+};
+
+const char kUnpricedHint[] =
+    "\nSome calls used a model without a price; mates --prices FILE adds it (see docs/design.md "
+    "§15).\n";
+
 std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
-  using agent::HumanCount;
   std::ostringstream o;
   o << "team " << team.name << ": " << agent::DescribeTeamUsage(u) << "\n\n";
-  o << "AGENT               " << Cell("CALLS", 6) << Cell("INPUT", 9) << Cell("CACHE READ", 11)
-    << Cell("CACHE WRITE", 12) << Cell("OUTPUT", 9) << " COST\n";
-  auto row = [&](const std::string& name, int calls, const llm::Usage& x, const std::string& cost) {
-    std::string n = name.size() > 19 ? name.substr(0, 18) + "…" : name;
-    o << n << std::string(n.size() < 20 ? 20 - n.size() : 1, ' ') << Cell(std::to_string(calls), 6)
-      << Cell(HumanCount(x.input_tokens), 9) << Cell(HumanCount(x.cache_read_input_tokens), 11)
-      << Cell(HumanCount(x.cache_creation_input_tokens), 12) << Cell(HumanCount(x.output_tokens), 9) << " "
-      << cost << "\n";
-  };
-  auto cost = [](double usd, bool known) {
-    if (known) return agent::FormatCost(usd);
-    return usd > 0 ? agent::FormatCost(usd) + " + unknown" : std::string("unknown");
-  };
-  for (const auto& a : u.agents) row(a.agent, a.calls, a.usage, cost(a.cost_usd, a.cost_known));
-  row("total", u.calls, u.total, cost(u.cost_usd, u.cost_known));
+  UsageTable table(o, "AGENT", 20);
+  for (const auto& a : u.agents)
+    table.Row(a.agent, a.calls, a.usage, CostCell(a.cost_usd, a.cost_known));
+  table.Row("total", u.calls, u.total, CostCell(u.cost_usd, u.cost_known));
   if (team.budget.any()) {
     o << "\nbudget: " << agent::DescribeBudget(team.budget, agent::TotalTokens(u.total), u.cost_usd)
       << "\n";
   }
-  if (!u.cost_known) {
-    o << "\nSome calls used a model without a price; mates --prices FILE adds it (see docs/design.md §15).\n";
-  }
+  if (!u.cost_known) o << kUnpricedHint;
   return o.str();
 }
 
@@ -133,16 +166,135 @@ int ShowUsage(Globals& g, const UsageArgs& a) {
   return 0;
 }
 
+// One line of `usage --all`: a team of the store, or an archive here.
+struct TeamLine {
+  std::string team;
+  std::string stamp;  // an archive's; empty for a team of the store
+  Result<agent::TeamUsage> usage;
+};
+
+std::string LineName(const TeamLine& l) {
+  return l.stamp.empty() ? l.team : l.team + " (deleted " + l.stamp + ")";
+}
+
+// Every team of the store, then every archive of this workspace (oldest
+// first), a line each, and their sum. A team whose journals cannot be read
+// is said on its line, and the command fails once all is shown.
+int ShowAllUsage(Globals& g, const UsageArgs& a) {
+  std::vector<TeamLine> lines;
+  auto database = OpenChosenStore(a.store);
+  if (!database.ok()) return Fail(database.status());
+  std::string where = g.ws().root().string();
+  if (*database) {
+    pg::Store& db = **database;
+    where = db.target().shown + " (archives in " + where + ")";
+    std::unique_ptr<TeamStore> store = pg::StoreTeams(db);
+    auto teams = db.ListTeams();
+    if (!teams.ok()) return Fail(teams.status());
+    for (const auto& t : *teams) {
+      auto u = agent::ReadTeamUsage(*store, t);
+      if (!u.ok() && u.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
+      lines.push_back({t, "",
+                       u.ok() ? Result<agent::TeamUsage>(u->value_or(agent::TeamUsage{}))
+                              : Result<agent::TeamUsage>(u.status())});
+    }
+  } else {
+    auto teams = Roster(g.ws()).ListTeams();
+    if (!teams.ok()) return Fail(teams.status());
+    for (const auto& t : *teams)
+      lines.push_back({t, "", agent::ReadTeamUsage(g.ws().AgentsDir(t))});
+  }
+  auto archives = ListArchives(g.ws());
+  if (!archives.ok()) return Fail(archives.status());
+  for (const auto& ar : *archives) {
+    lines.push_back(
+        {ar.team, ar.stamp, agent::ReadTeamUsage(Workspace(ar.root).AgentsDir(ar.team))});
+  }
+  agent::TeamUsage sum;
+  int unreadable = 0;
+  for (const auto& l : lines) {
+    if (!l.usage.ok()) {
+      ++unreadable;
+      continue;
+    }
+    sum.calls += l.usage->calls;
+    sum.total += l.usage->total;
+    sum.cost_usd += l.usage->cost_usd;
+    sum.cost_known = sum.cost_known && l.usage->cost_known;
+  }
+  if (a.json) {
+    Json teams = Json::array();
+    for (const auto& l : lines) {
+      Json t = {{"team", l.team}, {"archived", l.stamp.empty() ? Json(nullptr) : Json(l.stamp)}};
+      if (l.usage.ok()) {
+        t.update(TotalsJson(*l.usage));
+      } else {
+        t["error"] = l.usage.status().message();
+      }
+      teams.push_back(std::move(t));
+    }
+    Json j = {{"where", where}, {"teams", teams}};
+    j.update(TotalsJson(sum));
+    std::cout << DumpJsonPretty(j) << std::endl;
+  } else if (lines.empty()) {
+    std::cout << "no teams in " << where << "\n" << std::flush;
+  } else {
+    std::ostringstream o;
+    const size_t archived = archives->size(), live = lines.size() - archived;
+    o << "teams in " << where << ": " << live << (live == 1 ? " team, " : " teams, ") << archived
+      << " deleted; " << agent::DescribeTeamUsage(sum) << "\n\n";
+    size_t width = 6;  // "total "
+    for (const auto& l : lines) width = std::max(width, LineName(l).size() + 2);
+    UsageTable table(o, "TEAM", width);
+    for (const auto& l : lines) {
+      if (l.usage.ok()) {
+        table.Row(LineName(l), l.usage->calls, l.usage->total,
+                  CostCell(l.usage->cost_usd, l.usage->cost_known));
+      } else {
+        table.Note(LineName(l), "cannot be read: " + l.usage.status().message());
+      }
+    }
+    table.Row("total", sum.calls, sum.total, CostCell(sum.cost_usd, sum.cost_known));
+    if (!sum.cost_known) o << kUnpricedHint;
+    std::cout << o.str() << std::flush;
+  }
+  if (unreadable > 0) {
+    return Fail(Status::IOError("the journals of " + std::to_string(unreadable) +
+                                (unreadable == 1 ? " team" : " teams") +
+                                " could not be read; the total leaves them out"));
+  }
+  return 0;
+}
+
+int RunUsage(Globals& g, UsageArgs a) {
+  if (a.all) {
+    if (a.team_option->count() > 0) return Usage("usage --all sums every team: leave out --team");
+    if (a.archived.given())
+      return Usage("usage --all takes in the archives already: leave out --archived");
+    return ShowAllUsage(g, a);
+  }
+  if (a.team.empty()) {
+    const char* env = std::getenv("MATES_TEAM");
+    a.team = env != nullptr && *env != '\0' ? env : "default";
+  }
+  return ShowUsage(g, a);
+}
+
 }  // namespace
 
 void AddUsageCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<UsageArgs>();
   CLI::App* cmd = app.add_subcommand("usage", "Tokens and cost per agent and for the team, from the journals");
-  cmd->add_option("--team", a->team, "The team")->envname("MATES_TEAM")->capture_default_str();
+  // MATES_TEAM is read after parsing: only a --team on the command line
+  // conflicts with --all.
+  a->team_option =
+      cmd->add_option("--team", a->team, "The team (default: $MATES_TEAM, else default)");
+  cmd->add_flag("--all", a->all,
+                "Every team of the store and every archived one here, a line each, and the sum");
   cmd->add_flag("--json", a->json, "One JSON document");
   AddArchivedOption(cmd, a->archived);
   AddStoreOption(cmd, a->store);
-  cmd->callback([&g, a] { g.action = [&g, a] { return ShowUsage(g, *a); }; });
+  cmd->callback([&g, a] { g.action = [&g, a] { return RunUsage(g, *a); }; });
 }
 
 }  // namespace mates::cli
