@@ -211,6 +211,79 @@ TEST_F(HostTest, AKilledHostShowsItsMembersOfflineAndDownCleansUp) {
   EXPECT_FALSE(SleeperRunsIn(ws_.path()));
 }
 
+// A hosted lead that makes a team (TeamCreate) and works there: that team
+// is hosted here too (one lead per team: no second host takes it on), and
+// the way `up` tells a person to talk to the lead — its home team — still
+// works, the lead's answer coming back there.
+TEST_F(HostTest, ATeamTheLeadMakesIsHostedHereAndTheLeadStillHearsItsHomeTeam) {
+  auto up = Mates({"up", "--team", "hosted", "--provider", "scripted", "--scenario",
+                   Fixture("team_hosted_moves.yaml"), "Make a team"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  const int64_t pid = HostPid();
+  ASSERT_GT(pid, 0);
+  auto made_status = [&] {
+    auto r = Mates({"status", "--team", "made", "--json"});
+    auto j = ParseJson(r.out);
+    return r.exit_code == 0 && j.ok() ? *j : Json::object();
+  };
+  Json made;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    made = made_status();
+    return made["host"].is_object() && made["host"]["pid"] == pid;
+  })) << made.dump();
+  ASSERT_NE(MemberIn(made, "lead"), nullptr) << made.dump();
+  EXPECT_NE((*MemberIn(made, "lead"))["status"], "offline") << made.dump();
+  // Its own page, served by the host: the team it shows is that one.
+  const std::string page = made["host"].value("dashboard", "");
+  ASSERT_FALSE(page.empty()) << made.dump();
+  EXPECT_NE(page, testing::PrintedDashboardUrl(up.out));
+  auto team_api = testing::DashboardGet(testing::SplitDashboardUrl(page), "/api/team");
+  EXPECT_EQ(team_api.code, 200) << team_api.body;
+  EXPECT_EQ(team_api.json()["team"], "made") << team_api.body;
+  auto again = Mates({"up", "--team", "made", "--provider", "scripted", "--scenario",
+                      Fixture("team_hosted_moves.yaml")});
+  EXPECT_EQ(again.exit_code, 1) << again.out;
+  EXPECT_NE(again.err.find("already hosted (pid " + std::to_string(pid) + ")"), std::string::npos)
+      << again.err;
+  // At home, the lead is shown working in the team it made.
+  Json home;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    home = Status();
+    const Json* lead = MemberIn(home, "lead");
+    return lead != nullptr && (*lead)["activity"].is_object() &&
+           (*lead)["activity"]["doing"] == "working in team made";
+  })) << home.dump();
+  EXPECT_NE(Mates({"status", "--team", "hosted"}).out.find("working in team made"),
+            std::string::npos);
+
+  // A person writes to it at home, as `up` said; the answer comes back there.
+  auto ping = [&](const std::string& team, const std::string& n) {
+    EXPECT_EQ(Mates({"send", "--team", team, "--to", "lead", "ping", n}).exit_code, 0);
+    auto answer = Mates({"inbox", "--team", team, "user", "--wait", "20"});
+    EXPECT_NE(answer.out.find("lead -> user (message): pong " + n), std::string::npos)
+        << team << ": " << answer.out << answer.err;
+  };
+  ping("hosted", "7");
+  // Taken from its inbox here (its journal is the other team's now).
+  auto delivery = Mates({"log", "--team", "hosted", "--delivery"});
+  EXPECT_NE(delivery.out.find("user -> lead (message): ping 7\n    ↳ lead read"), std::string::npos)
+      << delivery.out;
+  // The lead was told where it came from; its team's log has the answer too.
+  std::string journal = testing::ReadAll(ws_.path() / ".teams/made/agents/lead.jsonl");
+  EXPECT_NE(journal.find(R"(teammate_id=\"user\" team=\"hosted\")"), std::string::npos) << journal;
+  EXPECT_NE(Mates({"log", "--team", "made"}).out.find("lead -> user (message): pong 7"),
+            std::string::npos);
+  // Written to in the team it made, it answers the same way.
+  ping("made", "8");
+
+  // `down` of the team it made stops the host, and both teams are unhosted.
+  auto down = Mates({"down", "--team", "made"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_FALSE(ProcessRunning(static_cast<pid_t>(pid)));
+  EXPECT_TRUE(Status()["host"].is_null());
+  EXPECT_TRUE(made_status()["host"].is_null());
+}
+
 TEST_F(HostTest, BadInputIsRefusedBeforeAnythingStarts) {
   auto r = Mates({"up", "--team", "hosted", "--provider", "scripted", "--scenario", "/nonexistent.yaml"});
   EXPECT_EQ(r.exit_code, 2);

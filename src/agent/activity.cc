@@ -294,6 +294,9 @@ void ActivityFile::SetWriterLingerForTests(SteadyClock::duration most) { Activit
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
 void ActivityFile::Tool(const llm::ContentBlock& call) { Enter(ActivityState::kTool, DescribeCall(call)); }
 void ActivityFile::Idle() { Enter(ActivityState::kIdle, ""); }
+void ActivityFile::Away(const std::string& where) {
+  Enter(ActivityState::kIdle, CutUtf8(where, 200));
+}
 void ActivityFile::Stopped(const std::string& why) {
   Enter(ActivityState::kStopped, CutUtf8(why, 200));
 }

@@ -95,6 +95,8 @@ class ActivityFile {
   void Thinking();
   void Tool(const llm::ContentBlock& call);
   void Idle();
+  // Idle here because it works in another team (a lead): `where` is said.
+  void Away(const std::string& where);
   void Stopped(const std::string& why);
   // The agent's usage so far (after each model call).
   void SetUsage(const llm::Usage& total, int calls);

@@ -116,11 +116,16 @@ bool AgentLoop::HasPendingInput() {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     auto n = InboxLocked().PendingCount();
     if (n.ok() && *n > 0) return true;
+    if (Inbox* home = HomeInboxLocked()) {
+      auto h = home->PendingCount();
+      if (h.ok() && *h > 0) return true;
+    }
   }
   return !conversation_.empty() && conversation_.messages().back().role == llm::Role::kUser;
 }
 
-Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy> copy) {
+Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy> copy,
+                              const std::string& to, bool back_home) {
   int64_t copied = 0;
   if (copy) {
     MATES_ASSIGN_OR_RETURN(copied, Journal::Reconcile(path, *copy));
@@ -144,7 +149,15 @@ Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy>
     MATES_RETURN_IF_ERROR(j.AppendDelivered(ids));
   }
   journal_.emplace(std::move(j));
-  if (activity_) activity_->Stopped("moved to another team");
+  if (activity_) {
+    if (to.empty()) {
+      activity_->Stopped("moved to another team");
+    } else if (back_home) {
+      activity_->Stopped("back in team " + to);
+    } else {
+      activity_->Away("working in team " + to);
+    }
+  }
   AttachActivity(path.parent_path());
   return Status::Ok();
 }
@@ -178,18 +191,24 @@ Status AgentLoop::TakeInboxAndNotices() {
   if (!blocks.empty()) MATES_RETURN_IF_ERROR(AddUser(std::move(blocks)));
   if (!spec_.read_inbox || ctx_->team.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(inbox_mu_);
-  Inbox* box = &InboxLocked();
-  if (!box->MayHavePending()) return Status::Ok();
+  MATES_RETURN_IF_ERROR(TakeInboxLocked(InboxLocked(), ""));
+  if (Inbox* home = HomeInboxLocked())
+    MATES_RETURN_IF_ERROR(TakeInboxLocked(*home, ctx_->home_team));
+  return Status::Ok();
+}
+
+Status AgentLoop::TakeInboxLocked(Inbox& box, const std::string& team) {
+  if (!box.MayHavePending()) return Status::Ok();
   Status kept;
   bool handed = false;
-  auto taken = box->Take(
+  auto taken = box.Take(
       [&](const std::vector<Message>& delivered) {
         handed = true;
         if (delivered.empty()) return true;
         std::vector<llm::ContentBlock> msgs;
         std::vector<std::string> ids;
         for (const auto& m : delivered) {
-          msgs.push_back(llm::ContentBlock::Text(FormatTeammateMessage(m)));
+          msgs.push_back(llm::ContentBlock::Text(FormatTeammateMessage(m, team)));
           ids.push_back(m.id);
           // Compacted in this same look, before the call (it is in what gets summarised).
           if (m.type == MessageType::kCompactRequest) compact_requested_.store(true);
@@ -208,6 +227,13 @@ Status AgentLoop::TakeInboxAndNotices() {
     LogDebug(spec_.name + ": inbox: " + taken.status().message());
   }
   return Status::Ok();
+}
+
+Inbox* AgentLoop::HomeInboxLocked() {
+  const std::string& home = ctx_->home_team;
+  if (home.empty() || home == ctx_->team) return nullptr;
+  if (!home_inbox_) home_inbox_ = InboxIn(ctx_->store, ctx_->ws, home, spec_.name);
+  return home_inbox_.get();
 }
 
 Inbox& AgentLoop::InboxLocked() {

@@ -101,10 +101,12 @@ class AgentLoop {
   // Called before each tool runs; an interrupt it makes (Interrupt) stops
   // the tool from running (e.g. its host no longer hosts this agent).
   void SetBeforeTool(std::function<void()> hook) { before_tool_ = std::move(hook); }
-  // Continues the journal at `path` (the lead moving to another team): the
+  // Continues the journal at `path` (the lead moving to team `to`): the
   // whole conversation is written there first (and to `copy`, the store's
-  // copy of it there, if any).
-  Status MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy> copy = nullptr);
+  // copy of it there, if any). The activity it leaves in the team before
+  // says where it works now, or, `back_home`, that it went back.
+  Status MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy> copy = nullptr,
+                     const std::string& to = "", bool back_home = false);
   bool HasPendingInput();
   // Stops the current model call or tool from another thread; the turn
   // returns `interrupted`. An interrupt that lands between turns stops the
@@ -181,6 +183,13 @@ class AgentLoop {
   std::unique_ptr<Inbox> inbox_;  // guarded by inbox_mu_, with what it was made for:
   std::string inbox_team_;
   TeamStore* inbox_store_ = nullptr;
+  // A lead away from its home team (ToolContext::home_team) reads its inbox
+  // there too: what a person sends it there reaches it.
+  std::unique_ptr<Inbox> home_inbox_;  // guarded by inbox_mu_
+  Inbox* HomeInboxLocked();            // null: at home, or no home team
+  // Takes what waits in `box` into the conversation, journaled first;
+  // `team` (if not "") is said with each message.
+  Status TakeInboxLocked(Inbox& box, const std::string& team);
 
   std::mutex notices_mu_;
   std::deque<std::string> notices_;  // guarded by notices_mu_

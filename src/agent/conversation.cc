@@ -130,9 +130,10 @@ Status Conversation::CheckReadyForCall() const {
   return Status::Ok();
 }
 
-std::string FormatTeammateMessage(const Message& m) {
-  std::string out = "<teammate-message teammate_id=\"" + EscapeAttr(m.sender) + "\" type=\"" +
-                    std::string(MessageTypeName(m.type)) + "\"";
+std::string FormatTeammateMessage(const Message& m, const std::string& team) {
+  std::string out = "<teammate-message teammate_id=\"" + EscapeAttr(m.sender) + "\"";
+  if (!team.empty()) out += " team=\"" + EscapeAttr(team) + "\"";
+  out += " type=\"" + std::string(MessageTypeName(m.type)) + "\"";
   if (!m.summary.empty()) out += " summary=\"" + EscapeAttr(m.summary) + "\"";
   if (!m.request_id.empty()) out += " request_id=\"" + EscapeAttr(m.request_id) + "\"";
   if (m.approve.has_value()) out += std::string(" approve=\"") + (*m.approve ? "true" : "false") + "\"";

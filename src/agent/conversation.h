@@ -64,6 +64,8 @@ class Conversation {
 // The model's view of a team message (DESIGN §3, seed v8):
 // <teammate-message teammate_id="…" type="…" summary="…">content</teammate-message>
 // Protocol fields (request_id, approve, feedback) ride along as attributes.
-std::string FormatTeammateMessage(const Message& m);
+// `team` (if not ""): the team it was sent in, when that is not the
+// reader's (a lead's home team, read while it works in a team it made).
+std::string FormatTeammateMessage(const Message& m, const std::string& team = "");
 
 }  // namespace mates::agent

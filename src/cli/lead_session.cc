@@ -92,6 +92,50 @@ bool PaneAgentsOwe(const tools::ToolContext& ctx, TeamStore& store) {
   return false;
 }
 
+// The lead's inboxes, watched by `waker`: the one of the team it is in
+// (followed when TeamCreate or TeamDelete move it) and, while it works in
+// a team it made, its home team's, where a person writes to it.
+class LeadInboxes {
+ public:
+  LeadInboxes(TeamStore& store, const tools::ToolContext& ctx, std::shared_ptr<Waker> waker)
+      : store_(store), ctx_(ctx), waker_(std::move(waker)) {
+    if (!ctx_.home_team.empty()) home_ = Watch(ctx_.home_team);
+  }
+  // Watches the inbox of the lead's team now; true if it changed team
+  // since the last call (and on the first).
+  bool Follow() {
+    if (watched_team_ == ctx_.team) return false;
+    here_ = Watch(ctx_.team);
+    watched_team_ = ctx_.team;
+    return true;
+  }
+  // Every inbox the lead reads is watched (else: look every second).
+  bool watched() const { return here_ != nullptr && (Home().empty() || home_ != nullptr); }
+  bool MayHavePending() {
+    if (store_.InboxOf(ctx_.team, ctx_.agent)->MayHavePending()) return true;
+    return !Home().empty() && store_.InboxOf(Home(), ctx_.agent)->MayHavePending();
+  }
+
+ private:
+  // The home team, when the lead is away from it.
+  const std::string& Home() const {
+    static const std::string none;
+    return ctx_.home_team != ctx_.team ? ctx_.home_team : none;
+  }
+  std::unique_ptr<Hold> Watch(const std::string& team) {
+    auto s = store_.InboxOf(team, ctx_.agent)->WatchWith(waker_);
+    if (s.ok()) return std::move(*s);
+    LogWarning("the lead cannot watch its inbox in team " + team + " (" + s.status().message() +
+               "); it looks every second");
+    return nullptr;
+  }
+  TeamStore& store_;
+  const tools::ToolContext& ctx_;
+  const std::shared_ptr<Waker> waker_;
+  std::unique_ptr<Hold> here_, home_;
+  std::string watched_team_;
+};
+
 // After a lead turn: while teammates (or pane agents) work, the lead waits
 // for their messages and the team's news, and takes them in; it returns
 // when the lead ended its turn with nobody working and nothing unread.
@@ -100,21 +144,13 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
                                       const SessionSignals& signals) {
   std::shared_ptr<Waker> waker = teams.lead_waker();
   TeamStore& store = teams.store();
-  std::string watched_team;
-  std::unique_ptr<Hold> inbox;
+  LeadInboxes inboxes(store, ctx, waker);
   Watcher::Subscription team_files;
   auto stopping = [&] { return signals.interrupts() > 0 || signals.exit_code() != 0; };
   for (;;) {
     if (!r.ok() || r->interrupted || stopping()) break;
     if (r->stop_reason == "refusal" || r->stop_reason == "max_calls" || r->stop_reason == "budget") break;
-    if (watched_team != ctx.team) {  // the lead changes team with TeamCreate/TeamDelete
-      auto s = store.InboxOf(ctx.team, ctx.agent)->WatchWith(waker);
-      if (s.ok()) {
-        inbox = std::move(*s);
-      } else {
-        inbox.reset();
-        LogWarning("the lead cannot watch its inbox (" + s.status().message() + "); it looks every second");
-      }
+    if (inboxes.Follow()) {  // the lead changes team with TeamCreate/TeamDelete
       // A team with pane agents (the file store's): their inboxes and
       // statuses (any file of the team) wake the lead too.
       auto team = store.LoadTeam(ctx.team);
@@ -125,12 +161,10 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
         auto t = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), "", waker);
         if (t.ok()) team_files = std::move(*t);
       }
-      watched_team = ctx.team;
     }
     uint64_t g = waker->generation();
     auto for_the_lead = [&] {
-      return store.InboxOf(ctx.team, ctx.agent)->MayHavePending() || teams.HasNewsForLead() ||
-             lead.HasPendingInput();
+      return inboxes.MayHavePending() || teams.HasNewsForLead() || lead.HasPendingInput();
     };
     if (for_the_lead()) {
       r = lead.Continue();
@@ -146,7 +180,7 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
     }
     // Without a watch on the inbox, a send from another process is seen
     // at the next look.
-    waker->WaitChange(g, inbox ? std::nullopt : DeadlineIn(1.0));
+    waker->WaitChange(g, inboxes.watched() ? std::nullopt : DeadlineIn(1.0));
   }
   if (r.ok() && stopping()) r->interrupted = true;
   return r;
@@ -189,18 +223,12 @@ void SetLeadStatus(const tools::ToolContext& ctx, TeamStore& store, MemberStatus
 void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamManager& teams,
                  SessionSignals& signals, LiveOutput& out) {
   std::shared_ptr<Waker> waker = teams.lead_waker();
-  TeamStore& store = teams.store();
-  std::string watched_team;
-  std::unique_ptr<Hold> inbox;
+  LeadInboxes inboxes(teams.store(), ctx, waker);
   bool said_spent = false;
   while (signals.exit_code() == 0) {
-    if (watched_team != ctx.team) {
-      auto s = store.InboxOf(ctx.team, ctx.agent)->WatchWith(waker);
-      inbox = s.ok() ? std::move(*s) : nullptr;
-      watched_team = ctx.team;
-    }
+    inboxes.Follow();
     uint64_t g = waker->generation();
-    bool unread = store.InboxOf(ctx.team, ctx.agent)->MayHavePending();
+    bool unread = inboxes.MayHavePending();
     if (unread || teams.HasNewsForLead() || lead.HasPendingInput()) {
       SetLeadStatus(ctx, teams.store(), MemberStatus::kActive);
       lead.ClearInterrupt();
@@ -224,7 +252,7 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
       continue;
     }
     SetLeadStatus(ctx, teams.store(), MemberStatus::kIdle);
-    waker->WaitChange(g, inbox ? std::nullopt : DeadlineIn(1.0));
+    waker->WaitChange(g, inboxes.watched() ? std::nullopt : DeadlineIn(1.0));
   }
 }
 
@@ -650,6 +678,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   tools::ToolContext ctx;
   ctx.ws = ws;
   ctx.team = a.team;
+  ctx.home_team = a.team;
   ctx.agent = lead_name;
   ctx.is_lead = true;
   ctx.skills = &skills;
@@ -758,11 +787,45 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   info.mode = a.mode;
   info.lead = lead_name;
   WarnIfFailed(WriteHostInfo(ws, a.team, info), "host.json");
+  // A team the lead made and works in is hosted here too: `status`, `up`
+  // and `down` of that team find this host, and a host with a page serves
+  // one for that team as well, until the lead leaves it.
+  std::string away_team;
+  std::unique_ptr<dashboard::Dashboard> away_page;
+  teams.SetOnLeadMoved([&](const std::string&, const std::string& to) {
+    if (!away_team.empty()) RemoveHostInfo(ws, away_team);
+    away_team.clear();
+    away_page.reset();
+    if (to == a.team) return;
+    HostInfo there = info;
+    there.dashboard.clear();
+    if (board_page) {
+      dashboard::DashboardOptions d;
+      d.ws = ws;
+      if (*database) d.database = (*database)->target();
+      d.team = to;
+      auto started = dashboard::Dashboard::Start(d);
+      if (started.ok()) {
+        away_page = std::move(*started);
+        there.dashboard = away_page->url();
+      } else {
+        out.Line("", "no page for team " + to + ": " + started.status().message());
+      }
+    }
+    WarnIfFailed(WriteHostInfo(ws, to, there), "host.json");
+    away_team = to;
+  });
   struct HostInfoOff {
     const Workspace& ws;
     const std::string& team;
-    ~HostInfoOff() { RemoveHostInfo(ws, team); }
-  } host_info_off{ws, a.team};
+    const std::string& away;
+    team::TeamManager& teams;
+    ~HostInfoOff() {
+      teams.SetOnLeadMoved(nullptr);
+      if (!away.empty()) RemoveHostInfo(ws, away);
+      RemoveHostInfo(ws, team);
+    }
+  } host_info_off{ws, a.team, away_team, teams};
   if (a.on_ready) a.on_ready();
 
   // On a store other machines share, a host takes on the team's

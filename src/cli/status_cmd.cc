@@ -76,7 +76,8 @@ std::string Doing(const MemberView& m) {
   switch (a.state) {
     case agent::ActivityState::kThinking: return "thinking";
     case agent::ActivityState::kTool: return a.doing;
-    case agent::ActivityState::kIdle: return "waiting";
+    case agent::ActivityState::kIdle:
+      return a.doing.empty() ? "waiting" : a.doing;  // or where it works
     case agent::ActivityState::kStopped: return "stopped" + (a.doing.empty() ? "" : ": " + a.doing);
   }
   return "-";

@@ -248,23 +248,48 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
   MoveLeadTo(name);
   return "Created team '" + name + "'; you are its lead ('" + lead_name() +
          "'). Your task board, messages and inbox are now this team's. Add tasks with TaskCreate "
-         "and spawn teammates with Task(team_name=\"" + name + "\", name=…, prompt=…)." +
+         "and spawn teammates with Task(team_name=\"" +
+         name + "\", name=…, prompt=…). What is sent to you in team '" + home_team_ +
+         "' still reaches you (marked team=\"" + home_team_ +
+         "\"), and what you send to user goes there too." +
          (iso == Isolation::kWorktree
               ? " Each teammate works in its own git worktree; a completed task is merged onto " +
                     prepared.target_name() + " by the merge queue" +
-                    (prepared.merge_check.empty() ? "" : " after its check (" + prepared.merge_check + ") passes") +
+                    (prepared.merge_check.empty()
+                         ? ""
+                         : " after its check (" + prepared.merge_check + ") passes") +
                     ", and only then counts as completed."
               : "");
 }
 
+void TeamManager::SetOnLeadMoved(
+    std::function<void(const std::string&, const std::string&)> moved) {
+  on_lead_moved_ = std::move(moved);
+}
+
 void TeamManager::MoveLeadTo(const std::string& team) {
+  const std::string from = lead_ctx_->team;
+  // Hosted here now: the lead of that team is this process's, as its home
+  // team's is (the lock of the team it leaves goes).
+  lead_away_.reset();
+  if (team != home_team_) {
+    auto held = store_->HoldLiveness(team, lead_name());
+    if (held.ok()) {
+      lead_away_ = std::move(*held);
+    } else {
+      LogWarning("the lead of team " + team +
+                 " is not shown as hosted here: " + held.status().message());
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     lead_team_ = team;
   }
   lead_ctx_->team = team;
-  Status s = lead_->MoveJournal(ws_.AgentsDir(team) / (lead_name() + ".jsonl"), store_->JournalOf(team, lead_name()));
+  Status s = lead_->MoveJournal(ws_.AgentsDir(team) / (lead_name() + ".jsonl"),
+                                store_->JournalOf(team, lead_name()), team, team == home_team_);
   if (!s.ok()) LogWarning("lead journal: " + s.message());
+  if (on_lead_moved_) on_lead_moved_(from, team);
 }
 
 Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) {

@@ -126,6 +126,10 @@ class TeamManager : public tools::TeamRuntime {
   std::string lead_team();
   // The team the lead began the run in.
   const std::string& home_team() const { return home_team_; }
+  // Told, on the lead's thread, each time the lead moves to another team
+  // (TeamCreate; TeamDelete brings it home): the session records itself as
+  // that team's host. Set before the lead's first turn.
+  void SetOnLeadMoved(std::function<void(const std::string& from, const std::string& to)> moved);
   // Under a budget: what the session spent in the teams it made since the
   // last time, recorded in its own team's budget (after a team is deleted,
   // and at the session's end), so that its next session counts it.
@@ -200,6 +204,12 @@ class TeamManager : public tools::TeamRuntime {
   const std::shared_ptr<Waker> adopt_waker_ = std::make_shared<Waker>();
   std::atomic<bool> adopt_stop_{false};
   std::thread adopter_;
+
+  // The lead's liveness in the team it works in when that is not its home
+  // team (whose liveness the session holds): one lead per team, so no
+  // other host takes on the lead of a team this one made (lead's thread).
+  std::unique_ptr<Hold> lead_away_;
+  std::function<void(const std::string&, const std::string&)> on_lead_moved_;
 
   std::mutex mu_;
   std::string lead_team_;                    // guarded by mu_: lead_ctx_->team for other threads

@@ -72,6 +72,16 @@ class SendMessageTool : public Tool {
     std::string out = "Sent " + std::string(MessageTypeName(receipt->message.type)) + " to " +
                       (to.empty() ? "nobody (no other members)" : to);
     if (!receipt->message.request_id.empty()) out += " (request_id " + receipt->message.request_id + ")";
+    // A lead working in a team it made: the person who started the session
+    // reads `user`'s inbox in the team it began in, so it goes there too.
+    if (r.recipient == kUserName && ctx.is_lead && !ctx.home_team.empty() &&
+        ctx.home_team != ctx.team) {
+      std::unique_ptr<TeamMail> home = ctx.store != nullptr ? ctx.store->Mail(ctx.home_team)
+                                                            : FileTeamMail(ctx.ws, ctx.home_team);
+      auto there = Messenger(*home).Send(r);
+      out += there.ok() ? " (also in team " + ctx.home_team + ", where this session began)"
+                        : " (not in team " + ctx.home_team + ": " + there.status().message() + ")";
+    }
     return ToolResult::Ok(out);
   }
 };

@@ -100,6 +100,10 @@ struct ToolContext {
   // The store the team is in (DESIGN §13); null: the file store under ws.
   TeamStore* store = nullptr;
   std::string agent;
+  // A lead's: the team its session began in. While it works in a team it
+  // made, what is sent to it there still reaches it (AgentLoop), and what
+  // it sends to `user` goes there too (SendMessage).
+  std::string home_team;
   bool is_lead = false;
   // A plan-mode teammate may read but not change anything until its plan is
   // approved.

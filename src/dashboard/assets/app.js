@@ -132,7 +132,7 @@ function doingText(m) {
   switch (a.state) {
     case "thinking": return ["thinking", since];
     case "tool": return [a.doing || "a tool", since];
-    case "idle": return ["waiting for work", since];
+    case "idle": return [a.doing || "waiting for work", since];  // a lead working in another team says where
     case "stopped": return ["stopped" + (a.doing ? ": " + a.doing : ""), null];
   }
   return [a.state, since];
