@@ -212,9 +212,11 @@ TEST_F(HostTest, AKilledHostShowsItsMembersOfflineAndDownCleansUp) {
 }
 
 // A hosted lead that makes a team (TeamCreate) and works there: that team
-// is hosted here too (one lead per team: no second host takes it on), and
-// the way `up` tells a person to talk to the lead — its home team — still
-// works, the lead's answer coming back there.
+// is hosted here too (one lead per team: no second host takes it on), with
+// a page of its own, each team's host naming the other; the way `up` tells
+// a person to talk to the lead — its home team — still works, the lead's
+// answer coming back there; and when the lead deletes the team, its host
+// hosts its own team alone again.
 TEST_F(HostTest, ATeamTheLeadMakesIsHostedHereAndTheLeadStillHearsItsHomeTeam) {
   auto up = Mates({"up", "--team", "hosted", "--provider", "scripted", "--scenario",
                    Fixture("team_hosted_moves.yaml"), "Make a team"});
@@ -240,6 +242,21 @@ TEST_F(HostTest, ATeamTheLeadMakesIsHostedHereAndTheLeadStillHearsItsHomeTeam) {
   auto team_api = testing::DashboardGet(testing::SplitDashboardUrl(page), "/api/team");
   EXPECT_EQ(team_api.code, 200) << team_api.body;
   EXPECT_EQ(team_api.json()["team"], "made") << team_api.body;
+  // Each team's host names the other, with its page: either page leads to
+  // the other (and status says so).
+  ASSERT_EQ(made["host"]["also"].size(), 1u) << made.dump();
+  EXPECT_EQ(made["host"]["also"][0]["team"], "hosted");
+  EXPECT_EQ(made["host"]["also"][0]["dashboard"], testing::PrintedDashboardUrl(up.out));
+  Json home_host;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    home_host = Status()["host"];
+    return home_host.is_object() && home_host["also"].size() == 1;
+  })) << home_host.dump();
+  EXPECT_EQ(home_host["also"][0]["team"], "made");
+  EXPECT_EQ(home_host["also"][0]["dashboard"], page);
+  EXPECT_NE(
+      Mates({"status", "--team", "made"}).out.find("also hosts team hosted — dashboard http://"),
+      std::string::npos);
   auto again = Mates({"up", "--team", "made", "--provider", "scripted", "--scenario",
                       Fixture("team_hosted_moves.yaml")});
   EXPECT_EQ(again.exit_code, 1) << again.out;
@@ -276,12 +293,22 @@ TEST_F(HostTest, ATeamTheLeadMakesIsHostedHereAndTheLeadStillHearsItsHomeTeam) {
   // Written to in the team it made, it answers the same way.
   ping("made", "8");
 
-  // `down` of the team it made stops the host, and both teams are unhosted.
-  auto down = Mates({"down", "--team", "made"});
+  // Told to disband it, the lead deletes it and is back home: the host
+  // hosts its own team alone again.
+  ASSERT_EQ(Mates({"send", "--team", "made", "--to", "lead", "disband"}).exit_code, 0);
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    Json h = Status()["host"];
+    return h.is_object() && h["also"].empty() &&
+           Mates({"team", "list", "--archived"}).out.find("made") != std::string::npos;
+  }));
+  EXPECT_NE(Mates({"status", "--team", "made"}).err.find("deleted and archived"),
+            std::string::npos);
+  ping("hosted", "9");
+
+  auto down = Mates({"down", "--team", "hosted"});
   EXPECT_EQ(down.exit_code, 0) << down.err;
   EXPECT_FALSE(ProcessRunning(static_cast<pid_t>(pid)));
   EXPECT_TRUE(Status()["host"].is_null());
-  EXPECT_TRUE(made_status()["host"].is_null());
 }
 
 TEST_F(HostTest, BadInputIsRefusedBeforeAnythingStarts) {

@@ -796,9 +796,14 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     if (!away_team.empty()) RemoveHostInfo(ws, away_team);
     away_team.clear();
     away_page.reset();
-    if (to == a.team) return;
+    if (to == a.team) {
+      WarnIfFailed(WriteHostInfo(ws, a.team, info),
+                   "host.json");  // hosting its own team alone again
+      return;
+    }
     HostInfo there = info;
     there.dashboard.clear();
+    there.also = {{a.team, info.dashboard}};
     if (board_page) {
       dashboard::DashboardOptions d;
       d.ws = ws;
@@ -814,6 +819,10 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     }
     WarnIfFailed(WriteHostInfo(ws, to, there), "host.json");
     away_team = to;
+    // Each team's file names the other, so that either page leads to the other.
+    HostInfo home = info;
+    home.also = {{to, there.dashboard}};
+    WarnIfFailed(WriteHostInfo(ws, a.team, home), "host.json");
   });
   struct HostInfoOff {
     const Workspace& ws;

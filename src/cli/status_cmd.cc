@@ -107,6 +107,10 @@ std::string Render(const TeamView& v) {
         << ClockTime(v.host->started_at) << ", " << Duration(v.now - v.host->started_at);
     }
     if (!v.host->dashboard.empty()) o << "\ndashboard " << v.host->dashboard;
+    for (const auto& a : v.host->also) {
+      o << "\nalso hosts team " << a.team
+        << (a.dashboard.empty() ? "" : " — dashboard " + a.dashboard);
+    }
   } else {
     o << " — not hosted";
   }

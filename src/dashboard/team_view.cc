@@ -100,7 +100,10 @@ Json TeamViewToJson(const TeamView& v) {
                  {"mode", v.host->mode},
                  {"started_at", v.host->started_at},
                  {"uptime_s", v.host->pid > 0 ? v.now - v.host->started_at : 0},
-                 {"dashboard", v.host->dashboard}};
+                 {"dashboard", v.host->dashboard},
+                 {"also", Json::array()}};
+    for (const auto& a : v.host->also)
+      j["host"]["also"].push_back({{"team", a.team}, {"dashboard", a.dashboard}});
   } else {
     j["host"] = nullptr;
   }

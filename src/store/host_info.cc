@@ -6,6 +6,7 @@
 
 #include "core/files.h"
 #include "core/json.h"
+#include "core/names.h"
 #include "core/process_tree.h"
 #include "store/liveness.h"
 #include "store/roster.h"
@@ -23,6 +24,11 @@ Status WriteHostInfo(const Workspace& ws, std::string_view team, const HostInfo&
   j["mode"] = h.mode;
   j["lead"] = h.lead;
   j["dashboard"] = h.dashboard;
+  if (!h.also.empty()) {
+    j["also"] = Json::array();
+    for (const auto& a : h.also)
+      j["also"].push_back({{"team", a.team}, {"dashboard", a.dashboard}});
+  }
   // Owner-only: the dashboard's URL carries its token.
   return WriteFileAtomic(HostInfoPath(ws, team), DumpJson(j) + "\n", 0600);
 }
@@ -40,6 +46,22 @@ Result<HostInfo> ReadHostInfo(const Workspace& ws, std::string_view team) {
   MATES_ASSIGN_OR_RETURN(h.lead, JsonString(j, "lead", false));
   MATES_ASSIGN_OR_RETURN(h.dashboard, JsonString(j, "dashboard", false));
   if (h.pid <= 0) return Status::InvalidArgument("host.json: pid must be positive");
+  if (j.contains("also") && !j["also"].is_null()) {
+    const Json& also = j["also"];
+    if (!also.is_array() || also.size() > kMaxAlsoHosted) {
+      return Status::InvalidArgument("host.json: also must be a list of at most " +
+                                     std::to_string(kMaxAlsoHosted) + " teams");
+    }
+    for (const Json& a : also) {
+      if (!a.is_object())
+        return Status::InvalidArgument("host.json: each of also must be an object");
+      AlsoHosted other;
+      MATES_ASSIGN_OR_RETURN(other.team, JsonString(a, "team", true));
+      MATES_RETURN_IF_ERROR(ValidateName("host.json: also's team", other.team));
+      MATES_ASSIGN_OR_RETURN(other.dashboard, JsonString(a, "dashboard", false));
+      h.also.push_back(std::move(other));
+    }
+  }
   return h;
 }
 

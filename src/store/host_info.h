@@ -2,7 +2,8 @@
 // up`, `mates run`, `mates demo`) records itself in `.teams/<team>/host.json`
 //
 //   {"pid": 4242, "start_time": 123456, "started_at": 1763884800.1,
-//    "mode": "up", "lead": "lead", "dashboard": "http://127.0.0.1:PORT/?token=…"}
+//    "mode": "up", "lead": "lead", "dashboard": "http://127.0.0.1:PORT/?token=…",
+//    "also": [{"team": "made", "dashboard": "http://…"}]}
 //
 // and removes it when it ends. The file says who; the lead's host lock says
 // whether: a host killed with SIGKILL leaves the file, and a file whose
@@ -11,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "store/workspace.h"
@@ -23,6 +25,16 @@ class TeamStore;
 // teammates, not its lead: DESIGN §13).
 inline constexpr std::string_view kTeammatesHostMode = "teammates";
 
+// Another team the same host hosts (its lead's home team, or the team the
+// lead made and works in), and that team's page ("" = none).
+struct AlsoHosted {
+  std::string team;
+  std::string dashboard;
+};
+// At most this many in host.json (a host hosts the lead's home team and
+// the one it works in; more is not a host's file).
+inline constexpr size_t kMaxAlsoHosted = 16;
+
 struct HostInfo {
   int64_t pid = 0;
   uint64_t start_time = 0;  // the kernel's, to tell a reused pid (ProcessStartTime)
@@ -30,6 +42,7 @@ struct HostInfo {
   std::string mode;         // up, run, demo, teammates
   std::string lead;
   std::string dashboard;    // "" = none
+  std::vector<AlsoHosted> also;  // "also": [{"team", "dashboard"}]
 };
 
 fs::path HostInfoPath(const Workspace& ws, std::string_view team);

@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/file_lock.h"
+#include "store/host_info.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -106,6 +107,47 @@ TEST(TeamStoreTest, TakingALivenessAllowsForAHolderThatIsDying) {
   EXPECT_TRUE(StillHostedAt(kept, "t", "lead", DeadlineIn(0.05)));
   EXPECT_GE(SteadyClock::now() - start, std::chrono::milliseconds(100));
   EXPECT_GT(kept.looks, 2);
+}
+
+// host.json names the other teams its host hosts (a lead's home team and
+// the team it made); a hand-edited list is refused, not half read.
+TEST(HostInfoTest, TheOtherTeamsRoundTripAndABadListIsRefused) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  fs::create_directories(ws.TeamDir("made"));
+  HostInfo h;
+  h.pid = 4242;
+  h.mode = "up";
+  h.also = {{"home", "http://127.0.0.1:1/?token=t"}, {"other", ""}};
+  ASSERT_TRUE(WriteHostInfo(ws, "made", h).ok());
+  auto back = ReadHostInfo(ws, "made");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->also.size(), 2u);
+  EXPECT_EQ(back->also[0].team, "home");
+  EXPECT_EQ(back->also[0].dashboard, "http://127.0.0.1:1/?token=t");
+  EXPECT_EQ(back->also[1].team, "other");
+  EXPECT_EQ(back->also[1].dashboard, "");
+  // Written by a host before the list was: none.
+  testing::WriteAll(HostInfoPath(ws, "made"), R"({"pid": 7, "mode": "up"})");
+  ASSERT_TRUE(ReadHostInfo(ws, "made").ok());
+  EXPECT_TRUE(ReadHostInfo(ws, "made")->also.empty());
+  std::string many = "[";
+  for (int i = 0; i < 17; ++i)
+    many += std::string(i ? "," : "") + R"({"team": "t)" + std::to_string(i) + R"("})";
+  many += "]";
+  for (const auto& [also, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"("made")", "also must be a list"},
+           {many, "at most 16"},
+           {R"([7])", "must be an object"},
+           {R"([{"dashboard": "x"}])", "team"},
+           {R"([{"team": "../etc"}])", "also's team"},
+           {R"([{"team": "ok", "dashboard": 3}])", "dashboard"}}) {
+    testing::WriteAll(HostInfoPath(ws, "made"), R"({"pid": 7, "also": )" + also + "}");
+    auto r = ReadHostInfo(ws, "made");
+    ASSERT_FALSE(r.ok()) << also;
+    EXPECT_NE(r.status().message().find(says), std::string::npos)
+        << also << ": " << r.status().message();
+  }
 }
 
 }  // namespace

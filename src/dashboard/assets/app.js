@@ -116,6 +116,12 @@ function renderHeader() {
     pill.textContent = "hosted on another machine"; pill.className = "pill hosted";
   } else { pill.textContent = "not hosted"; pill.className = "pill down"; }
   if (t.store) pill.title = "kept in " + t.store;
+  // The other team the same host hosts (the lead's home team, or the team it
+  // made and works in), with a link to its page.
+  $("also-hosted").replaceChildren(...((!t.archived && t.host && t.host.also) || []).map((a) => a.dashboard
+    ? el("a", { class: "pill", href: a.dashboard, title: "This host hosts team " + a.team + " too: its page" },
+        "also team " + a.team + " ↗")
+    : el("span", { class: "pill" }, "also team " + a.team)));
   if (t.read_only && !t.archived) pill.textContent += " · read-only";
   const b = t.board || {};
   $("board-counts").replaceChildren(
