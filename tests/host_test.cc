@@ -311,6 +311,26 @@ TEST_F(HostTest, ATeamTheLeadMakesIsHostedHereAndTheLeadStillHearsItsHomeTeam) {
   EXPECT_TRUE(Status()["host"].is_null());
 }
 
+// `down` of the team `up` named asks the teammates of the team the lead
+// made there too: they wrap up, not stopped in the middle of their work.
+TEST_F(HostTest, DownAsksTheTeammatesOfTheTeamTheLeadMadeToo) {
+  auto up = Mates({"up", "--team", "hosted", "--provider", "scripted", "--scenario",
+                   Fixture("team_hosted_moves.yaml"), "Make a team with a worker"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    Json h = Status()["host"];
+    return h.is_object() && h["also"].size() == 1 &&
+           Mates({"team", "show", "made"}).out.find("worker") != std::string::npos;
+  }));
+  auto down = Mates({"down", "--team", "hosted"});
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_NE(down.out.find("asked 1 teammate(s) of team made to stop: all stopped"),
+            std::string::npos)
+      << down.out;
+  EXPECT_NE(Mates({"log", "--team", "made"}).out.find("lead -> worker (shutdown_request"),
+            std::string::npos);
+}
+
 TEST_F(HostTest, BadInputIsRefusedBeforeAnythingStarts) {
   auto r = Mates({"up", "--team", "hosted", "--provider", "scripted", "--scenario", "/nonexistent.yaml"});
   EXPECT_EQ(r.exit_code, 2);

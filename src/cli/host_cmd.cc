@@ -197,7 +197,8 @@ struct DownArgs {
 // (roster status `shutdown`) within `grace` seconds are done for good. One
 // line says who was asked and who did not stop in time: those the host's
 // SIGTERM stops, and the next `up` resumes from their journals.
-void AskTeammatesToStop(TeamStore& store, const TeamConfig& team, double grace) {
+// `of_team`: say which team (the host hosts more than one).
+void AskTeammatesToStop(TeamStore& store, const TeamConfig& team, double grace, bool of_team) {
   std::vector<std::string> asked;
   std::unique_ptr<TeamMail> mail = store.Mail(team.name);
   Messenger messenger(*mail);
@@ -231,7 +232,8 @@ void AskTeammatesToStop(TeamStore& store, const TeamConfig& team, double grace) 
     if (*end < *step) step = end;
     waker->WaitChange(gen, step);
   }
-  std::cout << "asked " << asked.size() << " teammate(s) to stop";
+  std::cout << "asked " << asked.size() << " teammate(s)"
+            << (of_team ? " of team " + team.name : "") << " to stop";
   if (left.empty()) {
     std::cout << ": all stopped\n";
   } else {
@@ -288,7 +290,14 @@ int Down(Globals& g, const DownArgs& a) {
   // A host of teammates only is stopped alone: its teammates go on at the
   // team's other hosts, which adopt them.
   const bool teammates_host = host->mode == kTeammatesHostMode;
-  if (!teammates_host) AskTeammatesToStop(*store, *team, a.grace);
+  if (!teammates_host) {
+    AskTeammatesToStop(*store, *team, a.grace, /*of_team=*/!host->also.empty());
+    // The team its lead made and works in, hosted by the same process.
+    for (const auto& other : host->also) {
+      auto t = store->LoadTeam(other.team);
+      if (t.ok()) AskTeammatesToStop(*store, *t, a.grace, /*of_team=*/true);
+    }
+  }
   const pid_t pid = static_cast<pid_t>(host->pid);
   if (::kill(pid, SIGTERM) != 0 && errno != ESRCH) return Fail(Status::FromErrno("signal the host", errno));
   bool forced = false;
