@@ -331,6 +331,71 @@ TEST_F(HostTest, DownAsksTheTeammatesOfTheTeamTheLeadMadeToo) {
             std::string::npos);
 }
 
+// The next `up` of the team goes on where its lead was: in the team it made
+// (its conversation is in that team's journal), hosting both again — unless
+// another process hosts that team's lead now, or the team is gone; then the
+// lead stays home and the host's log says why.
+TEST_F(HostTest, TheNextUpGoesOnInTheTeamTheLeadMade) {
+  const std::vector<std::string> up = {"up",
+                                       "--team",
+                                       "hosted",
+                                       "--provider",
+                                       "scripted",
+                                       "--scenario",
+                                       Fixture("team_hosted_moves.yaml")};
+  auto with_goal = up;
+  with_goal.push_back("Make a team");
+  ASSERT_EQ(Mates(with_goal).exit_code, 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return Status()["host"]["also"].size() == 1; }));
+  ASSERT_EQ(Mates({"down", "--team", "hosted"}).exit_code, 0);
+  const fs::path log = ws_.path() / ".teams/hosted/host.log";
+
+  ASSERT_EQ(Mates(up).exit_code, 0) << "no goal: it resumes";
+  const int64_t pid = HostPid();
+  Json made;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto j = ParseJson(Mates({"status", "--team", "made", "--json"}).out);
+    made = j.ok() ? *j : Json::object();
+    return made["host"].is_object() && made["host"]["pid"] == pid;
+  })) << made.dump();
+  EXPECT_NE(testing::ReadAll(log).find("the lead goes on in team made"), std::string::npos)
+      << testing::ReadAll(log);
+  ASSERT_EQ(Mates({"send", "--team", "hosted", "--to", "lead", "ping", "1"}).exit_code, 0);
+  EXPECT_NE(Mates({"inbox", "--team", "hosted", "user", "--wait", "20"}).out.find("pong 1"),
+            std::string::npos);
+  ASSERT_EQ(Mates({"down", "--team", "hosted"}).exit_code, 0);
+
+  // Its lead hosted by another process: it stays home.
+  auto made_up = up;
+  made_up[2] = "made";
+  ASSERT_EQ(Mates(made_up).exit_code, 0);
+  ASSERT_EQ(Mates(up).exit_code, 0);
+  EXPECT_NE(testing::ReadAll(log).find(
+                "the lead last worked in team made, whose lead another process hosts now: it "
+                "goes on in team hosted"),
+            std::string::npos)
+      << testing::ReadAll(log);
+  EXPECT_TRUE(Status()["host"]["also"].empty());
+  ASSERT_EQ(Mates({"down", "--team", "hosted"}).exit_code, 0);
+  ASSERT_EQ(Mates({"down", "--team", "made"}).exit_code, 0);
+
+  // The team gone: it stays home. (Made again first: the lead took a turn
+  // at home in the session before, so that is where it went on.)
+  ASSERT_EQ(Mates({"team", "delete", "made"}).exit_code, 0);
+  ASSERT_EQ(Mates(with_goal).exit_code, 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return Status()["host"]["also"].size() == 1; }));
+  ASSERT_EQ(Mates({"down", "--team", "hosted"}).exit_code, 0);
+  ASSERT_EQ(Mates({"team", "delete", "made"}).exit_code, 0);
+  ASSERT_EQ(Mates(up).exit_code, 0);
+  EXPECT_NE(testing::ReadAll(log).find(
+                "the lead last worked in team made, which is gone: it goes on in team hosted"),
+            std::string::npos)
+      << testing::ReadAll(log);
+  ASSERT_EQ(Mates({"send", "--team", "hosted", "--to", "lead", "ping", "2"}).exit_code, 0);
+  EXPECT_NE(Mates({"inbox", "--team", "hosted", "user", "--wait", "20"}).out.find("pong 2"),
+            std::string::npos);
+}
+
 TEST_F(HostTest, BadInputIsRefusedBeforeAnythingStarts) {
   auto r = Mates({"up", "--team", "hosted", "--provider", "scripted", "--scenario", "/nonexistent.yaml"});
   EXPECT_EQ(r.exit_code, 2);

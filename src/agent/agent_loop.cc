@@ -148,6 +148,14 @@ Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy>
     std::vector<std::string> ids(delivered_.begin(), delivered_.end());
     MATES_RETURN_IF_ERROR(j.AppendDelivered(ids));
   }
+  // A session resumed from the journal it leaves goes on in the new one
+  // (not when it goes home: the team it leaves is being deleted).
+  if (journal_ && !to.empty() && !back_home) {
+    Status said = journal_->AppendMoved(to);
+    if (!said.ok())
+      LogWarning(spec_.name + ": " + said.message() +
+                 " (a resumed session would begin where it was)");
+  }
   journal_.emplace(std::move(j));
   if (activity_) {
     if (to.empty()) {

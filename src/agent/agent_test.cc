@@ -322,6 +322,26 @@ TEST_F(AgentTest, JournalRoundTripsAndResumeAnswersUnfinishedCalls) {
 // a duplicate tool_use id failed every later run, without a word about
 // --fresh. Replay stops at the first such line, keeps what came before,
 // says where and how out, and the next resume is clean.
+// A lead that moved to a team it made says so in the journal it leaves; a
+// message or a compaction journaled there after it means it came back.
+TEST_F(AgentTest, AJournalSaysWhereItsLeadWentOnUntilItComesBack) {
+  fs::path journal = ws_.AgentsDir("t") / "lead.jsonl";
+  auto j = Journal::Open(journal);
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE(j->AppendMessage({llm::Role::kUser, {ContentBlock::Text("goal")}}).ok());
+  EXPECT_EQ(Journal::Load(journal)->moved_to, "");
+  ASSERT_TRUE(j->AppendMoved("made").ok());
+  EXPECT_EQ(Journal::Load(journal)->moved_to, "made");
+  ASSERT_TRUE(j->AppendUsage(llm::Usage{}, "m").ok());  // not a sign of coming back
+  EXPECT_EQ(Journal::Load(journal)->moved_to, "made");
+  ASSERT_TRUE(j->AppendCompaction({{llm::Role::kUser, {ContentBlock::Text("back")}}}, "").ok());
+  EXPECT_EQ(Journal::Load(journal)->moved_to, "");
+  ASSERT_TRUE(j->AppendMoved("other").ok());
+  EXPECT_EQ(Journal::Load(journal)->moved_to, "other");
+  ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::Text("here again")}}).ok());
+  EXPECT_EQ(Journal::Load(journal)->moved_to, "");
+}
+
 TEST_F(AgentTest, AJournalThatCannotBeReplayedKeepsItsValidPrefixAndSaysWhere) {
   fs::path journal = ws_.AgentsDir("t") / "lead.jsonl";
   struct Case {
@@ -333,8 +353,11 @@ TEST_F(AgentTest, AJournalThatCannotBeReplayedKeepsItsValidPrefixAndSaysWhere) {
       {R"({"kind":"message","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}})",
        "tool_use id t1 appears twice"},
       {R"({"kind":"message","message":{"role":"assistant","content":[]}})", "an empty message"},
-      {R"({"kind":"compact","messages":[{"role":"assistant","content":"x"}]})", "starts with the assistant"},
+      {R"({"kind":"compact","messages":[{"role":"assistant","content":"x"}]})",
+       "starts with the assistant"},
       {R"({"kind":"message","message":"not an object"})", "'message' must be an object"},
+      {R"({"kind":"moved"})", "team"},
+      {R"({"kind":"moved","team":"../elsewhere"})", "the team a journal moved to"},
   };
   for (const auto& c : cases) {
     fs::remove_all(ws_.AgentsDir("t"));

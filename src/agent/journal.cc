@@ -1,13 +1,14 @@
 #include "agent/journal.h"
 
 #include <fcntl.h>
-#include <algorithm>
 #include <unistd.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/names.h"
 
 namespace mates::agent {
 
@@ -146,6 +147,10 @@ Status Journal::AppendDelivered(const std::vector<std::string>& ids) {
   return Append(DumpJson(Json{{"kind", "delivered"}, {"ids", ids}}));
 }
 
+Status Journal::AppendMoved(const std::string& team) {
+  return Append(DumpJson(Json{{"kind", "moved"}, {"team", team}}));
+}
+
 Status Journal::AppendUsage(const llm::Usage& u, const std::string& model, bool send) {
   // Usually the reply it counts follows at once: the copy gets both in one
   // go (one round trip less before each tool runs).
@@ -269,6 +274,13 @@ Status ApplyLine(const Json& j, JournalState* st, Replay* replay) {
     MATES_ASSIGN_OR_RETURN(llm::ChatMessage m, llm::MessageFromJson(*jm));
     MATES_RETURN_IF_ERROR(replay->Add(std::move(m)));
     AddIds(delivered, &st->delivered);
+    st->moved_to.clear();  // it went on here
+    return Status::Ok();
+  }
+  if (kind == "moved") {
+    MATES_ASSIGN_OR_RETURN(std::string team, JsonString(j, "team", true));
+    MATES_RETURN_IF_ERROR(ValidateName("the team a journal moved to", team));
+    st->moved_to = std::move(team);
     return Status::Ok();
   }
   if (kind == "compact") {
@@ -282,6 +294,7 @@ Status ApplyLine(const Json& j, JournalState* st, Replay* replay) {
     replay->Reset();
     for (auto& m : scratch.messages) MATES_RETURN_IF_ERROR(replay->Add(std::move(m)));
     ++st->compactions;
+    st->moved_to.clear();  // the conversation came (back) here
     return Status::Ok();
   }
   if (kind == "delivered") {

@@ -55,6 +55,9 @@ struct JournalState {
   // The same by the model that answered ("" for lines without one).
   std::map<std::string, llm::Usage> usage_by_model;
   int compactions = 0;
+  // A lead's: the team it moved to at the journal's last "moved" line, if
+  // no message was journaled here after it (it works there now).
+  std::string moved_to;
   std::optional<JournalProblem> problem;  // replay stopped there
 };
 
@@ -86,6 +89,9 @@ class Journal {
   // it counts follows at once).
   Status AppendUsage(const llm::Usage& u, const std::string& model, bool send = false);
   Status AppendDelivered(const std::vector<std::string>& ids);
+  // The agent (a lead) goes on in team `team`'s journal: a session that
+  // resumes from this one goes on there ({"kind":"moved","team":T}).
+  Status AppendMoved(const std::string& team);
 
   // Everything the journal holds, replayed and checked line by line: the
   // conversation is rebuilt as the API would see it, and replay stops at

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "agent/agent_loop.h"
+#include "agent/journal.h"
 #include "agent/prompts.h"
 #include "agent/subagents.h"
 #include "cli/cli_common.h"
@@ -497,12 +498,46 @@ agent::AgentSpec LeadSpec(const LeadSessionConfig& a, const std::string& lead_na
   return spec;
 }
 
+// Where a lead's session begins, and the host locks it holds.
+struct LeadHosted {
+  std::unique_ptr<Hold> home;  // the lead's host lock in the team the session is for
+  // The team it made and last worked in, where it goes on ("" = home),
+  // and its host lock there.
+  std::string away;
+  std::unique_ptr<Hold> away_hold;
+};
+
+// The team a lead's journal (at `path`, its copy in `store` reconciled
+// first) says it moved to and went on in; "" if none, or unreadable.
+std::string MovedTo(TeamStore& store, const fs::path& path, const std::string& team,
+                    const std::string& lead_name) {
+  if (std::unique_ptr<JournalCopy> copy = store.JournalOf(team, lead_name)) {
+    if (!agent::Journal::Reconcile(path, *copy).ok()) return "";
+  }
+  auto st = agent::Journal::Load(path);
+  return st.ok() ? st->moved_to : "";
+}
+
+// Kills what a dead predecessor's tools left running in `team` (it would
+// work on beside the resumed conversation).
+void KillLeadLeftovers(const Workspace& ws, const std::string& team, const std::string& lead_name,
+                       LiveOutput& out) {
+  auto leftovers = ProcessJournal(ws.AgentsDir(team) / (lead_name + ".procs")).KillLeftovers();
+  if (leftovers.ok() && *leftovers > 0) {
+    out.Line("", "stopped " + std::to_string(*leftovers) +
+                     " process tree(s) the lead's last host left running");
+  }
+}
+
 // Takes the lead's host lock (one process hosts a team's lead at a time;
 // the kernel frees it when that process dies), kills what a dead
-// predecessor's tools left running (it would work on beside the resumed
-// conversation), and attaches the journal (set aside first with --fresh).
-Result<std::unique_ptr<Hold>> HostTheLead(const LeadSessionConfig& a, TeamStore& store, const std::string& lead_name,
-                                          agent::AgentLoop& lead, LiveOutput& out) {
+// predecessor's tools left running, and attaches the journal (set aside
+// first with --fresh). A lead that last worked in a team it made goes on
+// there, where its conversation is, if that team is still there and no
+// other process hosts its lead (else in its own team, as before).
+Result<LeadHosted> HostTheLead(const LeadSessionConfig& a, TeamStore& store,
+                               const std::string& lead_name, agent::AgentLoop& lead,
+                               LiveOutput& out) {
   const Workspace& ws = a.ws;
   MATES_RETURN_IF_ERROR(EnsureDir(ws.AgentsDir(a.team)));
   auto host = HoldLivenessAllowingForTheDead(store, a.team, lead_name, DeadlineIn(kDeadHostGraceS));
@@ -511,21 +546,55 @@ Result<std::unique_ptr<Hold>> HostTheLead(const LeadSessionConfig& a, TeamStore&
     return Status::FailedPrecondition("the lead of team '" + a.team + "' is already running in another process" +
                                       (a.store_url.empty() ? "" : " (on this machine or another)"));
   }
-  auto leftovers = ProcessJournal(ws.AgentsDir(a.team) / (lead_name + ".procs")).KillLeftovers();
-  if (leftovers.ok() && *leftovers > 0) {
-    out.Line("", "stopped " + std::to_string(*leftovers) + " process tree(s) the lead's last host left running");
-  }
+  LeadHosted hosted;
+  hosted.home = std::move(*host);
+  KillLeadLeftovers(ws, a.team, lead_name, out);
   fs::path journal = ws.AgentsDir(a.team) / (lead_name + ".jsonl");
-  std::unique_ptr<JournalCopy> copy = store.JournalOf(a.team, lead_name);
   std::error_code ec;
-  if (a.fresh && fs::exists(journal, ec)) {
-    fs::rename(journal, ws.AgentsDir(a.team) / (lead_name + "." +
-                                                std::to_string(static_cast<int64_t>(WallSeconds())) + ".jsonl"),
-               ec);
+  if (a.fresh) {
+    std::unique_ptr<JournalCopy> copy = store.JournalOf(a.team, lead_name);
+    if (fs::exists(journal, ec)) {
+      fs::rename(
+          journal,
+          ws.AgentsDir(a.team) /
+              (lead_name + "." + std::to_string(static_cast<int64_t>(WallSeconds())) + ".jsonl"),
+          ec);
+    }
+    if (copy) MATES_RETURN_IF_ERROR(copy->Replace({}));  // or it would bring the old one back
+  } else {
+    // Followed team by team (a lead may have made one from another), a few
+    // at most; the team the session is for ends it.
+    std::string from = a.team;
+    for (int hop = 0; hop < 8; ++hop) {
+      const std::string to =
+          MovedTo(store, ws.AgentsDir(from) / (lead_name + ".jsonl"), from, lead_name);
+      if (to.empty() || to == a.team || to == from) break;
+      if (!store.LoadTeam(to).ok()) {
+        out.Line("", "the lead last worked in team " + to + ", which is gone: it goes on in team " +
+                         from);
+        break;
+      }
+      auto held = HoldLivenessAllowingForTheDead(store, to, lead_name, DeadlineIn(kDeadHostGraceS));
+      if (!held.ok()) {
+        out.Line("", "the lead last worked in team " + to +
+                         ", whose lead another process hosts now: it goes on in team " + from);
+        break;
+      }
+      hosted.away = to;
+      hosted.away_hold = std::move(*held);
+      from = to;
+    }
+    if (!hosted.away.empty()) {
+      KillLeadLeftovers(ws, hosted.away, lead_name, out);
+      journal = ws.AgentsDir(hosted.away) / (lead_name + ".jsonl");
+      out.Line("", "the lead goes on in team " + hosted.away +
+                       ", the team it made and worked in (this session is team " + a.team + "'s)");
+    }
   }
-  if (a.fresh && copy) MATES_RETURN_IF_ERROR(copy->Replace({}));  // or it would bring the old one back
-  MATES_RETURN_IF_ERROR(lead.AttachJournal(journal, /*resume=*/true, std::move(copy)));
-  return std::move(*host);
+  const std::string& team = hosted.away.empty() ? a.team : hosted.away;
+  MATES_RETURN_IF_ERROR(
+      lead.AttachJournal(journal, /*resume=*/true, store.JournalOf(team, lead_name)));
+  return hosted;
 }
 
 // What the signal thread does: a first Ctrl-C interrupts the lead's turn;
@@ -710,15 +779,17 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   // liveness lock after this one lost it with its connection: two hosts
   // must not run one lead, so this one stops, as if told to.
   std::atomic<bool> lead_taken_over{false};
-  Result<std::unique_ptr<Hold>> host = std::unique_ptr<Hold>();
+  Result<LeadHosted> host = LeadHosted{};
   if (!a.teammates_only) host = HostTheLead(a, *store, lead_name, lead, out);
   if (!host.ok()) return {Fail(host.status()), std::nullopt};
-  if (*host) {
-    (*host)->OnLost([&lead_taken_over] {
+  for (Hold* held : {host->home.get(), host->away_hold.get()}) {
+    if (held == nullptr) continue;
+    held->OnLost([&lead_taken_over] {
       lead_taken_over.store(true);
       ::kill(::getpid(), SIGTERM);  // the signal thread stops the session
     });
   }
+  if (!host->away.empty()) ctx.team = host->away;  // it goes on where it worked
 
   team::TeamOptions topt;
   topt.idle_timeout_s = a.idle_timeout_s;
@@ -738,6 +809,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   });
   ctx.teams = &teams;
   teams_ptr = &teams;
+  if (host->away_hold) teams.KeepLeadAway(std::move(host->away_hold));
   lead.SetNoticeSource([&teams] { return teams.TakeNewsForLead(); });
   // The team's merge queue (DESIGN §12): `run` waits for it like for a
   // working teammate; what the lead must hear reaches its next turn.
@@ -792,7 +864,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   // one for that team as well, until the lead leaves it.
   std::string away_team;
   std::unique_ptr<dashboard::Dashboard> away_page;
-  teams.SetOnLeadMoved([&](const std::string&, const std::string& to) {
+  auto lead_moved = [&](const std::string&, const std::string& to) {
     if (!away_team.empty()) RemoveHostInfo(ws, away_team);
     away_team.clear();
     away_page.reset();
@@ -823,7 +895,10 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     HostInfo home = info;
     home.also = {{to, there.dashboard}};
     WarnIfFailed(WriteHostInfo(ws, a.team, home), "host.json");
-  });
+  };
+  teams.SetOnLeadMoved(lead_moved);
+  if (ctx.team != a.team)
+    lead_moved(a.team, ctx.team);  // it went on where its last session left it
   struct HostInfoOff {
     const Workspace& ws;
     const std::string& team;

@@ -27,7 +27,7 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       options_(options),
       lead_(lead),
       lead_ctx_(lead_ctx),
-      home_team_(lead_ctx->team),
+      home_team_(lead_ctx->home_team.empty() ? lead_ctx->team : lead_ctx->home_team),
       on_spawn_(std::move(on_spawn)),
       own_store_(options.store != nullptr ? nullptr : FileTeamStore(ws_)),
       store_(options.store != nullptr ? options.store : own_store_.get()),
@@ -261,6 +261,8 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
                     ", and only then counts as completed."
               : "");
 }
+
+void TeamManager::KeepLeadAway(std::unique_ptr<Hold> held) { lead_away_ = std::move(held); }
 
 void TeamManager::SetOnLeadMoved(
     std::function<void(const std::string&, const std::string&)> moved) {

@@ -124,12 +124,16 @@ class TeamManager : public tools::TeamRuntime {
   void InterruptAll(const std::string& why);
   // The lead's team now (TeamCreate and TeamDelete move it); any thread.
   std::string lead_team();
-  // The team the lead began the run in.
+  // The team the run is for (the lead's ToolContext::home_team, else the
+  // team it begins in).
   const std::string& home_team() const { return home_team_; }
   // Told, on the lead's thread, each time the lead moves to another team
   // (TeamCreate; TeamDelete brings it home): the session records itself as
   // that team's host. Set before the lead's first turn.
   void SetOnLeadMoved(std::function<void(const std::string& from, const std::string& to)> moved);
+  // A session that begins with its lead in a team it made (where its last
+  // session left it): its host lock there, kept until the lead leaves.
+  void KeepLeadAway(std::unique_ptr<Hold> held);
   // Under a budget: what the session spent in the teams it made since the
   // last time, recorded in its own team's budget (after a team is deleted,
   // and at the session's end), so that its next session counts it.
