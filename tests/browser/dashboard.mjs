@@ -16,7 +16,8 @@
 // sent from the page reaches the lead (whose answer shows); a plan approved
 // on the page is approved; a task created on the page is on the board; a
 // teammate can be asked to stop; the team's spend and budget show; dark
-// and light; no token → 401.
+// and light; no token → 401; a lead that made a team links its home page
+// to that team's page and back.
 // Exit 0 passed, 1 failed, 77 skipped (no chromium or puppeteer-core).
 import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
@@ -259,6 +260,31 @@ try {
       console.log("screenshot: " + args["screenshot-elsewhere"]);
     }
   }
+
+  // A hosted lead that makes a team of its own (tests/scenarios/
+  // team_hosted_moves.yaml): the page `up` printed links to that team's
+  // page, and that page shows it, with a link back.
+  const moves = mates("up", "--team", "mover", "--provider", "scripted", "--scenario",
+                      path.join(path.dirname(args.scenario), "team_hosted_moves.yaml"), "Make a team");
+  if (moves.code !== 0) throw new Error("mates up of team mover failed: " + moves.out + moves.err);
+  const moverUrl = (moves.out.match(/dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)/) || [])[1];
+  const mover = await browser.newPage();
+  mover.on("pageerror", (e) => pageErrors.push(e.message));
+  await mover.goto(moverUrl, { waitUntil: "domcontentloaded" });
+  await mover.waitForFunction(() => document.querySelector("#also-hosted a") !== null &&
+    document.querySelector("#also-hosted a").textContent.startsWith("also team made"), { timeout: 10000 });
+  await mover.waitForFunction(() => document.querySelector('#roster .member[data-name="lead"]') !== null &&
+    document.querySelector('#roster .member[data-name="lead"]').textContent.includes("working in team made"),
+    { timeout: 10000 });
+  check(true, "a lead that made a team: its home page says where it works and links to that team's page");
+  await Promise.all([mover.waitForNavigation({ waitUntil: "domcontentloaded" }), mover.click("#also-hosted a")]);
+  await mover.waitForSelector('body[data-ready="1"]', { timeout: 10000 });
+  await mover.waitForFunction(() => document.querySelector("#team-name").textContent === "made" &&
+    document.querySelector("#also-hosted a") !== null &&
+    document.querySelector("#also-hosted a").textContent.startsWith("also team mover"), { timeout: 10000 });
+  check(true, "the link opens the made team's page, which links back");
+  check(mates("down", "--team", "mover", "--timeout", "10").code === 0, "mates down of team mover");
+
   check(pageErrors.length === 0, "no script error on the page" + (pageErrors.length ? ": " + pageErrors.join("; ") : ""));
 } catch (e) {
   console.log("FAIL " + (e.stack || e));
