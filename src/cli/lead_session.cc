@@ -111,18 +111,15 @@ class LeadInboxes {
     return true;
   }
   // Every inbox the lead reads is watched (else: look every second).
-  bool watched() const { return here_ != nullptr && (Home().empty() || home_ != nullptr); }
+  bool watched() const { return here_ != nullptr && (!Away() || home_ != nullptr); }
   bool MayHavePending() {
     if (store_.InboxOf(ctx_.team, ctx_.agent)->MayHavePending()) return true;
-    return !Home().empty() && store_.InboxOf(Home(), ctx_.agent)->MayHavePending();
+    return Away() && store_.InboxOf(ctx_.home_team, ctx_.agent)->MayHavePending();
   }
 
  private:
-  // The home team, when the lead is away from it.
-  const std::string& Home() const {
-    static const std::string none;
-    return ctx_.home_team != ctx_.team ? ctx_.home_team : none;
-  }
+  // Working in a team other than its home team.
+  bool Away() const { return !ctx_.home_team.empty() && ctx_.home_team != ctx_.team; }
   std::unique_ptr<Hold> Watch(const std::string& team) {
     auto s = store_.InboxOf(team, ctx_.agent)->WatchWith(waker_);
     if (s.ok()) return std::move(*s);

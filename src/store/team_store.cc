@@ -147,6 +147,11 @@ std::unique_ptr<Inbox> InboxIn(TeamStore* store, const Workspace& ws, const std:
   return std::make_unique<FileInbox>(ws, team, member);
 }
 
+std::unique_ptr<TeamMail> MailIn(TeamStore* store, const Workspace& ws, const std::string& team) {
+  if (store != nullptr) return store->Mail(team);
+  return FileTeamMail(ws, team);
+}
+
 namespace {
 
 // Looks at `held()` until it says no or `until` passes, backing off from

@@ -188,6 +188,8 @@ std::unique_ptr<TeamStore> FileTeamStore(Workspace ws);
 // null (what a ToolContext without a store means).
 std::unique_ptr<Inbox> InboxIn(TeamStore* store, const Workspace& ws, const std::string& team,
                                const std::string& member);
+// The same for the team's mail.
+std::unique_ptr<TeamMail> MailIn(TeamStore* store, const Workspace& ws, const std::string& team);
 
 // What a wait does with a failed look (DESIGN §13: a lost connection is an
 // error that waiters survive): a store it cannot reach now (Unavailable) is

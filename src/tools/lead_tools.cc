@@ -5,6 +5,7 @@
 #include "core/limits.h"
 #include "git/submit.h"
 #include "store/messenger.h"
+#include "store/team_store.h"
 #include "tools/builtin_tools.h"
 #include "tools/skills.h"
 
@@ -63,8 +64,7 @@ class SendMessageTool : public Tool {
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (r.type == MessageType::kBroadcast && (r.recipient == "*" || r.recipient == "all")) r.recipient.clear();
     if (ctx.team.empty()) return ToolResult::Error("you are not in a team yet");
-    std::unique_ptr<TeamMail> mail =
-        ctx.store != nullptr ? ctx.store->Mail(ctx.team) : FileTeamMail(ctx.ws, ctx.team);
+    std::unique_ptr<TeamMail> mail = MailIn(ctx.store, ctx.ws, ctx.team);
     auto receipt = Messenger(*mail).Send(r);
     if (!receipt.ok()) return ToolResult::Error(receipt.status().message());
     std::string to;
@@ -76,8 +76,7 @@ class SendMessageTool : public Tool {
     // reads `user`'s inbox in the team it began in, so it goes there too.
     if (r.recipient == kUserName && ctx.is_lead && !ctx.home_team.empty() &&
         ctx.home_team != ctx.team) {
-      std::unique_ptr<TeamMail> home = ctx.store != nullptr ? ctx.store->Mail(ctx.home_team)
-                                                            : FileTeamMail(ctx.ws, ctx.home_team);
+      std::unique_ptr<TeamMail> home = MailIn(ctx.store, ctx.ws, ctx.home_team);
       auto there = Messenger(*home).Send(r);
       out += there.ok() ? " (also in team " + ctx.home_team + ", where this session began)"
                         : " (not in team " + ctx.home_team + ": " + there.status().message() + ")";
