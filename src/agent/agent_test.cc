@@ -357,7 +357,7 @@ TEST_F(AgentTest, AJournalThatCannotBeReplayedKeepsItsValidPrefixAndSaysWhere) {
        "starts with the assistant"},
       {R"({"kind":"message","message":"not an object"})", "'message' must be an object"},
       {R"({"kind":"moved"})", "team"},
-      {R"({"kind":"moved","team":"../elsewhere"})", "the team a journal moved to"},
+      {R"({"kind":"moved","team":"../elsewhere"})", "invalid moved-to team name"},
   };
   for (const auto& c : cases) {
     fs::remove_all(ws_.AgentsDir("t"));

@@ -279,7 +279,7 @@ Status ApplyLine(const Json& j, JournalState* st, Replay* replay) {
   }
   if (kind == "moved") {
     MATES_ASSIGN_OR_RETURN(std::string team, JsonString(j, "team", true));
-    MATES_RETURN_IF_ERROR(ValidateName("the team a journal moved to", team));
+    MATES_RETURN_IF_ERROR(ValidateName("moved-to team name", team));
     st->moved_to = std::move(team);
     return Status::Ok();
   }
