@@ -56,14 +56,12 @@ struct Env {
   char tmpl[64] = "/tmp/mates-agent-bench-XXXXXX";
   fs::path dir;
   Workspace ws{"."};
+  std::unique_ptr<TeamStore> store;
   tools::ToolContext ctx;
   std::unique_ptr<tools::ToolRegistry> tools;
-  Env() {
-    dir = ::mkdtemp(tmpl);
-    ws = Workspace(dir);
+  Env() : dir(::mkdtemp(tmpl)), ws(dir), store(FileTeamStore(ws)), ctx(ws, *store) {
     (void)Roster(ws).CreateTeam("b");
     (void)WriteFileAtomic(dir / "note.txt", "a short note\nof two lines\n");
-    ctx.ws = ws;
     ctx.team = "b";
     ctx.agent = "lead";
     ctx.is_lead = true;

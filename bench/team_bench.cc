@@ -89,14 +89,15 @@ struct Host {
   std::string tmpl = BenchDir() + "/mates-team-bench-XXXXXX";
   fs::path dir;
   Workspace ws{"."};
-  tools::ToolContext ctx;
+  std::unique_ptr<TeamStore> files;  // the workspace's files, when given no store
+  TeamStore* store = nullptr;        // the team's store
+  std::unique_ptr<tools::ToolContext> ctx_holder;
   std::unique_ptr<tools::ToolRegistry> tools;
   std::unique_ptr<agent::AgentLoop> lead;
   std::unique_ptr<team::TeamManager> teams;
 
-  TeamStore* store = nullptr;  // the team's store: null = the workspace's files
-
-  Host(llm::Provider* provider, team::TeamOptions options) : store(options.store) {
+  // `shared`: a store other hosts share (null: the workspace's files).
+  Host(llm::Provider* provider, team::TeamOptions options, TeamStore* shared) {
     const char* made = ::mkdtemp(tmpl.data());
     if (made == nullptr) {
       std::fprintf(stderr, "team_bench: cannot make a workspace in %s: %s\n", BenchDir().c_str(), std::strerror(errno));
@@ -104,13 +105,11 @@ struct Host {
     }
     dir = made;
     ws = Workspace(dir);
-    if (store != nullptr) {
-      (void)store->CreateTeam("bench", "lead", "");
-    } else {
-      (void)Roster(ws).CreateTeam("bench");
-    }
-    ctx.ws = ws;
-    ctx.store = store;
+    if (shared == nullptr) files = FileTeamStore(ws);
+    store = shared != nullptr ? shared : files.get();
+    (void)store->CreateTeam("bench", "lead", "");
+    ctx_holder = std::make_unique<tools::ToolContext>(ws, *store);
+    tools::ToolContext& ctx = *ctx_holder;
     ctx.team = "bench";
     ctx.agent = "lead";
     ctx.is_lead = true;
@@ -132,10 +131,10 @@ struct Host {
   // tasks `ids` (in PostgreSQL: to any task). Watching only those keeps the
   // watcher out of the run: a wake-up at every change of the board is a
   // thread woken and a look under the lock the teammates claim under.
-  std::unique_ptr<TaskBoard> any_board() { return store ? store->Board("bench") : FileTaskBoard(board()); }
+  std::unique_ptr<TaskBoard> any_board() { return files ? FileTaskBoard(board()) : store->Board("bench"); }
   std::vector<std::unique_ptr<Hold>> WatchTasks(const std::vector<int64_t>& ids, const std::shared_ptr<Waker>& waker) {
     std::vector<std::unique_ptr<Hold>> holds;
-    if (store != nullptr) {
+    if (!files) {
       auto w = store->WatchBoard("bench", waker);
       if (w.ok()) holds.push_back(std::move(*w));
       return holds;
@@ -282,8 +281,7 @@ Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}, TeamSt
   team::TeamOptions opt;
   opt.idle_timeout_s = 0;
   opt.seed_polling = seed_polling;
-  opt.store = store;
-  Host host(&provider, opt);
+  Host host(&provider, opt, store);
   auto board = host.any_board();
   int levels = 0;
   for (int i = 0; i < kTasks; ++i) {
@@ -476,7 +474,7 @@ IdleCost IdleTeammates(int n, bool seed_polling, double seconds) {
   double rss0 = RssMb();
   IdleCost c;
   {
-    Host host(&provider, opt);
+    Host host(&provider, opt, nullptr);
     int64_t t0 = NowNs();
     host.Spawn(n, "i");
     // Wait until every one of them has said it is idle.
@@ -556,7 +554,7 @@ std::vector<double> Handoff(int rounds, bool seed_polling, const std::string& se
   team::TeamOptions opt;
   opt.idle_timeout_s = 0;
   opt.seed_polling = seed_polling;
-  Host host(&provider, opt);
+  Host host(&provider, opt, nullptr);
   auto board = host.board();
   host.Spawn(1, "h");
   FILE* child = nullptr;

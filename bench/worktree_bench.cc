@@ -172,7 +172,7 @@ double MergesPerMinute(int k, const std::string& check, bool remote = false) {
   o.on_change = [waker] { waker->Notify(); };
   o.running = [](const std::string&) { return true; };
   int64_t t0 = NowNs();
-  git::MergeQueue queue(o);
+  git::MergeQueue queue(*store, o);
   for (;;) {
     uint64_t gen = waker->generation();
     auto list = MergeStore(repo.ws, "bench").List();
@@ -243,8 +243,8 @@ Makespan DagMakespan(bool isolated, int turn_ms) {
       return Status::Ok();
     }).status(), "config");
   }
-  tools::ToolContext ctx;
-  ctx.ws = repo.ws;
+  std::unique_ptr<TeamStore> store = FileTeamStore(repo.ws);
+  tools::ToolContext ctx(repo.ws, *store);
   ctx.team = "bench";
   ctx.agent = "lead";
   ctx.is_lead = true;
@@ -262,7 +262,7 @@ Makespan DagMakespan(bool isolated, int turn_ms) {
     o.ws = repo.ws;
     o.team = [] { return std::string("bench"); };
     o.running = [&teams](const std::string& n) { return teams.Running(n); };
-    queue = std::make_unique<git::MergeQueue>(o);
+    queue = std::make_unique<git::MergeQueue>(*store, o);
   }
   auto board = SharedBoard(repo.ws.TasksDir("bench"));
   int levels = 0;

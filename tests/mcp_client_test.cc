@@ -161,7 +161,8 @@ TEST(McpClientTest, RolesDecideWhoGetsWhichTools) {
   auto echo = std::find_if(tools.begin(), tools.end(), [](const auto& t) { return t->name() == "mcp__everything__echo"; });
   ASSERT_NE(echo, tools.end());
   EXPECT_NE((*echo)->input_schema().find("\"message\""), std::string::npos);
-  tools::ToolContext ctx;
+  std::unique_ptr<TeamStore> store = FileTeamStore(Workspace("."));
+  tools::ToolContext ctx(Workspace("."), *store);
   auto out = (*echo)->Run(Json{{"message", "direct"}}, ctx);
   EXPECT_FALSE(out.is_error) << out.content;
   EXPECT_EQ(out.content, "Echo: direct");

@@ -69,12 +69,10 @@ class PgRuntimeTest : public testing::PgSuite {
     std::unique_ptr<tools::ToolRegistry> tools;
     std::unique_ptr<agent::AgentLoop> lead;
     std::unique_ptr<team::TeamManager> manager;
-    Host(const fs::path& dir, llm::Provider* provider, TeamStore* store) : ws(dir) {
-      ctx.ws = ws;
+    Host(const fs::path& dir, llm::Provider* provider, TeamStore* store) : ws(dir), ctx(ws, *store) {
       ctx.team = "crew";
       ctx.agent = "lead";
       ctx.is_lead = true;
-      ctx.store = store;
       tools = tools::MakeToolRegistry(tools::Scope::kLead);
       agent::AgentSpec spec;
       spec.name = "lead";
@@ -82,7 +80,6 @@ class PgRuntimeTest : public testing::PgSuite {
       lead = std::make_unique<agent::AgentLoop>(spec, provider, tools.get(), &ctx, nullptr);
       team::TeamOptions opt;
       opt.idle_timeout_s = 0;
-      opt.store = store;
       manager = std::make_unique<team::TeamManager>(ws, provider, nullptr, opt, lead.get(), &ctx);
       ctx.teams = manager.get();
     }

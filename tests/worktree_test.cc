@@ -359,7 +359,8 @@ TEST(WorktreeTest, TheReviewsALeadIsRemindedOfAreBoundedWhateverTheFolderHolds) 
     std::lock_guard<std::mutex> lock(mu);
     told.push_back(text);
   };
-  git::MergeQueue queue(o);
+  std::unique_ptr<TeamStore> files = FileTeamStore(o.ws);
+  git::MergeQueue queue(*files, o);
   ASSERT_TRUE(testing::UntilWoken(waker, [&] { return !queue.Busy(); }));
   queue.Stop();
 

@@ -173,7 +173,7 @@ Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy>
 void AgentLoop::AttachActivity(const fs::path& dir) {
   // On a shared store people on other machines see it too.
   TeamStore::ActivitySink also;
-  if (ctx_->store != nullptr && !ctx_->team.empty()) also = ctx_->store->ActivityOf(ctx_->team, spec_.name);
+  if (!ctx_->team.empty()) also = ctx_->store().ActivityOf(ctx_->team, spec_.name);
   activity_ = std::make_unique<ActivityFile>(dir / (spec_.name + ".status.json"), spec_.name, model(),
                                              std::move(also));
   activity_->SetUsage(in_team_.total(), in_team_.calls());  // also the first write: idle
@@ -240,16 +240,16 @@ Status AgentLoop::TakeInboxLocked(Inbox& box, const std::string& team) {
 Inbox* AgentLoop::HomeInboxLocked() {
   const std::string& home = ctx_->home_team;
   if (home.empty() || home == ctx_->team) return nullptr;
-  if (!home_inbox_) home_inbox_ = InboxIn(ctx_->store, ctx_->ws, home, spec_.name);
+  if (!home_inbox_) home_inbox_ = ctx_->store().InboxOf(home, spec_.name);
   return home_inbox_.get();
 }
 
 Inbox& AgentLoop::InboxLocked() {
   // Made once per team it is in (its paths cost more than the look).
-  if (!inbox_ || inbox_team_ != ctx_->team || inbox_store_ != ctx_->store) {
-    inbox_ = InboxIn(ctx_->store, ctx_->ws, ctx_->team, spec_.name);
+  if (!inbox_ || inbox_team_ != ctx_->team || inbox_store_ != &ctx_->store()) {
+    inbox_ = ctx_->store().InboxOf(ctx_->team, spec_.name);
     inbox_team_ = ctx_->team;
-    inbox_store_ = ctx_->store;
+    inbox_store_ = &ctx_->store();
   }
   return *inbox_;
 }

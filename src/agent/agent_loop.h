@@ -182,7 +182,7 @@ class AgentLoop {
   std::mutex inbox_mu_;
   std::unique_ptr<Inbox> inbox_;  // guarded by inbox_mu_, with what it was made for:
   std::string inbox_team_;
-  TeamStore* inbox_store_ = nullptr;
+  const TeamStore* inbox_store_ = nullptr;  // the store inbox_ is of
   // A lead away from its home team (ToolContext::home_team) reads its inbox
   // there too: what a person sends it there reaches it.
   std::unique_ptr<Inbox> home_inbox_;  // guarded by inbox_mu_

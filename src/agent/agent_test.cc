@@ -49,7 +49,6 @@ class AgentTest : public ::testing::Test {
     Member m;
     m.name = "alice";
     ASSERT_TRUE(Roster(ws_).AddMember("t", m).ok());
-    ctx_.ws = ws_;
     ctx_.team = "t";
     ctx_.agent = "lead";
     ctx_.is_lead = true;
@@ -70,7 +69,8 @@ class AgentTest : public ::testing::Test {
   }
   TempDir dir_;
   Workspace ws_{dir_.path()};
-  tools::ToolContext ctx_;
+  std::unique_ptr<TeamStore> store_ = FileTeamStore(ws_);
+  tools::ToolContext ctx_{ws_, *store_};
   std::unique_ptr<tools::ToolRegistry> tools_;
 };
 

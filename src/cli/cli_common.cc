@@ -103,13 +103,6 @@ std::string DefaultMember(const TeamConfig& team) {
   return env != nullptr && *env != '\0' ? std::string(env) : team.lead;
 }
 
-Result<std::string> DefaultMember(const Workspace& ws, const std::string& team) {
-  const char* env = std::getenv("MATES_AGENT_NAME");
-  if (env != nullptr && *env != '\0') return std::string(env);
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, Roster(ws).Load(team));
-  return DefaultMember(c);
-}
-
 void AddArchivedOption(CLI::App* cmd, ArchivedChoice& choice) {
   choice.options.push_back(
       cmd->add_option("--archived", choice.stamp, "Read the team's archive (a deleted team; the latest, or the one of STAMP)")

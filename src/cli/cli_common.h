@@ -90,7 +90,6 @@ void AddStoreCommands(CLI::App& app, Globals& g);  // store init|migrate|status
 
 // The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
 // else the team's lead.
-Result<std::string> DefaultMember(const Workspace& ws, const std::string& team);
 std::string DefaultMember(const TeamConfig& team);
 
 }  // namespace mates::cli

@@ -166,7 +166,8 @@ int Route(const ClusterArgs& a) {
   const std::string team = c->config().name;
   mq.team = [team] { return team; };
   mq.running = [](const std::string&) { return true; };  // pane agents live as long as the session
-  git::MergeQueue merges(mq);
+  std::unique_ptr<TeamStore> store = FileTeamStore(mq.ws);
+  git::MergeQueue merges(*store, mq);
   Status s = c->Route(stop);
   merges.Stop();
   return s.ok() ? 0 : Fail(s);

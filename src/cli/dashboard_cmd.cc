@@ -11,6 +11,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/store_choice.h"
+#include "stores/open_store.h"
 #include "core/names.h"
 #include "dashboard/dashboard.h"
 #include "store/archive.h"
@@ -43,18 +44,10 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
     o.ws = g.ws();
   }
   // An archive is this workspace's files, whichever store the team was in.
-  std::unique_ptr<pg::Store> db;
-  if (!a.archived.given()) {
-    auto chosen = OpenChosenStore(a.store);
-    if (!chosen.ok()) return Fail(chosen.status());
-    db = std::move(*chosen);
-  }
-  if (db) {
-    if (auto team = db->LoadTeam(a.team); !team.ok()) {
-      return Fail(SayIfArchived(team.status(), o.ws, a.team, a.archived));
-    }
-    o.database = db->target();
-  } else if (auto team = Roster(o.ws).Load(a.team); !team.ok()) {
+  if (!a.archived.given()) o.store_url = StoreUrlOrDefault(a.store);
+  auto store = OpenTeamStore(o.store_url, o.ws);
+  if (!store.ok()) return Fail(store.status());
+  if (auto team = (*store)->LoadTeam(a.team); !team.ok()) {
     return Fail(SayIfArchived(team.status(), o.ws, a.team, a.archived));
   }
   // Blocked before the server's threads start (they inherit the mask):
@@ -70,8 +63,7 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
   std::cout << "dashboard of team " << a.team << (o.archived.empty() ? "" : " (archived " + o.archived + ")")
             << ", read-only: " << (*page)->url() << std::endl;
   if (o.archived.empty()) {
-    auto teams = db ? pg::StoreTeams(*db) : nullptr;
-    auto host = teams ? ReadLiveHost(o.ws, a.team, *teams) : ReadLiveHost(o.ws, a.team);
+    auto host = (*store)->LiveHost(a.team);
     if (host && !host->dashboard.empty()) {
       std::cout << "the host's dashboard (it can send, create tasks, decide plans): " << host->dashboard << std::endl;
     }

@@ -29,6 +29,7 @@
 #include "store/messenger.h"
 #include "store/roster.h"
 #include "store/team_store.h"
+#include "stores/open_store.h"
 
 namespace mates::cli {
 namespace {
@@ -37,23 +38,9 @@ constexpr double kUpReadySeconds = 60;
 
 fs::path HostLogPath(const Workspace& ws, const std::string& team) { return ws.TeamDir(team) / "host.log"; }
 
-// The team's live host in this workspace, the team being in `store`
-// (null: the workspace's files).
-std::optional<HostInfo> LiveHost(const Workspace& ws, const std::string& team, TeamStore* store) {
-  return store != nullptr ? ReadLiveHost(ws, team, *store) : ReadLiveHost(ws, team);
-}
-
-// The team's store as `up` and `down` see it: nullptr for the files (then
-// `database` is null too).
-Result<std::unique_ptr<TeamStore>> OpenTeams(const std::string& url, std::unique_ptr<pg::Store>& database) {
-  MATES_ASSIGN_OR_RETURN(database, OpenChosenStore(url));
-  if (!database) return std::unique_ptr<TeamStore>();
-  return pg::StoreTeams(*database);
-}
-
 // The refusal when `team` has a live host.
-Status AlreadyHosted(const Workspace& ws, const std::string& team, TeamStore* store) {
-  auto host = LiveHost(ws, team, store);
+Status AlreadyHosted(TeamStore& store, const std::string& team) {
+  auto host = store.LiveHost(team);
   if (!host) return Status::Ok();
   std::string who = host->pid > 0 ? " (pid " + std::to_string(host->pid) + ")" : "";
   return Status::FailedPrecondition("team '" + team + "' is already hosted" + who + "; `mates down --team " + team +
@@ -130,10 +117,9 @@ int Up(Globals& g, const RunArgs& a) {
   const Workspace& ws = config->ws;
   {
     // Closed before the fork: the host opens its own connections.
-    std::unique_ptr<pg::Store> database;
-    auto teams = OpenTeams(config->store_url, database);
+    auto teams = OpenTeamStore(config->store_url, ws);
     if (!teams.ok()) return Fail(teams.status());
-    if (a.teammates_only && !*teams) {
+    if (a.teammates_only && !(*teams)->spans_machines()) {
       return Usage("--teammates hosts the teammates of a team kept in a database that other machines share "
                    "(--store postgres://...); on the file store the lead's host has them");
     }
@@ -141,7 +127,7 @@ int Up(Globals& g, const RunArgs& a) {
       auto team = (*teams)->LoadTeam(a.team);
       if (!team.ok()) return Fail(team.status());
     }
-    if (Status s = AlreadyHosted(ws, a.team, teams->get()); !s.ok()) return Fail(s);
+    if (Status s = AlreadyHosted(**teams, a.team); !s.ok()) return Fail(s);
   }
   if (Status s = EnsureDir(ws.TeamDir(a.team)); !s.ok()) return Fail(s);
   const fs::path log = HostLogPath(ws, a.team);
@@ -173,9 +159,8 @@ int Up(Globals& g, const RunArgs& a) {
         (rc == 0 ? " within " + std::to_string(static_cast<int>(kUpReadySeconds)) + " s" : "") +
         (why.empty() ? "" : "; its log says:\n" + why)));
   }
-  std::unique_ptr<pg::Store> database;
-  auto teams = OpenTeams(config->store_url, database);
-  auto host = teams.ok() ? LiveHost(ws, a.team, teams->get()) : std::nullopt;
+  auto teams = OpenTeamStore(config->store_url, ws);
+  auto host = teams.ok() ? (*teams)->LiveHost(a.team) : std::nullopt;
   std::string pid = host && host->pid > 0 ? std::to_string(host->pid) : "?";
   std::cout << (a.teammates_only ? "hosting the teammates of team " : "hosting team ") << a.team << " (pid " << pid << ")"
             << (host && !host->dashboard.empty() ? " — dashboard " + host->dashboard : "") << "\n"
@@ -251,13 +236,12 @@ int Down(Globals& g, const DownArgs& a) {
   if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
   if (Status s = CheckSeconds("--grace", a.grace, 0, true); !s.ok()) return Fail(s);
   Workspace ws = g.ws();
-  std::unique_ptr<pg::Store> database;
-  auto teams = OpenTeams(a.store, database);
-  if (!teams.ok()) return Fail(teams.status());
-  std::unique_ptr<TeamStore> store = *teams ? std::move(*teams) : FileTeamStore(ws);
+  auto opened = OpenChosenStore(a.store, ws);
+  if (!opened.ok()) return Fail(opened.status());
+  std::unique_ptr<TeamStore> store = std::move(*opened);
   auto team = store->LoadTeam(a.team);
   if (!team.ok()) return Fail(team.status());
-  auto host = LiveHost(ws, a.team, database ? store.get() : nullptr);
+  auto host = store->LiveHost(a.team);
   if (!host) {
     // A host whose lead's lock is not held this moment (its connection to
     // the database lost, the lock being taken again) still lives: the

@@ -58,9 +58,9 @@ int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
   if (a.name.empty()) return Usage("whose inbox? give NAME");
   Status s = ValidateName("member name", a.name);
   if (!s.ok()) return Fail(s);
-  auto pg = OpenChosenStore(a.store);
-  if (!pg.ok()) return Fail(pg.status());
-  std::unique_ptr<TeamStore> store = *pg ? pg::StoreTeams(**pg) : FileTeamStore(g.ws());
+  auto opened = OpenChosenStore(a.store, g.ws());
+  if (!opened.ok()) return Fail(opened.status());
+  std::unique_ptr<TeamStore> store = std::move(*opened);
   auto team = store->LoadTeam(a.team);
   if (!team.ok()) return Fail(team.status());
   // `user` is no member, but members write back to it (DESIGN §11).

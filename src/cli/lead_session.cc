@@ -20,6 +20,7 @@
 #include "cli/cli_common.h"
 #include "cli/session_signals.h"
 #include "cli/store_choice.h"
+#include "stores/open_store.h"
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
@@ -155,7 +156,7 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
       bool panes = false;
       for (const auto& m : team.ok() ? team->members : std::vector<Member>{}) panes |= m.backend == MemberBackend::kTmux;
       team_files.Reset();
-      if (panes && ctx.store == nullptr) {
+      if (panes && !ctx.store().spans_machines()) {
         auto t = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), "", waker);
         if (t.ok()) team_files = std::move(*t);
       }
@@ -597,14 +598,14 @@ Result<LeadHosted> HostTheLead(const LeadSessionConfig& a, TeamStore& store,
 // What the signal thread does: a first Ctrl-C interrupts the lead's turn;
 // stopping interrupts every agent for good and kills every tree.
 SessionSignals::Hooks SignalHooks(agent::AgentLoop& lead, team::TeamManager& teams, agent::SubagentManager& subs,
-                                  LiveOutput& out, pg::Store* database) {
+                                  LiveOutput& out, TeamStore& store) {
   SessionSignals::Hooks hooks;
   hooks.interrupt_turn = [&lead, &teams] {
     lead.Interrupt();
     teams.lead_waker()->Notify();
   };
-  hooks.stop_all = [&lead, &teams, &subs, database] {
-    if (database != nullptr) database->StopWaiting();
+  hooks.stop_all = [&lead, &teams, &subs, &store] {
+    store.StopWaiting();
     lead.Interrupt(CancelToken::kForGood);
     subs.InterruptAll();
     teams.InterruptAll("its host was told to stop");
@@ -663,13 +664,12 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
 
   // Where the team is kept: the workspace's files, or a PostgreSQL store
   // (DESIGN §13) whose connections are this process's own.
-  auto database = OpenChosenStore(a.store_url);
-  if (!database.ok()) return {Fail(database.status()), std::nullopt};
+  auto opened = OpenTeamStore(a.store_url, ws);
+  if (!opened.ok()) return {Fail(opened.status()), std::nullopt};
+  std::unique_ptr<TeamStore> store = std::move(*opened);
   // A server restarted or briefly away is waited for: the agents go on
   // when it is back (a stop cuts the wait short).
-  if (*database) (*database)->WaitOutOutages(kStoreOutagePatienceS);
-  std::unique_ptr<TeamStore> store = *database ? pg::StoreTeams(**database, ws) : FileTeamStore(ws);
-  TeamStore* const shared_store = *database ? store.get() : nullptr;  // what the tools and teammates carry
+  store->WaitOutOutages(kStoreOutagePatienceS);
 
   // The lead's team: created when missing (a host of teammates only
   // serves a team that exists).
@@ -715,7 +715,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     }
     // What the team's journals hold already counts: on a shared store,
     // those of every machine (their copies), else this workspace's.
-    auto shared = agent::ReadTeamUsage(*store, a.team, ws.AgentsDir(a.team));
+    auto shared = agent::ReadTeamUsage(*store, a.team, ws.AgentsDir(a.team));  // nullopt: no copies
     if (!shared.ok()) return {Fail(shared.status()), std::nullopt};
     auto before = *shared ? Result<agent::TeamUsage>(std::move(**shared)) : agent::ReadTeamUsage(ws.AgentsDir(a.team));
     if (!before.ok()) return {Fail(before.status()), std::nullopt};
@@ -741,14 +741,12 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   (*hub)->Start();
   auto registry = tools::MakeToolRegistry(tools::Scope::kLead);
   for (auto& t : (*hub)->ToolsFor(lead_name, /*is_lead=*/true)) registry->Add(std::move(t));
-  tools::ToolContext ctx;
-  ctx.ws = ws;
+  tools::ToolContext ctx(ws, *store);
   ctx.team = a.team;
   ctx.home_team = a.team;
   ctx.agent = lead_name;
   ctx.is_lead = true;
   ctx.skills = &skills;
-  ctx.store = shared_store;
   agent::AgentLoop* lead_ptr = nullptr;
   agent::SubagentManager subs(provider, ctx, &out, [&lead_ptr](std::string notice) {
     if (lead_ptr != nullptr) lead_ptr->AddNotice(std::move(notice));
@@ -758,14 +756,14 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   // The subagents' usage: one journal beside the lead's, and on a shared
   // store its copy, so that every machine's count has it.
   auto subagents_usage = std::make_shared<agent::UsageJournal>();
-  subs.SetSpend(spend, [subagents_usage, &teams_ptr, &ws, &lead_name, shared_store](const llm::Usage& u,
-                                                                                     const std::string& model) {
+  subs.SetSpend(spend, [subagents_usage, &teams_ptr, &ws, &lead_name, &store](const llm::Usage& u,
+                                                                              const std::string& model) {
     const std::string team = teams_ptr->lead_team();
     const std::string name = lead_name + ".subagents";
     return subagents_usage->Append(
         ws.AgentsDir(team) / (name + ".jsonl"),
         [&]() -> std::unique_ptr<JournalCopy> {
-          return shared_store != nullptr ? shared_store->JournalOf(team, name) : nullptr;
+          return store->JournalOf(team, name);
         },
         u, model);
   });
@@ -796,7 +794,6 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   topt.git = a.git;
   topt.spend = spend;
   topt.naive_baseline = a.naive_baseline;
-  topt.store = shared_store;
   topt.extra_tools = [hub = *hub](tools::ToolRegistry& r, const std::string& name) {
     for (auto& t : hub->ToolsFor(name, /*is_lead=*/false)) r.Add(std::move(t));
   };
@@ -814,7 +811,6 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   // leaves it to that one (on a shared store it may be another machine).
   git::MergeQueue::Options mq;
   mq.ws = ws;
-  mq.store = store.get();
   mq.team = [&teams] { return teams.lead_team(); };
   mq.on_change = [&teams] { teams.WakeWaiters(); };
   mq.tell_lead = [&lead, &teams](const std::string& text) {
@@ -824,10 +820,10 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   mq.running = [&teams](const std::string& name) { return teams.Running(name); };
   std::optional<git::MergeQueue> merges;
   if (!a.teammates_only) {
-    merges.emplace(mq);
+    merges.emplace(*store, mq);
     teams.SetBusyElsewhere([&merges] { return merges->Busy(); });
   }
-  signals.SetHooks(SignalHooks(lead, teams, subs, out, database->get()));
+  signals.SetHooks(SignalHooks(lead, teams, subs, out, *store));
   // No hook may run once the objects it uses start going away.
   struct HooksOff {
     SessionSignals& s;
@@ -840,7 +836,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   if (a.dashboard_port >= 0) {
     dashboard::DashboardOptions d;
     d.ws = ws;
-    if (*database) d.database = (*database)->target();
+    d.store_url = a.store_url;
     d.team = a.team;
     d.port = a.dashboard_port;
     auto started = dashboard::Dashboard::Start(d);
@@ -876,7 +872,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
     if (board_page) {
       dashboard::DashboardOptions d;
       d.ws = ws;
-      if (*database) d.database = (*database)->target();
+      d.store_url = a.store_url;
       d.team = to;
       auto started = dashboard::Dashboard::Start(d);
       if (started.ok()) {
@@ -911,7 +907,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
 
   // On a store other machines share, a host takes on the team's
   // teammates whose host died or stopped (DESIGN §13).
-  if (shared_store != nullptr && a.hosted) {
+  if (store->spans_machines() && a.hosted) {
     teams.StartAdopting(1.0, [&out, &teams](const std::vector<std::string>& names) {
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;

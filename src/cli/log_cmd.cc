@@ -19,10 +19,7 @@
 #include "core/files.h"
 #include "core/log.h"
 #include "store/mailbox.h"
-#include "store/message_log.h"
-#include "store/roster.h"
 #include "store/team_store.h"
-#include "store/watcher.h"
 
 namespace mates::cli {
 namespace {
@@ -87,40 +84,58 @@ class DeliveryView {
   std::map<std::string, std::string> quarantine_;
 };
 
-void PrintPlain(const std::vector<Message>& msgs, bool json) {
-  for (const auto& m : msgs) std::cout << (json ? DumpJson(MessageToJson(m)) : FormatMessage(m)) << "\n";
-  std::cout.flush();
+// Prints `m`, with where it stands for each recipient if `delivery`.
+void Print(const Message& m, bool json, DeliveryView* delivery) {
+  if (delivery == nullptr) {
+    std::cout << (json ? DumpJson(MessageToJson(m)) : FormatMessage(m)) << "\n";
+    return;
+  }
+  auto states = delivery->Of(m);
+  if (json) {
+    Json j = MessageToJson(m);
+    j["delivery"] = Json::object();
+    for (const auto& [to, state] : states) j["delivery"][to] = state;
+    std::cout << DumpJson(j) << "\n";
+  } else {
+    std::string line;
+    for (const auto& [to, state] : states) line += (line.empty() ? "" : ", ") + to + " " + state;
+    std::cout << FormatMessage(m) << "\n    ↳ " << line << "\n";
+  }
 }
 
-// The log of a team in a PostgreSQL store: the table, in order; --follow
-// wakes on its notifications.
-int LogOnPostgres(pg::Store& store, const Workspace& ws, const LogArgs& a) {
-  if (a.delivery) {
+// The team's log in order, in pages (a long log is never one result in
+// memory); --follow wakes on its changes and waits out a store out of
+// reach. `ws` is where the files are (the delivery view reads them).
+int ShowLog(TeamStore& store, const Workspace& ws, const Workspace& home, const LogArgs& a) {
+  if (a.delivery && store.spans_machines()) {
     return Usage("--delivery reads the agents' journals, which the file store keeps: not on a PostgreSQL store yet");
   }
   auto team = store.LoadTeam(a.team);
-  if (!team.ok()) return Fail(SayIfArchived(team.status(), ws, a.team, a.archived));
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), home, a.team, a.archived));
+  std::optional<DeliveryView> delivery;
+  if (a.delivery) delivery.emplace(ws, *team);
   auto waker = std::make_shared<Waker>();
-  pg::Listener::Subscription sub;
+  std::unique_ptr<Hold> watch;
   if (a.follow) {
-    auto s = store.listener().Subscribe(pg::LogKey(a.team), waker);
-    if (!s.ok()) return Fail(s.status());
-    sub = std::move(*s);
+    auto w = store.Watch(a.team, TeamPart::kLog, waker);
+    if (!w.ok()) return Fail(w.status());
+    watch = std::move(*w);
   }
-  int64_t cursor = 0;
+  uint64_t cursor = 0;
   bool said_lost = false;
   for (;;) {
     uint64_t seen = waker->generation();
     Status failed = Status::Ok();
-    for (;;) {  // in pages, so a long log is never one result in memory
-      int64_t before = cursor;
-      auto msgs = store.ReadLog(a.team, &cursor);
-      if (!msgs.ok()) {
-        failed = msgs.status();
+    for (;;) {
+      auto page = store.LogAfter(a.team, cursor, 0);
+      if (!page.ok()) {
+        failed = page.status();
         break;
       }
-      PrintPlain(*msgs, a.json);
-      if (cursor == before) break;
+      for (const auto& m : page->messages) Print(m, a.json, delivery ? &*delivery : nullptr);
+      std::cout.flush();
+      if (page->next == cursor) break;
+      cursor = page->next;
     }
     if (!failed.ok()) {
       // Following, a store that cannot be reached is waited out.
@@ -134,8 +149,7 @@ int LogOnPostgres(pg::Store& store, const Workspace& ws, const LogArgs& a) {
     if (!a.follow) return 0;
     waker->WaitChange(seen, std::nullopt);
     // The team may have been deleted meanwhile.
-    auto still = store.LoadTeam(a.team);
-    if (!still.ok() && still.status().code() == StatusCode::kNotFound) return 0;
+    if (store.HasTeam(a.team).code() == StatusCode::kNotFound) return 0;
   }
 }
 
@@ -143,58 +157,14 @@ int Log(Globals& g, const LogArgs& a) {
   if (a.follow && a.archived.given()) return Usage("an archive does not change: --follow has nothing to wait for");
   if (a.follow && a.delivery) return Usage("--delivery is a snapshot: it cannot --follow");
   // An archive is this workspace's files, whichever store the team was in.
-  if (!a.archived.given()) {
-    auto pg = OpenChosenStore(a.store);
-    if (!pg.ok()) return Fail(pg.status());
-    if (*pg) return LogOnPostgres(**pg, g.ws(), a);
+  if (a.archived.given()) {
+    auto reading = ReadingWorkspace(g, a.team, a.archived);
+    if (!reading.ok()) return Fail(reading.status());
+    return ShowLog(*FileTeamStore(*reading), *reading, g.ws(), a);
   }
-  auto reading = ReadingWorkspace(g, a.team, a.archived);
-  if (!reading.ok()) return Fail(reading.status());
-  const Workspace& ws = *reading;
-  auto team = Roster(ws).Load(a.team);
-  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
-  MessageLog log(ws, a.team);
-  std::optional<DeliveryView> delivery;
-  if (a.delivery) delivery.emplace(ws, *team);
-  std::shared_ptr<Waker> waker;
-  Watcher::Subscription sub;
-  if (a.follow) {
-    waker = std::make_shared<Waker>();
-    auto s = Watcher::Default().Subscribe(ws.TeamDir(a.team), log.path().filename().string(),
-                                          waker);
-    if (!s.ok()) return Fail(s.status());
-    sub = std::move(*s);
-  }
-  uint64_t offset = 0;
-  for (;;) {
-    uint64_t seen = waker ? waker->generation() : 0;
-    uint64_t next = 0;
-    auto msgs = log.ReadFrom(offset, &next);
-    if (!msgs.ok()) return Fail(msgs.status());
-    offset = next;
-    for (const auto& m : *msgs) {
-      if (!delivery) {
-        std::cout << (a.json ? DumpJson(MessageToJson(m)) : FormatMessage(m)) << "\n";
-        continue;
-      }
-      auto states = delivery->Of(m);
-      if (a.json) {
-        Json j = MessageToJson(m);
-        j["delivery"] = Json::object();
-        for (const auto& [to, state] : states) j["delivery"][to] = state;
-        std::cout << DumpJson(j) << "\n";
-      } else {
-        std::string line;
-        for (const auto& [to, state] : states) line += (line.empty() ? "" : ", ") + to + " " + state;
-        std::cout << FormatMessage(m) << "\n    ↳ " << line << "\n";
-      }
-    }
-    std::cout.flush();
-    if (!a.follow) return 0;
-    waker->WaitChange(seen, std::nullopt);
-    // The team may have been deleted meanwhile.
-    if (!std::filesystem::exists(ws.ConfigPath(a.team))) return 0;
-  }
+  auto store = OpenChosenStore(a.store, g.ws());
+  if (!store.ok()) return Fail(store.status());
+  return ShowLog(**store, g.ws(), g.ws(), a);
 }
 
 }  // namespace

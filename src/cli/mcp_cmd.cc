@@ -44,35 +44,31 @@ bool WriteAll(int fd, const std::string& data) {
 int Serve(Globals& g, const McpArgs& a) {
   if (a.team.empty()) return Usage("which team? give --team or set MATES_TEAM");
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
-  auto pg = OpenChosenStore(a.store);
-  if (!pg.ok()) return Fail(pg.status());
-  std::unique_ptr<TeamStore> store = *pg ? pg::StoreTeams(**pg) : nullptr;
+  auto opened = OpenChosenStore(a.store, g.ws());
+  if (!opened.ok()) return Fail(opened.status());
+  std::unique_ptr<TeamStore> store = std::move(*opened);
   std::string as = a.as;
   if (as.empty()) {
     // An agent's shell has MATES_AGENT_NAME; otherwise the team's lead.
-    auto member = store ? [&]() -> Result<std::string> {
-      MATES_ASSIGN_OR_RETURN(TeamConfig c, store->LoadTeam(a.team));
-      return DefaultMember(c);
-    }()
-                        : DefaultMember(g.ws(), a.team);
-    if (!member.ok()) return Fail(member.status());
-    as = *member;
+    auto team = store->LoadTeam(a.team);
+    if (!team.ok()) return Fail(team.status());
+    as = DefaultMember(*team);
   }
   if (as != kUserName) {
     if (Status s = ValidateName("member name", as); !s.ok()) return Fail(s);
   }
-  // On a PostgreSQL store the server hosts its member (DESIGN §13): it holds
-  // the member's liveness lock while it runs, so the team sees the agent as
-  // there (not offline), and a second server for the same member, on any
-  // machine, is refused.
-  pg::Store::Liveness hosting;
-  if (*pg && as != kUserName) {
-    auto team = (*pg)->LoadTeam(a.team);
+  // On a store that machines share the server hosts its member (DESIGN
+  // §13): it holds the member's liveness lock while it runs, so the team
+  // sees the agent as there (not offline), and a second server for the same
+  // member, on any machine, is refused.
+  std::unique_ptr<Hold> hosting;
+  if (store->spans_machines() && as != kUserName) {
+    auto team = store->LoadTeam(a.team);
     if (!team.ok()) return Fail(team.status());
     if (team->Find(as) == nullptr) {
       return Fail(Status::NotFound("'" + as + "' is not a member of team '" + a.team + "'"));
     }
-    auto held = (*pg)->HoldLiveness(a.team, as);
+    auto held = store->HoldLiveness(a.team, as);
     if (!held.ok()) {
       if (held.status().code() != StatusCode::kConflict) return Fail(held.status());
       return Fail(Status::Conflict("'" + as + "' of team '" + a.team +
@@ -82,7 +78,7 @@ int Serve(Globals& g, const McpArgs& a) {
   }
   // A client that goes away mid-answer is an ended session, not a signal.
   std::signal(SIGPIPE, SIG_IGN);
-  mcp::TeamIdentity who{g.ws(), a.team, as, store.get()};
+  mcp::TeamIdentity who{g.ws(), a.team, as, *store};
   std::atomic<bool> client_gone{false};
   mcp::Server::Options options;
   options.version = "0.1.0";

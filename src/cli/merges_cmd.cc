@@ -13,7 +13,6 @@
 #include "core/json.h"
 #include "core/names.h"
 #include "git/submit.h"
-#include "pg/store.h"
 #include "store/merges.h"
 #include "store/roster.h"
 
@@ -49,21 +48,17 @@ Result<int64_t> MergeId(const std::string& text) { return ParseId(text, "merge i
 // The team's merge requests where it is kept: this workspace's files (an
 // archive always is) or the database (DESIGN §13). NotFound for no team.
 struct Opened {
-  std::unique_ptr<pg::Store> db;
   std::unique_ptr<TeamStore> store;
   std::unique_ptr<MergeBook> merges;
 };
 
 Result<Opened> OpenMerges(const Globals& g, const MergesArgs& a) {
   Opened o;
-  if (!a.archived.given()) {
-    MATES_ASSIGN_OR_RETURN(o.db, OpenChosenStore(a.store));
-  }
-  if (o.db) {
-    o.store = pg::StoreTeams(*o.db);
-  } else {
+  if (a.archived.given()) {
     MATES_ASSIGN_OR_RETURN(Workspace ws, ReadingWorkspace(g, a.team, a.archived));
     o.store = FileTeamStore(ws);
+  } else {
+    MATES_ASSIGN_OR_RETURN(o.store, OpenChosenStore(a.store, g.ws()));
   }
   MATES_RETURN_IF_ERROR(o.store->LoadTeam(a.team).status());
   o.merges = o.store->Merges(a.team);

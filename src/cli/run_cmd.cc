@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "cli/store_choice.h"
+#include "stores/open_store.h"
 #include "core/limits.h"
 #include "core/names.h"
 #include "core/secrets.h"
@@ -76,8 +77,9 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   c.fresh = a.fresh;
   // The store's URL is checked here; it is opened by whatever hosts the
   // session (a forked host opens its own connections).
-  MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, ChosenStore(a.store));
-  c.store_url = target ? a.store : "";
+  const std::string url = StoreUrlOrDefault(a.store);
+  MATES_RETURN_IF_ERROR(CheckStoreUrl(url));
+  c.store_url = IsFileStoreUrl(url) ? "" : url;
   MATES_RETURN_IF_ERROR(CheckSeconds("--merge-timeout", a.merge_timeout, 0, false));
   if (a.merge != "auto" && a.merge != "review") {
     return Status::InvalidArgument("--merge must be 'auto' or 'review', not '" + a.merge + "'");

@@ -77,9 +77,9 @@ int Send(Globals& g, const SendArgs& a) {
   // MATES_AGENT_NAME.
   const char* agent = std::getenv("MATES_AGENT_NAME");
   r.sender = !a.from.empty() ? a.from : agent != nullptr && *agent != '\0' ? agent : kUserName;
-  auto pg = OpenChosenStore(a.store);
-  if (!pg.ok()) return Fail(pg.status());
-  std::unique_ptr<TeamMail> mail = *pg ? pg::StoreMail(**pg, a.team) : FileTeamMail(g.ws(), a.team);
+  auto store = OpenChosenStore(a.store, g.ws(), StoreUse{.one_shot = true});
+  if (!store.ok()) return Fail(store.status());
+  std::unique_ptr<TeamMail> mail = (*store)->Mail(a.team);
   auto receipt = Messenger(*mail).Send(r);
   if (!receipt.ok()) return Fail(receipt.status());
   for (const auto& w : receipt->warnings) LogWarning(w);

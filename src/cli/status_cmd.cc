@@ -6,8 +6,7 @@
 // activity file), its task (the board's in-progress task it owns), tokens
 // and cost; then the last messages. `--json` is one document; `--watch`
 // redraws whenever a file of the team changes (and every second, for the
-// durations). On a PostgreSQL store (DESIGN §13): the roster with liveness,
-// the board and the last messages, redrawn on the team's notifications.
+// durations). The same on every store (DESIGN §13).
 #include <unistd.h>
 
 #include <iostream>
@@ -22,14 +21,8 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/names.h"
-#include "dashboard/team_view.h"
-#include "store/board.h"
-#include "store/host_info.h"
-#include "store/liveness.h"
-#include "store/message_log.h"
-#include "store/roster.h"
+#include "view/team_view.h"
 #include "store/team_store.h"
-#include "store/watcher.h"
 
 namespace mates::cli {
 namespace {
@@ -166,29 +159,32 @@ std::string Render(const TeamView& v) {
   return o.str();
 }
 
-int StatusOnPostgres(pg::Store& store, const Workspace& ws, const StatusArgs& a) {
+// The team once, or redrawn whenever its roster, host, board, log or
+// activity changes (and every second, for the durations and liveness: a
+// dead host's locks just go free). A store out of reach is waited out,
+// said on the screen.
+int ShowStatus(TeamStore& store, const Workspace& ws, const StatusArgs& a) {
   if (!a.watch) {
-    auto v = view::LookAtTeam(store, ws, a.team, kLastMessages);
+    auto v = view::LookAtTeam(store, a.team, kLastMessages);
     if (!v.ok()) return Fail(SayIfArchived(v.status(), ws, a.team, a.archived));
     std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
     return 0;
   }
-  // The roster, the board, the log and the activity notify; every second
-  // for the rest (liveness).
   auto waker = std::make_shared<Waker>();
-  std::vector<pg::Listener::Subscription> subs;
-  for (const std::string& key :
-       {pg::TeamKey(a.team), pg::BoardKey(a.team), pg::LogKey(a.team), pg::ActivityKey(a.team)}) {
-    auto s = store.listener().Subscribe(key, waker);
-    if (!s.ok()) return Fail(s.status());
-    subs.push_back(std::move(*s));
-  }
+  constexpr TeamPart kParts[] = {TeamPart::kRoster, TeamPart::kHost, TeamPart::kBoard, TeamPart::kLog,
+                                 TeamPart::kActivity};
+  std::vector<std::unique_ptr<Hold>> watches(std::size(kParts));
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
   for (;;) {
+    // A part not there yet (no board so far) is watched once it is.
+    for (size_t i = 0; i < watches.size(); ++i) {
+      if (watches[i]) continue;
+      auto w = store.Watch(a.team, kParts[i], waker);
+      if (w.ok()) watches[i] = std::move(*w);
+    }
     uint64_t gen = waker->generation();
-    auto v = view::LookAtTeam(store, ws, a.team, kLastMessages);
+    auto v = view::LookAtTeam(store, a.team, kLastMessages);
     if (!v.ok()) {
-      // A store that cannot be reached is waited out, said on the screen.
       if (v.status().code() != StatusCode::kUnavailable) {
         return Fail(SayIfArchived(v.status(), ws, a.team, a.archived));
       }
@@ -197,6 +193,7 @@ int StatusOnPostgres(pg::Store& store, const Workspace& ws, const StatusArgs& a)
       WaitOutOutage(v.status(), *waker, gen, std::nullopt);
       continue;
     }
+    // Home and clear to the end: the screen is replaced, not scrolled.
     std::cout << (tty ? "\033[H\033[2J" : "\f\n") << Render(*v) << std::flush;
     waker->WaitChange(gen, DeadlineIn(1.0));
   }
@@ -206,37 +203,14 @@ int Status_(Globals& g, const StatusArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
   if (a.watch && a.json) return Usage("--watch redraws a screen; --json prints one document: choose one");
   // An archive is this workspace's files, whichever store the team was in.
-  if (!a.archived.given()) {
-    auto pg = OpenChosenStore(a.store);
-    if (!pg.ok()) return Fail(pg.status());
-    if (*pg) return StatusOnPostgres(**pg, g.ws(), a);
+  if (a.archived.given()) {
+    auto reading = ReadingWorkspace(g, a.team, a.archived);
+    if (!reading.ok()) return Fail(reading.status());
+    return ShowStatus(*FileTeamStore(*reading), g.ws(), a);
   }
-  auto reading = ReadingWorkspace(g, a.team, a.archived);
-  if (!reading.ok()) return Fail(reading.status());
-  const Workspace& ws = *reading;
-  if (!a.watch) {
-    auto v = view::LookAtTeam(ws, a.team, kLastMessages);
-    if (!v.ok()) return Fail(SayIfArchived(v.status(), g.ws(), a.team, a.archived));
-    std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
-    return 0;
-  }
-  // Any change of the team's files (roster, inboxes, log, host.json), its
-  // agents' activity and its board redraws at once.
-  auto waker = std::make_shared<Waker>();
-  std::vector<Watcher::Subscription> subs;
-  for (const fs::path& dir : {ws.TeamDir(a.team), ws.AgentsDir(a.team), ws.TasksDir(a.team)}) {
-    auto s = Watcher::Default().Subscribe(dir, "", waker);
-    if (s.ok()) subs.push_back(std::move(*s));
-  }
-  const bool tty = ::isatty(STDOUT_FILENO) == 1;
-  for (;;) {
-    uint64_t gen = waker->generation();
-    auto v = view::LookAtTeam(ws, a.team, kLastMessages);
-    if (!v.ok()) return Fail(SayIfArchived(v.status(), g.ws(), a.team, a.archived));
-    // Home and clear to the end: the screen is replaced, not scrolled.
-    std::cout << (tty ? "\033[H\033[2J" : "\f\n") << Render(*v) << std::flush;
-    waker->WaitChange(gen, DeadlineIn(1.0));
-  }
+  auto store = OpenChosenStore(a.store, g.ws());
+  if (!store.ok()) return Fail(store.status());
+  return ShowStatus(**store, g.ws(), a);
 }
 
 }  // namespace

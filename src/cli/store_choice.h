@@ -1,26 +1,22 @@
-// The store a command works on (DESIGN §13): --store URL, else
+// The store a command works on (DESIGN §13, §17): --store URL, else
 // $MATES_STORE — the file store (file:, the default: the files under W) or
-// a PostgreSQL database (postgres://… or postgresql://…).
+// a PostgreSQL database (postgres://… or postgresql://…), opened through
+// the one factory (stores/open_store.h).
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "core/status.h"
-#include "pg/connection.h"
-#include "pg/store.h"
+#include "store/team_store.h"
+#include "store/workspace.h"
 
 namespace mates::cli {
 
-// The PostgreSQL target, or nullopt for the file store.
-Result<std::optional<pg::Target>> ChosenStore(const std::string& url);
-
-// The chosen store, opened (its schema checked): nullptr for the file
-// store.
-Result<std::unique_ptr<pg::Store>> OpenChosenStore(const std::string& url);
+// The chosen store, seen from the workspace `ws`.
+Result<std::unique_ptr<TeamStore>> OpenChosenStore(const std::string& url, const Workspace& ws, StoreUse use = {});
 
 // `--store URL` (default $MATES_STORE) on a command that works on either.
 void AddStoreOption(CLI::App* cmd, std::string& url);

@@ -13,7 +13,6 @@
 #include "core/names.h"
 #include "store/board.h"
 #include "git/submit.h"
-#include "pg/store.h"
 #include "store/roster.h"
 #include "store/task_board.h"
 
@@ -53,30 +52,25 @@ Result<std::vector<int64_t>> ParseIds(const std::string& list, const char* what)
 }
 
 // An existing team's roster and board in the chosen store (a typo must not
-// create a phantom board).
+// create a phantom board). One operation per process: no watch to keep.
 struct TeamState {
   TeamConfig config;
-  std::unique_ptr<Board> files;       // the file store's board
-  std::unique_ptr<pg::Store> pg;      // a PostgreSQL store
-  std::unique_ptr<TaskBoard> board;   // either, as a TaskBoard
+  std::unique_ptr<TeamStore> store;
+  std::unique_ptr<TaskBoard> board;
 };
 
-Result<TeamState> OpenTeam(const Workspace& ws, const TasksArgs& a) {
+Result<TeamState> OpenTeam(const Globals& g, const TasksArgs& a) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", a.team));
   TeamState s;
   // An archive is this workspace's files, whichever store the team was in.
-  if (!a.archived.given()) {
-    MATES_ASSIGN_OR_RETURN(s.pg, OpenChosenStore(a.store));
+  if (a.archived.given()) {
+    MATES_ASSIGN_OR_RETURN(Workspace ws, ReadingWorkspace(g, a.team, a.archived));
+    s.store = FileTeamStore(ws, StoreUse{.one_shot = true});
+  } else {
+    MATES_ASSIGN_OR_RETURN(s.store, OpenChosenStore(a.store, g.ws(), StoreUse{.one_shot = true}));
   }
-  if (s.pg) {
-    MATES_ASSIGN_OR_RETURN(s.config, s.pg->LoadTeam(a.team));
-    s.board = pg::TeamBoard(*s.pg, a.team);
-    return s;
-  }
-  MATES_ASSIGN_OR_RETURN(s.config, Roster(ws).Load(a.team));
-  // One operation per process: no watch to keep.
-  s.files = std::make_unique<Board>(ws.TasksDir(a.team), Board::Options{.watch = false});
-  s.board = FileTaskBoard(*s.files);
+  MATES_ASSIGN_OR_RETURN(s.config, s.store->LoadTeam(a.team));
+  s.board = s.store->Board(a.team);
   return s;
 }
 
@@ -100,7 +94,7 @@ int PrintTask(const Task& t, bool json, const std::string& verb) {
 int List(Globals& g, const TasksArgs& a) {
   auto reading = Reading(g, a);
   if (!reading.ok()) return Fail(reading.status());
-  auto team = OpenTeam(*reading, a);
+  auto team = OpenTeam(g, a);
   if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
   // Deleted tasks too: a deleted blocker blocks no more.
   auto all = team->board->List(/*include_deleted=*/true);
@@ -127,7 +121,7 @@ int Get(Globals& g, const TasksArgs& a) {
   if (!id.ok()) return Fail(id.status());
   auto reading = Reading(g, a);
   if (!reading.ok()) return Fail(reading.status());
-  auto team = OpenTeam(*reading, a);
+  auto team = OpenTeam(g, a);
   if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
   auto t = team->board->Get(*id);
   if (!t.ok()) return Fail(t.status());
@@ -143,7 +137,7 @@ int Create(Globals& g, const TasksArgs& a) {
   auto blockers = ParseIds(a.blocked_by, "--blocked-by id");
   if (!blockers.ok()) return Fail(blockers.status());
   d.blocked_by = *blockers;
-  auto team = OpenTeam(g.ws(), a);
+  auto team = OpenTeam(g, a);
   if (!team.ok()) return Fail(team.status());
   auto t = team->board->Create(d);
   if (!t.ok()) return Fail(t.status());
@@ -171,7 +165,7 @@ int Update(Globals& g, const TasksArgs& a) {
   if (!bl.ok()) return Fail(bl.status());
   p.add_blocks = *bl;
   Workspace ws = g.ws();
-  auto team = OpenTeam(ws, a);
+  auto team = OpenTeam(g, a);
   if (!team.ok()) return Fail(team.status());
   Caller caller;
   if (!a.as.empty()) {
@@ -189,8 +183,7 @@ int Update(Globals& g, const TasksArgs& a) {
     rest.status.reset();
     auto t = team->board->Update(*id, rest, caller);
     if (!t.ok()) return Fail(t.status());
-    std::unique_ptr<TeamStore> store = team->pg ? pg::StoreTeams(*team->pg) : FileTeamStore(ws);
-    auto submitted = git::SubmitForMerge(ws, *store, a.team, *id, caller);
+    auto submitted = git::SubmitForMerge(ws, *team->store, a.team, *id, caller);
     if (!submitted.ok()) return Fail(submitted.status());
     if (submitted->has_value()) {
       if (a.json) {
@@ -217,7 +210,7 @@ int Claim(Globals& g, const TasksArgs& a) {
     if (!parsed.ok()) return Fail(parsed.status());
     id = *parsed;
   }
-  auto team = OpenTeam(g.ws(), a);
+  auto team = OpenTeam(g, a);
   if (!team.ok()) return Fail(team.status());
   // A task claimed by no one on the roster would never be worked on.
   if (team->config.Find(a.owner) == nullptr) {

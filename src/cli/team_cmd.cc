@@ -11,7 +11,6 @@
 #include "cli/cli_common.h"
 #include "cli/store_choice.h"
 #include "git/worktrees.h"
-#include "pg/export.h"
 #include "store/host_info.h"
 #include "core/clock.h"
 #include "core/names.h"
@@ -38,49 +37,17 @@ struct TeamArgs {
   bool purge = false;     // team delete --purge
 };
 
-// The teams of the chosen store.
-class Teams {
- public:
-  static Result<Teams> Open(Globals& g, const std::string& store) {
-    Teams t;
-    MATES_ASSIGN_OR_RETURN(t.pg_, OpenChosenStore(store));
-    if (!t.pg_) t.roster_.emplace(g.ws());
-    return t;
-  }
-  bool on_postgres() const { return pg_ != nullptr; }
-  pg::Store* postgres() { return pg_.get(); }
-  // Where the teams are, as said to a person (no password).
-  std::string where() const { return pg_ ? pg_->target().shown : roster_->workspace().root().string(); }
+// How `m` is shown: a member nobody hosts is offline.
+std::string_view Shown(TeamStore& teams, const TeamConfig& c, const Member& m) {
+  return ShownStatus(m, m.status == MemberStatus::kShutdown || teams.IsHosted(c.name, m.name));
+}
 
-  Result<std::vector<std::string>> List() { return pg_ ? pg_->ListTeams() : roster_->ListTeams(); }
-  Result<TeamConfig> Load(const std::string& team) { return pg_ ? pg_->LoadTeam(team) : roster_->Load(team); }
-  Result<TeamConfig> Create(const std::string& team, const std::string& lead, const std::string& description) {
-    return pg_ ? pg_->CreateTeam(team, lead, description) : roster_->CreateTeam(team, lead, description);
-  }
-  Result<Member> Add(const std::string& team, const Member& m) {
-    return pg_ ? pg_->AddMember(team, m) : roster_->AddMember(team, m);
-  }
-  HostedFn Hosted(const std::string& team) {
-    if (pg_) {
-      return [this, team](std::string_view m) {
-        auto hosted = pg_->IsHosted(team, std::string(m));
-        return hosted.ok() && *hosted;
-      };
-    }
-    return [this, team](std::string_view m) { return HostAlive(roster_->workspace(), team, m); };
-  }
-  std::string_view Shown(const TeamConfig& c, const Member& m) {
-    return ShownStatus(m, m.status == MemberStatus::kShutdown || Hosted(c.name)(m.name));
-  }
-  Json ShownJson(const TeamConfig& c) { return TeamConfigToShownJson(c, Hosted(c.name)); }
-
- private:
-  std::unique_ptr<pg::Store> pg_;
-  std::optional<Roster> roster_;
-};
+Json ShownJson(TeamStore& teams, const TeamConfig& c) {
+  return TeamConfigToShownJson(c, [&](std::string_view m) { return teams.IsHosted(c.name, std::string(m)); });
+}
 
 // Statuses as DESIGN §10 shows them: a member nobody hosts is offline.
-void PrintTeam(Teams& teams, const TeamConfig& c) {
+void PrintTeam(TeamStore& teams, const TeamConfig& c) {
   std::cout << "team " << c.name << " (lead: " << c.lead << ", " << c.members.size()
             << " members)\n";
   if (!c.description.empty()) std::cout << "  " << c.description << "\n";
@@ -89,7 +56,7 @@ void PrintTeam(Teams& teams, const TeamConfig& c) {
     line.resize(std::max<size_t>(line.size() + 1, 20), ' ');
     line += m.role_title.empty() ? std::string(MemberRoleName(m.role)) : m.role_title;
     line.resize(std::max<size_t>(line.size() + 1, 30), ' ');
-    line += std::string(teams.Shown(c, m));
+    line += std::string(Shown(teams, c, m));
     line.resize(std::max<size_t>(line.size() + 1, 40), ' ');
     line += std::string(MemberBackendName(m.backend));
     if (!m.color.empty()) line += "  " + m.color;
@@ -125,42 +92,42 @@ int ListArchived(Globals& g, const TeamArgs& a) {
 }
 
 int List(Globals& g, const TeamArgs& a) {
-  auto teams = Teams::Open(g, a.store);
+  auto teams = OpenChosenStore(a.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   if (a.archived) {
     return ListArchived(g, a);  // this workspace's, whichever store the teams were in
   }
-  auto names = teams->List();
+  auto names = (*teams)->ListTeams();
   if (!names.ok()) return Fail(names.status());
   Json out = Json::array();
   for (const auto& t : *names) {
-    auto c = teams->Load(t);
+    auto c = (*teams)->LoadTeam(t);
     if (!c.ok()) {
       std::cerr << "mates: warning: " << c.status().message() << std::endl;
       continue;
     }
     if (a.json) {
-      out.push_back(teams->ShownJson(*c));
+      out.push_back(ShownJson(**teams, *c));
     } else {
       size_t active = 0;
-      for (const auto& m : c->members) active += teams->Shown(*c, m) == "active" ? 1 : 0;
+      for (const auto& m : c->members) active += Shown(**teams, *c, m) == "active" ? 1 : 0;
       std::cout << c->name << "  " << c->members.size() << " members, " << active << " active\n";
     }
   }
   if (a.json) std::cout << DumpJsonPretty(out) << std::endl;
-  if (!a.json && names->empty()) std::cout << "no teams in " << teams->where() << "\n";
+  if (!a.json && names->empty()) std::cout << "no teams in " << (*teams)->where() << "\n";
   return 0;
 }
 
 int Show(Globals& g, const TeamArgs& a) {
-  auto teams = Teams::Open(g, a.store);
+  auto teams = OpenChosenStore(a.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
-  auto c = teams->Load(a.team);
+  auto c = (*teams)->LoadTeam(a.team);
   if (!c.ok()) return Fail(c.status());
   if (a.json) {
-    std::cout << DumpJsonPretty(teams->ShownJson(*c)) << std::endl;
+    std::cout << DumpJsonPretty(ShownJson(**teams, *c)) << std::endl;
   } else {
-    PrintTeam(*teams, *c);
+    PrintTeam(**teams, *c);
   }
   return 0;
 }
@@ -184,25 +151,25 @@ int Create(Globals& g, const TeamArgs& a) {
   if (!s.ok()) return Fail(s);
   auto backend = ParseMemberBackend(a.backend);
   if (!backend.ok()) return Fail(backend.status());
-  auto teams = Teams::Open(g, a.store);
+  auto teams = OpenChosenStore(a.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
-  auto c = teams->Create(a.team, a.lead, a.description);
+  auto c = (*teams)->CreateTeam(a.team, a.lead, a.description);
   if (!c.ok()) return Fail(c.status());
   for (const auto& name : members) {
     Member m;
     m.name = name;
     m.role = MemberRole::kTeammate;
     m.backend = *backend;
-    auto added = teams->Add(a.team, m);
+    auto added = (*teams)->AddMember(a.team, m);
     if (!added.ok()) return Fail(added.status());
   }
-  auto final_config = teams->Load(a.team);
+  auto final_config = (*teams)->LoadTeam(a.team);
   if (!final_config.ok()) return Fail(final_config.status());
   if (a.json) {
-    std::cout << DumpJsonPretty(teams->ShownJson(*final_config)) << std::endl;
+    std::cout << DumpJsonPretty(ShownJson(**teams, *final_config)) << std::endl;
   } else {
-    std::cout << "created team " << a.team << " in " << teams->where() << "\n";
-    PrintTeam(*teams, *final_config);
+    std::cout << "created team " << a.team << " in " << (*teams)->where() << "\n";
+    PrintTeam(**teams, *final_config);
   }
   return 0;
 }
@@ -225,21 +192,21 @@ int Join(Globals& g, const TeamArgs& a) {
   m.name = a.member;
   m.role = MemberRole::kTeammate;
   m.backend = *backend;
-  auto teams = Teams::Open(g, a.store);
+  auto teams = OpenChosenStore(a.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   if (!isolation && *backend == MemberBackend::kInProcess) {
     // The team's setting, as for a teammate the lead spawns.
-    auto c = teams->Load(a.team);
+    auto c = (*teams)->LoadTeam(a.team);
     if (!c.ok()) return Fail(c.status());
     isolation = c->git.isolation;
   }
   m.worktree = isolation == Isolation::kWorktree;
-  auto added = teams->Add(a.team, m);
+  auto added = (*teams)->AddMember(a.team, m);
   if (!added.ok()) return Fail(added.status());
   if (a.json) {
-    auto c = teams->Load(a.team);
+    auto c = (*teams)->LoadTeam(a.team);
     if (!c.ok()) return Fail(c.status());
-    std::cout << DumpJsonPretty(teams->ShownJson(*c)) << std::endl;
+    std::cout << DumpJsonPretty(ShownJson(**teams, *c)) << std::endl;
   } else {
     std::cout << added->agent_id << " joined (colour " << added->color << ")\n";
   }
@@ -270,36 +237,32 @@ int Archived(const Workspace& ws, const Result<ArchivedTeam>& archived, const Te
   return 0;
 }
 
-// A team of a PostgreSQL store: archived into this workspace (what the
-// database holds, and this machine's files of it), or with --purge gone
-// from the database and from this machine.
-int DeleteOnPostgres(const Workspace& ws, pg::Store& store, const TeamArgs& a) {
-  if (!a.purge) return Archived(ws, pg::ArchiveTeam(store, ws, a.team), a);
-  Status s = store.DeleteTeam(a.team);
-  if (s.ok()) {
-    std::error_code ec;
-    fs::remove_all(ws.TeamDir(a.team), ec);  // its journals here would bring it back
-  }
-  return Purged(s, a);
-}
-
-// Archives the team (DESIGN §11); --purge deletes it for good.
+// Archives the team (DESIGN §11): what the store holds and this machine's
+// files of it go into an archive of this workspace. --purge deletes it for
+// good, this machine's files of it too (its journals here would bring it
+// back).
 int Delete(Globals& g, const TeamArgs& a) {
-  auto teams = Teams::Open(g, a.store);
+  auto teams = OpenChosenStore(a.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
-  if (teams->on_postgres()) return DeleteOnPostgres(g.ws(), *teams->postgres(), a);
+  TeamStore& store = **teams;
   // Its worktrees go first (unmerged work stays on its branch, DESIGN §12).
-  // (Not under a live host: its teammates may be working in them.)
-  if (auto c = Roster(g.ws()).Load(a.team); c.ok() && c->git.configured()) {
-    if (ReadLiveHost(g.ws(), a.team)) {
+  // (Not under a live host: its teammates may be working in them.) A
+  // shared store's worktrees are each host's, on its own machine.
+  if (auto c = store.LoadTeam(a.team); c.ok() && c->git.configured() && !store.spans_machines()) {
+    if (store.LiveHost(a.team)) {
       std::cerr << "mates: the team is hosted: its worktrees stay in " << g.ws().WorktreesDir(a.team).string()
                 << std::endl;
     } else {
       for (const auto& k : git::CleanUpTeam(g.ws(), *c)) std::cerr << "mates: " << k << std::endl;
     }
   }
-  if (a.purge) return Purged(Roster(g.ws()).DeleteTeam(a.team), a);
-  return Archived(g.ws(), ArchiveTeam(g.ws(), a.team), a);
+  if (!a.purge) return Archived(g.ws(), store.Archive(a.team), a);
+  Status s = store.DeleteTeam(a.team);
+  if (s.ok() && store.spans_machines()) {
+    std::error_code ec;
+    fs::remove_all(g.ws().TeamDir(a.team), ec);
+  }
+  return Purged(s, a);
 }
 
 }  // namespace

@@ -21,9 +21,7 @@
 #include "cli/store_choice.h"
 #include "core/json.h"
 #include "core/names.h"
-#include "pg/store.h"
 #include "store/archive.h"
-#include "store/roster.h"
 
 namespace mates::cli {
 namespace {
@@ -135,32 +133,33 @@ std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
   return o.str();
 }
 
-// A team on PostgreSQL: its members' journals as the database keeps them,
-// whichever machine each ran on.
-int ShowStoreUsage(const UsageArgs& a, pg::Store& database, const Workspace& ws) {
-  std::unique_ptr<TeamStore> store = pg::StoreTeams(database);
-  auto team = store->LoadTeam(a.team);
-  if (!team.ok()) return Fail(SayIfArchived(team.status(), ws, a.team, a.archived));
-  auto u = agent::ReadTeamUsage(*store, a.team);
-  if (!u.ok()) return Fail(u.status());
-  agent::TeamUsage usage = u->value_or(agent::TeamUsage{});
-  std::cout << (a.json ? DumpJsonPretty(UsageJson(usage, *team)) + "\n" : Render(usage, *team)) << std::flush;
-  return 0;
+// What `team`'s agents spent: the store's copies of their journals, whichever
+// machine each ran on, or where the store keeps none (the files), the
+// journals in `ws`.
+Result<agent::TeamUsage> TeamSpend(TeamStore& store, const Workspace& ws, const std::string& team) {
+  MATES_ASSIGN_OR_RETURN(std::optional<agent::TeamUsage> copies, agent::ReadTeamUsage(store, team));
+  if (copies) return *copies;
+  return agent::ReadTeamUsage(ws.AgentsDir(team));
 }
 
 int ShowUsage(Globals& g, const UsageArgs& a) {
   if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
   // An archive is this workspace's files, whichever store the team was in.
-  if (!a.archived.given()) {
-    auto database = OpenChosenStore(a.store);
-    if (!database.ok()) return Fail(database.status());
-    if (*database) return ShowStoreUsage(a, **database, g.ws());
+  Workspace ws = g.ws();
+  std::unique_ptr<TeamStore> store;
+  if (a.archived.given()) {
+    auto reading = ReadingWorkspace(g, a.team, a.archived);
+    if (!reading.ok()) return Fail(reading.status());
+    ws = *reading;
+    store = FileTeamStore(ws);
+  } else {
+    auto chosen = OpenChosenStore(a.store, g.ws());
+    if (!chosen.ok()) return Fail(chosen.status());
+    store = std::move(*chosen);
   }
-  auto ws = ReadingWorkspace(g, a.team, a.archived);
-  if (!ws.ok()) return Fail(ws.status());
-  auto team = Roster(*ws).Load(a.team);
+  auto team = store->LoadTeam(a.team);
   if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
-  auto u = agent::ReadTeamUsage(ws->AgentsDir(a.team));
+  auto u = TeamSpend(*store, ws, a.team);
   if (!u.ok()) return Fail(u.status());
   std::cout << (a.json ? DumpJsonPretty(UsageJson(*u, *team)) + "\n" : Render(*u, *team)) << std::flush;
   return 0;
@@ -182,27 +181,16 @@ std::string LineName(const TeamLine& l) {
 // is said on its line, and the command fails once all is shown.
 int ShowAllUsage(Globals& g, const UsageArgs& a) {
   std::vector<TeamLine> lines;
-  auto database = OpenChosenStore(a.store);
-  if (!database.ok()) return Fail(database.status());
-  std::string where = g.ws().root().string();
-  if (*database) {
-    pg::Store& db = **database;
-    where = db.target().shown + " (archives in " + where + ")";
-    std::unique_ptr<TeamStore> store = pg::StoreTeams(db);
-    auto teams = db.ListTeams();
-    if (!teams.ok()) return Fail(teams.status());
-    for (const auto& t : *teams) {
-      auto u = agent::ReadTeamUsage(*store, t);
-      if (!u.ok() && u.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
-      lines.push_back({t, "",
-                       u.ok() ? Result<agent::TeamUsage>(u->value_or(agent::TeamUsage{}))
-                              : Result<agent::TeamUsage>(u.status())});
-    }
-  } else {
-    auto teams = Roster(g.ws()).ListTeams();
-    if (!teams.ok()) return Fail(teams.status());
-    for (const auto& t : *teams)
-      lines.push_back({t, "", agent::ReadTeamUsage(g.ws().AgentsDir(t))});
+  auto store = OpenChosenStore(a.store, g.ws());
+  if (!store.ok()) return Fail(store.status());
+  std::string where = (*store)->where();
+  if ((*store)->spans_machines()) where += " (archives in " + g.ws().root().string() + ")";
+  auto teams = (*store)->ListTeams();
+  if (!teams.ok()) return Fail(teams.status());
+  for (const auto& t : *teams) {
+    auto u = TeamSpend(**store, g.ws(), t);
+    if (!u.ok() && u.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
+    lines.push_back({t, "", std::move(u)});
   }
   auto archives = ListArchives(g.ws());
   if (!archives.ok()) return Fail(archives.status());

@@ -23,10 +23,10 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "dashboard/source.h"
-#include "dashboard/team_view.h"
+#include "view/team_view.h"
 #include "dashboard_assets.h"
 #include "llm/types.h"
-#include "pg/store.h"
+#include "stores/open_store.h"
 #include "store/messenger.h"
 #include "store/merges.h"
 
@@ -114,12 +114,8 @@ class Dashboard::Impl {
   }
 
   Status Start() {
-    if (options_.database) {
-      MATES_ASSIGN_OR_RETURN(db_, pg::Store::Open(*options_.database));
-      source_ = StoreSource(*db_, options_.ws, options_.team);
-    } else {
-      source_ = FileSource(options_.ws, options_.team);
-    }
+    MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenTeamStore(options_.store_url, options_.ws));
+    source_ = std::make_unique<Source>(std::move(store), options_.team);
     // A page opens a stream and a few fetches at once; a stream holds its
     // worker for as long as the page is open.
     server_.new_task_queue = [] { return new httplib::ThreadPool(kMaxStreams + 8); };
@@ -392,7 +388,7 @@ class Dashboard::Impl {
   }
 
   void Messages(const httplib::Request& req, httplib::Response& res) {
-    Result<Source::LogPage> page = Status::Internal("unreached");
+    Result<LogPage> page = Status::Internal("unreached");
     if (req.has_param("after")) {
       const std::string text = req.get_param_value("after");
       uint64_t after = 0;
@@ -571,7 +567,6 @@ class Dashboard::Impl {
 
   // Set by Start: the watch thread is told of changes through it, and the
   // server's threads read and send through it (it is safe to share).
-  std::unique_ptr<pg::Store> db_;
   std::unique_ptr<Source> source_;
   KindWakers kind_wakers_;
   std::shared_ptr<Waker> any_ = std::make_shared<Waker>();

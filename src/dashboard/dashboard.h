@@ -31,18 +31,17 @@
 #include <string>
 
 #include "core/status.h"
-#include "pg/connection.h"
 #include "store/workspace.h"
 
 namespace mates::dashboard {
 
 struct DashboardOptions {
-  // The team's files are under `ws`, unless it is kept in the PostgreSQL
-  // database `database` (DESIGN §13), hosted from `ws` if at all. The
-  // dashboard has connections of its own there, which never wait out an
-  // outage (a request answers 503 instead).
+  // The team is in the store `store_url` names (stores/open_store.h; ""
+  // for the files under `ws`), hosted from `ws` if at all. The dashboard
+  // opens the store itself: a database's connections are its own, and
+  // never wait out an outage (a request answers 503 instead).
   Workspace ws{"."};
-  std::optional<pg::Target> database;
+  std::string store_url;
   std::string team;
   int port = 0;            // 0 = any free port
   bool read_only = false;  // no controls (POST is 403)

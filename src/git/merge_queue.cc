@@ -113,10 +113,7 @@ std::string ReviewNotice(const MergeRequest& m, const std::string& target, bool 
 
 }  // namespace
 
-MergeQueue::MergeQueue(Options options)
-    : options_(std::move(options)),
-      own_store_(options_.store != nullptr ? nullptr : FileTeamStore(options_.ws)),
-      store_(options_.store != nullptr ? options_.store : own_store_.get()) {
+MergeQueue::MergeQueue(TeamStore& store, Options options) : options_(std::move(options)), store_(&store) {
   thread_ = std::thread([this] {
     NameThisThread("mates-merges");
     RunGuarded("the merge queue", [this] { Main(); });

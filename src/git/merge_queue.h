@@ -40,8 +40,6 @@ class MergeQueue {
  public:
   struct Options {
     Workspace ws{"."};
-    // Where the team is kept (outlives the queue); null: `ws`'s files.
-    TeamStore* store = nullptr;
     // The team to serve now (the lead's: TeamCreate moves it).
     std::function<std::string()> team;
     // A request changed state (wakes whoever waits for the queue).
@@ -53,7 +51,8 @@ class MergeQueue {
     std::function<bool(const std::string&)> running;
   };
 
-  explicit MergeQueue(Options options);
+  // `store`: where the team is kept (outlives the queue).
+  MergeQueue(TeamStore& store, Options options);
   ~MergeQueue();
   MergeQueue(const MergeQueue&) = delete;
   MergeQueue& operator=(const MergeQueue&) = delete;
@@ -81,8 +80,7 @@ class MergeQueue {
   void Finish(const std::string& team, const MergeRequest& m, const std::string& merged);
 
   const Options options_;
-  std::unique_ptr<TeamStore> own_store_;  // the files, when not given one
-  TeamStore* store_;
+  TeamStore* const store_;
   const std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
   CancelToken cancel_;
   std::atomic<bool> stop_{false};

@@ -254,7 +254,7 @@ class McpTeamTest : public ::testing::Test {
     }
   }
   std::unique_ptr<Server> ServerAs(const std::string& name, Client& c) {
-    TeamIdentity who{ws_, "t", name};
+    TeamIdentity who{ws_, "t", name, *store_};
     auto s = std::make_unique<Server>(Server::Options{.instructions = TeamInstructions(who)}, TeamTools(who),
                                       c.Writer());
     s->HandleFrame(kInit);
@@ -263,6 +263,7 @@ class McpTeamTest : public ::testing::Test {
   }
   testing::TempDir dir_;
   Workspace ws_{dir_.path()};
+  std::unique_ptr<TeamStore> store_ = FileTeamStore(ws_);
 };
 
 TEST_F(McpTeamTest, ListsTheEightTools) {

@@ -4,7 +4,7 @@
 
 #include "agent/activity.h"
 #include "agent/conversation.h"
-#include "dashboard/team_view.h"
+#include "view/team_view.h"
 #include "git/worktrees.h"
 #include "store/board.h"
 #include "store/messenger.h"
@@ -20,12 +20,9 @@ ToolOutcome Error(std::string text) { return {std::move(text), true}; }
 // The built-in tools' context for one call, as `who`: lead or not (the
 // roster says), and the member's own worktree when it works in one.
 Result<tools::ToolContext> ContextFor(const TeamIdentity& who) {
-  MATES_ASSIGN_OR_RETURN(TeamConfig team, who.store != nullptr ? who.store->LoadTeam(who.team)
-                                                               : Roster(who.ws).Load(who.team));
-  tools::ToolContext ctx;
-  ctx.ws = who.ws;
+  MATES_ASSIGN_OR_RETURN(TeamConfig team, who.store.LoadTeam(who.team));
+  tools::ToolContext ctx(who.ws, who.store);
   ctx.team = who.team;
-  ctx.store = who.store;
   ctx.agent = who.name;
   ctx.is_lead = team.lead == who.name;
   const Member* m = team.Find(who.name);
@@ -33,8 +30,8 @@ Result<tools::ToolContext> ContextFor(const TeamIdentity& who) {
     return Status::FailedPrecondition("'" + who.name + "' is not a member of team '" + who.team +
                                       "' (start `mates mcp` with --as one of its members)");
   }
-  // (Worktrees are the file store's.)
-  if (m != nullptr && m->worktree && who.store == nullptr) ctx.work_root = git::TeammateWorktree(who.ws, who.team, who.name);
+  // (A shared store's worktrees are made by the host that runs each.)
+  if (m != nullptr && m->worktree && !who.store.spans_machines()) ctx.work_root = git::TeammateWorktree(who.ws, who.team, who.name);
   return ctx;
 }
 
@@ -81,28 +78,8 @@ std::string Doing(const view::MemberView& m) {
   return "";
 }
 
-// The team as seen from `who`'s store: on the file store with what each
-// member is doing (its activity file), elsewhere the roster with liveness
-// and the board.
-Result<view::TeamView> LookAtTeam(const TeamIdentity& who) {
-  if (who.store == nullptr) return view::LookAtTeam(who.ws, who.team, 0);
-  MATES_ASSIGN_OR_RETURN(TeamConfig config, who.store->LoadTeam(who.team));
-  MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, who.store->Board(who.team)->List(false));
-  return view::ComposeView(
-      std::move(config), tasks,
-      [&](std::string_view member) { return who.store->IsHosted(who.team, std::string(member)); }, {});
-}
-
-// The tools' store: `who`'s, or the files under its workspace (kept in
-// `owned`).
-TeamStore& StoreOf(const TeamIdentity& who, std::unique_ptr<TeamStore>& owned) {
-  if (who.store != nullptr) return *who.store;
-  owned = FileTeamStore(who.ws);
-  return *owned;
-}
-
 ToolOutcome TeamStatus(const TeamIdentity& who) {
-  auto v = LookAtTeam(who);
+  auto v = view::LookAtTeam(who.store, who.team, 0);
   if (!v.ok()) return Error(v.status().message());
   std::string out = "team " + who.team + " (lead: " + v->team.lead + "; you are " + who.name + ")\n";
   out += "board: " + std::to_string(v->board.at("pending")) + " pending, " +
@@ -126,8 +103,7 @@ ToolOutcome ClaimTask(const TeamIdentity& who, const Json& arguments) {
   auto ctx = ContextFor(who);
   if (!ctx.ok()) return Error(ctx.status().message());
   if (who.name == kUserName) return Error("only members claim tasks (this server speaks as 'user')");
-  std::unique_ptr<TeamStore> owned;
-  std::unique_ptr<TaskBoard> board = StoreOf(who, owned).Board(who.team);
+  std::unique_ptr<TaskBoard> board = who.store.Board(who.team);
   Task claimed;
   if (by_id) {
     auto t = board->Claim(id, who.name);
@@ -155,8 +131,7 @@ ToolOutcome ReadInbox(const TeamIdentity& who, const Json& arguments, CallContex
   if (!in.ok()) return Error(in.errors());
   auto ctx = ContextFor(who);
   if (!ctx.ok()) return Error(ctx.status().message());
-  std::unique_ptr<TeamStore> owned;
-  std::unique_ptr<Inbox> box = StoreOf(who, owned).InboxOf(who.team, who.name);
+  std::unique_ptr<Inbox> box = who.store.InboxOf(who.team, who.name);
   // Subscribed before the first look, so that nothing falls in between; a
   // cancellation notifies the same waker.
   std::unique_ptr<Inbox::Watch> watch;

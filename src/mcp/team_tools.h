@@ -18,9 +18,8 @@ struct TeamIdentity {
   Workspace ws{"."};
   std::string team;
   std::string name;
-  // The store the team is in (DESIGN §13), which must outlive the tools;
-  // null: the file store under ws.
-  TeamStore* store = nullptr;
+  // The store the team is in (DESIGN §13), which must outlive the tools.
+  TeamStore& store;
 };
 
 // The longest read_inbox wait a call may ask for.

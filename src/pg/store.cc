@@ -1416,10 +1416,53 @@ class StoreJournal : public JournalCopy {
   const std::string team_, member_;
 };
 
+// A board whose answers that could mean "no such team" (NotFound, an
+// empty list, no task to claim) are checked against the team's row: a team
+// gone is said so (TeamStore::CheckedBoard). Asking first cost every task
+// update a round trip, on the way from a completion to the claims it allows.
+class TeamCheckedBoard : public TaskBoard {
+ public:
+  TeamCheckedBoard(Store& store, std::string team)
+      : store_(store), team_(std::move(team)), board_(TeamBoard(store, team_)) {}
+  Result<Task> Create(const TaskDraft& draft) override { return Checked(board_->Create(draft)); }
+  Result<Task> Get(int64_t id) override { return Checked(board_->Get(id)); }
+  Result<std::vector<Task>> List(bool include_deleted) override {
+    auto r = board_->List(include_deleted);
+    if (r.ok() && r->empty()) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
+    return Checked(std::move(r));
+  }
+  Result<Task> Update(int64_t id, const TaskPatch& patch, const Caller& caller) override {
+    return Checked(board_->Update(id, patch, caller));
+  }
+  Result<Task> Claim(int64_t id, const std::string& owner) override { return Checked(board_->Claim(id, owner)); }
+  Result<std::optional<Task>> ClaimNext(const std::string& owner, ClaimOutlook* outlook) override {
+    auto r = board_->ClaimNext(owner, outlook);
+    if (r.ok() && !r->has_value()) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
+    return Checked(std::move(r));
+  }
+  Result<std::optional<int64_t>> NextClaimable(const std::string& owner) override {
+    return Checked(board_->NextClaimable(owner));
+  }
+
+ private:
+  template <typename T>
+  Result<T> Checked(Result<T> r) {
+    if (!r.ok() && r.status().code() == StatusCode::kNotFound) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
+    return r;
+  }
+  Store& store_;
+  const std::string team_;
+  std::unique_ptr<TaskBoard> board_;
+};
+
 class Teams : public TeamStore {
  public:
-  Teams(Store& store, std::optional<Workspace> archives) : store_(store), archives_(std::move(archives)) {}
+  Teams(Store& store, std::optional<Workspace> ws) : store_(store), ws_(std::move(ws)) {}
+  Teams(std::unique_ptr<Store> store, Workspace ws) : owned_(std::move(store)), store_(*owned_), ws_(std::move(ws)) {}
   std::string where() const override { return store_.target().shown; }
+  bool spans_machines() const override { return true; }
+  Result<std::vector<std::string>> ListTeams() override { return store_.ListTeams(); }
+  Status DeleteTeam(const std::string& team) override { return store_.DeleteTeam(team); }
   Result<TeamConfig> LoadTeam(const std::string& team) override { return store_.LoadTeam(team); }
   Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
                                 const std::string& description) override {
@@ -1446,8 +1489,21 @@ class Teams : public TeamStore {
     };
     return std::unique_ptr<Hold>(std::make_unique<Held>(std::move(*held)));
   }
-  Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) override {
-    MATES_ASSIGN_OR_RETURN(Listener::Subscription sub, store_.listener().Subscribe(BoardKey(team), std::move(waker)));
+  // Each part's notifications; who hosts a team is seen by its liveness.
+  Result<std::unique_ptr<Hold>> Watch(const std::string& team, TeamPart part,
+                                      std::shared_ptr<Waker> waker) override {
+    std::string key;
+    switch (part) {
+      case TeamPart::kRoster: key = TeamKey(team); break;
+      case TeamPart::kHost: return std::unique_ptr<Hold>(std::make_unique<Hold>());
+      case TeamPart::kBoard: key = BoardKey(team); break;
+      case TeamPart::kLog: key = LogKey(team); break;
+      case TeamPart::kRequests: key = LogKey(team); break;  // made and answered by logged messages
+      case TeamPart::kActivity: key = ActivityKey(team); break;
+      case TeamPart::kJournals: key = JournalKey(team); break;
+      case TeamPart::kMerges: key = MergeKey(team); break;
+    }
+    MATES_ASSIGN_OR_RETURN(Listener::Subscription sub, store_.listener().Subscribe(key, std::move(waker)));
     return Holding(std::move(sub));
   }
   Status HasTeam(const std::string& team) override { return store_.HasTeam(team); }
@@ -1458,17 +1514,13 @@ class Teams : public TeamStore {
   Result<std::shared_ptr<ClaimLine>> ClaimLineOf(const std::string& team) override {
     return store_.ClaimLineOf(team);
   }
-  Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team, std::shared_ptr<Waker> waker) override {
-    MATES_ASSIGN_OR_RETURN(Listener::Subscription sub, store_.listener().Subscribe(TeamKey(team), std::move(waker)));
-    return Holding(std::move(sub));
-  }
   std::unique_ptr<TaskBoard> Board(const std::string& team) override { return TeamBoard(store_, team); }
+  Result<std::unique_ptr<TaskBoard>> CheckedBoard(const std::string& team) override {
+    MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+    return std::unique_ptr<TaskBoard>(std::make_unique<TeamCheckedBoard>(store_, team));
+  }
   std::unique_ptr<MergeBook> Merges(const std::string& team) override {
     return std::make_unique<StoreMerges>(store_, team);
-  }
-  Result<std::unique_ptr<Hold>> WatchMerges(const std::string& team, std::shared_ptr<Waker> waker) override {
-    MATES_ASSIGN_OR_RETURN(Listener::Subscription sub, store_.listener().Subscribe(MergeKey(team), std::move(waker)));
-    return Holding(std::move(sub));
   }
   std::unique_ptr<TeamMail> Mail(const std::string& team) override { return StoreMail(store_, team); }
   std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) override {
@@ -1488,6 +1540,56 @@ class Teams : public TeamStore {
       for (const auto& m : page) each(m);
     }
   }
+  // The cursor is the log's sequence number: a team's messages become
+  // visible in its order (Store::LogMessage).
+  Result<LogPage> TailLog(const std::string& team, size_t n, size_t max_bytes) override {
+    LogPage page;
+    int64_t cursor = 0;
+    MATES_ASSIGN_OR_RETURN(page.messages, store_.TailLog(team, n, &cursor, max_bytes));
+    page.next = static_cast<uint64_t>(cursor);
+    return page;
+  }
+  Result<LogPage> LogAfter(const std::string& team, uint64_t after, size_t max_bytes) override {
+    if (after > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("after: past the end of the log");
+    LogPage page;
+    int64_t cursor = static_cast<int64_t>(after);
+    MATES_ASSIGN_OR_RETURN(page.messages, store_.ReadLog(team, &cursor, kLogPageRows, max_bytes));
+    page.next = static_cast<uint64_t>(cursor);
+    // Cut short, by rows or bytes: the reader asks again at once.
+    if (page.next > after) {
+      int64_t probe = cursor;
+      auto beyond = store_.ReadLog(team, &probe, 1);
+      page.more = beyond.ok() && probe > cursor;
+    }
+    return page;
+  }
+  Result<std::vector<std::pair<std::string, std::string>>> Activities(const std::string& team) override {
+    return store_.Activities(team);
+  }
+  // The store's copy: every machine's agents, whichever hosts them.
+  Result<JournalText> ReadJournal(const std::string& team, const std::string& member, size_t max_bytes) override {
+    JournalText j;
+    j.where = "the journal copy of '" + member + "' in " + store_.target().shown + " (mates store export writes it out)";
+    MATES_ASSIGN_OR_RETURN(uint64_t size, store_.JournalBytes(team, member));
+    if (size > max_bytes) {
+      j.too_large = true;
+      return j;
+    }
+    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, store_.JournalLines(team, member));
+    if (lines.empty()) return Status::NotFound("no journal for '" + member + "'");
+    for (const auto& l : lines) {
+      j.text += l;
+      j.text += '\n';
+    }
+    return j;
+  }
+  // The host this workspace has, if it hosts the team's lead.
+  std::optional<HostInfo> LiveHost(const std::string& team) override {
+    if (!ws_) return std::nullopt;
+    return ReadLiveHost(*ws_, team, *this);
+  }
+  void WaitOutOutages(double seconds) override { store_.WaitOutOutages(seconds); }
+  void StopWaiting() override { store_.StopWaiting(); }
   std::unique_ptr<JournalCopy> JournalOf(const std::string& team, const std::string& member) override {
     return std::make_unique<StoreJournal>(store_, team, member);
   }
@@ -1501,24 +1603,31 @@ class Teams : public TeamStore {
       *said = !s.ok();
     };
   }
-  Result<fs::path> Archive(const std::string& team) override {
-    if (!archives_) {
+  Result<ArchivedTeam> Archive(const std::string& team) override {
+    if (!ws_) {
       return Status::FailedPrecondition("team '" + team + "' is kept in " + store_.target().shown +
                                         " and this process has no workspace to archive it in");
     }
-    MATES_ASSIGN_OR_RETURN(ArchivedTeam a, ArchiveTeam(store_, *archives_, team));
-    return a.root;
+    return ArchiveTeam(store_, *ws_, team);
   }
 
  private:
+  static constexpr size_t kLogPageRows = 1000;
+  const std::unique_ptr<Store> owned_;  // the store, when this opened it
   Store& store_;
-  const std::optional<Workspace> archives_;
+  // The workspace of this machine: where a team is archived, and where its
+  // host, if it is this machine's, says so (host.json).
+  const std::optional<Workspace> ws_;
 };
 
 }  // namespace
 
-std::unique_ptr<TeamStore> StoreTeams(Store& store, std::optional<Workspace> archives) {
-  return std::make_unique<Teams>(store, std::move(archives));
+std::unique_ptr<TeamStore> StoreTeams(Store& store, std::optional<Workspace> ws) {
+  return std::make_unique<Teams>(store, std::move(ws));
+}
+
+std::unique_ptr<TeamStore> StoreTeams(std::unique_ptr<Store> store, Workspace ws) {
+  return std::make_unique<Teams>(std::move(store), std::move(ws));
 }
 
 std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team) {

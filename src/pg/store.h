@@ -290,9 +290,12 @@ std::unique_ptr<TaskBoard> TeamBoard(Store& store, const std::string& team);
 // A team's roster, inboxes, log and requests in `store` (which must outlive
 // it), for a Messenger.
 std::unique_ptr<TeamMail> StoreMail(Store& store, const std::string& team);
-// The teams of `store` (which must outlive it) as a TeamStore.
-// A deleted team is archived in the workspace `archives` (pg/export.h);
-// without one, Archive says it cannot.
-std::unique_ptr<TeamStore> StoreTeams(Store& store, std::optional<Workspace> archives = std::nullopt);
+// The teams of `store` (which must outlive it) as a TeamStore, seen from
+// the workspace `ws` of this machine: a deleted team is archived there
+// (pg/export.h), and a host of it there is seen in its host.json; without
+// one, Archive says it cannot and no host is seen.
+std::unique_ptr<TeamStore> StoreTeams(Store& store, std::optional<Workspace> ws = std::nullopt);
+// The same, owning the store.
+std::unique_ptr<TeamStore> StoreTeams(std::unique_ptr<Store> store, Workspace ws);
 
 }  // namespace mates::pg

@@ -4,14 +4,18 @@
 #include <chrono>
 #include <thread>
 
+#include <sys/stat.h>
+
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
+#include "core/limits.h"
 #include "store/archive.h"
 #include "store/board.h"
 #include "store/liveness.h"
 #include "store/mailbox.h"
 #include "store/message_log.h"
+#include "store/requests.h"
 #include "store/watcher.h"
 
 namespace mates {
@@ -19,6 +23,9 @@ namespace mates {
 namespace {
 
 constexpr size_t kLogPageBytes = 4 << 20;
+// An activity document is a few hundred bytes; one bigger than this is
+// not one.
+constexpr size_t kMaxActivityFileBytes = 64 << 10;
 
 class FileInbox : public Inbox {
  public:
@@ -46,11 +53,29 @@ class FileInbox : public Inbox {
   Mailbox box_;
 };
 
+// The size of the file at `path` (0 if it is not there).
+uint64_t FileSize(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
 class Files : public TeamStore {
  public:
-  explicit Files(Workspace ws) : ws_(std::move(ws)) {}
+  Files(Workspace ws, StoreUse use) : ws_(std::move(ws)), use_(use) {}
   std::string where() const override { return ws_.root().string(); }
+  bool spans_machines() const override { return false; }
+  Result<std::vector<std::string>> ListTeams() override { return Roster(ws_).ListTeams(); }
+  Status DeleteTeam(const std::string& team) override { return Roster(ws_).DeleteTeam(team); }
   Result<TeamConfig> LoadTeam(const std::string& team) override { return Roster(ws_).Load(team); }
+  // Its config file, not its roster (a hundred members parsed at every
+  // task update was a tenth of a teammate's time).
+  Status HasTeam(const std::string& team) override {
+    std::error_code ec;
+    if (!fs::exists(ws_.ConfigPath(team), ec)) {
+      return Status::NotFound("no team '" + team + "' in " + ws_.root().string());
+    }
+    return Status::Ok();
+  }
   Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
                                 const std::string& description) override {
     return Roster(ws_).CreateTeam(team, lead, description);
@@ -77,27 +102,43 @@ class Files : public TeamStore {
     if (!lock.ok()) return lock.status();
     return Holding(std::move(*lock));
   }
-  Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) override {
-    MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub,
-                           Watcher::Default().Subscribe(ws_.TasksDir(team), "", std::move(waker)));
+  // Which files are which part.
+  Result<std::unique_ptr<Hold>> Watch(const std::string& team, TeamPart part,
+                                      std::shared_ptr<Waker> waker) override {
+    fs::path dir;
+    std::string pattern;
+    switch (part) {
+      case TeamPart::kRoster: dir = ws_.TeamDir(team), pattern = "config.json"; break;
+      case TeamPart::kHost: dir = ws_.TeamDir(team), pattern = "host.json"; break;
+      case TeamPart::kBoard: dir = ws_.TasksDir(team); break;
+      case TeamPart::kLog: dir = ws_.TeamDir(team), pattern = MessageLog(ws_, team).path().filename().string(); break;
+      case TeamPart::kRequests: dir = ws_.RequestsDir(team); break;
+      case TeamPart::kActivity: dir = ws_.AgentsDir(team), pattern = "*.status.json"; break;
+      case TeamPart::kJournals: dir = ws_.AgentsDir(team), pattern = "*.jsonl"; break;
+      case TeamPart::kMerges:
+        dir = ws_.MergesDir(team), pattern = "*.json";
+        MATES_RETURN_IF_ERROR(EnsureDir(dir));
+        break;
+    }
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return Status::NotFound(dir.string() + " is not there yet");
+    MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub, Watcher::Default().Subscribe(dir, pattern, std::move(waker)));
     return Holding(std::move(sub));
   }
-  Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team, std::shared_ptr<Waker> waker) override {
-    MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub,
-                           Watcher::Default().Subscribe(ws_.TeamDir(team), "config.json", std::move(waker)));
-    return Holding(std::move(sub));
-  }
+  // The process's board of the folder, which its agents share; a one-shot
+  // process's own, with no watch to keep.
   std::unique_ptr<TaskBoard> Board(const std::string& team) override {
+    if (use_.one_shot) {
+      return FileTaskBoard(std::make_shared<mates::Board>(ws_.TasksDir(team), mates::Board::Options{.watch = false}));
+    }
     return FileTaskBoard(SharedBoard(ws_.TasksDir(team)));
+  }
+  Result<std::unique_ptr<TaskBoard>> CheckedBoard(const std::string& team) override {
+    MATES_RETURN_IF_ERROR(HasTeam(team));
+    return Board(team);
   }
   std::unique_ptr<MergeBook> Merges(const std::string& team) override {
     return std::make_unique<MergeStore>(ws_, team);
-  }
-  Result<std::unique_ptr<Hold>> WatchMerges(const std::string& team, std::shared_ptr<Waker> waker) override {
-    fs::path dir = ws_.MergesDir(team);
-    MATES_RETURN_IF_ERROR(EnsureDir(dir));
-    MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub, Watcher::Default().Subscribe(dir, "*.json", std::move(waker)));
-    return Holding(std::move(sub));
   }
   std::unique_ptr<TeamMail> Mail(const std::string& team) override { return FileTeamMail(ws_, team); }
   std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) override {
@@ -118,13 +159,57 @@ class Files : public TeamStore {
       offset = next;
     }
   }
-  Result<fs::path> Archive(const std::string& team) override {
-    MATES_ASSIGN_OR_RETURN(ArchivedTeam archived, ArchiveTeam(ws_, team));
-    return archived.root;
+  // The cursor is a byte offset into the log file. (Tail reads a bounded
+  // stretch of the file's end already.)
+  Result<LogPage> TailLog(const std::string& team, size_t n, size_t /*max_bytes*/) override {
+    MessageLog log(ws_, team);
+    LogPage page;
+    // The size first: what is appended meanwhile comes again after it.
+    page.next = FileSize(log.path());
+    MATES_ASSIGN_OR_RETURN(page.messages, log.Tail(n));
+    return page;
   }
+  Result<LogPage> LogAfter(const std::string& team, uint64_t after, size_t max_bytes) override {
+    MessageLog log(ws_, team);
+    LogPage page;
+    MATES_ASSIGN_OR_RETURN(page.messages, log.ReadFrom(after, &page.next, max_bytes));
+    page.more = FileSize(log.path()) > page.next && page.next > after;
+    return page;
+  }
+  Result<ArchivedTeam> Archive(const std::string& team) override { return ArchiveTeam(ws_, team); }
+  Result<std::vector<std::pair<std::string, std::string>>> Activities(const std::string& team) override {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::error_code ec;
+    const std::string suffix = ".status.json";
+    for (fs::directory_iterator it(ws_.AgentsDir(team), ec), end; !ec && it != end; it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        continue;
+      }
+      // Replaced through a spare by its writer (agent/activity.h).
+      auto doc = ReadReplacedFile(it->path(), kMaxActivityFileBytes);
+      if (!doc.ok()) continue;
+      out.emplace_back(name.substr(0, name.size() - suffix.size()), std::move(*doc));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  Result<JournalText> ReadJournal(const std::string& team, const std::string& member, size_t max_bytes) override {
+    const fs::path path = ws_.AgentsDir(team) / (member + ".jsonl");
+    JournalText j;
+    j.where = path.string();
+    MATES_ASSIGN_OR_RETURN(j.text, ReadFilePrefix(path, max_bytes + 1));
+    if (j.text.size() > max_bytes) {
+      j.too_large = true;
+      j.text.clear();
+    }
+    return j;
+  }
+  std::optional<HostInfo> LiveHost(const std::string& team) override { return ReadLiveHost(ws_, team); }
 
  private:
   const Workspace ws_;
+  const StoreUse use_;
 };
 
 }  // namespace
@@ -139,17 +224,8 @@ Status TeamStore::SetStatuses(const std::string& team,
       .status();
 }
 
-std::unique_ptr<TeamStore> FileTeamStore(Workspace ws) { return std::make_unique<Files>(std::move(ws)); }
-
-std::unique_ptr<Inbox> InboxIn(TeamStore* store, const Workspace& ws, const std::string& team,
-                               const std::string& member) {
-  if (store != nullptr) return store->InboxOf(team, member);
-  return std::make_unique<FileInbox>(ws, team, member);
-}
-
-std::unique_ptr<TeamMail> MailIn(TeamStore* store, const Workspace& ws, const std::string& team) {
-  if (store != nullptr) return store->Mail(team);
-  return FileTeamMail(ws, team);
+std::unique_ptr<TeamStore> FileTeamStore(Workspace ws, StoreUse use) {
+  return std::make_unique<Files>(std::move(ws), use);
 }
 
 namespace {

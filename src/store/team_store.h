@@ -1,9 +1,12 @@
-// TeamStore: a store of teams (DESIGN §13) as what works on one team sees
-// it — its roster, board, mail, members' inboxes and liveness, and the last
-// messages of its log — wherever it is kept: the files under a workspace
-// (FileTeamStore) or a PostgreSQL database (pg::StoreTeams). `mates mcp`,
-// the commands and the tools of an agent work on this, so a team can span
-// machines with the same rules.
+// TeamStore: a store of teams (DESIGN §13, §17) as what works on one team
+// sees it — its roster, board, mail, members' inboxes and liveness, its
+// log, activity and journals — wherever it is kept: the files under a
+// workspace (FileTeamStore) or a PostgreSQL database (stores/open_store.h
+// opens either from a URL). Every caller — the commands, a host, the
+// dashboard, `mates mcp`, the tools of an agent, the merge queue — works on
+// this interface and never asks which backend it has: a store operation is
+// added to the interface and its backends, nowhere else. There is always a
+// store: no caller passes null to mean "the files".
 #pragma once
 
 #include <functional>
@@ -13,6 +16,8 @@
 
 #include "core/status.h"
 #include "core/waker.h"
+#include "store/archive.h"
+#include "store/host_info.h"
 #include "store/merges.h"
 #include "store/message.h"
 #include "store/roster.h"
@@ -117,11 +122,46 @@ class JournalCopy {
   virtual Status Replace(const std::vector<std::string>& lines) = 0;
 };
 
+// The parts of a team a watch can follow (TeamStore::Watch).
+enum class TeamPart {
+  kRoster,     // the roster (statuses included)
+  kHost,       // who hosts the team (host.json; a database's hosts are seen by liveness)
+  kBoard,      // the task board
+  kLog,        // the message log
+  kRequests,   // protocol requests (made and answered by logged messages)
+  kActivity,   // what each member is doing (agent/activity.h)
+  kJournals,   // the members' journals
+  kMerges,     // merge requests
+};
+
+// A page of a team's message log and the cursor (opaque to the reader)
+// that what follows it starts from.
+struct LogPage {
+  std::vector<Message> messages;
+  uint64_t next = 0;
+  bool more = false;  // cut short: ask again at once
+};
+
+// A member's journal as text, for a person.
+struct JournalText {
+  std::string text;
+  bool too_large = false;  // over the bound asked for: `text` is empty
+  std::string where;       // where it is, for a person
+};
+
 class TeamStore {
  public:
   virtual ~TeamStore() = default;
   // Where the teams are, as said to a person (no password).
   virtual std::string where() const = 0;
+  // Whether machines other than this one share these teams (a database):
+  // a teammate's worktree is then made by whichever host runs it, git
+  // works through a remote, and a journal has a copy in the store.
+  virtual bool spans_machines() const = 0;
+  // Every team's name, sorted.
+  virtual Result<std::vector<std::string>> ListTeams() = 0;
+  // Deletes a team and everything it holds, for good (NotFound if none).
+  virtual Status DeleteTeam(const std::string& team) = 0;
   virtual Result<TeamConfig> LoadTeam(const std::string& team) = 0;
   // NotFound ("no team 'T'") unless the team is there; its roster need not
   // be read (a board tool's check before each change: on PostgreSQL, a
@@ -144,8 +184,17 @@ class TeamStore {
   virtual Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team, const std::string& member) = 0;
   // A wake-up for every change of the team's task board, or its roster
   // (statuses), while the Hold lives.
-  virtual Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) = 0;
-  virtual Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team, std::shared_ptr<Waker> waker) = 0;
+  // A wake-up for every change of `part` of `team` while the Hold lives.
+  // The file store cannot watch a folder that is not there yet (no board,
+  // no request so far): NotFound then, and a watcher asks again later.
+  virtual Result<std::unique_ptr<Hold>> Watch(const std::string& team, TeamPart part,
+                                              std::shared_ptr<Waker> waker) = 0;
+  Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team, std::shared_ptr<Waker> waker) {
+    return Watch(team, TeamPart::kBoard, std::move(waker));
+  }
+  Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team, std::shared_ptr<Waker> waker) {
+    return Watch(team, TeamPart::kRoster, std::move(waker));
+  }
   // The line this process's idle teammates of `team` wait in, woken by the
   // board's changes as many at a time as there is work (store/claim_line.h);
   // null where the store has none (they each watch the board then). The
@@ -154,10 +203,17 @@ class TeamStore {
     return std::shared_ptr<ClaimLine>();
   }
   virtual std::unique_ptr<TaskBoard> Board(const std::string& team) = 0;
+  // The board of a team that must be there, for a tool: an operation on a
+  // team that is not (deleted meanwhile, say) fails NotFound naming it
+  // rather than making its board again. Each backend checks the cheap way
+  // (the file store: its config file; a database: after an empty answer).
+  virtual Result<std::unique_ptr<TaskBoard>> CheckedBoard(const std::string& team) = 0;
   // The team's merge requests (DESIGN §12), and a wake-up for every change
   // of them while the Hold lives.
   virtual std::unique_ptr<MergeBook> Merges(const std::string& team) = 0;
-  virtual Result<std::unique_ptr<Hold>> WatchMerges(const std::string& team, std::shared_ptr<Waker> waker) = 0;
+  Result<std::unique_ptr<Hold>> WatchMerges(const std::string& team, std::shared_ptr<Waker> waker) {
+    return Watch(team, TeamPart::kMerges, std::move(waker));
+  }
   virtual std::unique_ptr<TeamMail> Mail(const std::string& team) = 0;
   virtual std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) = 0;
   // Whether some process hosts `member` now (its liveness lock is held).
@@ -166,9 +222,32 @@ class TeamStore {
   virtual Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) = 0;
   // Every message of the team's log, in order, a page at a time.
   virtual Status ReadLog(const std::string& team, const std::function<void(const Message&)>& each) = 0;
+  // The last `n` messages (about `max_bytes` of them at most, the last one
+  // at least; 0: the store's own bound); `next` is taken before them, so
+  // what is logged meanwhile comes again after it.
+  virtual Result<LogPage> TailLog(const std::string& team, size_t n, size_t max_bytes) = 0;
+  // What follows the cursor `after` (0: the start), about `max_bytes` of it
+  // (one message at least; 0: the store's own bound).
+  virtual Result<LogPage> LogAfter(const std::string& team, uint64_t after, size_t max_bytes) = 0;
   // Takes the team out of the store, keeping what it did readable (DESIGN
-  // §11): the file store moves it into an archive; where the archive is.
-  virtual Result<fs::path> Archive(const std::string& team) = 0;
+  // §11) in an archive of the workspace.
+  virtual Result<ArchivedTeam> Archive(const std::string& team) = 0;
+  // Each member's latest activity document (agent/activity.h), as
+  // (member, document); one that cannot be read whole is left out.
+  virtual Result<std::vector<std::pair<std::string, std::string>>> Activities(const std::string& team) = 0;
+  // `member`'s journal as text, unless it is over `max_bytes` (NotFound if
+  // it has none): the file, or the store's copy, which has every
+  // machine's agents.
+  virtual Result<JournalText> ReadJournal(const std::string& team, const std::string& member,
+                                          size_t max_bytes) = 0;
+  // The host of `team` seen from this workspace if one is alive (its
+  // lead's liveness is held, DESIGN §11): what its host.json says.
+  virtual std::optional<HostInfo> LiveHost(const std::string& team) = 0;
+  // A host's store waits out an outage of its server for up to `seconds`
+  // (DESIGN §13) instead of failing at once; StopWaiting gives up every
+  // wait (a host told to stop). Nothing to wait for in the files.
+  virtual void WaitOutOutages(double /*seconds*/) {}
+  virtual void StopWaiting() {}
   // The store's copy of `member`'s journal; null where the journal file
   // under the workspace is the only one (the file store: one machine).
   virtual std::unique_ptr<JournalCopy> JournalOf(const std::string& /*team*/, const std::string& /*member*/) {
@@ -182,14 +261,15 @@ class TeamStore {
   virtual ActivitySink ActivityOf(const std::string& /*team*/, const std::string& /*member*/) { return {}; }
 };
 
+// How a process uses a store.
+struct StoreUse {
+  // A process that does one operation and ends (a CLI command): the file
+  // store's boards keep no inotify watch to refresh between operations.
+  bool one_shot = false;
+};
+
 // The teams of the workspace `ws`.
-std::unique_ptr<TeamStore> FileTeamStore(Workspace ws);
-// `member`'s inbox in `store`, or in the files under `ws` when `store` is
-// null (what a ToolContext without a store means).
-std::unique_ptr<Inbox> InboxIn(TeamStore* store, const Workspace& ws, const std::string& team,
-                               const std::string& member);
-// The same for the team's mail.
-std::unique_ptr<TeamMail> MailIn(TeamStore* store, const Workspace& ws, const std::string& team);
+std::unique_ptr<TeamStore> FileTeamStore(Workspace ws, StoreUse use = {});
 
 // What a wait does with a failed look (DESIGN §13: a lost connection is an
 // error that waiters survive): a store it cannot reach now (Unavailable) is

@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/file_lock.h"
+#include "store/forwarding_store.h"
 #include "store/host_info.h"
 #include "support/test_util.h"
 
@@ -18,54 +19,24 @@ using testing::TempDir;
 // lock file of `member` is held (here, by this test) until `release` is
 // called from inside the Nth look — a predecessor whose lock the kernel
 // frees a moment after the host starts looking.
-class Looked : public TeamStore {
+class Looked : public ForwardingTeamStore {
  public:
   Looked(Workspace ws, std::function<void(int)> after_look)
-      : files_(FileTeamStore(std::move(ws))), after_look_(std::move(after_look)) {}
-  std::string where() const override { return files_->where(); }
-  Result<TeamConfig> LoadTeam(const std::string& t) override { return files_->LoadTeam(t); }
-  Result<TeamConfig> CreateTeam(const std::string& t, const std::string& l, const std::string& d) override {
-    return files_->CreateTeam(t, l, d);
-  }
-  Result<Member> AddMember(const std::string& t, Member m) override { return files_->AddMember(t, std::move(m)); }
-  Result<TeamConfig> UpdateTeam(const std::string& t, const std::function<Status(TeamConfig&)>& f) override {
-    return files_->UpdateTeam(t, f);
-  }
+      : ForwardingTeamStore(FileTeamStore(std::move(ws))), after_look_(std::move(after_look)) {}
   Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& t, const std::string& m) override {
-    auto held = files_->HoldLiveness(t, m);
+    auto held = inner().HoldLiveness(t, m);
     after_look_(++looks);
     return held;
   }
   bool IsHosted(const std::string& t, const std::string& m) override {
-    bool hosted = files_->IsHosted(t, m);
+    bool hosted = inner().IsHosted(t, m);
     after_look_(++looks);
     return hosted;
   }
-  Result<std::unique_ptr<Hold>> WatchBoard(const std::string& t, std::shared_ptr<Waker> w) override {
-    return files_->WatchBoard(t, std::move(w));
-  }
-  Result<std::unique_ptr<Hold>> WatchRoster(const std::string& t, std::shared_ptr<Waker> w) override {
-    return files_->WatchRoster(t, std::move(w));
-  }
-  std::unique_ptr<TaskBoard> Board(const std::string& t) override { return files_->Board(t); }
-  std::unique_ptr<MergeBook> Merges(const std::string& t) override { return files_->Merges(t); }
-  Result<std::unique_ptr<Hold>> WatchMerges(const std::string& t, std::shared_ptr<Waker> w) override {
-    return files_->WatchMerges(t, std::move(w));
-  }
-  std::unique_ptr<Inbox> InboxOf(const std::string& t, const std::string& m) override { return files_->InboxOf(t, m); }
-  std::unique_ptr<TeamMail> Mail(const std::string& t) override { return files_->Mail(t); }
-  Result<std::vector<Message>> LastMessages(const std::string& t, size_t n) override {
-    return files_->LastMessages(t, n);
-  }
-  Status ReadLog(const std::string& t, const std::function<void(const Message&)>& each) override {
-    return files_->ReadLog(t, each);
-  }
-  Result<fs::path> Archive(const std::string& t) override { return files_->Archive(t); }
 
   int looks = 0;
 
  private:
-  std::unique_ptr<TeamStore> files_;
   std::function<void(int)> after_look_;
 };
 

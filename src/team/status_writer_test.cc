@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/forwarding_store.h"
 #include "support/test_util.h"
 
 namespace mates::team {
@@ -112,10 +113,10 @@ TEST_F(StatusWriterTest, AMissingTeamIsAnError) {
 // recorded: when it began and ended, how many members it changed. The
 // sleep stands for a slow store (it is what the writer's rest is measured
 // against); the test synchronises on WaitFor, never on time.
-class SlowRoster : public TeamStore {
+class SlowRoster : public ForwardingTeamStore {
  public:
   SlowRoster(Workspace ws, std::chrono::milliseconds slow)
-      : files_(FileTeamStore(std::move(ws))), slow_(slow) {}
+      : ForwardingTeamStore(FileTeamStore(std::move(ws))), slow_(slow) {}
   struct Update {
     SteadyClock::time_point began, ended;
     int changed = 0;
@@ -131,8 +132,8 @@ class SlowRoster : public TeamStore {
                                 const std::function<Status(TeamConfig&)>& mutate) override {
     Update u;
     u.began = SteadyClock::now();
-    auto before = files_->LoadTeam(team);
-    auto r = files_->UpdateTeam(team, mutate);
+    auto before = inner().LoadTeam(team);
+    auto r = inner().UpdateTeam(team, mutate);
     std::this_thread::sleep_for(slow_);
     if (r.ok() && before.ok()) {
       for (const Member& m : r->members) u.changed += before->Find(m.name)->status != m.status;
@@ -143,53 +144,13 @@ class SlowRoster : public TeamStore {
     cv_.notify_all();
     return r;
   }
-  std::string where() const override { return files_->where(); }
-  Result<TeamConfig> LoadTeam(const std::string& team) override { return files_->LoadTeam(team); }
-  Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
-                                const std::string& description) override {
-    return files_->CreateTeam(team, lead, description);
+  // Through the slow UpdateTeam, as TeamStore does it.
+  Status SetStatuses(const std::string& team,
+                     const std::vector<std::pair<std::string, MemberStatus>>& changes) override {
+    return TeamStore::SetStatuses(team, changes);
   }
-  Result<Member> AddMember(const std::string& team, Member member) override {
-    return files_->AddMember(team, std::move(member));
-  }
-  Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team,
-                                             const std::string& member) override {
-    return files_->HoldLiveness(team, member);
-  }
-  Result<std::unique_ptr<Hold>> WatchBoard(const std::string& team,
-                                           std::shared_ptr<Waker> waker) override {
-    return files_->WatchBoard(team, std::move(waker));
-  }
-  Result<std::unique_ptr<Hold>> WatchRoster(const std::string& team,
-                                            std::shared_ptr<Waker> waker) override {
-    return files_->WatchRoster(team, std::move(waker));
-  }
-  std::unique_ptr<TaskBoard> Board(const std::string& team) override { return files_->Board(team); }
-  std::unique_ptr<MergeBook> Merges(const std::string& team) override {
-    return files_->Merges(team);
-  }
-  Result<std::unique_ptr<Hold>> WatchMerges(const std::string& team,
-                                            std::shared_ptr<Waker> waker) override {
-    return files_->WatchMerges(team, std::move(waker));
-  }
-  std::unique_ptr<TeamMail> Mail(const std::string& team) override { return files_->Mail(team); }
-  std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) override {
-    return files_->InboxOf(team, member);
-  }
-  bool IsHosted(const std::string& team, const std::string& member) override {
-    return files_->IsHosted(team, member);
-  }
-  Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) override {
-    return files_->LastMessages(team, n);
-  }
-  Status ReadLog(const std::string& team,
-                 const std::function<void(const Message&)>& each) override {
-    return files_->ReadLog(team, each);
-  }
-  Result<fs::path> Archive(const std::string& team) override { return files_->Archive(team); }
 
  private:
-  std::unique_ptr<TeamStore> files_;
   const std::chrono::milliseconds slow_;
   std::mutex mu_;
   std::condition_variable cv_;

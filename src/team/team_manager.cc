@@ -29,10 +29,9 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       lead_ctx_(lead_ctx),
       home_team_(lead_ctx->home_team.empty() ? lead_ctx->team : lead_ctx->home_team),
       on_spawn_(std::move(on_spawn)),
-      own_store_(options.store != nullptr ? nullptr : FileTeamStore(ws_)),
-      store_(options.store != nullptr ? options.store : own_store_.get()),
+      store_(lead_ctx->store()),
       news_(options.naive_baseline),
-      statuses_(*store_),
+      statuses_(store_),
       host_(options.shutdown_timeout_s),
       lead_team_(lead_ctx->team) {}
 
@@ -69,7 +68,7 @@ void TeamManager::Adopt(double every_s, const std::function<void(const std::vect
   while (!adopt_stop_.load()) {
     const std::string team = lead_team();
     if (team != watched) {
-      roster = store_->WatchRoster(team, adopt_waker_);
+      roster = store_.WatchRoster(team, adopt_waker_);
       watched = team;
     }
     uint64_t seen = adopt_waker_->generation();
@@ -121,8 +120,8 @@ bool TeamManager::AnyActive() {
   const std::string team = lead_team();
   // An idle teammate with something to do is about to be active again.
   for (const auto& n : idle) {
-    if (store_->InboxOf(team, n)->MayHavePending()) return true;
-    auto next = store_->Board(team)->NextClaimable(n);
+    if (store_.InboxOf(team, n)->MayHavePending()) return true;
+    auto next = store_.Board(team)->NextClaimable(n);
     if (next.ok() && next->has_value()) return true;
   }
   // A task claimed while we looked: its claimer is working (or still
@@ -138,10 +137,10 @@ bool TeamManager::HasNewsForLead() { return news_.Pending(); }
 std::string TeamManager::TakeNewsForLead() { return news_.Take(); }
 
 Result<std::unique_ptr<Hold>> TeamManager::HostMember(const std::string& team, const std::string& name) {
-  auto held = store_->HoldLiveness(team, name);
+  auto held = store_.HoldLiveness(team, name);
   if (!held.ok() && held.status().code() == StatusCode::kConflict) {
     return Status::FailedPrecondition("teammate '" + name + "' is already running in another process" +
-                                      (options_.store != nullptr ? " (on this machine or another)" : ""));
+                                      (store_.spans_machines() ? " (on this machine or another)" : ""));
   }
   return held;
 }
@@ -163,7 +162,7 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
   }
   Teammate::Config cfg;
   if (m.worktree) {
-    auto c = store_->LoadTeam(team);
+    auto c = store_.LoadTeam(team);
     if (!c.ok()) return c.status();
     MATES_ASSIGN_OR_RETURN(TeamGit g, EnsureTarget(team, *c));
     MATES_ASSIGN_OR_RETURN(cfg.work_root, git::EnsureTeammateWorktree(ws_, team, m.name, g));
@@ -189,9 +188,9 @@ Result<TeamGit> TeamManager::EnsureTarget(const std::string& team, const TeamCon
   if (c.git.configured()) return c.git;
   TeamGit wanted = options_.git;
   wanted.isolation = c.git.isolation;
-  if (options_.store != nullptr && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
+  if (store_.spans_machines() && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
   MATES_ASSIGN_OR_RETURN(TeamGit g, git::PrepareTarget(ws_, team, wanted));
-  MATES_RETURN_IF_ERROR(store_->UpdateTeam(team, [&](TeamConfig& cfg) {
+  MATES_RETURN_IF_ERROR(store_.UpdateTeam(team, [&](TeamConfig& cfg) {
     if (!cfg.git.configured()) cfg.git = g;
     g = cfg.git;
     return Status::Ok();
@@ -205,7 +204,7 @@ bool TeamManager::Running(const std::string& name) {
 }
 
 std::string TeamManager::CleanUpWorktree(const std::string& team, const std::string& name) {
-  auto c = store_->LoadTeam(team);
+  auto c = store_.LoadTeam(team);
   if (!c.ok() || !c->git.configured()) return "";
   return git::CleanUpTeammate(ws_, team, name, c->git, /*final=*/false);
 }
@@ -222,12 +221,12 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     TeamGit wanted = options_.git;
     wanted.isolation = iso;
     // On a shared store the work travels through a remote (DESIGN §13).
-    if (options_.store != nullptr && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
+    if (store_.spans_machines() && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
     MATES_ASSIGN_OR_RETURN(prepared, git::PrepareTarget(ws_, name, wanted));
   }
   const std::string current = lead_ctx_->team;
   if (current != home_team_) {
-    auto c = store_->LoadTeam(current);
+    auto c = store_.LoadTeam(current);
     if (c.ok()) {
       for (const auto& m : c->members) {
         if (m.role != MemberRole::kLead && m.status != MemberStatus::kShutdown) {
@@ -237,9 +236,9 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
       }
     }
   }
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_->CreateTeam(name, lead_name(), description));
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.CreateTeam(name, lead_name(), description));
   if (iso == Isolation::kWorktree || spend()) {
-    MATES_RETURN_IF_ERROR(store_->UpdateTeam(name, [&](TeamConfig& cfg) {
+    MATES_RETURN_IF_ERROR(store_.UpdateTeam(name, [&](TeamConfig& cfg) {
       if (iso == Isolation::kWorktree) cfg.git = prepared;
       if (spend()) cfg.budget = spend()->ForNewTeam();  // the session's budget covers its new team
       return Status::Ok();
@@ -275,7 +274,7 @@ void TeamManager::MoveLeadTo(const std::string& team) {
   // team's is (the lock of the team it leaves goes).
   lead_away_.reset();
   if (team != home_team_) {
-    auto held = store_->HoldLiveness(team, lead_name());
+    auto held = store_.HoldLiveness(team, lead_name());
     if (held.ok()) {
       lead_away_ = std::move(*held);
     } else {
@@ -289,7 +288,7 @@ void TeamManager::MoveLeadTo(const std::string& team) {
   }
   lead_ctx_->team = team;
   Status s = lead_->MoveJournal(ws_.AgentsDir(team) / (lead_name() + ".jsonl"),
-                                store_->JournalOf(team, lead_name()), team, team == home_team_);
+                                store_.JournalOf(team, lead_name()), team, team == home_team_);
   if (!s.ok()) LogWarning("lead journal: " + s.message());
   if (on_lead_moved_) on_lead_moved_(from, team);
 }
@@ -318,7 +317,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
                                       "' (create a team with TeamCreate first)");
   }
   if (name == lead_name()) return Status::InvalidArgument("'" + name + "' is you, the lead");
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_->LoadTeam(team));
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.LoadTeam(team));
   const bool isolated = iso.value_or(c.git.isolation) == Isolation::kWorktree;
   if (isolated) MATES_RETURN_IF_ERROR(EnsureTarget(team, c).status());
   const Member* existing = c.Find(name);
@@ -336,7 +335,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
   if (existing != nullptr) {
     m = *existing;
     revive = true;
-    MATES_RETURN_IF_ERROR(store_->UpdateTeam(team, [&](TeamConfig& cfg) {
+    MATES_RETURN_IF_ERROR(store_.UpdateTeam(team, [&](TeamConfig& cfg) {
       Member* mm = cfg.Find(name);
       mm->plan_mode_required = plan_mode_required;
       if (!model.empty()) mm->model = model;
@@ -358,7 +357,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
     m.worktree = isolated;
     m.budget_tokens = spec.budget_tokens;
     m.context_budget = spec.context_budget;
-    MATES_ASSIGN_OR_RETURN(m, store_->AddMember(team, m));
+    MATES_ASSIGN_OR_RETURN(m, store_.AddMember(team, m));
   }
   // A teammate that existed goes on with its earlier conversation, the new
   // instructions as its next message.
@@ -374,7 +373,7 @@ Result<std::vector<std::string>> TeamManager::ResumeTeam(double grace_s) {
   std::vector<std::string> resumed;
   const std::string team = lead_team();
   const Deadline grace = DeadlineIn(grace_s);
-  auto c = store_->LoadTeam(team);
+  auto c = store_.LoadTeam(team);
   if (!c.ok()) return c.status();
   for (const auto& m : c->members) {
     if (m.role == MemberRole::kLead || m.backend != MemberBackend::kInProcess ||
@@ -384,8 +383,8 @@ Result<std::vector<std::string>> TeamManager::ResumeTeam(double grace_s) {
     if (auto here = host_.Find(m.name); here != nullptr && !here->finished()) continue;
     // A cheap look first (taking it may connect), which allows for a host
     // that died a moment ago.
-    if (StillHostedAt(*store_, team, m.name, grace)) continue;
-    auto held = HoldLivenessAllowingForTheDead(*store_, team, m.name, grace);
+    if (StillHostedAt(store_, team, m.name, grace)) continue;
+    auto held = HoldLivenessAllowingForTheDead(store_, team, m.name, grace);
     if (!held.ok()) {
       // Another host has it: nothing to say.
       if (held.status().code() != StatusCode::kConflict) LogInfo("not resuming " + m.name + ": " + held.status().message());
@@ -403,7 +402,7 @@ Result<std::vector<std::string>> TeamManager::ResumeTeam(double grace_s) {
 
 std::vector<std::string> TeamManager::AskToShutDown(const TeamConfig& c) {
   std::vector<std::string> asked;
-  std::unique_ptr<TeamMail> mail = store_->Mail(c.name);
+  std::unique_ptr<TeamMail> mail = store_.Mail(c.name);
   for (const auto& m : c.members) {
     if (m.role == MemberRole::kLead || m.status == MemberStatus::kShutdown) continue;
     SendRequest r;
@@ -425,7 +424,7 @@ std::vector<std::string> TeamManager::AskToShutDown(const TeamConfig& c) {
 bool TeamManager::StoppedFor(const std::string& team, const std::string& name) {
   if (auto t = host_.Find(name)) return t->finished();
   // Hosted elsewhere (or nowhere): the roster says.
-  auto cfg = store_->LoadTeam(team);
+  auto cfg = store_.LoadTeam(team);
   const Member* m = cfg.ok() ? cfg->Find(name) : nullptr;
   return m == nullptr || m->status == MemberStatus::kShutdown;
 }
@@ -433,7 +432,7 @@ bool TeamManager::StoppedFor(const std::string& team, const std::string& name) {
 void TeamManager::WaitForShutdowns(const std::string& team, const std::vector<std::string>& asked) {
   // Woken by our teammates' status changes and by the roster file (hosts
   // in other processes write it).
-  auto sub = store_->WatchRoster(team, status_waker_);
+  auto sub = store_.WatchRoster(team, status_waker_);
   Deadline until = DeadlineIn(options_.shutdown_timeout_s);
   for (;;) {
     uint64_t g = status_waker_->generation();
@@ -457,7 +456,7 @@ std::string TeamManager::HowItStopped(const std::string& team, const std::string
   if (t != nullptr) t->Join();
   if (!StoppedFor(team, name)) return name + " (hosted elsewhere; did not confirm)";
   std::string how = "approved";
-  auto req = store_->Mail(team)->ListRequests();
+  auto req = store_.Mail(team)->ListRequests();
   if (req.ok()) {
     for (const auto& r : *req) {
       if (r.kind == RequestKind::kShutdown && r.responder == name && r.status == RequestState::kApproved &&
@@ -470,11 +469,11 @@ std::string TeamManager::HowItStopped(const std::string& team, const std::string
 }
 
 void TeamManager::SummarizeWork(const std::string& team, TeamSummary* summary) {
-  Status read = store_->ReadLog(team, [&](const Message& m) {
+  Status read = store_.ReadLog(team, [&](const Message& m) {
     summary->messages_by_type[std::string(MessageTypeName(m.type))]++;
   });
   if (!read.ok()) LogWarning("the log of team " + team + ": " + read.message());
-  auto tasks = store_->Board(team)->List(false);
+  auto tasks = store_.Board(team)->List(false);
   if (tasks.ok()) {
     for (const auto& t : *tasks) summary->tasks_by_owner[t.owner.empty() ? "(unowned)" : t.owner].push_back(t.id);
   }
@@ -482,7 +481,7 @@ void TeamManager::SummarizeWork(const std::string& team, TeamSummary* summary) {
 
 Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", name));
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_->LoadTeam(name));
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.LoadTeam(name));
   if (name == home_team_ && name == lead_team() && c.members.size() <= 1) {
     return Status::FailedPrecondition("team '" + name + "' is the one this run started in; nothing to disband");
   }
@@ -503,14 +502,14 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     last_deleted_ = summary;
   }
   // Archived, not destroyed (DESIGN §11): its log and board stay readable.
-  MATES_ASSIGN_OR_RETURN(fs::path archived, store_->Archive(name));
+  MATES_ASSIGN_OR_RETURN(ArchivedTeam archived, store_.Archive(name));
   {
     std::lock_guard<std::mutex> lock(mu_);
     deleted_teams_.push_back(name);
   }
   RecordSpendElsewhere();
   std::string out = "Team '" + name + "' deleted; its files are archived in " +
-                    fs::relative(archived, ws_.root()).string() + ".";
+                    fs::relative(archived.root, ws_.root()).string() + ".";
   if (!summary.stopped.empty()) {
     out += " Teammates:";
     for (const auto& s : summary.stopped) out += "\n- " + s;
@@ -525,7 +524,7 @@ void TeamManager::RecordSpendElsewhere() {
   auto [tokens, usd] = spend()->TakeSpentElsewhere();
   if (tokens == 0) return;
   auto updated =
-      store_->UpdateTeam(spend()->team(), [&, tokens = tokens, usd = usd](TeamConfig& c) {
+      store_.UpdateTeam(spend()->team(), [&, tokens = tokens, usd = usd](TeamConfig& c) {
         c.budget.spent_in_made_tokens += tokens;
         c.budget.spent_in_made_usd += usd;
         return Status::Ok();

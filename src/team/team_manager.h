@@ -58,9 +58,6 @@ struct TeamOptions {
   // More tools for each teammate (the host's MCP servers, DESIGN §14):
   // called with its registry and name as it is made.
   std::function<void(tools::ToolRegistry&, const std::string&)> extra_tools;
-  // Where the teams are kept (DESIGN §13), outliving the manager; null:
-  // the files under the workspace.
-  TeamStore* store = nullptr;
 };
 
 class Teammate;
@@ -161,9 +158,8 @@ class TeamManager : public tools::TeamRuntime {
   const TeamOptions& options() const { return options_; }
   const std::shared_ptr<agent::TeamSpend>& spend() const { return options_.spend; }
   StatusWriter& statuses() { return statuses_; }
-  TeamStore& store() { return *store_; }
-  // The store as a ToolContext carries it (null: the workspace's files).
-  TeamStore* context_store() const { return options_.store; }
+  // Where the teams are kept (DESIGN §13): the lead's context's store.
+  TeamStore& store() { return store_; }
   std::string lead_name() const { return lead_ctx_->agent; }
 
  private:
@@ -194,8 +190,7 @@ class TeamManager : public tools::TeamRuntime {
   const std::string home_team_;
   const std::function<void(const Member&)> on_spawn_;
   const std::shared_ptr<Waker> status_waker_ = std::make_shared<Waker>();  // any status change
-  const std::unique_ptr<TeamStore> own_store_;  // the workspace's files, without options_.store
-  TeamStore* const store_;
+  TeamStore& store_;
 
   LeadNews news_;
   StatusWriter statuses_;  // outlives host_: teammates write statuses to their end

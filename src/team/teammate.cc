@@ -57,13 +57,14 @@ class Teammate::EventsTap : public agent::AgentEvents {
 };
 
 Teammate::Teammate(Config config, TeamManager* manager, std::unique_ptr<Hold> host_lock)
-    : config_(std::move(config)), manager_(manager), host_lock_(std::move(host_lock)) {
+    : config_(std::move(config)),
+      manager_(manager),
+      host_lock_(std::move(host_lock)),
+      ctx_(manager->ws(), manager->store()) {
   // Given instructions, it is working from the moment it exists: a lead
   // looking between the spawn and its thread's first step must not take it
   // for idle (and end a run before it began).
   if (config_.new_prompt) status_.store(MemberStatus::kActive);
-  ctx_.ws = manager_->ws();
-  ctx_.store = manager_->context_store();
   ctx_.work_root = config_.work_root;
   ctx_.team = config_.team;
   ctx_.agent = config_.name;
@@ -400,7 +401,7 @@ bool Teammate::IdleWaitOnStore() {
 }
 
 bool Teammate::IdleWait() {
-  if (manager_->context_store() != nullptr) return IdleWaitOnStore();
+  if (manager_->store().spans_machines()) return IdleWaitOnStore();
   const Workspace& ws = ctx_.ws;
   if (!inbox_watch_) {
     auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team),

@@ -41,8 +41,8 @@ TEST(TeammateTest, ALoneTeammateKeepsItsClaimLineFromTaskToTask) {
   Workspace ws(dir.path());
   ASSERT_TRUE(Roster(ws).CreateTeam("t").ok());
   llm::ScriptedProvider provider(Scenario());
-  tools::ToolContext ctx;
-  ctx.ws = ws;
+  std::unique_ptr<TeamStore> store = FileTeamStore(ws);
+  tools::ToolContext ctx(ws, *store);
   ctx.team = "t";
   ctx.agent = "lead";
   ctx.is_lead = true;

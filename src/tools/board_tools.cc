@@ -9,68 +9,11 @@
 namespace mates::tools {
 namespace {
 
-// The team's board in the context's store; `files` is the file store's
-// Board (what the merge queue works with), null on another store.
-struct BoardRef {
-  std::shared_ptr<Board> files;
-  std::unique_ptr<TaskBoard> board;
-  TaskBoard* operator->() const { return board.get(); }
-};
-
-// A store's board whose answers that could mean "no such team" (NotFound,
-// an empty list, no task to claim) are checked against the team's row: a
-// team gone is said so. Asking first cost every task update a round trip
-// on PostgreSQL, on the way from a completion to the claims it allows.
-class TeamCheckedBoard : public TaskBoard {
- public:
-  TeamCheckedBoard(TeamStore& store, std::string team)
-      : store_(store), team_(std::move(team)), board_(store.Board(team_)) {}
-  Result<Task> Create(const TaskDraft& draft) override { return Checked(board_->Create(draft)); }
-  Result<Task> Get(int64_t id) override { return Checked(board_->Get(id)); }
-  Result<std::vector<Task>> List(bool include_deleted) override {
-    auto r = board_->List(include_deleted);
-    if (r.ok() && r->empty()) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
-    return Checked(std::move(r));
-  }
-  Result<Task> Update(int64_t id, const TaskPatch& patch, const Caller& caller) override {
-    return Checked(board_->Update(id, patch, caller));
-  }
-  Result<Task> Claim(int64_t id, const std::string& owner) override { return Checked(board_->Claim(id, owner)); }
-  Result<std::optional<Task>> ClaimNext(const std::string& owner, ClaimOutlook* outlook) override {
-    auto r = board_->ClaimNext(owner, outlook);
-    if (r.ok() && !r->has_value()) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
-    return Checked(std::move(r));
-  }
-  Result<std::optional<int64_t>> NextClaimable(const std::string& owner) override {
-    return Checked(board_->NextClaimable(owner));
-  }
-
- private:
-  template <typename T>
-  Result<T> Checked(Result<T> r) {
-    if (!r.ok() && r.status().code() == StatusCode::kNotFound) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
-    return r;
-  }
-  TeamStore& store_;
-  const std::string team_;
-  std::unique_ptr<TaskBoard> board_;
-};
-
-Result<BoardRef> TeamBoard(const ToolContext& ctx) {
+// The team's board in the context's store: a team that is not there is
+// said so, not given a board.
+Result<std::unique_ptr<TaskBoard>> TeamBoard(const ToolContext& ctx) {
   if (ctx.team.empty()) return Status::FailedPrecondition("you are not in a team yet (create one with TeamCreate)");
-  if (ctx.store != nullptr) {
-    MATES_RETURN_IF_ERROR(ValidateName("team name", ctx.team));
-    return BoardRef{nullptr, std::make_unique<TeamCheckedBoard>(*ctx.store, ctx.team)};
-  }
-  // The team must be there; its roster need not be read (with a hundred
-  // members, parsing it was a tenth of a teammate's time per task update).
-  std::error_code ec;
-  if (!fs::exists(ctx.ws.ConfigPath(ctx.team), ec)) {
-    return Status::NotFound("no team '" + ctx.team + "' in " + ctx.ws.root().string());
-  }
-  std::shared_ptr<Board> files = SharedBoard(ctx.ws.TasksDir(ctx.team));
-  std::unique_ptr<TaskBoard> board = FileTaskBoard(*files);
-  return BoardRef{std::move(files), std::move(board)};
+  return ctx.store().CheckedBoard(ctx.team);
 }
 
 std::string IdList(const std::vector<int64_t>& ids) {
@@ -208,8 +151,7 @@ class TaskUpdateTool : public Tool {
       // complete no task but its own, so one sharing the workspace skips the
       // check (and its roster read) on the handoff path.
       if (ctx.is_lead || !ctx.work_root.empty()) {
-        std::unique_ptr<TeamStore> files = ctx.store != nullptr ? nullptr : FileTeamStore(ctx.ws);
-        auto submitted = git::SubmitForMerge(ctx.ws, ctx.store != nullptr ? *ctx.store : *files, ctx.team, id,
+        auto submitted = git::SubmitForMerge(ctx.ws, ctx.store(), ctx.team, id,
                                              CallerOf(ctx));
         if (!submitted.ok()) return ToolResult::Error(submitted.status().message());
         if (submitted->has_value()) return ToolResult::Ok((*submitted)->text);

@@ -64,7 +64,7 @@ class SendMessageTool : public Tool {
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (r.type == MessageType::kBroadcast && (r.recipient == "*" || r.recipient == "all")) r.recipient.clear();
     if (ctx.team.empty()) return ToolResult::Error("you are not in a team yet");
-    std::unique_ptr<TeamMail> mail = MailIn(ctx.store, ctx.ws, ctx.team);
+    std::unique_ptr<TeamMail> mail = ctx.store().Mail(ctx.team);
     auto receipt = Messenger(*mail).Send(r);
     if (!receipt.ok()) return ToolResult::Error(receipt.status().message());
     std::string to;
@@ -76,7 +76,7 @@ class SendMessageTool : public Tool {
     // reads `user`'s inbox in the team it began in, so it goes there too.
     if (r.recipient == kUserName && ctx.is_lead && !ctx.home_team.empty() &&
         ctx.home_team != ctx.team) {
-      std::unique_ptr<TeamMail> home = MailIn(ctx.store, ctx.ws, ctx.home_team);
+      std::unique_ptr<TeamMail> home = ctx.store().Mail(ctx.home_team);
       auto there = Messenger(*home).Send(r);
       out += there.ok() ? " (also in team " + ctx.home_team + ", where this session began)"
                         : " (not in team " + ctx.home_team + ": " + there.status().message() + ")";
@@ -317,8 +317,7 @@ class MergeReviewTool : public Tool {
     std::string feedback = in.String("feedback", false);
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (ctx.team.empty()) return ToolResult::Error("you are not in a team yet");
-    std::unique_ptr<TeamStore> files = ctx.store != nullptr ? nullptr : FileTeamStore(ctx.ws);
-    auto m = git::DecideMerge(ctx.store != nullptr ? *ctx.store : *files, ctx.team, id, approve, feedback, ctx.agent);
+    auto m = git::DecideMerge(ctx.store(), ctx.team, id, approve, feedback, ctx.agent);
     if (!m.ok()) return ToolResult::Error(m.status().message());
     return ToolResult::Ok(approve ? "Approved merge request " + std::to_string(id) + " (task #" + std::to_string(m->task) +
                                         "): the merge queue moves " + m->target + " to it and completes the task."

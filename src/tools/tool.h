@@ -16,6 +16,7 @@
 #include "llm/types.h"
 #include "store/board.h"
 #include "store/team_store.h"
+#include "store/team_store.h"
 #include "store/workspace.h"
 
 namespace mates::tools {
@@ -91,14 +92,17 @@ class SkillLibrary;
 // Everything a tool call may use. The agent owns it; `team` may change
 // (after TeamCreate the lead belongs to the new team).
 struct ToolContext {
-  Workspace ws{"."};
+  ToolContext(Workspace ws, TeamStore& store) : ws(std::move(ws)), store_(&store) {}
+  // The store the team is in (DESIGN §13, §17), which outlives the context.
+  TeamStore& store() const { return *store_; }
+  void set_store(TeamStore& store) { store_ = &store; }
+
+  Workspace ws;
   // Where bash runs and file tools are confined: "" = ws.root(); an
   // isolated teammate's own git worktree (DESIGN §12). Team state stays in ws.
   fs::path work_root;
   Workspace WorkRoot() const { return work_root.empty() ? ws : Workspace(work_root); }
   std::string team;
-  // The store the team is in (DESIGN §13); null: the file store under ws.
-  TeamStore* store = nullptr;
   std::string agent;
   // A lead's: the team its session began in. While it works in a team it
   // made, what is sent to it there still reaches it (AgentLoop), and what
@@ -113,6 +117,9 @@ struct ToolContext {
   TeamRuntime* teams = nullptr;
   const SkillLibrary* skills = nullptr;
   double bash_default_timeout_s = 120;
+
+ private:
+  TeamStore* store_;  // never null
 };
 
 class Tool {

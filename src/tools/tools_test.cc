@@ -24,7 +24,6 @@ class ToolsTest : public ::testing::Test {
     Member m;
     m.name = "alice";
     ASSERT_TRUE(Roster(ws_).AddMember("t", m).ok());
-    ctx_.ws = ws_;
     ctx_.team = "t";
     ctx_.agent = "lead";
     ctx_.is_lead = true;
@@ -37,7 +36,8 @@ class ToolsTest : public ::testing::Test {
   }
   TempDir dir_;
   Workspace ws_{dir_.path()};
-  ToolContext ctx_;
+  std::unique_ptr<TeamStore> store_ = FileTeamStore(ws_);
+  ToolContext ctx_{ws_, *store_};
   llm::CancelToken cancel_;
   std::unique_ptr<ToolRegistry> lead_;
 };

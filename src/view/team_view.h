@@ -1,7 +1,8 @@
-// TeamView: a team as people look at it (DESIGN §11), read from its files:
+// TeamView: a team as people look at it (DESIGN §11), read from its store:
 // the host (host.json, if alive), the board by status, per member the shown
 // state (liveness applied), activity and in-progress task, and the last
-// messages. `mates status` prints it; the dashboard serves it as /api/team.
+// messages. `mates status` prints it, the dashboard serves it as /api/team,
+// and `mates mcp`'s team_status answers with it.
 #pragma once
 
 #include <map>
@@ -17,11 +18,7 @@
 #include "store/message.h"
 #include "store/roster.h"
 #include "store/task.h"
-#include "store/workspace.h"
-
-namespace mates::pg {
-class Store;
-}
+#include "store/team_store.h"
 
 namespace mates::view {
 
@@ -43,18 +40,12 @@ struct TeamView {
   std::string store;  // where the team is kept, if not in the workspace's files (DESIGN §13)
 };
 
-Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t last_messages);
-// The same of a team in a PostgreSQL store, from any machine: liveness is
-// its locks, each member's activity its latest document there (one that
-// is not one, written by hand say, is left out as an unreadable file is),
-// and the host the one `ws` has, if it hosts the team's lead.
-Result<TeamView> LookAtTeam(pg::Store& db, const Workspace& ws, const std::string& team, size_t last_messages);
-
-// What every store has (DESIGN §13): the roster with liveness (`hosted`),
-// the board and the last messages; LookAtTeam adds the file store's host,
-// activity and merges.
-TeamView ComposeView(TeamConfig team, const std::vector<Task>& tasks, const HostedFn& hosted,
-                     std::vector<Message> messages);
+// The team as `store` has it, from any machine: liveness as the store
+// keeps it, each member's activity its latest document (one that is not
+// one, written by hand say, is left out), and the host that this machine's
+// workspace has, if any. A store out of reach is an error (Unavailable);
+// a board or log that cannot be read otherwise is shown empty.
+Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t last_messages);
 // The document of `mates status --json`.
 Json TeamViewToJson(const TeamView& v);
 

@@ -1,22 +1,38 @@
 // See team_view.h.
-#include "dashboard/team_view.h"
+#include "view/team_view.h"
 
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
-#include "pg/store.h"
-#include "store/board.h"
 #include "store/merges.h"
 #include "store/liveness.h"
-#include "store/message_log.h"
 
 namespace mates::view {
 
-TeamView ComposeView(TeamConfig team, const std::vector<Task>& tasks, const HostedFn& hosted,
-                     std::vector<Message> messages) {
+namespace {
+
+// A view's messages are at most about this many bytes (a row of a
+// database may hold up to 16 MiB).
+constexpr size_t kViewLogBytes = 4 << 20;
+
+// What a part of a view that could not be read shows: nothing, unless the
+// store is out of reach, which the looker is told.
+template <typename T>
+Result<T> OrEmpty(Result<T> r) {
+  if (r.ok() || r.status().code() == StatusCode::kUnavailable) return r;
+  return T();
+}
+
+}  // namespace
+
+Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t last_messages) {
+  MATES_ASSIGN_OR_RETURN(TeamConfig config, store.LoadTeam(team));
+  MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, OrEmpty(store.Board(team)->List(false)));
+  MATES_ASSIGN_OR_RETURN(LogPage messages, OrEmpty(store.TailLog(team, last_messages, kViewLogBytes)));
+  MATES_ASSIGN_OR_RETURN(auto activities, OrEmpty(store.Activities(team)));
   TeamView v;
   v.now = WallSeconds();
-  v.team = std::move(team);
+  v.team = std::move(config);
   for (const char* s : {"pending", "in_progress", "completed"}) v.board[s] = 0;
   std::map<std::string, Task> working;  // owner → its in-progress task (lowest id)
   for (const auto& t : tasks) {
@@ -25,62 +41,23 @@ TeamView ComposeView(TeamConfig team, const std::vector<Task>& tasks, const Host
       working[t.owner] = t;
     }
   }
+  std::map<std::string, std::string> doc_of(activities.begin(), activities.end());
   for (const auto& m : v.team.members) {
     MemberView mv;
     mv.member = m;
-    mv.shown = std::string(ShownStatus(m, m.status == MemberStatus::kShutdown || hosted(m.name)));
+    mv.shown = std::string(ShownStatus(m, m.status == MemberStatus::kShutdown || store.IsHosted(team, m.name)));
     if (auto it = working.find(m.name); it != working.end()) mv.task = it->second;
+    if (auto it = doc_of.find(m.name); it != doc_of.end()) {
+      auto j = ParseJson(it->second);
+      auto a = j.ok() ? agent::ActivityFromJson(*j) : Result<agent::Activity>(j.status());
+      if (a.ok() && a->agent == m.name) mv.activity = std::move(*a);
+    }
     v.members.push_back(std::move(mv));
   }
-  v.messages = std::move(messages);
-  return v;
-}
-
-Result<TeamView> LookAtTeam(const Workspace& ws, const std::string& team, size_t last_messages) {
-  MATES_ASSIGN_OR_RETURN(TeamConfig config, Roster(ws).Load(team));
-  auto tasks = SharedBoard(ws.TasksDir(team))->List(false);
-  auto msgs = MessageLog(ws, team).Tail(last_messages);
-  TeamView v = ComposeView(
-      std::move(config), tasks.ok() ? *tasks : std::vector<Task>(),
-      [&](std::string_view member) { return HostAlive(ws, team, member); },
-      msgs.ok() ? std::move(*msgs) : std::vector<Message>());
-  v.host = ReadLiveHost(ws, team);
-  for (auto& mv : v.members) {
-    auto a = agent::ReadActivity(ws.AgentsDir(team) / (mv.member.name + ".status.json"));
-    if (a.ok()) mv.activity = std::move(*a);
-  }
-  auto merges = MergeStore(ws, team).List();
-  if (merges.ok()) {
-    for (const auto& m : *merges) ++v.merges[std::string(MergeStateName(m.status))];
-  }
-  return v;
-}
-
-Result<TeamView> LookAtTeam(pg::Store& db, const Workspace& ws, const std::string& team, size_t last_messages) {
-  MATES_ASSIGN_OR_RETURN(TeamConfig config, db.LoadTeam(team));
-  MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, db.ListTasks(team));
-  // Bounded as the file's tail is (a row may hold up to 16 MiB).
-  MATES_ASSIGN_OR_RETURN(std::vector<Message> messages, db.TailLog(team, last_messages, nullptr, 4 << 20));
-  MATES_ASSIGN_OR_RETURN(auto activities, db.Activities(team));
-  TeamView v = ComposeView(
-      std::move(config), tasks,
-      [&](std::string_view member) {
-        auto hosted = db.IsHosted(team, std::string(member));
-        return hosted.ok() && *hosted;
-      },
-      std::move(messages));
-  v.store = db.target().shown;
-  std::map<std::string, std::string> doc_of(activities.begin(), activities.end());
-  for (auto& mv : v.members) {
-    auto it = doc_of.find(mv.member.name);
-    if (it == doc_of.end()) continue;
-    auto j = ParseJson(it->second);
-    auto a = j.ok() ? agent::ActivityFromJson(*j) : Result<agent::Activity>(j.status());
-    if (a.ok() && a->agent == mv.member.name) mv.activity = std::move(*a);
-  }
-  auto teams = pg::StoreTeams(db);
-  v.host = ReadLiveHost(ws, team, *teams);
-  auto merges = db.ListMerges(team);
+  v.messages = std::move(messages.messages);
+  if (store.spans_machines()) v.store = store.where();
+  v.host = store.LiveHost(team);
+  auto merges = store.Merges(team)->List();
   if (merges.ok()) {
     for (const auto& m : *merges) ++v.merges[std::string(MergeStateName(m.status))];
   }
