@@ -9,6 +9,24 @@
 
 namespace mates::agent {
 
+TurnEnd TurnEndOf(std::string_view stop_reason) {
+  if (stop_reason == "refusal") return TurnEnd::kRefusal;
+  if (stop_reason == "max_calls") return TurnEnd::kMaxCalls;
+  if (stop_reason == "interrupted") return TurnEnd::kInterrupted;
+  if (stop_reason == "budget") return TurnEnd::kBudget;
+  return TurnEnd::kEndTurn;
+}
+
+namespace {
+
+// How `turn` ended, in words and as the enum.
+void SetTurnEnd(TurnResult* turn, std::string_view stop_reason) {
+  turn->stop_reason = std::string(stop_reason);
+  turn->end = TurnEndOf(stop_reason);
+}
+
+}  // namespace
+
 AgentLoop::AgentLoop(AgentSpec spec, llm::Provider* provider, const tools::ToolRegistry* tools,
                      tools::ToolContext* ctx, AgentEvents* events)
     : spec_(std::move(spec)), provider_(provider), tools_(tools), ctx_(ctx), events_(events) {}
@@ -361,7 +379,7 @@ std::string AgentLoop::OverBudget() const {
 Result<bool> AgentLoop::ReadyForCall(TurnResult* turn) {
   // Spent: nothing more is taken in (what waits stays for whoever goes on).
   if (std::string over = OverBudget(); !over.empty()) {
-    turn->stop_reason = "budget";
+    SetTurnEnd(turn, "budget");
     turn->why = over;
     if (events_ != nullptr) events_->OnNotice(spec_.name, "no further model calls: " + over);
     return false;
@@ -369,11 +387,11 @@ Result<bool> AgentLoop::ReadyForCall(TurnResult* turn) {
   MATES_RETURN_IF_ERROR(TakeInboxAndNotices());
   if (before_call_) before_call_();
   if (conversation_.empty() || conversation_.messages().back().role != llm::Role::kUser) {
-    if (turn->stop_reason.empty()) turn->stop_reason = "end_turn";
+    if (turn->stop_reason.empty()) SetTurnEnd(turn, "end_turn");
     return false;  // nothing to answer
   }
   if (turn->calls >= spec_.max_calls) {
-    turn->stop_reason = "max_calls";
+    SetTurnEnd(turn, "max_calls");
     if (events_ != nullptr) {
       events_->OnNotice(spec_.name, "stopped after " + std::to_string(turn->calls) +
                                         " model calls (the limit for one turn)");
@@ -385,7 +403,7 @@ Result<bool> AgentLoop::ReadyForCall(TurnResult* turn) {
   if (!compacted.ok()) {
     if (compacted.code() == StatusCode::kCancelled) {
       turn->interrupted = true;
-      turn->stop_reason = "interrupted";
+      SetTurnEnd(turn, "interrupted");
       return false;
     }
     return compacted.WithContext("compacting the conversation");
@@ -432,7 +450,7 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
   last_estimated_tokens_ = estimate;
   MATES_RETURN_IF_ERROR(AddAssistant(reply->content));
   turn->text = reply->Text();
-  turn->stop_reason = reply->stop_reason;
+  SetTurnEnd(turn, reply->stop_reason);
   return reply;
 }
 
@@ -443,7 +461,7 @@ Result<bool> AgentLoop::AfterReply(const llm::Response& reply, TurnResult* turn,
     MATES_RETURN_IF_ERROR(AddUser(std::move(results)));
     if (interrupted) {
       turn->interrupted = true;
-      turn->stop_reason = "interrupted";
+      SetTurnEnd(turn, "interrupted");
       return false;
     }
     if (reply.stop_reason == "max_tokens" && events_ != nullptr) {
@@ -483,7 +501,7 @@ Result<TurnResult> AgentLoop::Loop() {
     if (!reply.ok()) {
       if (reply.status().code() != StatusCode::kCancelled) return reply.status();
       turn.interrupted = true;
-      turn.stop_reason = "interrupted";
+      SetTurnEnd(&turn, "interrupted");
       return turn;
     }
     MATES_ASSIGN_OR_RETURN(bool again, AfterReply(*reply, &turn, &continuations));

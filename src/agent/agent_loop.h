@@ -57,9 +57,21 @@ struct AgentSpec {
   std::function<Status(const llm::Usage&, const std::string& model)> usage_sink;
 };
 
+// How a turn ended: the provider's stop reason or the loop's own, mapped
+// once (TurnEndOf); callers decide on this, the text is for people.
+enum class TurnEnd {
+  kEndTurn,      // the model finished (end_turn, stop_sequence, …)
+  kRefusal,      // the model refused
+  kMaxCalls,     // the turn hit its limit of model calls
+  kInterrupted,  // interrupted (a person, a stop)
+  kBudget,       // a budget is spent: no further model call
+};
+TurnEnd TurnEndOf(std::string_view stop_reason);
+
 struct TurnResult {
   std::string text;         // the final reply's text
-  std::string stop_reason;  // end_turn, refusal, max_calls, interrupted, budget, …
+  TurnEnd end = TurnEnd::kEndTurn;
+  std::string stop_reason;  // the same in words: end_turn, refusal, max_calls, interrupted, budget, …
   std::string why;          // budget: which budget is spent, in words
   int calls = 0;
   bool interrupted = false;

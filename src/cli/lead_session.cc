@@ -148,7 +148,7 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
   auto stopping = [&] { return signals.interrupts() > 0 || signals.exit_code() != 0; };
   for (;;) {
     if (!r.ok() || r->interrupted || stopping()) break;
-    if (r->stop_reason == "refusal" || r->stop_reason == "max_calls" || r->stop_reason == "budget") break;
+    if (r->end == agent::TurnEnd::kRefusal || r->end == agent::TurnEnd::kMaxCalls || r->end == agent::TurnEnd::kBudget) break;
     if (inboxes.Follow()) {  // the lead changes team with TeamCreate/TeamDelete
       // A team with pane agents (the file store's): their inboxes and
       // statuses (any file of the team) wake the lead too.
@@ -239,7 +239,7 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
         out.Line("", "the lead's turn failed: " + r.status().message() + " (the next message tries again)");
         // No retry storm: wait for something new, or a while.
         waker->WaitChange(waker->generation(), DeadlineIn(30));
-      } else if (r->stop_reason == "budget") {
+      } else if (r->end == agent::TurnEnd::kBudget) {
         // What waits stays unread: the host goes on showing the team, but
         // nobody calls the model until a host with a larger budget runs.
         if (!said_spent) out.Line("", r->why + ": no agent calls the model any more (restart with a larger "
@@ -273,12 +273,12 @@ int ExitFor(const Result<agent::TurnResult>& r, LiveOutput& out) {
                                ? Status::FailedPrecondition(r.status().message())
                                : r.status());
   if (r->interrupted) return 130;
-  if (r->stop_reason == "refusal") return Fail(Status::FailedPrecondition("the model refused"));
-  if (r->stop_reason == "budget") {
+  if (r->end == agent::TurnEnd::kRefusal) return Fail(Status::FailedPrecondition("the model refused"));
+  if (r->end == agent::TurnEnd::kBudget) {
     return Fail(Status::FailedPrecondition(r->why + ": no agent calls the model any more (a larger "
                                            "--budget-tokens / --budget-usd lets the team go on)"));
   }
-  if (r->stop_reason == "max_calls") {
+  if (r->end == agent::TurnEnd::kMaxCalls) {
     return Fail(Status::FailedPrecondition("the turn hit --max-turns before the model finished"));
   }
   (void)out;

@@ -65,7 +65,7 @@ int64_t InputTokens(const llm::Usage& u) {
 std::string Doing(const MemberView& m) {
   if (!m.activity) return "-";
   const agent::Activity& a = *m.activity;
-  if (m.shown == "offline") return "(host gone)";
+  if (m.shown == Shown::kOffline) return "(host gone)";
   switch (a.state) {
     case agent::ActivityState::kThinking: return "thinking";
     case agent::ActivityState::kTool: return a.doing;
@@ -118,13 +118,13 @@ std::string Render(const TeamView& v) {
   o << Pad("MEMBER", 14) << Pad("STATE", 10) << Pad("DOING", 42) << Pad("FOR", 8) << Pad("TASK", 26)
     << Pad("TOKENS in/out", 16) << "COST\n";
   for (const auto& m : v.members) {
-    std::string since = m.activity && m.shown != "offline" ? Duration(v.now - m.activity->since) : "-";
+    std::string since = m.activity && m.shown != Shown::kOffline ? Duration(v.now - m.activity->since) : "-";
     std::string task = m.task ? Cut("#" + std::to_string(m.task->id) + " " + m.task->subject, 25) : "-";
     std::string tokens = m.activity && m.activity->calls > 0
                              ? agent::HumanCount(InputTokens(m.activity->tokens)) + "/" +
                                    agent::HumanCount(m.activity->tokens.output_tokens)
                              : "-";
-    o << Pad(Cut(m.member.name, 13), 14) << Pad(m.shown, 10) << Pad(Cut(Doing(m), 41), 42) << Pad(since, 8)
+    o << Pad(Cut(m.member.name, 13), 14) << Pad(std::string(ShownName(m.shown)), 10) << Pad(Cut(Doing(m), 41), 42) << Pad(since, 8)
       << Pad(task, 26) << Pad(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
   }
   // The team's spend so far, as its agents' activity files say.

@@ -38,8 +38,8 @@ struct TeamArgs {
 };
 
 // How `m` is shown: a member nobody hosts is offline.
-std::string_view Shown(TeamStore& teams, const TeamConfig& c, const Member& m) {
-  return ShownStatus(m, m.status == MemberStatus::kShutdown || teams.IsHosted(c.name, m.name));
+Shown ShownIn(TeamStore& teams, const TeamConfig& c, const Member& m) {
+  return ShownOf(m, m.status == MemberStatus::kShutdown || teams.IsHosted(c.name, m.name));
 }
 
 Json ShownJson(TeamStore& teams, const TeamConfig& c) {
@@ -56,7 +56,7 @@ void PrintTeam(TeamStore& teams, const TeamConfig& c) {
     line.resize(std::max<size_t>(line.size() + 1, 20), ' ');
     line += m.role_title.empty() ? std::string(MemberRoleName(m.role)) : m.role_title;
     line.resize(std::max<size_t>(line.size() + 1, 30), ' ');
-    line += std::string(Shown(teams, c, m));
+    line += std::string(ShownName(ShownIn(teams, c, m)));
     line.resize(std::max<size_t>(line.size() + 1, 40), ' ');
     line += std::string(MemberBackendName(m.backend));
     if (!m.color.empty()) line += "  " + m.color;
@@ -110,7 +110,7 @@ int List(Globals& g, const TeamArgs& a) {
       out.push_back(ShownJson(**teams, *c));
     } else {
       size_t active = 0;
-      for (const auto& m : c->members) active += Shown(**teams, *c, m) == "active" ? 1 : 0;
+      for (const auto& m : c->members) active += ShownIn(**teams, *c, m) == Shown::kActive ? 1 : 0;
       std::cout << c->name << "  " << c->members.size() << " members, " << active << " active\n";
     }
   }

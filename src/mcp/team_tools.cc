@@ -67,7 +67,7 @@ ToolSpec Own(std::string name, std::string title, std::string description, const
 }
 
 std::string Doing(const view::MemberView& m) {
-  if (m.shown == "offline") return "its host is gone";
+  if (m.shown == Shown::kOffline) return "its host is gone";
   if (!m.activity) return "";
   switch (m.activity->state) {
     case agent::ActivityState::kThinking: return "thinking";
@@ -86,7 +86,7 @@ ToolOutcome TeamStatus(const TeamIdentity& who) {
          std::to_string(v->board.at("in_progress")) + " in progress, " + std::to_string(v->board.at("completed")) +
          " completed\nmembers:\n";
   for (const auto& m : v->members) {
-    out += "  " + m.member.name + " (" + std::string(MemberRoleName(m.member.role)) + "): " + m.shown;
+    out += "  " + m.member.name + " (" + std::string(MemberRoleName(m.member.role)) + "): " + std::string(ShownName(m.shown));
     std::string doing = Doing(m);
     if (!doing.empty()) out += ", " + doing;
     if (m.task) out += "; task #" + std::to_string(m.task->id) + " " + m.task->subject;

@@ -10,10 +10,27 @@ bool HostAlive(const Workspace& ws, std::string_view team, std::string_view memb
   return FileLock::IsHeld(ws.AgentsDir(team) / (std::string(member) + ".lock"));
 }
 
-std::string_view ShownStatus(const Member& m, bool hosted) {
-  if (m.status == MemberStatus::kShutdown) return MemberStatusName(m.status);
-  return hosted ? MemberStatusName(m.status) : "offline";
+Shown ShownOf(const Member& m, bool hosted) {
+  if (m.status != MemberStatus::kShutdown && !hosted) return Shown::kOffline;
+  switch (m.status) {
+    case MemberStatus::kActive: return Shown::kActive;
+    case MemberStatus::kIdle: return Shown::kIdle;
+    case MemberStatus::kShutdown: return Shown::kShutdown;
+  }
+  return Shown::kOffline;
 }
+
+std::string_view ShownName(Shown s) {
+  switch (s) {
+    case Shown::kActive: return "active";
+    case Shown::kIdle: return "idle";
+    case Shown::kShutdown: return "shutdown";
+    case Shown::kOffline: return "offline";
+  }
+  return "offline";
+}
+
+std::string_view ShownStatus(const Member& m, bool hosted) { return ShownName(ShownOf(m, hosted)); }
 
 std::string_view ShownStatus(const Workspace& ws, std::string_view team, const Member& m) {
   return ShownStatus(m, m.status == MemberStatus::kShutdown || HostAlive(ws, team, m.name));

@@ -26,6 +26,11 @@ Json TeamConfigToShownJson(const Workspace& ws, const TeamConfig& c);
 // advisory locks, DESIGN §13): `alive(member)` says whether it is hosted.
 using HostedFn = std::function<bool(std::string_view member)>;
 std::string_view ShownStatus(const Member& m, bool hosted);
+
+// A member as shown: its recorded status, or offline when nobody hosts it.
+enum class Shown { kActive, kIdle, kShutdown, kOffline };
+Shown ShownOf(const Member& m, bool hosted);
+std::string_view ShownName(Shown s);  // active | idle | shutdown | offline
 Json TeamConfigToShownJson(const TeamConfig& c, const HostedFn& alive);
 
 }  // namespace mates

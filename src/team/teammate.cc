@@ -540,7 +540,7 @@ void Teammate::Main() {
       if (!stop_.load()) waker_->WaitChange(g, DeadlineIn(0.5 * failures));
     } else {
       failures = 0;
-      if (r->stop_reason == "budget") {
+      if (r->end == agent::TurnEnd::kBudget) {
         // It finished the tool it was in; no further model call.
         SetStopReason(StopReason::kBudget, r->why);
         break;

@@ -45,7 +45,7 @@ Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t la
   for (const auto& m : v.team.members) {
     MemberView mv;
     mv.member = m;
-    mv.shown = std::string(ShownStatus(m, m.status == MemberStatus::kShutdown || store.IsHosted(team, m.name)));
+    mv.shown = ShownOf(m, m.status == MemberStatus::kShutdown || store.IsHosted(team, m.name));
     if (auto it = working.find(m.name); it != working.end()) mv.task = it->second;
     if (auto it = doc_of.find(m.name); it != doc_of.end()) {
       auto j = ParseJson(it->second);
@@ -96,7 +96,7 @@ Json TeamViewToJson(const TeamView& v) {
     jm["name"] = m.member.name;
     jm["role"] = std::string(MemberRoleName(m.member.role));
     jm["color"] = m.member.color;
-    jm["status"] = m.shown;
+    jm["status"] = std::string(ShownName(m.shown));
     jm["recorded_status"] = std::string(MemberStatusName(m.member.status));
     if (m.activity) {
       Json a = agent::ActivityToJson(*m.activity);

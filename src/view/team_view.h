@@ -24,7 +24,7 @@ namespace mates::view {
 
 struct MemberView {
   Member member;
-  std::string shown;  // liveness applied: active | idle | stopped | offline
+  Shown shown = Shown::kOffline;  // liveness applied
   std::optional<agent::Activity> activity;
   std::optional<Task> task;  // the in-progress task it owns (lowest id)
 };
