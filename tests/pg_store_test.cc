@@ -1,6 +1,9 @@
 // The PostgreSQL store (DESIGN §13) against a real server: a private one
 // per test program (support/pg_server.h), a fresh database per test.
 #include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
 #include <signal.h>
 
 #include <algorithm>
@@ -572,6 +575,45 @@ TEST_F(PgTest, AnInboxFoundEmptyIsAskedAgainOnlyAfterAWakeUp) {
   ASSERT_EQ(w.exit_code, 0) << w.err;
   ASSERT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen);
   EXPECT_EQ(*inbox->PendingCount(), 1u);
+}
+
+// A waiter woken by an inbox's notification finds it counted, whichever
+// subscriber the listener tells first: here one subscribed before the
+// inbox's own (an idle teammate's watch, kept from wait to wait, is), and
+// it holds the listener until this thread has counted — or for 2 s, which
+// is what the count waits when it must wait for the listener to be done.
+// Counted from the inbox's own wake-up, the count said 0 and the
+// teammate slept with a message in its inbox.
+TEST_F(PgTest, AWaiterWokenByAnInboxsNotificationFindsItCounted) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  auto teams = pg::StoreTeams(*store);
+  auto inbox = teams->InboxOf("procs", "ann");
+  std::mutex mu;
+  std::condition_variable cv;
+  bool told = false, counted = false;
+  auto first = store->listener().Subscribe(pg::InboxKey("procs", "ann"), [&](int64_t) {
+    std::unique_lock<std::mutex> lock(mu);
+    told = true;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(2), [&] { return counted; });
+  });
+  ASSERT_TRUE(first.ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(*inbox->PendingCount(), 0u);  // its own subscription now
+  auto w = testing::Run({testing::StoreHelperBinary(), "write", url_, "ann", "1", "x"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return told; }));
+  }
+  auto n = inbox->PendingCount();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    counted = true;
+    cv.notify_all();
+  }
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(*n, 1u) << "the count was answered from a wake-up not yet told";
 }
 
 // The board's tasks without their clock readings, to compare stores.

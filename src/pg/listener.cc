@@ -94,6 +94,7 @@ void Listener::Run() {
           // server shutting down ends its sessions one by one), and would
           // wait on without knowing: all look once more, and learn it.
           woke_down = true;
+          ++told_all_;
           for (auto& [id, e] : subs_) e.notify(1);
         }
         backoff = std::min(backoff * 2, 2.0);
@@ -134,6 +135,7 @@ void Listener::Run() {
       // Listening again after a loss: whatever was sent meanwhile is found
       // by a look.
       wake_all = false;
+      ++told_all_;
       for (auto& [id, e] : subs_) e.notify(1);
     }
     lock.unlock();
@@ -158,6 +160,7 @@ void Listener::Run() {
       woke_down = false;
       // Waiters look now (and learn that the store is unreachable), and
       // again once the connection is back.
+      ++told_all_;
       for (auto& [id, e] : subs_) e.notify(1);
     }
   }
@@ -184,9 +187,22 @@ void Listener::WakeLocked(const std::vector<Connection::Notification>& received)
     int64_t& w = wanted[n.channel];
     w = std::min(w + WantedOf(n.payload), kMaxWanted);
   }
+  // Counted before anyone is told (Told).
+  for (const auto& [channel, w] : wanted) {
+    auto it = told_.find(channel);
+    if (it == told_.end()) it = told_.emplace(std::string(channel), 0).first;
+    ++it->second;
+  }
   for (auto& [id, e] : subs_) {
     if (auto it = wanted.find(e.channel); it != wanted.end()) e.notify(it->second);
   }
+}
+
+uint64_t Listener::Told(const std::string& key) {
+  const std::string channel = ChannelOf(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = told_.find(channel);
+  return told_all_ + (it == told_.end() ? 0 : it->second);
 }
 
 Result<Listener::Subscription> Listener::Subscribe(const std::string& key, std::shared_ptr<Waker> waker) {

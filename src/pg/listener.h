@@ -82,6 +82,12 @@ class Listener {
   static constexpr int64_t kMaxWanted = 1000;
   Result<Subscription> Subscribe(const std::string& key, Notify notify);
 
+  // A count that moves, for `key`'s channel, before any subscriber is told
+  // of a notification on it or of a reconnect: whoever is woken by one
+  // finds it moved already, whichever subscriber the listener told first.
+  // (A cache of what a channel's notifications announce compares it.)
+  uint64_t Told(const std::string& key);
+
   // Times the connection was re-established, and attempts that failed (tests).
   uint64_t reconnects() const { return reconnects_.load(); }
   uint64_t failures() {
@@ -112,6 +118,8 @@ class Listener {
   };
   std::map<uint64_t, Entry> subs_;        // guarded by mu_
   std::map<std::string, int> wanted_;     // channel -> subscribers; guarded by mu_
+  std::map<std::string, uint64_t, std::less<>> told_;  // channel -> notifications; guarded by mu_
+  uint64_t told_all_ = 0;                 // reconnects and losses told to all; guarded by mu_
   std::set<std::string> listening_;       // channels LISTENed on conn_; guarded by mu_
   uint64_t failures_ = 0;                 // connection attempts failed; guarded by mu_
   uint64_t next_id_ = 1;                  // guarded by mu_

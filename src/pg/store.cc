@@ -1335,22 +1335,26 @@ class StoreInbox : public Inbox {
   // message appended sends one with its commit) or the listener's
   // reconnect: an idle teammate's looks ask the server once, not at every
   // wake-up (~900 statements in three runs of team_bench's 50 tasks, on
-  // every claimer's path to its call). The listener's generation is read
-  // before the count, so a message committed during it moves it on.
+  // every claimer's path to its call). The listener's count of what it
+  // told of the inbox's channel is read before the count, so a message
+  // committed during it moves it on; and it moves before the listener
+  // wakes anyone (Listener::Told), so a waiter woken by the inbox's NOTIFY
+  // never finds it unmoved.
   Result<size_t> PendingCount() override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (empty_at_ && changes_ && changes_->generation() == *empty_at_) return size_t{0};
+    const std::string key = InboxKey(team_, member_);
+    if (empty_at_ && subscribed_ && store_.listener().Told(key) == *empty_at_) return size_t{0};
     std::optional<uint64_t> at;
-    if (changes_) at = changes_->generation();
+    if (subscribed_) at = store_.listener().Told(key);
     MATES_ASSIGN_OR_RETURN(size_t n, store_.PendingCount(team_, member_));
     empty_at_ = n == 0 ? at : std::nullopt;
-    if (n == 0 && !changes_ && ++empties_ == 2) {
-      // Found empty a second time: worth a subscription, from the next
-      // count on (a one-off look, `mates inbox`, does not pay for one).
-      auto waker = std::make_shared<Waker>();
-      auto sub = store_.listener().Subscribe(InboxKey(team_, member_), waker);
+    if (n == 0 && !subscribed_ && ++empties_ == 2) {
+      // Found empty a second time: worth listening to its channel, from
+      // the next count on (a one-off look, `mates inbox`, does not pay for
+      // one).
+      auto sub = store_.listener().Subscribe(key, [](int64_t) {});
       if (sub.ok()) {
-        changes_ = std::move(waker);
+        subscribed_ = true;
         sub_ = std::move(*sub);
       }
     }
@@ -1378,7 +1382,7 @@ class StoreInbox : public Inbox {
   Store& store_;
   const std::string team_, member_;
   std::mutex mu_;
-  std::shared_ptr<Waker> changes_;      // moved by the inbox's NOTIFYs; guarded by mu_
+  bool subscribed_ = false;             // its channel is listened to; guarded by mu_
   Listener::Subscription sub_;          // guarded by mu_
   std::optional<uint64_t> empty_at_;    // found empty at that generation; guarded by mu_
   int empties_ = 0;                     // counts of 0 before the subscription; guarded by mu_

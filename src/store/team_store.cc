@@ -12,6 +12,7 @@
 #include "core/limits.h"
 #include "store/archive.h"
 #include "store/board.h"
+#include "store/claim_line.h"
 #include "store/liveness.h"
 #include "store/mailbox.h"
 #include "store/message_log.h"
@@ -127,6 +128,11 @@ class Files : public TeamStore {
   }
   // The process's board of the folder, which its agents share; a one-shot
   // process's own, with no watch to keep.
+  // The process's line for the board's folder, which the board hands its
+  // claimable tasks to (store/claim_line.h).
+  Result<std::shared_ptr<ClaimLine>> ClaimLineOf(const std::string& team) override {
+    return SharedClaimLine(ws_.TasksDir(team));
+  }
   std::unique_ptr<TaskBoard> Board(const std::string& team) override {
     if (use_.one_shot) {
       return FileTaskBoard(std::make_shared<mates::Board>(ws_.TasksDir(team), mates::Board::Options{.watch = false}));

@@ -197,8 +197,9 @@ class TeamStore {
   }
   // The line this process's idle teammates of `team` wait in, woken by the
   // board's changes as many at a time as there is work (store/claim_line.h);
-  // null where the store has none (they each watch the board then). The
-  // file store's teammates use the process's line for the board's folder.
+  // null where the store has none (they each watch the board then): the
+  // file store's is the process's line for the board's folder, a
+  // database's one per team, told by the board's notifications.
   virtual Result<std::shared_ptr<ClaimLine>> ClaimLineOf(const std::string& /*team*/) {
     return std::shared_ptr<ClaimLine>();
   }

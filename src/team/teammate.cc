@@ -290,149 +290,52 @@ bool Teammate::BoardGoneAfterMiss(const Status& claim) {
   return true;
 }
 
-bool Teammate::IdleWaitOnStore() {
+// The watches it waits on, made at its first idle wait and kept to its end
+// (made at every wait, they were made and unmade at every task, on the path
+// from a completion to the next claim): its inbox's, and the board's
+// through the store's claim line for the team where it has one (a change
+// wakes one idle teammate of this process, whose look wakes as many more as
+// it left work), else a watch of its own. Without them it looks once a
+// second (the seeds' interval), not at the idle timeout.
+bool Teammate::WatchForWork() {
   TeamStore& store = manager_->store();
-  auto inbox = store.InboxOf(config_.team, config_.name)->WatchWith(waker_);
-  // The board: through the store's claim line, where it has one (a change
-  // wakes one idle teammate of this process, whose look wakes as many more
-  // as it left work), else a watch of its own.
-  Status board_watched = Status::Ok();
-  std::shared_ptr<ClaimLine> line;
-  Result<std::unique_ptr<Hold>> board_watch = std::unique_ptr<Hold>();
-  if (auto l = store.ClaimLineOf(config_.team); !l.ok()) {
-    board_watched = l.status();
-  } else if (*l) {
-    line = std::move(*l);
-  } else if (board_watch = store.WatchBoard(config_.team, waker_); !board_watch.ok()) {
-    board_watched = board_watch.status();
-  }
-  const bool watched = inbox.ok() && board_watched.ok();
-  if (!watched) {
-    LogWarning(config_.name + ": cannot watch its inbox or the task board (" +
-               (inbox.ok() ? board_watched.message() : inbox.status().message()) +
-               "); looking every second instead");
-  }
-  const bool in_line = line && watched && !manager_->options().seed_polling;
-  ClaimLine::Place place;
-  if (in_line) place = line->Join(config_.name, waker_, &claiming_);
-  std::unique_ptr<TaskBoard> board = store.Board(config_.team);
-  const double timeout = manager_->options().idle_timeout_s;
-  Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
-  // Out of the line, with a task handed to us meanwhile: taken if we go on
-  // working, else given back.
-  auto done = [&](bool go_on) {
-    if (auto handed = place.Leave()) {
-      if (go_on) {
-        TakeTask(*handed);
-      } else {
-        line->GiveBack(config_.name, *handed);
-      }
-    }
-    claiming_.store(false);
-    manager_->WakeWaiters();
-    return go_on;
-  };
-  bool said_idle = false;
-  for (;;) {
-    uint64_t seen = waker_->generation();
-    if (auto ends = IdleEnds()) return done(*ends);
-    claiming_.store(true);
-    ClaimLine::Place::Look look;
-    if (in_line) look = place.BeginLook();
-    if (look.handed) {
-      TakeTask(*look.handed);
-      claiming_.store(false);
-      return true;
-    }
-    ClaimOutlook outlook;
-    outlook.count_up_to = look.others;
-    auto claimed = board->ClaimNext(config_.name, in_line ? &outlook : nullptr);
-    if (in_line) place.Looked(look.bumps, outlook);
-    if (claimed.ok() && claimed->has_value() && !StillHosted()) {
-      // Taken over between the look above and the claim (the other host's
-      // lock came after our connection was cut, so this sees it): the
-      // claim was not this host's to make.
-      TaskPatch back;
-      back.status = TaskStatus::kPending;
-      back.owner = "";
-      auto given = board->Update((*claimed)->id, back, Caller{config_.name, false});
-      if (!given.ok()) {
-        LogWarning(config_.name + ": giving back a task claimed while taken over: " + given.status().message());
-      }
-      return done(false);
-    }
-    if (claimed.ok() && claimed->has_value()) {
-      // One task at a time: one handed to us since our look goes back.
-      if (auto extra = place.Leave()) line->GiveBack(config_.name, *extra);
-      TakeTask(**claimed);
-      claiming_.store(false);
-      return true;
-    }
-    if (BoardGoneAfterMiss(claimed.status())) {
-      if (in_line) line->WakeAll();  // the others in the line learn it too
-      return done(false);
-    }
-    if (!claimed.ok()) {
-      // The store is out of reach (a server restarting, say): wait for it,
-      // idle, as long as the idle timeout allows.
-      if (claimed.status().code() != StatusCode::kUnavailable) {
-        LogWarning(config_.name + ": claiming: " + claimed.status().message());
-      }
-      if (WaitOutOutage(claimed.status(), *waker_, seen, deadline)) continue;
-    }
-    if (!said_idle) {
-      SetStatus(MemberStatus::kIdle);
-      said_idle = true;
-      // Look once more: work may have come while we said so. In the line,
-      // after a look that was answered, what came since it began has woken
-      // one of the line (us, or another who looks for us): on this store
-      // a look is a statement on the server, and a teammate going idle
-      // made two.
-      if (!in_line || !claimed.ok()) continue;
-    }
-    if (IdleTimedOut(deadline)) return done(false);
-    Deadline wait = deadline;
-    if (!watched || manager_->options().seed_polling) {
-      Deadline tick = DeadlineIn(1.0);
-      if (!wait || *tick < *wait) wait = tick;
-    }
-    waker_->WaitChange(seen, wait);
-  }
-}
-
-bool Teammate::IdleWait() {
-  if (manager_->store().spans_machines()) return IdleWaitOnStore();
-  const Workspace& ws = ctx_.ws;
   if (!inbox_watch_) {
-    auto inbox = Watcher::Default().Subscribe(ws.TeamDir(config_.team),
-                                              Workspace::InboxFileName(config_.name), waker_);
+    auto inbox = store.InboxOf(config_.team, config_.name)->WatchWith(waker_);
     if (inbox.ok()) {
-      inbox_watch_.emplace(std::move(*inbox));
+      inbox_watch_ = std::move(*inbox);
     } else {
       LogWarning(config_.name + ": cannot watch its inbox (" + inbox.status().message() +
                  "); looking every second instead");
     }
   }
-  // The board is watched by the process's claim line, which wakes as many
-  // idle teammates as there is work for (store/claim_line.h).
-  if (!line_) {
-    auto line = SharedClaimLine(ws.TasksDir(config_.team));
-    if (line.ok()) {
+  if (!line_ && !board_watch_) {
+    auto line = store.ClaimLineOf(config_.team);
+    Status failed = line.status();
+    if (line.ok() && *line) {
       line_ = std::move(*line);
-    } else {
-      LogWarning(config_.name + ": cannot watch the task board (" + line.status().message() +
+    } else if (line.ok()) {
+      auto watch = store.WatchBoard(config_.team, waker_);
+      if (watch.ok()) board_watch_ = std::move(*watch);
+      failed = watch.status();
+    }
+    if (!failed.ok()) {
+      LogWarning(config_.name + ": cannot watch the task board (" + failed.message() +
                  "); looking every second instead");
     }
   }
-  // Without either watch, a message or a task is seen at the next look,
-  // once a second (the seeds' interval), not at the idle timeout.
-  const bool watched = inbox_watch_ && line_;
-  const bool polling = manager_->options().seed_polling || !watched;
+  if (!board_) board_ = store.Board(config_.team);
+  return inbox_watch_ && (line_ || board_watch_);
+}
+
+bool Teammate::IdleWait() {
+  const bool watched = WatchForWork();
+  const bool seed_polling = manager_->options().seed_polling;
+  const bool in_line = line_ && watched && !seed_polling;
   // Between a claim (ours, or one made for us by a hand-out) and the status
   // going back to active, `claiming_` keeps the teammate counted as working
   // (TeamManager::AnyActive).
   ClaimLine::Place place;
-  if (!polling) place = line_->Join(config_.name, waker_, &claiming_);
+  if (in_line) place = line_->Join(config_.name, waker_, &claiming_);
   // Leaving the line, with a task handed to us meanwhile: taken if we go on
   // working, else given back.
   auto leave = [&](bool go_on) {
@@ -447,8 +350,6 @@ bool Teammate::IdleWait() {
     manager_->WakeWaiters();
     return go_on;
   };
-  if (!board_) board_ = SharedBoard(ws.TasksDir(config_.team));
-  Board* board = board_.get();
   const double timeout = manager_->options().idle_timeout_s;
   Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
   bool said_idle = false;
@@ -457,15 +358,29 @@ bool Teammate::IdleWait() {
     if (auto ends = IdleEnds()) return leave(*ends);
     claiming_.store(true);
     ClaimLine::Place::Look look;
-    if (!polling) look = place.BeginLook();
+    if (in_line) look = place.BeginLook();
     if (look.handed) {
       TakeTask(*look.handed);
       claiming_.store(false);
       return true;
     }
-    Board::ClaimOutlook outlook;
-    auto claimed = board->ClaimNext(config_.name, &outlook);
-    if (!polling) place.Looked(look.bumps, outlook);
+    ClaimOutlook outlook;
+    outlook.count_up_to = look.others;
+    auto claimed = board_->ClaimNext(config_.name, in_line ? &outlook : nullptr);
+    if (in_line) place.Looked(look.bumps, outlook);
+    if (claimed.ok() && claimed->has_value() && !StillHosted()) {
+      // Taken over between the look above and the claim (the other host's
+      // lock came after our connection was cut, so this sees it): the
+      // claim was not this host's to make.
+      TaskPatch back;
+      back.status = TaskStatus::kPending;
+      back.owner = "";
+      auto given = board_->Update((*claimed)->id, back, Caller{config_.name, false});
+      if (!given.ok()) {
+        LogWarning(config_.name + ": giving back a task claimed while taken over: " + given.status().message());
+      }
+      return leave(false);
+    }
     if (claimed.ok() && claimed->has_value()) {
       // One task at a time: one handed to us since our look goes back.
       if (auto extra = place.Leave()) line_->GiveBack(config_.name, *extra);
@@ -474,24 +389,41 @@ bool Teammate::IdleWait() {
       return true;
     }
     if (BoardGoneAfterMiss(claimed.status())) {
-      if (!polling) line_->WakeAll();  // the others in the line learn it too
+      if (in_line) line_->WakeAll();  // the others in the line learn it too
       return leave(false);
+    }
+    if (!claimed.ok()) {
+      // A store out of reach (a server restarting, say) is waited for,
+      // idle, as long as the idle timeout allows.
+      if (claimed.status().code() != StatusCode::kUnavailable) {
+        LogWarning(config_.name + ": claiming: " + claimed.status().message());
+      }
+      if (WaitOutOutage(claimed.status(), *waker_, seen, deadline)) continue;
     }
     // Idle only now that there is certainly nothing to do (not between turns).
     if (!said_idle) {
       SetStatus(MemberStatus::kIdle);
       said_idle = true;
-      continue;  // look once more: work may have come while we said so
+      // Look once more: work may have come while we said so. In the line,
+      // after a look that was answered, what came since it began has woken
+      // one of the line (us, or another who looks for us): a look is a
+      // statement on a database's server, and going idle made two.
+      if (!in_line || !claimed.ok()) continue;
     }
     if (IdleTimedOut(deadline)) return leave(false);
-    if (polling) {
+    if (seed_polling) {
       // The seeds' idle loop: look again in a second.
       Deadline tick = DeadlineIn(1.0);
       if (deadline && *deadline < *tick) tick = deadline;
       std::this_thread::sleep_until(*tick);
-    } else {
-      waker_->WaitChange(seen, deadline);
+      continue;
     }
+    Deadline wait = deadline;
+    if (!watched) {
+      Deadline tick = DeadlineIn(1.0);
+      if (!wait || *tick < *wait) wait = tick;
+    }
+    waker_->WaitChange(seen, wait);
   }
 }
 

@@ -105,11 +105,11 @@ class Teammate {
   // tell it when that could not be done ("" when done or not isolated).
   std::string RefreshWorktree();
   // Waits for work: a message, or a task it claimed; false when it is to stop.
+  // Woken by its inbox's and the board's changes, claiming through the
+  // store's board; a store it cannot reach is waited out.
   bool IdleWait();
-  // The same on a store other than the workspace's files (a PostgreSQL
-  // one): woken by its inbox's and board's notifications, claiming through
-  // the store's board; a store it cannot reach is waited out.
-  bool IdleWaitOnStore();
+  // Makes what IdleWait waits on, once: whether it is all watched.
+  bool WatchForWork();
   // Whether this host still hosts it (a lost liveness lock is looked at
   // now, not at the keeper's next look); false: taken over, stopping.
   bool StillHosted();
@@ -147,14 +147,14 @@ class Teammate {
   std::unique_ptr<EventsTap> events_;
   std::unique_ptr<agent::AgentLoop> loop_;
   std::shared_ptr<Waker> waker_ = std::make_shared<Waker>();
-  // The agent's thread only, from its first idle wait in the workspace's
-  // files to the end of Main: its inbox's watch, the process's claim line
-  // for its board, and the board. Made at every wait, they were made and
-  // unmade at every task, on the handoff path: a watch added and removed
-  // (and the claim line with it when nobody else waited).
-  std::optional<Watcher::Subscription> inbox_watch_;
+  // The agent's thread only, from its first idle wait to the end of Main
+  // (WatchForWork): its inbox's watch, the store's claim line for its
+  // board (or, where the store has none, a watch of the board), and the
+  // board.
+  std::unique_ptr<Hold> inbox_watch_;
   std::shared_ptr<ClaimLine> line_;
-  std::shared_ptr<Board> board_;
+  std::unique_ptr<Hold> board_watch_;
+  std::unique_ptr<TaskBoard> board_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   // Another host took it over: its roster entry is that host's now.
