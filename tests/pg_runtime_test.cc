@@ -626,7 +626,7 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   // The teammates host dies at once; its teammate comes back at the other.
   auto mate_host = ReadHostInfo(Workspace(mate_ws.path()), "duo");
   ASSERT_TRUE(mate_host.ok());
-  EXPECT_EQ(mate_host->mode, "teammates");
+  EXPECT_EQ(HostModeName(mate_host->mode), "teammates");
   ASSERT_EQ(::kill(static_cast<pid_t>(mate_host->pid), SIGKILL), 0);
   ASSERT_TRUE(Until(waker, [&] { return board->Get(1)->status == TaskStatus::kCompleted; }))
       << ReadAll(lead_log) << ReadAll(mate_log);

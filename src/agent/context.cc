@@ -8,6 +8,13 @@
 
 namespace mates::agent {
 
+namespace {
+
+// A compaction's summary is at most this long (the model's reply).
+constexpr int64_t kSummaryMaxTokens = 4096;
+
+}  // namespace
+
 int64_t EstimateTokens(const llm::ChatMessage& m) {
   size_t chars = 8;  // role and framing
   for (const auto& b : m.content) chars += b.text.size() + b.input_json.size() + b.name.size() + 24;
@@ -70,7 +77,7 @@ Result<CompactResult> AutoCompact(const CompactRequest& req, llm::Provider& prov
   llm::Request summary_req;
   summary_req.model = req.model;
   summary_req.agent_id = req.agent_id;
-  summary_req.max_tokens = 4096;
+  summary_req.max_tokens = kSummaryMaxTokens;
   summary_req.tools = req.tools;
   summary_req.system =
       req.system + "\n\n---\nYou are now writing a working summary of your own conversation, "

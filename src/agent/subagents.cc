@@ -8,6 +8,13 @@
 #include <optional>
 
 namespace mates::agent {
+
+namespace {
+
+// A subagent's model calls for its one task (a lead's turn has --max-turns).
+constexpr int kSubagentMaxCalls = 50;
+
+}  // namespace
 namespace {
 
 // What a subagent shows: its tool calls and notices. Its text is its answer,
@@ -66,7 +73,7 @@ Result<std::string> SubagentManager::RunOne(const std::string& name, const std::
   spec.system = SubagentSystemPrompt(facts);
   spec.identity = "You are a subagent working for '" + parent_ctx_.agent + "'.";
   spec.model = model;
-  spec.max_calls = 50;
+  spec.max_calls = kSubagentMaxCalls;
   spec.team_spend = spend_;
   spec.usage_sink = usage_sink_;
   std::optional<SubagentEvents> events;

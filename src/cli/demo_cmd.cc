@@ -59,7 +59,7 @@ int Demo(const DemoArgs& a) {
             << dir->string() << "\n\n" << std::flush;
 
   LeadSessionConfig c;
-  c.mode = "demo";
+  c.mode = HostMode::kDemo;
   c.ws = ws;
   c.goal = "Migrate the app from REST to GraphQL.";
   c.max_turns = 50;

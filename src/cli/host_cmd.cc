@@ -72,7 +72,7 @@ Status AlreadyHosted(TeamStore& store, const std::string& team) {
     std::cerr << "mates: error: " << provider.status().message() << std::endl;
   } else {
     LeadSessionConfig c = config;
-    c.mode = a.teammates_only ? std::string(kTeammatesHostMode) : "up";
+    c.mode = a.teammates_only ? HostMode::kTeammates : HostMode::kUp;
     c.hosted = true;
     c.teammates_only = a.teammates_only;
     c.dashboard_port = a.no_dashboard ? -1 : a.dashboard_port;
@@ -273,7 +273,7 @@ int Down(Globals& g, const DownArgs& a) {
   }
   // A host of teammates only is stopped alone: its teammates go on at the
   // team's other hosts, which adopt them.
-  const bool teammates_host = host->mode == kTeammatesHostMode;
+  const bool teammates_host = host->mode == HostMode::kTeammates;
   if (!teammates_host) {
     AskTeammatesToStop(*store, *team, a.grace, /*of_team=*/!host->also.empty());
     // The team its lead made and works in, hosted by the same process.

@@ -10,6 +10,7 @@
 
 #include "cli/live_output.h"
 #include "llm/provider.h"
+#include "store/host_info.h"
 #include "store/workspace.h"
 #include "team/team_manager.h"
 
@@ -29,7 +30,7 @@ struct LeadSessionConfig {
   double shutdown_timeout_s = 60;
   bool fresh = false;
   // What hosts the team, as host.json says: run, demo, up.
-  std::string mode = "run";
+  HostMode mode = HostMode::kRun;
   // `mates up` (DESIGN §11): after the goal (if any), keep hosting: the
   // lead answers what arrives, teammates keep claiming, until a signal.
   bool hosted = false;

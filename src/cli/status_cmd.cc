@@ -96,7 +96,7 @@ std::string Render(const TeamView& v) {
   if (v.host) {
     o << " — hosted";
     if (v.host->pid > 0) {
-      o << " by pid " << v.host->pid << " (mates " << (v.host->mode.empty() ? "?" : v.host->mode) << ") since "
+      o << " by pid " << v.host->pid << " (mates " << (v.host->mode == HostMode::kUnknown ? "?" : HostModeName(v.host->mode)) << ") since "
         << ClockTime(v.host->started_at) << ", " << Duration(v.now - v.host->started_at);
     }
     if (!v.host->dashboard.empty()) o << "\ndashboard " << v.host->dashboard;

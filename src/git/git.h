@@ -32,16 +32,23 @@ struct GitOutput {
   std::string err;
 };
 
+// How long a git command may take: one that reads or moves a ref is quick;
+// one that writes a tree (checkout, merge, clean, worktree add, push) may
+// take minutes on a large repository.
+inline constexpr double kGitQuickS = 60;
+inline constexpr double kGitTreeS = 600;
+inline constexpr double kGitDefaultS = 300;
+
 class Git {
  public:
   explicit Git(fs::path dir, Identity who = {}) : dir_(std::move(dir)), who_(std::move(who)) {}
 
   // Any exit code; an error only when git could not be run (or timed out).
-  Result<GitOutput> Run(const std::vector<std::string>& args, double timeout_s = 300,
+  Result<GitOutput> Run(const std::vector<std::string>& args, double timeout_s = kGitDefaultS,
                         const CancelToken* cancel = nullptr) const;
   // Exit 0 required, else FailedPrecondition "git ARGS: <stderr>". Returns
   // stdout without its last newline.
-  Result<std::string> Ok(const std::vector<std::string>& args, double timeout_s = 300,
+  Result<std::string> Ok(const std::vector<std::string>& args, double timeout_s = kGitDefaultS,
                          const CancelToken* cancel = nullptr) const;
 
   const fs::path& dir() const { return dir_; }

@@ -64,15 +64,15 @@ Status PrepareScratch(const Workspace& ws, const std::string& team, const std::s
     fs::remove_all(scratch, ec);
     MATES_RETURN_IF_ERROR(EnsureDir(scratch.parent_path()));
     MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
-    Status added = w.Ok({"worktree", "add", "--quiet", "--detach", scratch.string(), base}, 600, cancel).status();
+    Status added = w.Ok({"worktree", "add", "--quiet", "--detach", scratch.string(), base}, kGitTreeS, cancel).status();
     if (added.ok()) return added;
-    (void)w.Run({"worktree", "prune"}, 60, cancel);  // registered, but its folder was gone
-    return w.Ok({"worktree", "add", "--quiet", "--detach", scratch.string(), base}, 600, cancel).status();
+    (void)w.Run({"worktree", "prune"}, kGitQuickS, cancel);  // registered, but its folder was gone
+    return w.Ok({"worktree", "add", "--quiet", "--detach", scratch.string(), base}, kGitTreeS, cancel).status();
   }
   Git s(scratch);
-  (void)s.Run({"merge", "--abort"}, 60, cancel);
-  MATES_RETURN_IF_ERROR(s.Ok({"checkout", "--quiet", "--force", "--detach", base}, 600, cancel).status());
-  return s.Ok({"clean", "-ffdq"}, 600, cancel).status();
+  (void)s.Run({"merge", "--abort"}, kGitQuickS, cancel);
+  MATES_RETURN_IF_ERROR(s.Ok({"checkout", "--quiet", "--force", "--detach", base}, kGitTreeS, cancel).status());
+  return s.Ok({"clean", "-ffdq"}, kGitTreeS, cancel).status();
 }
 
 // After the remote's target moved from `old` to `merged`: W's own branch
@@ -84,13 +84,13 @@ void FollowTarget(const Workspace& ws, const std::string& target, const std::str
     auto head = ResolveCommit(w, "HEAD");
     auto dirty = DirtyFiles(w);
     if (head.ok() && *head == old && dirty.ok() && dirty->empty()) {
-      (void)w.Run({"merge", "--ff-only", "--quiet", merged}, 600);
+      (void)w.Run({"merge", "--ff-only", "--quiet", merged}, kGitTreeS);
     }
     return;
   }
   auto here = ResolveCommit(w, "refs/heads/" + target);
   if (here.ok() && (*here == old || here->empty())) {
-    (void)w.Run({"update-ref", "refs/heads/" + target, merged, here->empty() ? std::string(40, '0') : old}, 60);
+    (void)w.Run({"update-ref", "refs/heads/" + target, merged, here->empty() ? std::string(40, '0') : old}, kGitQuickS);
   }
 }
 
@@ -280,16 +280,16 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
       Git s(scratch, MergeQueueIdentity(team));
       auto r = s.Run({"merge", "--no-edit", "--quiet", "-m",
                       "Merge task #" + std::to_string(m.task) + ": " + m.subject + " (" + m.owner + ")", m.commit},
-                     600, &cancel_);
+                     kGitTreeS, &cancel_);
       if (stop_.load()) return;
       if (!r.ok()) {
         Bounce(team, m, MergeState::kFailed, "git merge: " + r.status().message(), {});
         return;
       }
       if (r->exit_code != 0) {
-        auto unmerged = s.Ok({"diff", "--name-only", "--diff-filter=U"}, 60);
+        auto unmerged = s.Ok({"diff", "--name-only", "--diff-filter=U"}, kGitQuickS);
         std::vector<std::string> files = unmerged.ok() ? Lines(*unmerged) : std::vector<std::string>{};
-        (void)s.Run({"merge", "--abort"}, 60);
+        (void)s.Run({"merge", "--abort"}, kGitQuickS);
         if (files.empty()) {
           Bounce(team, m, MergeState::kFailed, "git merge: " + Tail(r->err.empty() ? r->out : r->err), {});
         } else {
@@ -370,13 +370,13 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
         return;
       }
       if (head.ok() && *head == *old) {
-        auto ff = w.Run({"merge", "--ff-only", "--quiet", merged}, 600, &cancel_);
+        auto ff = w.Run({"merge", "--ff-only", "--quiet", merged}, kGitTreeS, &cancel_);
         moved = ff.ok() && ff->exit_code == 0;
       }
     } else {
       auto cas = w.Run({"update-ref", "-m", "mates: merge task #" + std::to_string(m.task),
                         "refs/heads/" + target, merged, *old},
-                       60, &cancel_);
+                       kGitQuickS, &cancel_);
       moved = cas.ok() && cas->exit_code == 0;
     }
     if (moved) {

@@ -14,7 +14,7 @@ namespace {
 const std::vector<std::string> kNotUserFiles = {":(exclude).teams", ":(exclude).tasks", ":(exclude).mates"};
 
 Result<bool> IsAncestor(const Git& g, const std::string& a, const std::string& b) {
-  MATES_ASSIGN_OR_RETURN(GitOutput r, g.Run({"merge-base", "--is-ancestor", a, b}, 60));
+  MATES_ASSIGN_OR_RETURN(GitOutput r, g.Run({"merge-base", "--is-ancestor", a, b}, kGitQuickS));
   if (r.exit_code == 0) return true;
   if (r.exit_code == 1) return false;
   return Status::FailedPrecondition("git merge-base: " + r.err);
@@ -165,7 +165,7 @@ Result<TeamGit> PrepareTarget(const Workspace& ws, const std::string& team, Team
     MATES_RETURN_IF_ERROR(ValidateBranchName(wanted.target_branch));
     MATES_ASSIGN_OR_RETURN(std::string existing, ResolveCommit(g, "refs/heads/" + wanted.target_branch));
     if (existing.empty()) {
-      MATES_RETURN_IF_ERROR(g.Ok({"branch", "--no-track", wanted.target_branch, head}, 60).status());
+      MATES_RETURN_IF_ERROR(g.Ok({"branch", "--no-track", wanted.target_branch, head}, kGitQuickS).status());
     }
   } else {
     MATES_RETURN_IF_ERROR(ValidateBranchName(wanted.target_branch));
@@ -227,7 +227,7 @@ Result<fs::path> EnsureTeammateWorktree(const Workspace& ws, const std::string& 
     // A worktree folder removed by hand stays registered until pruned.
     // (Never pruned unasked: a prune beside another `worktree add` can drop
     // the entry that one is making.)
-    (void)g.Run({"worktree", "prune"}, 60);
+    (void)g.Run({"worktree", "prune"}, kGitQuickS);
     MATES_RETURN_IF_ERROR(add());
   }
   return path;
@@ -266,7 +266,7 @@ Status PushTeammateBranch(const Workspace& ws, const std::string& team, const st
   const std::string branch = TeammateBranch(team, name);
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));  // the push updates remotes/<remote>/<branch> too
   return Git(ws.root())
-      .Ok({"push", "--quiet", "--force", g.remote, "refs/heads/" + branch + ":refs/heads/" + branch}, 600)
+      .Ok({"push", "--quiet", "--force", g.remote, "refs/heads/" + branch + ":refs/heads/" + branch}, kGitTreeS)
       .status();
 }
 
@@ -276,7 +276,7 @@ Status FetchSubmitted(const Workspace& ws, const TeamGit& g, const std::string& 
   if (g.remote.empty()) return Status::Ok();  // W's own branch: the merge says if it is not there
   Git w(ws.root());
   auto here = [&] {
-    auto r = w.Run({"cat-file", "-e", commit + "^{commit}"}, 60, cancel);
+    auto r = w.Run({"cat-file", "-e", commit + "^{commit}"}, kGitQuickS, cancel);
     return r.ok() && r->exit_code == 0;
   };
   if (here()) return Status::Ok();  // its owner works on this machine
@@ -284,7 +284,7 @@ Status FetchSubmitted(const Workspace& ws, const TeamGit& g, const std::string& 
   MATES_RETURN_IF_ERROR(
       Fetch(ws,
             {"--quiet", "--no-tags", g.remote, "+refs/heads/" + branch + ":refs/remotes/" + g.remote + "/" + branch},
-            600, cancel));
+            kGitTreeS, cancel));
   if (!here()) {
     return Status::FailedPrecondition("commit " + commit.substr(0, 10) + " is not on " + g.remote + "/" + branch +
                                       " (its owner's machine has pushed another since, or could not push it)");
@@ -307,7 +307,7 @@ Result<bool> PushTarget(const Workspace& ws, const TeamGit& g, const std::string
                                             300, cancel));
   if (r.exit_code == 0) {
     // Seen here at once (the next fetch would say the same).
-    (void)w.Run({"update-ref", g.target_ref(), merged}, 60);
+    (void)w.Run({"update-ref", g.target_ref(), merged}, kGitQuickS);
     return true;
   }
   if (r.out.find("\t[rejected]") != std::string::npos) return false;  // moved meanwhile (stale info)
@@ -346,7 +346,7 @@ std::string RefreshWorktree(const Workspace& ws, const std::string& team, const 
   if (!merged.ok()) return merged.status().message();
   if (merged->exit_code != 0) {
     auto lock = LockWorktree(ws, team, name);
-    (void)g.Run({"merge", "--abort"}, 60);
+    (void)g.Run({"merge", "--abort"}, kGitQuickS);
     return "merging " + tg.target_name() + " into it would conflict with your unmerged work";
   }
   return "";
@@ -397,7 +397,7 @@ std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const 
   }
   if (!merged) return "kept branch " + branch + " (work not merged)";
   if (!tip->empty()) {
-    auto deleted = w.Ok({"branch", "-D", "--quiet", branch}, 60);
+    auto deleted = w.Ok({"branch", "-D", "--quiet", branch}, kGitQuickS);
     if (!deleted.ok()) return "kept branch " + branch + " (" + deleted.status().message() + ")";
     if (!tg.remote.empty()) {
       // Its copy on the remote too, unless it moved since (its owner
@@ -423,7 +423,7 @@ void CleanUpScratch(const Workspace& ws, const std::string& team) {
       fs::remove_all(scratch, ec);
     }
   }
-  (void)w.Run({"worktree", "prune"}, 60);
+  (void)w.Run({"worktree", "prune"}, kGitQuickS);
   // The worktrees' lock files go with the last worktree.
   bool trees_left = false;
   std::vector<fs::path> locks;

@@ -334,7 +334,7 @@ AnthropicProvider::AnthropicProvider(AnthropicOptions options,
                                      std::unique_ptr<HttpTransport> transport)
     : options_(std::move(options)), transport_(std::move(transport)) {}
 
-int64_t AnthropicProvider::ContextWindow(const std::string&) const { return 200000; }
+int64_t AnthropicProvider::ContextWindow(const std::string&) const { return kClaudeContextWindow; }
 
 Result<Response> AnthropicProvider::Complete(const Request& request,
                                              const StreamCallbacks& callbacks,
@@ -360,7 +360,7 @@ Result<Response> AnthropicProvider::Attempt(const Request&, const std::string& b
   http.body = body;
   http.connect_timeout_s = options_.connect_timeout_s;
   http.total_timeout_s = options_.request_timeout_s;
-  http.low_speed_time_s = options_.stream ? options_.stall_timeout_s : 600;
+  http.low_speed_time_s = options_.stream ? options_.stall_timeout_s : kWholeReplyStallS;
   http.headers = {"content-type: application/json", "anthropic-version: 2023-06-01",
                   "accept: " + std::string(options_.stream ? "text/event-stream" : "application/json")};
   if (!options_.api_key.empty()) http.headers.push_back("x-api-key: " + options_.api_key);

@@ -14,6 +14,10 @@
 
 namespace mates::llm {
 
+// How long a request that is not streamed may go without a byte: its
+// reply comes whole, after the model has written all of it.
+inline constexpr long kWholeReplyStallS = 600;
+
 struct HttpRequest {
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
@@ -23,6 +27,8 @@ struct HttpRequest {
   // `low_speed_time_s` is abandoned. There is no total timeout: long
   // generations are fine as long as bytes (or pings) keep coming.
   long low_speed_bytes = 1;
+  // (A request that is not streamed gets no byte until its reply is whole:
+  // kWholeReplyStallS.)
   long low_speed_time_s = 120;
   // The whole exchange, reply included; 0 = none (a stream that sends only
   // pings would then go on for ever: --request-timeout bounds it).

@@ -406,7 +406,7 @@ Result<Response> OpenAIProvider::Attempt(const std::string& body, TextDeduper* t
   http.body = body;
   http.connect_timeout_s = options_.connect_timeout_s;
   http.total_timeout_s = options_.request_timeout_s;
-  http.low_speed_time_s = options_.stream ? options_.stall_timeout_s : 600;
+  http.low_speed_time_s = options_.stream ? options_.stall_timeout_s : kWholeReplyStallS;
   http.headers = {"content-type: application/json"};
   if (!options_.api_key.empty()) http.headers.push_back("authorization: Bearer " + options_.api_key);
 

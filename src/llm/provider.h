@@ -16,6 +16,10 @@
 
 namespace mates::llm {
 
+// The context window of current Claude models, in tokens (the scripted
+// provider answers as one).
+inline constexpr int64_t kClaudeContextWindow = 200000;
+
 // Cancels a call from another thread: an HTTP transfer within a second, a
 // backoff wait at once (core/cancel.h).
 using CancelToken = mates::CancelToken;

@@ -20,7 +20,7 @@ class ScriptedProvider : public Provider {
                             CancelToken* cancel) override;
   std::string_view name() const override { return "scripted"; }
   std::string default_model() const override { return model_; }
-  int64_t ContextWindow(const std::string&) const override { return 200000; }
+  int64_t ContextWindow(const std::string&) const override { return kClaudeContextWindow; }
 
  private:
   std::shared_ptr<Scenario> scenario_;

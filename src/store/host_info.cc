@@ -14,6 +14,24 @@
 
 namespace mates {
 
+std::string_view HostModeName(HostMode m) {
+  switch (m) {
+    case HostMode::kRun: return "run";
+    case HostMode::kUp: return "up";
+    case HostMode::kDemo: return "demo";
+    case HostMode::kTeammates: return "teammates";
+    case HostMode::kUnknown: break;
+  }
+  return "";
+}
+
+HostMode HostModeOf(std::string_view name) {
+  for (HostMode m : {HostMode::kRun, HostMode::kUp, HostMode::kDemo, HostMode::kTeammates}) {
+    if (name == HostModeName(m)) return m;
+  }
+  return HostMode::kUnknown;
+}
+
 fs::path HostInfoPath(const Workspace& ws, std::string_view team) { return ws.TeamDir(team) / "host.json"; }
 
 Status WriteHostInfo(const Workspace& ws, std::string_view team, const HostInfo& h) {
@@ -21,7 +39,7 @@ Status WriteHostInfo(const Workspace& ws, std::string_view team, const HostInfo&
   j["pid"] = h.pid;
   j["start_time"] = h.start_time;
   j["started_at"] = h.started_at;
-  j["mode"] = h.mode;
+  j["mode"] = std::string(HostModeName(h.mode));
   j["lead"] = h.lead;
   j["dashboard"] = h.dashboard;
   if (!h.also.empty()) {
@@ -42,7 +60,8 @@ Result<HostInfo> ReadHostInfo(const Workspace& ws, std::string_view team) {
   MATES_ASSIGN_OR_RETURN(int64_t start, JsonInt(j, "start_time", false));
   h.start_time = static_cast<uint64_t>(start < 0 ? 0 : start);
   MATES_ASSIGN_OR_RETURN(h.started_at, JsonNumber(j, "started_at", 0));
-  MATES_ASSIGN_OR_RETURN(h.mode, JsonString(j, "mode", false));
+  MATES_ASSIGN_OR_RETURN(std::string mode, JsonString(j, "mode", false));
+  h.mode = HostModeOf(mode);
   MATES_ASSIGN_OR_RETURN(h.lead, JsonString(j, "lead", false));
   MATES_ASSIGN_OR_RETURN(h.dashboard, JsonString(j, "dashboard", false));
   if (h.pid <= 0) return Status::InvalidArgument("host.json: pid must be positive");
@@ -95,7 +114,7 @@ std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team)
 
 std::optional<HostInfo> ReadLiveHost(const Workspace& ws, std::string_view team, TeamStore& store) {
   // A host of teammates only holds no lock of the lead's: its process says.
-  if (HostInfo h = HostOf(ws, team); h.pid > 0 && h.mode == kTeammatesHostMode) {
+  if (HostInfo h = HostOf(ws, team); h.pid > 0 && h.mode == HostMode::kTeammates) {
     if (!ProcessLives(static_cast<pid_t>(h.pid), h.start_time)) return std::nullopt;
     return h;
   }

@@ -21,9 +21,12 @@ namespace mates {
 
 class TeamStore;
 
-// host.json's mode for `mates up --teammates` (a host of the team's
-// teammates, not its lead: DESIGN §13).
-inline constexpr std::string_view kTeammatesHostMode = "teammates";
+// How a host runs (host.json's "mode"): `mates run`, `mates up`, `mates
+// demo`, or `mates up --teammates` (a host of the team's teammates, not
+// its lead: DESIGN §13). A mode this mates does not know is kUnknown.
+enum class HostMode { kUnknown, kRun, kUp, kDemo, kTeammates };
+std::string_view HostModeName(HostMode m);  // run | up | demo | teammates ("" unknown)
+HostMode HostModeOf(std::string_view name);
 
 // Another team the same host hosts (its lead's home team, or the team the
 // lead made and works in), and that team's page ("" = none).
@@ -39,7 +42,7 @@ struct HostInfo {
   int64_t pid = 0;
   uint64_t start_time = 0;  // the kernel's, to tell a reused pid (ProcessStartTime)
   double started_at = 0;    // wall seconds
-  std::string mode;         // up, run, demo, teammates
+  HostMode mode = HostMode::kUnknown;
   std::string lead;
   std::string dashboard;    // "" = none
   std::vector<AlsoHosted> also;  // "also": [{"team", "dashboard"}]

@@ -88,7 +88,7 @@ TEST(HostInfoTest, TheOtherTeamsRoundTripAndABadListIsRefused) {
   fs::create_directories(ws.TeamDir("made"));
   HostInfo h;
   h.pid = 4242;
-  h.mode = "up";
+  h.mode = HostMode::kUp;
   h.also = {{"home", "http://127.0.0.1:1/?token=t"}, {"other", ""}};
   ASSERT_TRUE(WriteHostInfo(ws, "made", h).ok());
   auto back = ReadHostInfo(ws, "made");

@@ -74,7 +74,7 @@ Json TeamViewToJson(const TeamView& v) {
   j["budget"] = v.team.budget.any() ? TeamBudgetToJson(v.team.budget) : Json(nullptr);
   if (v.host) {
     j["host"] = {{"pid", v.host->pid},
-                 {"mode", v.host->mode},
+                 {"mode", std::string(HostModeName(v.host->mode))},
                  {"started_at", v.host->started_at},
                  {"uptime_s", v.host->pid > 0 ? v.now - v.host->started_at : 0},
                  {"dashboard", v.host->dashboard},
