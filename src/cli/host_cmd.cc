@@ -30,6 +30,7 @@
 #include "store/roster.h"
 #include "store/team_store.h"
 #include "stores/open_store.h"
+#include "team/shutdown.h"
 
 namespace mates::cli {
 namespace {
@@ -184,39 +185,12 @@ struct DownArgs {
 // SIGTERM stops, and the next `up` resumes from their journals.
 // `of_team`: say which team (the host hosts more than one).
 void AskTeammatesToStop(TeamStore& store, const TeamConfig& team, double grace, bool of_team) {
-  std::vector<std::string> asked;
-  std::unique_ptr<TeamMail> mail = store.Mail(team.name);
-  Messenger messenger(*mail);
-  for (const auto& m : team.members) {
-    if (team.IsLead(m.name) || m.status == MemberStatus::kShutdown) continue;
-    SendRequest r;
-    r.type = MessageType::kShutdownRequest;
-    r.sender = team.lead;
-    r.recipient = m.name;
-    r.content = "The team is going down (mates down): wrap up, answer with shutdown_response, then stop.";
-    if (messenger.Send(r).ok()) asked.push_back(m.name);
-  }
+  std::vector<std::string> asked = team::AskToShutDown(
+      store, team, "The team is going down (mates down): wrap up, answer with shutdown_response, then stop.");
   if (asked.empty()) return;
-  auto waker = std::make_shared<Waker>();
-  auto sub = store.WatchRoster(team.name, waker);
-  const Deadline end = DeadlineIn(grace);
-  std::vector<std::string> left = asked;
-  for (;;) {
-    uint64_t gen = waker->generation();
-    auto now = store.LoadTeam(team.name);
-    if (now.ok()) {
-      left.clear();
-      for (const auto& name : asked) {
-        const Member* m = now->Find(name);
-        if (m != nullptr && m->status != MemberStatus::kShutdown) left.push_back(name);
-      }
-    }
-    if (left.empty() || Expired(end)) break;
-    // The roster's change wakes this; the second bounds a missed one.
-    Deadline step = DeadlineIn(1.0);
-    if (*end < *step) step = end;
-    waker->WaitChange(gen, step);
-  }
+  std::vector<std::string> left = team::WaitForShutdowns(
+      store, team.name, asked, [&](const std::string& n) { return team::StoppedByRoster(store, team.name, n); },
+      DeadlineIn(grace), std::make_shared<Waker>());
   std::cout << "asked " << asked.size() << " teammate(s)"
             << (of_team ? " of team " + team.name : "") << " to stop";
   if (left.empty()) {

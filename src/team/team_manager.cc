@@ -8,6 +8,7 @@
 #include "core/names.h"
 #include "core/process_tree.h"
 #include "git/worktrees.h"
+#include "team/shutdown.h"
 #include "store/archive.h"
 #include "store/board.h"
 #include "store/mailbox.h"
@@ -400,48 +401,10 @@ Result<std::vector<std::string>> TeamManager::ResumeTeam(double grace_s) {
   return resumed;
 }
 
-std::vector<std::string> TeamManager::AskToShutDown(const TeamConfig& c) {
-  std::vector<std::string> asked;
-  std::unique_ptr<TeamMail> mail = store_.Mail(c.name);
-  for (const auto& m : c.members) {
-    if (m.role == MemberRole::kLead || m.status == MemberStatus::kShutdown) continue;
-    SendRequest r;
-    r.type = MessageType::kShutdownRequest;
-    r.sender = c.lead;
-    r.recipient = m.name;
-    r.content = "The team '" + c.name + "' is being disbanded: wrap up, answer with shutdown_response "
-                "(approve and a summary of your work), then stop.";
-    auto sent = Messenger(*mail).Send(r);
-    if (sent.ok()) {
-      asked.push_back(m.name);
-    } else {
-      LogWarning("asking " + m.name + " to shut down: " + sent.status().message());
-    }
-  }
-  return asked;
-}
-
 bool TeamManager::StoppedFor(const std::string& team, const std::string& name) {
   if (auto t = host_.Find(name)) return t->finished();
   // Hosted elsewhere (or nowhere): the roster says.
-  auto cfg = store_.LoadTeam(team);
-  const Member* m = cfg.ok() ? cfg->Find(name) : nullptr;
-  return m == nullptr || m->status == MemberStatus::kShutdown;
-}
-
-void TeamManager::WaitForShutdowns(const std::string& team, const std::vector<std::string>& asked) {
-  // Woken by our teammates' status changes and by the roster file (hosts
-  // in other processes write it).
-  auto sub = store_.WatchRoster(team, status_waker_);
-  Deadline until = DeadlineIn(options_.shutdown_timeout_s);
-  for (;;) {
-    uint64_t g = status_waker_->generation();
-    bool all = std::all_of(asked.begin(), asked.end(), [&](const std::string& n) { return StoppedFor(team, n); });
-    if (all || Expired(until)) return;
-    Deadline wait = until;
-    if (!sub.ok()) wait = std::min(*until, SteadyClock::now() + std::chrono::seconds(1));  // no watch: look now and then
-    status_waker_->WaitChange(g, wait);
-  }
+  return StoppedByRoster(store_, team, name);
 }
 
 std::string TeamManager::HowItStopped(const std::string& team, const std::string& name) {
@@ -486,8 +449,14 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     return Status::FailedPrecondition("team '" + name + "' is the one this run started in; nothing to disband");
   }
   // Ask everyone still there to wrap up, wait (bounded), stop who did not.
-  std::vector<std::string> asked = AskToShutDown(c);
-  WaitForShutdowns(name, asked);
+  std::vector<std::string> asked =
+      AskToShutDown(store_, c,
+                    "The team '" + name + "' is being disbanded: wrap up, answer with shutdown_response "
+                    "(approve and a summary of your work), then stop.");
+  // Woken by our teammates' status changes and by the roster (hosts in
+  // other processes write it).
+  WaitForShutdowns(store_, name, asked, [&](const std::string& n) { return StoppedFor(name, n); },
+                   DeadlineIn(options_.shutdown_timeout_s), status_waker_);
   TeamSummary summary;
   summary.team = name;
   for (const auto& n : asked) summary.stopped.push_back(HowItStopped(name, n));

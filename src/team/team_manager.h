@@ -171,11 +171,8 @@ class TeamManager : public tools::TeamRuntime {
   // The team's target set up (once) with this host's settings.
   Result<TeamGit> EnsureTarget(const std::string& team, const TeamConfig& c);
   void MoveLeadTo(const std::string& team);
-  // DeleteTeam's phases: ask every teammate to shut down (who was asked);
-  // wait until they stopped or the timeout passed; how each one ended
-  // (stopping those still running); what the team did.
-  std::vector<std::string> AskToShutDown(const TeamConfig& c);
-  void WaitForShutdowns(const std::string& team, const std::vector<std::string>& asked);
+  // DeleteTeam's phases after the shutdown protocol (team/shutdown.h): how
+  // each one ended (stopping those still running); what the team did.
   std::string HowItStopped(const std::string& team, const std::string& name);
   bool StoppedFor(const std::string& team, const std::string& name);
   void SummarizeWork(const std::string& team, TeamSummary* summary);
