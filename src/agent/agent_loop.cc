@@ -35,9 +35,10 @@ std::string AgentLoop::model() const {
   return spec_.model.empty() ? provider_->default_model() : spec_.model;
 }
 
-Status AgentLoop::AttachJournal(const fs::path& path, bool resume, std::unique_ptr<JournalCopy> copy) {
-  int64_t copied = 0;
-  if (copy) {
+Status AgentLoop::AttachJournal(const fs::path& path, bool resume, std::unique_ptr<JournalCopy> copy,
+                                std::optional<int64_t> reconciled) {
+  int64_t copied = reconciled.value_or(0);
+  if (copy && !reconciled) {
     MATES_ASSIGN_OR_RETURN(copied, Journal::Reconcile(path, *copy));
   }
   if (resume) {

@@ -91,8 +91,11 @@ class AgentLoop {
   // (`<name>.status.json`, DESIGN §11) is kept beside it from now on.
   // With `copy` (a store's copy of the journal, DESIGN §13), the file and
   // the copy are made to agree first (Journal::Reconcile: another machine
-  // may have gone on with the agent), and both are written from then on.
-  Status AttachJournal(const fs::path& path, bool resume, std::unique_ptr<JournalCopy> copy = nullptr);
+  // may have gone on with the agent), and both are written from then on;
+  // `reconciled`: they were made to agree already, and that many lines of
+  // the file are in the copy (what Journal::Reconcile returned).
+  Status AttachJournal(const fs::path& path, bool resume, std::unique_ptr<JournalCopy> copy = nullptr,
+                       std::optional<int64_t> reconciled = std::nullopt);
   // The agent will work no more (its activity file says `stopped`, why).
   void ReportStopped(const std::string& why);
 

@@ -505,15 +505,30 @@ struct LeadHosted {
   std::unique_ptr<Hold> away_hold;
 };
 
-// The team a lead's journal (at `path`, its copy in `store` reconciled
-// first) says it moved to and went on in; "" if none, or unreadable.
-std::string MovedTo(TeamStore& store, const fs::path& path, const std::string& team,
-                    const std::string& lead_name) {
+// A lead's journal in one team, made to agree with its copy in the store
+// (once: AttachJournal is told so), and the team it says the lead moved to
+// and went on in ("" if none, or unreadable).
+struct LeadJournal {
+  std::string team;
+  std::optional<int64_t> reconciled;  // lines of the file in the copy; nullopt: not reconciled
+  std::string moved_to;
+};
+
+LeadJournal ReadLeadJournal(TeamStore& store, const Workspace& ws, const std::string& team,
+                            const std::string& lead_name) {
+  LeadJournal j;
+  j.team = team;
+  const fs::path path = ws.AgentsDir(team) / (lead_name + ".jsonl");
   if (std::unique_ptr<JournalCopy> copy = store.JournalOf(team, lead_name)) {
-    if (!agent::Journal::Reconcile(path, *copy).ok()) return "";
+    auto copied = agent::Journal::Reconcile(path, *copy);
+    if (!copied.ok()) return j;
+    j.reconciled = *copied;
+  } else {
+    j.reconciled = 0;  // no copy: nothing to reconcile
   }
   auto st = agent::Journal::Load(path);
-  return st.ok() ? st->moved_to : "";
+  if (st.ok()) j.moved_to = st->moved_to;
+  return j;
 }
 
 // Kills what a dead predecessor's tools left running in `team` (it would
@@ -549,6 +564,7 @@ Result<LeadHosted> HostTheLead(const LeadSessionConfig& a, TeamStore& store,
   KillLeadLeftovers(ws, a.team, lead_name, out);
   fs::path journal = ws.AgentsDir(a.team) / (lead_name + ".jsonl");
   std::error_code ec;
+  LeadJournal read;
   if (a.fresh) {
     std::unique_ptr<JournalCopy> copy = store.JournalOf(a.team, lead_name);
     if (fs::exists(journal, ec)) {
@@ -564,8 +580,8 @@ Result<LeadHosted> HostTheLead(const LeadSessionConfig& a, TeamStore& store,
     // at most; the team the session is for ends it.
     std::string from = a.team;
     for (int hop = 0; hop < 8; ++hop) {
-      const std::string to =
-          MovedTo(store, ws.AgentsDir(from) / (lead_name + ".jsonl"), from, lead_name);
+      read = ReadLeadJournal(store, ws, from, lead_name);
+      const std::string& to = read.moved_to;
       if (to.empty() || to == a.team || to == from) break;
       if (!store.LoadTeam(to).ok()) {
         out.Line("", "the lead last worked in team " + to + ", which is gone: it goes on in team " +
@@ -590,8 +606,11 @@ Result<LeadHosted> HostTheLead(const LeadSessionConfig& a, TeamStore& store,
     }
   }
   const std::string& team = hosted.away.empty() ? a.team : hosted.away;
+  // The journal it goes on from was read (and reconciled) on the way, unless
+  // the way ended past the last one read.
+  std::optional<int64_t> reconciled = read.team == team ? read.reconciled : std::nullopt;
   MATES_RETURN_IF_ERROR(
-      lead.AttachJournal(journal, /*resume=*/true, store.JournalOf(team, lead_name)));
+      lead.AttachJournal(journal, /*resume=*/true, store.JournalOf(team, lead_name), reconciled));
   return hosted;
 }
 
