@@ -19,8 +19,8 @@
 #include "agent/subagents.h"
 #include "cli/cli_common.h"
 #include "cli/session_signals.h"
+#include "host/host.h"
 #include "cli/store_choice.h"
-#include "stores/open_store.h"
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
@@ -29,9 +29,6 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
-#include "dashboard/dashboard.h"
-#include "git/merge_queue.h"
-#include "mcp/hub.h"
 #include "store/archive.h"
 #include "store/host_info.h"
 #include "store/liveness.h"
@@ -469,168 +466,15 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
   }
 }
 
-
-// The lead's spec: its prompt (with the skills it may load) and limits.
-agent::AgentSpec LeadSpec(const LeadSessionConfig& a, const std::string& lead_name,
-                          const tools::SkillLibrary& skills, const TeamGit& git,
-                          std::shared_ptr<agent::TeamSpend> spend) {
-  agent::PromptFacts facts;
-  facts.ws = a.ws;
-  facts.team = a.team;
-  facts.name = lead_name;
-  facts.lead = lead_name;
-  facts.skills = skills.PromptSection();
-  if (git.isolation == Isolation::kWorktree || a.git.isolation == Isolation::kWorktree) {
-    facts.target_branch = git.configured() ? git.target_branch : a.git.target_branch;
-  }
-  agent::AgentSpec spec;
-  spec.name = lead_name;
-  spec.system = agent::LeadSystemPrompt(facts);
-  spec.identity = agent::LeadIdentity(facts);
-  spec.model = a.model;
-  spec.max_calls = a.max_turns;
-  spec.read_inbox = true;
-  spec.context.budget_tokens = a.context_budget;
-  spec.team_spend = std::move(spend);
-  spec.cache = !a.naive_baseline;
-  return spec;
-}
-
-// Where a lead's session begins, and the host locks it holds.
-struct LeadHosted {
-  std::unique_ptr<Hold> home;  // the lead's host lock in the team the session is for
-  // The team it made and last worked in, where it goes on ("" = home),
-  // and its host lock there.
-  std::string away;
-  std::unique_ptr<Hold> away_hold;
-};
-
-// A lead's journal in one team, made to agree with its copy in the store
-// (once: AttachJournal is told so), and the team it says the lead moved to
-// and went on in ("" if none, or unreadable).
-struct LeadJournal {
-  std::string team;
-  std::optional<int64_t> reconciled;  // lines of the file in the copy; nullopt: not reconciled
-  std::string moved_to;
-};
-
-LeadJournal ReadLeadJournal(TeamStore& store, const Workspace& ws, const std::string& team,
-                            const std::string& lead_name) {
-  LeadJournal j;
-  j.team = team;
-  const fs::path path = ws.AgentsDir(team) / (lead_name + ".jsonl");
-  if (std::unique_ptr<JournalCopy> copy = store.JournalOf(team, lead_name)) {
-    auto copied = agent::Journal::Reconcile(path, *copy);
-    if (!copied.ok()) return j;
-    j.reconciled = *copied;
-  } else {
-    j.reconciled = 0;  // no copy: nothing to reconcile
-  }
-  auto st = agent::Journal::Load(path);
-  if (st.ok()) j.moved_to = st->moved_to;
-  return j;
-}
-
-// Kills what a dead predecessor's tools left running in `team` (it would
-// work on beside the resumed conversation).
-void KillLeadLeftovers(const Workspace& ws, const std::string& team, const std::string& lead_name,
-                       LiveOutput& out) {
-  auto leftovers = ProcessJournal(ws.AgentsDir(team) / (lead_name + ".procs")).KillLeftovers();
-  if (leftovers.ok() && *leftovers > 0) {
-    out.Line("", "stopped " + std::to_string(*leftovers) +
-                     " process tree(s) the lead's last host left running");
-  }
-}
-
-// Takes the lead's host lock (one process hosts a team's lead at a time;
-// the kernel frees it when that process dies), kills what a dead
-// predecessor's tools left running, and attaches the journal (set aside
-// first with --fresh). A lead that last worked in a team it made goes on
-// there, where its conversation is, if that team is still there and no
-// other process hosts its lead (else in its own team, as before).
-Result<LeadHosted> HostTheLead(const LeadSessionConfig& a, TeamStore& store,
-                               const std::string& lead_name, agent::AgentLoop& lead,
-                               LiveOutput& out) {
-  const Workspace& ws = a.ws;
-  MATES_RETURN_IF_ERROR(EnsureDir(ws.AgentsDir(a.team)));
-  auto host = HoldLivenessAllowingForTheDead(store, a.team, lead_name, DeadlineIn(kDeadHostGraceS));
-  if (!host.ok()) {
-    if (host.status().code() != StatusCode::kConflict) return host.status();
-    return Status::FailedPrecondition("the lead of team '" + a.team + "' is already running in another process" +
-                                      (a.store_url.empty() ? "" : " (on this machine or another)"));
-  }
-  LeadHosted hosted;
-  hosted.home = std::move(*host);
-  KillLeadLeftovers(ws, a.team, lead_name, out);
-  fs::path journal = ws.AgentsDir(a.team) / (lead_name + ".jsonl");
-  std::error_code ec;
-  LeadJournal read;
-  if (a.fresh) {
-    std::unique_ptr<JournalCopy> copy = store.JournalOf(a.team, lead_name);
-    if (fs::exists(journal, ec)) {
-      fs::rename(
-          journal,
-          ws.AgentsDir(a.team) /
-              (lead_name + "." + std::to_string(static_cast<int64_t>(WallSeconds())) + ".jsonl"),
-          ec);
-    }
-    if (copy) MATES_RETURN_IF_ERROR(copy->Replace({}));  // or it would bring the old one back
-  } else {
-    // Followed team by team (a lead may have made one from another), a few
-    // at most; the team the session is for ends it.
-    std::string from = a.team;
-    for (int hop = 0; hop < 8; ++hop) {
-      read = ReadLeadJournal(store, ws, from, lead_name);
-      const std::string& to = read.moved_to;
-      if (to.empty() || to == a.team || to == from) break;
-      if (!store.LoadTeam(to).ok()) {
-        out.Line("", "the lead last worked in team " + to + ", which is gone: it goes on in team " +
-                         from);
-        break;
-      }
-      auto held = HoldLivenessAllowingForTheDead(store, to, lead_name, DeadlineIn(kDeadHostGraceS));
-      if (!held.ok()) {
-        out.Line("", "the lead last worked in team " + to +
-                         ", whose lead another process hosts now: it goes on in team " + from);
-        break;
-      }
-      hosted.away = to;
-      hosted.away_hold = std::move(*held);
-      from = to;
-    }
-    if (!hosted.away.empty()) {
-      KillLeadLeftovers(ws, hosted.away, lead_name, out);
-      journal = ws.AgentsDir(hosted.away) / (lead_name + ".jsonl");
-      out.Line("", "the lead goes on in team " + hosted.away +
-                       ", the team it made and worked in (this session is team " + a.team + "'s)");
-    }
-  }
-  const std::string& team = hosted.away.empty() ? a.team : hosted.away;
-  // The journal it goes on from was read (and reconciled) on the way, unless
-  // the way ended past the last one read.
-  std::optional<int64_t> reconciled = read.team == team ? read.reconciled : std::nullopt;
-  MATES_RETURN_IF_ERROR(
-      lead.AttachJournal(journal, /*resume=*/true, store.JournalOf(team, lead_name), reconciled));
-  return hosted;
-}
-
 // What the signal thread does: a first Ctrl-C interrupts the lead's turn;
 // stopping interrupts every agent for good and kills every tree.
-SessionSignals::Hooks SignalHooks(agent::AgentLoop& lead, team::TeamManager& teams, agent::SubagentManager& subs,
-                                  LiveOutput& out, TeamStore& store) {
+SessionSignals::Hooks SignalHooks(host::Host& host, LiveOutput& out) {
   SessionSignals::Hooks hooks;
-  hooks.interrupt_turn = [&lead, &teams] {
-    lead.Interrupt();
-    teams.lead_waker()->Notify();
+  hooks.interrupt_turn = [&host] {
+    host.lead().Interrupt();
+    host.teams().lead_waker()->Notify();
   };
-  hooks.stop_all = [&lead, &teams, &subs, &store] {
-    store.StopWaiting();
-    lead.Interrupt(CancelToken::kForGood);
-    subs.InterruptAll();
-    teams.InterruptAll("its host was told to stop");
-    KillTagged(HostTagPrefix());
-    teams.lead_waker()->Notify();
-  };
+  hooks.stop_all = [&host] { host.InterruptAll(); };
   hooks.say = [&out](const std::string& text) { out.Line("", text); };
   return hooks;
 }
@@ -676,283 +520,41 @@ int Work(const LeadSessionConfig& a, agent::AgentLoop& lead, tools::ToolContext&
 }  // namespace
 
 LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* provider, LiveOutput& out) {
-  const Workspace& ws = a.ws;
-  Status s = ValidateName("team name", a.team);
-  if (!s.ok()) return {Fail(s), std::nullopt};
-  if (a.max_turns < 1) return {Usage("--max-turns must be at least 1"), std::nullopt};
-
-  // Where the team is kept: the workspace's files, or a PostgreSQL store
-  // (DESIGN §13) whose connections are this process's own.
-  auto opened = OpenTeamStore(a.store_url, ws);
-  if (!opened.ok()) return {Fail(opened.status()), std::nullopt};
-  std::unique_ptr<TeamStore> store = std::move(*opened);
-  // A server restarted or briefly away is waited for: the agents go on
-  // when it is back (a stop cuts the wait short).
-  store->WaitOutOutages(kStoreOutagePatienceS);
-
-  // The lead's team: created when missing (a host of teammates only
-  // serves a team that exists).
-  auto team = store->LoadTeam(a.team);
-  if (!team.ok() && team.status().code() == StatusCode::kNotFound && !a.teammates_only) {
-    team = store->CreateTeam(a.team, "lead", "");
-  }
-  if (!team.ok()) return {Fail(team.status()), std::nullopt};
-  const std::string lead_name = team->lead;
-  if (a.isolation_given || a.git.isolation == Isolation::kWorktree) {
-    team = store->UpdateTeam(a.team, [&](TeamConfig& c) {
-      if (a.git.isolation == Isolation::kWorktree) {
-        c.git = a.git;
-      } else {
-        c.git.isolation = Isolation::kShared;
-      }
-      return Status::Ok();
-    });
-    if (!team.ok()) return {Fail(team.status()), std::nullopt};
-  }
-
-  // The team's budget (DESIGN §15): given here, it is the team's from now on.
-  if (a.budget_tokens || a.budget_usd) {
-    team = store->UpdateTeam(a.team, [&](TeamConfig& c) {
-      if (a.budget_tokens) c.budget.tokens = *a.budget_tokens;
-      if (a.budget_usd) c.budget.usd = *a.budget_usd;
-      // Given for this team, it counts this team's spending alone, not
-      // that of the session that made it.
-      c.budget.from.clear();
-      c.budget.spent_before_tokens = 0;
-      c.budget.spent_before_usd = 0;
-      return Status::Ok();
-    });
-    if (!team.ok()) return {Fail(team.status()), std::nullopt};
-  }
-  std::shared_ptr<agent::TeamSpend> spend;
-  if (team->budget.any()) {
-    const std::string model = a.model.empty() ? provider->default_model() : a.model;
-    if (team->budget.usd > 0 && !agent::CurrentPrices().Find(model)) {
-      return {Usage("the team's budget is in dollars but model '" + model +
-                    "' has no price: give one with mates --prices FILE (see docs), or budget tokens instead"),
-              std::nullopt};
-    }
-    // What the team's journals hold already counts: on a shared store,
-    // those of every machine (their copies), else this workspace's.
-    auto shared = agent::ReadTeamUsage(*store, a.team, ws.AgentsDir(a.team));  // nullopt: no copies
-    if (!shared.ok()) return {Fail(shared.status()), std::nullopt};
-    auto before = *shared ? Result<agent::TeamUsage>(std::move(**shared)) : agent::ReadTeamUsage(ws.AgentsDir(a.team));
-    if (!before.ok()) return {Fail(before.status()), std::nullopt};
-    spend = std::make_shared<agent::TeamSpend>(team->budget, *before, a.team);
-    if (std::string over = spend->Exceeded(); !over.empty()) {
-      return {Fail(Status::FailedPrecondition(over + " in team '" + a.team +
-                                              "': no agent calls the model (a larger --budget-tokens / "
-                                              "--budget-usd lets it go on)")),
-              std::nullopt};
-    }
-  }
-
-  // What this host's tools start stays its own (DESIGN §10).
-  BecomeSubreaper();
   // Signals blocked before any thread starts; acted on once the hooks are set.
   SessionSignals signals;
-
-  tools::SkillLibrary skills = tools::SkillLibrary::Load(ws);
-  // The MCP servers of W/.mcp.json, started once for this host's agents
-  // (DESIGN §14); each agent gets the tools its role may use.
-  auto hub = mcp::Hub::Load(ws);
-  if (!hub.ok()) return {Fail(hub.status()), std::nullopt};
-  (*hub)->Start();
-  auto registry = tools::MakeToolRegistry(tools::Scope::kLead);
-  for (auto& t : (*hub)->ToolsFor(lead_name, /*is_lead=*/true)) registry->Add(std::move(t));
-  tools::ToolContext ctx(ws, *store);
-  ctx.team = a.team;
-  ctx.home_team = a.team;
-  ctx.agent = lead_name;
-  ctx.is_lead = true;
-  ctx.skills = &skills;
-  agent::AgentLoop* lead_ptr = nullptr;
-  agent::SubagentManager subs(provider, ctx, &out, [&lead_ptr](std::string notice) {
-    if (lead_ptr != nullptr) lead_ptr->AddNotice(std::move(notice));
-  });
-  ctx.subagents = &subs;
-  team::TeamManager* teams_ptr = nullptr;  // set below, before any subagent can run
-  // The subagents' usage: one journal beside the lead's, and on a shared
-  // store its copy, so that every machine's count has it.
-  auto subagents_usage = std::make_shared<agent::UsageJournal>();
-  subs.SetSpend(spend, [subagents_usage, &teams_ptr, &ws, &lead_name, &store](const llm::Usage& u,
-                                                                              const std::string& model) {
-    const std::string team = teams_ptr->lead_team();
-    const std::string name = lead_name + ".subagents";
-    return subagents_usage->Append(
-        ws.AgentsDir(team) / (name + ".jsonl"),
-        [&]() -> std::unique_ptr<JournalCopy> {
-          return store->JournalOf(team, name);
-        },
-        u, model);
-  });
-  agent::AgentLoop lead(LeadSpec(a, lead_name, skills, team->git, spend), provider, registry.get(), &ctx, &out);
-  lead_ptr = &lead;
-  ctx.cancel = lead.cancel_token();
-  // Set (by the store's keeper) when another host took the lead's
-  // liveness lock after this one lost it with its connection: two hosts
-  // must not run one lead, so this one stops, as if told to.
-  std::atomic<bool> lead_taken_over{false};
-  Result<LeadHosted> host = LeadHosted{};
-  if (!a.teammates_only) host = HostTheLead(a, *store, lead_name, lead, out);
-  if (!host.ok()) return {Fail(host.status()), std::nullopt};
-  for (Hold* held : {host->home.get(), host->away_hold.get()}) {
-    if (held == nullptr) continue;
-    held->OnLost([&lead_taken_over] {
-      lead_taken_over.store(true);
-      ::kill(::getpid(), SIGTERM);  // the signal thread stops the session
-    });
-  }
-  if (!host->away.empty()) ctx.team = host->away;  // it goes on where it worked
-
-  team::TeamOptions topt;
-  topt.idle_timeout_s = a.idle_timeout_s;
-  topt.shutdown_timeout_s = a.shutdown_timeout_s;
-  topt.teammate_max_calls = a.max_turns;
-  topt.context_budget = a.context_budget;
-  topt.git = a.git;
-  topt.spend = spend;
-  topt.naive_baseline = a.naive_baseline;
-  topt.extra_tools = [hub = *hub](tools::ToolRegistry& r, const std::string& name) {
-    for (auto& t : hub->ToolsFor(name, /*is_lead=*/false)) r.Add(std::move(t));
-  };
-  team::TeamManager teams(ws, provider, &out, topt, &lead, &ctx, [&out](const Member& m) {
+  host::HostOutput output;
+  output.events = &out;
+  output.say = [&out](const std::string& text) { out.Line("", text); };
+  output.on_spawn = [&out](const Member& m) {
     out.SetColor(m.name, m.color);
     out.SetMulti(true);
-  });
-  ctx.teams = &teams;
-  teams_ptr = &teams;
-  if (host->away_hold) teams.KeepLeadAway(std::move(host->away_hold));
-  lead.SetNoticeSource([&teams] { return teams.TakeNewsForLead(); });
-  // The team's merge queue (DESIGN §12): `run` waits for it like for a
-  // working teammate; what the lead must hear reaches its next turn.
-  // One queue per team, in the lead's host: a host of teammates only
-  // leaves it to that one (on a shared store it may be another machine).
-  git::MergeQueue::Options mq;
-  mq.ws = ws;
-  mq.team = [&teams] { return teams.lead_team(); };
-  mq.on_change = [&teams] { teams.WakeWaiters(); };
-  mq.tell_lead = [&lead, &teams](const std::string& text) {
-    lead.AddNotice(text);
-    teams.WakeWaiters();
   };
-  mq.running = [&teams](const std::string& name) { return teams.Running(name); };
-  std::optional<git::MergeQueue> merges;
-  if (!a.teammates_only) {
-    merges.emplace(*store, mq);
-    teams.SetBusyElsewhere([&merges] { return merges->Busy(); });
-  }
-  signals.SetHooks(SignalHooks(lead, teams, subs, out, *store));
-  // No hook may run once the objects it uses start going away.
-  struct HooksOff {
-    SessionSignals& s;
-    ~HooksOff() { s.Finished(); }
-  } hooks_off{signals};
-
-  // The dashboard first: a port that cannot be had is an error before the
-  // host says it is ready.
-  std::unique_ptr<dashboard::Dashboard> board_page;
-  if (a.dashboard_port >= 0) {
-    dashboard::DashboardOptions d;
-    d.ws = ws;
-    d.store_url = a.store_url;
-    d.team = a.team;
-    d.port = a.dashboard_port;
-    auto started = dashboard::Dashboard::Start(d);
-    if (!started.ok()) return {Fail(started.status()), std::nullopt};
-    board_page = std::move(*started);
-  }
-
-  HostInfo info;
-  if (board_page) info.dashboard = board_page->url();
-  info.pid = ::getpid();
-  info.start_time = ProcessStartTime(::getpid());
-  info.started_at = WallSeconds();
-  info.mode = a.mode;
-  info.lead = lead_name;
-  WarnIfFailed(WriteHostInfo(ws, a.team, info), "host.json");
-  // A team the lead made and works in is hosted here too: `status`, `up`
-  // and `down` of that team find this host, and a host with a page serves
-  // one for that team as well, until the lead leaves it.
-  std::string away_team;
-  std::unique_ptr<dashboard::Dashboard> away_page;
-  auto lead_moved = [&](const std::string&, const std::string& to) {
-    if (!away_team.empty()) RemoveHostInfo(ws, away_team);
-    away_team.clear();
-    away_page.reset();
-    if (to == a.team) {
-      WarnIfFailed(WriteHostInfo(ws, a.team, info),
-                   "host.json");  // hosting its own team alone again
-      return;
-    }
-    HostInfo there = info;
-    there.dashboard.clear();
-    there.also = {{a.team, info.dashboard}};
-    if (board_page) {
-      dashboard::DashboardOptions d;
-      d.ws = ws;
-      d.store_url = a.store_url;
-      d.team = to;
-      auto started = dashboard::Dashboard::Start(d);
-      if (started.ok()) {
-        away_page = std::move(*started);
-        there.dashboard = away_page->url();
-      } else {
-        out.Line("", "no page for team " + to + ": " + started.status().message());
-      }
-    }
-    WarnIfFailed(WriteHostInfo(ws, to, there), "host.json");
-    away_team = to;
-    // Each team's file names the other, so that either page leads to the other.
-    HostInfo home = info;
-    home.also = {{to, there.dashboard}};
-    WarnIfFailed(WriteHostInfo(ws, a.team, home), "host.json");
-  };
-  teams.SetOnLeadMoved(lead_moved);
-  if (ctx.team != a.team)
-    lead_moved(a.team, ctx.team);  // it went on where its last session left it
-  struct HostInfoOff {
-    const Workspace& ws;
-    const std::string& team;
-    const std::string& away;
-    team::TeamManager& teams;
-    ~HostInfoOff() {
-      teams.SetOnLeadMoved(nullptr);
-      if (!away.empty()) RemoveHostInfo(ws, away);
-      RemoveHostInfo(ws, team);
-    }
-  } host_info_off{ws, a.team, away_team, teams};
-  if (a.on_ready) a.on_ready();
-
-  // On a store other machines share, a host takes on the team's
-  // teammates whose host died or stopped (DESIGN §13).
-  if (store->spans_machines() && a.hosted) {
-    teams.StartAdopting(1.0, [&out, &teams](const std::vector<std::string>& names) {
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      out.Line("", "resumed teammates of team " + teams.lead_team() + " that no host had: " + list);
-    });
-  }
-  int code = a.teammates_only ? HostTeammates(teams, signals, out) : Work(a, lead, ctx, teams, subs, signals, out, *provider);
-  teams.StopAll();
-  teams.RecordSpendElsewhere();  // what the teams still there spent, for the next session
-  if (merges) merges->Stop();
-  teams.SetBusyElsewhere(nullptr);
-  if (!a.teammates_only) ReportMerges(*store, teams.lead_team(), out);
+  auto started = host::Host::Start(a, provider, std::move(output));
+  if (!started.ok()) return {Fail(started.status()), std::nullopt};
+  host::Host& host = **started;
+  signals.SetHooks(SignalHooks(host, out));
+  team::TeamManager& teams = host.teams();
+  int code = a.teammates_only ? HostTeammates(teams, signals, out)
+                              : Work(a, host.lead(), host.lead_context(), teams, host.subagents(), signals, out,
+                                     *provider);
+  host.StopWork();
+  if (!a.teammates_only) ReportMerges(host.store(), teams.lead_team(), out);
   if (signals.exit_code() != 0) {
     KillTagged(HostTagPrefix());  // whatever a tool started since
     code = signals.exit_code();
   }
-  if (lead_taken_over.load()) {
+  if (host.lead_taken_over()) {
     out.Line("", "another host took over the lead of team " + a.team +
-                     " (this host lost its liveness lock with its connection to " + store->where() +
+                     " (this host lost its liveness lock with its connection to " + host.store().where() +
                      "): this host stopped");
     code = 1;
   }
+  // No hook runs from now on: the host may go.
   signals.Finished();
-  PrintUsage(out, lead, subs, teams);
+  PrintUsage(out, host.lead(), host.subagents(), teams);
   if (!a.teammates_only) {
-    lead.ReportStopped(code == 0 ? "its session ended" : "its host stopped (exit " + std::to_string(code) + ")");
+    host.lead().ReportStopped(code == 0 ? "its session ended"
+                                        : "its host stopped (exit " + std::to_string(code) + ")");
   }
   agent::ActivityFile::FlushAll();  // the last states are on disk before the host exits
   return {code, teams.last_deleted()};

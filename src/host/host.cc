@@ -1,0 +1,425 @@
+// See host.h.
+#include "host/host.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "agent/journal.h"
+#include "agent/prices.h"
+#include "agent/prompts.h"
+#include "agent/spend.h"
+#include "core/clock.h"
+#include "core/files.h"
+#include "core/limits.h"
+#include "core/log.h"
+#include "core/names.h"
+#include "core/process_tree.h"
+#include "stores/open_store.h"
+
+namespace mates::host {
+namespace {
+
+// How many teams a lead's journals are followed through to find where it
+// went on (a lead may have made one from another): a few at most.
+constexpr int kMaxLeadHops = 8;
+
+// The lead's spec: its prompt (with the skills it may load) and limits.
+agent::AgentSpec LeadSpec(const HostOptions& a, const std::string& lead_name, const tools::SkillLibrary& skills,
+                          const TeamGit& git, std::shared_ptr<agent::TeamSpend> spend) {
+  agent::PromptFacts facts;
+  facts.ws = a.ws;
+  facts.team = a.team;
+  facts.name = lead_name;
+  facts.lead = lead_name;
+  facts.skills = skills.PromptSection();
+  if (git.isolation == Isolation::kWorktree || a.git.isolation == Isolation::kWorktree) {
+    facts.target_branch = git.configured() ? git.target_branch : a.git.target_branch;
+  }
+  agent::AgentSpec spec;
+  spec.name = lead_name;
+  spec.system = agent::LeadSystemPrompt(facts);
+  spec.identity = agent::LeadIdentity(facts);
+  spec.model = a.model;
+  spec.max_calls = a.max_turns;
+  spec.read_inbox = true;
+  spec.context.budget_tokens = a.context_budget;
+  spec.team_spend = std::move(spend);
+  spec.cache = !a.naive_baseline;
+  return spec;
+}
+
+// A lead's journal in one team, made to agree with its copy in the store
+// (once: AttachJournal is told so), and the team it says the lead moved to
+// and went on in ("" if none, or unreadable).
+struct LeadJournal {
+  std::string team;
+  std::optional<int64_t> reconciled;  // lines of the file in the copy; nullopt: not reconciled
+  std::string moved_to;
+};
+
+LeadJournal ReadLeadJournal(TeamStore& store, const Workspace& ws, const std::string& team,
+                            const std::string& lead_name) {
+  LeadJournal j;
+  j.team = team;
+  const fs::path path = ws.AgentsDir(team) / (lead_name + ".jsonl");
+  if (std::unique_ptr<JournalCopy> copy = store.JournalOf(team, lead_name)) {
+    auto copied = agent::Journal::Reconcile(path, *copy);
+    if (!copied.ok()) return j;
+    j.reconciled = *copied;
+  } else {
+    j.reconciled = 0;  // no copy: nothing to reconcile
+  }
+  auto st = agent::Journal::Load(path);
+  if (st.ok()) j.moved_to = st->moved_to;
+  return j;
+}
+
+// Kills what a dead predecessor's tools left running in `team` (it would
+// work on beside the resumed conversation).
+void KillLeadLeftovers(const Workspace& ws, const std::string& team, const std::string& lead_name,
+                       const std::function<void(const std::string&)>& say) {
+  auto leftovers = ProcessJournal(ws.AgentsDir(team) / (lead_name + ".procs")).KillLeftovers();
+  if (leftovers.ok() && *leftovers > 0) {
+    say("stopped " + std::to_string(*leftovers) + " process tree(s) the lead's last host left running");
+  }
+}
+
+}  // namespace
+
+Host::Host(HostOptions options, llm::Provider* provider, HostOutput output)
+    : options_(std::move(options)), provider_(provider), out_(std::move(output)) {}
+
+Result<std::unique_ptr<Host>> Host::Start(HostOptions options, llm::Provider* provider, HostOutput output) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", options.team));
+  if (options.max_turns < 1) return Status::InvalidArgument("--max-turns must be at least 1");
+  if (!output.say) output.say = [](const std::string&) {};
+  std::unique_ptr<Host> host(new Host(std::move(options), provider, std::move(output)));
+  MATES_RETURN_IF_ERROR(host->Build());
+  return host;
+}
+
+Status Host::Build() {
+  const HostOptions& a = options_;
+  // Where the team is kept: the workspace's files, or a PostgreSQL store
+  // (DESIGN §13) whose connections are this process's own.
+  MATES_ASSIGN_OR_RETURN(store_, OpenTeamStore(a.store_url, a.ws));
+  // A server restarted or briefly away is waited for: the agents go on
+  // when it is back (a stop cuts the wait short).
+  store_->WaitOutOutages(kStoreOutagePatienceS);
+  TeamConfig team;
+  MATES_RETURN_IF_ERROR(OpenTeam(&team));
+  // What this host's tools start stays its own (DESIGN §10).
+  BecomeSubreaper();
+  MATES_RETURN_IF_ERROR(MakeLead(team));
+  if (!a.teammates_only) MATES_RETURN_IF_ERROR(HostTheLead());
+  MATES_RETURN_IF_ERROR(StartTeam());
+  MATES_RETURN_IF_ERROR(ServePages());
+  if (a.on_ready) a.on_ready();
+  // On a store other machines share, a host takes on the team's
+  // teammates whose host died or stopped (DESIGN §13).
+  if (store_->spans_machines() && a.hosted) {
+    teams_->StartAdopting(1.0, [this](const std::vector<std::string>& names) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      out_.say("resumed teammates of team " + teams_->lead_team() + " that no host had: " + list);
+    });
+  }
+  return Status::Ok();
+}
+
+// The lead's team: created when missing (a host of teammates only serves
+// a team that exists), with the isolation and budget given written in.
+Status Host::OpenTeam(TeamConfig* out) {
+  const HostOptions& a = options_;
+  auto team = store_->LoadTeam(a.team);
+  if (!team.ok() && team.status().code() == StatusCode::kNotFound && !a.teammates_only) {
+    team = store_->CreateTeam(a.team, "lead", "");
+  }
+  MATES_RETURN_IF_ERROR(team.status());
+  lead_name_ = team->lead;
+  if (a.isolation_given || a.git.isolation == Isolation::kWorktree) {
+    team = store_->UpdateTeam(a.team, [&](TeamConfig& c) {
+      if (a.git.isolation == Isolation::kWorktree) {
+        c.git = a.git;
+      } else {
+        c.git.isolation = Isolation::kShared;
+      }
+      return Status::Ok();
+    });
+    MATES_RETURN_IF_ERROR(team.status());
+  }
+  // The team's budget (DESIGN §15): given here, it is the team's from now on.
+  if (a.budget_tokens || a.budget_usd) {
+    team = store_->UpdateTeam(a.team, [&](TeamConfig& c) {
+      if (a.budget_tokens) c.budget.tokens = *a.budget_tokens;
+      if (a.budget_usd) c.budget.usd = *a.budget_usd;
+      // Given for this team, it counts this team's spending alone, not
+      // that of the session that made it.
+      c.budget.from.clear();
+      c.budget.spent_before_tokens = 0;
+      c.budget.spent_before_usd = 0;
+      return Status::Ok();
+    });
+    MATES_RETURN_IF_ERROR(team.status());
+  }
+  if (team->budget.any()) {
+    const std::string model = a.model.empty() ? provider_->default_model() : a.model;
+    if (team->budget.usd > 0 && !agent::CurrentPrices().Find(model)) {
+      return Status::InvalidArgument("the team's budget is in dollars but model '" + model +
+                                     "' has no price: give one with mates --prices FILE (see docs), or budget "
+                                     "tokens instead");
+    }
+    // What the team's journals hold already counts: on a shared store,
+    // those of every machine (their copies), else this workspace's.
+    MATES_ASSIGN_OR_RETURN(std::optional<agent::TeamUsage> copies,
+                           agent::ReadTeamUsage(*store_, a.team, a.ws.AgentsDir(a.team)));
+    agent::TeamUsage before;
+    if (copies) {
+      before = std::move(*copies);
+    } else {
+      MATES_ASSIGN_OR_RETURN(before, agent::ReadTeamUsage(a.ws.AgentsDir(a.team)));
+    }
+    spend_ = std::make_shared<agent::TeamSpend>(team->budget, before, a.team);
+    if (std::string over = spend_->Exceeded(); !over.empty()) {
+      return Status::FailedPrecondition(over + " in team '" + a.team +
+                                        "': no agent calls the model (a larger --budget-tokens / --budget-usd lets "
+                                        "it go on)");
+    }
+  }
+  *out = std::move(*team);
+  return Status::Ok();
+}
+
+// The hub, the lead's tools and context, its subagents and its loop.
+Status Host::MakeLead(const TeamConfig& team) {
+  const HostOptions& a = options_;
+  skills_ = tools::SkillLibrary::Load(a.ws);
+  // The MCP servers of W/.mcp.json, started once for this host's agents
+  // (DESIGN §14); each agent gets the tools its role may use.
+  MATES_ASSIGN_OR_RETURN(hub_, mcp::Hub::Load(a.ws));
+  hub_->Start();
+  registry_ = tools::MakeToolRegistry(tools::Scope::kLead);
+  for (auto& t : hub_->ToolsFor(lead_name_, /*is_lead=*/true)) registry_->Add(std::move(t));
+  ctx_ = std::make_unique<tools::ToolContext>(a.ws, *store_);
+  tools::ToolContext& ctx = *ctx_;
+  ctx.team = a.team;
+  ctx.home_team = a.team;
+  ctx.agent = lead_name_;
+  ctx.is_lead = true;
+  ctx.skills = &skills_;
+  subs_ = std::make_unique<agent::SubagentManager>(provider_, ctx, out_.events, [this](std::string notice) {
+    if (lead_) lead_->AddNotice(std::move(notice));
+  });
+  ctx.subagents = subs_.get();
+  // The subagents' usage: one journal beside the lead's, and on a shared
+  // store its copy, so that every machine's count has it. (No subagent
+  // runs before the team manager is there.)
+  subs_->SetSpend(spend_, [this](const llm::Usage& u, const std::string& model) {
+    const std::string team = teams_->lead_team();
+    const std::string name = lead_name_ + ".subagents";
+    return subagents_usage_->Append(
+        options_.ws.AgentsDir(team) / (name + ".jsonl"),
+        [&]() -> std::unique_ptr<JournalCopy> { return store_->JournalOf(team, name); }, u, model);
+  });
+  lead_ = std::make_unique<agent::AgentLoop>(LeadSpec(a, lead_name_, skills_, team.git, spend_), provider_,
+                                             registry_.get(), &ctx, out_.events);
+  ctx.cancel = lead_->cancel_token();
+  return Status::Ok();
+}
+
+// Takes the lead's host lock (one process hosts a team's lead at a time;
+// the kernel, or the database, frees it when that process dies), kills
+// what a dead predecessor's tools left running, and attaches the journal
+// (set aside first with --fresh). A lead that last worked in a team it
+// made goes on there, where its conversation is, if that team is still
+// there and no other process hosts its lead (else in its own team).
+Status Host::HostTheLead() {
+  const HostOptions& a = options_;
+  const Workspace& ws = a.ws;
+  MATES_RETURN_IF_ERROR(EnsureDir(ws.AgentsDir(a.team)));
+  auto held = HoldLivenessAllowingForTheDead(*store_, a.team, lead_name_, DeadlineIn(kDeadHostGraceS));
+  if (!held.ok()) {
+    if (held.status().code() != StatusCode::kConflict) return held.status();
+    return Status::FailedPrecondition("the lead of team '" + a.team + "' is already running in another process" +
+                                      (store_->spans_machines() ? " (on this machine or another)" : ""));
+  }
+  home_hold_ = std::move(*held);
+  KillLeadLeftovers(ws, a.team, lead_name_, out_.say);
+  fs::path journal = ws.AgentsDir(a.team) / (lead_name_ + ".jsonl");
+  LeadJournal read;
+  if (a.fresh) {
+    std::unique_ptr<JournalCopy> copy = store_->JournalOf(a.team, lead_name_);
+    std::error_code ec;
+    if (fs::exists(journal, ec)) {
+      fs::rename(journal,
+                 ws.AgentsDir(a.team) /
+                     (lead_name_ + "." + std::to_string(static_cast<int64_t>(WallSeconds())) + ".jsonl"),
+                 ec);
+    }
+    if (copy) MATES_RETURN_IF_ERROR(copy->Replace({}));  // or it would bring the old one back
+  } else {
+    // Followed team by team; the team the session is for ends it.
+    std::string from = a.team;
+    for (int hop = 0; hop < kMaxLeadHops; ++hop) {
+      read = ReadLeadJournal(*store_, ws, from, lead_name_);
+      const std::string to = read.moved_to;
+      if (to.empty() || to == a.team || to == from) break;
+      if (!store_->LoadTeam(to).ok()) {
+        out_.say("the lead last worked in team " + to + ", which is gone: it goes on in team " + from);
+        break;
+      }
+      auto there = HoldLivenessAllowingForTheDead(*store_, to, lead_name_, DeadlineIn(kDeadHostGraceS));
+      if (!there.ok()) {
+        out_.say("the lead last worked in team " + to +
+                 ", whose lead another process hosts now: it goes on in team " + from);
+        break;
+      }
+      away_ = to;
+      away_hold_ = std::move(*there);
+      from = to;
+    }
+    if (!away_.empty()) {
+      KillLeadLeftovers(ws, away_, lead_name_, out_.say);
+      journal = ws.AgentsDir(away_) / (lead_name_ + ".jsonl");
+      out_.say("the lead goes on in team " + away_ + ", the team it made and worked in (this session is team " +
+               a.team + "'s)");
+    }
+  }
+  const std::string& team = away_.empty() ? a.team : away_;
+  // The journal it goes on from was read (and reconciled) on the way, unless
+  // the way ended past the last one read.
+  std::optional<int64_t> reconciled = read.team == team ? read.reconciled : std::nullopt;
+  MATES_RETURN_IF_ERROR(lead_->AttachJournal(journal, /*resume=*/true, store_->JournalOf(team, lead_name_), reconciled));
+  for (Hold* hold : {home_hold_.get(), away_hold_.get()}) {
+    if (hold == nullptr) continue;
+    hold->OnLost([this] {
+      lead_taken_over_.store(true);
+      ::kill(::getpid(), SIGTERM);  // the signal thread stops the session
+    });
+  }
+  if (!away_.empty()) ctx_->team = away_;  // it goes on where it worked
+  return Status::Ok();
+}
+
+// The team manager (its teammates get the hub's tools their role may use)
+// and the team's merge queue (DESIGN §12): one queue per team, in the
+// lead's host; a host of teammates only leaves it to that one (on a shared
+// store it may be another machine).
+Status Host::StartTeam() {
+  const HostOptions& a = options_;
+  team::TeamOptions topt;
+  topt.idle_timeout_s = a.idle_timeout_s;
+  topt.shutdown_timeout_s = a.shutdown_timeout_s;
+  topt.teammate_max_calls = a.max_turns;
+  topt.context_budget = a.context_budget;
+  topt.git = a.git;
+  topt.spend = spend_;
+  topt.naive_baseline = a.naive_baseline;
+  topt.extra_tools = [hub = hub_](tools::ToolRegistry& r, const std::string& name) {
+    for (auto& t : hub->ToolsFor(name, /*is_lead=*/false)) r.Add(std::move(t));
+  };
+  teams_ = std::make_unique<team::TeamManager>(a.ws, provider_, out_.events, topt, lead_.get(), ctx_.get(),
+                                               out_.on_spawn);
+  ctx_->teams = teams_.get();
+  if (away_hold_) teams_->KeepLeadAway(std::move(away_hold_));
+  lead_->SetNoticeSource([this] { return teams_->TakeNewsForLead(); });
+  if (a.teammates_only) return Status::Ok();
+  git::MergeQueue::Options mq;
+  mq.ws = a.ws;
+  mq.team = [this] { return teams_->lead_team(); };
+  mq.on_change = [this] { teams_->WakeWaiters(); };
+  mq.tell_lead = [this](const std::string& text) {
+    lead_->AddNotice(text);
+    teams_->WakeWaiters();
+  };
+  mq.running = [this](const std::string& name) { return teams_->Running(name); };
+  merges_.emplace(*store_, mq);
+  teams_->SetBusyElsewhere([this] { return merges_->Busy(); });
+  return Status::Ok();
+}
+
+// The dashboard first: a port that cannot be had is an error before the
+// host says it is ready. Then host.json, which names the page; and a team
+// the lead made and works in is hosted here too.
+Status Host::ServePages() {
+  const HostOptions& a = options_;
+  if (a.dashboard_port >= 0) {
+    dashboard::DashboardOptions d;
+    d.ws = a.ws;
+    d.store_url = a.store_url;
+    d.team = a.team;
+    d.port = a.dashboard_port;
+    MATES_ASSIGN_OR_RETURN(page_, dashboard::Dashboard::Start(d));
+  }
+  if (page_) info_.dashboard = page_->url();
+  info_.pid = ::getpid();
+  info_.start_time = ProcessStartTime(::getpid());
+  info_.started_at = WallSeconds();
+  info_.mode = a.mode;
+  info_.lead = lead_name_;
+  WarnIfFailed(WriteHostInfo(a.ws, a.team, info_), "host.json");
+  teams_->SetOnLeadMoved([this](const std::string&, const std::string& to) { LeadMoved(to); });
+  if (ctx_->team != a.team) LeadMoved(ctx_->team);  // it went on where its last session left it
+  return Status::Ok();
+}
+
+// `status`, `up` and `down` of the team the lead works in find this host,
+// and a host with a page serves one for that team as well, until the lead
+// leaves it. Each team's host.json names the other, so that either page
+// leads to the other.
+void Host::LeadMoved(const std::string& to) {
+  const Workspace& ws = options_.ws;
+  const std::string& home_team = options_.team;
+  if (!away_team_.empty()) RemoveHostInfo(ws, away_team_);
+  away_team_.clear();
+  away_page_.reset();
+  if (to == home_team) {
+    WarnIfFailed(WriteHostInfo(ws, home_team, info_), "host.json");  // hosting its own team alone again
+    return;
+  }
+  HostInfo there = info_;
+  there.dashboard.clear();
+  there.also = {{home_team, info_.dashboard}};
+  if (page_) {
+    dashboard::DashboardOptions d;
+    d.ws = ws;
+    d.store_url = options_.store_url;
+    d.team = to;
+    auto started = dashboard::Dashboard::Start(d);
+    if (started.ok()) {
+      away_page_ = std::move(*started);
+      there.dashboard = away_page_->url();
+    } else {
+      out_.say("no page for team " + to + ": " + started.status().message());
+    }
+  }
+  WarnIfFailed(WriteHostInfo(ws, to, there), "host.json");
+  away_team_ = to;
+  HostInfo home = info_;
+  home.also = {{to, there.dashboard}};
+  WarnIfFailed(WriteHostInfo(ws, home_team, home), "host.json");
+}
+
+void Host::InterruptAll() {
+  store_->StopWaiting();
+  lead_->Interrupt(CancelToken::kForGood);
+  subs_->InterruptAll();
+  teams_->InterruptAll("its host was told to stop");
+  KillTagged(HostTagPrefix());
+  teams_->lead_waker()->Notify();
+}
+
+void Host::StopWork() {
+  teams_->StopAll();
+  teams_->RecordSpendElsewhere();  // what the teams still there spent, for the next session
+  if (merges_) merges_->Stop();
+  teams_->SetBusyElsewhere(nullptr);
+}
+
+Host::~Host() {
+  if (teams_) teams_->SetOnLeadMoved(nullptr);
+  if (!away_team_.empty()) RemoveHostInfo(options_.ws, away_team_);
+  if (!info_.lead.empty()) RemoveHostInfo(options_.ws, options_.team);
+}
+
+}  // namespace mates::host
