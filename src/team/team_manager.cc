@@ -26,62 +26,29 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       provider_(provider),
       events_(events),
       options_(options),
-      lead_(lead),
-      lead_ctx_(lead_ctx),
-      home_team_(lead_ctx->home_team.empty() ? lead_ctx->team : lead_ctx->home_team),
       on_spawn_(std::move(on_spawn)),
       store_(lead_ctx->store()),
+      place_(ws_, store_, lead, lead_ctx),
       news_(options.naive_baseline),
       statuses_(store_),
       host_(options.shutdown_timeout_s),
-      lead_team_(lead_ctx->team) {}
+      adopter_(
+          store_, [this] { return lead_team(); }, [this] { return ResumeTeam(); }) {}
 
 TeamManager::~TeamManager() { StopAll(); }
 
 void TeamManager::StopAll() {
-  StopAdopting();  // first: nobody is adopted once the others stop
+  adopter_.Stop();  // first: nobody is adopted once the others stop
   host_.StopAll();
 }
 
 void TeamManager::InterruptAll(const std::string& why) {
-  adopt_stop_.store(true);
-  adopt_waker_->Notify();
+  adopter_.Interrupt();
   host_.InterruptAll(why);
 }
 
 void TeamManager::StartAdopting(double every_s, std::function<void(const std::vector<std::string>&)> said) {
-  if (adopter_.joinable()) return;
-  adopter_ = std::thread([this, every_s, said = std::move(said)] {
-    NameThisThread("mates-adopter");
-    RunGuarded("adopting teammates", [&] { Adopt(every_s, said); });
-  });
-}
-
-void TeamManager::StopAdopting() {
-  adopt_stop_.store(true);
-  adopt_waker_->Notify();
-  if (adopter_.joinable()) adopter_.join();
-}
-
-void TeamManager::Adopt(double every_s, const std::function<void(const std::vector<std::string>&)>& said) {
-  std::string watched;
-  Result<std::unique_ptr<Hold>> roster = std::unique_ptr<Hold>();
-  while (!adopt_stop_.load()) {
-    const std::string team = lead_team();
-    if (team != watched) {
-      roster = store_.WatchRoster(team, adopt_waker_);
-      watched = team;
-    }
-    uint64_t seen = adopt_waker_->generation();
-    auto resumed = ResumeTeam();
-    if (resumed.ok() && !resumed->empty() && said) said(*resumed);
-    adopt_waker_->WaitChange(seen, DeadlineIn(every_s));
-  }
-}
-
-std::string TeamManager::lead_team() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return lead_team_;
+  adopter_.Start(every_s, std::move(said));
 }
 
 void TeamManager::OnStatus(const std::string& name, MemberStatus status, const std::string& detail) {
@@ -178,7 +145,8 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
   cfg.new_prompt = new_prompt;
   cfg.budget_tokens = m.budget_tokens;
   cfg.context_budget = m.context_budget;
-  auto t = std::make_shared<Teammate>(cfg, this, std::move(held));
+    TeammateEnv env{ws_, provider_, events_, &options_, &store_, &statuses_, lead_name(), this};
+  auto t = std::make_shared<Teammate>(cfg, std::move(env), std::move(held));
   MATES_RETURN_IF_ERROR(host_.Add(t));
   if (on_spawn_) on_spawn_(m);
   t->Start();
@@ -225,8 +193,8 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     if (store_.spans_machines() && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
     MATES_ASSIGN_OR_RETURN(prepared, git::PrepareTarget(ws_, name, wanted));
   }
-  const std::string current = lead_ctx_->team;
-  if (current != home_team_) {
+  const std::string current = lead_team();
+  if (current != home_team()) {
     auto c = store_.LoadTeam(current);
     if (c.ok()) {
       for (const auto& m : c->members) {
@@ -245,12 +213,12 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
       return Status::Ok();
     }).status());
   }
-  MoveLeadTo(name);
+  place_.MoveTo(name);
   return "Created team '" + name + "'; you are its lead ('" + lead_name() +
          "'). Your task board, messages and inbox are now this team's. Add tasks with TaskCreate "
          "and spawn teammates with Task(team_name=\"" +
-         name + "\", name=…, prompt=…). What is sent to you in team '" + home_team_ +
-         "' still reaches you (marked team=\"" + home_team_ +
+         name + "\", name=…, prompt=…). What is sent to you in team '" + home_team() +
+         "' still reaches you (marked team=\"" + home_team() +
          "\"), and what you send to user goes there too." +
          (iso == Isolation::kWorktree
               ? " Each teammate works in its own git worktree; a completed task is merged onto " +
@@ -260,38 +228,6 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
                          : " after its check (" + prepared.merge_check + ") passes") +
                     ", and only then counts as completed."
               : "");
-}
-
-void TeamManager::KeepLeadAway(std::unique_ptr<Hold> held) { lead_away_ = std::move(held); }
-
-void TeamManager::SetOnLeadMoved(
-    std::function<void(const std::string&, const std::string&)> moved) {
-  on_lead_moved_ = std::move(moved);
-}
-
-void TeamManager::MoveLeadTo(const std::string& team) {
-  const std::string from = lead_ctx_->team;
-  // Hosted here now: the lead of that team is this process's, as its home
-  // team's is (the lock of the team it leaves goes).
-  lead_away_.reset();
-  if (team != home_team_) {
-    auto held = store_.HoldLiveness(team, lead_name());
-    if (held.ok()) {
-      lead_away_ = std::move(*held);
-    } else {
-      LogWarning("the lead of team " + team +
-                 " is not shown as hosted here: " + held.status().message());
-    }
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    lead_team_ = team;
-  }
-  lead_ctx_->team = team;
-  Status s = lead_->MoveJournal(ws_.AgentsDir(team) / (lead_name() + ".jsonl"),
-                                store_.JournalOf(team, lead_name()), team, team == home_team_);
-  if (!s.ok()) LogWarning("lead journal: " + s.message());
-  if (on_lead_moved_) on_lead_moved_(from, team);
 }
 
 Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) {
@@ -313,8 +249,8 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
   if (!isolation.empty()) {
     MATES_ASSIGN_OR_RETURN(iso, ParseIsolation(isolation));
   }
-  if (team != lead_ctx_->team) {
-    return Status::FailedPrecondition("you can spawn teammates only into your own team '" + lead_ctx_->team +
+  if (team != lead_team()) {
+    return Status::FailedPrecondition("you can spawn teammates only into your own team '" + lead_team() +
                                       "' (create a team with TeamCreate first)");
   }
   if (name == lead_name()) return Status::InvalidArgument("'" + name + "' is you, the lead");
@@ -445,7 +381,7 @@ void TeamManager::SummarizeWork(const std::string& team, TeamSummary* summary) {
 Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", name));
   MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.LoadTeam(name));
-  if (name == home_team_ && name == lead_team() && c.members.size() <= 1) {
+  if (name == home_team() && name == lead_team() && c.members.size() <= 1) {
     return Status::FailedPrecondition("team '" + name + "' is the one this run started in; nothing to disband");
   }
   // Ask everyone still there to wrap up, wait (bounded), stop who did not.
@@ -464,7 +400,7 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   SummarizeWork(name, &summary);
   // Worktrees go; unmerged work stays on its branch (DESIGN §12).
   std::vector<std::string> kept = git::CleanUpTeam(ws_, c);
-  if (lead_team() == name) MoveLeadTo(home_team_);
+  if (lead_team() == name) place_.MoveTo(home_team());
   news_.Forget(asked);
   {
     std::lock_guard<std::mutex> lock(mu_);

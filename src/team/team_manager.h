@@ -2,8 +2,12 @@
 // spawn_teammate, delete_team), behind TeamCreate, Task(team_name, name) and
 // TeamDelete (DESIGN §5). What it composes, one concern each:
 // - TeammateHost (teammate_host.h): the teammates this process hosts, their
-//   threads and the shutdown watchdog;
-// - LeadNews (lead_news.h): what the lead hears of them, coalesced.
+//   threads and the shutdown watchdog; each teammate gets a TeammateEnv of
+//   references, and tells the manager of itself through TeammateHooks;
+// - LeadNews (lead_news.h): what the lead hears of them, coalesced;
+// - LeadPlace (lead_place.h): the team the lead works in;
+// - Adopter (adopter.h): on a shared store, teammates no host has;
+// - the shutdown protocol (shutdown.h).
 //
 // - One team at a time: after TeamCreate the lead belongs to it (its task
 //   board, messages and inbox, and its journal move there); TeamDelete
@@ -32,35 +36,18 @@
 #include "core/waker.h"
 #include "store/roster.h"
 #include "store/team_store.h"
+#include "team/adopter.h"
 #include "team/lead_news.h"
+#include "team/lead_place.h"
+#include "team/team_options.h"
 #include "team/status_writer.h"
+#include "team/teammate.h"
 #include "team/teammate_host.h"
 #include "tools/tool.h"
 
 namespace mates::team {
 
-struct TeamOptions {
-  double idle_timeout_s = 60;      // an idle teammate stops after this; 0 = waits forever
-  double shutdown_timeout_s = 60;  // time to answer a shutdown request
-  int teammate_max_calls = 100;    // model calls per teammate turn
-  int64_t context_budget = 0;      // 0 = 3/4 of the model's window
-  // The seeds' idle loop (check, sleep 1 s), for the benchmark baseline only.
-  bool seed_polling = false;
-  // Worktree isolation (DESIGN §12): what teams of this host get unless
-  // TeamCreate or Task says otherwise; target_branch "" = mates/<team>.
-  TeamGit git;
-  // What this session's agents spent, against the team's budget (DESIGN
-  // §15); null = no budget. Teams created by the lead get the same budget.
-  std::shared_ptr<agent::TeamSpend> spend;
-  // The token benchmark's naive baseline: no cache breakpoints, every
-  // teammate's change a lead turn of its own.
-  bool naive_baseline = false;
-  // More tools for each teammate (the host's MCP servers, DESIGN §14):
-  // called with its registry and name as it is made.
-  std::function<void(tools::ToolRegistry&, const std::string&)> extra_tools;
-};
 
-class Teammate;
 
 // What TeamDelete saw before the files went away.
 struct TeamSummary {
@@ -70,7 +57,7 @@ struct TeamSummary {
   std::vector<std::string> stopped;  // "name (how)"
 };
 
-class TeamManager : public tools::TeamRuntime {
+class TeamManager : public tools::TeamRuntime, private TeammateHooks {
  public:
   // `lead` and `lead_ctx` are the lead's loop and tool context (outlive
   // this); `on_spawn` is told of each teammate started (for colours).
@@ -120,17 +107,16 @@ class TeamManager : public tools::TeamRuntime {
   // thread); StopAll joins them later.
   void InterruptAll(const std::string& why);
   // The lead's team now (TeamCreate and TeamDelete move it); any thread.
-  std::string lead_team();
-  // The team the run is for (the lead's ToolContext::home_team, else the
-  // team it begins in).
-  const std::string& home_team() const { return home_team_; }
+  std::string lead_team() { return place_.team(); }
+  // The team the run is for (LeadPlace::home).
+  const std::string& home_team() const { return place_.home(); }
   // Told, on the lead's thread, each time the lead moves to another team
-  // (TeamCreate; TeamDelete brings it home): the session records itself as
-  // that team's host. Set before the lead's first turn.
-  void SetOnLeadMoved(std::function<void(const std::string& from, const std::string& to)> moved);
-  // A session that begins with its lead in a team it made (where its last
-  // session left it): its host lock there, kept until the lead leaves.
-  void KeepLeadAway(std::unique_ptr<Hold> held);
+  // (LeadPlace::SetOnMoved).
+  void SetOnLeadMoved(std::function<void(const std::string& from, const std::string& to)> moved) {
+    place_.SetOnMoved(std::move(moved));
+  }
+  // A session that begins with its lead in a team it made (LeadPlace::KeepAway).
+  void KeepLeadAway(std::unique_ptr<Hold> held) { place_.KeepAway(std::move(held)); }
   // Under a budget: what the session spent in the teams it made since the
   // last time, recorded in its own team's budget (after a team is deleted,
   // and at the session's end), so that its next session counts it.
@@ -141,28 +127,25 @@ class TeamManager : public tools::TeamRuntime {
   // Tokens used by all teammates so far, as text (for the end of a run).
   std::string UsageSummary();
 
-  // Used by Teammate.
-  void OnStatus(const std::string& name, MemberStatus status, const std::string& detail);
-  void OnShutdownDelivered(const std::string& name);
-  void OnShutdownDone(const std::string& name);
-  // An isolated teammate stopped for good: its worktree and branch go if
-  // clean and merged. Returns what was kept, in words ("" if nothing).
-  std::string CleanUpWorktree(const std::string& team, const std::string& name);
   // Whether `name` is a teammate of this host that has not finished.
   bool Running(const std::string& name);
   // Wakes whoever waits on teammates' states (the lead, TeamDelete).
-  void WakeWaiters();
+  void WakeWaiters() override;
   const Workspace& ws() const { return ws_; }
-  llm::Provider* provider() const { return provider_; }
-  agent::AgentEvents* events() const { return events_; }
-  const TeamOptions& options() const { return options_; }
-  const std::shared_ptr<agent::TeamSpend>& spend() const { return options_.spend; }
-  StatusWriter& statuses() { return statuses_; }
   // Where the teams are kept (DESIGN §13): the lead's context's store.
   TeamStore& store() { return store_; }
-  std::string lead_name() const { return lead_ctx_->agent; }
+  std::string lead_name() const { return place_.lead_name(); }
 
  private:
+  // TeammateHooks.
+  void OnStatus(const std::string& name, MemberStatus status, const std::string& detail) override;
+  void OnShutdownDelivered(const std::string& name) override;
+  void OnShutdownDone(const std::string& name) override;
+  // An isolated teammate stopped for good: its worktree and branch go if
+  // clean and merged. Returns what was kept, in words ("" if nothing).
+  std::string CleanUpWorktree(const std::string& team, const std::string& name) override;
+
+  const std::shared_ptr<agent::TeamSpend>& spend() const { return options_.spend; }
   // `held`: its liveness, taken already (null: taken here).
   Status StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt,
                        std::unique_ptr<Hold> held = nullptr);
@@ -170,7 +153,6 @@ class TeamManager : public tools::TeamRuntime {
   Result<std::unique_ptr<Hold>> HostMember(const std::string& team, const std::string& name);
   // The team's target set up (once) with this host's settings.
   Result<TeamGit> EnsureTarget(const std::string& team, const TeamConfig& c);
-  void MoveLeadTo(const std::string& team);
   // DeleteTeam's phases after the shutdown protocol (team/shutdown.h): how
   // each one ended (stopping those still running); what the team did.
   std::string HowItStopped(const std::string& team, const std::string& name);
@@ -182,33 +164,17 @@ class TeamManager : public tools::TeamRuntime {
   llm::Provider* const provider_;
   agent::AgentEvents* const events_;
   const TeamOptions options_;
-  agent::AgentLoop* const lead_;
-  tools::ToolContext* const lead_ctx_;  // its team changes (lead's thread only)
-  const std::string home_team_;
   const std::function<void(const Member&)> on_spawn_;
   const std::shared_ptr<Waker> status_waker_ = std::make_shared<Waker>();  // any status change
   TeamStore& store_;
 
+  LeadPlace place_;
   LeadNews news_;
   StatusWriter statuses_;  // outlives host_: teammates write statuses to their end
   TeammateHost host_;
-
-  // The adopting thread (StartAdopting), stopped by StopAll and
-  // InterruptAll through its waker.
-  void Adopt(double every_s, const std::function<void(const std::vector<std::string>&)>& said);
-  void StopAdopting();
-  const std::shared_ptr<Waker> adopt_waker_ = std::make_shared<Waker>();
-  std::atomic<bool> adopt_stop_{false};
-  std::thread adopter_;
-
-  // The lead's liveness in the team it works in when that is not its home
-  // team (whose liveness the session holds): one lead per team, so no
-  // other host takes on the lead of a team this one made (lead's thread).
-  std::unique_ptr<Hold> lead_away_;
-  std::function<void(const std::string&, const std::string&)> on_lead_moved_;
+  Adopter adopter_;  // stopped first by StopAll and InterruptAll
 
   std::mutex mu_;
-  std::string lead_team_;                    // guarded by mu_: lead_ctx_->team for other threads
   std::vector<std::string> deleted_teams_;   // guarded by mu_
   std::optional<TeamSummary> last_deleted_;  // guarded by mu_
   std::function<bool()> busy_elsewhere_;     // guarded by mu_

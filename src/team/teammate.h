@@ -30,11 +30,38 @@
 #include "store/roster.h"
 #include "store/team_store.h"
 #include "store/watcher.h"
+#include "team/status_writer.h"
+#include "team/team_options.h"
 #include "tools/tool.h"
 
 namespace mates::team {
 
-class TeamManager;
+// What a teammate tells its host of itself (TeamManager implements it).
+class TeammateHooks {
+ public:
+  virtual ~TeammateHooks() = default;
+  // Its status changed (the lead is woken when nobody works any more).
+  virtual void OnStatus(const std::string& name, MemberStatus status, const std::string& detail) = 0;
+  // A shutdown request reached it (the watchdog starts), and it answered.
+  virtual void OnShutdownDelivered(const std::string& name) = 0;
+  virtual void OnShutdownDone(const std::string& name) = 0;
+  // It stopped for good in its own worktree: what was kept, in words.
+  virtual std::string CleanUpWorktree(const std::string& team, const std::string& name) = 0;
+  // Whoever waits on teammates' states looks again.
+  virtual void WakeWaiters() = 0;
+};
+
+// What a teammate works with, given by its host: references, not the host.
+struct TeammateEnv {
+  Workspace ws;
+  llm::Provider* provider = nullptr;
+  agent::AgentEvents* events = nullptr;  // may be null
+  const TeamOptions* options = nullptr;
+  TeamStore* store = nullptr;
+  StatusWriter* statuses = nullptr;
+  std::string lead;  // the lead's name
+  TeammateHooks* hooks = nullptr;
+};
 
 // Why a teammate stopped: what decides whether the next host resumes it.
 // Its text (for the lead and the roster) is kept apart.
@@ -71,7 +98,9 @@ class Teammate {
 
   // `host_lock`: this process's claim to host it, its liveness in the
   // store (held until it exits).
-  Teammate(Config config, TeamManager* manager, std::unique_ptr<Hold> host_lock);
+  // Every pointer of `env` outlives the teammate and is not null (but
+  // `events`).
+  Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lock);
   ~Teammate();
   Teammate(const Teammate&) = delete;
   Teammate& operator=(const Teammate&) = delete;
@@ -139,7 +168,7 @@ class Teammate {
 
   // Constant after construction.
   const Config config_;
-  TeamManager* const manager_;
+  const TeammateEnv env_;
   std::unique_ptr<Hold> host_lock_;
 
   tools::ToolContext ctx_;  // the agent's thread only (plan_mode changes)

@@ -1,0 +1,36 @@
+// What a host's teams are run with (host/host.h gives them).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "agent/spend.h"
+#include "store/roster.h"
+#include "tools/tool.h"
+
+namespace mates::team {
+
+struct TeamOptions {
+  double idle_timeout_s = 60;      // an idle teammate stops after this; 0 = waits forever
+  double shutdown_timeout_s = 60;  // time to answer a shutdown request
+  int teammate_max_calls = 100;    // model calls per teammate turn
+  int64_t context_budget = 0;      // 0 = 3/4 of the model's window
+  // The seeds' idle loop (check, sleep 1 s), for the benchmark baseline only.
+  bool seed_polling = false;
+  // Worktree isolation (DESIGN §12): what teams of this host get unless
+  // TeamCreate or Task says otherwise; target_branch "" = mates/<team>.
+  TeamGit git;
+  // What this session's agents spent, against the team's budget (DESIGN
+  // §15); null = no budget. Teams created by the lead get the same budget.
+  std::shared_ptr<agent::TeamSpend> spend;
+  // The token benchmark's naive baseline: no cache breakpoints, every
+  // teammate's change a lead turn of its own.
+  bool naive_baseline = false;
+  // More tools for each teammate (the host's MCP servers, DESIGN §14):
+  // called with its registry and name as it is made.
+  std::function<void(tools::ToolRegistry&, const std::string&)> extra_tools;
+};
+
+}  // namespace mates::team
