@@ -145,7 +145,7 @@ int List(Globals& g, const McpArgs& a) {
   int failed = 0;
   Json out = Json::array();
   for (const auto& s : (*hub)->States()) {
-    failed += s.state == "running" ? 0 : 1;
+    failed += s.run == mcp::ServerRun::kRunning ? 0 : 1;
     if (a.json) {
       Json tools = Json::array();
       for (const auto& t : s.tools) tools.push_back(Json{{"name", t.name}, {"description", t.description}});

@@ -203,10 +203,13 @@ std::vector<ServerState> Hub::States() const {
     st.name = s->config.name;
     st.transport = s->config.transport == ServerConfig::Transport::kStdio ? "stdio" : "http";
     if (s->client != nullptr && s->client->alive()) {
+      st.run = ServerRun::kRunning;
       st.state = "running";
     } else if (s->client != nullptr) {
+      st.run = ServerRun::kDown;
       st.state = "down: " + s->client->why();
     } else {
+      st.run = ServerRun::kFailed;
       st.state = "failed: " + s->error;
     }
     st.roles = s->config.roles;

@@ -25,10 +25,14 @@ namespace mates::mcp {
 // What a tool result may carry to a model (the rest is cut, and said).
 inline constexpr size_t kMaxResultBytes = 100 << 10;
 
+// How a server of the hub is: running, failed to start, or down since.
+enum class ServerRun { kRunning, kFailed, kDown };
+
 struct ServerState {
   std::string name;
   std::string transport;  // "stdio" | "http"
-  std::string state;      // "running", "failed: why", "down: why"
+  ServerRun run = ServerRun::kFailed;
+  std::string state;      // as said to a person: "running", "failed: why", "down: why"
   std::vector<std::string> roles;
   std::vector<RemoteTool> tools;
   int restarts = 0;
