@@ -1,0 +1,137 @@
+// See store.h: members' journal copies and activity documents.
+#include "pg/store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/guarded.h"
+#include "core/limits.h"
+#include "core/log.h"
+#include "core/json.h"
+#include "core/names.h"
+#include "pg/export.h"
+#include "pg/schema.h"
+#include "pg/store_rows.h"
+#include "store/task_rules.h"
+
+namespace mates::pg {
+
+namespace {
+
+// The lines as one JSON array (a single parameter, however many lines).
+std::string LinesParam(const std::vector<std::string>& lines) {
+  Json arr = Json::array();
+  for (const auto& l : lines) arr.push_back(l);
+  return DumpJson(arr);
+}
+
+// With a NOTIFY on JournalKey(team) (one: the same notification in one
+// transaction is sent once).
+const char* const kPutJournal =
+    "WITH put AS (INSERT INTO mates_journals (team, member, seq, line) "
+    "SELECT $1, $2, $3::bigint + x.ord - 1, x.line "
+    "FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS x(line, ord) "
+    "ON CONFLICT (team, member, seq) DO UPDATE SET line = EXCLUDED.line RETURNING 1) "
+    "SELECT pg_notify($5, '') FROM put";
+
+}  // namespace
+
+Result<uint64_t> Store::JournalBytes(const std::string& team, const std::string& member) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows size, c->Exec("SELECT coalesce(sum(octet_length(line)), 0) FROM mates_journals "
+                                            "WHERE team = $1 AND member = $2",
+                                            {team, member}));
+  return static_cast<uint64_t>(size.integer(0, 0));
+}
+
+Result<std::vector<std::string>> Store::JournalLines(const std::string& team, const std::string& member) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  const std::string who = "the journal of '" + member + "' in team '" + team + "'";
+  MATES_ASSIGN_OR_RETURN(uint64_t size, JournalBytes(team, member));
+  if (size > kMaxJournalBytes) {
+    return Status::Corrupt(who + " is over " + std::to_string(kMaxJournalBytes >> 20) + " MiB");
+  }
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, CASE WHEN octet_length(line) <= " +
+                                             std::to_string(kMaxJournalLineBytes) +
+                                             " THEN line END FROM mates_journals "
+                                             "WHERE team = $1 AND member = $2 ORDER BY seq",
+                                         {team, member}));
+  std::vector<std::string> lines;
+  lines.reserve(static_cast<size_t>(r.size()));
+  for (int i = 0; i < r.size(); ++i) {
+    if (r.integer(i, 0) != static_cast<int64_t>(lines.size())) {
+      LogWarning(who + " has no line " + std::to_string(lines.size()) + ": what follows is left out");
+      break;
+    }
+    if (r.null(i, 1)) return Status::Corrupt(who + " has a line over " + std::to_string(kMaxJournalLineBytes >> 20) + " MiB");
+    lines.emplace_back(r.text(i, 1));
+  }
+  return lines;
+}
+
+Status Store::PutJournal(const std::string& team, const std::string& member, int64_t first,
+                         const std::vector<std::string>& lines) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  if (first < 0) return Status::InvalidArgument("a journal's lines are numbered from 0");
+  if (lines.empty()) return Status::Ok();
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  return c->Exec(kPutJournal, {team, member, Num(first), LinesParam(lines), ChannelOf(JournalKey(team))}).status();
+}
+
+Status Store::ReplaceJournal(const std::string& team, const std::string& member,
+                             const std::vector<std::string>& lines) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  return InTransaction(*c, [&]() -> Status {
+    MATES_RETURN_IF_ERROR(
+        c->Exec("DELETE FROM mates_journals WHERE team = $1 AND member = $2", {team, member}).status());
+    if (lines.empty()) return Status::Ok();
+    return c->Exec(kPutJournal, {team, member, "0", LinesParam(lines), ChannelOf(JournalKey(team))}).status();
+  });
+}
+
+// -------------------------------------------------------------- activity
+
+Status Store::PutActivity(const std::string& team, const std::string& member, const std::string& doc) {
+  MATES_RETURN_IF_ERROR(CheckNames(team, member));
+  if (doc.size() > kMaxStateFileBytes) {
+    return Status::InvalidArgument("an activity document may be " + std::to_string(kMaxStateFileBytes) +
+                                   " bytes at most");
+  }
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire(/*wait=*/false));
+  auto r = c->Exec(
+      "WITH up AS (INSERT INTO mates_activity (team, member, doc) VALUES ($1, $2, $3) "
+      "ON CONFLICT (team, member) DO UPDATE SET doc = EXCLUDED.doc RETURNING 1) "
+      "SELECT pg_notify($4, '') FROM up",
+      {team, member, doc, ChannelOf(ActivityKey(team))});
+  if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
+  return Status::Ok();
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> Store::Activities(const std::string& team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT member, CASE WHEN octet_length(doc) <= " +
+                                             std::to_string(kMaxStateFileBytes) +
+                                             " THEN doc END FROM mates_activity WHERE team = $1 ORDER BY member",
+                                         {team}));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (int i = 0; i < r.size(); ++i) {
+    if (r.null(i, 1)) {
+      LogWarning("activity of " + std::string(r.text(i, 0)) + "@" + team + ": over " +
+                 std::to_string(kMaxStateFileBytes) + " bytes, left out");
+      continue;
+    }
+    out.emplace_back(std::string(r.text(i, 0)), std::string(r.text(i, 1)));
+  }
+  return out;
+}
+
+// ------------------------------------------------------------- mailboxes
+
+}  // namespace mates::pg
