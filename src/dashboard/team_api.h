@@ -1,0 +1,49 @@
+// TeamApi: the dashboard's JSON API over a Source (DESIGN §11) — what the
+// page reads (the team, tasks, messages a page at a time, requests,
+// merges, an agent's transcript) and what a person does there (send,
+// create a task, decide a plan or a merge, ask an agent to stop), each
+// through the store's rules (Messenger, the board, DecideMerge). A
+// read-only dashboard answers every POST 403.
+#pragma once
+
+#include <httplib.h>
+
+#include <string>
+
+#include "core/json.h"
+#include "dashboard/dashboard.h"
+#include "dashboard/source.h"
+#include "store/messenger.h"
+
+namespace mates::dashboard {
+
+class TeamApi {
+ public:
+  // `source` and `options` outlive the API.
+  TeamApi(Source& source, const DashboardOptions& options) : source_(source), options_(options) {}
+  // Its routes on `server` (/api/...).
+  void Register(httplib::Server& server);
+
+ private:
+  // A POST's JSON body, unless the dashboard is read-only (403) or the
+  // body is not an object (415/400): false with the answer sent.
+  bool Writable(const httplib::Request& req, httplib::Response& res, Json* body);
+  void Team(httplib::Response& res);
+  void Messages(const httplib::Request& req, httplib::Response& res);
+  void PostMessage(const Json& b, httplib::Response& res);
+  void PostTask(const Json& b, httplib::Response& res);
+  // Sent through the team's store (its rules: Messenger's).
+  Result<SendReceipt> Send(const SendRequest& r);
+  void Transcript(const std::string& name, httplib::Response& res);
+  // A person decides a pending plan: the answer goes out as the lead's (the
+  // responder the protocol knows), and the lead is told who decided.
+  void AnswerPlan(const std::string& id, const Json& b, httplib::Response& res);
+  // A person decides a merge waiting for review (DESIGN §12).
+  void DecideMergeRequest(const std::string& id_text, const Json& b, httplib::Response& res);
+  void AskToStop(const std::string& name, const Json& b, httplib::Response& res);
+
+  Source& source_;
+  const DashboardOptions& options_;
+};
+
+}  // namespace mates::dashboard
