@@ -145,7 +145,7 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
   cfg.new_prompt = new_prompt;
   cfg.budget_tokens = m.budget_tokens;
   cfg.context_budget = m.context_budget;
-    TeammateEnv env{ws_, provider_, events_, &options_, &store_, &statuses_, lead_name(), this};
+    TeammateEnv env{ws_, *provider_, events_, options_, store_, statuses_, lead_name(), *this};
   auto t = std::make_shared<Teammate>(cfg, std::move(env), std::move(held));
   MATES_RETURN_IF_ERROR(host_.Add(t));
   if (on_spawn_) on_spawn_(m);

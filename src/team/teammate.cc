@@ -46,7 +46,7 @@ class Teammate::EventsTap : public agent::AgentEvents {
         }
       }
     }
-    if (shutdown) owner_->env_.hooks->OnShutdownDelivered(owner_->name());
+    if (shutdown) owner_->env_.hooks.OnShutdownDelivered(owner_->name());
     if (to_) to_->OnMessages(a, delivered);
   }
 
@@ -59,7 +59,7 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
     : config_(std::move(config)),
       env_(std::move(env)),
       host_lock_(std::move(host_lock)),
-      ctx_(env_.ws, *env_.store) {
+      ctx_(env_.ws, env_.store) {
   // Given instructions, it is working from the moment it exists: a lead
   // looking between the spawn and its thread's first step must not take it
   // for idle (and end a run before it began).
@@ -70,7 +70,7 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   ctx_.is_lead = false;
   ctx_.plan_mode = config_.plan_mode;
   tools_ = tools::MakeToolRegistry(tools::Scope::kTeammate);
-  if (env_.options->extra_tools) env_.options->extra_tools(*tools_, config_.name);
+  if (env_.options.extra_tools) env_.options.extra_tools(*tools_, config_.name);
   events_ = std::make_unique<EventsTap>(this, env_.events);
   agent::PromptFacts facts;
   facts.ws = ctx_.ws;
@@ -86,14 +86,14 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   spec.system = agent::TeammateSystemPrompt(facts);
   spec.identity = agent::TeammateIdentity(facts);
   spec.model = config_.model;
-  spec.max_calls = env_.options->teammate_max_calls;
+  spec.max_calls = env_.options.teammate_max_calls;
   spec.read_inbox = true;
   spec.context.budget_tokens =
-      config_.context_budget > 0 ? config_.context_budget : env_.options->context_budget;
+      config_.context_budget > 0 ? config_.context_budget : env_.options.context_budget;
   spec.budget_tokens = config_.budget_tokens;
-  spec.team_spend = env_.options->spend;
-  spec.cache = !env_.options->naive_baseline;
-  loop_ = std::make_unique<agent::AgentLoop>(spec, env_.provider, tools_.get(), &ctx_, events_.get());
+  spec.team_spend = env_.options.spend;
+  spec.cache = !env_.options.naive_baseline;
+  loop_ = std::make_unique<agent::AgentLoop>(spec, &env_.provider, tools_.get(), &ctx_, events_.get());
   ctx_.cancel = loop_->cancel_token();
   loop_->SetBeforeCall([this] { CheckPlanApproval(); });
   // No tool runs for a teammate another host has taken over (its stop
@@ -125,7 +125,7 @@ void Teammate::Start() {
     if (!finished_.load()) {
       finished_.store(true);
       reported_.store(true);
-      env_.hooks->WakeWaiters();
+      env_.hooks.WakeWaiters();
     }
   });
 }
@@ -156,18 +156,18 @@ void Teammate::SetStatus(MemberStatus s, const std::string& detail) {
     status_.store(s);  // here only: the roster is the other host's to write
   } else if (s == MemberStatus::kActive) {
     status_.store(s);
-    env_.statuses->Post(config_.team, config_.name, s);
+    env_.statuses.Post(config_.team, config_.name, s);
   } else {
-    Status st = env_.statuses->Write(config_.team, config_.name, s);
+    Status st = env_.statuses.Write(config_.team, config_.name, s);
     status_.store(s);
     if (!st.ok()) LogDebug(config_.name + ": status: " + st.message());
   }
-  env_.hooks->OnStatus(config_.name, s, detail);
+  env_.hooks.OnStatus(config_.name, s, detail);
 }
 
 void Teammate::CheckPlanApproval() {
   if (!ctx_.plan_mode) return;
-  auto requests = env_.store->Mail(config_.team)->ListRequests();
+  auto requests = env_.store.Mail(config_.team)->ListRequests();
   if (!requests.ok()) return;
   for (const auto& r : *requests) {
     if (r.kind == RequestKind::kPlanApproval && r.requester == config_.name && r.status == RequestState::kApproved) {
@@ -184,7 +184,7 @@ bool Teammate::ShutdownApproved() {
     std::lock_guard<std::mutex> lock(mu_);
     ids = shutdown_requests_;
   }
-  std::unique_ptr<TeamMail> mail = env_.store->Mail(config_.team);
+  std::unique_ptr<TeamMail> mail = env_.store.Mail(config_.team);
   for (const auto& id : ids) {
     auto r = mail->GetRequest(id);
     if (!r.ok()) continue;
@@ -192,7 +192,7 @@ bool Teammate::ShutdownApproved() {
     if (r->status == RequestState::kRejected) {
       std::lock_guard<std::mutex> lock(mu_);
       shutdown_requests_.erase(id);  // the lead has the reason; go on
-      env_.hooks->OnShutdownDone(config_.name);
+      env_.hooks.OnShutdownDone(config_.name);
     }
   }
   return false;
@@ -206,10 +206,10 @@ bool Teammate::ShutdownPending() {
 void Teammate::RemindOfTasksInProgress() {
   // The board keeps tasks claimed by a host that died in_progress under our
   // name; nobody else may claim them, so we must finish them.
-  auto tasks = env_.store->Board(config_.team)->List(false);
+  auto tasks = env_.store.Board(config_.team)->List(false);
   if (!tasks.ok()) return;
   std::string text, waiting;
-  std::unique_ptr<MergeBook> merges = config_.work_root.empty() ? nullptr : env_.store->Merges(config_.team);
+  std::unique_ptr<MergeBook> merges = config_.work_root.empty() ? nullptr : env_.store.Merges(config_.team);
   for (const auto& t : *tasks) {
     if (t.owner != config_.name || t.status != TaskStatus::kInProgress) continue;
     if (auto m = merges ? git::WaitingMerge(*merges, t) : std::nullopt) {
@@ -276,14 +276,14 @@ std::optional<bool> Teammate::IdleEnds() {
 
 bool Teammate::IdleTimedOut(const Deadline& deadline) {
   if (!Expired(deadline)) return false;
-  const double timeout = env_.options->idle_timeout_s;
+  const double timeout = env_.options.idle_timeout_s;
   SetStopReason(StopReason::kIdleTimeout, "no work for " + std::to_string(static_cast<int>(timeout)) + " s");
   return true;
 }
 
 bool Teammate::BoardGoneAfterMiss(const Status& claim) {
   claiming_.store(false);
-  env_.hooks->WakeWaiters();  // whoever saw us claiming must look again
+  env_.hooks.WakeWaiters();  // whoever saw us claiming must look again
   if (claim.code() != StatusCode::kNotFound) return false;
   SetStopReason(StopReason::kTeamGone, "its team's task board is gone");
   return true;
@@ -297,7 +297,7 @@ bool Teammate::BoardGoneAfterMiss(const Status& claim) {
 // it left work), else a watch of its own. Without them it looks once a
 // second (the seeds' interval), not at the idle timeout.
 bool Teammate::WatchForWork() {
-  TeamStore& store = *env_.store;
+  TeamStore& store = env_.store;
   if (!inbox_watch_) {
     auto inbox = store.InboxOf(config_.team, config_.name)->WatchWith(waker_);
     if (inbox.ok()) {
@@ -328,7 +328,7 @@ bool Teammate::WatchForWork() {
 
 bool Teammate::IdleWait() {
   const bool watched = WatchForWork();
-  const bool seed_polling = env_.options->seed_polling;
+  const bool seed_polling = env_.options.seed_polling;
   const bool in_line = line_ && watched && !seed_polling;
   // Between a claim (ours, or one made for us by a hand-out) and the status
   // going back to active, `claiming_` keeps the teammate counted as working
@@ -346,10 +346,10 @@ bool Teammate::IdleWait() {
       }
     }
     claiming_.store(false);
-    env_.hooks->WakeWaiters();
+    env_.hooks.WakeWaiters();
     return go_on;
   };
-  const double timeout = env_.options->idle_timeout_s;
+  const double timeout = env_.options.idle_timeout_s;
   Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
   bool said_idle = false;
   for (;;) {
@@ -428,7 +428,7 @@ bool Teammate::IdleWait() {
 
 void Teammate::Main() {
   fs::path journal = ctx_.ws.AgentsDir(config_.team) / (config_.name + ".jsonl");
-  Status s = loop_->AttachJournal(journal, config_.resume, env_.store->JournalOf(config_.team, config_.name));
+  Status s = loop_->AttachJournal(journal, config_.resume, env_.store.JournalOf(config_.team, config_.name));
   if (!s.ok()) {
     events_->OnNotice(config_.name, "cannot resume: " + s.message());
     // A store that cannot be reached now leaves it for a later host (or
@@ -442,7 +442,7 @@ void Teammate::Main() {
               later ? "its journal's copy could not be reached" : "its journal could not be replayed");
     starting_.store(false);
     reported_.store(true);
-    env_.hooks->WakeWaiters();
+    env_.hooks.WakeWaiters();
     return;
   }
   if (config_.resume) RemindOfTasksInProgress();
@@ -513,18 +513,18 @@ void Teammate::Main() {
   // ends it.
   bool resumable = Resumable(reason);
   if (!resumable && !config_.work_root.empty() && reason != StopReason::kTakenOver) {
-    std::string kept = env_.hooks->CleanUpWorktree(config_.team, config_.name);
+    std::string kept = env_.hooks.CleanUpWorktree(config_.team, config_.name);
     if (!kept.empty()) why += (why.empty() ? "" : "; ") + kept;
   }
   loop_->ReportStopped(why);
-  env_.hooks->OnShutdownDone(config_.name);
+  env_.hooks.OnShutdownDone(config_.name);
   // Finished before the last status goes out: whoever that status wakes
   // must see this teammate as done.
   finished_.store(true);
   SetStatus(resumable ? MemberStatus::kIdle : MemberStatus::kShutdown, why);
   // The lead's news has it now: it may stop waiting for this teammate.
   reported_.store(true);
-  env_.hooks->WakeWaiters();
+  env_.hooks.WakeWaiters();
 }
 
 }  // namespace mates::team

@@ -51,16 +51,17 @@ class TeammateHooks {
   virtual void WakeWaiters() = 0;
 };
 
-// What a teammate works with, given by its host: references, not the host.
+// What a teammate works with, given by its host (which outlives it):
+// references, not the host.
 struct TeammateEnv {
   Workspace ws;
-  llm::Provider* provider = nullptr;
-  agent::AgentEvents* events = nullptr;  // may be null
-  const TeamOptions* options = nullptr;
-  TeamStore* store = nullptr;
-  StatusWriter* statuses = nullptr;
+  llm::Provider& provider;
+  agent::AgentEvents* events;  // may be null
+  const TeamOptions& options;
+  TeamStore& store;
+  StatusWriter& statuses;
   std::string lead;  // the lead's name
-  TeammateHooks* hooks = nullptr;
+  TeammateHooks& hooks;
 };
 
 // Why a teammate stopped: what decides whether the next host resumes it.
@@ -98,8 +99,6 @@ class Teammate {
 
   // `host_lock`: this process's claim to host it, its liveness in the
   // store (held until it exits).
-  // Every pointer of `env` outlives the teammate and is not null (but
-  // `events`).
   Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lock);
   ~Teammate();
   Teammate(const Teammate&) = delete;
