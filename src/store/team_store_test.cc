@@ -121,5 +121,60 @@ TEST(HostInfoTest, TheOtherTeamsRoundTripAndABadListIsRefused) {
   }
 }
 
+// host.json's mode is read as the enum it is; one this mates does not know
+// (a newer host's, a hand edit) reads as unknown, not as an error that
+// would hide the host.
+TEST(HostInfoTest, TheModeRoundTripsAndAnUnknownOneReadsAsUnknown) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  fs::create_directories(ws.TeamDir("t"));
+  for (HostMode m : {HostMode::kRun, HostMode::kUp, HostMode::kDemo, HostMode::kTeammates}) {
+    HostInfo h;
+    h.pid = 4242;
+    h.mode = m;
+    ASSERT_TRUE(WriteHostInfo(ws, "t", h).ok());
+    auto back = ReadHostInfo(ws, "t");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->mode, m) << HostModeName(m);
+    EXPECT_EQ(HostModeOf(HostModeName(m)), m);
+  }
+  for (const char* text : {R"({"pid": 7, "mode": "later"})", R"({"pid": 7, "mode": "UP"})", R"({"pid": 7})"}) {
+    testing::WriteAll(HostInfoPath(ws, "t"), text);
+    auto back = ReadHostInfo(ws, "t");
+    ASSERT_TRUE(back.ok()) << text << ": " << back.status().message();
+    EXPECT_EQ(back->mode, HostMode::kUnknown) << text;
+  }
+  EXPECT_EQ(HostModeName(HostMode::kUnknown), "");
+}
+
+// The file store is a TeamStore like any other: its teams are listed and
+// deleted through the interface, its parts are watched through it, and a
+// watch of a part whose folder is not there is NotFound (a watcher asks
+// again), not a crash or a silent nothing.
+TEST(TeamStoreTest, TheFileStoreListsDeletesAndWatchesThroughTheInterface) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  std::unique_ptr<TeamStore> store = FileTeamStore(ws);
+  EXPECT_FALSE(store->spans_machines());
+  ASSERT_TRUE(store->CreateTeam("b", "lead", "").ok());
+  ASSERT_TRUE(store->CreateTeam("a", "lead", "").ok());
+  auto teams = store->ListTeams();
+  ASSERT_TRUE(teams.ok());
+  EXPECT_EQ(*teams, (std::vector<std::string>{"a", "b"}));
+  auto waker = std::make_shared<Waker>();
+  auto ghost = store->Watch("ghost", TeamPart::kBoard, waker);
+  EXPECT_EQ(ghost.status().code(), StatusCode::kNotFound) << "no such team, no folder to watch";
+  auto roster = store->Watch("a", TeamPart::kRoster, waker);
+  ASSERT_TRUE(roster.ok()) << roster.status().message();
+  uint64_t seen = waker->generation();
+  ASSERT_TRUE(store->AddMember("a", Member{.name = "w1"}).ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "the roster's change woke the watch";
+  EXPECT_EQ(store->HasTeam("nope").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->CheckedBoard("nope").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store->DeleteTeam("b").ok());
+  EXPECT_EQ(store->HasTeam("b").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->DeleteTeam("b").code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace mates
