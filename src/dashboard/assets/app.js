@@ -118,10 +118,18 @@ function renderHeader() {
   if (t.store) pill.title = "kept in " + t.store;
   // The other team the same host hosts (the lead's home team, or the team it
   // made and works in), with a link to its page.
-  $("also-hosted").replaceChildren(...((!t.archived && t.host && t.host.also) || []).map((a) => a.dashboard
-    ? el("a", { class: "pill", href: a.dashboard, title: "This host hosts team " + a.team + " too: its page" },
-        "also team " + a.team + " ↗")
-    : el("span", { class: "pill" }, "also team " + a.team)));
+  // Made again only when they change: a link replaced under the pointer
+  // loses the click that was on its way to it.
+  const also = (!t.archived && t.host && t.host.also) || [];
+  const alsoKey = JSON.stringify(also.map((a) => [a.team, a.dashboard || ""]));
+  const alsoBox = $("also-hosted");
+  if (alsoBox.dataset.key !== alsoKey) {
+    alsoBox.dataset.key = alsoKey;
+    alsoBox.replaceChildren(...also.map((a) => a.dashboard
+      ? el("a", { class: "pill", href: a.dashboard, title: "This host hosts team " + a.team + " too: its page" },
+          "also team " + a.team + " ↗")
+      : el("span", { class: "pill" }, "also team " + a.team)));
+  }
   if (t.read_only && !t.archived) pill.textContent += " · read-only";
   const b = t.board || {};
   $("board-counts").replaceChildren(
