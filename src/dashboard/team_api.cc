@@ -2,6 +2,7 @@
 #include "dashboard/team_api.h"
 
 #include <charconv>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "agent/journal.h"
@@ -25,6 +26,14 @@ void Cut(std::string& s, size_t max) {
   size_t end = max;
   while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
   s = s.substr(0, end) + "\n… (" + std::to_string(s.size() - end) + " more bytes)";
+}
+
+// A decision's `approve`: true or false, and nothing else (absent, null,
+// 1 or "yes" is no decision).
+std::optional<bool> ApproveOf(const Json& b) {
+  auto it = b.find("approve");
+  if (it == b.end() || !it->is_boolean()) return std::nullopt;
+  return it->get<bool>();
 }
 
 }  // namespace
@@ -205,10 +214,8 @@ void TeamApi::Transcript(const std::string& name, httplib::Response& res) {
 // A person decides a pending plan: the answer goes out as the lead's (the
 // responder the protocol knows), and the lead is told who decided.
 void TeamApi::AnswerPlan(const std::string& id, const Json& b, httplib::Response& res) {
-  auto approve = JsonBool(b, "approve", false);
-  if (!approve.ok() || !b.contains("approve") || !b["approve"].is_boolean()) {
-    return SendError(res, 400, "approve: true or false is required");
-  }
+  std::optional<bool> approve = ApproveOf(b);
+  if (!approve) return SendError(res, 400, "approve: true or false is required");
   auto feedback = JsonString(b, "feedback", false);
   if (!feedback.ok()) return SendStatus(res, feedback.status());
   if (Status s = ValidateName("request id", id); !s.ok()) return SendStatus(res, s);
@@ -241,14 +248,13 @@ void TeamApi::AnswerPlan(const std::string& id, const Json& b, httplib::Response
 
 // A person decides a merge waiting for review (DESIGN §12).
 void TeamApi::DecideMergeRequest(const std::string& id_text, const Json& b, httplib::Response& res) {
-  if (!b.contains("approve") || !b["approve"].is_boolean()) {
-    return SendError(res, 400, "approve: true or false is required");
-  }
+  std::optional<bool> approve = ApproveOf(b);
+  if (!approve) return SendError(res, 400, "approve: true or false is required");
   auto feedback = JsonString(b, "feedback", false);
   if (!feedback.ok()) return SendStatus(res, feedback.status());
   auto id = ParseId(id_text, "merge id");
   if (!id.ok()) return SendStatus(res, id.status());
-  auto m = source_.DecideMerge(*id, b["approve"].get<bool>(), *feedback);
+  auto m = source_.DecideMerge(*id, *approve, *feedback);
   if (!m.ok()) return SendStatus(res, m.status());
   SendJson(res, MergeRequestToJson(*m));
 }
