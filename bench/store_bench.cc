@@ -167,7 +167,7 @@ int ChildReceiver(const std::string& mode, const fs::path& dir, int n) {
     std::fflush(stdout);
     while (static_cast<int>(lat.size()) < n) {
       uint64_t g = waker->generation();
-      auto got = Pg().Drain("wake", "lead");
+      auto got = Pg().mail().Drain("wake", "lead");
       if (!got.ok() || got->empty()) {
         waker->WaitChange(g, DeadlineIn(5));
         continue;
@@ -175,7 +175,7 @@ int ChildReceiver(const std::string& mode, const fs::path& dir, int n) {
       int64_t now = NowNs();
       for (const auto& m : *got) {
         lat.push_back(now - std::stoll(m.content));
-        (void)Pg().Append("wake", "ack", Msg(NewId("a"), "ok"));
+        (void)Pg().mail().Append("wake", "ack", Msg(NewId("a"), "ok"));
       }
     }
   } else if (mode == "mates") {
@@ -214,7 +214,7 @@ int ChildWriter(const std::string& mode, const fs::path& dir, int n, const std::
   if (mode == "pg") (void)Pg();  // connected before the race
   ReadyThenWaitForGo(dir);
   if (mode == "pg") {
-    for (int i = 0; i < n; ++i) (void)Pg().Append("tput", "lead", Msg(tag + "-" + std::to_string(i), "payload"));
+    for (int i = 0; i < n; ++i) (void)Pg().mail().Append("tput", "lead", Msg(tag + "-" + std::to_string(i), "payload"));
   } else if (mode == "mates") {
     Mailbox box(dir, "lead");
     for (int i = 0; i < n; ++i) (void)box.Append(Msg(tag + "-" + std::to_string(i), "payload"));
@@ -247,7 +247,7 @@ int ChildReader(const std::string& mode, const fs::path& dir) {
     auto sub = Pg().listener().Subscribe(pg::InboxKey("tput", "lead"), waker);
     while (!end) {
       uint64_t g = waker->generation();
-      auto got = Pg().Drain("tput", "lead");
+      auto got = Pg().mail().Drain("tput", "lead");
       if (got.ok() && !got->empty()) {
         for (auto& m : *got) take(m.id);
         continue;
@@ -293,7 +293,7 @@ int ChildClaimLoop(const std::string& mode, const fs::path& dir, const std::stri
     ReadyThenWaitForGo(dir.parent_path());
     Deadline stop = DeadlineIn(seconds);
     for (;;) {
-      auto t = Pg().ClaimNext("race", owner);
+      auto t = Pg().tasks().ClaimNext("race", owner);
       if (!t.ok() || !t->has_value()) break;
       last = NowNs();
       out += std::to_string((*t)->id) + "\n";
@@ -336,12 +336,12 @@ int ChildDepClaimer(const std::string& mode, const fs::path& dir, int n) {
     auto sub = Pg().listener().Subscribe(pg::BoardKey("dep"), waker);
     while (got < n) {
       uint64_t g = waker->generation();
-      auto t = Pg().ClaimNext("dep", "claimer");
+      auto t = Pg().tasks().ClaimNext("dep", "claimer");
       if (t.ok() && t->has_value()) {
         int64_t at = NowNs();
         std::printf("claimed %lld %lld\n", static_cast<long long>((*t)->id), static_cast<long long>(at));
         std::fflush(stdout);
-        (void)Pg().Complete("dep", (*t)->id, "claimer");
+        (void)Pg().tasks().Complete("dep", (*t)->id, "claimer");
         ++got;
         continue;
       }
@@ -488,8 +488,8 @@ std::pair<double, double> WakeLatency(const std::string& mode, int n) {
   Mailbox box(dir.path, "lead");
   for (int i = 0; i < n; ++i) {
     if (mode == "pg") {
-      (void)Pg().Append("wake", "lead", Msg(NewId("m"), std::to_string(NowNs())));
-      PgWaitFor(pg::InboxKey("wake", "ack"), [] { return Pg().Drain("wake", "ack"); });
+      (void)Pg().mail().Append("wake", "lead", Msg(NewId("m"), std::to_string(NowNs())));
+      PgWaitFor(pg::InboxKey("wake", "ack"), [] { return Pg().mail().Drain("wake", "ack"); });
       continue;
     }
     if (mode == "seed") {
@@ -525,7 +525,7 @@ Throughput InboxThroughput(const std::string& mode, int writers, int each) {
   for (auto& w : ws) w.Wait();
   Message end = Msg("END", "end");
   if (mode == "pg") {
-    (void)Pg().Append("tput", "lead", end);
+    (void)Pg().mail().Append("tput", "lead", end);
   } else if (mode == "mates") {
     (void)Mailbox(dir.path, "lead").Append(end);
   } else {
@@ -555,7 +555,7 @@ Claims RacingClaims(const std::string& mode, int procs, int tasks, double limit_
     for (int i = 0; i < tasks; ++i) {
       TaskDraft d;
       d.subject = "task " + std::to_string(i);
-      (void)Pg().CreateTask("race", d);
+      (void)Pg().tasks().Create("race", d);
     }
   } else if (mode == "mates") {
     Board board(dir);
@@ -617,14 +617,14 @@ std::pair<double, double> DependentClaimLatency(const std::string& mode, int n) 
     for (int i = 0; i < n; ++i) {
       TaskDraft d;
       d.subject = "blocker";
-      auto a = Pg().CreateTask("dep", d);
+      auto a = Pg().tasks().Create("dep", d);
       blockers.push_back(a->id);
       d.subject = "dependent";
       d.blocked_by = {a->id};
-      (void)Pg().CreateTask("dep", d);
+      (void)Pg().tasks().Create("dep", d);
     }
     // The blockers are the parent's: claimed before the claimer starts.
-    for (int i = 0; i < n; ++i) (void)Pg().ClaimNext("dep", "parent");
+    for (int i = 0; i < n; ++i) (void)Pg().tasks().ClaimNext("dep", "parent");
     auto claimer = Child({"dep-claimer", mode, dir.path, std::to_string(n)});
     for (int i = 0; i < n; ++i) {
       for (;;) {  // wait until it is blocked in its wait
@@ -632,7 +632,7 @@ std::pair<double, double> DependentClaimLatency(const std::string& mode, int n) 
         if (!line.ok() || *line == "idle") break;
       }
       int64_t t0 = NowNs();
-      (void)Pg().Complete("dep", blockers[i], "parent");
+      (void)Pg().tasks().Complete("dep", blockers[i], "parent");
       if (auto at = ClaimedAt(claimer)) ms.push_back(static_cast<double>(*at - t0) / 1e6);
     }
     claimer.Wait();
@@ -767,7 +767,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     auto version = c->Exec("SHOW server_version");
-    for (const char* team : {"wake", "tput", "race", "dep"}) (void)Pg().CreateTeam(team);
+    for (const char* team : {"wake", "tput", "race", "dep"}) (void)Pg().rosters().CreateTeam(team);
     std::printf("PostgreSQL store: a private server (PostgreSQL %s, 127.0.0.1 TCP, fsync=off, "
                 "synchronous_commit=off, full_page_writes=off, shared_buffers=64MB) on this machine\n",
                 version.ok() ? std::string(version->text(0, 0)).c_str() : "?");

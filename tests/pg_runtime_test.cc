@@ -897,7 +897,7 @@ TEST_F(PgRuntimeTest, AHostWhoseLeadWasTakenOverStops) {
 // over the bound is one clear error, never loaded.
 TEST_F(PgRuntimeTest, AHostileJournalCopyIsReplayedAsFarAsItMakesSense) {
   const std::string hello = R"({"kind":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}})";
-  ASSERT_TRUE(store_->PutJournal("crew", "w1", 0,
+  ASSERT_TRUE(store_->journals().Put("crew", "w1", 0,
                                  {hello, "not json", std::string(10000, '[') + std::string(10000, ']'),
                                   R"({"kind":"message","message":{"role":)", std::string(1000, '\x01')})
                   .ok());
@@ -1079,11 +1079,11 @@ TEST_F(PgRuntimeTest, ALivenessLockLostWithARestartIsTakenAgain) {
       << "the lock was not taken again after the restart";
   auto other = pg::Store::Open(*pg::ParseTarget(url_));
   ASSERT_TRUE(other.ok()) << other.status().message();
-  auto second = (*other)->HoldLiveness("crew", "w1");
+  auto second = (*other)->liveness().Hold("crew", "w1");
   EXPECT_EQ(second.status().code(), StatusCode::kConflict) << second.status().message();
   held->reset();
   EXPECT_FALSE(teams_->IsHosted("crew", "w1"));
-  EXPECT_TRUE((*other)->HoldLiveness("crew", "w1").ok()) << "let go, it is anyone's";
+  EXPECT_TRUE((*other)->liveness().Hold("crew", "w1").ok()) << "let go, it is anyone's";
 }
 
 // A listener whose server is away retries with a backoff (50 ms doubling
@@ -1374,7 +1374,7 @@ TEST_F(PgRuntimeTest, MergesOfATeamInTheDatabaseAreReadFromAnyMachine) {
                                        "smaller, please"});
   EXPECT_EQ(rejected.exit_code, 0) << rejected.err;
   EXPECT_EQ(teams_->Merges("crew")->Get(1)->status, MergeState::kRejected);
-  auto told = store_->Peek("crew", "w9");
+  auto told = store_->mail().Peek("crew", "w9");
   ASSERT_TRUE(told.ok());
   ASSERT_EQ(told->size(), 1u);
   EXPECT_EQ(told->front().sender, "merge-queue");

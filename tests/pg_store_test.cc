@@ -63,7 +63,7 @@ class PgTest : public testing::PgSuite {
     auto store = pg::Store::Open(*pg::ParseTarget(url_));
     EXPECT_TRUE(store.ok()) << store.status().message();
     if (!store.ok()) return nullptr;
-    EXPECT_TRUE((*store)->CreateTeam("procs").ok());
+    EXPECT_TRUE((*store)->rosters().CreateTeam("procs").ok());
     return std::move(*store);
   }
   // Waits until `n` sessions of the server listen (their last statement a
@@ -219,48 +219,48 @@ TEST_F(PgTest, AStoreWithoutTheSchemaSaysToInitIt) {
 TEST_F(PgTest, AMailboxDeliversOnceRedeliversWhatWasNotCommittedAndDropsRepeatedIds) {
   auto store = FreshStore();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->CreateTeam("procs").status().code(), StatusCode::kAlreadyExists);
-  EXPECT_EQ(store->Append("nosuchteam", "ann", Msg("m-0", "x")).code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->Append("procs", "bad name!", Msg("m-0", "x")).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(store->Append("procs", "ann", Msg("", "x")).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(store->Append("procs", "ann", Msg("m-big", std::string((1 << 20) + 1, 'x'))).code(),
+  EXPECT_EQ(store->rosters().CreateTeam("procs").status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(store->mail().Append("nosuchteam", "ann", Msg("m-0", "x")).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->mail().Append("procs", "bad name!", Msg("m-0", "x")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->mail().Append("procs", "ann", Msg("", "x")).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->mail().Append("procs", "ann", Msg("m-big", std::string((1 << 20) + 1, 'x'))).code(),
             StatusCode::kInvalidArgument);
-  for (const char* id : {"m-1", "m-2", "m-3", "m-2"}) ASSERT_TRUE(store->Append("procs", "ann", Msg(id, id)).ok());
-  EXPECT_EQ(*store->PendingCount("procs", "ann"), 3u);
-  EXPECT_EQ(Ids(*store->Peek("procs", "ann")), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
+  for (const char* id : {"m-1", "m-2", "m-3", "m-2"}) ASSERT_TRUE(store->mail().Append("procs", "ann", Msg(id, id)).ok());
+  EXPECT_EQ(*store->mail().PendingCount("procs", "ann"), 3u);
+  EXPECT_EQ(Ids(*store->mail().Peek("procs", "ann")), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
   {
-    auto batch = store->BeginDrain("procs", "ann");
+    auto batch = store->mail().BeginDrain("procs", "ann");
     ASSERT_TRUE(batch.ok()) << batch.status().message();
     EXPECT_EQ(Ids(batch->messages), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
     // Dropped without a commit (a reader that died): delivered again.
   }
-  EXPECT_EQ(*store->PendingCount("procs", "ann"), 3u);
-  auto batch = store->BeginDrain("procs", "ann", [](const std::string& id) { return id == "m-1"; });
+  EXPECT_EQ(*store->mail().PendingCount("procs", "ann"), 3u);
+  auto batch = store->mail().BeginDrain("procs", "ann", [](const std::string& id) { return id == "m-1"; });
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(Ids(batch->messages), (std::vector<std::string>{"m-2", "m-3"}));
   // One drainer at a time: a second waits for the first's commit, then
   // finds only what came after it.
-  auto second = std::async(std::launch::async, [&] { return store->Drain("procs", "ann"); });
+  auto second = std::async(std::launch::async, [&] { return store->mail().Drain("procs", "ann"); });
   EXPECT_EQ(second.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
-  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-4", "after")).ok());
-  ASSERT_TRUE(store->Commit(*batch).ok());
-  EXPECT_EQ(store->Commit(*batch).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(store->mail().Append("procs", "ann", Msg("m-4", "after")).ok());
+  ASSERT_TRUE(store->mail().Commit(*batch).ok());
+  EXPECT_EQ(store->mail().Commit(*batch).code(), StatusCode::kFailedPrecondition);
   auto rest = second.get();
   ASSERT_TRUE(rest.ok()) << rest.status().message();
   EXPECT_EQ(Ids(*rest), (std::vector<std::string>{"m-4"}));
-  EXPECT_EQ(*store->PendingCount("procs", "ann"), 0u);
+  EXPECT_EQ(*store->mail().PendingCount("procs", "ann"), 0u);
   // Only mates writes rows, but a row edited into garbage is dropped with a
   // warning and blocks nothing after it.
-  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-5", "x")).ok());
+  ASSERT_TRUE(store->mail().Append("procs", "ann", Msg("m-5", "x")).ok());
   ASSERT_TRUE(Connect(url_).Exec("UPDATE mates_inbox SET line = '{not json' WHERE msg_id = 'm-5'").ok());
   // A row made too big to read (17 MB) is not read.
-  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-huge", "x")).ok());
+  ASSERT_TRUE(store->mail().Append("procs", "ann", Msg("m-huge", "x")).ok());
   ASSERT_TRUE(
       Connect(url_).Exec("UPDATE mates_inbox SET line = repeat('x', 17 * 1024 * 1024) WHERE msg_id = 'm-huge'").ok());
-  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-6", "y")).ok());
-  EXPECT_EQ(Ids(*store->Peek("procs", "ann")), (std::vector<std::string>{"m-6"}));
-  EXPECT_EQ(Ids(*store->Drain("procs", "ann")), (std::vector<std::string>{"m-6"}));
-  EXPECT_EQ(*store->PendingCount("procs", "ann"), 0u);
+  ASSERT_TRUE(store->mail().Append("procs", "ann", Msg("m-6", "y")).ok());
+  EXPECT_EQ(Ids(*store->mail().Peek("procs", "ann")), (std::vector<std::string>{"m-6"}));
+  EXPECT_EQ(Ids(*store->mail().Drain("procs", "ann")), (std::vector<std::string>{"m-6"}));
+  EXPECT_EQ(*store->mail().PendingCount("procs", "ann"), 0u);
 }
 
 TEST_F(PgTest, ClaimsFollowDependenciesAndAssignmentsFirst) {
@@ -272,37 +272,37 @@ TEST_F(PgTest, ClaimsFollowDependenciesAndAssignmentsFirst) {
     d.blocked_by = std::move(blocked_by);
     return d;
   };
-  ASSERT_EQ(store->CreateTask("procs", draft("one"))->id, 1);
-  ASSERT_EQ(store->CreateTask("procs", draft("two", {1}))->id, 2);
-  ASSERT_EQ(store->CreateTask("procs", draft("three"))->id, 3);
-  EXPECT_EQ(store->CreateTask("procs", draft("four", {9})).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->CreateTask("procs", draft("  ")).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(store->CreateTask("nosuchteam", draft("x")).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->GetTask("procs", 1)->blocks, (std::vector<int64_t>{2}));
-  EXPECT_EQ(store->GetTask("procs", 2)->blocked_by, (std::vector<int64_t>{1}));
+  ASSERT_EQ(store->tasks().Create("procs", draft("one"))->id, 1);
+  ASSERT_EQ(store->tasks().Create("procs", draft("two", {1}))->id, 2);
+  ASSERT_EQ(store->tasks().Create("procs", draft("three"))->id, 3);
+  EXPECT_EQ(store->tasks().Create("procs", draft("four", {9})).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->tasks().Create("procs", draft("  ")).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->tasks().Create("nosuchteam", draft("x")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->tasks().Get("procs", 1)->blocks, (std::vector<int64_t>{2}));
+  EXPECT_EQ(store->tasks().Get("procs", 2)->blocked_by, (std::vector<int64_t>{1}));
 
-  auto a = store->ClaimNext("procs", "ann");
+  auto a = store->tasks().ClaimNext("procs", "ann");
   ASSERT_TRUE(a.ok() && a->has_value()) << a.status().message();
   EXPECT_EQ((*a)->id, 1);
   EXPECT_EQ((*a)->status, TaskStatus::kInProgress);
   EXPECT_EQ((*a)->owner, "ann");
-  EXPECT_EQ((**store->ClaimNext("procs", "bob")).id, 3);
-  EXPECT_FALSE(store->ClaimNext("procs", "cy")->has_value()) << "task 2 is blocked by 1";
-  EXPECT_EQ(store->Complete("procs", 1, "bob").status().code(), StatusCode::kConflict);
-  auto done = store->Complete("procs", 1, "ann");
+  EXPECT_EQ((**store->tasks().ClaimNext("procs", "bob")).id, 3);
+  EXPECT_FALSE(store->tasks().ClaimNext("procs", "cy")->has_value()) << "task 2 is blocked by 1";
+  EXPECT_EQ(store->tasks().Complete("procs", 1, "bob").status().code(), StatusCode::kConflict);
+  auto done = store->tasks().Complete("procs", 1, "ann");
   ASSERT_TRUE(done.ok()) << done.status().message();
   EXPECT_EQ(done->status, TaskStatus::kCompleted);
-  EXPECT_EQ((**store->ClaimNext("procs", "cy")).id, 2);
+  EXPECT_EQ((**store->tasks().ClaimNext("procs", "cy")).id, 2);
 
   // A task assigned to someone is theirs before any lower unowned one, and
   // nobody else's.
-  ASSERT_EQ(store->CreateTask("procs", draft("five"))->id, 4);
-  ASSERT_EQ(store->CreateTask("procs", draft("six"))->id, 5);
+  ASSERT_EQ(store->tasks().Create("procs", draft("five"))->id, 4);
+  ASSERT_EQ(store->tasks().Create("procs", draft("six"))->id, 5);
   ASSERT_TRUE(Connect(url_).Exec("UPDATE mates_tasks SET owner = 'dee' WHERE id = 5").ok());
-  EXPECT_EQ((**store->ClaimNext("procs", "dee")).id, 5);
-  EXPECT_EQ((**store->ClaimNext("procs", "eve")).id, 4);
-  EXPECT_FALSE(store->ClaimNext("procs", "eve")->has_value());
-  auto all = store->ListTasks("procs");
+  EXPECT_EQ((**store->tasks().ClaimNext("procs", "dee")).id, 5);
+  EXPECT_EQ((**store->tasks().ClaimNext("procs", "eve")).id, 4);
+  EXPECT_FALSE(store->tasks().ClaimNext("procs", "eve")->has_value());
+  auto all = store->tasks().List("procs");
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 5u);
 }
@@ -341,7 +341,7 @@ TEST_F(PgTest, AClaimSaysWhatItLeftAndACompletionHowManyItUnblocked) {
   // 1; 2, 3, 4 and 5 (assigned to dee) wait for it; 6 waits for nothing.
   for (auto [subject, after] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
            {"one", {}}, {"two", {1}}, {"three", {1}}, {"four", {1}}, {"five", {1}}, {"six", {}}}) {
-    ASSERT_TRUE(store->CreateTask("procs", draft(subject, after)).ok());
+    ASSERT_TRUE(store->tasks().Create("procs", draft(subject, after)).ok());
     EXPECT_EQ(next_wanted(), 1) << subject << ": a new task asks for one look";
   }
   pg::Connection sql = Connect(url_);
@@ -349,18 +349,18 @@ TEST_F(PgTest, AClaimSaysWhatItLeftAndACompletionHowManyItUnblocked) {
 
   ClaimOutlook o;
   o.count_up_to = 10;
-  auto a = store->ClaimNext("procs", "ann", &o);
+  auto a = store->tasks().ClaimNext("procs", "ann", &o);
   ASSERT_TRUE(a.ok() && a->has_value()) << a.status().message();
   EXPECT_EQ((*a)->id, 1);
   EXPECT_EQ(o.unowned, 1) << "six";
   EXPECT_TRUE(o.assigned_to.empty()) << "five is blocked";
 
-  ASSERT_TRUE(store->Complete("procs", 1, "ann").ok());
+  ASSERT_TRUE(store->tasks().Complete("procs", 1, "ann").ok());
   EXPECT_EQ(next_wanted(), 4) << "two, three, four and five are claimable now";
 
   o = ClaimOutlook{};
   o.count_up_to = 10;
-  auto b = store->ClaimNext("procs", "bob", &o);
+  auto b = store->tasks().ClaimNext("procs", "bob", &o);
   ASSERT_TRUE(b.ok() && b->has_value());
   EXPECT_EQ((*b)->id, 2);
   EXPECT_EQ(o.unowned, 3) << "three, four, six";
@@ -368,13 +368,13 @@ TEST_F(PgTest, AClaimSaysWhatItLeftAndACompletionHowManyItUnblocked) {
   // Counted only as far as asked: one more claimer to wake is all it needs.
   o = ClaimOutlook{};
   o.count_up_to = 1;
-  auto c = store->ClaimNext("procs", "cy", &o);
+  auto c = store->tasks().ClaimNext("procs", "cy", &o);
   ASSERT_TRUE(c.ok() && c->has_value());
   EXPECT_EQ((*c)->id, 3);
   EXPECT_EQ(o.unowned, 1);
   o = ClaimOutlook{};
   o.count_up_to = 0;
-  auto d = store->ClaimNext("procs", "dee", &o);
+  auto d = store->tasks().ClaimNext("procs", "dee", &o);
   ASSERT_TRUE(d.ok() && d->has_value());
   EXPECT_EQ((*d)->id, 5) << "its own assigned task first";
   EXPECT_EQ(o.unowned, 0);
@@ -384,21 +384,21 @@ TEST_F(PgTest, AClaimSaysWhatItLeftAndACompletionHowManyItUnblocked) {
   ASSERT_TRUE(sql.Exec("UPDATE mates_tasks SET owner = 'no one; drop' WHERE id = 4").ok());
   o = ClaimOutlook{};
   o.count_up_to = 10;
-  auto e = store->ClaimNext("procs", "eve", &o);
+  auto e = store->tasks().ClaimNext("procs", "eve", &o);
   ASSERT_TRUE(e.ok() && e->has_value());
   EXPECT_EQ((*e)->id, 6);
   EXPECT_EQ(o.unowned, 0);
   EXPECT_TRUE(o.assigned_to.empty());
   o = ClaimOutlook{};
   o.count_up_to = 10;
-  auto none = store->ClaimNext("procs", "eve", &o);
+  auto none = store->tasks().ClaimNext("procs", "eve", &o);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
   EXPECT_EQ(o.unowned, 0);
 
   // A completion that unblocks nothing still asks for one look (another
   // completing at the same moment may have unblocked what it cannot see).
-  ASSERT_TRUE(store->Complete("procs", 2, "bob").ok());
+  ASSERT_TRUE(store->tasks().Complete("procs", 2, "bob").ok());
   EXPECT_EQ(next_wanted(), 1);
 
   // Payloads from anyone who can NOTIFY: a count from 1 to 1,000, anything
@@ -416,12 +416,12 @@ TEST_F(PgTest, AClaimSaysWhatItLeftAndACompletionHowManyItUnblocked) {
 TEST_F(PgTest, TheClaimLineWakesAsManyIdleWaitersAsThereIsWork) {
   auto store = FreshStore();
   ASSERT_TRUE(store);
-  auto line = store->ClaimLineOf("procs");
+  auto line = store->tasks().ClaimLineOf("procs");
   ASSERT_TRUE(line.ok()) << line.status().message();
-  auto again = store->ClaimLineOf("procs");
+  auto again = store->tasks().ClaimLineOf("procs");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(line->get(), again->get()) << "one line per team";
-  EXPECT_EQ(store->ClaimLineOf("bad name!").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->tasks().ClaimLineOf("bad name!").status().code(), StatusCode::kInvalidArgument);
 
   std::vector<std::shared_ptr<Waker>> wakers;
   std::vector<ClaimLine::Place> places;
@@ -442,7 +442,7 @@ TEST_F(PgTest, TheClaimLineWakesAsManyIdleWaitersAsThereIsWork) {
     EXPECT_EQ(l.others, 3);
     ClaimOutlook o;
     o.count_up_to = l.others;
-    auto claimed = store->ClaimNext("procs", name, &o);
+    auto claimed = store->tasks().ClaimNext("procs", name, &o);
     places[i].Looked(l.bumps, o);
     return claimed;
   };
@@ -450,7 +450,7 @@ TEST_F(PgTest, TheClaimLineWakesAsManyIdleWaitersAsThereIsWork) {
   TaskDraft d;
   d.subject = "root";
   auto g = generations();
-  ASSERT_TRUE(store->CreateTask("procs", d).ok());
+  ASSERT_TRUE(store->tasks().Create("procs", d).ok());
   ASSERT_TRUE(moved(0, g[0])) << "the first in the line is woken";
   auto root = look(0, "w1");
   ASSERT_TRUE(root.ok() && root->has_value());
@@ -463,7 +463,7 @@ TEST_F(PgTest, TheClaimLineWakesAsManyIdleWaitersAsThereIsWork) {
   for (const char* s : {"a", "b", "c"}) {
     d.subject = s;
     g = generations();
-    ASSERT_TRUE(store->CreateTask("procs", d).ok());
+    ASSERT_TRUE(store->tasks().Create("procs", d).ok());
     // Each new task wakes one to look (it finds the task blocked).
     ASSERT_TRUE(testing::WaitUntil([&] { return generations() != g; }, 10));
     for (size_t i = 0; i < wakers.size(); ++i) {
@@ -471,14 +471,14 @@ TEST_F(PgTest, TheClaimLineWakesAsManyIdleWaitersAsThereIsWork) {
       auto l = places[i].BeginLook();
       ClaimOutlook o;
       o.count_up_to = l.others;
-      auto none = store->ClaimNext("procs", "w" + std::to_string(i + 1), &o);
+      auto none = store->tasks().ClaimNext("procs", "w" + std::to_string(i + 1), &o);
       ASSERT_TRUE(none.ok());
       EXPECT_FALSE(none->has_value()) << "blocked by the root";
       places[i].Looked(l.bumps, o);
     }
   }
   g = generations();
-  ASSERT_TRUE(store->Complete("procs", (*root)->id, "w1").ok());
+  ASSERT_TRUE(store->tasks().Complete("procs", (*root)->id, "w1").ok());
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         auto now = generations();
@@ -501,23 +501,23 @@ TEST_F(PgTest, StatusesAreSetInOneStatementKeepingTheRestOfTheRoster) {
     m.name = name;
     m.status = MemberStatus::kActive;
     m.prompt = "a prompt with \"quotes\", a tab\t and \u00e9";
-    ASSERT_TRUE(store->AddMember("procs", m).ok());
+    ASSERT_TRUE(store->rosters().AddMember("procs", m).ok());
   }
-  auto before = store->LoadTeam("procs");
+  auto before = store->rosters().LoadTeam("procs");
   ASSERT_TRUE(before.ok());
   auto waker = std::make_shared<Waker>();
   auto sub = store->listener().Subscribe(pg::TeamKey("procs"), waker);
   ASSERT_TRUE(sub.ok());
   uint64_t seen = waker->generation();
   ASSERT_TRUE(store
-                  ->SetStatuses("procs", {{"w1", MemberStatus::kActive},
+                  ->rosters().SetStatuses("procs", {{"w1", MemberStatus::kActive},
                                           {"ghost", MemberStatus::kIdle},
                                           {"w2", MemberStatus::kShutdown},
                                           {"bad name!", MemberStatus::kIdle},
                                           {"w1", MemberStatus::kIdle}})
                   .ok());
   EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "the roster's watchers were not told";
-  auto after = store->LoadTeam("procs");
+  auto after = store->rosters().LoadTeam("procs");
   ASSERT_TRUE(after.ok()) << after.status().message();
   TeamConfig want = *before;
   want.Find("w1")->status = MemberStatus::kIdle;
@@ -531,13 +531,13 @@ TEST_F(PgTest, StatusesAreSetInOneStatementKeepingTheRestOfTheRoster) {
 
   // A roster that is not JSON: the long way says so.
   ASSERT_TRUE(sql.Exec("UPDATE mates_teams SET config = 'not json' WHERE name = 'procs'").ok());
-  Status bad = store->SetStatuses("procs", {{"w1", MemberStatus::kActive}});
+  Status bad = store->rosters().SetStatuses("procs", {{"w1", MemberStatus::kActive}});
   EXPECT_EQ(bad.code(), StatusCode::kCorrupt) << bad.message();
   // A team made before rosters were kept (its roster is its lead alone).
   ASSERT_TRUE(sql.Exec("UPDATE mates_teams SET config = NULL WHERE name = 'procs'").ok());
-  EXPECT_TRUE(store->SetStatuses("procs", {{"w1", MemberStatus::kActive}}).ok());
-  EXPECT_EQ(store->SetStatuses("nosuchteam", {{"w1", MemberStatus::kActive}}).code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->SetStatuses("bad team!", {{"w1", MemberStatus::kActive}}).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store->rosters().SetStatuses("procs", {{"w1", MemberStatus::kActive}}).ok());
+  EXPECT_EQ(store->rosters().SetStatuses("nosuchteam", {{"w1", MemberStatus::kActive}}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->rosters().SetStatuses("bad team!", {{"w1", MemberStatus::kActive}}).code(), StatusCode::kInvalidArgument);
 }
 
 // An inbox found empty answers from its wake-ups: asked again only after
@@ -647,13 +647,13 @@ TEST_F(PgTest, TaskUpdatesFollowTheFileBoardsRules) {
     d.subject = subject;
     d.blocked_by = std::move(blocked_by);
     d.metadata_json = std::move(metadata);
-    both("create " + subject, [&] { return store->CreateTask("procs", d); }, [&] { return files.Create(d); });
+    both("create " + subject, [&] { return store->tasks().Create("procs", d); }, [&] { return files.Create(d); });
   };
   auto update = [&](const std::string& step, int64_t id, const TaskPatch& p, const Caller& who) {
-    both(step, [&] { return store->UpdateTask("procs", id, p, who); }, [&] { return files.Update(id, p, who); });
+    both(step, [&] { return store->tasks().Update("procs", id, p, who); }, [&] { return files.Update(id, p, who); });
   };
   auto claim = [&](const std::string& step, int64_t id, const std::string& owner) {
-    both(step, [&] { return store->Claim("procs", id, owner); }, [&] { return files.Claim(id, owner); });
+    both(step, [&] { return store->tasks().Claim("procs", id, owner); }, [&] { return files.Claim(id, owner); });
   };
   auto status = [](TaskStatus s) {
     TaskPatch p;
@@ -718,7 +718,7 @@ TEST_F(PgTest, TaskUpdatesFollowTheFileBoardsRules) {
   claim("claim one's own again", 3, "cy");
   claim("claim a deleted task", 2, "cy");
   claim("claim nothing", 42, "cy");
-  auto pg_tasks = store->ListTasks("procs", /*include_deleted=*/true);
+  auto pg_tasks = store->tasks().List("procs", /*include_deleted=*/true);
   auto file_tasks = files.List(/*include_deleted=*/true);
   ASSERT_TRUE(pg_tasks.ok() && file_tasks.ok());
   EXPECT_EQ(TimelessTasks(*pg_tasks), TimelessTasks(*file_tasks));
@@ -737,12 +737,12 @@ TEST_F(PgTest, ATeammateCompletingItsOwnTaskNeedsNoBoardLock) {
   ASSERT_TRUE(store);
   TaskDraft d;
   d.subject = "work";
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->CreateTask("procs", d).ok());
-  ASSERT_TRUE(store->Claim("procs", 1, "ann").ok());
-  ASSERT_TRUE(store->Claim("procs", 2, "bob").ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->tasks().Create("procs", d).ok());
+  ASSERT_TRUE(store->tasks().Claim("procs", 1, "ann").ok());
+  ASSERT_TRUE(store->tasks().Claim("procs", 2, "bob").ok());
   TaskPatch to_ann;
   to_ann.owner = "ann";
-  ASSERT_TRUE(store->UpdateTask("procs", 3, to_ann, Caller{"lead", true}).ok());
+  ASSERT_TRUE(store->tasks().Update("procs", 3, to_ann, Caller{"lead", true}).ok());
   auto board_changed = std::make_shared<Waker>();
   auto watch = store->listener().Subscribe(pg::BoardKey("procs"), board_changed);
   ASSERT_TRUE(watch.ok()) << watch.status().message();
@@ -756,7 +756,7 @@ TEST_F(PgTest, ATeammateCompletingItsOwnTaskNeedsNoBoardLock) {
   done.status = TaskStatus::kCompleted;
   const uint64_t seen = board_changed->generation();
   auto own = std::async(std::launch::async, [&] {
-    return store->UpdateTask("procs", 1, done, Caller{"ann", false});
+    return store->tasks().Update("procs", 1, done, Caller{"ann", false});
   });
   const std::future_status quick = own.wait_for(std::chrono::seconds(10));
   if (quick != std::future_status::ready) (void)holder.Exec("COMMIT");  // (else it waits forever)
@@ -770,7 +770,7 @@ TEST_F(PgTest, ATeammateCompletingItsOwnTaskNeedsNoBoardLock) {
       << "the board's watchers were not woken";
 
   auto assigned = std::async(std::launch::async, [&] {
-    return store->UpdateTask("procs", 3, done, Caller{"ann", false});
+    return store->tasks().Update("procs", 3, done, Caller{"ann", false});
   });
   EXPECT_EQ(assigned.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
       << "a pending task of one's own is the long way, under the board lock";
@@ -778,11 +778,11 @@ TEST_F(PgTest, ATeammateCompletingItsOwnTaskNeedsNoBoardLock) {
   auto later = assigned.get();
   ASSERT_TRUE(later.ok()) << later.status().message();
   EXPECT_EQ(later->status, TaskStatus::kCompleted);
-  auto others = store->UpdateTask("procs", 2, done, Caller{"ann", false});
+  auto others = store->tasks().Update("procs", 2, done, Caller{"ann", false});
   EXPECT_EQ(others.status().code(), StatusCode::kFailedPrecondition) << others.status().message();
   EXPECT_NE(others.status().message().find("owned by 'bob'"), std::string::npos)
       << others.status().message();
-  EXPECT_EQ(store->GetTask("procs", 2)->status, TaskStatus::kInProgress)
+  EXPECT_EQ(store->tasks().Get("procs", 2)->status, TaskStatus::kInProgress)
       << "bob's task was left as it was";
 }
 
@@ -794,7 +794,7 @@ TEST_F(PgTest, TheTasksCommandsWorkOnAPostgresStore) {
   ASSERT_TRUE(store);
   Member ann;
   ann.name = "ann";
-  ASSERT_TRUE(store->AddMember("procs", ann).ok());
+  ASSERT_TRUE(store->rosters().AddMember("procs", ann).ok());
   auto tasks = [&](std::vector<std::string> args, std::vector<std::string> env = {}) {
     args.insert(args.begin(), {"tasks", "--team", "procs"});
     return RunMates(ws_.path(), args, env);
@@ -967,7 +967,7 @@ TEST_F(PgTest, TheMessagingCommandsWorkOnAPostgresStore) {
   ASSERT_EQ(mates({"tasks", "--team", "crew", "claim", "--owner", "alice"}).exit_code, 0);
   auto host = pg::Store::Open(*pg::ParseTarget(url_));
   ASSERT_TRUE(host.ok()) << host.status().message();
-  auto alive = (*host)->HoldLiveness("crew", "alice");
+  auto alive = (*host)->liveness().Hold("crew", "alice");
   ASSERT_TRUE(alive.ok()) << alive.status().message();
   auto status = mates({"status", "--team", "crew", "--json"});
   ASSERT_EQ(status.exit_code, 0) << status.err;
@@ -1330,20 +1330,20 @@ TEST_F(PgTest, ARosterFollowsTheFileStoresRules) {
       EXPECT_EQ(a.status().code(), b.status().code()) << a.status().message();
     }
   };
-  both([&] { return store->CreateTeam("crew", "boss", "the crew"); }, [&] { return files.CreateTeam("crew", "boss", "the crew"); });
-  both([&] { return store->CreateTeam("crew"); }, [&] { return files.CreateTeam("crew"); });
+  both([&] { return store->rosters().CreateTeam("crew", "boss", "the crew"); }, [&] { return files.CreateTeam("crew", "boss", "the crew"); });
+  both([&] { return store->rosters().CreateTeam("crew"); }, [&] { return files.CreateTeam("crew"); });
   for (const char* name : {"alice", "bob", "alice", "bad name", "boss"}) {
     Member m;
     m.name = name;
     m.model = "claude-sonnet-4-5";
-    both([&] { return store->AddMember("crew", m); }, [&] { return files.AddMember("crew", m); });
+    both([&] { return store->rosters().AddMember("crew", m); }, [&] { return files.AddMember("crew", m); });
   }
-  EXPECT_TRUE(store->SetMemberStatus("crew", "bob", MemberStatus::kActive).ok());
+  EXPECT_TRUE(store->rosters().SetMemberStatus("crew", "bob", MemberStatus::kActive).ok());
   EXPECT_TRUE(files.SetStatus("crew", "bob", MemberStatus::kActive).ok());
-  EXPECT_EQ(store->SetMemberStatus("crew", "nobody", MemberStatus::kActive).code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->LoadTeam("nosuchteam").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->LoadTeam("bad name").status().code(), StatusCode::kInvalidArgument);
-  auto pg_config = store->LoadTeam("crew");
+  EXPECT_EQ(store->rosters().SetMemberStatus("crew", "nobody", MemberStatus::kActive).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->rosters().LoadTeam("nosuchteam").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->rosters().LoadTeam("bad name").status().code(), StatusCode::kInvalidArgument);
+  auto pg_config = store->rosters().LoadTeam("crew");
   auto file_config = files.Load("crew");
   ASSERT_TRUE(pg_config.ok() && file_config.ok());
   EXPECT_EQ(Timeless(*pg_config), Timeless(*file_config));
@@ -1355,11 +1355,11 @@ TEST_F(PgTest, ARosterFollowsTheFileStoresRules) {
     adders.emplace_back([&, i] {
       Member m;
       m.name = "t" + std::to_string(i);
-      EXPECT_TRUE(store->AddMember("crew", m).ok());
+      EXPECT_TRUE(store->rosters().AddMember("crew", m).ok());
     });
   }
   for (auto& t : adders) t.join();
-  EXPECT_EQ(store->LoadTeam("crew")->members.size(), 3u + 8u);
+  EXPECT_EQ(store->rosters().LoadTeam("crew")->members.size(), 3u + 8u);
 }
 
 TEST_F(PgTest, ADatabaseAtSchemaVersion1IsMigratedWithItsState) {
@@ -1391,39 +1391,39 @@ TEST_F(PgTest, ADatabaseAtSchemaVersion1IsMigratedWithItsState) {
       << mig.out;
   auto store = pg::Store::Open(*pg::ParseTarget(url));
   ASSERT_TRUE(store.ok()) << store.status().message();
-  auto team = (*store)->LoadTeam("old");
+  auto team = (*store)->rosters().LoadTeam("old");
   ASSERT_TRUE(team.ok()) << team.status().message();
   EXPECT_EQ(team->lead, "lead");
   ASSERT_EQ(team->members.size(), 1u);
-  EXPECT_EQ(Ids(*(*store)->Peek("old", "lead")), (std::vector<std::string>{"m-1"}));
-  EXPECT_EQ((*store)->GetTask("old", 1)->subject, "kept too");
+  EXPECT_EQ(Ids(*(*store)->mail().Peek("old", "lead")), (std::vector<std::string>{"m-1"}));
+  EXPECT_EQ((*store)->tasks().Get("old", 1)->subject, "kept too");
   Member m;
   m.name = "newcomer";
-  ASSERT_TRUE((*store)->AddMember("old", m).ok());
-  EXPECT_EQ((*store)->LoadTeam("old")->members.size(), 2u);
+  ASSERT_TRUE((*store)->rosters().AddMember("old", m).ok());
+  EXPECT_EQ((*store)->rosters().LoadTeam("old")->members.size(), 2u);
 }
 
 TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
   auto store = FreshStore();
   ASSERT_TRUE(store);
-  ASSERT_TRUE(store->CreateTeam("crew", "boss", "the crew").ok());
+  ASSERT_TRUE(store->rosters().CreateTeam("crew", "boss", "the crew").ok());
   Member alice;
   alice.name = "alice";
-  ASSERT_TRUE(store->AddMember("crew", alice).ok());
-  ASSERT_TRUE(store->Append("crew", "alice", Msg("m-1", "for alice")).ok());
-  ASSERT_TRUE(store->Append("crew", "boss", Msg("m-2", "for the boss")).ok());
+  ASSERT_TRUE(store->rosters().AddMember("crew", alice).ok());
+  ASSERT_TRUE(store->mail().Append("crew", "alice", Msg("m-1", "for alice")).ok());
+  ASSERT_TRUE(store->mail().Append("crew", "boss", Msg("m-2", "for the boss")).ok());
   TaskDraft d;
   d.subject = "first";
-  ASSERT_TRUE(store->CreateTask("crew", d).ok());
+  ASSERT_TRUE(store->tasks().Create("crew", d).ok());
   d.subject = "second";
   d.blocked_by = {1};
-  ASSERT_TRUE(store->CreateTask("crew", d).ok());
+  ASSERT_TRUE(store->tasks().Create("crew", d).ok());
   d.subject = "third";
   d.blocked_by = {};
-  ASSERT_TRUE(store->CreateTask("crew", d).ok());
-  ASSERT_TRUE(store->ClaimNext("crew", "alice").ok());
-  ASSERT_TRUE(store->Complete("crew", 1, "alice").ok());
-  ASSERT_TRUE(store->ClaimNext("crew", "alice").ok());  // #2, unblocked now
+  ASSERT_TRUE(store->tasks().Create("crew", d).ok());
+  ASSERT_TRUE(store->tasks().ClaimNext("crew", "alice").ok());
+  ASSERT_TRUE(store->tasks().Complete("crew", 1, "alice").ok());
+  ASSERT_TRUE(store->tasks().ClaimNext("crew", "alice").ok());  // #2, unblocked now
   // A plan waiting for the lead: in boss's inbox, the log and the requests.
   auto mail = pg::StoreMail(*store, "crew");
   SendRequest plan;
@@ -1441,14 +1441,14 @@ TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
   mr.branch = "mates/alice@crew";
   mr.commit = std::string(40, 'a');
   mr.target = "mates/crew";
-  auto queued = store->CreateMerge("crew", mr);
+  auto queued = store->merges().Create("crew", mr);
   ASSERT_TRUE(queued.ok()) << queued.status().message();
 
   // Alice's journal, as her host copied it.
   const std::vector<std::string> journal = {
       R"({"kind":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}})",
       R"({"kind":"usage","usage":{"input_tokens":10,"output_tokens":5},"model":"m"})"};
-  ASSERT_TRUE(store->PutJournal("crew", "alice", 0, journal).ok());
+  ASSERT_TRUE(store->journals().Put("crew", "alice", 0, journal).ok());
 
   fs::path out = ws_.path() / "exported";
   auto r = RunMates(ws_.path(), {"store", "export", "--team", "crew", out.string()}, {"MATES_STORE=" + url_});
@@ -1511,11 +1511,11 @@ TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {
 TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
   auto store = FreshStore();
   ASSERT_TRUE(store);
-  ASSERT_TRUE(store->CreateTeam("crew", "boss", "").ok());
+  ASSERT_TRUE(store->rosters().CreateTeam("crew", "boss", "").ok());
   for (const std::string name : {"alice", "bob", "carol", "dave"}) {
     Member m;
     m.name = name;
-    ASSERT_TRUE(store->AddMember("crew", m).ok());
+    ASSERT_TRUE(store->rosters().AddMember("crew", m).ok());
   }
   auto teams = pg::StoreTeams(*store);
   TempDir host;
@@ -1531,20 +1531,20 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
     agent::ActivityFile::FlushAll();
   }
   // Bob's is no JSON, carol's names someone else, the boss's is too big to read.
-  ASSERT_TRUE(store->PutActivity("crew", "bob", "{not json").ok());
-  ASSERT_TRUE(store->PutActivity("crew", "carol", R"({"agent":"mallory","state":"idle"})").ok());
+  ASSERT_TRUE(store->journals().PutActivity("crew", "bob", "{not json").ok());
+  ASSERT_TRUE(store->journals().PutActivity("crew", "carol", R"({"agent":"mallory","state":"idle"})").ok());
   // Dave's is nested past any depth a reader follows.
-  ASSERT_TRUE(store->PutActivity("crew", "dave", std::string(100000, '[') + std::string(100000, ']')).ok());
+  ASSERT_TRUE(store->journals().PutActivity("crew", "dave", std::string(100000, '[') + std::string(100000, ']')).ok());
   pg::Connection c = Connect(url_);
   ASSERT_TRUE(c.Exec("INSERT INTO mates_activity (team, member, doc) VALUES ('crew', 'boss', repeat('x', $1::int))",
                      {std::to_string(kMaxStateFileBytes + 1)})
                   .ok());
-  EXPECT_EQ(store->PutActivity("crew", "bob", std::string(kMaxStateFileBytes + 1, 'x')).code(),
+  EXPECT_EQ(store->journals().PutActivity("crew", "bob", std::string(kMaxStateFileBytes + 1, 'x')).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(store->PutActivity("nope", "bob", "{}").code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->PutActivity("crew", "bob", std::string(R"({"agent":"bob"})") + '\0' + "rest").code(),
+  EXPECT_EQ(store->journals().PutActivity("nope", "bob", "{}").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->journals().PutActivity("crew", "bob", std::string(R"({"agent":"bob"})") + '\0' + "rest").code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(store->PutActivity("crew", "../x", "{}").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->journals().PutActivity("crew", "../x", "{}").code(), StatusCode::kInvalidArgument);
 
   // Another machine (a workspace with nothing in it) sees what alice does
   // while her host lives.
@@ -1583,28 +1583,28 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
 TEST_F(PgTest, LivenessFollowsTheHostProcessEvenThroughKillNine) {
   auto store = FreshStore();
   ASSERT_TRUE(store);
-  EXPECT_FALSE(*store->IsHosted("procs", "ann"));
+  EXPECT_FALSE(*store->liveness().IsHosted("procs", "ann"));
   auto host = testing::Start({testing::StoreHelperBinary(), "host", url_, "ann"});
   auto said = host.ReadLine(DeadlineIn(30));
   ASSERT_TRUE(said.ok() && *said == "hosting") << (said.ok() ? *said : said.status().message());
-  EXPECT_TRUE(*store->IsHosted("procs", "ann"));
-  EXPECT_FALSE(*store->IsHosted("procs", "bob"));
-  auto second = store->HoldLiveness("procs", "ann");
+  EXPECT_TRUE(*store->liveness().IsHosted("procs", "ann"));
+  EXPECT_FALSE(*store->liveness().IsHosted("procs", "bob"));
+  auto second = store->liveness().Hold("procs", "ann");
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kConflict);
   EXPECT_NE(second.status().message().find("hosted by another process"), std::string::npos);
   // Asking does not take it: it is still held after many looks.
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(*store->IsHosted("procs", "ann"));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(*store->liveness().IsHosted("procs", "ann"));
   host.Signal(SIGKILL);
   host.Wait();
   // The server frees a dead session's locks once it sees the socket closed.
-  EXPECT_TRUE(testing::WaitUntil([&] { return !*store->IsHosted("procs", "ann"); }, 10));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !*store->liveness().IsHosted("procs", "ann"); }, 10));
   {
-    auto mine = store->HoldLiveness("procs", "ann");
+    auto mine = store->liveness().Hold("procs", "ann");
     ASSERT_TRUE(mine.ok()) << mine.status().message();
-    EXPECT_TRUE(*store->IsHosted("procs", "ann"));
+    EXPECT_TRUE(*store->liveness().IsHosted("procs", "ann"));
   }
-  EXPECT_TRUE(testing::WaitUntil([&] { return !*store->IsHosted("procs", "ann"); }, 10));
+  EXPECT_TRUE(testing::WaitUntil([&] { return !*store->liveness().IsHosted("procs", "ann"); }, 10));
 }
 
 TEST_F(PgTest, AnAppendFromAnotherProcessWakesAWaiter) {
@@ -1621,7 +1621,7 @@ TEST_F(PgTest, AnAppendFromAnotherProcessWakesAWaiter) {
   ASSERT_EQ(w.exit_code, 0) << w.err;
   EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "no wake-up";
   EXPECT_EQ(other->generation(), 0u) << "a waiter on another inbox was woken";
-  EXPECT_EQ(store->Drain("procs", "lead")->size(), 1u);
+  EXPECT_EQ(store->mail().Drain("procs", "lead")->size(), 1u);
 }
 
 // A notification that reaches the listening connection while it is busy
@@ -1650,14 +1650,14 @@ TEST_F(PgTest, ASendThatArrivesWhileTheListenerListensElsewhereStillWakes) {
     });
     ASSERT_TRUE(testing::WaitUntil([&] { return subscribed.load() >= 5; }, 20));
     uint64_t seen = waker->generation();
-    ASSERT_TRUE(store->Append("procs", "lead", Msg("m-" + std::to_string(round), "wake")).ok());
+    ASSERT_TRUE(store->mail().Append("procs", "lead", Msg("m-" + std::to_string(round), "wake")).ok());
     churn.join();
     EXPECT_EQ(others.size(), 20u);
     if (waker->WaitChange(seen, DeadlineIn(5)) == seen) ++lost;
     others.clear();  // UNLISTENs, racing the next round's LISTENs
   }
   EXPECT_EQ(lost, 0) << "rounds whose send woke nobody";
-  EXPECT_EQ(store->Drain("procs", "lead")->size(), 40u);
+  EXPECT_EQ(store->mail().Drain("procs", "lead")->size(), 40u);
 }
 
 // A team's messages are logged one at a time, each to its commit: a
@@ -1675,43 +1675,43 @@ TEST_F(PgTest, AFollowedLogNeverSkipsAMessageThatCommitsLate) {
   std::string line = MessageToLine(Msg("early", "first"));
   line.pop_back();  // its newline
   ASSERT_TRUE(early.Exec("INSERT INTO mates_messages (team, msg_id, line) VALUES ('procs', 'early', $1)", {line}).ok());
-  std::thread late([&] { EXPECT_TRUE(store->LogMessage("procs", Msg("late", "second")).ok()); });
+  std::thread late([&] { EXPECT_TRUE(store->log().Append("procs", Msg("late", "second")).ok()); });
   pg::Connection look = Connect(url_);
   EXPECT_TRUE(testing::WaitUntil([&] {
     auto r = look.Exec("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
     return r.ok() && r->integer(0, 0) == 1;
   }, 20)) << "the second message did not wait for the first";
   int64_t cursor = 0;
-  auto none = store->ReadLog("procs", &cursor);
+  auto none = store->log().Read("procs", &cursor);
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty()) << "seen before the first committed: " << none->front().id;
   ASSERT_TRUE(early.ExecScript("COMMIT").ok());
   late.join();
-  auto both = store->ReadLog("procs", &cursor);
+  auto both = store->log().Read("procs", &cursor);
   ASSERT_TRUE(both.ok());
   EXPECT_EQ(Ids(*both), (std::vector<std::string>{"early", "late"}));
   // A page is bounded by bytes too: one message at least.
   for (int i = 0; i < 4; ++i) {
-    ASSERT_TRUE(store->LogMessage("procs", Msg("big" + std::to_string(i), std::string(100000, 'x'))).ok());
+    ASSERT_TRUE(store->log().Append("procs", Msg("big" + std::to_string(i), std::string(100000, 'x'))).ok());
   }
-  auto page = store->ReadLog("procs", &cursor, 1000, 250000);
+  auto page = store->log().Read("procs", &cursor, 1000, 250000);
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(Ids(*page), (std::vector<std::string>{"big0", "big1"}));
-  auto one = store->ReadLog("procs", &cursor, 1000, 10);
+  auto one = store->log().Read("procs", &cursor, 1000, 10);
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(Ids(*one), (std::vector<std::string>{"big2"}));
-  auto rest = store->ReadLog("procs", &cursor, 1000, 10);
+  auto rest = store->log().Read("procs", &cursor, 1000, 10);
   ASSERT_TRUE(rest.ok());
   EXPECT_EQ(Ids(*rest), (std::vector<std::string>{"big3"}));
   int64_t tail_cursor = -1;
-  auto tail = store->TailLog("procs", 2, &tail_cursor);
+  auto tail = store->log().Tail("procs", 2, &tail_cursor);
   ASSERT_TRUE(tail.ok());
   EXPECT_EQ(Ids(*tail), (std::vector<std::string>{"big2", "big3"}));
   EXPECT_EQ(tail_cursor, cursor) << "what follows the tail starts where the log's end is";
-  auto bounded = store->TailLog("procs", 4, nullptr, 250000);
+  auto bounded = store->log().Tail("procs", 4, nullptr, 250000);
   ASSERT_TRUE(bounded.ok());
   EXPECT_EQ(Ids(*bounded), (std::vector<std::string>{"big2", "big3"}));
-  auto last = store->TailLog("procs", 4, nullptr, 10);
+  auto last = store->log().Tail("procs", 4, nullptr, 10);
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(Ids(*last), (std::vector<std::string>{"big3"}));
 }
@@ -1766,13 +1766,13 @@ TEST_F(PgTest, AServerRestartedMidRunIsWaitedOutAndNothingIsLost) {
   auto waker = std::make_shared<Waker>();
   auto sub = store->listener().Subscribe(pg::InboxKey("procs", "ann"), waker);
   ASSERT_TRUE(sub.ok());
-  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-1", "before")).ok());
+  ASSERT_TRUE(store->mail().Append("procs", "ann", Msg("m-1", "before")).ok());
   uint64_t seen = waker->generation();
   ASSERT_TRUE(server_->Stop().ok());
   // Down: the listener wakes its waiters (they look, and learn it), and
   // the store says Unavailable; nothing waits forever.
   EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen);
-  auto down = store->Append("procs", "ann", Msg("m-2", "while down"));
+  auto down = store->mail().Append("procs", "ann", Msg("m-2", "while down"));
   EXPECT_EQ(down.code(), StatusCode::kUnavailable) << down.message();
   seen = waker->generation();
   ASSERT_TRUE(server_->Restart().ok());
@@ -1781,12 +1781,12 @@ TEST_F(PgTest, AServerRestartedMidRunIsWaitedOutAndNothingIsLost) {
   EXPECT_TRUE(testing::WaitUntil([&] { return store->listener().reconnects() >= 1; }, 15));
   // The sender retries what failed (the same id: appended once).
   Status again = Status::Unavailable("");
-  ASSERT_TRUE(testing::WaitUntil([&] { return (again = store->Append("procs", "ann", Msg("m-2", "retried"))).ok(); }, 15))
+  ASSERT_TRUE(testing::WaitUntil([&] { return (again = store->mail().Append("procs", "ann", Msg("m-2", "retried"))).ok(); }, 15))
       << again.message();
   seen = waker->generation();
-  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-3", "after")).ok());
+  ASSERT_TRUE(store->mail().Append("procs", "ann", Msg("m-3", "after")).ok());
   EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "no wake-up after the restart";
-  EXPECT_EQ(Ids(*store->Drain("procs", "ann")), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
+  EXPECT_EQ(Ids(*store->mail().Drain("procs", "ann")), (std::vector<std::string>{"m-1", "m-2", "m-3"}));
 }
 
 // A store told to wait out outages (a host's) waits for a stopped server
@@ -1795,24 +1795,24 @@ TEST_F(PgTest, AServerRestartedMidRunIsWaitedOutAndNothingIsLost) {
 TEST_F(PgTest, AStoreToldToWaitOutOutagesWaitsForTheServerAndAStopEndsTheWait) {
   auto store = FreshStore();
   ASSERT_TRUE(store);
-  ASSERT_TRUE(store->Append("procs", "ann", Msg("m-1", "before")).ok());  // a connection in the pool
+  ASSERT_TRUE(store->mail().Append("procs", "ann", Msg("m-1", "before")).ok());  // a connection in the pool
   store->WaitOutOutages(300);
   ASSERT_TRUE(server_->Stop().ok());
-  auto sent = std::async(std::launch::async, [&] { return store->Append("procs", "ann", Msg("m-2", "waited")); });
+  auto sent = std::async(std::launch::async, [&] { return store->mail().Append("procs", "ann", Msg("m-2", "waited")); });
   EXPECT_EQ(sent.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout) << "it did not wait";
   ASSERT_TRUE(server_->Restart().ok());
   ASSERT_EQ(sent.wait_for(std::chrono::seconds(30)), std::future_status::ready);
   EXPECT_TRUE(sent.get().ok());
-  EXPECT_EQ(Ids(*store->Drain("procs", "ann")), (std::vector<std::string>{"m-1", "m-2"}));
+  EXPECT_EQ(Ids(*store->mail().Drain("procs", "ann")), (std::vector<std::string>{"m-1", "m-2"}));
 
   // Down again: a stop ends the wait under way and any to come.
   ASSERT_TRUE(server_->Stop().ok());
-  auto stopped = std::async(std::launch::async, [&] { return store->Append("procs", "ann", Msg("m-3", "stopped")); });
+  auto stopped = std::async(std::launch::async, [&] { return store->mail().Append("procs", "ann", Msg("m-3", "stopped")); });
   EXPECT_EQ(stopped.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout) << "it did not wait";
   store->StopWaiting();
   ASSERT_EQ(stopped.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "the stop did not end the wait";
   EXPECT_EQ(stopped.get().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(store->Append("procs", "ann", Msg("m-4", "after the stop")).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(store->mail().Append("procs", "ann", Msg("m-4", "after the stop")).code(), StatusCode::kUnavailable);
   ASSERT_TRUE(server_->Restart().ok());
 }
 

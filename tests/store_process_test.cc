@@ -81,7 +81,7 @@ class BothStores : public ::testing::TestWithParam<std::string> {
     auto store = pg::Store::Open(*target);
     ASSERT_TRUE(store.ok()) << store.status().message();
     store_ = std::move(*store);
-    ASSERT_TRUE(store_->CreateTeam("procs").ok());
+    ASSERT_TRUE(store_->rosters().CreateTeam("procs").ok());
   }
   // Where the helper's DIR points: the folder, or the database's URL.
   const std::string& where() const { return where_; }
@@ -91,7 +91,7 @@ class BothStores : public ::testing::TestWithParam<std::string> {
     for (int i = 0; i < n; ++i) {
       TaskDraft d;
       d.subject = "task " + std::to_string(i);
-      auto t = store_ ? store_->CreateTask("procs", d) : board->Create(d);
+      auto t = store_ ? store_->tasks().Create("procs", d) : board->Create(d);
       ASSERT_TRUE(t.ok()) << t.status().message();
     }
   }

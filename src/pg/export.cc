@@ -20,11 +20,11 @@ Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspa
   if (Roster(into).Load(team).ok()) {
     return Status::AlreadyExists(into.root().string() + " holds a team '" + team + "' already");
   }
-  MATES_ASSIGN_OR_RETURN(TeamConfig config, store.LoadTeam(team));
-  MATES_ASSIGN_OR_RETURN(auto pending, store.PendingByMember(team));
-  MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, store.ListTasks(team, /*include_deleted=*/true));
-  MATES_ASSIGN_OR_RETURN(std::vector<ProtocolRequest> requests, store.ListRequests(team));
-  MATES_ASSIGN_OR_RETURN(std::vector<MergeRequest> merges, store.ListMerges(team));
+  MATES_ASSIGN_OR_RETURN(TeamConfig config, store.rosters().LoadTeam(team));
+  MATES_ASSIGN_OR_RETURN(auto pending, store.mail().PendingByMember(team));
+  MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, store.tasks().List(team, /*include_deleted=*/true));
+  MATES_ASSIGN_OR_RETURN(std::vector<ProtocolRequest> requests, store.requests().List(team));
+  MATES_ASSIGN_OR_RETURN(std::vector<MergeRequest> merges, store.merges().List(team));
   Exported n;
   n.members = config.members.size();
   n.requests = requests.size();
@@ -55,7 +55,7 @@ Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspa
   // The log, page by page, in the order sent.
   MessageLog log(into, team);
   for (int64_t cursor = 0;;) {
-    MATES_ASSIGN_OR_RETURN(std::vector<Message> page, store.ReadLog(team, &cursor));
+    MATES_ASSIGN_OR_RETURN(std::vector<Message> page, store.log().Read(team, &cursor));
     if (page.empty()) break;
     for (const auto& m : page) MATES_RETURN_IF_ERROR(log.Append(m));
     n.logged += page.size();
@@ -67,7 +67,7 @@ Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspa
   for (const auto& m : config.members) journals.push_back(m.name);
   journals.push_back(config.lead + ".subagents");
   for (const auto& name : journals) {
-    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, store.JournalLines(team, name));
+    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, store.journals().Lines(team, name));
     if (lines.empty()) continue;
     std::string text;
     for (const auto& l : lines) text += l + "\n";
@@ -84,7 +84,7 @@ Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspa
   // What each member did last, as its activity file: a document that does
   // not name its member is left out (readers check the rest, as they do a
   // file's).
-  MATES_ASSIGN_OR_RETURN(auto activities, store.Activities(team));
+  MATES_ASSIGN_OR_RETURN(auto activities, store.journals().Activities(team));
   for (const auto& [member, doc] : activities) {
     auto j = ParseJson(doc);
     if (!j.ok() || !j->is_object() || !j->contains("agent") || (*j)["agent"] != member ||
@@ -133,7 +133,7 @@ Status MergeInto(const fs::path& from, const fs::path& to) {
 
 Result<ArchivedTeam> ArchiveTeam(Store& store, const Workspace& ws, const std::string& team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_RETURN_IF_ERROR(store.LoadTeam(team).status());
+  MATES_RETURN_IF_ERROR(store.rosters().LoadTeam(team).status());
   MATES_ASSIGN_OR_RETURN(ArchivedTeam a, NewArchive(ws, team));
   const Workspace archive(a.root);
   // The database's state first, into the new folder (a failure leaves
@@ -151,7 +151,7 @@ Result<ArchivedTeam> ArchiveTeam(Store& store, const Workspace& ws, const std::s
     MATES_RETURN_IF_ERROR(MergeInto(ws.TeamDir(team), archive.TeamDir(team)));
     fs::remove_all(ws.TeamDir(team), ec);
   }
-  MATES_RETURN_IF_ERROR(store.DeleteTeam(team));
+  MATES_RETURN_IF_ERROR(store.rosters().DeleteTeam(team));
   return a;
 }
 

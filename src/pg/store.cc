@@ -27,15 +27,6 @@ Result<std::unique_ptr<Store>> Store::Open(const Target& target) {
   return s;
 }
 
-Store::~Store() {
-  {
-    std::lock_guard<std::mutex> lock(keeper_mu_);
-    stopping_ = true;
-  }
-  keeper_cv_.notify_all();
-  if (keeper_.joinable()) keeper_.join();
-}
-
 void Store::Give(Connection c) {
   // One left in a transaction (a rollback that failed) would hand its
   // locks to the next user: closed instead, which ends it.
@@ -44,7 +35,7 @@ void Store::Give(Connection c) {
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
 }
 
-Store::Lease::~Lease() {
+Lease::~Lease() {
   if (store_ != nullptr) store_->Give(std::move(conn_));
 }
 
@@ -62,7 +53,7 @@ void Store::StopWaiting() {
   outage_cv_.notify_all();
 }
 
-Result<Store::Lease> Store::Acquire(bool wait) {
+Result<Lease> Store::Acquire(bool wait) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!idle_.empty()) {
     Connection c = std::move(idle_.back());
@@ -94,12 +85,12 @@ Result<Store::Lease> Store::Acquire(bool wait) {
   }
 }
 
-Result<TeamConfig> Store::CreateTeam(const std::string& team, const std::string& lead,
+Result<TeamConfig> RosterRows::CreateTeam(const std::string& team, const std::string& lead,
                                      const std::string& description) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_RETURN_IF_ERROR(ValidateMemberName(lead));
   TeamConfig c = NewTeamConfig(team, lead, description, WallSeconds());
-  MATES_ASSIGN_OR_RETURN(Lease conn, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease conn, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, conn->Exec("INSERT INTO mates_teams (name, created_at, config) VALUES ($1, $2, $3) "
                                             "ON CONFLICT DO NOTHING",
                                             {team, Seconds(c.created_at), DumpJson(TeamConfigToJson(c))}));
@@ -136,14 +127,14 @@ const std::string kConfigColumns =
 
 }  // namespace
 
-Result<TeamConfig> Store::LoadTeam(const std::string& team) {
+Result<TeamConfig> RosterRows::LoadTeam(const std::string& team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT " + kConfigColumns + " FROM mates_teams WHERE name = $1", {team}));
   return ConfigOf(r, team);
 }
 
-Status Store::SetStatuses(const std::string& team,
+Status RosterRows::SetStatuses(const std::string& team,
                           const std::vector<std::pair<std::string, MemberStatus>>& changes) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   std::map<std::string, MemberStatus> last;
@@ -169,7 +160,7 @@ Status Store::SetStatuses(const std::string& team,
       "WITH ORDINALITY AS e(m, ord) LEFT JOIN ch ON ch.name = e.m ->> 'name'), '[]'::jsonb)";
   Result<Rows> r = Status::Ok();
   {
-    MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+    MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
     r = c->Exec("WITH ch AS (SELECT * FROM unnest($2::text[], $3::text[]) AS x(name, status)), "
                 "upd AS (UPDATE mates_teams t SET config = jsonb_set(t.config::jsonb, '{members}', " +
                     members +
@@ -190,17 +181,17 @@ Status Store::SetStatuses(const std::string& team,
       .status();
 }
 
-Status Store::HasTeam(const std::string& team) {
+Status RosterRows::HasTeam(const std::string& team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT 1 FROM mates_teams WHERE name = $1", {team}));
   if (r.size() == 0) return Status::NotFound("no team '" + team + "'");
   return Status::Ok();
 }
 
-Result<TeamConfig> Store::UpdateTeam(const std::string& team, const std::function<Status(TeamConfig&)>& mutate) {
+Result<TeamConfig> RosterRows::UpdateTeam(const std::string& team, const std::function<Status(TeamConfig&)>& mutate) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<TeamConfig> {
     // NO KEY UPDATE: roster changes still go one at a time, but the rows
     // that name the team (an inbox message, a journal line, a task) are
@@ -218,7 +209,7 @@ Result<TeamConfig> Store::UpdateTeam(const std::string& team, const std::functio
   });
 }
 
-Result<Member> Store::AddMember(const std::string& team, Member member) {
+Result<Member> RosterRows::AddMember(const std::string& team, Member member) {
   Member added;
   MATES_RETURN_IF_ERROR(UpdateTeam(team, [&](TeamConfig& c) -> Status {
                           MATES_ASSIGN_OR_RETURN(added, AddMemberTo(c, member));
@@ -227,7 +218,7 @@ Result<Member> Store::AddMember(const std::string& team, Member member) {
   return added;
 }
 
-Status Store::SetMemberStatus(const std::string& team, const std::string& member, MemberStatus status) {
+Status RosterRows::SetMemberStatus(const std::string& team, const std::string& member, MemberStatus status) {
   return UpdateTeam(team, [&](TeamConfig& c) -> Status {
            Member* m = c.Find(member);
            if (m == nullptr) return Status::NotFound("no member '" + member + "' in team '" + c.name + "'");
@@ -239,17 +230,17 @@ Status Store::SetMemberStatus(const std::string& team, const std::string& member
 
 // -------------------------------------------------------------- liveness
 
-Result<std::vector<std::string>> Store::ListTeams() {
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+Result<std::vector<std::string>> RosterRows::ListTeams() {
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT name FROM mates_teams ORDER BY name"));
   std::vector<std::string> out;
   for (int i = 0; i < r.size(); ++i) out.emplace_back(r.text(i, 0));
   return out;
 }
 
-Status Store::DeleteTeam(const std::string& team) {
+Status RosterRows::DeleteTeam(const std::string& team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("DELETE FROM mates_teams WHERE name = $1", {team}));
   if (r.affected() == 0) return Status::NotFound("no team '" + team + "'");
   // Whoever waits on it looks again, and finds it gone.

@@ -51,46 +51,30 @@
 
 namespace mates::pg {
 
-class Store {
+class Store;
+
+// A connection taken from the pool, given back (if still good) when
+// dropped.
+class Lease {
  public:
-  using AlreadyDelivered = std::function<bool(const std::string& id)>;
+  Lease(Store* s, Connection c) : store_(s), conn_(std::move(c)) {}
+  Lease(Lease&& o) noexcept : store_(o.store_), conn_(std::move(o.conn_)) { o.store_ = nullptr; }
+  Lease& operator=(Lease&&) noexcept = delete;
+  ~Lease();
+  Connection& operator*() { return conn_; }
+  Connection* operator->() { return &conn_; }
 
-  // Connects and checks the schema (FailedPrecondition naming what to run
-  // otherwise).
-  static Result<std::unique_ptr<Store>> Open(const Target& target);
-  ~Store();
+ private:
+  Store* store_;
+  Connection conn_;
+};
 
-  const Target& target() const { return target_; }
-
-  // From now on an operation that finds the server out of reach tries
-  // again (backing off from 50 ms to 2 s) for up to `seconds`, saying so in
-  // the log once per outage; 0 (the default) fails at once.
-  void WaitOutOutages(double seconds);
-  // Waits under way and to come give up at once (a host told to stop).
-  void StopWaiting();
-
-  // A connection taken from the pool, given back (if still good) when
-  // dropped.
-  class Lease {
-   public:
-    Lease(Store* s, Connection c) : store_(s), conn_(std::move(c)) {}
-    Lease(Lease&& o) noexcept : store_(o.store_), conn_(std::move(o.conn_)) { o.store_ = nullptr; }
-    Lease& operator=(Lease&&) noexcept = delete;
-    ~Lease();
-    Connection& operator*() { return conn_; }
-    Connection* operator->() { return &conn_; }
-
-   private:
-    Store* store_;
-    Connection conn_;
-  };
-  // `wait`: an outage is waited out if the store was told to
-  // (WaitOutOutages); false fails at once.
-  Result<Lease> Acquire(bool wait = true);
-
-  // Teams and their rosters: the file store's rules (NewTeamConfig,
-  // AddMemberTo), the config document in a row, changed in a transaction
-  // that holds the row (SELECT … FOR UPDATE) and notifies TeamKey(team).
+// Teams and their rosters: the file store's rules (NewTeamConfig,
+// AddMemberTo), the config document in a row, changed in a transaction
+// that holds the row (SELECT … FOR UPDATE) and notifies TeamKey(team).
+class RosterRows {
+ public:
+  explicit RosterRows(Store& store) : store_(store) {}
   Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead = "lead",
                                 const std::string& description = "");
   Result<TeamConfig> LoadTeam(const std::string& team);
@@ -105,8 +89,21 @@ class Store {
   Status SetStatuses(const std::string& team, const std::vector<std::pair<std::string, MemberStatus>>& changes);
   Result<Member> AddMember(const std::string& team, Member member);
   Status SetMemberStatus(const std::string& team, const std::string& member, MemberStatus status);
+  // Every team's name, sorted.
+  Result<std::vector<std::string>> ListTeams();
+  // Deletes a team and everything it holds (its inboxes, board, log and
+  // requests go with it). NotFound if there is none.
+  Status DeleteTeam(const std::string& team);
 
-  // Mailboxes.
+ private:
+  Store& store_;
+};
+
+// Mailboxes.
+class MailRows {
+ public:
+  using AlreadyDelivered = std::function<bool(const std::string& id)>;
+  explicit MailRows(Store& store) : store_(store) {}
   Status Append(const std::string& team, const std::string& member, const Message& m);
   Result<std::vector<Message>> Peek(const std::string& team, const std::string& member);
   Result<size_t> PendingCount(const std::string& team, const std::string& member);
@@ -128,57 +125,78 @@ class Store {
   Result<std::vector<Message>> Drain(const std::string& team, const std::string& member,
                                      const AlreadyDelivered& already_delivered = {});
 
-  // The message log: every message sent, once (an id logged before is not
-  // logged again), in order; a NOTIFY on LogKey(team) with each. A team's
-  // messages are logged one at a time (a lock of the team's log held to
-  // the commit), so their numbers are in the order they became visible: a
-  // reader that moved past one never finds an earlier one later.
-  Status LogMessage(const std::string& team, const Message& m);
-  Result<std::optional<Message>> FindLogged(const std::string& team, const std::string& id);
+ private:
+  Store& store_;
+};
+
+// The message log: every message sent, once (an id logged before is not
+// logged again), in order; a NOTIFY on LogKey(team) with each. A team's
+// messages are logged one at a time (a lock of the team's log held to the
+// commit), so their numbers are in the order they became visible: a
+// reader that moved past one never finds an earlier one later.
+class LogRows {
+ public:
+  explicit LogRows(Store& store) : store_(store) {}
+  Status Append(const std::string& team, const Message& m);
+  Result<std::optional<Message>> Find(const std::string& team, const std::string& id);
   // At most `max` messages logged after `*cursor` (0: from the start), and
   // no more than about `max_bytes` of them (one at least; 0: no bound);
   // `*cursor` moves past them.
-  Result<std::vector<Message>> ReadLog(const std::string& team, int64_t* cursor, size_t max = 1000,
-                                       size_t max_bytes = 0);
+  Result<std::vector<Message>> Read(const std::string& team, int64_t* cursor, size_t max = 1000,
+                                    size_t max_bytes = 0);
   // The last `n` messages, oldest first, no more than about `max_bytes` of
   // them (the last one at least; 0: no bound); `*cursor` (if given) is
-  // where what follows them starts, for ReadLog.
-  Result<std::vector<Message>> TailLog(const std::string& team, size_t n, int64_t* cursor = nullptr,
-                                       size_t max_bytes = 0);
+  // where what follows them starts, for Read.
+  Result<std::vector<Message>> Tail(const std::string& team, size_t n, int64_t* cursor = nullptr,
+                                    size_t max_bytes = 0);
 
-  // Protocol requests (store/requests.h), one row each.
-  Status CreateRequest(const std::string& team, const ProtocolRequest& r);
-  Result<ProtocolRequest> GetRequest(const std::string& team, const std::string& id);
+ private:
+  Store& store_;
+};
+
+// Protocol requests (store/requests.h), one row each.
+class RequestRows {
+ public:
+  explicit RequestRows(Store& store) : store_(store) {}
+  Status Create(const std::string& team, const ProtocolRequest& r);
+  Result<ProtocolRequest> Get(const std::string& team, const std::string& id);
   // FailedPrecondition if it was answered already (the row is held while
   // it is checked: two answers at once resolve it once).
-  Result<ProtocolRequest> ResolveRequest(const std::string& team, const std::string& id, bool approve,
-                                         const std::string& response);
-  Result<std::vector<ProtocolRequest>> ListRequests(const std::string& team);
+  Result<ProtocolRequest> Resolve(const std::string& team, const std::string& id, bool approve,
+                                  const std::string& response);
+  Result<std::vector<ProtocolRequest>> List(const std::string& team);
 
-  // Merge requests (store/merges.h), a row each, numbered from 1 within
-  // the team; every change sends a NOTIFY on MergeKey(team). Update holds
-  // the row while `mutate` decides (two decisions at once apply in turn).
-  Result<MergeRequest> CreateMerge(const std::string& team, MergeRequest m);
-  Result<MergeRequest> GetMerge(const std::string& team, int64_t id);
-  Result<std::vector<MergeRequest>> ListMerges(const std::string& team);
-  Result<MergeRequest> UpdateMerge(const std::string& team, int64_t id,
-                                   const std::function<Status(MergeRequest&)>& mutate);
+ private:
+  Store& store_;
+};
 
-  // Every team's name, sorted.
-  Result<std::vector<std::string>> ListTeams();
-  // Deletes a team and everything it holds (its inboxes, board, log and
-  // requests go with it). NotFound if there is none.
-  Status DeleteTeam(const std::string& team);
+// Merge requests (store/merges.h), a row each, numbered from 1 within the
+// team; every change sends a NOTIFY on MergeKey(team). Update holds the row
+// while `mutate` decides (two decisions at once apply in turn).
+class MergeRows {
+ public:
+  explicit MergeRows(Store& store) : store_(store) {}
+  Result<MergeRequest> Create(const std::string& team, MergeRequest m);
+  Result<MergeRequest> Get(const std::string& team, int64_t id);
+  Result<std::vector<MergeRequest>> List(const std::string& team);
+  Result<MergeRequest> Update(const std::string& team, int64_t id,
+                              const std::function<Status(MergeRequest&)>& mutate);
 
-  // The board: what a claim needs.
-  Result<Task> CreateTask(const std::string& team, const TaskDraft& draft);
-  Result<Task> GetTask(const std::string& team, int64_t id);
-  Result<std::vector<Task>> ListTasks(const std::string& team, bool include_deleted = false);
+ private:
+  Store& store_;
+};
+
+// The board: a task a row.
+class TaskRows {
+ public:
+  explicit TaskRows(Store& store) : store_(store) {}
+  Result<Task> Create(const std::string& team, const TaskDraft& draft);
+  Result<Task> Get(const std::string& team, int64_t id);
+  Result<std::vector<Task>> List(const std::string& team, bool include_deleted = false);
   // The next pending task whose blockers are all completed (or deleted):
   // one assigned to `owner` first, then an unowned one by id; nullopt if
-  // there is none.
-  // `outlook`, if given, says what the claim left for others (up to its
-  // count_up_to unowned tasks), in the same round trip.
+  // there is none. `outlook`, if given, says what the claim left for
+  // others (up to its count_up_to unowned tasks), in the same round trip.
   Result<std::optional<Task>> ClaimNext(const std::string& team, const std::string& owner,
                                         ClaimOutlook* outlook = nullptr);
   // `owner` finishes its task: in_progress -> completed.
@@ -186,63 +204,10 @@ class Store {
   // DESIGN §4's update, with the file board's rules (store/task_rules.h):
   // validated whole, then written in one transaction under the board's
   // lock, the other sides of new links and of a deletion with it.
-  Result<Task> UpdateTask(const std::string& team, int64_t id, const TaskPatch& patch, const Caller& caller);
+  Result<Task> Update(const std::string& team, int64_t id, const TaskPatch& patch, const Caller& caller);
   // Compare-and-set, as Board::Claim: pending, unowned (or already
   // `owner`'s) and unblocked -> in_progress owned by `owner`.
   Result<Task> Claim(const std::string& team, int64_t id, const std::string& owner);
-
-  // Liveness (DESIGN §13): a host holds a session advisory lock per agent
-  // it hosts, on a connection of its own, so the lock goes when the host
-  // does (a host killed with -9 closes its sockets; the server frees its
-  // locks). Conflict if another session holds it: the agent is hosted
-  // elsewhere. A lock lost with its connection (the server restarted, say)
-  // is taken again by the store's keeper, which looks every second while
-  // any is held; if another host took it meanwhile, that is logged.
-  class Liveness {
-   public:
-    Liveness() = default;
-    Liveness(Liveness&&) noexcept = default;
-    Liveness& operator=(Liveness&&) noexcept = default;
-    // Released before its connection closes: the server lets go of a
-    // closed session's locks only as its backend exits, a moment later.
-    ~Liveness();
-    // Hold::OnLost: once it is seen taken by another host, `lost` is called
-    // (from the keeper's thread) and the lock is not taken again.
-    void OnLost(std::function<void()> lost);
-    // Hold::StillHeld: its connection seen hung up is taken again now.
-    bool StillHeld();
-
-   private:
-    friend class Store;
-    struct Held;
-    explicit Liveness(std::shared_ptr<Held> held) : held_(std::move(held)) {}
-    std::shared_ptr<Held> held_;
-  };
-  Result<Liveness> HoldLiveness(const std::string& team, const std::string& agent);
-  // Whether some session holds `agent`'s liveness lock now.
-  Result<bool> IsHosted(const std::string& team, const std::string& agent);
-
-  // A member's journal copy (TeamStore::JournalOf): every line in order
-  // (a gap ends it: what follows was never whole), the lines from `first`
-  // on (a number held already takes the new line), and all of it anew.
-  Result<std::vector<std::string>> JournalLines(const std::string& team, const std::string& member);
-  // The bytes of its lines, together (0 for none).
-  Result<uint64_t> JournalBytes(const std::string& team, const std::string& member);
-  Status PutJournal(const std::string& team, const std::string& member, int64_t first,
-                    const std::vector<std::string>& lines);
-  Status ReplaceJournal(const std::string& team, const std::string& member, const std::vector<std::string>& lines);
-
-  // What each member is doing (agent/activity.h): its latest document,
-  // put with a NOTIFY on ActivityKey(team) and without waiting out an
-  // outage; read back as (member, document), a document over
-  // kMaxStateFileBytes left out.
-  Status PutActivity(const std::string& team, const std::string& member, const std::string& doc);
-  Result<std::vector<std::pair<std::string, std::string>>> Activities(const std::string& team);
-
-  // Wake-ups: subscribe a waker to InboxKey(team, member) or
-  // BoardKey(team); it is notified when that may have changed, and after
-  // the listener reconnects.
-  Listener& listener() { return listener_; }
 
   // The line this process's idle teammates of `team` wait in
   // (TeamStore::ClaimLineOf): one per team, kept while the store lives,
@@ -251,26 +216,138 @@ class Store {
   Result<std::shared_ptr<ClaimLine>> ClaimLineOf(const std::string& team);
 
  private:
-  explicit Store(const Target& t) : target_(t), listener_(t) {}
-  void Give(Connection c);
-  // The keeper's thread: every second, each held liveness lock whose
-  // connection is gone is taken again.
-  void KeepLiveness();
-  void Retake(Liveness::Held& h);
   // Complete's statement: the task completed if it is in progress for
   // `owner`, else nullopt (nothing written).
-  Result<std::optional<Task>> CompleteIfInProgress(const std::string& team, int64_t id,
-                                                   const std::string& owner);
+  Result<std::optional<Task>> CompleteIfInProgress(const std::string& team, int64_t id, const std::string& owner);
 
-  Target target_;
-  Listener listener_;
-  // Declared after the listener: gone (unsubscribed) before it.
+  Store& store_;
   struct Line {
     std::shared_ptr<ClaimLine> line;
     Listener::Subscription changes;  // destroyed first: no call to the line after
   };
   std::mutex lines_mu_;
   std::map<std::string, Line> lines_;  // by team; guarded by lines_mu_
+};
+
+// A member's journal copy (TeamStore::JournalOf), and what each member is
+// doing (agent/activity.h).
+class JournalRows {
+ public:
+  explicit JournalRows(Store& store) : store_(store) {}
+  // Every line in order (a gap ends it: what follows was never whole).
+  Result<std::vector<std::string>> Lines(const std::string& team, const std::string& member);
+  // The bytes of its lines, together (0 for none).
+  Result<uint64_t> Bytes(const std::string& team, const std::string& member);
+  // The lines from `first` on (a number held already takes the new line).
+  Status Put(const std::string& team, const std::string& member, int64_t first,
+             const std::vector<std::string>& lines);
+  // All of it anew.
+  Status Replace(const std::string& team, const std::string& member, const std::vector<std::string>& lines);
+
+  // A member's latest activity document, put with a NOTIFY on
+  // ActivityKey(team) and without waiting out an outage; read back as
+  // (member, document), a document over kMaxStateFileBytes left out.
+  Status PutActivity(const std::string& team, const std::string& member, const std::string& doc);
+  Result<std::vector<std::pair<std::string, std::string>>> Activities(const std::string& team);
+
+ private:
+  Store& store_;
+};
+
+// Liveness (DESIGN §13): a host holds a session advisory lock per agent it
+// hosts, on a connection of its own, so the lock goes when the host does (a
+// host killed with -9 closes its sockets; the server frees its locks).
+class LivenessLock {
+ public:
+  LivenessLock() = default;
+  LivenessLock(LivenessLock&&) noexcept = default;
+  LivenessLock& operator=(LivenessLock&&) noexcept = default;
+  // Released before its connection closes: the server lets go of a closed
+  // session's locks only as its backend exits, a moment later.
+  ~LivenessLock();
+  // Hold::OnLost: once it is seen taken by another host, `lost` is called
+  // (from the keeper's thread) and the lock is not taken again.
+  void OnLost(std::function<void()> lost);
+  // Hold::StillHeld: its connection seen hung up is taken again now.
+  bool StillHeld();
+
+ private:
+  friend class LivenessLocks;
+  struct Held;
+  explicit LivenessLock(std::shared_ptr<Held> held) : held_(std::move(held)) {}
+  std::shared_ptr<Held> held_;
+};
+
+// The liveness locks of this process, and their keeper: a lock lost with
+// its connection (the server restarted, say) is taken again by the keeper,
+// which looks every second while any is held; if another host took it
+// meanwhile, that is logged.
+class LivenessLocks {
+ public:
+  explicit LivenessLocks(Store& store) : store_(store) {}
+  ~LivenessLocks();
+  // Conflict if another session holds it: the agent is hosted elsewhere.
+  Result<LivenessLock> Hold(const std::string& team, const std::string& agent);
+  // Whether some session holds `agent`'s liveness lock now.
+  Result<bool> IsHosted(const std::string& team, const std::string& agent);
+
+ private:
+  friend class LivenessLock;
+  // The keeper's thread: every second, each held lock whose connection is
+  // gone is taken again.
+  void Keep();
+  void Retake(LivenessLock::Held& h);
+
+  Store& store_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::weak_ptr<LivenessLock::Held>> kept_;  // guarded by mu_
+  bool stopping_ = false;                                // guarded by mu_
+  std::thread keeper_;                                   // started with the first lock held
+};
+
+// The store: a pool of connections to one server, its listener, and the
+// rows of each part of a team's state.
+class Store {
+ public:
+  // Connects and checks the schema (FailedPrecondition naming what to run
+  // otherwise).
+  static Result<std::unique_ptr<Store>> Open(const Target& target);
+
+  const Target& target() const { return target_; }
+
+  // From now on an operation that finds the server out of reach tries
+  // again (backing off from 50 ms to 2 s) for up to `seconds`, saying so in
+  // the log once per outage; 0 (the default) fails at once.
+  void WaitOutOutages(double seconds);
+  // Waits under way and to come give up at once (a host told to stop).
+  void StopWaiting();
+
+  // `wait`: an outage is waited out if the store was told to
+  // (WaitOutOutages); false fails at once.
+  Result<Lease> Acquire(bool wait = true);
+
+  // Wake-ups: subscribe a waker to InboxKey(team, member) or
+  // BoardKey(team); it is notified when that may have changed, and after
+  // the listener reconnects.
+  Listener& listener() { return listener_; }
+
+  RosterRows& rosters() { return rosters_; }
+  MailRows& mail() { return mail_; }
+  LogRows& log() { return log_; }
+  RequestRows& requests() { return requests_; }
+  MergeRows& merges() { return merges_; }
+  TaskRows& tasks() { return tasks_; }
+  JournalRows& journals() { return journals_; }
+  LivenessLocks& liveness() { return liveness_; }
+
+ private:
+  friend class Lease;
+  explicit Store(const Target& t) : target_(t), listener_(t) {}
+  void Give(Connection c);
+
+  Target target_;
+  Listener listener_;
   std::mutex mu_;
   std::condition_variable outage_cv_;  // StopWaiting
   std::vector<Connection> idle_;       // guarded by mu_
@@ -278,11 +355,16 @@ class Store {
   bool stop_waiting_ = false;          // guarded by mu_
   bool in_outage_ = false;             // said so in the log; guarded by mu_
 
-  std::mutex keeper_mu_;
-  std::condition_variable keeper_cv_;
-  std::vector<std::weak_ptr<Liveness::Held>> kept_;  // guarded by keeper_mu_
-  bool stopping_ = false;                            // guarded by keeper_mu_
-  std::thread keeper_;                               // started with the first lock held
+  // Declared after the pool and the listener: gone (the keeper stopped,
+  // the claim lines unsubscribed) before them.
+  RosterRows rosters_{*this};
+  MailRows mail_{*this};
+  LogRows log_{*this};
+  RequestRows requests_{*this};
+  MergeRows merges_{*this};
+  TaskRows tasks_{*this};
+  JournalRows journals_{*this};
+  LivenessLocks liveness_{*this};
 };
 
 // A team's board in `store` (which must outlive it) as a TaskBoard.

@@ -19,7 +19,7 @@
 
 namespace mates::pg {
 
-Result<Task> Store::CreateTask(const std::string& team, const TaskDraft& draft) {
+Result<Task> TaskRows::Create(const std::string& team, const TaskDraft& draft) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   if (draft.subject.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::InvalidArgument("a task's subject cannot be empty");
@@ -30,10 +30,10 @@ Result<Task> Store::CreateTask(const std::string& team, const TaskDraft& draft) 
     metadata = DumpJson(md);
     MATES_RETURN_IF_ERROR(CheckTaskMetadataSize(metadata));
   }
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<Task> {
     // Ids are allocated, and the dependency graph changed, one writer at a
-    // time per board (UpdateTask takes the same lock).
+    // time per board (Update takes the same lock).
     MATES_RETURN_IF_ERROR(
         c->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {BoardKey(team)}).status());
     std::vector<int64_t> blockers;
@@ -68,8 +68,8 @@ Result<Task> Store::CreateTask(const std::string& team, const TaskDraft& draft) 
   });
 }
 
-Result<Task> Store::GetTask(const std::string& team, int64_t id) {
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+Result<Task> TaskRows::Get(const std::string& team, int64_t id) {
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kTaskColumns +
                                              " FROM mates_tasks WHERE team = $1 AND id = $2",
                                          {team, Num(id)}));
@@ -77,8 +77,8 @@ Result<Task> Store::GetTask(const std::string& team, int64_t id) {
   return TaskOf(r, 0);
 }
 
-Result<std::vector<Task>> Store::ListTasks(const std::string& team, bool include_deleted) {
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+Result<std::vector<Task>> TaskRows::List(const std::string& team, bool include_deleted) {
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kTaskColumns +
                                              " FROM mates_tasks WHERE team = $1 AND (status <> 'deleted' OR $2) "
                                              "ORDER BY id",
@@ -91,12 +91,12 @@ Result<std::vector<Task>> Store::ListTasks(const std::string& team, bool include
   return out;
 }
 
-Result<std::optional<Task>> Store::ClaimNext(const std::string& team, const std::string& owner,
+Result<std::optional<Task>> TaskRows::ClaimNext(const std::string& team, const std::string& owner,
                                              ClaimOutlook* outlook) {
   MATES_RETURN_IF_ERROR(CheckNames(team, owner));
   const int64_t count_up_to = outlook != nullptr ? std::max<int64_t>(outlook->count_up_to, 0) : 0;
   if (outlook != nullptr) *outlook = ClaimOutlook{};
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   if (outlook != nullptr) {
     // mates_claim_look (schema.cc): the same claim, then what it left.
     MATES_ASSIGN_OR_RETURN(
@@ -130,23 +130,23 @@ Result<std::optional<Task>> Store::ClaimNext(const std::string& team, const std:
   return std::optional<Task>(std::move(t));
 }
 
-Result<std::shared_ptr<ClaimLine>> Store::ClaimLineOf(const std::string& team) {
+Result<std::shared_ptr<ClaimLine>> TaskRows::ClaimLineOf(const std::string& team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   std::lock_guard<std::mutex> lock(lines_mu_);
   auto it = lines_.find(team);
   if (it != lines_.end()) return it->second.line;
   Line l;
   l.line = ClaimLine::Told([this, team](int64_t id, const TaskPatch& patch, const Caller& caller) {
-    return UpdateTask(team, id, patch, caller);
+    return Update(team, id, patch, caller);
   });
   ClaimLine* line = l.line.get();
-  MATES_ASSIGN_OR_RETURN(l.changes, listener_.Subscribe(BoardKey(team), [line](int64_t wanted) { line->Changed(wanted); }));
+  MATES_ASSIGN_OR_RETURN(l.changes, store_.listener().Subscribe(BoardKey(team), [line](int64_t wanted) { line->Changed(wanted); }));
   return lines_.emplace(team, std::move(l)).first->second.line;
 }
 
-Result<std::optional<Task>> Store::CompleteIfInProgress(const std::string& team, int64_t id,
+Result<std::optional<Task>> TaskRows::CompleteIfInProgress(const std::string& team, int64_t id,
                                                         const std::string& owner) {
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   // The NOTIFY says how many tasks it left claimable, as far as this
   // statement sees (a blocker completed at the same moment by another is
   // not seen: a host's line wakes one at least, and the look's outlook
@@ -167,11 +167,11 @@ Result<std::optional<Task>> Store::CompleteIfInProgress(const std::string& team,
   return std::optional<Task>(std::move(t));
 }
 
-Result<Task> Store::Complete(const std::string& team, int64_t id, const std::string& owner) {
+Result<Task> TaskRows::Complete(const std::string& team, int64_t id, const std::string& owner) {
   MATES_RETURN_IF_ERROR(CheckNames(team, owner));
   MATES_ASSIGN_OR_RETURN(std::optional<Task> done, CompleteIfInProgress(team, id, owner));
   if (done) return std::move(*done);
-  MATES_ASSIGN_OR_RETURN(Task t, GetTask(team, id));
+  MATES_ASSIGN_OR_RETURN(Task t, Get(team, id));
   return Status::Conflict("task #" + Num(id) + " is " + std::string(TaskStatusName(t.status)) +
                           (t.owner.empty() ? "" : ", owned by '" + t.owner + "'") + ", not in progress for '" +
                           owner + "'");
@@ -236,7 +236,7 @@ Status WriteTask(Connection& c, const std::string& team, const Task& t) {
 
 }  // namespace
 
-Result<Task> Store::UpdateTask(const std::string& team, int64_t id, const TaskPatch& patch, const Caller& caller) {
+Result<Task> TaskRows::Update(const std::string& team, int64_t id, const TaskPatch& patch, const Caller& caller) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Json metadata_patch, CheckPatch(patch));
   // A teammate completing its own task in progress, the write every
@@ -254,7 +254,7 @@ Result<Task> Store::UpdateTask(const std::string& team, int64_t id, const TaskPa
     MATES_ASSIGN_OR_RETURN(std::optional<Task> done, CompleteIfInProgress(team, id, caller.name));
     if (done) return std::move(*done);
   }
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<Task> {
     // The graph changes one update at a time per board (task creation
     // takes the same lock); claims hold rows, not this lock.
@@ -309,9 +309,9 @@ Result<Task> Store::UpdateTask(const std::string& team, int64_t id, const TaskPa
   });
 }
 
-Result<Task> Store::Claim(const std::string& team, int64_t id, const std::string& owner) {
+Result<Task> TaskRows::Claim(const std::string& team, int64_t id, const std::string& owner) {
   MATES_RETURN_IF_ERROR(CheckNames(team, owner));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<Task> {
     MATES_ASSIGN_OR_RETURN(Task t, HoldTask(*c, team, id));
     const std::string ref = "task #" + Num(id);

@@ -39,23 +39,23 @@ const char* const kPutJournal =
 
 }  // namespace
 
-Result<uint64_t> Store::JournalBytes(const std::string& team, const std::string& member) {
+Result<uint64_t> JournalRows::Bytes(const std::string& team, const std::string& member) {
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows size, c->Exec("SELECT coalesce(sum(octet_length(line)), 0) FROM mates_journals "
                                             "WHERE team = $1 AND member = $2",
                                             {team, member}));
   return static_cast<uint64_t>(size.integer(0, 0));
 }
 
-Result<std::vector<std::string>> Store::JournalLines(const std::string& team, const std::string& member) {
+Result<std::vector<std::string>> JournalRows::Lines(const std::string& team, const std::string& member) {
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   const std::string who = "the journal of '" + member + "' in team '" + team + "'";
-  MATES_ASSIGN_OR_RETURN(uint64_t size, JournalBytes(team, member));
+  MATES_ASSIGN_OR_RETURN(uint64_t size, Bytes(team, member));
   if (size > kMaxJournalBytes) {
     return Status::Corrupt(who + " is over " + std::to_string(kMaxJournalBytes >> 20) + " MiB");
   }
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT seq, CASE WHEN octet_length(line) <= " +
                                              std::to_string(kMaxJournalLineBytes) +
                                              " THEN line END FROM mates_journals "
@@ -74,19 +74,19 @@ Result<std::vector<std::string>> Store::JournalLines(const std::string& team, co
   return lines;
 }
 
-Status Store::PutJournal(const std::string& team, const std::string& member, int64_t first,
+Status JournalRows::Put(const std::string& team, const std::string& member, int64_t first,
                          const std::vector<std::string>& lines) {
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   if (first < 0) return Status::InvalidArgument("a journal's lines are numbered from 0");
   if (lines.empty()) return Status::Ok();
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return c->Exec(kPutJournal, {team, member, Num(first), LinesParam(lines), ChannelOf(JournalKey(team))}).status();
 }
 
-Status Store::ReplaceJournal(const std::string& team, const std::string& member,
+Status JournalRows::Replace(const std::string& team, const std::string& member,
                              const std::vector<std::string>& lines) {
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Status {
     MATES_RETURN_IF_ERROR(
         c->Exec("DELETE FROM mates_journals WHERE team = $1 AND member = $2", {team, member}).status());
@@ -97,13 +97,13 @@ Status Store::ReplaceJournal(const std::string& team, const std::string& member,
 
 // -------------------------------------------------------------- activity
 
-Status Store::PutActivity(const std::string& team, const std::string& member, const std::string& doc) {
+Status JournalRows::PutActivity(const std::string& team, const std::string& member, const std::string& doc) {
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   if (doc.size() > kMaxStateFileBytes) {
     return Status::InvalidArgument("an activity document may be " + std::to_string(kMaxStateFileBytes) +
                                    " bytes at most");
   }
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire(/*wait=*/false));
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire(/*wait=*/false));
   auto r = c->Exec(
       "WITH up AS (INSERT INTO mates_activity (team, member, doc) VALUES ($1, $2, $3) "
       "ON CONFLICT (team, member) DO UPDATE SET doc = EXCLUDED.doc RETURNING 1) "
@@ -113,9 +113,9 @@ Status Store::PutActivity(const std::string& team, const std::string& member, co
   return Status::Ok();
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> Store::Activities(const std::string& team) {
+Result<std::vector<std::pair<std::string, std::string>>> JournalRows::Activities(const std::string& team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT member, CASE WHEN octet_length(doc) <= " +
                                              std::to_string(kMaxStateFileBytes) +
                                              " THEN doc END FROM mates_activity WHERE team = $1 ORDER BY member",

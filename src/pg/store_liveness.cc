@@ -23,68 +23,77 @@ namespace {
 std::string LivenessKey(const std::string& team, const std::string& agent) { return "a/" + team + "/" + agent; }
 }  // namespace
 
-struct Store::Liveness::Held {
+struct LivenessLock::Held {
   std::mutex mu;
   Connection conn;      // guarded by mu
   std::string key, who;
-  bool released = false;  // guarded by mu: the Liveness went; never taken again
+  bool released = false;  // guarded by mu: the lock went; never taken again
   bool lost = false;      // guarded by mu: another host has it (said once)
   std::function<void()> on_lost;  // guarded by mu: called under it, once
-  Store* store = nullptr;         // which keeps it (outlives it)
+  LivenessLocks* locks = nullptr;  // which keeps it (outlives it)
 };
 
-bool Store::Liveness::StillHeld() {
+bool LivenessLock::StillHeld() {
   if (!held_) return true;
   {
     std::lock_guard<std::mutex> lock(held_->mu);
     if (held_->released || held_->lost) return false;
     if (held_->conn.ok() && !held_->conn.HungUp()) return true;
   }
-  held_->store->Retake(*held_);
+  held_->locks->Retake(*held_);
   std::lock_guard<std::mutex> lock(held_->mu);
   // Out of reach still: nobody else can take it either (the keeper goes on).
   return !held_->released && !held_->lost;
 }
 
-void Store::Liveness::OnLost(std::function<void()> lost) {
+void LivenessLock::OnLost(std::function<void()> lost) {
   if (!held_) return;
   std::lock_guard<std::mutex> lock(held_->mu);
   held_->on_lost = std::move(lost);
 }
 
-Result<Store::Liveness> Store::HoldLiveness(const std::string& team, const std::string& agent) {
+LivenessLocks::~LivenessLocks() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (keeper_.joinable()) keeper_.join();
+}
+
+Result<LivenessLock> LivenessLocks::Hold(const std::string& team, const std::string& agent) {
   MATES_RETURN_IF_ERROR(CheckNames(team, agent));
   // A connection of its own: the lock lives and dies with it.
-  MATES_ASSIGN_OR_RETURN(Connection c, Connection::Open(target_, 10));
+  MATES_ASSIGN_OR_RETURN(Connection c, Connection::Open(store_.target(), 10));
   MATES_ASSIGN_OR_RETURN(Rows r, c.Exec("SELECT pg_try_advisory_lock(hashtextextended($1, 0))",
                                         {LivenessKey(team, agent)}));
   if (r.text(0, 0) != "t") {
     return Status::Conflict("'" + agent + "' of team '" + team + "' is hosted by another process");
   }
-  auto held = std::make_shared<Liveness::Held>();
+  auto held = std::make_shared<LivenessLock::Held>();
   held->conn = std::move(c);
   held->key = LivenessKey(team, agent);
   held->who = "'" + agent + "' of team '" + team + "'";
-  held->store = this;
+  held->locks = this;
   {
-    std::lock_guard<std::mutex> lock(keeper_mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     kept_.push_back(held);
     if (!keeper_.joinable()) {
       keeper_ = std::thread([this] {
         NameThisThread("mates-liveness");
-        RunGuarded("the liveness keeper", [this] { KeepLiveness(); });
+        RunGuarded("the liveness keeper", [this] { Keep(); });
       });
     }
   }
-  return Liveness(std::move(held));
+  return LivenessLock(std::move(held));
 }
 
-void Store::KeepLiveness() {
-  std::unique_lock<std::mutex> lock(keeper_mu_);
+void LivenessLocks::Keep() {
+  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    keeper_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+    cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
     if (stopping_) return;
-    std::vector<std::shared_ptr<Liveness::Held>> held;
+    std::vector<std::shared_ptr<LivenessLock::Held>> held;
     for (auto it = kept_.begin(); it != kept_.end();) {
       if (auto h = it->lock()) {
         held.push_back(std::move(h));
@@ -100,11 +109,11 @@ void Store::KeepLiveness() {
   }
 }
 
-void Store::Retake(Liveness::Held& h) {
+void LivenessLocks::Retake(LivenessLock::Held& h) {
   std::lock_guard<std::mutex> lock(h.mu);
   if (h.released) return;
   if (h.conn.ok() && h.conn.Exec("SELECT 1").ok()) return;
-  auto c = Connection::Open(target_, 2);
+  auto c = Connection::Open(store_.target(), 2);
   if (!c.ok()) return;  // still out of reach: the next look tries again
   auto r = c->Exec("SELECT pg_try_advisory_lock(hashtextextended($1, 0))", {h.key});
   if (!r.ok()) return;
@@ -121,7 +130,7 @@ void Store::Retake(Liveness::Held& h) {
   h.lost = true;
   if (h.on_lost) {
     // Its holder stops hosting it: the lock is the other host's for good.
-    // Called under h.mu, so the Liveness (and what the call touches) cannot
+    // Called under h.mu, so the lock (and what the call touches) cannot
     // go meanwhile.
     h.released = true;
     auto lost = std::move(h.on_lost);
@@ -130,7 +139,7 @@ void Store::Retake(Liveness::Held& h) {
   }
 }
 
-Store::Liveness::~Liveness() {
+LivenessLock::~LivenessLock() {
   if (!held_) return;
   std::lock_guard<std::mutex> lock(held_->mu);
   held_->released = true;
@@ -138,16 +147,14 @@ Store::Liveness::~Liveness() {
   held_->conn = Connection();
 }
 
-Result<bool> Store::IsHosted(const std::string& team, const std::string& agent) {
+Result<bool> LivenessLocks::IsHosted(const std::string& team, const std::string& agent) {
   MATES_RETURN_IF_ERROR(CheckNames(team, agent));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   // Taken at once if nobody holds it; then given back in the same statement.
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT CASE WHEN pg_try_advisory_lock(k) THEN NOT pg_advisory_unlock(k) "
                                          "ELSE true END FROM (SELECT hashtextextended($1, 0) AS k) x",
                                          {LivenessKey(team, agent)}));
   return r.text(0, 0) == "t";
 }
-
-// -------------------------------------------------------------- journals
 
 }  // namespace mates::pg

@@ -54,9 +54,9 @@ Status NoMerge(int64_t id, const std::string& team) {
 
 }  // namespace
 
-Result<MergeRequest> Store::CreateMerge(const std::string& team, MergeRequest m) {
+Result<MergeRequest> MergeRows::Create(const std::string& team, MergeRequest m) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<MergeRequest> {
     // One creator at a time per team: ids are dense and never reused.
     MATES_RETURN_IF_ERROR(
@@ -74,19 +74,19 @@ Result<MergeRequest> Store::CreateMerge(const std::string& team, MergeRequest m)
   });
 }
 
-Result<MergeRequest> Store::GetMerge(const std::string& team, int64_t id) {
+Result<MergeRequest> MergeRows::Get(const std::string& team, int64_t id) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_RETURN_IF_ERROR(CheckMergeId(id));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT id, " + kBoundedMerge + " FROM mates_merges WHERE team = $1 AND id = $2",
                                          {team, Num(id)}));
   if (r.size() == 0) return NoMerge(id, team);
   return MergeOf(r, 0, team);
 }
 
-Result<std::vector<MergeRequest>> Store::ListMerges(const std::string& team) {
+Result<std::vector<MergeRequest>> MergeRows::List(const std::string& team) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT id, " + kBoundedMerge + " FROM mates_merges WHERE team = $1 ORDER BY id",
                                          {team}));
   std::vector<MergeRequest> out;
@@ -101,11 +101,11 @@ Result<std::vector<MergeRequest>> Store::ListMerges(const std::string& team) {
   return out;
 }
 
-Result<MergeRequest> Store::UpdateMerge(const std::string& team, int64_t id,
+Result<MergeRequest> MergeRows::Update(const std::string& team, int64_t id,
                                         const std::function<Status(MergeRequest&)>& mutate) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_RETURN_IF_ERROR(CheckMergeId(id));
-  MATES_ASSIGN_OR_RETURN(Lease c, Acquire());
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<MergeRequest> {
     MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT id, " + kBoundedMerge +
                                                " FROM mates_merges WHERE team = $1 AND id = $2 FOR UPDATE",

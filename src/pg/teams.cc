@@ -24,15 +24,15 @@ namespace {
 class StoreBoard : public TaskBoard {
  public:
   StoreBoard(Store& store, std::string team) : store_(store), team_(std::move(team)) {}
-  Result<Task> Create(const TaskDraft& draft) override { return store_.CreateTask(team_, draft); }
-  Result<Task> Get(int64_t id) override { return store_.GetTask(team_, id); }
-  Result<std::vector<Task>> List(bool include_deleted) override { return store_.ListTasks(team_, include_deleted); }
+  Result<Task> Create(const TaskDraft& draft) override { return store_.tasks().Create(team_, draft); }
+  Result<Task> Get(int64_t id) override { return store_.tasks().Get(team_, id); }
+  Result<std::vector<Task>> List(bool include_deleted) override { return store_.tasks().List(team_, include_deleted); }
   Result<Task> Update(int64_t id, const TaskPatch& patch, const Caller& caller) override {
-    return store_.UpdateTask(team_, id, patch, caller);
+    return store_.tasks().Update(team_, id, patch, caller);
   }
-  Result<Task> Claim(int64_t id, const std::string& owner) override { return store_.Claim(team_, id, owner); }
+  Result<Task> Claim(int64_t id, const std::string& owner) override { return store_.tasks().Claim(team_, id, owner); }
   Result<std::optional<Task>> ClaimNext(const std::string& owner, ClaimOutlook* outlook) override {
-    return store_.ClaimNext(team_, owner, outlook);
+    return store_.tasks().ClaimNext(team_, owner, outlook);
   }
 
  private:
@@ -44,16 +44,16 @@ class Mail : public TeamMail {
  public:
   Mail(Store& store, std::string team) : store_(store), team_(std::move(team)) {}
   const std::string& team() const override { return team_; }
-  Result<TeamConfig> LoadTeam() override { return store_.LoadTeam(team_); }
-  Status Deliver(const std::string& member, const Message& m) override { return store_.Append(team_, member, m); }
-  Result<std::vector<Message>> Peek(const std::string& member) override { return store_.Peek(team_, member); }
-  Status Log(const Message& m) override { return store_.LogMessage(team_, m); }
-  Result<std::optional<Message>> FindLogged(const std::string& id) override { return store_.FindLogged(team_, id); }
-  Status CreateRequest(const ProtocolRequest& r) override { return store_.CreateRequest(team_, r); }
-  Result<ProtocolRequest> GetRequest(const std::string& id) override { return store_.GetRequest(team_, id); }
-  Result<std::vector<ProtocolRequest>> ListRequests() override { return store_.ListRequests(team_); }
+  Result<TeamConfig> LoadTeam() override { return store_.rosters().LoadTeam(team_); }
+  Status Deliver(const std::string& member, const Message& m) override { return store_.mail().Append(team_, member, m); }
+  Result<std::vector<Message>> Peek(const std::string& member) override { return store_.mail().Peek(team_, member); }
+  Status Log(const Message& m) override { return store_.log().Append(team_, m); }
+  Result<std::optional<Message>> FindLogged(const std::string& id) override { return store_.log().Find(team_, id); }
+  Status CreateRequest(const ProtocolRequest& r) override { return store_.requests().Create(team_, r); }
+  Result<ProtocolRequest> GetRequest(const std::string& id) override { return store_.requests().Get(team_, id); }
+  Result<std::vector<ProtocolRequest>> ListRequests() override { return store_.requests().List(team_); }
   Result<ProtocolRequest> ResolveRequest(const std::string& id, bool approve, const std::string& response) override {
-    return store_.ResolveRequest(team_, id, approve, response);
+    return store_.requests().Resolve(team_, id, approve, response);
   }
 
  private:
@@ -65,7 +65,7 @@ class StoreInbox : public Inbox {
  public:
   StoreInbox(Store& store, std::string team, std::string member)
       : store_(store), team_(std::move(team)), member_(std::move(member)) {}
-  Result<std::vector<Message>> Peek() override { return store_.Peek(team_, member_); }
+  Result<std::vector<Message>> Peek() override { return store_.mail().Peek(team_, member_); }
   // An inbox found empty stays empty until a NOTIFY on its key (every
   // message appended sends one with its commit) or the listener's
   // reconnect: an idle teammate's looks ask the server once, not at every
@@ -81,7 +81,7 @@ class StoreInbox : public Inbox {
     if (empty_at_ && subscribed_ && store_.listener().Told(key) == *empty_at_) return size_t{0};
     std::optional<uint64_t> at;
     if (subscribed_) at = store_.listener().Told(key);
-    MATES_ASSIGN_OR_RETURN(size_t n, store_.PendingCount(team_, member_));
+    MATES_ASSIGN_OR_RETURN(size_t n, store_.mail().PendingCount(team_, member_));
     empty_at_ = n == 0 ? at : std::nullopt;
     if (n == 0 && !subscribed_ && ++empties_ == 2) {
       // Found empty a second time: worth listening to its channel, from
@@ -98,14 +98,14 @@ class StoreInbox : public Inbox {
   // Asks the server: a loop about to deliver its inbox before a model call
   // must not make that call without a message just committed.
   bool MayHavePending() override {
-    auto n = store_.PendingCount(team_, member_);
+    auto n = store_.mail().PendingCount(team_, member_);
     return n.ok() && *n > 0;
   }
   Result<Taken> Take(const std::function<bool(const std::vector<Message>&)>& keep,
                      const AlreadyDelivered& already) override {
-    MATES_ASSIGN_OR_RETURN(Store::Batch batch, store_.BeginDrain(team_, member_, already));
+    MATES_ASSIGN_OR_RETURN(MailRows::Batch batch, store_.mail().BeginDrain(team_, member_, already));
     // Not kept: rolled back with the batch.
-    return KeepOrLeave(batch, false, keep, [&](Store::Batch& b) { return store_.Commit(b); });
+    return KeepOrLeave(batch, false, keep, [&](MailRows::Batch& b) { return store_.mail().Commit(b); });
   }
   Result<std::unique_ptr<Watch>> WatchWith(std::shared_ptr<Waker> waker) override {
     MATES_ASSIGN_OR_RETURN(Listener::Subscription sub,
@@ -126,11 +126,11 @@ class StoreInbox : public Inbox {
 class StoreMerges : public MergeBook {
  public:
   StoreMerges(Store& store, std::string team) : store_(store), team_(std::move(team)) {}
-  Result<MergeRequest> Create(MergeRequest m) override { return store_.CreateMerge(team_, std::move(m)); }
-  Result<MergeRequest> Get(int64_t id) const override { return store_.GetMerge(team_, id); }
-  Result<std::vector<MergeRequest>> List() const override { return store_.ListMerges(team_); }
+  Result<MergeRequest> Create(MergeRequest m) override { return store_.merges().Create(team_, std::move(m)); }
+  Result<MergeRequest> Get(int64_t id) const override { return store_.merges().Get(team_, id); }
+  Result<std::vector<MergeRequest>> List() const override { return store_.merges().List(team_); }
   Result<MergeRequest> Update(int64_t id, const std::function<Status(MergeRequest&)>& mutate) override {
-    return store_.UpdateMerge(team_, id, mutate);
+    return store_.merges().Update(team_, id, mutate);
   }
 
  private:
@@ -142,12 +142,12 @@ class StoreJournal : public JournalCopy {
  public:
   StoreJournal(Store& store, std::string team, std::string member)
       : store_(store), team_(std::move(team)), member_(std::move(member)) {}
-  Result<std::vector<std::string>> Lines() override { return store_.JournalLines(team_, member_); }
+  Result<std::vector<std::string>> Lines() override { return store_.journals().Lines(team_, member_); }
   Status Put(int64_t first, const std::vector<std::string>& lines) override {
-    return store_.PutJournal(team_, member_, first, lines);
+    return store_.journals().Put(team_, member_, first, lines);
   }
   Status Replace(const std::vector<std::string>& lines) override {
-    return store_.ReplaceJournal(team_, member_, lines);
+    return store_.journals().Replace(team_, member_, lines);
   }
 
  private:
@@ -167,7 +167,7 @@ class TeamCheckedBoard : public TaskBoard {
   Result<Task> Get(int64_t id) override { return Checked(board_->Get(id)); }
   Result<std::vector<Task>> List(bool include_deleted) override {
     auto r = board_->List(include_deleted);
-    if (r.ok() && r->empty()) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
+    if (r.ok() && r->empty()) MATES_RETURN_IF_ERROR(store_.rosters().HasTeam(team_));
     return Checked(std::move(r));
   }
   Result<Task> Update(int64_t id, const TaskPatch& patch, const Caller& caller) override {
@@ -176,7 +176,7 @@ class TeamCheckedBoard : public TaskBoard {
   Result<Task> Claim(int64_t id, const std::string& owner) override { return Checked(board_->Claim(id, owner)); }
   Result<std::optional<Task>> ClaimNext(const std::string& owner, ClaimOutlook* outlook) override {
     auto r = board_->ClaimNext(owner, outlook);
-    if (r.ok() && !r->has_value()) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
+    if (r.ok() && !r->has_value()) MATES_RETURN_IF_ERROR(store_.rosters().HasTeam(team_));
     return Checked(std::move(r));
   }
   Result<std::optional<int64_t>> NextClaimable(const std::string& owner) override {
@@ -186,7 +186,7 @@ class TeamCheckedBoard : public TaskBoard {
  private:
   template <typename T>
   Result<T> Checked(Result<T> r) {
-    if (!r.ok() && r.status().code() == StatusCode::kNotFound) MATES_RETURN_IF_ERROR(store_.HasTeam(team_));
+    if (!r.ok() && r.status().code() == StatusCode::kNotFound) MATES_RETURN_IF_ERROR(store_.rosters().HasTeam(team_));
     return r;
   }
   Store& store_;
@@ -200,31 +200,31 @@ class Teams : public TeamStore {
   Teams(std::unique_ptr<Store> store, Workspace ws) : owned_(std::move(store)), store_(*owned_), ws_(std::move(ws)) {}
   std::string where() const override { return store_.target().shown; }
   bool spans_machines() const override { return true; }
-  Result<std::vector<std::string>> ListTeams() override { return store_.ListTeams(); }
-  Status DeleteTeam(const std::string& team) override { return store_.DeleteTeam(team); }
-  Result<TeamConfig> LoadTeam(const std::string& team) override { return store_.LoadTeam(team); }
+  Result<std::vector<std::string>> ListTeams() override { return store_.rosters().ListTeams(); }
+  Status DeleteTeam(const std::string& team) override { return store_.rosters().DeleteTeam(team); }
+  Result<TeamConfig> LoadTeam(const std::string& team) override { return store_.rosters().LoadTeam(team); }
   Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
                                 const std::string& description) override {
-    return store_.CreateTeam(team, lead, description);
+    return store_.rosters().CreateTeam(team, lead, description);
   }
   Result<Member> AddMember(const std::string& team, Member member) override {
-    return store_.AddMember(team, std::move(member));
+    return store_.rosters().AddMember(team, std::move(member));
   }
   Result<TeamConfig> UpdateTeam(const std::string& team,
                                 const std::function<Status(TeamConfig&)>& mutate) override {
-    return store_.UpdateTeam(team, mutate);
+    return store_.rosters().UpdateTeam(team, mutate);
   }
   Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team, const std::string& member) override {
-    auto held = store_.HoldLiveness(team, member);
+    auto held = store_.liveness().Hold(team, member);
     if (!held.ok() && held.status().code() == StatusCode::kConflict) {
       return Status::Conflict("'" + member + "' of team '" + team + "' is hosted by another process (on this machine or another)");
     }
     if (!held.ok()) return held.status();
     struct Held : Hold {
-      explicit Held(Store::Liveness l) : liveness(std::move(l)) {}
+      explicit Held(LivenessLock l) : liveness(std::move(l)) {}
       void OnLost(std::function<void()> lost) override { liveness.OnLost(std::move(lost)); }
       bool StillHeld() override { return liveness.StillHeld(); }
-      Store::Liveness liveness;
+      LivenessLock liveness;
     };
     return std::unique_ptr<Hold>(std::make_unique<Held>(std::move(*held)));
   }
@@ -245,13 +245,13 @@ class Teams : public TeamStore {
     MATES_ASSIGN_OR_RETURN(Listener::Subscription sub, store_.listener().Subscribe(key, std::move(waker)));
     return Holding(std::move(sub));
   }
-  Status HasTeam(const std::string& team) override { return store_.HasTeam(team); }
+  Status HasTeam(const std::string& team) override { return store_.rosters().HasTeam(team); }
   Status SetStatuses(const std::string& team,
                      const std::vector<std::pair<std::string, MemberStatus>>& changes) override {
-    return store_.SetStatuses(team, changes);
+    return store_.rosters().SetStatuses(team, changes);
   }
   Result<std::shared_ptr<ClaimLine>> ClaimLineOf(const std::string& team) override {
-    return store_.ClaimLineOf(team);
+    return store_.tasks().ClaimLineOf(team);
   }
   std::unique_ptr<TaskBoard> Board(const std::string& team) override { return TeamBoard(store_, team); }
   Result<std::unique_ptr<TaskBoard>> CheckedBoard(const std::string& team) override {
@@ -266,25 +266,25 @@ class Teams : public TeamStore {
     return std::make_unique<StoreInbox>(store_, team, member);
   }
   bool IsHosted(const std::string& team, const std::string& member) override {
-    auto hosted = store_.IsHosted(team, member);
+    auto hosted = store_.liveness().IsHosted(team, member);
     return hosted.ok() && *hosted;
   }
   Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) override {
-    return store_.TailLog(team, n);
+    return store_.log().Tail(team, n);
   }
   Status ReadLog(const std::string& team, const std::function<void(const Message&)>& each) override {
     for (int64_t cursor = 0;;) {
-      MATES_ASSIGN_OR_RETURN(std::vector<Message> page, store_.ReadLog(team, &cursor));
+      MATES_ASSIGN_OR_RETURN(std::vector<Message> page, store_.log().Read(team, &cursor));
       if (page.empty()) return Status::Ok();
       for (const auto& m : page) each(m);
     }
   }
   // The cursor is the log's sequence number: a team's messages become
-  // visible in its order (Store::LogMessage).
+  // visible in its order (LogRows::Append).
   Result<LogPage> TailLog(const std::string& team, size_t n, size_t max_bytes) override {
     LogPage page;
     int64_t cursor = 0;
-    MATES_ASSIGN_OR_RETURN(page.messages, store_.TailLog(team, n, &cursor, max_bytes));
+    MATES_ASSIGN_OR_RETURN(page.messages, store_.log().Tail(team, n, &cursor, max_bytes));
     page.next = static_cast<uint64_t>(cursor);
     return page;
   }
@@ -292,29 +292,29 @@ class Teams : public TeamStore {
     if (after > static_cast<uint64_t>(INT64_MAX)) return Status::InvalidArgument("after: past the end of the log");
     LogPage page;
     int64_t cursor = static_cast<int64_t>(after);
-    MATES_ASSIGN_OR_RETURN(page.messages, store_.ReadLog(team, &cursor, kLogPageRows, max_bytes));
+    MATES_ASSIGN_OR_RETURN(page.messages, store_.log().Read(team, &cursor, kLogPageRows, max_bytes));
     page.next = static_cast<uint64_t>(cursor);
     // Cut short, by rows or bytes: the reader asks again at once.
     if (page.next > after) {
       int64_t probe = cursor;
-      auto beyond = store_.ReadLog(team, &probe, 1);
+      auto beyond = store_.log().Read(team, &probe, 1);
       page.more = beyond.ok() && probe > cursor;
     }
     return page;
   }
   Result<std::vector<std::pair<std::string, std::string>>> Activities(const std::string& team) override {
-    return store_.Activities(team);
+    return store_.journals().Activities(team);
   }
   // The store's copy: every machine's agents, whichever hosts them.
   Result<JournalText> ReadJournal(const std::string& team, const std::string& member, size_t max_bytes) override {
     JournalText j;
     j.where = "the journal copy of '" + member + "' in " + store_.target().shown + " (mates store export writes it out)";
-    MATES_ASSIGN_OR_RETURN(uint64_t size, store_.JournalBytes(team, member));
+    MATES_ASSIGN_OR_RETURN(uint64_t size, store_.journals().Bytes(team, member));
     if (size > max_bytes) {
       j.too_large = true;
       return j;
     }
-    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, store_.JournalLines(team, member));
+    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, store_.journals().Lines(team, member));
     if (lines.empty()) return Status::NotFound("no journal for '" + member + "'");
     for (const auto& l : lines) {
       j.text += l;
@@ -337,7 +337,7 @@ class Teams : public TeamStore {
     Store* store = &store_;
     auto said = std::make_shared<bool>(false);  // the writer's thread only
     return [store, team, member, said](const std::string& doc) {
-      Status s = store->PutActivity(team, member, doc);
+      Status s = store->journals().PutActivity(team, member, doc);
       if (!s.ok() && !*said) LogDebug("activity of " + member + "@" + team + " not in the store: " + s.message());
       *said = !s.ok();
     };

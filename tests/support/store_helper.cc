@@ -63,7 +63,7 @@ int Write(const std::string& dir, const std::string& member, long count, const s
     m.recipient = member;
     m.content = "message " + std::to_string(i) + " from " + tag;
     m.timestamp = WallSeconds();
-    Status s = store ? store->Append(kPgTeam, member, m) : box->Append(m);
+    Status s = store ? store->mail().Append(kPgTeam, member, m) : box->Append(m);
     if (!s.ok()) return Die(s.message());
   }
   return 0;
@@ -128,8 +128,8 @@ int Drain(const std::string& dir, const std::string& member, const std::string& 
     if (!sub.ok()) return Die(sub.status().message());
     pg::Store& st = **store;
     return DrainLoop(
-        sink, expect, *waker, [&](const auto& already) { return st.BeginDrain(kPgTeam, member, already); },
-        [&](pg::Store::Batch& b) { return st.Commit(b); }, [](const pg::Store::Batch& b) { return b.rows.empty(); });
+        sink, expect, *waker, [&](const auto& already) { return st.mail().BeginDrain(kPgTeam, member, already); },
+        [&](pg::MailRows::Batch& b) { return st.mail().Commit(b); }, [](const pg::MailRows::Batch& b) { return b.rows.empty(); });
   }
   Mailbox box(dir, member);
   auto sub = Watcher::Default().Subscribe(dir, member + "_inbox.jsonl", waker);
@@ -145,7 +145,7 @@ int Drain(const std::string& dir, const std::string& member, const std::string& 
 int Host(const std::string& url, const std::string& agent) {
   auto store = OpenPg(url);
   if (!store.ok()) return Die(store.status().message());
-  auto held = (*store)->HoldLiveness(kPgTeam, agent);
+  auto held = (*store)->liveness().Hold(kPgTeam, agent);
   if (!held.ok()) return Die(held.status().message());
   std::printf("hosting\n");
   std::fflush(stdout);
@@ -176,7 +176,7 @@ int ClaimLoop(const std::string& dir, const std::string& owner, const std::strin
   if (!out.valid()) return Die("open out");
   long n = 0;
   for (;;) {
-    auto t = store ? store->ClaimNext(kPgTeam, owner) : board->ClaimNext(owner);
+    auto t = store ? store->tasks().ClaimNext(kPgTeam, owner) : board->ClaimNext(owner);
     if (!t.ok()) return Die(t.status().message());
     if (!t->has_value()) break;
     Status s = WriteAll(out.get(), std::to_string((*t)->id) + "\n", out_path.c_str());
