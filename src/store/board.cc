@@ -183,98 +183,23 @@ Result<Task> Board::Update(int64_t id, const TaskPatch& patch, const Caller& cal
       if (--b->updates_waiting_ == 0) b->gate_cv_.notify_all();
     }
   } first(this);
-  UpdateOp op{id, &patch, &caller, &metadata_patch};
-  std::unique_lock<std::mutex> q(ops_mu_);
-  *(ops_tail_ != nullptr ? &ops_tail_->next : &ops_head_) = &op;
-  ops_tail_ = &op;
-  if (!applying_) {
-    applying_ = true;
-    ApplyQueuedUpdates(q);
-  }
-  // Queued while another applied updates: that one applies this one in its
-  // turn, or passes the turn to it (it looks at the queue under ops_mu_
-  // before it ends its turn).
-  for (;;) {
-    op.applied.wait(q, [&] { return op.done || op.take_turn; });
-    if (op.done) return std::move(*op.result);
-    op.take_turn = false;
-    ApplyQueuedUpdates(q);
-  }
+  std::lock_guard<std::mutex> guard(mu_);
+  MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::AcquireFolder(dir_));
+  MATES_RETURN_IF_ERROR(RefreshLocked());
+  auto updated = UpdateLocked(id, patch, caller, metadata_patch);
+  HandOutLocked();
+  return updated;
 }
 
-size_t Board::queued_updates() {
-  std::lock_guard<std::mutex> q(ops_mu_);
-  size_t n = 0;
-  for (const UpdateOp* op = ops_head_; op != nullptr; op = op->next) ++n;
-  return n;
-}
-
-void Board::ApplyQueuedUpdates(std::unique_lock<std::mutex>& q) {
-  UpdateOp* applied = nullptr;  // in the order they came
-  UpdateOp** applied_end = &applied;
-  q.unlock();
-  {
-    std::lock_guard<std::mutex> guard(mu_);
-    auto lock = FileLock::AcquireFolder(dir_);
-    Status ready = lock.ok() ? Guarded("refreshing the board", [&] { return RefreshLocked(); })
-                             : lock.status();
-    // The updates that come while some are applied are applied in the
-    // same hold, then the tasks they leave claimable handed out.
-    for (;;) {
-      UpdateOp* batch = nullptr;
-      {
-        std::lock_guard<std::mutex> g(ops_mu_);
-        batch = std::exchange(ops_head_, nullptr);
-        ops_tail_ = nullptr;
-      }
-      if (batch == nullptr) break;
-      *applied_end = batch;
-      for (UpdateOp* op = batch; op != nullptr; op = op->next) {
-        op->result = ready.ok() ? Guarded("updating a task",
-                                          [&]() -> Result<Task> { return UpdateLocked(*op); })
-                                : Result<Task>(ready);
-        applied_end = &op->next;
-      }
-      if (ready.ok()) {
-        (void)Guarded("handing out tasks", [&] {
-          HandOutLocked();
-          return Status::Ok();
-        });
-      }
-    }
-  }
-  if (after_hold_for_tests_) after_hold_for_tests_();
-  q.lock();
-  // The updaters wake now, after the hand-out: what they do next is not
-  // what the claimers it woke wait for.
-  for (UpdateOp* op = applied; op != nullptr;) {
-    UpdateOp* next = op->next;  // (`op` may be gone once done is seen)
-    op->done = true;
-    op->applied.notify_one();
-    op = next;
-  }
-  // One turn each: updaters that go on updating as fast as they are
-  // answered would keep an applier applying theirs, and its own caller
-  // waiting, for as long as they do. The first queued since takes over.
-  if (ops_head_ != nullptr) {
-    ops_head_->take_turn = true;
-    ops_head_->applied.notify_one();
-  } else {
-    applying_ = false;
-  }
-}
-
-Result<Task> Board::UpdateLocked(const UpdateOp& op) {
-  const int64_t id = op.id;
-  const TaskPatch& patch = *op.patch;
-  const Caller& caller = *op.caller;
+Result<Task> Board::UpdateLocked(int64_t id, const TaskPatch& patch, const Caller& caller,
+                                  const Json& metadata_patch) {
   MATES_ASSIGN_OR_RETURN(Task t, FullTaskLocked(id));
   // Everything is validated before anything is written (store/task_rules.h).
   const TaskLookup lookup = LookupLocked();
   MATES_RETURN_IF_ERROR(CheckUpdateAllowed(t, patch, caller));
   MATES_ASSIGN_OR_RETURN(NewLinks links, CheckNewLinks(t, patch, lookup));
   std::vector<int64_t> dropped;
-  MATES_RETURN_IF_ERROR(ApplyPatch(t, patch, *op.metadata_patch, links, caller, lookup, &dropped));
+  MATES_RETURN_IF_ERROR(ApplyPatch(t, patch, metadata_patch, links, caller, lookup, &dropped));
   std::vector<int64_t> ids;
   if (t.status == TaskStatus::kDeleted) {
     for (size_t oid = 1; oid < tasks_.size(); ++oid) {

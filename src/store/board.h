@@ -129,12 +129,6 @@ class Board {
 
   const fs::path& dir() const { return dir_; }
 
-  // Updates queued and not yet taken by whoever applies them (tests).
-  size_t queued_updates();
-  // Tests: called by each turn of applying updates after its lock hold,
-  // before it wakes the updaters and ends. Set before any Update.
-  void SetAfterHoldForTests(std::function<void()> f) { after_hold_for_tests_ = std::move(f); }
-
  private:
   // ClaimNext's choice, confirmed from its file; the board lock held.
   std::optional<int64_t> NextClaimableLocked(const std::string& owner);
@@ -188,36 +182,7 @@ class Board {
   const fs::path index_path_;
   const fs::path spare_path_;  // ReplaceFileViaSpare's spare, under the lock
 
-  // An Update in the queue, and what it came to. Updates are combined:
-  // one that finds nobody applying them applies every update queued, its
-  // own and those that come meanwhile, each a write of its own in the
-  // order they came, in one lock hold while they keep coming, then hands
-  // out what they left claimable. A level of 30 completions used to queue
-  // on the lock one by one: each updater had to be woken and given a core
-  // for its turn (~0.1 ms each on two busy cores), and a holder preempted
-  // in the middle of its write held all the others back.
-  struct UpdateOp {
-    int64_t id;
-    const TaskPatch* patch;
-    const Caller* caller;
-    const Json* metadata_patch;
-    std::optional<Result<Task>> result;  // set by whoever applies it, then `done`
-    bool done = false;                   // guarded by ops_mu_
-    bool take_turn = false;              // guarded by ops_mu_: apply the queue now
-    UpdateOp* next = nullptr;            // the queue, then the applier's list
-    std::condition_variable applied;     // notified with ops_mu_ held
-  };
-  // One turn of applying: the updates queued, and those that come while it
-  // holds the lock; then their updaters are woken, and the turn passes to
-  // the first update queued since, if any. `q` holds ops_mu_ on entry and
-  // on return; applying_ is true on entry.
-  void ApplyQueuedUpdates(std::unique_lock<std::mutex>& q);
-  Result<Task> UpdateLocked(const UpdateOp& op);
-  std::mutex ops_mu_;
-  UpdateOp* ops_head_ = nullptr;  // guarded by ops_mu_: queued, not yet taken
-  UpdateOp* ops_tail_ = nullptr;  // guarded by ops_mu_
-  bool applying_ = false;         // guarded by ops_mu_: someone applies them
-  std::function<void()> after_hold_for_tests_;
+  Result<Task> UpdateLocked(int64_t id, const TaskPatch& patch, const Caller& caller, const Json& metadata_patch);
   // Updates (a task completed, say) go before the claims that wait: idle
   // teammates looking again at every change must not hold back the
   // completion the next level waits for.

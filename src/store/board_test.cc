@@ -394,132 +394,9 @@ TEST(BoardTest, RacingClaimersInThreadsEachWinDistinctTasks) {
   EXPECT_EQ(owners.size(), 300u);
 }
 
-// Reserves nobody, and holds the hand-out it is asked for while Hold() is
-// in force; notes the threads that ask.
-class HoldingClaimers : public Board::Claimers {
- public:
-  std::vector<std::string> Reserve(int64_t, const std::vector<std::string>&) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    askers_.insert(std::this_thread::get_id());
-    held_ = hold_;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return !hold_; });
-    held_ = false;
-    return {};
-  }
-  void Hand(const std::string&, std::optional<Task>, bool) override {}
-  void Hold() {
-    std::lock_guard<std::mutex> lock(mu_);
-    hold_ = true;
-  }
-  void WaitHeld() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return held_; });
-  }
-  void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    hold_ = false;
-    cv_.notify_all();
-  }
-  std::set<std::thread::id> askers() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return askers_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool hold_ = false, held_ = false;
-  std::set<std::thread::id> askers_;
-};
-
-// Updates that come while others are applied are applied by the same
-// thread in the same turn (no updater waits to be woken for its own), in
-// the order they came, and each gets its own answer: one refused does not
-// stop the others.
-TEST(BoardTest, UpdatesThatComeWhileOthersAreAppliedAreAppliedWithThemEachWithItsAnswer) {
-  TempDir dir;
-  Board board(dir.path());
-  for (const char* s : {"open", "two", "three", "four"}) ASSERT_TRUE(board.Create(Draft(s)).ok());
-  ASSERT_TRUE(board.Claim(4, "alice").ok());  // #1 stays claimable: every update's hand-out asks
-  auto claimers = std::make_shared<HoldingClaimers>();
-  board.SetClaimers(claimers);
-  auto subject = [](const std::string& s) {
-    TaskPatch p;
-    p.subject = s;
-    return p;
-  };
-  std::optional<Result<Task>> a, b1, b2, c;
-  claimers->Hold();
-  std::thread ta([&] { a = board.Update(2, subject("two, renamed"), kLead); });
-  const std::thread::id applier = ta.get_id();
-  claimers->WaitHeld();  // ta applies its update and hands out: the queue is its now
-  std::thread tb([&] { b1 = board.Update(3, subject("three, once"), kLead); });
-  ASSERT_TRUE(testing::WaitUntil([&] { return board.queued_updates() == 1; }));
-  TaskPatch steal;
-  steal.owner = "bob";
-  std::thread tc([&] { c = board.Update(4, steal, Caller{"bob", false}); });
-  ASSERT_TRUE(testing::WaitUntil([&] { return board.queued_updates() == 2; }));
-  std::thread tb2([&] { b2 = board.Update(3, subject("three, twice"), kLead); });
-  ASSERT_TRUE(testing::WaitUntil([&] { return board.queued_updates() == 3; }));
-  claimers->Release();
-  for (std::thread* t : {&ta, &tb, &tc, &tb2}) t->join();
-
-  ASSERT_TRUE(a.has_value() && a->ok()) << (a ? a->status().message() : "no answer");
-  EXPECT_EQ((*a)->subject, "two, renamed");
-  ASSERT_TRUE(b1.has_value() && b1->ok());
-  EXPECT_EQ((*b1)->subject, "three, once");
-  ASSERT_TRUE(b2.has_value() && b2->ok());
-  EXPECT_EQ((*b2)->subject, "three, twice");  // after b1: they kept their order
-  ASSERT_TRUE(c.has_value());
-  EXPECT_EQ(c->status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(c->status().message().find("owned by 'alice'"), std::string::npos)
-      << c->status().message();
-  // Every hand-out was the first updater's: the others were applied in its turn.
-  EXPECT_EQ(claimers->askers(), std::set<std::thread::id>{applier});
-  Board fresh(dir.path(), Board::Options{.watch = false});
-  EXPECT_EQ(fresh.Get(2)->subject, "two, renamed");
-  EXPECT_EQ(fresh.Get(3)->subject, "three, twice");
-  EXPECT_EQ(fresh.Get(4)->owner, "alice");
-}
-
-// A turn applies what is queued when it holds the lock; an update queued
-// after that is not applied by the same updater in a second turn: the turn
-// passes to it (an updater answered must not be kept applying others').
-TEST(BoardTest, AnUpdateQueuedAfterATurnsHoldTakesTheNextTurnItself) {
-  TempDir dir;
-  Board board(dir.path());
-  for (const char* s : {"open", "two", "three"}) ASSERT_TRUE(board.Create(Draft(s)).ok());
-  auto claimers = std::make_shared<HoldingClaimers>();  // not holding: it notes who hands out
-  board.SetClaimers(claimers);
-  auto subject = [](const std::string& s) {
-    TaskPatch p;
-    p.subject = s;
-    return p;
-  };
-  std::optional<Result<Task>> b;
-  std::thread tb;
-  std::thread::id tb_id;
-  bool first = true;
-  board.SetAfterHoldForTests([&] {
-    if (!std::exchange(first, false)) return;
-    tb = std::thread([&] { b = board.Update(3, subject("three, renamed"), kLead); });
-    tb_id = tb.get_id();
-    ASSERT_TRUE(testing::WaitUntil([&] { return board.queued_updates() == 1; }));
-  });
-  auto a = board.Update(2, subject("two, renamed"), kLead);  // this thread's turn
-  ASSERT_TRUE(a.ok()) << a.status().message();
-  EXPECT_EQ(a->subject, "two, renamed");
-  tb.join();
-  ASSERT_TRUE(b.has_value() && b->ok());
-  EXPECT_EQ((*b)->subject, "three, renamed");
-  // Each applied its own, in its own turn.
-  EXPECT_EQ(claimers->askers(), (std::set<std::thread::id>{std::this_thread::get_id(), tb_id}));
-}
-
 // Updaters that go on updating as fast as they are answered, through one
 // board: each gets its own answer every time (a refusal among them too),
-// nobody waits forever for a turn, and each task ends as its last update
+// nobody waits forever, and each task ends as its last update
 // left it.
 TEST(BoardTest, ManyUpdatersInARowEachGetTheirAnswersAndTheirLastWriteStands) {
   TempDir dir;
@@ -552,7 +429,6 @@ TEST(BoardTest, ManyUpdatersInARowEachGetTheirAnswersAndTheirLastWriteStands) {
               "t" + std::to_string(k) + " round " + std::to_string(kRounds - 1));
   }
   EXPECT_EQ(fresh.Get(kUpdaters + 1)->owner, "alice");
-  EXPECT_EQ(board.queued_updates(), 0u);
 }
 
 // What ClaimNext(owner) must take, worked out from the task files alone:
