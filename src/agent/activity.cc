@@ -114,20 +114,12 @@ namespace {
 // in team_bench). A person does not see 10 ms; Flush does not wait them out.
 // A document is made from the latest state when it is written, on this
 // thread: not at every change, on the agent's.
-//
-// Between bursts the writer lingers: it looks at its queue every kSettle
-// by itself, and a change is not a wake-up. Waking it (a
-// futex wake of a thread asleep on another core) cost the agent ~30 µs
-// on its way to its model call, in every handoff, and a team at work
-// posts several changes a second per agent. It lingers as long as bursts
-// have been coming (a Linger: twice the longest of the last gaps between
-// them, at most kLinger), then sleeps until the next change wakes it: a
-// team that went idle costs a few looks, and then nothing.
+// Between bursts it sleeps until a change wakes it: a team that went
+// idle costs nothing.
 class ActivityWriter {
  public:
   using Slot = ActivityFile::Slot;
   static constexpr auto kSettle = ActivityFile::kSettle;
-  static constexpr auto kLinger = ActivityFile::kLinger;
 
   static ActivityWriter& Get() {
     static ActivityWriter writer;
@@ -150,29 +142,8 @@ class ActivityWriter {
           RunGuarded("the activity writer", [this] { Main(); });
         });
       wake = waiting_for_work_;
-      if (wake) ++wakeups_;
     }
     if (wake) work_cv_.notify_one();
-  }
-
-  uint64_t wakeups() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return wakeups_;
-  }
-
-  bool waiting() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return waiting_;
-  }
-
-  bool sleeping() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return waiting_for_work_;
-  }
-
-  void set_linger_most(SteadyClock::duration most) {
-    std::lock_guard<std::mutex> lock(mu_);
-    linger_most_ = most;
   }
 
   void Flush() {
@@ -195,33 +166,19 @@ class ActivityWriter {
  private:
   void Main() {
     std::unique_lock<std::mutex> lock(mu_);
-    auto quiet_since = SteadyClock::now();  // the last burst written
-    Linger linger(kLinger);
     for (;;) {
       if (queue_.empty()) {
         if (stop_) return;  // all written
-        waiting_ = true;
-        linger.set_most(linger_most_);
-        if (SteadyClock::now() - quiet_since < linger.For()) {
-          // Lingering: posts do not wake it (waiting_for_work_ is false);
-          // a flush or the end does.
-          work_cv_.wait_until(lock, SteadyClock::now() + kSettle,
-                              [this] { return stop_ || !queue_.empty(); });
-        } else {
-          waiting_for_work_ = true;
-          work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-          waiting_for_work_ = false;
-        }
-        waiting_ = false;
+        waiting_for_work_ = true;
+        work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        waiting_for_work_ = false;
         continue;
       }
       // A burst, written kSettle after its first change; posts meanwhile
-      // join it.
-      linger.Batch(burst_start_);
+      // join it (they do not wake the writer: waiting_for_work_ is false).
       work_cv_.wait_until(lock, burst_start_ + kSettle, [this] { return stop_ || flushing_ > 0; });
       while (!queue_.empty()) WriteOne(lock);
       idle_cv_.notify_all();
-      quiet_since = SteadyClock::now();
     }
   }
 
@@ -258,9 +215,6 @@ class ActivityWriter {
   int flushing_ = 0;                         // guarded by mu_
   bool waiting_for_work_ = false;            // guarded by mu_: a post wakes it
   SteadyClock::time_point burst_start_;      // guarded by mu_: the queue's first change
-  uint64_t wakeups_ = 0;                     // guarded by mu_: posts that woke it
-  bool waiting_ = false;                     // guarded by mu_: nothing queued, it waits
-  SteadyClock::duration linger_most_ = kLinger;  // guarded by mu_
   bool stop_ = false;                        // guarded by mu_
   std::thread thread_;
 };
@@ -282,14 +236,6 @@ ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model,
 ActivityFile::~ActivityFile() { ActivityWriter::Get().Flush(); }
 
 void ActivityFile::FlushAll() { ActivityWriter::Get().Flush(); }
-
-uint64_t ActivityFile::WriterWakeupsForTests() { return ActivityWriter::Get().wakeups(); }
-
-bool ActivityFile::WriterWaitingForTests() { return ActivityWriter::Get().waiting(); }
-
-bool ActivityFile::WriterSleepingForTests() { return ActivityWriter::Get().sleeping(); }
-
-void ActivityFile::SetWriterLingerForTests(SteadyClock::duration most) { ActivityWriter::Get().set_linger_most(most); }
 
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
 void ActivityFile::Tool(const llm::ContentBlock& call) { Enter(ActivityState::kTool, DescribeCall(call)); }

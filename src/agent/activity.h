@@ -75,20 +75,6 @@ class ActivityFile {
   // with all that came meanwhile (the writer, in activity.cc, says why);
   // FlushAll does not wait it out.
   static constexpr std::chrono::milliseconds kSettle{10};
-  // For up to this long after a burst is written (as long as bursts have
-  // been coming, core/clock's Linger), the writer looks for changes every
-  // kSettle by itself (a change does not wake it); then it sleeps until
-  // one does.
-  static constexpr std::chrono::seconds kLinger{1};
-  // How many changes have had to wake the writer so far (tests).
-  static uint64_t WriterWakeupsForTests();
-  // Whether the writer has nothing queued and waits (tests).
-  static bool WriterWaitingForTests();
-  // Whether it has stopped looking and sleeps until a change wakes it
-  // (tests).
-  static bool WriterSleepingForTests();
-  // How long the writer lingers at most (tests; kLinger otherwise).
-  static void SetWriterLingerForTests(SteadyClock::duration most);
 
   struct Slot;  // what the writer thread shares with an ActivityFile
 

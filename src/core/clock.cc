@@ -84,20 +84,4 @@ Clock& Clock::Real() {
 
 bool Expired(const Deadline& d) { return d.has_value() && SteadyClock::now() >= *d; }
 
-void Linger::Batch(SteadyClock::time_point at) {
-  if (last_) {
-    gaps_[next_] = at - *last_;
-    next_ = (next_ + 1) % kGaps;
-    gaps_seen_ = std::min(gaps_seen_ + 1, kGaps);
-  }
-  last_ = at;
-}
-
-SteadyClock::duration Linger::For() const {
-  if (gaps_seen_ == 0) return most_;
-  SteadyClock::duration longest{0};
-  for (int i = 0; i < gaps_seen_; ++i) longest = std::max(longest, gaps_[i]);
-  return std::min(most_, 2 * longest);
-}
-
 }  // namespace mates

@@ -52,32 +52,6 @@ class FineTimerSlack {
 // Sleeps until `until`, to within tens of microseconds.
 void SleepUntilOnTime(SteadyClock::time_point until);
 
-// How long a writer thread that batches its work keeps looking for work by
-// itself after a batch, before it sleeps until woken. Looking is cheap for
-// the writer (a timed wait) and saves whoever posts the next change a
-// wake-up (a futex wake of a thread asleep on another core: 30-50 µs on
-// the way to a model call). But each look is a wake-up of the writer's
-// own, so it looks only as long as batches have been coming: twice the
-// longest gap among its last kGaps batches, at most `most`. A team at work
-// (batches every level's turn) keeps it looking from one to the next; one
-// that went idle costs a few looks, not a second of them.
-class Linger {
- public:
-  explicit Linger(SteadyClock::duration most) : most_(most) {}
-  void set_most(SteadyClock::duration most) { most_ = most; }
-  // A batch was taken at `at` (times never go back).
-  void Batch(SteadyClock::time_point at);
-  // How long to look after the last batch (`most` until two were seen).
-  SteadyClock::duration For() const;
-  static constexpr int kGaps = 8;
-
- private:
-  SteadyClock::duration most_;
-  SteadyClock::duration gaps_[kGaps] = {};  // a ring: the oldest is overwritten
-  int gaps_seen_ = 0;                        // up to kGaps
-  int next_ = 0;                             // where the next gap goes
-  std::optional<SteadyClock::time_point> last_;
-};
 
 // A deadline `seconds` from now; negative, NaN or beyond 10^9 s = none.
 Deadline DeadlineIn(double seconds);

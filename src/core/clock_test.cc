@@ -59,25 +59,6 @@ TEST(ClockTest, AWaitOnTimeEndsWhenItsTokenIsCancelled) {
   EXPECT_TRUE(token.WaitUntilOnTime(SteadyClock::now() + milliseconds(1)));
 }
 
-TEST(ClockTest, ALingerFollowsTheLongestRecentGapBetweenBatches) {
-  const auto t0 = SteadyClock::time_point{} + std::chrono::hours(1);
-  Linger linger(std::chrono::seconds(1));
-  EXPECT_EQ(linger.For(), std::chrono::seconds(1)) << "no batch yet: the longest";
-  linger.Batch(t0);
-  EXPECT_EQ(linger.For(), std::chrono::seconds(1)) << "one batch: no gap known";
-  linger.Batch(t0 + milliseconds(50));
-  EXPECT_EQ(linger.For(), milliseconds(100));
-  // A level's turn: batches a millisecond apart. The 50 ms gap before them
-  // still counts, so the writer looks until the next turn.
-  for (int i = 1; i <= Linger::kGaps - 1; ++i) linger.Batch(t0 + milliseconds(50 + i));
-  EXPECT_EQ(linger.For(), milliseconds(100));
-  // One more and the 50 ms gap is out of the last kGaps.
-  linger.Batch(t0 + milliseconds(50 + Linger::kGaps));
-  EXPECT_EQ(linger.For(), milliseconds(2));
-  // Batches seconds apart: at most `most`.
-  linger.Batch(t0 + std::chrono::seconds(10));
-  EXPECT_EQ(linger.For(), std::chrono::seconds(1));
-}
 
 }  // namespace
 }  // namespace mates

@@ -38,29 +38,8 @@ void StatusWriter::Post(const std::string& team, const std::string& member, Memb
     std::lock_guard<std::mutex> lock(mu_);
     pending_[{team, member}] = status;
     wake = waiting_for_work_;
-    if (wake) ++post_wakeups_;
   }
   if (wake) work_cv_.notify_one();
-}
-
-bool StatusWriter::Waiting() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return waiting_;
-}
-
-bool StatusWriter::Sleeping() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return waiting_for_work_;
-}
-
-void StatusWriter::SetLingerForTests(SteadyClock::duration most) {
-  std::lock_guard<std::mutex> lock(mu_);
-  linger_most_ = most;
-}
-
-uint64_t StatusWriter::WakeupsByPosts() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return post_wakeups_;
 }
 
 Status StatusWriter::Write(const std::string& team, const std::string& member, MemberStatus status) {
@@ -70,7 +49,7 @@ Status StatusWriter::Write(const std::string& team, const std::string& member, M
     // The batch that will carry it: the next one taken. One in flight now
     // may carry an older status for `member`; it is written before.
     const uint64_t mine = taken_ + 1;
-    if (waiting_for_work_ || lingering_) work_cv_.notify_one();
+    if (waiting_for_work_) work_cv_.notify_one();
     written_cv_.wait(lock, [&] { return written_ >= mine || exited_; });
     if (written_ < mine) pending_.erase({team, member});  // the thread is gone: written below
   }
@@ -89,7 +68,7 @@ Status StatusWriter::Write(const std::string& team, const std::string& member, M
 
 void StatusWriter::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
-  if (waiting_for_work_ || lingering_) work_cv_.notify_one();
+  if (waiting_for_work_) work_cv_.notify_one();
   written_cv_.wait(lock, [this] { return (pending_.empty() && !busy_) || stop_ || exited_; });
 }
 
@@ -109,26 +88,12 @@ std::map<std::string, Status> StatusWriter::WriteBatch(const std::map<Key, Membe
 
 void StatusWriter::Main() {
   std::unique_lock<std::mutex> lock(mu_);
-  auto quiet_since = SteadyClock::now();  // the last batch written
-  Linger linger(kLinger);
   for (;;) {
     if (pending_.empty()) {
       if (stop_) return;  // stopping with nothing left
-      waiting_ = true;
-      linger.set_most(linger_most_);
-      if (SteadyClock::now() - quiet_since < linger.For()) {
-        // Lingering: a post is picked up at the next look, without a
-        // wake-up; a Write or a Flush wakes it.
-        lingering_ = true;
-        work_cv_.wait_until(lock, SteadyClock::now() + kLook,
-                            [this] { return stop_ || !pending_.empty(); });
-        lingering_ = false;
-      } else {
-        waiting_for_work_ = true;
-        work_cv_.wait(lock, [this] { return !pending_.empty() || stop_; });
-        waiting_for_work_ = false;
-      }
-      waiting_ = false;
+      waiting_for_work_ = true;
+      work_cv_.wait(lock, [this] { return !pending_.empty() || stop_; });
+      waiting_for_work_ = false;
       continue;
     }
     // Paced: what comes while the writer rests joins the next batch (and
@@ -136,7 +101,6 @@ void StatusWriter::Main() {
     work_cv_.wait_until(lock, rest_until_, [this] { return stop_; });
     std::map<Key, MemberStatus> batch;
     batch.swap(pending_);
-    linger.Batch(SteadyClock::now());
     const uint64_t seq = ++taken_;
     busy_ = true;
     lock.unlock();
@@ -148,7 +112,6 @@ void StatusWriter::Main() {
     for (auto& [team, status] : results) results_[team] = std::move(status);
     written_ = seq;
     busy_ = false;
-    quiet_since = SteadyClock::now();
     written_cv_.notify_all();
   }
 }

@@ -9,14 +9,10 @@
 // than the writer are coalesced, the waited-for ones too (a group commit):
 // the thirty teammates of a level going idle together are one roster
 // update, not thirty reads and writes of a roster of a hundred. The writer
-// takes at most a third of a core: after a batch that took d, it rests for
-// 2d (a roster of a hundred: ~1 ms; of eight: ~0.1 ms) and writes what came
-// meanwhile as one batch. After a batch, it looks for posts every kLook
-// by itself for as long as batches have been coming (a Linger, at most
-// kLinger): a post is not a wake-up (waking the writer, a futex wake of a
-// thread asleep on another core, took ~50 µs of a claimer's way from its
-// task to its model call); a Write or a Flush still wakes it. Then it
-// sleeps until a post wakes it: idle teams cost nothing.
+// takes at most a third of a core whatever the rate of changes: after a
+// batch that took d, it rests for 2d and writes what came meanwhile as one
+// batch. With nothing pending it sleeps until a post wakes it: idle teams
+// cost nothing.
 #pragma once
 
 #include <condition_variable>
@@ -49,15 +45,6 @@ class StatusWriter {
   Status Write(const std::string& team, const std::string& member, MemberStatus status);
   // Returns once everything posted so far is on disk.
   void Flush();
-  // How many posts have had to wake the writer (tests).
-  uint64_t WakeupsByPosts();
-  // Whether it has nothing pending and waits (tests).
-  bool Waiting();
-  // Whether it has stopped looking for posts and sleeps until one wakes
-  // it (tests).
-  bool Sleeping();
-  // How long it lingers at most (tests; kLinger otherwise).
-  void SetLingerForTests(SteadyClock::duration most);
 
  private:
   explicit StatusWriter(std::unique_ptr<TeamStore> owned);
@@ -67,8 +54,6 @@ class StatusWriter {
   // One roster update per team for `batch`; how each team's went.
   std::map<std::string, Status> WriteBatch(const std::map<Key, MemberStatus>& batch);
 
-  static constexpr std::chrono::milliseconds kLook{5};
-  static constexpr std::chrono::seconds kLinger{1};
   // Where the rosters are.
   const std::unique_ptr<TeamStore> owned_;
   TeamStore& store_;
@@ -79,10 +64,6 @@ class StatusWriter {
   std::condition_variable work_cv_;
   std::condition_variable written_cv_;
   bool waiting_for_work_ = false;  // guarded by mu_: a post wakes it
-  bool lingering_ = false;         // guarded by mu_: a Write or Flush wakes it
-  uint64_t post_wakeups_ = 0;      // guarded by mu_
-  bool waiting_ = false;           // guarded by mu_: nothing pending, it waits
-  SteadyClock::duration linger_most_ = kLinger;  // guarded by mu_
   static constexpr int kRestPerWrite = 2;
   std::map<Key, MemberStatus> pending_;  // guarded by mu_
   SteadyClock::time_point rest_until_;   // guarded by mu_: no batch taken before

@@ -70,35 +70,6 @@ TEST_F(StatusWriterTest, AWriteSupersedesWhatWasPosted) {
   EXPECT_EQ(OnDisk(ws, "t", "m2"), MemberStatus::kIdle);
 }
 
-// A teammate going to work posts `active` on its way to its model call:
-// soon after a batch, the writer picks it up by itself at its next look
-// (a wake-up took ~50 µs of that way).
-TEST_F(StatusWriterTest, APostSoonAfterABatchIsWrittenWithoutWakingTheWriter) {
-  StatusWriter writer(ws);
-  ASSERT_TRUE(writer.Write("t", "m1", MemberStatus::kIdle).ok());
-  const uint64_t woken = writer.WakeupsByPosts();
-  // Once the writer waits again (it lingers for a second from then).
-  ASSERT_TRUE(testing::WaitUntil([&] { return writer.Waiting(); }));
-  writer.Post("t", "m2", MemberStatus::kIdle);
-  EXPECT_TRUE(testing::WaitUntil([&] { return OnDisk(ws, "t", "m2") == MemberStatus::kIdle; }));
-  EXPECT_EQ(writer.WakeupsByPosts(), woken);
-}
-
-// Looking for posts is a wake-up of the writer's own every kLook: it
-// looks only as long as batches have been coming. After batches close
-// together, it soon sleeps until a post wakes it, however long it could
-// linger.
-TEST_F(StatusWriterTest, AfterBatchesCloseTogetherTheWriterSoonSleeps) {
-  StatusWriter writer(ws);
-  writer.SetLingerForTests(std::chrono::hours(1));
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(writer.Write("t", "m1", i % 2 ? MemberStatus::kIdle : MemberStatus::kActive).ok());
-  ASSERT_TRUE(testing::WaitUntil([&] { return writer.Sleeping(); }));
-  const uint64_t woken = writer.WakeupsByPosts();
-  writer.Post("t", "m2", MemberStatus::kIdle);
-  EXPECT_TRUE(testing::WaitUntil([&] { return OnDisk(ws, "t", "m2") == MemberStatus::kIdle; }));
-  EXPECT_EQ(writer.WakeupsByPosts(), woken + 1);
-}
-
 // A team that is not there is an error for the writer that waited, and
 // the next write to a good team goes through.
 TEST_F(StatusWriterTest, AMissingTeamIsAnError) {
