@@ -319,142 +319,6 @@ Result<TeamConfig> Roster::CreateTeam(std::string_view team, std::string_view le
   return c;
 }
 
-namespace {
-
-// The last version of each roster this process read or wrote, parsed: a
-// team's statuses change at every teammate transition, and parsing a roster
-// of a hundred members costs more than the rest of the update. A version is
-// known by its bytes (timestamps are too coarse to tell two writes apart),
-// so another process's write is always parsed.
-class ParsedRosters {
- public:
-  static ParsedRosters& Get() {
-    static ParsedRosters rosters;
-    return rosters;
-  }
-  std::optional<TeamConfig> Find(const fs::path& path, const std::string& bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = known_.find(path.string());
-    if (it == known_.end() || it->second.bytes != bytes) return std::nullopt;
-    return it->second.config;
-  }
-  // A version this process wrote: `bytes` made of `j`. Read from `j`, not
-  // from the bytes, it is what parsing them would give, unless the bytes
-  // lost something on the way: invalid UTF-8 written as U+FFFD, or a number
-  // that is not finite written as null. Such a version is parsed when read.
-  void RememberWritten(const fs::path& path, std::string bytes, const Json& j, std::string_view team) {
-    if (bytes.find("\xEF\xBF\xBD") != std::string::npos) return Forget(path);
-    auto c = TeamConfigFromJson(j);
-    if (!c.ok() || c->name != team || !AllFinite(*c)) return Forget(path);
-    std::vector<size_t> status_at = StatusOffsets(bytes, *c);
-    Remember(path, std::move(bytes), *c, std::move(status_at));
-  }
-  // `status_at`: where each member's status is in `bytes` (StatusOffsets),
-  // known only for versions written from a TeamConfig; empty otherwise.
-  void Remember(const fs::path& path, std::string bytes, const TeamConfig& config,
-                std::vector<size_t> status_at = {}) {
-    // A hundred members is ~30 KB; a roster grown far past that (by hand,
-    // or by someone hostile) is parsed each time rather than kept twice.
-    if (bytes.size() > kMaxKeptBytes) return Forget(path);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (known_.size() >= kMaxRosters && known_.count(path.string()) == 0) known_.clear();
-    known_[path.string()] = Known{std::move(bytes), config, std::move(status_at)};
-  }
-
-  enum class Patch { kUnknown, kUnchanged, kPatched };
-  // When `bytes` (the file now) is a version this process wrote: the members
-  // named in `changes` given their statuses in place, in its bytes and in
-  // its parsed config, and the new bytes in `*patched`. Members not in the
-  // roster are passed over. kUnknown: another version; read it the long way.
-  // The entry stays what parsing its bytes gives, written or not: if the
-  // write fails, the file's bytes are not known and are parsed.
-  Patch PatchStatuses(const fs::path& path, const std::string& bytes,
-                      const std::vector<std::pair<std::string, MemberStatus>>& changes,
-                      std::string* patched) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = known_.find(path.string());
-    if (it == known_.end() || it->second.status_at.empty() || it->second.bytes != bytes) {
-      return Patch::kUnknown;
-    }
-    Known& k = it->second;
-    std::vector<MemberStatus> now(k.config.members.size());
-    for (size_t i = 0; i < now.size(); ++i) now[i] = k.config.members[i].status;
-    bool changed = false;
-    for (const auto& [name, status] : changes) {
-      for (size_t i = 0; i < now.size(); ++i) {
-        if (k.config.members[i].name != name) continue;
-        changed = changed || now[i] != status;
-        now[i] = status;
-        break;
-      }
-    }
-    if (!changed) return Patch::kUnchanged;
-    std::string out;
-    out.reserve(k.bytes.size() + 8 * changes.size());
-    size_t from = 0;
-    for (size_t i = 0; i < now.size(); ++i) {
-      out.append(k.bytes, from, k.status_at[i] - from);
-      const size_t at = out.size();
-      out += MemberStatusName(now[i]);
-      from = k.status_at[i] + MemberStatusName(k.config.members[i].status).size();
-      k.status_at[i] = at;
-      k.config.members[i].status = now[i];
-    }
-    out.append(k.bytes, from);
-    k.bytes = out;
-    *patched = std::move(out);
-    return Patch::kPatched;
-  }
-
- private:
-  static constexpr size_t kMaxRosters = 64;
-  static constexpr size_t kMaxKeptBytes = 1 << 20;
-  static bool AllFinite(const TeamConfig& c) {
-    bool finite = std::isfinite(c.created_at) && std::isfinite(c.git.merge_timeout_s) &&
-                  std::isfinite(c.budget.usd) && std::isfinite(c.budget.spent_before_usd) &&
-                  std::isfinite(c.budget.spent_in_made_usd);
-    for (const Member& m : c.members) finite = finite && std::isfinite(m.joined_at);
-    return finite;
-  }
-  void Forget(const fs::path& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    known_.erase(path.string());
-  }
-  // Where each member's status value begins in `bytes`, a roster that
-  // DumpJsonPretty(TeamConfigToJson(c)) wrote: after the members' only
-  // `"status": "` (no string holds that unescaped, and no other key is
-  // named so), one per member in order, each followed by its status and a
-  // quote. Empty if they are not so: the change is then written the long
-  // way.
-  static std::vector<size_t> StatusOffsets(const std::string& bytes, const TeamConfig& c) {
-    static constexpr std::string_view kKey = "\"status\": \"";
-    std::vector<size_t> at;
-    at.reserve(c.members.size());
-    for (size_t pos = bytes.find(kKey); pos != std::string::npos;
-         pos = bytes.find(kKey, pos + kKey.size())) {
-      if (at.size() == c.members.size()) return {};
-      const size_t value = pos + kKey.size();
-      const std::string_view name = MemberStatusName(c.members[at.size()].status);
-      if (bytes.compare(value, name.size(), name) != 0 || value + name.size() >= bytes.size() ||
-          bytes[value + name.size()] != '"') {
-        return {};
-      }
-      at.push_back(value);
-    }
-    if (at.size() != c.members.size()) return {};
-    return at;
-  }
-  struct Known {
-    std::string bytes;
-    TeamConfig config;
-    std::vector<size_t> status_at;  // StatusOffsets(bytes, config), or empty
-  };
-  std::mutex mu_;
-  std::map<std::string, Known> known_;  // guarded by mu_
-};
-
-}  // namespace
-
 Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
   // Read without config.lock: the shared lock of ReadReplacedFile keeps a
   // writer from reusing this version (the spare) while it is read.
@@ -471,7 +335,6 @@ Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
                            " (fix or restore the file)");
   };
   if (data->size() > kMaxStateFileBytes) return corrupt(Status::Corrupt("it is far too large"));
-  if (auto known = ParsedRosters::Get().Find(ws_.ConfigPath(team), *data)) return std::move(*known);
   auto j = ParseJson(*data);
   if (!j.ok()) return corrupt(j.status());
   auto c = TeamConfigFromJson(*j);
@@ -479,7 +342,6 @@ Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
   if (c->name != team) {
     return corrupt(Status::Corrupt("it names team '" + c->name + "', not '" + std::string(team) + "'"));
   }
-  ParsedRosters::Get().Remember(ws_.ConfigPath(team), std::move(*data), *c);
   return c;
 }
 
@@ -517,15 +379,17 @@ Result<TeamConfig> Roster::UpdateLocked(std::string_view team,
                                         const std::function<Status(TeamConfig&)>& mutate) {
   MATES_ASSIGN_OR_RETURN(TeamConfig c, LoadUnlocked(team));
   MATES_RETURN_IF_ERROR(mutate(c));
+  MATES_RETURN_IF_ERROR(WriteLocked(team, c));
+  return c;
+}
+
+Status Roster::WriteLocked(std::string_view team, const TeamConfig& c) {
   // Through a spare file (covered by config.lock): statuses change at every
   // teammate transition, and a fresh inode per write is what costs most.
-  Json j = TeamConfigToJson(c);
-  std::string written = DumpJsonPretty(j);
-  MATES_RETURN_IF_ERROR(
-      ReplaceFileViaSpare(ws_.ConfigPath(team), written, SpareIn(ws_.TeamDir(team), "config")));
-  ParsedRosters::Get().RememberWritten(ws_.ConfigPath(team), std::move(written), j, team);
+  MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(ws_.ConfigPath(team), DumpJsonPretty(TeamConfigToJson(c)),
+                                            SpareIn(ws_.TeamDir(team), "config")));
   Watcher::Default().NotifyLocal(ws_.TeamDir(team), "config.json");
-  return c;
+  return Status::Ok();
 }
 
 Result<Member> Roster::AddMember(std::string_view team, Member member) {
@@ -543,36 +407,19 @@ Result<Member> Roster::AddMember(std::string_view team, Member member) {
 Status Roster::SetStatuses(std::string_view team,
                            const std::vector<std::pair<std::string, MemberStatus>>& changes) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
-  const fs::path path = ws_.ConfigPath(team);
-  if (!fs::exists(path)) {
+  if (!fs::exists(ws_.ConfigPath(team))) {
     return Status::NotFound("no team '" + std::string(team) + "' in " + ws_.root().string());
   }
   MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(ws_.ConfigLockPath(team)));
-  // The version on disk is most often the one this process wrote last: its
-  // statuses are changed in its bytes, not parsed, rebuilt and written
-  // again as a whole (a hundred members' roster, at every batch of status
-  // changes, was a sixth of the CPU of a hundred teammates at work).
-  auto data = ReadReplacedFile(path, kMaxStateFileBytes + 1);
-  if (data.ok()) {
-    std::string patched;
-    switch (ParsedRosters::Get().PatchStatuses(path, *data, changes, &patched)) {
-      case ParsedRosters::Patch::kUnchanged:
-        return Status::Ok();
-      case ParsedRosters::Patch::kPatched:
-        MATES_RETURN_IF_ERROR(
-            ReplaceFileViaSpare(path, patched, SpareIn(ws_.TeamDir(team), "config")));
-        Watcher::Default().NotifyLocal(ws_.TeamDir(team), "config.json");
-        return Status::Ok();
-      case ParsedRosters::Patch::kUnknown:
-        break;
-    }
-  }
-  return UpdateLocked(team,
-                      [&changes](TeamConfig& c) {
-                        SetStatusesIn(c, changes);
-                        return Status::Ok();
-                      })
-      .status();
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, LoadUnlocked(team));
+  std::vector<MemberStatus> before;
+  for (const Member& m : c.members) before.push_back(m.status);
+  SetStatusesIn(c, changes);
+  bool changed = false;
+  for (size_t i = 0; i < before.size(); ++i) changed = changed || c.members[i].status != before[i];
+  // Nothing to change writes nothing (and wakes no watcher).
+  if (!changed) return Status::Ok();
+  return WriteLocked(team, c);
 }
 
 Status Roster::SetStatus(std::string_view team, std::string_view member, MemberStatus status) {

@@ -170,6 +170,8 @@ class Roster {
   // Update's work, with config.lock held.
   Result<TeamConfig> UpdateLocked(std::string_view team,
                                   const std::function<Status(TeamConfig&)>& mutate);
+  // `c` written as the team's roster, with config.lock held; watchers told.
+  Status WriteLocked(std::string_view team, const TeamConfig& c);
 
   Workspace ws_;
 };

@@ -124,9 +124,8 @@ TEST(RosterTest, ConcurrentJoinsAndStatusChangesLoseNothing) {
   for (const auto& m : c->members) EXPECT_EQ(m.status, MemberStatus::kActive) << m.name;
 }
 
-// A roster this process wrote is not parsed again when it reads it back
-// (roster.cc's ParsedRosters): what it reads must still be exactly what is
-// on disk, whoever wrote it and whatever did not survive the writing.
+// What is read is exactly what is on disk, whoever wrote it and whatever
+// did not survive the writing.
 TEST(RosterTest, WhatIsReadIsWhatIsOnDiskWhoeverWroteIt) {
   TempDir dir;
   Workspace ws(dir.path());
@@ -165,11 +164,10 @@ TEST(RosterTest, WhatIsReadIsWhatIsOnDiskWhoeverWroteIt) {
   EXPECT_EQ(roster.Load("t")->Find("lead")->model, "");
 }
 
-// Statuses changed in the bytes of the version this process wrote (roster.cc's
-// ParsedRosters::PatchStatuses) must give the very file the long way writes:
-// every length of status before and after, members whose text looks like a
-// status, many rounds on one roster.
-TEST(RosterTest, StatusesSetInPlaceWriteWhatTheLongWayWrites) {
+// Statuses set in batches give the very file a whole write of the roster
+// gives: every length of status before and after, members whose text looks
+// like a status, many rounds on one roster.
+TEST(RosterTest, StatusesSetInBatchesWriteWhatAWholeWriteWrites) {
   TempDir dir;
   Workspace ws(dir.path());
   Roster roster{ws};
@@ -198,7 +196,7 @@ TEST(RosterTest, StatusesSetInPlaceWriteWhatTheLongWayWrites) {
     ASSERT_TRUE(roster.SetStatuses("t", changes).ok());
     ASSERT_EQ(testing::ReadAll(ws.ConfigPath("t")), DumpJsonPretty(TeamConfigToJson(expected)))
         << "round " << round;
-    // Read back through the cache and through a parse of the bytes alone.
+    // Read back, and through a parse of the bytes alone.
     auto read = roster.Load("t");
     ASSERT_TRUE(read.ok());
     auto parsed = TeamConfigFromJson(*ParseJson(testing::ReadAll(ws.ConfigPath("t"))));
@@ -212,8 +210,8 @@ TEST(RosterTest, StatusesSetInPlaceWriteWhatTheLongWayWrites) {
             StatusCode::kNotFound);
 }
 
-// A version this process did not write is changed the long way; a change
-// that changes nothing writes nothing.
+// A version another writer wrote (its own spacing, an old status name) is
+// changed too; a change that changes nothing writes nothing.
 TEST(RosterTest, StatusesSetOnAnotherWritersVersionAndUnchangedOnes) {
   TempDir dir;
   Workspace ws(dir.path());
