@@ -207,52 +207,19 @@ void MergeQueue::RemindOfReviews(const std::string& team) {
 }
 
 void MergeQueue::Process(const std::string& team, MergeRequest m) {
-  const Workspace& ws = options_.ws;
-  std::unique_ptr<MergeBook> store = store_->Merges(team);
   auto cfg = store_->LoadTeam(team);
   if (!cfg.ok()) {
     LogWarning("merge queue: " + cfg.status().message());
     waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
     return;
   }
-  const std::string target = m.target.empty() ? cfg->git.target_branch : m.target;
-  if (target.empty()) {
-    Bounce(team, m, MergeState::kFailed, "the team has no target branch (it is not set up for worktrees)", {});
-    return;
-  }
-  if (Status valid = ValidateBranchName(target); !valid.ok()) {
-    Bounce(team, m, MergeState::kFailed, valid.message(), {});
-    return;
-  }
-  auto taken = store->Update(m.id, [](MergeRequest& r) {
-    if (!MergeOpen(r.status) || r.status == MergeState::kReview) {
-      return Status::FailedPrecondition("no longer queued");
-    }
-    r.status = MergeState::kChecking;
-    return Status::Ok();
-  });
-  if (!taken.ok()) return;
-  m = *taken;
-  if (options_.on_change) options_.on_change();
-
-  // The request names its owner's branch and commit; neither is trusted
-  // to be a name or an id until checked (another machine wrote it).
   TeamGit tg = cfg->git;
-  tg.target_branch = target;
-  if (Status named = ValidateName("member name", m.owner); !named.ok() || m.branch != TeammateBranch(team, m.owner)) {
-    Bounce(team, m, MergeState::kFailed, "the request names no branch of a member: " + m.branch, {});
-    return;
-  }
-  if (Status here = FetchSubmitted(ws, tg, m.branch, m.commit, &cancel_); !here.ok()) {
-    if (stop_.load()) return;
-    Bounce(team, m, MergeState::kFailed, "could not get the work to merge: " + here.message(), {});
-    return;
-  }
-  Git w(ws.root(), MergeQueueIdentity(team));
-  const fs::path scratch = ScratchWorktree(ws, team);
+  if (!m.target.empty()) tg.target_branch = m.target;
+  if (Take(team, tg, m) == Step::kDone) return;
+  Git w(options_.ws.root(), MergeQueueIdentity(team));
   std::string last_error;
   for (int attempt = 0; attempt < kCasAttempts && !stop_.load(); ++attempt) {
-    if (Status fetched = FetchTarget(ws, team, tg); !fetched.ok()) {
+    if (Status fetched = FetchTarget(options_.ws, team, tg); !fetched.ok()) {
       last_error = fetched.message();
       waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
       continue;
@@ -263,134 +230,193 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
       return;
     }
     std::string merged;
-    std::string output;
     if (m.approved && IsCommitId(m.merged_commit) && m.checked_on == *old) {
       merged = m.merged_commit;  // approved as checked, and the target has not moved
-    } else {
-      // After a merge with no check the scratch worktree is at the new
-      // target already, clean: nothing to prepare.
-      Status prepared = scratch_at_ == *old && fs::exists(scratch / ".git") ? Status::Ok()
-                                                                              : PrepareScratch(ws, team, *old, &cancel_);
-      scratch_at_.clear();
-      if (stop_.load()) return;
-      if (!prepared.ok()) {
-        Bounce(team, m, MergeState::kFailed, "could not prepare the merge: " + prepared.message(), {});
-        return;
-      }
-      Git s(scratch, MergeQueueIdentity(team));
-      auto r = s.Run({"merge", "--no-edit", "--quiet", "-m",
-                      "Merge task #" + std::to_string(m.task) + ": " + m.subject + " (" + m.owner + ")", m.commit},
-                     kGitTreeS, &cancel_);
-      if (stop_.load()) return;
-      if (!r.ok()) {
-        Bounce(team, m, MergeState::kFailed, "git merge: " + r.status().message(), {});
-        return;
-      }
-      if (r->exit_code != 0) {
-        auto unmerged = s.Ok({"diff", "--name-only", "--diff-filter=U"}, kGitQuickS);
-        std::vector<std::string> files = unmerged.ok() ? Lines(*unmerged) : std::vector<std::string>{};
-        (void)s.Run({"merge", "--abort"}, kGitQuickS);
-        if (files.empty()) {
-          Bounce(team, m, MergeState::kFailed, "git merge: " + Tail(r->err.empty() ? r->out : r->err), {});
-        } else {
-          Bounce(team, m, MergeState::kConflict, "", files);
-        }
-        return;
-      }
-      auto head = ResolveCommit(s, "HEAD");
-      if (!head.ok() || head->empty()) {
-        Bounce(team, m, MergeState::kFailed, "the merge made no commit", {});
-        return;
-      }
-      merged = *head;
-      if (cfg->git.merge_check.empty()) scratch_at_ = merged;  // clean at the merge
-      if (!cfg->git.merge_check.empty()) {
-        SubprocessOptions o;
-        o.argv = {"/bin/sh", "-c", cfg->git.merge_check};
-        o.env = ChildEnvironment(/*c_locale=*/false);
-        o.cwd = scratch.string();
-        o.timeout_s = cfg->git.merge_timeout_s;
-        o.merge_stderr = true;
-        o.tag = NewProcessTag();
-        // Listed while it runs: a host killed mid-check leaves the next
-        // one what to kill.
-        const ProcessJournal procs(ChecksJournal(ws, team));
-        auto ran = RunListed(o, &procs, &cancel_);
-        if (!ran.ok()) {
-          Bounce(team, m, MergeState::kFailed, "could not start the check: " + ran.status().message(), {});
-          return;
-        }
-        const SubprocessResult& cr = *ran;
-        if (cr.cancelled || stop_.load()) return;  // the next host checks it again
-        output = Tail(cr.out);
-        if (cr.timed_out || cr.exit_code != 0 || cr.term_signal != 0) {
-          std::string why = cr.timed_out ? "timed out after " + std::to_string(static_cast<int>(o.timeout_s)) + " s"
-                            : cr.term_signal != 0 ? "killed by signal " + std::to_string(cr.term_signal)
-                                                  : "exit code " + std::to_string(cr.exit_code);
-          Bounce(team, m, MergeState::kFailed, output + (output.empty() || output.back() == '\n' ? "" : "\n") +
-                                                   "[" + why + "]", {});
-          return;
-        }
-      }
-      if (cfg->git.merge_review && !m.approved) {
-        auto held = store->Update(m.id, [&](MergeRequest& r) {
-          r.status = MergeState::kReview;
-          r.merged_commit = merged;
-          r.checked_on = *old;
-          r.output = output;
-          return Status::Ok();
-        });
-        if (options_.on_change) options_.on_change();
-        if (held.ok() && options_.tell_lead) {
-          options_.tell_lead(ReviewNotice(*held, target, !cfg->git.merge_check.empty()));
-        }
-        return;
-      }
-    }
-    // Advance the target: only from `old`, so a target moved by anyone
-    // meanwhile sends us round again.
-    bool moved = false;
-    if (!tg.remote.empty()) {
-      auto pushed = PushTarget(ws, tg, *old, merged, &cancel_);
-      if (!pushed.ok()) {
-        last_error = pushed.status().message();
-        waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
-        continue;
-      }
-      moved = *pushed;
-      if (moved) FollowTarget(ws, target, *old, merged);
-    } else if (CheckedOutInW(ws, target)) {
-      auto head = ResolveCommit(w, "HEAD");
-      auto dirty = DirtyFiles(w);
-      if (dirty.ok() && !dirty->empty()) {
-        Bounce(team, m, MergeState::kFailed,
-               "the target " + target + " is checked out in the workspace, which has uncommitted changes now:\n" +
-                   *dirty + "\n(commit or stash them there; then complete the task again)",
-               {});
-        return;
-      }
-      if (head.ok() && *head == *old) {
-        auto ff = w.Run({"merge", "--ff-only", "--quiet", merged}, kGitTreeS, &cancel_);
-        moved = ff.ok() && ff->exit_code == 0;
-      }
-    } else {
-      auto cas = w.Run({"update-ref", "-m", "mates: merge task #" + std::to_string(m.task),
-                        "refs/heads/" + target, merged, *old},
-                       kGitQuickS, &cancel_);
-      moved = cas.ok() && cas->exit_code == 0;
-    }
-    if (moved) {
-      Finish(team, m, merged);
+    } else if (MergeAndCheck(team, tg, m, *old, &merged) == Step::kDone) {
       return;
     }
-    // The target moved: round again on the new one (an approval stands;
-    // the merge is checked again since what it was checked on is gone).
+    switch (MoveTarget(team, tg, m, *old, merged, &last_error)) {
+      case Moved::kMoved:
+        Finish(team, m, merged);
+        return;
+      case Moved::kBounced:
+        return;
+      case Moved::kUnreachable:
+        waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
+        break;
+      case Moved::kRaced:
+        // The target moved: round again on the new one (an approval
+        // stands; the merge is checked again since what it was checked on
+        // is gone).
+        break;
+    }
   }
   if (!stop_.load()) {
     Bounce(team, m, MergeState::kFailed,
            last_error.empty() ? "the target kept moving while merging" : "could not move the target: " + last_error,
            {});
   }
+}
+
+MergeQueue::Step MergeQueue::Take(const std::string& team, const TeamGit& tg, MergeRequest& m) {
+  const std::string& target = tg.target_branch;
+  if (target.empty()) {
+    Bounce(team, m, MergeState::kFailed, "the team has no target branch (it is not set up for worktrees)", {});
+    return Step::kDone;
+  }
+  if (Status valid = ValidateBranchName(target); !valid.ok()) {
+    Bounce(team, m, MergeState::kFailed, valid.message(), {});
+    return Step::kDone;
+  }
+  auto taken = store_->Merges(team)->Update(m.id, [](MergeRequest& r) {
+    if (!MergeOpen(r.status) || r.status == MergeState::kReview) {
+      return Status::FailedPrecondition("no longer queued");
+    }
+    r.status = MergeState::kChecking;
+    return Status::Ok();
+  });
+  if (!taken.ok()) return Step::kDone;
+  m = *taken;
+  if (options_.on_change) options_.on_change();
+  // The request names its owner's branch and commit; neither is trusted
+  // to be a name or an id until checked (another machine wrote it).
+  if (Status named = ValidateName("member name", m.owner); !named.ok() || m.branch != TeammateBranch(team, m.owner)) {
+    Bounce(team, m, MergeState::kFailed, "the request names no branch of a member: " + m.branch, {});
+    return Step::kDone;
+  }
+  if (Status here = FetchSubmitted(options_.ws, tg, m.branch, m.commit, &cancel_); !here.ok()) {
+    if (stop_.load()) return Step::kDone;
+    Bounce(team, m, MergeState::kFailed, "could not get the work to merge: " + here.message(), {});
+    return Step::kDone;
+  }
+  return Step::kGoOn;
+}
+
+MergeQueue::Step MergeQueue::MergeAndCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m,
+                                           const std::string& old, std::string* merged) {
+  const fs::path scratch = ScratchWorktree(options_.ws, team);
+  // After a merge with no check the scratch worktree is at the new target
+  // already, clean: nothing to prepare.
+  Status prepared = scratch_at_ == old && fs::exists(scratch / ".git") ? Status::Ok()
+                                                                        : PrepareScratch(options_.ws, team, old, &cancel_);
+  scratch_at_.clear();
+  if (stop_.load()) return Step::kDone;
+  if (!prepared.ok()) {
+    Bounce(team, m, MergeState::kFailed, "could not prepare the merge: " + prepared.message(), {});
+    return Step::kDone;
+  }
+  Git s(scratch, MergeQueueIdentity(team));
+  auto r = s.Run({"merge", "--no-edit", "--quiet", "-m",
+                  "Merge task #" + std::to_string(m.task) + ": " + m.subject + " (" + m.owner + ")", m.commit},
+                 kGitTreeS, &cancel_);
+  if (stop_.load()) return Step::kDone;
+  if (!r.ok()) {
+    Bounce(team, m, MergeState::kFailed, "git merge: " + r.status().message(), {});
+    return Step::kDone;
+  }
+  if (r->exit_code != 0) {
+    auto unmerged = s.Ok({"diff", "--name-only", "--diff-filter=U"}, kGitQuickS);
+    std::vector<std::string> files = unmerged.ok() ? Lines(*unmerged) : std::vector<std::string>{};
+    (void)s.Run({"merge", "--abort"}, kGitQuickS);
+    if (files.empty()) {
+      Bounce(team, m, MergeState::kFailed, "git merge: " + Tail(r->err.empty() ? r->out : r->err), {});
+    } else {
+      Bounce(team, m, MergeState::kConflict, "", files);
+    }
+    return Step::kDone;
+  }
+  auto head = ResolveCommit(s, "HEAD");
+  if (!head.ok() || head->empty()) {
+    Bounce(team, m, MergeState::kFailed, "the merge made no commit", {});
+    return Step::kDone;
+  }
+  *merged = *head;
+  std::string output;
+  if (tg.merge_check.empty()) {
+    scratch_at_ = *merged;  // clean at the merge
+  } else if (RunCheck(team, tg, m, scratch, &output) == Step::kDone) {
+    return Step::kDone;
+  }
+  if (!tg.merge_review || m.approved) return Step::kGoOn;
+  auto held = store_->Merges(team)->Update(m.id, [&](MergeRequest& req) {
+    req.status = MergeState::kReview;
+    req.merged_commit = *merged;
+    req.checked_on = old;
+    req.output = output;
+    return Status::Ok();
+  });
+  if (options_.on_change) options_.on_change();
+  if (held.ok() && options_.tell_lead) {
+    options_.tell_lead(ReviewNotice(*held, tg.target_branch, !tg.merge_check.empty()));
+  }
+  return Step::kDone;
+}
+
+MergeQueue::Step MergeQueue::RunCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m,
+                                      const fs::path& scratch, std::string* output) {
+  SubprocessOptions o;
+  o.argv = {"/bin/sh", "-c", tg.merge_check};
+  o.env = ChildEnvironment(/*c_locale=*/false);
+  o.cwd = scratch.string();
+  o.timeout_s = tg.merge_timeout_s;
+  o.merge_stderr = true;
+  o.tag = NewProcessTag();
+  // Listed while it runs: a host killed mid-check leaves the next one what
+  // to kill.
+  const ProcessJournal procs(ChecksJournal(options_.ws, team));
+  auto ran = RunListed(o, &procs, &cancel_);
+  if (!ran.ok()) {
+    Bounce(team, m, MergeState::kFailed, "could not start the check: " + ran.status().message(), {});
+    return Step::kDone;
+  }
+  const SubprocessResult& cr = *ran;
+  if (cr.cancelled || stop_.load()) return Step::kDone;  // the next host checks it again
+  *output = Tail(cr.out);
+  if (!cr.timed_out && cr.exit_code == 0 && cr.term_signal == 0) return Step::kGoOn;
+  std::string why = cr.timed_out ? "timed out after " + std::to_string(static_cast<int>(o.timeout_s)) + " s"
+                    : cr.term_signal != 0 ? "killed by signal " + std::to_string(cr.term_signal)
+                                          : "exit code " + std::to_string(cr.exit_code);
+  Bounce(team, m, MergeState::kFailed,
+         *output + (output->empty() || output->back() == '\n' ? "" : "\n") + "[" + why + "]", {});
+  return Step::kDone;
+}
+
+MergeQueue::Moved MergeQueue::MoveTarget(const std::string& team, const TeamGit& tg, const MergeRequest& m,
+                                         const std::string& old, const std::string& merged,
+                                         std::string* last_error) {
+  const Workspace& ws = options_.ws;
+  const std::string& target = tg.target_branch;
+  Git w(ws.root(), MergeQueueIdentity(team));
+  // Only from `old`, so a target moved by anyone meanwhile sends us round
+  // again.
+  if (!tg.remote.empty()) {
+    auto pushed = PushTarget(ws, tg, old, merged, &cancel_);
+    if (!pushed.ok()) {
+      *last_error = pushed.status().message();
+      return Moved::kUnreachable;
+    }
+    if (!*pushed) return Moved::kRaced;
+    FollowTarget(ws, target, old, merged);
+    return Moved::kMoved;
+  }
+  if (CheckedOutInW(ws, target)) {
+    auto head = ResolveCommit(w, "HEAD");
+    auto dirty = DirtyFiles(w);
+    if (dirty.ok() && !dirty->empty()) {
+      Bounce(team, m, MergeState::kFailed,
+             "the target " + target + " is checked out in the workspace, which has uncommitted changes now:\n" +
+                 *dirty + "\n(commit or stash them there; then complete the task again)",
+             {});
+      return Moved::kBounced;
+    }
+    if (!head.ok() || *head != old) return Moved::kRaced;
+    auto ff = w.Run({"merge", "--ff-only", "--quiet", merged}, kGitTreeS, &cancel_);
+    return ff.ok() && ff->exit_code == 0 ? Moved::kMoved : Moved::kRaced;
+  }
+  auto cas = w.Run({"update-ref", "-m", "mates: merge task #" + std::to_string(m.task), "refs/heads/" + target,
+                    merged, old},
+                   kGitQuickS, &cancel_);
+  return cas.ok() && cas->exit_code == 0 ? Moved::kMoved : Moved::kRaced;
 }
 
 void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const std::string& merged) {

@@ -74,7 +74,26 @@ class MergeQueue {
   // a host that took the team up after another (killed, or ended with a
   // request undecided) has no other way to hear of them.
   void RemindOfReviews(const std::string& team);
+  // One request, from queued to merged, bounced or put in review (or left
+  // for the next host, stopped), in named steps.
   void Process(const std::string& team, MergeRequest m);
+  // What a step came to: go on, or the request was dealt with (bounced,
+  // put in review, taken by no one, or left for the next host).
+  enum class Step { kGoOn, kDone };
+  // The request validated and taken (`checking`), its work fetched.
+  Step Take(const std::string& team, const TeamGit& tg, MergeRequest& m);
+  // The request merged onto `old` in the scratch worktree and checked;
+  // `*merged` is the merge commit. Done if it bounced or waits for review.
+  Step MergeAndCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m, const std::string& old,
+                     std::string* merged);
+  Step RunCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m, const fs::path& scratch,
+                std::string* output);
+  // The target moved from `old` to `merged`, a compare-and-swap: kRaced if
+  // someone moved it first; kUnreachable (with `*last_error`) if the remote
+  // could not be reached; kBounced if the request failed (said).
+  enum class Moved { kMoved, kRaced, kUnreachable, kBounced };
+  Moved MoveTarget(const std::string& team, const TeamGit& tg, const MergeRequest& m, const std::string& old,
+                   const std::string& merged, std::string* last_error);
   void Bounce(const std::string& team, MergeRequest m, MergeState state, const std::string& output,
               const std::vector<std::string>& files);
   void Finish(const std::string& team, const MergeRequest& m, const std::string& merged);
