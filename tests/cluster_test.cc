@@ -161,6 +161,17 @@ TEST_F(ClusterTest, APaneThatCannotStartIsReportedAtOnce) {
   EXPECT_NE(r.err.find("middle_manager: no-such-agent-cli: command not found on PATH"), std::string::npos) << r.err;
   EXPECT_FALSE(ServerAlive());
 
+  // A missing Claude Code is found before anything is written for it: its
+  // first-run answers (in its config file) wait until it can run.
+  const fs::path claude_dir = dir_.path() / "claude-config";
+  testing::WriteAll(dir_.path() / "cc.yaml", yaml + "    command: claude --verbose\n");
+  r = testing::RunMates(dir_.path(), {"cluster", "up", "-c", (dir_.path() / "cc.yaml").string()},
+                        {"CLAUDE_CONFIG_DIR=" + claude_dir.string(), "PATH=/usr/bin:/bin"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("middle_manager: claude: command not found on PATH"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(claude_dir / ".claude.json")) << "up edited Claude Code's config before finding it missing";
+  EXPECT_FALSE(ServerAlive());
+
   testing::WriteAll(dir_.path() / "cc.yaml",
                     yaml + "    command: \"bash -c 'echo cannot start: no model configured; exit 3'\"\n");
   auto t0 = std::chrono::steady_clock::now();

@@ -99,6 +99,10 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     return Status::AlreadyExists("cluster " + config_.name + " is already up (session " + config_.session +
                                  "); mates cluster down first");
   }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);  // this mates
+  // First, so that nothing is written for a program that is not there.
+  MATES_RETURN_IF_ERROR(CheckPrograms(self));
   MATES_RETURN_IF_ERROR(EnsureDir(config_.state_dir()));
   // Before any pane starts: a question on screen is an agent that never
   // comes up.
@@ -107,8 +111,13 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     WarnIfFailed(Log("mates", config_.name, "info", n), "the message log");
     if (notice) notice(n);
   }
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);  // this mates
+  MATES_ASSIGN_OR_RETURN(Placed placed, JoinTeam());
+  MATES_ASSIGN_OR_RETURN(placed.mcp_args, WriteMcpConfigs(self));
+  MATES_RETURN_IF_ERROR(StartPanes(self, placed));
+  return Handshake(progress);
+}
+
+Status Cluster::CheckPrograms(const fs::path& self) const {
   // A command that is not there would only show as a dead pane: say so
   // before anything starts.
   for (const auto& a : config_.agents) {
@@ -121,13 +130,17 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
                                         config_.config_file.filename().string() + ")");
     }
   }
+  return Status::Ok();
+}
+
+Result<Cluster::Placed> Cluster::JoinTeam() {
   // The agents are members of the team named after the cluster (backend
   // tmux), so `mates send` and teams reach them.
   const Workspace ws(config_.work_dir);
   Roster roster(ws);
   if (!roster.Load(config_.name).ok()) MATES_RETURN_IF_ERROR(roster.CreateTeam(config_.name).status());
   // Agents with `worktree: true` start in their own worktree (DESIGN §12).
-  std::map<std::string, fs::path> trees;
+  Placed placed;
   for (const auto& a : config_.agents) {
     if (!a.worktree) continue;
     MATES_ASSIGN_OR_RETURN(TeamConfig team, roster.Load(config_.name));
@@ -142,7 +155,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     }
     auto tree = git::EnsureTeammateWorktree(ws, config_.name, a.name, g);
     if (!tree.ok()) return tree.status().WithContext(a.name + "'s worktree");
-    trees[a.name] = *tree;
+    placed.trees[a.name] = *tree;
   }
   for (const auto& a : config_.agents) {
     Member m;
@@ -152,23 +165,20 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     m.prompt = a.role;
     m.worktree = a.worktree;
     auto added = roster.AddMember(config_.name, m);
-    if (!added.ok()) {
-      if (added.status().code() != StatusCode::kAlreadyExists) return added.status().WithContext("adding " + a.name + " to the team");
-      MATES_RETURN_IF_ERROR(roster.Update(config_.name, [&](TeamConfig& c) {
-        Member* mm = c.Find(a.name);
-        if (mm != nullptr) {
-          mm->status = MemberStatus::kIdle;
-          mm->worktree = a.worktree;
-        }
-        return Status::Ok();
-      }).status());
-    }
+    if (added.ok()) continue;
+    if (added.status().code() != StatusCode::kAlreadyExists) return added.status().WithContext("adding " + a.name + " to the team");
+    MATES_RETURN_IF_ERROR(roster.Update(config_.name, [&](TeamConfig& c) {
+      if (Member* mm = c.Find(a.name); mm != nullptr) {
+        mm->status = MemberStatus::kIdle;
+        mm->worktree = a.worktree;
+      }
+      return Status::Ok();
+    }).status());
   }
-  Json state;
-  state["socket"] = config_.socket();
-  state["session"] = config_.session;
-  state["started_at"] = IsoTime(WallSeconds());
-  state["panes"] = Json::object();
+  return placed;
+}
+
+Result<std::map<std::string, std::vector<std::string>>> Cluster::WriteMcpConfigs(const fs::path& self) const {
   // Agents that reach the team over MCP get a config that runs `mates mcp`
   // as them, and its tools allowed: Claude Code by --allowedTools, Qwen
   // Code by the server's `trust`. Options as `--opt=value`: the CLIs'
@@ -186,25 +196,37 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     mcp_args[a.name] = {"--mcp-config=" + file.string()};
     if (!qwen) mcp_args[a.name].push_back("--allowedTools=mcp__mates");
   }
-  auto launch_of = [&](const AgentConfig& a) {
-    Launch l;
-    l.cwd = trees.count(a.name) ? trees[a.name].string() : config_.work_dir.string();
-    l.argv = a.command;
-    if (auto m = mcp_args.find(a.name); m != mcp_args.end() && !l.argv.empty()) {
-      l.argv.insert(l.argv.begin() + 1, m->second.begin(), m->second.end());
-    }
-    l.env = a.env;
-    l.env["MATES_TEAM"] = config_.name;
-    l.env["MATES_AGENT_NAME"] = a.name;
-    l.env["MATES_WORKSPACE"] = config_.work_dir.string();
-    // `mates send` and `mates tasks` work from the agent's shell tool.
-    std::string path = EnvOf(a.env, "PATH");
-    if (!self.empty()) l.env["PATH"] = self.parent_path().string() + (path.empty() ? "" : ":" + path);
-    return l;
-  };
+  return mcp_args;
+}
+
+Launch Cluster::LaunchOf(const AgentConfig& a, const Placed& placed, const fs::path& self) const {
+  Launch l;
+  auto tree = placed.trees.find(a.name);
+  l.cwd = tree != placed.trees.end() ? tree->second.string() : config_.work_dir.string();
+  l.argv = a.command;
+  if (auto m = placed.mcp_args.find(a.name); m != placed.mcp_args.end() && !l.argv.empty()) {
+    l.argv.insert(l.argv.begin() + 1, m->second.begin(), m->second.end());
+  }
+  l.env = a.env;
+  l.env["MATES_TEAM"] = config_.name;
+  l.env["MATES_AGENT_NAME"] = a.name;
+  l.env["MATES_WORKSPACE"] = config_.work_dir.string();
+  // `mates send` and `mates tasks` work from the agent's shell tool.
+  std::string path = EnvOf(a.env, "PATH");
+  if (!self.empty()) l.env["PATH"] = self.parent_path().string() + (path.empty() ? "" : ":" + path);
+  return l;
+}
+
+Status Cluster::StartPanes(const fs::path& self, const Placed& placed) {
+  Json state;
+  state["socket"] = config_.socket();
+  state["session"] = config_.session;
+  state["started_at"] = IsoTime(WallSeconds());
+  state["panes"] = Json::object();
   for (size_t i = 0; i < config_.agents.size(); ++i) {
     const AgentConfig& a = config_.agents[i];
-    auto pane = i == 0 ? tmux_.NewSession(config_.session, launch_of(a)) : tmux_.SplitWindow(config_.session, launch_of(a));
+    const Launch l = LaunchOf(a, placed, self);
+    auto pane = i == 0 ? tmux_.NewSession(config_.session, l) : tmux_.SplitWindow(config_.session, l);
     if (!pane.ok()) {
       WarnIfFailed(tmux_.KillServer(), "stopping the half-started session");
       return pane.status().WithContext("starting " + a.name);
@@ -220,9 +242,13 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     auto router = tmux_.NewWindow(config_.session, "router", r);
     if (!router.ok()) return router.status().WithContext("starting the router");
   }
-  // Handshakes, in parallel: ready only once the agent answered with its
-  // marker (the marker in its command line does not count: it is older
-  // than the handshake).
+  return Status::Ok();
+}
+
+std::vector<AgentReadiness> Cluster::Handshake(const std::function<void(const AgentReadiness&)>& progress) {
+  // In parallel: ready only once the agent answered with its marker (the
+  // marker in its command line does not count: it is older than the
+  // handshake).
   std::vector<AgentReadiness> out(config_.agents.size());
   std::vector<std::thread> threads;
   std::mutex mu;

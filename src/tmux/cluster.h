@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,25 @@ class Cluster {
   Status Log(const std::string& from, const std::string& to, const std::string& type, const std::string& content) const;
 
  private:
+  // Up's steps, in order.
+  // Every agent's program found on the PATH its pane will have.
+  Status CheckPrograms(const fs::path& self) const;
+  // Where each agent starts, and what its command line gains.
+  struct Placed {
+    std::map<std::string, fs::path> trees;                        // agents in their own worktree
+    std::map<std::string, std::vector<std::string>> mcp_args;     // agents on MCP
+  };
+  // The team named after the cluster made or joined, each agent a member
+  // (backend tmux), and the worktrees of those with `worktree: true`.
+  Result<Placed> JoinTeam();
+  // Each MCP agent's config (a `mates` server that runs `mates mcp` as
+  // it) written, and the options that give it to its CLI.
+  Result<std::map<std::string, std::vector<std::string>>> WriteMcpConfigs(const fs::path& self) const;
+  Launch LaunchOf(const AgentConfig& a, const Placed& placed, const fs::path& self) const;
+  // One pane per agent, state.json, and the router's window.
+  Status StartPanes(const fs::path& self, const Placed& placed);
+  std::vector<AgentReadiness> Handshake(const std::function<void(const AgentReadiness&)>& progress);
+
   Result<std::string> PaneOf(const std::string& agent) const;
   // The error for an agent whose pane's program exited: its status and
   // what it printed last.
