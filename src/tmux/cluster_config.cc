@@ -148,139 +148,115 @@ const AgentConfig* ClusterConfig::Find(const std::string& n) const {
   return nullptr;
 }
 
-Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
-  std::error_code ec;
-  fs::path abs = fs::absolute(file, ec);
-  if (!fs::exists(abs, ec)) {
-    return Status::NotFound("no cluster config " + file.string() + " (use -c FILE; see examples/cluster)");
-  }
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(abs.string());
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(file.string() + ": " + e.what());
-  }
-  auto wrap = [&](Status s) { return Status::InvalidArgument(file.string() + ": " + s.message()); };
-  if (!root.IsMap()) return wrap(FieldError("(top)", "must be a map with 'cluster' and 'agents'"));
-  if (Status s = CheckKeys(root, "", {"cluster", "agents"}); !s.ok()) return wrap(s);
-  const YAML::Node c = root["cluster"];
-  if (!c || !c.IsMap()) return wrap(FieldError("cluster", "missing (a map)"));
-  if (Status s = CheckKeys(c, "cluster", {"name", "session_name", "work_dir", "command", "env", "startup_timeout",
-                                          "response_timeout", "log_file", "ready_pattern", "busy_pattern",
-                                          "first_run", "mcp"});
-      !s.ok()) {
-    return wrap(s);
-  }
-  ClusterConfig cfg;
-  cfg.config_file = abs;
-  fs::path base = abs.parent_path();
-#define MATES_FIELD(var, expr)         \
-  auto var##_r = (expr);               \
-  if (!var##_r.ok()) return wrap(var##_r.status()); \
-  auto var = *var##_r
-  MATES_FIELD(name, String(c["name"], "cluster.name", true));
-  MATES_FIELD(session, String(c["session_name"], "cluster.session_name", false, name));
-  MATES_FIELD(work_dir, String(c["work_dir"], "cluster.work_dir", false, "."));
-  MATES_FIELD(command, Command(c["command"], "cluster.command", {"claude", "--append-system-prompt-file",
-                                                                  "{personality_file}"}));
-  MATES_FIELD(env, Env(c["env"], "cluster.env"));
-  MATES_FIELD(startup, Seconds(c["startup_timeout"], "cluster.startup_timeout", 60));
-  MATES_FIELD(response, Seconds(c["response_timeout"], "cluster.response_timeout", 30));
-  MATES_FIELD(log_file, String(c["log_file"], "cluster.log_file", false, "logs/messages.jsonl"));
-  MATES_FIELD(ready, Regex(c["ready_pattern"], "cluster.ready_pattern", kDefaultReadyPattern));
-  MATES_FIELD(busy, Regex(c["busy_pattern"], "cluster.busy_pattern", kDefaultBusyPattern));
-  MATES_FIELD(first_run, FirstRunOf(c["first_run"], "cluster.first_run", FirstRun::kAuto));
-  MATES_FIELD(mcp, McpOf(c["mcp"], "cluster.mcp", McpChoice::kAuto));
-  if (Status s = ValidateName("cluster.name", name); !s.ok()) return wrap(s);
-  if (Status s = ValidateName("cluster.session_name", session); !s.ok()) return wrap(s);
-  cfg.name = name;
-  cfg.session = session;
-  cfg.work_dir = Resolve(base, work_dir);
-  if (!fs::is_directory(cfg.work_dir, ec)) {
-    return wrap(FieldError("cluster.work_dir", cfg.work_dir.string() + " is not a folder"));
-  }
-  cfg.startup_timeout_s = startup;
-  cfg.response_timeout_s = response;
-  cfg.log_file = Resolve(base, log_file);
+namespace {
 
-  const YAML::Node agents = root["agents"];
-  if (!agents || !agents.IsSequence() || agents.size() == 0) return wrap(FieldError("agents", "missing (a list)"));
+// What the `cluster` section gives every agent that does not say otherwise.
+struct AgentDefaults {
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string ready, busy;
+  FirstRun first_run = FirstRun::kAuto;
+  McpChoice mcp = McpChoice::kAuto;
+};
+
+// The `cluster` section into `cfg` (paths against `base`); what its agents
+// inherit into `*defaults`.
+Status ParseCluster(const YAML::Node& c, const fs::path& base, ClusterConfig& cfg, AgentDefaults* defaults) {
+  if (!c || !c.IsMap()) return FieldError("cluster", "missing (a map)");
+  MATES_RETURN_IF_ERROR(CheckKeys(c, "cluster", {"name", "session_name", "work_dir", "command", "env",
+                                                 "startup_timeout", "response_timeout", "log_file",
+                                                 "ready_pattern", "busy_pattern", "first_run", "mcp"}));
+  MATES_ASSIGN_OR_RETURN(cfg.name, String(c["name"], "cluster.name", true));
+  MATES_ASSIGN_OR_RETURN(cfg.session, String(c["session_name"], "cluster.session_name", false, cfg.name));
+  MATES_ASSIGN_OR_RETURN(std::string work_dir, String(c["work_dir"], "cluster.work_dir", false, "."));
+  MATES_ASSIGN_OR_RETURN(defaults->command, Command(c["command"], "cluster.command",
+                                                    {"claude", "--append-system-prompt-file", "{personality_file}"}));
+  MATES_ASSIGN_OR_RETURN(defaults->env, Env(c["env"], "cluster.env"));
+  MATES_ASSIGN_OR_RETURN(cfg.startup_timeout_s, Seconds(c["startup_timeout"], "cluster.startup_timeout", 60));
+  MATES_ASSIGN_OR_RETURN(cfg.response_timeout_s, Seconds(c["response_timeout"], "cluster.response_timeout", 30));
+  MATES_ASSIGN_OR_RETURN(std::string log_file, String(c["log_file"], "cluster.log_file", false, "logs/messages.jsonl"));
+  MATES_ASSIGN_OR_RETURN(defaults->ready, Regex(c["ready_pattern"], "cluster.ready_pattern", kDefaultReadyPattern));
+  MATES_ASSIGN_OR_RETURN(defaults->busy, Regex(c["busy_pattern"], "cluster.busy_pattern", kDefaultBusyPattern));
+  MATES_ASSIGN_OR_RETURN(defaults->first_run, FirstRunOf(c["first_run"], "cluster.first_run", FirstRun::kAuto));
+  MATES_ASSIGN_OR_RETURN(defaults->mcp, McpOf(c["mcp"], "cluster.mcp", McpChoice::kAuto));
+  MATES_RETURN_IF_ERROR(ValidateName("cluster.name", cfg.name));
+  MATES_RETURN_IF_ERROR(ValidateName("cluster.session_name", cfg.session));
+  cfg.work_dir = Resolve(base, work_dir);
+  std::error_code ec;
+  if (!fs::is_directory(cfg.work_dir, ec)) {
+    return FieldError("cluster.work_dir", cfg.work_dir.string() + " is not a folder");
+  }
+  cfg.log_file = Resolve(base, log_file);
+  return Status::Ok();
+}
+
+// What the agents parsed so far hold, that no two may share.
+struct Taken {
   std::set<std::string> names, markers;
   std::set<int> panes;
-  for (size_t i = 0; i < agents.size(); ++i) {
-    std::string w = "agents[" + std::to_string(i) + "]";
-    const YAML::Node a = agents[i];
-    if (!a.IsMap()) return wrap(FieldError(w, "must be a map"));
-    if (Status s = CheckKeys(a, w, {"name", "role", "personality_prompt_path", "marker", "pane_index", "command",
-                                    "env", "reports_to", "ready_pattern", "busy_pattern", "first_run",
-                                    "worktree", "mcp"});
-        !s.ok()) {
-      return wrap(s);
-    }
-    AgentConfig ag;
-    MATES_FIELD(aname, String(a["name"], w + ".name", true));
-    if (Status s = ValidateName(w + ".name", aname); !s.ok()) return wrap(s);
-    if (!names.insert(aname).second) return wrap(FieldError(w + ".name", "'" + aname + "' appears twice"));
-    ag.name = aname;
-    MATES_FIELD(role, String(a["role"], w + ".role", false, aname));
-    ag.role = role;
-    MATES_FIELD(pers, String(a["personality_prompt_path"], w + ".personality_prompt_path", true));
-    ag.personality_file = Resolve(base, pers);
-    if (!fs::is_regular_file(ag.personality_file, ec)) {
-      return wrap(FieldError(w + ".personality_prompt_path", ag.personality_file.string() + " does not exist"));
-    }
-    MATES_FIELD(marker, String(a["marker"], w + ".marker", true));
-    if (marker.empty() || marker.find('\n') != std::string::npos) {
-      return wrap(FieldError(w + ".marker", "must be one non-empty line"));
-    }
-    if (!markers.insert(marker).second) return wrap(FieldError(w + ".marker", "'" + marker + "' is another agent's"));
-    ag.marker = marker;
-    if (!a["pane_index"]) return wrap(FieldError(w + ".pane_index", "missing"));
-    try {
-      ag.pane_index = a["pane_index"].as<int>();
-    } catch (const YAML::Exception&) {
-      return wrap(FieldError(w + ".pane_index", "must be a whole number"));
-    }
-    if (ag.pane_index < 0 || !panes.insert(ag.pane_index).second) {
-      return wrap(FieldError(w + ".pane_index", "must be unique and >= 0"));
-    }
-    MATES_FIELD(acmd, Command(a["command"], w + ".command", command));
-    for (auto& arg : acmd) {
-      arg = Replace(Replace(Replace(arg, "{personality_file}", ag.personality_file.string()), "{marker}", marker),
-                    "{name}", aname);
-    }
-    ag.command = acmd;
-    MATES_FIELD(aenv, Env(a["env"], w + ".env"));
-    ag.env = env;
-    for (const auto& [k, v] : aenv) ag.env[k] = v;
-    MATES_FIELD(reports, String(a["reports_to"], w + ".reports_to", false));
-    ag.reports_to = reports;
-    MATES_FIELD(aready, Regex(a["ready_pattern"], w + ".ready_pattern", ready));
-    ag.ready_pattern = aready;
-    MATES_FIELD(abusy, Regex(a["busy_pattern"], w + ".busy_pattern", busy));
-    ag.busy_pattern = abusy;
-    MATES_FIELD(afirst, FirstRunOf(a["first_run"], w + ".first_run", first_run));
-    if (afirst == FirstRun::kAuto) {
-      afirst = !ag.command.empty() && fs::path(ag.command[0]).filename() == "claude" ? FirstRun::kClaudeCode
-                                                                                      : FirstRun::kNone;
-    }
-    ag.first_run = afirst;
-    MATES_FIELD(amcp, McpOf(a["mcp"], w + ".mcp", mcp));
-    const std::string program = ag.command.empty() ? "" : fs::path(ag.command[0]).filename().string();
-    ag.mcp = amcp == McpChoice::kOn || (amcp == McpChoice::kAuto && (program == "claude" || program == "qwen"));
-    MATES_FIELD(tree, Bool(a["worktree"], w + ".worktree"));
-    ag.worktree = tree;
-    cfg.agents.push_back(ag);
+};
+
+// One entry of `agents` (`w` names it in errors).
+Result<AgentConfig> ParseAgent(const YAML::Node& a, const std::string& w, const fs::path& base,
+                               const AgentDefaults& defaults, Taken& taken) {
+  if (!a.IsMap()) return FieldError(w, "must be a map");
+  MATES_RETURN_IF_ERROR(CheckKeys(a, w, {"name", "role", "personality_prompt_path", "marker", "pane_index",
+                                         "command", "env", "reports_to", "ready_pattern", "busy_pattern",
+                                         "first_run", "worktree", "mcp"}));
+  AgentConfig ag;
+  MATES_ASSIGN_OR_RETURN(ag.name, String(a["name"], w + ".name", true));
+  MATES_RETURN_IF_ERROR(ValidateName(w + ".name", ag.name));
+  if (!taken.names.insert(ag.name).second) return FieldError(w + ".name", "'" + ag.name + "' appears twice");
+  MATES_ASSIGN_OR_RETURN(ag.role, String(a["role"], w + ".role", false, ag.name));
+  MATES_ASSIGN_OR_RETURN(std::string personality, String(a["personality_prompt_path"], w + ".personality_prompt_path", true));
+  ag.personality_file = Resolve(base, personality);
+  std::error_code ec;
+  if (!fs::is_regular_file(ag.personality_file, ec)) {
+    return FieldError(w + ".personality_prompt_path", ag.personality_file.string() + " does not exist");
   }
-#undef MATES_FIELD
-  // The hierarchy: given, or the seed's.
-  bool has_boss = names.count("grand_boss") > 0, has_manager = names.count("middle_manager") > 0;
-  for (size_t i = 0; i < cfg.agents.size(); ++i) {
-    auto& ag = cfg.agents[i];
+  MATES_ASSIGN_OR_RETURN(ag.marker, String(a["marker"], w + ".marker", true));
+  if (ag.marker.empty() || ag.marker.find('\n') != std::string::npos) {
+    return FieldError(w + ".marker", "must be one non-empty line");
+  }
+  if (!taken.markers.insert(ag.marker).second) return FieldError(w + ".marker", "'" + ag.marker + "' is another agent's");
+  if (!a["pane_index"]) return FieldError(w + ".pane_index", "missing");
+  try {
+    ag.pane_index = a["pane_index"].as<int>();
+  } catch (const YAML::Exception&) {
+    return FieldError(w + ".pane_index", "must be a whole number");
+  }
+  if (ag.pane_index < 0 || !taken.panes.insert(ag.pane_index).second) {
+    return FieldError(w + ".pane_index", "must be unique and >= 0");
+  }
+  MATES_ASSIGN_OR_RETURN(ag.command, Command(a["command"], w + ".command", defaults.command));
+  for (auto& arg : ag.command) {
+    arg = Replace(Replace(Replace(arg, "{personality_file}", ag.personality_file.string()), "{marker}", ag.marker),
+                  "{name}", ag.name);
+  }
+  MATES_ASSIGN_OR_RETURN(auto env, Env(a["env"], w + ".env"));
+  ag.env = defaults.env;
+  for (const auto& [k, v] : env) ag.env[k] = v;
+  MATES_ASSIGN_OR_RETURN(ag.reports_to, String(a["reports_to"], w + ".reports_to", false));
+  MATES_ASSIGN_OR_RETURN(ag.ready_pattern, Regex(a["ready_pattern"], w + ".ready_pattern", defaults.ready));
+  MATES_ASSIGN_OR_RETURN(ag.busy_pattern, Regex(a["busy_pattern"], w + ".busy_pattern", defaults.busy));
+  const std::string program = ag.command.empty() ? "" : fs::path(ag.command[0]).filename().string();
+  MATES_ASSIGN_OR_RETURN(ag.first_run, FirstRunOf(a["first_run"], w + ".first_run", defaults.first_run));
+  if (ag.first_run == FirstRun::kAuto) ag.first_run = program == "claude" ? FirstRun::kClaudeCode : FirstRun::kNone;
+  MATES_ASSIGN_OR_RETURN(McpChoice mcp, McpOf(a["mcp"], w + ".mcp", defaults.mcp));
+  ag.mcp = mcp == McpChoice::kOn || (mcp == McpChoice::kAuto && (program == "claude" || program == "qwen"));
+  MATES_ASSIGN_OR_RETURN(ag.worktree, Bool(a["worktree"], w + ".worktree"));
+  return ag;
+}
+
+// The hierarchy: given (another agent of the cluster), or the seed's.
+Status FillReportsTo(std::vector<AgentConfig>& agents, const std::set<std::string>& names) {
+  const bool has_boss = names.count("grand_boss") > 0, has_manager = names.count("middle_manager") > 0;
+  for (size_t i = 0; i < agents.size(); ++i) {
+    AgentConfig& ag = agents[i];
     if (!ag.reports_to.empty()) {
       if (names.count(ag.reports_to) == 0 || ag.reports_to == ag.name) {
-        return wrap(FieldError("agents[" + std::to_string(i) + "].reports_to",
-                               "'" + ag.reports_to + "' is not another agent of the cluster"));
+        return FieldError("agents[" + std::to_string(i) + "].reports_to",
+                          "'" + ag.reports_to + "' is not another agent of the cluster");
       }
       continue;
     }
@@ -293,8 +269,46 @@ Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
       ag.reports_to = "grand_boss";
     }
   }
+  return Status::Ok();
+}
+
+Status ParseConfig(const YAML::Node& root, const fs::path& abs, ClusterConfig& cfg) {
+  if (!root.IsMap()) return FieldError("(top)", "must be a map with 'cluster' and 'agents'");
+  MATES_RETURN_IF_ERROR(CheckKeys(root, "", {"cluster", "agents"}));
+  cfg.config_file = abs;
+  const fs::path base = abs.parent_path();
+  AgentDefaults defaults;
+  MATES_RETURN_IF_ERROR(ParseCluster(root["cluster"], base, cfg, &defaults));
+  const YAML::Node agents = root["agents"];
+  if (!agents || !agents.IsSequence() || agents.size() == 0) return FieldError("agents", "missing (a list)");
+  Taken taken;
+  for (size_t i = 0; i < agents.size(); ++i) {
+    MATES_ASSIGN_OR_RETURN(AgentConfig ag,
+                           ParseAgent(agents[i], "agents[" + std::to_string(i) + "]", base, defaults, taken));
+    cfg.agents.push_back(std::move(ag));
+  }
+  MATES_RETURN_IF_ERROR(FillReportsTo(cfg.agents, taken.names));
   std::sort(cfg.agents.begin(), cfg.agents.end(),
             [](const AgentConfig& a, const AgentConfig& b) { return a.pane_index < b.pane_index; });
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ClusterConfig> LoadClusterConfig(const fs::path& file) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(file, ec);
+  if (!fs::exists(abs, ec)) {
+    return Status::NotFound("no cluster config " + file.string() + " (use -c FILE; see examples/cluster)");
+  }
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(abs.string());
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(file.string() + ": " + e.what());
+  }
+  ClusterConfig cfg;
+  if (Status s = ParseConfig(root, abs, cfg); !s.ok()) return Status::InvalidArgument(file.string() + ": " + s.message());
   return cfg;
 }
 
