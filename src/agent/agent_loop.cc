@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/frames.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/secrets.h"
@@ -348,7 +349,10 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
     tools::ToolResult r = tools_->Run(b, *ctx_);
     if (cancel_.cancelled()) *interrupted = true;
     if (events_ != nullptr) events_->OnToolResult(spec_.name, b, r);
-    results.push_back(llm::ContentBlock::ToolResult(b.id, r.content.empty() ? "(empty)" : r.content, r.is_error));
+    // A tool's output (a file, a command's, a server's) is content too: it
+    // cannot forge a frame (DESIGN §19).
+    results.push_back(
+        llm::ContentBlock::ToolResult(b.id, r.content.empty() ? "(empty)" : NeutraliseFrames(r.content), r.is_error));
   }
   return results;
 }

@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "agent/frames.h"
 #include "core/files.h"
 
 namespace mates::agent {
@@ -119,7 +120,7 @@ Result<CompactResult> AutoCompact(const CompactRequest& req, llm::Provider& prov
   CompactResult out;
   out.usage = r.usage;
   std::string opening = req.identity + "\n\n<conversation-summary transcript=\"" +
-                        req.transcript_path.string() + "\">\n" + summary +
+                        FrameAttribute(req.transcript_path.string()) + "\">\n" + NeutraliseFrames(summary) +
                         "\n</conversation-summary>";
   std::vector<llm::ContentBlock> first = {llm::ContentBlock::Text(opening)};
   if (from == n) {

@@ -1,5 +1,7 @@
 #include "agent/conversation.h"
 
+#include "agent/frames.h"
+
 #include <algorithm>
 #include <set>
 
@@ -8,20 +10,6 @@ namespace {
 
 bool NonEmptyBlock(const ContentBlock& b) {
   return b.type != llm::BlockType::kText || !b.text.empty();
-}
-
-std::string EscapeAttr(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "&quot;"; break;
-      case '<': out += "&lt;"; break;
-      case '&': out += "&amp;"; break;
-      case '\n': out += ' '; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -131,14 +119,17 @@ Status Conversation::CheckReadyForCall() const {
 }
 
 std::string FormatTeammateMessage(const Message& m, const std::string& team) {
-  std::string out = "<teammate-message teammate_id=\"" + EscapeAttr(m.sender) + "\"";
-  if (!team.empty()) out += " team=\"" + EscapeAttr(team) + "\"";
+  // Everything but mates' own markup goes through NeutraliseFrames: no
+  // content can close this frame or open another (DESIGN §19).
+  const auto attr = [](const std::string& v) { return FrameAttribute(v); };
+  std::string out = "<teammate-message teammate_id=\"" + attr(m.sender) + "\"";
+  if (!team.empty()) out += " team=\"" + attr(team) + "\"";
   out += " type=\"" + std::string(MessageTypeName(m.type)) + "\"";
-  if (!m.summary.empty()) out += " summary=\"" + EscapeAttr(m.summary) + "\"";
-  if (!m.request_id.empty()) out += " request_id=\"" + EscapeAttr(m.request_id) + "\"";
+  if (!m.summary.empty()) out += " summary=\"" + attr(m.summary) + "\"";
+  if (!m.request_id.empty()) out += " request_id=\"" + attr(m.request_id) + "\"";
   if (m.approve.has_value()) out += std::string(" approve=\"") + (*m.approve ? "true" : "false") + "\"";
-  out += ">\n" + m.content;
-  if (!m.feedback.empty() && m.feedback != m.content) out += "\nFeedback: " + m.feedback;
+  out += ">\n" + NeutraliseFrames(m.content);
+  if (!m.feedback.empty() && m.feedback != m.content) out += "\nFeedback: " + NeutraliseFrames(m.feedback);
   out += "\n</teammate-message>";
   return out;
 }

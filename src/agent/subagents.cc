@@ -3,6 +3,7 @@
 #include "core/guarded.h"
 
 #include "agent/agent_loop.h"
+#include "agent/frames.h"
 #include "agent/prompts.h"
 
 #include <optional>
@@ -121,9 +122,9 @@ Result<std::string> SubagentManager::StartBackground(const std::string& prompt,
     // Announced before it shows as finished: whoever sees it finished
     // (TaskOutput) finds the notice already queued for the next turn.
     if (announce_ && state != BackgroundState::kStopped) {
-      announce_("<background-task id=\"" + id + "\" description=\"" + description + "\" status=\"" +
-                std::string(tools::BackgroundStateName(state)) +
-                "\">\n" + output + "\n</background-task>");
+      announce_("<background-task id=\"" + id + "\" description=\"" + FrameAttribute(description) + "\" status=\"" +
+                std::string(tools::BackgroundStateName(state)) + "\">\n" + NeutraliseFrames(output) +
+                "\n</background-task>");
     }
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -1,5 +1,7 @@
 #include "team/lead_news.h"
 
+#include "agent/frames.h"
+
 namespace mates::team {
 
 void LeadNews::OnStatus(const std::string& name, MemberStatus status, const std::string& detail,
@@ -32,12 +34,12 @@ std::string LeadNews::Take() {
     std::string line = news_.begin()->second;
     news_.erase(news_.begin());
     wakes_lead_ = !news_.empty();
-    return "<team-update>" + line + "</team-update>";
+    return "<team-update>" + agent::NeutraliseFrames(line) + "</team-update>";
   }
   std::string text;
   for (const auto& [name, line] : news_) text += (text.empty() ? "" : "; ") + line;
   news_.clear();
-  return "<team-update>" + text + "</team-update>";
+  return "<team-update>" + agent::NeutraliseFrames(text) + "</team-update>";
 }
 
 void LeadNews::Forget(const std::vector<std::string>& names) {

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "agent/frames.h"
 #include "agent/prompts.h"
 #include "core/guarded.h"
 #include "core/log.h"
@@ -14,6 +15,17 @@
 #include "store/watcher.h"
 
 namespace mates::team {
+
+namespace {
+
+// What a teammate is told of a task it takes: the subject and description
+// are anyone's text, so they cannot forge a frame (DESIGN §19).
+std::string TaskNotice(const Task& t) {
+  return "Task #" + std::to_string(t.id) + ": " + agent::NeutraliseFrames(t.subject) +
+         (t.description.empty() ? "" : "\n" + agent::NeutraliseFrames(t.description));
+}
+
+}  // namespace
 
 namespace {
 constexpr int kMaxFailedTurns = 3;
@@ -215,11 +227,11 @@ void Teammate::RemindOfTasksInProgress() {
     if (auto m = merges ? git::WaitingMerge(*merges, t) : std::nullopt) {
       // Submitted before the host died: redoing it would only leave the
       // worktree changed under the next task.
-      waiting += "\n#" + std::to_string(t.id) + " (" + t.subject + "): merge request " + std::to_string(m->id) + ", " +
+      waiting += "\n#" + std::to_string(t.id) + " (" + agent::NeutraliseFrames(t.subject) + "): merge request " + std::to_string(m->id) + ", " +
                  std::string(MergeStateName(m->status));
       continue;
     }
-    text += "\nTask #" + std::to_string(t.id) + ": " + t.subject + (t.description.empty() ? "" : "\n" + t.description);
+    text += "\n" + TaskNotice(t);
   }
   if (text.empty() && waiting.empty()) return;
   if (text.empty()) {
@@ -251,8 +263,7 @@ std::string Teammate::RefreshWorktree() {
 
 void Teammate::TakeTask(const Task& t) {
   // What the task builds on was merged onto the target: bring it in.
-  loop_->AddNotice("Task #" + std::to_string(t.id) + ": " + t.subject +
-                   (t.description.empty() ? "" : "\n" + t.description) + RefreshWorktree());
+  loop_->AddNotice(TaskNotice(t) + RefreshWorktree());
   SetStatus(MemberStatus::kActive);
 }
 
