@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "agent/frames.h"
 #include "agent/journal.h"
 #include "agent/prices.h"
 #include "agent/prompts.h"
@@ -329,7 +330,9 @@ Status Host::StartTeam() {
   mq.team = [this] { return teams_->lead_team(); };
   mq.on_change = [this] { teams_->WakeWaiters(); };
   mq.tell_lead = [this](const std::string& text) {
-    lead_->AddNotice(text);
+    // The queue's words carry a request's subject, anyone's text: it
+    // cannot forge a frame (DESIGN §19).
+    lead_->AddNotice(agent::NeutraliseFrames(text));
     teams_->WakeWaiters();
   };
   mq.running = [this](const std::string& name) { return teams_->Running(name); };
