@@ -226,12 +226,20 @@ TEST_F(CliStoreTest, SlipsAreRefusedWithoutLeavingHalfADeed) {
   EXPECT_FALSE(fs::exists(dir_.path() / ".teams/t2"));
   ExpectError({"team", "create", "t2", "--members", "user"}, 2, "'user' is reserved");
   EXPECT_FALSE(fs::exists(dir_.path() / ".teams/t2"));
+  // Reserved names are told apart as a reader would: without case or
+  // separators (a member named USER would message the lead as the user).
+  ExpectError({"team", "create", "t2", "--members", "USER"}, 2, "'USER' is reserved (it reads as 'user'");
+  ExpectError({"team", "create", "t2", "--members", "Merge_Queue"}, 2, "'Merge_Queue' is reserved (it reads as 'merge-queue'");
+  ExpectError({"team", "create", "t2", "--lead", "User"}, 2, "'User' is reserved");
+  EXPECT_FALSE(fs::exists(dir_.path() / ".teams/t2"));
   Team();
   ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "job"}).exit_code, 0);
   ExpectError({"tasks", "--team", "t", "claim", "--owner", "zed"}, 1, "'zed' is not a member of team 't'");
   ExpectError({"tasks", "--team", "t", "claim", "1", "--owner", "zed"}, 1, "only members claim tasks");
   EXPECT_EQ(Mates({"tasks", "--team", "t", "claim", "--owner", "alice"}).out, "1\n");
   ExpectError({"send", "--team", "t", "--to", "user", "hi"}, 2, "cannot send a message to yourself");
+  ExpectError({"team", "join", "t", "u.s.e.r"}, 2, "'u.s.e.r' is reserved");
+  ExpectError({"send", "--team", "t", "--from", "Merge-Queue", "--to", "alice", "hi"}, 1, "unknown sender 'Merge-Queue'");
 }
 
 TEST_F(CliStoreTest, TasksLifecycle) {

@@ -241,14 +241,35 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
   return c;
 }
 
+namespace {
+
+// A name as a reader tells names apart: lower case, without the
+// separators a name may hold (`User`, `USER`, `merge_queue` and
+// `Merge.Queue` all read as the reserved ones). Names are ASCII (the name
+// rule), so no Unicode normalisation is needed on top.
+std::string ReadAs(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') continue;
+    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return out;
+}
+
+}  // namespace
+
 Status ValidateMemberName(std::string_view name) {
   MATES_RETURN_IF_ERROR(ValidateName("member name", name));
-  if (name == "user") {
-    return Status::InvalidArgument("'user' is reserved for people sending from the CLI or the dashboard; "
-                                   "choose another member name");
+  const std::string read_as = ReadAs(name);
+  if (read_as == "user") {
+    return Status::InvalidArgument("'" + std::string(name) +
+                                   "' is reserved (it reads as 'user', the name of people sending from the CLI or "
+                                   "the dashboard); choose another member name");
   }
-  if (name == "merge-queue") {
-    return Status::InvalidArgument("'merge-queue' is reserved for the team's merge queue; choose another member name");
+  if (read_as == "mergequeue") {
+    return Status::InvalidArgument("'" + std::string(name) +
+                                   "' is reserved (it reads as 'merge-queue', the team's merge queue); choose "
+                                   "another member name");
   }
   return Status::Ok();
 }
