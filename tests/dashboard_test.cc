@@ -199,6 +199,36 @@ TEST_F(DashboardTest, BadRequestsGetOneClearError) {
   EXPECT_EQ(Get("/api/team").code, 200);
 }
 
+// #50: a chunked body skipped the 256 KiB bound (cpp-httplib bounds only a
+// Content-Length; 1 GB took the host to ~1 GB). Bounded now whatever the
+// framing, on every path and method, and the host's memory does not grow
+// by what was sent.
+TEST_F(DashboardTest, ABodyIsBoundedWhateverItsFraming) {
+  Up();
+  auto host = ParseJson(testing::ReadAll(ws_.path() / ".teams/dash/host.json"));
+  ASSERT_TRUE(host.ok());
+  const pid_t pid = (*host)["pid"].get<pid_t>();
+  auto peak = [pid] {
+    std::string status = testing::ReadAll("/proc/" + std::to_string(pid) + "/status");
+    size_t at = status.find("VmHWM:");
+    return at == std::string::npos ? size_t{0} : std::stoull(status.substr(at + 6)) * 1024;
+  };
+  const std::vector<std::string> chunked = {"Authorization: Bearer " + url_.token, "Transfer-Encoding: chunked"};
+  const size_t before = peak();
+  ASSERT_GT(before, 0u);
+  EXPECT_EQ(Http("POST", url_.base + "/api/messages", chunked, std::string(64 << 20, ' ')).code, 413);
+  EXPECT_LT(peak(), before + (16u << 20)) << "the host held a body over its bound";
+  EXPECT_EQ(Http("POST", url_.base + "/api/tasks", chunked, std::string(1 << 20, ' ')).code, 413);
+  EXPECT_EQ(Http("POST", url_.base + "/api/nowhere", chunked, std::string(1 << 20, ' ')).code, 413);
+  EXPECT_EQ(Http("PUT", url_.base + "/api/tasks", chunked, std::string(1 << 20, ' ')).code, 405);
+  EXPECT_EQ(Http("PATCH", url_.base + "/api/tasks", {"Authorization: Bearer " + url_.token}, "{}").code, 405);
+  // Within the bound, chunked is served like any body.
+  auto sent = Http("POST", url_.base + "/api/messages", chunked, R"({"to":"lead","content":"chunked hello"})");
+  EXPECT_EQ(sent.code, 201) << sent.body;
+  EXPECT_EQ(Http("POST", url_.base + "/api/nowhere", chunked, "{}").code, 404);
+  EXPECT_EQ(Get("/api/team").code, 200);
+}
+
 // Worktree isolation's merges (DESIGN §12): listed, and one waiting for
 // review decided from the page; what cannot be decided is one clear error.
 TEST_F(DashboardTest, MergesAreListedAndDecided) {

@@ -8,10 +8,12 @@
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <thread>
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/limits.h"
 #include "llm/anthropic.h"
 #include "llm/mock_server.h"
 #include "llm/openai.h"
@@ -95,6 +97,59 @@ TEST(HostileMockLlmTest, BodiesOfAnyShapeAre400AndTheServerStaysUp) {
                            R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})");
   std::string ok = Post(m.url + "/v1/messages", dir.path() / "body.json");
   EXPECT_EQ(ok.substr(ok.size() - 4), " 200") << ok;
+  m.process.Signal(SIGTERM);
+  EXPECT_EQ(m.process.Wait().exit_code, 0);
+}
+
+// The peak resident memory of process `pid` (VmHWM), in bytes.
+size_t PeakRss(pid_t pid) {
+  std::string status = mates::testing::ReadAll("/proc/" + std::to_string(pid) + "/status");
+  size_t at = status.find("VmHWM:");
+  return at == std::string::npos ? 0 : std::stoull(status.substr(at + 6)) * 1024;
+}
+
+// #50: a chunked body skipped the 64 MiB bound (cpp-httplib bounds only a
+// Content-Length), and the server held all of it; so did a body with no
+// length, and one of a method nobody serves. Each is now refused within
+// the bound: a quarter of a gigabyte sent chunked costs the server what
+// the bound allows (a string grown to it: twice the bound at most), not
+// what was sent.
+TEST(HostileMockLlmTest, ABodyIsBoundedWhateverItsFraming) {
+  TempDir dir;
+  mates::testing::WriteAll(dir.path() / "s.json", kScenario);
+  MockLlm m = StartMockLlm(dir.path() / "s.json");
+  auto spaces = [&](const std::string& name, int mib) {
+    std::ofstream out(dir.path() / name, std::ios::binary);
+    const std::string one(1 << 20, ' ');
+    for (int i = 0; i < mib; ++i) out << one;
+    return dir.path() / name;
+  };
+  const fs::path huge = spaces("huge.json", 256);
+  const fs::path over = spaces("over.json", 65);
+  const std::string small = R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})";
+  mates::testing::WriteAll(dir.path() / "small.json", small);
+  auto send = [&](const std::string& method, const std::string& path, const fs::path& body, bool chunked) {
+    std::vector<std::string> argv = {"curl", "-s", "-o", "-", "-w", " %{http_code}", "-X", method,
+                                     "-H", "content-type: application/json", "--data-binary", "@" + body.string()};
+    if (chunked) argv.insert(argv.end(), {"-H", "Transfer-Encoding: chunked"});
+    argv.push_back(m.url + path);
+    std::string out = mates::testing::Run(argv).out;
+    return out.size() >= 3 ? out.substr(out.size() - 3) : out;
+  };
+  const size_t before = PeakRss(m.process.pid());
+  ASSERT_GT(before, 0u);
+  EXPECT_EQ(send("POST", "/v1/messages", huge, /*chunked=*/true), "413");
+  const size_t after = PeakRss(m.process.pid());
+  EXPECT_LT(after, before + 2 * kMaxHttpBodyBytes + (16u << 20))
+      << "the server held more than its bound allows: " << before << " -> " << after;
+  EXPECT_EQ(send("POST", "/v1/chat/completions", over, true), "413");
+  EXPECT_EQ(send("POST", "/v1/nowhere", over, true), "413");
+  EXPECT_EQ(send("PUT", "/v1/messages", over, true), "405");
+  EXPECT_EQ(send("DELETE", "/v1/messages", over, false), "405");
+  EXPECT_EQ(send("POST", "/v1/messages", over, false), "413");  // by its Content-Length, as before
+  // A body within the bound is served however it is framed.
+  EXPECT_EQ(send("POST", "/v1/messages", dir.path() / "small.json", true), "200");
+  EXPECT_EQ(send("POST", "/v1/nowhere", dir.path() / "small.json", true), "404");
   m.process.Signal(SIGTERM);
   EXPECT_EQ(m.process.Wait().exit_code, 0);
 }

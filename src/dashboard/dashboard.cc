@@ -17,12 +17,12 @@
 #include "dashboard/source.h"
 #include "dashboard/team_api.h"
 #include "dashboard_assets.h"
+#include "llm/http_bounds.h"
 #include "stores/open_store.h"
 
 namespace mates::dashboard {
 namespace {
 
-constexpr size_t kMaxBodyBytes = 256 << 10;  // a message or a task from the page
 
 // The page: its script and styles inline, allowed by a nonce of this response.
 void Page(httplib::Response& res) {
@@ -71,6 +71,12 @@ class Dashboard::Impl {
       SendError(res, 500, "internal error in the dashboard");
     });
     server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (llm::RefusedMethod(req)) {
+        // Before the library would read its body, unbounded.
+        SendError(res, 405, req.method + " is not served here");
+        res.set_header("Connection", "close");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       return guard_.Admit(req, res) ? httplib::Server::HandlerResponse::Unhandled
                                     : httplib::Server::HandlerResponse::Handled;
     });

@@ -68,6 +68,10 @@ void SendError(httplib::Response& res, int status, const std::string& message) {
 
 void SendStatus(httplib::Response& res, const Status& s) { SendError(res, HttpStatusOf(s), s.message()); }
 
+void TooLarge(const httplib::Request&, httplib::Response& res) {
+  SendError(res, 413, "the request body is over " + std::to_string(kMaxBodyBytes >> 10) + " KiB");
+}
+
 bool ReadJsonBody(const httplib::Request& req, httplib::Response& res, Json* out) {
   if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
     SendError(res, 415, "send JSON (Content-Type: application/json)");

@@ -15,6 +15,9 @@
 
 namespace mates::dashboard {
 
+// A request body's bound: a message or a task from the page.
+inline constexpr size_t kMaxBodyBytes = 256 << 10;
+
 // A secret of 32 bytes from the kernel, base64url (43 characters).
 std::string NewSecretToken();
 
@@ -24,6 +27,8 @@ void SendError(httplib::Response& res, int status, const std::string& message);
 // unavailable, else 500; the message as the JSON error.
 void SendStatus(httplib::Response& res, const Status& s);
 
+// The answer to a body over kMaxBodyBytes (413).
+void TooLarge(const httplib::Request& req, httplib::Response& res);
 // The request's JSON object, or false with a 415 or 400 sent.
 bool ReadJsonBody(const httplib::Request& req, httplib::Response& res, Json* out);
 

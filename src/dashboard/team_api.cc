@@ -8,6 +8,7 @@
 #include "agent/journal.h"
 #include "core/names.h"
 #include "dashboard/http_guard.h"
+#include "llm/http_bounds.h"
 #include "llm/types.h"
 #include "store/merges.h"
 #include "view/team_view.h"
@@ -65,26 +66,33 @@ void TeamApi::Register(httplib::Server& server) {
   server.Get(R"(/api/agents/([^/]+)/transcript)", [this](const httplib::Request& req, httplib::Response& res) {
     Transcript(req.matches[1], res);
   });
-  server.Post(R"(/api/merges/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+  // Bodies read by the routes themselves, bounded whatever their framing
+  // (llm/http_bounds.h).
+  const auto post = [&server](const std::string& pattern, llm::BodyHandler handler) {
+    llm::PostBounded(server, pattern, kMaxBodyBytes, std::move(handler), TooLarge);
+  };
+  post(R"(/api/merges/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     Json b;
     if (Writable(req, res, &b)) DecideMergeRequest(req.matches[1], b, res);
   });
-  server.Post("/api/messages", [this](const httplib::Request& req, httplib::Response& res) {
+  post("/api/messages", [this](const httplib::Request& req, httplib::Response& res) {
     Json b;
     if (Writable(req, res, &b)) PostMessage(b, res);
   });
-  server.Post("/api/tasks", [this](const httplib::Request& req, httplib::Response& res) {
+  post("/api/tasks", [this](const httplib::Request& req, httplib::Response& res) {
     Json b;
     if (Writable(req, res, &b)) PostTask(b, res);
   });
-  server.Post(R"(/api/requests/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+  post(R"(/api/requests/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     Json b;
     if (Writable(req, res, &b)) AnswerPlan(req.matches[1], b, res);
   });
-  server.Post(R"(/api/agents/([^/]+)/stop)", [this](const httplib::Request& req, httplib::Response& res) {
+  post(R"(/api/agents/([^/]+)/stop)", [this](const httplib::Request& req, httplib::Response& res) {
     Json b;
     if (Writable(req, res, &b)) AskToStop(req.matches[1], b, res);
   });
+  // Last: a POST to no route is drained within the bound too, then 404.
+  post(".*", [](const httplib::Request&, httplib::Response& res) { SendError(res, 404, "no such endpoint"); });
 }
 
 bool TeamApi::Writable(const httplib::Request& req, httplib::Response& res, Json* body) {

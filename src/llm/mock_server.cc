@@ -18,6 +18,7 @@
 #include "core/guarded.h"
 #include "core/limits.h"
 #include "core/ids.h"
+#include "llm/http_bounds.h"
 #include "llm/prompt_cache.h"
 #include "llm/scripted.h"
 #include "llm/validation.h"
@@ -231,15 +232,37 @@ class MockServer::Impl {
       res.set_content(AnthropicError("api_error", "internal error in mates mock-llm"),
                       "application/json");
     });
-    server_.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
+    // Bodies read by the routes themselves, bounded whatever their framing
+    // (llm/http_bounds.h); other methods refused before the library reads
+    // their bodies.
+    const auto too_large = [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(AnthropicError("request_too_large", "the request body is over " +
+                                                              std::to_string(kMaxHttpBodyBytes >> 20) + " MiB"),
+                      "application/json");
+    };
+    const auto post = [&](const std::string& pattern, BodyHandler handler) {
+      PostBounded(server_, pattern, kMaxHttpBodyBytes, std::move(handler), too_large);
+    };
+    server_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!RefusedMethod(req)) return httplib::Server::HandlerResponse::Unhandled;
+      res.status = 405;
+      res.set_content(AnthropicError("invalid_request_error", req.method + " is not served here"), "application/json");
+      res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
       Handle(req, res, /*openai=*/false);
     });
-    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
       Handle(req, res, /*openai=*/true);
     });
-    server_.Post("/v1/messages/count_tokens", [](const httplib::Request& req, httplib::Response& res) {
+    post("/v1/messages/count_tokens", [](const httplib::Request& req, httplib::Response& res) {
       auto j = ParseJson(req.body);
       res.set_content(DumpJson(Json{{"input_tokens", j.ok() ? Tokens(*j) : 0}}), "application/json");
+    });
+    post(".*", [](const httplib::Request&, httplib::Response& res) {
+      res.status = 404;
+      res.set_content(AnthropicError("not_found_error", "no such endpoint"), "application/json");
     });
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ok\n", "text/plain");
