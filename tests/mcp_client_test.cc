@@ -33,6 +33,25 @@ fs::path NpmBin(const std::string& name) { return fs::path(MATES_SOURCE_DIR) / "
                     "(./scripts/setup-mcp installs them with npm; it could not here) ***";                \
   }
 
+// The tests' trust (DESIGN §19) is their own: a folder of this test
+// program's, not the person's ~/.config.
+class OwnTrust : public ::testing::Environment {
+ public:
+  void SetUp() override { ::setenv("XDG_CONFIG_HOME", dir_.path().c_str(), 1); }
+
+ private:
+  TempDir dir_;
+};
+const auto* const kOwnTrust = ::testing::AddGlobalTestEnvironment(new OwnTrust);
+
+// Writes the workspace's .mcp.json and trusts it as written: these tests
+// are about what the servers do once a person let them run.
+void WriteTrusted(const fs::path& ws, const std::string& json) {
+  WriteAll(ws / ".mcp.json", json);
+  auto r = testing::RunMates(ws, {"trust"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
 // The .mcp.json of the tests: both servers, each carrying `mark` in its
 // environment so that the test can find what is left of them.
 std::string McpJson(const std::string& mark) {
@@ -79,7 +98,7 @@ TEST(McpClientTest, AScriptedLeadUsesRealServersSurvivesTheirDeathAndLeavesNothi
   MATES_NEED_SERVERS();
   TempDir ws;
   const std::string mark = "run-" + std::to_string(::getpid());
-  WriteAll(ws.path() / ".mcp.json", McpJson(mark));
+  WriteTrusted(ws.path(), McpJson(mark));
   WriteAll(ws.path() / ".mates/config.yaml", "mcp:\n  servers:\n    everything: {call_timeout: 2}\n");
   WriteAll(ws.path() / "notes.txt", "the notes of the test\n");
   auto r = testing::RunMates(ws.path(), {"run", "--provider", "scripted", "--scenario",
@@ -108,7 +127,7 @@ TEST(McpClientTest, ListShowsTheServersTheirRolesAndTools) {
   MATES_NEED_SERVERS();
   TempDir ws;
   const std::string mark = "list-" + std::to_string(::getpid());
-  WriteAll(ws.path() / ".mcp.json", McpJson(mark));
+  WriteTrusted(ws.path(), McpJson(mark));
   WriteAll(ws.path() / ".mates/config.yaml", "mcp:\n  servers:\n    fs: {roles: [lead]}\n");
   auto r = testing::RunMates(ws.path(), {"mcp", "list"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -127,7 +146,7 @@ TEST(McpClientTest, ListShowsTheServersTheirRolesAndTools) {
 
   // A server that does not start: listed as failed, exit 1.
   fs::remove(ws.path() / ".mates/config.yaml");
-  WriteAll(ws.path() / ".mcp.json", R"({"mcpServers": {"gone": {"command": "/nonexistent/server"}}})");
+  WriteTrusted(ws.path(), R"({"mcpServers": {"gone": {"command": "/nonexistent/server"}}})");
   auto failed = testing::RunMates(ws.path(), {"mcp", "list"});
   EXPECT_EQ(failed.exit_code, 1);
   EXPECT_NE(failed.out.find("gone (stdio, for everyone): failed: "), std::string::npos) << failed.out;
@@ -142,7 +161,7 @@ TEST(McpClientTest, RolesDecideWhoGetsWhichTools) {
   MATES_NEED_SERVERS();
   TempDir ws;
   const std::string mark = "roles-" + std::to_string(::getpid());
-  WriteAll(ws.path() / ".mcp.json", McpJson(mark));
+  WriteTrusted(ws.path(), McpJson(mark));
   WriteAll(ws.path() / ".mates/config.yaml",
            "mcp:\n  servers:\n    fs: {roles: [lead, w2]}\n    everything: {roles: [teammate]}\n");
   auto hub = mcp::Hub::Load(Workspace(ws.path()));
@@ -209,8 +228,8 @@ TEST(McpClientTest, StreamableHttpServersWorkToo) {
     listening = line->find("listening on port") != std::string::npos;
   }
   ASSERT_TRUE(listening) << "server-everything did not start its HTTP transport";
-  WriteAll(ws.path() / ".mcp.json",
-           R"({"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:)" + std::to_string(port) + R"(/mcp"}}})");
+  WriteTrusted(ws.path(),
+               R"({"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:)" + std::to_string(port) + R"(/mcp"}}})");
   auto r = testing::RunMates(ws.path(), {"mcp", "list"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("web (http, for everyone): running"), std::string::npos) << r.out;
@@ -224,8 +243,8 @@ TEST(McpClientTest, StreamableHttpServersWorkToo) {
   auto bad = (*hub)->Call("web", "get-sum", Json{{"a", "x"}}, nullptr);
   EXPECT_TRUE(bad.is_error);
   // Nothing listens on a port just freed: one clear failure.
-  WriteAll(ws.path() / ".mcp.json",
-           R"({"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:)" + std::to_string(FreePort()) + R"(/mcp"}}})");
+  WriteTrusted(ws.path(),
+               R"({"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:)" + std::to_string(FreePort()) + R"(/mcp"}}})");
   auto down = testing::RunMates(ws.path(), {"mcp", "list"});
   EXPECT_EQ(down.exit_code, 1);
   EXPECT_NE(down.out.find("web (http, for everyone): failed: "), std::string::npos) << down.out;
@@ -312,7 +331,7 @@ TEST(McpClientTest, EveryMisconfigurationIsOneClearErrorNamingTheServer) {
       {R"({"mcpServers": {"my server": {"command": "x"}}})", "server name 'my server'"},
   };
   for (const auto& k : cases) {
-    WriteAll(ws.path() / ".mcp.json", k.json);
+    WriteTrusted(ws.path(), k.json);
     for (const std::vector<std::string>& args :
          {std::vector<std::string>{"mcp", "list"},
           std::vector<std::string>{"run", "--provider", "scripted", "--scenario",
@@ -325,7 +344,7 @@ TEST(McpClientTest, EveryMisconfigurationIsOneClearErrorNamingTheServer) {
     }
   }
   // The mates side: a server it does not know, bad roles, bad timeouts.
-  WriteAll(ws.path() / ".mcp.json", R"({"mcpServers": {"files": {"command": "x"}}})");
+  WriteTrusted(ws.path(), R"({"mcpServers": {"files": {"command": "x"}}})");
   for (const auto& [yaml, says] : std::vector<std::pair<std::string, std::string>>{
            {"mcp:\n  servers:\n    nope: {roles: [lead]}\n", "mcp.servers.nope: no such server in .mcp.json"},
            {"mcp:\n  servers:\n    files: {roles: lead}\n", "mcp.servers.files.roles: must be a list"},

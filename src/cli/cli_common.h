@@ -87,6 +87,13 @@ void AddMergesCommands(CLI::App& app, Globals& g);
 void AddUsageCommand(CLI::App& app, Globals& g);
 void AddMcpCommands(CLI::App& app, Globals& g);  // mcp
 void AddStoreCommands(CLI::App& app, Globals& g);  // store init|migrate|status
+void AddTrustCommand(CLI::App& app, Globals& g);   // trust
+
+// Before a workspace's own files may start anything (DESIGN §19): a
+// .mcp.json not trusted as it is is asked about on a terminal (and trusted
+// if the person says yes), else said in one warning line; the host then
+// skips what is still untrusted.
+Status AdmitWorkspaceFiles(const Workspace& ws);
 
 // The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
 // else the team's lead.

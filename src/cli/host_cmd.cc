@@ -130,6 +130,8 @@ int Up(Globals& g, const RunArgs& a) {
     }
     if (Status s = AlreadyHosted(**teams, a.team); !s.ok()) return Fail(s);
   }
+  // Asked here, on the person's terminal: the host has none.
+  if (Status s = AdmitWorkspaceFiles(ws); !s.ok()) return Fail(s);
   if (Status s = EnsureDir(ws.TeamDir(a.team)); !s.ok()) return Fail(s);
   const fs::path log = HostLogPath(ws, a.team);
   std::error_code ec;

@@ -130,6 +130,7 @@ std::string Join(const std::vector<std::string>& v) {
 }
 
 int List(Globals& g, const McpArgs& a) {
+  if (Status s = AdmitWorkspaceFiles(g.ws()); !s.ok()) return Fail(s);
   auto hub = mcp::Hub::Load(g.ws());
   if (!hub.ok()) return Fail(hub.status());
   if ((*hub)->empty()) {
@@ -145,7 +146,7 @@ int List(Globals& g, const McpArgs& a) {
   int failed = 0;
   Json out = Json::array();
   for (const auto& s : (*hub)->States()) {
-    failed += s.run == mcp::ServerRun::kRunning ? 0 : 1;
+    failed += s.run == mcp::ServerRun::kRunning || s.run == mcp::ServerRun::kSkipped ? 0 : 1;
     if (a.json) {
       Json tools = Json::array();
       for (const auto& t : s.tools) tools.push_back(Json{{"name", t.name}, {"description", t.description}});

@@ -144,6 +144,7 @@ int Run(Globals& g, const RunArgs& a) {
   if (!c.ok()) return Fail(c.status());
   auto provider = SessionProvider(a);
   if (!provider.ok()) return Fail(provider.status());
+  if (Status s = AdmitWorkspaceFiles(c->ws); !s.ok()) return Fail(s);
   // Lines carry the agent's name from the start (the lead's too), so a
   // trace reads the same before and after teammates join.
   LiveOutput out(WantColor(), /*multi=*/true);

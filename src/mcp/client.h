@@ -37,6 +37,9 @@ struct ServerConfig {
   std::vector<std::string> roles;
   double startup_timeout_s = 30;
   double call_timeout_s = 120;
+  // Why it is not started ("" = it is): its file is not trusted (DESIGN
+  // §19). Such a server's `${VAR}`s are left as written, never expanded.
+  std::string skipped;
 };
 
 // A server's answers may be larger than what it is sent.

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/files.h"
+#include "core/secrets.h"
 #include "core/log.h"
 
 namespace mates::mcp {
@@ -25,8 +26,10 @@ Status CheckServerName(const std::string& name, const std::string& origin) {
                                  "' must be 1-40 letters, digits, '_' or '-' (no '__'): it becomes part of tool names");
 }
 
-// ${VAR} and ${VAR:-default}, as Claude Code expands them.
-Result<std::string> Expand(const std::string& s, const std::string& where) {
+// ${VAR} and ${VAR:-default}, as Claude Code expands them — only in a
+// trusted file (`expand`; otherwise as written), and never to an API key.
+Result<std::string> Expand(const std::string& s, const std::string& where, bool expand) {
+  if (!expand) return s;
   std::string out;
   size_t i = 0;
   while (i < s.size()) {
@@ -46,6 +49,11 @@ Result<std::string> Expand(const std::string& s, const std::string& where) {
       fallback = inner.substr(d + 2);
       has_fallback = true;
     }
+    for (const char* key : Secrets::kNames) {
+      if (name == key || name == std::string(key) + "_FILE") {
+        return Status::InvalidArgument(where + ": ${" + name + "} is mates' API key, which is never passed on");
+      }
+    }
     const char* v = std::getenv(name.c_str());
     if (v != nullptr) {
       out += v;
@@ -60,19 +68,20 @@ Result<std::string> Expand(const std::string& s, const std::string& where) {
   return out;
 }
 
-Result<std::map<std::string, std::string>> StringMap(const Json& server, const char* key, const std::string& where) {
+Result<std::map<std::string, std::string>> StringMap(const Json& server, const char* key, const std::string& where,
+                                                     bool expand) {
   std::map<std::string, std::string> out;
   auto it = server.find(key);
   if (it == server.end() || it->is_null()) return out;
   if (!it->is_object()) return Status::InvalidArgument(where + "." + key + ": must be an object of strings");
   for (const auto& [k, v] : it->items()) {
     if (!v.is_string()) return Status::InvalidArgument(where + "." + key + "." + k + ": must be a string");
-    MATES_ASSIGN_OR_RETURN(out[k], Expand(v.get<std::string>(), where + "." + key + "." + k));
+    MATES_ASSIGN_OR_RETURN(out[k], Expand(v.get<std::string>(), where + "." + key + "." + k, expand));
   }
   return out;
 }
 
-Result<ServerConfig> ServerFromJson(const std::string& name, const Json& s, const std::string& origin) {
+Result<ServerConfig> ServerFromJson(const std::string& name, const Json& s, const std::string& origin, bool expand) {
   const std::string where = origin + ": mcpServers." + name;
   MATES_RETURN_IF_ERROR(CheckServerName(name, origin));
   if (!s.is_object()) return Status::InvalidArgument(where + ": must be an object");
@@ -94,27 +103,27 @@ Result<ServerConfig> ServerFromJson(const std::string& name, const Json& s, cons
     if (!s.contains("command") || !s["command"].is_string() || s["command"].get_ref<const std::string&>().empty()) {
       return Status::InvalidArgument(where + ": a stdio server needs \"command\" (a program to run)");
     }
-    MATES_ASSIGN_OR_RETURN(std::string command, Expand(s["command"], where + ".command"));
+    MATES_ASSIGN_OR_RETURN(std::string command, Expand(s["command"], where + ".command", expand));
     c.argv.push_back(command);
     if (s.contains("args") && !s["args"].is_null()) {
       if (!s["args"].is_array()) return Status::InvalidArgument(where + ".args: must be an array of strings");
       for (const auto& a : s["args"]) {
         if (!a.is_string()) return Status::InvalidArgument(where + ".args: must be an array of strings");
-        MATES_ASSIGN_OR_RETURN(std::string arg, Expand(a, where + ".args"));
+        MATES_ASSIGN_OR_RETURN(std::string arg, Expand(a, where + ".args", expand));
         c.argv.push_back(arg);
       }
     }
-    MATES_ASSIGN_OR_RETURN(c.env, StringMap(s, "env", where));
+    MATES_ASSIGN_OR_RETURN(c.env, StringMap(s, "env", where, expand));
   } else if (type == "http") {
     c.transport = ServerConfig::Transport::kHttp;
     if (!s.contains("url") || !s["url"].is_string()) {
       return Status::InvalidArgument(where + ": an http server needs \"url\"");
     }
-    MATES_ASSIGN_OR_RETURN(c.url, Expand(s["url"], where + ".url"));
+    MATES_ASSIGN_OR_RETURN(c.url, Expand(s["url"], where + ".url", expand));
     if (c.url.rfind("http://", 0) != 0 && c.url.rfind("https://", 0) != 0) {
       return Status::InvalidArgument(where + ".url: must start with http:// or https://");
     }
-    MATES_ASSIGN_OR_RETURN(c.headers, StringMap(s, "headers", where));
+    MATES_ASSIGN_OR_RETURN(c.headers, StringMap(s, "headers", where, expand));
   } else {
     return Status::InvalidArgument(where + ".type: unknown type '" + type +
                                    "' (mates speaks \"stdio\" and \"http\", streamable HTTP)");
@@ -193,7 +202,7 @@ Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers
 
 }  // namespace
 
-Result<std::vector<ServerConfig>> ParseMcpJson(std::string_view text, const std::string& origin) {
+Result<std::vector<ServerConfig>> ParseMcpJson(std::string_view text, const std::string& origin, bool expand) {
   auto doc = ParseJson(text);
   if (!doc.ok()) return Status::InvalidArgument(origin + ": not JSON: " + doc.status().message());
   if (!doc->is_object()) return Status::InvalidArgument(origin + ": must be an object with \"mcpServers\"");
@@ -202,14 +211,21 @@ Result<std::vector<ServerConfig>> ParseMcpJson(std::string_view text, const std:
   if (servers == doc->end() || servers->is_null()) return out;
   if (!servers->is_object()) return Status::InvalidArgument(origin + ": \"mcpServers\" must be an object");
   for (const auto& [name, s] : servers->items()) {
-    MATES_ASSIGN_OR_RETURN(ServerConfig c, ServerFromJson(name, s, origin));
+    MATES_ASSIGN_OR_RETURN(ServerConfig c, ServerFromJson(name, s, origin, expand));
     out.push_back(std::move(c));
   }
   std::sort(out.begin(), out.end(), [](const ServerConfig& a, const ServerConfig& b) { return a.name < b.name; });
   return out;
 }
 
-Result<std::vector<ServerConfig>> LoadServerConfigs(const Workspace& ws) {
+std::string UntrustedReason(const trust::FileState& f, const fs::path& root) {
+  const std::string file = (root / f.file).string();
+  return f.trust == trust::FileTrust::kChanged
+             ? file + " changed since this workspace was trusted: run `mates trust` to use its servers again"
+             : file + " is not trusted: run `mates trust` in " + root.string() + " to use its servers";
+}
+
+Result<std::vector<ServerConfig>> LoadServerConfigs(const Workspace& ws, const trust::TrustStore& trust) {
   const fs::path file = ws.root() / ".mcp.json";
   auto text = ReadFilePrefix(file, kMaxConfigBytes + 1);
   if (!text.ok()) {
@@ -217,7 +233,15 @@ Result<std::vector<ServerConfig>> LoadServerConfigs(const Workspace& ws) {
     return text.status();
   }
   if (text->size() > kMaxConfigBytes) return Status::InvalidArgument(file.string() + ": larger than 1 MiB");
-  MATES_ASSIGN_OR_RETURN(std::vector<ServerConfig> servers, ParseMcpJson(*text, file.string()));
+  // The file's servers run commands and reach URLs: only once the person
+  // trusted it as it is (DESIGN §19). Otherwise they are listed, as
+  // written, and skipped.
+  MATES_ASSIGN_OR_RETURN(trust::FileState state, trust.CheckFile(ws.root(), ".mcp.json"));
+  const bool trusted = state.trust == trust::FileTrust::kTrusted;
+  MATES_ASSIGN_OR_RETURN(std::vector<ServerConfig> servers, ParseMcpJson(*text, file.string(), trusted));
+  if (!trusted) {
+    for (auto& s : servers) s.skipped = UntrustedReason(state, ws.root());
+  }
   MATES_RETURN_IF_ERROR(ApplyMatesConfig(ws.root() / ".mates" / "config.yaml", servers));
   return servers;
 }

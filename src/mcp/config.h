@@ -11,22 +11,29 @@
 //     servers:
 //       NAME: {roles: [lead], call_timeout: 600}
 // roles: "lead", "teammate" or members' names; absent = everyone.
+// .mcp.json's servers run only once the workspace is trusted (DESIGN §19,
+// trust/trust.h).
 #pragma once
 
 #include <vector>
 
 #include "mcp/client.h"
 #include "store/workspace.h"
+#include "trust/trust.h"
 
 namespace mates::mcp {
 
 // W/.mcp.json's servers with the settings of W/.mates/config.yaml, sorted
 // by name. No .mcp.json: none. Anything wrong is InvalidArgument naming
-// the file and the server.
-Result<std::vector<ServerConfig>> LoadServerConfigs(const Workspace& ws);
+// the file and the server. A .mcp.json that `trust` does not trust as it
+// is (DESIGN §19) gives its servers as written, each `skipped` saying why.
+Result<std::vector<ServerConfig>> LoadServerConfigs(const Workspace& ws, const trust::TrustStore& trust);
+// Why `f`, a gated file of the workspace at `root`, is not used.
+std::string UntrustedReason(const trust::FileState& f, const fs::path& root);
 
-// Parses the text of a .mcp.json (`origin` names it in errors).
-Result<std::vector<ServerConfig>> ParseMcpJson(std::string_view text, const std::string& origin);
+// Parses the text of a .mcp.json (`origin` names it in errors); `${VAR}`s
+// are expanded only if `expand`.
+Result<std::vector<ServerConfig>> ParseMcpJson(std::string_view text, const std::string& origin, bool expand = true);
 
 // Whether `agent` (the lead or not) gets the server's tools.
 bool ServesRole(const ServerConfig& c, const std::string& agent, bool is_lead);

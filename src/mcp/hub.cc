@@ -54,8 +54,8 @@ class McpTool : public tools::Tool {
 
 }  // namespace
 
-Result<std::shared_ptr<Hub>> Hub::Load(const Workspace& ws) {
-  MATES_ASSIGN_OR_RETURN(std::vector<ServerConfig> servers, LoadServerConfigs(ws));
+Result<std::shared_ptr<Hub>> Hub::Load(const Workspace& ws, const trust::TrustStore& trust) {
+  MATES_ASSIGN_OR_RETURN(std::vector<ServerConfig> servers, LoadServerConfigs(ws, trust));
   return std::make_shared<Hub>(ws, std::move(servers));
 }
 
@@ -86,6 +86,7 @@ Result<std::shared_ptr<Client>> Hub::StartLocked(Server& s) {
 void Hub::Start() {
   std::vector<std::thread> starting;
   for (auto& s : servers_) {
+    if (!s->config.skipped.empty()) continue;  // never started: not trusted
     starting.emplace_back([this, server = s.get()] {
       RunGuarded("starting mcp server " + server->config.name, [&] {
         std::lock_guard<std::mutex> lock(server->mu);
@@ -108,6 +109,7 @@ void Hub::Start() {
 }
 
 Result<std::shared_ptr<Client>> Hub::Running(Server& s) {
+  if (!s.config.skipped.empty()) return Status::FailedPrecondition("MCP server '" + s.config.name + "' is skipped: " + s.config.skipped);
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.client != nullptr && s.client->alive()) return s.client;
   if (s.client != nullptr) {
@@ -202,7 +204,10 @@ std::vector<ServerState> Hub::States() const {
     ServerState st;
     st.name = s->config.name;
     st.transport = s->config.transport == ServerConfig::Transport::kStdio ? "stdio" : "http";
-    if (s->client != nullptr && s->client->alive()) {
+    if (!s->config.skipped.empty()) {
+      st.run = ServerRun::kSkipped;
+      st.state = "skipped: " + s->config.skipped;
+    } else if (s->client != nullptr && s->client->alive()) {
       st.run = ServerRun::kRunning;
       st.state = "running";
     } else if (s->client != nullptr) {

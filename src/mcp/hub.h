@@ -19,6 +19,7 @@
 #include "mcp/client.h"
 #include "store/workspace.h"
 #include "tools/tool.h"
+#include "trust/trust.h"
 
 namespace mates::mcp {
 
@@ -26,7 +27,7 @@ namespace mates::mcp {
 inline constexpr size_t kMaxResultBytes = 100 << 10;
 
 // How a server of the hub is: running, failed to start, or down since.
-enum class ServerRun { kRunning, kFailed, kDown };
+enum class ServerRun { kRunning, kFailed, kDown, kSkipped };
 
 struct ServerState {
   std::string name;
@@ -40,9 +41,11 @@ struct ServerState {
 
 class Hub : public std::enable_shared_from_this<Hub> {
  public:
-  // The servers of W/.mcp.json (mcp/config.h); servers' stderr goes to
-  // W/.mates/mcp/<name>.log, stdio servers run in W.
-  static Result<std::shared_ptr<Hub>> Load(const Workspace& ws);
+  // The servers of W/.mcp.json (mcp/config.h), those of an untrusted file
+  // skipped; servers' stderr goes to W/.mates/mcp/<name>.log, stdio
+  // servers run in W.
+  static Result<std::shared_ptr<Hub>> Load(const Workspace& ws,
+                                           const trust::TrustStore& trust = trust::TrustStore());
   Hub(Workspace ws, std::vector<ServerConfig> servers);
   ~Hub();
   Hub(const Hub&) = delete;
