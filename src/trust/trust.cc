@@ -106,9 +106,11 @@ Status TrustStore::Save(const std::map<std::string, TrustedWorkspace>& all) cons
 }
 
 Result<FileState> TrustStore::CheckFile(const fs::path& workspace, const std::string& file) const {
-  MATES_ASSIGN_OR_RETURN(std::string root, RealRoot(workspace));
   FileState s;
   s.file = file;
+  std::error_code ec;
+  if (!fs::exists(workspace, ec)) return s;  // a workspace made later holds nothing yet
+  MATES_ASSIGN_OR_RETURN(std::string root, RealRoot(workspace));
   auto bytes = ReadFilePrefix(fs::path(root) / file, kMaxGatedFileBytes + 1);
   if (!bytes.ok()) {
     if (bytes.status().code() == StatusCode::kNotFound) return s;  // absent
