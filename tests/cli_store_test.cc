@@ -242,6 +242,35 @@ TEST_F(CliStoreTest, SlipsAreRefusedWithoutLeavingHalfADeed) {
   ExpectError({"send", "--team", "t", "--from", "Merge-Queue", "--to", "alice", "hi"}, 1, "unknown sender 'Merge-Queue'");
 }
 
+// `mates mcp --as NAME` speaks for a member of the team, and hosts it
+// while it runs (#50): not a stranger, and not a member someone else
+// serves already; the team sees the member as there meanwhile.
+TEST_F(CliStoreTest, AnMcpServerServesOneMemberOnce) {
+  Team();
+  ExpectError({"mcp", "--team", "t", "--as", "zed"}, 1, "'zed' is not a member of team 't'");
+  SubprocessOptions o;
+  o.argv = {testing::MatesBinary(), "--workspace", dir_.path().string(), "mcp", "--team", "t", "--as", "alice"};
+  o.interactive = true;  // its stdin stays open: a client that is there
+  auto started = Subprocess::Start(o);
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  Subprocess first = std::move(*started);
+  auto shown = [&] {
+    auto j = ParseJson(Mates({"team", "show", "t", "--json"}).out);
+    if (!j.ok()) return std::string();
+    for (const auto& m : (*j)["members"]) {
+      if (m["name"] == "alice") return m["status"].get<std::string>();
+    }
+    return std::string();
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return shown() != "offline"; })) << shown();
+  auto twice = Mates({"mcp", "--team", "t", "--as", "alice"});
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.err.find("'alice' of team 't' is served already"), std::string::npos) << twice.err;
+  first.CloseStdin();  // its client went: it ends, and lets go
+  EXPECT_EQ(first.Wait().exit_code, 0);
+  EXPECT_EQ(shown(), "offline");
+}
+
 TEST_F(CliStoreTest, TasksLifecycle) {
   Team();
   EXPECT_EQ(Mates({"tasks", "--team", "t", "create", "Analyze REST endpoints"}).exit_code, 0);

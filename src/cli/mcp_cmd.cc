@@ -57,24 +57,26 @@ int Serve(Globals& g, const McpArgs& a) {
   if (as != kUserName) {
     if (Status s = ValidateName("member name", as); !s.ok()) return Fail(s);
   }
-  // On a store that machines share the server hosts its member (DESIGN
-  // §13): it holds the member's liveness lock while it runs, so the team
-  // sees the agent as there (not offline), and a second server for the same
-  // member, on any machine, is refused.
+  // The server serves a member of the team, and hosts it (DESIGN §13,
+  // §19): it holds the member's liveness while it runs, so the team sees
+  // the agent as there (not offline), and a second server for the same
+  // member, on any machine, is refused. A pane agent (backend tmux) is its
+  // cluster router's to host: its server only speaks for it.
   std::unique_ptr<Hold> hosting;
-  if (store->spans_machines() && as != kUserName) {
+  if (as != kUserName) {
     auto team = store->LoadTeam(a.team);
     if (!team.ok()) return Fail(team.status());
-    if (team->Find(as) == nullptr) {
-      return Fail(Status::NotFound("'" + as + "' is not a member of team '" + a.team + "'"));
+    const Member* member = team->Find(as);
+    if (member == nullptr) return Fail(Status::NotFound("'" + as + "' is not a member of team '" + a.team + "'"));
+    if (member->backend != MemberBackend::kTmux) {
+      auto held = store->HoldLiveness(a.team, as);
+      if (!held.ok()) {
+        if (held.status().code() != StatusCode::kConflict) return Fail(held.status());
+        return Fail(Status::Conflict("'" + as + "' of team '" + a.team + "' is served already (another "
+                                     "mates mcp --as " + as + ", or a host running it, on this machine or another)"));
+      }
+      hosting = std::move(*held);
     }
-    auto held = store->HoldLiveness(a.team, as);
-    if (!held.ok()) {
-      if (held.status().code() != StatusCode::kConflict) return Fail(held.status());
-      return Fail(Status::Conflict("'" + as + "' of team '" + a.team +
-                                   "' is served already (another mates mcp --as " + as + ", on this machine or another)"));
-    }
-    hosting = std::move(*held);
   }
   // A client that goes away mid-answer is an ended session, not a signal.
   std::signal(SIGPIPE, SIG_IGN);
