@@ -229,6 +229,23 @@ TEST_F(DashboardTest, ABodyIsBoundedWhateverItsFraming) {
   EXPECT_EQ(Get("/api/team").code, 200);
 }
 
+// A POST a browser makes for another page (its Origin says so) is refused,
+// token or not (#50); the dashboard's own page, and clients that are no
+// browser, are served.
+TEST_F(DashboardTest, APostFromAnotherOriginIsRefused) {
+  Up();
+  const std::string body = R"({"to":"lead","content":"hello"})";
+  const std::string auth = "Authorization: Bearer " + url_.token;
+  auto evil = Http("POST", url_.base + "/api/messages", {auth, "Origin: http://evil.example"}, body);
+  EXPECT_EQ(evil.code, 403) << evil.body;
+  EXPECT_NE(evil.body.find("another origin"), std::string::npos) << evil.body;
+  EXPECT_EQ(Http("POST", url_.base + "/api/messages", {auth, "Origin: null"}, body).code, 403);
+  const std::string own = url_.base.substr(0, url_.base.find('/', 7));  // http://127.0.0.1:PORT
+  EXPECT_EQ(Http("POST", url_.base + "/api/messages", {auth, "Origin: " + own}, body).code, 201);
+  EXPECT_EQ(Http("POST", url_.base + "/api/messages", {auth}, body).code, 201);
+  EXPECT_EQ(Http("GET", url_.base + "/api/team", {auth, "Origin: http://evil.example"}).code, 200);
+}
+
 // Worktree isolation's merges (DESIGN §12): listed, and one waiting for
 // review decided from the page; what cannot be decided is one clear error.
 TEST_F(DashboardTest, MergesAreListedAndDecided) {

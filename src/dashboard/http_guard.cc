@@ -93,6 +93,15 @@ bool HttpGuard::Admit(const httplib::Request& req, httplib::Response& res) const
     SendError(res, 403, "this dashboard answers to http://127.0.0.1" + port + " only");
     return false;
   }
+  // A change asked from another page (a browser says which): refused, token
+  // or not (DESIGN §19). A client that is no browser sends no Origin.
+  if (req.method == "POST" && req.has_header("Origin")) {
+    const std::string origin = req.get_header_value("Origin");
+    if (origin != "http://127.0.0.1" + port && origin != "http://localhost" + port) {
+      SendError(res, 403, "a change from another origin (" + origin.substr(0, 100) + ") is refused");
+      return false;
+    }
+  }
   std::string given = req.get_param_value("token");
   const std::string auth = req.get_header_value("Authorization");
   if (given.empty() && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
