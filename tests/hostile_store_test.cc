@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "core/files.h"
 #include "core/json.h"
 #include "core/limits.h"
 #include "store/board.h"
@@ -270,6 +271,70 @@ TEST(HostileStoreTest, ARosterEditedIntoNonsenseIsCorruptStateNeverAPath) {
   auto r = RunMates(ws, {"team", "show", "t"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("config.json is corrupt"), std::string::npos) << r.err;
+}
+
+
+// #50: on a full disk `tasks create` said "No space left on device", exit
+// 1, yet the task was there (and claimed); a retry made a duplicate. A
+// write that fails must leave no change, and one that made its change must
+// not report a failure (DESIGN §19). On a small file system of its own,
+// filled, then given back a page or a few at a time: after every create,
+// the board holds exactly the tasks that were reported made, and once
+// there is room again a retry makes one task, not two.
+TEST(HostileStoreTest, ACreateOnAFullDiskTellsTheTruth) {
+  if (::geteuid() != 0) GTEST_SKIP() << "\n*** SKIPPED LOUDLY: mounting a small tmpfs needs root ***";
+  TempDir dir;
+  const fs::path mnt = dir.path() / "small";
+  fs::create_directories(mnt);
+  ASSERT_EQ(testing::Run({"mount", "-t", "tmpfs", "-o", "size=512k,nr_inodes=4096", "tmpfs", mnt.string()}).exit_code, 0);
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { testing::Run({"umount", "-l", at.string()}); }
+  } unmount{mnt};
+  const fs::path ws = mnt / "ws";
+  ASSERT_EQ(RunMates(ws, {"team", "create", "t", "--members", "alice"}).exit_code, 0);
+  ASSERT_EQ(RunMates(ws, {"tasks", "--team", "t", "create", "first"}).exit_code, 0);
+  // Fill every block that is left.
+  const fs::path filler = mnt / "filler";
+  {
+    ScopedFd fd(::open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    ASSERT_TRUE(fd.valid());
+    const std::string page(4096, 'x');
+    while (::write(fd.get(), page.data(), page.size()) > 0) {
+    }
+  }
+  auto tasks = [&] {
+    auto r = RunMates(ws, {"tasks", "--team", "t", "list", "--json"});
+    auto j = ParseJson(r.out);
+    return j.ok() && j->is_array() ? static_cast<int>(j->size()) : -1;
+  };
+  int made = 1;
+  int failures = 0;
+  const long long full = static_cast<long long>(fs::file_size(filler));
+  for (int pages = 1; pages <= 12; ++pages) {
+    fs::resize_file(filler, static_cast<uintmax_t>(std::max(0LL, full - 4096LL * pages)));
+    for (int i = 0; i < 40; ++i) {
+      const std::string subject = "job " + std::to_string(pages) + "." + std::to_string(i) + std::string(300, '.');
+      auto r = RunMates(ws, {"tasks", "--team", "t", "create", subject});
+      if (r.exit_code == 0) {
+        ++made;
+      } else {
+        ++failures;
+        EXPECT_EQ(r.exit_code, 1) << r.err;
+        EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+      }
+      ASSERT_EQ(tasks(), made) << "after create '" << subject.substr(0, 12) << "' (exit " << r.exit_code << "): " << r.err;
+      if (r.exit_code != 0) break;
+    }
+  }
+  EXPECT_GT(failures, 3) << "the disk never filled: the test proves nothing";
+  // Room again: the create a person retries after a failure is made once.
+  fs::remove(filler);
+  auto retry = RunMates(ws, {"tasks", "--team", "t", "create", "the retried one"});
+  EXPECT_EQ(retry.exit_code, 0) << retry.err;
+  EXPECT_EQ(tasks(), made + 1);
+  auto claimed = RunMates(ws, {"tasks", "--team", "t", "claim", "--owner", "alice"});
+  EXPECT_EQ(claimed.exit_code, 0) << claimed.err;
 }
 
 }  // namespace

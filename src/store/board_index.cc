@@ -295,8 +295,14 @@ Status Board::OpenIndexLocked(struct stat* st) {
 
 Status Board::AppendIndexLocked(const Entry& e) {
   MATES_RETURN_IF_ERROR(OpenIndexLocked());
-  MATES_RETURN_IF_ERROR(
-      WriteAll(index_fd_.get(), IndexLine(e.task, e.stamp.ino), index_path_.c_str()));
+  struct stat before {};
+  const bool sized = ::fstat(index_fd_.get(), &before) == 0;
+  if (Status s = WriteAll(index_fd_.get(), IndexLine(e.task, e.stamp.ino), index_path_.c_str()); !s.ok()) {
+    // Part of a line would run into the next one: cut back to the last
+    // whole line (cutting needs no room).
+    if (sized) (void)!::ftruncate(index_fd_.get(), before.st_size);
+    return s;
+  }
   ++index_lines_;
   if (index_lines_ > 2 * live_ + 64) return CompactIndexLocked();
   return Status::Ok();
@@ -462,7 +468,13 @@ Status Board::WriteLocked(Task& task, bool touch) {
   struct stat st {};
   FileStamp stamp = ::stat(path.c_str(), &st) == 0 ? StampOf(st) : FileStamp{};
   PutLocked(task, stamp, /*full=*/true);
-  MATES_RETURN_IF_ERROR(AppendIndexLocked(tasks_[task.id]));
+  // The file is the task; the index only spares readers a look at it. One
+  // that cannot be written (a full disk) is said, and the write stands:
+  // readers find the file newer than its line and read it.
+  if (Status s = AppendIndexLocked(tasks_[task.id]); !s.ok()) {
+    LogWarning("task " + TaskRef(task.id) + " is written; its line in " + index_path_.string() +
+               " is not: " + s.message());
+  }
   Watcher::Default().NotifyLocal(dir_, TaskFileName(task.id));
   return Status::Ok();
 }
