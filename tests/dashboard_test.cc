@@ -5,6 +5,9 @@
 // tests/browser/dashboard.mjs.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
 
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -226,6 +229,48 @@ TEST_F(DashboardTest, ABodyIsBoundedWhateverItsFraming) {
   auto sent = Http("POST", url_.base + "/api/messages", chunked, R"({"to":"lead","content":"chunked hello"})");
   EXPECT_EQ(sent.code, 201) << sent.body;
   EXPECT_EQ(Http("POST", url_.base + "/api/nowhere", chunked, "{}").code, 404);
+  EXPECT_EQ(Get("/api/team").code, 200);
+}
+
+// #50: a closed tab kept its event stream until the next keep-alive (15 s),
+// so a page opened a few times met 503. A hundred pages opened and closed
+// at once, then one more: it gets its stream.
+TEST_F(DashboardTest, PagesClosedDoNotKeepTheNextOneFromItsEvents) {
+  Up();
+  const std::string hostport = url_.base.substr(7, url_.base.find('/', 7) == std::string::npos
+                                                       ? std::string::npos
+                                                       : url_.base.find('/', 7) - 7);
+  const int port = std::stoi(hostport.substr(hostport.find(':') + 1));
+  // Opens /events, reads until the stream says hello (or the server says
+  // no), closes; the HTTP status.
+  auto open_and_close = [&] {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    const std::string req = "GET /events HTTP/1.1\r\nHost: " + hostport + "\r\nAuthorization: Bearer " + url_.token +
+                            "\r\n\r\n";
+    (void)!::write(fd, req.data(), req.size());
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char buf[4096];
+    for (ssize_t n; got.find("event: hello") == std::string::npos && got.find("\r\n\r\n{") == std::string::npos &&
+                    (n = ::read(fd, buf, sizeof buf)) > 0;) {
+      got.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return got.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(got.c_str() + 9) : -1;
+  };
+  int refused = 0;
+  for (int i = 0; i < 100; ++i) refused += open_and_close() == 200 ? 0 : 1;
+  EXPECT_EQ(refused, 0);
+  EXPECT_EQ(open_and_close(), 200) << "a page opened after others were closed was refused its events";
   EXPECT_EQ(Get("/api/team").code, 200);
 }
 

@@ -1,6 +1,7 @@
 // See change_feed.h.
 #include "dashboard/change_feed.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
@@ -40,20 +41,24 @@ void ChangeFeed::Stop() {
 }
 
 void ChangeFeed::Serve(httplib::Response& res) {
-  if (streams_.fetch_add(1) >= kMaxStreams) {
-    streams_.fetch_sub(1);
-    return SendError(res, 503, "too many open dashboards (" + std::to_string(kMaxStreams) + ")");
-  }
   auto seen = std::make_shared<std::array<uint64_t, kKinds>>();
+  uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     *seen = seq_;
+    id = ++last_stream_;
+    if (open_.size() >= kMaxStreams) {
+      ended_.insert(open_.front());
+      open_.pop_front();
+      changed_.notify_all();
+    }
+    open_.push_back(id);
   }
   auto first = std::make_shared<bool>(true);
   res.set_header("Cache-Control", "no-store");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, seen, first](size_t, httplib::DataSink& sink) {
+      [this, seen, first, id](size_t, httplib::DataSink& sink) {
         if (*first) {
           *first = false;
           const std::string hello = "retry: 1000\nevent: hello\ndata: {}\n\n";
@@ -63,8 +68,8 @@ void ChangeFeed::Serve(httplib::Response& res) {
         {
           std::unique_lock<std::mutex> lock(mu_);
           changed_.wait_for(lock, std::chrono::duration<double>(kKeepAliveSeconds),
-                            [&] { return stopping_ || seq_ != *seen; });
-          if (stopping_) return false;
+                            [&] { return stopping_ || seq_ != *seen || ended_.count(id) > 0; });
+          if (stopping_ || ended_.count(id) > 0) return false;
           for (int k = 0; k < kKinds; ++k) {
             if (seq_[k] != (*seen)[k]) kinds.push_back(kKindNames[k]);
           }
@@ -75,7 +80,16 @@ void ChangeFeed::Serve(httplib::Response& res) {
                                       : "event: change\ndata: " + DumpJson(Json{{"kinds", kinds}}) + "\n\n";
         return sink.write(event.data(), event.size());
       },
-      [this](bool) { streams_.fetch_sub(1); });
+      [this, id](bool) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ended_.erase(id);
+        if (auto it = std::find(open_.begin(), open_.end(), id); it != open_.end()) open_.erase(it);
+      });
+}
+
+size_t ChangeFeed::open_streams() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_.size();
 }
 
 void ChangeFeed::Main(Source& source) {
