@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/waker.h"
+#include "git/git.h"
 #include "git/merge_queue.h"
 #include "git/worktrees.h"
 #include "store/board.h"
@@ -706,6 +707,64 @@ TEST(WorktreeTest, AHostileMergeRequestFailsWithoutReachingGit) {
 // A team across machines (DESIGN §13) shares its work through a remote:
 // a machine whose checkout lacks it is told which, and how to add it,
 // when the team's target is made there and when it fetches the target.
+// #50: a teammate can write the repository's .git/config, and the host runs
+// git there (its merge queue, its worktrees). Whatever that config names to
+// run — an fsmonitor, a filter, a merge driver, a pager, a credential
+// helper — the host's git runs none of it.
+TEST(WorktreeTest, TheHostsGitRunsNothingTheRepositorysConfigNames) {
+  testing::TempDir tmp;
+  const fs::path w = tmp.path() / "w";
+  fs::create_directories(w);
+  Git(w, {"init", "-q", "-b", "main"});
+  testing::WriteAll(w / "a.txt", "one\n");
+  Git(w, {"add", "-A"});
+  Git(w, {"commit", "-q", "-m", "one"});
+  // Two branches that change a.txt differently: their merge needs a driver.
+  Git(w, {"checkout", "-q", "-b", "side"});
+  testing::WriteAll(w / "a.txt", "side\n");
+  Git(w, {"commit", "-q", "-am", "side"});
+  Git(w, {"checkout", "-q", "main"});
+  testing::WriteAll(w / "a.txt", "main\n");
+  Git(w, {"commit", "-q", "-am", "main"});
+  // What a teammate could write: each command leaves a mark if it runs.
+  const fs::path marks = tmp.path() / "marks";
+  fs::create_directories(marks);
+  auto script = [&](const std::string& name, const std::string& tail) {
+    const fs::path p = tmp.path() / name;
+    testing::WriteAll(p, "#!/bin/sh\ntouch " + (marks / name).string() + "\n" + tail + "\n");
+    fs::permissions(p, fs::perms::owner_all);
+    return p.string();
+  };
+  testing::WriteAll(w / ".gitattributes", "* filter=evil merge=evil diff=evil\n");
+  Git(w, {"config", "core.fsmonitor", script("fsmonitor", "exit 0")});
+  Git(w, {"config", "filter.evil.clean", script("clean", "cat")});
+  Git(w, {"config", "filter.evil.smudge", script("smudge", "cat")});
+  Git(w, {"config", "merge.evil.driver", script("driver", "exit 0") + " %O %A %B"});
+  Git(w, {"config", "diff.evil.textconv", script("textconv", "cat \"$1\"")});
+  Git(w, {"config", "core.pager", script("pager", "cat")});
+  Git(w, {"config", "credential.helper", script("credential", "exit 0")});
+  // The host's git at work: status, add, commit, checkout, merge, diff.
+  git::Git g(w, {"mates", "mates@example"});
+  ASSERT_TRUE(g.Ok({"status", "--porcelain"}).ok());
+  ASSERT_TRUE(g.Ok({"add", "-A"}).ok());
+  ASSERT_TRUE(g.Ok({"commit", "-q", "-m", "attributes"}).ok());
+  ASSERT_TRUE(g.Ok({"checkout", "-q", "side"}).ok());
+  ASSERT_TRUE(g.Ok({"checkout", "-q", "main"}).ok());
+  auto merged = g.Run({"merge", "--no-edit", "-q", "side"});
+  ASSERT_TRUE(merged.ok());
+  EXPECT_NE(merged->exit_code, 0) << "without its driver the merge conflicts";
+  (void)g.Run({"merge", "--abort"});
+  ASSERT_TRUE(g.Ok({"diff", "HEAD~1", "--", "a.txt"}).ok());
+  ASSERT_TRUE(g.Ok({"log", "-1", "-p"}).ok());
+  std::string ran;
+  for (const auto& e : fs::directory_iterator(marks)) ran += " " + e.path().filename().string();
+  EXPECT_EQ(ran, "") << "the host's git ran what the repository's config named";
+  // And the same config, edited after the first look, is looked at again.
+  Git(w, {"config", "core.fsmonitor", script("fsmonitor2", "exit 0")});
+  ASSERT_TRUE(g.Ok({"status", "--porcelain"}).ok());
+  EXPECT_FALSE(fs::exists(marks / "fsmonitor2"));
+}
+
 TEST(WorktreeTest, AMachineWithoutTheTeamsRemoteIsToldSo) {
   Repo repo(TaskList{});
   TeamGit g;

@@ -1,6 +1,12 @@
 #include "git/git.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "core/subprocess.h"
@@ -28,13 +34,126 @@ std::vector<std::string> ChildEnvironment(bool c_locale) {
   return env;
 }
 
+namespace {
+
+// What a repository's own config may set that makes git run a command (or
+// reach elsewhere): each such key found in the repository's files is given
+// a harmless value on the command line, which wins over every file. A
+// teammate can write .git/config (until the sandbox makes it read-only,
+// DESIGN §18), and the host runs git there (DESIGN §19).
+std::optional<std::string> HarmlessValue(const std::string& key) {
+  auto dot = key.find('.');
+  auto last = key.rfind('.');
+  const std::string section = key.substr(0, dot);
+  const std::string var = key.substr(last + 1);
+  const bool sub = dot != last;  // section.<subsection>.var
+  if (section == "core" && !sub) {
+    if (var == "fsmonitor") return "false";
+    if (var == "sshcommand") return "ssh";
+    if (var == "gitproxy") return "none";
+    if (var == "askpass") return "";
+    if (var == "editor") return "true";
+    if (var == "pager") return "cat";
+    return std::nullopt;
+  }
+  if (section == "sequence" && var == "editor") return "true";
+  if (section == "pager") return "false";
+  if (section == "credential" && var == "helper") return "";
+  if (section == "diff" && (var == "external" || var == "command")) return "";
+  if (section == "diff" && var == "textconv") return "cat";
+  if (section == "filter" && (var == "clean" || var == "smudge")) return "cat";
+  if (section == "filter" && var == "process") return "";
+  if (section == "filter" && var == "required") return "false";
+  if (section == "merge" && sub && var == "driver") return "false";
+  if (section == "remote" && var == "uploadpack") return "git-upload-pack";
+  if (section == "remote" && var == "receivepack") return "git-receive-pack";
+  if (section == "gpg" && var == "program") return "gpg";
+  return std::nullopt;  // nothing to neutralise
+}
+
+struct Stamp {
+  std::string path;
+  int64_t mtime_ns = -1;
+  int64_t size = -1;
+  ino_t ino = 0;
+  bool operator==(const Stamp&) const = default;
+};
+
+Stamp StampOf(const fs::path& dir, const std::string& file) {
+  Stamp s;
+  s.path = file;
+  struct stat st {};
+  const fs::path p = fs::path(file).is_absolute() ? fs::path(file) : dir / file;
+  if (::stat(p.c_str(), &st) == 0) {
+    s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    s.size = st.st_size;
+    s.ino = st.st_ino;
+  }
+  return s;
+}
+
+struct Scan {
+  std::vector<Stamp> files;            // the repository's config files, as scanned
+  std::vector<std::string> overrides;  // "-c", "key=value", ...
+};
+
+// The overrides for the repository at `dir`, scanned again whenever one of
+// its config files changed (a stat each; the scan is a git process).
+std::vector<std::string> RepositoryOverrides(const fs::path& dir) {
+  static std::mutex mu;
+  static std::map<std::string, Scan> scans;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = scans.find(dir.string());
+    if (it != scans.end()) {
+      bool same = true;
+      for (const Stamp& s : it->second.files) same = same && StampOf(dir, s.path) == s;
+      if (same) return it->second.overrides;
+    }
+  }
+  SubprocessOptions o;
+  o.argv = {"git", "-C", dir.string(), "config", "--list", "--show-scope", "--show-origin", "-z"};
+  o.env = ChildEnvironment(/*c_locale=*/true);
+  o.timeout_s = kGitQuickS;
+  o.max_output = 4 << 20;
+  Scan scan;
+  auto r = RunSubprocess(o);
+  if (r.ok() && r->exit_code == 0) {
+    // scope NUL origin NUL key LF value NUL, for every setting.
+    std::vector<std::string> fields;
+    size_t from = 0;
+    for (size_t at; (at = r->out.find('\0', from)) != std::string::npos; from = at + 1) {
+      fields.push_back(r->out.substr(from, at - from));
+    }
+    std::set<std::string> seen_files;
+    for (size_t i = 0; i + 2 < fields.size(); i += 3) {
+      const std::string& scope = fields[i];
+      if (scope != "local" && scope != "worktree") continue;
+      if (fields[i + 1].rfind("file:", 0) == 0 && seen_files.insert(fields[i + 1].substr(5)).second) {
+        scan.files.push_back(StampOf(dir, fields[i + 1].substr(5)));
+      }
+      const std::string key = fields[i + 2].substr(0, fields[i + 2].find('\n'));
+      if (auto value = HarmlessValue(key)) scan.overrides.insert(scan.overrides.end(), {"-c", key + "=" + *value});
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  scans[dir.string()] = scan;
+  return scan.overrides;
+}
+
+}  // namespace
+
 Result<GitOutput> Git::Run(const std::vector<std::string>& args, double timeout_s,
                            const CancelToken* cancel) const {
   SubprocessOptions o;
-  o.argv = {"git", "-C", dir_.string(), "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false",
-            "-c", "user.name=" + who_.name, "-c", "user.email=" + who_.email, "-c", "core.quotePath=false",
-            // Checkouts (a new worktree, the scratch one) on every core.
-            "-c", "checkout.workers=0"};
+  o.argv = {"git", "-C", dir_.string()};
+  // The repository's own command-running settings first: what follows wins.
+  for (auto& a : RepositoryOverrides(dir_)) o.argv.push_back(std::move(a));
+  o.argv.insert(o.argv.end(), {"-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false", "-c",
+                               "protocol.ext.allow=never", "-c", "user.name=" + who_.name, "-c",
+                               "user.email=" + who_.email, "-c", "core.quotePath=false",
+                               // Checkouts (a new worktree, the scratch one) on every core.
+                               "-c", "checkout.workers=0"});
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.env = ChildEnvironment(/*c_locale=*/true);
   // A team's remote (DESIGN §13) reached over ssh with the user's agent.
