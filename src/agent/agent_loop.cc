@@ -469,12 +469,12 @@ Result<bool> AgentLoop::AfterReply(const llm::Response& reply, TurnResult* turn,
       SetTurnEnd(turn, "interrupted");
       return false;
     }
-    if (reply.stop_reason == "max_tokens" && events_ != nullptr) {
+    if (reply.stop() == llm::StopReason::kMaxTokens && events_ != nullptr) {
       events_->OnNotice(spec_.name, "the reply was cut at max_tokens");
     }
     return true;
   }
-  if (reply.stop_reason == "max_tokens") {
+  if (reply.stop() == llm::StopReason::kMaxTokens) {
     if (++*continuations > spec_.max_continuations) {
       if (events_ != nullptr) events_->OnNotice(spec_.name, "the reply was cut at max_tokens again; giving up on it");
       return false;
@@ -484,11 +484,11 @@ Result<bool> AgentLoop::AfterReply(const llm::Response& reply, TurnResult* turn,
         "[Your reply was cut off at the output limit. Continue exactly where it stopped.]")}));
     return true;
   }
-  if (reply.stop_reason == "pause_turn") {
+  if (reply.stop() == llm::StopReason::kPauseTurn) {
     MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text("Continue.")}));
     return true;
   }
-  if (reply.stop_reason == "refusal" && events_ != nullptr) {
+  if (reply.stop() == llm::StopReason::kRefusal && events_ != nullptr) {
     events_->OnNotice(spec_.name, "the model refused to continue");
   }
   // end_turn, stop_sequence, refusal: the turn is over. Whether to go on

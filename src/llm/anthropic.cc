@@ -155,7 +155,7 @@ Result<std::optional<ContentBlock>> ReplyBlock(const Json& cb, std::string* part
   return std::optional<ContentBlock>(std::move(b));
 }
 
-Result<std::string> StopReason(const Json& obj) {
+Result<std::string> StopReasonField(const Json& obj) {
   return JsonString(obj, "stop_reason", false);
 }
 
@@ -274,7 +274,7 @@ Status AnthropicStreamAccumulator::OnBlockDelta(const Json& j) {
 Status AnthropicStreamAccumulator::OnMessageDelta(const Json& j) {
   MATES_ASSIGN_OR_RETURN(const Json* d, JsonObjectField(j, "delta", false));
   if (d != nullptr) {
-    auto sr = StopReason(*d);
+    auto sr = StopReasonField(*d);
     if (!sr.ok()) return sr.status().WithContext("delta");
     if (!sr->empty()) response_.stop_reason = *sr;
   }
@@ -304,7 +304,7 @@ Result<Response> AnthropicResponseFromJson(const Json& j) {
   auto fail = [](const Status& s) { return MalformedReply("reply", s); };
   auto id = JsonString(j, "id", false);
   auto model = JsonString(j, "model", false);
-  auto stop = StopReason(j);
+  auto stop = StopReasonField(j);
   auto content = JsonArrayField(j, "content", true);
   for (const Status* s : {&id.status(), &model.status(), &stop.status(), &content.status()}) {
     if (!s->ok()) return fail(*s);

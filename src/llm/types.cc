@@ -73,6 +73,16 @@ Usage& Usage::operator+=(const Usage& o) {
   return *this;
 }
 
+StopReason StopReasonOf(std::string_view word) {
+  if (word == "end_turn") return StopReason::kEndTurn;
+  if (word == "tool_use") return StopReason::kToolUse;
+  if (word == "max_tokens") return StopReason::kMaxTokens;
+  if (word == "stop_sequence") return StopReason::kStopSequence;
+  if (word == "refusal") return StopReason::kRefusal;
+  if (word == "pause_turn") return StopReason::kPauseTurn;
+  return StopReason::kOther;
+}
+
 bool Response::HasToolUse() const {
   for (const auto& b : content) {
     if (b.type == BlockType::kToolUse) return true;

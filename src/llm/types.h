@@ -68,8 +68,15 @@ struct Usage {
   Usage& operator+=(const Usage& o);
 };
 
+// Why the model stopped, as the agent acts on it. Unknown words (a
+// provider's new reason) are kOther: the turn ends, as at end_turn.
+enum class StopReason { kEndTurn, kToolUse, kMaxTokens, kStopSequence, kRefusal, kPauseTurn, kOther };
+// Mapped once, here, from the provider's word (Anthropic's names; OpenAI's
+// are mapped to them by its provider).
+StopReason StopReasonOf(std::string_view word);
+
 // Why the model stopped: end_turn, tool_use, max_tokens, stop_sequence,
-// refusal, pause_turn (Anthropic's names; OpenAI's are mapped).
+// refusal, pause_turn (the word, for journals and people; stop() to act).
 struct Response {
   std::vector<ContentBlock> content;
   std::string stop_reason;
@@ -79,6 +86,7 @@ struct Response {
 
   bool HasToolUse() const;
   std::string Text() const;
+  StopReason stop() const { return StopReasonOf(stop_reason); }
 };
 
 struct Request {
