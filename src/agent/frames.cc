@@ -52,6 +52,11 @@ bool Separator(uint32_t cp) {
          cp == 0x00A0 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x3000 || cp == 0x00B7;
 }
 
+bool Space(uint32_t cp) {
+  return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f' || cp == 0x00A0 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x3000;
+}
+
 bool Slash(uint32_t cp) {
   return cp == '/' || cp == '\\' || cp == 0xFF0F || cp == 0x2215 || cp == 0x2044 || cp == 0x29F8 ||
          cp == 0xFF3C;
@@ -150,7 +155,7 @@ bool FrameNameAt(std::string_view s, size_t j) {
   size_t k = j;
   for (int gap = 0; k < s.size() && gap < kMostGap; ++gap) {
     auto [cp, len] = Decode(s, k);
-    if (!(cp == ' ' || cp == '\t' || Slash(cp) || Invisible(cp))) break;
+    if (!(Space(cp) || Slash(cp) || Invisible(cp))) break;
     k += len;
   }
   std::string folded;
@@ -169,13 +174,15 @@ bool FrameNameAt(std::string_view s, size_t j) {
 }  // namespace
 
 std::string FrameAttribute(std::string_view value) {
+  // One line first: what is neutralised is what is written.
+  std::string line(value);
+  for (char& c : line) c = c == '\n' ? ' ' : c;
   std::string out;
-  for (char c : NeutraliseFrames(value)) {
+  for (char c : NeutraliseFrames(line)) {
     switch (c) {
       case '"': out += "&quot;"; break;
       case '<': out += "&lt;"; break;
       case '&': out += "&amp;"; break;
-      case '\n': out += ' '; break;
       default: out += c;
     }
   }
