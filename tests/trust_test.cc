@@ -160,6 +160,30 @@ TEST_F(TrustTest, TrustedItRunsAndAnEditMakesItUntrustedAgain) {
   EXPECT_NE(again.err.find("is not trusted"), std::string::npos) << again.err;
 }
 
+// The host of an untrusted workspace says what it skipped: status (text
+// and JSON) and the dashboard's document.
+TEST_F(TrustTest, StatusAndTheDashboardSayWhichServersWereSkipped) {
+  auto up = Mates({"up", "--team", "tr", "--provider", "scripted", "--scenario",
+                   testing::ScenarioFixture("lead_mcp.yaml")});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_NE(up.err.find(".mcp.json is not trusted"), std::string::npos) << up.err;
+  auto st = Mates({"status", "--team", "tr"});
+  EXPECT_NE(st.out.find("mcp: skipped local, remote — "), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("run `mates trust`"), std::string::npos) << st.out;
+  auto js = ParseJson(Mates({"status", "--team", "tr", "--json"}).out);
+  ASSERT_TRUE(js.ok());
+  const Json& skipped = (*js)["host"]["mcp_skipped"];
+  ASSERT_EQ(skipped.size(), 2u) << js->dump();
+  EXPECT_EQ(skipped[0]["server"], "local");
+  EXPECT_NE(skipped[0]["why"].get<std::string>().find("is not trusted"), std::string::npos);
+  const std::string url = testing::PrintedDashboardUrl(up.out);
+  ASSERT_FALSE(url.empty()) << up.out;
+  auto team = testing::DashboardGet(testing::SplitDashboardUrl(url), "/api/team");
+  EXPECT_EQ(team.json()["host"]["mcp_skipped"].size(), 2u) << team.body;
+  EXPECT_FALSE(fs::exists(marker_));
+  EXPECT_EQ(Mates({"down", "--team", "tr"}).exit_code, 0);
+}
+
 TEST_F(TrustTest, ATrustedFileStillCannotSendMatesKey) {
   WriteAll(ws_.path() / ".mcp.json",
            R"({"mcpServers": {"remote": {"type": "http", "url": "http://127.0.0.1:1/mcp",

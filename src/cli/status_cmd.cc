@@ -104,6 +104,11 @@ std::string Render(const TeamView& v) {
       o << "\nalso hosts team " << a.team
         << (a.dashboard.empty() ? "" : " — dashboard " + a.dashboard);
     }
+    if (!v.host->mcp_skipped.empty()) {
+      std::string names;
+      for (const auto& s : v.host->mcp_skipped) names += (names.empty() ? "" : ", ") + s.server;
+      o << "\nmcp: skipped " << names << " — " << v.host->mcp_skipped.front().why;
+    }
   } else {
     o << " — not hosted";
   }

@@ -360,6 +360,12 @@ Status Host::ServePages() {
   info_.started_at = WallSeconds();
   info_.mode = a.mode;
   info_.lead = lead_name_;
+  // What the workspace's own files asked for and did not get (DESIGN §19):
+  // status and the dashboard say so.
+  for (const auto& s : hub_->States()) {
+    if (s.run != mcp::ServerRun::kSkipped || info_.mcp_skipped.size() >= kMaxSkippedServers) continue;
+    info_.mcp_skipped.push_back({s.name, s.state.substr(std::string("skipped: ").size())});
+  }
   WarnIfFailed(WriteHostInfo(a.ws, a.team, info_), "host.json");
   teams_->SetOnLeadMoved([this](const std::string&, const std::string& to) { LeadMoved(to); });
   if (ctx_->team != a.team) LeadMoved(ctx_->team);  // it went on where its last session left it

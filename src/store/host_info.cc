@@ -1,5 +1,7 @@
 #include "store/host_info.h"
 
+#include "core/text.h"
+
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +49,10 @@ Status WriteHostInfo(const Workspace& ws, std::string_view team, const HostInfo&
     for (const auto& a : h.also)
       j["also"].push_back({{"team", a.team}, {"dashboard", a.dashboard}});
   }
+  if (!h.mcp_skipped.empty()) {
+    j["mcp_skipped"] = Json::array();
+    for (const auto& s : h.mcp_skipped) j["mcp_skipped"].push_back({{"server", s.server}, {"why", s.why}});
+  }
   // Owner-only: the dashboard's URL carries its token.
   return WriteFileAtomic(HostInfoPath(ws, team), DumpJson(j) + "\n", 0600);
 }
@@ -79,6 +85,22 @@ Result<HostInfo> ReadHostInfo(const Workspace& ws, std::string_view team) {
       MATES_RETURN_IF_ERROR(ValidateName("host.json: also's team", other.team));
       MATES_ASSIGN_OR_RETURN(other.dashboard, JsonString(a, "dashboard", false));
       h.also.push_back(std::move(other));
+    }
+  }
+  if (j.contains("mcp_skipped") && !j["mcp_skipped"].is_null()) {
+    const Json& skipped = j["mcp_skipped"];
+    if (!skipped.is_array() || skipped.size() > kMaxSkippedServers) {
+      return Status::InvalidArgument("host.json: mcp_skipped must be a list of at most " +
+                                     std::to_string(kMaxSkippedServers) + " servers");
+    }
+    for (const Json& s : skipped) {
+      if (!s.is_object()) return Status::InvalidArgument("host.json: each of mcp_skipped must be an object");
+      SkippedServer one;
+      MATES_ASSIGN_OR_RETURN(one.server, JsonString(s, "server", true));
+      MATES_ASSIGN_OR_RETURN(one.why, JsonString(s, "why", false));
+      one.server = CutUtf8(one.server, 64);
+      one.why = CutUtf8(one.why, 512);
+      h.mcp_skipped.push_back(std::move(one));
     }
   }
   return h;

@@ -38,6 +38,14 @@ struct AlsoHosted {
 // the one it works in; more is not a host's file).
 inline constexpr size_t kMaxAlsoHosted = 16;
 
+// An MCP server of the workspace the host did not start, and why (its
+// .mcp.json is not trusted, DESIGN §19).
+struct SkippedServer {
+  std::string server;
+  std::string why;
+};
+inline constexpr size_t kMaxSkippedServers = 64;
+
 struct HostInfo {
   int64_t pid = 0;
   uint64_t start_time = 0;  // the kernel's, to tell a reused pid (ProcessStartTime)
@@ -46,6 +54,7 @@ struct HostInfo {
   std::string lead;
   std::string dashboard;    // "" = none
   std::vector<AlsoHosted> also;  // "also": [{"team", "dashboard"}]
+  std::vector<SkippedServer> mcp_skipped;  // "mcp_skipped": [{"server", "why"}]
 };
 
 fs::path HostInfoPath(const Workspace& ws, std::string_view team);

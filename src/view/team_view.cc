@@ -81,6 +81,9 @@ Json TeamViewToJson(const TeamView& v) {
                  {"also", Json::array()}};
     for (const auto& a : v.host->also)
       j["host"]["also"].push_back({{"team", a.team}, {"dashboard", a.dashboard}});
+    j["host"]["mcp_skipped"] = Json::array();
+    for (const auto& s : v.host->mcp_skipped)
+      j["host"]["mcp_skipped"].push_back({{"server", s.server}, {"why", s.why}});
   } else {
     j["host"] = nullptr;
   }

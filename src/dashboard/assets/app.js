@@ -130,6 +130,17 @@ function renderHeader() {
           "also team " + a.team + " ↗")
       : el("span", { class: "pill" }, "also team " + a.team)));
   }
+  // MCP servers of the workspace its host did not start (not trusted): said
+  // once, with why on hover.
+  const skipped = (!t.archived && t.host && t.host.mcp_skipped) || [];
+  const skippedKey = JSON.stringify(skipped);
+  const skippedBox = $("mcp-skipped");
+  if (skippedBox.dataset.key !== skippedKey) {
+    skippedBox.dataset.key = skippedKey;
+    skippedBox.replaceChildren(...(skipped.length === 0 ? [] : [el("span", {
+      class: "pill", title: skipped.map((s) => s.server + ": " + s.why).join("\n") },
+      "mcp: " + skipped.length + " server" + (skipped.length === 1 ? "" : "s") + " skipped (not trusted)")]));
+  }
   if (t.read_only && !t.archived) pill.textContent += " · read-only";
   const b = t.board || {};
   $("board-counts").replaceChildren(
