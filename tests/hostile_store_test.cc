@@ -286,7 +286,10 @@ TEST(HostileStoreTest, ACreateOnAFullDiskTellsTheTruth) {
   TempDir dir;
   const fs::path mnt = dir.path() / "small";
   fs::create_directories(mnt);
-  ASSERT_EQ(testing::Run({"mount", "-t", "tmpfs", "-o", "size=512k,nr_inodes=4096", "tmpfs", mnt.string()}).exit_code, 0);
+  auto mounted = testing::Run({"mount", "-t", "tmpfs", "-o", "size=512k,nr_inodes=4096", "tmpfs", mnt.string()});
+  if (mounted.exit_code != 0) {
+    GTEST_SKIP() << "\n*** SKIPPED LOUDLY: this machine lets root mount no tmpfs here: " << mounted.err << " ***";
+  }
   struct Unmount {
     fs::path at;
     ~Unmount() { testing::Run({"umount", "-l", at.string()}); }
