@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -182,6 +183,39 @@ TEST_F(TrustTest, StatusAndTheDashboardSayWhichServersWereSkipped) {
   EXPECT_EQ(team.json()["host"]["mcp_skipped"].size(), 2u) << team.body;
   EXPECT_FALSE(fs::exists(marker_));
   EXPECT_EQ(Mates({"down", "--team", "tr"}).exit_code, 0);
+}
+
+// trust.json is the person's file; whatever is in it — cut short, NULs,
+// nested past the bound, huge, the wrong shapes — is one clear error, and
+// nothing overwrites it or runs meanwhile.
+TEST_F(TrustTest, AHostileTrustFileIsOneClearErrorAndIsKept) {
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "[";
+  const std::vector<std::string> bad = {
+      "{\"workspaces\": {\"/w\": {\"files\": {\".mcp.json\": \"ab",  // cut short
+      std::string("{\"workspaces\"\0\0\0: {}}", 20),                    // NULs
+      deep,                                                                // nested
+      "{\"workspaces\": {\"/w\": {\"files\": {\".mcp.json\": null}}}}",
+      "{\"workspaces\": []}",
+      "null",
+      "{\"workspaces\": {\"/w\": {\"files\": {\".mcp.json\": \"" + std::string(17 << 20, 'a') + "\"}}}}",  // huge
+  };
+  fs::create_directories(TrustFile().parent_path());
+  for (const auto& text : bad) {
+    WriteAll(TrustFile(), text);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"trust", "--list"}, std::vector<std::string>{"trust"},
+          std::vector<std::string>{"mcp", "list"}}) {
+      auto r = Mates(args);
+      EXPECT_EQ(r.exit_code, 1) << args[0] << " " << text.substr(0, 40) << ": " << r.err;
+      EXPECT_EQ(r.err.rfind("mates: error: ", 0), 0u) << r.err;
+      EXPECT_NE(r.err.find("trust.json is corrupt"), std::string::npos) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err.substr(0, 300);
+    }
+    EXPECT_EQ(ReadAll(TrustFile()), text) << "the person's file was overwritten";
+    EXPECT_FALSE(fs::exists(marker_));
+    EXPECT_EQ(listener_.heard(), "");
+  }
 }
 
 TEST_F(TrustTest, ATrustedFileStillCannotSendMatesKey) {
