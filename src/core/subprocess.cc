@@ -124,6 +124,10 @@ Result<Subprocess> Subprocess::Start(const SubprocessOptions& options) {
   }
   posix_spawn_file_actions_adddup2(&fa, out_w.get(), 1);
   posix_spawn_file_actions_adddup2(&fa, options.merge_stderr ? out_w.get() : err_w.get(), 2);
+  // dup2 onto itself clears close-on-exec in the child only (glibc >= 2.29).
+  for (int fd : options.keep_fds) {
+    if (fd > 2) posix_spawn_file_actions_adddup2(&fa, fd, fd);
+  }
   if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, options.cwd.c_str());
 
   posix_spawnattr_t attr;

@@ -48,6 +48,10 @@ struct SubprocessOptions {
   // that reading stdout line by line is all the caller has to do.
   bool interactive = false;
   std::string stderr_path;
+  // Descriptors of ours (>= 3) the child keeps under the same numbers,
+  // though they are close-on-exec here (the sandbox's seccomp filter for
+  // bwrap); the caller keeps them open until Start returns.
+  std::vector<int> keep_fds;
 };
 
 struct SubprocessResult {

@@ -1,0 +1,443 @@
+#include "sandbox/sandbox.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+
+namespace mates::sandbox {
+namespace {
+
+// What a hidden secret, the private tmp and the rules below are made of.
+enum class Kind { kReadOnly, kWritable, kHideDir, kHideFile, kTmp };
+
+struct Mount {
+  fs::path path;
+  Kind kind;
+};
+
+// The mounts of one process: the later rule for a path wins, and they are
+// made parents first, so that a rule for a folder inside another's wins
+// over it (W writable, W/.teams read-only, W/.mates/worktrees/t/w1
+// writable again).
+class Mounts {
+ public:
+  void Add(const fs::path& p, Kind k) {
+    for (auto& m : list_) {
+      if (m.path == p) {
+        m.kind = k;
+        return;
+      }
+    }
+    list_.push_back({p, k});
+  }
+  std::vector<Mount> Ordered() const {
+    std::vector<Mount> out = list_;
+    auto depth = [](const fs::path& p) { return std::distance(p.begin(), p.end()); };
+    std::stable_sort(out.begin(), out.end(), [&](const Mount& a, const Mount& b) { return depth(a.path) < depth(b.path); });
+    return out;
+  }
+
+ private:
+  std::vector<Mount> list_;
+};
+
+std::string Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+bool IsDir(const fs::path& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool Exists(const fs::path& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+// A path made absolute and free of symlinks where it exists (a bind of a
+// symlink would bind its target, and rules compare paths).
+fs::path Real(const fs::path& p) {
+  std::error_code ec;
+  fs::path r = fs::weakly_canonical(p, ec);
+  return ec ? p.lexically_normal() : r;
+}
+
+std::string HomeDir() {
+  const char* h = std::getenv("HOME");
+  return h != nullptr && *h == '/' ? h : "";
+}
+
+std::string FindProgram(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string p = path != nullptr && *path != '\0' ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t at = 0;
+  while (at <= p.size()) {
+    size_t end = p.find(':', at);
+    if (end == std::string::npos) end = p.size();
+    std::string dir = p.substr(at, end - at);
+    at = end + 1;
+    if (dir.empty() || dir[0] != '/') continue;
+    fs::path c = fs::path(dir) / name;
+    if (::access(c.c_str(), X_OK) == 0) return c.string();
+  }
+  return "";
+}
+
+// The seccomp program, as bwrap reads it from a file descriptor (BPF).
+Result<std::string> BuildFilter() {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (ctx == nullptr) return Status::FailedPrecondition("libseccomp could not make a filter");
+  struct Release {
+    scmp_filter_ctx c;
+    ~Release() { seccomp_release(c); }
+  } release{ctx};
+  // Refused with EPERM: what changes mounts or namespaces, reaches into
+  // another process, the kernel's keyring, BPF, modules or the terminal.
+  static const char* const kRefused[] = {
+      "mount", "umount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsconfig",
+      "fsmount", "fspick", "mount_setattr", "unshare", "setns", "ptrace", "process_vm_readv",
+      "process_vm_writev", "pidfd_getfd", "kcmp", "keyctl", "add_key", "request_key", "bpf",
+      "perf_event_open", "userfaultfd", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+      "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog",
+      "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "iopl", "ioperm", "vhangup",
+      "fanotify_init", "nfsservctl", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+      "sethostname", "setdomainname", "uselib"};
+  for (const char* name : kRefused) {
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
+    if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0) != 0) {
+      return Status::Internal(std::string("libseccomp refused a rule for ") + name);
+    }
+  }
+  // clone3 passes its flags in memory, where a filter cannot look: ENOSYS
+  // makes libc fall back to clone, whose namespace flags are refused.
+  if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) != 0) {
+    return Status::Internal("libseccomp refused the clone3 rule");
+  }
+  static const uint64_t kNewNamespace[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+                                           CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME};
+  for (uint64_t flag : kNewNamespace) {
+    if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)) != 0) {
+      return Status::Internal("libseccomp refused a clone rule");
+    }
+  }
+  // Typing into the terminal of whoever started mates.
+  for (uint64_t req : {static_cast<uint64_t>(TIOCSTI), static_cast<uint64_t>(TIOCLINUX)}) {
+    if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, req)) != 0) {
+      return Status::Internal("libseccomp refused an ioctl rule");
+    }
+  }
+  int fd = ::memfd_create("mates-seccomp", MFD_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("memfd_create", errno);
+  ScopedFd mem(fd);
+  if (int rc = seccomp_export_bpf(ctx, mem.get()); rc != 0) return Status::FromErrno("seccomp_export_bpf", -rc);
+  if (::lseek(mem.get(), 0, SEEK_SET) != 0) return Status::FromErrno("lseek", errno);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(mem.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("read", errno);
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  if (out.empty()) return Status::Internal("libseccomp made an empty filter");
+  return out;
+}
+
+const Result<std::string>& Filter() {
+  static const Result<std::string> filter = BuildFilter();
+  return filter;
+}
+
+// A pipe whose read end holds `data` (written whole, the write end closed).
+Result<ScopedFd> PipeOf(const std::string& data) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  ScopedFd r(fds[0]), w(fds[1]);
+  if (data.size() > 65536) return Status::Internal("the seccomp filter does not fit a pipe");
+  size_t at = 0;
+  while (at < data.size()) {
+    ssize_t n = ::write(w.get(), data.data() + at, data.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("write", errno);
+    at += static_cast<size_t>(n);
+  }
+  return r;
+}
+
+// The namespace and privilege flags every sandboxed process gets.
+std::vector<std::string> BaseArgs(const std::string& bwrap) {
+  return {bwrap,           "--unshare-user", "--unshare-pid",  "--unshare-ipc", "--unshare-uts",
+          "--unshare-cgroup-try", "--unshare-net", "--new-session", "--cap-drop", "ALL",
+          "--ro-bind",     "/",              "/",              "--dev",         "/dev",
+          "--proc",        "/proc"};
+}
+
+// Whether bwrap can make a sandbox here: "" if so, else why not.
+std::string Probe(const std::string& bwrap, const std::string& filter) {
+  auto fd = PipeOf(filter);
+  if (!fd.ok()) return fd.status().message();
+  SubprocessOptions o;
+  o.argv = BaseArgs(bwrap);
+  o.argv.insert(o.argv.end(), {"--seccomp", std::to_string(fd->get()), "--", "/bin/true"});
+  o.keep_fds = {fd->get()};
+  o.timeout_s = 30;
+  auto r = RunSubprocess(o);
+  if (!r.ok()) return r.status().message();
+  if (r->exit_code != 0) {
+    std::string why = Trim(r->err.empty() ? r->out : r->err);
+    return "bubblewrap could not make a sandbox (" + (why.empty() ? "exit " + std::to_string(r->exit_code) : why) +
+           "): the kernel must allow user namespaces for this user";
+  }
+  return "";
+}
+
+struct Machine {
+  std::string bwrap;
+  std::string missing;  // "" = it can
+};
+
+const Machine& ThisMachine() {
+  static const Machine m = [] {
+    Machine out;
+    out.bwrap = FindProgram("bwrap");
+    if (out.bwrap.empty()) {
+      out.missing = "bubblewrap (bwrap) is not installed (scripts/setup installs it; Debian: apt-get install bubblewrap)";
+      return out;
+    }
+    const auto& filter = Filter();
+    if (!filter.ok()) {
+      out.missing = "seccomp: " + filter.status().message();
+      return out;
+    }
+    out.missing = Probe(out.bwrap, *filter);
+    return out;
+  }();
+  return m;
+}
+
+// The folder where git keeps a linked worktree's own state (its index and
+// HEAD), if `root` is a worktree of the repository whose common folder is
+// `git_dir`. Read from the worktree's `.git` file, which the worktree's
+// agent can write, and believed only if that folder (which it cannot
+// write) points back at this worktree.
+fs::path WorktreeAdminDir(const fs::path& git_dir, const fs::path& root) {
+  auto text = ReadFilePrefix(root / ".git", 4096);
+  if (!text.ok()) return {};
+  std::string t = Trim(*text);
+  if (t.rfind("gitdir: ", 0) != 0) return {};
+  fs::path admin = Real(fs::path(t.substr(8)));
+  if (admin.parent_path() != git_dir / "worktrees") return {};
+  auto back = ReadFilePrefix(admin / "gitdir", 4096);
+  if (!back.ok() || Real(fs::path(Trim(*back))) != Real(root / ".git")) return {};
+  return admin;
+}
+
+}  // namespace
+
+std::string_view ModeName(Mode m) {
+  switch (m) {
+    case Mode::kOff: return "off";
+    case Mode::kWorkspace: return "workspace";
+    case Mode::kStrict: return "strict";
+  }
+  return "?";
+}
+
+Result<Mode> ParseMode(std::string_view s) {
+  if (s == "off") return Mode::kOff;
+  if (s == "workspace") return Mode::kWorkspace;
+  if (s == "strict") return Mode::kStrict;
+  return Status::InvalidArgument("sandbox mode '" + std::string(s) + "' is not off, workspace or strict");
+}
+
+std::vector<fs::path> DefaultSecrets() {
+  std::vector<fs::path> out;
+  const std::string home = HomeDir();
+  if (!home.empty()) {
+    for (const char* p : {".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".kube", ".docker",
+                          ".netrc", ".git-credentials", ".npmrc", ".pypirc"}) {
+      out.push_back(fs::path(home) / p);
+    }
+  }
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  fs::path config = xdg != nullptr && *xdg == '/' ? fs::path(xdg) : home.empty() ? fs::path() : fs::path(home) / ".config";
+  if (!config.empty()) out.push_back(config / "mates" / "trust.json");
+  return out;
+}
+
+std::string WhatIsMissing() { return ThisMachine().missing; }
+
+std::shared_ptr<const Sandbox> Sandbox::Off() {
+  static const std::shared_ptr<const Sandbox> off(new Sandbox(fs::path(), Settings{Mode::kOff, {}, {}, {}}, fs::path()));
+  return off;
+}
+
+Sandbox::Sandbox(fs::path ws, Settings settings, fs::path runtime_dir)
+    : ws_(std::move(ws)), settings_(std::move(settings)), runtime_dir_(std::move(runtime_dir)) {}
+
+Sandbox::~Sandbox() {
+  if (!runtime_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(runtime_dir_, ec);  // symlinks in it are removed, never followed
+  }
+}
+
+Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings settings, fs::path runtime_dir) {
+  if (settings.mode == Mode::kOff) {
+    return std::shared_ptr<Sandbox>(new Sandbox(Real(ws), std::move(settings), fs::path()));
+  }
+  const Machine& m = ThisMachine();
+  if (!m.missing.empty()) {
+    return Status::FailedPrecondition("--sandbox " + std::string(ModeName(settings.mode)) + " cannot be made here: " +
+                                      m.missing + "; run with --sandbox off to go without it");
+  }
+  MATES_RETURN_IF_ERROR(EnsureDir(runtime_dir));
+  ::chmod(runtime_dir.c_str(), 0700);
+  std::shared_ptr<Sandbox> s(new Sandbox(Real(ws), std::move(settings), Real(runtime_dir)));
+  s->bwrap_ = m.bwrap;
+  s->filter_ = *Filter();
+  // The repository's shared state: its common folder, when W is one.
+  fs::path dotgit = s->ws_ / ".git";
+  if (IsDir(dotgit)) {
+    s->git_dir_ = dotgit;
+  } else if (Exists(dotgit)) {
+    auto text = ReadFilePrefix(dotgit, 4096);
+    std::string t = text.ok() ? Trim(*text) : "";
+    if (t.rfind("gitdir: ", 0) == 0) {
+      // W is itself a linked worktree: its common folder is two up.
+      fs::path admin = Real(s->ws_ / t.substr(8));
+      s->git_dir_ = admin.parent_path().parent_path();
+    }
+  }
+  return s;
+}
+
+Result<fs::path> Sandbox::TmpFor(const Place& place) const {
+  std::string name = (place.team.empty() ? std::string("host") : place.team) + "." +
+                     (place.agent.empty() ? std::string("tools") : place.agent);
+  if (name.find('/') != std::string::npos || name.find("..") != std::string::npos) {
+    return Status::InvalidArgument("no private tmp for '" + name + "'");
+  }
+  fs::path tmp = runtime_dir_ / "tmp" / name;
+  MATES_RETURN_IF_ERROR(EnsureDir(tmp));
+  ::chmod(tmp.c_str(), 0700);
+  return tmp;
+}
+
+Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
+  Confined c;
+  if (!on()) {
+    c.options = std::move(o);
+    return c;
+  }
+  const fs::path root = place.work_root.empty() ? ws_ : Real(place.work_root);
+  MATES_ASSIGN_OR_RETURN(fs::path tmp, TmpFor(place));
+  // Team state exists before any tool runs, so that no tool can make one
+  // of its folders a symlink the host would then write through.
+  static const char* const kTeamState[] = {".teams", ".tasks", ".mates"};
+  for (const char* d : kTeamState) MATES_RETURN_IF_ERROR(EnsureDir(ws_ / d));
+
+  Mounts m;
+  m.Add("/tmp", Kind::kTmp);
+  // What the private /tmp would hide when it lives under /tmp.
+  m.Add(ws_, Kind::kReadOnly);
+  if (std::string home = HomeDir(); !home.empty() && home != "/" && IsDir(home)) m.Add(Real(home), Kind::kReadOnly);
+  std::vector<fs::path> secrets = DefaultSecrets();
+  secrets.insert(secrets.end(), settings_.deny_read.begin(), settings_.deny_read.end());
+  for (const auto& s : secrets) {
+    fs::path p = Real(s);
+    if (!Exists(p)) continue;
+    m.Add(p, IsDir(p) ? Kind::kHideDir : Kind::kHideFile);
+  }
+  m.Add(root, Kind::kWritable);
+  for (const auto& w : settings_.allow_write) {
+    fs::path p = Real(w);
+    if (IsDir(p) || Exists(p)) m.Add(p, Kind::kWritable);
+  }
+  for (const char* d : kTeamState) m.Add(ws_ / d, Kind::kReadOnly);
+  if (!git_dir_.empty()) {
+    m.Add(git_dir_, Kind::kReadOnly);
+    if (root != ws_) {
+      // A teammate's own worktree: its index and the object store may be
+      // written (git add, git stash); its HEAD and the files naming where
+      // its repository is may not, nor may any ref.
+      if (fs::path admin = WorktreeAdminDir(git_dir_, root); !admin.empty()) {
+        m.Add(git_dir_ / "objects", Kind::kWritable);
+        m.Add(admin, Kind::kWritable);
+        for (const char* f : {"HEAD", "commondir", "gitdir", "config.worktree"}) {
+          if (Exists(admin / f)) m.Add(admin / f, Kind::kReadOnly);
+        }
+      }
+      if (Exists(root / ".git")) m.Add(root / ".git", Kind::kReadOnly);
+    }
+  }
+
+  auto fd = PipeOf(filter_);
+  if (!fd.ok()) return fd.status();
+  std::vector<std::string> argv = BaseArgs(bwrap_);
+  if (!o.interactive) argv.push_back("--die-with-parent");  // a long-lived server's spawning thread may end first
+  for (const Mount& mt : m.Ordered()) {
+    const std::string p = mt.path.string();
+    switch (mt.kind) {
+      case Kind::kReadOnly: argv.insert(argv.end(), {"--ro-bind", p, p}); break;
+      case Kind::kWritable: argv.insert(argv.end(), {"--bind", p, p}); break;
+      case Kind::kHideDir: argv.insert(argv.end(), {"--tmpfs", p, "--remount-ro", p}); break;
+      case Kind::kHideFile: argv.insert(argv.end(), {"--ro-bind", "/dev/null", p}); break;
+      case Kind::kTmp: argv.insert(argv.end(), {"--bind", tmp.string(), p}); break;
+    }
+  }
+  argv.insert(argv.end(), {"--setenv", "TMPDIR", "/tmp", "--setenv", "MATES_SANDBOX", std::string(ModeName(mode()))});
+  argv.insert(argv.end(), {"--chdir", o.cwd.empty() ? root.string() : o.cwd});
+  argv.insert(argv.end(), {"--seccomp", std::to_string(fd->get()), "--"});
+  argv.insert(argv.end(), o.argv.begin(), o.argv.end());
+  o.argv = std::move(argv);
+  o.keep_fds.push_back(fd->get());
+  c.options = std::move(o);
+  c.keep = std::move(*fd);
+  return c;
+}
+
+std::string Sandbox::Explain(std::string_view output, const Place& place) const {
+  if (!on()) return "";
+  const std::string name(ModeName(mode()));
+  const std::string root = (place.work_root.empty() ? ws_ : place.work_root).string();
+  if (output.find("Read-only file system") != std::string_view::npos) {
+    return "[sandbox " + name + ": only " + root +
+           ", /tmp and the folders of sandbox.allow_write can be written; team state (.teams, .tasks, .mates) "
+           "and the repository's git refs, config and hooks are read-only. A person can allow a folder with "
+           "sandbox.allow_write in ~/.config/mates/config.yaml]";
+  }
+  static const std::string_view kNoNetwork[] = {"Could not resolve host", "Temporary failure in name resolution",
+                                               "Network is unreachable", "getaddrinfo", "EAI_AGAIN", "ENETUNREACH",
+                                               "Name or service not known"};
+  for (auto sign : kNoNetwork) {
+    if (output.find(sign) == std::string_view::npos) continue;
+    return "[sandbox " + name + ": no network here" +
+           std::string(name == "strict" ? "" : " but the hosts of sandbox.network.allow, through the proxy") +
+           ". A person can allow a host with sandbox.network.allow in ~/.config/mates/config.yaml" +
+           std::string(name == "strict" ? " and --sandbox workspace" : "") + "]";
+  }
+  if (output.find("Operation not permitted") != std::string_view::npos) {
+    return "[sandbox " + name +
+           ": refused — no mount, namespace change, ptrace, kernel keyring or BPF, and no signal to a process "
+           "outside this command]";
+  }
+  return "";
+}
+
+}  // namespace mates::sandbox

@@ -1,0 +1,119 @@
+// The sandbox every process an agent's tools start runs in (DESIGN §18):
+// bash and what it leaves in the background, merge checks, MCP stdio
+// servers.
+//
+// Mechanism, and why these parts:
+//  - Namespaces, through Debian's bubblewrap (`bwrap`): a user namespace
+//    with every capability dropped, a mount namespace in which `/` is
+//    read-only and only the agent's work root, its private /tmp and the
+//    person's `allow_write` are bound writable (team state and the
+//    repository's shared git state bound read-only over them, secrets
+//    hidden under empty read-only folders or /dev/null), a pid namespace
+//    (nothing outside the tool's own tree can be seen, signalled or traced,
+//    and all of it dies with its first process: a double fork cannot
+//    outlive the tool), and a network namespace with loopback only.
+//    bubblewrap does the namespace and mount work well and is what
+//    Flatpak and Claude Code use; doing it by hand would be ~1,000 lines of
+//    setup that is easy to get subtly wrong.
+//  - seccomp, through libseccomp: a filter (built here, handed to bwrap on
+//    a pipe) that refuses mount and the new mount API, unshare/setns and
+//    namespace flags to clone, clone3 (ENOSYS, so libc falls back to clone
+//    whose flags the filter can see), ptrace and process_vm_*, keyctl,
+//    bpf, perf_event_open, userfaultfd, module and kexec calls, terminal
+//    injection (TIOCSTI, TIOCLINUX) and file handles; a syscall of another
+//    architecture kills the process. bwrap sets no_new_privs.
+//  - Landlock is not used: every file rule here is a mount rule the kernel
+//    enforces already (read-only binds cannot be remounted without the
+//    capabilities that are dropped and the calls seccomp refuses, and a
+//    hard link cannot cross mounts), and a Landlock domain set before bwrap
+//    would forbid the mounts bwrap makes. `mates doctor` reports it.
+//
+// Where the kernel or the machine lacks a part (no bwrap, no user
+// namespaces, no seccomp), Make fails closed with one error naming it and
+// `--sandbox off` as the way out; nothing degrades silently.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/files.h"
+#include "core/status.h"
+#include "core/subprocess.h"
+
+namespace mates::sandbox {
+
+enum class Mode { kOff, kWorkspace, kStrict };
+std::string_view ModeName(Mode m);  // off, workspace, strict
+Result<Mode> ParseMode(std::string_view s);
+
+// What a host's sandbox allows beyond the rules (DESIGN §18). Only the
+// person's own config or a trusted workspace file widens it (policy.h).
+struct Settings {
+  Mode mode = Mode::kWorkspace;
+  std::vector<fs::path> allow_write;  // absolute, besides the work root and the private tmp
+  std::vector<fs::path> deny_read;    // absolute, besides DefaultSecrets()
+  std::vector<std::string> network_allow;  // host names, host:port
+};
+
+// The secrets no tool may read: ~/.ssh, ~/.aws, … and mates' own trust file.
+std::vector<fs::path> DefaultSecrets();
+
+// Where and for whom one process runs.
+struct Place {
+  fs::path work_root;  // writable: the agent's worktree, or W in shared mode
+  std::string team;    // its private tmp is per team and agent
+  std::string agent;
+};
+
+// A process ready to start inside: `options` runs bwrap, and `keep` holds
+// the seccomp filter's pipe until the process has started.
+struct Confined {
+  SubprocessOptions options;
+  ScopedFd keep;
+};
+
+class Sandbox {
+ public:
+  // The sandbox that is none (`--sandbox off`): Wrap changes nothing.
+  static std::shared_ptr<const Sandbox> Off();
+  // A sandbox for the tools of workspace `ws`'s agents. Checks once that
+  // the machine can make it (bwrap, user namespaces, seccomp): otherwise
+  // FailedPrecondition naming what is missing and `--sandbox off`. Its
+  // private tmp folders live under `runtime_dir` and go with it.
+  static Result<std::shared_ptr<Sandbox>> Make(const fs::path& ws, Settings settings, fs::path runtime_dir);
+  ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+
+  Mode mode() const { return settings_.mode; }
+  bool on() const { return settings_.mode != Mode::kOff; }
+  const Settings& settings() const { return settings_; }
+
+  // `o` rewritten to run inside for `place` (unchanged when off). Safe
+  // from any thread.
+  Result<Confined> Wrap(const Place& place, SubprocessOptions o) const;
+
+  // What to tell a model whose command met the sandbox: "" when `output`
+  // shows no sign of it (a read-only file system, a refused operation, no
+  // network), else one line naming the rule and how a person widens it.
+  std::string Explain(std::string_view output, const Place& place) const;
+
+ private:
+  Sandbox(fs::path ws, Settings settings, fs::path runtime_dir);
+  Result<fs::path> TmpFor(const Place& place) const;
+
+  const fs::path ws_;
+  const Settings settings_;
+  const fs::path runtime_dir_;
+  fs::path git_dir_;          // W's common git folder ("" = not a repository)
+  std::string bwrap_;         // its path
+  std::string filter_;        // the seccomp program (BPF)
+};
+
+// What the machine supports, for `mates doctor` and the fail-closed error:
+// "" when the sandbox can be made, else what is missing.
+std::string WhatIsMissing();
+
+}  // namespace mates::sandbox
