@@ -132,6 +132,7 @@ int Up(Globals& g, const RunArgs& a) {
   }
   // Asked here, on the person's terminal: the host has none.
   if (Status s = AdmitWorkspaceFiles(ws); !s.ok()) return Fail(s);
+  if (Status s = ChooseSandbox(*config, a.sandbox); !s.ok()) return Fail(s);
   if (Status s = EnsureDir(ws.TeamDir(a.team)); !s.ok()) return Fail(s);
   const fs::path log = HostLogPath(ws, a.team);
   std::error_code ec;

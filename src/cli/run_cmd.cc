@@ -1,18 +1,21 @@
 // mates run [GOAL] [--provider P] [--model M] [--base-url URL] [--scenario FILE]
 //           [--team T] [--max-turns N] [--context-budget TOKENS] [--idle-timeout S]
-//           [--shutdown-timeout S] [--fresh]
+//           [--shutdown-timeout S] [--fresh] [--sandbox off|workspace|strict]
 // With a GOAL: the lead (and its team) work on it; the command returns when
 // the lead has ended its turn with no teammate working and nothing unread.
 // Without: the lead's REPL (/team /inbox /tasks /send /compact /usage /quit).
 #include "cli/run_options.h"
 
 #include <cstdlib>
+#include <iostream>
 
 #include "cli/store_choice.h"
 #include "stores/open_store.h"
 #include "core/limits.h"
 #include "core/names.h"
 #include "core/secrets.h"
+#include "sandbox/policy.h"
+#include "trust/trust.h"
 #include "git/worktrees.h"
 #include "llm/provider_factory.h"
 
@@ -50,6 +53,7 @@ void AddRunOptions(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--budget-usd", a.budget_usd,
                   "The team's budget in US dollars, priced with the price table (see --prices); same rules");
   AddStoreOption(cmd, a.store);
+  AddSandboxOption(cmd, a.sandbox);
   cmd->add_option("--merge", a.merge, "auto (merge what passes the check) or review (the lead or a person approves each)")
       ->capture_default_str();
 }
@@ -129,6 +133,27 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   return c;
 }
 
+void AddSandboxOption(CLI::App* cmd, std::string& mode) {
+  cmd->add_option("--sandbox", mode,
+                  "Where the agents' commands run: workspace (default: write only their work root and tmp, no "
+                  "secrets, no network but sandbox.network.allow), strict (no network at all) or off (as you)");
+}
+
+Status ChooseSandbox(host::HostOptions& c, const std::string& flag) {
+  std::optional<sandbox::Mode> mode;
+  if (!flag.empty()) {
+    auto m = sandbox::ParseMode(flag);
+    if (!m.ok()) return Status::InvalidArgument("--sandbox must be off, workspace or strict, not '" + flag + "'");
+    mode = *m;
+  }
+  MATES_ASSIGN_OR_RETURN(trust::FileState f, trust::TrustStore().CheckFile(c.ws.root(), ".mates/config.yaml"));
+  MATES_ASSIGN_OR_RETURN(sandbox::Chosen chosen,
+                         sandbox::ChooseSettings(c.ws.root(), mode, f.trust == trust::FileTrust::kTrusted));
+  for (const auto& note : chosen.notes) std::cerr << "mates: warning: " << note << std::endl;
+  c.sandbox = std::move(chosen.settings);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<llm::Provider>> SessionProvider(const RunArgs& a) {
   llm::ProviderConfig pc{a.provider, a.model, a.base_url, a.scenario, a.request_timeout};
   return llm::MakeProvider(pc);
@@ -145,6 +170,7 @@ int Run(Globals& g, const RunArgs& a) {
   auto provider = SessionProvider(a);
   if (!provider.ok()) return Fail(provider.status());
   if (Status s = AdmitWorkspaceFiles(c->ws); !s.ok()) return Fail(s);
+  if (Status s = ChooseSandbox(*c, a.sandbox); !s.ok()) return Fail(s);
   // Lines carry the agent's name from the start (the lead's too), so a
   // trace reads the same before and after teammates join.
   LiveOutput out(WantColor(), /*multi=*/true);

@@ -43,6 +43,9 @@ struct RunArgs {
   // `up` only: the host's dashboard (DESIGN §11).
   int dashboard_port = 0;  // 0 = any free port
   bool no_dashboard = false;
+  // --sandbox off|workspace|strict (DESIGN §18): "" = the config's, else
+  // workspace.
+  std::string sandbox;
 };
 
 // Adds GOAL and the options above to `cmd`.
@@ -51,5 +54,11 @@ void AddRunOptions(CLI::App* cmd, RunArgs& a);
 // InvalidArgument).
 Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a);
 Result<std::unique_ptr<llm::Provider>> SessionProvider(const RunArgs& a);
+// The sandbox of the session's tools, from --sandbox and the config files
+// (sandbox/policy.h): after AdmitWorkspaceFiles, which may trust the
+// workspace. What an untrusted file would have widened is said on stderr.
+Status ChooseSandbox(host::HostOptions& c, const std::string& flag);
+// Adds --sandbox to `cmd`.
+void AddSandboxOption(CLI::App* cmd, std::string& mode);
 
 }  // namespace mates::cli

@@ -364,7 +364,14 @@ MergeQueue::Step MergeQueue::RunCheck(const std::string& team, const TeamGit& tg
   // Listed while it runs: a host killed mid-check leaves the next one what
   // to kill.
   const ProcessJournal procs(ChecksJournal(options_.ws, team));
-  auto ran = RunListed(o, &procs, &cancel_);
+  // It runs code a model wrote: in the sandbox, writing only the scratch
+  // worktree (no ref, not the target).
+  auto confined = options_.sandbox->Wrap({scratch, team, "merge-queue"}, std::move(o));
+  if (!confined.ok()) {
+    Bounce(team, m, MergeState::kFailed, "could not start the check in its sandbox: " + confined.status().message(), {});
+    return Step::kDone;
+  }
+  auto ran = RunListed(confined->options, &procs, &cancel_);
   if (!ran.ok()) {
     Bounce(team, m, MergeState::kFailed, "could not start the check: " + ran.status().message(), {});
     return Step::kDone;
@@ -373,7 +380,7 @@ MergeQueue::Step MergeQueue::RunCheck(const std::string& team, const TeamGit& tg
   if (cr.cancelled || stop_.load()) return Step::kDone;  // the next host checks it again
   *output = Tail(cr.out);
   if (!cr.timed_out && cr.exit_code == 0 && cr.term_signal == 0) return Step::kGoOn;
-  std::string why = cr.timed_out ? "timed out after " + std::to_string(static_cast<int>(o.timeout_s)) + " s"
+  std::string why = cr.timed_out ? "timed out after " + std::to_string(static_cast<int>(tg.merge_timeout_s)) + " s"
                     : cr.term_signal != 0 ? "killed by signal " + std::to_string(cr.term_signal)
                                           : "exit code " + std::to_string(cr.exit_code);
   Bounce(team, m, MergeState::kFailed,

@@ -30,6 +30,7 @@
 
 #include "core/cancel.h"
 #include "core/waker.h"
+#include "sandbox/sandbox.h"
 #include "store/merges.h"
 #include "store/team_store.h"
 #include "store/workspace.h"
@@ -49,6 +50,8 @@ class MergeQueue {
     // Whether `name` is still working in this host (else its worktree is
     // cleaned once its last merge is in).
     std::function<bool(const std::string&)> running;
+    // Where merge checks run (DESIGN §18).
+    std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
   };
 
   // `store`: where the team is kept (outlives the queue).

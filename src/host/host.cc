@@ -2,6 +2,7 @@
 #include "host/host.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/frames.h"
@@ -99,8 +100,31 @@ Result<std::unique_ptr<Host>> Host::Start(HostOptions options, llm::Provider* pr
   return host;
 }
 
+// A private folder of this host for its sandbox's tmp folders:
+// $TMPDIR/mates-<uid>/<team>.<pid>, each level this user's own and 0700.
+Result<fs::path> SandboxRuntimeDir(const std::string& team) {
+  std::error_code ec;
+  fs::path base = fs::temp_directory_path(ec);
+  if (ec) base = "/tmp";
+  fs::path mine = base / ("mates-" + std::to_string(::getuid()));
+  if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + mine.string(), errno);
+  struct stat st {};
+  if (::lstat(mine.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) {
+    return Status::FailedPrecondition(mine.string() + " is not a folder of this user's own: the sandbox will not use it");
+  }
+  ::chmod(mine.c_str(), 0700);
+  return mine / (team + "." + std::to_string(::getpid()));
+}
+
 Status Host::Build() {
   const HostOptions& a = options_;
+  // The sandbox first: a machine that cannot make it stops the host before
+  // anything started (DESIGN §18).
+  {
+    MATES_ASSIGN_OR_RETURN(fs::path run_dir, SandboxRuntimeDir(a.team));
+    MATES_ASSIGN_OR_RETURN(auto made, sandbox::Sandbox::Make(a.ws.root(), a.sandbox, run_dir));
+    sandbox_ = std::move(made);
+  }
   // Where the team is kept: the workspace's files, or a PostgreSQL store
   // (DESIGN §13) whose connections are this process's own.
   MATES_ASSIGN_OR_RETURN(store_, OpenTeamStore(a.store_url, a.ws));
@@ -197,7 +221,7 @@ Status Host::MakeLead(const TeamConfig& team) {
   skills_ = tools::SkillLibrary::Load(a.ws);
   // The MCP servers of W/.mcp.json, started once for this host's agents
   // (DESIGN §14); each agent gets the tools its role may use.
-  MATES_ASSIGN_OR_RETURN(hub_, mcp::Hub::Load(a.ws));
+  MATES_ASSIGN_OR_RETURN(hub_, mcp::Hub::Load(a.ws, trust::TrustStore(), sandbox_));
   hub_->Start();
   registry_ = tools::MakeToolRegistry(tools::Scope::kLead);
   for (auto& t : hub_->ToolsFor(lead_name_, /*is_lead=*/true)) registry_->Add(std::move(t));
@@ -208,6 +232,7 @@ Status Host::MakeLead(const TeamConfig& team) {
   ctx.agent = lead_name_;
   ctx.is_lead = true;
   ctx.skills = &skills_;
+  ctx.sandbox = sandbox_;
   subs_ = std::make_unique<agent::SubagentManager>(provider_, ctx, out_.events, [this](std::string notice) {
     if (lead_) lead_->AddNotice(std::move(notice));
   });
@@ -309,6 +334,7 @@ Status Host::HostTheLead() {
 Status Host::StartTeam() {
   const HostOptions& a = options_;
   team::TeamOptions topt;
+  topt.sandbox = sandbox_;
   topt.idle_timeout_s = a.idle_timeout_s;
   topt.shutdown_timeout_s = a.shutdown_timeout_s;
   topt.teammate_max_calls = a.max_turns;
@@ -326,6 +352,7 @@ Status Host::StartTeam() {
   lead_->SetNoticeSource([this] { return teams_->TakeNewsForLead(); });
   if (a.teammates_only) return Status::Ok();
   git::MergeQueue::Options mq;
+  mq.sandbox = sandbox_;
   mq.ws = a.ws;
   mq.team = [this] { return teams_->lead_team(); };
   mq.on_change = [this] { teams_->WakeWaiters(); };

@@ -29,6 +29,7 @@
 #include "git/merge_queue.h"
 #include "llm/provider.h"
 #include "mcp/hub.h"
+#include "sandbox/sandbox.h"
 #include "store/host_info.h"
 #include "store/team_store.h"
 #include "store/workspace.h"
@@ -74,6 +75,10 @@ struct HostOptions {
   // The token benchmark's naive baseline: no cache breakpoints, team news
   // one change per lead turn. Never for real work.
   bool naive_baseline = false;
+  // The sandbox of every process the agents' tools start (DESIGN §18),
+  // as chosen from the flag and the config files (sandbox/policy.h). The
+  // host makes it first and it goes last.
+  sandbox::Settings sandbox;
   // Called once the lead's host lock is taken and host.json is written.
   std::function<void()> on_ready;
 };
@@ -97,6 +102,7 @@ class Host {
 
   const HostOptions& options() const { return options_; }
   TeamStore& store() { return *store_; }
+  const sandbox::Sandbox& sandbox() const { return *sandbox_; }
   agent::AgentLoop& lead() { return *lead_; }
   tools::ToolContext& lead_context() { return *ctx_; }
   agent::SubagentManager& subagents() { return *subs_; }
@@ -132,6 +138,7 @@ class Host {
   const HostOutput out_;
 
   // Made by Start in this order, and gone in the reverse.
+  std::shared_ptr<const sandbox::Sandbox> sandbox_;
   std::unique_ptr<TeamStore> store_;
   std::string lead_name_;
   std::shared_ptr<agent::TeamSpend> spend_;

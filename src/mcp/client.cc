@@ -392,7 +392,8 @@ std::vector<std::string> ServerEnvironment(const std::map<std::string, std::stri
 }  // namespace
 
 Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const fs::path& cwd,
-                                                   const fs::path& stderr_log, const std::string& tag) {
+                                                   const fs::path& stderr_log, const std::string& tag,
+                                                   const sandbox::Sandbox& sandbox) {
   SubprocessOptions o;
   o.argv = c.argv;
   o.env = ServerEnvironment(c.env);
@@ -401,7 +402,10 @@ Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const 
   o.stderr_path = stderr_log.string();
   o.tag = tag;
   o.timeout_s = 2;  // once its stdin is closed, the grace before it is killed
-  auto p = Subprocess::Start(o);
+  // Shared by the host's agents: its work root is the workspace.
+  auto confined = sandbox.Wrap({cwd, "", "mcp-" + c.name}, std::move(o));
+  if (!confined.ok()) return confined.status().WithContext("starting server " + c.name + " in its sandbox");
+  auto p = Subprocess::Start(confined->options);
   if (!p.ok()) return p.status().WithContext("starting server " + c.name);
   return std::unique_ptr<Session>(std::make_unique<StdioSession>(c.name, std::move(*p)));
 }

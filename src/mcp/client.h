@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "sandbox/sandbox.h"
 #include "mcp/server.h"
 
 namespace mates::mcp {
@@ -67,9 +68,11 @@ class Session {
 
 // Starts `c.argv` in `cwd` with `c.env` over a minimal environment; its
 // stderr goes to `stderr_log`. `tag` marks it for the host's process
-// clean-up (core/process_tree.h).
+// clean-up (core/process_tree.h). It runs in `sandbox` with `cwd` as its
+// work root (DESIGN §18).
 Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const fs::path& cwd,
-                                                   const fs::path& stderr_log, const std::string& tag);
+                                                   const fs::path& stderr_log, const std::string& tag,
+                                                   const sandbox::Sandbox& sandbox);
 Result<std::unique_ptr<Session>> StartHttpSession(const ServerConfig& c);
 
 struct RemoteTool {

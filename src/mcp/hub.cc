@@ -54,12 +54,14 @@ class McpTool : public tools::Tool {
 
 }  // namespace
 
-Result<std::shared_ptr<Hub>> Hub::Load(const Workspace& ws, const trust::TrustStore& trust) {
+Result<std::shared_ptr<Hub>> Hub::Load(const Workspace& ws, const trust::TrustStore& trust,
+                                       std::shared_ptr<const sandbox::Sandbox> sandbox) {
   MATES_ASSIGN_OR_RETURN(std::vector<ServerConfig> servers, LoadServerConfigs(ws, trust));
-  return std::make_shared<Hub>(ws, std::move(servers));
+  return std::make_shared<Hub>(ws, std::move(servers), std::move(sandbox));
 }
 
-Hub::Hub(Workspace ws, std::vector<ServerConfig> servers) : ws_(std::move(ws)) {
+Hub::Hub(Workspace ws, std::vector<ServerConfig> servers, std::shared_ptr<const sandbox::Sandbox> sandbox)
+    : ws_(std::move(ws)), sandbox_(std::move(sandbox)) {
   for (auto& c : servers) {
     auto s = std::make_unique<Server>();
     s->config = std::move(c);
@@ -75,7 +77,7 @@ Result<std::shared_ptr<Client>> Hub::StartLocked(Server& s) {
     const fs::path logs = ws_.root() / ".mates" / "mcp";
     MATES_RETURN_IF_ERROR(EnsureDir(logs));
     MATES_ASSIGN_OR_RETURN(session,
-                           StartStdioSession(s.config, ws_.root(), logs / (s.config.name + ".log"), NewProcessTag()));
+                           StartStdioSession(s.config, ws_.root(), logs / (s.config.name + ".log"), NewProcessTag(), *sandbox_));
   } else {
     MATES_ASSIGN_OR_RETURN(session, StartHttpSession(s.config));
   }

@@ -44,9 +44,12 @@ class Hub : public std::enable_shared_from_this<Hub> {
   // The servers of W/.mcp.json (mcp/config.h), those of an untrusted file
   // skipped; servers' stderr goes to W/.mates/mcp/<name>.log, stdio
   // servers run in W.
+  // Stdio servers run in `sandbox` (DESIGN §18).
   static Result<std::shared_ptr<Hub>> Load(const Workspace& ws,
-                                           const trust::TrustStore& trust = trust::TrustStore());
-  Hub(Workspace ws, std::vector<ServerConfig> servers);
+                                           const trust::TrustStore& trust = trust::TrustStore(),
+                                           std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off());
+  Hub(Workspace ws, std::vector<ServerConfig> servers,
+      std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off());
   ~Hub();
   Hub(const Hub&) = delete;
   Hub& operator=(const Hub&) = delete;
@@ -84,6 +87,7 @@ class Hub : public std::enable_shared_from_this<Hub> {
   void Forget(Server& s, const std::shared_ptr<Client>& dead);
 
   const Workspace ws_;
+  const std::shared_ptr<const sandbox::Sandbox> sandbox_;
   std::vector<std::unique_ptr<Server>> servers_;
 };
 

@@ -31,6 +31,8 @@ struct TeamOptions {
   // More tools for each teammate (the host's MCP servers, DESIGN §14):
   // called with its registry and name as it is made.
   std::function<void(tools::ToolRegistry&, const std::string&)> extra_tools;
+  // Where the teammates' tools run their processes (DESIGN §18).
+  std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
 };
 
 }  // namespace mates::team

@@ -1,14 +1,16 @@
-// bash: runs a command in the workspace.
+// bash: runs a command in the agent's work root.
 //
-// What the confinement is: the command runs with the workspace as its
-// folder, in its own session and process group (killed whole on timeout or
-// interrupt, grandchildren included; what it leaves running when it exits
-// is killed too), with stdin from /dev/null, a capped output, and an
-// environment built from an allowlist (no API keys or other secrets reach
-// it). What it is not: a sandbox. The command runs as the same user and can
-// read and write whatever that user can; no list of "dangerous" substrings
-// pretends otherwise. Run mates in a container or as a dedicated user when
-// that matters. In plan mode (a teammate waiting for plan approval) bash is
+// The command runs with the work root as its folder, in its own session
+// and process group (killed whole on timeout or interrupt, grandchildren
+// included; what it leaves running when it exits is killed too), with
+// stdin from /dev/null, a capped output, and an environment built from an
+// allowlist (no API keys or other secrets reach it). Unless the host runs
+// with --sandbox off it runs in the host's sandbox (sandbox/sandbox.h,
+// DESIGN §18): it can write only its work root, a private /tmp and what
+// the person allowed, read no secret, reach no network but what is
+// allowed, and touch no process outside its own tree; when the sandbox
+// refused it something, the result says which rule and how a person
+// widens it. In plan mode (a teammate waiting for plan approval) bash is
 // not available at all, since no command can be known to change nothing.
 #include <unistd.h>
 
@@ -75,10 +77,20 @@ class BashTool : public Tool {
     // instant leaves its successor a list of what to kill.
     std::optional<ProcessJournal> procs;
     if (!ctx.team.empty()) procs.emplace(ctx.ws.AgentsDir(ctx.team) / (ctx.agent + ".procs"));
-    auto ran = RunListed(o, procs ? &*procs : nullptr, ctx.cancel);
+    const sandbox::Place place = ctx.Place();
+    auto confined = ctx.sandbox->Wrap(place, std::move(o));
+    if (!confined.ok()) return ToolResult::Error("could not start bash in its sandbox: " + confined.status().message());
+    auto ran = RunListed(confined->options, procs ? &*procs : nullptr, ctx.cancel);
+    confined->keep.reset();
     if (!ran.ok()) return ToolResult::Error("could not start bash: " + ran.status().message());
     const SubprocessResult& r = *ran;
     std::string out = r.out;
+    // A failure the sandbox caused says so, and how a person widens it.
+    if (r.exit_code != 0 || r.term_signal != 0) {
+      if (std::string why = ctx.sandbox->Explain(out, place); !why.empty()) {
+        out += (out.empty() || out.back() == '\n' ? "" : "\n") + why;
+      }
+    }
     if (r.out_dropped > 0) {
       out += "\n[output was " + std::to_string(r.out.size() + r.out_dropped) +
              " characters; the middle was cut]";

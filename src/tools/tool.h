@@ -15,7 +15,7 @@
 #include "llm/provider.h"
 #include "llm/types.h"
 #include "store/board.h"
-#include "store/team_store.h"
+#include "sandbox/sandbox.h"
 #include "store/team_store.h"
 #include "store/workspace.h"
 
@@ -117,6 +117,11 @@ struct ToolContext {
   TeamRuntime* teams = nullptr;
   const SkillLibrary* skills = nullptr;
   double bash_default_timeout_s = 120;
+  // Where every process a tool starts runs (DESIGN §18): the host's, or
+  // none for a context made by hand.
+  std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
+  // Where this agent's processes run inside it.
+  sandbox::Place Place() const { return {WorkRoot().root(), team, agent}; }
 
  private:
   TeamStore* store_;  // never null

@@ -31,6 +31,7 @@ TempDir::~TempDir() {
 }
 
 std::string MatesBinary() { return MATES_BINARY; }
+std::string SandboxProbe() { return MATES_SANDBOX_PROBE; }
 std::string StoreHelperBinary() { return MATES_STORE_HELPER; }
 
 namespace {
@@ -43,7 +44,11 @@ std::vector<std::string> EnvWith(const std::vector<std::string>& extra) {
         kv.rfind("MATES_WORKSPACE=", 0) == 0) {
       continue;
     }
-    env.push_back(kv);
+    // What `extra` sets replaces ours (getenv finds the first of two).
+    const std::string key = kv.substr(0, kv.find('=') + 1);
+    bool replaced = false;
+    for (const auto& x : extra) replaced |= x.rfind(key, 0) == 0;
+    if (!replaced) env.push_back(kv);
   }
   for (const auto& kv : extra) env.push_back(kv);
   return env;
@@ -64,10 +69,15 @@ CommandResult RunMates(const fs::path& ws, const std::vector<std::string>& args,
   return {r->exit_code, r->out, r->err};
 }
 
-Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {MatesBinary(), "--workspace", ws.string()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return Start(argv);
+Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args,
+                      const std::vector<std::string>& extra_env) {
+  SubprocessOptions o;
+  o.argv = {MatesBinary(), "--workspace", ws.string()};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.env = EnvWith(extra_env);
+  auto p = Subprocess::Start(o);
+  if (!p.ok()) throw std::runtime_error(p.status().message());
+  return std::move(*p);
 }
 
 CommandResult Run(const std::vector<std::string>& argv, double timeout_s) {

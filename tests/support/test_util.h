@@ -33,6 +33,8 @@ class TempDir {
 
 // Paths of the binaries under test (set by CMake).
 std::string MatesBinary();
+// tests/support/sandbox_probe.cc, built: one system call a sandbox refuses.
+std::string SandboxProbe();
 std::string StoreHelperBinary();
 
 struct CommandResult {
@@ -47,7 +49,8 @@ CommandResult RunMates(const fs::path& ws, const std::vector<std::string>& args,
                        const std::vector<std::string>& extra_env = {},
                        const std::string& stdin_data = "", double timeout_s = 30);
 // Starts `mates --workspace ws args...` without waiting.
-Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args);
+Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args,
+                      const std::vector<std::string>& extra_env = {});
 // tests/scenarios/<name>, the scripted provider's fixtures.
 std::string ScenarioFixture(const std::string& name);
 // Whether `pid` runs (exists and is not a zombie).
