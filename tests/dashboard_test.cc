@@ -220,7 +220,10 @@ TEST_F(DashboardTest, ABodyIsBoundedWhateverItsFraming) {
   const size_t before = peak();
   ASSERT_GT(before, 0u);
   EXPECT_EQ(Http("POST", url_.base + "/api/messages", chunked, std::string(64 << 20, ' ')).code, 413);
-  EXPECT_LT(peak(), before + (16u << 20)) << "the host held a body over its bound";
+  // Half the body: a host that held it would be over by 64 MiB; threads
+  // and the sanitizers' shadow memory (ThreadSanitizer adds ~20 MiB here)
+  // stay well under.
+  EXPECT_LT(peak(), before + (32u << 20)) << "the host held a body over its bound";
   EXPECT_EQ(Http("POST", url_.base + "/api/tasks", chunked, std::string(1 << 20, ' ')).code, 413);
   EXPECT_EQ(Http("POST", url_.base + "/api/nowhere", chunked, std::string(1 << 20, ' ')).code, 413);
   EXPECT_EQ(Http("PUT", url_.base + "/api/tasks", chunked, std::string(1 << 20, ' ')).code, 405);

@@ -183,8 +183,10 @@ TEST_F(HostTest, DownAsksTheTeammatesFirst) {
   EXPECT_EQ(Mates({"down", "--team", "dash", "--grace", "-1"}).exit_code, 2);
 }
 
+// Without the sandbox (whose tools die with their host: the next test),
+// what a dead host's tools leave is found by its tag.
 TEST_F(HostTest, AKilledHostShowsItsMembersOfflineAndDownCleansUp) {
-  ASSERT_EQ(Up({"Start a worker"}).exit_code, 0);
+  ASSERT_EQ(Up({"--sandbox", "off", "Start a worker"}).exit_code, 0);
   const int64_t pid = HostPid();
   ASSERT_GT(pid, 0);
   ASSERT_EQ(Mates({"tasks", "--team", "hosted", "create", "slow job"}).exit_code, 0);
@@ -209,6 +211,20 @@ TEST_F(HostTest, AKilledHostShowsItsMembersOfflineAndDownCleansUp) {
   EXPECT_NE(down.out.find("not hosted"), std::string::npos) << down.out;
   EXPECT_NE(down.out.find(" leftover process(es) of its dead host killed"), std::string::npos) << down.out;
   EXPECT_FALSE(SleeperRunsIn(ws_.path()));
+}
+
+// In the sandbox (the default), a tool's whole tree is in a pid namespace
+// whose first process dies with the host's thread that started it: a host
+// killed by SIGKILL leaves nothing running, with no one to clean up.
+TEST_F(HostTest, AKilledHostsSandboxedToolsDieWithIt) {
+  ASSERT_EQ(Up({"Start a worker"}).exit_code, 0);
+  const int64_t pid = HostPid();
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(Mates({"tasks", "--team", "hosted", "create", "slow job"}).exit_code, 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return SleeperRunsIn(ws_.path()); }));
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
+  EXPECT_TRUE(testing::WaitUntil([&] { return !SleeperRunsIn(ws_.path()); }, 10))
+      << "a sandboxed tool outlived its host";
 }
 
 // A hosted lead that makes a team (TeamCreate) and works there: that team

@@ -32,11 +32,14 @@ std::string Fixture(const std::string& name) { return testing::ScenarioFixture(n
 pid_t PidIn(const fs::path& file) { return static_cast<pid_t>(std::stol(ReadAll(file))); }
 
 // Starts a host whose teammate `worker` is busy in `sleep 41.5`, having
-// left a `setsid sleep 41.75` behind; returns once both run.
+// left a `setsid sleep 41.75` behind; returns once both run. Without the
+// sandbox: what is tested is the process journal that cleans up after
+// tools when no pid namespace does (a sandboxed tree dies whole with its
+// first process; sandbox_test proves that).
 Subprocess StartBusyHost(const fs::path& ws) {
   EXPECT_EQ(testing::RunMates(ws, {"team", "create", "h"}).exit_code, 0);
   Subprocess host = testing::StartMates(ws, {"run", "--team", "h", "--provider", "scripted", "--scenario",
-                                             Fixture("team_hostile.yaml"), "Start"});
+                                             Fixture("team_hostile.yaml"), "--sandbox", "off", "Start"});
   EXPECT_TRUE(testing::WaitUntil([&] {
     return fs::exists(ws / "escaped.pid") && fs::exists(ws / "worker.pid") && fs::file_size(ws / "escaped.pid") > 0 &&
            fs::file_size(ws / "worker.pid") > 0;
@@ -92,7 +95,7 @@ TEST(HostileTeamTest, AHostAfterASigkillKillsWhatTheDeadOneLeftBeforeResuming) {
   EXPECT_NE(shown.out.find("offline"), std::string::npos) << shown.out;
   EXPECT_EQ(shown.out.find("active"), std::string::npos) << shown.out;
   auto r = testing::RunMates(ws.path(), {"run", "--team", "h", "--provider", "scripted", "--scenario",
-                                         Fixture("team_hostile.yaml"), "--idle-timeout", "1"});
+                                         Fixture("team_hostile.yaml"), "--idle-timeout", "1", "--sandbox", "off"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("worker: stopped 1 process tree(s) its last host left running"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("resumed teammates of team h: worker"), std::string::npos) << r.err;

@@ -101,8 +101,11 @@ TEST(McpClientTest, AScriptedLeadUsesRealServersSurvivesTheirDeathAndLeavesNothi
   WriteTrusted(ws.path(), McpJson(mark));
   WriteAll(ws.path() / ".mates/config.yaml", "mcp:\n  servers:\n    everything: {call_timeout: 2}\n");
   WriteAll(ws.path() / "notes.txt", "the notes of the test\n");
+  // Without the sandbox: the lead's bash kills a server to stand for its
+  // death, which a sandboxed bash cannot (nothing outside its tree).
   auto r = testing::RunMates(ws.path(), {"run", "--provider", "scripted", "--scenario",
-                                         testing::ScenarioFixture("lead_mcp.yaml"), "use the mcp tools"});
+                                         testing::ScenarioFixture("lead_mcp.yaml"), "--sandbox", "off",
+                                         "use the mcp tools"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("MCP tour done."), std::string::npos) << r.out << r.err;
   auto results = JournalToolResults(ws.path() / ".teams/default/agents/lead.jsonl");

@@ -565,10 +565,12 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   for (int i = 2; i <= 7; ++i) {
     ASSERT_EQ(mates(lead_ws.path(), {"tasks", "create", "--team", "duo", "plain " + std::to_string(i)}).exit_code, 0);
   }
-  // `head`, then the team and the scripted provider, then `tail`.
+  // `head`, then the team and the scripted provider, then `tail`. Without
+  // the sandbox: the gate is a FIFO beside the workspaces, where a
+  // sandboxed tool sees nothing (its /tmp is its own).
   auto command = [&](std::vector<std::string> head, const std::string& team, std::vector<std::string> tail = {}) {
     for (const auto& a : {std::string("--team"), team, std::string("--provider"), std::string("scripted"),
-                          std::string("--scenario"), scenario.string()}) {
+                          std::string("--scenario"), scenario.string(), std::string("--sandbox"), std::string("off")}) {
       head.push_back(a);
     }
     head.insert(head.end(), tail.begin(), tail.end());
@@ -951,7 +953,9 @@ TEST_F(PgRuntimeTest, AServerRestartedUnderARunIsWaitedForAndTheTeamGoesOn) {
 
   SubprocessOptions o;
   o.argv = {testing::MatesBinary(), "--workspace", ws.str(), "run", "--store", url_, "--team", "crew",
-            "--provider", "scripted", "--scenario", scenario.string(), "--shutdown-timeout", "2", "Go"};
+            "--provider", "scripted", "--scenario", scenario.string(), "--shutdown-timeout", "2",
+            "--sandbox", "off",  // the gate beside W is out of a sandbox's sight
+            "Go"};
   o.interactive = true;  // stderr to a file, to read while it runs
   o.stderr_path = (dir_.path() / "run.err").string();
   o.timeout_s = 120;
@@ -1452,10 +1456,13 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
     args.insert(args.begin() + 1, {"--store", url_});
     return RunMates(ws, args);
   };
+  // Without the sandbox: a teammate watches the shared remote, a bare
+  // repository beside the workspaces, where a sandboxed tool sees nothing.
   auto host = [&](std::vector<std::string> head, std::vector<std::string> tail = {}) {
     for (const auto& x : {std::string("--team"), std::string("iso"), std::string("--provider"),
                           std::string("scripted"), std::string("--scenario"), scenario.string(),
-                          std::string("--idle-timeout"), std::string("0")}) {
+                          std::string("--idle-timeout"), std::string("0"), std::string("--sandbox"),
+                          std::string("off")}) {
       head.push_back(x);
     }
     head.insert(head.end(), tail.begin(), tail.end());

@@ -176,7 +176,10 @@ TEST(RunCliTest, TheApiKeyNeverLeaks) {
   const std::string file_secret = "sk-openai-FROM-A-FILE-5555";
   testing::WriteAll(ws.path() / "key.txt", file_secret + "\n");
   MockLlm mock(Fixture("lead_secrets.yaml"), tmp.path() / "rec.jsonl");
-  auto r = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", mock.url(), "show the environment"},
+  // Without the sandbox the host's block can be read, and the keys are
+  // still held back.
+  auto r = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", mock.url(), "--sandbox", "off",
+                               "show the environment"},
                    {"ANTHROPIC_API_KEY=" + secret, "OPENAI_API_KEY_FILE=" + (ws.path() / "key.txt").string(),
                     "MATES_TEST_MARKER=only-in-the-hosts-block"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -193,6 +196,20 @@ TEST(RunCliTest, TheApiKeyNeverLeaks) {
   }
   std::string journal = ReadAll(ws.path() / ".teams/default/agents/lead.jsonl");
   EXPECT_EQ(journal.find("ANTHROPIC_API_KEY"), std::string::npos);
+  // In the sandbox the host's environment block is out of reach: its pid
+  // namespace has no host (the file-store default).
+  {
+    MockLlm again(Fixture("lead_secrets.yaml"), tmp.path() / "rec2.jsonl");
+    auto boxed = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", again.url(), "--fresh",
+                                     "show the environment"},
+                         {"ANTHROPIC_API_KEY=" + secret, "OPENAI_API_KEY_FILE=" + (ws.path() / "key.txt").string(),
+                          "MATES_TEST_MARKER=only-in-the-hosts-block"});
+    EXPECT_EQ(boxed.exit_code, 0) << boxed.err;
+    std::string journal = ReadAll(ws.path() / ".teams/default/agents/lead.jsonl");
+    EXPECT_NE(journal.find("end-of-env"), std::string::npos);
+    EXPECT_EQ(journal.find("only-in-the-hosts-block"), std::string::npos) << "a sandboxed tool read the host's block";
+    for (const std::string& key : {secret, file_secret}) EXPECT_EQ(journal.find(key), std::string::npos) << key;
+  }
   // A key file that cannot be read is said plainly.
   auto bad = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", mock.url(), "x"},
                      {"ANTHROPIC_API_KEY_FILE=/no/such/key"});

@@ -383,8 +383,10 @@ TEST(TeamTest, ShutdownApprovedRejectedUnansweredAndUnknownRecipient) {
 TEST(TeamTest, TeamDeleteWithABusyTeammateOrphansNothing) {
   TempDir ws;
   auto start = std::chrono::steady_clock::now();
+  // Without the sandbox: the pid the command writes is the host's view of
+  // it (in a sandbox it is its pid namespace's, and the tree dies whole).
   auto r = testing::RunMates(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("team_busy.yaml"),
-                                         "--shutdown-timeout", "1", "Start"});
+                                         "--shutdown-timeout", "1", "--sandbox", "off", "Start"});
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("LEAD SAW: Team 'busy' deleted; its files are archived in .teams/.archive/busy-"),

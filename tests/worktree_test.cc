@@ -68,8 +68,15 @@ struct Repo {
   TempDir tmp;
   fs::path w = tmp.path() / "repo";
   std::string base;
+  // The person's own config: the teammates' and checks' sandbox may write
+  // beside W too, where these tests' barriers and logs are (a repository
+  // could not allow itself that: sandbox_test).
+  std::vector<std::string> env = {"XDG_CONFIG_HOME=" + (tmp.path() / "config").string()};
 
   explicit Repo(const TaskList& tasks) {
+    WriteAll(tmp.path() / "config/mates/config.yaml",
+             "sandbox:\n  allow_write: [\"" + (tmp.path() / "shared").string() + "\"]\n");
+    fs::create_directories(tmp.path() / "shared");
     fs::create_directories(w);
     Git(w, {"init", "-q", "-b", "main"});
     WriteAll(w / "README", "the project\n");
@@ -89,7 +96,7 @@ struct Repo {
                                     "--idle-timeout", "0"};
     all.insert(all.end(), args.begin(), args.end());
     all.push_back(goal);
-    return testing::RunMates(w, all);
+    return testing::RunMates(w, all, env);
   }
 
   std::vector<MergeRequest> Merges() {
@@ -120,7 +127,7 @@ TEST(WorktreeTest, FourTeammatesMergeTheirWorkAndLeaveNothing) {
              {"write b.txt with beta", {}},
              {"write c.txt with gamma", {}},
              {"write d.txt with delta", {}}});
-  fs::path checks = repo.tmp.path() / "checks.log";
+  fs::path checks = repo.tmp.path() / "shared/checks.log";
   auto r = repo.Run({"--isolation", "worktree", "--merge-check", "cat *.txt | wc -l >> " + checks.string()},
                     "Go four");
   ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
@@ -149,7 +156,7 @@ TEST(WorktreeTest, FourTeammatesMergeTheirWorkAndLeaveNothing) {
   ASSERT_EQ(counts.size(), 4u) << ReadAll(checks);
   for (size_t i = 0; i < counts.size(); ++i) EXPECT_EQ(Trim(counts[i]), std::to_string(i + 1));
   // Each worked in its own worktree; W's checkout is as it was.
-  for (const auto& line : Lines(ReadAll(repo.tmp.path() / "pwd.log"))) {
+  for (const auto& line : Lines(ReadAll(repo.tmp.path() / "shared/pwd.log"))) {
     EXPECT_NE(line.find("/repo/.mates/worktrees/wt/w"), std::string::npos) << line;
   }
   EXPECT_EQ(Trim(Git(repo.w, {"rev-parse", "HEAD"})), repo.base);
@@ -238,21 +245,21 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:fixed.txt"}), "fixed\n");
   auto broken = testing::Run({"git", "-C", repo.w.string(), "cat-file", "-e", "mates/wt:BROKEN"});
   EXPECT_NE(broken.exit_code, 0);
-  auto status = testing::RunMates(repo.w, {"status", "--team", "wt"});
+  auto status = testing::RunMates(repo.w, {"status", "--team", "wt"}, repo.env);
   EXPECT_NE(status.out.find("merges: 1 failed · 1 merged · 1 rejected"), std::string::npos) << status.out;
   // The CLI shows them, and refuses what cannot be.
-  auto list = testing::RunMates(repo.w, {"merges", "--team", "wt", "list"});
+  auto list = testing::RunMates(repo.w, {"merges", "--team", "wt", "list"}, repo.env);
   EXPECT_EQ(list.exit_code, 0);
   EXPECT_NE(list.out.find("1  task #1  w1  failed"), std::string::npos) << list.out;
-  auto show = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "1"});
+  auto show = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "1"}, repo.env);
   EXPECT_NE(show.out.find("the build is broken"), std::string::npos) << show.out;
-  auto missing = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "99"});
+  auto missing = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "99"}, repo.env);
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("no merge request 99 in team 'wt'"), std::string::npos) << missing.err;
-  auto late = testing::RunMates(repo.w, {"merges", "--team", "wt", "approve", "1"});
+  auto late = testing::RunMates(repo.w, {"merges", "--team", "wt", "approve", "1"}, repo.env);
   EXPECT_EQ(late.exit_code, 1);
   EXPECT_NE(late.err.find("merge request 1 is failed, not waiting for review"), std::string::npos) << late.err;
-  auto bad = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "x"});
+  auto bad = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "x"}, repo.env);
   EXPECT_NE(bad.exit_code, 0);
   // Hostile files in the merges folder: a cut one, one of NULs, a deeply
   // nested one, and an id far past the others. Each is one clear error
@@ -263,13 +270,13 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   WriteAll(dir / "4.json", std::string(4096, '\0'));
   WriteAll(dir / "5.json", std::string(100000, '[') + std::string(100000, ']'));
   WriteAll(dir / "9999999.json", ReadAll(dir / "1.json"));
-  auto hostile = testing::RunMates(repo.w, {"merges", "--team", "wt", "list"});
+  auto hostile = testing::RunMates(repo.w, {"merges", "--team", "wt", "list"}, repo.env);
   EXPECT_EQ(hostile.exit_code, 0) << hostile.err;
   EXPECT_NE(hostile.out.find("1  task #1  w1  failed"), std::string::npos) << hostile.out;
   EXPECT_NE(hostile.out.find("3  task #1  w1  merged"), std::string::npos) << hostile.out;
   EXPECT_EQ(hostile.out.find("2  task"), std::string::npos) << hostile.out;
   for (const char* id : {"2", "4", "5", "9999999"}) {
-    auto one = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", id});
+    auto one = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", id}, repo.env);
     EXPECT_EQ(one.exit_code, 1) << id << ": " << one.out;
     EXPECT_FALSE(one.err.empty()) << id;
   }
@@ -305,7 +312,7 @@ TEST(WorktreeTest, ARequestLeftInReviewIsBroughtToTheNextLead) {
   // The next run has no goal: only the request in review brings its lead
   // a turn (team_worktree.yaml rejects a first review, approves the next).
   auto next = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted",
-                                         "--scenario", Fixture(), "--idle-timeout", "0"});
+                                         "--scenario", Fixture(), "--idle-timeout", "0"}, repo.env);
   ASSERT_EQ(next.exit_code, 0) << Tail(next.err);
   merges = repo.Merges();
   ASSERT_EQ(merges.size(), 2u) << Tail(next.err);
@@ -410,7 +417,7 @@ TEST(WorktreeTest, ATeammateThatStopsCleansUpOnlyWhatIsMerged) {
     if (dirty) {
       // `mates team delete`: the kept worktree goes, its work committed to
       // its branch, which stays.
-      auto del = testing::RunMates(repo.w, {"team", "delete", "wt"});
+      auto del = testing::RunMates(repo.w, {"team", "delete", "wt"}, repo.env);
       ASSERT_EQ(del.exit_code, 0) << del.err;
       EXPECT_NE(del.err.find("kept branch mates/w1@wt (work not merged)"), std::string::npos) << del.err;
       EXPECT_FALSE(fs::exists(tree));
@@ -426,9 +433,12 @@ TEST(WorktreeTest, ATeammateThatStopsCleansUpOnlyWhatIsMerged) {
 TEST(WorktreeTest, HostKilledDuringACheckLeavesTheTargetAndResumes) {
   Repo repo(TaskList{{"write a.txt with alpha", {}}});
   fs::path started = repo.tmp.path() / "check.pid";
+  // Without the sandbox: the check leaves its pid outside its worktree, and
+  // it is the process journal that must kill it (a sandboxed check dies
+  // with its host: sandbox_test).
   Subprocess host = testing::StartMates(
       repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario", Fixture(), "--isolation", "worktree",
-               "--merge-check", "echo $$ > " + started.string() + "; exec sleep 60", "Go one"});
+               "--sandbox", "off", "--merge-check", "echo $$ > " + started.string() + "; exec sleep 60", "Go one"});
   ASSERT_TRUE(testing::WaitUntil([&] { return !ReadAll(started).empty(); }, 30));
   pid_t check = static_cast<pid_t>(std::stol(ReadAll(started)));
   host.Signal(SIGKILL);
@@ -442,7 +452,7 @@ TEST(WorktreeTest, HostKilledDuringACheckLeavesTheTargetAndResumes) {
 
   // The next host: the check is quick now.
   auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario", Fixture(),
-                                      "--idle-timeout", "0", "--isolation", "worktree", "--merge-check", "true"});
+                                      "--idle-timeout", "0", "--isolation", "worktree", "--merge-check", "true"}, repo.env);
   ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
   EXPECT_FALSE(testing::ProcessRunning(check)) << "the dead host's check still runs";
   merges = repo.Merges();
@@ -482,7 +492,7 @@ TEST(WorktreeTest, AResumedTeammateWorksOnTheTargetItsTaskBuildsOn) {
 
   auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
                                       testing::ScenarioFixture("team_worktree_chaos.yaml"), "--idle-timeout", "0",
-                                      "--isolation", "worktree", "--merge-check", "true"});
+                                      "--isolation", "worktree", "--merge-check", "true"}, repo.env);
   ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
   EXPECT_NE(r.err.find("resumed teammates of team wt: w1"), std::string::npos) << Tail(r.err);
   EXPECT_EQ(repo.Tasks()[1].status, TaskStatus::kCompleted) << Tail(r.err);
@@ -518,13 +528,13 @@ TEST(WorktreeTest, AResumedTeammateLeavesATaskThatWaitsInTheQueue) {
   TaskPatch waits;
   waits.metadata_json = "{\"merge\": " + std::to_string(made->id) + "}";
   ASSERT_TRUE(board.Update(1, waits, Caller{"w1", false}).ok());
-  const size_t jobs_before = Lines(ReadAll(repo.w / ".git/work.log")).size();
+  const size_t jobs_before = Lines(ReadAll(repo.tmp.path() / "shared/work.log")).size();
 
   auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
                                       testing::ScenarioFixture("team_worktree_chaos.yaml"), "--idle-timeout", "0",
-                                      "--isolation", "worktree", "--merge-check", "true"});
+                                      "--isolation", "worktree", "--merge-check", "true"}, repo.env);
   ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
-  EXPECT_EQ(Lines(ReadAll(repo.w / ".git/work.log")).size(), jobs_before) << "job 1 was done again:\n" << Tail(r.err);
+  EXPECT_EQ(Lines(ReadAll(repo.tmp.path() / "shared/work.log")).size(), jobs_before) << "job 1 was done again:\n" << Tail(r.err);
   EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted) << Tail(r.err);
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:f1.txt"}), "submitted\n");
   EXPECT_EQ(Git(tree, {"status", "--porcelain"}), "") << "the worktree was left changed";
@@ -567,7 +577,7 @@ void KillAnIsolatedTeamAgainAndAgain(bool review) {
                                          "sleep 0.0437",
                                          "--merge",
                                          review ? "review" : "auto"};
-  const fs::path work = repo.w / ".git/work.log";
+  const fs::path work = repo.tmp.path() / "shared/work.log";
   auto completed = [&] {
     size_t n = 0;
     for (const auto& t : repo.Tasks()) n += t.status == TaskStatus::kCompleted ? 1 : 0;
@@ -579,7 +589,7 @@ void KillAnIsolatedTeamAgainAndAgain(bool review) {
     auto round_args = args;
     if (round == 0) round_args.push_back("Go");
     const size_t wanted = Lines(ReadAll(work)).size() + std::uniform_int_distribution<size_t>(1, 2)(rng);
-    Subprocess host = testing::StartMates(repo.w, round_args);
+    Subprocess host = testing::StartMates(repo.w, round_args, repo.env);
     ASSERT_TRUE(testing::WaitUntil([&] { return Lines(ReadAll(work)).size() >= wanted || host.Exited(); }, 60))
         << "round " << round << ": no job began";
     if (host.Exited()) {
@@ -598,7 +608,7 @@ void KillAnIsolatedTeamAgainAndAgain(bool review) {
   }
   ASSERT_LT(done, static_cast<size_t>(kJobs)) << "the work was over before the last kill";
 
-  auto r = testing::RunMates(repo.w, args, {}, "", 120);
+  auto r = testing::RunMates(repo.w, args, repo.env, "", 120);
   ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
   for (const auto& t : repo.Tasks()) EXPECT_EQ(t.status, TaskStatus::kCompleted) << "task " << t.id;
   for (const auto& m : repo.Merges()) {
@@ -869,13 +879,13 @@ TEST(WorktreeTest, BadInputIsOneClearError) {
   EXPECT_EQ(mode.exit_code, 2);
   auto timeout = repo.Run({"--merge-timeout", "-1"}, "Go one");
   EXPECT_EQ(timeout.exit_code, 2);
-  auto merges = testing::RunMates(repo.w, {"merges", "--team", "nope", "list"});
+  auto merges = testing::RunMates(repo.w, {"merges", "--team", "nope", "list"}, repo.env);
   EXPECT_EQ(merges.exit_code, 1);
   // Nobody but merge-queue sends as merge-queue's name, and it reads nothing.
-  auto to = testing::RunMates(repo.w, {"send", "--team", "wt", "--to", "merge-queue", "hi"});
+  auto to = testing::RunMates(repo.w, {"send", "--team", "wt", "--to", "merge-queue", "hi"}, repo.env);
   EXPECT_NE(to.exit_code, 0);
   EXPECT_NE(to.err.find("merge-queue reads no messages"), std::string::npos) << to.err;
-  auto join = testing::RunMates(repo.w, {"team", "join", "wt", "merge-queue"});
+  auto join = testing::RunMates(repo.w, {"team", "join", "wt", "merge-queue"}, repo.env);
   EXPECT_NE(join.exit_code, 0);
 }
 
