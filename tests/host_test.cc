@@ -114,12 +114,14 @@ TEST_F(HostTest, UpHostsDownStopsAndNothingIsLeft) {
   EXPECT_GT((*w)["activity"]["tokens"]["input"].get<int64_t>(), 0);
   EXPECT_EQ(busy["board"]["in_progress"], 1);
   EXPECT_EQ(busy["host"]["mode"], "up");
+  EXPECT_EQ(busy["host"]["sandbox"], "workspace");  // the default (DESIGN §18)
   Json later = Status();
   EXPECT_GT((*MemberIn(later, "worker"))["activity"]["for_s"].get<double>(),
             (*w)["activity"]["for_s"].get<double>());
   // The human form says the same.
   auto text = Mates({"status", "--team", "hosted"});
   EXPECT_NE(text.out.find("hosted by pid " + std::to_string(pid)), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\nsandbox: workspace\n"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("bash(exec -a mates_hosted_sleeper"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("#1 slow job"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("user -> lead (message): ping 42"), std::string::npos) << text.out;
@@ -187,6 +189,10 @@ TEST_F(HostTest, DownAsksTheTeammatesFirst) {
 // what a dead host's tools leave is found by its tag.
 TEST_F(HostTest, AKilledHostShowsItsMembersOfflineAndDownCleansUp) {
   ASSERT_EQ(Up({"--sandbox", "off", "Start a worker"}).exit_code, 0);
+  // Said where a person looks.
+  EXPECT_EQ(Status()["host"]["sandbox"], "off");
+  auto said = Mates({"status", "--team", "hosted"});
+  EXPECT_NE(said.out.find("sandbox: off — the agents' commands run as you"), std::string::npos) << said.out;
   const int64_t pid = HostPid();
   ASSERT_GT(pid, 0);
   ASSERT_EQ(Mates({"tasks", "--team", "hosted", "create", "slow job"}).exit_code, 0);

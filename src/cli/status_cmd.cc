@@ -104,6 +104,12 @@ std::string Render(const TeamView& v) {
       o << "\nalso hosts team " << a.team
         << (a.dashboard.empty() ? "" : " — dashboard " + a.dashboard);
     }
+    if (v.host->sandbox == "off") {
+      o << "\nsandbox: off — the agents' commands run as you, with all you can reach (who sent what holds "
+           "for the agents' own tools only)";
+    } else if (!v.host->sandbox.empty()) {
+      o << "\nsandbox: " << v.host->sandbox;
+    }
     if (!v.host->mcp_skipped.empty()) {
       std::string names;
       for (const auto& s : v.host->mcp_skipped) names += (names.empty() ? "" : ", ") + s.server;

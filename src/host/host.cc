@@ -387,6 +387,7 @@ Status Host::ServePages() {
   info_.started_at = WallSeconds();
   info_.mode = a.mode;
   info_.lead = lead_name_;
+  info_.sandbox = std::string(sandbox::ModeName(sandbox_->mode()));
   // What the workspace's own files asked for and did not get (DESIGN §19):
   // status and the dashboard say so.
   for (const auto& s : hub_->States()) {

@@ -53,6 +53,7 @@ Status WriteHostInfo(const Workspace& ws, std::string_view team, const HostInfo&
     j["mcp_skipped"] = Json::array();
     for (const auto& s : h.mcp_skipped) j["mcp_skipped"].push_back({{"server", s.server}, {"why", s.why}});
   }
+  if (!h.sandbox.empty()) j["sandbox"] = h.sandbox;
   // Owner-only: the dashboard's URL carries its token.
   return WriteFileAtomic(HostInfoPath(ws, team), DumpJson(j) + "\n", 0600);
 }
@@ -71,6 +72,10 @@ Result<HostInfo> ReadHostInfo(const Workspace& ws, std::string_view team) {
   MATES_ASSIGN_OR_RETURN(h.lead, JsonString(j, "lead", false));
   MATES_ASSIGN_OR_RETURN(h.dashboard, JsonString(j, "dashboard", false));
   if (h.pid <= 0) return Status::InvalidArgument("host.json: pid must be positive");
+  MATES_ASSIGN_OR_RETURN(h.sandbox, JsonString(j, "sandbox", false));
+  if (!h.sandbox.empty() && h.sandbox != "off" && h.sandbox != "workspace" && h.sandbox != "strict") {
+    return Status::InvalidArgument("host.json: sandbox must be off, workspace or strict");
+  }
   if (j.contains("also") && !j["also"].is_null()) {
     const Json& also = j["also"];
     if (!also.is_array() || also.size() > kMaxAlsoHosted) {

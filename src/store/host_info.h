@@ -3,7 +3,7 @@
 //
 //   {"pid": 4242, "start_time": 123456, "started_at": 1763884800.1,
 //    "mode": "up", "lead": "lead", "dashboard": "http://127.0.0.1:PORT/?token=…",
-//    "also": [{"team": "made", "dashboard": "http://…"}]}
+//    "also": [{"team": "made", "dashboard": "http://…"}], "sandbox": "workspace"}
 //
 // and removes it when it ends. The file says who; the lead's host lock says
 // whether: a host killed with SIGKILL leaves the file, and a file whose
@@ -55,6 +55,9 @@ struct HostInfo {
   std::string dashboard;    // "" = none
   std::vector<AlsoHosted> also;  // "also": [{"team", "dashboard"}]
   std::vector<SkippedServer> mcp_skipped;  // "mcp_skipped": [{"server", "why"}]
+  // Where the agents' commands run (DESIGN §18): "off", "workspace",
+  // "strict"; "" = not said (a host from before the sandbox).
+  std::string sandbox;
 };
 
 fs::path HostInfoPath(const Workspace& ws, std::string_view team);

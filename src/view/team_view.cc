@@ -78,6 +78,7 @@ Json TeamViewToJson(const TeamView& v) {
                  {"started_at", v.host->started_at},
                  {"uptime_s", v.host->pid > 0 ? v.now - v.host->started_at : 0},
                  {"dashboard", v.host->dashboard},
+                 {"sandbox", v.host->sandbox.empty() ? Json(nullptr) : Json(v.host->sandbox)},
                  {"also", Json::array()}};
     for (const auto& a : v.host->also)
       j["host"]["also"].push_back({{"team", a.team}, {"dashboard", a.dashboard}});

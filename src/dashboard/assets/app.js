@@ -141,6 +141,18 @@ function renderHeader() {
       class: "pill", title: skipped.map((s) => s.server + ": " + s.why).join("\n") },
       "mcp: " + skipped.length + " server" + (skipped.length === 1 ? "" : "s") + " skipped (not trusted)")]));
   }
+  // Where the agents' commands run: said always, in warning colours when off.
+  const sandbox = (!t.archived && t.host && t.host.sandbox) || "";
+  const sandboxBox = $("sandbox-mode");
+  if (sandboxBox.dataset.key !== sandbox) {
+    sandboxBox.dataset.key = sandbox;
+    sandboxBox.replaceChildren(...(sandbox === "" ? [] : [el("span", {
+      class: "pill" + (sandbox === "off" ? " off" : ""),
+      title: sandbox === "off" ? "--sandbox off: the agents' commands run as you, with all you can reach"
+        : "The agents' commands write only their work root and tmp, read no secret, reach " +
+          (sandbox === "strict" ? "no network" : "only the network the sandbox allows") },
+      "sandbox: " + sandbox)]));
+  }
   if (t.read_only && !t.archived) pill.textContent += " · read-only";
   const b = t.board || {};
   $("board-counts").replaceChildren(
