@@ -98,6 +98,17 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
+std::string SandboxedAgent() {
+  const char* as = std::getenv("MATES_AS_AGENT");
+  return as != nullptr ? std::string(as) : "";
+}
+
+std::string RefusedIdentity(const std::string& option, const std::string& name) {
+  const std::string as = SandboxedAgent();
+  if (as.empty() || name.empty() || name == as) return "";
+  return "from " + as + "'s sandbox, mates acts as " + as + " only (" + option + " " + name + " refused)";
+}
+
 std::string DefaultMember(const TeamConfig& team) {
   const char* env = std::getenv("MATES_AGENT_NAME");
   return env != nullptr && *env != '\0' ? std::string(env) : team.lead;

@@ -98,5 +98,12 @@ Status AdmitWorkspaceFiles(const Workspace& ws);
 // The sender/caller name when --from/--as is not given: $MATES_AGENT_NAME,
 // else the team's lead.
 std::string DefaultMember(const TeamConfig& team);
+// The agent a command runs for when its host's gate runs it for a
+// sandboxed tool (host/agent_gate.h: MATES_AS_AGENT), else "". Such a
+// command acts as that agent only: another --from, --as or inbox is
+// refused.
+std::string SandboxedAgent();
+// "" if `name` may be acted as here, else the usage error.
+std::string RefusedIdentity(const std::string& option, const std::string& name);
 
 }  // namespace mates::cli

@@ -55,7 +55,9 @@ int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
       return Fail(bad);
     }
   }
+  if (a.name.empty() && !SandboxedAgent().empty()) a.name = SandboxedAgent();
   if (a.name.empty()) return Usage("whose inbox? give NAME");
+  if (std::string refused = RefusedIdentity("inbox", a.name); !refused.empty()) return Usage(refused);
   Status s = ValidateName("member name", a.name);
   if (!s.ok()) return Fail(s);
   auto opened = OpenChosenStore(a.store, g.ws());

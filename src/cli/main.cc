@@ -11,6 +11,7 @@
 #include "agent/prices.h"
 #include "cli/cli_common.h"
 #include "core/secrets.h"
+#include "host/agent_gate.h"
 
 namespace {
 
@@ -48,6 +49,12 @@ std::string DidYouMean(CLI::App& app, const std::string& typed) {
 
 int main(int argc, char** argv) {
   using mates::cli::Globals;
+  // In an agent's sandbox (DESIGN §19) the team's own commands go to the
+  // host, which runs them as that agent; the rest run here, as usual.
+  if (const char* gate = std::getenv("MATES_HOST_SOCKET"); gate != nullptr && *gate != '\0') {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (mates::host::GoesThroughTheGate(args)) return mates::host::RunThroughTheGate(gate, args);
+  }
   // Keys are read once, here (DESIGN §10); commands that run agents then
   // scrub them from the environment.
   if (mates::Status s = mates::Secrets::Load(); !s.ok()) {

@@ -77,6 +77,9 @@ int Send(Globals& g, const SendArgs& a) {
   // MATES_AGENT_NAME.
   const char* agent = std::getenv("MATES_AGENT_NAME");
   r.sender = !a.from.empty() ? a.from : agent != nullptr && *agent != '\0' ? agent : kUserName;
+  // A sandboxed tool's mates, run by its host: the sender is its agent.
+  if (std::string refused = RefusedIdentity("--from", a.from); !refused.empty()) return Usage(refused);
+  if (std::string as = SandboxedAgent(); !as.empty()) r.sender = as;
   auto store = OpenChosenStore(a.store, g.ws(), StoreUse{.one_shot = true});
   if (!store.ok()) return Fail(store.status());
   std::unique_ptr<TeamMail> mail = (*store)->Mail(a.team);

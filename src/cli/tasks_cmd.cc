@@ -168,6 +168,7 @@ int Update(Globals& g, const TasksArgs& a) {
   auto team = OpenTeam(g, a);
   if (!team.ok()) return Fail(team.status());
   Caller caller;
+  if (std::string refused = RefusedIdentity("--as", a.as); !refused.empty()) return Usage(refused);
   if (!a.as.empty()) {
     Status s = ValidateName("member name", a.as);
     if (!s.ok()) return Fail(s);

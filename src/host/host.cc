@@ -120,17 +120,22 @@ Status Host::Build() {
   const HostOptions& a = options_;
   // The sandbox first: a machine that cannot make it stops the host before
   // anything started (DESIGN §18).
-  {
-    MATES_ASSIGN_OR_RETURN(fs::path run_dir, SandboxRuntimeDir(a.team));
-    MATES_ASSIGN_OR_RETURN(auto made, sandbox::Sandbox::Make(a.ws.root(), a.sandbox, run_dir));
-    sandbox_ = std::move(made);
-  }
+  MATES_ASSIGN_OR_RETURN(const fs::path run_dir, SandboxRuntimeDir(a.team));
+  MATES_ASSIGN_OR_RETURN(sandbox_, sandbox::Sandbox::Make(a.ws.root(), a.sandbox, run_dir));
   // Where the team is kept: the workspace's files, or a PostgreSQL store
   // (DESIGN §13) whose connections are this process's own.
   MATES_ASSIGN_OR_RETURN(store_, OpenTeamStore(a.store_url, a.ws));
   // A server restarted or briefly away is waited for: the agents go on
   // when it is back (a stop cuts the wait short).
   store_->WaitOutOutages(kStoreOutagePatienceS);
+  // A sandboxed tool's `mates` reaches the team through its agent's gate
+  // (DESIGN §19); with the sandbox off it reaches the store itself.
+  if (sandbox_->on()) {
+    gate_ = std::make_unique<AgentGate>(AgentGate::Options{a.ws, a.store_url, run_dir / "gate"});
+    sandbox_->SetGate([gate = gate_.get()](const std::string& team, const std::string& agent) {
+      return gate->SocketFor(team, agent);
+    });
+  }
   TeamConfig team;
   MATES_RETURN_IF_ERROR(OpenTeam(&team));
   // What this host's tools start stays its own (DESIGN §10).

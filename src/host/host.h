@@ -28,6 +28,7 @@
 #include "dashboard/dashboard.h"
 #include "git/merge_queue.h"
 #include "llm/provider.h"
+#include "host/agent_gate.h"
 #include "mcp/hub.h"
 #include "sandbox/sandbox.h"
 #include "store/host_info.h"
@@ -138,8 +139,10 @@ class Host {
   const HostOutput out_;
 
   // Made by Start in this order, and gone in the reverse.
-  std::shared_ptr<const sandbox::Sandbox> sandbox_;
+  std::shared_ptr<sandbox::Sandbox> sandbox_;
   std::unique_ptr<TeamStore> store_;
+  // How `mates` in an agent's sandbox reaches the team, as that agent.
+  std::unique_ptr<AgentGate> gate_;
   std::string lead_name_;
   std::shared_ptr<agent::TeamSpend> spend_;
   tools::SkillLibrary skills_;

@@ -17,7 +17,10 @@ namespace mates::sandbox {
 namespace {
 
 // What a hidden secret, the private tmp and the rules below are made of.
-enum class Kind { kReadOnly, kWritable, kHideDir, kHideFile, kTmp };
+enum class Kind { kReadOnly, kWritable, kHideDir, kHideFile, kTmp, kGate };
+
+// Where the agent's gate is inside (Place::speaks).
+constexpr const char* kGateInside = "/tmp/.mates-host.sock";
 
 struct Mount {
   fs::path path;
@@ -354,9 +357,18 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
 
   Mounts m;
   m.Add("/tmp", Kind::kTmp);
+  fs::path gate;
+  if (place.speaks && gate_ && !place.team.empty() && !place.agent.empty()) {
+    MATES_ASSIGN_OR_RETURN(gate, gate_(place.team, place.agent));
+    m.Add(kGateInside, Kind::kGate);
+  }
   // What the private /tmp would hide when it lives under /tmp.
   m.Add(ws_, Kind::kReadOnly);
   if (std::string home = HomeDir(); !home.empty() && home != "/" && IsDir(home)) m.Add(Real(home), Kind::kReadOnly);
+  // The host's own folder: every agent's tmp and gate (a socket answers
+  // connect() on a read-only mount: another agent's gate must be out of
+  // sight, wherever $TMPDIR put it).
+  m.Add(runtime_dir_, Kind::kHideDir);
   std::vector<fs::path> secrets = DefaultSecrets();
   secrets.insert(secrets.end(), settings_.deny_read.begin(), settings_.deny_read.end());
   for (const auto& s : secrets) {
@@ -399,9 +411,13 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
       case Kind::kHideDir: argv.insert(argv.end(), {"--tmpfs", p, "--remount-ro", p}); break;
       case Kind::kHideFile: argv.insert(argv.end(), {"--ro-bind", "/dev/null", p}); break;
       case Kind::kTmp: argv.insert(argv.end(), {"--bind", tmp.string(), p}); break;
+      // A socket answers connect() on a read-only mount; bound over a
+      // file of the private /tmp, it cannot be removed or replaced.
+      case Kind::kGate: argv.insert(argv.end(), {"--ro-bind", gate.string(), p}); break;
     }
   }
   argv.insert(argv.end(), {"--setenv", "TMPDIR", "/tmp", "--setenv", "MATES_SANDBOX", std::string(ModeName(mode()))});
+  if (!gate.empty()) argv.insert(argv.end(), {"--setenv", "MATES_HOST_SOCKET", kGateInside});
   argv.insert(argv.end(), {"--chdir", o.cwd.empty() ? root.string() : o.cwd});
   argv.insert(argv.end(), {"--seccomp", std::to_string(fd->get()), "--"});
   argv.insert(argv.end(), o.argv.begin(), o.argv.end());

@@ -33,6 +33,7 @@
 // `--sandbox off` as the way out; nothing degrades silently.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -65,6 +66,10 @@ struct Place {
   fs::path work_root;  // writable: the agent's worktree, or W in shared mode
   std::string team;    // its private tmp is per team and agent
   std::string agent;
+  // Its `mates` speaks for the agent (bash): the agent's gate to the host
+  // is bound in as MATES_HOST_SOCKET (host/agent_gate.h). A merge check or
+  // an MCP server speaks for no one.
+  bool speaks = false;
 };
 
 // A process ready to start inside: `options` runs bwrap, and `keep` holds
@@ -81,11 +86,17 @@ class Sandbox {
   // A sandbox for the tools of workspace `ws`'s agents. Checks once that
   // the machine can make it (bwrap, user namespaces, seccomp): otherwise
   // FailedPrecondition naming what is missing and `--sandbox off`. Its
-  // private tmp folders live under `runtime_dir` and go with it.
+  // private tmp folders live under `runtime_dir/tmp`, and the whole of
+  // `runtime_dir` goes with it (the host's gate keeps its sockets there).
   static Result<std::shared_ptr<Sandbox>> Make(const fs::path& ws, Settings settings, fs::path runtime_dir);
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
+
+  // The socket through which `mates` inside reaches the team as `agent`
+  // of `team` (host/agent_gate.h). Set by the host before any agent runs.
+  using GateOf = std::function<Result<fs::path>(const std::string& team, const std::string& agent)>;
+  void SetGate(GateOf gate) { gate_ = std::move(gate); }
 
   Mode mode() const { return settings_.mode; }
   bool on() const { return settings_.mode != Mode::kOff; }
@@ -110,6 +121,7 @@ class Sandbox {
   fs::path git_dir_;          // W's common git folder ("" = not a repository)
   std::string bwrap_;         // its path
   std::string filter_;        // the seccomp program (BPF)
+  GateOf gate_;
 };
 
 // What the machine supports, for `mates doctor` and the fail-closed error:

@@ -47,8 +47,9 @@ class BashTool : public Tool {
            "non-interactive flags. Default timeout 120 s (`timeout`, at most 600); on timeout the "
            "command and everything it started is killed. Processes left running in the "
            "background are killed when the command ends. Output beyond 30000 characters is cut "
-           "in the middle. `mates send …` and `mates tasks …` work from here (MATES_TEAM and "
-           "MATES_AGENT_NAME are set).";
+           "in the middle. `mates send …`, `mates tasks …` and `mates inbox` work from here, as you "
+           "(MATES_TEAM and MATES_AGENT_NAME are set). In the sandbox you can write only your working folder "
+           "and /tmp, and reach no network but what a person allowed.";
   }
   std::string input_schema() const override {
     return R"S({"type":"object","properties":{

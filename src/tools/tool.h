@@ -121,7 +121,7 @@ struct ToolContext {
   // none for a context made by hand.
   std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
   // Where this agent's processes run inside it.
-  sandbox::Place Place() const { return {WorkRoot().root(), team, agent}; }
+  sandbox::Place Place() const { return {WorkRoot().root(), team, agent, /*speaks=*/true}; }
 
  private:
   TeamStore* store_;  // never null

@@ -1,0 +1,320 @@
+#include "host/agent_gate.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/names.h"
+#include "core/subprocess.h"
+
+namespace mates::host {
+namespace {
+
+constexpr size_t kMaxRequestBytes = 1 << 20;
+constexpr size_t kMaxReplyBytes = 4 << 20;
+constexpr size_t kMaxOutputBytes = 1 << 20;
+constexpr size_t kMaxArgs = 256;
+constexpr int kMaxRunning = 8;
+constexpr double kCommandTimeoutS = 300;
+constexpr double kRequestTimeoutS = 10;
+
+// Global options of mates that take a value, and those the gate never lets
+// a sandboxed tool give (the host chooses the workspace, store and team).
+bool IsGlobalWithValue(const std::string& a) { return a == "-w" || a == "--workspace" || a == "--prices"; }
+bool ChoosesWhere(const std::string& a) {
+  for (const char* o : {"--workspace", "--store", "--team", "--prices"}) {
+    const std::string opt = o;
+    if (a == opt || a.rfind(opt + "=", 0) == 0) return true;
+  }
+  return a == "-w" || (a.rfind("-w", 0) == 0 && a.size() > 2 && a[2] != '-');
+}
+
+// The subcommand: the first argument that is not a global option or its
+// value; -1 if none.
+int SubcommandAt(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (IsGlobalWithValue(args[i])) {
+      ++i;
+      continue;
+    }
+    if (!args[i].empty() && args[i][0] == '-') continue;
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool ReadLine(int fd, std::string* line, size_t max, const Deadline& deadline) {
+  char buf[8192];
+  for (;;) {
+    size_t nl = line->find('\n');
+    if (nl != std::string::npos) {
+      line->resize(nl);
+      return true;
+    }
+    if (line->size() > max) return false;
+    struct pollfd p = {fd, POLLIN, 0};
+    int ms = -1;
+    if (deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now()).count();
+      ms = static_cast<int>(std::max<int64_t>(0, left));
+    }
+    int rc = ::poll(&p, 1, ms);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) return false;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    line->append(buf, static_cast<size_t>(n));
+  }
+}
+
+bool WriteAllTo(int fd, const std::string& data) {
+  size_t at = 0;
+  while (at < data.size()) {
+    ssize_t n = ::send(fd, data.data() + at, data.size() - at, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    at += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string Reply(int exit_code, const std::string& out, const std::string& err) {
+  return DumpJson(Json{{"exit", exit_code}, {"out", out}, {"err", err}}) + "\n";
+}
+
+std::string SelfExe() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "mates" : self.string();
+}
+
+}  // namespace
+
+bool GoesThroughTheGate(const std::vector<std::string>& args) {
+  int at = SubcommandAt(args);
+  if (at < 0) return false;
+  for (const char* c : {"send", "inbox", "tasks", "log", "status", "merges", "team"}) {
+    if (args[static_cast<size_t>(at)] == c) return true;
+  }
+  return false;
+}
+
+std::string RefusedAtTheGate(const std::vector<std::string>& args) {
+  if (args.empty()) return "no command";
+  if (args.size() > kMaxArgs) return "more than 256 arguments";
+  for (const auto& a : args) {
+    if (ChoosesWhere(a)) {
+      return "'" + a.substr(0, 40) + "': in a sandbox, mates works on this agent's own team and workspace";
+    }
+  }
+  int at = SubcommandAt(args);
+  if (at < 0) return "no command";
+  const std::string& sub = args[static_cast<size_t>(at)];
+  const std::string next = static_cast<size_t>(at) + 1 < args.size() ? args[static_cast<size_t>(at) + 1] : "";
+  if (sub == "send" || sub == "inbox" || sub == "tasks" || sub == "log" || sub == "status") return "";
+  if (sub == "merges" && (next == "list" || next == "show")) return "";
+  if (sub == "team" && next == "show") return "";
+  return "'mates " + sub + (next.empty() || next[0] == '-' ? "" : " " + next) +
+         "' cannot be run from a sandbox (send, inbox, tasks, log, status, merges list|show and team show can)";
+}
+
+int RunThroughTheGate(const std::string& socket, const std::vector<std::string>& args) {
+  Json req = {{"argv", args}};
+  for (const auto& a : args) {
+    if (a != "-") continue;
+    std::string in;
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0 && in.size() <= kMaxRequestBytes) in.append(buf, n);
+    req["stdin"] = in;
+    break;
+  }
+  std::string line = DumpJson(req) + "\n";
+  if (line.size() > kMaxRequestBytes) {
+    std::cerr << "mates: error: the command is larger than 1 MiB\n";
+    return 2;
+  }
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (fd < 0 || socket.size() >= sizeof addr.sun_path) {
+    std::cerr << "mates: error: cannot reach the host's gate at " << socket << "\n";
+    return 1;
+  }
+  ScopedFd conn(fd);
+  std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    std::cerr << "mates: error: cannot reach the host's gate at " << socket << ": " << std::strerror(errno)
+              << " (is the team's host still running?)\n";
+    return 1;
+  }
+  std::string reply;
+  if (!WriteAllTo(fd, line) || !ReadLine(fd, &reply, kMaxReplyBytes, DeadlineIn(kCommandTimeoutS + 30))) {
+    std::cerr << "mates: error: the host's gate did not answer\n";
+    return 1;
+  }
+  auto j = ParseJson(reply);
+  if (!j.ok() || !j->is_object() || !(*j)["exit"].is_number_integer()) {
+    std::cerr << "mates: error: the host's gate answered what is not an answer\n";
+    return 1;
+  }
+  if ((*j)["out"].is_string()) std::cout << (*j)["out"].get<std::string>() << std::flush;
+  if ((*j)["err"].is_string()) std::cerr << (*j)["err"].get<std::string>() << std::flush;
+  return (*j)["exit"].get<int>();
+}
+
+AgentGate::AgentGate(Options options) : options_(std::move(options)) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+    wake_r_.reset(fds[0]);
+    wake_w_.reset(fds[1]);
+  }
+  thread_ = std::thread([this] { Serve(); });
+}
+
+AgentGate::~AgentGate() {
+  stop_ = true;
+  if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
+  thread_.join();
+  std::vector<std::thread> running;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    running.swap(running_);
+    for (auto& ls : listeners_) ::unlink(ls->path.c_str());
+  }
+  for (auto& t : running) t.join();
+}
+
+Result<fs::path> AgentGate::SocketFor(const std::string& team, const std::string& agent) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(ValidateName("member name", agent));
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& ls : listeners_) {
+    if (ls->team == team && ls->agent == agent) return ls->path;
+  }
+  MATES_RETURN_IF_ERROR(EnsureDir(options_.dir));
+  ::chmod(options_.dir.c_str(), 0700);
+  auto ls = std::make_unique<Listener>();
+  ls->team = team;
+  ls->agent = agent;
+  ls->path = options_.dir / (std::to_string(listeners_.size()) + ".sock");  // short: sun_path is 108 bytes
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string p = ls->path.string();
+  if (p.size() >= sizeof addr.sun_path) return Status::FailedPrecondition("the gate's socket path is too long: " + p);
+  std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Status::FromErrno("socket", errno);
+  ls->fd.reset(fd);
+  ::unlink(p.c_str());
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return Status::FromErrno("bind " + p, errno);
+  ::chmod(p.c_str(), 0600);
+  if (::listen(fd, 16) != 0) return Status::FromErrno("listen " + p, errno);
+  listeners_.push_back(std::move(ls));
+  if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
+  return listeners_.back()->path;
+}
+
+void AgentGate::Serve() {
+  while (!stop_.load()) {
+    std::vector<struct pollfd> fds;
+    std::vector<Listener*> who;
+    fds.push_back({wake_r_.get(), POLLIN, 0});
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto& ls : listeners_) {
+        fds.push_back({ls->fd.get(), POLLIN, 0});
+        who.push_back(ls.get());
+      }
+    }
+    int rc = ::poll(fds.data(), fds.size(), 1000);
+    if (rc < 0 && errno != EINTR) return;
+    if (fds[0].revents != 0) {
+      char drain[64];
+      while (::read(wake_r_.get(), drain, sizeof drain) > 0) {
+      }
+    }
+    for (size_t i = 1; i < fds.size() && !stop_.load(); ++i) {
+      if ((fds[i].revents & POLLIN) == 0) continue;
+      int c = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      ScopedFd conn(c);
+      if (busy_.load() >= kMaxRunning) {
+        WriteAllTo(c, Reply(1, "", "mates: error: the host is running 8 commands for its agents; try again\n"));
+        continue;
+      }
+      ++busy_;
+      std::lock_guard<std::mutex> l(mu_);
+      running_.emplace_back([this, conn = std::move(conn), team = who[i - 1]->team, agent = who[i - 1]->agent]() mutable {
+        Handle(std::move(conn), std::move(team), std::move(agent));
+        --busy_;
+      });
+    }
+    // Threads that are done are joined here, so that a long-lived host
+    // keeps none.
+    std::vector<std::thread> done;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (busy_.load() == 0) done.swap(running_);
+    }
+    for (auto& t : done) t.join();
+  }
+}
+
+void AgentGate::Handle(ScopedFd conn, std::string team, std::string agent) {
+  std::string request;
+  if (!ReadLine(conn.get(), &request, kMaxRequestBytes, DeadlineIn(kRequestTimeoutS))) {
+    WriteAllTo(conn.get(), Reply(2, "", "mates: error: the request was not one line of at most 1 MiB\n"));
+    return;
+  }
+  WriteAllTo(conn.get(), Answer(request, team, agent));
+}
+
+std::string AgentGate::Answer(const std::string& request, const std::string& team, const std::string& agent) {
+  auto j = ParseJson(request);
+  if (!j.ok() || !j->is_object() || !(*j)["argv"].is_array()) {
+    return Reply(2, "", "mates: error: the request is not {\"argv\": [...]}\n");
+  }
+  std::vector<std::string> args;
+  for (const auto& a : (*j)["argv"]) {
+    if (!a.is_string()) return Reply(2, "", "mates: error: every argument must be a string\n");
+    args.push_back(a.get<std::string>());
+  }
+  if (std::string why = RefusedAtTheGate(args); !why.empty()) return Reply(2, "", "mates: error: " + why + "\n");
+  SubprocessOptions o;
+  o.argv = {SelfExe()};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  std::vector<std::string> env;
+  for (const char* k : {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}) {
+    if (const char* v = std::getenv(k); v != nullptr) env.push_back(std::string(k) + "=" + v);
+  }
+  env.push_back("MATES_WORKSPACE=" + options_.ws.root().string());
+  env.push_back("MATES_TEAM=" + team);
+  env.push_back("MATES_AGENT_NAME=" + agent);
+  env.push_back("MATES_AS_AGENT=" + agent);
+  env.push_back("MATES_STORE=" + (options_.store_url.empty() ? std::string("file") : options_.store_url));
+  o.env = env;
+  o.cwd = options_.ws.root().string();
+  if ((*j)["stdin"].is_string()) o.stdin_data = (*j)["stdin"].get<std::string>();
+  o.timeout_s = kCommandTimeoutS;
+  o.max_output = kMaxOutputBytes;
+  auto r = RunSubprocess(o);
+  if (!r.ok()) return Reply(1, "", "mates: error: the host could not run the command: " + r.status().message() + "\n");
+  int code = r->exit_code >= 0 ? r->exit_code : 1;
+  std::string err = r->err;
+  if (r->timed_out) err += "mates: error: the command took more than 300 s and was stopped\n";
+  return Reply(code, r->out, err);
+}
+
+}  // namespace mates::host

@@ -1,0 +1,81 @@
+// The agent gate (DESIGN §19): how `mates` run by an agent's tool inside
+// its sandbox reaches the team. The tool cannot write team state (it is
+// read-only there) nor reach the database (no network), so its `mates
+// send`, `mates tasks …`, `mates inbox` go to a socket the host made for
+// that agent alone and bound into that agent's sandbox
+// (MATES_HOST_SOCKET). The host runs the command for it — the same mates,
+// outside the sandbox, on the team's store — stamped as that agent: it
+// sends as the agent (never as the lead, `user` or `merge-queue`), updates
+// tasks as the agent, reads only its own inbox. Which agent is known by
+// which socket was reached, not by anything the tool says.
+//
+// A request is one JSON line, {"argv": [...], "stdin": "..."} (at most
+// 1 MiB); the answer one line, {"exit": N, "out": "...", "err": "..."}.
+// Only the team's own commands are let through (send, inbox, tasks, log,
+// status, merges list/show, team show), never an option that would choose
+// another workspace, store or team; a command runs at most 300 s and its
+// output is bounded; at most 8 run at a time per host.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/files.h"
+#include "core/status.h"
+#include "store/workspace.h"
+
+namespace mates::host {
+
+// The commands a sandboxed agent's `mates` sends through its gate rather
+// than running itself (the client's test: argv[1] and on).
+bool GoesThroughTheGate(const std::vector<std::string>& args);
+
+// The client side: sends `args` (and stdin, when an argument is "-") to the
+// gate at `socket`, prints what the command printed, and returns its exit
+// code (1 with one error line when the gate cannot be reached).
+int RunThroughTheGate(const std::string& socket, const std::vector<std::string>& args);
+
+// Whether the gate lets `args` through for `agent`: "" if so, else why not.
+std::string RefusedAtTheGate(const std::vector<std::string>& args);
+
+class AgentGate {
+ public:
+  struct Options {
+    Workspace ws{"."};
+    std::string store_url;  // "" = the workspace's files
+    fs::path dir;           // where its sockets live (the host's own, 0700)
+  };
+  explicit AgentGate(Options options);
+  ~AgentGate();
+  AgentGate(const AgentGate&) = delete;
+  AgentGate& operator=(const AgentGate&) = delete;
+
+  // The socket of `agent` in `team`, made and served from the first call.
+  Result<fs::path> SocketFor(const std::string& team, const std::string& agent);
+
+ private:
+  struct Listener {
+    std::string team, agent;
+    ScopedFd fd;
+    fs::path path;
+  };
+  void Serve();
+  void Handle(ScopedFd conn, std::string team, std::string agent);
+  std::string Answer(const std::string& request, const std::string& team, const std::string& agent);
+
+  const Options options_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
+  std::vector<std::thread> running_;                   // guarded by mu_
+  std::atomic<int> busy_{0};
+  ScopedFd wake_r_, wake_w_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace mates::host
