@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <atomic>
 #include <map>
@@ -455,6 +456,104 @@ rules:
   auto task = Mates({"tasks", "--team", "box", "get", "1"});
   EXPECT_NE(task.out.find("renamed by w1"), std::string::npos) << task.out;
   EXPECT_EQ(task.out.find("hijacked"), std::string::npos) << task.out;
+  victim_.reset();
+}
+
+// A registry stand-in on the host's loopback: one npm package, and a
+// page to fetch.
+class Registry {
+ public:
+  explicit Registry(const fs::path& dir) {
+    // npm's tarball: package/ at its top.
+    WriteAll(dir / "package/package.json", R"({"name": "mates-test-pkg", "version": "1.0.0", "main": "index.js"})");
+    WriteAll(dir / "package/index.js", "module.exports = 'installed through the proxy';\n");
+    auto tar = testing::Run({"tar", "czf", (dir / "pkg.tgz").string(), "-C", dir.string(), "package"});
+    EXPECT_EQ(tar.exit_code, 0) << tar.err;
+    tgz_ = ReadAll(dir / "pkg.tgz");
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    server_.Get("/hello", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("hi from the host\n", "text/plain");
+    });
+    server_.Get("/mates-test-pkg", [this](const httplib::Request&, httplib::Response& res) {
+      const std::string tarball = "http://127.0.0.1:" + std::to_string(port_) + "/mates-test-pkg/-/mates-test-pkg-1.0.0.tgz";
+      Json doc = {{"name", "mates-test-pkg"},
+                  {"dist-tags", {{"latest", "1.0.0"}}},
+                  {"versions", {{"1.0.0", {{"name", "mates-test-pkg"}, {"version", "1.0.0"}, {"main", "index.js"},
+                                          {"dist", {{"tarball", tarball}}}}}}}};
+      res.set_content(DumpJson(doc), "application/json");
+    });
+    server_.Get("/mates-test-pkg/-/mates-test-pkg-1.0.0.tgz", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(tgz_, "application/octet-stream");
+    });
+    // Bound already: a connection waits in the backlog until it listens.
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Registry() {
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  httplib::Server server_;
+  std::string tgz_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// workspace: the hosts of network.allow and nothing else, through the
+// host's proxy — npm installs from a listed registry, curl reaches a listed
+// host by name through the proxy; an unlisted host or port is refused, and
+// the refusal names the host and how a person allows it.
+TEST_F(SandboxTest, NetworkAllowReachesOnlyTheListedHostsThroughTheProxy) {
+  if (testing::Run({"/bin/sh", "-c", "command -v npm && command -v curl"}).exit_code != 0) {
+    GTEST_SKIP() << "npm and curl are needed (scripts/setup installs them)";
+  }
+  Registry registry(tmp_.path() / "registry");
+  const std::string port = std::to_string(registry.port());
+  WriteAll(config_ / "mates/config.yaml",
+           "sandbox:\n  deny_read: [\"~/private\"]\n  network:\n    allow: [\"127.0.0.1:" + port + "\", \"localhost:" + port +
+               "\"]\n");
+  WriteAll(w_ / "npmproj/package.json", R"({"name": "proj", "version": "0.0.0", "private": true})");
+  WriteScenario(R"Y(
+rules:
+  - agent: lead
+    when: "Fetch"
+    reply:
+      - {type: tool_use, name: bash, input: {command: "curl -sS http://127.0.0.1:PORT/hello; curl -sS --noproxy '' http://localhost:PORT/hello; curl -sS --noproxy '' http://127.0.0.2:PORT/hello; curl -sS https://example.com/ 2>&1; bash -c 'exec 3<>/dev/tcp/127.0.0.1/OTHER' 2>&1 || echo other-port-refused; cd npmproj && npm install --registry http://127.0.0.1:PORT/ --cache /tmp/npm-cache --no-audit --no-fund --no-update-notifier --fetch-retries 0 --fetch-timeout 5000 mates-test-pkg 2>&1 | tail -3; node -e \"console.log(require('mates-test-pkg'))\"; echo end-of-fetch", timeout: 120}}
+  - agent: lead
+    when: "end-of-fetch"
+    reply: [{type: text, text: "fetched"}]
+)Y");
+  std::string yaml = ReadAll(ScenarioPath());
+  for (size_t at; (at = yaml.find("PORT")) != std::string::npos;) yaml.replace(at, 4, port);
+  yaml.replace(yaml.find("OTHER"), 5, std::to_string(listener_.port()));
+  WriteScenario(yaml);
+  auto r = Mates({"run", "--team", "box", "--provider", "scripted", "--scenario", ScenarioPath(), "Fetch"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string journal = ReadAll(w_ / ".teams/box/agents/lead.jsonl");
+  // Listed: reached, as a loopback port of its own and by name.
+  size_t first = journal.find("hi from the host");
+  ASSERT_NE(first, std::string::npos) << journal;
+  EXPECT_NE(journal.find("hi from the host", first + 1), std::string::npos) << journal;
+  // Not listed: refused by the proxy, naming the host and the way out.
+  EXPECT_NE(journal.find("mates sandbox: 127.0.0.2:" + port + " is not in sandbox.network.allow"), std::string::npos)
+      << journal;
+  EXPECT_NE(journal.find("CONNECT tunnel failed, response 403"), std::string::npos) << journal;
+  EXPECT_NE(journal.find("other-port-refused"), std::string::npos) << journal;
+  EXPECT_EQ(listener_.accepted(), 0);
+  // npm, through the proxy, from the listed registry.
+  EXPECT_NE(journal.find("installed through the proxy"), std::string::npos) << journal;
+  EXPECT_TRUE(fs::exists(w_ / "npmproj/node_modules/mates-test-pkg/index.js"));
+  // The host says what it refused.
+  EXPECT_NE(r.err.find("sandbox: lead was refused 127.0.0.2:" + port), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sandbox: lead was refused example.com:443"), std::string::npos) << r.err;
+  // strict: none of it, even listed.
+  auto strict = Mates({"run", "--team", "box", "--provider", "scripted", "--scenario", ScenarioPath(), "--fresh",
+                       "--sandbox", "strict", "Fetch"});
+  ASSERT_EQ(strict.exit_code, 0) << strict.err;
+  const std::string after = ReadAll(w_ / ".teams/box/agents/lead.jsonl");
+  EXPECT_EQ(after.find("hi from the host"), std::string::npos) << after;
   victim_.reset();
 }
 

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/subprocess.h"
+#include "core/unix_socket.h"
 
 namespace mates::host {
 namespace {
@@ -145,20 +146,13 @@ int RunThroughTheGate(const std::string& socket, const std::vector<std::string>&
     std::cerr << "mates: error: the command is larger than 1 MiB\n";
     return 2;
   }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (fd < 0 || socket.size() >= sizeof addr.sun_path) {
-    std::cerr << "mates: error: cannot reach the host's gate at " << socket << "\n";
-    return 1;
-  }
-  ScopedFd conn(fd);
-  std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    std::cerr << "mates: error: cannot reach the host's gate at " << socket << ": " << std::strerror(errno)
+  auto connected = ConnectUnix(socket);
+  if (!connected.ok()) {
+    std::cerr << "mates: error: cannot reach the host's gate: " << connected.status().message()
               << " (is the team's host still running?)\n";
     return 1;
   }
+  const int fd = connected->get();
   std::string reply;
   if (!WriteAllTo(fd, line) || !ReadLine(fd, &reply, kMaxReplyBytes, DeadlineIn(kCommandTimeoutS + 30))) {
     std::cerr << "mates: error: the host's gate did not answer\n";
@@ -209,18 +203,7 @@ Result<fs::path> AgentGate::SocketFor(const std::string& team, const std::string
   ls->team = team;
   ls->agent = agent;
   ls->path = options_.dir / (std::to_string(listeners_.size()) + ".sock");  // short: sun_path is 108 bytes
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  const std::string p = ls->path.string();
-  if (p.size() >= sizeof addr.sun_path) return Status::FailedPrecondition("the gate's socket path is too long: " + p);
-  std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return Status::FromErrno("socket", errno);
-  ls->fd.reset(fd);
-  ::unlink(p.c_str());
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return Status::FromErrno("bind " + p, errno);
-  ::chmod(p.c_str(), 0600);
-  if (::listen(fd, 16) != 0) return Status::FromErrno("listen " + p, errno);
+  MATES_ASSIGN_OR_RETURN(ls->fd, ListenUnix(ls->path, 16));
   listeners_.push_back(std::move(ls));
   if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
   return listeners_.back()->path;

@@ -17,10 +17,11 @@ namespace mates::sandbox {
 namespace {
 
 // What a hidden secret, the private tmp and the rules below are made of.
-enum class Kind { kReadOnly, kWritable, kHideDir, kHideFile, kTmp, kGate };
+enum class Kind { kReadOnly, kWritable, kHideDir, kHideFile, kTmp, kGate, kProxy };
 
-// Where the agent's gate is inside (Place::speaks).
+// Where the agent's gate is inside (Place::speaks), and its proxy.
 constexpr const char* kGateInside = "/tmp/.mates-host.sock";
+constexpr const char* kProxyInside = "/tmp/.mates-proxy.sock";
 
 struct Mount {
   fs::path path;
@@ -294,6 +295,7 @@ Sandbox::Sandbox(fs::path ws, Settings settings, fs::path runtime_dir)
     : ws_(std::move(ws)), settings_(std::move(settings)), runtime_dir_(std::move(runtime_dir)) {}
 
 Sandbox::~Sandbox() {
+  proxy_.reset();
   if (!runtime_dir_.empty()) {
     std::error_code ec;
     fs::remove_all(runtime_dir_, ec);  // symlinks in it are removed, never followed
@@ -314,6 +316,19 @@ Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings sett
   std::shared_ptr<Sandbox> s(new Sandbox(Real(ws), std::move(settings), Real(runtime_dir)));
   s->bwrap_ = m.bwrap;
   s->filter_ = *Filter();
+  std::error_code ec;
+  s->self_ = fs::read_symlink("/proc/self/exe", ec).string();
+  // workspace: the hosts of network.allow through the host's proxy;
+  // strict: no network at all.
+  if (s->settings_.mode == Mode::kWorkspace && !s->settings_.network_allow.empty()) {
+    std::vector<NetRule> rules;
+    for (const auto& entry : s->settings_.network_allow) {
+      MATES_ASSIGN_OR_RETURN(NetRule r, ParseNetRule(entry));
+      rules.push_back(std::move(r));
+    }
+    if (s->self_.empty()) return Status::FailedPrecondition("the sandbox's relay needs /proc/self/exe");
+    s->proxy_ = std::make_unique<NetProxy>(std::move(rules), s->runtime_dir_ / "net", nullptr);
+  }
   // The repository's shared state: its common folder, when W is one.
   fs::path dotgit = s->ws_ / ".git";
   if (IsDir(dotgit)) {
@@ -361,6 +376,11 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
   if (place.speaks && gate_ && !place.team.empty() && !place.agent.empty()) {
     MATES_ASSIGN_OR_RETURN(gate, gate_(place.team, place.agent));
     m.Add(kGateInside, Kind::kGate);
+  }
+  fs::path proxy;
+  if (proxy_) {
+    MATES_ASSIGN_OR_RETURN(proxy, proxy_->SocketFor(place.team, place.agent));
+    m.Add(kProxyInside, Kind::kProxy);
   }
   // What the private /tmp would hide when it lives under /tmp.
   m.Add(ws_, Kind::kReadOnly);
@@ -414,12 +434,27 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
       // A socket answers connect() on a read-only mount; bound over a
       // file of the private /tmp, it cannot be removed or replaced.
       case Kind::kGate: argv.insert(argv.end(), {"--ro-bind", gate.string(), p}); break;
+      case Kind::kProxy: argv.insert(argv.end(), {"--ro-bind", proxy.string(), p}); break;
     }
   }
   argv.insert(argv.end(), {"--setenv", "TMPDIR", "/tmp", "--setenv", "MATES_SANDBOX", std::string(ModeName(mode()))});
   if (!gate.empty()) argv.insert(argv.end(), {"--setenv", "MATES_HOST_SOCKET", kGateInside});
   argv.insert(argv.end(), {"--chdir", o.cwd.empty() ? root.string() : o.cwd});
+  if (!proxy.empty()) {
+    const std::string url = "http://127.0.0.1:" + std::to_string(kRelayPort);
+    for (const char* var : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
+                            "npm_config_https_proxy"}) {
+      argv.insert(argv.end(), {"--setenv", var, url});
+    }
+    for (const char* var : {"NO_PROXY", "no_proxy"}) argv.insert(argv.end(), {"--setenv", var, "localhost,127.0.0.1,::1"});
+  }
   argv.insert(argv.end(), {"--seccomp", std::to_string(fd->get()), "--"});
+  if (!proxy.empty()) {
+    // The relay first: it serves the proxy inside and runs the command.
+    std::string ports = std::to_string(kRelayPort);
+    for (int port : LoopbackPorts(proxy_->rules())) ports += "," + std::to_string(port);
+    argv.insert(argv.end(), {self_, "__sandbox-relay", kProxyInside, ports, "--"});
+  }
   argv.insert(argv.end(), o.argv.begin(), o.argv.end());
   o.argv = std::move(argv);
   o.keep_fds.push_back(fd->get());
@@ -437,6 +472,12 @@ std::string Sandbox::Explain(std::string_view output, const Place& place) const 
            ", /tmp and the folders of sandbox.allow_write can be written; team state (.teams, .tasks, .mates) "
            "and the repository's git refs, config and hooks are read-only. A person can allow a folder with "
            "sandbox.allow_write in ~/.config/mates/config.yaml]";
+  }
+  if (output.find("is not in sandbox.network.allow") != std::string_view::npos ||
+      output.find("CONNECT tunnel failed, response 403") != std::string_view::npos) {
+    return "[sandbox " + name +
+           ": the host was refused by the sandbox's proxy: only the hosts of sandbox.network.allow are reached. "
+           "A person can allow it in ~/.config/mates/config.yaml]";
   }
   static const std::string_view kNoNetwork[] = {"Could not resolve host", "Temporary failure in name resolution",
                                                "Network is unreachable", "getaddrinfo", "EAI_AGAIN", "ENETUNREACH",

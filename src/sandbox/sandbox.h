@@ -42,6 +42,7 @@
 #include "core/files.h"
 #include "core/status.h"
 #include "core/subprocess.h"
+#include "sandbox/net_proxy.h"
 
 namespace mates::sandbox {
 
@@ -101,6 +102,9 @@ class Sandbox {
   Mode mode() const { return settings_.mode; }
   bool on() const { return settings_.mode != Mode::kOff; }
   const Settings& settings() const { return settings_; }
+  // The proxy to the hosts of network.allow (workspace mode with rules),
+  // null otherwise: what it refused is there.
+  const NetProxy* proxy() const { return proxy_.get(); }
 
   // `o` rewritten to run inside for `place` (unchanged when off). Safe
   // from any thread.
@@ -121,7 +125,9 @@ class Sandbox {
   fs::path git_dir_;          // W's common git folder ("" = not a repository)
   std::string bwrap_;         // its path
   std::string filter_;        // the seccomp program (BPF)
+  std::string self_;          // this mates, which relays inside
   GateOf gate_;
+  std::unique_ptr<NetProxy> proxy_;
 };
 
 // What the machine supports, for `mates doctor` and the fail-closed error:

@@ -1,0 +1,18 @@
+// Unix-domain stream sockets by path: the host's agent gates and sandbox
+// proxies listen on them, and what runs in a sandbox connects to them.
+#pragma once
+
+#include "core/files.h"
+#include "core/status.h"
+
+namespace mates {
+
+// A socket listening at `path` (whatever was there is replaced), 0600,
+// close-on-exec and non-blocking; FailedPrecondition for a path longer
+// than sun_path holds.
+Result<ScopedFd> ListenUnix(const fs::path& path, int backlog);
+// A blocking connection to the socket at `path`; the errno's Status if
+// there is none.
+Result<ScopedFd> ConnectUnix(const fs::path& path);
+
+}  // namespace mates

@@ -1,0 +1,489 @@
+#include "sandbox/net_proxy.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "core/log.h"
+#include "core/unix_socket.h"
+
+extern char** environ;
+
+namespace mates::sandbox {
+namespace {
+
+constexpr size_t kMaxHeadBytes = 16 << 10;
+constexpr int kHeadTimeoutMs = 10000;
+constexpr int kConnectTimeoutMs = 10000;
+constexpr size_t kMaxConnections = 64;
+constexpr size_t kMaxDenials = 64;
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool IsLoopbackName(const std::string& h) { return h == "127.0.0.1" || h == "localhost" || h == "::1"; }
+
+bool SendAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+bool SendAll(int fd, const std::string& s) { return SendAll(fd, s.data(), s.size()); }
+
+// Reads up to the end of an HTTP head ("\r\n\r\n"); what came after it
+// stays in `*rest`.
+bool ReadHead(int fd, std::string* head, std::string* rest) {
+  std::string buf;
+  char chunk[4096];
+  for (;;) {
+    size_t end = buf.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      *head = buf.substr(0, end + 4);
+      *rest = buf.substr(end + 4);
+      return true;
+    }
+    if (buf.size() > kMaxHeadBytes) return false;
+    struct pollfd p = {fd, POLLIN, 0};
+    int rc = ::poll(&p, 1, kHeadTimeoutMs);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) return false;
+    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buf.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+// Copies both ways until both sides are done (a side's end is passed on as
+// a half close), or `stop` is set.
+void Pump(int a, int b, const std::atomic<bool>* stop) {
+  bool a_open = true, b_open = true;
+  char buf[16384];
+  while ((a_open || b_open) && (stop == nullptr || !stop->load())) {
+    struct pollfd p[2] = {{a, static_cast<short>(a_open ? POLLIN : 0), 0}, {b, static_cast<short>(b_open ? POLLIN : 0), 0}};
+    int rc = ::poll(p, 2, 1000);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) return;
+    for (int i = 0; i < 2; ++i) {
+      if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const int from = i == 0 ? a : b, to = i == 0 ? b : a;
+      ssize_t n = ::recv(from, buf, sizeof buf, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        (i == 0 ? a_open : b_open) = false;
+        ::shutdown(to, SHUT_WR);
+        if (n < 0) return;
+        continue;
+      }
+      if (!SendAll(to, buf, static_cast<size_t>(n))) return;
+    }
+  }
+}
+
+// A TCP connection to host:port within the timeout; -1 and `*why` if not.
+// A name that is not loopback must not lead to loopback (a rule for a
+// name is not a rule for the host's own services).
+int ConnectTo(const std::string& host, int port, bool loopback_ok, std::string* why) {
+  struct addrinfo hints {};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  struct addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0) {
+    *why = std::string("cannot resolve: ") + ::gai_strerror(rc);
+    return -1;
+  }
+  int out = -1;
+  *why = "no address";
+  for (struct addrinfo* ai = res; ai != nullptr && out < 0; ai = ai->ai_next) {
+    bool loop = false;
+    if (ai->ai_family == AF_INET) {
+      loop = (ntohl(reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
+    } else if (ai->ai_family == AF_INET6) {
+      loop = IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<sockaddr_in6*>(ai->ai_addr)->sin6_addr);
+    }
+    if (loop && !loopback_ok) {
+      *why = "it resolves to this machine's loopback, which a rule for a name does not open";
+      continue;
+    }
+    int fd = ::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) continue;
+    int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      struct pollfd p = {fd, POLLOUT, 0};
+      rc = ::poll(&p, 1, kConnectTimeoutMs) == 1 ? 0 : -1;
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (rc == 0 && (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)) {
+        errno = err;
+        rc = -1;
+      }
+    }
+    if (rc != 0) {
+      *why = std::strerror(errno);
+      ::close(fd);
+      continue;
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    out = fd;
+  }
+  ::freeaddrinfo(res);
+  return out;
+}
+
+// "host:port" (or "[v6]:port") into its parts; port 0 if absent.
+bool SplitHostPort(const std::string& s, std::string* host, int* port) {
+  std::string h = s;
+  std::string p;
+  if (!h.empty() && h[0] == '[') {
+    size_t close = h.find(']');
+    if (close == std::string::npos) return false;
+    p = close + 1 < h.size() && h[close + 1] == ':' ? h.substr(close + 2) : "";
+    h = h.substr(1, close - 1);
+  } else if (size_t colon = h.rfind(':'); colon != std::string::npos) {
+    p = h.substr(colon + 1);
+    h = h.substr(0, colon);
+  }
+  *port = 0;
+  if (!p.empty()) {
+    if (p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos) return false;
+    *port = std::stoi(p);
+    if (*port < 1 || *port > 65535) return false;
+  }
+  *host = Lower(h);
+  return !host->empty() && host->find_first_of(" \t\r\n/@") == std::string::npos;
+}
+
+std::string Forbidden(const std::string& host, int port) {
+  std::string body = "mates sandbox: " + host + (port > 0 ? ":" + std::to_string(port) : "") +
+                     " is not in sandbox.network.allow. A person can allow it in ~/.config/mates/config.yaml "
+                     "(sandbox: {network: {allow: [" + host + "]}}).\n";
+  return "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+std::string BadGateway(const std::string& what) {
+  std::string body = "mates sandbox proxy: " + what + "\n";
+  return "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+}  // namespace
+
+Result<NetRule> ParseNetRule(const std::string& entry) {
+  NetRule r;
+  std::string host;
+  if (!SplitHostPort(entry, &host, &r.port)) {
+    return Status::InvalidArgument("'" + entry + "' is not a host name or host:port");
+  }
+  r.host = host;
+  return r;
+}
+
+bool Allows(const std::vector<NetRule>& rules, const std::string& host, int port) {
+  const std::string h = Lower(host);
+  for (const auto& r : rules) {
+    if (r.port != 0 && r.port != port) continue;
+    if (r.host == h) return true;
+    if (r.host.rfind("*.", 0) == 0) {
+      const std::string base = r.host.substr(2);
+      if (h.size() > base.size() && h.compare(h.size() - base.size(), base.size(), base) == 0 &&
+          h[h.size() - base.size() - 1] == '.') {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+std::vector<int> LoopbackPorts(const std::vector<NetRule>& rules) {
+  std::vector<int> out;
+  for (const auto& r : rules) {
+    if (r.port != 0 && r.port != kRelayPort && IsLoopbackName(r.host) &&
+        std::find(out.begin(), out.end(), r.port) == out.end()) {
+      out.push_back(r.port);
+    }
+  }
+  return out;
+}
+
+NetProxy::NetProxy(std::vector<NetRule> rules, fs::path dir, std::function<void(const NetDenial&)> on_denied)
+    : rules_(std::move(rules)), dir_(std::move(dir)), on_denied_(std::move(on_denied)) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+    wake_r_.reset(fds[0]);
+    wake_w_.reset(fds[1]);
+  }
+  thread_ = std::thread([this] { Serve(); });
+}
+
+NetProxy::~NetProxy() {
+  stop_ = true;
+  if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
+  thread_.join();
+  std::vector<Worker> workers;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    workers.swap(workers_);
+    for (auto& ls : listeners_) ::unlink(ls->path.c_str());
+  }
+  for (auto& w : workers) w.thread.join();
+}
+
+std::vector<NetDenial> NetProxy::Denials() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return denials_;
+}
+
+Result<fs::path> NetProxy::SocketFor(const std::string& team, const std::string& agent) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& ls : listeners_) {
+    if (ls->team == team && ls->agent == agent) return ls->path;
+  }
+  MATES_RETURN_IF_ERROR(EnsureDir(dir_));
+  ::chmod(dir_.c_str(), 0700);
+  auto ls = std::make_unique<Listener>();
+  ls->team = team;
+  ls->agent = agent;
+  ls->path = dir_ / (std::to_string(listeners_.size()) + ".sock");  // short: sun_path is 108 bytes
+  MATES_ASSIGN_OR_RETURN(ls->fd, ListenUnix(ls->path, 64));
+  listeners_.push_back(std::move(ls));
+  if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
+  return listeners_.back()->path;
+}
+
+void NetProxy::Serve() {
+  while (!stop_.load()) {
+    std::vector<struct pollfd> fds;
+    std::vector<std::pair<std::string, std::string>> who;
+    fds.push_back({wake_r_.get(), POLLIN, 0});
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto& ls : listeners_) {
+        fds.push_back({ls->fd.get(), POLLIN, 0});
+        who.emplace_back(ls->team, ls->agent);
+      }
+      // Connections that are over are joined: a long-lived host keeps none.
+      for (auto it = workers_.begin(); it != workers_.end();) {
+        if (it->done->load()) {
+          it->thread.join();
+          it = workers_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    int rc = ::poll(fds.data(), fds.size(), 1000);
+    if (rc < 0 && errno != EINTR) return;
+    if (fds[0].revents != 0) {
+      char drain[64];
+      while (::read(wake_r_.get(), drain, sizeof drain) > 0) {
+      }
+    }
+    for (size_t i = 1; i < fds.size() && !stop_.load(); ++i) {
+      if ((fds[i].revents & POLLIN) == 0) continue;
+      int c = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      std::lock_guard<std::mutex> l(mu_);
+      if (workers_.size() >= kMaxConnections) {
+        SendAll(c, BadGateway("more than 64 connections at once"));
+        ::close(c);
+        continue;
+      }
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      workers_.push_back({std::thread([this, c, done, team = who[i - 1].first, agent = who[i - 1].second] {
+                            Handle(c, team, agent);
+                            ::close(c);
+                            done->store(true);
+                          }),
+                          done});
+    }
+  }
+}
+
+void NetProxy::Deny(const std::string& team, const std::string& agent, const std::string& host, int port) {
+  NetDenial d{team, agent, host, port, static_cast<double>(std::time(nullptr))};
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    denials_.push_back(d);
+    if (denials_.size() > kMaxDenials) denials_.erase(denials_.begin());
+  }
+  LogWarning("sandbox: " + (agent.empty() ? std::string("a tool") : agent) + " was refused " + host +
+             (port > 0 ? ":" + std::to_string(port) : "") + " (not in sandbox.network.allow)");
+  if (on_denied_) on_denied_(d);
+}
+
+void NetProxy::Handle(int conn, const std::string& team, const std::string& agent) {
+  std::string head, rest;
+  if (!ReadHead(conn, &head, &rest)) {
+    SendAll(conn, BadGateway("the request's head did not come whole within 10 s and 16 KiB"));
+    return;
+  }
+  const size_t line_end = head.find("\r\n");
+  const std::string line = head.substr(0, line_end);
+  const size_t s1 = line.find(' '), s2 = line.rfind(' ');
+  if (s1 == std::string::npos || s2 == s1) {
+    SendAll(conn, BadGateway("not an HTTP request"));
+    return;
+  }
+  const std::string method = line.substr(0, s1), target = line.substr(s1 + 1, s2 - s1 - 1),
+                    version = line.substr(s2 + 1);
+  std::string host;
+  int port = 0;
+  std::string forward;  // what goes to the server first (none for CONNECT)
+  if (method == "CONNECT") {
+    if (!SplitHostPort(target, &host, &port) || port == 0) {
+      SendAll(conn, BadGateway("CONNECT needs host:port"));
+      return;
+    }
+  } else {
+    if (Lower(target.substr(0, 7)) != "http://") {
+      SendAll(conn, BadGateway("a proxy request needs an absolute http:// URL (https goes through CONNECT)"));
+      return;
+    }
+    const size_t path_at = target.find('/', 7);
+    const std::string authority = target.substr(7, path_at == std::string::npos ? std::string::npos : path_at - 7);
+    if (!SplitHostPort(authority, &host, &port)) {
+      SendAll(conn, BadGateway("a URL without a host"));
+      return;
+    }
+    if (port == 0) port = 80;
+    // The origin form, and no header meant for the proxy.
+    forward = method + " " + (path_at == std::string::npos ? "/" : target.substr(path_at)) + " " + version + "\r\n";
+    size_t at = line_end + 2;
+    while (at < head.size()) {
+      size_t e = head.find("\r\n", at);
+      std::string h = head.substr(at, e - at);
+      at = e + 2;
+      if (h.empty()) break;
+      std::string name = Lower(h.substr(0, h.find(':')));
+      if (name == "proxy-connection" || name == "proxy-authorization") continue;
+      forward += h + "\r\n";
+    }
+    forward += "\r\n" + rest;
+  }
+  if (!Allows(rules_, host, port)) {
+    Deny(team, agent, host, port);
+    SendAll(conn, Forbidden(host, port));
+    return;
+  }
+  std::string why;
+  int up = ConnectTo(host, port, IsLoopbackName(host), &why);
+  if (up < 0) {
+    SendAll(conn, BadGateway("cannot reach " + host + ":" + std::to_string(port) + ": " + why));
+    return;
+  }
+  ScopedFd upstream(up);
+  if (method == "CONNECT") {
+    if (!SendAll(conn, "HTTP/1.1 200 Connection Established\r\n\r\n")) return;
+    if (!rest.empty() && !SendAll(up, rest)) return;
+  } else if (!SendAll(up, forward)) {
+    return;
+  }
+  Pump(conn, up, &stop_);
+}
+
+// --- the relay, inside the sandbox ----------------------------------------
+
+namespace {
+
+// One connection of the command's: to the proxy, and (for a loopback
+// port) through a CONNECT to the host's own 127.0.0.1:port.
+void Relay(int client, const std::string& proxy, int port) {
+  ScopedFd c(client);
+  auto connected = ConnectUnix(proxy);
+  if (!connected.ok()) return;
+  ScopedFd up = std::move(*connected);
+  if (port != kRelayPort) {
+    if (!SendAll(up.get(), "CONNECT 127.0.0.1:" + std::to_string(port) + " HTTP/1.1\r\n\r\n")) return;
+    std::string head, rest;
+    if (!ReadHead(up.get(), &head, &rest) || head.find(" 200 ") == std::string::npos) return;
+    if (!rest.empty() && !SendAll(client, rest)) return;
+  }
+  Pump(client, up.get(), nullptr);
+}
+
+}  // namespace
+
+int RelayMain(int argc, char** argv) {
+  // argv: mates __sandbox-relay SOCKET PORTS -- COMMAND…
+  if (argc < 6 || std::string(argv[4]) != "--") {
+    std::fprintf(stderr, "mates: __sandbox-relay SOCKET PORTS -- COMMAND\n");
+    return 2;
+  }
+  const std::string proxy = argv[2];
+  std::vector<int> ports;
+  std::string list = argv[3];
+  for (size_t at = 0; at < list.size();) {
+    size_t end = list.find(',', at);
+    if (end == std::string::npos) end = list.size();
+    ports.push_back(std::atoi(list.substr(at, end - at).c_str()));
+    at = end + 1;
+  }
+  std::vector<int> listeners;
+  for (int port : ports) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 64) != 0) {
+      std::fprintf(stderr, "mates sandbox: cannot listen on 127.0.0.1:%d: %s\n", port, std::strerror(errno));
+      return 126;
+    }
+    listeners.push_back(fd);
+  }
+  pid_t child = -1;
+  if (int rc = ::posix_spawnp(&child, argv[5], nullptr, nullptr, argv + 5, environ); rc != 0) {
+    std::fprintf(stderr, "mates sandbox: cannot run %s: %s\n", argv[5], std::strerror(rc));
+    return rc == ENOENT ? 127 : 126;
+  }
+  for (int fd : listeners) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  // Connections are served until the command ends; then the process ends
+  // (and with it, as the sandbox's first process, everything in it).
+  std::vector<std::thread> serving;
+  serving.emplace_back([&] {
+    std::vector<struct pollfd> fds;
+    for (int fd : listeners) fds.push_back({fd, POLLIN, 0});
+    std::vector<std::thread> relays;
+    for (;;) {
+      if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if ((fds[i].revents & POLLIN) == 0) continue;
+        int c = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c >= 0) relays.emplace_back(Relay, c, proxy, ports[i]);
+      }
+    }
+  });
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::fflush(nullptr);
+  // The serving threads are never joined: the process ends here.
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+}  // namespace mates::sandbox

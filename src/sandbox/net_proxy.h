@@ -1,0 +1,107 @@
+// The sandbox's way out to the network (DESIGN §18, mode `workspace`): a
+// sandbox has a network namespace of its own with loopback only, and
+// reaches the hosts of `sandbox.network.allow` through a proxy the host
+// runs.
+//
+//  - NetProxy (in the host): an HTTP proxy on a Unix socket per agent,
+//    bound into that agent's sandbox. It takes `CONNECT host:port` (HTTPS,
+//    or any TCP) and absolute-form HTTP requests (`GET http://host/…`),
+//    and connects only where a rule allows; anything else gets a 403 whose
+//    body names the host and how a person allows it, and is recorded as a
+//    denial of that agent.
+//  - The relay (`mates __sandbox-relay`, first process in the sandbox):
+//    listens on 127.0.0.1:3128 inside the sandbox (HTTP_PROXY and
+//    HTTPS_PROXY point there) and on 127.0.0.1:PORT for each loopback
+//    `host:port` rule (a database on the host's loopback, reached as if it
+//    were local), passes each connection to the proxy's socket, runs the
+//    command, and exits as it exits.
+//
+// Written by hand, and why: no Debian package proxies with a per-host
+// allowlist across a Unix socket into a network namespace (tinyproxy and
+// squid listen on TCP, which the sandbox cannot reach, and would be a
+// second service to install, configure and supervise per agent); what is
+// needed is a CONNECT and request-line parser and a byte pump, ~300 lines.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/files.h"
+#include "core/status.h"
+
+namespace mates::sandbox {
+
+// Inside the sandbox: where the relay listens for HTTP(S) proxy clients.
+inline constexpr int kRelayPort = 3128;
+
+// One rule of network.allow: "host", "*.domain", or "host:port".
+struct NetRule {
+  std::string host;  // lower case; "*.x" matches x's subdomains
+  int port = 0;      // 0 = any
+};
+Result<NetRule> ParseNetRule(const std::string& entry);
+bool Allows(const std::vector<NetRule>& rules, const std::string& host, int port);
+// The loopback ports the relay forwards (rules 127.0.0.1:P, localhost:P).
+std::vector<int> LoopbackPorts(const std::vector<NetRule>& rules);
+
+// What the proxy refused, for the agent's activity and the attention list.
+struct NetDenial {
+  std::string team, agent;
+  std::string host;
+  int port = 0;
+  double at = 0;  // wall seconds
+};
+
+class NetProxy {
+ public:
+  // `dir`: the host's own folder for its sockets. `on_denied` is called on
+  // the proxy's threads.
+  NetProxy(std::vector<NetRule> rules, fs::path dir, std::function<void(const NetDenial&)> on_denied);
+  ~NetProxy();
+  NetProxy(const NetProxy&) = delete;
+  NetProxy& operator=(const NetProxy&) = delete;
+
+  const std::vector<NetRule>& rules() const { return rules_; }
+  // The socket of `agent` in `team` ("" team and agent: the host's shared
+  // tools, MCP servers), made and served from the first call.
+  Result<fs::path> SocketFor(const std::string& team, const std::string& agent);
+  // The last denials, newest last (at most 64).
+  std::vector<NetDenial> Denials() const;
+
+ private:
+  struct Listener {
+    std::string team, agent;
+    ScopedFd fd;
+    fs::path path;
+  };
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  void Serve();
+  void Handle(int conn, const std::string& team, const std::string& agent);
+  void Deny(const std::string& team, const std::string& agent, const std::string& host, int port);
+
+  const std::vector<NetRule> rules_;
+  const fs::path dir_;
+  const std::function<void(const NetDenial&)> on_denied_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
+  std::vector<Worker> workers_;                        // guarded by mu_
+  std::vector<NetDenial> denials_;                     // guarded by mu_
+  ScopedFd wake_r_, wake_w_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// `mates __sandbox-relay SOCKET PORTS -- COMMAND…` (PORTS: "3128,5432"):
+// the relay's main, run as the sandbox's first process. Returns the
+// command's exit code (128 + signal when a signal ended it).
+int RelayMain(int argc, char** argv);
+
+}  // namespace mates::sandbox
