@@ -12,7 +12,6 @@
 #include "cli/cli_common.h"
 #include "core/secrets.h"
 #include "host/agent_gate.h"
-#include "sandbox/net_proxy.h"
 
 namespace {
 
@@ -50,8 +49,6 @@ std::string DidYouMean(CLI::App& app, const std::string& typed) {
 
 int main(int argc, char** argv) {
   using mates::cli::Globals;
-  // The sandbox's first process when it may reach the network (DESIGN §18).
-  if (argc > 1 && std::string(argv[1]) == "__sandbox-relay") return mates::sandbox::RelayMain(argc, argv);
   // In an agent's sandbox (DESIGN §19) the team's own commands go to the
   // host, which runs them as that agent; the rest run here, as usual.
   if (const char* gate = std::getenv("MATES_HOST_SOCKET"); gate != nullptr && *gate != '\0') {

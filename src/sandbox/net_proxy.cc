@@ -6,11 +6,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,14 +18,11 @@
 
 #include "core/log.h"
 #include "core/unix_socket.h"
-
-extern char** environ;
+#include "sandbox/pump.h"
 
 namespace mates::sandbox {
 namespace {
 
-constexpr size_t kMaxHeadBytes = 16 << 10;
-constexpr int kHeadTimeoutMs = 10000;
 constexpr int kConnectTimeoutMs = 10000;
 constexpr size_t kMaxConnections = 64;
 constexpr size_t kMaxDenials = 64;
@@ -38,68 +33,6 @@ std::string Lower(std::string s) {
 }
 
 bool IsLoopbackName(const std::string& h) { return h == "127.0.0.1" || h == "localhost" || h == "::1"; }
-
-bool SendAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-bool SendAll(int fd, const std::string& s) { return SendAll(fd, s.data(), s.size()); }
-
-// Reads up to the end of an HTTP head ("\r\n\r\n"); what came after it
-// stays in `*rest`.
-bool ReadHead(int fd, std::string* head, std::string* rest) {
-  std::string buf;
-  char chunk[4096];
-  for (;;) {
-    size_t end = buf.find("\r\n\r\n");
-    if (end != std::string::npos) {
-      *head = buf.substr(0, end + 4);
-      *rest = buf.substr(end + 4);
-      return true;
-    }
-    if (buf.size() > kMaxHeadBytes) return false;
-    struct pollfd p = {fd, POLLIN, 0};
-    int rc = ::poll(&p, 1, kHeadTimeoutMs);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc <= 0) return false;
-    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    buf.append(chunk, static_cast<size_t>(n));
-  }
-}
-
-// Copies both ways until both sides are done (a side's end is passed on as
-// a half close), or `stop` is set.
-void Pump(int a, int b, const std::atomic<bool>* stop) {
-  bool a_open = true, b_open = true;
-  char buf[16384];
-  while ((a_open || b_open) && (stop == nullptr || !stop->load())) {
-    struct pollfd p[2] = {{a, static_cast<short>(a_open ? POLLIN : 0), 0}, {b, static_cast<short>(b_open ? POLLIN : 0), 0}};
-    int rc = ::poll(p, 2, 1000);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return;
-    for (int i = 0; i < 2; ++i) {
-      if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      const int from = i == 0 ? a : b, to = i == 0 ? b : a;
-      ssize_t n = ::recv(from, buf, sizeof buf, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        (i == 0 ? a_open : b_open) = false;
-        ::shutdown(to, SHUT_WR);
-        if (n < 0) return;
-        continue;
-      }
-      if (!SendAll(to, buf, static_cast<size_t>(n))) return;
-    }
-  }
-}
 
 // A TCP connection to host:port within the timeout; -1 and `*why` if not.
 // A name that is not loopback must not lead to loopback (a rule for a
@@ -402,88 +335,6 @@ void NetProxy::Handle(int conn, const std::string& team, const std::string& agen
     return;
   }
   Pump(conn, up, &stop_);
-}
-
-// --- the relay, inside the sandbox ----------------------------------------
-
-namespace {
-
-// One connection of the command's: to the proxy, and (for a loopback
-// port) through a CONNECT to the host's own 127.0.0.1:port.
-void Relay(int client, const std::string& proxy, int port) {
-  ScopedFd c(client);
-  auto connected = ConnectUnix(proxy);
-  if (!connected.ok()) return;
-  ScopedFd up = std::move(*connected);
-  if (port != kRelayPort) {
-    if (!SendAll(up.get(), "CONNECT 127.0.0.1:" + std::to_string(port) + " HTTP/1.1\r\n\r\n")) return;
-    std::string head, rest;
-    if (!ReadHead(up.get(), &head, &rest) || head.find(" 200 ") == std::string::npos) return;
-    if (!rest.empty() && !SendAll(client, rest)) return;
-  }
-  Pump(client, up.get(), nullptr);
-}
-
-}  // namespace
-
-int RelayMain(int argc, char** argv) {
-  // argv: mates __sandbox-relay SOCKET PORTS -- COMMAND…
-  if (argc < 6 || std::string(argv[4]) != "--") {
-    std::fprintf(stderr, "mates: __sandbox-relay SOCKET PORTS -- COMMAND\n");
-    return 2;
-  }
-  const std::string proxy = argv[2];
-  std::vector<int> ports;
-  std::string list = argv[3];
-  for (size_t at = 0; at < list.size();) {
-    size_t end = list.find(',', at);
-    if (end == std::string::npos) end = list.size();
-    ports.push_back(std::atoi(list.substr(at, end - at).c_str()));
-    at = end + 1;
-  }
-  std::vector<int> listeners;
-  for (int port : ports) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 64) != 0) {
-      std::fprintf(stderr, "mates sandbox: cannot listen on 127.0.0.1:%d: %s\n", port, std::strerror(errno));
-      return 126;
-    }
-    listeners.push_back(fd);
-  }
-  pid_t child = -1;
-  if (int rc = ::posix_spawnp(&child, argv[5], nullptr, nullptr, argv + 5, environ); rc != 0) {
-    std::fprintf(stderr, "mates sandbox: cannot run %s: %s\n", argv[5], std::strerror(rc));
-    return rc == ENOENT ? 127 : 126;
-  }
-  for (int fd : listeners) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  // Connections are served until the command ends; then the process ends
-  // (and with it, as the sandbox's first process, everything in it).
-  std::vector<std::thread> serving;
-  serving.emplace_back([&] {
-    std::vector<struct pollfd> fds;
-    for (int fd : listeners) fds.push_back({fd, POLLIN, 0});
-    std::vector<std::thread> relays;
-    for (;;) {
-      if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
-      for (size_t i = 0; i < fds.size(); ++i) {
-        if ((fds[i].revents & POLLIN) == 0) continue;
-        int c = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c >= 0) relays.emplace_back(Relay, c, proxy, ports[i]);
-      }
-    }
-  });
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::fflush(nullptr);
-  // The serving threads are never joined: the process ends here.
-  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 }  // namespace mates::sandbox

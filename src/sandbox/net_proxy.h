@@ -9,7 +9,8 @@
 //    and connects only where a rule allows; anything else gets a 403 whose
 //    body names the host and how a person allows it, and is recorded as a
 //    denial of that agent.
-//  - The relay (`mates __sandbox-relay`, first process in the sandbox):
+//  - The relay (`mates-relay`, a program of its own beside mates: the
+//    sandbox's first process, sandbox/relay_main.cc):
 //    listens on 127.0.0.1:3128 inside the sandbox (HTTP_PROXY and
 //    HTTPS_PROXY point there) and on 127.0.0.1:PORT for each loopback
 //    `host:port` rule (a database on the host's loopback, reached as if it
@@ -98,10 +99,5 @@ class NetProxy {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
-
-// `mates __sandbox-relay SOCKET PORTS -- COMMAND…` (PORTS: "3128,5432"):
-// the relay's main, run as the sandbox's first process. Returns the
-// command's exit code (128 + signal when a signal ended it).
-int RelayMain(int argc, char** argv);
 
 }  // namespace mates::sandbox

@@ -317,7 +317,8 @@ Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings sett
   s->bwrap_ = m.bwrap;
   s->filter_ = *Filter();
   std::error_code ec;
-  s->self_ = fs::read_symlink("/proc/self/exe", ec).string();
+  s->relay_ = !s->settings_.relay.empty() ? s->settings_.relay
+                                          : fs::read_symlink("/proc/self/exe", ec).parent_path() / "mates-relay";
   // workspace: the hosts of network.allow through the host's proxy;
   // strict: no network at all.
   if (s->settings_.mode == Mode::kWorkspace && !s->settings_.network_allow.empty()) {
@@ -326,7 +327,10 @@ Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings sett
       MATES_ASSIGN_OR_RETURN(NetRule r, ParseNetRule(entry));
       rules.push_back(std::move(r));
     }
-    if (s->self_.empty()) return Status::FailedPrecondition("the sandbox's relay needs /proc/self/exe");
+    if (::access(s->relay_.c_str(), X_OK) != 0) {
+      return Status::FailedPrecondition("sandbox.network.allow needs mates-relay beside mates (" + s->relay_.string() +
+                                        " is missing: reinstall mates)");
+    }
     s->proxy_ = std::make_unique<NetProxy>(std::move(rules), s->runtime_dir_ / "net", nullptr);
   }
   // The repository's shared state: its common folder, when W is one.
@@ -453,7 +457,7 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
     // The relay first: it serves the proxy inside and runs the command.
     std::string ports = std::to_string(kRelayPort);
     for (int port : LoopbackPorts(proxy_->rules())) ports += "," + std::to_string(port);
-    argv.insert(argv.end(), {self_, "__sandbox-relay", kProxyInside, ports, "--"});
+    argv.insert(argv.end(), {relay_.string(), kProxyInside, ports, "--"});
   }
   argv.insert(argv.end(), o.argv.begin(), o.argv.end());
   o.argv = std::move(argv);

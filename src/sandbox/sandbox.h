@@ -57,6 +57,9 @@ struct Settings {
   std::vector<fs::path> allow_write;  // absolute, besides the work root and the private tmp
   std::vector<fs::path> deny_read;    // absolute, besides DefaultSecrets()
   std::vector<std::string> network_allow;  // host names, host:port
+  // The relay program for network_allow ("" = mates-relay beside this
+  // program, which is mates but in benchmarks).
+  fs::path relay;
 };
 
 // The secrets no tool may read: ~/.ssh, ~/.aws, … and mates' own trust file.
@@ -125,7 +128,7 @@ class Sandbox {
   fs::path git_dir_;          // W's common git folder ("" = not a repository)
   std::string bwrap_;         // its path
   std::string filter_;        // the seccomp program (BPF)
-  std::string self_;          // this mates, which relays inside
+  fs::path relay_;            // mates-relay, the first process of a sandbox with a network
   GateOf gate_;
   std::unique_ptr<NetProxy> proxy_;
 };

@@ -1,0 +1,249 @@
+// sandbox_bench: what the sandbox costs (DESIGN §18, §25).
+//
+//   spawn     starting a tool process (/bin/true, as bash starts a
+//             command) with --sandbox off, workspace, strict, and workspace
+//             with network.allow (the relay first), interleaved in one run:
+//             p50 and p90, and what each adds to off. Target: <= 5 ms added
+//             at p50.
+//   makespan  a 30-task graph (10 levels of 3) worked by 6 teammates on the
+//             scripted provider at 50 ms per call, each task a bash command
+//             writing a file: the sandbox on (workspace) next to off.
+//
+//   sandbox_bench [--quick] [spawn|makespan]   (default: both)
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent_loop.h"
+#include "bench_util.h"
+#include "core/files.h"
+#include "core/subprocess.h"
+#include "core/waker.h"
+#include "llm/scenario.h"
+#include "llm/scripted.h"
+#include "sandbox/sandbox.h"
+#include "store/board.h"
+#include "store/roster.h"
+#include "store/watcher.h"
+#include "team/team_manager.h"
+#include "tools/builtin_tools.h"
+
+using namespace mates;
+using namespace mates::bench;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool g_quick = false;
+
+template <typename T>
+T Must(Result<T> r, const char* what) {
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, r.status().message().c_str());
+    std::exit(1);
+  }
+  return std::move(*r);
+}
+void Must(const Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.message().c_str());
+    std::exit(1);
+  }
+}
+
+// A workspace that is a git repository with one commit, removed at the end.
+struct Repo {
+  fs::path root;
+  Workspace ws{"."};
+  Repo() {
+    char tmpl[] = "/tmp/mates-sandbox-bench-XXXXXX";
+    root = ::mkdtemp(tmpl);
+    ws = Workspace(root);
+    SubprocessOptions o;
+    o.argv = {"/bin/sh", "-c", "git init -q && git -c user.email=b@x -c user.name=b commit -q --allow-empty -m init"};
+    o.cwd = root.string();
+    Must(RunSubprocess(o).status(), "git init");
+  }
+  ~Repo() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+};
+
+std::shared_ptr<sandbox::Sandbox> MakeSandbox(const Repo& repo, sandbox::Mode mode, std::vector<std::string> allow,
+                                              const std::string& name) {
+  sandbox::Settings s;
+  s.mode = mode;
+  s.network_allow = std::move(allow);
+  s.relay = MATES_RELAY;
+  return Must(sandbox::Sandbox::Make(repo.root, s, repo.root.parent_path() / (repo.root.filename().string() + "-" + name)),
+              "sandbox");
+}
+
+// ---------------------------------------------------------------- spawn
+
+double SpawnMs(const sandbox::Sandbox& box, const Repo& repo) {
+  SubprocessOptions o;
+  o.argv = {"/bin/true"};
+  o.cwd = repo.root.string();
+  o.group_grace_s = 0;
+  int64_t t0 = NowNs();
+  auto confined = Must(box.Wrap({repo.root, "bench", "w1", false}, std::move(o)), "wrap");
+  auto r = Must(RunSubprocess(confined.options), "run");
+  if (r.exit_code != 0) {
+    std::fprintf(stderr, "a sandboxed /bin/true failed: %s\n", r.err.c_str());
+    std::exit(1);
+  }
+  return static_cast<double>(NowNs() - t0) / 1e6;
+}
+
+void SpawnBench() {
+  Repo repo;
+  struct Mode {
+    const char* name;
+    std::shared_ptr<sandbox::Sandbox> box;
+    std::vector<double> ms;
+  };
+  std::vector<Mode> modes;
+  modes.push_back({"off", MakeSandbox(repo, sandbox::Mode::kOff, {}, "off"), {}});
+  modes.push_back({"workspace", MakeSandbox(repo, sandbox::Mode::kWorkspace, {}, "ws"), {}});
+  modes.push_back({"strict", MakeSandbox(repo, sandbox::Mode::kStrict, {}, "strict"), {}});
+  modes.push_back({"workspace + network.allow", MakeSandbox(repo, sandbox::Mode::kWorkspace, {"example.com"}, "net"), {}});
+  const int rounds = g_quick ? 30 : 200;
+  for (auto& m : modes) (void)SpawnMs(*m.box, repo);  // warm: the page cache, the probe
+  for (int i = 0; i < rounds; ++i) {
+    for (auto& m : modes) m.ms.push_back(SpawnMs(*m.box, repo));
+  }
+  std::printf("spawn: /bin/true as a tool starts it, %d rounds, modes interleaved\n", rounds);
+  const double off50 = Percentile(modes[0].ms, 50);
+  for (const auto& m : modes) {
+    double p50 = Percentile(m.ms, 50), p90 = Percentile(m.ms, 90);
+    if (&m == &modes[0]) {
+      std::printf("  %-28s p50 %6.2f ms   p90 %6.2f ms\n", m.name, p50, p90);
+    } else {
+      std::printf("  %-28s p50 %6.2f ms   p90 %6.2f ms   (+%.2f ms at p50; target <= 5)\n", m.name, p50, p90,
+                  p50 - off50);
+    }
+  }
+  std::printf("\n");
+}
+
+// ---------------------------------------------------------------- makespan
+
+double DagMakespanMs(sandbox::Mode mode, int turn_ms) {
+  const int kTasks = 30, kWidth = 3, kTeammates = 6;
+  const std::string delay = std::to_string(turn_ms);
+  auto scenario = Must(llm::Scenario::Parse(
+                           "rules:\n"
+                           "  - agent: \"w*\"\n"
+                           "    when: \"Task #(\\\\d+):\"\n"
+                           "    once: false\n"
+                           "    delay_ms: " + delay + "\n"
+                           "    reply: [{type: tool_use, name: bash, input: {command: \"echo task $1 > t$1.txt\"}},\n"
+                           "            {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}]\n"
+                           "  - agent: \"*\"\n"
+                           "    once: false\n"
+                           "    delay_ms: " + delay + "\n"
+                           "    reply: [{type: text, text: \"Done.\"}]\n",
+                           "sandbox_bench.yaml"),
+                       "scenario");
+  llm::ScriptedProvider provider(std::make_shared<llm::Scenario>(std::move(scenario)));
+  Repo repo;
+  auto box = MakeSandbox(repo, mode, {}, "team");
+  Must(Roster(repo.ws).CreateTeam("bench").status(), "team");
+  team::TeamOptions opt;
+  opt.idle_timeout_s = 0;
+  opt.sandbox = box;
+  std::unique_ptr<TeamStore> store = FileTeamStore(repo.ws);
+  tools::ToolContext ctx(repo.ws, *store);
+  ctx.team = "bench";
+  ctx.agent = "lead";
+  ctx.is_lead = true;
+  ctx.sandbox = box;
+  auto tools = tools::MakeToolRegistry(tools::Scope::kLead);
+  agent::AgentSpec spec;
+  spec.name = "lead";
+  spec.system = "bench lead";
+  agent::AgentLoop lead(spec, &provider, tools.get(), &ctx, nullptr);
+  team::TeamManager teams(repo.ws, &provider, nullptr, opt, &lead, &ctx);
+  ctx.teams = &teams;
+  auto waker = std::make_shared<Waker>();
+  auto board = SharedBoard(repo.ws.TasksDir("bench"));
+  for (int i = 0; i < kTasks; ++i) {
+    int level = i / kWidth;
+    TaskDraft d;
+    d.subject = "t" + std::to_string(i + 1);
+    for (int j = (level - 1) * kWidth; level > 0 && j < level * kWidth; ++j) d.blocked_by.push_back(j + 1);
+    (void)board->Create(d);
+  }
+  auto sub = Watcher::Default().Subscribe(repo.ws.TasksDir("bench"), "*.json", waker);
+  int64_t t0 = NowNs();
+  for (int i = 1; i <= kTeammates; ++i) {
+    Must(teams.SpawnTeammate({.team = "bench", .name = "w" + std::to_string(i), .prompt = "Work from the board."})
+             .status(),
+         "spawn");
+  }
+  for (;;) {
+    uint64_t g = waker->generation();
+    auto tasks = board->List(false);
+    bool all = tasks.ok() && std::all_of(tasks->begin(), tasks->end(),
+                                         [](const Task& t) { return t.status == TaskStatus::kCompleted; });
+    if (all) break;
+    waker->WaitChange(g, DeadlineIn(1));
+  }
+  double ms = static_cast<double>(NowNs() - t0) / 1e6;
+  teams.StopAll();
+  for (int i = 1; i <= kTasks; ++i) {
+    if (!fs::exists(repo.root / ("t" + std::to_string(i) + ".txt"))) {
+      std::fprintf(stderr, "task %d wrote nothing\n", i);
+      std::exit(1);
+    }
+  }
+  return ms;
+}
+
+void MakespanBench() {
+  const int turn_ms = 50;
+  std::printf("makespan: 30 tasks in 10 levels of 3, 6 teammates, %d ms per model call, each task a bash command\n",
+              turn_ms);
+  const int runs = g_quick ? 1 : 3;
+  std::vector<double> off, on;
+  for (int i = 0; i < runs; ++i) {
+    off.push_back(DagMakespanMs(sandbox::Mode::kOff, turn_ms));
+    on.push_back(DagMakespanMs(sandbox::Mode::kWorkspace, turn_ms));
+  }
+  const double off50 = Percentile(off, 50), on50 = Percentile(on, 50);
+  std::printf("  %-28s %7.0f ms\n", "--sandbox off", off50);
+  std::printf("  %-28s %7.0f ms   (+%.1f %%)\n\n", "--sandbox workspace", on50, (on50 - off50) / off50 * 100);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") {
+      g_quick = true;
+    } else if (a == "spawn" || a == "makespan") {
+      only = a;
+    } else {
+      std::fprintf(stderr, "usage: sandbox_bench [--quick] [spawn|makespan]\n");
+      return 2;
+    }
+  }
+  if (std::string missing = sandbox::WhatIsMissing(); !missing.empty()) {
+    std::fprintf(stderr, "sandbox_bench: the sandbox cannot be made here: %s\n", missing.c_str());
+    return 1;
+  }
+  std::printf("sandbox_bench (%s run, %u cores, bubblewrap + seccomp)\n\n", g_quick ? "quick" : "full",
+              std::thread::hardware_concurrency());
+  if (only.empty() || only == "spawn") SpawnBench();
+  if (only.empty() || only == "makespan") MakespanBench();
+  return 0;
+}
