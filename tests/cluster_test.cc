@@ -298,6 +298,43 @@ TEST_F(ClusterTest, TheRouterDeliversInboxMessagesAndRoutesReplies) {
   EXPECT_NE(testing::Run({"pgrep", "-f", "cluster route -c " + (dir_.path() / "cc.yaml").string()}).exit_code, 0);
 }
 
+// `sandbox: true`: the pane agent runs in the sandbox — it writes only its
+// work root, cannot edit the cluster's state the router types by, and its
+// `mates` reaches the team through the router's gate as itself only.
+TEST_F(ClusterTest, ASandboxedPaneAgentTouchesOnlyItsWorkAndSpeaksAsItself) {
+  Write(2);
+  std::string y = testing::ReadAll(dir_.path() / "cc.yaml");
+  const std::string at = "    pane_index: 0\n";
+  y.insert(y.find(at) + at.size(), "    sandbox: true\n");
+  testing::WriteAll(dir_.path() / "cc.yaml", y);
+  auto up = Cluster({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  // The router serves the gate once it runs.
+  const fs::path gate = dir_.path() / ".mates-cluster" / session_ / "sandbox/gate" / (session_ + ".grand_boss") / "s";
+  ASSERT_TRUE(testing::WaitUntil([&] { return fs::exists(gate); }, 20));
+  const fs::path outside = fs::path(std::getenv("HOME")) / ("mates-cluster-escape-" + session_);
+  auto r = Cluster({"send", "grand_boss",
+                    "!echo x > " + outside.string() + " || echo write-refused; echo x > work.txt && echo inside-ok; "
+                    "echo x >> .mates-cluster/" + session_ + "/state.json || echo state-refused; "
+                    "mates send --to middle_manager hello-from-gb; echo own=$?; "
+                    "mates send --from middle_manager --to grand_boss forged; echo forged=$?"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* said : {"write-refused", "inside-ok", "state-refused", "own=0", "forged=2"}) {
+    EXPECT_NE(r.out.find(said), std::string::npos) << said << "\n" << r.out;
+  }
+  EXPECT_FALSE(fs::exists(outside));
+  EXPECT_TRUE(fs::exists(dir_.path() / "work.txt"));
+  const std::string log = testing::ReadAll(dir_.path() / ".teams" / session_ / "messages.jsonl");
+  EXPECT_NE(log.find("hello-from-gb"), std::string::npos) << log;
+  EXPECT_EQ(log.find("forged"), std::string::npos) << log;
+  // The unsandboxed agent is not: the same write works from its pane.
+  auto free = Cluster({"send", "middle_manager", "!echo x > " + outside.string() + " && echo write-ok"});
+  EXPECT_NE(free.out.find("write-ok"), std::string::npos) << free.out;
+  std::error_code ec;
+  fs::remove(outside, ec);
+  EXPECT_EQ(Cluster({"down"}).exit_code, 0);
+}
+
 // `worktree: true`: the pane agent starts in its own worktree, and its task
 // completed from the pane (`mates tasks update`) is merged by the router's
 // merge queue onto the team's target, as a hosted teammate's would be.

@@ -7,6 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/run_options.h"
+#include "core/log.h"
+#include "host/agent_gate.h"
+#include "sandbox/net_proxy.h"
 #include "git/merge_queue.h"
 #include "core/json.h"
 #include "core/waker.h"
@@ -24,6 +28,7 @@ struct ClusterArgs {
   double timeout = -1;
   bool follow = false;
   bool json = false;
+  std::string sandbox;  // up: the mode of the agents with `sandbox: true`
 };
 
 Result<tmux::Cluster> Load(const ClusterArgs& a) {
@@ -34,6 +39,13 @@ Result<tmux::Cluster> Load(const ClusterArgs& a) {
 int Up(const ClusterArgs& a) {
   auto c = Load(a);
   if (!c.ok()) return Fail(c.status());
+  bool boxed = false;
+  for (const auto& agent : c->config().agents) boxed |= agent.sandbox;
+  if (boxed) {
+    auto settings = ChooseSandboxSettings(Workspace(c->config().work_dir), a.sandbox);
+    if (!settings.ok()) return Fail(settings.status());
+    c->SetSandbox(std::move(*settings));
+  }
   std::cout << "starting cluster " << c->config().name << " (" << c->config().agents.size()
             << " agents, tmux -L " << c->config().socket() << ", session " << c->config().session << ")"
             << std::endl;
@@ -168,6 +180,30 @@ int Route(const ClusterArgs& a) {
   mq.running = [](const std::string&) { return true; };  // pane agents live as long as the session
   std::unique_ptr<TeamStore> store = FileTeamStore(mq.ws);
   git::MergeQueue merges(*store, mq);
+  // The sandboxed agents' gates (their `mates`, as themselves) and proxies
+  // (network.allow), as `up` wrote them into state.json.
+  std::unique_ptr<host::AgentGate> gate;
+  std::unique_ptr<sandbox::NetProxy> proxy;
+  auto state = ReadFilePrefix(c->config().state_dir() / "state.json", 1 << 20);
+  auto j = state.ok() ? ParseJson(*state) : Result<Json>(state.status());
+  if (j.ok() && j->is_object() && (*j)["sandbox"].is_object()) {
+    const Json& sb = (*j)["sandbox"];
+    const fs::path dir = c->SandboxDir();
+    gate = std::make_unique<host::AgentGate>(host::AgentGate::Options{mq.ws, "", dir / "gate"});
+    std::vector<sandbox::NetRule> rules;
+    for (const auto& e : sb.value("network_allow", Json::array())) {
+      auto r = e.is_string() ? sandbox::ParseNetRule(e.get<std::string>()) : Result<sandbox::NetRule>(Status::InvalidArgument("not a string"));
+      if (r.ok()) rules.push_back(*r);
+    }
+    if (!rules.empty()) proxy = std::make_unique<sandbox::NetProxy>(rules, dir / "net", nullptr);
+    for (const auto& name : sb.value("agents", Json::array())) {
+      if (!name.is_string() || c->config().Find(name.get<std::string>()) == nullptr) continue;
+      if (auto s = gate->SocketFor(team, name.get<std::string>()); !s.ok()) LogWarning(s.status().message());
+      if (proxy) {
+        if (auto s = proxy->SocketFor(team, name.get<std::string>()); !s.ok()) LogWarning(s.status().message());
+      }
+    }
+  }
   Status s = c->Route(stop);
   merges.Stop();
   return s.ok() ? 0 : Fail(s);
@@ -199,6 +235,7 @@ void AddClusterCommands(CLI::App& app, Globals& g) {
   };
   CLI::App* up = cl->add_subcommand("up", "Start every agent in its pane and handshake it");
   config_opt(up);
+  AddSandboxOption(up, a->sandbox);
   up->callback([&g, a] { g.action = [a] { return Up(*a); }; });
 
   CLI::App* send = cl->add_subcommand("send", "Send TEXT to AGENT and print its reply (exit 1 on timeout)");

@@ -140,18 +140,22 @@ void AddSandboxOption(CLI::App* cmd, std::string& mode) {
 }
 
 Status ChooseSandbox(host::HostOptions& c, const std::string& flag) {
+  MATES_ASSIGN_OR_RETURN(c.sandbox, ChooseSandboxSettings(c.ws, flag));
+  return Status::Ok();
+}
+
+Result<sandbox::Settings> ChooseSandboxSettings(const Workspace& ws, const std::string& flag) {
   std::optional<sandbox::Mode> mode;
   if (!flag.empty()) {
     auto m = sandbox::ParseMode(flag);
     if (!m.ok()) return Status::InvalidArgument("--sandbox must be off, workspace or strict, not '" + flag + "'");
     mode = *m;
   }
-  MATES_ASSIGN_OR_RETURN(trust::FileState f, trust::TrustStore().CheckFile(c.ws.root(), ".mates/config.yaml"));
+  MATES_ASSIGN_OR_RETURN(trust::FileState f, trust::TrustStore().CheckFile(ws.root(), ".mates/config.yaml"));
   MATES_ASSIGN_OR_RETURN(sandbox::Chosen chosen,
-                         sandbox::ChooseSettings(c.ws.root(), mode, f.trust == trust::FileTrust::kTrusted));
+                         sandbox::ChooseSettings(ws.root(), mode, f.trust == trust::FileTrust::kTrusted));
   for (const auto& note : chosen.notes) std::cerr << "mates: warning: " << note << std::endl;
-  c.sandbox = std::move(chosen.settings);
-  return Status::Ok();
+  return std::move(chosen.settings);
 }
 
 Result<std::unique_ptr<llm::Provider>> SessionProvider(const RunArgs& a) {

@@ -58,6 +58,7 @@ Result<std::unique_ptr<llm::Provider>> SessionProvider(const RunArgs& a);
 // (sandbox/policy.h): after AdmitWorkspaceFiles, which may trust the
 // workspace. What an untrusted file would have widened is said on stderr.
 Status ChooseSandbox(host::HostOptions& c, const std::string& flag);
+Result<sandbox::Settings> ChooseSandboxSettings(const Workspace& ws, const std::string& flag);
 // Adds --sandbox to `cmd`.
 void AddSandboxOption(CLI::App* cmd, std::string& mode);
 

@@ -1,5 +1,6 @@
 #include "core/unix_socket.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,7 +26,17 @@ Result<sockaddr_un> AddressOf(const fs::path& path) {
 }  // namespace
 
 Result<ScopedFd> ListenUnix(const fs::path& path, int backlog) {
-  MATES_ASSIGN_OR_RETURN(sockaddr_un addr, AddressOf(path));
+  // A path longer than sun_path holds is reached through its folder's
+  // descriptor (/proc/self/fd/N/NAME), which the kernel resolves.
+  ScopedFd dir;
+  fs::path where = path;
+  if (path.string().size() >= sizeof(sockaddr_un::sun_path)) {
+    int d = ::open(path.parent_path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0) return Status::FromErrno("open " + path.parent_path().string(), errno);
+    dir.reset(d);
+    where = fs::path("/proc/self/fd") / std::to_string(d) / path.filename();
+  }
+  MATES_ASSIGN_OR_RETURN(sockaddr_un addr, AddressOf(where));
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return Status::FromErrno("socket", errno);
   ScopedFd out(fd);

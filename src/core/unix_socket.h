@@ -8,8 +8,8 @@
 namespace mates {
 
 // A socket listening at `path` (whatever was there is replaced), 0600,
-// close-on-exec and non-blocking; FailedPrecondition for a path longer
-// than sun_path holds.
+// close-on-exec and non-blocking; a path longer than sun_path holds is
+// fine (bound through its folder's descriptor).
 Result<ScopedFd> ListenUnix(const fs::path& path, int backlog);
 // A blocking connection to the socket at `path`; the errno's Status if
 // there is none.

@@ -17,6 +17,7 @@
 #include "core/names.h"
 #include "core/subprocess.h"
 #include "core/unix_socket.h"
+#include "sandbox/net_proxy.h"
 
 namespace mates::host {
 namespace {
@@ -202,7 +203,10 @@ Result<fs::path> AgentGate::SocketFor(const std::string& team, const std::string
   auto ls = std::make_unique<Listener>();
   ls->team = team;
   ls->agent = agent;
-  ls->path = options_.dir / (std::to_string(listeners_.size()) + ".sock");  // short: sun_path is 108 bytes
+  // RUNTIME/gate/TEAM.AGENT/s: the folder is what a sandbox binds.
+  ls->path = options_.dir / sandbox::SocketDirName(team, agent) / "s";
+  MATES_RETURN_IF_ERROR(EnsureDir(ls->path.parent_path()));
+  ::chmod(ls->path.parent_path().c_str(), 0700);
   MATES_ASSIGN_OR_RETURN(ls->fd, ListenUnix(ls->path, 16));
   listeners_.push_back(std::move(ls));
   if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);

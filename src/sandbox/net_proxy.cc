@@ -134,6 +134,15 @@ Result<NetRule> ParseNetRule(const std::string& entry) {
   return r;
 }
 
+std::string SocketDirName(const std::string& team, const std::string& agent) {
+  std::string name = (team.empty() ? std::string("host") : team) + "." + (agent.empty() ? std::string("tools") : agent);
+  for (auto& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  if (name.find("..") != std::string::npos) name = "_" + name;  // never a way up
+  return name.substr(0, 120);
+}
+
 bool Allows(const std::vector<NetRule>& rules, const std::string& host, int port) {
   const std::string h = Lower(host);
   for (const auto& r : rules) {
@@ -199,7 +208,9 @@ Result<fs::path> NetProxy::SocketFor(const std::string& team, const std::string&
   auto ls = std::make_unique<Listener>();
   ls->team = team;
   ls->agent = agent;
-  ls->path = dir_ / (std::to_string(listeners_.size()) + ".sock");  // short: sun_path is 108 bytes
+  ls->path = dir_ / SocketDirName(team, agent) / "s";
+  MATES_RETURN_IF_ERROR(EnsureDir(ls->path.parent_path()));
+  ::chmod(ls->path.parent_path().c_str(), 0700);
   MATES_ASSIGN_OR_RETURN(ls->fd, ListenUnix(ls->path, 64));
   listeners_.push_back(std::move(ls));
   if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);

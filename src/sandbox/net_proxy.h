@@ -50,6 +50,10 @@ bool Allows(const std::vector<NetRule>& rules, const std::string& host, int port
 // The loopback ports the relay forwards (rules 127.0.0.1:P, localhost:P).
 std::vector<int> LoopbackPorts(const std::vector<NetRule>& rules);
 
+// The folder name of an agent's sockets: "TEAM.AGENT" ("host" for no team),
+// anything but letters, digits, '.', '_' and '-' made '_'.
+std::string SocketDirName(const std::string& team, const std::string& agent);
+
 // What the proxy refused, for the agent's activity and the attention list.
 struct NetDenial {
   std::string team, agent;

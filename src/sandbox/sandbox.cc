@@ -19,9 +19,11 @@ namespace {
 // What a hidden secret, the private tmp and the rules below are made of.
 enum class Kind { kReadOnly, kWritable, kHideDir, kHideFile, kTmp, kGate, kProxy };
 
-// Where the agent's gate is inside (Place::speaks), and its proxy.
-constexpr const char* kGateInside = "/tmp/.mates-host.sock";
-constexpr const char* kProxyInside = "/tmp/.mates-proxy.sock";
+// Where the agent's gate (Place::speaks) and its proxy are inside: their
+// folders, bound read-only (a socket answers connect() on a read-only
+// mount; one the host makes later, as a cluster's router does, shows up).
+constexpr const char* kGateDirInside = "/tmp/.mates-gate";
+constexpr const char* kProxyDirInside = "/tmp/.mates-net";
 
 struct Mount {
   fs::path path;
@@ -296,13 +298,14 @@ Sandbox::Sandbox(fs::path ws, Settings settings, fs::path runtime_dir)
 
 Sandbox::~Sandbox() {
   proxy_.reset();
-  if (!runtime_dir_.empty()) {
+  if (!runtime_dir_.empty() && serving_ == Serving::kHere) {
     std::error_code ec;
     fs::remove_all(runtime_dir_, ec);  // symlinks in it are removed, never followed
   }
 }
 
-Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings settings, fs::path runtime_dir) {
+Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings settings, fs::path runtime_dir,
+                                               Serving serving) {
   if (settings.mode == Mode::kOff) {
     return std::shared_ptr<Sandbox>(new Sandbox(Real(ws), std::move(settings), fs::path()));
   }
@@ -314,6 +317,7 @@ Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings sett
   MATES_RETURN_IF_ERROR(EnsureDir(runtime_dir));
   ::chmod(runtime_dir.c_str(), 0700);
   std::shared_ptr<Sandbox> s(new Sandbox(Real(ws), std::move(settings), Real(runtime_dir)));
+  s->serving_ = serving;
   s->bwrap_ = m.bwrap;
   s->filter_ = *Filter();
   std::error_code ec;
@@ -322,16 +326,20 @@ Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings sett
   // workspace: the hosts of network.allow through the host's proxy;
   // strict: no network at all.
   if (s->settings_.mode == Mode::kWorkspace && !s->settings_.network_allow.empty()) {
-    std::vector<NetRule> rules;
     for (const auto& entry : s->settings_.network_allow) {
       MATES_ASSIGN_OR_RETURN(NetRule r, ParseNetRule(entry));
-      rules.push_back(std::move(r));
+      s->rules_.push_back(std::move(r));
     }
     if (::access(s->relay_.c_str(), X_OK) != 0) {
       return Status::FailedPrecondition("sandbox.network.allow needs mates-relay beside mates (" + s->relay_.string() +
                                         " is missing: reinstall mates)");
     }
-    s->proxy_ = std::make_unique<NetProxy>(std::move(rules), s->runtime_dir_ / "net", nullptr);
+    if (serving == Serving::kHere) {
+      s->proxy_ = std::make_unique<NetProxy>(s->rules_, s->NetDir(), nullptr);
+      s->proxy_of_ = [proxy = s->proxy_.get()](const std::string& team, const std::string& agent) {
+        return proxy->SocketFor(team, agent);
+      };
+    }
   }
   // The repository's shared state: its common folder, when W is one.
   fs::path dotgit = s->ws_ / ".git";
@@ -367,6 +375,37 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
     c.options = std::move(o);
     return c;
   }
+  auto fd = PipeOf(filter_);
+  if (!fd.ok()) return fd.status();
+  MATES_ASSIGN_OR_RETURN(o.argv, Args(place, o.argv, o.cwd, /*long_lived=*/o.interactive, std::to_string(fd->get())));
+  o.keep_fds.push_back(fd->get());
+  c.options = std::move(o);
+  c.keep = std::move(*fd);
+  return c;
+}
+
+Result<std::vector<std::string>> Sandbox::WrapPane(const Place& place, const std::vector<std::string>& argv,
+                                                   const std::string& cwd) const {
+  if (!on()) return argv;
+  // tmux starts the pane, so no descriptor of ours reaches bwrap: the
+  // filter goes by file, opened as fd 3 by the shell that execs bwrap.
+  const fs::path filter = runtime_dir_ / "seccomp.bpf";
+  MATES_RETURN_IF_ERROR(WriteFileAtomic(filter, filter_, 0600));
+  MATES_ASSIGN_OR_RETURN(std::vector<std::string> args, Args(place, argv, cwd, /*long_lived=*/true, "3"));
+  std::vector<std::string> out = {"/bin/sh", "-c", "exec \"$@\" 3<\"$0\"", filter.string()};
+  out.insert(out.end(), args.begin(), args.end());
+  return out;
+}
+
+fs::path Sandbox::GateDirOf(const fs::path& runtime_dir, const std::string& team, const std::string& agent) {
+  return runtime_dir / "gate" / SocketDirName(team, agent);
+}
+
+fs::path Sandbox::NetDir() const { return runtime_dir_ / "net"; }
+
+Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::vector<std::string>& command,
+                                               const std::string& cwd, bool long_lived,
+                                               const std::string& seccomp_fd) const {
   const fs::path root = place.work_root.empty() ? ws_ : Real(place.work_root);
   MATES_ASSIGN_OR_RETURN(fs::path tmp, TmpFor(place));
   // Team state exists before any tool runs, so that no tool can make one
@@ -376,15 +415,17 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
 
   Mounts m;
   m.Add("/tmp", Kind::kTmp);
-  fs::path gate;
+  fs::path gate;  // the socket; its folder is what is bound
   if (place.speaks && gate_ && !place.team.empty() && !place.agent.empty()) {
     MATES_ASSIGN_OR_RETURN(gate, gate_(place.team, place.agent));
-    m.Add(kGateInside, Kind::kGate);
+    MATES_RETURN_IF_ERROR(EnsureDir(gate.parent_path()));
+    m.Add(kGateDirInside, Kind::kGate);
   }
   fs::path proxy;
-  if (proxy_) {
-    MATES_ASSIGN_OR_RETURN(proxy, proxy_->SocketFor(place.team, place.agent));
-    m.Add(kProxyInside, Kind::kProxy);
+  if (proxy_of_ && !rules_.empty()) {
+    MATES_ASSIGN_OR_RETURN(proxy, proxy_of_(place.team, place.agent));
+    MATES_RETURN_IF_ERROR(EnsureDir(proxy.parent_path()));
+    m.Add(kProxyDirInside, Kind::kProxy);
   }
   // What the private /tmp would hide when it lives under /tmp.
   m.Add(ws_, Kind::kReadOnly);
@@ -406,6 +447,8 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
     if (IsDir(p) || Exists(p)) m.Add(p, Kind::kWritable);
   }
   for (const char* d : kTeamState) m.Add(ws_ / d, Kind::kReadOnly);
+  // A tmux cluster's state (its panes, which its router types into).
+  if (IsDir(ws_ / ".mates-cluster")) m.Add(ws_ / ".mates-cluster", Kind::kReadOnly);
   if (!git_dir_.empty()) {
     m.Add(git_dir_, Kind::kReadOnly);
     if (root != ws_) {
@@ -423,10 +466,8 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
     }
   }
 
-  auto fd = PipeOf(filter_);
-  if (!fd.ok()) return fd.status();
   std::vector<std::string> argv = BaseArgs(bwrap_);
-  if (!o.interactive) argv.push_back("--die-with-parent");  // a long-lived server's spawning thread may end first
+  if (!long_lived) argv.push_back("--die-with-parent");  // a long-lived server's spawning thread may end first
   for (const Mount& mt : m.Ordered()) {
     const std::string p = mt.path.string();
     switch (mt.kind) {
@@ -435,15 +476,17 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
       case Kind::kHideDir: argv.insert(argv.end(), {"--tmpfs", p, "--remount-ro", p}); break;
       case Kind::kHideFile: argv.insert(argv.end(), {"--ro-bind", "/dev/null", p}); break;
       case Kind::kTmp: argv.insert(argv.end(), {"--bind", tmp.string(), p}); break;
-      // A socket answers connect() on a read-only mount; bound over a
-      // file of the private /tmp, it cannot be removed or replaced.
-      case Kind::kGate: argv.insert(argv.end(), {"--ro-bind", gate.string(), p}); break;
-      case Kind::kProxy: argv.insert(argv.end(), {"--ro-bind", proxy.string(), p}); break;
+      // Bound over a folder of the private /tmp: it cannot be removed or
+      // replaced, nor anything put in it.
+      case Kind::kGate: argv.insert(argv.end(), {"--ro-bind", gate.parent_path().string(), p}); break;
+      case Kind::kProxy: argv.insert(argv.end(), {"--ro-bind", proxy.parent_path().string(), p}); break;
     }
   }
   argv.insert(argv.end(), {"--setenv", "TMPDIR", "/tmp", "--setenv", "MATES_SANDBOX", std::string(ModeName(mode()))});
-  if (!gate.empty()) argv.insert(argv.end(), {"--setenv", "MATES_HOST_SOCKET", kGateInside});
-  argv.insert(argv.end(), {"--chdir", o.cwd.empty() ? root.string() : o.cwd});
+  if (!gate.empty()) {
+    argv.insert(argv.end(), {"--setenv", "MATES_HOST_SOCKET", std::string(kGateDirInside) + "/" + gate.filename().string()});
+  }
+  argv.insert(argv.end(), {"--chdir", cwd.empty() ? root.string() : cwd});
   if (!proxy.empty()) {
     const std::string url = "http://127.0.0.1:" + std::to_string(kRelayPort);
     for (const char* var : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
@@ -452,19 +495,15 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
     }
     for (const char* var : {"NO_PROXY", "no_proxy"}) argv.insert(argv.end(), {"--setenv", var, "localhost,127.0.0.1,::1"});
   }
-  argv.insert(argv.end(), {"--seccomp", std::to_string(fd->get()), "--"});
+  argv.insert(argv.end(), {"--seccomp", seccomp_fd, "--"});
   if (!proxy.empty()) {
     // The relay first: it serves the proxy inside and runs the command.
     std::string ports = std::to_string(kRelayPort);
-    for (int port : LoopbackPorts(proxy_->rules())) ports += "," + std::to_string(port);
-    argv.insert(argv.end(), {relay_.string(), kProxyInside, ports, "--"});
+    for (int port : LoopbackPorts(rules_)) ports += "," + std::to_string(port);
+    argv.insert(argv.end(), {relay_.string(), std::string(kProxyDirInside) + "/" + proxy.filename().string(), ports, "--"});
   }
-  argv.insert(argv.end(), o.argv.begin(), o.argv.end());
-  o.argv = std::move(argv);
-  o.keep_fds.push_back(fd->get());
-  c.options = std::move(o);
-  c.keep = std::move(*fd);
-  return c;
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
 }
 
 std::string Sandbox::Explain(std::string_view output, const Place& place) const {

@@ -92,7 +92,14 @@ class Sandbox {
   // FailedPrecondition naming what is missing and `--sandbox off`. Its
   // private tmp folders live under `runtime_dir/tmp`, and the whole of
   // `runtime_dir` goes with it (the host's gate keeps its sockets there).
-  static Result<std::shared_ptr<Sandbox>> Make(const fs::path& ws, Settings settings, fs::path runtime_dir);
+  //
+  // Serving::kElsewhere (a tmux cluster's `up`, whose panes outlive it):
+  // the gate's and proxy's sockets are made and served by another process
+  // (the cluster's router) at the paths the callbacks give, and
+  // `runtime_dir` stays when this object goes.
+  enum class Serving { kHere, kElsewhere };
+  static Result<std::shared_ptr<Sandbox>> Make(const fs::path& ws, Settings settings, fs::path runtime_dir,
+                                               Serving serving = Serving::kHere);
   ~Sandbox();
   Sandbox(const Sandbox&) = delete;
   Sandbox& operator=(const Sandbox&) = delete;
@@ -101,6 +108,15 @@ class Sandbox {
   // of `team` (host/agent_gate.h). Set by the host before any agent runs.
   using GateOf = std::function<Result<fs::path>(const std::string& team, const std::string& agent)>;
   void SetGate(GateOf gate) { gate_ = std::move(gate); }
+  // Where the proxy to network.allow listens for `agent` (set by Make when
+  // it serves it here; by the caller when it is served elsewhere).
+  void SetProxy(GateOf proxy) { proxy_of_ = std::move(proxy); }
+  const std::vector<NetRule>& rules() const { return rules_; }
+  // The per-agent socket folders both sides agree on: RUNTIME/gate/NAME,
+  // RUNTIME/net/NAME (NAME: SocketDirName).
+  static fs::path GateDirOf(const fs::path& runtime_dir, const std::string& team, const std::string& agent);
+  fs::path NetDir() const;
+  const fs::path& runtime_dir() const { return runtime_dir_; }
 
   Mode mode() const { return settings_.mode; }
   bool on() const { return settings_.mode != Mode::kOff; }
@@ -112,6 +128,11 @@ class Sandbox {
   // `o` rewritten to run inside for `place` (unchanged when off). Safe
   // from any thread.
   Result<Confined> Wrap(const Place& place, SubprocessOptions o) const;
+  // `argv` as a tmux pane runs it inside, in `cwd`: bwrap behind a shell
+  // that hands it the seccomp filter from a file (no descriptor of ours
+  // reaches a pane). Unchanged when off.
+  Result<std::vector<std::string>> WrapPane(const Place& place, const std::vector<std::string>& argv,
+                                            const std::string& cwd) const;
 
   // What to tell a model whose command met the sandbox: "" when `output`
   // shows no sign of it (a read-only file system, a refused operation, no
@@ -121,6 +142,9 @@ class Sandbox {
  private:
   Sandbox(fs::path ws, Settings settings, fs::path runtime_dir);
   Result<fs::path> TmpFor(const Place& place) const;
+  // bwrap's arguments for `command`, the filter read from `seccomp_fd`.
+  Result<std::vector<std::string>> Args(const Place& place, const std::vector<std::string>& command,
+                                        const std::string& cwd, bool long_lived, const std::string& seccomp_fd) const;
 
   const fs::path ws_;
   const Settings settings_;
@@ -129,8 +153,11 @@ class Sandbox {
   std::string bwrap_;         // its path
   std::string filter_;        // the seccomp program (BPF)
   fs::path relay_;            // mates-relay, the first process of a sandbox with a network
+  Serving serving_ = Serving::kHere;
   GateOf gate_;
-  std::unique_ptr<NetProxy> proxy_;
+  GateOf proxy_of_;
+  std::vector<NetRule> rules_;
+  std::unique_ptr<NetProxy> proxy_;  // when served here
 };
 
 // What the machine supports, for `mates doctor` and the fail-closed error:

@@ -112,9 +112,27 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
     if (notice) notice(n);
   }
   MATES_ASSIGN_OR_RETURN(Placed placed, JoinTeam());
+  MATES_RETURN_IF_ERROR(MakeSandbox());
   MATES_ASSIGN_OR_RETURN(placed.mcp_args, WriteMcpConfigs(self));
   MATES_RETURN_IF_ERROR(StartPanes(self, placed));
   return Handshake(progress);
+}
+
+Status Cluster::MakeSandbox() {
+  bool wanted = false;
+  for (const auto& a : config_.agents) wanted |= a.sandbox;
+  if (!wanted || sandbox_settings_.mode == sandbox::Mode::kOff) return Status::Ok();
+  const fs::path dir = SandboxDir();
+  MATES_ASSIGN_OR_RETURN(sandbox_, sandbox::Sandbox::Make(config_.work_dir, sandbox_settings_, dir,
+                                                          sandbox::Sandbox::Serving::kElsewhere));
+  // The router serves both, at the paths both derive from the names.
+  sandbox_->SetGate([dir](const std::string& team, const std::string& agent) -> Result<fs::path> {
+    return sandbox::Sandbox::GateDirOf(dir, team, agent) / "s";
+  });
+  sandbox_->SetProxy([dir](const std::string& team, const std::string& agent) -> Result<fs::path> {
+    return dir / "net" / sandbox::SocketDirName(team, agent) / "s";
+  });
+  return Status::Ok();
 }
 
 Status Cluster::CheckPrograms(const fs::path& self) const {
@@ -199,7 +217,7 @@ Result<std::map<std::string, std::vector<std::string>>> Cluster::WriteMcpConfigs
   return mcp_args;
 }
 
-Launch Cluster::LaunchOf(const AgentConfig& a, const Placed& placed, const fs::path& self) const {
+Result<Launch> Cluster::LaunchOf(const AgentConfig& a, const Placed& placed, const fs::path& self) const {
   Launch l;
   auto tree = placed.trees.find(a.name);
   l.cwd = tree != placed.trees.end() ? tree->second.string() : config_.work_dir.string();
@@ -214,6 +232,11 @@ Launch Cluster::LaunchOf(const AgentConfig& a, const Placed& placed, const fs::p
   // `mates send` and `mates tasks` work from the agent's shell tool.
   std::string path = EnvOf(a.env, "PATH");
   if (!self.empty()) l.env["PATH"] = self.parent_path().string() + (path.empty() ? "" : ":" + path);
+  if (a.sandbox && sandbox_) {
+    auto boxed = sandbox_->WrapPane({l.cwd, config_.name, a.name, /*speaks=*/true}, l.argv, l.cwd);
+    if (!boxed.ok()) return Status(boxed.status()).WithContext(a.name + "'s sandbox");
+    l.argv = std::move(*boxed);
+  }
   return l;
 }
 
@@ -223,9 +246,19 @@ Status Cluster::StartPanes(const fs::path& self, const Placed& placed) {
   state["session"] = config_.session;
   state["started_at"] = IsoTime(WallSeconds());
   state["panes"] = Json::object();
+  // What the router serves for the sandboxed agents.
+  if (sandbox_) {
+    Json boxed = Json::array();
+    for (const auto& a : config_.agents) {
+      if (a.sandbox) boxed.push_back(a.name);
+    }
+    state["sandbox"] = {{"mode", std::string(sandbox::ModeName(sandbox_->mode()))},
+                        {"network_allow", sandbox_->settings().network_allow},
+                        {"agents", boxed}};
+  }
   for (size_t i = 0; i < config_.agents.size(); ++i) {
     const AgentConfig& a = config_.agents[i];
-    const Launch l = LaunchOf(a, placed, self);
+    MATES_ASSIGN_OR_RETURN(const Launch l, LaunchOf(a, placed, self));
     auto pane = i == 0 ? tmux_.NewSession(config_.session, l) : tmux_.SplitWindow(config_.session, l);
     if (!pane.ok()) {
       WarnIfFailed(tmux_.KillServer(), "stopping the half-started session");

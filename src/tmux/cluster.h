@@ -28,6 +28,7 @@
 #include "store/mailbox.h"
 #include "tmux/cluster_config.h"
 #include "tmux/pane_screen.h"
+#include "sandbox/sandbox.h"
 #include "tmux/tmux.h"
 
 namespace mates::tmux {
@@ -60,6 +61,11 @@ class Cluster {
   // `notice` what was done for the CLIs' first run.
   Result<std::vector<AgentReadiness>> Up(const std::function<void(const AgentReadiness&)>& progress = {},
                                          const std::function<void(const std::string&)>& notice = {});
+  // The sandbox of the agents with `sandbox: true` (given before Up; off =
+  // none is sandboxed). Their gates and proxies are the router's.
+  void SetSandbox(sandbox::Settings settings) { sandbox_settings_ = std::move(settings); }
+  // Where the sandboxed agents' sockets live (the router serves them).
+  fs::path SandboxDir() const { return config_.state_dir() / "sandbox"; }
   // Sends `text` from `from` ("user" by default) to `agent`; the reply.
   Result<std::string> Send(const std::string& from, const std::string& agent, const std::string& text,
                            double timeout_s = -1);
@@ -96,7 +102,9 @@ class Cluster {
   // Each MCP agent's config (a `mates` server that runs `mates mcp` as
   // it) written, and the options that give it to its CLI.
   Result<std::map<std::string, std::vector<std::string>>> WriteMcpConfigs(const fs::path& self) const;
-  Launch LaunchOf(const AgentConfig& a, const Placed& placed, const fs::path& self) const;
+  // The sandbox of the agents that ask for one (sandbox_settings_), if any.
+  Status MakeSandbox();
+  Result<Launch> LaunchOf(const AgentConfig& a, const Placed& placed, const fs::path& self) const;
   // One pane per agent, state.json, and the router's window.
   Status StartPanes(const fs::path& self, const Placed& placed);
   std::vector<AgentReadiness> Handshake(const std::function<void(const AgentReadiness&)>& progress);
@@ -117,6 +125,8 @@ class Cluster {
 
   ClusterConfig config_;
   Tmux tmux_;
+  sandbox::Settings sandbox_settings_;
+  std::shared_ptr<sandbox::Sandbox> sandbox_;  // made by Up when an agent asks for it
 };
 
 }  // namespace mates::tmux

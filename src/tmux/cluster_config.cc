@@ -202,7 +202,7 @@ Result<AgentConfig> ParseAgent(const YAML::Node& a, const std::string& w, const 
   if (!a.IsMap()) return FieldError(w, "must be a map");
   MATES_RETURN_IF_ERROR(CheckKeys(a, w, {"name", "role", "personality_prompt_path", "marker", "pane_index",
                                          "command", "env", "reports_to", "ready_pattern", "busy_pattern",
-                                         "first_run", "worktree", "mcp"}));
+                                         "first_run", "worktree", "mcp", "sandbox"}));
   AgentConfig ag;
   MATES_ASSIGN_OR_RETURN(ag.name, String(a["name"], w + ".name", true));
   MATES_RETURN_IF_ERROR(ValidateName(w + ".name", ag.name));
@@ -245,6 +245,13 @@ Result<AgentConfig> ParseAgent(const YAML::Node& a, const std::string& w, const 
   MATES_ASSIGN_OR_RETURN(McpChoice mcp, McpOf(a["mcp"], w + ".mcp", defaults.mcp));
   ag.mcp = mcp == McpChoice::kOn || (mcp == McpChoice::kAuto && (program == "claude" || program == "qwen"));
   MATES_ASSIGN_OR_RETURN(ag.worktree, Bool(a["worktree"], w + ".worktree"));
+  MATES_ASSIGN_OR_RETURN(ag.sandbox, Bool(a["sandbox"], w + ".sandbox"));
+  if (ag.sandbox && ag.mcp) {
+    // `mates mcp` is a long-lived server; the sandbox's gate runs one
+    // command at a time.
+    return FieldError(w + ".sandbox", "a sandboxed agent reaches the team with `mates send` and `mates tasks`, not "
+                                      "over MCP: set mcp: false for it");
+  }
   return ag;
 }
 

@@ -69,6 +69,11 @@ struct AgentConfig {
   // wait, for it to read them with read_inbox and answer with
   // send_message.
   bool mcp = false;
+  // Runs in the sandbox (DESIGN §18) in the mode `cluster up --sandbox`
+  // chose (workspace by default): writes only its work root and a private
+  // /tmp, no secrets, no network but network.allow; its `mates` reaches
+  // the team through the router, as itself.
+  bool sandbox = false;
 };
 
 struct ClusterConfig {

@@ -12,6 +12,8 @@
 // --no-marker: replies without the marker (timeouts).
 // --banner-marker: prints its marker in the startup banner (stale
 //   scrollback that must not count as a reply).
+// A line typed as "!COMMAND" is run with /bin/sh -c, as an agent runs its
+// shell tool, and what it printed is part of the reply.
 #include <termios.h>
 #include <unistd.h>
 
@@ -114,6 +116,21 @@ int main(int argc, char** argv) {
       if (first.size() > 60) first = first.substr(0, 60) + "...";
       Out(name + " got " + std::to_string(line.size()) + " bytes in " + std::to_string(lines) + " lines, fnv " +
           hash + "\r\nfirst line: " + first + "\r\n");
+      // A message the router typed is "Message from X (type): TEXT".
+      size_t bang = line.rfind("): !", std::string::npos);
+      std::string command = line.rfind("!", 0) == 0 ? line.substr(1) : bang != std::string::npos ? line.substr(bang + 4) : "";
+      if (!command.empty()) {
+        if (FILE* p = ::popen((command + " 2>&1").c_str(), "r")) {
+          char buf[4096];
+          size_t n;
+          std::string ran;
+          while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) ran.append(buf, n);
+          ::pclose(p);
+          std::string crlf;
+          for (char ch : ran) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+          Out(crlf);
+        }
+      }
       if (!no_marker) Out("done. " + marker + "\r\n");
       Out("> ");
       line.clear();
