@@ -606,6 +606,22 @@ rules:
   EXPECT_NE(journal.find("[sandbox workspace: only " + w_.string()), std::string::npos) << journal;
   EXPECT_NE(journal.find("sandbox.allow_write in ~/.config/mates/config.yaml"), std::string::npos) << journal;
   EXPECT_NE(journal.find("[sandbox workspace: no network here"), std::string::npos) << journal;
+  // The refusals are in the agent's activity: status and --json show them.
+  auto status = Mates({"status", "--team", "box", "--json"});
+  auto j = ParseJson(status.out);
+  ASSERT_TRUE(j.ok()) << status.out;
+  Json denials;
+  for (const auto& m : (*j)["members"]) {
+    if (m["name"] == "lead") denials = m["activity"]["denials"];
+  }
+  ASSERT_TRUE(denials.is_array()) << status.out;
+  ASSERT_EQ(denials.size(), 2u) << denials;
+  EXPECT_NE(denials[0]["what"].get<std::string>().find("bash(echo x > $HOME/outside/nope): [sandbox workspace: only"),
+            std::string::npos)
+      << denials;
+  auto text = Mates({"status", "--team", "box"});
+  EXPECT_NE(text.out.find("sandbox refused (latest first):"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("lead: bash(getent hosts example.com"), std::string::npos) << text.out;
   victim_.reset();
 }
 

@@ -255,6 +255,13 @@ void ActivityFile::SetUsage(const llm::Usage& total, int calls) {
   PostLocked();
 }
 
+void ActivityFile::Denied(const llm::ContentBlock& call, const std::string& why) {
+  std::lock_guard<std::mutex> l(mu_);
+  a_.denials.push_back({WallSeconds(), CutUtf8(DescribeCall(call) + ": " + why, 300)});
+  if (a_.denials.size() > kMaxDenials) a_.denials.erase(a_.denials.begin());
+  PostLocked();
+}
+
 void ActivityFile::Enter(ActivityState state, std::string doing) {
   std::lock_guard<std::mutex> lock(mu_);
   if (a_.since == 0 || a_.state != state || a_.doing != doing) a_.since = WallSeconds();
@@ -283,6 +290,10 @@ Json ActivityToJson(const Activity& a) {
                  {"cache_write", a.tokens.cache_creation_input_tokens},
                  {"cache_read", a.tokens.cache_read_input_tokens}};
   j["cost_usd"] = a.cost_usd ? Json(*a.cost_usd) : Json(nullptr);
+  if (!a.denials.empty()) {
+    j["denials"] = Json::array();
+    for (const auto& d : a.denials) j["denials"].push_back({{"at", d.at}, {"what", d.what}});
+  }
   return j;
 }
 
@@ -308,6 +319,17 @@ Result<Activity> ActivityFromJson(const Json& j) {
   }
   auto cost = j.find("cost_usd");
   if (cost != j.end() && cost->is_number()) a.cost_usd = cost->get<double>();
+  // Read like input: at most kMaxDenials, each cut short.
+  if (auto d = j.find("denials"); d != j.end() && d->is_array()) {
+    for (const auto& e : *d) {
+      if (a.denials.size() >= kMaxDenials) break;
+      if (!e.is_object() || !e.contains("what") || !e["what"].is_string()) continue;
+      Denial one;
+      one.at = e.contains("at") && e["at"].is_number() ? e["at"].get<double>() : 0;
+      one.what = CutUtf8(e["what"].get<std::string>(), 300);
+      a.denials.push_back(std::move(one));
+    }
+  }
   return a;
 }
 

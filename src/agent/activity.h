@@ -5,7 +5,9 @@
 //    "since": 1763884800.12, "updated_at": 1763884801.5, "pid": 4242,
 //    "model": "claude-…", "calls": 3,
 //    "tokens": {"input": 1200, "output": 300, "cache_write": 0, "cache_read": 800},
-//    "cost_usd": 0.0123}                      (null when the price is unknown)
+//    "cost_usd": 0.0123,                      (null when the price is unknown)
+//    "denials": [{"at": 1763884801.2, "what": "bash(…): [sandbox …]"}]}
+//                                             (the sandbox's last refusals, DESIGN §18)
 //
 // state is `thinking` (a model call), `tool` (doing names the tool and a
 // short form of its input), `idle` (waiting for work) or `stopped` (doing
@@ -27,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/files.h"
@@ -39,6 +42,13 @@ namespace mates::agent {
 enum class ActivityState { kThinking, kTool, kIdle, kStopped };
 std::string_view ActivityStateName(ActivityState s);
 
+// What the sandbox refused a tool of the agent's, and when.
+struct Denial {
+  double at = 0;
+  std::string what;  // the call, and the rule that refused it
+};
+inline constexpr size_t kMaxDenials = 5;
+
 struct Activity {
   std::string agent;
   ActivityState state = ActivityState::kIdle;
@@ -50,6 +60,7 @@ struct Activity {
   int calls = 0;
   llm::Usage tokens;
   std::optional<double> cost_usd;
+  std::vector<Denial> denials;  // the last kMaxDenials, newest last
 };
 
 // "bash(make test)", "write_file(src/a.cc)", "SendMessage(lead: done)":
@@ -86,6 +97,8 @@ class ActivityFile {
   void Stopped(const std::string& why);
   // The agent's usage so far (after each model call).
   void SetUsage(const llm::Usage& total, int calls);
+  // The sandbox refused `call` something: `why` is the rule's line.
+  void Denied(const llm::ContentBlock& call, const std::string& why);
 
   const fs::path& path() const { return path_; }
 

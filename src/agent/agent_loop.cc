@@ -349,6 +349,12 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
     tools::ToolResult r = tools_->Run(b, *ctx_);
     if (cancel_.cancelled()) *interrupted = true;
     if (events_ != nullptr) events_->OnToolResult(spec_.name, b, r);
+    // A refusal of the sandbox's (its line, bash_tool.cc) is kept in the
+    // activity, where status and the dashboard show it.
+    if (size_t at = r.content.find("\n[sandbox "); activity_ && r.is_error && at != std::string::npos) {
+      size_t end = r.content.find(']', at);
+      activity_->Denied(b, r.content.substr(at + 1, end == std::string::npos ? std::string::npos : end - at));
+    }
     // A tool's output (a file, a command's, a server's) is content too: it
     // cannot forge a frame (DESIGN §19).
     results.push_back(

@@ -138,6 +138,19 @@ std::string Render(const TeamView& v) {
     o << Pad(Cut(m.member.name, 13), 14) << Pad(std::string(ShownName(m.shown)), 10) << Pad(Cut(Doing(m), 41), 42) << Pad(since, 8)
       << Pad(task, 26) << Pad(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
   }
+  // What the sandbox refused lately, newest first (DESIGN §18).
+  std::vector<std::pair<double, std::string>> denied;
+  for (const auto& m : v.members) {
+    if (!m.activity) continue;
+    for (const auto& d : m.activity->denials) denied.emplace_back(d.at, m.member.name + ": " + d.what);
+  }
+  if (!denied.empty()) {
+    std::sort(denied.begin(), denied.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    o << "\nsandbox refused (latest first):\n";
+    for (size_t i = 0; i < denied.size() && i < 5; ++i) {
+      o << "  " << ClockTime(denied[i].first) << "  " << Cut(denied[i].second, 150) << "\n";
+    }
+  }
   // The team's spend so far, as its agents' activity files say.
   llm::Usage total;
   double cost = 0;
