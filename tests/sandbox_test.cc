@@ -135,6 +135,11 @@ std::map<std::string, std::string> Rows(const std::string& text) {
   return rows;
 }
 
+// One file in each of the default secret places (sandbox.h).
+constexpr const char* kSecrets[] = {".ssh/id_ed25519", ".gnupg/secring.gpg", ".aws/credentials", ".azure/token",
+                                    ".config/gcloud/credentials.db", ".config/gh/hosts.yml", ".kube/config",
+                                    ".docker/config.json", ".netrc", ".git-credentials", ".npmrc", ".pypirc"};
+
 // A workspace that is a git repository (main, and a branch `side` one
 // commit ahead), a person's HOME with secrets in it, a place outside the
 // workspace with a file to aim at, a process of the person's to signal,
@@ -146,10 +151,8 @@ class SandboxTest : public ::testing::Test {
     fs::create_directories(w_);
     fs::create_directories(outside_);
     WriteAll(outside_ / "victim.txt", "untouched\n");
-    for (const char* secret : {".ssh/id_ed25519", ".aws/credentials", ".netrc", ".config/gh/hosts.yml",
-                               "private/notes.txt"}) {
-      WriteAll(home_ / secret, "SECRET-MARK\n");
-    }
+    for (const char* secret : kSecrets) WriteAll(home_ / secret, "SECRET-MARK\n");
+    WriteAll(home_ / "private/notes.txt", "SECRET-MARK\n");
     // The person's own config: one more secret folder.
     WriteAll(config_ / "mates/config.yaml", "sandbox:\n  deny_read: [\"~/private\"]\n");
     victim_ = std::make_unique<Subprocess>(testing::Start({"/bin/sh", "-c", "exec sleep 300"}));
@@ -189,6 +192,9 @@ class SandboxTest : public ::testing::Test {
     s += "W='" + w_.string() + "'\nOUT='" + outside_.string() + "'\nPROBE='" + testing::SandboxProbe() +
          "'\nVICTIM=" + std::to_string(victim_->pid()) + "\nPORT=" +
          std::to_string(listener_.port()) + "\nLAN='" + lan_ + "'\nCONFIG='" + config_.string() + "'\n";
+    std::string secrets;
+    for (const char* f : kSecrets) secrets += std::string(secrets.empty() ? "" : " ") + f;
+    s += "SECRETS_LIST='" + secrets + "'\n";
     s += R"SH(
 HOSTPID=
 if [ "$1" = host ]; then HOSTPID=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$W/.teams/box/host.json" | head -1); fi
@@ -203,10 +209,7 @@ try write_other_worktree sh -c "mkdir -p $W/.mates/worktrees/box/other && echo x
 try write_teams sh -c "echo x > $W/.teams/box/pwned"
 try write_tasks sh -c "echo x > $W/.tasks/box/pwned"
 try write_mates sh -c "echo x > $W/.mates/pwned"
-try read_ssh grep -q SECRET-MARK "$HOME/.ssh/id_ed25519"
-try read_aws grep -q SECRET-MARK "$HOME/.aws/credentials"
-try read_netrc grep -q SECRET-MARK "$HOME/.netrc"
-try read_gh grep -q SECRET-MARK "$HOME/.config/gh/hosts.yml"
+for f in $SECRETS_LIST; do try "read_$(echo "$f" | tr -c 'a-z0-9\n' '_')" grep -q SECRET-MARK "$HOME/$f"; done
 try read_deny_read grep -q SECRET-MARK "$HOME/private/notes.txt"
 try read_trust grep -q trusted-elsewhere "$CONFIG/mates/trust.json"
 try move_ref git -C "$W" update-ref refs/heads/main refs/heads/side
@@ -306,7 +309,12 @@ TEST_F(SandboxTest, NoEscapeFromTheLeadsBashInEitherMode) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("tried everything"), std::string::npos) << r.out;
     auto rows = LeadRows();
-    EXPECT_GE(rows.size(), 35u) << ReadAll(w_ / ".teams/box/agents/lead.jsonl");
+    EXPECT_GE(rows.size(), lan_.empty() ? 43u : 44u) << ReadAll(w_ / ".teams/box/agents/lead.jsonl");
+    for (const char* f : kSecrets) {
+      std::string row = "read_" + std::string(f);
+      for (auto& c : row) c = std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+      EXPECT_EQ(rows[row], "blocked") << row;  // each default secret was tried
+    }
     for (const auto& [name, verdict] : rows) EXPECT_EQ(verdict, "blocked") << name;
     EXPECT_TRUE(rows.count("signal_host")) << "the host's pid was not found";
     ExpectNothingChanged();
@@ -325,8 +333,9 @@ TEST_F(SandboxTest, WithTheSandboxOffTheSameScriptEscapes) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto rows = LeadRows();
   for (const char* name : {"write_outside", "write_dotdot", "write_symlink", "write_hardlink", "write_proc_root",
-                           "write_teams", "write_tasks", "write_mates", "read_ssh", "read_aws", "read_netrc",
-                           "read_gh", "read_deny_read", "read_trust", "move_ref", "create_branch", "create_tag",
+                           "write_teams", "write_tasks", "write_mates", "read__ssh_id_ed25519", "read__netrc",
+                           "read__config_gh_hosts_yml", "read_deny_read", "read_trust", "move_ref", "create_branch",
+                           "create_tag",
                            "git_config", "git_hook", "send_as_user", "reach_loopback",
                            "signal_other", "ptrace_own_child", "unshare", "clone_newuser", "bpf"}) {
     EXPECT_EQ(rows[name], "escaped") << name;
@@ -354,7 +363,7 @@ TEST_F(SandboxTest, ARepositoryCannotOpenItsOwnSandbox) {
   auto rows = LeadRows();
   EXPECT_EQ(rows["write_outside"], "blocked");
   EXPECT_EQ(rows["reach_loopback"], "blocked");
-  EXPECT_EQ(rows["read_ssh"], "blocked");
+  EXPECT_EQ(rows["read__ssh_id_ed25519"], "blocked");
   EXPECT_FALSE(fs::exists(outside_ / "abs"));
   EXPECT_EQ(listener_.accepted(), 0);
   // Trusted, the same file does widen it (here: to off).
@@ -562,12 +571,18 @@ rules:
 TEST_F(SandboxTest, RealWorkStillWorksInside) {
   WriteAll(w_ / "proj/Makefile", "all: hello\nhello: hello.c\n\tcc -O0 -o hello hello.c\ntest: hello\n\t./hello | grep -q 'hello, sandbox'\n");
   WriteAll(w_ / "proj/hello.c", "#include <stdio.h>\nint main(void) { puts(\"hello, sandbox\"); return 0; }\n");
+  WriteAll(w_ / "nodeproj/package.json",
+           R"({"name": "nodeproj", "version": "1.0.0", "scripts": {"build": "node build.js", "test": "node test.js"}})");
+  WriteAll(w_ / "nodeproj/build.js", "require('fs').writeFileSync('out.txt', 'built by node');\n");
+  WriteAll(w_ / "nodeproj/test.js",
+           "if (require('fs').readFileSync('out.txt', 'utf8') !== 'built by node') process.exit(1);\n"
+           "console.log('node-tests-ok');\n");
   WriteScenario(R"Y(
 rules:
   - agent: lead
     when: "Work"
     reply:
-      - {type: tool_use, name: bash, input: {command: "cd proj && make -s test && echo built-ok; cd ..; git status --short; git diff --stat; (sleep 0.2; echo bg-done > bg.txt) & wait; cat bg.txt; echo tmp-$(mktemp -d | cut -c1-5); echo end-of-work"}}
+      - {type: tool_use, name: bash, input: {command: "cd proj && make -s test && echo built-ok; cd ..; (cd nodeproj && npm run -s build --cache /tmp/npm && npm test -s --cache /tmp/npm); git status --short; git diff --stat; (sleep 0.2; echo bg-done > bg.txt) & wait; cat bg.txt; echo tmp-$(mktemp -d | cut -c1-5); echo end-of-work"}}
       - {type: tool_use, name: TaskCreate, input: {subject: "made from a sandboxed lead"}}
   - agent: lead
     when: "end-of-work"
@@ -577,12 +592,47 @@ rules:
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string journal = ReadAll(w_ / ".teams/box/agents/lead.jsonl");
   EXPECT_NE(journal.find("built-ok"), std::string::npos) << journal;
+  if (testing::Run({"/bin/sh", "-c", "command -v npm"}).exit_code == 0) {
+    EXPECT_NE(journal.find("node-tests-ok"), std::string::npos) << journal;
+  }
   EXPECT_NE(journal.find("?? proj/"), std::string::npos) << journal;
   EXPECT_NE(journal.find("bg-done"), std::string::npos) << journal;
   EXPECT_NE(journal.find("tmp-/tmp/"), std::string::npos) << journal;
   EXPECT_TRUE(fs::exists(w_ / "proj/hello"));
   auto tasks = Mates({"tasks", "--team", "box", "list"});
   EXPECT_NE(tasks.out.find("made from a sandboxed lead"), std::string::npos) << tasks.out;
+  victim_.reset();
+}
+
+// A merge check that builds and tests with make runs inside, in the
+// scratch worktree, and the work merges.
+TEST_F(SandboxTest, AMergeCheckRunsMakeTestInside) {
+  WriteAll(w_ / "Makefile", "test: hello\n\t./hello | grep -q 'hello, sandbox'\nhello: hello.c\n\tcc -O0 -o hello hello.c\n");
+  WriteAll(w_ / "hello.c", "#include <stdio.h>\nint main(void) { puts(\"hello, sandbox\"); return 0; }\n");
+  WriteAll(w_ / ".gitignore", "link\nhl\nhello\n");
+  Git(w_, {"add", "Makefile", "hello.c", ".gitignore"});
+  Git(w_, {"commit", "-q", "-m", "a C project"});
+  WriteScenario(R"Y(
+rules:
+  - agent: lead
+    when: "Go"
+    reply:
+      - {type: tool_use, name: Task, input: {team_name: box, name: w1, isolation: worktree, prompt: "Work."}}
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: w1
+    when: "Task #(\\d+): note"
+    reply:
+      - {type: tool_use, name: bash, input: {command: "echo noted > NOTE"}}
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
+  - {agent: w1, once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  ASSERT_EQ(Mates({"tasks", "--team", "box", "create", "note"}).exit_code, 0);
+  auto r = Mates({"run", "--team", "box", "--provider", "scripted", "--scenario", ScenarioPath(), "--isolation",
+                  "worktree", "--idle-timeout", "0", "--merge-check", "make -s test", "Go"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto merges = Mates({"merges", "--team", "box", "show", "1"});
+  EXPECT_NE(merges.out.find("merged"), std::string::npos) << merges.out;
+  EXPECT_EQ(Git(w_, {"show", "mates/box:NOTE"}), "noted\n");
   victim_.reset();
 }
 
