@@ -13,10 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/run_options.h"
 #include "cli/store_choice.h"
 #include "core/names.h"
 #include "mcp/hub.h"
 #include "mcp/team_tools.h"
+#include "sandbox/sandbox.h"
+#include "trust/trust.h"
 #include "store/messenger.h"
 
 namespace mates::cli {
@@ -133,7 +136,14 @@ std::string Join(const std::vector<std::string>& v) {
 
 int List(Globals& g, const McpArgs& a) {
   if (Status s = AdmitWorkspaceFiles(g.ws()); !s.ok()) return Fail(s);
-  auto hub = mcp::Hub::Load(g.ws());
+  // The servers run as a host would run them: in its sandbox (DESIGN §18).
+  auto settings = ChooseSandboxSettings(g.ws(), "");
+  if (!settings.ok()) return Fail(settings.status());
+  auto run_dir = sandbox::RuntimeDirFor("mcp-list");
+  if (!run_dir.ok()) return Fail(run_dir.status());
+  auto box = sandbox::Sandbox::Make(g.ws().root(), *settings, *run_dir);
+  if (!box.ok()) return Fail(box.status());
+  auto hub = mcp::Hub::Load(g.ws(), trust::TrustStore(), *box);
   if (!hub.ok()) return Fail(hub.status());
   if ((*hub)->empty()) {
     if (a.json) {

@@ -100,27 +100,11 @@ Result<std::unique_ptr<Host>> Host::Start(HostOptions options, llm::Provider* pr
   return host;
 }
 
-// A private folder of this host for its sandbox's tmp folders:
-// $TMPDIR/mates-<uid>/<team>.<pid>, each level this user's own and 0700.
-Result<fs::path> SandboxRuntimeDir(const std::string& team) {
-  std::error_code ec;
-  fs::path base = fs::temp_directory_path(ec);
-  if (ec) base = "/tmp";
-  fs::path mine = base / ("mates-" + std::to_string(::getuid()));
-  if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + mine.string(), errno);
-  struct stat st {};
-  if (::lstat(mine.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) {
-    return Status::FailedPrecondition(mine.string() + " is not a folder of this user's own: the sandbox will not use it");
-  }
-  ::chmod(mine.c_str(), 0700);
-  return mine / (team + "." + std::to_string(::getpid()));
-}
-
 Status Host::Build() {
   const HostOptions& a = options_;
   // The sandbox first: a machine that cannot make it stops the host before
   // anything started (DESIGN §18).
-  MATES_ASSIGN_OR_RETURN(const fs::path run_dir, SandboxRuntimeDir(a.team));
+  MATES_ASSIGN_OR_RETURN(const fs::path run_dir, sandbox::RuntimeDirFor(a.team));
   MATES_ASSIGN_OR_RETURN(sandbox_, sandbox::Sandbox::Make(a.ws.root(), a.sandbox, run_dir));
   // Where the team is kept: the workspace's files, or a PostgreSQL store
   // (DESIGN §13) whose connections are this process's own.

@@ -4,6 +4,7 @@
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -287,6 +288,33 @@ std::vector<fs::path> DefaultSecrets() {
 }
 
 std::string WhatIsMissing() { return ThisMachine().missing; }
+
+Result<fs::path> RuntimeDirFor(const std::string& name) {
+  std::error_code ec;
+  fs::path base = fs::temp_directory_path(ec);
+  if (ec) base = "/tmp";
+  fs::path mine = base / ("mates-" + std::to_string(::getuid()));
+  if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + mine.string(), errno);
+  struct stat st {};
+  if (::lstat(mine.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) {
+    return Status::FailedPrecondition(mine.string() + " is not a folder of this user's own: the sandbox will not use it");
+  }
+  ::chmod(mine.c_str(), 0700);
+  // What dead processes left (NAME.PID whose PID is gone).
+  for (const auto& e : fs::directory_iterator(mine, ec)) {
+    const std::string n = e.path().filename().string();
+    const size_t dot = n.rfind('.');
+    if (dot == std::string::npos || dot + 1 == n.size() || n.find_first_not_of("0123456789", dot + 1) != std::string::npos) {
+      continue;
+    }
+    const long pid = std::atol(n.c_str() + dot + 1);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code gone;
+      fs::remove_all(e.path(), gone);  // symlinks in it are removed, never followed
+    }
+  }
+  return mine / (name + "." + std::to_string(::getpid()));
+}
 
 std::shared_ptr<const Sandbox> Sandbox::Off() {
   static const std::shared_ptr<const Sandbox> off(new Sandbox(fs::path(), Settings{Mode::kOff, {}, {}, {}}, fs::path()));

@@ -160,6 +160,11 @@ class Sandbox {
   std::unique_ptr<NetProxy> proxy_;  // when served here
 };
 
+// A private folder for a sandbox's runtime: $TMPDIR/mates-UID/NAME.PID,
+// each level this user's own and 0700 (else FailedPrecondition). Those of
+// processes that are gone (a host killed by SIGKILL) are removed on the way.
+Result<fs::path> RuntimeDirFor(const std::string& name);
+
 // What the machine supports, for `mates doctor` and the fail-closed error:
 // "" when the sandbox can be made, else what is missing.
 std::string WhatIsMissing();
