@@ -135,15 +135,25 @@ Result<std::string> BuildFilter() {
   }
   static const uint64_t kNewNamespace[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
                                            CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP, CLONE_NEWTIME};
+  // (libseccomp's SCMP_A* macros are C compound literals: spelt out.)
+  auto masked = [](unsigned arg, uint64_t mask, uint64_t value) {
+    scmp_arg_cmp c{};
+    c.arg = arg;
+    c.op = SCMP_CMP_MASKED_EQ;
+    c.datum_a = mask;
+    c.datum_b = value;
+    return c;
+  };
   for (uint64_t flag : kNewNamespace) {
-    if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, flag, flag)) != 0) {
+    const scmp_arg_cmp cmp = masked(0, flag, flag);
+    if (seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1, &cmp) != 0) {
       return Status::Internal("libseccomp refused a clone rule");
     }
   }
   // Typing into the terminal of whoever started mates.
   for (uint64_t req : {static_cast<uint64_t>(TIOCSTI), static_cast<uint64_t>(TIOCLINUX)}) {
-    if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, req)) != 0) {
+    const scmp_arg_cmp cmp = masked(1, 0xFFFFFFFFu, req);
+    if (seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp) != 0) {
       return Status::Internal("libseccomp refused an ioctl rule");
     }
   }
