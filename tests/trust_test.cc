@@ -84,7 +84,8 @@ class Listener {
 class TrustTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    marker_ = dir_.path() / "pwned";
+    // In W: a trusted server runs in the sandbox, which writes only W.
+    marker_ = ws_.path() / "pwned";
     const std::string mcp_json =
         R"({"mcpServers": {
              "local": {"command": "sh", "args": ["-c", "echo ran > )" + marker_.string() + R"("]},
