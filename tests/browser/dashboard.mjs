@@ -127,6 +127,10 @@ try {
   check(true, "the team's spend and its budget show (" + await page.$eval("#member-count", (e) => e.textContent) + ")");
   await page.waitForFunction(() => document.querySelector("#live").classList.contains("on"), { timeout: 5000 });
   check(true, "the page is live (event stream open)");
+  // Where the agents' commands run (DESIGN §18): the default, said.
+  await page.waitForFunction(() => (document.querySelector("#sandbox-mode .pill") || {}).textContent ===
+    "sandbox: workspace", { timeout: 5000 });
+  check(true, "the header says the agents run in the workspace sandbox");
   const created = mates("tasks", "create", "--team", team, "Parse the grammar");
   check(created.code === 0, "a task created from the CLI");
   // The idle planner claims it at once: whichever column, it is there.
