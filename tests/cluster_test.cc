@@ -332,6 +332,14 @@ TEST_F(ClusterTest, ASandboxedPaneAgentTouchesOnlyItsWorkAndSpeaksAsItself) {
   EXPECT_NE(free.out.find("write-ok"), std::string::npos) << free.out;
   std::error_code ec;
   fs::remove(outside, ec);
+  // Each agent's mode, where a person looks.
+  auto status = Cluster({"status", "--json"});
+  auto j = ParseJson(status.out);
+  ASSERT_TRUE(j.ok()) << status.out;
+  for (const auto& agent : (*j)["agents"]) {
+    EXPECT_EQ(agent["sandbox"], agent["name"] == "grand_boss" ? "workspace" : "off") << agent;
+  }
+  EXPECT_NE(Cluster({"status"}).out.find("sandbox: workspace"), std::string::npos);
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -87,11 +88,28 @@ int Send(const ClusterArgs& a) {
   return 0;
 }
 
+// Each agent's sandbox mode as `up` recorded it in state.json ("off" for
+// one without `sandbox: true`).
+std::map<std::string, std::string> SandboxModes(const tmux::Cluster& c) {
+  std::map<std::string, std::string> out;
+  for (const auto& agent : c.config().agents) out[agent.name] = "off";
+  auto text = ReadFilePrefix(c.config().state_dir() / "state.json", 1 << 20);
+  auto j = text.ok() ? ParseJson(*text) : Result<Json>(text.status());
+  if (!j.ok() || !j->is_object() || !(*j)["sandbox"].is_object()) return out;
+  const Json& sb = (*j)["sandbox"];
+  const std::string mode = sb.value("mode", "off");
+  for (const auto& name : sb.value("agents", Json::array())) {
+    if (name.is_string() && out.count(name.get<std::string>()) > 0) out[name.get<std::string>()] = mode;
+  }
+  return out;
+}
+
 int StatusCmd(const ClusterArgs& a) {
   auto c = Load(a);
   if (!c.ok()) return Fail(c.status());
   auto st = c->AgentStatuses();
   if (!st.ok()) return Fail(st.status());
+  auto modes = SandboxModes(*c);
   // A cluster one of whose agents exited is not "up".
   bool any_failed = false;
   for (const auto& s : *st) any_failed |= s.failed;
@@ -102,7 +120,7 @@ int StatusCmd(const ClusterArgs& a) {
       arr.push_back({{"name", s.name}, {"role", s.role}, {"reports_to", s.reports_to}, {"pane", s.pane},
                      {"alive", s.alive}, {"busy", s.busy}, {"failed", s.failed},
                      {"exit_status", s.failed && s.exit_status >= 0 ? Json(s.exit_status) : Json(nullptr)},
-                     {"last_activity", s.last_activity}});
+                     {"last_activity", s.last_activity}, {"sandbox", modes[s.name]}});
     }
     std::cout << DumpJson({{"cluster", c->config().name}, {"up", c->IsUp()}, {"state", state}, {"agents", arr}})
               << std::endl;
@@ -115,7 +133,8 @@ int StatusCmd(const ClusterArgs& a) {
                                    : "dead";
     std::cout << "  " << s.name << "  " << (s.pane.empty() ? "-" : s.pane) << "  " << shown << "  last activity "
               << (s.last_activity.empty() ? "-" : s.last_activity)
-              << (s.reports_to.empty() ? "" : "  reports to " + s.reports_to) << "\n";
+              << (s.reports_to.empty() ? "" : "  reports to " + s.reports_to)
+              << (modes[s.name] == "off" ? "" : "  sandbox: " + modes[s.name]) << "\n";
   }
   return 0;
 }
