@@ -25,6 +25,8 @@
 
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "core/unix_socket.h"
+#include "host/agent_gate.h"
 #include "sandbox/policy.h"
 #include "sandbox/sandbox.h"
 #include "support/test_util.h"
@@ -722,6 +724,52 @@ TEST_F(SandboxTest, WithoutBubblewrapTheHostFailsClosed) {
                                     testing::ScenarioFixture("lead_basic.yaml"), "--sandbox", "off", "x"}, env);
   EXPECT_EQ(off.exit_code, 0) << off.err;
   victim_.reset();
+}
+
+// The gate is bounded per agent: one agent holding connections open keeps
+// the next of its own out at once ("busy"), never another agent.
+TEST(AgentGateTest, OneAgentCannotKeepAnotherOut) {
+  TempDir ws, run;
+  host::AgentGate gate({Workspace(ws.path()), "", run.path() / "gate", testing::MatesBinary()});
+  auto a = gate.SocketFor("team", "a");
+  auto b = gate.SocketFor("team", "b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->parent_path().filename(), "team.a");
+  auto ask = [](const fs::path& socket, const std::string& line) {
+    auto c = ConnectUnix(socket);
+    EXPECT_TRUE(c.ok());
+    if (!c.ok()) return std::string();
+    (void)!::write(c->get(), line.data(), line.size());
+    std::string reply;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(c->get(), buf, sizeof buf)) > 0;) {
+      reply.append(buf, static_cast<size_t>(n));
+      if (reply.find('\n') != std::string::npos) break;
+    }
+    return reply;
+  };
+  // a holds four connections that send nothing.
+  std::vector<ScopedFd> held;
+  for (int i = 0; i < 4; ++i) {
+    auto c = ConnectUnix(*a);
+    ASSERT_TRUE(c.ok());
+    held.push_back(std::move(*c));
+  }
+  // Each holder is being served before the next connection is looked at.
+  std::string fifth;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    fifth = ask(*a, R"({"argv": ["status"]})" "\n");
+    return fifth.find("4 commands for this agent") != std::string::npos;
+  }, 10)) << fifth;
+  // b is served.
+  const std::string served = ask(*b, R"({"argv": ["status"]})" "\n");
+  EXPECT_NE(served.find("\"exit\""), std::string::npos) << served;
+  EXPECT_EQ(served.find("commands for"), std::string::npos) << served;
+  // Not JSON, not a command, a forbidden one: one clear error each.
+  EXPECT_NE(ask(*b, "nonsense\n").find("not {\\\"argv\\\""), std::string::npos);
+  EXPECT_NE(ask(*b, R"({"argv": [1]})" "\n").find("every argument must be a string"), std::string::npos);
+  EXPECT_NE(ask(*b, R"({"argv": ["run", "x"]})" "\n").find("cannot be run from a sandbox"), std::string::npos);
+  EXPECT_NE(ask(*b, R"({"argv": ["send", "--team=other", "x"]})" "\n").find("own team and workspace"), std::string::npos);
 }
 
 }  // namespace

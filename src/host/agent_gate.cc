@@ -26,7 +26,8 @@ constexpr size_t kMaxRequestBytes = 1 << 20;
 constexpr size_t kMaxReplyBytes = 4 << 20;
 constexpr size_t kMaxOutputBytes = 1 << 20;
 constexpr size_t kMaxArgs = 256;
-constexpr int kMaxRunning = 8;
+constexpr int kMaxRunning = 16;  // for all the host's agents
+constexpr int kMaxPerAgent = 4;  // so that no agent keeps the others out
 constexpr double kCommandTimeoutS = 300;
 constexpr double kRequestTimeoutS = 10;
 
@@ -182,13 +183,13 @@ AgentGate::~AgentGate() {
   stop_ = true;
   if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
   thread_.join();
-  std::vector<std::thread> running;
+  std::vector<Worker> running;
   {
     std::lock_guard<std::mutex> l(mu_);
     running.swap(running_);
     for (auto& ls : listeners_) ::unlink(ls->path.c_str());
   }
-  for (auto& t : running) t.join();
+  for (auto& w : running) w.thread.join();
 }
 
 Result<fs::path> AgentGate::SocketFor(const std::string& team, const std::string& agent) {
@@ -237,25 +238,37 @@ void AgentGate::Serve() {
       int c = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (c < 0) continue;
       ScopedFd conn(c);
-      if (busy_.load() >= kMaxRunning) {
-        WriteAllTo(c, Reply(1, "", "mates: error: the host is running 8 commands for its agents; try again\n"));
+      Listener* ls = who[i - 1];
+      if (ls->busy.load() >= kMaxPerAgent || busy_.load() >= kMaxRunning) {
+        WriteAllTo(c, Reply(1, "", "mates: error: the host is running " +
+                                       std::string(ls->busy.load() >= kMaxPerAgent ? "4 commands for this agent"
+                                                                                   : "16 commands for its agents") +
+                                       " already; try again\n"));
         continue;
       }
       ++busy_;
+      ++ls->busy;
+      auto done = std::make_shared<std::atomic<bool>>(false);
       std::lock_guard<std::mutex> l(mu_);
-      running_.emplace_back([this, conn = std::move(conn), team = who[i - 1]->team, agent = who[i - 1]->agent]() mutable {
-        Handle(std::move(conn), std::move(team), std::move(agent));
-        --busy_;
-      });
+      running_.push_back({std::thread([this, ls, done, conn = std::move(conn)]() mutable {
+                            Handle(std::move(conn), ls->team, ls->agent);
+                            --ls->busy;
+                            --busy_;
+                            done->store(true);
+                          }),
+                          done});
     }
     // Threads that are done are joined here, so that a long-lived host
     // keeps none.
-    std::vector<std::thread> done;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (busy_.load() == 0) done.swap(running_);
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = running_.erase(it);
+      } else {
+        ++it;
+      }
     }
-    for (auto& t : done) t.join();
   }
 }
 
@@ -280,7 +293,7 @@ std::string AgentGate::Answer(const std::string& request, const std::string& tea
   }
   if (std::string why = RefusedAtTheGate(args); !why.empty()) return Reply(2, "", "mates: error: " + why + "\n");
   SubprocessOptions o;
-  o.argv = {SelfExe()};
+  o.argv = {options_.mates.empty() ? SelfExe() : options_.mates.string()};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   std::vector<std::string> env;
   for (const char* k : {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}) {

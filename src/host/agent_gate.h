@@ -14,7 +14,8 @@
 // Only the team's own commands are let through (send, inbox, tasks, log,
 // status, merges list/show, team show), never an option that would choose
 // another workspace, store or team; a command runs at most 300 s and its
-// output is bounded; at most 8 run at a time per host.
+// output is bounded; at most 4 run at a time per agent and 16 per host (a
+// full gate answers at once that it is busy).
 #pragma once
 
 #include <atomic>
@@ -49,6 +50,7 @@ class AgentGate {
     Workspace ws{"."};
     std::string store_url;  // "" = the workspace's files
     fs::path dir;           // where its sockets live (the host's own, 0700)
+    fs::path mates;         // the mates that runs the commands ("" = this program)
   };
   explicit AgentGate(Options options);
   ~AgentGate();
@@ -63,6 +65,11 @@ class AgentGate {
     std::string team, agent;
     ScopedFd fd;
     fs::path path;
+    std::atomic<int> busy{0};  // its commands running now
+  };
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
   };
   void Serve();
   void Handle(ScopedFd conn, std::string team, std::string agent);
@@ -71,7 +78,7 @@ class AgentGate {
   const Options options_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
-  std::vector<std::thread> running_;                   // guarded by mu_
+  std::vector<Worker> running_;                        // guarded by mu_
   std::atomic<int> busy_{0};
   ScopedFd wake_r_, wake_w_;
   std::atomic<bool> stop_{false};
