@@ -223,11 +223,13 @@ TEST_F(HostTest, AKilledHostShowsItsMembersOfflineAndDownCleansUp) {
 // whose first process dies with the host's thread that started it: a host
 // killed by SIGKILL leaves nothing running, with no one to clean up.
 TEST_F(HostTest, AKilledHostsSandboxedToolsDieWithIt) {
-  ASSERT_EQ(Up({"Start a worker"}).exit_code, 0);
+  auto up = Up({"Start a worker"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   const int64_t pid = HostPid();
   ASSERT_GT(pid, 0);
   ASSERT_EQ(Mates({"tasks", "--team", "hosted", "create", "slow job"}).exit_code, 0);
-  ASSERT_TRUE(testing::WaitUntil([&] { return SleeperRunsIn(ws_.path()); }));
+  ASSERT_TRUE(testing::WaitUntil([&] { return SleeperRunsIn(ws_.path()); }))
+      << "the worker's sandboxed sleeper never ran:\n" << Mates({"status", "--team", "hosted"}).out;
   ASSERT_EQ(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
   EXPECT_TRUE(testing::WaitUntil([&] { return !SleeperRunsIn(ws_.path()); }, 10))
       << "a sandboxed tool outlived its host";
