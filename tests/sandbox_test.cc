@@ -638,6 +638,45 @@ rules:
   victim_.reset();
 }
 
+// mates itself under /tmp (a build in a scratch folder): the private /tmp
+// must not hide it — the `mates` a tool runs and the relay are seen inside.
+TEST_F(SandboxTest, MatesUnderTmpIsStillSeenInside) {
+  TempDir bin;  // under /tmp
+  fs::copy_file(testing::MatesBinary(), bin.path() / "mates");
+  fs::copy_file(fs::path(testing::MatesBinary()).parent_path() / "mates-relay", bin.path() / "mates-relay");
+  fs::permissions(bin.path() / "mates", fs::perms::owner_all);
+  fs::permissions(bin.path() / "mates-relay", fs::perms::owner_all);
+  // (Port 9: below 1024 the relay cannot listen; such a rule is reached
+  // through the proxy only, and the command runs all the same.)
+  WriteAll(config_ / "mates/config.yaml", "sandbox:\n  network: {allow: [\"127.0.0.1:9\", \"127.0.0.1:5432\"]}\n");
+  WriteScenario(R"Y(
+rules:
+  - agent: lead
+    when: "Look"
+    reply:
+      - {type: tool_use, name: bash, input: {command: "command -v mates; mates tasks list; echo rc-mates=$?; echo end-of-look"}}
+  - agent: lead
+    when: "end-of-look"
+    reply: [{type: text, text: "looked"}]
+)Y");
+  SubprocessOptions o;
+  o.argv = {(bin.path() / "mates").string(), "--workspace", w_.string(), "run", "--team", "box", "--provider",
+            "scripted", "--scenario", ScenarioPath(), "Look"};
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  for (const auto& kv : Env()) env.push_back(kv);
+  std::erase_if(env, [](const std::string& kv) { return kv.rfind("HOME=/root", 0) == 0; });
+  o.env = env;
+  o.timeout_s = 60;
+  auto r = RunSubprocess(o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->exit_code, 0) << r->err;
+  const std::string journal = ReadAll(w_ / ".teams/box/agents/lead.jsonl");
+  EXPECT_NE(journal.find("rc-mates=0"), std::string::npos) << journal;
+  EXPECT_NE(journal.find((bin.path() / "mates").string()), std::string::npos) << journal;
+  victim_.reset();
+}
+
 // A refused write says which rule refused it and how a person widens it.
 TEST_F(SandboxTest, ADenialNamesTheRuleAndTheWayOut) {
   WriteScenario(R"Y(

@@ -162,7 +162,9 @@ bool Allows(const std::vector<NetRule>& rules, const std::string& host, int port
 std::vector<int> LoopbackPorts(const std::vector<NetRule>& rules) {
   std::vector<int> out;
   for (const auto& r : rules) {
-    if (r.port != 0 && r.port != kRelayPort && IsLoopbackName(r.host) &&
+    // Below 1024 a port needs a capability the sandbox has not: those are
+    // reached through the proxy (CONNECT) only.
+    if (r.port >= 1024 && r.port != kRelayPort && IsLoopbackName(r.host) &&
         std::find(out.begin(), out.end(), r.port) == out.end()) {
       out.push_back(r.port);
     }

@@ -47,7 +47,9 @@ struct NetRule {
 };
 Result<NetRule> ParseNetRule(const std::string& entry);
 bool Allows(const std::vector<NetRule>& rules, const std::string& host, int port);
-// The loopback ports the relay forwards (rules 127.0.0.1:P, localhost:P).
+// The loopback ports the relay forwards (rules 127.0.0.1:P, localhost:P,
+// P >= 1024: a lower port needs a capability the sandbox has not, and is
+// reached through the proxy only).
 std::vector<int> LoopbackPorts(const std::vector<NetRule>& rules);
 
 // The folder name of an agent's sockets: "TEAM.AGENT" ("host" for no team),

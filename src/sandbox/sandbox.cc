@@ -359,8 +359,8 @@ Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings sett
   s->bwrap_ = m.bwrap;
   s->filter_ = *Filter();
   std::error_code ec;
-  s->relay_ = !s->settings_.relay.empty() ? s->settings_.relay
-                                          : fs::read_symlink("/proc/self/exe", ec).parent_path() / "mates-relay";
+  s->self_dir_ = Real(fs::read_symlink("/proc/self/exe", ec).parent_path());
+  s->relay_ = !s->settings_.relay.empty() ? Real(s->settings_.relay) : s->self_dir_ / "mates-relay";
   // workspace: the hosts of network.allow through the host's proxy;
   // strict: no network at all.
   if (s->settings_.mode == Mode::kWorkspace && !s->settings_.network_allow.empty()) {
@@ -465,8 +465,15 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
     MATES_RETURN_IF_ERROR(EnsureDir(proxy.parent_path()));
     m.Add(kProxyDirInside, Kind::kProxy);
   }
-  // What the private /tmp would hide when it lives under /tmp.
+  // What the private /tmp would hide when it lives under /tmp: the
+  // workspace, HOME, and mates itself (the `mates` a tool runs, and the
+  // relay beside it).
   m.Add(ws_, Kind::kReadOnly);
+  for (const fs::path& programs : {self_dir_, relay_.parent_path()}) {
+    if (!programs.empty() && programs.string().rfind("/tmp/", 0) == 0 && IsDir(programs)) {
+      m.Add(programs, Kind::kReadOnly);
+    }
+  }
   if (std::string home = HomeDir(); !home.empty() && home != "/" && IsDir(home)) m.Add(Real(home), Kind::kReadOnly);
   // The host's own folder: every agent's tmp and gate (a socket answers
   // connect() on a read-only mount: another agent's gate must be out of

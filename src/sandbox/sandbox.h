@@ -153,6 +153,7 @@ class Sandbox {
   std::string bwrap_;         // its path
   std::string filter_;        // the seccomp program (BPF)
   fs::path relay_;            // mates-relay, the first process of a sandbox with a network
+  fs::path self_dir_;         // the folder of this program (mates, on the tools' PATH)
   Serving serving_ = Serving::kHere;
   GateOf gate_;
   GateOf proxy_of_;
