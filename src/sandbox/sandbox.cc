@@ -466,10 +466,13 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
     m.Add(kProxyDirInside, Kind::kProxy);
   }
   // What the private /tmp would hide when it lives under /tmp: the
-  // workspace, HOME, and mates itself (the `mates` a tool runs, and the
-  // relay beside it).
+  // workspace, HOME, mates itself (the `mates` a tool runs, and the relay
+  // beside it) and the program the command names by its path.
   m.Add(ws_, Kind::kReadOnly);
-  for (const fs::path& programs : {self_dir_, relay_.parent_path()}) {
+  const fs::path program = !command.empty() && !command[0].empty() && command[0][0] == '/'
+                               ? Real(fs::path(command[0]).parent_path())
+                               : fs::path();
+  for (const fs::path& programs : {self_dir_, relay_.parent_path(), program}) {
     if (!programs.empty() && programs.string().rfind("/tmp/", 0) == 0 && IsDir(programs)) {
       m.Add(programs, Kind::kReadOnly);
     }
