@@ -61,8 +61,12 @@ struct Repo {
   fs::path root;
   Workspace ws{"."};
   Repo() {
-    char tmpl[] = "/tmp/mates-sandbox-bench-XXXXXX";
-    root = ::mkdtemp(tmpl);
+    std::string tmpl = (fs::temp_directory_path() / "mates-sandbox-bench-XXXXXX").string();  // mkdtemp's template
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      std::perror("mkdtemp");
+      std::exit(1);
+    }
+    root = tmpl;
     ws = Workspace(root);
     SubprocessOptions o;
     o.argv = {"/bin/sh", "-c", "git init -q && git -c user.email=b@x -c user.name=b commit -q --allow-empty -m init"};

@@ -340,6 +340,16 @@ TEST_F(ClusterTest, ASandboxedPaneAgentTouchesOnlyItsWorkAndSpeaksAsItself) {
     EXPECT_EQ(agent["sandbox"], agent["name"] == "grand_boss" ? "workspace" : "off") << agent;
   }
   EXPECT_NE(Cluster({"status"}).out.find("sandbox: workspace"), std::string::npos);
+  // state.json is read like input: a sandbox section of the wrong shapes
+  // is taken as none, never a crash.
+  const fs::path state = dir_.path() / ".mates-cluster" / session_ / "state.json";
+  auto doc = ParseJson(testing::ReadAll(state));
+  ASSERT_TRUE(doc.ok());
+  (*doc)["sandbox"] = {{"mode", 7}, {"agents", "grand_boss"}, {"network_allow", {{"x", 1}}}};
+  testing::WriteAll(state, DumpJson(*doc));
+  auto bent = Cluster({"status", "--json"});
+  EXPECT_EQ(bent.exit_code, 0) << bent.err;
+  EXPECT_NE(bent.out.find("\"sandbox\":\"off\""), std::string::npos) << bent.out;
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
 }
 

@@ -88,6 +88,13 @@ int Send(const ClusterArgs& a) {
   return 0;
 }
 
+// `obj[key]` when it is a list, else an empty one: state.json is read like
+// input (an unsandboxed pane agent can write it), and never throws.
+Json ListIn(const Json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_array() ? *it : Json::array();
+}
+
 // Each agent's sandbox mode as `up` recorded it in state.json ("off" for
 // one without `sandbox: true`).
 std::map<std::string, std::string> SandboxModes(const tmux::Cluster& c) {
@@ -97,8 +104,9 @@ std::map<std::string, std::string> SandboxModes(const tmux::Cluster& c) {
   auto j = text.ok() ? ParseJson(*text) : Result<Json>(text.status());
   if (!j.ok() || !j->is_object() || !(*j)["sandbox"].is_object()) return out;
   const Json& sb = (*j)["sandbox"];
-  const std::string mode = sb.value("mode", "off");
-  for (const auto& name : sb.value("agents", Json::array())) {
+  auto m = sb.find("mode");
+  const std::string mode = m != sb.end() && m->is_string() ? m->get<std::string>() : "off";
+  for (const auto& name : ListIn(sb, "agents")) {
     if (name.is_string() && out.count(name.get<std::string>()) > 0) out[name.get<std::string>()] = mode;
   }
   return out;
@@ -210,12 +218,12 @@ int Route(const ClusterArgs& a) {
     const fs::path dir = c->SandboxDir();
     gate = std::make_unique<host::AgentGate>(host::AgentGate::Options{mq.ws, "", dir / "gate"});
     std::vector<sandbox::NetRule> rules;
-    for (const auto& e : sb.value("network_allow", Json::array())) {
+    for (const auto& e : ListIn(sb, "network_allow")) {
       auto r = e.is_string() ? sandbox::ParseNetRule(e.get<std::string>()) : Result<sandbox::NetRule>(Status::InvalidArgument("not a string"));
       if (r.ok()) rules.push_back(*r);
     }
     if (!rules.empty()) proxy = std::make_unique<sandbox::NetProxy>(rules, dir / "net", nullptr);
-    for (const auto& name : sb.value("agents", Json::array())) {
+    for (const auto& name : ListIn(sb, "agents")) {
       if (!name.is_string() || c->config().Find(name.get<std::string>()) == nullptr) continue;
       if (auto s = gate->SocketFor(team, name.get<std::string>()); !s.ok()) LogWarning(s.status().message());
       if (proxy) {
