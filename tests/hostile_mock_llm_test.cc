@@ -169,6 +169,26 @@ TEST(HostileMockLlmTest, ABodyIsBoundedWhateverItsFraming) {
   EXPECT_EQ(m.process.Wait().exit_code, 0);
 }
 
+// #50, the same for mock-llm: connections that never finish their heads
+// (more than its 64 workers) hold no worker; a request is served beside
+// them, and each is answered 408 at the head's deadline.
+TEST(HostileMockLlmTest, SlowHeadsHoldNoWorker) {
+  TempDir dir;
+  mates::testing::WriteAll(dir.path() / "s.json", kScenario);
+  mates::testing::WriteAll(dir.path() / "body.json",
+                           R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})");
+  MockLlm m = StartMockLlm(dir.path() / "s.json");
+  const int port = std::stoi(m.url.substr(m.url.rfind(':') + 1));
+  mates::testing::SlowHeads slow(port, 80, "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+  ASSERT_EQ(slow.open(), 80);
+  std::string ok = Post(m.url + "/v1/messages", dir.path() / "body.json");
+  EXPECT_EQ(ok.substr(ok.size() - 4), " 200") << ok;
+  const std::string answer = slow.AnswerOfFirst();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  m.process.Signal(SIGTERM);
+  EXPECT_EQ(m.process.Wait().exit_code, 0);
+}
+
 // Item 1: a scenario file nested 100k deep segfaulted mock-llm.
 TEST(HostileMockLlmTest, ScenarioFilesThatWouldOverflowOrExplodeAreRefused) {
   TempDir dir;

@@ -65,15 +65,23 @@ void ChangeFeed::Serve(httplib::Response& res) {
           return sink.write(hello.data(), hello.size());
         }
         std::vector<std::string> kinds;
-        {
-          std::unique_lock<std::mutex> lock(mu_);
-          changed_.wait_for(lock, std::chrono::duration<double>(kKeepAliveSeconds),
-                            [&] { return stopping_ || seq_ != *seen || ended_.count(id) > 0; });
-          if (stopping_ || ended_.count(id) > 0) return false;
-          for (int k = 0; k < kKinds; ++k) {
-            if (seq_[k] != (*seen)[k]) kinds.push_back(kKindNames[k]);
+        // In slices of a second, so that a page gone (its socket closed:
+        // not writable, llm/http_server.h) frees its stream at once.
+        const auto keep_alive_at =
+            std::chrono::steady_clock::now() + std::chrono::duration<double>(kKeepAliveSeconds);
+        for (bool news = false; !news;) {
+          {
+            std::unique_lock<std::mutex> lock(mu_);
+            news = changed_.wait_for(lock, std::chrono::seconds(1),
+                                     [&] { return stopping_ || seq_ != *seen || ended_.count(id) > 0; });
+            if (stopping_ || ended_.count(id) > 0) return false;
+            for (int k = 0; news && k < kKinds; ++k) {
+              if (seq_[k] != (*seen)[k]) kinds.push_back(kKindNames[k]);
+            }
+            *seen = seq_;
           }
-          *seen = seq_;
+          if (!news && !sink.is_writable()) return false;
+          news = news || std::chrono::steady_clock::now() >= keep_alive_at;
         }
         const std::string event = kinds.empty()
                                       ? std::string(": keep-alive\n\n")

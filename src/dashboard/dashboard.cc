@@ -18,6 +18,7 @@
 #include "dashboard/team_api.h"
 #include "dashboard_assets.h"
 #include "llm/http_bounds.h"
+#include "llm/http_server.h"
 #include "stores/open_store.h"
 
 namespace mates::dashboard {
@@ -53,9 +54,6 @@ class Dashboard::Impl {
     MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenTeamStore(options_.store_url, options_.ws));
     source_ = std::make_unique<Source>(std::move(store), options_.team);
     api_ = std::make_unique<TeamApi>(*source_, options_);
-    // A page opens a stream and a few fetches at once; a stream holds its
-    // worker for as long as the page is open.
-    server_.new_task_queue = [] { return new httplib::ThreadPool(ChangeFeed::kMaxStreams + 8); };
     server_.set_tcp_nodelay(true);
     // SO_REUSEADDR only: the library's default, SO_REUSEPORT, would let a
     // second server bind a port in use and share its connections.
@@ -133,7 +131,12 @@ class Dashboard::Impl {
   std::unique_ptr<Source> source_;
   std::unique_ptr<TeamApi> api_;
   ChangeFeed feed_;
-  httplib::Server server_;
+  // A page opens a stream and a few fetches at once; a stream holds its
+  // worker for as long as the page is open. Heads come through the front
+  // door (llm/http_server.h), so a connection without a whole request
+  // holds no worker.
+  llm::HttpServer server_{llm::FrontDoorLimits{.workers = ChangeFeed::kMaxStreams + 8,
+                                               .idle_keep_alive = std::chrono::seconds(2)}};
   std::thread server_thread_;
 
   std::mutex mu_;

@@ -19,6 +19,7 @@
 #include "core/limits.h"
 #include "core/ids.h"
 #include "llm/http_bounds.h"
+#include "llm/http_server.h"
 #include "llm/prompt_cache.h"
 #include "llm/scripted.h"
 #include "llm/validation.h"
@@ -213,8 +214,6 @@ class MockServer::Impl {
       : scenario_(std::move(scenario)), options_(std::move(options)) {}
 
   Status Start() {
-    // Many agents wait on delay_ms at once: more workers than the default.
-    server_.new_task_queue = [] { return new httplib::ThreadPool(64); };
     // Responses go out in several writes; without TCP_NODELAY each waits for
     // the client's delayed ACK (~25 ms a request on loopback).
     server_.set_tcp_nodelay(true);
@@ -564,7 +563,9 @@ class MockServer::Impl {
   std::shared_ptr<Scenario> scenario_;
   MockServerOptions options_;
   PromptCache cache_{[] { return WallSeconds(); }};
-  httplib::Server server_;
+  // Many agents wait on delay_ms at once: more workers than the default.
+  // Heads come through the front door (llm/http_server.h).
+  HttpServer server_{FrontDoorLimits{.workers = 64}};
   std::thread thread_;
   int port_ = -1;
   std::atomic<int> served_{0};

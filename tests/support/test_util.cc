@@ -2,10 +2,15 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <netinet/in.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -282,6 +287,75 @@ DashboardUrl SplitDashboardUrl(const std::string& url) {
   size_t q = url.find("/?token=");
   if (q == std::string::npos) return {};
   return {url.substr(0, q), url.substr(q + 8)};
+}
+
+
+struct SlowHeads::State {
+  std::vector<int> fds;
+  std::mutex mu;
+  std::condition_variable stop;
+  bool stopping = false;
+  std::thread trickle;
+};
+
+SlowHeads::SlowHeads(int port, int count, const std::string& start) : state_(std::make_unique<State>()) {
+  for (int i = 0; i < count; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      if (fd >= 0) ::close(fd);
+      continue;
+    }
+    timeval tv{30, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    (void)!::send(fd, start.data(), start.size(), MSG_NOSIGNAL);
+    state_->fds.push_back(fd);
+  }
+  // A header line every 100 ms on each: a timeout that starts again with
+  // every byte never ends.
+  state_->trickle = std::thread([s = state_.get()] {
+    std::unique_lock<std::mutex> lock(s->mu);
+    while (!s->stop.wait_for(lock, std::chrono::milliseconds(100), [s] { return s->stopping; })) {
+      for (int fd : s->fds) (void)!::send(fd, "X-Slow: a\r\n", 11, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+  });
+}
+
+SlowHeads::~SlowHeads() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stopping = true;
+  }
+  state_->stop.notify_all();
+  state_->trickle.join();
+  for (int fd : state_->fds) ::close(fd);
+}
+
+int SlowHeads::open() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  int n = 0;
+  for (int fd : state_->fds) {
+    char c;
+    const ssize_t got = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    n += got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 1 : 0;
+  }
+  return n;
+}
+
+std::string SlowHeads::AnswerOfFirst() {
+  int fd = -1;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->fds.empty()) return "";
+    fd = state_->fds.front();
+  }
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+  return got;
 }
 
 }  // namespace mates::testing

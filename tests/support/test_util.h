@@ -63,6 +63,40 @@ std::vector<std::string> ProcessesIn(const std::string& pattern, const fs::path&
 CommandResult Run(const std::vector<std::string>& argv, double timeout_s = 60);
 Subprocess Start(const std::vector<std::string>& argv);
 
+// Whether this build runs under a sanitizer (its figures are not the
+// product's).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+// `count` connections to 127.0.0.1:port that each send the start of a
+// request head (`start`) and then a header line now and then, never its
+// end: what held every worker of cpp-httplib's server (#50). Closed at
+// destruction.
+class SlowHeads {
+ public:
+  SlowHeads(int port, int count, const std::string& start);
+  ~SlowHeads();
+  SlowHeads(const SlowHeads&) = delete;
+  SlowHeads& operator=(const SlowHeads&) = delete;
+  // How many are connected and still accepted by the server's socket.
+  int open() const;
+  // Reads one connection until the server closes it: what it answered.
+  std::string AnswerOfFirst();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // One HTTP request with curl (a real client); `headers` as "Name: value".
 struct HttpReply {
   int code = 0;
