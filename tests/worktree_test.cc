@@ -117,6 +117,26 @@ struct Repo {
   }
 };
 
+// A lead that spawns one isolated teammate on "Go isolated one" and is
+// otherwise quiet (it decides no review); the teammate does its tasks.
+fs::path QuietLead(const Repo& repo) {
+  const fs::path quiet = repo.tmp.path() / "quiet_lead.yaml";
+  WriteAll(quiet, R"Y(rules:
+  - agent: lead
+    when: "Go isolated one"
+    reply: [{type: tool_use, name: Task, input: {team_name: wt, name: w1, isolation: worktree, prompt: "Work."}}]
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: "w*"
+    when: "Task #(\\d+): write (\\S+) with (.*)"
+    once: false
+    reply:
+      - {type: tool_use, name: bash, input: {command: "printf '%s\\n' '$3' > $2"}}
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
+  - {agent: "w*", once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  return quiet;
+}
+
 std::string Tail(const std::string& s) { return s.size() > 4000 ? s.substr(s.size() - 4000) : s; }
 
 // Four isolated teammates on four tasks touching different files: all
@@ -287,20 +307,7 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
 // brought to the next run's lead, who decides it: rejected, fixed, merged.
 TEST(WorktreeTest, ARequestLeftInReviewIsBroughtToTheNextLead) {
   Repo repo(TaskList{{"write a.txt with alpha", {}}});
-  const fs::path quiet = repo.tmp.path() / "quiet_lead.yaml";
-  WriteAll(quiet, R"Y(rules:
-  - agent: lead
-    when: "Go isolated one"
-    reply: [{type: tool_use, name: Task, input: {team_name: wt, name: w1, isolation: worktree, prompt: "Work."}}]
-  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
-  - agent: "w*"
-    when: "Task #(\\d+): write (\\S+) with (.*)"
-    once: false
-    reply:
-      - {type: tool_use, name: bash, input: {command: "printf '%s\\n' '$3' > $2"}}
-      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
-  - {agent: "w*", once: false, reply: [{type: text, text: "Done."}]}
-)Y");
+  const fs::path quiet = QuietLead(repo);
   auto first = testing::RunMates(
       repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario", quiet.string(),
                "--idle-timeout", "0", "--merge", "review", "Go isolated one"});
@@ -323,6 +330,80 @@ TEST(WorktreeTest, ARequestLeftInReviewIsBroughtToTheNextLead) {
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:NOTE"}), "add a NOTE file\n") << Tail(next.err);
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
   ASSERT_EQ(repo.Tasks().size(), 1u);
+  EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted);
+}
+
+// #50: a check (here with --sandbox off; the sandbox keeps the common
+// git folder read-only) moved the target outside the queue, and the queue
+// reported only `failed`. It holds now: nothing merges onto a target no
+// check has seen, the request waits queued, and status, its JSON and the
+// lead say so with the command that resumes it; resumed, it merges on.
+TEST(WorktreeTest, ATargetMovedOutsideTheQueueHoldsItUntilResumed) {
+  Repo repo(TaskList{{"write a.txt with alpha", {}}});
+  const fs::path quiet = QuietLead(repo);
+  const std::string marker = (repo.tmp.path() / "shared/moved").string();
+  // The scratch worktree's HEAD is the merge; its first parent is the target.
+  const std::string check = "if [ ! -e " + marker + " ]; then touch " + marker +
+                            "; git update-ref refs/heads/mates/wt $(git -c user.name=o -c user.email=o@o "
+                            "commit-tree 'HEAD~1^{tree}' -p HEAD~1 -m outside); fi";
+  auto first = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                          quiet.string(), "--idle-timeout", "0", "--sandbox", "off",
+                                          "--merge-check", check, "Go isolated one"},
+                                 repo.env);
+  ASSERT_EQ(first.exit_code, 0) << Tail(first.err);
+  auto merges = repo.Merges();
+  ASSERT_EQ(merges.size(), 1u) << Tail(first.err);
+  EXPECT_EQ(merges[0].status, MergeState::kQueued) << merges[0].output;
+  EXPECT_EQ(repo.History(), (std::vector<std::string>{"outside", "initial"})) << "merged onto a moved target";
+  EXPECT_NE(first.err.find("was moved outside the merge queue"), std::string::npos) << Tail(first.err);
+  const std::string lead = ReadAll(Workspace(repo.w).AgentsDir("wt") / "lead.jsonl");
+  EXPECT_NE(lead.find("was moved outside the merge queue"), std::string::npos) << "the lead was not told";
+  auto status = testing::RunMates(repo.w, {"status", "--team", "wt"}, repo.env);
+  EXPECT_NE(status.out.find("merges: HELD — mates/wt was moved outside the merge queue"), std::string::npos)
+      << status.out;
+  auto json = testing::RunMates(repo.w, {"status", "--team", "wt", "--json"}, repo.env);
+  auto doc = ParseJson(json.out);
+  ASSERT_TRUE(doc.ok()) << json.out;
+  ASSERT_TRUE(doc->contains("merge_target_held")) << json.out;
+  const std::string outside = Trim(Git(repo.w, {"rev-parse", "mates/wt"}));
+  EXPECT_EQ((*doc)["merge_target_held"]["found"], outside);
+  EXPECT_EQ((*doc)["merge_target_held"]["was"], repo.base);
+  const std::string hint = (*doc)["merge_target_held"]["hint"].get<std::string>();
+  EXPECT_EQ(hint, "mates merges --team wt resume");
+
+  // A run meanwhile merges nothing; an agent cannot resume it.
+  auto again = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                          Fixture(), "--idle-timeout", "0", "--merge-check", "true"},
+                                 repo.env);
+  ASSERT_EQ(again.exit_code, 0) << Tail(again.err);
+  EXPECT_EQ(repo.Merges()[0].status, MergeState::kQueued);
+  std::vector<std::string> as_agent = repo.env;
+  as_agent.push_back("MATES_AS_AGENT=1");
+  as_agent.push_back("MATES_AGENT_NAME=w1");
+  EXPECT_EQ(testing::RunMates(repo.w, {"merges", "--team", "wt", "resume"}, as_agent).exit_code, 1);
+
+  // The hint, as printed (after "mates").
+  std::vector<std::string> args;
+  for (size_t at = 6, next; at < hint.size(); at = next + 1) {
+    next = hint.find(' ', at);
+    if (next == std::string::npos) next = hint.size();
+    args.push_back(hint.substr(at, next - at));
+  }
+  auto resumed = testing::RunMates(repo.w, args, repo.env);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("merges onto mates/wt from " + outside.substr(0, 10)), std::string::npos)
+      << resumed.out;
+  auto twice = testing::RunMates(repo.w, args, repo.env);
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.err.find("is not held"), std::string::npos) << twice.err;
+
+  auto last = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                         Fixture(), "--idle-timeout", "0", "--merge-check", "true"},
+                                repo.env);
+  ASSERT_EQ(last.exit_code, 0) << Tail(last.err);
+  EXPECT_EQ(repo.Merges()[0].status, MergeState::kMerged) << repo.Merges()[0].output;
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
+  EXPECT_EQ(repo.History()[1], "outside");
   EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted);
 }
 

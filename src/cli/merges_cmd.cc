@@ -1,5 +1,6 @@
 // mates merges --team T [--store URL] list [--json] | show ID [--json]
 //                       | approve ID [--feedback F] [--as NAME] | reject ID [--feedback F] [--as NAME]
+//                       | resume
 // The team's merge requests (DESIGN §12): what the merge queue did with each
 // completed task of an isolated teammate, and the decisions of review mode.
 // A team in PostgreSQL (DESIGN §13) keeps its requests there: these work
@@ -12,7 +13,9 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/names.h"
+#include "git/git.h"
 #include "git/submit.h"
+#include "git/worktrees.h"
 #include "store/merges.h"
 #include "store/roster.h"
 
@@ -127,6 +130,41 @@ int Decide(Globals& g, const MergesArgs& a, bool approve) {
   return 0;
 }
 
+// The queue held at a target moved outside it (DESIGN §19) merges onto
+// the target as it is now: a person's decision, never an agent's.
+int Resume(Globals& g, const MergesArgs& a) {
+  if (const std::string agent = SandboxedAgent(); !agent.empty()) {
+    return Fail(Status::FailedPrecondition("resuming the merge queue is for a person to decide, not " + agent));
+  }
+  auto opened = OpenMerges(g, a);
+  if (!opened.ok()) return Fail(opened.status());
+  auto cfg = opened->store->LoadTeam(a.team);
+  if (!cfg.ok()) return Fail(cfg.status());
+  const TeamGit& tg = cfg->git;
+  if (!tg.configured()) {
+    return Fail(Status::FailedPrecondition("team '" + a.team + "' merges nothing (no teammate works in a worktree)"));
+  }
+  if (!tg.held()) {
+    return Fail(Status::FailedPrecondition("the merge queue of team '" + a.team + "' is not held: " +
+                                           tg.target_name() + " is where the queue left it"));
+  }
+  if (Status fetched = git::FetchTarget(g.ws(), a.team, tg); !fetched.ok()) return Fail(fetched);
+  auto now = git::ResolveCommit(git::Git(g.ws().root()), tg.target_ref());
+  if (!now.ok()) return Fail(now.status());
+  if (now->empty()) return Fail(Status::NotFound("the target branch '" + tg.target_name() + "' is gone"));
+  auto resumed = opened->store->UpdateTeam(a.team, [&](TeamConfig& c) {
+    c.git.target_at = *now;
+    c.git.target_moving_to.clear();
+    c.git.held_found.clear();
+    c.git.held_since = 0;
+    return Status::Ok();
+  });
+  if (!resumed.ok()) return Fail(resumed.status());
+  std::cout << "resumed: the merge queue of team " << a.team << " merges onto " << tg.target_name() << " from "
+            << Short(*now) << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 void AddMergesCommands(CLI::App& app, Globals& g) {
@@ -155,6 +193,10 @@ void AddMergesCommands(CLI::App& app, Globals& g) {
     d->add_option("--as", a->as, "Who decides (default: user)");
     d->callback([&g, a, approve] { g.action = [&g, a, approve] { return Decide(g, *a, approve); }; });
   }
+
+  CLI::App* resume = merges->add_subcommand(
+      "resume", "Merge onto the target as it is now, after it was moved outside the merge queue");
+  resume->callback([&g, a] { g.action = [&g, a] { return Resume(g, *a); }; });
 }
 
 }  // namespace mates::cli

@@ -125,6 +125,11 @@ std::string Render(const TeamView& v) {
     for (const auto& [state, n] : v.merges) counts += (counts.empty() ? "" : " · ") + std::to_string(n) + " " + state;
     o << "merges: " << counts << " (mates merges --team " << v.team.name << " list)\n";
   }
+  if (v.team.git.held()) {
+    o << "merges: HELD — " << v.team.git.target_name() << " was moved outside the merge queue (to "
+      << v.team.git.held_found.substr(0, 10) << "); look at it, then: mates merges --team " << v.team.name
+      << " resume\n";
+  }
   o << "\n";
   o << Pad("MEMBER", 14) << Pad("STATE", 10) << Pad("DOING", 42) << Pad("FOR", 8) << Pad("TASK", 26)
     << Pad("TOKENS in/out", 16) << "COST\n";

@@ -131,6 +131,7 @@ void MergeQueue::Stop() {
 
 bool MergeQueue::Busy() {
   if (processing_.load()) return true;
+  if (held_.load()) return false;
   const std::string team = options_.team();
   auto list = store_->Merges(team)->List();
   if (!list.ok()) return false;
@@ -174,8 +175,11 @@ void MergeQueue::Main() {
       Process(team, std::move(*next));
       processing_.store(false);
       if (options_.on_change) options_.on_change();  // whoever saw us busy looks again
+      // Held: `mates merges resume` (another process) is seen within a second.
+      if (held_.load()) waker_->WaitChange(g, DeadlineIn(1.0));
       continue;
     }
+    held_.store(false);
     // The team can change under us (TeamCreate): look again now and then.
     waker_->WaitChange(g, DeadlineIn(sub != nullptr ? 2.0 : 0.5));
   }
@@ -214,9 +218,17 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     return;
   }
   TeamGit tg = cfg->git;
+  // Only the team's own target is watched: a request made for an earlier
+  // one goes there as it is.
+  const bool watched = m.target.empty() || m.target == tg.target_branch;
   if (!m.target.empty()) tg.target_branch = m.target;
-  if (Take(team, tg, m) == Step::kDone) return;
   Git w(options_.ws.root(), MergeQueueIdentity(team));
+  if (watched && tg.configured() && FetchTarget(options_.ws, team, tg).ok()) {
+    auto found = ResolveCommit(w, tg.target_ref());
+    held_.store(found.ok() && !found->empty() && Held(team, *found));
+    if (held_.load()) return;
+  }
+  if (Take(team, tg, m) == Step::kDone) return;
   std::string last_error;
   for (int attempt = 0; attempt < kCasAttempts && !stop_.load(); ++attempt) {
     if (Status fetched = FetchTarget(options_.ws, team, tg); !fetched.ok()) {
@@ -229,14 +241,38 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
       Bounce(team, m, MergeState::kFailed, "the target branch '" + tg.target_name() + "' is gone", {});
       return;
     }
+    if (watched && Held(team, *old)) {
+      // Moved while this one was taken: it waits, queued, for the resume.
+      held_.store(true);
+      (void)store_->Merges(team)->Update(m.id, [](MergeRequest& r) {
+        if (r.status == MergeState::kChecking) r.status = MergeState::kQueued;
+        return Status::Ok();
+      });
+      return;
+    }
     std::string merged;
     if (m.approved && IsCommitId(m.merged_commit) && m.checked_on == *old) {
       merged = m.merged_commit;  // approved as checked, and the target has not moved
     } else if (MergeAndCheck(team, tg, m, *old, &merged) == Step::kDone) {
       return;
     }
+    if (watched) {
+      // Before the move: a host killed after it finds the target there and
+      // knows it for its own.
+      (void)store_->UpdateTeam(team, [&](TeamConfig& c) {
+        c.git.target_moving_to = merged;
+        return Status::Ok();
+      });
+    }
     switch (MoveTarget(team, tg, m, *old, merged, &last_error)) {
       case Moved::kMoved:
+        if (watched) {
+          (void)store_->UpdateTeam(team, [&](TeamConfig& c) {
+            c.git.target_at = merged;
+            c.git.target_moving_to.clear();
+            return Status::Ok();
+          });
+        }
         Finish(team, m, merged);
         return;
       case Moved::kBounced:
@@ -386,6 +422,40 @@ MergeQueue::Step MergeQueue::RunCheck(const std::string& team, const TeamGit& tg
   Bounce(team, m, MergeState::kFailed,
          *output + (output->empty() || output->back() == '\n' ? "" : "\n") + "[" + why + "]", {});
   return Step::kDone;
+}
+
+bool MergeQueue::Held(const std::string& team, const std::string& found) {
+  auto cfg = store_->LoadTeam(team);
+  if (!cfg.ok() || !cfg->git.configured()) return false;
+  const TeamGit& g = cfg->git;
+  if (g.held()) return true;
+  if (found == g.target_at && g.target_moving_to.empty()) return false;
+  if (found == g.target_at || found == g.target_moving_to || g.target_at.empty()) {
+    // Where this queue left it (or was leaving it when its host died), or
+    // the first look at it.
+    (void)store_->UpdateTeam(team, [&](TeamConfig& c) {
+      c.git.target_at = found;
+      c.git.target_moving_to.clear();
+      return Status::Ok();
+    });
+    return false;
+  }
+  const std::string was = g.target_at;
+  auto held = store_->UpdateTeam(team, [&](TeamConfig& c) {
+    c.git.held_found = found;
+    c.git.held_since = WallSeconds();
+    return Status::Ok();
+  });
+  const std::string text =
+      "The target " + g.target_name() + " was moved outside the merge queue: the queue left it at " +
+      was.substr(0, 12) + ", it is at " + found.substr(0, 12) +
+      " now. Merging onto it has stopped (no merge lands on work no check has seen); the requests wait, "
+      "queued. Look at what moved it (git log " + g.target_name() + "), then `mates merges --team " + team +
+      " resume` merges onto it as it is now.";
+  LogWarning("merge queue: " + text);
+  if (held.ok() && options_.tell_lead) options_.tell_lead(text);
+  if (options_.on_change) options_.on_change();
+  return true;
 }
 
 MergeQueue::Moved MergeQueue::MoveTarget(const std::string& team, const TeamGit& tg, const MergeRequest& m,

@@ -64,7 +64,8 @@ class MergeQueue {
   // again by the next host).
   void Stop();
   // The served team has requests the queue still has to take (queued or
-  // checking); one waiting for review is the reviewer's, not counted.
+  // checking); one waiting for review is the reviewer's, not counted, nor
+  // are those behind a held target (a person must look first).
   bool Busy();
   // Wakes the thread (a request was queued in this process).
   void Poke() { waker_->Notify(); }
@@ -97,6 +98,11 @@ class MergeQueue {
   enum class Moved { kMoved, kRaced, kUnreachable, kBounced };
   Moved MoveTarget(const std::string& team, const TeamGit& tg, const MergeRequest& m, const std::string& old,
                    const std::string& merged, std::string* last_error);
+  // Whether the team's target, found at `found`, is held (DESIGN §19):
+  // moved by anything but this queue (it was at `target_at`, or on its way
+  // to `target_moving_to`), or held already. Holding says so to the log and
+  // the lead; a target not known yet is recorded as found.
+  bool Held(const std::string& team, const std::string& found);
   void Bounce(const std::string& team, MergeRequest m, MergeState state, const std::string& output,
               const std::vector<std::string>& files);
   void Finish(const std::string& team, const MergeRequest& m, const std::string& merged);
@@ -111,6 +117,8 @@ class MergeQueue {
   // and from the start until the first team is taken up (the lead is told
   // of the reviews already waiting).
   std::atomic<bool> processing_{true};
+  // The served team's target is held: nothing is taken until it is resumed.
+  std::atomic<bool> held_{false};
   // The thread's own: the commit the scratch worktree is at, clean (no
   // check ran there since, nothing half-merged). "" = unknown: prepare it.
   std::string scratch_at_;

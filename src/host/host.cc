@@ -154,7 +154,9 @@ Status Host::OpenTeam(TeamConfig* out) {
   if (a.isolation_given || a.git.isolation == Isolation::kWorktree) {
     team = store_->UpdateTeam(a.team, [&](TeamConfig& c) {
       if (a.git.isolation == Isolation::kWorktree) {
-        c.git = a.git;
+        TeamGit git = a.git;
+        git.KeepRecordOf(c.git);
+        c.git = git;
       } else {
         c.git.isolation = Isolation::kShared;
       }

@@ -116,6 +116,9 @@ Json TeamConfigToJson(const TeamConfig& c) {
                 {"merge_timeout", c.git.merge_timeout_s},
                 {"merge_review", c.git.merge_review}};
     if (!c.git.remote.empty()) j["git"]["remote"] = c.git.remote;
+    if (!c.git.target_at.empty()) j["git"]["target_at"] = c.git.target_at;
+    if (!c.git.target_moving_to.empty()) j["git"]["target_moving_to"] = c.git.target_moving_to;
+    if (c.git.held()) j["git"]["held"] = {{"found", c.git.held_found}, {"since", c.git.held_since}};
   }
   // (Kept with no budget too: one given again counts it.)
   if (c.budget.any() || c.budget.spent_in_made_tokens > 0) j["budget"] = TeamBudgetToJson(c.budget);
@@ -212,6 +215,19 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
     MATES_ASSIGN_OR_RETURN(c.git.merge_review, JsonBool(*git, "merge_review", false));
     MATES_ASSIGN_OR_RETURN(c.git.remote, JsonString(*git, "remote", false));
     if (!c.git.remote.empty()) MATES_RETURN_IF_ERROR(ValidateName("git remote", c.git.remote));
+    MATES_ASSIGN_OR_RETURN(c.git.target_at, JsonString(*git, "target_at", false));
+    MATES_ASSIGN_OR_RETURN(c.git.target_moving_to, JsonString(*git, "target_moving_to", false));
+    MATES_ASSIGN_OR_RETURN(const Json* held, JsonObjectField(*git, "held", false));
+    if (held != nullptr) {
+      MATES_ASSIGN_OR_RETURN(c.git.held_found, JsonString(*held, "found", true));
+      MATES_ASSIGN_OR_RETURN(c.git.held_since, JsonNumber(*held, "since", 0));
+    }
+    for (const std::string* id : {&c.git.target_at, &c.git.target_moving_to, &c.git.held_found}) {
+      if (!id->empty() && (id->size() < 40 || id->size() > 64 ||
+                           id->find_first_not_of("0123456789abcdef") != std::string::npos)) {
+        return Status::InvalidArgument("git: '" + *id + "' is not a commit id");
+      }
+    }
     if (!(c.git.merge_timeout_s > 0)) return Status::InvalidArgument("git.merge_timeout must be positive");
   }
   MATES_ASSIGN_OR_RETURN(const Json* budget, JsonObjectField(j, "budget", false));

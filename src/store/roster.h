@@ -72,7 +72,27 @@ struct TeamGit {
   // store, DESIGN §13): the remote's target is the truth, and teammates'
   // branches travel through it to the merge queue.
   std::string remote;
+  // The merge queue's record of the target (DESIGN §19): the commit it
+  // last left it at ("" = not known yet: taken as first found), the one it
+  // is moving it to (a host killed between the move and this record left
+  // it there: its own), and once the target is found anywhere else, that
+  // commit and since when — the queue merges nothing onto it until `mates
+  // merges resume` takes it as it is.
+  std::string target_at;
+  std::string target_moving_to;
+  std::string held_found;
+  double held_since = 0;
   bool configured() const { return !target_branch.empty(); }
+  bool held() const { return !held_found.empty(); }
+  // Takes the queue's record from `before` if it names the same target:
+  // a team set up again (a new run) does not forget a move it was held at.
+  void KeepRecordOf(const TeamGit& before) {
+    if (before.target_branch != target_branch || before.remote != remote) return;
+    target_at = before.target_at;
+    target_moving_to = before.target_moving_to;
+    held_found = before.held_found;
+    held_since = before.held_since;
+  }
   // What merged work is read from: W's branch, or the remote's as last
   // fetched; and how it is named to an agent or a person.
   std::string target_ref() const {

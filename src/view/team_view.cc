@@ -94,6 +94,14 @@ Json TeamViewToJson(const TeamView& v) {
     j["merges"] = Json::object();
     for (const auto& [k, n] : v.merges) j["merges"][k] = n;
   }
+  if (v.team.git.held()) {
+    const TeamGit& g = v.team.git;
+    j["merge_target_held"] = {{"target", g.target_name()},
+                              {"was", g.target_at},
+                              {"found", g.held_found},
+                              {"since", g.held_since},
+                              {"hint", "mates merges --team " + v.team.name + " resume"}};
+  }
   j["members"] = Json::array();
   for (const auto& m : v.members) {
     Json jm;
