@@ -275,7 +275,7 @@ TEST(HostileMockLlmTest, AStreamThatOnlyPingsEndsAtTheRequestTimeout) {
   auto p = std::make_unique<AnthropicProvider>(o, NewCurlTransport());
   std::vector<std::string> retries;
   StreamCallbacks cb;
-  cb.on_retry = [&](int, const Status& why, double) { retries.push_back(why.message()); };
+  cb.on_retry = [&](int, int, const Status& why, double) { retries.push_back(why.message()); };
   auto start = SteadyClock::now();
   auto r = p->Complete(Ask("hello"), cb, nullptr);
   p.reset();

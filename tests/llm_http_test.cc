@@ -90,7 +90,7 @@ Call CallModel(Provider& p, const Request& req, CancelToken* cancel = nullptr) {
   Call c;
   StreamCallbacks cb;
   cb.on_text = [&](std::string_view t) { c.streamed += t; };
-  cb.on_retry = [&](int, const Status&, double) { ++c.retries; };
+  cb.on_retry = [&](int, int, const Status&, double) { ++c.retries; };
   auto t0 = std::chrono::steady_clock::now();
   c.result = p.Complete(req, cb, cancel);
   c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -24,7 +24,7 @@ constexpr size_t kMaxDoingBytes = 90;
 
 Result<ActivityState> ParseState(const std::string& s) {
   for (ActivityState st : {ActivityState::kThinking, ActivityState::kTool, ActivityState::kIdle,
-                           ActivityState::kStopped}) {
+                           ActivityState::kStopped, ActivityState::kRetrying, ActivityState::kError}) {
     if (ActivityStateName(st) == s) return st;
   }
   return Status::InvalidArgument("unknown activity state '" + s + "'");
@@ -38,6 +38,8 @@ std::string_view ActivityStateName(ActivityState s) {
     case ActivityState::kTool: return "tool";
     case ActivityState::kIdle: return "idle";
     case ActivityState::kStopped: return "stopped";
+    case ActivityState::kRetrying: return "retrying";
+    case ActivityState::kError: return "error";
   }
   return "idle";
 }
@@ -239,7 +241,24 @@ void ActivityFile::FlushAll() { ActivityWriter::Get().Flush(); }
 
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
 void ActivityFile::Tool(const llm::ContentBlock& call) { Enter(ActivityState::kTool, DescribeCall(call)); }
-void ActivityFile::Idle() { Enter(ActivityState::kIdle, ""); }
+void ActivityFile::Idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  a_.error.reset();
+  EnterLocked(ActivityState::kIdle, "");
+}
+void ActivityFile::Retrying(int attempt, int of, double delay_s, const std::string& cause) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const double now = WallSeconds();
+  EnterLocked(ActivityState::kRetrying, "");
+  a_.since = now;
+  a_.retry = Retry{attempt, of, now + std::max(0.0, delay_s), CutUtf8(cause, 300)};
+  PostLocked();
+}
+void ActivityFile::Failed(const std::string& reason, const std::string& next) {
+  std::lock_guard<std::mutex> lock(mu_);
+  a_.error = TurnFailure{CutUtf8(reason, 500), WallSeconds(), CutUtf8(next, 200)};
+  EnterLocked(ActivityState::kError, "");
+}
 void ActivityFile::Away(const std::string& where) {
   Enter(ActivityState::kIdle, CutUtf8(where, 200));
 }
@@ -264,9 +283,14 @@ void ActivityFile::Denied(const llm::ContentBlock& call, const std::string& why)
 
 void ActivityFile::Enter(ActivityState state, std::string doing) {
   std::lock_guard<std::mutex> lock(mu_);
+  EnterLocked(state, std::move(doing));
+}
+
+void ActivityFile::EnterLocked(ActivityState state, std::string doing) {
   if (a_.since == 0 || a_.state != state || a_.doing != doing) a_.since = WallSeconds();
   a_.state = state;
   a_.doing = std::move(doing);
+  if (state != ActivityState::kRetrying) a_.retry.reset();
   PostLocked();
 }
 
@@ -294,6 +318,9 @@ Json ActivityToJson(const Activity& a) {
     j["denials"] = Json::array();
     for (const auto& d : a.denials) j["denials"].push_back({{"at", d.at}, {"what", d.what}});
   }
+  if (a.retry) j["retry"] = {{"attempt", a.retry->attempt}, {"of", a.retry->of}, {"at", a.retry->at},
+                             {"cause", a.retry->cause}};
+  if (a.error) j["error"] = {{"reason", a.error->reason}, {"at", a.error->at}, {"next", a.error->next}};
   return j;
 }
 
@@ -329,6 +356,26 @@ Result<Activity> ActivityFromJson(const Json& j) {
       one.what = CutUtf8(e["what"].get<std::string>(), 300);
       a.denials.push_back(std::move(one));
     }
+  }
+  // The same: a shape it does not expect is left out, a text cut short.
+  auto text = [](const Json& o, const char* key, size_t max) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? CutUtf8(it->get<std::string>(), max) : std::string();
+  };
+  auto number = [](const Json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  if (auto r = j.find("retry"); r != j.end() && r->is_object()) {
+    Retry retry;
+    retry.attempt = static_cast<int>(std::clamp(number(*r, "attempt"), 0.0, 1000.0));
+    retry.of = static_cast<int>(std::clamp(number(*r, "of"), 0.0, 1000.0));
+    retry.at = number(*r, "at");
+    retry.cause = text(*r, "cause", 300);
+    a.retry = std::move(retry);
+  }
+  if (auto e = j.find("error"); e != j.end() && e->is_object()) {
+    a.error = TurnFailure{text(*e, "reason", 500), number(*e, "at"), text(*e, "next", 200)};
   }
   return a;
 }

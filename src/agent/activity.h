@@ -6,12 +6,18 @@
 //    "model": "claude-…", "calls": 3,
 //    "tokens": {"input": 1200, "output": 300, "cache_write": 0, "cache_read": 800},
 //    "cost_usd": 0.0123,                      (null when the price is unknown)
-//    "denials": [{"at": 1763884801.2, "what": "bash(…): [sandbox …]"}]}
+//    "denials": [{"at": 1763884801.2, "what": "bash(…): [sandbox …]"}],
 //                                             (the sandbox's last refusals, DESIGN §18)
+//    "retry": {"attempt": 2, "of": 5, "at": 1763884803.0, "cause": "HTTP 503 …"},
+//    "error": {"reason": "… (gave up after 5 attempts)", "at": 1763884809.1,
+//              "next": "the next message tries again"}}
 //
 // state is `thinking` (a model call), `tool` (doing names the tool and a
-// short form of its input), `idle` (waiting for work) or `stopped` (doing
-// says why). The file is replaced atomically (through a spare,
+// short form of its input), `idle` (waiting for work), `stopped` (doing
+// says why), `retrying` (a model call failed and is tried again: `retry`
+// says which attempt, from when, and why) or `error` (its last turn failed:
+// `error` says why, when, and what it does next). An error is kept, shown
+// with whatever state comes next, until a turn succeeds (DESIGN §20). The file is replaced atomically (through a spare,
 // `agents/.spares/<name>.status.json`; readers use ReadReplacedFile), so a reader sees one
 // whole document. Writes are
 // off the agent's path: a change is recorded in memory and one writer
@@ -39,7 +45,7 @@
 
 namespace mates::agent {
 
-enum class ActivityState { kThinking, kTool, kIdle, kStopped };
+enum class ActivityState { kThinking, kTool, kIdle, kStopped, kRetrying, kError };
 std::string_view ActivityStateName(ActivityState s);
 
 // What the sandbox refused a tool of the agent's, and when.
@@ -48,6 +54,21 @@ struct Denial {
   std::string what;  // the call, and the rule that refused it
 };
 inline constexpr size_t kMaxDenials = 5;
+
+// A model call tried again (state retrying).
+struct Retry {
+  int attempt = 0;  // the attempt to come, 2 … of
+  int of = 0;
+  double at = 0;  // when it starts (wall seconds)
+  std::string cause;
+};
+
+// The last turn failed; kept until a turn succeeds.
+struct TurnFailure {
+  std::string reason;
+  double at = 0;
+  std::string next;  // what the agent does now, in words
+};
 
 struct Activity {
   std::string agent;
@@ -61,6 +82,8 @@ struct Activity {
   llm::Usage tokens;
   std::optional<double> cost_usd;
   std::vector<Denial> denials;  // the last kMaxDenials, newest last
+  std::optional<Retry> retry;         // state retrying
+  std::optional<TurnFailure> error;   // until a turn succeeds
 };
 
 // "bash(make test)", "write_file(src/a.cc)", "SendMessage(lead: done)":
@@ -91,7 +114,14 @@ class ActivityFile {
 
   void Thinking();
   void Tool(const llm::ContentBlock& call);
+  // Waiting for work: also the end of a turn that succeeded (an error
+  // recorded is cleared).
   void Idle();
+  // The model call failed with `cause`; attempt `attempt` of `of` starts
+  // in `delay_s`.
+  void Retrying(int attempt, int of, double delay_s, const std::string& cause);
+  // The turn failed (`reason`); `next` says what the agent does now.
+  void Failed(const std::string& reason, const std::string& next);
   // Idle here because it works in another team (a lead): `where` is said.
   void Away(const std::string& where);
   void Stopped(const std::string& why);
@@ -104,6 +134,7 @@ class ActivityFile {
 
  private:
   void Enter(ActivityState state, std::string doing);
+  void EnterLocked(ActivityState state, std::string doing);
   void PostLocked();
 
   const fs::path path_;

@@ -370,7 +370,11 @@ Result<TurnResult> AgentLoop::Run(const std::string& text) {
 
 Result<TurnResult> AgentLoop::Continue() {
   auto r = Loop();
-  if (activity_) activity_->Idle();
+  if (activity_ && !r.ok() && r.status().code() != StatusCode::kCancelled) {
+    activity_->Failed(r.status().message(), spec_.after_failure);
+  } else if (activity_) {
+    activity_->Idle();
+  }
   // An interrupt ends the turn it reached, and no other.
   if (r.ok() && r->interrupted) cancel_.Reset();
   return r;
@@ -434,8 +438,13 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
   llm::StreamCallbacks cb;
   if (events_ != nullptr) {
     cb.on_text = [this](std::string_view d) { events_->OnText(spec_.name, d); };
-    cb.on_retry = [this](int attempt, const Status& why, double delay) {
+    cb.on_retry = [this](int attempt, int of, const Status& why, double delay) {
       events_->OnRetry(spec_.name, attempt, why, delay);
+      if (activity_) activity_->Retrying(attempt + 1, of, delay, why.message());
+    };
+  } else {
+    cb.on_retry = [this](int attempt, int of, const Status& why, double delay) {
+      if (activity_) activity_->Retrying(attempt + 1, of, delay, why.message());
     };
   }
   int64_t estimate = RawEstimate();  // calibrated against the provider's count below

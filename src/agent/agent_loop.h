@@ -55,6 +55,9 @@ struct AgentSpec {
   // Without a journal of its own (a subagent): where each call's usage is
   // written (and the model that answered).
   std::function<Status(const llm::Usage&, const std::string& model)> usage_sink;
+  // What the agent does after a turn fails, in words for its activity
+  // (DESIGN §20): its host's policy.
+  std::string after_failure = "waits for its next message, which tries again";
 };
 
 // How a turn ended: the provider's stop reason or the loop's own, mapped

@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/names.h"
+#include "view/attention.h"
 #include "view/team_view.h"
 #include "store/team_store.h"
 
@@ -62,18 +63,10 @@ int64_t InputTokens(const llm::Usage& u) {
 }
 
 // What a member is doing, as one cell.
-std::string Doing(const MemberView& m) {
+std::string Doing(const MemberView& m, double now) {
   if (!m.activity) return "-";
-  const agent::Activity& a = *m.activity;
   if (m.shown == Shown::kOffline) return "(host gone)";
-  switch (a.state) {
-    case agent::ActivityState::kThinking: return "thinking";
-    case agent::ActivityState::kTool: return a.doing;
-    case agent::ActivityState::kIdle:
-      return a.doing.empty() ? "waiting" : a.doing;  // or where it works
-    case agent::ActivityState::kStopped: return "stopped" + (a.doing.empty() ? "" : ": " + a.doing);
-  }
-  return "-";
+  return view::DoingOf(m, now);
 }
 
 std::string Cut(const std::string& s, size_t max) {
@@ -90,8 +83,23 @@ std::string Pad(const std::string& s, size_t width) {
   return cols >= width ? s + " " : s + std::string(width - cols, ' ');
 }
 
+// What needs a person, on top (DESIGN §20): one line each, its hint below.
+std::string RenderAttention(const TeamView& v) {
+  const auto items = view::Attention(v);
+  if (items.empty()) return "";
+  std::ostringstream o;
+  o << "NEEDS ATTENTION (" << items.size() << "):\n";
+  for (const auto& i : items) {
+    o << "  ! " << Cut(i.subject, 200) << (i.since > 0 ? "  (" + Duration(v.now - i.since) + " ago)" : "") << "\n";
+    if (!i.hint.empty()) o << "      $ " << i.hint << "\n";
+    if (!i.note.empty()) o << "      " << i.note << "\n";
+  }
+  return o.str() + "\n";
+}
+
 std::string Render(const TeamView& v) {
   std::ostringstream o;
+  o << RenderAttention(v);
   o << "team " << v.team.name;
   if (v.host) {
     o << " — hosted";
@@ -140,7 +148,7 @@ std::string Render(const TeamView& v) {
                              ? agent::HumanCount(InputTokens(m.activity->tokens)) + "/" +
                                    agent::HumanCount(m.activity->tokens.output_tokens)
                              : "-";
-    o << Pad(Cut(m.member.name, 13), 14) << Pad(std::string(ShownName(m.shown)), 10) << Pad(Cut(Doing(m), 41), 42) << Pad(since, 8)
+    o << Pad(Cut(m.member.name, 13), 14) << Pad(view::StateOf(m), 10) << Pad(Cut(Doing(m, v.now), 41), 42) << Pad(since, 8)
       << Pad(task, 26) << Pad(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
   }
   // What the sandbox refused lately, newest first (DESIGN §18).

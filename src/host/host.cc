@@ -47,6 +47,7 @@ agent::AgentSpec LeadSpec(const HostOptions& a, const std::string& lead_name, co
   spec.context.budget_tokens = a.context_budget;
   spec.team_spend = std::move(spend);
   spec.cache = !a.naive_baseline;
+  spec.after_failure = "tries again at its next message, or in 30 s";
   return spec;
 }
 

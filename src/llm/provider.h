@@ -28,8 +28,9 @@ struct StreamCallbacks {
   // Text as it is generated. Across retries nothing is delivered twice: a
   // retried stream's text is passed on only past what was already shown.
   std::function<void(std::string_view delta)> on_text;
-  // A failed attempt that will be retried after `delay_s`.
-  std::function<void(int attempt, const Status& why, double delay_s)> on_retry;
+  // Attempt `attempt` (1-based) of at most `of` failed with `why`; the next
+  // starts in `delay_s`.
+  std::function<void(int attempt, int of, const Status& why, double delay_s)> on_retry;
 };
 
 class Provider {

@@ -131,7 +131,7 @@ Result<Response> RunWithRetries(const RetryPolicy& policy, const StreamCallbacks
       return failure.status;
     }
     double delay = RetryDelay(policy, n + 1, failure.headers);
-    if (callbacks.on_retry) callbacks.on_retry(n + 1, failure.status, delay);
+    if (callbacks.on_retry) callbacks.on_retry(n + 1, policy.max_retries + 1, failure.status, delay);
     Clock& clock = policy.clock != nullptr ? *policy.clock : Clock::Real();
     if (clock.Sleep(delay, cancel)) return Status::Cancelled("request cancelled");
   }

@@ -4,6 +4,7 @@
 
 #include "agent/activity.h"
 #include "agent/conversation.h"
+#include "view/attention.h"
 #include "view/team_view.h"
 #include "git/worktrees.h"
 #include "store/board.h"
@@ -66,18 +67,6 @@ ToolSpec Own(std::string name, std::string title, std::string description, const
   return spec;
 }
 
-std::string Doing(const view::MemberView& m) {
-  if (m.shown == Shown::kOffline) return "its host is gone";
-  if (!m.activity) return "";
-  switch (m.activity->state) {
-    case agent::ActivityState::kThinking: return "thinking";
-    case agent::ActivityState::kTool: return m.activity->doing;
-    case agent::ActivityState::kIdle: return "waiting for work";
-    case agent::ActivityState::kStopped: return "stopped" + (m.activity->doing.empty() ? "" : ": " + m.activity->doing);
-  }
-  return "";
-}
-
 ToolOutcome TeamStatus(const TeamIdentity& who) {
   auto v = view::LookAtTeam(who.store, who.team, 0);
   if (!v.ok()) return Error(v.status().message());
@@ -86,8 +75,8 @@ ToolOutcome TeamStatus(const TeamIdentity& who) {
          std::to_string(v->board.at("in_progress")) + " in progress, " + std::to_string(v->board.at("completed")) +
          " completed\nmembers:\n";
   for (const auto& m : v->members) {
-    out += "  " + m.member.name + " (" + std::string(MemberRoleName(m.member.role)) + "): " + std::string(ShownName(m.shown));
-    std::string doing = Doing(m);
+    out += "  " + m.member.name + " (" + std::string(MemberRoleName(m.member.role)) + "): " + view::StateOf(m);
+    std::string doing = m.shown == Shown::kOffline ? "its host is gone" : view::DoingOf(m, v->now);
     if (!doing.empty()) out += ", " + doing;
     if (m.task) out += "; task #" + std::to_string(m.task->id) + " " + m.task->subject;
     out += "\n";

@@ -106,6 +106,8 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   spec.budget_tokens = config_.budget_tokens;
   spec.team_spend = env_.options.spend;
   spec.cache = !env_.options.naive_baseline;
+  spec.after_failure = "tries again in a moment; after " + std::to_string(kMaxFailedTurns) +
+                       " failed turns in a row it stops and the lead is told";
   loop_ = std::make_unique<agent::AgentLoop>(spec, &env_.provider, tools_.get(), &ctx_, events_.get());
   ctx_.cancel = loop_->cancel_token();
   loop_->SetBeforeCall([this] { CheckPlanApproval(); });

@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "store/merges.h"
 #include "store/liveness.h"
+#include "view/attention.h"
 
 namespace mates::view {
 
@@ -60,7 +61,11 @@ Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t la
   auto merges = store.Merges(team)->List();
   if (merges.ok()) {
     for (const auto& m : *merges) ++v.merges[std::string(MergeStateName(m.status))];
+    v.merge_list = std::move(*merges);
   }
+  auto requests = store.Mail(team)->ListRequests();
+  if (requests.ok()) v.requests = std::move(*requests);
+  v.tasks = std::move(tasks);
   return v;
 }
 
@@ -109,6 +114,8 @@ Json TeamViewToJson(const TeamView& v) {
     jm["role"] = std::string(MemberRoleName(m.member.role));
     jm["color"] = m.member.color;
     jm["status"] = std::string(ShownName(m.shown));
+    jm["state"] = StateOf(m);
+    jm["doing"] = DoingOf(m, v.now);
     jm["recorded_status"] = std::string(MemberStatusName(m.member.status));
     if (m.activity) {
       Json a = agent::ActivityToJson(*m.activity);
@@ -122,6 +129,7 @@ Json TeamViewToJson(const TeamView& v) {
   }
   j["messages"] = Json::array();
   for (const auto& m : v.messages) j["messages"].push_back(MessageToJson(m));
+  j["attention"] = AttentionToJson(Attention(v));
   return j;
 }
 

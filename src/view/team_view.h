@@ -15,7 +15,9 @@
 #include "core/status.h"
 #include "store/host_info.h"
 #include "store/liveness.h"
+#include "store/merges.h"
 #include "store/message.h"
+#include "store/requests.h"
 #include "store/roster.h"
 #include "store/task.h"
 #include "store/team_store.h"
@@ -34,6 +36,9 @@ struct TeamView {
   std::optional<HostInfo> host;
   std::map<std::string, int> board;  // status name → count
   std::map<std::string, int> merges;  // merge status → count (worktree isolation); empty if none
+  std::vector<Task> tasks;                 // the board, by id
+  std::vector<MergeRequest> merge_list;    // by id
+  std::vector<ProtocolRequest> requests;   // shutdown and plan requests
   std::vector<MemberView> members;
   std::vector<Message> messages;     // the last `last_messages`
   double now = 0;

@@ -1,0 +1,225 @@
+// See attention.h.
+#include "view/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "agent/prices.h"
+#include "agent/usage.h"
+#include "core/text.h"
+#include "store/merges.h"
+#include "store/requests.h"
+
+namespace mates::view {
+namespace {
+
+// A refusal of the sandbox's is news for this long.
+constexpr double kRecentDenialS = 15 * 60;
+// A budget this far spent is worth a look.
+constexpr double kBudgetWarn = 0.8;
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+
+std::string Seconds(double s) {
+  const auto n = static_cast<int64_t>(std::ceil(std::max(0.0, s)));
+  return std::to_string(n) + " s";
+}
+
+std::string RetryText(const agent::Retry& r, double now) {
+  const std::string which = "(attempt " + std::to_string(r.attempt) + " of " + std::to_string(r.of) + ")";
+  return (r.at > now ? "retrying in " + Seconds(r.at - now) + " " : "retrying now ") + which + ": " + r.cause;
+}
+
+const MemberView* FindMember(const TeamView& v, const std::string& name) {
+  for (const auto& m : v.members) {
+    if (m.member.name == name) return &m;
+  }
+  return nullptr;
+}
+
+void Budget(const TeamView& v, std::vector<AttentionItem>* out) {
+  const std::string team = v.team.name;
+  const std::string restart = "a larger budget is given when the team starts again (--budget-tokens N or "
+                              "--budget-usd X)";
+  llm::Usage total;
+  double usd = 0;
+  for (const auto& m : v.members) {
+    if (!m.activity) continue;
+    total += m.activity->tokens;
+    usd += m.activity->cost_usd.value_or(0);
+    if (m.member.budget_tokens > 0) {
+      const int64_t spent = agent::TotalTokens(m.activity->tokens);
+      const double share = static_cast<double>(spent) / static_cast<double>(m.member.budget_tokens);
+      if (share >= kBudgetWarn) {
+        out->push_back({"budget",
+                        m.member.name + " has spent " + std::to_string(static_cast<int>(share * 100)) +
+                            " % of its budget (" + agent::HumanCount(spent) + " of " +
+                            agent::HumanCount(m.member.budget_tokens) + " tokens)",
+                        m.activity->updated_at, "", restart, "agent/" + m.member.name});
+      }
+    }
+  }
+  const TeamBudget& b = v.team.budget;
+  if (!b.any()) return;
+  const int64_t tokens = agent::TotalTokens(total) + b.counted_tokens();
+  const double dollars = usd + b.counted_usd();
+  double share = 0;
+  std::string what;
+  if (b.tokens > 0 && static_cast<double>(tokens) / static_cast<double>(b.tokens) >= share) {
+    share = static_cast<double>(tokens) / static_cast<double>(b.tokens);
+    what = agent::HumanCount(tokens) + " of " + agent::HumanCount(b.tokens) + " tokens";
+  }
+  if (b.usd > 0 && dollars / b.usd >= share) {
+    share = dollars / b.usd;
+    what = agent::FormatCost(dollars) + " of " + agent::FormatCost(b.usd);
+  }
+  if (share >= kBudgetWarn) {
+    out->push_back({"budget",
+                    "the team has spent " + std::to_string(static_cast<int>(share * 100)) + " % of its budget (" +
+                        what + ")" + (share >= 1 ? ": no agent calls the model any more" : ""),
+                    v.now, "", restart, "tab/usage"});
+  }
+}
+
+}  // namespace
+
+std::string StateOf(const MemberView& m) {
+  if (m.shown == Shown::kOffline || m.shown == Shown::kShutdown || !m.activity) return std::string(ShownName(m.shown));
+  if (m.activity->state == agent::ActivityState::kError) return "error";
+  if (m.activity->state == agent::ActivityState::kRetrying) return "retrying";
+  return std::string(ShownName(m.shown));
+}
+
+std::string DoingOf(const MemberView& m, double now) {
+  if (!m.activity) return "";
+  const agent::Activity& a = *m.activity;
+  if (m.shown == Shown::kOffline) return "its host is gone";
+  switch (a.state) {
+    case agent::ActivityState::kThinking: return "thinking";
+    case agent::ActivityState::kTool: return a.doing;
+    case agent::ActivityState::kIdle: return a.doing.empty() ? "waiting for work" : a.doing;  // or where it works
+    case agent::ActivityState::kStopped: return "stopped" + (a.doing.empty() ? "" : ": " + a.doing);
+    case agent::ActivityState::kRetrying: return a.retry ? RetryText(*a.retry, now) : "retrying";
+    case agent::ActivityState::kError:
+      return "error: " + (a.error ? a.error->reason + (a.error->next.empty() ? "" : " — " + a.error->next) : "");
+  }
+  return "";
+}
+
+std::vector<AttentionItem> Attention(const TeamView& v) {
+  std::vector<AttentionItem> out;
+  const std::string team = v.team.name;
+  const std::string t = " --team " + team;
+  for (const auto& m : v.members) {
+    if (!m.activity || m.shown == Shown::kOffline) continue;
+    const agent::Activity& a = *m.activity;
+    const std::string name = m.member.name;
+    if (a.error) {
+      const bool stopped = m.shown == Shown::kShutdown || a.state == agent::ActivityState::kStopped;
+      out.push_back({"turn_failed",
+                     name + "'s turn failed: " + a.error->reason +
+                         (stopped ? " — it has stopped" : a.error->next.empty() ? "" : " — " + a.error->next),
+                     a.error->at, stopped ? "mates log" + t : "mates send" + t + " --to " + name + " " + Quote("Go on."),
+                     stopped ? "what it did last is in the log" : "a message makes it try again now",
+                     "agent/" + name});
+    }
+  }
+  for (const auto& m : v.members) {
+    if (!m.activity || m.shown == Shown::kOffline || m.activity->state != agent::ActivityState::kRetrying) continue;
+    const agent::Activity& a = *m.activity;
+    out.push_back({"retrying", m.member.name + ": " + (a.retry ? RetryText(*a.retry, v.now) : "retrying"), a.since,
+                   "mates status" + t + " --watch",
+                   "the model server is not answering as it should; after the last attempt the turn fails",
+                   "agent/" + m.member.name});
+  }
+  for (const auto& task : v.tasks) {
+    if (task.status != TaskStatus::kInProgress || task.owner.empty()) continue;
+    const MemberView* owner = FindMember(v, task.owner);
+    if (owner != nullptr && owner->shown != Shown::kShutdown && owner->shown != Shown::kOffline) continue;
+    const std::string gone = owner == nullptr                      ? "is no member"
+                             : owner->shown == Shown::kShutdown ? "has stopped"
+                                                                : "is offline (its host is gone)";
+    out.push_back({"orphaned_task",
+                   "task #" + std::to_string(task.id) + " " + Quote(CutUtf8(task.subject, 80)) + " is in progress, "
+                   "but its owner " + task.owner + " " + gone,
+                   task.updated_at,
+                   "mates tasks" + t + " update " + std::to_string(task.id) + " --owner \"\" --status pending",
+                   "puts it back on the board for anyone to claim", "task/" + std::to_string(task.id)});
+  }
+  for (const auto& r : v.merge_list) {
+    const std::string id = std::to_string(r.id);
+    const std::string what = "merge request " + id + " (task #" + std::to_string(r.task) + " by " + r.owner + ")";
+    if (r.status == MergeState::kFailed || r.status == MergeState::kConflict) {
+      // Bounced to its owner, who is told: news for a person only if the
+      // task still waits (its owner did not submit it again since).
+      const Task* task = nullptr;
+      for (const auto& tk : v.tasks) {
+        if (tk.id == r.task) task = &tk;
+      }
+      if (task == nullptr || task->status == TaskStatus::kCompleted) continue;
+      bool later = false;
+      for (const auto& other : v.merge_list) later = later || (other.task == r.task && other.id > r.id);
+      if (later) continue;
+      const bool conflict = r.status == MergeState::kConflict;
+      std::string files;
+      for (const auto& f : r.files) files += (files.empty() ? "" : ", ") + f;
+      out.push_back({conflict ? "merge_conflict" : "merge_failed",
+                     what + (conflict ? " conflicts in " + files : " failed its check"), r.updated_at,
+                     "mates merges" + t + " show " + id, "its owner was told and has not submitted it again",
+                     "tab/merges"});
+    } else if (r.status == MergeState::kReview) {
+      out.push_back({"merge_review", what + " waits for review", r.updated_at, "mates merges" + t + " approve " + id,
+                     "or: mates merges" + t + " reject " + id + " --feedback \"what to change\"", "tab/merges"});
+    }
+  }
+  if (v.team.git.held()) {
+    const TeamGit& g = v.team.git;
+    out.push_back({"merge_held",
+                   "the merge queue is held: " + g.target_name() + " was moved outside it (to " +
+                       g.held_found.substr(0, 10) + ")",
+                   g.held_since, "mates merges" + t + " resume",
+                   "look at what moved it first (git log " + g.target_name() + ")", "tab/merges"});
+  }
+  for (const auto& r : v.requests) {
+    if (r.kind != RequestKind::kPlanApproval || r.status != RequestState::kPending) continue;
+    out.push_back({"plan_waiting", r.requester + "'s plan waits for " + r.responder, r.created_at,
+                   "mates send" + t + " --from " + r.responder + " --to " + r.requester +
+                       " --type plan_approval_response --request-id " + r.id + " --approve ok",
+                   "or --reject with --feedback; the dashboard answers it too", "agent/" + r.requester});
+  }
+  Budget(v, &out);
+  for (const auto& m : v.members) {
+    if (!m.activity || m.activity->denials.empty()) continue;
+    const agent::Denial& d = m.activity->denials.back();
+    if (v.now - d.at > kRecentDenialS) continue;
+    out.push_back({"sandbox_denied", m.member.name + ": " + d.what, d.at, "",
+                   "what the sandbox allows is widened in your own ~/.config/mates/config.yaml (sandbox: "
+                   "allow_write, network.allow)",
+                   "agent/" + m.member.name});
+  }
+  static const std::vector<std::string> kOrder = {"turn_failed",  "retrying",     "orphaned_task",
+                                                  "merge_failed", "merge_conflict", "merge_review",
+                                                  "merge_held",   "plan_waiting", "budget",
+                                                  "sandbox_denied"};
+  auto rank = [](const std::string& kind) { return std::find(kOrder.begin(), kOrder.end(), kind) - kOrder.begin(); };
+  std::stable_sort(out.begin(), out.end(), [&](const AttentionItem& a, const AttentionItem& b) {
+    return std::make_pair(rank(a.kind), a.since) < std::make_pair(rank(b.kind), b.since);
+  });
+  return out;
+}
+
+Json AttentionToJson(const std::vector<AttentionItem>& items) {
+  Json out = Json::array();
+  for (const auto& i : items) {
+    out.push_back({{"kind", i.kind},
+                   {"subject", i.subject},
+                   {"since", i.since},
+                   {"hint", i.hint},
+                   {"note", i.note},
+                   {"link", i.link}});
+  }
+  return out;
+}
+
+}  // namespace mates::view
