@@ -621,6 +621,9 @@ std::vector<Json> TimelessTasks(const std::vector<Task>& tasks) {
   std::vector<Json> out;
   for (Task t : tasks) {
     t.created_at = t.updated_at = 0;
+    // The same history on both (each change of status or owner), at times
+    // of their own.
+    for (auto& e : t.history) e.at = 0;
     out.push_back(TaskToJson(t));
   }
   return out;

@@ -204,6 +204,29 @@ BEGIN
                                NOT IN ('completed', 'deleted'))) a;
 END $$;
 )SQL",
+    // 8: each task's history of status and owner (the dashboard's task
+    // detail), kept by a trigger, so that every way a row changes (the
+    // claim functions above, an update from mates) records it; jsonb, so
+    // that it holds nothing but JSON. The latest 50 changes.
+    R"SQL(
+ALTER TABLE mates_tasks ADD COLUMN history jsonb NOT NULL DEFAULT '[]';
+CREATE FUNCTION mates_task_history() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  h jsonb := CASE WHEN jsonb_typeof(NEW.history) = 'array' THEN NEW.history ELSE '[]'::jsonb END;
+  last jsonb := h -> -1;
+BEGIN
+  IF last IS NULL OR last ->> 'status' IS DISTINCT FROM NEW.status OR last ->> 'owner' IS DISTINCT FROM NEW.owner THEN
+    h := h || jsonb_build_array(jsonb_build_object('at', NEW.updated_at, 'status', NEW.status, 'owner', NEW.owner));
+    WHILE jsonb_array_length(h) > 50 LOOP
+      h := h - 0;
+    END LOOP;
+    NEW.history := h;
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER mates_task_history BEFORE INSERT OR UPDATE ON mates_tasks
+  FOR EACH ROW EXECUTE FUNCTION mates_task_history();
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

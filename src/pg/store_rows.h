@@ -18,7 +18,8 @@ namespace mates::pg {
 
 inline constexpr size_t kMaxIdle = 8;
 inline constexpr const char* kTaskColumns =
-    "id, subject, description, active_form, status, owner, blocked_by, blocks, metadata, created_at, updated_at";
+    "id, subject, description, active_form, status, owner, blocked_by, blocks, metadata, created_at, updated_at, "
+    "history::text";
 
 inline std::string Num(int64_t v) { return std::to_string(v); }
 
@@ -75,6 +76,9 @@ inline Result<Task> TaskOf(const Rows& r, int row) {
   std::string_view c = r.text(row, 9), u = r.text(row, 10);
   std::from_chars(c.data(), c.data() + c.size(), t.created_at);
   std::from_chars(u.data(), u.data() + u.size(), t.updated_at);
+  // Read like input (DESIGN §10): a history that does not parse is none.
+  auto h = ParseJson(r.text(row, 11));
+  if (h.ok()) t.history = TaskHistoryFromJson(*h);
   return t;
 }
 

@@ -463,6 +463,7 @@ Status Board::RefreshLocked() {
 
 Status Board::WriteLocked(Task& task, bool touch) {
   if (touch) task.updated_at = WallSeconds();
+  NoteHistory(&task);
   fs::path path = dir_ / TaskFileName(task.id);
   MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(path, DumpJsonPretty(TaskToJson(task)), spare_path_));
   struct stat st {};

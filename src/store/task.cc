@@ -44,7 +44,43 @@ Json TaskToJson(const Task& t) {
   j["metadata"] = std::move(metadata);
   j["created_at"] = t.created_at;
   j["updated_at"] = t.updated_at;
+  if (!t.history.empty()) {
+    Json h = Json::array();
+    for (const auto& e : t.history) {
+      h.push_back({{"at", e.at}, {"status", std::string(TaskStatusName(e.status))}, {"owner", e.owner}});
+    }
+    j["history"] = std::move(h);
+  }
   return j;
+}
+
+void NoteHistory(Task* t) {
+  if (!t->history.empty() && t->history.back().status == t->status && t->history.back().owner == t->owner) return;
+  t->history.push_back({t->updated_at, t->status, t->owner});
+  if (t->history.size() > kMaxTaskHistory) {
+    t->history.erase(t->history.begin(), t->history.end() - static_cast<std::ptrdiff_t>(kMaxTaskHistory));
+  }
+}
+
+// A task's history as stored: read like input, an entry of another shape
+// left out, the latest kMaxTaskHistory kept.
+std::vector<TaskEvent> TaskHistoryFromJson(const Json& h) {
+  std::vector<TaskEvent> out;
+  if (!h.is_array()) return out;
+  for (const auto& e : h) {
+    if (!e.is_object()) continue;
+    auto at = e.find("at");
+    auto status = e.find("status");
+    auto owner = e.find("owner");
+    if (at == e.end() || !at->is_number() || status == e.end() || !status->is_string()) continue;
+    auto st = ParseTaskStatus(status->get<std::string>());
+    if (!st.ok()) continue;
+    std::string who = owner != e.end() && owner->is_string() ? owner->get<std::string>() : "";
+    if (who.size() > 64) continue;
+    out.push_back({at->get<double>(), *st, std::move(who)});
+  }
+  if (out.size() > kMaxTaskHistory) out.erase(out.begin(), out.end() - static_cast<std::ptrdiff_t>(kMaxTaskHistory));
+  return out;
 }
 
 namespace {
@@ -79,6 +115,7 @@ Result<Task> TaskFromJson(const Json& j) {
   t.metadata_json = (md != j.end() && md->is_object()) ? DumpJson(*md) : "{}";
   MATES_ASSIGN_OR_RETURN(t.created_at, JsonNumber(j, "created_at", 0));
   MATES_ASSIGN_OR_RETURN(t.updated_at, JsonNumber(j, "updated_at", 0));
+  if (auto h = j.find("history"); h != j.end()) t.history = TaskHistoryFromJson(*h);
   return t;
 }
 

@@ -20,6 +20,15 @@ inline bool ReleasesDependents(TaskStatus s) {
   return s == TaskStatus::kCompleted || s == TaskStatus::kDeleted;
 }
 
+// A change of a task's status or owner, and when (its detail on the
+// dashboard: who had it, how long in each state).
+struct TaskEvent {
+  double at = 0;
+  TaskStatus status = TaskStatus::kPending;
+  std::string owner;
+};
+inline constexpr size_t kMaxTaskHistory = 50;  // the latest kept
+
 struct Task {
   int64_t id = 0;
   std::string subject;
@@ -32,10 +41,17 @@ struct Task {
   std::string metadata_json = "{}";
   double created_at = 0;
   double updated_at = 0;
+  std::vector<TaskEvent> history;  // oldest first; written by the stores
 };
+
+// Appends the task's status and owner as of its updated_at, if they are
+// not what its history says last (the file board, on each write; the
+// PostgreSQL store does the same in a trigger).
+void NoteHistory(Task* t);
 
 Json TaskToJson(const Task& t);
 Result<Task> TaskFromJson(const Json& j);
+std::vector<TaskEvent> TaskHistoryFromJson(const Json& h);
 
 // "#3": how messages name a task.
 std::string TaskRef(int64_t id);

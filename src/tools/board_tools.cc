@@ -84,7 +84,10 @@ class TaskGetTool : public Tool {
     if (!board.ok()) return ToolResult::Error(board.status().message());
     auto t = (*board)->Get(id);
     if (!t.ok()) return ToolResult::Error(t.status().message());
-    return ToolResult::Ok(DumpJsonPretty(TaskToJson(*t)));
+    // Its history is for people (the dashboard): tokens the model need not read.
+    Json j = TaskToJson(*t);
+    j.erase("history");
+    return ToolResult::Ok(DumpJsonPretty(j));
   }
 };
 
