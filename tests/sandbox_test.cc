@@ -778,7 +778,8 @@ TEST(AgentGateTest, OneAgentCannotKeepAnotherOut) {
     auto c = ConnectUnix(socket);
     EXPECT_TRUE(c.ok());
     if (!c.ok()) return std::string();
-    (void)!::write(c->get(), line.data(), line.size());
+    // (A gate that refuses answers and closes without reading.)
+    (void)!::send(c->get(), line.data(), line.size(), MSG_NOSIGNAL);
     std::string reply;
     char buf[4096];
     for (ssize_t n; (n = ::read(c->get(), buf, sizeof buf)) > 0;) {

@@ -704,3 +704,41 @@ TEST(ActivityTest, AFailingCopyToTheStoreStopsNothing) {
 
 }  // namespace
 }  // namespace mates::agent
+
+namespace mates::agent {
+namespace {
+
+// The dashboard's spend chart: cumulative tokens and cost after each call,
+// at the call's time (or, in a journal from before usage lines had one, at
+// the message before it); an unpriced model makes the cost unknown from
+// then on; many calls are thinned to the bound, the last kept.
+TEST(UsageSeriesTest, SpendGrowsCallByCall) {
+  const std::string text =
+      R"({"kind":"message","message":{"role":"user","content":"hi"},"ts":100})" "\n"
+      R"({"kind":"usage","model":"claude-opus-4-5","usage":{"input_tokens":1000000,"output_tokens":0}})" "\n"
+      R"({"kind":"usage","model":"claude-opus-4-5","ts":130,"usage":{"input_tokens":0,"output_tokens":1000000}})" "\n"
+      R"({"kind":"usage","model":"no-such-model","ts":140,"usage":{"input_tokens":10,"output_tokens":0}})" "\n"
+      R"({"kind":"usage","model":"claude-opus-4-5","ts":150,"usage":{"input_tokens":5)";  // torn
+  auto s = Journal::UsageSeries(text, 100);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].at, 100);
+  EXPECT_EQ(s[0].tokens, 1000000);
+  ASSERT_TRUE(s[0].cost_usd.has_value());
+  EXPECT_DOUBLE_EQ(*s[0].cost_usd, 5.0);
+  EXPECT_EQ(s[1].at, 130);
+  EXPECT_DOUBLE_EQ(*s[1].cost_usd, 30.0);
+  EXPECT_EQ(s[2].tokens, 2000010);
+  EXPECT_FALSE(s[2].cost_usd.has_value());
+  std::string many;
+  for (int i = 1; i <= 1000; ++i) {
+    many += R"({"kind":"usage","model":"m","ts":)" + std::to_string(i) + R"(,"usage":{"input_tokens":1,"output_tokens":0}})" "\n";
+  }
+  auto thin = Journal::UsageSeries(many, 50);
+  ASSERT_EQ(thin.size(), 50u);
+  EXPECT_EQ(thin.front().tokens, 1);
+  EXPECT_EQ(thin.back().tokens, 1000);
+  EXPECT_EQ(thin.back().at, 1000);
+}
+
+}  // namespace
+}  // namespace mates::agent

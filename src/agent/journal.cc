@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "agent/prices.h"
+#include "agent/usage.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/names.h"
@@ -66,6 +69,21 @@ void Journal::SendToCopy() {
 }
 
 namespace {
+
+// Each line of `text` ended by a newline (a torn tail is not a line).
+template <typename F>
+void ForEachWholeLine(std::string_view text, F&& each) {
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) return;
+    each(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+// Keys are written sorted: a usage line starts with its kind.
+bool IsUsageLine(std::string_view line) { return line.rfind(R"({"kind":"usage")", 0) == 0; }
+
 
 // The file's whole lines (a torn last one is not a line).
 Result<std::vector<std::string>> FileLines(const fs::path& path) {
@@ -154,7 +172,39 @@ Status Journal::AppendMoved(const std::string& team) {
 Status Journal::AppendUsage(const llm::Usage& u, const std::string& model, bool send) {
   // Usually the reply it counts follows at once: the copy gets both in one
   // go (one round trip less before each tool runs).
-  return Append(DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}, {"model", model}}), send);
+  return Append(
+      DumpJson(Json{{"kind", "usage"}, {"usage", llm::UsageToJson(u)}, {"model", model}, {"ts", WallSeconds()}}),
+      send);
+}
+
+std::vector<UsagePoint> Journal::UsageSeries(std::string_view text, size_t max_points) {
+  std::vector<UsagePoint> all;
+  double last_ts = 0;
+  int64_t tokens = 0;
+  std::optional<double> cost = 0.0;
+  ForEachWholeLine(text, [&](std::string_view line) {
+    const bool usage = IsUsageLine(line);
+    // Only what is needed is parsed: a usage line whole, another for its time.
+    if (!usage && line.find(R"("ts":)") == std::string_view::npos) return;
+    auto j = ParseJson(line);
+    if (!j.ok() || !j->is_object()) return;
+    if (auto ts = j->find("ts"); ts != j->end() && ts->is_number()) last_ts = ts->get<double>();
+    if (!usage) return;
+    auto u = j->find("usage");
+    if (u == j->end() || !u->is_object()) return;
+    const llm::Usage one = llm::UsageFromJson(*u);
+    auto model = j->find("model");
+    const std::string name = model != j->end() && model->is_string() ? model->get<std::string>() : "";
+    tokens += TotalTokens(one);
+    const std::optional<double> priced = CostUsd(name, one);
+    cost = cost && priced ? std::optional<double>(*cost + *priced) : std::nullopt;
+    all.push_back({last_ts, tokens, cost});
+  });
+  if (all.size() <= max_points || max_points < 2) return all;
+  std::vector<UsagePoint> picked;
+  const double step = static_cast<double>(all.size() - 1) / static_cast<double>(max_points - 1);
+  for (size_t i = 0; i < max_points; ++i) picked.push_back(all[static_cast<size_t>(std::llround(i * step))]);
+  return picked;
 }
 
 Status UsageJournal::Append(const fs::path& path, const CopyOf& copy_of, const llm::Usage& u,
@@ -326,17 +376,11 @@ Status AddUsageLine(const Json& j, JournalState* st) {
 // returned are those that held usage (a torn tail is not a line).
 std::vector<std::string_view> UsageLines(std::string_view text, JournalState* st) {
   std::vector<std::string_view> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) break;  // torn tail
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    // Keys are written sorted: a usage line starts with its kind.
-    if (line.rfind(R"({"kind":"usage")", 0) != 0) continue;
+  ForEachWholeLine(text, [&](std::string_view line) {
+    if (!IsUsageLine(line)) return;
     auto j = ParseJson(line);
     if (j.ok() && j->is_object() && AddUsageLine(*j, st).ok()) lines.push_back(line);
-  }
+  });
   return lines;
 }
 

@@ -47,6 +47,14 @@ struct JournalProblem {
   std::string what;
 };
 
+// An agent's spend as it grew: after each model call, when, every token so
+// far, and the cost so far (null once a call's model has no price).
+struct UsagePoint {
+  double at = 0;
+  int64_t tokens = 0;
+  std::optional<double> cost_usd;
+};
+
 struct JournalState {
   std::vector<llm::ChatMessage> messages;  // the valid prefix
   std::set<std::string> delivered;  // inbox message ids already taken in
@@ -105,6 +113,11 @@ class Journal {
   static JournalState UsageOf(std::string_view text);
   // The same on a journal's text (`name` for warnings).
   static JournalState ReplayText(std::string_view text, const std::string& name);
+  // The spend over time of a journal's text (its usage lines, each at its
+  // own time or, in journals from before usage lines had one, at the
+  // message before it), at most `max_points` (evenly picked, the last
+  // kept).
+  static std::vector<UsagePoint> UsageSeries(std::string_view text, size_t max_points);
   // Starts `path` over with one compact line holding `state` (its valid
   // prefix); the old file is kept beside it as `<name>.unreplayable-<time>`.
   // Returns the old file's new name.

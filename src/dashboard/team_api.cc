@@ -20,6 +20,7 @@ constexpr size_t kLogPageBytes = 8 << 20;      // per response: a 1 MiB message 
 constexpr size_t kInitialMessages = 500;       // /api/messages without `after`
 constexpr size_t kMaxJournalBytes = 64 << 20;  // a transcript's journal
 constexpr size_t kTranscriptMessages = 300;    // the last ones shown
+constexpr size_t kSeriesPoints = 400;          // the spend chart's points, at most
 constexpr size_t kMaxBlockText = 16 << 10;     // each text or tool output, cut
 
 void Cut(std::string& s, size_t max) {
@@ -215,6 +216,12 @@ void TeamApi::Transcript(const std::string& name, httplib::Response& res) {
             {"calls", st.calls},
             {"compactions", st.compactions},
             {"usage", llm::UsageToJson(st.usage)}};
+  // Its spend over time, for the page's chart: [at, tokens, cost or null].
+  Json series = Json::array();
+  for (const auto& p : agent::Journal::UsageSeries(*text, kSeriesPoints)) {
+    series.push_back(Json::array({p.at, p.tokens, p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)}));
+  }
+  j["series"] = std::move(series);
   if (st.problem) j["problem"] = "line " + std::to_string(st.problem->line) + ": " + st.problem->what;
   SendJson(res, j);
 }

@@ -20,20 +20,13 @@
 // to that team's page and back.
 // Exit 0 passed, 1 failed, 77 skipped (no chromium or puppeteer-core).
 import { spawn, spawnSync } from "node:child_process";
-import { createRequire } from "node:module";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { browserParts, options } from "./common.mjs";
 
-const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
-  if (a.startsWith("--")) acc.push([a.slice(2), all[i + 1]]);
-  return acc;
-}, []));
-const chromium = args.chromium || "/usr/bin/chromium";
-if (!fs.existsSync(chromium)) { console.log("SKIPPED: no chromium at " + chromium + " (scripts/setup installs it)"); process.exit(77); }
-let puppeteer;
-try { puppeteer = createRequire(path.resolve(args.modules) + "/")("puppeteer-core"); }
-catch (e) { console.log("SKIPPED: puppeteer-core is not in " + args.modules + " (scripts/setup-browser): " + e.message); process.exit(77); }
+const args = options();
+const { chromium, puppeteer } = browserParts(args);
 
 const ws = fs.mkdtempSync(path.join(os.tmpdir(), "mates-browser-"));
 const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "mates-browser-elsewhere-"));

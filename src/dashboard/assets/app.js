@@ -9,6 +9,7 @@ const $ = (id) => document.getElementById(id);
 const S = {
   team: null, tasks: [], messages: [], msgIds: new Set(), msgNext: null, requests: [], merges: [],
   transcriptAgent: null, clockSkew: 0, readOnly: true, firstLoad: true, look: null,
+  outage: null, detailTask: null, tasksLoaded: false,
 };
 
 // ---------- helpers ----------
@@ -35,7 +36,11 @@ async function api(path, body) {
   const r = await fetch(path, opt);
   let j = null;
   try { j = await r.json(); } catch (_) { /* not JSON */ }
-  if (!r.ok) throw new Error((j && j.error) || ("HTTP " + r.status));
+  if (!r.ok) {
+    const e = new Error((j && j.error) || ("HTTP " + r.status));
+    e.status = r.status;
+    throw e;
+  }
   return j;
 }
 function duration(s) {
@@ -80,9 +85,18 @@ function refreshAll() { for (const k of Object.keys(loaders)) refresh(k); }
 
 // ---------- team & roster ----------
 async function loadTeam() {
-  const t = await api("/api/team");
+  let t;
+  try { t = await api("/api/team"); }
+  catch (e) {
+    // A store out of reach (503) is news on the page too (DESIGN §20).
+    S.outage = e.status === 503 ? e.message : null;
+    renderAttention();
+    throw e;
+  }
+  S.outage = null;
   S.clockSkew = t.now - Date.now() / 1000;
   S.team = t;
+  renderAttention();
   S.readOnly = !!t.read_only;
   renderHeader();
   renderRoster();
@@ -171,12 +185,14 @@ function doingText(m) {
     case "tool": return [a.doing || "a tool", since];
     case "idle": return [a.doing || "waiting for work", since];  // a lead working in another team says where
     case "stopped": return ["stopped" + (a.doing ? ": " + a.doing : ""), null];
+    // Said by the host in full: which attempt, why, and what comes next.
+    case "retrying": case "error": return [m.doing || a.state, since];
   }
   return [a.state, since];
 }
 function doingTextStopped(a) { return "stopped" + (a.doing ? ": " + a.doing : ""); }
 // An archived team has no host: its members are shown as they ended.
-function shownState(m) { return S.team.archived ? "stopped" : m.status; }
+function shownState(m) { return S.team.archived ? "stopped" : (m.state || m.status); }
 function renderRoster() {
   const t = S.team;
   // The team's spend so far, beside the count (what `mates usage` adds up).
@@ -219,8 +235,11 @@ function renderRoster() {
     const stop = !S.readOnly && !isLead && (m.status === "active" || m.status === "idle")
       ? el("button", { class: "btn small danger stop", title: "Ask " + m.name + " to stop", onclick: (e) => { e.stopPropagation(); askStop(m.name); } }, "stop")
       : null;
-    return el("div", { class: "member" + (S.transcriptAgent === m.name ? " selected" : ""), dataset: { name: m.name, status: m.status },
-      title: m.name + ": " + m.status + " (click for its transcript)", onclick: () => openTranscript(m.name) },
+    const state = shownState(m);
+    return el("div", { class: "member s-" + state + (S.transcriptAgent === m.name ? " selected" : ""),
+      dataset: { name: m.name, status: m.status, state },
+      title: m.name + ": " + state + (m.doing && state !== m.status ? " — " + m.doing : "") + " (click for its transcript)",
+      onclick: () => { location.hash = "agent/" + encodeURIComponent(m.name); } },
       el("span", { class: "state " + shownState(m), title: shownState(m) }),
       el("div", { class: "name " + nameClass(m.name) }, m.name, el("span", { class: "role", text: isLead ? "lead" : shownState(m) })),
       el("div", { class: "cost" }, cost || "\u00a0"),
@@ -231,6 +250,7 @@ function renderRoster() {
 }
 function tickDurations() {
   for (const e of document.querySelectorAll(".member .for")) e.textContent = " · " + duration(serverNow() - Number(e.dataset.since));
+  for (const e of document.querySelectorAll("#attention .since")) e.textContent = duration(serverNow() - Number(e.dataset.since)) + " ago";
   if (S.team && S.team.host && S.team.host.started_at) renderHeader();
 }
 function renderMemberSelects() {
@@ -256,8 +276,10 @@ async function loadTasks() {
   const j = await api("/api/tasks");
   const before = new Map(S.tasks.map((t) => [t.id, t.status + t.owner]));
   S.tasks = j.tasks;
+  S.tasksLoaded = true;
   renderBoard(before);
   renderGraph();
+  renderTaskDetail();
 }
 function taskCard(t, byId, changed) {
   const meta = [];
@@ -269,7 +291,7 @@ function taskCard(t, byId, changed) {
   }
   if ((t.blocks || []).length) meta.push(el("span", { class: "chip" }, "unblocks " + t.blocks.map((b) => "#" + b).join(" ")));
   return el("div", { class: "card" + (t.status === "completed" ? " done" : "") + (changed ? " flash" : ""), dataset: { id: t.id },
-    title: t.description || t.subject },
+    title: (t.description || t.subject) + "\n(click for its detail)", onclick: () => { location.hash = "task/" + t.id; } },
     el("div", { class: "subject" }, el("span", { class: "id", text: "#" + t.id }), t.subject),
     meta.length ? el("div", { class: "meta" }, meta) : null);
 }
@@ -322,6 +344,7 @@ function renderGraph() {
   for (const t of S.tasks) {
     const [x, y] = pos.get(t.id);
     const g = mk("g", { class: "node " + t.status, transform: `translate(${x},${y})` });
+    g.addEventListener("click", () => { location.hash = "task/" + t.id; });
     g.append(mk("title", {}, "#" + t.id + " " + t.subject + " (" + t.status + ")"));
     g.append(mk("rect", { width: W, height: H, rx: 7 }));
     const subj = t.subject.length > 24 ? t.subject.slice(0, 23) + "…" : t.subject;
@@ -340,6 +363,7 @@ async function loadMessages() {
   for (const m of fresh) { S.msgIds.add(m.id); S.messages.push(m); }
   if (S.messages.length > 3000) { S.messages.splice(0, S.messages.length - 3000); }
   if (fresh.length || S.firstLoad) renderTimeline(fresh);
+  if (fresh.length) renderTaskDetail();
   if (j.more) again.messages = true;  // cut short: the rest at once
 }
 const msgTypes = ["message", "broadcast", "shutdown_request", "shutdown_response", "plan_approval_request", "plan_approval_response"];
@@ -419,6 +443,7 @@ async function loadMerges() {
   const j = await api("/api/merges");
   S.merges = j.merges;
   renderMerges();
+  renderTaskDetail();
 }
 function renderMerges() {
   const all = S.merges || [];
@@ -459,6 +484,7 @@ function renderMerges() {
 
 // ---------- transcript ----------
 function openTranscript(name) {
+  if (name) setHash("agent/" + encodeURIComponent(name));
   S.transcriptAgent = name;
   $("transcript-agent").value = name;
   $("transcript-name").textContent = name ? "· " + name : "";
@@ -481,23 +507,240 @@ async function loadTranscript() {
     human((u.input_tokens || 0) + (u.cache_read_input_tokens || 0) + (u.cache_creation_input_tokens || 0)) + " in / " + human(u.output_tokens || 0) + " out" +
     (j.compactions ? " · " + j.compactions + " compactions" : "") + (j.total > j.messages.length ? " · last " + j.messages.length + " shown" : "") +
     (j.problem ? " · replay stopped at " + j.problem : "");
-  const turns = j.messages.map((m) => el("div", { class: "turn " + m.role },
-    el("div", { class: "who", text: m.role === "assistant" ? name : "input" }),
-    (typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content).map((b) => {
-      if (b.type === "text") return el("pre", { text: b.text });
-      if (b.type === "tool_use") return el("details", { class: "block-tool" }, el("summary", { text: "⚙ " + b.name + "  " + JSON.stringify(b.input).slice(0, 120) }), el("pre", { text: JSON.stringify(b.input, null, 2) }));
-      if (b.type === "tool_result") {
-        const text = typeof b.content === "string" ? b.content : (b.content || []).map((c) => c.text || "").join("\n");
-        return el("details", { class: "block-tool" + (b.is_error ? " error" : "") }, el("summary", { text: (b.is_error ? "✗ error: " : "↳ result: ") + text.split("\n")[0].slice(0, 120) }), el("pre", { text }));
-      }
-      return el("pre", { text: JSON.stringify(b) });
-    })));
+  renderSpend(j.series);
+  const turns = transcriptTurns(j.messages, name);
   $("transcript").replaceChildren(...(turns.length ? turns : [el("div", { class: "empty" }, "Nothing yet.")]));
   if (atBottom) box.scrollTop = box.scrollHeight;
 }
 
+// What mates put before a model, drawn (DESIGN §20): its frames — only
+// mates writes them (agent/conversation.cc, team/lead_news.cc,
+// agent/subagents.cc, agent/context.cc), content cannot forge one (§19) —
+// as who sent what; team updates folded; each tool call with its result.
+const frameRe = /<teammate-message ([^>]*)>\n?([\s\S]*?)\n?<\/teammate-message>|<team-update>([\s\S]*?)<\/team-update>|<background-task ([^>]*)>\n?([\s\S]*?)\n?<\/background-task>|<conversation-summary ([^>]*)>\n?([\s\S]*?)\n?<\/conversation-summary>/g;
+function frameAttrs(s) {
+  const a = {};
+  for (const m of s.matchAll(/([a-z_]+)="([^"]*)"/g)) a[m[1]] = m[2].replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&amp;/g, "&");
+  return a;
+}
+function frameParts(text) {
+  const out = [];
+  let last = 0;
+  for (const m of text.matchAll(frameRe)) {
+    if (m.index > last) out.push({ kind: "text", text: text.slice(last, m.index) });
+    if (m[1] !== undefined) out.push({ kind: "message", attrs: frameAttrs(m[1]), text: m[2] });
+    else if (m[3] !== undefined) out.push({ kind: "update", text: m[3] });
+    else if (m[4] !== undefined) out.push({ kind: "task", attrs: frameAttrs(m[4]), text: m[5] });
+    else out.push({ kind: "summary", attrs: frameAttrs(m[6]), text: m[7] });
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.push({ kind: "text", text: text.slice(last) });
+  return out.filter((p) => p.kind !== "text" || p.text.trim() !== "");
+}
+function inputBlocks(text) {
+  const parts = frameParts(text), out = [];
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i];
+    if (p.kind === "update") {
+      const run = [p];
+      while (i + 1 < parts.length && parts[i + 1].kind === "update") run.push(parts[++i]);
+      out.push(el("details", { class: "frame updates" },
+        el("summary", {}, el("span", { class: "chip" }, "team"), " " + run.length + " update" + (run.length === 1 ? "" : "s") + ": " + run[0].text.split("\n")[0].slice(0, 90)),
+        el("ul", {}, run.map((u) => el("li", { text: u.text })))));
+    } else if (p.kind === "message") {
+      const a = p.attrs, type = a.type || "message";
+      out.push(el("div", { class: "frame message t-" + type },
+        el("div", { class: "frame-head" },
+          el("span", { class: "chip sender " + nameClass(a.teammate_id || ""), text: a.teammate_id || "?" }),
+          type !== "message" ? el("span", { class: "chip type", text: type.replace(/_/g, " ") + (a.approve ? (a.approve === "true" ? ": approved" : ": rejected") : "") }) : null,
+          a.summary ? el("span", { class: "muted", text: a.summary }) : null),
+        el("pre", { text: p.text })));
+    } else if (p.kind === "task") {
+      out.push(el("details", { class: "frame task" + (p.attrs.status === "failed" ? " error" : "") },
+        el("summary", {}, el("span", { class: "chip" }, "background task"), " " + (p.attrs.description || p.attrs.id || "") + " · " + (p.attrs.status || "")),
+        el("pre", { text: p.text })));
+    } else if (p.kind === "summary") {
+      out.push(el("details", { class: "frame summary" },
+        el("summary", {}, el("span", { class: "chip" }, "earlier conversation, summarised")), el("pre", { text: p.text })));
+    } else {
+      out.push(el("pre", { text: p.text }));
+    }
+  }
+  return out;
+}
+function resultText(b) { return typeof b.content === "string" ? b.content : (b.content || []).map((c) => c.text || "").join("\n"); }
+function transcriptTurns(messages, name) {
+  const blocksOf = (m) => typeof m.content === "string" ? [{ type: "text", text: m.content }] : (m.content || []);
+  const results = new Map();
+  for (const m of messages) for (const b of blocksOf(m)) if (b.type === "tool_result") results.set(b.tool_use_id, b);
+  const called = new Set();
+  for (const m of messages) for (const b of blocksOf(m)) if (b.type === "tool_use") called.add(b.id);
+  const turns = [];
+  for (const m of messages) {
+    const kids = [];
+    for (const b of blocksOf(m)) {
+      if (b.type === "text") kids.push(...(m.role === "assistant" ? [el("pre", { text: b.text })] : inputBlocks(b.text)));
+      else if (b.type === "tool_use") {
+        const r = results.get(b.id);
+        const input = JSON.stringify(b.input);
+        const bad = r && r.is_error;
+        kids.push(el("details", { class: "block-tool" + (bad ? " error" : "") + (r ? "" : " pending"), open: bad || null },
+          el("summary", {}, el("b", { text: b.name }), " " + input.slice(0, 110) + (input.length > 110 ? "…" : ""),
+            el("span", { class: "outcome", text: r ? (bad ? "✗ error" : "✓") : "…" })),
+          el("pre", { class: "input", text: JSON.stringify(b.input, null, 2) }),
+          r ? el("pre", { class: "result", text: resultText(r) || "(empty)" }) : el("div", { class: "muted" }, "no result yet")));
+      } else if (b.type === "tool_result") {
+        if (called.has(b.tool_use_id)) continue;  // shown under its call
+        const text = resultText(b);
+        kids.push(el("details", { class: "block-tool" + (b.is_error ? " error" : "") }, el("summary", { text: (b.is_error ? "✗ error: " : "↳ result: ") + text.split("\n")[0].slice(0, 120) }), el("pre", { text })));
+      } else kids.push(el("pre", { text: JSON.stringify(b) }));
+    }
+    if (!kids.length) continue;  // only results, each shown under its call
+    turns.push(el("div", { class: "turn " + m.role }, el("div", { class: "who", text: m.role === "assistant" ? name : "input" }), kids));
+  }
+  return turns;
+}
+// The agent's spend as it grew: tokens (solid) and cost (dashed), drawn here.
+function renderSpend(series) {
+  const box = $("spend-chart");
+  if (!series || series.length < 2) { box.hidden = true; box.replaceChildren(); return; }
+  box.hidden = false;
+  const ns = "http://www.w3.org/2000/svg", W = 220, H = 40, P = 3;
+  const t0 = series[0][0], t1 = series[series.length - 1][0];
+  const last = series[series.length - 1];
+  const priced = series.every((p) => p[2] !== null);
+  const x = (t) => P + (W - 2 * P) * (t1 > t0 ? (t - t0) / (t1 - t0) : 1);
+  const y = (v, max) => H - P - (H - 2 * P) * (max > 0 ? v / max : 0);
+  const line = (i, max) => series.map((p) => x(p[0]).toFixed(1) + "," + y(p[i] || 0, max).toFixed(1)).join(" ");
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  svg.setAttribute("width", W);
+  svg.setAttribute("height", H);
+  const poly = (cls, points) => { const e = document.createElementNS(ns, "polyline"); e.setAttribute("class", cls); e.setAttribute("points", points); return e; };
+  svg.append(poly("tokens", line(1, last[1])));
+  if (priced) svg.append(poly("cost", line(2, last[2])));
+  const title = document.createElementNS(ns, "title");
+  title.textContent = "Spend over " + duration(t1 - t0) + ": " + human(last[1]) + " tokens" + (priced ? ", $" + last[2].toFixed(4) : ", cost unknown");
+  svg.append(title);
+  box.replaceChildren(svg, el("span", { class: "legend" }, el("span", { class: "k tokens" }, human(last[1]) + " tok"), priced ? el("span", { class: "k cost" }, "$" + last[2].toFixed(last[2] < 1 ? 4 : 2)) : null));
+}
+
+// ---------- attention ----------
+const attentionWords = {
+  turn_failed: ["failed turn", "failed turns"], retrying: ["retrying", "retrying"], orphaned_task: ["orphaned task", "orphaned tasks"],
+  merge_failed: ["failed merge", "failed merges"], merge_conflict: ["merge conflict", "merge conflicts"],
+  merge_review: ["merge to review", "merges to review"], merge_held: ["merge queue held", "merge queues held"],
+  plan_waiting: ["plan waiting", "plans waiting"], budget: ["budget", "budgets"],
+  sandbox_denied: ["sandbox refusal", "sandbox refusals"], store_unreachable: ["store out of reach", "stores out of reach"],
+};
+function renderAttention() {
+  const items = (S.outage ? [{ kind: "store_unreachable", subject: "the team's store cannot be reached: " + S.outage, since: 0, hint: "",
+    note: "the page shows what it read last and tries again", link: "" }] : [])
+    .concat((S.team && !S.team.archived && S.team.attention) || []);
+  const box = $("attention");
+  const key = JSON.stringify(items.map((i) => [i.kind, i.subject, i.hint, i.link]));
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.hidden = items.length === 0;
+  if (!items.length) { box.replaceChildren(); return; }
+  const counts = new Map();
+  for (const i of items) counts.set(i.kind, (counts.get(i.kind) || 0) + 1);
+  const summary = [...counts].map(([k, n]) => n + " " + (attentionWords[k] || [k, k])[n === 1 ? 0 : 1]).join(" · ");
+  const copy = (text, e) => {
+    const done = () => { e.target.dataset.copied = "1"; setTimeout(() => delete e.target.dataset.copied, 1200); };
+    if (navigator.clipboard) navigator.clipboard.writeText(text).then(done, () => {});
+  };
+  box.replaceChildren(
+    el("div", { class: "attention-head" },
+      el("span", { class: "badge", text: String(items.length) }),
+      el("b", { text: items.length === 1 ? "needs attention" : "need attention" }),
+      el("span", { class: "summary", text: summary }),
+      el("div", { class: "spacer" }),
+      el("button", { class: "btn small", onclick: () => box.classList.toggle("open") }, "details")),
+    el("ul", { class: "attention-list" }, items.map((i) => el("li", { class: "k-" + i.kind, dataset: { kind: i.kind } },
+      el("div", { class: "what" }, el("span", { text: i.subject }),
+        i.since ? el("span", { class: "since muted", dataset: { since: i.since } }, duration(serverNow() - i.since) + " ago") : null,
+        i.link ? el("a", { class: "go", href: "#" + i.link }, "show") : null),
+      i.hint ? el("code", { class: "hint", title: "Click to copy", onclick: (e) => copy(i.hint, e) }, i.hint) : null,
+      i.note ? el("div", { class: "note muted", text: i.note }) : null))));
+}
+
+// ---------- links and a task's detail ----------
+// Where the page is, in its address (#tab/graph, #agent/w1, #task/3): a
+// reload or a link comes back to it.
+function setHash(h) { if (location.hash !== "#" + h) history.replaceState(null, "", "#" + h); }
+function route() {
+  const h = location.hash.slice(1);
+  const at = h.indexOf("/");
+  const kind = at < 0 ? h : h.slice(0, at);
+  let arg = at < 0 ? "" : h.slice(at + 1);
+  try { arg = decodeURIComponent(arg); } catch (_) { return; }
+  if (kind === "tab" && ["board", "graph", "transcript"].includes(arg)) showTab(arg);
+  else if (kind === "tab" && (arg === "merges" || arg === "usage")) {
+    const panel = arg === "merges" ? $("merges-panel") : $("roster").closest(".panel");
+    panel.scrollIntoView({ block: "nearest" });
+    panel.classList.remove("flash"); void panel.offsetWidth; panel.classList.add("flash");
+  } else if (kind === "agent" && arg) openTranscript(arg);
+  else if (kind === "task" && /^[1-9][0-9]{0,17}$/.test(arg)) openTaskDetail(Number(arg));
+}
+function openTaskDetail(id) {
+  S.detailTask = id;
+  renderTaskDetail();
+  const d = $("task-detail");
+  if (!d.open) d.showModal();
+}
+function taskLink(id) { return el("a", { href: "#task/" + id, class: "task-link" }, "#" + id); }
+function renderTaskDetail() {
+  if (S.detailTask === null) return;
+  const id = S.detailTask, body = $("task-detail-body");
+  const t = S.tasks.find((x) => x.id === id);
+  if (!t) {
+    body.replaceChildren(el("h2", {}, "Task #" + id), el("div", { class: "empty" }, S.tasksLoaded ? "No task #" + id + " on this board." : "Loading…"));
+    return;
+  }
+  const now = serverNow();
+  const hist = t.history || [];
+  // How long in each state: from each change to the next (or to now).
+  const spent = new Map();
+  const rows = hist.map((e, i) => {
+    const end = i + 1 < hist.length ? hist[i + 1].at : (e.status === "completed" || e.status === "deleted" ? e.at : now);
+    const d = Math.max(0, end - e.at);
+    if (e.status !== "completed" && e.status !== "deleted") spent.set(e.status, (spent.get(e.status) || 0) + d);
+    return el("li", {}, el("span", { class: "time", text: clock(e.at), title: fullTime(e.at) }),
+      el("span", { class: "pill s-" + e.status, text: e.status.replace("_", " ") }),
+      e.owner ? el("span", { class: "chip owner " + nameClass(e.owner), text: e.owner }) : el("span", { class: "muted", text: "no owner" }),
+      end > e.at ? el("span", { class: "muted", text: "for " + duration(d) + (i + 1 === hist.length ? " so far" : "") }) : null);
+  });
+  const re = new RegExp("(^|[^0-9A-Za-z&])#" + id + "(?![0-9])");
+  const named = S.messages.filter((m) => re.test(m.content || "") || re.test(m.summary || "")).slice(-20);
+  const merges = (S.merges || []).filter((m) => m.task === id);
+  const section = (title, ...kids) => el("section", {}, el("h3", { text: title }), ...kids);
+  // (replaceChildren would write a null as the text "null")
+  body.replaceChildren(...[
+    el("div", { class: "detail-head" }, el("span", { class: "id", text: "#" + t.id }), el("span", { class: "subject", text: t.subject }),
+      el("span", { class: "pill s-" + t.status, text: t.status.replace("_", " ") }),
+      t.owner ? el("span", { class: "chip owner " + nameClass(t.owner), text: t.owner }) : null),
+    el("div", { class: "muted times" }, "made " + clock(t.created_at) + " · changed " + clock(t.updated_at) +
+      (spent.size ? " · " + [...spent].map(([s, d]) => s.replace("_", " ") + " " + duration(d)).join(" · ") : "")),
+    t.description ? el("pre", { class: "desc", text: t.description }) : el("div", { class: "muted" }, "No description."),
+    (t.blockedBy || []).length || (t.blocks || []).length ? el("div", { class: "links" },
+      (t.blockedBy || []).length ? el("span", {}, "blocked by ", ...(t.blockedBy.map(taskLink))) : null,
+      (t.blocks || []).length ? el("span", {}, "  blocks ", ...(t.blocks.map(taskLink))) : null) : null,
+    section("Owners and states", hist.length ? el("ul", { class: "history" }, rows) : el("div", { class: "muted" }, "No history kept for this task.")),
+    merges.length ? section("Merge requests", el("ul", { class: "history" }, merges.map((m) => el("li", {},
+      el("span", { class: "time", text: clock(m.updated_at) }), el("span", { class: "pill m-" + m.status, text: m.status }),
+      el("span", { text: "#" + m.id + " by " + m.owner + (m.files && m.files.length ? " · " + m.files.join(", ") : "") }))))) : null,
+    section("Messages that name it", named.length ? el("ul", { class: "history" }, named.map((m) => el("li", {},
+      el("span", { class: "time", text: clock(m.timestamp) }),
+      el("span", { class: nameClass(m.sender), text: m.sender }), el("span", { class: "muted", text: "→" }),
+      el("span", { class: nameClass(m.recipient || ""), text: m.recipient || "everyone" }),
+      el("span", { class: "line", text: (m.summary || m.content || "").split("\n")[0].slice(0, 140) })))) : el("div", { class: "muted" }, "None."))]
+    .filter((e) => e !== null));
+}
+
 // ---------- tabs, composer, new task, theme ----------
-function showTab(name) {
+function showTab(name, fromUser) {
+  if (fromUser) setHash("tab/" + name);
   for (const t of document.querySelectorAll(".tab")) t.classList.toggle("active", t.dataset.tab === name);
   for (const v of document.querySelectorAll(".view")) v.classList.toggle("active", v.id === "view-" + name);
 }
@@ -575,7 +818,13 @@ function init() {
   try { theme = localStorage.getItem("mates-theme"); } catch (_) { /* private mode */ }
   setTheme(theme || (matchMedia("(prefers-color-scheme: light)").matches ? "light" : "dark"));
   $("theme").onclick = () => setTheme(document.documentElement.dataset.theme === "light" ? "dark" : "light");
-  for (const t of document.querySelectorAll(".tab")) t.onclick = () => { showTab(t.dataset.tab); if (t.dataset.tab === "transcript") refresh("transcript"); };
+  for (const t of document.querySelectorAll(".tab")) t.onclick = () => { showTab(t.dataset.tab, true); if (t.dataset.tab === "transcript") refresh("transcript"); };
+  $("task-detail-close").onclick = () => $("task-detail").close();
+  $("task-detail").addEventListener("close", () => {
+    S.detailTask = null;
+    if (location.hash.startsWith("#task/")) setHash("tab/" + (document.querySelector(".tab.active") || { dataset: { tab: "board" } }).dataset.tab);
+  });
+  window.addEventListener("hashchange", route);
   $("filter-type").replaceChildren(el("option", { value: "" }, "all types"), ...msgTypes.map((t) => el("option", { value: t }, t.replace(/_/g, " "))));
   $("filter-member").onchange = $("filter-type").onchange = () => renderTimeline(null);
   $("transcript-agent").onchange = (e) => openTranscript(e.target.value);
@@ -585,8 +834,9 @@ function init() {
   $("task-cancel").onclick = () => $("task-dialog").close();
   $("task-form").onsubmit = createTask;
   setInterval(tickDurations, 1000);
-  Promise.allSettled([loadTeam(), loadTasks(), loadMessages(), loadRequests()]).then(() => {
+  Promise.allSettled([loadTeam(), loadTasks(), loadMessages(), loadRequests(), loadMerges()]).then(() => {
     S.firstLoad = false;
+    route();  // a link followed or a page reloaded: where it pointed
     document.body.dataset.ready = "1";
   });
   connect();
