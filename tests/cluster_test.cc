@@ -185,11 +185,16 @@ TEST_F(ClusterTest, APaneThatCannotStartIsReportedAtOnce) {
   auto st = Cluster({"status"});
   EXPECT_NE(st.out.find("cluster " + session_ + ": failed"), std::string::npos) << st.out;
   EXPECT_NE(st.out.find("middle_manager  %1  failed (exit 3)"), std::string::npos) << st.out;
+  // What it printed, in status too, every time it is asked.
+  EXPECT_NE(st.out.find("exited with status 3; it printed: cannot start: no model configured"), std::string::npos)
+      << st.out;
   auto js = Cluster({"status", "--json"});
   auto j = ParseJson(js.out);
   ASSERT_TRUE(j.ok()) << js.out;
   EXPECT_EQ((*j)["state"], "failed");
   EXPECT_EQ((*j)["agents"][1]["exit_status"], 3);
+  EXPECT_NE((*j)["agents"][1]["error"].get<std::string>().find("it printed: cannot start"), std::string::npos)
+      << j->dump();
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
 }
 
@@ -214,6 +219,14 @@ TEST_F(ClusterTest, NoMarkerInTimeIsAnErrorAndLogged) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no 'GRAND BOSS OK' from grand_boss in time"), std::string::npos) << r.err;
   EXPECT_NE(Cluster({"log"}).out.find("grand_boss -> user [error] no 'GRAND BOSS OK'"), std::string::npos);
+  // Its state says so until an exchange succeeds (DESIGN §20), never idle.
+  auto st = Cluster({"status"});
+  EXPECT_NE(st.out.find("grand_boss  %0  error"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("no 'GRAND BOSS OK' from grand_boss in time"), std::string::npos) << st.out;
+  auto js = ParseJson(Cluster({"status", "--json"}).out);
+  ASSERT_TRUE(js.ok());
+  EXPECT_NE((*js)["agents"][0]["error"].get<std::string>().find("in time"), std::string::npos) << js->dump();
+  EXPECT_TRUE((*js)["agents"][0]["error_at"].is_string()) << js->dump();
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
   EXPECT_FALSE(AgentsRunning());
 }

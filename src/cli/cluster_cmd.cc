@@ -128,7 +128,9 @@ int StatusCmd(const ClusterArgs& a) {
       arr.push_back({{"name", s.name}, {"role", s.role}, {"reports_to", s.reports_to}, {"pane", s.pane},
                      {"alive", s.alive}, {"busy", s.busy}, {"failed", s.failed},
                      {"exit_status", s.failed && s.exit_status >= 0 ? Json(s.exit_status) : Json(nullptr)},
-                     {"last_activity", s.last_activity}, {"sandbox", modes[s.name]}});
+                     {"last_activity", s.last_activity}, {"sandbox", modes[s.name]},
+                     {"error", s.error.empty() ? Json(nullptr) : Json(s.error)},
+                     {"error_at", s.error_at.empty() ? Json(nullptr) : Json(s.error_at)}});
     }
     std::cout << DumpJson({{"cluster", c->config().name}, {"up", c->IsUp()}, {"state", state}, {"agents", arr}})
               << std::endl;
@@ -136,13 +138,17 @@ int StatusCmd(const ClusterArgs& a) {
   }
   std::cout << "cluster " << c->config().name << ": " << state << "\n";
   for (const auto& s : *st) {
-    std::string shown = s.alive ? (s.busy ? "busy" : "idle")
+    // What went wrong is said, never a plain "idle" (DESIGN §20).
+    std::string shown = s.alive ? (s.busy ? "busy" : s.error.empty() ? "idle" : "error")
                         : s.failed ? "failed" + (s.exit_status >= 0 ? " (exit " + std::to_string(s.exit_status) + ")" : "")
                                    : "dead";
     std::cout << "  " << s.name << "  " << (s.pane.empty() ? "-" : s.pane) << "  " << shown << "  last activity "
               << (s.last_activity.empty() ? "-" : s.last_activity)
               << (s.reports_to.empty() ? "" : "  reports to " + s.reports_to)
               << (modes[s.name] == "off" ? "" : "  sandbox: " + modes[s.name]) << "\n";
+    if (!s.error.empty()) {
+      std::cout << "      " << (s.error_at.empty() ? "" : s.error_at + "  ") << s.error << "\n";
+    }
   }
   return 0;
 }

@@ -376,9 +376,6 @@ class DoorQueue final : public httplib::TaskQueue {
 
 HttpServer::HttpServer(FrontDoorLimits limits) : limits_(limits) {
   new_task_queue = [this] {
-    // The library listens with a backlog of 5: a page's burst of
-    // connections past it waited a second for SYN to be sent again.
-    ::listen(svr_sock_, SOMAXCONN);
     auto door = std::make_shared<FrontDoor>(*this, limits_);
     {
       std::lock_guard<std::mutex> lock(door_mu_);
@@ -386,6 +383,22 @@ HttpServer::HttpServer(FrontDoorLimits limits) : limits_(limits) {
     }
     return new DoorQueue(std::move(door));
   };
+}
+
+// The library listens with a backlog of 5: a page's burst of connections
+// past it waited a second for SYN to be sent again. Raised where it was
+// bound, before the listen thread starts (a second listen() on the listen
+// thread raced stop()'s close, as ThreadSanitizer said).
+bool HttpServer::bind_to_port(const std::string& host, int port, int socket_flags) {
+  if (!httplib::Server::bind_to_port(host, port, socket_flags)) return false;
+  ::listen(svr_sock_, SOMAXCONN);
+  return true;
+}
+
+int HttpServer::bind_to_any_port(const std::string& host, int socket_flags) {
+  const int port = httplib::Server::bind_to_any_port(host, socket_flags);
+  if (port > 0) ::listen(svr_sock_, SOMAXCONN);
+  return port;
 }
 
 HttpServer::~HttpServer() {

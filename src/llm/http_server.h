@@ -52,6 +52,9 @@ class HttpServer : public httplib::Server {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // As the library's, with a listen backlog of SOMAXCONN (the library's is 5).
+  bool bind_to_port(const std::string& host, int port, int socket_flags = 0);
+  int bind_to_any_port(const std::string& host, int socket_flags = 0);
   // Connections waiting for their heads now (for tests and status).
   size_t waiting() const;
 

@@ -10,6 +10,7 @@
 #include <regex>
 #include <thread>
 
+#include "core/text.h"
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
@@ -320,8 +321,10 @@ Result<std::vector<AgentStatus>> Cluster::AgentStatuses() const {
     auto l = tmux_.ListPanes(config_.session);
     if (l.ok()) live = *l;
   }
-  // Last activity per agent, from the message log.
+  // Last activity per agent, from the message log; and its last answer, an
+  // error until a result follows.
   std::map<std::string, std::string> last;
+  std::map<std::string, std::pair<std::string, std::string>> failed;  // agent → (time, why)
   auto log = ReadFile(config_.log_file);
   if (log.ok()) {
     for (const auto& line : CaptureLines(*log)) {
@@ -335,6 +338,9 @@ Result<std::vector<AgentStatus>> Cluster::AgentStatuses() const {
       std::string ts = field("timestamp");
       last[field("from")] = ts;
       last[field("to")] = ts;
+      const std::string type = field("type");
+      if (type == "error") failed[field("from")] = {ts, CutUtf8(field("content"), 300)};
+      if (type == "result") failed.erase(field("from"));
     }
   }
   for (const auto& a : config_.agents) {
@@ -355,6 +361,15 @@ Result<std::vector<AgentStatus>> Cluster::AgentStatuses() const {
       s.busy = !lock.ok();
     }
     s.last_activity = last.count(a.name) ? last[a.name] : "";
+    if (s.failed) {
+      // A dead pane's screen is final: what its program said last.
+      auto screen = tmux_.Capture(s.pane);
+      s.error = DeadPane(a, s.exit_status, screen.ok() ? CaptureLines(*screen) : std::vector<std::string>{}, "")
+                    .message();
+    } else if (auto f = failed.find(a.name); f != failed.end()) {
+      s.error_at = f->second.first;
+      s.error = f->second.second;
+    }
     out.push_back(s);
   }
   return out;

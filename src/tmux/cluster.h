@@ -47,6 +47,11 @@ struct AgentStatus {
   bool failed = false;   // its pane's program exited
   int exit_status = -1;  // then with this status
   std::string last_activity;  // ISO time of its last logged message, or ""
+  // What went wrong (DESIGN §20), "" if nothing: its last exchange failed
+  // (no marker in time, the pane gone) and none succeeded since, or its
+  // program exited (with what it printed last).
+  std::string error;
+  std::string error_at;  // ISO time, for an exchange that failed
 };
 
 class Cluster {
@@ -112,7 +117,9 @@ class Cluster {
   Result<std::string> PaneOf(const std::string& agent) const;
   // The error for an agent whose pane's program exited: its status and
   // what it printed last.
-  Status DeadPane(const AgentConfig& agent, int exit_status, const std::vector<std::string>& screen) const;
+  // `agent`'s program exited (`when`: " before its prompt showed", or "").
+  Status DeadPane(const AgentConfig& agent, int exit_status, const std::vector<std::string>& screen,
+                  const std::string& when = " before its prompt showed") const;
   // `first`: the pane as it was read last, under the agent's busy lock.
   Result<std::string> Exchange(const AgentConfig& agent, const std::string& pane,
                                const std::string& text, const Deadline& deadline,

@@ -81,7 +81,8 @@ Result<std::string> Cluster::PaneOf(const std::string& agent) const {
   return *pane;
 }
 
-Status Cluster::DeadPane(const AgentConfig& a, int exit_status, const std::vector<std::string>& screen) const {
+Status Cluster::DeadPane(const AgentConfig& a, int exit_status, const std::vector<std::string>& screen,
+                         const std::string& when) const {
   // What the program printed last (tmux's own "Pane is dead" line aside).
   std::string said;
   int kept = 0;
@@ -93,7 +94,7 @@ Status Cluster::DeadPane(const AgentConfig& a, int exit_status, const std::vecto
   }
   return Status::FailedPrecondition(a.name + "'s command (" + a.command[0] + ") exited" +
                                     (exit_status >= 0 ? " with status " + std::to_string(exit_status) : "") +
-                                    " before its prompt showed" + (said.empty() ? "" : "; it printed: " + said));
+                                    when + (said.empty() ? "" : "; it printed: " + said));
 }
 
 Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& pane,
