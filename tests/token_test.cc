@@ -69,6 +69,7 @@ TEST(TokenTest, ATeammateOverItsBudgetFinishesItsToolStopsAndTheLeadIsTold) {
     alice_seen = true;
     EXPECT_EQ(m["status"], "shutdown") << m.dump();
     EXPECT_NE(m.dump().find("its budget of 1 tokens is spent"), std::string::npos) << m.dump();
+    EXPECT_NE(m["doing"].get<std::string>().find("stopped: budget: "), std::string::npos) << m.dump();
   }
   EXPECT_TRUE(alice_seen) << status.out;
   std::string lead_journal = ReadAll(ws.path() / ".teams/budget/agents/lead.jsonl");

@@ -242,6 +242,8 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
         if (!said_spent) out.Line("", r->why + ": no agent calls the model any more (restart with a larger "
                                                  "--budget-tokens / --budget-usd to go on)");
         said_spent = true;
+        // Not "waiting for work": it will not work (DESIGN §20).
+        lead.ReportStopped("budget: " + r->why);
         SetLeadStatus(ctx, teams.store(), MemberStatus::kIdle);
         waker->WaitChange(waker->generation(), DeadlineIn(60));
       }

@@ -530,7 +530,8 @@ void Teammate::Main() {
     std::string kept = env_.hooks.CleanUpWorktree(config_.team, config_.name);
     if (!kept.empty()) why += (why.empty() ? "" : "; ") + kept;
   }
-  loop_->ReportStopped(why);
+  // Its activity says `stopped: budget: …` (DESIGN §20).
+  loop_->ReportStopped(reason == StopReason::kBudget ? "budget: " + why : why);
   env_.hooks.OnShutdownDone(config_.name);
   // Finished before the last status goes out: whoever that status wakes
   // must see this teammate as done.
