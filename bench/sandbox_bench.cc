@@ -9,7 +9,12 @@
 //             scripted provider at 50 ms per call, each task a bash command
 //             writing a file: the sandbox on (workspace) next to off.
 //
-//   sandbox_bench [--quick] [spawn|makespan]   (default: both)
+//   hooks     a tool call (read_file) with no hook, and with a PreToolUse
+//             hook that exits 0 at once (DESIGN §22), in the workspace
+//             sandbox and with the sandbox off, interleaved: what the hook
+//             adds per call. Target: <= 5 ms at p50.
+//
+//   sandbox_bench [--quick] [spawn|makespan|hooks]   (default: all)
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +37,7 @@
 #include "store/watcher.h"
 #include "team/team_manager.h"
 #include "tools/builtin_tools.h"
+#include "tools/hook_calls.h"
 
 using namespace mates;
 using namespace mates::bench;
@@ -228,16 +234,80 @@ void MakespanBench() {
 
 }  // namespace
 
+// ---------------------------------------------------------------- hooks
+
+void HooksBench() {
+  Repo repo;
+  Must(WriteFileAtomic(repo.root / "a.txt", "hello\n"), "a.txt");
+  auto events = Must(hooks::ParseHooksSection("hooks:\n  PreToolUse:\n    - matcher: Read\n"
+                                              "      hooks: [{type: command, command: 'exit 0'}]\n",
+                                              "bench"),
+                     "hooks");
+  hooks::HookSet set;
+  set.sources.push_back({"bench", true, events});
+  auto runner = std::make_shared<const hooks::Runner>(std::move(set));
+  auto registry = tools::MakeToolRegistry(tools::Scope::kSubagent);
+  auto store = FileTeamStore(repo.ws);
+  struct Case {
+    const char* name;
+    std::shared_ptr<sandbox::Sandbox> box;
+    bool hook;
+    std::vector<double> ms;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"no hook", MakeSandbox(repo, sandbox::Mode::kWorkspace, {}, "h0"), false, {}});
+  cases.push_back({"hook, sandbox workspace", MakeSandbox(repo, sandbox::Mode::kWorkspace, {}, "h1"), true, {}});
+  cases.push_back({"hook, sandbox off", MakeSandbox(repo, sandbox::Mode::kOff, {}, "h2"), true, {}});
+  llm::ContentBlock call = llm::ContentBlock::ToolUse("t1", "read_file", R"({"path":"a.txt"})");
+  const auto once = [&](Case& c) {
+    tools::ToolContext ctx(repo.ws, *store);
+    ctx.team = "bench";
+    ctx.agent = "w1";
+    ctx.sandbox = c.box;
+    if (c.hook) ctx.hooks = runner;
+    int64_t t0 = NowNs();
+    if (ctx.hooks) {
+      Json in = tools::HookInput(ctx);
+      in["tool_name"] = "Read";
+      in["tool_input"] = {{"file_path", (repo.root / "a.txt").string()}};
+      hooks::Outcome o = tools::RunHooks(ctx, hooks::Event::kPreToolUse, tools::HookToolNames("read_file"), in);
+      if (o.ran != 1 || o.blocked || !o.errors.empty()) {
+        std::fprintf(stderr, "the bench's hook did not run as it should\n");
+        std::exit(1);
+      }
+    }
+    auto r = registry->Run(call, ctx);
+    if (r.is_error) {
+      std::fprintf(stderr, "read_file failed: %s\n", r.content.c_str());
+      std::exit(1);
+    }
+    return static_cast<double>(NowNs() - t0) / 1e6;
+  };
+  for (auto& c : cases) (void)once(c);  // warm
+  const int rounds = g_quick ? 30 : 200;
+  for (int i = 0; i < rounds; ++i) {
+    for (auto& c : cases) c.ms.push_back(once(c));
+  }
+  std::printf("hooks: a read_file call, %d rounds, interleaved\n", rounds);
+  const double base = Percentile(cases[0].ms, 50);
+  for (const auto& c : cases) {
+    const double p50 = Percentile(c.ms, 50), p90 = Percentile(c.ms, 90);
+    std::printf("  %-26s p50 %6.2f ms   p90 %6.2f ms", c.name, p50, p90);
+    if (c.hook) std::printf("   (+%.2f ms at p50; target <= 5)", p50 - base);
+    std::printf("\n");
+  }
+}
+
 int main(int argc, char** argv) {
   std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") {
       g_quick = true;
-    } else if (a == "spawn" || a == "makespan") {
+    } else if (a == "spawn" || a == "makespan" || a == "hooks") {
       only = a;
     } else {
-      std::fprintf(stderr, "usage: sandbox_bench [--quick] [spawn|makespan]\n");
+      std::fprintf(stderr, "usage: sandbox_bench [--quick] [spawn|makespan|hooks]\n");
       return 2;
     }
   }
@@ -249,5 +319,6 @@ int main(int argc, char** argv) {
               std::thread::hardware_concurrency());
   if (only.empty() || only == "spawn") SpawnBench();
   if (only.empty() || only == "makespan") MakespanBench();
+  if (only.empty() || only == "hooks") HooksBench();
   return 0;
 }

@@ -281,6 +281,13 @@ void ActivityFile::Denied(const llm::ContentBlock& call, const std::string& why)
   PostLocked();
 }
 
+void ActivityFile::Blocked(const std::string& event, const std::string& what) {
+  std::lock_guard<std::mutex> l(mu_);
+  a_.hook_blocks.push_back({WallSeconds(), event, CutUtf8(what, 300)});
+  if (a_.hook_blocks.size() > kMaxDenials) a_.hook_blocks.erase(a_.hook_blocks.begin());
+  PostLocked();
+}
+
 void ActivityFile::Enter(ActivityState state, std::string doing) {
   std::lock_guard<std::mutex> lock(mu_);
   EnterLocked(state, std::move(doing));
@@ -317,6 +324,10 @@ Json ActivityToJson(const Activity& a) {
   if (!a.denials.empty()) {
     j["denials"] = Json::array();
     for (const auto& d : a.denials) j["denials"].push_back({{"at", d.at}, {"what", d.what}});
+  }
+  if (!a.hook_blocks.empty()) {
+    j["hook_blocks"] = Json::array();
+    for (const auto& b : a.hook_blocks) j["hook_blocks"].push_back({{"at", b.at}, {"event", b.event}, {"what", b.what}});
   }
   if (a.retry) j["retry"] = {{"attempt", a.retry->attempt}, {"of", a.retry->of}, {"at", a.retry->at},
                              {"cause", a.retry->cause}};
@@ -373,6 +384,13 @@ Result<Activity> ActivityFromJson(const Json& j) {
     retry.at = number(*r, "at");
     retry.cause = text(*r, "cause", 300);
     a.retry = std::move(retry);
+  }
+  if (auto hb = j.find("hook_blocks"); hb != j.end() && hb->is_array()) {
+    for (const auto& b : *hb) {
+      if (a.hook_blocks.size() >= kMaxDenials) break;
+      if (!b.is_object()) continue;
+      a.hook_blocks.push_back({number(b, "at"), text(b, "event", 40), text(b, "what", 300)});
+    }
   }
   if (auto e = j.find("error"); e != j.end() && e->is_object()) {
     a.error = TurnFailure{text(*e, "reason", 500), number(*e, "at"), text(*e, "next", 200)};

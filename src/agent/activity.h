@@ -55,6 +55,13 @@ struct Denial {
 };
 inline constexpr size_t kMaxDenials = 5;
 
+// What a hook of the person's blocked (DESIGN §22), and when.
+struct HookBlock {
+  double at = 0;
+  std::string event;  // PreToolUse, TaskCompleted, …
+  std::string what;   // the call or the task, and the hook's reason
+};
+
 // A model call tried again (state retrying).
 struct Retry {
   int attempt = 0;  // the attempt to come, 2 … of
@@ -82,6 +89,7 @@ struct Activity {
   llm::Usage tokens;
   std::optional<double> cost_usd;
   std::vector<Denial> denials;  // the last kMaxDenials, newest last
+  std::vector<HookBlock> hook_blocks;  // the last kMaxDenials, newest last
   std::optional<Retry> retry;         // state retrying
   std::optional<TurnFailure> error;   // until a turn succeeds
 };
@@ -129,6 +137,8 @@ class ActivityFile {
   void SetUsage(const llm::Usage& total, int calls);
   // The sandbox refused `call` something: `why` is the rule's line.
   void Denied(const llm::ContentBlock& call, const std::string& why);
+  // A hook blocked something on `event`.
+  void Blocked(const std::string& event, const std::string& what);
 
   const fs::path& path() const { return path_; }
 

@@ -1,5 +1,7 @@
 #include "agent/agent_loop.h"
 
+#include "tools/hook_calls.h"
+
 #include <nlohmann/json.hpp>
 
 #include "agent/frames.h"
@@ -334,6 +336,43 @@ Status AgentLoop::Spent(const llm::Usage& u, const std::string& answered_by) {
 
 Status AgentLoop::Compact() { return MaybeCompact(/*force=*/true); }
 
+// A tool call between the person's PreToolUse and PostToolUse hooks
+// (DESIGN §22): a block is the model's answer instead of the tool's, an
+// updated input is what runs, what a hook adds after is read with the
+// result.
+tools::ToolResult AgentLoop::RunWithHooks(const llm::ContentBlock& call) {
+  if (!ctx_->hooks) return tools_->Run(call, *ctx_);
+  const std::vector<std::string> names = tools::HookToolNames(call.name);
+  auto parsed = ParseJson(call.input_json.empty() ? "{}" : call.input_json);
+  const Json input = parsed.ok() ? *parsed : Json::object();
+  Json pre = tools::HookInput(*ctx_);
+  pre["tool_name"] = names.front();
+  pre["tool_input"] = tools::ClaudeToolInput(call.name, input, *ctx_);
+  pre["tool_use_id"] = call.id;
+  hooks::Outcome before = tools::RunHooks(*ctx_, hooks::Event::kPreToolUse, names, pre);
+  if (before.blocked) {
+    if (activity_) activity_->Blocked("PreToolUse", DescribeCall(call) + ": " + before.reason);
+    return tools::ToolResult::Error("A PreToolUse hook blocked this call:\n" + before.reason);
+  }
+  llm::ContentBlock run = call;
+  if (before.updated_input) run.input_json = DumpJson(tools::MatesToolInput(call.name, *before.updated_input, *ctx_));
+  tools::ToolResult r = tools_->Run(run, *ctx_);
+  if (!before.context.empty()) r.content += "\n[PreToolUse hook: " + before.context + "]";
+  Json post = pre;
+  auto ran = ParseJson(run.input_json.empty() ? "{}" : run.input_json);
+  post["tool_input"] = tools::ClaudeToolInput(call.name, ran.ok() ? *ran : Json::object(), *ctx_);
+  post["tool_response"] = {{"output", r.content}, {"is_error", r.is_error}};
+  if (call.name == "bash") post["tool_response"]["stdout"] = r.content;
+  hooks::Outcome after = tools::RunHooks(*ctx_, hooks::Event::kPostToolUse, names, post);
+  // The tool has run: what a hook says of it goes to the model with it.
+  if (after.blocked) {
+    if (activity_) activity_->Blocked("PostToolUse", DescribeCall(call) + ": " + after.reason);
+    r.content += "\n[PostToolUse hook: " + after.reason + "]";
+  }
+  if (!after.context.empty()) r.content += "\n[PostToolUse hook: " + after.context + "]";
+  return r;
+}
+
 std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, bool* interrupted) {
   std::vector<llm::ContentBlock> results;
   for (const auto& b : reply.content) {
@@ -346,9 +385,16 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
     }
     if (events_ != nullptr) events_->OnToolCall(spec_.name, b);
     if (activity_) activity_->Tool(b);
-    tools::ToolResult r = tools_->Run(b, *ctx_);
+    tools::ToolResult r = RunWithHooks(b);
     if (cancel_.cancelled()) *interrupted = true;
     if (events_ != nullptr) events_->OnToolResult(spec_.name, b, r);
+    // A board tool a hook refused (tools/board_tools.cc) is news too.
+    for (const char* event : {"TaskCompleted", "TaskCreated"}) {
+      const std::string said = std::string("A ") + event + " hook ";
+      if (activity_ && r.is_error && r.content.rfind(said, 0) == 0) {
+        activity_->Blocked(event, DescribeCall(b) + ": " + r.content.substr(r.content.find('\n') + 1));
+      }
+    }
     // A refusal of the sandbox's (its line, bash_tool.cc) is kept in the
     // activity, where status and the dashboard show it.
     if (size_t at = r.content.find("\n[sandbox "); activity_ && r.is_error && at != std::string::npos) {

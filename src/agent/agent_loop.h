@@ -171,6 +171,7 @@ class AgentLoop {
   int64_t EstimatedTokens() const;  // calibrated
   int64_t RawEstimate() const;      // characters / 4
   std::vector<llm::ContentBlock> RunTools(const llm::Response& reply, bool* interrupted);
+  tools::ToolResult RunWithHooks(const llm::ContentBlock& call);
 
   // Constant after construction.
   const AgentSpec spec_;

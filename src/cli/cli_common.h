@@ -88,6 +88,7 @@ void AddUsageCommand(CLI::App& app, Globals& g);
 void AddMcpCommands(CLI::App& app, Globals& g);  // mcp
 void AddStoreCommands(CLI::App& app, Globals& g);  // store init|migrate|status
 void AddTrustCommand(CLI::App& app, Globals& g);   // trust
+void AddHooksCommands(CLI::App& app, Globals& g);  // hooks list|test
 
 // Before a workspace's own files may start anything (DESIGN §19): a
 // .mcp.json not trusted as it is is asked about on a terminal (and trusted

@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
   mates::cli::AddMcpCommands(app, g);
   mates::cli::AddStoreCommands(app, g);
   mates::cli::AddTrustCommand(app, g);
+  mates::cli::AddHooksCommands(app, g);
 
   // Name an unknown command plainly (CLI11 would only say one is required).
   for (int i = 1; i < argc; ++i) {

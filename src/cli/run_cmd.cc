@@ -141,7 +141,17 @@ void AddSandboxOption(CLI::App* cmd, std::string& mode) {
 
 Status ChooseSandbox(host::HostOptions& c, const std::string& flag) {
   MATES_ASSIGN_OR_RETURN(c.sandbox, ChooseSandboxSettings(c.ws, flag));
+  MATES_ASSIGN_OR_RETURN(c.hooks, ChooseHooks(c.ws));
   return Status::Ok();
+}
+
+Result<std::shared_ptr<const hooks::Runner>> ChooseHooks(const Workspace& ws) {
+  MATES_ASSIGN_OR_RETURN(trust::FileState f, trust::TrustStore().CheckFile(ws.root(), ".mates/config.yaml"));
+  MATES_ASSIGN_OR_RETURN(hooks::HookSet set, hooks::LoadHooks(ws.root(), sandbox::UserConfigPath(),
+                                                              f.trust == trust::FileTrust::kTrusted));
+  for (const auto& note : set.notes) std::cerr << "mates: warning: " << note << std::endl;
+  if (set.Empty()) return std::shared_ptr<const hooks::Runner>();
+  return std::shared_ptr<const hooks::Runner>(std::make_shared<hooks::Runner>(std::move(set)));
 }
 
 Result<sandbox::Settings> ChooseSandboxSettings(const Workspace& ws, const std::string& flag) {

@@ -59,6 +59,9 @@ Result<std::unique_ptr<llm::Provider>> SessionProvider(const RunArgs& a);
 // workspace. What an untrusted file would have widened is said on stderr.
 Status ChooseSandbox(host::HostOptions& c, const std::string& flag);
 Result<sandbox::Settings> ChooseSandboxSettings(const Workspace& ws, const std::string& flag);
+// The person's hooks and, if trusted, the workspace's (DESIGN §22); null
+// when none would run. Untrusted ones are said in a warning each.
+Result<std::shared_ptr<const hooks::Runner>> ChooseHooks(const Workspace& ws);
 // Adds --sandbox to `cmd`.
 void AddSandboxOption(CLI::App* cmd, std::string& mode);
 

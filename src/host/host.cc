@@ -225,6 +225,7 @@ Status Host::MakeLead(const TeamConfig& team) {
   ctx.is_lead = true;
   ctx.skills = &skills_;
   ctx.sandbox = sandbox_;
+  ctx.hooks = options_.hooks;
   subs_ = std::make_unique<agent::SubagentManager>(provider_, ctx, out_.events, [this](std::string notice) {
     if (lead_) lead_->AddNotice(std::move(notice));
   });
@@ -327,6 +328,7 @@ Status Host::StartTeam() {
   const HostOptions& a = options_;
   team::TeamOptions topt;
   topt.sandbox = sandbox_;
+  topt.hooks = options_.hooks;
   topt.idle_timeout_s = a.idle_timeout_s;
   topt.shutdown_timeout_s = a.shutdown_timeout_s;
   topt.teammate_max_calls = a.max_turns;

@@ -30,6 +30,7 @@
 #include "llm/provider.h"
 #include "host/agent_gate.h"
 #include "mcp/hub.h"
+#include "hooks/hooks.h"
 #include "sandbox/sandbox.h"
 #include "store/host_info.h"
 #include "store/team_store.h"
@@ -80,6 +81,8 @@ struct HostOptions {
   // as chosen from the flag and the config files (sandbox/policy.h). The
   // host makes it first and it goes last.
   sandbox::Settings sandbox;
+  // The person's hooks (DESIGN §22), from the same files: null = none.
+  std::shared_ptr<const hooks::Runner> hooks;
   // Called once the lead's host lock is taken and host.json is written.
   std::function<void()> on_ready;
 };

@@ -33,6 +33,8 @@ struct TeamOptions {
   std::function<void(tools::ToolRegistry&, const std::string&)> extra_tools;
   // Where the teammates' tools run their processes (DESIGN §18).
   std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
+  // The person's hooks (DESIGN §22): null = none.
+  std::shared_ptr<const hooks::Runner> hooks;
 };
 
 }  // namespace mates::team

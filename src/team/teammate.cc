@@ -82,6 +82,7 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   ctx_.is_lead = false;
   ctx_.plan_mode = config_.plan_mode;
   ctx_.sandbox = env_.options.sandbox;
+  ctx_.hooks = env_.options.hooks;
   tools_ = tools::MakeToolRegistry(tools::Scope::kTeammate);
   if (env_.options.extra_tools) env_.options.extra_tools(*tools_, config_.name);
   events_ = std::make_unique<EventsTap>(this, env_.events);

@@ -5,6 +5,7 @@
 #include "git/submit.h"
 #include "store/roster.h"
 #include "tools/builtin_tools.h"
+#include "tools/hook_calls.h"
 
 namespace mates::tools {
 namespace {
@@ -57,6 +58,16 @@ class TaskCreateTool : public Tool {
     if (!in.ok()) return ToolResult::Error(in.errors());
     auto board = TeamBoard(ctx);
     if (!board.ok()) return ToolResult::Error(board.status().message());
+    // The person's TaskCreated hooks may refuse it (DESIGN §22).
+    if (ctx.hooks && ctx.hooks->Wants(hooks::Event::kTaskCreated)) {
+      Json h = HookInput(ctx);
+      h["task_subject"] = d.subject;
+      h["task_description"] = d.description;
+      h["teammate_name"] = ctx.agent;
+      h["task"] = {{"subject", d.subject}, {"description", d.description}, {"blockedBy", d.blocked_by}};
+      hooks::Outcome o = RunHooks(ctx, hooks::Event::kTaskCreated, {}, std::move(h));
+      if (o.blocked) return ToolResult::Error("A TaskCreated hook refused this task:\n" + o.reason);
+    }
     auto t = (*board)->Create(d);
     if (!t.ok()) return ToolResult::Error(t.status().message());
     return ToolResult::Ok("Created task #" + std::to_string(t->id) + ": " + t->subject +
@@ -138,6 +149,26 @@ class TaskUpdateTool : public Tool {
     if (!in.ok()) return ToolResult::Error(in.errors());
     auto board = TeamBoard(ctx);
     if (!board.ok()) return ToolResult::Error(board.status().message());
+    if (p.status == TaskStatus::kCompleted && ctx.hooks && ctx.hooks->Wants(hooks::Event::kTaskCompleted)) {
+      // The person's TaskCompleted hooks (DESIGN §22): the quality gate
+      // between a teammate and "done". A block keeps it in progress, the
+      // hook's words the model's to act on.
+      auto task = (*board)->Get(id);
+      if (!task.ok()) return ToolResult::Error(task.status().message());
+      Json h = HookInput(ctx);
+      h["task_id"] = std::to_string(id);
+      h["task_subject"] = task->subject;
+      h["task_description"] = task->description;
+      h["teammate_name"] = task->owner.empty() ? ctx.agent : task->owner;
+      Json shown = TaskToJson(*task);
+      shown.erase("history");
+      h["task"] = std::move(shown);
+      hooks::Outcome o = RunHooks(ctx, hooks::Event::kTaskCompleted, {}, std::move(h));
+      if (o.blocked) {
+        return ToolResult::Error("A TaskCompleted hook kept task #" + std::to_string(id) + " " +
+                                 std::string(TaskStatusName(task->status)) + ":\n" + o.reason);
+      }
+    }
     if (p.status == TaskStatus::kCompleted) {
       // An isolated owner's work completes through the merge queue.
       // The rest of the patch first (the commit message may use the new

@@ -12,6 +12,7 @@
 
 #include "core/json.h"
 #include "core/status.h"
+#include "hooks/hooks.h"
 #include "llm/provider.h"
 #include "llm/types.h"
 #include "store/board.h"
@@ -120,6 +121,8 @@ struct ToolContext {
   // Where every process a tool starts runs (DESIGN §18): the host's, or
   // none for a context made by hand.
   std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
+  // The person's hooks (DESIGN §22), trusted ones only run; null = none.
+  std::shared_ptr<const hooks::Runner> hooks;
   // Where this agent's processes run inside it.
   sandbox::Place Place() const { return {WorkRoot().root(), team, agent, /*speaks=*/true}; }
 

@@ -190,6 +190,13 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
   }
   Budget(v, &out);
   for (const auto& m : v.members) {
+    if (!m.activity || m.activity->hook_blocks.empty()) continue;
+    const agent::HookBlock& b = m.activity->hook_blocks.back();
+    if (v.now - b.at > kRecentDenialS) continue;
+    out.push_back({"hook_blocked", m.member.name + ": a " + b.event + " hook blocked " + b.what, b.at,
+                   "mates hooks list", "the hooks in your config and the workspace's decide this", "agent/" + m.member.name});
+  }
+  for (const auto& m : v.members) {
     if (!m.activity || m.activity->denials.empty()) continue;
     const agent::Denial& d = m.activity->denials.back();
     if (v.now - d.at > kRecentDenialS) continue;
@@ -201,7 +208,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
   static const std::vector<std::string> kOrder = {"turn_failed",  "retrying",     "orphaned_task",
                                                   "merge_failed", "merge_conflict", "merge_review",
                                                   "merge_held",   "plan_waiting", "budget",
-                                                  "sandbox_denied"};
+                                                  "sandbox_denied", "hook_blocked"};
   auto rank = [](const std::string& kind) { return std::find(kOrder.begin(), kOrder.end(), kind) - kOrder.begin(); };
   std::stable_sort(out.begin(), out.end(), [&](const AttentionItem& a, const AttentionItem& b) {
     return std::make_pair(rank(a.kind), a.since) < std::make_pair(rank(b.kind), b.since);

@@ -631,7 +631,7 @@ const attentionWords = {
   merge_failed: ["failed merge", "failed merges"], merge_conflict: ["merge conflict", "merge conflicts"],
   merge_review: ["merge to review", "merges to review"], merge_held: ["merge queue held", "merge queues held"],
   plan_waiting: ["plan waiting", "plans waiting"], budget: ["budget", "budgets"],
-  sandbox_denied: ["sandbox refusal", "sandbox refusals"], store_unreachable: ["store out of reach", "stores out of reach"],
+  sandbox_denied: ["sandbox refusal", "sandbox refusals"], hook_blocked: ["hook block", "hook blocks"], store_unreachable: ["store out of reach", "stores out of reach"],
 };
 function renderAttention() {
   const items = (S.outage ? [{ kind: "store_unreachable", subject: "the team's store cannot be reached: " + S.outage, since: 0, hint: "",
