@@ -147,6 +147,42 @@ TEST_F(HooksE2eTest, TheLeadsToolsAndBoardGoThroughThePersonsHooks) {
   EXPECT_TRUE(blocked) << (*s)["attention"].dump();
 }
 
+// TeammateIdle: a teammate about to go idle is kept working by the gate's
+// words until what it asks for is there; Stop does the same for the
+// lead's turn.
+TEST_F(HooksE2eTest, IdleAndStopGatesKeepAgentsWorkingUntilTheyPass) {
+  WriteAll(home_.path() / "mates/config.yaml",
+           "hooks:\n"
+           "  TeammateIdle:\n"
+           "    - hooks: [{type: command, command: '[ -e \"$CLAUDE_PROJECT_DIR/w1.extra\" ] || "
+           "{ echo \"write w1.extra first\" >&2; exit 2; }'}]\n"
+           "  Stop:\n"
+           "    - hooks: [{type: command, command: 'grep -q stop_hook_active.:false && [ ! -e "
+           "\"$CLAUDE_PROJECT_DIR/summary.txt\" ] && { echo \"write summary.txt first\" >&2; exit 2; }; exit 0'}]\n");
+  WriteAll(ws_.path() / "team.yaml", R"Y(rules:
+  - agent: lead
+    when: "Start w1"
+    reply: [{type: tool_use, name: Task, input: {team_name: hk, name: w1, prompt: "Say hi."}}]
+  - agent: lead
+    when: "write summary.txt first"
+    reply: [{type: tool_use, name: bash, input: {command: "echo summary > summary.txt"}}]
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: w1
+    when: "write w1.extra first"
+    reply: [{type: tool_use, name: bash, input: {command: "touch w1.extra"}}]
+  - {agent: w1, once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  auto r = Mates({"run", "--team", "hk", "--provider", "scripted", "--scenario", (ws_.path() / "team.yaml").string(),
+                  "--idle-timeout", "0", "Start w1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(ws_.path() / "w1.extra")) << "the teammate went idle past its gate";
+  EXPECT_NE(ReadAll(ws_.path() / ".teams/hk/agents/w1.jsonl").find("[TeammateIdle hook] Not done yet:\\nwrite w1.extra first"),
+            std::string::npos);
+  EXPECT_TRUE(fs::exists(ws_.path() / "summary.txt")) << "the lead's turn ended past its gate";
+  EXPECT_NE(ReadAll(ws_.path() / ".teams/hk/agents/lead.jsonl").find("[Stop hook] Not done yet:\\nwrite summary.txt first"),
+            std::string::npos);
+}
+
 TEST_F(HooksE2eTest, AWorkspacesHooksRunOnlyOnceTrusted) {
   WriteAll(ws_.path() / ".mates/config.yaml",
            "hooks:\n  PreToolUse:\n    - hooks: [{type: command, command: 'touch " + (ws_.path() / "pwned").string() +

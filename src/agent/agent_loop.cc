@@ -560,6 +560,7 @@ Result<bool> AgentLoop::AfterReply(const llm::Response& reply, TurnResult* turn,
 Result<TurnResult> AgentLoop::Loop() {
   TurnResult turn;
   int continuations = 0;
+  int stop_blocks = 0;
   for (;;) {
     MATES_ASSIGN_OR_RETURN(bool call, ReadyForCall(&turn));
     if (!call) return turn;
@@ -571,8 +572,42 @@ Result<TurnResult> AgentLoop::Loop() {
       return turn;
     }
     MATES_ASSIGN_OR_RETURN(bool again, AfterReply(*reply, &turn, &continuations));
-    if (!again) return turn;
+    if (!again) {
+      MATES_ASSIGN_OR_RETURN(bool kept, StopHookKeepsGoing(turn, &stop_blocks));
+      if (!kept) return turn;
+    }
   }
+}
+
+// The person's Stop (SubagentStop) hooks, at the end of a turn that ended
+// by itself (DESIGN §22): a block is more work, the hook's words the
+// model's next input. Claude Code's stop_hook_active says a turn already
+// went on for one; at most kMaxStopBlocks times a turn.
+Result<bool> AgentLoop::StopHookKeepsGoing(const TurnResult& turn, int* blocks) {
+  constexpr int kMaxStopBlocks = 5;
+  if (!ctx_->hooks || turn.interrupted || TurnEndOf(turn.stop_reason) != TurnEnd::kEndTurn) return false;
+  const hooks::Event e =
+      tools_->scope() == tools::Scope::kSubagent ? hooks::Event::kSubagentStop : hooks::Event::kStop;
+  if (!ctx_->hooks->Wants(e)) return false;
+  Json in = tools::HookInput(*ctx_);
+  in["stop_hook_active"] = *blocks > 0;
+  in["last_assistant_message"] = turn.text;
+  hooks::Outcome o = tools::RunHooks(*ctx_, e, {}, std::move(in));
+  if (!o.blocked) return false;
+  if (*blocks >= kMaxStopBlocks) {
+    LogWarning(spec_.name + ": a " + std::string(hooks::EventName(e)) + " hook blocked " +
+               std::to_string(kMaxStopBlocks) + " times in one turn; the turn ends");
+    return false;
+  }
+  ++*blocks;
+  ReportBlocked(std::string(hooks::EventName(e)), "the end of its turn: " + o.reason);
+  MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text("[" + std::string(hooks::EventName(e)) +
+                                                         " hook] Not done yet:\n" + o.reason)}));
+  return true;
+}
+
+void AgentLoop::ReportBlocked(const std::string& event, const std::string& what) {
+  if (activity_) activity_->Blocked(event, what);
 }
 
 }  // namespace mates::agent

@@ -101,6 +101,8 @@ class AgentLoop {
                        std::optional<int64_t> reconciled = std::nullopt);
   // The agent will work no more (its activity file says `stopped`, why).
   void ReportStopped(const std::string& why);
+  // A hook of the person's blocked something (its activity keeps it).
+  void ReportBlocked(const std::string& event, const std::string& what);
 
   // Adds `text` as the user's and works until the model ends its turn.
   Result<TurnResult> Run(const std::string& text);
@@ -172,6 +174,7 @@ class AgentLoop {
   int64_t RawEstimate() const;      // characters / 4
   std::vector<llm::ContentBlock> RunTools(const llm::Response& reply, bool* interrupted);
   tools::ToolResult RunWithHooks(const llm::ContentBlock& call);
+  Result<bool> StopHookKeepsGoing(const TurnResult& turn, int* blocks);
 
   // Constant after construction.
   const AgentSpec spec_;

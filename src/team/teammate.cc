@@ -1,5 +1,7 @@
 #include "team/teammate.h"
 
+#include "tools/hook_calls.h"
+
 #include <thread>
 
 #include "agent/frames.h"
@@ -341,6 +343,28 @@ bool Teammate::WatchForWork() {
   return inbox_watch_ && (line_ || board_watch_);
 }
 
+// The person's TeammateIdle hooks (DESIGN §22), as the teammate is about to
+// go idle: a block keeps it working, the hook's words its next input. At
+// most kMaxIdleBlocks times in a row: a hook that always blocks would keep
+// the model busy for nothing.
+bool Teammate::IdleHookKeepsWorking(int* blocks) {
+  constexpr int kMaxIdleBlocks = 5;
+  if (!ctx_.hooks || !ctx_.hooks->Wants(hooks::Event::kTeammateIdle)) return false;
+  Json in = tools::HookInput(ctx_);
+  in["teammate_name"] = config_.name;
+  hooks::Outcome o = tools::RunHooks(ctx_, hooks::Event::kTeammateIdle, {}, std::move(in));
+  if (!o.blocked) return false;
+  if (*blocks >= kMaxIdleBlocks) {
+    LogWarning(config_.name + ": a TeammateIdle hook blocked " + std::to_string(kMaxIdleBlocks) +
+               " times in a row; it goes idle");
+    return false;
+  }
+  ++*blocks;
+  loop_->ReportBlocked("TeammateIdle", "going idle: " + o.reason);
+  loop_->AddNotice("[TeammateIdle hook] Not done yet:\n" + o.reason);
+  return true;
+}
+
 bool Teammate::IdleWait() {
   const bool watched = WatchForWork();
   const bool seed_polling = env_.options.seed_polling;
@@ -470,7 +494,8 @@ void Teammate::Main() {
     r = loop_->Continue();  // a resumed conversation with work pending
   }
   bool reminded = false;
-  int failures = 0;  // turns failed in a row
+  int failures = 0;     // turns failed in a row
+  int idle_blocks = 0;  // times in a row a TeammateIdle hook kept it working
   for (;;) {
     if (!r.ok()) {
       // The provider has already retried what can be retried: what fails
@@ -510,6 +535,11 @@ void Teammate::Main() {
       r = loop_->Continue();
       continue;
     }
+    if (r.ok() && IdleHookKeepsWorking(&idle_blocks)) {
+      r = loop_->Continue();
+      continue;
+    }
+    idle_blocks = 0;
     if (!IdleWait()) break;
     if (status_.load() != MemberStatus::kActive) SetStatus(MemberStatus::kActive);
     r = loop_->Continue();

@@ -136,6 +136,8 @@ class Teammate {
   // Woken by its inbox's and the board's changes, claiming through the
   // store's board; a store it cannot reach is waited out.
   bool IdleWait();
+  // Whether a TeammateIdle hook blocked its going idle (its words queued).
+  bool IdleHookKeepsWorking(int* blocks);
   // Makes what IdleWait waits on, once: whether it is all watched.
   bool WatchForWork();
   // Whether this host still hosts it (a lost liveness lock is looked at
