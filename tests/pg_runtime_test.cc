@@ -1293,6 +1293,14 @@ TEST_F(PgRuntimeTest, ADashboardAnswers503WhileItsDatabaseIsDownAndComesBack) {
     EXPECT_TRUE(r.json()["error"].is_string()) << path << ": " << r.body;
   }
   EXPECT_LT(WallSeconds() - t0, 8.0) << "it waited for the server";
+  // status says so too, as the thing that needs attention (DESIGN §20).
+  auto st = RunMates(ws.path(), {"status", "--store", url_, "--team", "crew", "--json"});
+  EXPECT_EQ(st.exit_code, 1) << st.out << st.err;
+  auto doc = ParseJson(st.out);
+  ASSERT_TRUE(doc.ok()) << st.out << st.err;
+  ASSERT_EQ((*doc)["attention"].size(), 1u) << st.out;
+  EXPECT_EQ((*doc)["attention"][0]["kind"], "store_unreachable") << st.out;
+  EXPECT_EQ((*doc)["attention"][0]["hint"], "mates status --team crew --store " + url_ + " --watch") << st.out;
   ASSERT_TRUE(server_->Restart().ok());
   EXPECT_TRUE(testing::WaitUntil([&] { return get("/api/team").code == 200; }, 20));
   auto sent = RunMates(ws.path(), {"send", "--store", url_, "--team", "crew", "--to", "lead", "after the restart"});

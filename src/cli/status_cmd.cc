@@ -196,6 +196,21 @@ std::string Render(const TeamView& v) {
   return o.str();
 }
 
+// A store out of reach is news too (DESIGN §20), said where the team
+// would have been; exit 1.
+int OutOfReach(const StatusArgs& a, const Status& why) {
+  view::AttentionItem item{"store_unreachable", "the team's store cannot be reached: " + why.message(), WallSeconds(),
+                           "mates status --team " + a.team + (a.store.empty() ? "" : " --store " + a.store) + " --watch",
+                           "it shows the team again once the store answers", ""};
+  if (a.json) {
+    std::cout << DumpJsonPretty(Json{{"team", a.team}, {"attention", view::AttentionToJson({item})}}) << std::endl;
+  } else {
+    std::cout << "NEEDS ATTENTION (1):\n  ! " << item.subject << "\n      $ " << item.hint << "\n      " << item.note
+              << std::endl;
+  }
+  return 1;
+}
+
 // The team once, or redrawn whenever its roster, host, board, log or
 // activity changes (and every second, for the durations and liveness: a
 // dead host's locks just go free). A store out of reach is waited out,
@@ -203,6 +218,7 @@ std::string Render(const TeamView& v) {
 int ShowStatus(TeamStore& store, const Workspace& ws, const StatusArgs& a) {
   if (!a.watch) {
     auto v = view::LookAtTeam(store, a.team, kLastMessages);
+    if (!v.ok() && v.status().code() == StatusCode::kUnavailable) return OutOfReach(a, v.status());
     if (!v.ok()) return Fail(SayIfArchived(v.status(), ws, a.team, a.archived));
     std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
     return 0;
@@ -246,6 +262,7 @@ int Status_(Globals& g, const StatusArgs& a) {
     return ShowStatus(*FileTeamStore(*reading), g.ws(), a);
   }
   auto store = OpenChosenStore(a.store, g.ws());
+  if (!store.ok() && store.status().code() == StatusCode::kUnavailable && !a.watch) return OutOfReach(a, store.status());
   if (!store.ok()) return Fail(store.status());
   return ShowStatus(**store, g.ws(), a);
 }

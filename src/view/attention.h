@@ -18,7 +18,7 @@ namespace mates::view {
 struct AttentionItem {
   std::string kind;     // turn_failed, retrying, orphaned_task, merge_failed, merge_conflict,
                         // merge_review, merge_held, plan_waiting, budget, sandbox_denied,
-                        // hook_blocked
+                        // hook_blocked; and (status, the page) store_unreachable
   std::string subject;  // one line
   double since = 0;     // when it began (wall seconds)
   std::string hint;  // a command that does it, as printed; "" where none does
