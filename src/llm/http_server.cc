@@ -41,6 +41,9 @@ void AnswerAndClose(int fd, const char* status_line) {
   CloseConnection(fd);
 }
 
+// How long an answered connection's late bytes are dropped before it closes.
+constexpr std::chrono::milliseconds kLinger{2000};
+
 bool HeadIsWhole(const std::string& read) { return read.find("\r\n\r\n") != std::string::npos; }
 
 int MillisecondsOf(std::chrono::microseconds d) {
@@ -158,6 +161,16 @@ class ReplayStream final : public httplib::Stream {
 }  // namespace
 
 class HttpServer::FrontDoor {
+ private:
+  struct Waiting {
+    int fd;
+    std::string read;
+    size_t served;  // requests this connection has had
+    SteadyClock::time_point deadline;
+    bool started;  // its head has begun (a kept-alive one waits idle until then)
+    bool closing;  // answered and ending: what it sends is dropped (Linger)
+  };
+
  public:
   FrontDoor(HttpServer& server, const FrontDoorLimits& limits)
       : server_(server), limits_(limits), pool_(std::max<size_t>(1, limits.workers)) {
@@ -177,11 +190,24 @@ class HttpServer::FrontDoor {
 
   // A connection whose next request starts with `read` (the library's
   // accepted one: empty, `served` 0). Closed if the door is shut.
-  void Add(int fd, std::string read, size_t served) {
+  void Add(int fd, std::string read, size_t served) { Take(Waiting{fd, std::move(read), served, {}, false, false}); }
+
+  // A connection whose answer said it ends, though its client may still be
+  // sending (a body refused unread): its write side is shut, and what
+  // comes is read and dropped for a moment before it is closed, so that
+  // the client reads the answer rather than a reset (a close with unread
+  // data sends RST, which can overtake the answer).
+  void Linger(int fd) {
+    ::shutdown(fd, SHUT_WR);
+    Take(Waiting{fd, {}, 0, {}, true, true});
+  }
+
+  void Take(Waiting w) {
+    int fd = w.fd;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!stopping_) {
-        incoming_.push_back(Waiting{fd, std::move(read), served, {}, false});
+        incoming_.push_back(std::move(w));
         fd = -1;
       }
     }
@@ -215,14 +241,6 @@ class HttpServer::FrontDoor {
   size_t waiting() const { return waiting_.load(); }
 
  private:
-  struct Waiting {
-    int fd;
-    std::string read;
-    size_t served;  // requests this connection has had
-    SteadyClock::time_point deadline;
-    bool started;  // its head has begun (a kept-alive one waits idle until then)
-  };
-
   void Wake() {
     const uint64_t one = 1;
     (void)!::write(wake_, &one, sizeof one);
@@ -268,14 +286,15 @@ class HttpServer::FrontDoor {
         }
         Waiting& w = it->second;
         ::epoll_ctl(epoll_, EPOLL_CTL_DEL, w.fd, nullptr);
-        if (w.read.empty() && w.served > 0) {
-          CloseConnection(w.fd);  // an idle keep-alive, ended as the library would
+        if (w.closing || (w.read.empty() && w.served > 0)) {
+          CloseConnection(w.fd);  // lingered enough, or an idle keep-alive ended as the library would
         } else {
           AnswerAndClose(w.fd, "408 Request Timeout");
         }
         it = open.erase(it);
       }
-      waiting_.store(open.size());
+      waiting_.store(static_cast<size_t>(
+          std::count_if(open.begin(), open.end(), [](const auto& kv) { return !kv.second.closing; })));
     }
     for (auto& [fd, w] : open) CloseConnection(fd);
     waiting_.store(0);
@@ -286,8 +305,8 @@ class HttpServer::FrontDoor {
   void Enter(std::unordered_map<int, Waiting>& open, Waiting w) {
     const auto now = SteadyClock::now();
     w.started = !w.read.empty() || w.served == 0;
-    w.deadline = now + (w.started ? limits_.head_deadline : limits_.idle_keep_alive);
-    if (HeadIsWhole(w.read)) {
+    w.deadline = now + (w.closing ? kLinger : w.started ? limits_.head_deadline : limits_.idle_keep_alive);
+    if (!w.closing && HeadIsWhole(w.read)) {
       Dispatch(w.fd, std::move(w.read), w.served);
       return;
     }
@@ -314,7 +333,11 @@ class HttpServer::FrontDoor {
   // head is whole and given to a worker, or it was closed).
   bool ReadMore(Waiting& w) {
     char buf[16 << 10];
+    // A lingering client may send without pause: a turn of the loop reads
+    // a bounded share of it, and the others get theirs.
+    size_t dropped = 0;
     for (;;) {
+      if (w.closing && dropped >= (256u << 10)) break;
       const ssize_t n = ::recv(w.fd, buf, sizeof buf, MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
@@ -322,6 +345,10 @@ class HttpServer::FrontDoor {
         Drop(w);
         CloseConnection(w.fd);
         return true;
+      }
+      if (w.closing) {
+        dropped += static_cast<size_t>(n);
+        continue;
       }
       if (!w.started) {
         w.started = true;
@@ -439,8 +466,12 @@ void HttpServer::ServeOne(socket_t sock, std::string read, size_t served) {
   bool closed = false;
   const bool ok = process_request(stream, last, closed, nullptr);
   std::shared_ptr<FrontDoor> door = this->door();
-  if (!ok || closed || last || stream.AnsweredClose() || !door || !is_running()) {
+  if (!ok || !door || !is_running()) {
     CloseConnection(sock);
+    return;
+  }
+  if (closed || last || stream.AnsweredClose()) {
+    door->Linger(sock);
     return;
   }
   door->Add(sock, stream.TakeUnread(), served + 1);
