@@ -477,6 +477,21 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
       m.Add(programs, Kind::kReadOnly);
     }
   }
+  // A path under /tmp the command names as an argument (`node
+  // /tmp/x/node_modules/pkg/index.js`, an MCP server the person
+  // configured): its top folder there, read-only, since what the program
+  // loads beside it (its packages) is anywhere below. Bash's `-c` text is
+  // one argument and names no path: a model's commands bind nothing.
+  for (size_t i = 1; i < command.size() && i <= 64; ++i) {
+    const std::string& arg = command[i];
+    if (arg.rfind("/tmp/", 0) != 0 || arg.size() <= 5 || !Exists(arg)) continue;
+    const size_t slash = arg.find('/', 5);
+    const fs::path top = Real(arg.substr(0, slash));
+    // Never the folder of the hosts' own runtime folders (other agents'
+    // gates): a read-only socket still answers connect().
+    if (Real(runtime_dir_).string().rfind(top.string() + "/", 0) == 0) continue;
+    if (IsDir(top) && top.string().rfind("/tmp/", 0) == 0) m.Add(top, Kind::kReadOnly);
+  }
   if (std::string home = HomeDir(); !home.empty() && home != "/" && IsDir(home)) m.Add(Real(home), Kind::kReadOnly);
   // The host's own folder: every agent's tmp and gate (a socket answers
   // connect() on a read-only mount: another agent's gate must be out of
