@@ -477,12 +477,14 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
       m.Add(programs, Kind::kReadOnly);
     }
   }
-  // A path under /tmp the command names as an argument (`node
-  // /tmp/x/node_modules/pkg/index.js`, an MCP server the person
-  // configured): its top folder there, read-only, since what the program
-  // loads beside it (its packages) is anywhere below. Bash's `-c` text is
-  // one argument and names no path: a model's commands bind nothing.
-  for (size_t i = 1; i < command.size() && i <= 64; ++i) {
+  // A path under /tmp the command names, as its program or an argument
+  // (`node_modules/.bin/server` whose script and `node` lie elsewhere
+  // there, `node /tmp/x/node_modules/pkg/index.js`: an MCP server the
+  // person configured): its top folder there, read-only, since what the
+  // program loads beside it (its packages, its interpreter) is anywhere
+  // below. Bash's `-c` text is one argument and names no path: a model's
+  // commands bind nothing.
+  for (size_t i = 0; i < command.size() && i <= 64; ++i) {
     const std::string& arg = command[i];
     if (arg.rfind("/tmp/", 0) != 0 || arg.size() <= 5 || !Exists(arg)) continue;
     const size_t slash = arg.find('/', 5);
