@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/test_util.h"
+
 
 namespace mates::llm {
 namespace {
@@ -181,8 +183,7 @@ TEST(HttpServerTest, ConnectionsWithoutAWholeHeadHoldNoWorker) {
     EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << "round " << round << ": " << got;
   }
   // (Counted by the door's thread at the end of each of its turns.)
-  for (int i = 0; i < 2000 && s.server().waiting() != 32u; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(s.server().waiting(), 32u);
+  EXPECT_TRUE(mates::testing::WaitUntil([&] { return s.server().waiting() == 32u; }, 10)) << s.server().waiting();
 }
 
 TEST(HttpServerTest, AHeadNotWholeByItsDeadlineIsAnswered408) {
@@ -225,8 +226,7 @@ TEST(HttpServerTest, TheOldestWaitingConnectionGivesWay) {
     ASSERT_TRUE(idle.back()->Send("GET"));
   }
   // The door has all four before the fifth comes.
-  for (int i = 0; i < 2000 && s.server().waiting() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_EQ(s.server().waiting(), 4u);
+  ASSERT_TRUE(mates::testing::WaitUntil([&] { return s.server().waiting() == 4u; }, 10)) << s.server().waiting();
   Client fifth(s.port());
   ASSERT_TRUE(fifth.Send(kHi));
   EXPECT_EQ(fifth.Read(1).rfind("HTTP/1.1 200", 0), 0u);
