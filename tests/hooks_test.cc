@@ -226,5 +226,55 @@ TEST_F(HooksE2eTest, HooksTestRunsAnEventAsAnAgentWouldAndListShowsThem) {
   EXPECT_EQ(Mates({"hooks", "test", "PreToolUse", "--input", (ws_.path() / "bad.json").string()}).exit_code, 2);
 }
 
+// UserPromptSubmit sees what a person says to an agent — a goal, a line,
+// a message from `user` — and SessionStart each session's start: a block
+// erases the prompt (the model never reads it; the log says so), what a
+// hook prints joins the model's input.
+TEST_F(HooksE2eTest, PromptsAndSessionStartsGoThroughThePersonsHooks) {
+  WriteAll(home_.path() / "mates/config.yaml",
+           "hooks:\n"
+           "  UserPromptSubmit:\n"
+           "    - hooks: [{type: command, command: 'grep -q password && { echo \"no secrets in prompts\" >&2; exit 2; }; "
+           "echo house rule: be brief'}]\n"
+           "  SessionStart:\n"
+           "    - matcher: startup\n"
+           "      hooks: [{type: command, command: 'echo session note: build with make'}]\n");
+  WriteAll(ws_.path() / "s.yaml",
+           "rules:\n"
+           "  - {agent: lead, when: 'ship on friday', reply: [{type: text, text: Friday it is.}]}\n"
+           "  - {agent: lead, when: 'house rule: be brief', once: false, reply: [{type: text, text: Brief.}]}\n"
+           "default_reply: [{type: text, text: ok}]\n");
+  const std::string scenario = (ws_.path() / "s.yaml").string();
+  auto blocked = Mates({"run", "--provider", "scripted", "--scenario", scenario, "Deploy with password hunter2"});
+  EXPECT_NE(blocked.exit_code, 0) << blocked.out;
+  EXPECT_NE(blocked.err.find("a UserPromptSubmit hook blocked this prompt: no secrets in prompts"), std::string::npos)
+      << blocked.err;
+  auto hello = Mates({"run", "--provider", "scripted", "--scenario", scenario, "Say hello"});
+  ASSERT_EQ(hello.exit_code, 0) << hello.err;
+  EXPECT_NE(hello.out.find("Brief."), std::string::npos) << hello.out;
+  // Messages from user pass the same hook when the lead takes them in.
+  ASSERT_EQ(Mates({"send", "--team", "default", "--to", "lead", "the password is hunter2"}).exit_code, 0);
+  ASSERT_EQ(Mates({"send", "--team", "default", "--to", "lead", "ship on friday"}).exit_code, 0);
+  auto inbox = Mates({"run", "--provider", "scripted", "--scenario", scenario, "Read your messages"});
+  ASSERT_EQ(inbox.exit_code, 0) << inbox.err;
+  const std::string journal = ReadAll(ws_.path() / ".teams/default/agents/lead.jsonl");
+  EXPECT_EQ(journal.find("hunter2"), std::string::npos) << "a blocked prompt reached the model";
+  EXPECT_NE(journal.find("ship on friday"), std::string::npos);
+  EXPECT_NE(journal.find("[UserPromptSubmit hook] house rule: be brief"), std::string::npos);
+  EXPECT_NE(journal.find("[SessionStart hook] session note: build with make"), std::string::npos);
+  // Each block is in the team's message timeline, from `hooks`.
+  auto log = Mates({"log", "--team", "default"});
+  ASSERT_EQ(log.exit_code, 0) << log.err;
+  EXPECT_NE(log.out.find("A UserPromptSubmit hook blocked a prompt: no secrets in prompts"), std::string::npos)
+      << log.out;
+  EXPECT_NE(log.out.find("A UserPromptSubmit hook blocked a message from user: no secrets in prompts"),
+            std::string::npos)
+      << log.out;
+  // No member may take the name the blocks are logged from.
+  auto reserved = Mates({"team", "join", "default", "Hooks"});
+  EXPECT_NE(reserved.exit_code, 0);
+  EXPECT_NE(reserved.err.find("'Hooks' is reserved"), std::string::npos) << reserved.err;
+}
+
 }  // namespace
 }  // namespace mates

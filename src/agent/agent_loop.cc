@@ -6,8 +6,10 @@
 
 #include "agent/frames.h"
 #include "core/clock.h"
+#include "core/ids.h"
 #include "core/log.h"
 #include "core/secrets.h"
+#include "store/messenger.h"
 #include "store/team_store.h"
 
 namespace mates::agent {
@@ -21,6 +23,12 @@ TurnEnd TurnEndOf(std::string_view stop_reason) {
 }
 
 namespace {
+
+// A person's words to the agent (the CLI's, the dashboard's): what
+// UserPromptSubmit hooks see (DESIGN §22).
+bool IsPersonsPrompt(const Message& m) {
+  return m.sender == kUserName && (m.type == MessageType::kMessage || m.type == MessageType::kBroadcast);
+}
 
 // How `turn` ended, in words and as the enum.
 void SetTurnEnd(TurnResult* turn, std::string_view stop_reason) {
@@ -85,6 +93,7 @@ Status AgentLoop::AttachJournal(const fs::path& path, bool resume, std::unique_p
     }
     MATES_RETURN_IF_ERROR(AddUser(std::move(results)));
   }
+  StartSession(resume && !conversation_.empty() ? "resume" : "startup");
   return Status::Ok();
 }
 
@@ -220,6 +229,10 @@ Status AgentLoop::TakeInboxAndNotices() {
   for (auto& n : notes) blocks.push_back(llm::ContentBlock::Text(std::move(n)));
   if (!blocks.empty()) MATES_RETURN_IF_ERROR(AddUser(std::move(blocks)));
   if (!spec_.read_inbox || ctx_->team.empty()) return Status::Ok();
+  if (ctx_->hooks && ctx_->hooks->Wants(hooks::Event::kUserPromptSubmit)) {
+    DecidePrompts(ctx_->team);
+    if (!ctx_->home_team.empty() && ctx_->home_team != ctx_->team) DecidePrompts(ctx_->home_team);
+  }
   std::lock_guard<std::mutex> lock(inbox_mu_);
   MATES_RETURN_IF_ERROR(TakeInboxLocked(InboxLocked(), ""));
   if (Inbox* home = HomeInboxLocked())
@@ -231,15 +244,35 @@ Status AgentLoop::TakeInboxLocked(Inbox& box, const std::string& team) {
   if (!box.MayHavePending()) return Status::Ok();
   Status kept;
   bool handed = false;
+  // Said once the inbox is let go (the log is not written under its lock).
+  std::vector<std::string> blocked;
   auto taken = box.Take(
       [&](const std::vector<Message>& delivered) {
         handed = true;
+        blocked.clear();
         if (delivered.empty()) return true;
         std::vector<llm::ContentBlock> msgs;
         std::vector<std::string> ids;
         for (const auto& m : delivered) {
-          msgs.push_back(llm::ContentBlock::Text(FormatTeammateMessage(m, team)));
           ids.push_back(m.id);
+          if (IsPersonsPrompt(m)) {
+            // Decided before the take (DecidePrompts); one that came
+            // since is decided now.
+            auto v = prompt_verdicts_.find(m.id);
+            hooks::Outcome o = v != prompt_verdicts_.end() ? v->second : PromptHooks(m.content);
+            if (v != prompt_verdicts_.end()) prompt_verdicts_.erase(v);
+            if (o.blocked) {
+              // Claude Code erases a blocked prompt: the model never reads it.
+              blocked.push_back("a message from user: " + o.reason);
+              continue;
+            }
+            msgs.push_back(llm::ContentBlock::Text(FormatTeammateMessage(m, team)));
+            if (!o.context.empty()) {
+              msgs.push_back(llm::ContentBlock::Text("[UserPromptSubmit hook] " + NeutraliseFrames(o.context)));
+            }
+            continue;
+          }
+          msgs.push_back(llm::ContentBlock::Text(FormatTeammateMessage(m, team)));
           // Compacted in this same look, before the call (it is in what gets summarised).
           if (m.type == MessageType::kCompactRequest) compact_requested_.store(true);
         }
@@ -251,6 +284,9 @@ Status AgentLoop::TakeInboxLocked(Inbox& box, const std::string& team) {
       },
       [this](const std::string& id) { return delivered_.count(id) > 0; });
   MATES_RETURN_IF_ERROR(kept);
+  if (taken.ok()) {
+    for (const auto& b : blocked) ReportBlocked("UserPromptSubmit", b);
+  }
   if (!taken.ok() && handed) return taken.status();  // journaled, not let go: the ids keep it from coming twice
   if (!taken.ok()) {
     // A team deleted under us, say: nothing to take in.
@@ -321,6 +357,7 @@ Status AgentLoop::MaybeCompact(bool force) {
   if (events_ != nullptr) {
     events_->OnCompact(spec_.name, r.tokens_before, r.tokens_after, req.transcript_path.string());
   }
+  StartSession("compact");
   return Status::Ok();
 }
 
@@ -351,7 +388,7 @@ tools::ToolResult AgentLoop::RunWithHooks(const llm::ContentBlock& call) {
   pre["tool_use_id"] = call.id;
   hooks::Outcome before = tools::RunHooks(*ctx_, hooks::Event::kPreToolUse, names, pre);
   if (before.blocked) {
-    if (activity_) activity_->Blocked("PreToolUse", DescribeCall(call) + ": " + before.reason);
+    ReportBlocked("PreToolUse", DescribeCall(call) + ": " + before.reason);
     return tools::ToolResult::Error("A PreToolUse hook blocked this call:\n" + before.reason);
   }
   llm::ContentBlock run = call;
@@ -366,7 +403,7 @@ tools::ToolResult AgentLoop::RunWithHooks(const llm::ContentBlock& call) {
   hooks::Outcome after = tools::RunHooks(*ctx_, hooks::Event::kPostToolUse, names, post);
   // The tool has run: what a hook says of it goes to the model with it.
   if (after.blocked) {
-    if (activity_) activity_->Blocked("PostToolUse", DescribeCall(call) + ": " + after.reason);
+    ReportBlocked("PostToolUse", DescribeCall(call) + ": " + after.reason);
     r.content += "\n[PostToolUse hook: " + after.reason + "]";
   }
   if (!after.context.empty()) r.content += "\n[PostToolUse hook: " + after.context + "]";
@@ -391,8 +428,8 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
     // A board tool a hook refused (tools/board_tools.cc) is news too.
     for (const char* event : {"TaskCompleted", "TaskCreated"}) {
       const std::string said = std::string("A ") + event + " hook ";
-      if (activity_ && r.is_error && r.content.rfind(said, 0) == 0) {
-        activity_->Blocked(event, DescribeCall(b) + ": " + r.content.substr(r.content.find('\n') + 1));
+      if (r.is_error && r.content.rfind(said, 0) == 0) {
+        ReportBlocked(event, DescribeCall(b) + ": " + r.content.substr(r.content.find('\n') + 1));
       }
     }
     // A refusal of the sandbox's (its line, bash_tool.cc) is kept in the
@@ -411,6 +448,20 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
 
 Result<TurnResult> AgentLoop::Run(const std::string& text) {
   MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text(text)}));
+  return Continue();
+}
+
+Result<TurnResult> AgentLoop::RunPrompt(const std::string& text) {
+  hooks::Outcome o = PromptHooks(text);
+  if (o.blocked) {
+    ReportBlocked("UserPromptSubmit", "a prompt: " + o.reason);
+    return Status::FailedPrecondition("a UserPromptSubmit hook blocked this prompt: " + o.reason);
+  }
+  std::vector<llm::ContentBlock> blocks{llm::ContentBlock::Text(text)};
+  if (!o.context.empty()) {
+    blocks.push_back(llm::ContentBlock::Text("[UserPromptSubmit hook] " + NeutraliseFrames(o.context)));
+  }
+  MATES_RETURN_IF_ERROR(AddUser(std::move(blocks)));
   return Continue();
 }
 
@@ -602,12 +653,51 @@ Result<bool> AgentLoop::StopHookKeepsGoing(const TurnResult& turn, int* blocks) 
   ++*blocks;
   ReportBlocked(std::string(hooks::EventName(e)), "the end of its turn: " + o.reason);
   MATES_RETURN_IF_ERROR(AddUser({llm::ContentBlock::Text("[" + std::string(hooks::EventName(e)) +
-                                                         " hook] Not done yet:\n" + o.reason)}));
+                                                         " hook] Not done yet:\n" + NeutraliseFrames(o.reason))}));
   return true;
 }
 
 void AgentLoop::ReportBlocked(const std::string& event, const std::string& what) {
   if (activity_) activity_->Blocked(event, what);
+  if (ctx_->team.empty()) return;
+  // In the team's message timeline too, from `hooks` (a name no member may
+  // take), to the agent it stopped; logged, not delivered: the agent has
+  // the hook's words already.
+  Message m;
+  m.id = NewId("m");
+  m.sender = kHooksName;
+  m.recipient = spec_.name;
+  m.content = "A " + event + " hook blocked " + what;
+  m.summary = event + " hook blocked";
+  m.timestamp = WallSeconds();
+  Status logged = ctx_->store().Mail(ctx_->team)->Log(m);
+  if (!logged.ok()) LogWarning(spec_.name + ": the hook's block is not in the log: " + logged.message());
+}
+
+void AgentLoop::StartSession(const std::string& source) {
+  if (!ctx_->hooks || !ctx_->hooks->Wants(hooks::Event::kSessionStart, {source})) return;
+  Json in = tools::HookInput(*ctx_);
+  in["source"] = source;
+  hooks::Outcome o = tools::RunHooks(*ctx_, hooks::Event::kSessionStart, {source}, std::move(in));
+  if (!o.context.empty()) AddNotice("[SessionStart hook] " + NeutraliseFrames(o.context));
+}
+
+hooks::Outcome AgentLoop::PromptHooks(const std::string& text) {
+  if (!ctx_->hooks || !ctx_->hooks->Wants(hooks::Event::kUserPromptSubmit)) return {};
+  Json in = tools::HookInput(*ctx_);
+  in["prompt"] = text;
+  return tools::RunHooks(*ctx_, hooks::Event::kUserPromptSubmit, {}, std::move(in));
+}
+
+void AgentLoop::DecidePrompts(const std::string& team) {
+  std::unique_ptr<Inbox> box = ctx_->store().InboxOf(team, spec_.name);
+  if (!box->MayHavePending()) return;
+  auto waiting = box->Peek();
+  if (!waiting.ok()) return;  // taken as it comes, then
+  for (const auto& m : *waiting) {
+    if (!IsPersonsPrompt(m) || delivered_.count(m.id) > 0 || prompt_verdicts_.count(m.id) > 0) continue;
+    prompt_verdicts_.emplace(m.id, PromptHooks(m.content));
+  }
 }
 
 }  // namespace mates::agent

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,7 @@
 #include "agent/journal.h"
 #include "agent/spend.h"
 #include "agent/usage.h"
+#include "hooks/hooks.h"
 #include "llm/provider.h"
 #include "store/team_store.h"
 #include "tools/tool.h"
@@ -106,6 +108,10 @@ class AgentLoop {
 
   // Adds `text` as the user's and works until the model ends its turn.
   Result<TurnResult> Run(const std::string& text);
+  // The same for what a person typed (a goal, a line of the REPL): it
+  // passes the person's UserPromptSubmit hooks first (DESIGN §22); a block
+  // is FailedPrecondition with the hook's words, and nothing is added.
+  Result<TurnResult> RunPrompt(const std::string& text);
   // Works on what is pending (inbox, notices, a resumed conversation).
   Result<TurnResult> Continue();
 
@@ -175,6 +181,16 @@ class AgentLoop {
   std::vector<llm::ContentBlock> RunTools(const llm::Response& reply, bool* interrupted);
   tools::ToolResult RunWithHooks(const llm::ContentBlock& call);
   Result<bool> StopHookKeepsGoing(const TurnResult& turn, int* blocks);
+  // The person's SessionStart hooks (`source`: startup, resume, compact);
+  // what they add joins the next turn.
+  void StartSession(const std::string& source);
+  // UserPromptSubmit for a person's `text` (a prompt, or a message from
+  // `user`), as Claude Code reads it.
+  hooks::Outcome PromptHooks(const std::string& text);
+  // Messages from `user` waiting in the agent's inbox in `team` get their
+  // UserPromptSubmit verdicts before they are taken (a hook may take its
+  // time; no inbox is held meanwhile).
+  void DecidePrompts(const std::string& team);
 
   // Constant after construction.
   const AgentSpec spec_;
@@ -215,6 +231,10 @@ class AgentLoop {
 
   std::mutex notices_mu_;
   std::deque<std::string> notices_;  // guarded by notices_mu_
+
+  // What the UserPromptSubmit hooks said of messages from `user` not yet
+  // taken in, by id (DecidePrompts); the agent's thread's own.
+  std::map<std::string, hooks::Outcome> prompt_verdicts_;
 };
 
 }  // namespace mates::agent

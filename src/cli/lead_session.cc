@@ -461,7 +461,7 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
     }
     lead.ClearInterrupt();  // a Ctrl-C before this line was not meant for it
     signals.SetTurnRunning(true);
-    auto r = WaitForTeam(lead.Run(line), lead, ctx, teams, signals);
+    auto r = WaitForTeam(lead.RunPrompt(line), lead, ctx, teams, signals);
     signals.SetTurnRunning(false);
     if (!r.ok()) std::cerr << "mates: error: " << r.status().message() << std::endl;
     if (signals.exit_code() != 0) break;
@@ -496,7 +496,7 @@ int Work(const LeadSessionConfig& a, agent::AgentLoop& lead, tools::ToolContext&
   if (a.hosted) {
     if (!a.goal.empty()) {
       signals.SetTurnRunning(true);
-      auto r = WaitForTeam(lead.Run(a.goal), lead, ctx, teams, signals);
+      auto r = WaitForTeam(lead.RunPrompt(a.goal), lead, ctx, teams, signals);
       signals.SetTurnRunning(false);
       if (!r.ok()) out.Line("", "the goal's turn failed: " + r.status().message());
     }
@@ -505,7 +505,7 @@ int Work(const LeadSessionConfig& a, agent::AgentLoop& lead, tools::ToolContext&
   }
   if (!a.goal.empty()) {
     signals.SetTurnRunning(true);
-    auto r = WaitForTeam(lead.Run(a.goal), lead, ctx, teams, signals);
+    auto r = WaitForTeam(lead.RunPrompt(a.goal), lead, ctx, teams, signals);
     signals.SetTurnRunning(false);
     return ExitFor(r, out);
   }

@@ -29,6 +29,9 @@ namespace mates {
 
 inline constexpr const char* kUserName = "user";
 inline constexpr const char* kMergeQueueName = "merge-queue";
+// `hooks` (kHooksName) is the person's hooks (DESIGN §22): what one blocked
+// is logged from it, to the agent it stopped; it sends and reads nothing.
+inline constexpr const char* kHooksName = "hooks";
 
 struct SendRequest {
   MessageType type = MessageType::kMessage;

@@ -282,6 +282,11 @@ Status ValidateMemberName(std::string_view name) {
                                    "' is reserved (it reads as 'user', the name of people sending from the CLI or "
                                    "the dashboard); choose another member name");
   }
+  if (read_as == "hooks") {
+    return Status::InvalidArgument("'" + std::string(name) +
+                                   "' is reserved (it reads as 'hooks', whose blocks the message log shows); choose "
+                                   "another member name");
+  }
   if (read_as == "mergequeue") {
     return Status::InvalidArgument("'" + std::string(name) +
                                    "' is reserved (it reads as 'merge-queue', the team's merge queue); choose "
