@@ -970,5 +970,57 @@ TEST(WorktreeTest, BadInputIsOneClearError) {
   EXPECT_NE(join.exit_code, 0);
 }
 
+// The person's merge hooks (DESIGN §22): a MergeQueued gate bounces the
+// first request to its owner with the gate's words (the owner fixes and
+// completes again, and that one merges); MergeDecided hears each decision.
+TEST(WorktreeTest, AMergeQueuedHookBouncesARequestAndMergeDecidedHearsEachDecision) {
+  Repo repo(TaskList{{"write BROKEN with oops", {}}});
+  const fs::path shared = repo.tmp.path() / "shared";
+  WriteAll(repo.tmp.path() / "config/mates/config.yaml",
+           "sandbox:\n  allow_write: [\"" + shared.string() + "\"]\n"
+           "hooks:\n"
+           "  MergeQueued:\n"
+           "    - matcher: w1\n"
+           "      hooks: [{type: command, command: '[ -e " + shared.string() + "/gated ] && exit 0; touch " +
+               shared.string() + "/gated; echo \"BROKEN must not be merged\" >&2; exit 2'}]\n"
+           "  MergeDecided:\n"
+           "    - hooks: [{type: command, command: 'grep -o \"\\\"status\\\":\\\"[a-z]*\\\"\" >> " +
+               shared.string() + "/decided.log'}]\n");
+  const fs::path scenario = repo.tmp.path() / "gated.yaml";
+  WriteAll(scenario, R"Y(rules:
+  - agent: lead
+    when: "Go isolated one"
+    reply: [{type: tool_use, name: Task, input: {team_name: wt, name: w1, isolation: worktree, prompt: "Work."}}]
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: w1
+    when: "Task #(\\d+): refused by a MergeQueued hook"
+    reply:
+      - {type: tool_use, name: bash, input: {command: "rm BROKEN && printf 'fixed\\n' > fixed.txt"}}
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
+  - agent: w1
+    when: "Task #(\\d+): write (\\S+) with (.*)"
+    reply:
+      - {type: tool_use, name: bash, input: {command: "printf '%s\\n' '$3' > $2"}}
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
+  - {agent: w1, once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  auto r = testing::RunMates(repo.w,
+                             {"run", "--team", "wt", "--provider", "scripted", "--scenario", scenario.string(),
+                              "--idle-timeout", "0", "Go isolated one"},
+                             repo.env);
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  auto merges = repo.Merges();
+  ASSERT_EQ(merges.size(), 2u);
+  EXPECT_EQ(merges[0].status, MergeState::kFailed);
+  EXPECT_NE(merges[0].output.find("BROKEN must not be merged"), std::string::npos) << merges[0].output;
+  EXPECT_EQ(merges[1].status, MergeState::kMerged) << merges[1].output;
+  auto broken = testing::Run({"git", "-C", repo.w.string(), "cat-file", "-e", "mates/wt:BROKEN"});
+  EXPECT_NE(broken.exit_code, 0) << "what the gate refused was merged";
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:fixed.txt"}), "fixed\n");
+  EXPECT_EQ(ReadAll(shared / "decided.log"), "\"status\":\"failed\"\n\"status\":\"merged\"\n");
+  auto log = testing::RunMates(repo.w, {"log", "--team", "wt"}, repo.env);
+  EXPECT_NE(log.out.find("refused by a MergeQueued hook"), std::string::npos) << log.out;
+}
+
 }  // namespace
 }  // namespace mates

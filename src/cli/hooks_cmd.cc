@@ -93,20 +93,25 @@ int Test(Globals& g, const HooksArgs& a) {
   if (!set.ok()) return Fail(set.status());
   for (const auto& n : set->notes) std::cerr << "mates: warning: " << n << std::endl;
   hooks::Runner runner(std::move(*set));
-  // The subjects a matcher takes: the tool's name, as an agent's call gives it.
+  // The subjects a matcher takes, as mates gives them: a tool's name, a
+  // session's source, a merge's owner (queued) or state (decided).
   std::vector<std::string> subjects;
-  if (auto t = input->find("tool_name"); t != input->end() && t->is_string()) subjects.push_back(t->get<std::string>());
+  const auto subject = [&](const Json& in, const char* key) {
+    if (auto t = in.find(key); t != in.end() && t->is_string()) subjects.push_back(t->get<std::string>());
+  };
+  subject(*input, "tool_name");
+  if (*event == hooks::Event::kSessionStart) subject(*input, "source");
+  if (auto m = input->find("merge"); m != input->end() && m->is_object()) {
+    if (*event == hooks::Event::kMergeQueued) subject(*m, "owner");
+    if (*event == hooks::Event::kMergeDecided) subject(*m, "status");
+  }
   if (!runner.Wants(*event, subjects)) {
     std::cout << "no trusted hook runs on " << a.event << (subjects.empty() ? "" : " for " + subjects.front())
               << std::endl;
     return 0;
   }
   // As a host would run them: in its sandbox (DESIGN §18).
-  auto settings = ChooseSandboxSettings(g.ws(), "");
-  if (!settings.ok()) return Fail(settings.status());
-  auto run_dir = sandbox::RuntimeDirFor("hooks-test");
-  if (!run_dir.ok()) return Fail(run_dir.status());
-  auto box = sandbox::Sandbox::Make(g.ws().root(), *settings, *run_dir);
+  auto box = HostsSandbox(g.ws(), "hooks-test");
   if (!box.ok()) return Fail(box.status());
   auto store = FileTeamStore(g.ws());
   tools::ToolContext ctx(g.ws(), *store);

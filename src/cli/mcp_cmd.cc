@@ -137,11 +137,7 @@ std::string Join(const std::vector<std::string>& v) {
 int List(Globals& g, const McpArgs& a) {
   if (Status s = AdmitWorkspaceFiles(g.ws()); !s.ok()) return Fail(s);
   // The servers run as a host would run them: in its sandbox (DESIGN §18).
-  auto settings = ChooseSandboxSettings(g.ws(), "");
-  if (!settings.ok()) return Fail(settings.status());
-  auto run_dir = sandbox::RuntimeDirFor("mcp-list");
-  if (!run_dir.ok()) return Fail(run_dir.status());
-  auto box = sandbox::Sandbox::Make(g.ws().root(), *settings, *run_dir);
+  auto box = HostsSandbox(g.ws(), "mcp-list");
   if (!box.ok()) return Fail(box.status());
   auto hub = mcp::Hub::Load(g.ws(), trust::TrustStore(), *box);
   if (!hub.ok()) return Fail(hub.status());

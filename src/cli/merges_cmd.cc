@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
+#include "cli/run_options.h"
 #include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/json.h"
@@ -16,6 +17,7 @@
 #include "git/git.h"
 #include "git/submit.h"
 #include "git/worktrees.h"
+#include "sandbox/sandbox.h"
 #include "store/merges.h"
 #include "store/roster.h"
 
@@ -122,7 +124,18 @@ int Decide(Globals& g, const MergesArgs& a, bool approve) {
   if (Status s = ValidateName("member name", by); !s.ok()) return Fail(s);
   auto opened = OpenMerges(g, a);
   if (!opened.ok()) return Fail(opened.status());
-  auto m = git::DecideMerge(*opened->store, a.team, *id, approve, a.feedback, by);
+  // The person's MergeDecided hooks, run as a host runs them (in its sandbox).
+  git::MergeHooks hooks{nullptr, sandbox::Sandbox::Off(), g.ws()};
+  if (!approve) {
+    auto chosen = ChooseHooks(g.ws());
+    if (!chosen.ok()) return Fail(chosen.status());
+    if (*chosen && (*chosen)->Wants(hooks::Event::kMergeDecided, {"rejected"})) {
+      auto box = HostsSandbox(g.ws(), "merges");
+      if (!box.ok()) return Fail(box.status());
+      hooks = {*chosen, *box, g.ws()};
+    }
+  }
+  auto m = git::DecideMerge(*opened->store, a.team, *id, approve, a.feedback, by, hooks);
   if (!m.ok()) return Fail(m.status());
   std::cout << (approve ? "approved" : "rejected") << " merge request " << m->id << " (task #" << m->task << " by "
             << m->owner << ")" << (approve ? ": the merge queue moves " + m->target + " to it" : ": " + m->owner + " is told")

@@ -154,6 +154,12 @@ Result<std::shared_ptr<const hooks::Runner>> ChooseHooks(const Workspace& ws) {
   return std::shared_ptr<const hooks::Runner>(std::make_shared<hooks::Runner>(std::move(set)));
 }
 
+Result<std::shared_ptr<sandbox::Sandbox>> HostsSandbox(const Workspace& ws, const std::string& name) {
+  MATES_ASSIGN_OR_RETURN(sandbox::Settings settings, ChooseSandboxSettings(ws, ""));
+  MATES_ASSIGN_OR_RETURN(fs::path run_dir, sandbox::RuntimeDirFor(name));
+  return sandbox::Sandbox::Make(ws.root(), settings, run_dir);
+}
+
 Result<sandbox::Settings> ChooseSandboxSettings(const Workspace& ws, const std::string& flag) {
   std::optional<sandbox::Mode> mode;
   if (!flag.empty()) {

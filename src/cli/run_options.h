@@ -59,6 +59,10 @@ Result<std::unique_ptr<llm::Provider>> SessionProvider(const RunArgs& a);
 // workspace. What an untrusted file would have widened is said on stderr.
 Status ChooseSandbox(host::HostOptions& c, const std::string& flag);
 Result<sandbox::Settings> ChooseSandboxSettings(const Workspace& ws, const std::string& flag);
+// The sandbox a host of W would give what a command runs on its own
+// (`mcp list`'s servers, `hooks test`'s hooks): the config files' settings,
+// a runtime folder `name`.PID.
+Result<std::shared_ptr<sandbox::Sandbox>> HostsSandbox(const Workspace& ws, const std::string& name);
 // The person's hooks and, if trusted, the workspace's (DESIGN §22); null
 // when none would run. Untrusted ones are said in a warning each.
 Result<std::shared_ptr<const hooks::Runner>> ChooseHooks(const Workspace& ws);

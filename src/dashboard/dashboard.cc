@@ -52,7 +52,7 @@ class Dashboard::Impl {
 
   Status Start() {
     MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenTeamStore(options_.store_url, options_.ws));
-    source_ = std::make_unique<Source>(std::move(store), options_.team);
+    source_ = std::make_unique<Source>(std::move(store), options_.team, options_.merge_hooks);
     api_ = std::make_unique<TeamApi>(*source_, options_);
     server_.set_tcp_nodelay(true);
     // SO_REUSEADDR only: the library's default, SO_REUSEPORT, would let a

@@ -31,6 +31,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "git/merge_hooks.h"
 #include "store/workspace.h"
 
 namespace mates::dashboard {
@@ -46,6 +47,8 @@ struct DashboardOptions {
   int port = 0;            // 0 = any free port
   bool read_only = false;  // no controls (POST is 403)
   std::string archived;    // the archive's stamp, shown on the page ("" = live)
+  // Raised when a person rejects a merge here (DESIGN §22): its host's.
+  git::MergeHooks merge_hooks;
 };
 
 class Dashboard {

@@ -8,8 +8,8 @@
 
 namespace mates::dashboard {
 
-Source::Source(std::unique_ptr<TeamStore> store, std::string team)
-    : store_(std::move(store)), team_(std::move(team)) {}
+Source::Source(std::unique_ptr<TeamStore> store, std::string team, git::MergeHooks merge_hooks)
+    : store_(std::move(store)), team_(std::move(team)), merge_hooks_(std::move(merge_hooks)) {}
 
 Source::~Source() = default;
 
@@ -32,7 +32,7 @@ Result<std::vector<ProtocolRequest>> Source::Requests() { return store_->Mail(te
 Result<std::vector<MergeRequest>> Source::Merges() { return store_->Merges(team_)->List(); }
 
 Result<MergeRequest> Source::DecideMerge(int64_t id, bool approve, const std::string& feedback) {
-  return git::DecideMerge(*store_, team_, id, approve, feedback, kUserName);
+  return git::DecideMerge(*store_, team_, id, approve, feedback, kUserName, merge_hooks_);
 }
 
 Result<JournalText> Source::Journal(const std::string& agent, size_t max_bytes) {

@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "core/waker.h"
+#include "git/merge_hooks.h"
 #include "store/merges.h"
 #include "store/team_store.h"
 #include "view/team_view.h"
@@ -27,7 +28,8 @@ using KindFlags = std::array<bool, kKinds>;
 
 class Source {
  public:
-  Source(std::unique_ptr<TeamStore> store, std::string team);
+  // `merge_hooks`: raised when a person decides a merge here.
+  Source(std::unique_ptr<TeamStore> store, std::string team, git::MergeHooks merge_hooks = {});
   ~Source();
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
@@ -77,6 +79,7 @@ class Source {
 
   const std::unique_ptr<TeamStore> store_;
   const std::string team_;
+  const git::MergeHooks merge_hooks_;
   // The watch thread's after Subscribe.
   KindWakers wakers_;
   std::shared_ptr<Waker> any_;

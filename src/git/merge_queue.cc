@@ -229,6 +229,15 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     if (held_.load()) return;
   }
   if (Take(team, tg, m) == Step::kDone) return;
+  if (!m.approved) {
+    // The person's gate before anything is merged or checked (an approved
+    // request passed it on its way to review).
+    hooks::Outcome gate = RaiseMergeHook(merge_hooks(), hooks::Event::kMergeQueued, team, m);
+    if (gate.blocked) {
+      Bounce(team, m, MergeState::kFailed, gate.reason, {}, "refused by a MergeQueued hook");
+      return;
+    }
+  }
   std::string last_error;
   for (int attempt = 0; attempt < kCasAttempts && !stop_.load(); ++attempt) {
     if (Status fetched = FetchTarget(options_.ws, team, tg); !fetched.ok()) {
@@ -498,7 +507,7 @@ MergeQueue::Moved MergeQueue::MoveTarget(const std::string& team, const TeamGit&
 
 void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const std::string& merged) {
   const Workspace& ws = options_.ws;
-  (void)store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
+  auto now = store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
     r.status = MergeState::kMerged;
     r.merged_commit = merged;
     return Status::Ok();
@@ -521,12 +530,17 @@ void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const st
     if (!kept.empty()) LogInfo("merge queue: " + kept);
   }
   if (options_.on_change) options_.on_change();
+  Decided(team, now);
+}
+
+void MergeQueue::Decided(const std::string& team, const Result<MergeRequest>& m) {
+  if (m.ok()) (void)RaiseMergeHook(merge_hooks(), hooks::Event::kMergeDecided, team, *m);
 }
 
 void MergeQueue::Bounce(const std::string& team, MergeRequest m, MergeState state, const std::string& output,
-                        const std::vector<std::string>& files) {
+                        const std::vector<std::string>& files, const std::string& headline) {
   const Workspace& ws = options_.ws;
-  (void)store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
+  auto now = store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
     r.status = state;
     r.output = output;
     r.files = files;
@@ -552,7 +566,7 @@ void MergeQueue::Bounce(const std::string& team, MergeRequest m, MergeState stat
               "` in your worktree, resolve the conflicts, then set the task completed again.";
     }
   } else {
-    text += "check failed:\n" + output +
+    text += headline + ":\n" + output +
             "\nYour worktree is as you left it: fix the problem, then set the task completed again (that commits "
             "and resubmits it).";
   }
@@ -570,6 +584,7 @@ void MergeQueue::Bounce(const std::string& team, MergeRequest m, MergeState stat
                        (files.empty() ? "" : " in " + Join(files)) + ".");
   }
   if (options_.on_change) options_.on_change();
+  Decided(team, now);
 }
 
 }  // namespace mates::git

@@ -30,6 +30,7 @@
 
 #include "core/cancel.h"
 #include "core/waker.h"
+#include "git/merge_hooks.h"
 #include "sandbox/sandbox.h"
 #include "store/merges.h"
 #include "store/team_store.h"
@@ -50,8 +51,10 @@ class MergeQueue {
     // Whether `name` is still working in this host (else its worktree is
     // cleaned once its last merge is in).
     std::function<bool(const std::string&)> running;
-    // Where merge checks run (DESIGN §18).
+    // Where merge checks run (DESIGN §18), and the merge hooks.
     std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
+    // The person's hooks (DESIGN §22): MergeQueued, MergeDecided; null = none.
+    std::shared_ptr<const hooks::Runner> hooks;
   };
 
   // `store`: where the team is kept (outlives the queue).
@@ -103,8 +106,12 @@ class MergeQueue {
   // to `target_moving_to`), or held already. Holding says so to the log and
   // the lead; a target not known yet is recorded as found.
   bool Held(const std::string& team, const std::string& found);
+  // `headline`: what the owner reads a failure as ("check failed", …).
   void Bounce(const std::string& team, MergeRequest m, MergeState state, const std::string& output,
-              const std::vector<std::string>& files);
+              const std::vector<std::string>& files, const std::string& headline = "check failed");
+  // MergeDecided for `m` as it is now (merged or bounced).
+  void Decided(const std::string& team, const Result<MergeRequest>& m);
+  MergeHooks merge_hooks() const { return {options_.hooks, options_.sandbox, options_.ws}; }
   void Finish(const std::string& team, const MergeRequest& m, const std::string& merged);
 
   const Options options_;

@@ -62,7 +62,7 @@ std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t) {
 }
 
 Result<MergeRequest> DecideMerge(TeamStore& store, const std::string& team, int64_t id, bool approve,
-                                 const std::string& feedback, const std::string& by) {
+                                 const std::string& feedback, const std::string& by, const MergeHooks& hooks) {
   MATES_ASSIGN_OR_RETURN(MergeRequest m, store.Merges(team)->Update(id, [&](MergeRequest& r) -> Status {
     if (r.status != MergeState::kReview) {
       return Status::FailedPrecondition("merge request " + std::to_string(id) + " is " +
@@ -90,6 +90,7 @@ Result<MergeRequest> DecideMerge(TeamStore& store, const std::string& team, int6
     std::unique_ptr<TeamMail> mail = store.Mail(team);
     auto sent = Messenger(*mail).Send(s);
     if (!sent.ok()) return sent.status().WithContext("merge request " + std::to_string(id) + " rejected, but");
+    (void)RaiseMergeHook(hooks, hooks::Event::kMergeDecided, team, m);
   }
   return m;
 }

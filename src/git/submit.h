@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "git/merge_hooks.h"
 #include "store/board.h"
 #include "store/merges.h"
 #include "store/team_store.h"
@@ -38,8 +39,10 @@ std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t);
 
 // A request in review decided by the lead or a person (DESIGN §12): approve
 // sends it back to the queue to be merged; reject tells the owner (from
-// merge-queue) with the feedback. FailedPrecondition unless it is in review.
+// merge-queue) with the feedback, and raises MergeDecided with `hooks`
+// (DESIGN §22). FailedPrecondition unless it is in review.
 Result<MergeRequest> DecideMerge(TeamStore& store, const std::string& team, int64_t id, bool approve,
-                                 const std::string& feedback, const std::string& by);
+                                 const std::string& feedback, const std::string& by,
+                                 const MergeHooks& hooks = {});
 
 }  // namespace mates::git

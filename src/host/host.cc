@@ -347,6 +347,7 @@ Status Host::StartTeam() {
   if (a.teammates_only) return Status::Ok();
   git::MergeQueue::Options mq;
   mq.sandbox = sandbox_;
+  mq.hooks = options_.hooks;
   mq.ws = a.ws;
   mq.team = [this] { return teams_->lead_team(); };
   mq.on_change = [this] { teams_->WakeWaiters(); };
@@ -373,6 +374,7 @@ Status Host::ServePages() {
     d.store_url = a.store_url;
     d.team = a.team;
     d.port = a.dashboard_port;
+    d.merge_hooks = {options_.hooks, sandbox_, a.ws};
     MATES_ASSIGN_OR_RETURN(page_, dashboard::Dashboard::Start(d));
   }
   if (page_) info_.dashboard = page_->url();
@@ -416,6 +418,7 @@ void Host::LeadMoved(const std::string& to) {
     d.ws = ws;
     d.store_url = options_.store_url;
     d.team = to;
+    d.merge_hooks = {options_.hooks, sandbox_, ws};
     auto started = dashboard::Dashboard::Start(d);
     if (started.ok()) {
       away_page_ = std::move(*started);

@@ -317,7 +317,8 @@ class MergeReviewTool : public Tool {
     std::string feedback = in.String("feedback", false);
     if (!in.ok()) return ToolResult::Error(in.errors());
     if (ctx.team.empty()) return ToolResult::Error("you are not in a team yet");
-    auto m = git::DecideMerge(ctx.store(), ctx.team, id, approve, feedback, ctx.agent);
+    auto m = git::DecideMerge(ctx.store(), ctx.team, id, approve, feedback, ctx.agent,
+                              {ctx.hooks, ctx.sandbox, ctx.ws});
     if (!m.ok()) return ToolResult::Error(m.status().message());
     return ToolResult::Ok(approve ? "Approved merge request " + std::to_string(id) + " (task #" + std::to_string(m->task) +
                                         "): the merge queue moves " + m->target + " to it and completes the task."
