@@ -27,6 +27,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -62,7 +63,7 @@ inline constexpr double kDefaultTimeoutS = 60;
 inline constexpr double kMaxTimeoutS = 3600;
 
 struct HookCommand {
-  std::string command;  // run with bash -c
+  std::string command;  // run with sh -c, as Claude Code runs it
   double timeout_s = kDefaultTimeoutS;
 };
 
@@ -116,17 +117,30 @@ struct Launch {
 
 class Runner {
  public:
-  explicit Runner(HookSet set) : set_(std::move(set)) {}
+  explicit Runner(HookSet set);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
   const HookSet& set() const { return set_; }
   // Whether any trusted hook would run: callers build no input otherwise.
   bool Wants(Event e, const std::vector<std::string>& subjects = {}) const;
   // Runs every trusted hook of `e` whose matcher takes one of `subjects`
   // (tool events: the tool's names), at once; `input` gets
-  // hook_event_name.
+  // hook_event_name. In a sandbox they start from the agent's hook
+  // launcher (sandbox/hook_launcher.h), started with its first hook and
+  // kept while the runner lives: a bubblewrap per agent, not per hook
+  // (where the launcher is missing or fails, each hook gets its own).
   Outcome Run(Event e, const std::vector<std::string>& subjects, Json input, const Launch& launch) const;
 
  private:
+  class Launcher;
+  // The launcher for `launch`'s sandbox and place; null if none can be had.
+  std::shared_ptr<Launcher> LauncherFor(const Launch& launch) const;
+  void Forget(const Launch& launch) const;
+
   HookSet set_;
+  mutable std::mutex launchers_mu_;
+  mutable std::map<std::string, std::shared_ptr<Launcher>> launchers_;  // guarded by launchers_mu_
 };
 
 // What one hook's run came to (exit code, stdout, stderr) read by Claude

@@ -18,13 +18,15 @@ namespace {
 
 using testing::TempDir;
 
-Runner Make(const std::string& yaml, bool trusted = true) {
+HookSet SetOf(const std::string& yaml, bool trusted = true) {
   auto events = ParseHooksSection(yaml, "test.yaml");
   EXPECT_TRUE(events.ok()) << events.status().message();
   HookSet set;
   set.sources.push_back({"test.yaml", trusted, events.ok() ? *events : std::map<Event, std::vector<HookGroup>>{}});
-  return Runner(std::move(set));
+  return set;
 }
+
+Runner Make(const std::string& yaml, bool trusted = true) { return Runner(SetOf(yaml, trusted)); }
 
 Launch Here(const TempDir& dir) {
   Launch l;
@@ -188,16 +190,64 @@ TEST(HooksTest, ASandboxedHookThatHangsTakesWhatItStartedWithIt) {
   auto box = sandbox::Sandbox::Make(dir.path(), s, run.path() / "sb");
   ASSERT_TRUE(box.ok()) << box.status().message();
   const std::string marker = "mates-hook-child-" + std::to_string(::getpid());
-  Runner r = Make("hooks:\n  Stop:\n    - hooks:\n        - {type: command, command: '(exec -a " + marker +
-                  " sleep 300) & sleep 300', timeout: 1}\n");
+  Runner r = Make("hooks:\n  Stop:\n    - hooks:\n        - {type: command, command: 'bash -c \"exec -a " + marker +
+                  " sleep 300\" & sleep 300', timeout: 1}\n");
   Launch l = Here(dir);
   l.sandbox = *box;
   l.place = {dir.path(), "t", "a", false};
   Outcome o = r.Run(Event::kStop, {}, Json::object(), l);
   ASSERT_EQ(o.errors.size(), 1u);
   EXPECT_NE(o.errors[0].find("took too long"), std::string::npos) << o.errors[0];
-  EXPECT_TRUE(testing::WaitUntil([&] { return testing::ProcessesIn(marker, "/").empty(); }, 10))
+  EXPECT_TRUE(testing::WaitUntil([&] { return testing::ProcessesIn(marker, dir.path()).empty(); }, 10))
       << "the sandboxed hook's child outlived it";
+}
+
+// In a sandbox, an agent's hooks start from its launcher (one bubblewrap
+// for all of them): they run at once, read their input and block as
+// anywhere, and one that hangs is killed at its timeout with all it
+// started — a process that left its group and session too. The launcher
+// is kept for the next event, and goes with its runner.
+TEST(HooksTest, TheAgentsLauncherRunsItsHooksAndLeavesNothingBehind) {
+  if (!sandbox::WhatIsMissing().empty()) GTEST_SKIP() << sandbox::WhatIsMissing();
+  TempDir dir, run;
+  sandbox::Settings s;
+  s.mode = sandbox::Mode::kWorkspace;
+  s.relay = MATES_RELAY;
+  auto box = sandbox::Sandbox::Make(dir.path(), s, run.path() / "sb");
+  ASSERT_TRUE(box.ok()) << box.status().message();
+  const std::string marker = "mates-launched-" + std::to_string(::getpid());
+  auto r = std::make_unique<Runner>(SetOf(
+      "hooks:\n  PreToolUse:\n    - hooks:\n"
+      "        - {type: command, command: 'cat > seen.json; cat /proc/$PPID/cmdline > launcher; "
+      "echo no rm here >&2; exit 2'}\n"
+      "        - {type: command, command: 'setsid bash -c \"exec -a " + marker + " sleep 300\" & echo started'}\n"
+      "        - {type: command, command: 'sleep 300', timeout: 1}\n"));
+  Launch l = Here(dir);
+  l.sandbox = *box;
+  l.place = {dir.path(), "t", "a", false};
+  Outcome o = r->Run(Event::kPreToolUse, {"Bash"}, {{"tool_name", "Bash"}}, l);
+  EXPECT_EQ(o.ran, 3);
+  EXPECT_TRUE(o.blocked);
+  EXPECT_EQ(o.reason, "no rm here");
+  ASSERT_EQ(o.errors.size(), 1u);
+  EXPECT_NE(o.errors[0].find("took too long"), std::string::npos) << o.errors[0];
+  const std::string launcher = testing::ReadAll(dir.path() / "launcher");
+  EXPECT_EQ(launcher, std::string(MATES_RELAY) + std::string("\0--hooks\0", 9)) << "not started by the launcher";
+  auto seen = ParseJson(testing::ReadAll(dir.path() / "seen.json"));
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ((*seen)["hook_event_name"], "PreToolUse");
+  EXPECT_TRUE(testing::WaitUntil([&] { return testing::ProcessesIn(marker, dir.path()).empty(); }, 10))
+      << "what a hook started outlived it";
+  // The same launcher the next time.
+  const auto launchers = [&] { return testing::ProcessesIn("^[^ ]*mates-relay --hooks$", dir.path()); };
+  ASSERT_EQ(launchers().size(), 1u);
+  const std::string first = launchers()[0];
+  Outcome again = r->Run(Event::kPreToolUse, {"Bash"}, {{"tool_name", "Bash"}}, l);
+  EXPECT_TRUE(again.blocked);
+  ASSERT_EQ(launchers().size(), 1u);
+  EXPECT_EQ(launchers()[0], first);
+  r.reset();
+  EXPECT_TRUE(testing::WaitUntil([&] { return launchers().empty(); }, 10)) << "the launcher outlived its runner";
 }
 
 TEST(HooksTest, OnlyTheTrustedWorkspaceFileRunsAndThePersonsAlways) {

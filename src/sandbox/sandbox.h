@@ -117,6 +117,8 @@ class Sandbox {
   static fs::path GateDirOf(const fs::path& runtime_dir, const std::string& team, const std::string& agent);
   fs::path NetDir() const;
   const fs::path& runtime_dir() const { return runtime_dir_; }
+  // mates-relay (also the hook launcher, sandbox/hook_launcher.h).
+  const fs::path& relay() const { return relay_; }
 
   Mode mode() const { return settings_.mode; }
   bool on() const { return settings_.mode != Mode::kOff; }

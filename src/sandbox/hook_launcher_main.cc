@@ -1,0 +1,264 @@
+// `mates-relay --hooks`: the hook launcher (DESIGN §22), the one process
+// an agent's hooks are started from inside its sandbox. It reads requests
+// on stdin (sandbox/hook_launcher.h), runs each with `/bin/sh -c` in a
+// process group of its own, feeds it its input, keeps its output (up to
+// the bound asked), kills its group at its timeout, and answers on stdout.
+// Requests run at once, each on a thread. It is the sandbox's subreaper:
+// whatever a hook left running (a daemon, a double fork) is killed once
+// no hook runs. At the end of its input it ends, and the sandbox with it.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "sandbox/hook_launcher.h"
+
+namespace {
+
+namespace wire = mates::sandbox::launcher;
+
+std::mutex g_out_mu;     // one answer at a time on stdout
+std::mutex g_spawn_mu;   // starting a hook, and the sweep, exclusive
+int g_running = 0;       // hooks running; g_spawn_mu
+
+bool WriteAll(int fd, const std::string& s) {
+  size_t at = 0;
+  while (at < s.size()) {
+    ssize_t n = ::write(fd, s.data() + at, s.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    at += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The parent of `pid`, or 0.
+pid_t ParentOf(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return 0;
+  char buf[512];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* close = std::strrchr(buf, ')');
+  int ppid = 0;
+  if (close == nullptr || std::sscanf(close + 1, " %*c %d", &ppid) != 1) return 0;
+  return ppid;
+}
+
+// Every process below this one: what hooks left behind (as the subreaper,
+// whatever they orphaned is below it too). Only descendants, so that a
+// launcher run outside a pid namespace could still harm nothing else.
+// g_spawn_mu held, no hook running.
+void Sweep() {
+  const pid_t self = ::getpid();
+  // Until none is left (a zombie too, reaped here), within 100 ms.
+  for (int round = 0; round < 50; ++round) {
+    bool any = false;
+    DIR* d = ::opendir("/proc");
+    if (d == nullptr) return;
+    while (dirent* e = ::readdir(d)) {
+      char* end = nullptr;
+      long pid = std::strtol(e->d_name, &end, 10);
+      if (end == e->d_name || *end != 0 || pid <= 1 || pid == self) continue;
+      pid_t up = static_cast<pid_t>(pid);
+      for (int depth = 0; depth < 64 && up > 1 && up != self; ++depth) up = ParentOf(up);
+      if (up != self) continue;
+      any = true;
+      ::kill(static_cast<pid_t>(pid), SIGKILL);
+    }
+    ::closedir(d);
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    if (!any) return;
+    ::usleep(2000);
+  }
+}
+
+struct Job {
+  std::string id;
+  long timeout_ms = 60000;
+  size_t max_output = 1 << 20;
+  std::string command;
+  std::string input;
+};
+
+void Keep(std::string* into, const char* data, size_t n, size_t max) {
+  if (into->size() < max) into->append(data, std::min(n, max - into->size()));
+}
+
+void RunJob(Job job, std::shared_ptr<std::atomic<bool>> done) {
+  struct Done {
+    std::atomic<bool>* d;
+    ~Done() { d->store(true); }
+  } said{done.get()};
+  int in[2], out[2], err[2];
+  pid_t pid = -1;
+  int pidfd = -1;
+  {
+    std::lock_guard<std::mutex> l(g_spawn_mu);
+    if (::pipe2(in, O_CLOEXEC) == 0 && ::pipe2(out, O_CLOEXEC) == 0 && ::pipe2(err, O_CLOEXEC) == 0) {
+      pid = ::fork();
+      if (pid == 0) {
+        ::setpgid(0, 0);
+        ::signal(SIGPIPE, SIG_DFL);
+        ::dup2(in[0], 0);
+        ::dup2(out[1], 1);
+        ::dup2(err[1], 2);
+        ::execl("/bin/sh", "sh", "-c", job.command.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+      }
+      if (pid > 0) {
+        ::setpgid(pid, pid);
+        ++g_running;
+        pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+      }
+      ::close(in[0]);
+      ::close(out[1]);
+      ::close(err[1]);
+    }
+  }
+  std::string o, e;
+  int code = -1, sig = 0;
+  bool timed_out = false;
+  if (pid > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(job.timeout_ms);
+    size_t fed = 0;
+    int fin = in[1], fout = out[0], ferr = err[0];
+    if (job.input.empty()) {
+      ::close(fin);
+      fin = -1;
+    } else {
+      ::fcntl(fin, F_SETFL, O_NONBLOCK);
+    }
+    bool exited = false;
+    int status = 0;
+    char buf[65536];
+    // Once it exited, what is still in the pipes is read for a moment more:
+    // a pipe held by one that left its group is not waited for.
+    auto grace = std::chrono::steady_clock::time_point::max();
+    while (fout >= 0 || ferr >= 0 || !exited) {
+      const auto now = std::chrono::steady_clock::now();
+      if (exited && now >= grace) break;
+      const long left = std::chrono::duration_cast<std::chrono::milliseconds>(std::min(deadline, grace) - now).count();
+      if (left <= 0 && !exited) {
+        timed_out = true;
+        break;
+      }
+      pollfd p[4];
+      int n = 0;
+      int at_in = -1, at_out = -1, at_err = -1, at_pid = -1;
+      if (fin >= 0) p[at_in = n++] = {fin, POLLOUT, 0};
+      if (fout >= 0) p[at_out = n++] = {fout, POLLIN, 0};
+      if (ferr >= 0) p[at_err = n++] = {ferr, POLLIN, 0};
+      if (!exited && pidfd >= 0) p[at_pid = n++] = {pidfd, POLLIN, 0};
+      if (::poll(p, n, static_cast<int>(std::min(left, 1000L))) < 0 && errno != EINTR) break;
+      if (at_in >= 0 && p[at_in].revents != 0) {
+        ssize_t w = ::write(fin, job.input.data() + fed, job.input.size() - fed);
+        if (w > 0) fed += static_cast<size_t>(w);
+        if (w < 0 && errno != EAGAIN && errno != EINTR) fed = job.input.size();  // it stopped reading
+        if (fed >= job.input.size()) {
+          ::close(fin);
+          fin = -1;
+        }
+      }
+      for (auto [at, fd, into] : {std::tuple{at_out, &fout, &o}, std::tuple{at_err, &ferr, &e}}) {
+        if (at < 0 || p[at].revents == 0) continue;
+        ssize_t r = ::read(*fd, buf, sizeof buf);
+        if (r > 0) {
+          Keep(into, buf, static_cast<size_t>(r), job.max_output);
+        } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+          ::close(*fd);
+          *fd = -1;
+        }
+      }
+      if ((at_pid >= 0 && p[at_pid].revents != 0) || pidfd < 0) {
+        if (::waitpid(pid, &status, pidfd < 0 ? WNOHANG : 0) == pid) {
+          exited = true;
+          grace = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+          // What it left in its group goes with it.
+          ::kill(-pid, SIGKILL);
+        }
+      }
+    }
+    ::kill(-pid, SIGKILL);
+    if (!exited && ::waitpid(pid, &status, 0) == pid) exited = true;
+    if (exited && !timed_out) {
+      code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    }
+    for (int fd : {fin, fout, ferr, pidfd}) {
+      if (fd >= 0) ::close(fd);
+    }
+    std::lock_guard<std::mutex> l(g_spawn_mu);
+    if (--g_running == 0) Sweep();
+  }
+  std::string line = job.id + "\t" + std::to_string(code) + "\t" + std::to_string(sig) + "\t" + (timed_out ? "1" : "0") +
+                     "\t" + wire::Escape(o) + "\t" + wire::Escape(pid > 0 ? e : "cannot start /bin/sh") + "\n";
+  std::lock_guard<std::mutex> l(g_out_mu);
+  (void)WriteAll(1, line);
+}
+
+}  // namespace
+
+int HookLauncherMain() {
+  ::signal(SIGPIPE, SIG_IGN);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  std::string pending;
+  char buf[65536];
+  // Each request's thread, joined once it is done (and all at the end).
+  std::list<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> jobs;
+  for (;;) {
+    for (auto it = jobs.begin(); it != jobs.end();) {
+      if (!it->second->load()) {
+        ++it;
+        continue;
+      }
+      it->first.join();
+      it = jobs.erase(it);
+    }
+    ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      auto f = wire::Fields(std::string_view(pending).substr(0, nl));
+      if (f.size() == 5) {
+        Job j;
+        j.id = std::string(f[0]);
+        j.timeout_ms = std::max(1L, std::atol(std::string(f[1]).c_str()));
+        j.max_output = static_cast<size_t>(std::max(1L, std::atol(std::string(f[2]).c_str())));
+        j.command = wire::Unescape(f[3]);
+        j.input = wire::Unescape(f[4]);
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        jobs.emplace_back(std::thread(RunJob, std::move(j), done), done);
+      }
+      pending.erase(0, nl + 1);
+    }
+  }
+  // The host is gone or done: so is everything here.
+  {
+    std::lock_guard<std::mutex> l(g_spawn_mu);
+    Sweep();
+  }
+  for (auto& [t, done] : jobs) t.join();
+  ::_exit(0);
+}
