@@ -10,6 +10,7 @@
 #include "cli/cli_common.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "hooks/hooks.h"
 #include "mcp/config.h"
 #include "trust/trust.h"
 
@@ -22,12 +23,29 @@ struct TrustArgs {
   bool json = false;
 };
 
+// The hooks `.mates/config.yaml` would run, a line each: "EVENT [matcher]: command".
+std::vector<std::string> HooksItRuns(const std::string& text, const std::string& origin) {
+  auto events = hooks::ParseHooksSection(text, origin);
+  if (!events.ok()) return {"(" + events.status().message() + ")"};
+  std::vector<std::string> out;
+  for (const auto& [event, groups] : *events) {
+    for (const auto& g : groups) {
+      for (const auto& h : g.hooks) {
+        out.push_back("hook " + std::string(hooks::EventName(event)) + (g.matcher.empty() ? "" : " [" + g.matcher + "]") +
+                      ": " + h.command);
+      }
+    }
+  }
+  return out;
+}
+
 // What a file would start, in one line each: a person decides on this.
 std::vector<std::string> WhatItRuns(const Workspace& ws, const trust::FileState& f) {
   std::vector<std::string> out;
-  if (f.file != ".mcp.json") return out;
   auto text = ReadFilePrefix(ws.root() / f.file, 1 << 20);
   if (!text.ok()) return out;
+  if (f.file == ".mates/config.yaml") return HooksItRuns(*text, f.file);
+  if (f.file != ".mcp.json") return out;
   auto servers = mcp::ParseMcpJson(*text, f.file, /*expand=*/false);
   if (!servers.ok()) return {"(" + servers.status().message() + ")"};
   for (const auto& s : *servers) {
@@ -89,15 +107,30 @@ int Trust(Globals& g, const TrustArgs& a) {
 
 Status AdmitWorkspaceFiles(const Workspace& ws) {
   trust::TrustStore store;
-  MATES_ASSIGN_OR_RETURN(trust::FileState f, store.CheckFile(ws.root(), ".mcp.json"));
-  if (f.trust == trust::FileTrust::kAbsent || f.trust == trust::FileTrust::kTrusted) return Status::Ok();
-  const std::vector<std::string> runs = WhatItRuns(ws, f);
+  // The files that would run something, not trusted as they are now.
+  struct Asked {
+    trust::FileState file;
+    std::vector<std::string> runs;
+  };
+  std::vector<Asked> asked;
+  for (const char* name : {".mcp.json", ".mates/config.yaml"}) {
+    MATES_ASSIGN_OR_RETURN(trust::FileState f, store.CheckFile(ws.root(), name));
+    if (f.trust == trust::FileTrust::kAbsent || f.trust == trust::FileTrust::kTrusted) continue;
+    std::vector<std::string> runs = WhatItRuns(ws, f);
+    // A config that runs nothing is not worth a question (what else it
+    // asks for is refused where it is read, and said there).
+    if (f.file == ".mcp.json" || !runs.empty()) asked.push_back({std::move(f), std::move(runs)});
+  }
+  if (asked.empty()) return Status::Ok();
   if (::isatty(STDIN_FILENO) == 1 && ::isatty(STDERR_FILENO) == 1) {
-    std::cerr << (ws.root() / f.file).string()
-              << (f.trust == trust::FileTrust::kChanged ? " changed since you trusted this workspace."
-                                                        : " is not trusted yet.")
-              << " It would start these MCP servers:\n";
-    for (const auto& line : runs) std::cerr << "  " << line << "\n";
+    for (const auto& [f, runs] : asked) {
+      std::cerr << (ws.root() / f.file).string()
+                << (f.trust == trust::FileTrust::kChanged ? " changed since you trusted this workspace."
+                                                          : " is not trusted yet.")
+                << (f.file == ".mcp.json" ? " It would start these MCP servers:\n"
+                                          : " It would run these hooks (on your agents' events):\n");
+      for (const auto& line : runs) std::cerr << "  " << line << "\n";
+    }
     std::cerr << "Trust this workspace's files and run them? [y/N] " << std::flush;
     std::string answer;
     std::getline(std::cin, answer);
@@ -107,8 +140,12 @@ Status AdmitWorkspaceFiles(const Workspace& ws) {
       return Status::Ok();
     }
   }
-  std::cerr << "mates: warning: " << mcp::UntrustedReason(f, ws.root()) << " (" << runs.size()
-            << " server(s) skipped)" << std::endl;
+  // (What a config's hooks are not run for is said where they are read.)
+  for (const auto& [f, runs] : asked) {
+    if (f.file != ".mcp.json") continue;
+    std::cerr << "mates: warning: " << mcp::UntrustedReason(f, ws.root()) << " (" << runs.size()
+              << " server(s) skipped)" << std::endl;
+  }
   return Status::Ok();
 }
 
