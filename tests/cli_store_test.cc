@@ -328,7 +328,15 @@ TEST_F(CliStoreTest, BadInputIsExit2WithOneLineAndNoFiles) {
   ExpectError({"tasks", "--team", "t", "create", "x", "--metadata", "[1]"}, 2, "metadata");
   ExpectError({"tasks", "--team", "t", "create", "   "}, 2, "subject");
   ExpectError({"tasks"}, 2, "--team");
-  ExpectError({"frobnicate"}, 2, "unknown command 'frobnicate' (see mates --help)");
+  ExpectError({"frobnicate"}, 2, "unknown command 'frobnicate'; usage: mates [OPTIONS] SUBCOMMAND (see mates --help)");
+  // At any depth, options and their values stepped over; an option too.
+  ExpectError({"team", "shw"}, 2,
+              "unknown command 'shw' for 'mates team' (did you mean 'show'?); usage: mates team [OPTIONS] "
+              "SUBCOMMAND (see mates team --help)");
+  ExpectError({"tasks", "--team", "t", "lst"}, 2, "unknown command 'lst' for 'mates tasks' (did you mean 'list'?)");
+  ExpectError({"status", "--tem", "t"}, 2, "(did you mean '--team'?); usage: mates status [OPTIONS] (see mates status --help)");
+  ExpectError({"help", "tasks", "lst"}, 2, "no command 'lst' in 'mates tasks' (did you mean 'list'?)");
+  ExpectError({"--bogus"}, 2, "(see mates --help)");
   ExpectError({"stauts"}, 2, "unknown command 'stauts' (did you mean 'status'?)");
   ExpectError({"tasts"}, 2, "(did you mean 'tasks'?)");
   ExpectError({}, 2, "subcommand");
@@ -336,6 +344,20 @@ TEST_F(CliStoreTest, BadInputIsExit2WithOneLineAndNoFiles) {
   ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "one"}).exit_code, 0);
   ExpectError({"tasks", "--team", "t", "update", "1", "--status", "done"}, 2,
               "unknown task status 'done'");
+}
+
+// `mates help COMMAND…` is that command's own help; -V its version.
+TEST_F(CliStoreTest, HelpNamesACommandAndVIsTheVersion) {
+  auto help = Mates({"help", "tasks", "create"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("Usage: mates tasks create [OPTIONS] SUBJECT"), std::string::npos) << help.out;
+  auto all = Mates({"help"});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(all.out.find("Usage: mates [OPTIONS] SUBCOMMAND"), std::string::npos) << all.out;
+  auto v = Mates({"-V"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out, Mates({"--version"}).out);
+  EXPECT_EQ(v.out.rfind("mates ", 0), 0u) << v.out;
 }
 
 TEST_F(CliStoreTest, FailedOperationsAreExit1) {

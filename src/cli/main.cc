@@ -68,18 +68,93 @@ size_t Distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-// " (did you mean 'status'?)" for a near miss among `app`'s commands.
-std::string DidYouMean(CLI::App& app, const std::string& typed) {
+// " (did you mean 'status'?)" for a near miss among `names`.
+std::string DidYouMean(const std::vector<std::string>& names, const std::string& typed) {
   std::string best;
   size_t best_d = std::max<size_t>(2, typed.size() / 3) + 1;
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-    size_t d = Distance(typed, sub->get_name());
+  for (const auto& name : names) {
+    size_t d = Distance(typed, name);
     if (d < best_d) {
       best_d = d;
-      best = sub->get_name();
+      best = name;
     }
   }
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+std::vector<CLI::App*> SubcommandsOf(CLI::App* app) {
+  return app->get_subcommands([](CLI::App*) { return true; });
+}
+
+// The command a person meant (DESIGN §21): the subcommands `args` name, as
+// far as they go, from the root; options of those commands and their
+// values are stepped over. `unknown`: a word where a command of the last
+// was expected, and none is so named.
+struct Meant {
+  std::vector<CLI::App*> path;
+  std::string unknown;
+  std::string Name() const {
+    std::string out;
+    for (const CLI::App* a : path) out += (out.empty() ? "" : " ") + a->get_name();
+    return out;
+  }
+};
+
+Meant WalkCommands(CLI::App& root, const std::vector<std::string>& args) {
+  Meant m;
+  m.path.push_back(&root);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") break;
+    if (arg.size() > 1 && arg[0] == '-') {
+      if (arg.find('=') != std::string::npos) continue;
+      // An option of this command or of one above it (they fall through):
+      // one that takes a value has it next.
+      const CLI::Option* opt = nullptr;
+      for (auto it = m.path.rbegin(); it != m.path.rend() && opt == nullptr; ++it) {
+        opt = (*it)->get_option_no_throw(arg);
+      }
+      if (opt != nullptr && opt->get_type_size_max() > 0 && opt->get_expected_min() > 0) ++i;
+      continue;
+    }
+    std::vector<CLI::App*> subs = SubcommandsOf(m.path.back());
+    if (subs.empty()) break;  // a command's own arguments from here
+    auto named = std::find_if(subs.begin(), subs.end(), [&](CLI::App* s) { return s->get_name() == arg; });
+    if (named == subs.end()) {
+      m.unknown = arg;
+      break;
+    }
+    m.path.push_back(*named);
+  }
+  return m;
+}
+
+// Its "Usage: …" line, the command named in full (`name`).
+std::string UsageOf(CLI::App* app, const std::string& name) {
+  const std::string help = app->help();
+  const std::string own = "Usage: " + app->get_name();
+  size_t at = help.find(own);
+  if (at == std::string::npos) return "";
+  return "Usage: " + name + help.substr(at + own.size(), help.find('\n', at) - at - own.size());
+}
+
+// What follows an error of the command `m` meant, on the same line (an
+// error is one line): its usage and where its help is.
+std::string Guidance(const Meant& m) {
+  std::string usage = UsageOf(m.path.back(), m.Name());
+  if (!usage.empty()) usage = "; u" + usage.substr(1);
+  return usage + " (see " + m.Name() + " --help)";
+}
+
+// The long options (--name) of the commands on `m`'s path.
+std::vector<std::string> OptionNamesOf(const Meant& m) {
+  std::vector<std::string> out;
+  for (const CLI::App* a : m.path) {
+    for (const CLI::Option* o : a->get_options()) {
+      for (const auto& l : o->get_lnames()) out.push_back("--" + l);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -100,7 +175,7 @@ int main(int argc, char** argv) {
   }
   Globals g;
   CLI::App app{"mates: teams of LLM agents working on one workspace", "mates"};
-  app.set_version_flag("--version", "mates 0.1.0");
+  app.set_version_flag("--version,-V", "mates 0.1.0");
   // Options of a parent (e.g. --workspace, --team) may follow a subcommand.
   app.fallthrough();
   app.add_option("--workspace,-w", g.workspace,
@@ -129,25 +204,44 @@ int main(int argc, char** argv) {
   mates::cli::AddTrustCommand(app, g);
   mates::cli::AddHooksCommands(app, g);
 
-  // Name an unknown command plainly (CLI11 would only say one is required).
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--workspace" || arg == "-w" || arg == "--prices") {
-      ++i;
-      continue;
-    }
-    if (arg.rfind("-", 0) == 0) continue;
-    auto subs = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == arg; });
-    if (subs.empty()) {
-      std::string hint = DidYouMean(app, arg);
-      std::cerr << "mates: error: unknown command '" << arg << "'" << (hint.empty() ? " (see mates --help)" : hint)
-                << std::endl;
+  // `mates help [COMMAND…]` is `mates COMMAND… --help`.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  size_t first_word = 0;  // past mates' own options (-w DIR …)
+  while (first_word < args.size() && args[first_word].size() > 1 && args[first_word][0] == '-') {
+    const CLI::Option* opt = app.get_option_no_throw(args[first_word]);
+    first_word += opt != nullptr && opt->get_type_size_max() > 0 && opt->get_expected_min() > 0 ? 2 : 1;
+  }
+  if (first_word < args.size() && args[first_word] == "help") {
+    args.erase(args.begin() + static_cast<std::ptrdiff_t>(first_word));
+    Meant m = WalkCommands(app, args);
+    if (!m.unknown.empty()) {
+      std::cerr << "mates: error: no command '" << m.unknown << "' in '" << m.Name() << "'"
+                << DidYouMean([&] {
+                     std::vector<std::string> names;
+                     for (CLI::App* s : SubcommandsOf(m.path.back())) names.push_back(s->get_name());
+                     return names;
+                   }(),
+                   m.unknown)
+                << Guidance(m) << std::endl;
       return 2;
     }
-    break;
+    args.push_back("--help");  // parsed below: help as the command itself gives it
+  }
+  // Name an unknown command plainly, at whatever depth (CLI11 would only
+  // say one is required), with what was near it.
+  const Meant meant = WalkCommands(app, args);
+  if (!meant.unknown.empty()) {
+    std::vector<std::string> names;
+    for (CLI::App* s : SubcommandsOf(meant.path.back())) names.push_back(s->get_name());
+    std::cerr << "mates: error: unknown command '" << meant.unknown << "'"
+              << (meant.path.size() > 1 ? " for '" + meant.Name() + "'" : "") << DidYouMean(names, meant.unknown)
+              << Guidance(meant) << std::endl;
+    return 2;
   }
   try {
-    app.parse(argc, argv);
+    // (CLI11 takes the words last first.)
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -155,7 +249,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "mates: error: " << e.what() << " (see mates --help)" << std::endl;
+    // An option not known: the nearest of the command's (and its parents').
+    std::string hint;
+    for (const auto& a : args) {
+      if (a.rfind("--", 0) != 0 || a == "--") continue;
+      const std::string name = a.substr(0, a.find('='));
+      const std::vector<std::string> known = OptionNamesOf(meant);
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        hint = DidYouMean(known, name);
+        if (!hint.empty()) break;
+      }
+    }
+    std::cerr << "mates: error: " << e.what() << hint << Guidance(meant) << std::endl;
     return 2;
   }
   // Prices before anything shows a cost (and before any thread starts).
