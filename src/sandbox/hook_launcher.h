@@ -48,7 +48,7 @@ inline std::string Unescape(std::string_view s) {
   return out;
 }
 
-// `line` cut at its tabs.
+// `line` cut at its tabs: views into it (it must outlive them).
 inline std::vector<std::string_view> Fields(std::string_view line) {
   std::vector<std::string_view> out;
   size_t at = 0;

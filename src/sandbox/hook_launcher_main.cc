@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sandbox/hook_launcher.h"
 
@@ -69,8 +70,10 @@ pid_t ParentOf(pid_t pid) {
 // g_spawn_mu held, no hook running.
 void Sweep() {
   const pid_t self = ::getpid();
-  // Until none is left (a zombie too, reaped here), within 100 ms.
-  for (int round = 0; round < 50; ++round) {
+  // Round after round until a look finds none: one killed may have had
+  // children of its own, which come to this subreaper once it is gone.
+  for (int round = 0; round < 64; ++round) {
+    std::vector<int> dying;  // pidfds of those killed: readable once each has ended
     bool any = false;
     DIR* d = ::opendir("/proc");
     if (d == nullptr) return;
@@ -82,13 +85,24 @@ void Sweep() {
       for (int depth = 0; depth < 64 && up > 1 && up != self; ++depth) up = ParentOf(up);
       if (up != self) continue;
       any = true;
+      const int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
       ::kill(static_cast<pid_t>(pid), SIGKILL);
+      if (fd >= 0) dying.push_back(fd);
     }
     ::closedir(d);
+    // Each one's end, within 100 ms for them all (a kill takes effect at
+    // once unless the process is stuck in the kernel).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    for (int fd : dying) {
+      const long left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      pollfd p{fd, POLLIN, 0};
+      if (left > 0) (void)::poll(&p, 1, static_cast<int>(left));
+      ::close(fd);
+    }
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
     if (!any) return;
-    ::usleep(2000);
   }
 }
 
