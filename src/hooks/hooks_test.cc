@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
+#include "sandbox/hook_launcher.h"
 #include "support/test_util.h"
 
 namespace mates::hooks {
@@ -32,6 +33,19 @@ Launch Here(const TempDir& dir) {
   Launch l;
   l.cwd = dir.path();
   l.env = {"PATH=/usr/bin:/bin", "HOME=" + dir.str()};
+  return l;
+}
+
+// Here(dir), in a workspace sandbox of dir (its runtime under `run`) whose
+// hook launcher is `relay` ("": none, a bubblewrap per hook).
+Result<Launch> Sandboxed(const TempDir& dir, const TempDir& run, const std::string& relay) {
+  sandbox::Settings s;
+  s.mode = sandbox::Mode::kWorkspace;
+  s.relay = relay.empty() ? "/nonexistent/mates-relay" : relay;
+  MATES_ASSIGN_OR_RETURN(auto box, sandbox::Sandbox::Make(dir.path(), s, run.path() / "sb"));
+  Launch l = Here(dir);
+  l.sandbox = box;
+  l.place = {dir.path(), "t", "a", false};
   return l;
 }
 
@@ -185,21 +199,35 @@ TEST(HooksTest, HooksRunAtOnceAndOneThatHangsIsKilledWithWhatItStarted) {
 TEST(HooksTest, ASandboxedHookThatHangsTakesWhatItStartedWithIt) {
   if (!sandbox::WhatIsMissing().empty()) GTEST_SKIP() << sandbox::WhatIsMissing();
   TempDir dir, run;
-  sandbox::Settings s;
-  s.mode = sandbox::Mode::kWorkspace;
-  auto box = sandbox::Sandbox::Make(dir.path(), s, run.path() / "sb");
-  ASSERT_TRUE(box.ok()) << box.status().message();
+  auto l = Sandboxed(dir, run, "");
+  ASSERT_TRUE(l.ok()) << l.status().message();
   const std::string marker = "mates-hook-child-" + std::to_string(::getpid());
   Runner r = Make("hooks:\n  Stop:\n    - hooks:\n        - {type: command, command: 'bash -c \"exec -a " + marker +
                   " sleep 300\" & sleep 300', timeout: 1}\n");
-  Launch l = Here(dir);
-  l.sandbox = *box;
-  l.place = {dir.path(), "t", "a", false};
-  Outcome o = r.Run(Event::kStop, {}, Json::object(), l);
+  Outcome o = r.Run(Event::kStop, {}, Json::object(), *l);
   ASSERT_EQ(o.errors.size(), 1u);
   EXPECT_NE(o.errors[0].find("took too long"), std::string::npos) << o.errors[0];
   EXPECT_TRUE(testing::WaitUntil([&] { return testing::ProcessesIn(marker, dir.path()).empty(); }, 10))
       << "the sandboxed hook's child outlived it";
+}
+
+// The launcher's wire carries any bytes a hook reads or writes: tabs,
+// newlines, backslashes (a trailing one too), NULs, and a megabyte of them.
+TEST(HooksTest, TheLaunchersWireCarriesAnyBytes) {
+  namespace wire = sandbox::launcher;
+  const std::vector<std::string> texts = {"", "plain", "a\tb\nc\\d\\", std::string("nul\0inside", 10), "\\n literal",
+                                          std::string(1 << 20, '\n') + std::string(1 << 20, '\0')};
+  for (const auto& t : texts) {
+    const std::string e = wire::Escape(t);
+    EXPECT_EQ(e.find('\n'), std::string::npos);
+    EXPECT_EQ(e.find('\t'), std::string::npos);
+    EXPECT_EQ(wire::Unescape(e), t);
+    const std::string line = "1\t" + e + "\t" + e;  // the fields are views of it
+    const auto f = wire::Fields(line);
+    ASSERT_EQ(f.size(), 3u);
+    EXPECT_EQ(wire::Unescape(f[2]), t);
+  }
+  EXPECT_EQ(wire::Fields("").size(), 1u);
 }
 
 // In a sandbox, an agent's hooks start from its launcher (one bubblewrap
@@ -210,11 +238,9 @@ TEST(HooksTest, ASandboxedHookThatHangsTakesWhatItStartedWithIt) {
 TEST(HooksTest, TheAgentsLauncherRunsItsHooksAndLeavesNothingBehind) {
   if (!sandbox::WhatIsMissing().empty()) GTEST_SKIP() << sandbox::WhatIsMissing();
   TempDir dir, run;
-  sandbox::Settings s;
-  s.mode = sandbox::Mode::kWorkspace;
-  s.relay = MATES_RELAY;
-  auto box = sandbox::Sandbox::Make(dir.path(), s, run.path() / "sb");
-  ASSERT_TRUE(box.ok()) << box.status().message();
+  auto sandboxed = Sandboxed(dir, run, MATES_RELAY);
+  ASSERT_TRUE(sandboxed.ok()) << sandboxed.status().message();
+  const Launch& l = *sandboxed;
   const std::string marker = "mates-launched-" + std::to_string(::getpid());
   auto r = std::make_unique<Runner>(SetOf(
       "hooks:\n  PreToolUse:\n    - hooks:\n"
@@ -222,9 +248,6 @@ TEST(HooksTest, TheAgentsLauncherRunsItsHooksAndLeavesNothingBehind) {
       "echo no rm here >&2; exit 2'}\n"
       "        - {type: command, command: 'setsid bash -c \"exec -a " + marker + " sleep 300\" & echo started'}\n"
       "        - {type: command, command: 'sleep 300', timeout: 1}\n"));
-  Launch l = Here(dir);
-  l.sandbox = *box;
-  l.place = {dir.path(), "t", "a", false};
   Outcome o = r->Run(Event::kPreToolUse, {"Bash"}, {{"tool_name", "Bash"}}, l);
   EXPECT_EQ(o.ran, 3);
   EXPECT_TRUE(o.blocked);
