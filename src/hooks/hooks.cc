@@ -9,6 +9,7 @@
 
 #include "core/bounded_regex.h"
 #include "core/clock.h"
+#include "core/config_yaml.h"
 #include "core/files.h"
 #include "core/log.h"
 #include "core/process_tree.h"
@@ -19,7 +20,6 @@
 namespace mates::hooks {
 namespace {
 
-constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr size_t kMaxHookOutput = 1 << 20;  // each stream
 constexpr size_t kMaxReason = 16 << 10;     // what one hook tells the model
 constexpr size_t kMaxHooksPerEvent = 32;
@@ -86,14 +86,8 @@ bool HookSet::Empty() const {
 
 Result<std::map<Event, std::vector<HookGroup>>> ParseHooksSection(const std::string& text, const std::string& origin) {
   std::map<Event, std::vector<HookGroup>> out;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(origin + ": " + e.what());
-  }
-  if (!root || root.IsNull()) return out;
-  if (!root.IsMap()) return Status::InvalidArgument(origin + ": must be a map");
+  MATES_ASSIGN_OR_RETURN(YAML::Node root, ParseConfigYaml(text, origin));
+  if (root.IsNull()) return out;
   YAML::Node section = root["hooks"];
   if (!section || section.IsNull()) return out;
   const std::string at = origin + ": hooks";
@@ -191,7 +185,6 @@ Result<HookSet> LoadHooks(const fs::path& workspace, const fs::path& user_config
   const auto read = [&](const fs::path& file, bool trusted) -> Status {
     auto text = ReadFilePrefix(file, kMaxConfigBytes + 1);
     if (!text.ok()) return text.status().code() == StatusCode::kNotFound ? Status::Ok() : text.status();
-    if (text->size() > kMaxConfigBytes) return Status::InvalidArgument(file.string() + ": larger than 1 MiB");
     auto events = ParseHooksSection(*text, file.string());
     if (!events.ok()) {
       // An untrusted file's mistakes are not this run's: it is not used.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/config_yaml.h"
 #include "core/files.h"
 #include "core/secrets.h"
 #include "core/log.h"
@@ -15,7 +16,6 @@
 namespace mates::mcp {
 namespace {
 
-constexpr size_t kMaxConfigBytes = 1 << 20;
 
 // A server's name becomes part of tool names (mcp__<server>__<tool>).
 Status CheckServerName(const std::string& name, const std::string& origin) {
@@ -145,21 +145,9 @@ Result<double> Seconds(const YAML::Node& n, const std::string& where, double fal
 
 // The mcp section of W/.mates/config.yaml, applied to `servers`.
 Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers) {
-  auto text = ReadFilePrefix(file, kMaxConfigBytes + 1);
-  if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound) return Status::Ok();
-    return text.status();
-  }
+  MATES_ASSIGN_OR_RETURN(YAML::Node root, ReadConfigYaml(file));
+  if (root.IsNull()) return Status::Ok();
   const std::string origin = file.string();
-  if (text->size() > kMaxConfigBytes) return Status::InvalidArgument(origin + ": larger than 1 MiB");
-  YAML::Node root;
-  try {
-    root = YAML::Load(*text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(origin + ": " + e.what());
-  }
-  if (!root || root.IsNull()) return Status::Ok();
-  if (!root.IsMap()) return Status::InvalidArgument(origin + ": must be a map");
   YAML::Node mcp = root["mcp"];
   if (!mcp || mcp.IsNull()) return Status::Ok();
   if (!mcp.IsMap()) return Status::InvalidArgument(origin + ": mcp: must be a map");

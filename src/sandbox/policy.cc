@@ -4,10 +4,11 @@
 
 #include <cstdlib>
 
+#include "core/config_yaml.h"
+
 namespace mates::sandbox {
 namespace {
 
-constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr size_t kMaxEntries = 256;
 
 // One file's sandbox section, as written.
@@ -69,21 +70,9 @@ Status CheckHost(const std::string& h, const std::string& where) {
 // The sandbox section of `file`; nullopt when the file or the section is
 // not there.
 Result<std::optional<Section>> ReadSection(const fs::path& file) {
-  auto text = ReadFilePrefix(file, kMaxConfigBytes + 1);
-  if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound) return std::optional<Section>();
-    return text.status();
-  }
+  MATES_ASSIGN_OR_RETURN(YAML::Node root, ReadConfigYaml(file));
+  if (root.IsNull()) return std::optional<Section>();
   const std::string origin = file.string();
-  if (text->size() > kMaxConfigBytes) return Status::InvalidArgument(origin + ": larger than 1 MiB");
-  YAML::Node root;
-  try {
-    root = YAML::Load(*text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(origin + ": " + e.what());
-  }
-  if (!root || root.IsNull()) return std::optional<Section>();
-  if (!root.IsMap()) return Status::InvalidArgument(origin + ": must be a map");
   YAML::Node sb = root["sandbox"];
   if (!sb || sb.IsNull()) return std::optional<Section>();
   const std::string at = origin + ": sandbox";
