@@ -327,7 +327,7 @@ TEST_F(CliStoreTest, BadInputIsExit2WithOneLineAndNoFiles) {
   ExpectError({"tasks", "--team", "t", "claim", "--owner", "a/b"}, 2, "invalid owner name");
   ExpectError({"tasks", "--team", "t", "create", "x", "--metadata", "[1]"}, 2, "metadata");
   ExpectError({"tasks", "--team", "t", "create", "   "}, 2, "subject");
-  ExpectError({"tasks"}, 2, "--team");
+  ExpectError({"tasks"}, 2, "A subcommand is required; usage: mates tasks [OPTIONS] SUBCOMMAND");
   ExpectError({"frobnicate"}, 2, "unknown command 'frobnicate'; usage: mates [OPTIONS] SUBCOMMAND (see mates --help)");
   // At any depth, options and their values stepped over; an option too.
   ExpectError({"team", "shw"}, 2,

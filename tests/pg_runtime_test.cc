@@ -1300,7 +1300,10 @@ TEST_F(PgRuntimeTest, ADashboardAnswers503WhileItsDatabaseIsDownAndComesBack) {
   ASSERT_TRUE(doc.ok()) << st.out << st.err;
   ASSERT_EQ((*doc)["attention"].size(), 1u) << st.out;
   EXPECT_EQ((*doc)["attention"][0]["kind"], "store_unreachable") << st.out;
-  EXPECT_EQ((*doc)["attention"][0]["hint"], "mates status --team crew --store " + url_ + " --watch") << st.out;
+  // As printed, it works from any folder (DESIGN §21).
+  EXPECT_EQ((*doc)["attention"][0]["hint"],
+            "mates -w " + ws.path().string() + " --store " + url_ + " status --team crew --watch")
+      << st.out;
   ASSERT_TRUE(server_->Restart().ok());
   EXPECT_TRUE(testing::WaitUntil([&] { return get("/api/team").code == 200; }, 20));
   auto sent = RunMates(ws.path(), {"send", "--store", url_, "--team", "crew", "--to", "lead", "after the restart"});

@@ -39,34 +39,70 @@ void AddAgentUsage(const std::string& name, const JournalState& st, TeamUsage* t
   team->agents.push_back(std::move(a));
 }
 
-}  // namespace
+// Whose journal `stem` is, as usage shows it: "alice", "lead (subagents)",
+// or "lead (earlier)" for a conversation set aside by --fresh
+// ("lead.<time>"); "" for what is no journal (transcripts and the like).
+std::string JournalOwner(const std::string& stem) {
+  const size_t dot = stem.find('.');
+  if (dot == std::string::npos) return stem;
+  const std::string rest = stem.substr(dot + 1);
+  if (rest == "subagents") return stem.substr(0, dot) + " (subagents)";
+  const bool stamp = !rest.empty() && std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return stamp ? stem.substr(0, dot) + " (earlier)" : "";
+}
 
-Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir) {
-  TeamUsage team;
-  std::error_code ec;
-  if (!fs::is_directory(agents_dir, ec)) return team;
+// The journals in `agents_dir`, by owner (JournalOwner), sorted; those
+// `only_earlier` asks for: the conversations set aside.
+Result<std::vector<std::pair<std::string, fs::path>>> JournalsIn(const fs::path& agents_dir, bool only_earlier) {
   std::vector<std::pair<std::string, fs::path>> files;
+  std::error_code ec;
+  if (!fs::is_directory(agents_dir, ec)) return files;
   for (fs::directory_iterator it(agents_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
     if (p.extension() != ".jsonl" || !it->is_regular_file(ec)) continue;
-    std::string stem = p.stem().string();  // "alice" or "lead.subagents"
-    std::string name = stem;
-    if (size_t dot = stem.find('.'); dot != std::string::npos) {
-      if (stem.substr(dot) != ".subagents") continue;  // transcripts and the like
-      name = stem.substr(0, dot) + " (subagents)";
-    }
+    std::string name = JournalOwner(p.stem().string());
+    if (name.empty() || (only_earlier && name.find(" (earlier)") == std::string::npos)) continue;
     files.emplace_back(name, p);
   }
   if (ec) return Status::IOError("read " + agents_dir.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Adds each journal's usage lines to `team`, one entry per owner.
+Status AddJournals(const std::vector<std::pair<std::string, fs::path>>& files, TeamUsage* team) {
   for (const auto& [name, path] : files) {
     auto st = Journal::LoadUsage(path);
     if (!st.ok()) {
       if (st.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
       return st.status();
     }
-    AddAgentUsage(name, *st, &team);
+    auto same = std::find_if(team->agents.begin(), team->agents.end(),
+                             [&](const AgentUsage& a) { return a.agent == name; });
+    if (same == team->agents.end() || st->calls == 0) {
+      AddAgentUsage(name, *st, team);
+      continue;
+    }
+    // A second conversation of the same owner: summed into its entry.
+    team->cost_usd -= same->cost_usd;
+    same->usage += st->usage;
+    same->calls += st->calls;
+    for (const auto& [model, u] : st->usage_by_model) same->by_model[model] += u;
+    PriceAgentUsage(&*same);
+    team->total += st->usage;
+    team->calls += st->calls;
+    team->cost_usd += same->cost_usd;
+    team->cost_known = team->cost_known && same->cost_known;
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir) {
+  TeamUsage team;
+  MATES_ASSIGN_OR_RETURN(auto files, JournalsIn(agents_dir, false));
+  MATES_RETURN_IF_ERROR(AddJournals(files, &team));
   return team;
 }
 
@@ -103,6 +139,12 @@ Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::stri
     } else if (st.status().code() != StatusCode::kNotFound) {
       return st.status();
     }
+  }
+  if (!agents_dir.empty()) {
+    // The conversations this machine set aside (--fresh): their copies
+    // were replaced, their files stay.
+    MATES_ASSIGN_OR_RETURN(auto earlier, JournalsIn(agents_dir, true));
+    MATES_RETURN_IF_ERROR(AddJournals(earlier, &usage));
   }
   return std::optional<TeamUsage>(std::move(usage));
 }

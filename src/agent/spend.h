@@ -2,8 +2,10 @@
 //
 // - TeamUsage / ReadTeamUsage: per agent, from the usage lines of the
 //   journals in `.teams/<team>/agents/` (`<name>.jsonl`; a lead's
-//   subagents in `<name>.subagents.jsonl`), priced by the model each line
-//   names. This is what `mates usage` prints, live or archived.
+//   subagents in `<name>.subagents.jsonl`; a conversation set aside by
+//   --fresh in `<name>.<time>.jsonl`, shown as "<name> (earlier)"), priced
+//   by the model each line names. This is what `mates usage` prints, live
+//   or archived.
 // - TeamSpend: the running total of one session against the team's budget,
 //   shared by all its agents (lead, teammates, subagents) across threads.
 //   It starts from what the journals hold, so a resumed team does not get

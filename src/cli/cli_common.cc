@@ -1,13 +1,20 @@
 #include "cli/cli_common.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <sstream>
 #include <iostream>
 
 #include "core/clock.h"
+#include "core/config_yaml.h"
+#include "core/names.h"
+#include "sandbox/policy.h"
 #include "store/archive.h"
 #include "store/roster.h"
+#include "trust/trust.h"
 
 namespace mates::cli {
 
@@ -18,6 +25,122 @@ int Fail(const Status& s) {
 
 int Usage(const std::string& message) {
   return Fail(Status::InvalidArgument(message));
+}
+
+std::string ShellQuoted(const std::string& w) {
+  const bool bare = !w.empty() && std::all_of(w.begin(), w.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::strchr("@%+=:,./-_", c) != nullptr;
+  });
+  if (bare) return w;
+  std::string out = "'";
+  for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+namespace {
+
+fs::path CurrentTeamPath(const Workspace& ws) { return ws.root() / ".mates" / "team"; }
+
+// `store:` of a config file, or "" when it has none.
+Result<std::string> StoreIn(const fs::path& file) {
+  MATES_ASSIGN_OR_RETURN(YAML::Node root, ReadConfigYaml(file));
+  if (root.IsNull() || !root["store"]) return std::string();
+  const YAML::Node n = root["store"];
+  if (!n.IsScalar()) return Status::InvalidArgument(file.string() + ": store: must be a URL (file: or postgres://...)");
+  return n.as<std::string>();
+}
+
+}  // namespace
+
+std::string Globals::Mates() const {
+  std::string out = "mates";
+  if (!workspace.empty()) out += " -w " + ShellQuoted(fs::absolute(workspace).lexically_normal().string());
+  if (store_given && !store.empty()) out += " --store " + ShellQuoted(store);
+  return out;
+}
+
+std::string Globals::Pasteable(const std::string& hint) const {
+  if (hint.rfind("mates ", 0) != 0) return hint;
+  return Mates() + hint.substr(5);
+}
+
+CLI::Option* AddTeamOption(CLI::App* cmd, Globals& g) {
+  return cmd->add_option("--team", g.team,
+                         "The team (default: $MATES_TEAM, else the current team of `mates team use`, else default)");
+}
+
+void AddStoreOption(CLI::App* cmd, Globals& g) {
+  cmd->add_option("--store", g.store,
+                  "The store: file: or postgres://... (default: $MATES_STORE, else store: in .mates/config.yaml, "
+                  "else file:)");
+}
+
+Result<std::string> CurrentTeam(const Workspace& ws) {
+  const fs::path file = CurrentTeamPath(ws);
+  MATES_ASSIGN_OR_RETURN(std::string text, ReadFilePrefix(file, 1024));
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  if (Status s = ValidateName("team name", text); !s.ok()) {
+    return Status::InvalidArgument(file.string() + ": " + s.message() + " (mates team use TEAM sets it)");
+  }
+  return text;
+}
+
+Status SetCurrentTeam(const Workspace& ws, const std::string& team) {
+  const fs::path file = CurrentTeamPath(ws);
+  if (team.empty()) {
+    std::error_code ec;
+    fs::remove(file, ec);
+    return ec ? Status::IOError("cannot remove " + file.string() + ": " + ec.message()) : Status::Ok();
+  }
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(EnsureDir(file.parent_path()));
+  return WriteFileAtomic(file, team + "\n");
+}
+
+Status ResolveTeamAndStore(Globals& g) {
+  const Workspace ws = g.ws();
+  if (!g.team.empty()) {
+    g.team_from = TeamFrom::kFlag;
+  } else if (const char* env = std::getenv("MATES_TEAM"); env != nullptr && *env != '\0') {
+    g.team = env;
+    g.team_from = TeamFrom::kEnv;
+  } else if (auto current = CurrentTeam(ws); current.ok()) {
+    g.team = *current;
+    g.team_from = TeamFrom::kCurrent;
+  } else if (current.status().code() != StatusCode::kNotFound) {
+    return current.status();
+  } else {
+    g.team = "default";
+    g.team_from = TeamFrom::kDefault;
+  }
+
+  g.store_given = !g.store.empty();
+  if (g.store_given) return Status::Ok();
+  if (const char* env = std::getenv("MATES_STORE"); env != nullptr && *env != '\0') {
+    g.store = env;
+    return Status::Ok();
+  }
+  const std::string kConfig = ".mates/config.yaml";
+  MATES_ASSIGN_OR_RETURN(std::string in_ws, StoreIn(ws.root() / kConfig));
+  if (!in_ws.empty()) {
+    MATES_ASSIGN_OR_RETURN(trust::FileState state, trust::TrustStore().CheckFile(ws.root(), kConfig));
+    if (state.trust == trust::FileTrust::kTrusted) {
+      g.store = in_ws;
+      return Status::Ok();
+    }
+    std::cerr << "mates: warning: " << (ws.root() / kConfig).string() << ": its store: is not used: the file is "
+              << trust::FileTrustName(state.trust) << " (mates trust uses it)" << std::endl;
+  }
+  // The person's own file, when this process may read it (a command run
+  // as another user with this HOME may not: then the files, said).
+  auto in_user = StoreIn(sandbox::UserConfigPath());
+  if (!in_user.ok() && in_user.status().code() == StatusCode::kIOError) {
+    std::cerr << "mates: warning: " << in_user.status().message() << ": its store: is not used" << std::endl;
+    return Status::Ok();
+  }
+  MATES_ASSIGN_OR_RETURN(g.store, std::move(in_user));
+  if (g.store == "file" || g.store == "file:") g.store.clear();
+  return Status::Ok();
 }
 
 Status CheckSeconds(const std::string& flag, double value, double min, bool min_inclusive) {
@@ -81,6 +204,12 @@ std::string FormatTaskDetail(const Task& t) {
   if (t.metadata_json != "{}") out += "  metadata:    " + t.metadata_json + "\n";
   if (!t.description.empty()) out += "\n" + t.description + "\n";
   return out;
+}
+
+CLI::Option* AddListOption(CLI::App* cmd, const std::string& name, std::string& joined, const std::string& help) {
+  return cmd->add_option(name, joined, help + " (repeat it, or separate with commas)")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join);
 }
 
 std::vector<std::string> SplitList(const std::string& s) {

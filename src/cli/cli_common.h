@@ -16,14 +16,48 @@
 
 namespace mates::cli {
 
+// Where a command's team came from (DESIGN §21), in this order.
+enum class TeamFrom { kFlag, kEnv, kCurrent, kDefault };
+
 struct Globals {
   std::string workspace;  // --workspace
   std::string prices;     // --prices FILE (DESIGN §15); "" = $MATES_PRICES
+  // --team and --store as given; after ResolveTeamAndStore, the team and
+  // the store URL every command works on ("" = the file store).
+  std::string team;
+  std::string store;
+  TeamFrom team_from = TeamFrom::kDefault;
+  bool store_given = false;  // by --store (a hint repeats it)
   // Set by the subcommand that was chosen; main() runs it after parsing.
   std::function<int()> action;
 
   Workspace ws() const { return WorkspaceFrom(workspace); }
+  // "mates" with the -w and --store this command was given, for the
+  // command lines it prints (DESIGN §21: every hint works as printed,
+  // pasted in any folder); a hint names its team itself.
+  std::string Mates() const;
+  // `hint`, a "mates …" command line, with Mates()'s options.
+  std::string Pasteable(const std::string& hint) const;
 };
+
+// A word as a POSIX shell reads it back: bare when it is safe, else in
+// single quotes (for the command lines mates prints).
+std::string ShellQuoted(const std::string& word);
+
+// --team and --store, on the root and on each command that works on a
+// team (both bind to `g`; either place works).
+CLI::Option* AddTeamOption(CLI::App* cmd, Globals& g);
+void AddStoreOption(CLI::App* cmd, Globals& g);
+// The one rule (DESIGN §21). The team: --team, else $MATES_TEAM, else the
+// workspace's current team (`mates team use`, W/.mates/team), else
+// "default". The store: --store, else $MATES_STORE, else `store:` in W's
+// .mates/config.yaml (only when the person trusted it: it says where the
+// team's messages go), else in the person's own config.yaml, else the
+// files. A store: of an untrusted file is said in one warning.
+Status ResolveTeamAndStore(Globals& g);
+// W/.mates/team: the current team, or NotFound.
+Result<std::string> CurrentTeam(const Workspace& ws);
+Status SetCurrentTeam(const Workspace& ws, const std::string& team);  // "" clears it
 
 // Prints "mates: error: <message>" and returns the exit code for it.
 int Fail(const Status& s);
@@ -67,6 +101,9 @@ Result<Workspace> ReadingWorkspace(const Globals& g, const std::string& team, co
 Status SayIfArchived(Status s, const Workspace& ws, const std::string& team,
                      const ArchivedChoice& choice);
 
+// An option that takes a list (DESIGN §21): repeated, comma-separated, or
+// both; `joined` gets the items as "a,b,c" (split with SplitList).
+CLI::Option* AddListOption(CLI::App* cmd, const std::string& name, std::string& joined, const std::string& help);
 // Splits "a,b,c" (empty pieces dropped).
 std::vector<std::string> SplitList(const std::string& s);
 
@@ -85,6 +122,9 @@ void AddDemoCommand(CLI::App& app, Globals& g);
 void AddClusterCommands(CLI::App& app, Globals& g);
 void AddMergesCommands(CLI::App& app, Globals& g);
 void AddUsageCommand(CLI::App& app, Globals& g);
+void AddBudgetCommands(CLI::App& app, Globals& g);  // budget show|set|clear
+void AddInitCommand(CLI::App& app, Globals& g);
+void AddDoctorCommand(CLI::App& app, Globals& g);
 void AddMcpCommands(CLI::App& app, Globals& g);  // mcp
 void AddStoreCommands(CLI::App& app, Globals& g);  // store init|migrate|status
 void AddTrustCommand(CLI::App& app, Globals& g);   // trust

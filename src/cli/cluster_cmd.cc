@@ -37,6 +37,11 @@ Result<tmux::Cluster> Load(const ClusterArgs& a) {
   return tmux::Cluster(std::move(c));
 }
 
+// `mates cluster SUB -c CONFIG`, pasteable from any folder.
+std::string Hint(const ClusterArgs& a, const std::string& sub) {
+  return "mates cluster " + sub + " -c " + ShellQuoted(fs::absolute(a.config).lexically_normal().string());
+}
+
 int Up(const ClusterArgs& a) {
   auto c = Load(a);
   if (!c.ok()) return Fail(c.status());
@@ -63,10 +68,11 @@ int Up(const ClusterArgs& a) {
   int failed = 0;
   for (const auto& ar : *r) failed += ar.ready ? 0 : 1;
   if (failed > 0) {
-    return Fail(Status::Unavailable(std::to_string(failed) + " agent(s) did not come up; look with `mates cluster attach`, "
-                                    "stop with `mates cluster down`"));
+    return Fail(Status::Unavailable(std::to_string(failed) + " agent(s) did not come up; look with `" + Hint(a, "attach") +
+                                    "`, stop with `" + Hint(a, "down") + "`"));
   }
-  std::cout << "cluster up: mates cluster send AGENT TEXT | status | log | attach | down" << std::endl;
+  std::cout << "cluster up; from here:\n  " << Hint(a, "send") << " AGENT TEXT\n  " << Hint(a, "status") << "\n  "
+            << Hint(a, "log") << "\n  " << Hint(a, "attach") << "\n  " << Hint(a, "down") << std::endl;
   return 0;
 }
 

@@ -22,21 +22,19 @@ namespace mates::cli {
 namespace {
 
 struct DashboardArgs {
-  std::string team = "default";
   int port = 0;
   ArchivedChoice archived;
-  std::string store;
 };
 
 int Dashboard_(Globals& g, const DashboardArgs& a) {
-  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
   if (a.port < 0 || a.port > 65535) return Usage("--port must be 0..65535 (0 = any free port)");
   dashboard::DashboardOptions o;
-  o.team = a.team;
+  o.team = g.team;
   o.port = a.port;
   o.read_only = true;
   if (a.archived.given()) {
-    auto archive = FindArchive(g.ws(), a.team, a.archived.stamp);
+    auto archive = FindArchive(g.ws(), g.team, a.archived.stamp);
     if (!archive.ok()) return Fail(archive.status());
     o.ws = Workspace(archive->root);
     o.archived = archive->stamp;
@@ -44,11 +42,11 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
     o.ws = g.ws();
   }
   // An archive is this workspace's files, whichever store the team was in.
-  if (!a.archived.given()) o.store_url = StoreUrlOrDefault(a.store);
+  if (!a.archived.given()) o.store_url = g.store;
   auto store = OpenTeamStore(o.store_url, o.ws);
   if (!store.ok()) return Fail(store.status());
-  if (auto team = (*store)->LoadTeam(a.team); !team.ok()) {
-    return Fail(SayIfArchived(team.status(), o.ws, a.team, a.archived));
+  if (auto team = (*store)->LoadTeam(g.team); !team.ok()) {
+    return Fail(SayIfArchived(team.status(), o.ws, g.team, a.archived));
   }
   // Blocked before the server's threads start (they inherit the mask):
   // only this thread takes them, in sigwait.
@@ -60,10 +58,10 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
   ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   auto page = dashboard::Dashboard::Start(o);
   if (!page.ok()) return Fail(page.status());
-  std::cout << "dashboard of team " << a.team << (o.archived.empty() ? "" : " (archived " + o.archived + ")")
+  std::cout << "dashboard of team " << g.team << (o.archived.empty() ? "" : " (archived " + o.archived + ")")
             << ", read-only: " << (*page)->url() << std::endl;
   if (o.archived.empty()) {
-    auto host = (*store)->LiveHost(a.team);
+    auto host = (*store)->LiveHost(g.team);
     if (host && !host->dashboard.empty()) {
       std::cout << "the host's dashboard (it can send, create tasks, decide plans): " << host->dashboard << std::endl;
     }
@@ -81,10 +79,10 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
 void AddDashboardCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<DashboardArgs>();
   CLI::App* d = app.add_subcommand("dashboard", "A team's live page in a browser, read-only (up serves one that can act)");
-  d->add_option("--team", a->team, "The team")->envname("MATES_TEAM")->capture_default_str();
+  AddTeamOption(d, g);
   d->add_option("--port", a->port, "Port on 127.0.0.1 (default: any free port)");
   AddArchivedOption(d, a->archived);
-  AddStoreOption(d, a->store);
+  AddStoreOption(d, g);
   d->callback([&g, a] { g.action = [&g, a] { return Dashboard_(g, *a); }; });
 }
 

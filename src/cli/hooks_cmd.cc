@@ -23,7 +23,6 @@ struct HooksArgs {
   std::string event;
   std::string input;
   std::string as = "lead";
-  std::string team = "default";
 };
 
 Result<hooks::HookSet> Load(const Globals& g) {
@@ -115,7 +114,7 @@ int Test(Globals& g, const HooksArgs& a) {
   if (!box.ok()) return Fail(box.status());
   auto store = FileTeamStore(g.ws());
   tools::ToolContext ctx(g.ws(), *store);
-  ctx.team = a.team;
+  ctx.team = g.team;
   ctx.agent = a.as;
   hooks::Launch launch;
   launch.sandbox = *box;
@@ -154,7 +153,7 @@ void AddHooksCommands(CLI::App& app, Globals& g) {
   test->add_option("EVENT", a->event, "PreToolUse, PostToolUse, TaskCompleted, …")->required();
   test->add_option("--input", a->input, "The hook input: a JSON file ('-' reads stdin)")->required();
   test->add_option("--as", a->as, "The agent it runs for (default: lead)");
-  test->add_option("--team", a->team, "The team (default: default)")->envname("MATES_TEAM");
+  AddTeamOption(test, g);
   test->add_flag("--json", a->json, "Machine-readable output");
   test->callback([&g, a] { g.action = [&g, a] { return Test(g, *a); }; });
 }

@@ -40,11 +40,11 @@ constexpr double kUpReadySeconds = 60;
 fs::path HostLogPath(const Workspace& ws, const std::string& team) { return ws.TeamDir(team) / "host.log"; }
 
 // The refusal when `team` has a live host.
-Status AlreadyHosted(TeamStore& store, const std::string& team) {
+Status AlreadyHosted(const Globals& g, TeamStore& store, const std::string& team) {
   auto host = store.LiveHost(team);
   if (!host) return Status::Ok();
   std::string who = host->pid > 0 ? " (pid " + std::to_string(host->pid) + ")" : "";
-  return Status::FailedPrecondition("team '" + team + "' is already hosted" + who + "; `mates down --team " + team +
+  return Status::FailedPrecondition("team '" + team + "' is already hosted" + who + "; `" + g.Mates() + " down --team " + team +
                                     "` stops it");
 }
 
@@ -109,7 +109,7 @@ std::string LogSince(const fs::path& log, uint64_t offset) {
 int Up(Globals& g, const RunArgs& a) {
   auto config = SessionConfig(g, a);
   if (!config.ok()) return Fail(config.status());
-  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
   if (a.max_turns < 1) return Usage("--max-turns must be at least 1");
   if (a.dashboard_port < 0 || a.dashboard_port > 65535) return Usage("--dashboard-port must be 0..65535 (0 = any free port)");
   // Checked here, where a mistake can be seen; the host makes its own.
@@ -125,16 +125,16 @@ int Up(Globals& g, const RunArgs& a) {
                    "(--store postgres://...); on the file store the lead's host has them");
     }
     if (a.teammates_only) {
-      auto team = (*teams)->LoadTeam(a.team);
+      auto team = (*teams)->LoadTeam(g.team);
       if (!team.ok()) return Fail(team.status());
     }
-    if (Status s = AlreadyHosted(**teams, a.team); !s.ok()) return Fail(s);
+    if (Status s = AlreadyHosted(g, **teams, g.team); !s.ok()) return Fail(s);
   }
   // Asked here, on the person's terminal: the host has none.
   if (Status s = AdmitWorkspaceFiles(ws); !s.ok()) return Fail(s);
   if (Status s = ChooseSandbox(*config, a.sandbox); !s.ok()) return Fail(s);
-  if (Status s = EnsureDir(ws.TeamDir(a.team)); !s.ok()) return Fail(s);
-  const fs::path log = HostLogPath(ws, a.team);
+  if (Status s = EnsureDir(ws.TeamDir(g.team)); !s.ok()) return Fail(s);
+  const fs::path log = HostLogPath(ws, g.team);
   std::error_code ec;
   uint64_t log_start = fs::exists(log, ec) ? fs::file_size(log, ec) : 0;
 
@@ -159,24 +159,22 @@ int Up(Globals& g, const RunArgs& a) {
   if (!ok) {
     std::string why = LogSince(log, log_start);
     return Fail(Status::FailedPrecondition(
-        "the host of team '" + a.team + "' did not start" +
+        "the host of team '" + g.team + "' did not start" +
         (rc == 0 ? " within " + std::to_string(static_cast<int>(kUpReadySeconds)) + " s" : "") +
         (why.empty() ? "" : "; its log says:\n" + why)));
   }
   auto teams = OpenTeamStore(config->store_url, ws);
-  auto host = teams.ok() ? (*teams)->LiveHost(a.team) : std::nullopt;
+  auto host = teams.ok() ? (*teams)->LiveHost(g.team) : std::nullopt;
   std::string pid = host && host->pid > 0 ? std::to_string(host->pid) : "?";
-  std::cout << (a.teammates_only ? "hosting the teammates of team " : "hosting team ") << a.team << " (pid " << pid << ")"
+  std::cout << (a.teammates_only ? "hosting the teammates of team " : "hosting team ") << g.team << " (pid " << pid << ")"
             << (host && !host->dashboard.empty() ? " — dashboard " + host->dashboard : "") << "\n"
             << "log " << log.string() << "\n"
-            << "mates status --team " << a.team << " shows it; mates send --team " << a.team
-            << " --to lead TEXT talks to it; mates down --team " << a.team << " stops it\n";
+            << g.Mates() << " status --team " << g.team << " shows it; " << g.Mates() << " send --team " << g.team
+            << " --to lead TEXT talks to it; " << g.Mates() << " down --team " << g.team << " stops it\n";
   return 0;
 }
 
 struct DownArgs {
-  std::string team = "default";
-  std::string store;
   double grace = 10;
   double timeout = 30;
 };
@@ -209,21 +207,21 @@ void AskTeammatesToStop(TeamStore& store, const TeamConfig& team, double grace, 
 }
 
 int Down(Globals& g, const DownArgs& a) {
-  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
   if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
   if (Status s = CheckSeconds("--grace", a.grace, 0, true); !s.ok()) return Fail(s);
   Workspace ws = g.ws();
-  auto opened = OpenChosenStore(a.store, ws);
+  auto opened = OpenChosenStore(g.store, ws);
   if (!opened.ok()) return Fail(opened.status());
   std::unique_ptr<TeamStore> store = std::move(*opened);
-  auto team = store->LoadTeam(a.team);
+  auto team = store->LoadTeam(g.team);
   if (!team.ok()) return Fail(team.status());
-  auto host = store->LiveHost(a.team);
+  auto host = store->LiveHost(g.team);
   if (!host) {
     // A host whose lead's lock is not held this moment (its connection to
     // the database lost, the lock being taken again) still lives: the
     // process host.json names says so, and it is stopped, not mourned.
-    auto recorded = ReadHostInfo(ws, a.team);
+    auto recorded = ReadHostInfo(ws, g.team);
     if (recorded.ok() && recorded->pid > 0 &&
         ProcessLives(static_cast<pid_t>(recorded->pid), recorded->start_time)) {
       host = *recorded;
@@ -233,19 +231,19 @@ int Down(Globals& g, const DownArgs& a) {
     // A host that was killed (SIGKILL, OOM) could not stop its tools: what
     // they started still runs, tagged with the host's prefix.
     int left = 0;
-    auto dead = ReadHostInfo(ws, a.team);
+    auto dead = ReadHostInfo(ws, g.team);
     if (dead.ok()) {
       left = KillTagged(HostTagPrefixOf(static_cast<pid_t>(dead->pid), dead->start_time));
       std::error_code ec;
-      fs::remove(HostInfoPath(ws, a.team), ec);
+      fs::remove(HostInfoPath(ws, g.team), ec);
     }
-    std::cout << "team " << a.team << " is not hosted"
+    std::cout << "team " << g.team << " is not hosted"
               << (left > 0 ? " (" + std::to_string(left) + " leftover process(es) of its dead host killed)" : "")
               << "\n";
     return 0;
   }
   if (host->pid <= 0) {
-    return Fail(Status::FailedPrecondition("team '" + a.team + "' is hosted by a process that has not said who it "
+    return Fail(Status::FailedPrecondition("team '" + g.team + "' is hosted by a process that has not said who it "
                                            "is (host.json); try again in a moment"));
   }
   // A host of teammates only is stopped alone: its teammates go on at the
@@ -269,7 +267,7 @@ int Down(Globals& g, const DownArgs& a) {
   }
   // What the host's tools started and the host could not stop.
   int left = KillTagged(HostTagPrefixOf(pid, host->start_time));
-  std::cout << (teammates_host ? "the teammates host of team " : "team ") << a.team << " is down (host pid " << pid
+  std::cout << (teammates_host ? "the teammates host of team " : "team ") << g.team << " is down (host pid " << pid
             << (forced ? " killed after " : " stopped") << (forced ? std::to_string(static_cast<int>(a.timeout)) + " s" : "")
             << (left > 0 ? ", " + std::to_string(left) + " leftover process(es) killed" : "") << ")"
             << (teammates_host ? "; its teammates go on at the team's other hosts" : "") << "\n";
@@ -281,8 +279,7 @@ int Down(Globals& g, const DownArgs& a) {
 void AddHostCommands(CLI::App& app, Globals& g) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* up = app.add_subcommand("up", "Host a team in the background, with no terminal, until `mates down`");
-  AddRunOptions(up, *a);
-  up->get_option("--team")->envname("MATES_TEAM");
+  AddRunOptions(up, g, *a);
   auto* port = up->add_option("--dashboard-port", a->dashboard_port,
                               "Port of the dashboard on 127.0.0.1 (default: any free port)");
   up->add_flag("--no-dashboard", a->no_dashboard, "Serve no dashboard")->excludes(port);
@@ -293,12 +290,12 @@ void AddHostCommands(CLI::App& app, Globals& g) {
 
   auto d = std::make_shared<DownArgs>();
   CLI::App* down = app.add_subcommand("down", "Stop a team's host (its agents resume at the next `up`)");
-  down->add_option("--team", d->team, "The team")->envname("MATES_TEAM")->capture_default_str();
+  AddTeamOption(down, g);
   down->add_option("--grace", d->grace,
                    "Seconds the teammates have to answer the shutdown request before the host is stopped (0 = ask, "
                    "do not wait)")
       ->capture_default_str();
-  AddStoreOption(down, d->store);
+  AddStoreOption(down, g);
   down->add_option("--timeout", d->timeout, "Seconds the host has to stop before it is killed")->capture_default_str();
   down->callback([&g, d] { g.action = [&g, d] { return Down(g, *d); }; });
 }

@@ -19,8 +19,6 @@ namespace mates::cli {
 namespace {
 
 struct InboxArgs {
-  std::string team;
-  std::string store;
   std::string name;
   bool peek = false;
   std::vector<std::string> wait;  // [] = flag given without seconds
@@ -45,7 +43,8 @@ void Print(const std::vector<Message>& msgs, bool json) {
 
 int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
   double wait_s = -1;  // forever
-  if (wait_given && !a.wait.empty()) {
+  // (A --wait without seconds comes as nothing, or as "".)
+  if (wait_given && !a.wait.empty() && !a.wait[0].empty()) {
     // `--wait NAME`: CLI11 took the name as the seconds; give it back.
     if (!IsNumber(a.wait[0], &wait_s)) {
       if (!a.name.empty()) return Usage("--wait takes seconds, got '" + a.wait[0] + "'");
@@ -60,16 +59,16 @@ int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
   if (std::string refused = RefusedIdentity("inbox", a.name); !refused.empty()) return Usage(refused);
   Status s = ValidateName("member name", a.name);
   if (!s.ok()) return Fail(s);
-  auto opened = OpenChosenStore(a.store, g.ws());
+  auto opened = OpenChosenStore(g.store, g.ws());
   if (!opened.ok()) return Fail(opened.status());
   std::unique_ptr<TeamStore> store = std::move(*opened);
-  auto team = store->LoadTeam(a.team);
+  auto team = store->LoadTeam(g.team);
   if (!team.ok()) return Fail(team.status());
   // `user` is no member, but members write back to it (DESIGN §11).
   if (a.name != kUserName && team->Find(a.name) == nullptr) {
-    return Fail(Status::NotFound("'" + a.name + "' is not a member of team '" + a.team + "'"));
+    return Fail(Status::NotFound("'" + a.name + "' is not a member of team '" + g.team + "'"));
   }
-  std::unique_ptr<Inbox> box = store->InboxOf(a.team, a.name);
+  std::unique_ptr<Inbox> box = store->InboxOf(g.team, a.name);
   // Takes what the inbox holds: printed, then committed (a reader killed
   // in between leaves it for the next). `*again`: it may hold more.
   auto take = [&](bool* again) -> Result<bool> {
@@ -148,8 +147,8 @@ int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
 void AddInboxCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<InboxArgs>();
   CLI::App* inbox = app.add_subcommand("inbox", "Read (drain) or peek at a member's inbox");
-  inbox->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
-  AddStoreOption(inbox, a->store);
+  AddTeamOption(inbox, g);
+  AddStoreOption(inbox, g);
   inbox->add_option("NAME", a->name, "Whose inbox");
   inbox->add_flag("--peek", a->peek, "Show without taking the messages away");
   auto* wait = inbox->add_option("--wait", a->wait,

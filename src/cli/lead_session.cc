@@ -43,7 +43,7 @@ namespace mates::cli {
 namespace {
 
 void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::SubagentManager& subs,
-                team::TeamManager& teams) {
+                team::TeamManager& teams, const std::string& mates) {
   out.Line("", "usage: " + lead.spec().name + ": " + lead.usage().Summary(lead.model()));
   if (subs.usage().calls() > 0) out.Line("", "usage: subagents: " + subs.usage().Summary(lead.model()));
   std::string t = teams.UsageSummary();
@@ -66,14 +66,14 @@ void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::Suba
     auto archive = FindArchive(teams.ws(), team, "");
     if (!said.insert(team).second || !archive.ok()) continue;
     say(team, Workspace(archive->root).AgentsDir(team),
-        ", deleted (all runs, mates usage --team " + team + " --archived)");
+        ", deleted (all runs, " + mates + " usage --team " + team + " --archived)");
   }
   const std::string team = teams.lead_team();
   const std::string& home = teams.home_team();
   if (home != team && said.count(home) == 0) {
-    say(home, teams.ws().AgentsDir(home), " (all runs, mates usage --team " + home + ")");
+    say(home, teams.ws().AgentsDir(home), " (all runs, " + mates + " usage --team " + home + ")");
   }
-  say(team, teams.ws().AgentsDir(team), " (all runs, mates usage --team " + team + ")");
+  say(team, teams.ws().AgentsDir(team), " (all runs, " + mates + " usage --team " + team + ")");
 }
 
 // Pane agents of the team (backend tmux, fed by a cluster's router) still
@@ -183,14 +183,14 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
 }
 
 // What the team's merge queue did, at the end of a run.
-void ReportMerges(TeamStore& store, const std::string& team, LiveOutput& out) {
+void ReportMerges(TeamStore& store, const std::string& team, LiveOutput& out, const std::string& mates) {
   auto list = store.Merges(team)->List();
   if (!list.ok() || list->empty()) return;
   std::map<std::string, int> by_state;
   for (const auto& m : *list) by_state[std::string(MergeStateName(m.status))]++;
   std::string counts;
   for (const auto& [state, n] : by_state) counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + state;
-  out.Line("", "merges: " + counts + " (mates merges --team " + team + " list)");
+  out.Line("", "merges: " + counts + " (" + mates + " merges --team " + team + " list)");
   for (const auto& m : *list) {
     out.Line("", "merge " + std::to_string(m.id) + ": task #" + std::to_string(m.task) + " by " + m.owner + ": " +
                      std::string(MergeStateName(m.status)) +
@@ -379,10 +379,11 @@ class InboxNotifier {
 };
 
 void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, SessionSignals& signals,
-          agent::SubagentManager& subs, team::TeamManager& teams, const llm::Provider& provider) {
+          agent::SubagentManager& subs, team::TeamManager& teams, const llm::Provider& provider,
+          const std::string& mates) {
   std::cout << "mates REPL — lead '" << ctx.agent << "' of team " << ctx.team << ", " << provider.name() << " ("
             << lead.model() << "), workspace " << ctx.ws.root().string()
-            << "\nType a goal, or /help; /quit (or Ctrl-D) ends it. Others reach the lead with: mates send --team "
+            << "\nType a goal, or /help; /quit (or Ctrl-D) ends it. Others reach the lead with: " << mates << " send --team "
             << ctx.team << " --to " << ctx.agent << " TEXT" << std::endl;
   InboxNotifier notifier(ctx.agent, teams, out, signals);
   TeamStore& store = teams.store();
@@ -452,7 +453,7 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
       continue;
     }
     if (line == "/usage") {
-      PrintUsage(out, lead, subs, teams);
+      PrintUsage(out, lead, subs, teams, mates);
       continue;
     }
     if (line[0] == '/') {
@@ -515,7 +516,7 @@ int Work(const LeadSessionConfig& a, agent::AgentLoop& lead, tools::ToolContext&
     signals.SetTurnRunning(false);
     if (!r.ok()) std::cerr << "mates: error: " << r.status().message() << std::endl;
   }
-  if (signals.exit_code() == 0) Repl(lead, ctx, out, signals, subs, teams, provider);
+  if (signals.exit_code() == 0) Repl(lead, ctx, out, signals, subs, teams, provider, a.mates);
   return 0;
 }
 
@@ -540,7 +541,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
                               : Work(a, host.lead(), host.lead_context(), teams, host.subagents(), signals, out,
                                      *provider);
   host.StopWork();
-  if (!a.teammates_only) ReportMerges(host.store(), teams.lead_team(), out);
+  if (!a.teammates_only) ReportMerges(host.store(), teams.lead_team(), out, a.mates);
   if (signals.exit_code() != 0) {
     KillTagged(HostTagPrefix());  // whatever a tool started since
     code = signals.exit_code();
@@ -553,7 +554,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
   }
   // No hook runs from now on: the host may go.
   signals.Finished();
-  PrintUsage(out, host.lead(), host.subagents(), teams);
+  PrintUsage(out, host.lead(), host.subagents(), teams, a.mates);
   if (!a.teammates_only) {
     host.lead().ReportStopped(code == 0 ? "its session ended"
                                         : "its host stopped (exit " + std::to_string(code) + ")");

@@ -18,6 +18,9 @@ namespace mates::cli {
 // What the session hosts (host/host.h), and what the lead is to do.
 struct LeadSessionConfig : host::HostOptions {
   std::string goal;  // "" = the REPL (after any resumed work)
+  // How the command lines the session prints start (Globals::Mates: with
+  // the -w and --store it was given), so that they work as printed.
+  std::string mates = "mates";
 };
 
 struct LeadSessionResult {

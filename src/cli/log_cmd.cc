@@ -25,8 +25,6 @@ namespace mates::cli {
 namespace {
 
 struct LogArgs {
-  std::string team;
-  std::string store;
   bool follow = false;
   bool json = false;
   bool delivery = false;
@@ -106,18 +104,18 @@ void Print(const Message& m, bool json, DeliveryView* delivery) {
 // The team's log in order, in pages (a long log is never one result in
 // memory); --follow wakes on its changes and waits out a store out of
 // reach. `ws` is where the files are (the delivery view reads them).
-int ShowLog(TeamStore& store, const Workspace& ws, const Workspace& home, const LogArgs& a) {
+int ShowLog(const Globals& g, TeamStore& store, const Workspace& ws, const Workspace& home, const LogArgs& a) {
   if (a.delivery && store.spans_machines()) {
     return Usage("--delivery reads the agents' journals, which the file store keeps: not on a PostgreSQL store yet");
   }
-  auto team = store.LoadTeam(a.team);
-  if (!team.ok()) return Fail(SayIfArchived(team.status(), home, a.team, a.archived));
+  auto team = store.LoadTeam(g.team);
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), home, g.team, a.archived));
   std::optional<DeliveryView> delivery;
   if (a.delivery) delivery.emplace(ws, *team);
   auto waker = std::make_shared<Waker>();
   std::unique_ptr<Hold> watch;
   if (a.follow) {
-    auto w = store.Watch(a.team, TeamPart::kLog, waker);
+    auto w = store.Watch(g.team, TeamPart::kLog, waker);
     if (!w.ok()) return Fail(w.status());
     watch = std::move(*w);
   }
@@ -127,7 +125,7 @@ int ShowLog(TeamStore& store, const Workspace& ws, const Workspace& home, const 
     uint64_t seen = waker->generation();
     Status failed = Status::Ok();
     for (;;) {
-      auto page = store.LogAfter(a.team, cursor, 0);
+      auto page = store.LogAfter(g.team, cursor, 0);
       if (!page.ok()) {
         failed = page.status();
         break;
@@ -149,7 +147,7 @@ int ShowLog(TeamStore& store, const Workspace& ws, const Workspace& home, const 
     if (!a.follow) return 0;
     waker->WaitChange(seen, std::nullopt);
     // The team may have been deleted meanwhile.
-    if (store.HasTeam(a.team).code() == StatusCode::kNotFound) return 0;
+    if (store.HasTeam(g.team).code() == StatusCode::kNotFound) return 0;
   }
 }
 
@@ -158,13 +156,13 @@ int Log(Globals& g, const LogArgs& a) {
   if (a.follow && a.delivery) return Usage("--delivery is a snapshot: it cannot --follow");
   // An archive is this workspace's files, whichever store the team was in.
   if (a.archived.given()) {
-    auto reading = ReadingWorkspace(g, a.team, a.archived);
+    auto reading = ReadingWorkspace(g, g.team, a.archived);
     if (!reading.ok()) return Fail(reading.status());
-    return ShowLog(*FileTeamStore(*reading), *reading, g.ws(), a);
+    return ShowLog(g, *FileTeamStore(*reading), *reading, g.ws(), a);
   }
-  auto store = OpenChosenStore(a.store, g.ws());
+  auto store = OpenChosenStore(g.store, g.ws());
   if (!store.ok()) return Fail(store.status());
-  return ShowLog(**store, g.ws(), g.ws(), a);
+  return ShowLog(g, **store, g.ws(), g.ws(), a);
 }
 
 }  // namespace
@@ -172,8 +170,8 @@ int Log(Globals& g, const LogArgs& a) {
 void AddLogCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<LogArgs>();
   CLI::App* log = app.add_subcommand("log", "Every message sent in a team");
-  log->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
-  AddStoreOption(log, a->store);
+  AddTeamOption(log, g);
+  AddStoreOption(log, g);
   log->add_flag("--follow,-f", a->follow, "Keep printing messages as they are sent");
   log->add_flag("--json", a->json, "One JSON object per line");
   log->add_flag("--delivery", a->delivery,

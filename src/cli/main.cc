@@ -93,6 +93,7 @@ std::vector<CLI::App*> SubcommandsOf(CLI::App* app) {
 struct Meant {
   std::vector<CLI::App*> path;
   std::string unknown;
+  std::string unknown_option;  // the first option before it that none on the path knows
   std::string Name() const {
     std::string out;
     for (const CLI::App* a : path) out += (out.empty() ? "" : " ") + a->get_name();
@@ -114,6 +115,7 @@ Meant WalkCommands(CLI::App& root, const std::vector<std::string>& args) {
       for (auto it = m.path.rbegin(); it != m.path.rend() && opt == nullptr; ++it) {
         opt = (*it)->get_option_no_throw(arg);
       }
+      if (opt == nullptr && m.unknown_option.empty()) m.unknown_option = arg;
       if (opt != nullptr && opt->get_type_size_max() > 0 && opt->get_expected_min() > 0) ++i;
       continue;
     }
@@ -183,6 +185,9 @@ int main(int argc, char** argv) {
   app.add_option("--prices", g.prices,
                  "A price table (YAML or JSON: {models: {PREFIX: {input, output, cache_write, cache_read}}}, "
                  "USD per million tokens) over the built-in one (default: $MATES_PRICES)");
+  // The team and the store, before the subcommand or after it (DESIGN §21).
+  mates::cli::AddTeamOption(&app, g);
+  mates::cli::AddStoreOption(&app, g);
   app.require_subcommand(1);
 
   mates::cli::AddTeamCommands(app, g);
@@ -199,6 +204,9 @@ int main(int argc, char** argv) {
   mates::cli::AddClusterCommands(app, g);
   mates::cli::AddMergesCommands(app, g);
   mates::cli::AddUsageCommand(app, g);
+  mates::cli::AddBudgetCommands(app, g);
+  mates::cli::AddInitCommand(app, g);
+  mates::cli::AddDoctorCommand(app, g);
   mates::cli::AddMcpCommands(app, g);
   mates::cli::AddStoreCommands(app, g);
   mates::cli::AddTrustCommand(app, g);
@@ -230,6 +238,12 @@ int main(int argc, char** argv) {
   // Name an unknown command plainly, at whatever depth (CLI11 would only
   // say one is required), with what was near it.
   const Meant meant = WalkCommands(app, args);
+  if (!meant.unknown.empty() && !meant.unknown_option.empty()) {
+    // `--tem x up`: the option is the mistake, and took the word after it.
+    std::cerr << "mates: error: unknown option '" << meant.unknown_option << "'"
+              << DidYouMean(OptionNamesOf(meant), meant.unknown_option) << Guidance(meant) << std::endl;
+    return 2;
+  }
   if (!meant.unknown.empty()) {
     std::vector<std::string> names;
     for (CLI::App* s : SubcommandsOf(meant.path.back())) names.push_back(s->get_name());
@@ -271,6 +285,10 @@ int main(int argc, char** argv) {
   if (!g.action) {
     std::cerr << "mates: error: nothing to do (see mates --help)" << std::endl;
     return 2;
+  }
+  if (mates::Status s = mates::cli::ResolveTeamAndStore(g); !s.ok()) {
+    std::cerr << "mates: error: " << s.message() << std::endl;
+    return mates::ExitCodeFor(s);
   }
   try {
     return g.action();

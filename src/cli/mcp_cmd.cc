@@ -26,8 +26,6 @@ namespace mates::cli {
 namespace {
 
 struct McpArgs {
-  std::string team;
-  std::string store;
   std::string as;
   bool json = false;
 };
@@ -45,15 +43,15 @@ bool WriteAll(int fd, const std::string& data) {
 }
 
 int Serve(Globals& g, const McpArgs& a) {
-  if (a.team.empty()) return Usage("which team? give --team or set MATES_TEAM");
-  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
-  auto opened = OpenChosenStore(a.store, g.ws());
+  if (g.team.empty()) return Usage("which team? give --team or set MATES_TEAM");
+  if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
+  auto opened = OpenChosenStore(g.store, g.ws());
   if (!opened.ok()) return Fail(opened.status());
   std::unique_ptr<TeamStore> store = std::move(*opened);
   std::string as = a.as;
   if (as.empty()) {
     // An agent's shell has MATES_AGENT_NAME; otherwise the team's lead.
-    auto team = store->LoadTeam(a.team);
+    auto team = store->LoadTeam(g.team);
     if (!team.ok()) return Fail(team.status());
     as = DefaultMember(*team);
   }
@@ -67,15 +65,15 @@ int Serve(Globals& g, const McpArgs& a) {
   // cluster router's to host: its server only speaks for it.
   std::unique_ptr<Hold> hosting;
   if (as != kUserName) {
-    auto team = store->LoadTeam(a.team);
+    auto team = store->LoadTeam(g.team);
     if (!team.ok()) return Fail(team.status());
     const Member* member = team->Find(as);
-    if (member == nullptr) return Fail(Status::NotFound("'" + as + "' is not a member of team '" + a.team + "'"));
+    if (member == nullptr) return Fail(Status::NotFound("'" + as + "' is not a member of team '" + g.team + "'"));
     if (member->backend != MemberBackend::kTmux) {
-      auto held = store->HoldLiveness(a.team, as);
+      auto held = store->HoldLiveness(g.team, as);
       if (!held.ok()) {
         if (held.status().code() != StatusCode::kConflict) return Fail(held.status());
-        return Fail(Status::Conflict("'" + as + "' of team '" + a.team + "' is served already (another "
+        return Fail(Status::Conflict("'" + as + "' of team '" + g.team + "' is served already (another "
                                      "mates mcp --as " + as + ", or a host running it, on this machine or another)"));
       }
       hosting = std::move(*held);
@@ -83,7 +81,7 @@ int Serve(Globals& g, const McpArgs& a) {
   }
   // A client that goes away mid-answer is an ended session, not a signal.
   std::signal(SIGPIPE, SIG_IGN);
-  mcp::TeamIdentity who{g.ws(), a.team, as, *store};
+  mcp::TeamIdentity who{g.ws(), g.team, as, *store};
   std::atomic<bool> client_gone{false};
   mcp::Server::Options options;
   options.version = "0.1.0";
@@ -184,9 +182,9 @@ void AddMcpCommands(CLI::App& app, Globals& g) {
   auto a = std::make_shared<McpArgs>();
   CLI::App* mcp = app.add_subcommand(
       "mcp", "Serve the team to an external agent over MCP (stdio): messages and the task board as tools");
-  mcp->add_option("--team", a->team, "Team name")->envname("MATES_TEAM");
+  AddTeamOption(mcp, g);
   mcp->add_option("--as", a->as, "The member the agent is (default: $MATES_AGENT_NAME, else the team's lead)");
-  AddStoreOption(mcp, a->store);
+  AddStoreOption(mcp, g);
   CLI::App* list = mcp->add_subcommand("list", "The MCP servers of .mcp.json: started, with their state and tools");
   list->add_flag("--json", a->json, "One JSON document");
   list->callback([&g, a] { g.action = [&g, a] { return List(g, *a); }; });

@@ -25,13 +25,11 @@ namespace mates::cli {
 namespace {
 
 struct MergesArgs {
-  std::string team;
   std::string id;
   std::string feedback;
   std::string as;
   bool json = false;
   ArchivedChoice archived;
-  std::string store;
 };
 
 std::string Short(const std::string& commit) { return commit.substr(0, 10); }
@@ -60,13 +58,13 @@ struct Opened {
 Result<Opened> OpenMerges(const Globals& g, const MergesArgs& a) {
   Opened o;
   if (a.archived.given()) {
-    MATES_ASSIGN_OR_RETURN(Workspace ws, ReadingWorkspace(g, a.team, a.archived));
+    MATES_ASSIGN_OR_RETURN(Workspace ws, ReadingWorkspace(g, g.team, a.archived));
     o.store = FileTeamStore(ws);
   } else {
-    MATES_ASSIGN_OR_RETURN(o.store, OpenChosenStore(a.store, g.ws()));
+    MATES_ASSIGN_OR_RETURN(o.store, OpenChosenStore(g.store, g.ws()));
   }
-  MATES_RETURN_IF_ERROR(o.store->LoadTeam(a.team).status());
-  o.merges = o.store->Merges(a.team);
+  MATES_RETURN_IF_ERROR(o.store->LoadTeam(g.team).status());
+  o.merges = o.store->Merges(g.team);
   return o;
 }
 
@@ -135,7 +133,7 @@ int Decide(Globals& g, const MergesArgs& a, bool approve) {
       hooks = {*chosen, *box, g.ws()};
     }
   }
-  auto m = git::DecideMerge(*opened->store, a.team, *id, approve, a.feedback, by, hooks);
+  auto m = git::DecideMerge(*opened->store, g.team, *id, approve, a.feedback, by, hooks);
   if (!m.ok()) return Fail(m.status());
   std::cout << (approve ? "approved" : "rejected") << " merge request " << m->id << " (task #" << m->task << " by "
             << m->owner << ")" << (approve ? ": the merge queue moves " + m->target + " to it" : ": " + m->owner + " is told")
@@ -151,21 +149,21 @@ int Resume(Globals& g, const MergesArgs& a) {
   }
   auto opened = OpenMerges(g, a);
   if (!opened.ok()) return Fail(opened.status());
-  auto cfg = opened->store->LoadTeam(a.team);
+  auto cfg = opened->store->LoadTeam(g.team);
   if (!cfg.ok()) return Fail(cfg.status());
   const TeamGit& tg = cfg->git;
   if (!tg.configured()) {
-    return Fail(Status::FailedPrecondition("team '" + a.team + "' merges nothing (no teammate works in a worktree)"));
+    return Fail(Status::FailedPrecondition("team '" + g.team + "' merges nothing (no teammate works in a worktree)"));
   }
   if (!tg.held()) {
-    return Fail(Status::FailedPrecondition("the merge queue of team '" + a.team + "' is not held: " +
+    return Fail(Status::FailedPrecondition("the merge queue of team '" + g.team + "' is not held: " +
                                            tg.target_name() + " is where the queue left it"));
   }
-  if (Status fetched = git::FetchTarget(g.ws(), a.team, tg); !fetched.ok()) return Fail(fetched);
+  if (Status fetched = git::FetchTarget(g.ws(), g.team, tg); !fetched.ok()) return Fail(fetched);
   auto now = git::ResolveCommit(git::Git(g.ws().root()), tg.target_ref());
   if (!now.ok()) return Fail(now.status());
   if (now->empty()) return Fail(Status::NotFound("the target branch '" + tg.target_name() + "' is gone"));
-  auto resumed = opened->store->UpdateTeam(a.team, [&](TeamConfig& c) {
+  auto resumed = opened->store->UpdateTeam(g.team, [&](TeamConfig& c) {
     c.git.target_at = *now;
     c.git.target_moving_to.clear();
     c.git.held_found.clear();
@@ -173,7 +171,7 @@ int Resume(Globals& g, const MergesArgs& a) {
     return Status::Ok();
   });
   if (!resumed.ok()) return Fail(resumed.status());
-  std::cout << "resumed: the merge queue of team " << a.team << " merges onto " << tg.target_name() << " from "
+  std::cout << "resumed: the merge queue of team " << g.team << " merges onto " << tg.target_name() << " from "
             << Short(*now) << std::endl;
   return 0;
 }
@@ -183,9 +181,9 @@ int Resume(Globals& g, const MergesArgs& a) {
 void AddMergesCommands(CLI::App& app, Globals& g) {
   auto a = std::make_shared<MergesArgs>();
   CLI::App* merges = app.add_subcommand("merges", "The team's merge requests (worktree isolation)");
-  merges->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
+  AddTeamOption(merges, g);
   merges->require_subcommand(1);
-  AddStoreOption(merges, a->store);
+  AddStoreOption(merges, g);
 
   CLI::App* list = merges->add_subcommand("list", "List merge requests by id");
   list->add_flag("--json", a->json, "Machine-readable output");

@@ -21,13 +21,13 @@
 
 namespace mates::cli {
 
-void AddRunOptions(CLI::App* cmd, RunArgs& a) {
+void AddRunOptions(CLI::App* cmd, Globals& g, RunArgs& a) {
   cmd->add_option("GOAL", a.goal, "What to do");
   cmd->add_option("--provider", a.provider, "anthropic, openai or scripted (default: anthropic if ANTHROPIC_API_KEY is set)");
   cmd->add_option("--model", a.model, "Model (default: $MATES_MODEL, else the provider's)");
   cmd->add_option("--base-url", a.base_url, "API base URL (anthropic: without /v1; openai: with /v1)");
   cmd->add_option("--scenario", a.scenario, "Scenario file for --provider scripted");
-  cmd->add_option("--team", a.team, "The lead's team (created if missing)")->capture_default_str();
+  AddTeamOption(cmd, g);
   cmd->add_option("--max-turns", a.max_turns, "Model calls at most per turn of each agent")->capture_default_str();
   cmd->add_option("--context-budget", a.context_budget, "Tokens before a context is compacted (default: 3/4 of the model's window)");
   cmd->add_option("--idle-timeout", a.idle_timeout, "Seconds an idle teammate waits for work before it stops (0 = forever)")->capture_default_str();
@@ -52,7 +52,7 @@ void AddRunOptions(CLI::App* cmd, RunArgs& a) {
                   "spent: no agent calls the model and run exits 1 (0 = no budget; default: the team's)");
   cmd->add_option("--budget-usd", a.budget_usd,
                   "The team's budget in US dollars, priced with the price table (see --prices); same rules");
-  AddStoreOption(cmd, a.store);
+  AddStoreOption(cmd, g);
   AddSandboxOption(cmd, a.sandbox);
   cmd->add_option("--merge", a.merge, "auto (merge what passes the check) or review (the lead or a person approves each)")
       ->capture_default_str();
@@ -68,7 +68,8 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   }
   LeadSessionConfig c;
   c.ws = g.ws();
-  c.team = a.team;
+  c.mates = g.Mates();
+  c.team = g.team;
   for (const auto& w : a.goal) c.goal += (c.goal.empty() ? "" : " ") + w;
   if (!a.goal.empty() && c.goal.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::InvalidArgument("the goal is empty: say what to do, or give no GOAL for the REPL");
@@ -81,7 +82,7 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   c.fresh = a.fresh;
   // The store's URL is checked here; it is opened by whatever hosts the
   // session (a forked host opens its own connections).
-  const std::string url = StoreUrlOrDefault(a.store);
+  const std::string url = g.store;
   MATES_RETURN_IF_ERROR(CheckStoreUrl(url));
   c.store_url = IsFileStoreUrl(url) ? "" : url;
   MATES_RETURN_IF_ERROR(CheckSeconds("--merge-timeout", a.merge_timeout, 0, false));
@@ -205,7 +206,7 @@ int Run(Globals& g, const RunArgs& a) {
 void AddRunCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* run = app.add_subcommand("run", "Work on a goal with the lead agent and its team (no GOAL: a REPL)");
-  AddRunOptions(run, *a);
+  AddRunOptions(run, g, *a);
   run->callback([&g, a] { g.action = [&g, a] { return Run(g, *a); }; });
 }
 

@@ -17,7 +17,6 @@ namespace mates::cli {
 struct RunArgs {
   std::vector<std::string> goal;
   std::string provider, model, base_url, scenario;
-  std::string team = "default";
   int max_turns = 100;
   int64_t context_budget = 0;
   double idle_timeout = 60;
@@ -35,8 +34,6 @@ struct RunArgs {
   // Budgets (DESIGN §15): unset = the team's stays, 0 = none.
   std::optional<int64_t> budget_tokens;
   std::optional<double> budget_usd;
-  // Where the team is kept (DESIGN §13): "" = $MATES_STORE, else the files.
-  std::string store;
   // `up` only: host the team's teammates that no host has, not its lead
   // (a team on a shared store, DESIGN §13).
   bool teammates_only = false;
@@ -49,7 +46,7 @@ struct RunArgs {
 };
 
 // Adds GOAL and the options above to `cmd`.
-void AddRunOptions(CLI::App* cmd, RunArgs& a);
+void AddRunOptions(CLI::App* cmd, Globals& g, RunArgs& a);
 // The session `a` asks for (an empty goal given as words is refused:
 // InvalidArgument).
 Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a);

@@ -17,8 +17,6 @@ namespace mates::cli {
 namespace {
 
 struct SendArgs {
-  std::string team;
-  std::string store;
   std::string from;
   std::string to;
   bool broadcast = false;
@@ -80,9 +78,9 @@ int Send(Globals& g, const SendArgs& a) {
   // A sandboxed tool's mates, run by its host: the sender is its agent.
   if (std::string refused = RefusedIdentity("--from", a.from); !refused.empty()) return Usage(refused);
   if (std::string as = SandboxedAgent(); !as.empty()) r.sender = as;
-  auto store = OpenChosenStore(a.store, g.ws(), StoreUse{.one_shot = true});
+  auto store = OpenChosenStore(g.store, g.ws(), StoreUse{.one_shot = true});
   if (!store.ok()) return Fail(store.status());
-  std::unique_ptr<TeamMail> mail = (*store)->Mail(a.team);
+  std::unique_ptr<TeamMail> mail = (*store)->Mail(g.team);
   auto receipt = Messenger(*mail).Send(r);
   if (!receipt.ok()) return Fail(receipt.status());
   for (const auto& w : receipt->warnings) LogWarning(w);
@@ -116,8 +114,8 @@ int Send(Globals& g, const SendArgs& a) {
 void AddSendCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<SendArgs>();
   CLI::App* send = app.add_subcommand("send", "Send a message to a team member (or everyone)");
-  send->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
-  AddStoreOption(send, a->store);
+  AddTeamOption(send, g);
+  AddStoreOption(send, g);
   send->add_option("--from", a->from, "Sender (default: $MATES_AGENT_NAME, else user: a person)");
   auto* to = send->add_option("--to", a->to, "Recipient");
   auto* bc = send->add_flag("--broadcast", a->broadcast, "Send to every member but the sender");

@@ -34,8 +34,6 @@ using view::TeamView;
 constexpr size_t kLastMessages = 8;
 
 struct StatusArgs {
-  std::string team = "default";
-  std::string store;
   bool watch = false;
   bool json = false;
   ArchivedChoice archived;
@@ -84,22 +82,22 @@ std::string Pad(const std::string& s, size_t width) {
 }
 
 // What needs a person, on top (DESIGN §20): one line each, its hint below.
-std::string RenderAttention(const TeamView& v) {
+std::string RenderAttention(const Globals& g, const TeamView& v) {
   const auto items = view::Attention(v);
   if (items.empty()) return "";
   std::ostringstream o;
   o << "NEEDS ATTENTION (" << items.size() << "):\n";
   for (const auto& i : items) {
     o << "  ! " << Cut(i.subject, 200) << (i.since > 0 ? "  (" + Duration(v.now - i.since) + " ago)" : "") << "\n";
-    if (!i.hint.empty()) o << "      $ " << i.hint << "\n";
+    if (!i.hint.empty()) o << "      $ " << g.Pasteable(i.hint) << "\n";
     if (!i.note.empty()) o << "      " << i.note << "\n";
   }
   return o.str() + "\n";
 }
 
-std::string Render(const TeamView& v) {
+std::string Render(const Globals& g, const TeamView& v) {
   std::ostringstream o;
-  o << RenderAttention(v);
+  o << RenderAttention(g, v);
   o << "team " << v.team.name;
   if (v.host) {
     o << " — hosted";
@@ -131,11 +129,11 @@ std::string Render(const TeamView& v) {
   if (!v.merges.empty()) {
     std::string counts;
     for (const auto& [state, n] : v.merges) counts += (counts.empty() ? "" : " · ") + std::to_string(n) + " " + state;
-    o << "merges: " << counts << " (mates merges --team " << v.team.name << " list)\n";
+    o << "merges: " << counts << " (" << g.Mates() << " merges --team " << v.team.name << " list)\n";
   }
   if (v.team.git.held()) {
     o << "merges: HELD — " << v.team.git.target_name() << " was moved outside the merge queue (to "
-      << v.team.git.held_found.substr(0, 10) << "); look at it, then: mates merges --team " << v.team.name
+      << v.team.git.held_found.substr(0, 10) << "); look at it, then: " << g.Mates() << " merges --team " << v.team.name
       << " resume\n";
   }
   o << "\n";
@@ -182,7 +180,7 @@ std::string Render(const TeamView& v) {
   if (calls > 0) {
     o << "\nspent: " << agent::DescribeTokens(total) << " in " << calls << (calls == 1 ? " call, " : " calls, ")
       << (priced ? agent::FormatCost(cost) : cost > 0 ? agent::FormatCost(cost) + " + cost unknown" : "cost unknown")
-      << " (mates usage --team " << v.team.name << ")\n";
+      << " (" << g.Mates() << " usage --team " << v.team.name << ")\n";
   }
   if (v.team.budget.any()) {
     // As the agents see it (their activity), with what else counts.
@@ -198,12 +196,12 @@ std::string Render(const TeamView& v) {
 
 // A store out of reach is news too (DESIGN §20), said where the team
 // would have been; exit 1.
-int OutOfReach(const StatusArgs& a, const Status& why) {
+int OutOfReach(const Globals& g, const StatusArgs& a, const Status& why) {
   view::AttentionItem item{"store_unreachable", "the team's store cannot be reached: " + why.message(), WallSeconds(),
-                           "mates status --team " + a.team + (a.store.empty() ? "" : " --store " + a.store) + " --watch",
+                           g.Mates() + " status --team " + g.team + " --watch",
                            "it shows the team again once the store answers", ""};
   if (a.json) {
-    std::cout << DumpJsonPretty(Json{{"team", a.team}, {"attention", view::AttentionToJson({item})}}) << std::endl;
+    std::cout << DumpJsonPretty(Json{{"team", g.team}, {"attention", view::AttentionToJson({item})}}) << std::endl;
   } else {
     std::cout << "NEEDS ATTENTION (1):\n  ! " << item.subject << "\n      $ " << item.hint << "\n      " << item.note
               << std::endl;
@@ -215,12 +213,12 @@ int OutOfReach(const StatusArgs& a, const Status& why) {
 // activity changes (and every second, for the durations and liveness: a
 // dead host's locks just go free). A store out of reach is waited out,
 // said on the screen.
-int ShowStatus(TeamStore& store, const Workspace& ws, const StatusArgs& a) {
+int ShowStatus(const Globals& g, TeamStore& store, const Workspace& ws, const StatusArgs& a) {
   if (!a.watch) {
-    auto v = view::LookAtTeam(store, a.team, kLastMessages);
-    if (!v.ok() && v.status().code() == StatusCode::kUnavailable) return OutOfReach(a, v.status());
-    if (!v.ok()) return Fail(SayIfArchived(v.status(), ws, a.team, a.archived));
-    std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(*v)) << std::flush;
+    auto v = view::LookAtTeam(store, g.team, kLastMessages);
+    if (!v.ok() && v.status().code() == StatusCode::kUnavailable) return OutOfReach(g, a, v.status());
+    if (!v.ok()) return Fail(SayIfArchived(v.status(), ws, g.team, a.archived));
+    std::cout << (a.json ? DumpJsonPretty(view::TeamViewToJson(*v)) + "\n" : Render(g, *v)) << std::flush;
     return 0;
   }
   auto waker = std::make_shared<Waker>();
@@ -232,39 +230,39 @@ int ShowStatus(TeamStore& store, const Workspace& ws, const StatusArgs& a) {
     // A part not there yet (no board so far) is watched once it is.
     for (size_t i = 0; i < watches.size(); ++i) {
       if (watches[i]) continue;
-      auto w = store.Watch(a.team, kParts[i], waker);
+      auto w = store.Watch(g.team, kParts[i], waker);
       if (w.ok()) watches[i] = std::move(*w);
     }
     uint64_t gen = waker->generation();
-    auto v = view::LookAtTeam(store, a.team, kLastMessages);
+    auto v = view::LookAtTeam(store, g.team, kLastMessages);
     if (!v.ok()) {
       if (v.status().code() != StatusCode::kUnavailable) {
-        return Fail(SayIfArchived(v.status(), ws, a.team, a.archived));
+        return Fail(SayIfArchived(v.status(), ws, g.team, a.archived));
       }
-      std::cout << (tty ? "\033[H\033[2J" : "\f\n") << "team " << a.team << ": " << v.status().message()
+      std::cout << (tty ? "\033[H\033[2J" : "\f\n") << "team " << g.team << ": " << v.status().message()
                 << " — waiting for the store to come back" << std::endl;
       WaitOutOutage(v.status(), *waker, gen, std::nullopt);
       continue;
     }
     // Home and clear to the end: the screen is replaced, not scrolled.
-    std::cout << (tty ? "\033[H\033[2J" : "\f\n") << Render(*v) << std::flush;
+    std::cout << (tty ? "\033[H\033[2J" : "\f\n") << Render(g, *v) << std::flush;
     waker->WaitChange(gen, DeadlineIn(1.0));
   }
 }
 
 int Status_(Globals& g, const StatusArgs& a) {
-  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
   if (a.watch && a.json) return Usage("--watch redraws a screen; --json prints one document: choose one");
   // An archive is this workspace's files, whichever store the team was in.
   if (a.archived.given()) {
-    auto reading = ReadingWorkspace(g, a.team, a.archived);
+    auto reading = ReadingWorkspace(g, g.team, a.archived);
     if (!reading.ok()) return Fail(reading.status());
-    return ShowStatus(*FileTeamStore(*reading), g.ws(), a);
+    return ShowStatus(g, *FileTeamStore(*reading), g.ws(), a);
   }
-  auto store = OpenChosenStore(a.store, g.ws());
-  if (!store.ok() && store.status().code() == StatusCode::kUnavailable && !a.watch) return OutOfReach(a, store.status());
+  auto store = OpenChosenStore(g.store, g.ws());
+  if (!store.ok() && store.status().code() == StatusCode::kUnavailable && !a.watch) return OutOfReach(g, a, store.status());
   if (!store.ok()) return Fail(store.status());
-  return ShowStatus(**store, g.ws(), a);
+  return ShowStatus(g, **store, g.ws(), a);
 }
 
 }  // namespace
@@ -272,8 +270,8 @@ int Status_(Globals& g, const StatusArgs& a) {
 void AddStatusCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<StatusArgs>();
   CLI::App* st = app.add_subcommand("status", "A team at a glance: host, board, what each member is doing, messages");
-  st->add_option("--team", a->team, "The team")->envname("MATES_TEAM")->capture_default_str();
-  AddStoreOption(st, a->store);
+  AddTeamOption(st, g);
+  AddStoreOption(st, g);
   st->add_flag("--watch", a->watch, "Redraw whenever something changes (Ctrl-C ends it)");
   st->add_flag("--json", a->json, "One JSON document");
   AddArchivedOption(st, a->archived);

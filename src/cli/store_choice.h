@@ -1,5 +1,5 @@
-// The store a command works on (DESIGN §13, §17): --store URL, else
-// $MATES_STORE — the file store (file:, the default: the files under W) or
+// The store a command works on (DESIGN §13, §17, §21: Globals::store) —
+// the file store (file:, the default: the files under W) or
 // a PostgreSQL database (postgres://… or postgresql://…), opened through
 // the one factory (stores/open_store.h).
 #pragma once
@@ -17,8 +17,5 @@ namespace mates::cli {
 
 // The chosen store, seen from the workspace `ws`.
 Result<std::unique_ptr<TeamStore>> OpenChosenStore(const std::string& url, const Workspace& ws, StoreUse use = {});
-
-// `--store URL` (default $MATES_STORE) on a command that works on either.
-void AddStoreOption(CLI::App* cmd, std::string& url);
 
 }  // namespace mates::cli

@@ -20,8 +20,6 @@ namespace mates::cli {
 namespace {
 
 struct TasksArgs {
-  std::string team;
-  std::string store;
   std::string id;
   std::string subject;
   std::string description;
@@ -60,24 +58,24 @@ struct TeamState {
 };
 
 Result<TeamState> OpenTeam(const Globals& g, const TasksArgs& a) {
-  MATES_RETURN_IF_ERROR(ValidateName("team name", a.team));
+  MATES_RETURN_IF_ERROR(ValidateName("team name", g.team));
   TeamState s;
   // An archive is this workspace's files, whichever store the team was in.
   if (a.archived.given()) {
-    MATES_ASSIGN_OR_RETURN(Workspace ws, ReadingWorkspace(g, a.team, a.archived));
+    MATES_ASSIGN_OR_RETURN(Workspace ws, ReadingWorkspace(g, g.team, a.archived));
     s.store = FileTeamStore(ws, StoreUse{.one_shot = true});
   } else {
-    MATES_ASSIGN_OR_RETURN(s.store, OpenChosenStore(a.store, g.ws(), StoreUse{.one_shot = true}));
+    MATES_ASSIGN_OR_RETURN(s.store, OpenChosenStore(g.store, g.ws(), StoreUse{.one_shot = true}));
   }
-  MATES_ASSIGN_OR_RETURN(s.config, s.store->LoadTeam(a.team));
-  s.board = s.store->Board(a.team);
+  MATES_ASSIGN_OR_RETURN(s.config, s.store->LoadTeam(g.team));
+  s.board = s.store->Board(g.team);
   return s;
 }
 
 // The workspace a reading command reads (a deleted team's archive with
 // --archived: this workspace's files, whichever store the team was in).
 Result<Workspace> Reading(const Globals& g, const TasksArgs& a) {
-  return ReadingWorkspace(g, a.team, a.archived);
+  return ReadingWorkspace(g, g.team, a.archived);
 }
 
 int PrintTask(const Task& t, bool json, const std::string& verb) {
@@ -95,7 +93,7 @@ int List(Globals& g, const TasksArgs& a) {
   auto reading = Reading(g, a);
   if (!reading.ok()) return Fail(reading.status());
   auto team = OpenTeam(g, a);
-  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), g.team, a.archived));
   // Deleted tasks too: a deleted blocker blocks no more.
   auto all = team->board->List(/*include_deleted=*/true);
   if (!all.ok()) return Fail(all.status());
@@ -122,7 +120,7 @@ int Get(Globals& g, const TasksArgs& a) {
   auto reading = Reading(g, a);
   if (!reading.ok()) return Fail(reading.status());
   auto team = OpenTeam(g, a);
-  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), g.team, a.archived));
   auto t = team->board->Get(*id);
   if (!t.ok()) return Fail(t.status());
   return PrintTask(*t, a.json, "");
@@ -184,7 +182,7 @@ int Update(Globals& g, const TasksArgs& a) {
     rest.status.reset();
     auto t = team->board->Update(*id, rest, caller);
     if (!t.ok()) return Fail(t.status());
-    auto submitted = git::SubmitForMerge(ws, *team->store, a.team, *id, caller);
+    auto submitted = git::SubmitForMerge(ws, *team->store, g.team, *id, caller);
     if (!submitted.ok()) return Fail(submitted.status());
     if (submitted->has_value()) {
       if (a.json) {
@@ -215,7 +213,7 @@ int Claim(Globals& g, const TasksArgs& a) {
   if (!team.ok()) return Fail(team.status());
   // A task claimed by no one on the roster would never be worked on.
   if (team->config.Find(a.owner) == nullptr) {
-    return Fail(Status::FailedPrecondition("'" + a.owner + "' is not a member of team '" + a.team +
+    return Fail(Status::FailedPrecondition("'" + a.owner + "' is not a member of team '" + g.team +
                                            "': only members claim tasks"));
   }
   Task claimed;
@@ -239,8 +237,8 @@ int Claim(Globals& g, const TasksArgs& a) {
 void AddTasksCommands(CLI::App& app, Globals& g) {
   auto a = std::make_shared<TasksArgs>();
   CLI::App* tasks = app.add_subcommand("tasks", "The team's task board");
-  tasks->add_option("--team", a->team, "Team name")->envname("MATES_TEAM")->required();
-  AddStoreOption(tasks, a->store);
+  AddTeamOption(tasks, g);
+  AddStoreOption(tasks, g);
   tasks->require_subcommand(1);
 
   auto set = [&g, a](int (*fn)(Globals&, const TasksArgs&)) {
@@ -263,7 +261,7 @@ void AddTasksCommands(CLI::App& app, Globals& g) {
   create->add_option("SUBJECT", a->subject, "What is to be done")->required();
   create->add_option("--description", a->description, "Details");
   create->add_option("--active-form", a->active_form, "Shown while in progress");
-  create->add_option("--blocked-by", a->blocked_by, "Comma-separated ids that must finish first");
+  AddListOption(create, "--blocked-by", a->blocked_by, "Ids that must finish first");
   create->add_option("--metadata", a->metadata, "A JSON object");
   create->add_flag("--json", a->json, "Machine-readable output");
   create->callback(set(&Create));
@@ -276,8 +274,8 @@ void AddTasksCommands(CLI::App& app, Globals& g) {
   auto* desc = update->add_option("--description", a->description, "New description");
   auto* form = update->add_option("--active-form", a->active_form, "New active form");
   auto* md = update->add_option("--metadata", a->metadata, "JSON object merged in (null removes)");
-  update->add_option("--add-blocked-by", a->add_blocked_by, "Ids this task must wait for");
-  update->add_option("--add-blocks", a->add_blocks, "Ids that must wait for this task");
+  AddListOption(update, "--add-blocked-by", a->add_blocked_by, "Ids this task must wait for");
+  AddListOption(update, "--add-blocks", a->add_blocks, "Ids that must wait for this task");
   update->add_option("--as", a->as, "Act as this member (default: the lead)");
   update->add_flag("--json", a->json, "Machine-readable output");
   update->callback([&g, a, owner, subject, desc, form, md] {

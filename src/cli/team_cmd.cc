@@ -1,10 +1,11 @@
-// mates team [--store URL] list | show T | create T [--members a,b]
-//            | join T NAME | delete T
+// mates team [--store URL] list | show [T] | use [T] [--clear]
+//            | create T [--members a,b] | join T NAME | delete T
 // On the file store (the default) or a PostgreSQL one (DESIGN §13), where
 // a member is hosted while its host holds its liveness lock, and a deleted
 // team is archived into this workspace as the file layout (pg/export.h),
 // or gone with --purge.
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -23,8 +24,7 @@ namespace mates::cli {
 namespace {
 
 struct TeamArgs {
-  std::string store;
-  std::string team;
+  std::string team;  // the TEAM argument
   std::string member;
   std::string members;
   std::string lead = "lead";
@@ -35,6 +35,7 @@ struct TeamArgs {
   bool json = false;
   bool archived = false;  // team list --archived
   bool purge = false;     // team delete --purge
+  bool clear = false;     // team use --clear
 };
 
 // How `m` is shown: a member nobody hosts is offline.
@@ -92,7 +93,7 @@ int ListArchived(Globals& g, const TeamArgs& a) {
 }
 
 int List(Globals& g, const TeamArgs& a) {
-  auto teams = OpenChosenStore(a.store, g.ws());
+  auto teams = OpenChosenStore(g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   if (a.archived) {
     return ListArchived(g, a);  // this workspace's, whichever store the teams were in
@@ -111,7 +112,8 @@ int List(Globals& g, const TeamArgs& a) {
     } else {
       size_t active = 0;
       for (const auto& m : c->members) active += ShownIn(**teams, *c, m) == Shown::kActive ? 1 : 0;
-      std::cout << c->name << "  " << c->members.size() << " members, " << active << " active\n";
+      std::cout << (c->name == g.team ? "* " : "  ") << c->name << "  " << c->members.size() << " members, "
+                << active << " active\n";
     }
   }
   if (a.json) std::cout << DumpJsonPretty(out) << std::endl;
@@ -120,9 +122,9 @@ int List(Globals& g, const TeamArgs& a) {
 }
 
 int Show(Globals& g, const TeamArgs& a) {
-  auto teams = OpenChosenStore(a.store, g.ws());
+  auto teams = OpenChosenStore(g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
-  auto c = (*teams)->LoadTeam(a.team);
+  auto c = (*teams)->LoadTeam(a.team.empty() ? g.team : a.team);
   if (!c.ok()) return Fail(c.status());
   if (a.json) {
     std::cout << DumpJsonPretty(ShownJson(**teams, *c)) << std::endl;
@@ -151,7 +153,7 @@ int Create(Globals& g, const TeamArgs& a) {
   if (!s.ok()) return Fail(s);
   auto backend = ParseMemberBackend(a.backend);
   if (!backend.ok()) return Fail(backend.status());
-  auto teams = OpenChosenStore(a.store, g.ws());
+  auto teams = OpenChosenStore(g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   auto c = (*teams)->CreateTeam(a.team, a.lead, a.description);
   if (!c.ok()) return Fail(c.status());
@@ -192,7 +194,7 @@ int Join(Globals& g, const TeamArgs& a) {
   m.name = a.member;
   m.role = MemberRole::kTeammate;
   m.backend = *backend;
-  auto teams = OpenChosenStore(a.store, g.ws());
+  auto teams = OpenChosenStore(g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   if (!isolation && *backend == MemberBackend::kInProcess) {
     // The team's setting, as for a teammate the lead spawns.
@@ -225,14 +227,14 @@ int Purged(const Status& s, const TeamArgs& a) {
 }
 
 // An archive, said.
-int Archived(const Workspace& ws, const Result<ArchivedTeam>& archived, const TeamArgs& a) {
+int Archived(const Globals& g, const Workspace& ws, const Result<ArchivedTeam>& archived, const TeamArgs& a) {
   if (!archived.ok()) return Fail(archived.status());
   if (a.json) {
     std::cout << DumpJson(Json{{"deleted", a.team}, {"archive", archived->root.string()}, {"stamp", archived->stamp}})
               << std::endl;
   } else {
     std::cout << "deleted team " << a.team << "; archived in " << fs::relative(archived->root, ws.root()).string()
-              << " (mates log --team " << a.team << " --archived shows its messages; --purge deletes for good)\n";
+              << " (" << g.Mates() << " log --team " << a.team << " --archived shows its messages; --purge deletes for good)\n";
   }
   return 0;
 }
@@ -242,7 +244,7 @@ int Archived(const Workspace& ws, const Result<ArchivedTeam>& archived, const Te
 // good, this machine's files of it too (its journals here would bring it
 // back).
 int Delete(Globals& g, const TeamArgs& a) {
-  auto teams = OpenChosenStore(a.store, g.ws());
+  auto teams = OpenChosenStore(g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   TeamStore& store = **teams;
   // Its worktrees go first (unmerged work stays on its branch, DESIGN §12).
@@ -256,7 +258,7 @@ int Delete(Globals& g, const TeamArgs& a) {
       for (const auto& k : git::CleanUpTeam(g.ws(), *c)) std::cerr << "mates: " << k << std::endl;
     }
   }
-  if (!a.purge) return Archived(g.ws(), store.Archive(a.team), a);
+  if (!a.purge) return Archived(g, g.ws(), store.Archive(a.team), a);
   Status s = store.DeleteTeam(a.team);
   if (s.ok() && store.spans_machines()) {
     std::error_code ec;
@@ -265,13 +267,41 @@ int Delete(Globals& g, const TeamArgs& a) {
   return Purged(s, a);
 }
 
+// `team use [TEAM] [--clear]`: sets, clears or says the workspace's
+// current team (DESIGN §21).
+int Use(Globals& g, const TeamArgs& a) {
+  const Workspace ws = g.ws();
+  if (a.clear || !a.team.empty()) {
+    if (a.clear && !a.team.empty()) return Usage("give a TEAM or --clear, not both");
+    if (Status s = SetCurrentTeam(ws, a.team); !s.ok()) return Fail(s);
+    if (a.clear) {
+      std::cout << "no current team in " << ws.root().string() << " (commands work on "
+                << (std::getenv("MATES_TEAM") != nullptr ? "$MATES_TEAM" : "team default") << ")\n";
+      return 0;
+    }
+    std::cout << "current team: " << a.team << " (in " << ws.root().string() << ")";
+    auto teams = OpenChosenStore(g.store, ws);
+    if (teams.ok() && (*teams)->HasTeam(a.team).code() == StatusCode::kNotFound) {
+      std::cout << "; it does not exist yet: mates run or mates team create " << a.team << " makes it";
+    }
+    std::cout << "\n";
+    if (const char* env = std::getenv("MATES_TEAM"); env != nullptr && *env != '\0' && a.team != env) {
+      std::cerr << "mates: warning: $MATES_TEAM (" << env << ") is set and comes first\n";
+    }
+    return 0;
+  }
+  static constexpr const char* kFrom[] = {"--team", "$MATES_TEAM", "mates team use", "the default"};
+  std::cout << g.team << " (from " << kFrom[static_cast<int>(g.team_from)] << ")\n";
+  return 0;
+}
+
 }  // namespace
 
 void AddTeamCommands(CLI::App& app, Globals& g) {
   auto args = std::make_shared<TeamArgs>();
   CLI::App* team = app.add_subcommand("team", "List, show, create, join and delete teams");
   team->require_subcommand(1);
-  AddStoreOption(team, args->store);
+  AddStoreOption(team, g);
 
   CLI::App* list = team->add_subcommand("list", "List the teams of the workspace");
   list->add_flag("--json", args->json, "Machine-readable output");
@@ -279,13 +309,19 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
   list->callback([&g, args] { g.action = [&g, args] { return List(g, *args); }; });
 
   CLI::App* show = team->add_subcommand("show", "Show a team's roster with statuses");
-  show->add_option("TEAM", args->team, "Team name")->required();
+  show->add_option("TEAM", args->team, "Team name (default: the team of --team, $MATES_TEAM or mates team use)");
   show->add_flag("--json", args->json, "Machine-readable output");
   show->callback([&g, args] { g.action = [&g, args] { return Show(g, *args); }; });
 
+  CLI::App* use = team->add_subcommand("use", "Set the workspace's current team: the one commands work on when "
+                                                "neither --team nor $MATES_TEAM says (no TEAM: say which it is)");
+  use->add_option("TEAM", args->team, "Team name");
+  use->add_flag("--clear", args->clear, "Forget the current team (commands then work on team default)");
+  use->callback([&g, args] { g.action = [&g, args] { return Use(g, *args); }; });
+
   CLI::App* create = team->add_subcommand("create", "Create a team (the lead is a member)");
   create->add_option("TEAM", args->team, "Team name")->required();
-  create->add_option("--members", args->members, "Comma-separated teammates to add");
+  AddListOption(create, "--members", args->members, "Teammates to add");
   create->add_option("--lead", args->lead, "The lead's member name")->capture_default_str();
   create->add_option("--description", args->description, "What the team is for");
   create->add_flag("--json", args->json, "Machine-readable output");

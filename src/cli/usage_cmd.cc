@@ -20,6 +20,7 @@
 #include "cli/cli_common.h"
 #include "cli/store_choice.h"
 #include "core/json.h"
+#include "core/limits.h"
 #include "core/names.h"
 #include "store/archive.h"
 
@@ -27,15 +28,22 @@ namespace mates::cli {
 namespace {
 
 struct UsageArgs {
-  std::string team;  // empty: $MATES_TEAM, else "default"
-  CLI::Option* team_option = nullptr;
-  std::string store;
   bool json = false;
   bool all = false;
   ArchivedChoice archived;
 };
 
 Json CostJson(double usd, bool known) { return known ? Json(usd) : Json(nullptr); }
+
+// A team's budget and what counts against it: the journals, what the
+// session that made the team had spent before it, and what its sessions
+// spent in teams they made. null for no budget.
+Json BudgetJson(const agent::TeamUsage& u, const TeamBudget& b) {
+  if (!b.any()) return nullptr;
+  Json budget = TeamBudgetToJson(b);
+  budget["used"] = {{"tokens", agent::TotalTokens(u.total) + b.counted_tokens()}, {"usd", u.cost_usd + b.counted_usd()}};
+  return budget;
+}
 
 // A team's sums: calls, tokens, cache-read share, cost.
 Json TotalsJson(const agent::TeamUsage& u) {
@@ -66,15 +74,7 @@ Json UsageJson(const agent::TeamUsage& u, const TeamConfig& team) {
   }
   Json j = {{"team", team.name}, {"agents", agents}};
   j.update(TotalsJson(u));
-  j["budget"] = nullptr;
-  if (const TeamBudget& b = team.budget; b.any()) {
-    // What counts against it: the journals, what the session that made the
-    // team had spent before it, and what its sessions spent in teams they made.
-    Json budget = TeamBudgetToJson(b);
-    budget["used"] = {{"tokens", agent::TotalTokens(u.total) + b.counted_tokens()},
-                      {"usd", u.cost_usd + b.counted_usd()}};
-    j["budget"] = std::move(budget);
-  }
+  j["budget"] = BudgetJson(u, team.budget);
   return j;
 }
 
@@ -137,29 +137,29 @@ std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
 // machine each ran on, or where the store keeps none (the files), the
 // journals in `ws`.
 Result<agent::TeamUsage> TeamSpend(TeamStore& store, const Workspace& ws, const std::string& team) {
-  MATES_ASSIGN_OR_RETURN(std::optional<agent::TeamUsage> copies, agent::ReadTeamUsage(store, team));
+  MATES_ASSIGN_OR_RETURN(std::optional<agent::TeamUsage> copies, agent::ReadTeamUsage(store, team, ws.AgentsDir(team)));
   if (copies) return *copies;
   return agent::ReadTeamUsage(ws.AgentsDir(team));
 }
 
 int ShowUsage(Globals& g, const UsageArgs& a) {
-  if (Status s = ValidateName("team name", a.team); !s.ok()) return Fail(s);
+  if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
   // An archive is this workspace's files, whichever store the team was in.
   Workspace ws = g.ws();
   std::unique_ptr<TeamStore> store;
   if (a.archived.given()) {
-    auto reading = ReadingWorkspace(g, a.team, a.archived);
+    auto reading = ReadingWorkspace(g, g.team, a.archived);
     if (!reading.ok()) return Fail(reading.status());
     ws = *reading;
     store = FileTeamStore(ws);
   } else {
-    auto chosen = OpenChosenStore(a.store, g.ws());
+    auto chosen = OpenChosenStore(g.store, g.ws());
     if (!chosen.ok()) return Fail(chosen.status());
     store = std::move(*chosen);
   }
-  auto team = store->LoadTeam(a.team);
-  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), a.team, a.archived));
-  auto u = TeamSpend(*store, ws, a.team);
+  auto team = store->LoadTeam(g.team);
+  if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), g.team, a.archived));
+  auto u = TeamSpend(*store, ws, g.team);
   if (!u.ok()) return Fail(u.status());
   std::cout << (a.json ? DumpJsonPretty(UsageJson(*u, *team)) + "\n" : Render(*u, *team)) << std::flush;
   return 0;
@@ -181,7 +181,7 @@ std::string LineName(const TeamLine& l) {
 // is said on its line, and the command fails once all is shown.
 int ShowAllUsage(Globals& g, const UsageArgs& a) {
   std::vector<TeamLine> lines;
-  auto store = OpenChosenStore(a.store, g.ws());
+  auto store = OpenChosenStore(g.store, g.ws());
   if (!store.ok()) return Fail(store.status());
   std::string where = (*store)->where();
   if ((*store)->spans_machines()) where += " (archives in " + g.ws().root().string() + ")";
@@ -256,32 +256,97 @@ int ShowAllUsage(Globals& g, const UsageArgs& a) {
 
 int RunUsage(Globals& g, UsageArgs a) {
   if (a.all) {
-    if (a.team_option->count() > 0) return Usage("usage --all sums every team: leave out --team");
+    if (g.team_from == TeamFrom::kFlag) return Usage("usage --all sums every team: leave out --team");
     if (a.archived.given())
       return Usage("usage --all takes in the archives already: leave out --archived");
     return ShowAllUsage(g, a);
   }
-  if (a.team.empty()) {
-    const char* env = std::getenv("MATES_TEAM");
-    a.team = env != nullptr && *env != '\0' ? env : "default";
-  }
   return ShowUsage(g, a);
+}
+
+struct BudgetArgs {
+  std::optional<int64_t> tokens;
+  std::optional<double> usd;
+  bool json = false;
+};
+
+// `budget show|set|clear` (DESIGN §15, §21): a team's budget, seen and
+// changed from the command line. A running host keeps the budget it
+// started with; said when there is one.
+int Budget(Globals& g, const BudgetArgs& a, const std::string& verb) {
+  if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
+  if (verb == "set") {
+    if (!a.tokens && !a.usd) return Usage("budget set takes --tokens N, --usd X or both");
+    if (a.tokens && !(*a.tokens >= 0 && *a.tokens <= kMaxBudgetTokens)) {
+      return Usage("--tokens must be a number of tokens from 0 to 1e12 (0 = no token budget)");
+    }
+    if (a.usd && !(*a.usd >= 0 && *a.usd <= 1e9)) {
+      return Usage("--usd must be a number of dollars from 0 to 1e9 (0 = no dollar budget)");
+    }
+  }
+  auto store = OpenChosenStore(g.store, g.ws());
+  if (!store.ok()) return Fail(store.status());
+  Result<TeamConfig> team = (*store)->LoadTeam(g.team);
+  if (team.ok() && verb != "show") {
+    const bool clear = verb == "clear";
+    team = (*store)->UpdateTeam(g.team, [&](TeamConfig& c) {
+      c.budget.Give(clear ? std::optional<int64_t>(0) : a.tokens, clear ? std::optional<double>(0) : a.usd);
+      return Status::Ok();
+    });
+  }
+  if (!team.ok()) return Fail(team.status());
+  auto u = TeamSpend(**store, g.ws(), g.team);
+  if (!u.ok()) return Fail(u.status());
+  const TeamBudget& b = team->budget;
+  if (a.json) {
+    std::cout << DumpJsonPretty(Json{{"team", g.team}, {"budget", BudgetJson(*u, b)}}) << std::endl;
+  } else if (!b.any()) {
+    std::cout << "team " << g.team << " has no budget"
+              << (verb == "show" ? " (" + g.Mates() + " budget set --team " + g.team + " --tokens N or --usd X sets one)"
+                                 : "")
+              << "\n";
+  } else {
+    std::cout << "team " << g.team << ": budget " << agent::DescribeBudget(b, agent::TotalTokens(u->total), u->cost_usd)
+              << "\n";
+  }
+  if (!a.json && u->calls > 0) std::cout << "spent: " << agent::DescribeTeamUsage(*u) << "\n";
+  if (auto host = (*store)->LiveHost(g.team); host && verb != "show") {
+    std::cerr << "mates: note: team " << g.team << "'s host" << (host->pid > 0 ? " (pid " + std::to_string(host->pid) + ")" : "")
+              << " keeps the budget it started with; `" << g.Mates() << " down --team " << g.team
+              << "` and `up` again apply this one\n";
+  }
+  return 0;
 }
 
 }  // namespace
 
+void AddBudgetCommands(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<BudgetArgs>();
+  CLI::App* budget = app.add_subcommand("budget", "See, set or clear what a team may spend on the model");
+  budget->require_subcommand(1);
+  AddTeamOption(budget, g);
+  AddStoreOption(budget, g);
+  auto verb = [&g, a](CLI::App* cmd, const std::string& name) {
+    cmd->add_flag("--json", a->json, "One JSON document");
+    cmd->callback([&g, a, name] { g.action = [&g, a, name] { return Budget(g, *a, name); }; });
+  };
+  verb(budget->add_subcommand("show", "The team's budget and how much of it is used"), "show");
+  CLI::App* set = budget->add_subcommand("set", "Set the team's budget (what it spent so far counts)");
+  set->add_option("--tokens", a->tokens, "Tokens its agents may read and write in all (0 = no token budget)");
+  set->add_option("--usd", a->usd, "US dollars, priced with the price table (0 = no dollar budget)");
+  verb(set, "set");
+  verb(budget->add_subcommand("clear", "Remove the team's budget"), "clear");
+}
+
 void AddUsageCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<UsageArgs>();
   CLI::App* cmd = app.add_subcommand("usage", "Tokens and cost per agent and for the team, from the journals");
-  // MATES_TEAM is read after parsing: only a --team on the command line
-  // conflicts with --all.
-  a->team_option =
-      cmd->add_option("--team", a->team, "The team (default: $MATES_TEAM, else default)");
+  AddTeamOption(cmd, g);
   cmd->add_flag("--all", a->all,
                 "Every team of the store and every archived one here, a line each, and the sum");
   cmd->add_flag("--json", a->json, "One JSON document");
   AddArchivedOption(cmd, a->archived);
-  AddStoreOption(cmd, a->store);
+  AddStoreOption(cmd, g);
   cmd->callback([&g, a] { g.action = [&g, a] { return RunUsage(g, *a); }; });
 }
 

@@ -168,13 +168,7 @@ Status Host::OpenTeam(TeamConfig* out) {
   // The team's budget (DESIGN §15): given here, it is the team's from now on.
   if (a.budget_tokens || a.budget_usd) {
     team = store_->UpdateTeam(a.team, [&](TeamConfig& c) {
-      if (a.budget_tokens) c.budget.tokens = *a.budget_tokens;
-      if (a.budget_usd) c.budget.usd = *a.budget_usd;
-      // Given for this team, it counts this team's spending alone, not
-      // that of the session that made it.
-      c.budget.from.clear();
-      c.budget.spent_before_tokens = 0;
-      c.budget.spent_before_usd = 0;
+      c.budget.Give(a.budget_tokens, a.budget_usd);
       return Status::Ok();
     });
     MATES_RETURN_IF_ERROR(team.status());

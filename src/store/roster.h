@@ -118,6 +118,17 @@ struct TeamBudget {
   int64_t spent_in_made_tokens = 0;
   double spent_in_made_usd = 0;
   bool any() const { return tokens > 0 || usd > 0; }
+  // A budget given to the team itself (`run --budget-*`, `mates budget
+  // set|clear`): what is given replaces its part; it counts this team's
+  // spending (and its sessions' in the teams they made), no longer that of
+  // a session that made it.
+  void Give(std::optional<int64_t> new_tokens, std::optional<double> new_usd) {
+    if (new_tokens) tokens = *new_tokens;
+    if (new_usd) usd = *new_usd;
+    from.clear();
+    spent_before_tokens = 0;
+    spent_before_usd = 0;
+  }
   // Tokens and dollars counted against it besides the team's own journals.
   int64_t counted_tokens() const { return spent_before_tokens + spent_in_made_tokens; }
   double counted_usd() const { return spent_before_usd + spent_in_made_usd; }

@@ -30,12 +30,6 @@ Result<std::string> OnSchema(const std::string& url, double timeout_s, const std
 
 }  // namespace
 
-std::string StoreUrlOrDefault(const std::string& given) {
-  if (!given.empty()) return given;
-  const char* env = std::getenv("MATES_STORE");
-  return env != nullptr ? env : "";
-}
-
 bool IsFileStoreUrl(const std::string& url) { return url.empty() || url == "file:" || url == "file"; }
 
 Status CheckStoreUrl(const std::string& url) { return DatabaseOf(url).status(); }

@@ -5,7 +5,7 @@
 //   postgres://… | postgresql://…   a PostgreSQL database shared by hosts
 //                           on several machines (DESIGN §13)
 //
-// A command takes the URL from --store, else $MATES_STORE. Nothing outside
+// A command takes the URL by the rule of DESIGN §21. Nothing outside
 // src/pg/ and this file knows which backend it has; what only a database
 // has — its schema — is administered through the functions below, which
 // say what they did in a sentence for a person.
@@ -20,8 +20,6 @@
 
 namespace mates {
 
-// `given`, else $MATES_STORE, else "" (the file store).
-std::string StoreUrlOrDefault(const std::string& given);
 // Whether `url` names the file store.
 bool IsFileStoreUrl(const std::string& url);
 // `url` checked without being opened (a forked host opens its own

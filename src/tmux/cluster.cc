@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <mutex>
+#include <cstdlib>
 #include <set>
 #include <regex>
 #include <thread>
@@ -139,6 +140,10 @@ Status Cluster::MakeSandbox() {
 Status Cluster::CheckPrograms(const fs::path& self) const {
   // A command that is not there would only show as a dead pane: say so
   // before anything starts.
+  const char* own_path = std::getenv("PATH");
+  if (FindProgram("tmux", own_path != nullptr ? own_path : "", config_.work_dir).empty()) {
+    return Status::FailedPrecondition("tmux: command not found on PATH (install it: apt-get install tmux)");
+  }
   for (const auto& a : config_.agents) {
     std::string path = EnvOf(a.env, "PATH");
     if (!self.empty()) path = self.parent_path().string() + (path.empty() ? "" : ":" + path);

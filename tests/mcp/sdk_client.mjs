@@ -62,8 +62,9 @@ try {
   if (created.code !== 0) throw new Error("team create failed: " + created.out + created.err);
 
   // Bad starts: one clear error each, and nothing on stdout.
+  // No --team: the team of DESIGN §21's rule, here the default one, not there.
   let bad = mates("mcp");
-  check(bad.code === 2 && bad.err.includes("--team") && bad.out === "", "no team: exit 2, says --team", bad);
+  check(bad.code === 1 && bad.err.includes("no team 'default'") && bad.out === "", "no team given: team default, which is not there: exit 1", bad);
   bad = mates("mcp", "--team", "nope");
   check(bad.code === 1 && bad.err.includes("no team 'nope'"), "an unknown team: exit 1", bad);
   bad = mates("mcp", "--team", team, "--as", "../w1");

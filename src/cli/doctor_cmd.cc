@@ -1,0 +1,272 @@
+// mates doctor [--json] [--provider P] [--model M] [--base-url URL] [--no-call]
+// (DESIGN §21): what a first run needs, checked on this machine — the
+// provider (a key, and a minimal call that answers), git, tmux, Chromium,
+// the store (PostgreSQL when configured), and the sandbox — each failure
+// with the one thing to do about it. Exit 1 when something needed fails;
+// what only some features need is a warning.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/cli_common.h"
+#include "cli/run_options.h"
+#include "core/clock.h"
+#include "core/subprocess.h"
+#include "git/git.h"
+#include "llm/provider_factory.h"
+#include "sandbox/sandbox.h"
+#include "stores/open_store.h"
+
+namespace mates::cli {
+namespace {
+
+enum class Verdict { kOk, kWarn, kFail, kSkip };
+constexpr const char* kVerdictNames[] = {"ok", "warn", "fail", "skip"};
+
+struct Check {
+  std::string name;
+  Verdict verdict = Verdict::kOk;
+  std::string detail;  // what was found
+  std::string fix;     // what to do ("" when nothing)
+};
+
+struct DoctorArgs {
+  std::string provider, model, base_url;
+  double timeout = 30;
+  bool no_call = false;
+  bool json = false;
+};
+
+// `c` with its verdict, what was found and what to do.
+Check Verdicted(const Check& c, Verdict v, std::string detail, std::string fix) {
+  return {c.name, v, std::move(detail), std::move(fix)};
+}
+
+// The first line `argv` prints, or "" when it cannot run.
+std::string FirstLineOf(std::vector<std::string> argv) {
+  SubprocessOptions o;
+  o.argv = std::move(argv);
+  o.timeout_s = 10;
+  o.merge_stderr = true;
+  auto r = RunSubprocess(o);
+  if (!r.ok() || r->exit_code != 0) return "";
+  return r->out.substr(0, r->out.find('\n'));
+}
+
+// Where `program` is on PATH, or "".
+std::string OnPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  for (size_t at = 0; at <= dirs.size();) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    fs::path p =
+        fs::path(dirs.substr(at, end - at).empty() ? "." : dirs.substr(at, end - at)) / program;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+    at = end + 1;
+  }
+  return "";
+}
+
+Check ProviderCheck(const DoctorArgs& a) {
+  Check c{"provider"};
+  llm::ProviderConfig pc{a.provider, a.model, a.base_url, "", a.timeout};
+  auto provider = llm::MakeProvider(pc);
+  if (!provider.ok()) {
+    return Verdicted(c, Verdict::kFail, provider.status().message(),
+                     "export ANTHROPIC_API_KEY=… (or OPENAI_API_KEY=… with --provider openai "
+                     "--base-url URL for any "
+                     "OpenAI-compatible server); `mates demo` needs none");
+  }
+  const std::string model = a.model.empty() ? (*provider)->default_model() : a.model;
+  c.detail = std::string((*provider)->name()) + ", model " + model;
+  if (a.no_call) {
+    c.detail += " (not called: --no-call)";
+    return c;
+  }
+  llm::Request req;
+  req.model = model;
+  req.max_tokens = 16;
+  req.cache = false;
+  req.messages.push_back({llm::Role::kUser, {llm::ContentBlock::Text("Reply with the word: ok")}});
+  CancelToken cancel;
+  llm::StreamCallbacks cb;
+  // The first failure is the answer: a doctor does not wait out retries.
+  Status first_failure;
+  cb.on_retry = [&](int, int, const Status& why, double) {
+    first_failure = why;
+    cancel.Cancel();
+  };
+  const double t0 = WallSeconds();
+  auto r = (*provider)->Complete(req, cb, &cancel);
+  if (!r.ok()) {
+    return Verdicted(c, Verdict::kFail,
+                     c.detail + ": a minimal call failed: " +
+                         (first_failure.ok() ? r.status() : first_failure).message(),
+                     r.status().code() == StatusCode::kFailedPrecondition
+                         ? "check the key and the model (--model, $MATES_MODEL)"
+                         : "check the network and the base URL (--base-url, $ANTHROPIC_BASE_URL, "
+                           "$OPENAI_BASE_URL)");
+  }
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f s", WallSeconds() - t0);
+  c.detail += ": a minimal call answered in " + std::string(took);
+  return c;
+}
+
+Check GitCheck(const Workspace& ws) {
+  Check c{"git"};
+  const std::string version = FirstLineOf({"git", "--version"});
+  if (version.empty()) {
+    return Verdicted(c, Verdict::kFail, "git: not found", "apt-get install git");
+  }
+  c.detail = version;
+  if (Status v = git::CheckGitVersion(); !v.ok()) {
+    return Verdicted(c, Verdict::kFail, c.detail + ": " + v.message(), "install a newer git");
+  }
+  if (!git::RepoTop(ws.root()).ok()) {
+    return Verdicted(
+        c, Verdict::kWarn, c.detail + "; " + ws.root().string() + " is not a git repository",
+        "git init (worktree isolation and the merge queue need one; shared mode does not)");
+  }
+  return c;
+}
+
+Check TmuxCheck() {
+  Check c{"tmux"};
+  c.detail = FirstLineOf({"tmux", "-V"});
+  if (!c.detail.empty()) return c;
+  return Verdicted(c, Verdict::kWarn,
+                   "tmux: not found (only `mates cluster` and tmux teammates need it)",
+                   "apt-get install tmux");
+}
+
+Check ChromiumCheck() {
+  Check c{"chromium"};
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    if (std::string at = OnPath(name); !at.empty()) {
+      c.detail = at;
+      return c;
+    }
+  }
+  return Verdicted(c, Verdict::kWarn,
+                   "no Chromium on PATH (the dashboard opens in any browser; screenshots and the "
+                   "browser tests need it)",
+                   "apt-get install chromium");
+}
+
+Check StoreCheck(const Globals& g, double timeout) {
+  Check c{"store"};
+  if (IsFileStoreUrl(g.store)) {
+    const fs::path root = g.ws().root();
+    c.detail = "files in " + root.string();
+    if (::access(root.c_str(), W_OK) == 0) return c;
+    return Verdicted(c, Verdict::kFail, c.detail + ": not writable",
+                     "run mates in a folder you can write, or give -w DIR");
+  }
+  auto said = CheckStoreSchema(g.store, timeout);
+  if (!said.ok()) {
+    return Verdicted(
+        c, Verdict::kFail, said.status().message(),
+        said.status().code() == StatusCode::kFailedPrecondition
+            ? g.Mates() + " store init (an empty database) or " + g.Mates() + " store migrate"
+            : "check that the server runs and the URL (--store, $MATES_STORE, store: in "
+              ".mates/config.yaml)");
+  }
+  c.detail = *said;
+  return c;
+}
+
+Check SandboxCheck(const Workspace& ws) {
+  Check c{"sandbox"};
+  auto settings = ChooseSandboxSettings(ws, "");
+  if (!settings.ok()) {
+    return Verdicted(c, Verdict::kFail, settings.status().message(),
+                     "fix the sandbox: section it names");
+  }
+  if (settings->mode == sandbox::Mode::kOff) {
+    return Verdicted(c, Verdict::kWarn, "off in the config: agents' tools run unconfined",
+                     "remove `sandbox: {mode: off}` from your config.yaml");
+  }
+  auto box = HostsSandbox(ws, "doctor");
+  if (!box.ok()) {
+    return Verdicted(
+        c, Verdict::kFail, box.status().message(),
+        "apt-get install bubblewrap, and allow user namespaces (sysctl "
+        "kernel.unprivileged_userns_clone=1, or "
+        "kernel.apparmor_restrict_unprivileged_userns=0); else run with --sandbox off");
+  }
+  // Made is not enough: a command must run in it.
+  SubprocessOptions o;
+  o.argv = {"/bin/sh", "-c", "echo inside"};
+  o.timeout_s = 20;
+  auto confined = (*box)->Wrap({ws.root(), "doctor", "doctor"}, std::move(o));
+  auto r = confined.ok() ? RunSubprocess(confined->options)
+                         : Result<SubprocessResult>(confined.status());
+  if (!r.ok() || r->exit_code != 0 || r->out.find("inside") == std::string::npos) {
+    return Verdicted(
+        c, Verdict::kFail,
+        "a command did not run in it: " + (r.ok() ? r->err.substr(0, 300) : r.status().message()),
+        "allow user namespaces for bubblewrap, or run with --sandbox off");
+  }
+  c.detail = std::string(sandbox::ModeName(settings->mode)) +
+             ": bubblewrap, user namespaces and seccomp work";
+  return c;
+}
+
+int Doctor(Globals& g, const DoctorArgs& a) {
+  if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
+  const Workspace ws = g.ws();
+  std::vector<Check> checks = {
+      ProviderCheck(a),         GitCheck(ws),    TmuxCheck(), ChromiumCheck(),
+      StoreCheck(g, a.timeout), SandboxCheck(ws)};
+  bool failed = false;
+  Json out = Json::array();
+  for (const auto& c : checks) {
+    failed |= c.verdict == Verdict::kFail;
+    const char* verdict = kVerdictNames[static_cast<int>(c.verdict)];
+    if (a.json) {
+      out.push_back({{"check", c.name},
+                     {"result", verdict},
+                     {"detail", c.detail},
+                     {"fix", c.fix.empty() ? Json(nullptr) : Json(c.fix)}});
+      continue;
+    }
+    std::cout << (c.verdict == Verdict::kOk     ? "  ok    "
+                  : c.verdict == Verdict::kWarn ? "  warn  "
+                                                : "  FAIL  ")
+              << c.name << ": " << c.detail << "\n";
+    if (!c.fix.empty()) std::cout << "        fix: " << c.fix << "\n";
+  }
+  if (a.json) {
+    std::cout << DumpJsonPretty(Json{{"ok", !failed}, {"checks", out}}) << std::endl;
+  } else {
+    std::cout << (failed ? "something mates needs is missing: see FAIL above\n"
+                         : "mates is ready here\n");
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+void AddDoctorCommand(CLI::App& app, Globals& g) {
+  auto a = std::make_shared<DoctorArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("doctor",
+                         "Check what mates needs here: provider, git, tmux, Chromium, store, "
+                         "sandbox; each failure with its fix");
+  cmd->add_option("--provider", a->provider,
+                  "anthropic, openai or scripted (default: anthropic if ANTHROPIC_API_KEY is set)");
+  cmd->add_option("--model", a->model, "Model (default: $MATES_MODEL, else the provider's)");
+  cmd->add_option("--base-url", a->base_url,
+                  "API base URL (anthropic: without /v1; openai: with /v1)");
+  cmd->add_option("--timeout", a->timeout, "Seconds the provider's call and the store may take")
+      ->capture_default_str();
+  cmd->add_flag("--no-call", a->no_call, "Check the provider's settings but make no call");
+  cmd->add_flag("--json", a->json, "One JSON document");
+  AddStoreOption(cmd, g);
+  cmd->callback([&g, a] { g.action = [&g, a] { return Doctor(g, *a); }; });
+}
+
+}  // namespace mates::cli
