@@ -107,7 +107,7 @@ Status ResolveTeamAndStore(Globals& g) {
   } else if (auto current = CurrentTeam(ws); current.ok()) {
     g.team = *current;
     g.team_from = TeamFrom::kCurrent;
-  } else if (current.status().code() != StatusCode::kNotFound) {
+  } else if (current.status().code() != StatusCode::kNotFound && !g.setting_current_team) {
     return current.status();
   } else {
     g.team = "default";

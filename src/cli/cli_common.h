@@ -28,6 +28,8 @@ struct Globals {
   std::string store;
   TeamFrom team_from = TeamFrom::kDefault;
   bool store_given = false;  // by --store (a hint repeats it)
+  // `team use` sets the current team: one gone bad is not an error there.
+  bool setting_current_team = false;
   // Set by the subcommand that was chosen; main() runs it after parsing.
   std::function<int()> action;
 

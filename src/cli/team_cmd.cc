@@ -317,7 +317,10 @@ void AddTeamCommands(CLI::App& app, Globals& g) {
                                                 "neither --team nor $MATES_TEAM says (no TEAM: say which it is)");
   use->add_option("TEAM", args->team, "Team name");
   use->add_flag("--clear", args->clear, "Forget the current team (commands then work on team default)");
-  use->callback([&g, args] { g.action = [&g, args] { return Use(g, *args); }; });
+  use->callback([&g, args] {
+    g.setting_current_team = true;
+    g.action = [&g, args] { return Use(g, *args); };
+  });
 
   CLI::App* create = team->add_subcommand("create", "Create a team (the lead is a member)");
   create->add_option("TEAM", args->team, "Team name")->required();

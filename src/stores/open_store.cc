@@ -1,6 +1,7 @@
 // See open_store.h.
 #include "stores/open_store.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "pg/connection.h"
@@ -14,6 +15,12 @@ namespace {
 // The database `url` names, or nullopt for the file store.
 Result<std::optional<pg::Target>> DatabaseOf(const std::string& url) {
   if (IsFileStoreUrl(url)) return std::optional<pg::Target>();
+  const size_t colon = url.find(':');
+  if (colon == std::string::npos || (url.rfind("postgres", 0) != 0)) {
+    // Its scheme only: the rest of a URL may hold a password.
+    return Status::InvalidArgument("the store '" + url.substr(0, std::min<size_t>(colon, 32)) +
+                                   ":…' is neither file: nor postgres://…");
+  }
   MATES_ASSIGN_OR_RETURN(pg::Target t, pg::ParseTarget(url));
   return std::optional<pg::Target>(std::move(t));
 }

@@ -1,0 +1,349 @@
+// The first hour (DESIGN §21): one rule for --team and --store in every
+// command, list options, `team use`, `budget`, `init`, `doctor`, and usage
+// that keeps a conversation set aside.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::CommandResult;
+using testing::TempDir;
+
+class FirstHourTest : public ::testing::Test {
+ protected:
+  // mates in the workspace, with the person's config folder a scratch one
+  // (the machine's own ~/.config never counts here).
+  CommandResult Mates(const std::vector<std::string>& args, std::vector<std::string> env = {},
+                      double timeout_s = 30) {
+    env.push_back("XDG_CONFIG_HOME=" + config_.path().string());
+    bool store_set = false;
+    for (const auto& e : env) store_set |= e.rfind("MATES_STORE=", 0) == 0;
+    if (!store_set) env.push_back("MATES_STORE=");
+    return testing::RunMates(ws_.path(), args, env, "", timeout_s);
+  }
+  TempDir ws_;
+  TempDir config_;
+};
+
+// Every command that works on a team, with the arguments it needs besides.
+const std::vector<std::vector<std::string>>& TeamCommands() {
+  static const std::vector<std::vector<std::string>> kCommands = {
+      {"team", "show"},   {"send", "--to", "lead", "hi"}, {"inbox", "lead", "--peek"},
+      {"tasks", "list"},  {"log"},                        {"status"},
+      {"usage"},          {"budget", "show"},             {"merges", "list"},
+      {"down"},           {"dashboard", "--port", "0"},   {"mcp"},
+  };
+  return kCommands;
+}
+
+std::string Words(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+// Which team a command worked on, each source in turn: every team named is
+// one that does not exist, so the command's "no team 'X'" says which it
+// chose, and the sources below the one that wins name others.
+TEST_F(FirstHourTest, EveryCommandTakesItsTeamFromTheFlagThenTheEnvironmentThenTheCurrentTeamThenTheDefault) {
+  struct Case {
+    std::string source;
+    bool flag_before, flag_after, env, current;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"--team before the command", true, false, true, true, "from-flag"},
+      {"--team after the command", false, true, true, true, "from-flag"},
+      {"$MATES_TEAM", false, false, true, true, "from-env"},
+      {"mates team use", false, false, false, true, "from-current"},
+      {"the default", false, false, false, false, "default"},
+  };
+  for (const auto& c : cases) {
+    if (c.current) {
+      ASSERT_EQ(Mates({"team", "use", "from-current"}).exit_code, 0);
+    } else {
+      ASSERT_EQ(Mates({"team", "use", "--clear"}).exit_code, 0);
+    }
+    for (const auto& command : TeamCommands()) {
+      std::vector<std::string> args;
+      if (c.flag_before) args = {"--team", "from-flag"};
+      args.insert(args.end(), command.begin(), command.end());
+      if (c.flag_after) args.insert(args.end(), {"--team", "from-flag"});
+      std::vector<std::string> env;
+      if (c.env) env.push_back("MATES_TEAM=from-env");
+      auto r = Mates(args, env, 10);
+      EXPECT_EQ(r.exit_code, 1) << c.source << ": mates " << Words(args) << "\n" << r.out << r.err;
+      EXPECT_NE(r.err.find("no team '" + c.expected + "'"), std::string::npos)
+          << c.source << ": mates " << Words(args) << "\n" << r.err;
+    }
+  }
+}
+
+// The store likewise: --store before or after the command, then
+// $MATES_STORE, for every command (a URL of an unknown kind names which one
+// was taken); then store: in the workspace's config — once it is trusted —
+// then in the person's own.
+TEST_F(FirstHourTest, EveryCommandTakesItsStoreFromTheFlagThenTheEnvironmentThenTheConfigFiles) {
+  auto commands = TeamCommands();
+  commands.push_back({"team", "list"});
+  commands.push_back({"store", "status"});
+  for (const auto& command : commands) {
+    std::vector<std::string> before = {"--store", "flagkind://x"};
+    before.insert(before.end(), command.begin(), command.end());
+    std::vector<std::string> after = command;
+    after.insert(after.end(), {"--store", "flagkind://x"});
+    for (const auto& args : {before, after}) {
+      auto r = Mates(args, {"MATES_STORE=envkind://x", "MATES_TEAM=t"}, 10);
+      EXPECT_EQ(r.exit_code, 2) << "mates " << Words(args) << "\n" << r.err;
+      EXPECT_NE(r.err.find("the store 'flagkind:…'"), std::string::npos) << "mates " << Words(args) << "\n" << r.err;
+    }
+    auto r = Mates(command, {"MATES_STORE=envkind://x", "MATES_TEAM=t"}, 10);
+    EXPECT_NE(r.err.find("the store 'envkind:…'"), std::string::npos) << "mates " << Words(command) << "\n" << r.err;
+  }
+
+  // The config files. The person's own counts as it is.
+  testing::WriteAll(config_.path() / "mates/config.yaml", "store: userkind://x\n");
+  auto r = Mates({"team", "list"});
+  EXPECT_NE(r.err.find("the store 'userkind:…'"), std::string::npos) << r.err;
+  // The workspace's would send the team's messages elsewhere: not used
+  // before the person trusts it, and said.
+  testing::WriteAll(ws_.path() / ".mates/config.yaml", "store: wskind://x\n");
+  r = Mates({"team", "list"});
+  EXPECT_NE(r.err.find(".mates/config.yaml: its store: is not used: the file is untrusted (mates trust uses it)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("the store 'userkind:…'"), std::string::npos) << r.err;
+  ASSERT_EQ(Mates({"trust"}).exit_code, 0);
+  r = Mates({"team", "list"});
+  EXPECT_NE(r.err.find("the store 'wskind:…'"), std::string::npos) << r.err;
+  // The environment comes first, and a file: there is the files.
+  r = Mates({"team", "list"}, {"MATES_STORE=file:"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no teams in"), std::string::npos) << r.out;
+  // A config that is not YAML is one clear error.
+  testing::WriteAll(config_.path() / "mates/config.yaml", "store: [unclosed\n");
+  ASSERT_EQ(Mates({"trust", "--revoke"}).exit_code, 0);
+  r = Mates({"team", "list"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(config_.path().string() + "/mates/config.yaml"), std::string::npos) << r.err;
+}
+
+// After `mates run` in a team chosen with `team use`, the other commands
+// work on it with no --team (the issue a first user met: "--team is
+// required" after run).
+TEST_F(FirstHourTest, TheCurrentTeamIsTheOneRunMadeAndTheOthersSee) {
+  auto use = Mates({"team", "use", "crew"});
+  ASSERT_EQ(use.exit_code, 0) << use.err;
+  EXPECT_NE(use.out.find("current team: crew"), std::string::npos) << use.out;
+  EXPECT_NE(use.out.find("it does not exist yet"), std::string::npos) << use.out;
+  auto run = Mates({"run", "--provider", "scripted", "--scenario", testing::ScenarioFixture("lead_basic.yaml"),
+                    "--sandbox", "off", "build a greeting"},
+                   {}, 60);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto tasks = Mates({"tasks", "list"});
+  ASSERT_EQ(tasks.exit_code, 0) << tasks.err;
+  EXPECT_NE(tasks.out.find("#1 [pending] Add a test for hello.sh"), std::string::npos) << tasks.out;
+  auto list = Mates({"team", "list"});
+  EXPECT_NE(list.out.find("* crew"), std::string::npos) << list.out;
+  auto which = Mates({"team", "use"});
+  EXPECT_EQ(which.out, "crew (from mates team use)\n");
+  EXPECT_EQ(Mates({"team", "use"}, {"MATES_TEAM=other"}).out, "other (from $MATES_TEAM)\n");
+  EXPECT_EQ(Mates({"team", "use", "--team", "x"}).out, "x (from --team)\n");
+  // Bad input: one error, nothing written.
+  auto bad = Mates({"team", "use", "../up"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("invalid team name"), std::string::npos) << bad.err;
+  EXPECT_EQ(Mates({"team", "use", "crew", "--clear"}).exit_code, 2);
+  // A current-team file gone bad is said, with how to mend it.
+  testing::WriteAll(ws_.path() / ".mates/team", "no/such\n");
+  bad = Mates({"tasks", "list"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("(mates team use TEAM sets it)"), std::string::npos) << bad.err;
+  ASSERT_EQ(Mates({"team", "use", "--clear"}).exit_code, 0);
+  EXPECT_EQ(Mates({"team", "use"}).out, "default (from the default)\n");
+}
+
+TEST_F(FirstHourTest, ListOptionsTakeRepeatsAndCommas) {
+  auto made = Mates({"team", "create", "t", "--members", "a", "--members", "b,c"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.out.find("4 members"), std::string::npos) << made.out;
+  for (const char* s : {"one", "two", "three"}) ASSERT_EQ(Mates({"tasks", "--team", "t", "create", s}).exit_code, 0);
+  auto four = Mates({"tasks", "--team", "t", "create", "four", "--blocked-by", "1", "--blocked-by", "2,3"});
+  ASSERT_EQ(four.exit_code, 0) << four.err;
+  EXPECT_NE(four.out.find("depends on #1, #2, #3"), std::string::npos) << four.out;
+  auto five = Mates({"tasks", "--team", "t", "create", "five"});
+  auto upd = Mates({"tasks", "--team", "t", "update", "5", "--add-blocked-by", "1", "--add-blocked-by", "2"});
+  ASSERT_EQ(upd.exit_code, 0) << upd.err;
+  EXPECT_NE(Mates({"tasks", "--team", "t", "get", "5"}).out.find("depends on:  #1, #2"), std::string::npos);
+  // Bad items in either form are one error.
+  auto bad = Mates({"tasks", "--team", "t", "create", "x", "--blocked-by", "1", "--blocked-by", "two"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--blocked-by id"), std::string::npos) << bad.err;
+  // `inbox NAME --wait` with no seconds waits until a message comes.
+  auto waiting = testing::StartMates(ws_.path(), {"inbox", "--team", "t", "a", "--wait"},
+                                     {"XDG_CONFIG_HOME=" + config_.path().string()});
+  ASSERT_EQ(Mates({"send", "--team", "t", "--to", "a", "wake up"}).exit_code, 0);
+  auto line = waiting.ReadLine(DeadlineIn(20));
+  ASSERT_TRUE(line.ok()) << line.status().message();
+  EXPECT_NE(line->find("wake up"), std::string::npos) << *line;
+  auto end = waiting.Wait();
+  EXPECT_EQ(end.exit_code, 0) << end.err;
+}
+
+TEST_F(FirstHourTest, BudgetIsShownSetAndCleared) {
+  ASSERT_EQ(Mates({"team", "create", "t"}).exit_code, 0);
+  auto none = Mates({"budget", "show", "--team", "t"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find("team t has no budget (mates -w " + ws_.path().string() +
+                          " budget set --team t --tokens N or --usd X sets one)"),
+            std::string::npos)
+      << none.out;
+  auto set = Mates({"budget", "set", "--team", "t", "--tokens", "5000"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(set.out.find("team t: budget 5.0k tokens (0% used)"), std::string::npos) << set.out;
+  ASSERT_EQ(Mates({"budget", "set", "--team", "t", "--usd", "2"}).exit_code, 0);
+  auto json = Mates({"budget", "show", "--team", "t", "--json"});
+  auto j = ParseJson(json.out);
+  ASSERT_TRUE(j.ok()) << json.out;
+  EXPECT_EQ((*j)["budget"]["tokens"], 5000);
+  EXPECT_EQ((*j)["budget"]["usd"], 2.0);
+  EXPECT_EQ((*j)["budget"]["used"]["tokens"], 0);
+  // What run refused with an old budget, a person can see and clear.
+  auto cleared = Mates({"budget", "clear", "--team", "t"});
+  ASSERT_EQ(cleared.exit_code, 0) << cleared.err;
+  EXPECT_NE(cleared.out.find("team t has no budget"), std::string::npos) << cleared.out;
+  j = ParseJson(Mates({"budget", "show", "--team", "t", "--json"}).out);
+  ASSERT_TRUE(j.ok());
+  EXPECT_TRUE((*j)["budget"].is_null()) << j->dump();
+  // Bad input.
+  for (const auto& args : std::vector<std::vector<std::string>>{{"budget", "set", "--team", "t"},
+                                                                 {"budget", "set", "--team", "t", "--tokens", "-1"},
+                                                                 {"budget", "set", "--team", "t", "--usd", "1e10"},
+                                                                 {"budget", "set", "--team", "t", "--usd", "nan"}}) {
+    auto r = Mates(args);
+    EXPECT_EQ(r.exit_code, 2) << Words(args) << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("mates: error: ", 0), 0u) << r.err;
+  }
+  EXPECT_EQ(Mates({"budget", "show", "--team", "nope"}).exit_code, 1);
+}
+
+// A conversation set aside by --fresh still counts in usage, and in the
+// budget (which a fresh start would otherwise give back).
+TEST_F(FirstHourTest, UsageKeepsTheConversationsFreshSetAside) {
+  const std::string scenario = testing::ScenarioFixture("lead_basic.yaml");
+  const std::vector<std::string> run = {"run", "--team", "t", "--provider", "scripted", "--scenario",
+                                        scenario,  "--sandbox", "off", "build a greeting"};
+  ASSERT_EQ(Mates(run, {}, 60).exit_code, 0);
+  auto one = ParseJson(Mates({"usage", "--team", "t", "--json"}).out);
+  ASSERT_TRUE(one.ok());
+  const int64_t calls = (*one)["calls"].get<int64_t>();
+  ASSERT_GT(calls, 0);
+  std::vector<std::string> fresh = run;
+  fresh.insert(fresh.begin() + 1, "--fresh");
+  auto again = Mates(fresh, {}, 60);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto two = ParseJson(Mates({"usage", "--team", "t", "--json"}).out);
+  ASSERT_TRUE(two.ok());
+  // The first conversation, as it was, beside the new one.
+  int64_t earlier = -1, now = -1;
+  for (const auto& a : (*two)["agents"]) {
+    if (a["agent"] == "lead (earlier)") earlier = a["calls"].get<int64_t>();
+    if (a["agent"] == "lead") now = a["calls"].get<int64_t>();
+  }
+  EXPECT_EQ(earlier, calls) << two->dump();
+  EXPECT_GT(now, 0) << two->dump();
+  EXPECT_EQ((*two)["calls"].get<int64_t>(), calls + now) << two->dump();
+  auto all = ParseJson(Mates({"usage", "--all", "--json"}).out);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ((*all)["calls"], (*two)["calls"]) << all->dump();
+}
+
+TEST_F(FirstHourTest, InitMakesTheWorkspaceReadyOnceAndChangesNothingTheSecondTime) {
+  testing::WriteAll(ws_.path() / ".gitignore", "build/");  // no newline at its end
+  auto r = Mates({"init"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(testing::ReadAll(ws_.path() / ".gitignore"),
+            "build/\n\n# mates' state (mates init)\n.teams/\n.tasks/\n.mates/*\n!.mates/config.yaml\n");
+  const std::string config = testing::ReadAll(ws_.path() / ".mates/config.yaml");
+  // Every line a comment: it changes nothing until someone sets something.
+  for (size_t at = 0; at < config.size();) {
+    size_t nl = config.find('\n', at);
+    std::string line = config.substr(at, nl - at);
+    EXPECT_TRUE(line.empty() || line[0] == '#') << line;
+    at = nl + 1;
+  }
+  EXPECT_NE(config.find("# store: postgres://"), std::string::npos);
+  EXPECT_NE(config.find("# sandbox:"), std::string::npos);
+  EXPECT_NE(config.find("# hooks:"), std::string::npos);
+  // Its next steps work as printed.
+  EXPECT_NE(r.out.find("mates -w " + ws_.path().string() + " doctor"), std::string::npos) << r.out;
+  auto files = testing::ListFiles(ws_.path());
+  auto again = Mates({"init"});
+  ASSERT_EQ(again.exit_code, 0);
+  EXPECT_EQ(testing::ListFiles(ws_.path()), files);
+  EXPECT_NE(again.out.find(".gitignore: has mates' lines already"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("there already, left as it is"), std::string::npos) << again.out;
+  // The commented file is a valid config: hooks and sandbox read it.
+  EXPECT_EQ(Mates({"hooks", "list"}).exit_code, 0);
+  // git leaves mates' state out and keeps the config.
+  if (testing::Run({"git", "-C", ws_.path().string(), "init", "-q"}).exit_code == 0) {
+    testing::WriteAll(ws_.path() / ".teams/t/config.json", "{}");
+    testing::WriteAll(ws_.path() / ".mates/team", "t\n");
+    auto st = testing::Run({"git", "-C", ws_.path().string(), "status", "--porcelain", "--untracked-files=all"});
+    EXPECT_EQ(st.out, "?? .gitignore\n?? .mates/config.yaml\n") << st.out;
+  }
+}
+
+// doctor: each check with its result and fix; a provider that answers and
+// one that does not.
+TEST_F(FirstHourTest, DoctorChecksEachPartAndSaysTheFix) {
+  testing::MockLlm mock(testing::ScenarioFixture("lead_basic.yaml"), ws_.path() / "record.jsonl");
+  auto r = Mates({"doctor", "--json", "--provider", "openai", "--base-url", mock.url() + "/v1"},
+                 {"OPENAI_API_KEY=sk-test-doctor"}, 60);
+  auto j = ParseJson(r.out);
+  ASSERT_TRUE(j.ok()) << r.out << r.err;
+  std::vector<std::string> names;
+  for (const auto& c : (*j)["checks"]) {
+    names.push_back(c["check"]);
+    EXPECT_TRUE(c["result"] == "ok" || c["result"] == "warn" || c["result"] == "fail") << c.dump();
+    if (c["result"] != "ok") {
+      EXPECT_TRUE(c["fix"].is_string()) << c.dump();
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"provider", "git", "tmux", "chromium", "store", "sandbox"}));
+  EXPECT_EQ((*j)["checks"][0]["result"], "ok") << r.out;
+  EXPECT_NE((*j)["checks"][0]["detail"].get<std::string>().find("a minimal call answered"), std::string::npos);
+  EXPECT_EQ((*j)["checks"][4]["result"], "ok") << r.out;
+  EXPECT_EQ(r.exit_code, (*j)["ok"] == true ? 0 : 1);
+  EXPECT_NE(testing::ReadAll(ws_.path() / "record.jsonl").find("Reply with the word: ok"), std::string::npos);
+
+  // No key and no provider: fail, with what to do; the other checks still run.
+  r = Mates({"doctor"}, {"ANTHROPIC_API_KEY=", "OPENAI_API_KEY="});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("  FAIL  provider: no model provider chosen"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("        fix: export ANTHROPIC_API_KEY="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("store: files in " + ws_.path().string()), std::string::npos) << r.out;
+  // A server that is not there: the call fails at once, not after retries.
+  auto t0 = std::chrono::steady_clock::now();
+  r = Mates({"doctor", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1"}, {"OPENAI_API_KEY=sk-x"}, 60);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("a minimal call failed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fix: check the network and the base URL"), std::string::npos) << r.out;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20);
+  // A store that is not there, named by --store.
+  r = Mates({"doctor", "--no-call", "--provider", "openai", "--store", "postgres://nobody@127.0.0.1:9/x", "--timeout",
+             "2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("  FAIL  store:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fix: check that the server runs"), std::string::npos) << r.out;
+  EXPECT_EQ(Mates({"doctor", "--timeout", "0"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace mates
