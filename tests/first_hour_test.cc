@@ -345,5 +345,53 @@ TEST_F(FirstHourTest, DoctorChecksEachPartAndSaysTheFix) {
   EXPECT_EQ(Mates({"doctor", "--timeout", "0"}).exit_code, 2);
 }
 
+// The completions and mates(1) are made from the commands themselves: a
+// command added anywhere is in them (the package's install is checked in
+// CI: scripts/package --check).
+TEST_F(FirstHourTest, CompletionsAndTheManPageKnowEveryCommand) {
+  auto bash = Mates({"completion", "bash"});
+  ASSERT_EQ(bash.exit_code, 0) << bash.err;
+  testing::WriteAll(ws_.path() / "mates.bash", bash.out);
+  auto complete = [&](const std::string& words, int cword) {
+    return testing::Run({"bash", "-c",
+                         "source " + (ws_.path() / "mates.bash").string() + "; COMP_WORDS=(" + words +
+                             "); COMP_CWORD=" + std::to_string(cword) + "; _mates; echo \"${COMPREPLY[*]}\""})
+        .out;
+  };
+  EXPECT_EQ(complete("mates team u", 2), "use\n");
+  EXPECT_EQ(complete("mates --team x tasks cr", 4), "create\n");
+  EXPECT_EQ(complete("mates -w /x budget s", 4), "show set\n");
+  EXPECT_EQ(complete("mates tasks create --bl", 3), "--blocked-by\n");
+  EXPECT_EQ(complete("mates run --sandbox ''", 3), "off workspace strict\n");
+  testing::WriteAll(ws_.path() / ".teams/crew/config.json", "{}");
+  EXPECT_EQ(complete("mates -w " + ws_.path().string() + " status --team ''", 5), "crew\n");
+  if (testing::Run({"fish", "--version"}).exit_code == 0) {
+    testing::WriteAll(ws_.path() / "mates.fish", Mates({"completion", "fish"}).out);
+    auto fish = testing::Run(
+        {"fish", "-c", "source " + (ws_.path() / "mates.fish").string() + "; complete -C 'mates team u'"});
+    EXPECT_EQ(fish.out.substr(0, fish.out.find('\t')), "use") << fish.out << fish.err;
+  }
+  auto bad = Mates({"completion", "tcsh"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("completion is for bash, zsh or fish, not 'tcsh'"), std::string::npos) << bad.err;
+
+  auto page = Mates({"manpage"});
+  ASSERT_EQ(page.exit_code, 0);
+  EXPECT_EQ(page.out.rfind(".TH MATES 1", 0), 0u);
+  for (const char* cmd : {"team use", "budget set", "doctor", "init", "completion", "tasks create", "cluster up"}) {
+    EXPECT_NE(page.out.find(".SS \"mates " + std::string(cmd)), std::string::npos) << cmd;
+  }
+  // Hidden from the lists a person reads: the page's own command.
+  EXPECT_EQ(page.out.find("mates manpage"), std::string::npos);
+  EXPECT_EQ(Mates({"--help"}).out.find("manpage"), std::string::npos);
+  if (testing::Run({"man", "--version"}).exit_code == 0) {
+    testing::WriteAll(ws_.path() / "mates.1", page.out);
+    auto shown = testing::Run({"man", "-l", (ws_.path() / "mates.1").string()});
+    EXPECT_EQ(shown.exit_code, 0) << shown.err;
+    EXPECT_NE(shown.out.find("mates - teams of LLM agents"), std::string::npos) << shown.out.substr(0, 400);
+    EXPECT_EQ(shown.err, "") << "troff warnings";
+  }
+}
+
 }  // namespace
 }  // namespace mates

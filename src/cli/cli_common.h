@@ -127,6 +127,7 @@ void AddUsageCommand(CLI::App& app, Globals& g);
 void AddBudgetCommands(CLI::App& app, Globals& g);  // budget show|set|clear
 void AddInitCommand(CLI::App& app, Globals& g);
 void AddDoctorCommand(CLI::App& app, Globals& g);
+void AddDocsCommands(CLI::App& app, Globals& g);  // completion, manpage
 void AddMcpCommands(CLI::App& app, Globals& g);  // mcp
 void AddStoreCommands(CLI::App& app, Globals& g);  // store init|migrate|status
 void AddTrustCommand(CLI::App& app, Globals& g);   // trust

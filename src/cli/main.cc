@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
   }
   Globals g;
   CLI::App app{"mates: teams of LLM agents working on one workspace", "mates"};
-  app.set_version_flag("--version,-V", "mates 0.1.0");
+  app.set_version_flag("--version,-V", "mates " MATES_VERSION);
   // Options of a parent (e.g. --workspace, --team) may follow a subcommand.
   app.fallthrough();
   app.add_option("--workspace,-w", g.workspace,
@@ -207,6 +207,7 @@ int main(int argc, char** argv) {
   mates::cli::AddBudgetCommands(app, g);
   mates::cli::AddInitCommand(app, g);
   mates::cli::AddDoctorCommand(app, g);
+  mates::cli::AddDocsCommands(app, g);
   mates::cli::AddMcpCommands(app, g);
   mates::cli::AddStoreCommands(app, g);
   mates::cli::AddTrustCommand(app, g);
