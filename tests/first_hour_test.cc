@@ -3,10 +3,12 @@
 // that keeps a conversation set aside.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
+#include "core/subprocess.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -200,8 +202,8 @@ TEST_F(FirstHourTest, BudgetIsShownSetAndCleared) {
   ASSERT_EQ(Mates({"team", "create", "t"}).exit_code, 0);
   auto none = Mates({"budget", "show", "--team", "t"});
   ASSERT_EQ(none.exit_code, 0) << none.err;
-  EXPECT_NE(none.out.find("team t has no budget (mates -w " + ws_.path().string() +
-                          " budget set --team t --tokens N or --usd X sets one)"),
+  EXPECT_NE(none.out.find("team t has no budget; to give it one: mates -w " + ws_.path().string() +
+                          " budget set --team t --tokens 1000000"),
             std::string::npos)
       << none.out;
   auto set = Mates({"budget", "set", "--team", "t", "--tokens", "5000"});
@@ -391,6 +393,105 @@ TEST_F(FirstHourTest, CompletionsAndTheManPageKnowEveryCommand) {
     EXPECT_NE(shown.out.find("mates - teams of LLM agents"), std::string::npos) << shown.out.substr(0, 400);
     EXPECT_EQ(shown.err, "") << "troff warnings";
   }
+}
+
+// Every command line mates prints as a hint works when pasted as printed
+// (DESIGN §21): from another folder, with the workspace given by -w. Each
+// is taken from what a command printed, run with `sh -c`, from /, and must
+// do its work.
+TEST_F(FirstHourTest, EveryHintWorksAsPrinted) {
+  const std::string ws = ws_.path().string();
+  // A model for `run`'s hints (and init's `run` line): the mock, through
+  // the environment, as a person's key and base URL would be.
+  testing::MockLlm mock(testing::ScenarioFixture("lead_basic.yaml"), ws_.path() / "record.jsonl");
+  const std::vector<std::string> env = {
+      "XDG_CONFIG_HOME=" + config_.path().string(), "MATES_STORE=", "ANTHROPIC_API_KEY=sk-test-hints",
+      "ANTHROPIC_BASE_URL=" + mock.url(),
+      "PATH=" + fs::path(testing::MatesBinary()).parent_path().string() + ":/usr/bin:/bin"};
+  auto sh = [&](const std::string& line, double timeout_s = 60) {
+    SubprocessOptions o;
+    o.argv = {"sh", "-c", line};
+    o.env = env;
+    o.cwd = "/";
+    o.timeout_s = timeout_s;
+    auto r = RunSubprocess(o);
+    if (!r.ok()) return CommandResult{-1, "", r.status().message()};
+    return CommandResult{r->exit_code, r->out, r->err};
+  };
+  // The hints in `text`: each match of `re`'s first group.
+  auto hints = [](const std::string& text, const std::string& re) {
+    std::vector<std::string> out;
+    std::regex r(re);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), r); it != std::sregex_iterator(); ++it) {
+      out.push_back((*it)[1]);
+    }
+    return out;
+  };
+  int ran = 0;
+  auto works = [&](const std::string& hint, const std::string& says = "") {
+    SCOPED_TRACE(hint);
+    ASSERT_EQ(hint.rfind("mates -w " + ws + " ", 0), 0u) << "a hint without its workspace";
+    auto r = sh(hint);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    if (!says.empty()) {
+      EXPECT_NE((r.out + r.err).find(says), std::string::npos) << r.out << r.err;
+    }
+    ++ran;
+  };
+  auto mates = [&](const std::string& args) { return sh("mates -w " + ws + " " + args); };
+
+  // init: its next steps.
+  auto init = mates("init");
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+  auto next = hints(init.out, "(mates -w \\S+ (?:doctor|run \"[^\"]*\"))");
+  ASSERT_EQ(next.size(), 2u) << init.out;
+  works(next[1], "usage: team default");  // run, on the mock (doctor needs the machine's parts: below)
+  EXPECT_NE(sh(next[0]).exit_code, 2) << next[0];
+
+  // run: where its usage is.
+  auto run = mates("run --team h --sandbox off \"build a greeting\"");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto usage = hints(run.out + run.err, "\\((?:all runs, )?(mates -w \\S+ usage --team h)\\)");
+  ASSERT_FALSE(usage.empty()) << run.out << run.err;
+  works(usage[0], "lead");
+
+  // up: status, send and down; a second up: its refusal's down.
+  auto up = mates("up --team h --provider scripted --scenario " + testing::ScenarioFixture("team_hosted.yaml") +
+                  " --sandbox off \"Start a worker\"");
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  auto up_hints = hints(up.out, "(mates -w [^;]*?) (?:shows it|talks to it|stops it)");
+  ASSERT_EQ(up_hints.size(), 3u) << up.out;
+  works(up_hints[0], "team h");
+  works(up_hints[1], "sent message");
+  auto again = mates("up --team h --provider scripted --scenario " + testing::ScenarioFixture("team_hosted.yaml"));
+  EXPECT_EQ(again.exit_code, 1);
+  auto refused = hints(again.err, "`(mates -w [^`]*)` stops it");
+  ASSERT_EQ(refused.size(), 1u) << again.err;
+  EXPECT_EQ(refused[0], up_hints[2]);
+  works(up_hints[2], "is down");
+
+  // status: what needs a person, each with its command.
+  ASSERT_EQ(mates("team create t --members a,b").exit_code, 0);
+  ASSERT_EQ(mates("tasks --team t create job").exit_code, 0);
+  ASSERT_EQ(mates("tasks --team t claim 1 --owner a").exit_code, 0);  // a is hosted by nobody
+  ASSERT_EQ(mates("send --team t --from b --to lead --type plan_approval_request \"my plan\"").exit_code, 0);
+  auto status = mates("status --team t");
+  auto attention = hints(status.out, "\\$ (mates -w [^\n]*)");
+  ASSERT_EQ(attention.size(), 2u) << status.out;
+  for (const auto& h : attention) works(h);
+  status = mates("status --team t");
+  EXPECT_EQ(status.out.find("NEEDS ATTENTION"), std::string::npos) << "the hints did what they say\n" << status.out;
+
+  // budget and an archived team.
+  auto budget = mates("budget show --team t");
+  auto give = hints(budget.out, "to give it one: (mates -w [^\n]*)");
+  ASSERT_EQ(give.size(), 1u) << budget.out;
+  works(give[0], "budget 1.0M tokens");
+  auto del = mates("team delete t");
+  auto archived = hints(del.out, "\\((mates -w \\S+ log --team t --archived) shows");
+  ASSERT_EQ(archived.size(), 1u) << del.out;
+  works(archived[0], "plan_approval_request");
+  EXPECT_EQ(ran, 9);
 }
 
 }  // namespace

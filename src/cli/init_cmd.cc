@@ -92,9 +92,8 @@ int Init(Globals& g, const InitArgs& a) {
     std::cout << "  .mates/config.yaml: written, every setting commented out\n";
   }
   std::cout << "ready: " << ws.root().string() << "\nnext: " << g.Mates()
-            << " doctor   (checks the provider, git, "
-            << "tmux, the sandbox)\n      " << g.Mates()
-            << " run \"a goal\"   (a lead and its team work on it)\n";
+            << " doctor                      # checks the provider, git, tmux, the sandbox\n      " << g.Mates()
+            << " run \"say what you want done\"   # a lead, and the team it makes, work on it\n";
   return 0;
 }
 

@@ -302,7 +302,7 @@ int Budget(Globals& g, const BudgetArgs& a, const std::string& verb) {
     std::cout << DumpJsonPretty(Json{{"team", g.team}, {"budget", BudgetJson(*u, b)}}) << std::endl;
   } else if (!b.any()) {
     std::cout << "team " << g.team << " has no budget"
-              << (verb == "show" ? " (" + g.Mates() + " budget set --team " + g.team + " --tokens N or --usd X sets one)"
+              << (verb == "show" ? "; to give it one: " + g.Mates() + " budget set --team " + g.team + " --tokens 1000000"
                                  : "")
               << "\n";
   } else {

@@ -349,12 +349,9 @@ class MockServer::Impl {
     };
     auto parsed = ParseJson(req.body);
     Json body = parsed.ok() ? *parsed : Json::object();
-    std::string agent;
-    if (openai) {
-      agent = AgentName(StringOr(body, "user"));
-    } else {
-      agent = AgentName(StringOr(Field(body, "metadata"), "user_id"));
-    }
+    const std::string agent_id =
+        openai ? StringOr(body, "user") : StringOr(Field(body, "metadata"), "user_id");
+    const std::string agent = AgentName(agent_id);
     bool stream = Flag(body, "stream");
     // Faults first: they stand for trouble on the server, whatever the request.
     const FaultSpec* stream_fault = nullptr;
@@ -386,7 +383,8 @@ class MockServer::Impl {
     std::string user_text = openai ? OpenAIUserText(body) : AnthropicUserText(body);
     // A reply that a fault will cut short is not the rule's one use: the
     // client's retry gets it (a `once` rule stays unspent).
-    ScenarioReply reply = scenario_->Reply(agent, user_text, /*consume=*/stream_fault == nullptr);
+    ScenarioReply reply =
+        scenario_->Reply(agent, user_text, /*consume=*/stream_fault == nullptr, TeamOfAgent(agent_id));
     if (reply.delay_ms > 0) SleepUntilOnTime(start + std::chrono::milliseconds(reply.delay_ms));
     std::string model = StringOr(body, "model", "mock");
     // Prompt caching as the API accounts it (DESIGN §15).

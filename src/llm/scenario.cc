@@ -88,14 +88,17 @@ Result<std::shared_ptr<const re2::RE2>> CompileWhen(const std::string& pattern) 
 // The capture groups of a `when` match; an unmatched group is empty.
 using Groups = std::vector<std::string>;
 
-// Replaces $1…$9 in every string of `v`.
-void Substitute(Json& v, const Groups& m) {
+// Replaces $1…$9 and $TEAM in every string of `v`.
+void Substitute(Json& v, const Groups& m, const std::string& team) {
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
     if (s.find('$') == std::string::npos) return;
     std::string out;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '$' && i + 1 < s.size() && s[i + 1] >= '1' && s[i + 1] <= '9') {
+      if (s.compare(i, 5, "$TEAM") == 0) {
+        out += team;
+        i += 4;
+      } else if (s[i] == '$' && i + 1 < s.size() && s[i + 1] >= '1' && s[i + 1] <= '9') {
         size_t g = static_cast<size_t>(s[i + 1] - '0');
         if (g < m.size()) out += m[g];
         ++i;
@@ -105,7 +108,7 @@ void Substitute(Json& v, const Groups& m) {
     }
     v = out;
   } else if (v.is_array() || v.is_object()) {
-    for (auto& child : v) Substitute(child, m);
+    for (auto& child : v) Substitute(child, m, team);
   }
 }
 
@@ -181,6 +184,11 @@ bool GlobMatch(const std::string& pattern, const std::string& name) {
 }
 
 std::string AgentName(const std::string& agent_id) { return agent_id.substr(0, agent_id.find('@')); }
+
+std::string TeamOfAgent(const std::string& agent_id) {
+  const size_t at = agent_id.find('@');
+  return at == std::string::npos ? "" : agent_id.substr(at + 1);
+}
 
 std::string NewestUserText(const std::vector<ChatMessage>& messages) {
   for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
@@ -321,7 +329,8 @@ int Scenario::DelayOf(const std::string& agent, const std::string& user_text) {
   return i < 0 ? 0 : rules_[static_cast<size_t>(i)].delay_ms;
 }
 
-ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_text, bool consume) {
+ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_text, bool consume,
+                              const std::string& team) {
   ScenarioReply out;
   Json reply;
   Groups match;
@@ -337,7 +346,7 @@ ScenarioReply Scenario::Reply(const std::string& agent, const std::string& user_
     } else {
       reply = *ParseJson(default_reply_json_);
     }
-    Substitute(reply, match);
+    Substitute(reply, match, team);
     for (auto& b : reply) {
       if (b["type"] == "tool_use" && !b.contains("id")) {
         b["id"] = "toolu_s" + run_tag_ + "_" + std::to_string(next_tool_id_++);

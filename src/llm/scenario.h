@@ -66,8 +66,11 @@ class Scenario {
   // The reply for `agent` whose newest user turn reads `user_text`.
   // Thread-safe; deterministic given the order of calls per agent. With
   // `consume` false a `once` rule that matches is not used up (a reply
-  // that will not reach the client: mock-llm's injected faults).
-  ScenarioReply Reply(const std::string& agent, const std::string& user_text, bool consume = true);
+  // that will not reach the client: mock-llm's injected faults). `$TEAM`
+  // in a reply is `team` (the agent's, from its id "name@team"), so that
+  // one scenario serves any team.
+  ScenarioReply Reply(const std::string& agent, const std::string& user_text, bool consume = true,
+                      const std::string& team = "");
   // The delay_ms of the reply Reply would give now, without using up a
   // `once` rule or making the reply.
   int DelayOf(const std::string& agent, const std::string& user_text);
@@ -97,6 +100,8 @@ class Scenario {
 std::string NewestUserText(const std::vector<ChatMessage>& messages);
 // The agent's name in an agent id ("frontend@team" -> "frontend").
 std::string AgentName(const std::string& agent_id);
+// "team" of "name@team" ("" without one).
+std::string TeamOfAgent(const std::string& agent_id);
 // Glob match with * and ? (fnmatch).
 bool GlobMatch(const std::string& pattern, const std::string& name);
 // YAML text to JSON; errors carry line and column.

@@ -43,6 +43,18 @@ TEST(ScenarioTest, CapturesAreSubstitutedEverywhere) {
   EXPECT_EQ(r.rule, 0);
 }
 
+// $TEAM is the asking agent's team: one scenario serves any team.
+TEST(ScenarioTest, TeamIsTheAskingAgentsTeam) {
+  Scenario s = Load(R"({"rules": [{"when": "go", "once": false, "reply": [
+      {"type": "tool_use", "name": "Task", "input": {"team_name": "$TEAM", "prompt": "$TEAMS of $1$TEAM"}}]}]})");
+  auto r = s.Reply("lead", "go", true, "docs");
+  ASSERT_EQ(r.content.size(), 1u);
+  EXPECT_EQ(r.content[0].input_json, R"({"team_name":"docs","prompt":"docsS of docs"})");
+  EXPECT_EQ(s.Reply("lead", "go").content[0].input_json, R"({"team_name":"","prompt":"S of "})");
+  EXPECT_EQ(TeamOfAgent("writer@docs"), "docs");
+  EXPECT_EQ(TeamOfAgent("writer"), "");
+}
+
 TEST(ScenarioTest, OnceFiresOncePerAgentAndReusableRulesRepeat) {
   Scenario s = Load(kJson);
   EXPECT_EQ(s.Reply("lead", "migrate a to b").rule, 0);

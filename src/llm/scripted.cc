@@ -60,7 +60,7 @@ Result<Response> ScriptedProvider::Complete(const Request& request,
   if (!valid.ok()) {
     return Status::FailedPrecondition("HTTP 400 invalid_request_error: " + valid.message());
   }
-  ScenarioReply reply = scenario_->Reply(agent, newest);
+  ScenarioReply reply = scenario_->Reply(agent, newest, /*consume=*/true, TeamOfAgent(request.agent_id));
   // On time: a model told to take 50 ms takes 50 ms, not the 50.2 of a
   // plain wait on a virtual machine (core/clock.h).
   if (reply.delay_ms > 0 &&
