@@ -8,6 +8,7 @@
 set -euo pipefail
 examples=$(cd "$(dirname "$0")" && pwd)
 mates=${MATES:-$(command -v mates || echo "$examples/../build/src/mates")}
+case "$mates" in /*) ;; */*) mates="$PWD/$mates" ;; esac
 [ -x "$mates" ] || { echo "tour: no mates (./scripts/install, or MATES=…)" >&2; exit 1; }
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/mates-tour.XXXXXX")
 cd "$scratch"

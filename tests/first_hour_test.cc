@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -492,6 +493,104 @@ TEST_F(FirstHourTest, EveryHintWorksAsPrinted) {
   ASSERT_EQ(archived.size(), 1u) << del.out;
   works(archived[0], "plan_approval_request");
   EXPECT_EQ(ran, 9);
+}
+
+// The repository's root (the tests' fixtures are in tests/scenarios).
+fs::path SourceRoot() { return fs::path(testing::ScenarioFixture("x")).parent_path().parent_path().parent_path(); }
+
+// examples/tour.sh: up → send → status → a picture of the page → down, in
+// a folder of its own, leaving nothing running.
+TEST_F(FirstHourTest, TheTourRunsInAScratchFolderAndLeavesNothingRunning) {
+  SubprocessOptions o;
+  o.argv = {(SourceRoot() / "examples/tour.sh").string()};
+  o.cwd = ws_.path().string();
+  o.env = {"PATH=/usr/bin:/bin", "HOME=" + ws_.path().string(), "TMPDIR=" + ws_.path().string(),
+           "XDG_CONFIG_HOME=" + config_.path().string(), "MATES=" + testing::MatesBinary()};
+  o.timeout_s = 180;
+  auto r = RunSubprocess(o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->exit_code, 0) << r->out << r->err;
+  EXPECT_NE(r->out.find("lead -> user (message): pong: the team is at work"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("#2 [completed] Review NOTES.md"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("is down"), std::string::npos) << r->out;
+  std::smatch m;
+  const std::string out = r->out;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("the tour ran in (\\S+) "))) << r->out;
+  const fs::path scratch = m[1].str();
+  EXPECT_EQ(scratch.parent_path(), ws_.path());
+  EXPECT_EQ(testing::ReadAll(scratch / "NOTES.md"), "# Notes\n\nThe team of tour wrote this.\n");
+  if (fs::exists("/usr/bin/chromium")) {
+    EXPECT_GT(fs::file_size(scratch / "dashboard.png"), 10000u) << r->out;
+  }
+  EXPECT_TRUE(testing::ProcessesIn("mates", scratch).empty());
+}
+
+// The command lines of README.md's first code block under `heading`,
+// comments cut ("  # …").
+std::vector<std::string> ReadmeBlock(const std::string& heading) {
+  const std::string readme = testing::ReadAll(SourceRoot() / "README.md");
+  size_t at = readme.find("\n## " + heading + "\n");
+  if (at == std::string::npos) return {};
+  at = readme.find("```\n", at);
+  const size_t end = readme.find("```", at + 4);
+  std::vector<std::string> lines;
+  std::istringstream in(readme.substr(at + 4, end - at - 4));
+  for (std::string line; std::getline(in, line);) {
+    line = std::regex_replace(line, std::regex("\\s{2,}#.*$"), "");
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+// The README's examples, as printed, in a scratch folder (DESIGN §21):
+// each of the blocks that runs offline, line by line in one shell, with
+// a person's setting — an Anthropic key, here for `mates mock-llm`. A line
+// that watches (--watch, --follow) works if it is still at it after 3 s.
+// Not run: the blocks that need Claude Code in tmux (cluster), a
+// PostgreSQL server, a model that follows a plan (Teams), Ollama.
+TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
+  testing::MockLlm mock(testing::ScenarioFixture("lead_basic.yaml"), ws_.path() / "record.jsonl");
+  const fs::path tmp = ws_.path() / "tmp";
+  fs::create_directories(tmp);
+  int lines = 0;
+  for (const std::string heading :
+       {"The first hour", "Leave it running", "Work with an agent", "The team store from the shell",
+        "Tokens, cost and budgets"}) {
+    SCOPED_TRACE(heading);
+    std::vector<std::string> block = ReadmeBlock(heading);
+    ASSERT_FALSE(block.empty());
+    std::string script = "set -u\nex=\"$PWD/examples\"\n";
+    if (heading != "The first hour") script += "cd \"$(mktemp -d)\"\n";
+    for (const auto& line : block) {
+      // What needs a server that is not here.
+      if (line.find("11434") != std::string::npos || line.find("my-prices.yaml") != std::string::npos) continue;
+      std::string quoted = "'" + std::regex_replace(line, std::regex("'"), "'\\''") + "'";
+      if (line.find("=") != std::string::npos && line.find("mates") == std::string::npos) {
+        script += line + "\n";  // a variable, or a cd
+      } else if (line.find("--watch") != std::string::npos || line.find("--follow") != std::string::npos) {
+        script += "timeout 3 " + line + " >/dev/null; [ $? -eq 124 ] || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
+      } else {
+        script += line + " </dev/null || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
+      }
+      ++lines;
+    }
+    SubprocessOptions o;
+    o.argv = {"bash", "-c", script};
+    o.cwd = SourceRoot().string();
+    o.env = {"PATH=" + fs::path(testing::MatesBinary()).parent_path().string() + ":/usr/bin:/bin",
+             "HOME=" + ws_.path().string(), "TMPDIR=" + tmp.string(), "XDG_CONFIG_HOME=" + config_.path().string(),
+             "ANTHROPIC_API_KEY=sk-test-readme", "ANTHROPIC_BASE_URL=" + mock.url(), "LANG=C.UTF-8"};
+    o.timeout_s = 240;
+    auto r = RunSubprocess(o);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->exit_code, 0) << r->out.substr(r->out.size() > 3000 ? r->out.size() - 3000 : 0) << r->err;
+  }
+  EXPECT_GE(lines, 30);
+  // Nothing was written where the README is.
+  auto st = testing::Run({"git", "-C", SourceRoot().string(), "status", "--porcelain", "--ignored",
+                          "--untracked-files=all", "--", "examples", ".teams", ".tasks", ".mates", "src/hello.sh",
+                          "hello.sh", "NOTES.md"});
+  EXPECT_FALSE(std::regex_search(st.out, std::regex("(^|\\n)(\\?\\?|!!) "))) << st.out;
 }
 
 }  // namespace
