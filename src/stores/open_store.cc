@@ -19,7 +19,7 @@ Result<std::optional<pg::Target>> DatabaseOf(const std::string& url) {
   if (colon == std::string::npos || (url.rfind("postgres", 0) != 0)) {
     // Its scheme only: the rest of a URL may hold a password.
     return Status::InvalidArgument("the store '" + url.substr(0, std::min<size_t>(colon, 32)) +
-                                   ":…' is neither file: nor postgres://…");
+                                   ":…' is neither file: nor a PostgreSQL URL (that starts with postgres:// or postgresql://)");
   }
   MATES_ASSIGN_OR_RETURN(pg::Target t, pg::ParseTarget(url));
   return std::optional<pg::Target>(std::move(t));
