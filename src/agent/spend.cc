@@ -71,8 +71,9 @@ Result<std::vector<std::pair<std::string, fs::path>>> JournalsIn(const fs::path&
 
 // Adds each journal's usage lines to `team`, one entry per owner.
 Status AddJournals(const std::vector<std::pair<std::string, fs::path>>& files, TeamUsage* team) {
-  for (const auto& [name, path] : files) {
-    auto st = Journal::LoadUsage(path);
+  for (const auto& file : files) {
+    const std::string& name = file.first;  // (a name, not a binding: lambdas capture it)
+    auto st = Journal::LoadUsage(file.second);
     if (!st.ok()) {
       if (st.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
       return st.status();
