@@ -3,13 +3,18 @@
 // that keeps a conversation set aside.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
+#include "agent/activity.h"
+#include "core/clock.h"
 #include "core/subprocess.h"
+#include "store/merges.h"
+#include "stores/open_store.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -493,6 +498,140 @@ TEST_F(FirstHourTest, EveryHintWorksAsPrinted) {
   ASSERT_EQ(archived.size(), 1u) << del.out;
   works(archived[0], "plan_approval_request");
   EXPECT_EQ(ran, 9);
+}
+
+// Every kind of attention `mates status` can print with a command, each
+// made real in a workspace (what an agent's host records, written with the
+// host's own parts), and each command run as printed, from /, must do what
+// the item says: a failed turn is asked to go on, a conflicting merge is
+// shown, one waiting for review is approved (and another rejected: its
+// MergeDecided hook runs), a held queue resumes, a hook's block leads to
+// the hooks. A watch (`status --watch`) works if it still runs after 3 s.
+TEST_F(FirstHourTest, EveryAttentionHintWorksAsPrinted) {
+  const std::string ws = ws_.path().string();
+  const std::vector<std::string> env = {
+      "XDG_CONFIG_HOME=" + config_.path().string(), "MATES_STORE=",
+      "PATH=" + fs::path(testing::MatesBinary()).parent_path().string() + ":/usr/bin:/bin"};
+  auto sh = [&](const std::string& line, double timeout_s = 60) {
+    SubprocessOptions o;
+    o.argv = {"sh", "-c", line};
+    o.env = env;
+    o.cwd = "/";
+    o.timeout_s = timeout_s;
+    auto r = RunSubprocess(o);
+    if (!r.ok()) return CommandResult{-1, "", r.status().message()};
+    return CommandResult{r->exit_code, r->out, r->err};
+  };
+  auto mates = [&](const std::string& args) { return sh("mates -w " + ws + " " + args); };
+  // A git repository whose merge target, mates/t, was moved outside the queue.
+  for (const auto& argv : std::vector<std::vector<std::string>>{
+           {"git", "-C", ws, "init", "-q", "-b", "main"},
+           {"git", "-C", ws, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-q", "--allow-empty", "-m", "one"},
+           {"git", "-C", ws, "branch", "mates/t"}}) {
+    ASSERT_EQ(testing::Run(argv).exit_code, 0) << Words(argv);
+  }
+  ASSERT_EQ(mates("team create t --members a,b").exit_code, 0);
+  for (const char* subject : {"first", "second", "third"}) {
+    ASSERT_EQ(mates(std::string("tasks --team t create ") + subject).exit_code, 0);
+  }
+  ASSERT_EQ(mates("tasks --team t claim 1 --owner a").exit_code, 0);
+  const Workspace w(ws_.path());
+  auto store = OpenTeamStore("", w);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  ASSERT_TRUE((*store)
+                  ->UpdateTeam("t",
+                               [](TeamConfig& c) {
+                                 c.git.target_branch = "mates/t";
+                                 c.git.target_at = std::string(40, 'a');
+                                 c.git.held_found = std::string(40, 'b');
+                                 c.git.held_since = WallSeconds();
+                                 return Status::Ok();
+                               })
+                  .ok());
+  MergeStore merges(w, "t");
+  MergeRequest conflict;
+  conflict.task = 1;
+  conflict.owner = "a";
+  conflict.status = MergeState::kConflict;
+  conflict.files = {"src/a.cc"};
+  conflict.output = "CONFLICT (content): Merge conflict in src/a.cc";
+  MergeRequest review = conflict;
+  review.task = 2;
+  review.status = MergeState::kReview;
+  review.files.clear();
+  MergeRequest another = review;
+  another.task = 3;
+  another.owner = "b";
+  for (const auto& m : {conflict, review, another}) ASSERT_TRUE(merges.Create(m).ok());
+  // Hosted by this process, as a host holds its agents.
+  std::vector<std::unique_ptr<Hold>> hosted;
+  for (const char* member : {"lead", "a", "b"}) {
+    auto held = (*store)->HoldLiveness("t", member);
+    ASSERT_TRUE(held.ok()) << held.status().message();
+    hosted.push_back(std::move(*held));
+  }
+  {
+    // What the host's agents recorded: the lead's turn failed, a retries
+    // the model, a hook blocked b.
+    agent::ActivityFile lead(w.AgentsDir("t") / "lead.status.json", "lead", "m");
+    lead.Failed("HTTP 503 (gave up after 5 attempts)", "tries again at its next message");
+    agent::ActivityFile a(w.AgentsDir("t") / "a.status.json", "a", "m");
+    a.Retrying(2, 5, 60, "connection refused");
+    agent::ActivityFile b(w.AgentsDir("t") / "b.status.json", "b", "m");
+    b.Blocked("PreToolUse", "bash(rm -rf build): no rm -rf here");
+  }
+  agent::ActivityFile::FlushAll();
+  // The person's MergeDecided hook, which a rejection runs.
+  const fs::path decided = ws_.path() / "decided.json";
+  fs::create_directories(config_.path() / "mates");
+  testing::WriteAll(config_.path() / "mates/config.yaml",
+                     "hooks:\n  MergeDecided:\n    - matcher: rejected\n      hooks: [{type: command, command: \"cat > " +
+                         decided.string() + "\"}]\n");
+
+  auto status = mates("status --team t");
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  std::map<std::string, std::string> hint;  // the kind's words → its command
+  std::regex item("\\n  ! ([^\\n]*)\\n      \\$ (mates -w [^\\n]*)");
+  for (auto it = std::sregex_iterator(status.out.begin(), status.out.end(), item); it != std::sregex_iterator(); ++it) {
+    hint[(*it)[1]] = (*it)[2];
+  }
+  auto find = [&](const std::string& words) {
+    for (const auto& [subject, command] : hint) {
+      if (subject.find(words) != std::string::npos) return command;
+    }
+    ADD_FAILURE() << "no item saying '" << words << "' in\n" << status.out;
+    return std::string();
+  };
+  auto works = [&](const std::string& command, const std::string& says) {
+    SCOPED_TRACE(command);
+    auto r = sh(command);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find(says), std::string::npos) << r.out << r.err;
+  };
+  EXPECT_EQ(hint.size(), 7u) << status.out;
+  works(find("lead's turn failed"), "sent message");
+  works(find("conflicts in src/a.cc"), "CONFLICT (content)");
+  works(find("merge request 2 (task #2 by a) waits for review"), "approved merge request 2");
+  works(find("the merge queue is held"), "resumed: the merge queue of team t");
+  works(find("a PreToolUse hook blocked"), "MergeDecided");
+  const std::string watch = find("retrying in");
+  EXPECT_EQ(sh("timeout 3 " + watch + " >/dev/null; echo $?").out, "124\n") << watch;
+  // The other way of the review's note: a rejection, which tells b and runs
+  // the person's hook.
+  std::smatch note;
+  ASSERT_TRUE(std::regex_search(status.out, note, std::regex("or: (mates -w \\S+ merges --team t reject 3) --feedback")))
+      << status.out;
+  auto reject = sh(note[1].str() + " --feedback \"split it up\"");
+  EXPECT_EQ(reject.exit_code, 0) << reject.err;
+  EXPECT_NE(mates("inbox --team t b --peek").out.find("merge rejected by user: split it up"), std::string::npos);
+  auto hook_saw = Json::parse(testing::ReadAll(decided), nullptr, false);
+  EXPECT_EQ(hook_saw.value("hook_event_name", ""), "MergeDecided") << testing::ReadAll(decided);
+  // What the commands did is what status sees.
+  status = mates("status --team t");
+  EXPECT_NE(mates("inbox --team t lead --peek").out.find("Go on."), std::string::npos);
+  for (const std::string gone : {"waits for review", "is held"}) {
+    EXPECT_EQ(status.out.find(gone), std::string::npos) << gone << "\n" << status.out;
+  }
 }
 
 // The repository's root (the tests' fixtures are in tests/scenarios).

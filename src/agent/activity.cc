@@ -230,6 +230,7 @@ ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model,
   a_.agent = std::move(agent);
   a_.model = std::move(model);
   a_.pid = ::getpid();
+  a_.since = a_.updated_at = WallSeconds();  // idle since it began
   slot_->path = path_;
   slot_->spare = SpareIn(fs::path(path_).parent_path(), fs::path(path_).filename().string());
   slot_->agent = a_.agent;

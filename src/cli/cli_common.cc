@@ -1,5 +1,6 @@
 #include "cli/cli_common.h"
 
+#include <regex>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -62,6 +63,19 @@ std::string Globals::Mates() const {
 std::string Globals::Pasteable(const std::string& hint) const {
   if (hint.rfind("mates ", 0) != 0) return hint;
   return Mates() + hint.substr(5);
+}
+
+std::string Globals::PasteableIn(const std::string& text) const {
+  static const std::regex kCommand("(^|[\\s(`])mates (?=[a-z])");
+  std::string out;
+  auto from = text.begin();
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kCommand); it != std::sregex_iterator(); ++it) {
+    const auto at = text.begin() + it->position() + it->length(1);
+    out.append(from, at);
+    out += Mates() + " ";  // not a regex format: a workspace path may hold a '$'
+    from = at + 6;
+  }
+  return out.append(from, text.end());
 }
 
 CLI::Option* AddTeamOption(CLI::App* cmd, Globals& g) {

@@ -40,6 +40,9 @@ struct Globals {
   std::string Mates() const;
   // `hint`, a "mates …" command line, with Mates()'s options.
   std::string Pasteable(const std::string& hint) const;
+  // `text` (a note) with each command in it, "mates …" after a space, a
+  // parenthesis or a backtick, made pasteable as above.
+  std::string PasteableIn(const std::string& text) const;
 };
 
 // A word as a POSIX shell reads it back: bare when it is safe, else in

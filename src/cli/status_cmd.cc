@@ -90,7 +90,7 @@ std::string RenderAttention(const Globals& g, const TeamView& v) {
   for (const auto& i : items) {
     o << "  ! " << Cut(i.subject, 200) << (i.since > 0 ? "  (" + Duration(v.now - i.since) + " ago)" : "") << "\n";
     if (!i.hint.empty()) o << "      $ " << g.Pasteable(i.hint) << "\n";
-    if (!i.note.empty()) o << "      " << i.note << "\n";
+    if (!i.note.empty()) o << "      " << g.PasteableIn(i.note) << "\n";
   }
   return o.str() + "\n";
 }
