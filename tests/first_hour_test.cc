@@ -35,6 +35,17 @@ class FirstHourTest : public ::testing::Test {
     if (!store_set) env.push_back("MATES_STORE=");
     return testing::RunMates(ws_.path(), args, env, "", timeout_s);
   }
+  // `line` run by sh from /, with only `env`: as a person pastes it.
+  static CommandResult Sh(const std::string& line, const std::vector<std::string>& env) {
+    SubprocessOptions o;
+    o.argv = {"sh", "-c", line};
+    o.env = env;
+    o.cwd = "/";
+    o.timeout_s = 60;
+    auto r = RunSubprocess(o);
+    if (!r.ok()) return CommandResult{-1, "", r.status().message()};
+    return CommandResult{r->exit_code, r->out, r->err};
+  }
   TempDir ws_;
   TempDir config_;
 };
@@ -414,16 +425,7 @@ TEST_F(FirstHourTest, EveryHintWorksAsPrinted) {
       "XDG_CONFIG_HOME=" + config_.path().string(), "MATES_STORE=", "ANTHROPIC_API_KEY=sk-test-hints",
       "ANTHROPIC_BASE_URL=" + mock.url(),
       "PATH=" + fs::path(testing::MatesBinary()).parent_path().string() + ":/usr/bin:/bin"};
-  auto sh = [&](const std::string& line, double timeout_s = 60) {
-    SubprocessOptions o;
-    o.argv = {"sh", "-c", line};
-    o.env = env;
-    o.cwd = "/";
-    o.timeout_s = timeout_s;
-    auto r = RunSubprocess(o);
-    if (!r.ok()) return CommandResult{-1, "", r.status().message()};
-    return CommandResult{r->exit_code, r->out, r->err};
-  };
+  auto sh = [&](const std::string& line) { return Sh(line, env); };
   // The hints in `text`: each match of `re`'s first group.
   auto hints = [](const std::string& text, const std::string& re) {
     std::vector<std::string> out;
@@ -512,16 +514,7 @@ TEST_F(FirstHourTest, EveryAttentionHintWorksAsPrinted) {
   const std::vector<std::string> env = {
       "XDG_CONFIG_HOME=" + config_.path().string(), "MATES_STORE=",
       "PATH=" + fs::path(testing::MatesBinary()).parent_path().string() + ":/usr/bin:/bin"};
-  auto sh = [&](const std::string& line, double timeout_s = 60) {
-    SubprocessOptions o;
-    o.argv = {"sh", "-c", line};
-    o.env = env;
-    o.cwd = "/";
-    o.timeout_s = timeout_s;
-    auto r = RunSubprocess(o);
-    if (!r.ok()) return CommandResult{-1, "", r.status().message()};
-    return CommandResult{r->exit_code, r->out, r->err};
-  };
+  auto sh = [&](const std::string& line) { return Sh(line, env); };
   auto mates = [&](const std::string& args) { return sh("mates -w " + ws + " " + args); };
   // A git repository whose merge target, mates/t, was moved outside the queue.
   for (const auto& argv : std::vector<std::vector<std::string>>{
