@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "core/json.h"
@@ -145,6 +146,41 @@ TEST_F(ClusterTest, UpSendStatusLogDownFromSeparateProcesses) {
   EXPECT_FALSE(fs::exists(SocketFile())) << SocketFile();  // tmux leaves it; down does not
   EXPECT_NE(Cluster({"status"}).out.find(": down"), std::string::npos);
   EXPECT_EQ(Cluster({"send", "grand_boss", "hi"}).exit_code, 1);
+}
+
+// What `up` prints to go on with, each line run as printed (DESIGN §21):
+// from another folder, through sh, with `mates` on the PATH; AGENT TEXT
+// filled in, attach on a terminal (script(1)) where it stays attached.
+TEST_F(ClusterTest, TheFollowUpsUpPrintsWorkAsPrinted) {
+  Write(2);
+  auto up = Cluster({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  std::vector<std::string> next;
+  std::istringstream in(up.out.substr(up.out.find("from here:\n")));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("  mates cluster ", 0) == 0) next.push_back(line.substr(2));
+  }
+  ASSERT_EQ(next.size(), 5u) << up.out;
+  const std::string path = fs::path(testing::MatesBinary()).parent_path().string() + ":/usr/bin:/bin";
+  auto sh = [&](const std::string& line) {
+    return testing::Run({"env", "-C", "/", "PATH=" + path, "TERM=xterm", "sh", "-c", line}, 30);
+  };
+  const std::string send = next[0];
+  ASSERT_EQ(send.substr(send.size() - 11), " AGENT TEXT") << send;
+  auto sent = sh(send.substr(0, send.size() - 10) + "middle_manager 'split the work please'");
+  EXPECT_EQ(sent.exit_code, 0) << sent.err;
+  EXPECT_NE(sent.out.find("middle_manager got 21 bytes"), std::string::npos) << sent.out;
+  auto status = sh(next[1]);
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("middle_manager"), std::string::npos) << status.out;
+  auto log = sh(next[2]);
+  EXPECT_NE(log.out.find("-> middle_manager [task] split the work please"), std::string::npos) << log.out;
+  // attach takes the terminal and keeps it until the person detaches.
+  auto attach = sh("timeout 3 script -qec \"" + next[3] + "\" /dev/null >/dev/null; echo $?");
+  EXPECT_EQ(attach.out, "124\n") << next[3] << attach.err;
+  auto down = sh(next[4]);
+  EXPECT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_FALSE(ServerAlive());
 }
 
 // A first-time user's pane whose command is missing, or exits at once:
