@@ -393,6 +393,7 @@ void Repl(agent::AgentLoop& lead, tools::ToolContext& ctx, LiveOutput& out, Sess
     if (tty) {
       std::cout << "mates> " << std::flush;
     }
+    std::cout << std::flush;  // what the last line printed, also into a pipe, before waiting for the next
     auto next = reader.Next();
     if (!next) break;
     const std::string& line = *next;
