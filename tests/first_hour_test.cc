@@ -3,6 +3,7 @@
 // that keeps a conversation set aside.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -687,14 +688,15 @@ TEST_F(FirstHourTest, TheTourRunsInAScratchFolderAndLeavesNothingRunning) {
 
 // The command lines of README.md's first code block under `heading`,
 // comments cut ("  # …").
-std::vector<std::string> ReadmeBlock(const std::string& heading) {
+std::vector<std::string> ReadmeBlock(const std::string& heading, const std::string& fence = "```\n") {
   const std::string readme = testing::ReadAll(SourceRoot() / "README.md");
   size_t at = readme.find("\n## " + heading + "\n");
   if (at == std::string::npos) return {};
-  at = readme.find("```\n", at);
-  const size_t end = readme.find("```", at + 4);
+  at = readme.find(fence, at);
+  if (at == std::string::npos || at > readme.find("\n## ", at - fence.size() + 1)) return {};
+  const size_t end = readme.find("```", at + fence.size());
   std::vector<std::string> lines;
-  std::istringstream in(readme.substr(at + 4, end - at - 4));
+  std::istringstream in(readme.substr(at + fence.size(), end - at - fence.size()));
   for (std::string line; std::getline(in, line);) {
     line = std::regex_replace(line, std::regex("\\s{2,}#.*$"), "");
     if (!line.empty()) lines.push_back(line);
@@ -704,53 +706,113 @@ std::vector<std::string> ReadmeBlock(const std::string& heading) {
 
 // The README's examples, as printed, in a scratch folder (DESIGN §21):
 // each of the blocks that runs offline, line by line in one shell, with
-// a person's setting — an Anthropic key, here for `mates mock-llm`. A line
-// that watches (--watch, --follow) works if it is still at it after 3 s.
-// Not run: the blocks that need Claude Code in tmux (cluster), a
-// PostgreSQL server, a model that follows a plan (Teams), Ollama.
+// a person's setting — an Anthropic key, here for `mates mock-llm` serving
+// the scenario the block's goals need. A line that watches or serves
+// (--watch, --follow, dashboard) works if it is still at it after 3 s; one
+// put in the background (&) is waited for until its port answers. Blocks
+// listed together share a folder (MCP's joins the team the store's made).
+// Not run: the blocks that need five Claude Code agents in tmux (cluster),
+// a PostgreSQL server shared by machines, a model that follows a plan in a
+// git repository (worktrees), Ollama; the Claude Code line when it is not
+// installed (said, loudly).
 TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
   testing::MockLlm mock(testing::ScenarioFixture("lead_basic.yaml"), ws_.path() / "record.jsonl");
+  testing::MockLlm teams(testing::ScenarioFixture("readme_teams.yaml"), ws_.path() / "teams.jsonl");
   const fs::path tmp = ws_.path() / "tmp";
   fs::create_directories(tmp);
+  const fs::path claude = SourceRoot() / ".cache/npm/node_modules/.bin";
+  const bool have_claude = fs::exists(claude / "claude");
   int lines = 0;
-  for (const std::string heading :
-       {"The first hour", "Leave it running", "Work with an agent", "The team store from the shell",
-        "Tokens, cost and budgets"}) {
-    SCOPED_TRACE(heading);
-    std::vector<std::string> block = ReadmeBlock(heading);
-    ASSERT_FALSE(block.empty());
+  const std::vector<std::pair<std::vector<std::string>, const testing::MockLlm*>> groups = {
+      {{"The first hour"}, &mock},
+      {{"Leave it running"}, &mock},
+      {{"Work with an agent"}, &mock},
+      {{"The team store from the shell", "External agents in a team, over MCP"}, &mock},
+      {{"Tokens, cost and budgets"}, &mock},
+      {{"What an agent's commands can touch"}, &mock},
+      {{"Teams"}, &teams},
+      {{"Trying prompts and flows offline"}, &mock},
+  };
+  for (const auto& [headings, model] : groups) {
+    SCOPED_TRACE(headings[0]);
     std::string script = "set -u\nex=\"$PWD/examples\"\n";
-    if (heading != "The first hour") script += "cd \"$(mktemp -d)\"\n";
-    for (const auto& line : block) {
-      // What needs a server that is not here.
-      if (line.find("11434") != std::string::npos || line.find("my-prices.yaml") != std::string::npos) continue;
-      std::string quoted = "'" + std::regex_replace(line, std::regex("'"), "'\\''") + "'";
-      if (line.find("=") != std::string::npos && line.find("mates") == std::string::npos) {
-        script += line + "\n";  // a variable, or a cd
-      } else if (line.find("--watch") != std::string::npos || line.find("--follow") != std::string::npos) {
-        script += "timeout 3 " + line + " >/dev/null; [ $? -eq 124 ] || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
-      } else {
-        script += line + " </dev/null || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
+    if (headings[0] != "The first hour") script += "cd \"$(mktemp -d)\"\n";
+    for (const auto& heading : headings) {
+      std::vector<std::string> block = ReadmeBlock(heading);
+      ASSERT_FALSE(block.empty()) << heading;
+      for (const auto& line : block) {
+        // What needs a server that is not here.
+        if (line.find("11434") != std::string::npos || line.find("my-prices.yaml") != std::string::npos) continue;
+        if (!have_claude && line.find(" claude ") != std::string::npos) {
+          std::cerr << "*** NOT RUN LOUDLY: Claude Code is not installed at " << claude.string() << ": " << line
+                    << "\n";
+          continue;
+        }
+        std::string quoted = "'" + std::regex_replace(line, std::regex("'"), "'\\''") + "'";
+        std::smatch port;
+        if (std::regex_match(line, std::regex("(cd |[A-Za-z_]+=\\S*$).*"))) {
+          script += line + "\n";  // a variable, or a cd
+        } else if (std::regex_search(line, port, std::regex("--port (\\d+) &$"))) {
+          script += line + "\nfor i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/" + port[1].str() +
+                    ") 2>/dev/null && break; sleep 0.1; done\n";
+        } else if (line.find("--watch") != std::string::npos || line.find("--follow") != std::string::npos ||
+                   line.rfind("mates dashboard", 0) == 0) {
+          script += "timeout 3 " + line + " >/dev/null; [ $? -eq 124 ] || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
+        } else {
+          script += line + " </dev/null || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
+        }
+        ++lines;
       }
-      ++lines;
     }
     SubprocessOptions o;
     o.argv = {"bash", "-c", script};
     o.cwd = SourceRoot().string();
-    o.env = {"PATH=" + fs::path(testing::MatesBinary()).parent_path().string() + ":/usr/bin:/bin",
+    o.env = {"PATH=" + fs::path(testing::MatesBinary()).parent_path().string() + ":" + claude.string() +
+                 ":/usr/local/bin:/usr/bin:/bin",
              "HOME=" + ws_.path().string(), "TMPDIR=" + tmp.string(), "XDG_CONFIG_HOME=" + config_.path().string(),
-             "ANTHROPIC_API_KEY=sk-test-readme", "ANTHROPIC_BASE_URL=" + mock.url(), "LANG=C.UTF-8"};
+             "ANTHROPIC_API_KEY=sk-test-readme", "ANTHROPIC_BASE_URL=" + model->url(), "LANG=C.UTF-8",
+             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"};
     o.timeout_s = 240;
     auto r = RunSubprocess(o);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->exit_code, 0) << r->out.substr(r->out.size() > 3000 ? r->out.size() - 3000 : 0) << r->err;
+    if (headings[0] == "Trying prompts and flows offline" && have_claude) {
+      EXPECT_NE(r->out.find("Hello from a mates scenario!"), std::string::npos) << r->out << r->err;
+    }
   }
-  EXPECT_GE(lines, 30);
+  EXPECT_GE(lines, 40);
   // Nothing was written where the README is.
   auto st = testing::Run({"git", "-C", SourceRoot().string(), "status", "--porcelain", "--ignored",
                           "--untracked-files=all", "--", "examples", ".teams", ".tasks", ".mates", "src/hello.sh",
                           "hello.sh", "NOTES.md"});
   EXPECT_FALSE(std::regex_search(st.out, std::regex("(^|\\n)(\\?\\?|!!) "))) << st.out;
+}
+
+// The README's settings (its YAML blocks), put where it says, are read
+// as written: the hooks are listed, and the sandbox they shape works.
+TEST_F(FirstHourTest, TheReadmesSettingsAreReadAsWritten) {
+  std::string config;
+  for (const std::string heading : {"What an agent's commands can touch", "Hooks: your rules between the agents and their tools"}) {
+    std::vector<std::string> block = ReadmeBlock(heading, "```yaml\n");
+    ASSERT_FALSE(block.empty()) << heading;
+    for (const auto& line : block) config += line + "\n";
+  }
+  testing::WriteAll(config_.path() / "mates/config.yaml", config);
+  auto hooks = Mates({"hooks", "list"});
+  ASSERT_EQ(hooks.exit_code, 0) << hooks.err;
+  EXPECT_NE(hooks.out.find("PreToolUse [Bash]  ~/bin/no-rm-rf"), std::string::npos) << hooks.out;
+  EXPECT_NE(hooks.out.find("TaskCompleted  make -s test >&2 || exit 2  (timeout 300 s)"), std::string::npos)
+      << hooks.out;
+  auto doctor = Mates({"doctor", "--json", "--no-call"});
+  auto j = Json::parse(doctor.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << doctor.out << doctor.err;
+  bool checked = false;
+  for (const auto& c : j["checks"]) {
+    if (c["check"] != "sandbox") continue;
+    checked = true;
+    EXPECT_NE(c["result"], "fail") << c;
+  }
+  EXPECT_TRUE(checked) << doctor.out;
 }
 
 }  // namespace
