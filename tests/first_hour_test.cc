@@ -3,6 +3,7 @@
 // that keeps a conversation set aside.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -16,6 +17,7 @@
 #include "core/subprocess.h"
 #include "store/merges.h"
 #include "stores/open_store.h"
+#include "support/pg_suite.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -704,6 +706,41 @@ std::vector<std::string> ReadmeBlock(const std::string& heading, const std::stri
   return lines;
 }
 
+// A README block's lines as a bash script that stops at the first line
+// that fails (DESIGN §21): a variable or a cd as it is; a line that watches
+// or serves (--watch, --follow, dashboard) works if it is still at it after
+// 3 s; one put in the background (&) is waited for until its port answers;
+// `claude_missing` (where Claude Code would be) skips its lines, loudly.
+// `adapt` may change a line first (to run it as on another machine).
+std::string ScriptOf(const std::vector<std::string>& block, const std::string& claude_missing, int* lines,
+                     const std::function<std::string(const std::string&)>& adapt = {}) {
+  std::string script;
+  for (std::string line : block) {
+    // What needs a server that is not here.
+    if (line.find("11434") != std::string::npos || line.find("my-prices.yaml") != std::string::npos) continue;
+    if (!claude_missing.empty() && line.find(" claude ") != std::string::npos) {
+      std::cerr << "*** NOT RUN LOUDLY: Claude Code is not installed at " << claude_missing << ": " << line << "\n";
+      continue;
+    }
+    ++*lines;
+    const std::string quoted = "'" + std::regex_replace(line, std::regex("'"), "'\\''") + "'";
+    if (adapt) line = adapt(line);
+    std::smatch port;
+    if (std::regex_match(line, std::regex("(cd |export |[A-Za-z_]+=\\S*$).*"))) {
+      script += line + "\n";  // a variable, or a cd
+    } else if (std::regex_search(line, port, std::regex("--port (\\d+) &$"))) {
+      script += line + "\nfor i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/" + port[1].str() +
+                ") 2>/dev/null && break; sleep 0.1; done\n";
+    } else if (line.find("--watch") != std::string::npos || line.find("--follow") != std::string::npos ||
+               line.find("mates dashboard") != std::string::npos) {
+      script += "timeout 3 " + line + " >/dev/null; [ $? -eq 124 ] || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
+    } else {
+      script += line + " </dev/null || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
+    }
+  }
+  return script;
+}
+
 // The README's examples, as printed, in a scratch folder (DESIGN §21):
 // each of the blocks that runs offline, line by line in one shell, with
 // a person's setting — an Anthropic key, here for `mates mock-llm` serving
@@ -711,58 +748,46 @@ std::vector<std::string> ReadmeBlock(const std::string& heading, const std::stri
 // (--watch, --follow, dashboard) works if it is still at it after 3 s; one
 // put in the background (&) is waited for until its port answers. Blocks
 // listed together share a folder (MCP's joins the team the store's made).
-// Not run: the blocks that need five Claude Code agents in tmux (cluster),
-// a PostgreSQL server shared by machines, a model that follows a plan in a
-// git repository (worktrees), Ollama; the Claude Code line when it is not
-// installed (said, loudly).
+// Not run here: the block that needs five Claude Code agents in tmux
+// (cluster), PostgreSQL's (its own test, below), Ollama's line; the Claude
+// Code line when it is not installed (said, loudly).
 TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
   testing::MockLlm mock(testing::ScenarioFixture("lead_basic.yaml"), ws_.path() / "record.jsonl");
   testing::MockLlm teams(testing::ScenarioFixture("readme_teams.yaml"), ws_.path() / "teams.jsonl");
+  testing::MockLlm worktrees(testing::ScenarioFixture("readme_worktrees.yaml"), ws_.path() / "worktrees.jsonl");
   const fs::path tmp = ws_.path() / "tmp";
   fs::create_directories(tmp);
   const fs::path claude = SourceRoot() / ".cache/npm/node_modules/.bin";
   const bool have_claude = fs::exists(claude / "claude");
   int lines = 0;
-  const std::vector<std::pair<std::vector<std::string>, const testing::MockLlm*>> groups = {
-      {{"The first hour"}, &mock},
-      {{"Leave it running"}, &mock},
-      {{"Work with an agent"}, &mock},
-      {{"The team store from the shell", "External agents in a team, over MCP"}, &mock},
-      {{"Tokens, cost and budgets"}, &mock},
-      {{"What an agent's commands can touch"}, &mock},
-      {{"Teams"}, &teams},
-      {{"Trying prompts and flows offline"}, &mock},
+  // The worktrees' block works in a repository whose tests `make test` runs.
+  const std::string repository =
+      "git init -q && printf 'test:\\n\\ttest -s limit.txt\\n' > Makefile && git add Makefile && "
+      "git -c user.name=p -c user.email=p@x commit -qm start || exit 1\n";
+  struct Group {
+    std::vector<std::string> headings;
+    const testing::MockLlm* model;
+    std::string folder;  // made ready so
   };
-  for (const auto& [headings, model] : groups) {
+  const std::vector<Group> groups = {
+      {{"The first hour"}, &mock, ""},
+      {{"Leave it running"}, &mock, ""},
+      {{"Work with an agent"}, &mock, ""},
+      {{"The team store from the shell", "External agents in a team, over MCP"}, &mock, ""},
+      {{"Tokens, cost and budgets"}, &mock, ""},
+      {{"What an agent's commands can touch"}, &mock, ""},
+      {{"Teams"}, &teams, ""},
+      {{"Teammates in their own worktrees"}, &worktrees, repository},
+      {{"Trying prompts and flows offline"}, &mock, ""},
+  };
+  for (const auto& [headings, model, folder] : groups) {
     SCOPED_TRACE(headings[0]);
     std::string script = "set -u\nex=\"$PWD/examples\"\n";
-    if (headings[0] != "The first hour") script += "cd \"$(mktemp -d)\"\n";
+    if (headings[0] != "The first hour") script += "cd \"$(mktemp -d)\"\n" + folder;
     for (const auto& heading : headings) {
       std::vector<std::string> block = ReadmeBlock(heading);
       ASSERT_FALSE(block.empty()) << heading;
-      for (const auto& line : block) {
-        // What needs a server that is not here.
-        if (line.find("11434") != std::string::npos || line.find("my-prices.yaml") != std::string::npos) continue;
-        if (!have_claude && line.find(" claude ") != std::string::npos) {
-          std::cerr << "*** NOT RUN LOUDLY: Claude Code is not installed at " << claude.string() << ": " << line
-                    << "\n";
-          continue;
-        }
-        std::string quoted = "'" + std::regex_replace(line, std::regex("'"), "'\\''") + "'";
-        std::smatch port;
-        if (std::regex_match(line, std::regex("(cd |[A-Za-z_]+=\\S*$).*"))) {
-          script += line + "\n";  // a variable, or a cd
-        } else if (std::regex_search(line, port, std::regex("--port (\\d+) &$"))) {
-          script += line + "\nfor i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/" + port[1].str() +
-                    ") 2>/dev/null && break; sleep 0.1; done\n";
-        } else if (line.find("--watch") != std::string::npos || line.find("--follow") != std::string::npos ||
-                   line.rfind("mates dashboard", 0) == 0) {
-          script += "timeout 3 " + line + " >/dev/null; [ $? -eq 124 ] || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
-        } else {
-          script += line + " </dev/null || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
-        }
-        ++lines;
-      }
+      script += ScriptOf(block, have_claude ? "" : claude.string(), &lines);
     }
     SubprocessOptions o;
     o.argv = {"bash", "-c", script};
@@ -813,6 +838,55 @@ TEST_F(FirstHourTest, TheReadmesSettingsAreReadAsWritten) {
     EXPECT_NE(c["result"], "fail") << c;
   }
   EXPECT_TRUE(checked) << doctor.out;
+}
+
+// README "A store in PostgreSQL", as printed, on a private server: its
+// URL is the person's (the test server's here); the lines for "a second
+// machine" (--teammates) run in a second folder, as on one; the folder is
+// a git checkout with a remote, `origin`, as the README says every
+// machine's is. What it leaves running is stopped after.
+class FirstHourPgTest : public testing::PgSuite {
+ protected:
+  TempDir ws_;
+  TempDir config_;
+};
+
+TEST_F(FirstHourPgTest, TheReadmesPostgresqlBlockWorksAsPrinted) {
+  auto url = server_->CreateDatabase("readme");
+  ASSERT_TRUE(url.ok()) << url.status().message();
+  testing::MockLlm mock(testing::ScenarioFixture("lead_basic.yaml"), ws_.path() / "record.jsonl");
+  const fs::path tmp = ws_.path() / "tmp";
+  fs::create_directories(tmp);
+  std::vector<std::string> block = ReadmeBlock("A store in PostgreSQL");
+  ASSERT_FALSE(block.empty());
+  ASSERT_EQ(block[0].rfind("export MATES_STORE=postgres://", 0), 0u) << block[0];
+  int lines = 0;
+  std::string script = "set -u\nhere=\"$(mktemp -d)\" second=\"$(mktemp -d)\"\n"
+                       "trap '(cd \"$here/w\" && mates down --team demo); (cd \"$second\" && mates down --team demo)' EXIT\n"
+                       "git init -q --bare \"$here/origin.git\" && mkdir \"$here/w\" && cd \"$here/w\" && git init -q && "
+                       "git commit -q --allow-empty -m start && git remote add origin ../origin.git && "
+                       "git push -q origin HEAD || exit 1\n";
+  script += ScriptOf(block, "", &lines, [&](const std::string& line) {
+    if (line.rfind("export MATES_STORE=", 0) == 0) return "export MATES_STORE=" + *url;
+    if (line.find(" --teammates ") != std::string::npos) return "(cd \"$second\" && " + line + ")";
+    return line;
+  });
+  SubprocessOptions o;
+  o.argv = {"bash", "-c", script};
+  o.cwd = ws_.path().string();
+  o.env = {"PATH=" + fs::path(testing::MatesBinary()).parent_path().string() + ":/usr/bin:/bin",
+           "HOME=" + ws_.path().string(), "TMPDIR=" + tmp.string(), "XDG_CONFIG_HOME=" + config_.path().string(),
+           "ANTHROPIC_API_KEY=sk-test-readme", "ANTHROPIC_BASE_URL=" + mock.url(), "LANG=C.UTF-8",
+           "GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@x", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@x"};
+  o.timeout_s = 240;
+  auto r = RunSubprocess(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 0) << r->out.substr(r->out.size() > 3000 ? r->out.size() - 3000 : 0) << r->err;
+  EXPECT_GE(lines, 19);
+  EXPECT_NE(r->out.find("exported team 'demo'"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("carol@demo joined"), std::string::npos) << r->out;
+  const auto left = testing::ProcessesIn("mates", tmp);
+  EXPECT_TRUE(left.empty()) << left.front();
 }
 
 }  // namespace

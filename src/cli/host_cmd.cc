@@ -179,15 +179,18 @@ struct DownArgs {
   double timeout = 30;
 };
 
-// The shutdown protocol (DESIGN §3) before any force: every teammate not
-// stopped yet is asked, as the lead, to wrap up and answer; those that stop
+// The shutdown protocol (DESIGN §3) before any force: every teammate a
+// host runs (in-process, hosted now: not an external agent, which the
+// host does not stop, nor one nobody hosts, which cannot answer) is asked,
+// as the lead, to wrap up and answer; those that stop
 // (roster status `shutdown`) within `grace` seconds are done for good. One
 // line says who was asked and who did not stop in time: those the host's
 // SIGTERM stops, and the next `up` resumes from their journals.
 // `of_team`: say which team (the host hosts more than one).
 void AskTeammatesToStop(TeamStore& store, const TeamConfig& team, double grace, bool of_team) {
   std::vector<std::string> asked = team::AskToShutDown(
-      store, team, "The team is going down (mates down): wrap up, answer with shutdown_response, then stop.");
+      store, team, "The team is going down (mates down): wrap up, answer with shutdown_response, then stop.",
+      [&](const Member& m) { return m.backend == MemberBackend::kInProcess && store.IsHosted(team.name, m.name); });
   if (asked.empty()) return;
   std::vector<std::string> left = team::WaitForShutdowns(
       store, team.name, asked, [&](const std::string& n) { return team::StoppedByRoster(store, team.name, n); },

@@ -6,12 +6,13 @@
 
 namespace mates::team {
 
-std::vector<std::string> AskToShutDown(TeamStore& store, const TeamConfig& team, const std::string& why) {
+std::vector<std::string> AskToShutDown(TeamStore& store, const TeamConfig& team, const std::string& why,
+                                       const std::function<bool(const Member&)>& whom) {
   std::vector<std::string> asked;
   std::unique_ptr<TeamMail> mail = store.Mail(team.name);
   Messenger messenger(*mail);
   for (const auto& m : team.members) {
-    if (team.IsLead(m.name) || m.status == MemberStatus::kShutdown) continue;
+    if (team.IsLead(m.name) || m.status == MemberStatus::kShutdown || (whom && !whom(m))) continue;
     SendRequest r;
     r.type = MessageType::kShutdownRequest;
     r.sender = team.lead;

@@ -21,7 +21,9 @@ namespace mates::team {
 // Sends each teammate of `team` not stopped yet a shutdown request from its
 // lead saying `why`; the names of those it was sent to (one that could not
 // be sent is logged).
-std::vector<std::string> AskToShutDown(TeamStore& store, const TeamConfig& team, const std::string& why);
+// `whom` (optional) narrows who is asked.
+std::vector<std::string> AskToShutDown(TeamStore& store, const TeamConfig& team, const std::string& why,
+                                       const std::function<bool(const Member&)>& whom = {});
 
 // Whether `name` has stopped, by the roster: its status is `shutdown`, or it
 // is not a member any more.

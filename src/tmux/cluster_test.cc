@@ -217,7 +217,7 @@ TEST(ClusterConfigTest, TheShippedExampleLoads) {
   ASSERT_EQ(c->agents.size(), 5u);
   EXPECT_EQ(c->agents[0].marker, "GRAND BOSS OK");
   EXPECT_EQ(c->Find("testing_specialist")->reports_to, "middle_manager");
-  EXPECT_EQ(c->work_dir, fs::path(MATES_SOURCE_DIR).lexically_normal());
+  EXPECT_EQ(c->work_dir, (fs::path(MATES_SOURCE_DIR) / "examples/cluster").lexically_normal());
 }
 
 }  // namespace
