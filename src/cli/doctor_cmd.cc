@@ -75,9 +75,8 @@ Check ProviderCheck(const DoctorArgs& a) {
   auto provider = llm::MakeProvider(pc);
   if (!provider.ok()) {
     return Verdicted(c, Verdict::kFail, provider.status().message(),
-                     "export ANTHROPIC_API_KEY=… (or OPENAI_API_KEY=… with --provider openai "
-                     "--base-url URL for any "
-                     "OpenAI-compatible server); `mates demo` needs none");
+                     "set what it names, then `mates doctor` again (with the same --provider, --base-url); "
+                     "`mates demo` and --provider scripted need none");
   }
   const std::string model = a.model.empty() ? (*provider)->default_model() : a.model;
   c.detail = std::string((*provider)->name()) + ", model " + model;
