@@ -151,6 +151,40 @@ TEST(TokenTest, AHostedTeamOverItsBudgetStaysUpAndCallsTheModelNoMore) {
       << again.out << again.err;
 }
 
+// `mates budget set` reaches a running host (DESIGN §15): from its agents'
+// next call the team is over it, and `budget clear` lets it go on.
+TEST(TokenTest, ABudgetSetWhileTheHostRunsBindsFromTheNextCall) {
+  TempDir ws;
+  auto r = Mates(ws.path(), {"up", "--team", "hosted", "--provider", "scripted", "--scenario",
+                             testing::ScenarioFixture("team_hosted.yaml"), "--sandbox", "off", "Start a worker"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  struct Down {
+    fs::path ws;
+    ~Down() { testing::RunMates(ws, {"down", "--team", "hosted", "--timeout", "5"}); }
+  } down_at_exit{ws.path()};
+  auto pong = [&](const std::string& n) {
+    ASSERT_EQ(Mates(ws.path(), {"send", "--team", "hosted", "--to", "lead", "ping " + n}).exit_code, 0);
+    auto answer = testing::RunMates(ws.path(), {"inbox", "--team", "hosted", "user", "--wait", "30"}, {}, "", 40);
+    EXPECT_NE(answer.out.find("pong"), std::string::npos) << "ping " << n << ": " << answer.out << answer.err;
+  };
+  pong("1");  // no budget: the lead answers
+  auto set = Mates(ws.path(), {"budget", "set", "--team", "hosted", "--tokens", "100"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_NE(set.out.find("applies it from its agents' next model call"), std::string::npos) << set.out;
+  const int64_t calls = UsageJson(ws.path(), "hosted")["calls"].get<int64_t>();
+  ASSERT_EQ(Mates(ws.path(), {"send", "--team", "hosted", "--to", "lead", "ping 2"}).exit_code, 0);
+  const fs::path log = ws.path() / ".teams/hosted/host.log";
+  ASSERT_TRUE(testing::WaitUntil([&] { return ReadAll(log).find("no agent calls the model any more") != std::string::npos; }))
+      << ReadAll(log);
+  EXPECT_NE(ReadAll(log).find("the team's budget of 100 tokens is spent"), std::string::npos) << ReadAll(log);
+  EXPECT_EQ(UsageJson(ws.path(), "hosted")["calls"].get<int64_t>(), calls);
+  EXPECT_EQ(Mates(ws.path(), {"inbox", "--team", "hosted", "user", "--peek"}).out.find("pong"), std::string::npos);
+  // Cleared: the next message goes on, and what waited is answered.
+  auto cleared = Mates(ws.path(), {"budget", "clear", "--team", "hosted"});
+  ASSERT_EQ(cleared.exit_code, 0) << cleared.err;
+  pong("3");
+}
+
 TEST(TokenTest, AGenerousTeamBudgetStopsTeammatesMidRun) {
   TempDir ws;
   // Enough for the lead's first calls, not for the whole team: whoever

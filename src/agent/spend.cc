@@ -241,8 +241,34 @@ double TeamSpend::usd() const {
   return usd_;
 }
 
+TeamBudget TeamSpend::budget() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return budget_;
+}
+
+void TeamSpend::Follow(std::function<std::optional<TeamBudget>()> read, std::shared_ptr<Waker> changed) {
+  read_ = std::move(read);
+  changed_ = std::move(changed);
+  std::lock_guard<std::mutex> lock(refresh_mu_);
+  seen_ = changed_->generation();
+}
+
+void TeamSpend::Refresh() const {
+  if (!changed_) return;
+  std::lock_guard<std::mutex> refresh(refresh_mu_);
+  const uint64_t now = changed_->generation();
+  if (now == seen_) return;
+  seen_ = now;
+  std::optional<TeamBudget> b = read_();
+  if (!b) return;  // unreadable this moment: the limits stay until the next change
+  std::lock_guard<std::mutex> lock(mu_);
+  budget_.tokens = b->tokens;
+  budget_.usd = b->usd;
+}
+
 TeamBudget TeamSpend::ForNewTeam() const {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!budget_.any()) return {};  // nothing to share (one set later still binds this session's agents)
   TeamBudget b;
   b.tokens = budget_.tokens;
   b.usd = budget_.usd;
@@ -265,6 +291,7 @@ std::string TeamSpend::PartsLocked(bool in_usd) const {
 }
 
 std::string TeamSpend::Exceeded() const {
+  Refresh();
   std::lock_guard<std::mutex> lock(mu_);
   if (budget_.tokens > 0 && tokens_ >= budget_.tokens) {
     return "the team's budget of " + HumanCount(budget_.tokens) + " tokens is spent (" +

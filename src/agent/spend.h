@@ -13,7 +13,9 @@
 //   shares the budget and counts what was spent before it.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -23,6 +25,7 @@
 #include "agent/prices.h"
 #include "core/files.h"
 #include "core/status.h"
+#include "core/waker.h"
 #include "llm/types.h"
 #include "store/roster.h"
 #include "store/team_store.h"
@@ -79,8 +82,16 @@ class TeamSpend {
   // of 100.0k tokens is spent (101.2k used)", and where it went when the
   // session spent in more than one team: "(…: 80.0k in team default,
   // 21.2k in team api)").
+  // The budget is the one a person set last: with Follow, changed while
+  // the session runs (`mates budget set|clear`).
   std::string Exceeded() const;
-  const TeamBudget& budget() const { return budget_; }
+  TeamBudget budget() const;
+  // Follows the team's budget as a person changes it while the session
+  // runs: once `changed` (woken by the team's roster) has moved, the next
+  // Exceeded() asks `read` for the team's budget now and takes its limits
+  // (what counts against them stays this session's). Called once, before
+  // any agent uses this.
+  void Follow(std::function<std::optional<TeamBudget>()> read, std::shared_ptr<Waker> changed);
   // The budget a team this session makes gets: the same, counting what the
   // session has spent so far (`from` the team the session began in).
   TeamBudget ForNewTeam() const;
@@ -99,8 +110,9 @@ class TeamSpend {
     double usd = 0;
   };
   std::string PartsLocked(bool in_usd) const;
+  void Refresh() const;
 
-  const TeamBudget budget_;
+  mutable TeamBudget budget_;  // guarded by mu_; its limits change in Refresh (const: Exceeded looks)
   const std::string team_;  // where the session began
   mutable std::mutex mu_;
   int64_t tokens_ = 0;            // guarded by mu_
@@ -108,6 +120,10 @@ class TeamSpend {
   std::vector<Part> parts_;       // guarded by mu_: the same, by where it was spent
   int64_t elsewhere_tokens_ = 0;  // guarded by mu_: not yet taken
   double elsewhere_usd_ = 0;      // guarded by mu_
+  std::function<std::optional<TeamBudget>()> read_;
+  std::shared_ptr<Waker> changed_;
+  mutable std::mutex refresh_mu_;  // one reader of the team's budget at a time, so none takes an older one last
+  mutable uint64_t seen_ = 0;      // guarded by refresh_mu_: changed_'s generation last read
 };
 
 }  // namespace mates::agent

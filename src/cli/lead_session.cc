@@ -238,14 +238,18 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
         waker->WaitChange(waker->generation(), DeadlineIn(30));
       } else if (r->end == agent::TurnEnd::kBudget) {
         // What waits stays unread: the host goes on showing the team, but
-        // nobody calls the model until a host with a larger budget runs.
-        if (!said_spent) out.Line("", r->why + ": no agent calls the model any more (restart with a larger "
-                                                 "--budget-tokens / --budget-usd to go on)");
+        // nobody calls the model until a person gives the team more
+        // (`mates budget set`, which this host follows): then the next
+        // message, or a minute, goes on.
+        if (!said_spent) out.Line("", r->why + ": no agent calls the model any more (`mates budget set --team " +
+                                          ctx.team + "` with more lets it go on)");
         said_spent = true;
         // Not "waiting for work": it will not work (DESIGN §20).
         lead.ReportStopped("budget: " + r->why);
         SetLeadStatus(ctx, teams.store(), MemberStatus::kIdle);
         waker->WaitChange(waker->generation(), DeadlineIn(60));
+      } else {
+        said_spent = false;  // it went on: a budget spent again is news again
       }
       continue;
     }

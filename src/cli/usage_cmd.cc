@@ -311,9 +311,8 @@ int Budget(Globals& g, const BudgetArgs& a, const std::string& verb) {
   }
   if (!a.json && u->calls > 0) std::cout << "spent: " << agent::DescribeTeamUsage(*u) << "\n";
   if (auto host = (*store)->LiveHost(g.team); host && verb != "show") {
-    std::cerr << "mates: note: team " << g.team << "'s host" << (host->pid > 0 ? " (pid " + std::to_string(host->pid) + ")" : "")
-              << " keeps the budget it started with; `" << g.Mates() << " down --team " << g.team
-              << "` and `up` again apply this one\n";
+    std::cout << "the host of team " << g.team << (host->pid > 0 ? " (pid " + std::to_string(host->pid) + ")" : "")
+              << " applies it from its agents' next model call\n";
   }
   return 0;
 }

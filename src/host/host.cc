@@ -196,7 +196,22 @@ Status Host::OpenTeam(TeamConfig* out) {
                                         "': no agent calls the model (a larger --budget-tokens / --budget-usd lets "
                                         "it go on)");
     }
+  } else {
+    // No budget yet: one a person sets while the host runs binds from then
+    // on, counting what the team's journals held when it started.
+    MATES_ASSIGN_OR_RETURN(agent::TeamUsage before, agent::ReadTeamUsage(a.ws.AgentsDir(a.team)));
+    spend_ = std::make_shared<agent::TeamSpend>(team->budget, before, a.team);
   }
+  // `mates budget set|clear` reaches the running host (DESIGN §15).
+  auto changed = std::make_shared<Waker>();
+  MATES_ASSIGN_OR_RETURN(budget_watch_, store_->Watch(a.team, TeamPart::kRoster, changed));
+  spend_->Follow(
+      [store = store_.get(), team_name = a.team]() -> std::optional<TeamBudget> {
+        auto c = store->LoadTeam(team_name);
+        if (!c.ok()) return std::nullopt;
+        return c->budget;
+      },
+      changed);
   *out = std::move(*team);
   return Status::Ok();
 }

@@ -148,6 +148,7 @@ class Host {
   std::unique_ptr<AgentGate> gate_;
   std::string lead_name_;
   std::shared_ptr<agent::TeamSpend> spend_;
+  std::unique_ptr<Hold> budget_watch_;  // the roster, for a budget a person changes
   tools::SkillLibrary skills_;
   std::shared_ptr<mcp::Hub> hub_;
   std::unique_ptr<tools::ToolRegistry> registry_;

@@ -427,6 +427,7 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
 void TeamManager::RecordSpendElsewhere() {
   if (!spend()) return;
   auto [tokens, usd] = spend()->TakeSpentElsewhere();
+  if (!spend()->budget().any()) return;  // recorded for a budget only
   if (tokens == 0) return;
   auto updated =
       store_.UpdateTeam(spend()->team(), [&, tokens = tokens, usd = usd](TeamConfig& c) {
