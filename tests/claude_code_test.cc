@@ -18,6 +18,7 @@
 #include "core/json.h"
 
 #include "core/clock.h"
+#include "support/readme.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -461,6 +462,53 @@ TEST(QwenCodeTest, AClusterOfTwoTalksThroughMatesMcpAndGoesDownLeavingNothing) {
   }
   EXPECT_TRUE(ProcessesWithEnv(rig.home).empty()) << "no Qwen Code and no mates mcp left";
   EXPECT_NE(testing::Run({"tmux", "-L", "mates-" + rig.session, "has-session"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace mates
+
+namespace mates {
+namespace {
+
+// README "Agent CLIs in tmux panes", as printed (DESIGN §21): the example
+// cluster copied into a scratch folder, five Claude Code agents against
+// `mates mock-llm` (tests/scenarios/readme_cluster.yaml answers each
+// handshake with its marker), in a fresh HOME; every line works, attach on
+// a terminal, and down leaves nothing running.
+TEST(ClaudeCodeTest, TheReadmesClusterBlockWorksAsPrinted) {
+  std::string claude = ClaudeBinary();
+  MATES_NEED_CLAUDE(claude);
+  testing::TempDir dir;
+  fs::create_directories(dir.path() / "home");
+  fs::create_directories(dir.path() / "tmp");
+  testing::MockLlm mock(testing::ScenarioFixture("readme_cluster.yaml"), dir.path() / "record.jsonl");
+  std::vector<std::string> block = testing::ReadmeBlock("Agent CLIs in tmux panes");
+  ASSERT_GE(block.size(), 7u);
+  int lines = 0;
+  std::string script = "set -u\nex=\"$PWD/examples\"\ncd \"$(mktemp -d)\"\n"
+                       "trap 'mates cluster down -c \"$PWD/cluster/cc-cluster.yaml\" >/dev/null 2>&1' EXIT\n";
+  script += testing::ScriptOf(block, "", &lines);
+  script += "grep -c '\"type\": *\"result\"' cluster/logs/messages.jsonl\n";
+  SubprocessOptions o;
+  o.argv = {"bash", "-c", script};
+  o.cwd = testing::SourceRoot().string();
+  o.env = std::vector<std::string>{
+      "PATH=" + fs::path(testing::MatesBinary()).parent_path().string() + ":" + fs::path(claude).parent_path().string() +
+          ":/usr/local/bin:/usr/bin:/bin",
+      "HOME=" + (dir.path() / "home").string(), "TMPDIR=" + (dir.path() / "tmp").string(), "TERM=xterm-256color",
+      "LANG=C.UTF-8", "ANTHROPIC_BASE_URL=" + mock.url(), "ANTHROPIC_API_KEY=sk-test-readme-cluster-0123456789",
+      "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"};
+  o.timeout_s = 240;
+  auto r = RunSubprocess(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 0) << r->out.substr(r->out.size() > 4000 ? r->out.size() - 4000 : 0) << r->err;
+  EXPECT_EQ(lines, 7);
+  EXPECT_NE(r->out.find("Three tasks: parse, test, document."), std::string::npos) << r->out;
+  for (const char* agent : {"grand_boss", "middle_manager", "coding_writing_specialist",
+                            "research_analysis_specialist", "testing_specialist"}) {
+    EXPECT_NE(r->out.find(std::string(agent) + ": ready"), std::string::npos) << agent << "\n" << r->out;
+  }
+  EXPECT_TRUE(testing::ProcessesIn("claude", dir.path() / "tmp").empty());
 }
 
 }  // namespace

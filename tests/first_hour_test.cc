@@ -18,12 +18,16 @@
 #include "store/merges.h"
 #include "stores/open_store.h"
 #include "support/pg_suite.h"
+#include "support/readme.h"
 #include "support/test_util.h"
 
 namespace mates {
 namespace {
 
 using testing::CommandResult;
+using testing::ReadmeBlock;
+using testing::ScriptOf;
+using testing::SourceRoot;
 using testing::TempDir;
 
 class FirstHourTest : public ::testing::Test {
@@ -660,8 +664,6 @@ TEST_F(FirstHourTest, EveryAttentionHintWorksAsPrinted) {
   }
 }
 
-// The repository's root (the tests' fixtures are in tests/scenarios).
-fs::path SourceRoot() { return fs::path(testing::ScenarioFixture("x")).parent_path().parent_path().parent_path(); }
 
 // examples/tour.sh: up → send → status → a picture of the page → down, in
 // a folder of its own, leaving nothing running.
@@ -688,59 +690,6 @@ TEST_F(FirstHourTest, TheTourRunsInAScratchFolderAndLeavesNothingRunning) {
     EXPECT_GT(fs::file_size(scratch / "dashboard.png"), 10000u) << r->out;
   }
   EXPECT_TRUE(testing::ProcessesIn("mates", scratch).empty());
-}
-
-// The command lines of README.md's first code block under `heading`,
-// comments cut ("  # …").
-std::vector<std::string> ReadmeBlock(const std::string& heading, const std::string& fence = "```\n") {
-  const std::string readme = testing::ReadAll(SourceRoot() / "README.md");
-  size_t at = readme.find("\n## " + heading + "\n");
-  if (at == std::string::npos) return {};
-  at = readme.find(fence, at);
-  if (at == std::string::npos || at > readme.find("\n## ", at - fence.size() + 1)) return {};
-  const size_t end = readme.find("```", at + fence.size());
-  std::vector<std::string> lines;
-  std::istringstream in(readme.substr(at + fence.size(), end - at - fence.size()));
-  for (std::string line; std::getline(in, line);) {
-    line = std::regex_replace(line, std::regex("\\s{2,}#.*$"), "");
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
-
-// A README block's lines as a bash script that stops at the first line
-// that fails (DESIGN §21): a variable or a cd as it is; a line that watches
-// or serves (--watch, --follow, dashboard) works if it is still at it after
-// 3 s; one put in the background (&) is waited for until its port answers;
-// `claude_missing` (where Claude Code would be) skips its lines, loudly.
-// `adapt` may change a line first (to run it as on another machine).
-std::string ScriptOf(const std::vector<std::string>& block, const std::string& claude_missing, int* lines,
-                     const std::function<std::string(const std::string&)>& adapt = {}) {
-  std::string script;
-  for (std::string line : block) {
-    // What needs a server that is not here.
-    if (line.find("11434") != std::string::npos) continue;
-    if (!claude_missing.empty() && line.find(" claude ") != std::string::npos) {
-      std::cerr << "*** NOT RUN LOUDLY: Claude Code is not installed at " << claude_missing << ": " << line << "\n";
-      continue;
-    }
-    ++*lines;
-    const std::string quoted = "'" + std::regex_replace(line, std::regex("'"), "'\\''") + "'";
-    if (adapt) line = adapt(line);
-    std::smatch port;
-    if (std::regex_match(line, std::regex("(cd |export |[A-Za-z_]+=\\S*$).*"))) {
-      script += line + "\n";  // a variable, or a cd
-    } else if (std::regex_search(line, port, std::regex("--port (\\d+) &$"))) {
-      script += line + "\nfor i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/" + port[1].str() +
-                ") 2>/dev/null && break; sleep 0.1; done\n";
-    } else if (line.find("--watch") != std::string::npos || line.find("--follow") != std::string::npos ||
-               line.find("mates dashboard") != std::string::npos) {
-      script += "timeout 3 " + line + " >/dev/null; [ $? -eq 124 ] || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
-    } else {
-      script += line + " </dev/null || { echo FAILED: " + quoted + " >&2; exit 1; }\n";
-    }
-  }
-  return script;
 }
 
 // The README's examples, as printed, in a scratch folder (DESIGN §21):
