@@ -2,6 +2,7 @@
 // command, list options, `team use`, `budget`, `init`, `doctor`, and usage
 // that keeps a conversation set aside.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <functional>
 #include <iostream>
@@ -699,15 +700,20 @@ TEST_F(FirstHourTest, TheTourRunsInAScratchFolderAndLeavesNothingRunning) {
 // (--watch, --follow, dashboard) works if it is still at it after 3 s; one
 // put in the background (&) is waited for until its port answers. Blocks
 // listed together share a folder (MCP's joins the team the store's made).
-// Not run here: the block that needs five Claude Code agents in tmux
-// (cluster), PostgreSQL's (its own test, below), Ollama's line; the Claude
-// Code line when it is not installed (said, loudly).
+// Run elsewhere: the cluster's block (claude_code_test.cc) and
+// PostgreSQL's (below). Not run where Claude Code is not installed: its
+// line (said, loudly).
 TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
   testing::MockLlm mock(testing::ScenarioFixture("lead_basic.yaml"), ws_.path() / "record.jsonl");
   testing::MockLlm teams(testing::ScenarioFixture("readme_teams.yaml"), ws_.path() / "teams.jsonl");
   testing::MockLlm worktrees(testing::ScenarioFixture("readme_worktrees.yaml"), ws_.path() / "worktrees.jsonl");
   const fs::path tmp = ws_.path() / "tmp";
   fs::create_directories(tmp);
+  // Ollama's line, served where Ollama listens (11434) by the mock's
+  // OpenAI-compatible API; if something else has that port, not run, loudly.
+  Subprocess ollama = testing::Start({testing::MatesBinary(), "mock-llm", "--scenario",
+                                      testing::ScenarioFixture("lead_basic.yaml"), "--port", "11434", "--quiet"});
+  const bool have_ollama = ollama.ReadLine(DeadlineIn(10)).ok();
   const fs::path claude = SourceRoot() / ".cache/npm/node_modules/.bin";
   const bool have_claude = fs::exists(claude / "claude");
   int lines = 0;
@@ -742,7 +748,11 @@ TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
     for (const auto& heading : headings) {
       std::vector<std::string> block = ReadmeBlock(heading);
       ASSERT_FALSE(block.empty()) << heading;
-      script += ScriptOf(block, have_claude ? "" : claude.string(), &lines);
+      script += ScriptOf(block, have_claude ? "" : claude.string(), &lines, [&](const std::string& line) {
+        if (have_ollama || line.find(":11434/") == std::string::npos) return line;
+        std::cerr << "*** NOT RUN LOUDLY: port 11434 is taken here: " << line << "\n";
+        return std::string("true");
+      });
     }
     SubprocessOptions o;
     o.argv = {"bash", "-c", script};
@@ -760,6 +770,8 @@ TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
       EXPECT_NE(r->out.find("Hello from a mates scenario!"), std::string::npos) << r->out << r->err;
     }
   }
+  ollama.Signal(SIGTERM);
+  EXPECT_EQ(ollama.Wait().exit_code, 0);
   EXPECT_GE(lines, 40);
   // Nothing was written where the README is.
   auto st = testing::Run({"git", "-C", SourceRoot().string(), "status", "--porcelain", "--ignored",

@@ -31,8 +31,6 @@ std::string ScriptOf(const std::vector<std::string>& block, const std::string& c
                      const std::function<std::string(const std::string&)>& adapt) {
   std::string script;
   for (std::string line : block) {
-    // What needs a server that is not here.
-    if (line.find("11434") != std::string::npos) continue;
     if (!claude_missing.empty() && line.find(" claude ") != std::string::npos) {
       std::cerr << "*** NOT RUN LOUDLY: Claude Code is not installed at " << claude_missing << ": " << line << "\n";
       continue;
