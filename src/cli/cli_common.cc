@@ -89,6 +89,13 @@ void AddStoreOption(CLI::App* cmd, Globals& g) {
                   "else file:)");
 }
 
+void AddProviderOptions(CLI::App* cmd, std::string& provider, std::string& model, std::string& base_url) {
+  cmd->add_option("--provider", provider,
+                  "anthropic, openai or scripted (default: anthropic if ANTHROPIC_API_KEY is set)");
+  cmd->add_option("--model", model, "Model (default: $MATES_MODEL, else the provider's)");
+  cmd->add_option("--base-url", base_url, "API base URL (anthropic: without /v1; openai: with /v1)");
+}
+
 Result<std::string> CurrentTeam(const Workspace& ws) {
   const fs::path file = CurrentTeamPath(ws);
   MATES_ASSIGN_OR_RETURN(std::string text, ReadFilePrefix(file, 1024));

@@ -53,6 +53,8 @@ std::string ShellQuoted(const std::string& word);
 // team (both bind to `g`; either place works).
 CLI::Option* AddTeamOption(CLI::App* cmd, Globals& g);
 void AddStoreOption(CLI::App* cmd, Globals& g);
+// --provider, --model and --base-url: the model a command talks to.
+void AddProviderOptions(CLI::App* cmd, std::string& provider, std::string& model, std::string& base_url);
 // The one rule (DESIGN §21). The team: --team, else $MATES_TEAM, else the
 // workspace's current team (`mates team use`, W/.mates/team), else
 // "default". The store: --store, else $MATES_STORE, else `store:` in W's

@@ -255,11 +255,7 @@ void AddDoctorCommand(CLI::App& app, Globals& g) {
       app.add_subcommand("doctor",
                          "Check what mates needs here: provider, git, tmux, Chromium, store, "
                          "sandbox; each failure with its fix");
-  cmd->add_option("--provider", a->provider,
-                  "anthropic, openai or scripted (default: anthropic if ANTHROPIC_API_KEY is set)");
-  cmd->add_option("--model", a->model, "Model (default: $MATES_MODEL, else the provider's)");
-  cmd->add_option("--base-url", a->base_url,
-                  "API base URL (anthropic: without /v1; openai: with /v1)");
+  AddProviderOptions(cmd, a->provider, a->model, a->base_url);
   cmd->add_option("--timeout", a->timeout, "Seconds the provider's call and the store may take")
       ->capture_default_str();
   cmd->add_flag("--no-call", a->no_call, "Check the provider's settings but make no call");

@@ -23,9 +23,7 @@ namespace mates::cli {
 
 void AddRunOptions(CLI::App* cmd, Globals& g, RunArgs& a) {
   cmd->add_option("GOAL", a.goal, "What to do");
-  cmd->add_option("--provider", a.provider, "anthropic, openai or scripted (default: anthropic if ANTHROPIC_API_KEY is set)");
-  cmd->add_option("--model", a.model, "Model (default: $MATES_MODEL, else the provider's)");
-  cmd->add_option("--base-url", a.base_url, "API base URL (anthropic: without /v1; openai: with /v1)");
+  AddProviderOptions(cmd, a.provider, a.model, a.base_url);
   cmd->add_option("--scenario", a.scenario, "Scenario file for --provider scripted");
   AddTeamOption(cmd, g);
   cmd->add_option("--max-turns", a.max_turns, "Model calls at most per turn of each agent")->capture_default_str();
