@@ -727,7 +727,7 @@ TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
   // Idle once its first turn is done: a new member's roster line says idle
   // from the start, so the lead's news (told after the roster is written)
   // is what says this host has nothing more to write of it.
-  ASSERT_TRUE(testing::WaitUntil([&] { return host.manager->HasNewsForLead(); }, 30));
+  ASSERT_TRUE(testing::WaitUntil([&] { return host.manager->news().Pending(); }, 30));
   ASSERT_EQ(teams_->LoadTeam("crew")->Find("w1")->status, MemberStatus::kIdle);
   // Its lock's session ends (as when a network drops), and another host is
   // quicker than the keeper (which looks every second: if it took the lock
@@ -765,7 +765,7 @@ TEST_F(PgRuntimeTest, ATeammateTakenOverClaimsNothingBeforeItsKeeperLooks) {
   Host host(dir_.path() / "a", &provider, teams_.get());
   auto r = host.manager->SpawnTeammate({.team = "crew", .name = "w1", .prompt = "Work from the board."});
   ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_TRUE(testing::WaitUntil([&] { return host.manager->HasNewsForLead(); }, 30));
+  ASSERT_TRUE(testing::WaitUntil([&] { return host.manager->news().Pending(); }, 30));
   auto target = pg::ParseTarget(url_);
   auto admin = pg::Connection::Open(*target, 10);
   ASSERT_TRUE(admin.ok());

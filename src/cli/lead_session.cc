@@ -68,8 +68,8 @@ void PrintUsage(LiveOutput& out, const agent::AgentLoop& lead, const agent::Suba
     say(team, Workspace(archive->root).AgentsDir(team),
         ", deleted (all runs, " + mates + " usage --team " + team + " --archived)");
   }
-  const std::string team = teams.lead_team();
-  const std::string& home = teams.home_team();
+  const std::string team = teams.place().team();
+  const std::string& home = teams.place().home();
   if (home != team && said.count(home) == 0) {
     say(home, teams.ws().AgentsDir(home), " (all runs, " + mates + " usage --team " + home + ")");
   }
@@ -138,7 +138,7 @@ class LeadInboxes {
 Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentLoop& lead,
                                       tools::ToolContext& ctx, team::TeamManager& teams,
                                       const SessionSignals& signals) {
-  std::shared_ptr<Waker> waker = teams.lead_waker();
+  std::shared_ptr<Waker> waker = teams.news().waker();
   TeamStore& store = teams.store();
   LeadInboxes inboxes(store, ctx, waker);
   Watcher::Subscription team_files;
@@ -160,7 +160,7 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
     }
     uint64_t g = waker->generation();
     auto for_the_lead = [&] {
-      return inboxes.MayHavePending() || teams.HasNewsForLead() || lead.HasPendingInput();
+      return inboxes.MayHavePending() || teams.news().Pending() || lead.HasPendingInput();
     };
     if (for_the_lead()) {
       r = lead.Continue();
@@ -218,14 +218,14 @@ void SetLeadStatus(const tools::ToolContext& ctx, TeamStore& store, MemberStatus
 // and the host goes on; the next message or news tries again.
 void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamManager& teams,
                  SessionSignals& signals, LiveOutput& out) {
-  std::shared_ptr<Waker> waker = teams.lead_waker();
+  std::shared_ptr<Waker> waker = teams.news().waker();
   LeadInboxes inboxes(teams.store(), ctx, waker);
   bool said_spent = false;
   while (signals.exit_code() == 0) {
     inboxes.Follow();
     uint64_t g = waker->generation();
     bool unread = inboxes.MayHavePending();
-    if (unread || teams.HasNewsForLead() || lead.HasPendingInput()) {
+    if (unread || teams.news().Pending() || lead.HasPendingInput()) {
       SetLeadStatus(ctx, teams.store(), MemberStatus::kActive);
       lead.ClearInterrupt();
       signals.SetTurnRunning(true);
@@ -262,10 +262,10 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
 // teammates, and what the lead would hear of them goes to the host's log
 // (the lead, at its own host, hears it through its inbox and the roster).
 int HostTeammates(team::TeamManager& teams, SessionSignals& signals, LiveOutput& out) {
-  std::shared_ptr<Waker> waker = teams.lead_waker();
+  std::shared_ptr<Waker> waker = teams.news().waker();
   while (signals.exit_code() == 0) {
     uint64_t g = waker->generation();
-    if (std::string news = teams.TakeNewsForLead(); !news.empty()) out.Line("", news);
+    if (std::string news = teams.news().Take(); !news.empty()) out.Line("", news);
     waker->WaitChange(g, DeadlineIn(60));
   }
   return 0;
@@ -354,7 +354,7 @@ class InboxNotifier {
     std::string watched;
     std::unique_ptr<Hold> sub;
     while (!done_.load()) {
-      std::string team = teams_.lead_team();
+      std::string team = teams_.place().team();
       if (team != watched) {
         auto s = teams_.store().InboxOf(team, agent_)->WatchWith(waker_);
         sub = s.ok() ? std::move(*s) : nullptr;
@@ -480,7 +480,7 @@ SessionSignals::Hooks SignalHooks(host::Host& host, LiveOutput& out) {
   SessionSignals::Hooks hooks;
   hooks.interrupt_turn = [&host] {
     host.lead().Interrupt();
-    host.teams().lead_waker()->Notify();
+    host.teams().news().waker()->Notify();
   };
   hooks.stop_all = [&host] { host.InterruptAll(); };
   hooks.say = [&out](const std::string& text) { out.Line("", text); };
@@ -546,7 +546,7 @@ LeadSessionResult RunLeadSession(const LeadSessionConfig& a, llm::Provider* prov
                               : Work(a, host.lead(), host.lead_context(), teams, host.subagents(), signals, out,
                                      *provider);
   host.StopWork();
-  if (!a.teammates_only) ReportMerges(host.store(), teams.lead_team(), out, a.mates);
+  if (!a.teammates_only) ReportMerges(host.store(), teams.place().team(), out, a.mates);
   if (signals.exit_code() != 0) {
     KillTagged(HostTagPrefix());  // whatever a tool started since
     code = signals.exit_code();

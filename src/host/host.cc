@@ -136,7 +136,7 @@ Status Host::Build() {
     teams_->StartAdopting(1.0, [this](const std::vector<std::string>& names) {
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      out_.say("resumed teammates of team " + teams_->lead_team() + " that no host had: " + list);
+      out_.say("resumed teammates of team " + teams_->place().team() + " that no host had: " + list);
     });
   }
   return Status::Ok();
@@ -243,7 +243,7 @@ Status Host::MakeLead(const TeamConfig& team) {
   // store its copy, so that every machine's count has it. (No subagent
   // runs before the team manager is there.)
   subs_->SetSpend(spend_, [this](const llm::Usage& u, const std::string& model) {
-    const std::string team = teams_->lead_team();
+    const std::string team = teams_->place().team();
     const std::string name = lead_name_ + ".subagents";
     return subagents_usage_->Append(
         options_.ws.AgentsDir(team) / (name + ".jsonl"),
@@ -351,14 +351,14 @@ Status Host::StartTeam() {
   teams_ = std::make_unique<team::TeamManager>(a.ws, provider_, out_.events, topt, lead_.get(), ctx_.get(),
                                                out_.on_spawn);
   ctx_->teams = teams_.get();
-  if (away_hold_) teams_->KeepLeadAway(std::move(away_hold_));
-  lead_->SetNoticeSource([this] { return teams_->TakeNewsForLead(); });
+  if (away_hold_) teams_->place().KeepAway(std::move(away_hold_));
+  lead_->SetNoticeSource([this] { return teams_->news().Take(); });
   if (a.teammates_only) return Status::Ok();
   git::MergeQueue::Options mq;
   mq.sandbox = sandbox_;
   mq.hooks = options_.hooks;
   mq.ws = a.ws;
-  mq.team = [this] { return teams_->lead_team(); };
+  mq.team = [this] { return teams_->place().team(); };
   mq.on_change = [this] { teams_->WakeWaiters(); };
   mq.tell_lead = [this](const std::string& text) {
     // The queue's words carry a request's subject, anyone's text: it
@@ -400,7 +400,7 @@ Status Host::ServePages() {
     info_.mcp_skipped.push_back({s.name, s.state.substr(std::string("skipped: ").size())});
   }
   WarnIfFailed(WriteHostInfo(a.ws, a.team, info_), "host.json");
-  teams_->SetOnLeadMoved([this](const std::string&, const std::string& to) { LeadMoved(to); });
+  teams_->place().SetOnMoved([this](const std::string&, const std::string& to) { LeadMoved(to); });
   if (ctx_->team != a.team) LeadMoved(ctx_->team);  // it went on where its last session left it
   return Status::Ok();
 }
@@ -449,7 +449,7 @@ void Host::InterruptAll() {
   subs_->InterruptAll();
   teams_->InterruptAll("its host was told to stop");
   KillTagged(HostTagPrefix());
-  teams_->lead_waker()->Notify();
+  teams_->news().waker()->Notify();
 }
 
 void Host::StopWork() {
@@ -460,7 +460,7 @@ void Host::StopWork() {
 }
 
 Host::~Host() {
-  if (teams_) teams_->SetOnLeadMoved(nullptr);
+  if (teams_) teams_->place().SetOnMoved(nullptr);
   if (!away_team_.empty()) RemoveHostInfo(options_.ws, away_team_);
   if (!info_.lead.empty()) RemoveHostInfo(options_.ws, options_.team);
 }

@@ -33,7 +33,7 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       statuses_(store_),
       host_(options.shutdown_timeout_s),
       adopter_(
-          store_, [this] { return lead_team(); }, [this] { return ResumeTeam(); }) {}
+          store_, [this] { return place_.team(); }, [this] { return ResumeTeam(); }) {}
 
 TeamManager::~TeamManager() { StopAll(); }
 
@@ -77,7 +77,7 @@ bool TeamManager::AnyActive() {
     std::lock_guard<std::mutex> lock(mu_);
     busy = busy_elsewhere_;
   }
-  if (busy && busy()) return true;  // called unlocked: it may ask for lead_team()
+  if (busy && busy()) return true;  // called unlocked: it may ask for place_.team()
   std::vector<std::string> idle;
   for (const auto& t : host_.All()) {
     if (t->finished() && !t->reported()) return true;  // its news is on the way
@@ -85,7 +85,7 @@ bool TeamManager::AnyActive() {
     if (t->working()) return true;
     idle.push_back(t->name());
   }
-  const std::string team = lead_team();
+  const std::string team = place_.team();
   // An idle teammate with something to do is about to be active again.
   for (const auto& n : idle) {
     if (store_.InboxOf(team, n)->MayHavePending()) return true;
@@ -100,9 +100,7 @@ bool TeamManager::AnyActive() {
   return false;
 }
 
-bool TeamManager::HasNewsForLead() { return news_.Pending(); }
 
-std::string TeamManager::TakeNewsForLead() { return news_.Take(); }
 
 Result<std::unique_ptr<Hold>> TeamManager::HostMember(const std::string& team, const std::string& name) {
   auto held = store_.HoldLiveness(team, name);
@@ -115,7 +113,7 @@ Result<std::unique_ptr<Hold>> TeamManager::HostMember(const std::string& team, c
 
 Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt,
                                   std::unique_ptr<Hold> held) {
-  const std::string team = lead_team();
+  const std::string team = place_.team();
   MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));  // its journal's folder
   if (!held) {
     MATES_ASSIGN_OR_RETURN(held, HostMember(team, m.name));
@@ -145,7 +143,7 @@ Status TeamManager::StartTeammate(const Member& m, const std::string& prompt, bo
   cfg.new_prompt = new_prompt;
   cfg.budget_tokens = m.budget_tokens;
   cfg.context_budget = m.context_budget;
-    TeammateEnv env{ws_, *provider_, events_, options_, store_, statuses_, lead_name(), *this};
+    TeammateEnv env{ws_, *provider_, events_, options_, store_, statuses_, place_.lead_name(), *this};
   auto t = std::make_shared<Teammate>(cfg, std::move(env), std::move(held));
   MATES_RETURN_IF_ERROR(host_.Add(t));
   if (on_spawn_) on_spawn_(m);
@@ -193,8 +191,8 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     if (store_.spans_machines() && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
     MATES_ASSIGN_OR_RETURN(prepared, git::PrepareTarget(ws_, name, wanted));
   }
-  const std::string current = lead_team();
-  if (current != home_team()) {
+  const std::string current = place_.team();
+  if (current != place_.home()) {
     auto c = store_.LoadTeam(current);
     if (c.ok()) {
       for (const auto& m : c->members) {
@@ -205,7 +203,7 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
       }
     }
   }
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.CreateTeam(name, lead_name(), description));
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.CreateTeam(name, place_.lead_name(), description));
   if (iso == Isolation::kWorktree || spend()) {
     MATES_RETURN_IF_ERROR(store_.UpdateTeam(name, [&](TeamConfig& cfg) {
       if (iso == Isolation::kWorktree) cfg.git = prepared;
@@ -214,11 +212,11 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     }).status());
   }
   place_.MoveTo(name);
-  return "Created team '" + name + "'; you are its lead ('" + lead_name() +
+  return "Created team '" + name + "'; you are its lead ('" + place_.lead_name() +
          "'). Your task board, messages and inbox are now this team's. Add tasks with TaskCreate "
          "and spawn teammates with Task(team_name=\"" +
-         name + "\", name=…, prompt=…). What is sent to you in team '" + home_team() +
-         "' still reaches you (marked team=\"" + home_team() +
+         name + "\", name=…, prompt=…). What is sent to you in team '" + place_.home() +
+         "' still reaches you (marked team=\"" + place_.home() +
          "\"), and what you send to user goes there too." +
          (iso == Isolation::kWorktree
               ? " Each teammate works in its own git worktree; a completed task is merged onto " +
@@ -249,11 +247,11 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
   if (!isolation.empty()) {
     MATES_ASSIGN_OR_RETURN(iso, ParseIsolation(isolation));
   }
-  if (team != lead_team()) {
-    return Status::FailedPrecondition("you can spawn teammates only into your own team '" + lead_team() +
+  if (team != place_.team()) {
+    return Status::FailedPrecondition("you can spawn teammates only into your own team '" + place_.team() +
                                       "' (create a team with TeamCreate first)");
   }
-  if (name == lead_name()) return Status::InvalidArgument("'" + name + "' is you, the lead");
+  if (name == place_.lead_name()) return Status::InvalidArgument("'" + name + "' is you, the lead");
   MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.LoadTeam(team));
   const bool isolated = iso.value_or(c.git.isolation) == Isolation::kWorktree;
   if (isolated) MATES_RETURN_IF_ERROR(EnsureTarget(team, c).status());
@@ -308,7 +306,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
 
 Result<std::vector<std::string>> TeamManager::ResumeTeam(double grace_s) {
   std::vector<std::string> resumed;
-  const std::string team = lead_team();
+  const std::string team = place_.team();
   const Deadline grace = DeadlineIn(grace_s);
   auto c = store_.LoadTeam(team);
   if (!c.ok()) return c.status();
@@ -381,7 +379,7 @@ void TeamManager::SummarizeWork(const std::string& team, TeamSummary* summary) {
 Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", name));
   MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.LoadTeam(name));
-  if (name == home_team() && name == lead_team() && c.members.size() <= 1) {
+  if (name == place_.home() && name == place_.team() && c.members.size() <= 1) {
     return Status::FailedPrecondition("team '" + name + "' is the one this run started in; nothing to disband");
   }
   // Ask everyone still there to wrap up, wait (bounded), stop who did not.
@@ -400,7 +398,7 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
   SummarizeWork(name, &summary);
   // Worktrees go; unmerged work stays on its branch (DESIGN §12).
   std::vector<std::string> kept = git::CleanUpTeam(ws_, c);
-  if (lead_team() == name) place_.MoveTo(home_team());
+  if (place_.team() == name) place_.MoveTo(place_.home());
   news_.Forget(asked);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -420,7 +418,7 @@ Result<std::string> TeamManager::DeleteTeam(const std::string& name) {
     for (const auto& s : summary.stopped) out += "\n- " + s;
   }
   for (const auto& k : kept) out += "\n- " + k;
-  if (lead_team() != name) out += "\nYou are back in team '" + lead_team() + "'.";
+  if (place_.team() != name) out += "\nYou are back in team '" + place_.team() + "'.";
   return out;
 }
 

@@ -84,14 +84,13 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
   // For the lead's waiting loop: a teammate is working, or an idle one has
   // unread messages or a task it could claim (it is about to work).
   bool AnyActive();
-  bool HasNewsForLead();
   // Work the team waits on besides its teammates (the merge queue); counted
   // by AnyActive. nullptr to drop it (before what it calls goes away).
   void SetBusyElsewhere(std::function<bool()> busy);
-  // The coalesced news, as text for the lead's next turn ("" if none).
-  std::string TakeNewsForLead();
-  // Notified on news worth waking the lead for.
-  std::shared_ptr<Waker> lead_waker() { return news_.waker(); }
+  // What the lead hears of its teammates, coalesced: for the lead's session,
+  // Pending, Take (the text for its next turn) and the waker notified on
+  // news worth waking it for.
+  LeadNews& news() { return news_; }
 
   // For a team whose store several hosts share (DESIGN §13): from now
   // until StopAll, teammates of the lead's team that no process hosts (their
@@ -106,17 +105,11 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
   // Interrupts every teammate for good without waiting (from the signal
   // thread); StopAll joins them later.
   void InterruptAll(const std::string& why);
-  // The lead's team now (TeamCreate and TeamDelete move it); any thread.
-  std::string lead_team() { return place_.team(); }
-  // The team the run is for (LeadPlace::home).
-  const std::string& home_team() const { return place_.home(); }
-  // Told, on the lead's thread, each time the lead moves to another team
-  // (LeadPlace::SetOnMoved).
-  void SetOnLeadMoved(std::function<void(const std::string& from, const std::string& to)> moved) {
-    place_.SetOnMoved(std::move(moved));
-  }
-  // A session that begins with its lead in a team it made (LeadPlace::KeepAway).
-  void KeepLeadAway(std::unique_ptr<Hold> held) { place_.KeepAway(std::move(held)); }
+  // Where the lead works: its team now (TeamCreate and TeamDelete move it;
+  // any thread), the team the run is for, who is told when it moves, a
+  // session that begins away from home (LeadPlace).
+  LeadPlace& place() { return place_; }
+  const LeadPlace& place() const { return place_; }
   // Under a budget: what the session spent in the teams it made since the
   // last time, recorded in its own team's budget (after a team is deleted,
   // and at the session's end), so that its next session counts it.
@@ -134,7 +127,6 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
   const Workspace& ws() const { return ws_; }
   // Where the teams are kept (DESIGN §13): the lead's context's store.
   TeamStore& store() { return store_; }
-  std::string lead_name() const { return place_.lead_name(); }
 
  private:
   // TeammateHooks.

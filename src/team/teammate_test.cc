@@ -62,7 +62,7 @@ TEST(TeammateTest, ALoneTeammateKeepsItsClaimLineFromTaskToTask) {
   ASSERT_TRUE(
       manager.SpawnTeammate({.team = "t", .name = "w1", .prompt = "Work from the board."}).ok());
   // The lead hears of it going idle once it joined the line and looked.
-  ASSERT_TRUE(testing::UntilWoken(manager.lead_waker(), [&] { return manager.HasNewsForLead(); }));
+  ASSERT_TRUE(testing::UntilWoken(manager.news().waker(), [&] { return manager.news().Pending(); }));
   std::weak_ptr<ClaimLine> kept;
   {
     auto line = SharedClaimLine(ws.TasksDir("t"));
