@@ -22,7 +22,7 @@ namespace {
 class ScriptedTransport : public HttpTransport {
  public:
   explicit ScriptedTransport(std::vector<std::pair<int, std::string>> replies) : replies_(std::move(replies)) {}
-  Result<HttpResponse> Post(const HttpRequest&, const std::function<bool(std::string_view)>& on_data,
+  Result<HttpResponse> Send(const HttpRequest&, const std::function<bool(std::string_view)>& on_data,
                             const std::atomic<bool>*) override {
     const auto& [status, body] = replies_[std::min<size_t>(calls++, replies_.size() - 1)];
     HttpResponse r;
@@ -54,13 +54,13 @@ class FakeClock : public Clock {
   std::vector<double> waits;
 };
 
-// Answers every Post with `status` and `body`, delivered in chunks of
+// Answers every Send with `status` and `body`, delivered in chunks of
 // `chunk` bytes as a server would; counts the calls.
 class CannedTransport : public HttpTransport {
  public:
   CannedTransport(int status, std::string body, size_t chunk = 7)
       : status_(status), body_(std::move(body)), chunk_(chunk) {}
-  Result<HttpResponse> Post(const HttpRequest&, const std::function<bool(std::string_view)>& on_data,
+  Result<HttpResponse> Send(const HttpRequest&, const std::function<bool(std::string_view)>& on_data,
                             const std::atomic<bool>*) override {
     ++calls;
     HttpResponse r;

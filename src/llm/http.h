@@ -19,6 +19,8 @@ namespace mates::llm {
 inline constexpr long kWholeReplyStallS = 600;
 
 struct HttpRequest {
+  // POST (with `body`), GET or DELETE (without).
+  std::string method = "POST";
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   std::string body;
@@ -33,6 +35,9 @@ struct HttpRequest {
   // The whole exchange, reply included; 0 = none (a stream that sends only
   // pings would then go on for ever: --request-timeout bounds it).
   double total_timeout_s = 0;
+  // Told the final status once the response's headers are in, before its
+  // body (a stream that may stay quiet is open from then).
+  std::function<void(int status)> on_headers;
 };
 
 struct HttpResponse {
@@ -44,16 +49,16 @@ struct HttpResponse {
 class HttpTransport {
  public:
   virtual ~HttpTransport() = default;
-  // POSTs `request`. The body of a 2xx response goes to `on_data` as it
+  // Sends `request`. The body of a 2xx response goes to `on_data` as it
   // arrives (return false to stop); any other body is collected. Failures to
   // connect or a connection lost mid-response are Unavailable; a set
   // `cancel` flag ends the call as Cancelled within a second.
-  virtual Result<HttpResponse> Post(const HttpRequest& request,
+  virtual Result<HttpResponse> Send(const HttpRequest& request,
                                     const std::function<bool(std::string_view)>& on_data,
                                     const std::atomic<bool>* cancel) = 0;
 };
 
-// Thread-safe: concurrent Posts use separate curl handles from a pool, so
+// Thread-safe: concurrent Sends use separate curl handles from a pool, so
 // connections are reused between calls.
 std::unique_ptr<HttpTransport> NewCurlTransport();
 

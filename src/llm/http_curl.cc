@@ -20,6 +20,7 @@ struct CallState {
   // is caught there, the transfer stops, and it is said here.
   std::string callback_error;
   const std::function<bool(std::string_view)>* on_data = nullptr;
+  const std::function<void(int)>* on_headers = nullptr;
   const std::atomic<bool>* cancel = nullptr;
   bool stopped_by_caller = false;
   size_t error_body_cap = 1 << 20;
@@ -28,6 +29,11 @@ struct CallState {
 size_t OnHeaderUnguarded(char* data, size_t size, size_t n, void* user) {
   auto* st = static_cast<CallState*>(user);
   std::string_view line(data, size * n);
+  if (line == "\r\n" || line == "\n") {
+    // The end of a header block: the final one unless it was 1xx.
+    if (st->response.status >= 200 && st->on_headers != nullptr && *st->on_headers) (*st->on_headers)(st->response.status);
+    return size * n;
+  }
   if (line.rfind("HTTP/", 0) == 0) {
     // A new status line (after 100 Continue or a redirect): start over.
     st->response.headers.clear();
@@ -99,13 +105,14 @@ class CurlTransport : public HttpTransport {
     for (CURL* h : pool_) curl_easy_cleanup(h);
   }
 
-  Result<HttpResponse> Post(const HttpRequest& request,
+  Result<HttpResponse> Send(const HttpRequest& request,
                             const std::function<bool(std::string_view)>& on_data,
                             const std::atomic<bool>* cancel) override {
     CURL* h = Take();
     if (h == nullptr) return Status::Internal("curl_easy_init failed");
     CallState st;
     st.on_data = &on_data;
+    st.on_headers = &request.on_headers;
     st.cancel = cancel;
     curl_slist* headers = nullptr;
     for (const auto& hd : request.headers) headers = curl_slist_append(headers, hd.c_str());
@@ -113,9 +120,20 @@ class CurlTransport : public HttpTransport {
     headers = curl_slist_append(headers, "Expect:");
     curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    if (request.method == "GET") {
+      curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else if (request.method == "POST") {
+      curl_easy_setopt(h, CURLOPT_POST, 1L);
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    } else if (request.method == "DELETE") {
+      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
+    } else {
+      curl_easy_reset(h);
+      Give(h);
+      curl_slist_free_all(headers);
+      return Status::InvalidArgument("HTTP method " + request.method + " is not sent");
+    }
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &st);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);

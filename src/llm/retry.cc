@@ -200,7 +200,7 @@ Result<Json> PostAttempt(HttpTransport& transport, const HttpRequest& http, bool
     plain.append(chunk);
     return true;
   };
-  auto resp = transport.Post(http, on_data, cancel != nullptr ? cancel->flag() : nullptr);
+  auto resp = transport.Send(http, on_data, cancel != nullptr ? cancel->flag() : nullptr);
   if (too_big) {
     // Not retried: the same request would bring the same flood.
     failure->status = Status::Unavailable("the reply was over " + std::to_string(kMaxReplyBytes >> 20) +

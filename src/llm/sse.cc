@@ -64,9 +64,14 @@ void SseParser::Line(std::string_view line) {
   } else if (field == "event") {
     pending_.event = std::string(value);
   } else if (field == "id") {
-    pending_.id = std::string(value);
+    if (value.find('\0') == std::string_view::npos) pending_.id = std::string(value);
+  } else if (field == "retry") {
+    // Digits only, else ignored (the spec); a bound keeps it a duration.
+    if (!value.empty() && value.size() <= 9 && value.find_first_not_of("0123456789") == std::string_view::npos) {
+      retry_ms_ = std::stol(std::string(value));
+    }
   }
-  // "retry" and unknown fields are ignored.
+  // Unknown fields are ignored.
 }
 
 }  // namespace mates::llm

@@ -34,6 +34,12 @@ class SseParser {
   // End of stream: a final event without its blank line is NOT dispatched
   // (the spec drops it); returns whether bytes were left over.
   bool Finish();
+  // The stream's last event id (set by every `id:` field, dispatched or
+  // not, as the spec's "last event ID buffer") and the reconnection time a
+  // `retry:` field of digits set (-1: none) — what a client resuming the
+  // stream needs.
+  const std::string& last_id() const { return pending_.id; }
+  long retry_ms() const { return retry_ms_; }
 
  private:
   void Line(std::string_view line);
@@ -46,6 +52,7 @@ class SseParser {
   bool after_cr_ = false;  // the last byte seen was '\r'
   SseEvent pending_;
   bool has_data_ = false;
+  long retry_ms_ = -1;
 };
 
 }  // namespace mates::llm

@@ -97,5 +97,26 @@ TEST(SseTest, AnEventWithoutItsBlankLineIsNotDispatched) {
   EXPECT_TRUE(out.empty());
 }
 
+// What a client resuming a stream needs (MCP's streamable HTTP): the last
+// id seen, also on an event without data, and `retry` when it is digits.
+TEST(SseTest, KeepsTheLastIdAndTheRetryTime) {
+  std::vector<SseEvent> events;
+  SseParser p([&](const SseEvent& e) { events.push_back(e); });
+  EXPECT_EQ(p.last_id(), "");
+  EXPECT_EQ(p.retry_ms(), -1);
+  p.Feed("id: event-1\nretry: 500\ndata: \n\n");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].data, "");
+  EXPECT_EQ(p.last_id(), "event-1");
+  EXPECT_EQ(p.retry_ms(), 500);
+  p.Feed("id: event-2\n\n");  // no data: not dispatched, the id still counts
+  EXPECT_EQ(events.size(), 1u);
+  EXPECT_EQ(p.last_id(), "event-2");
+  p.Feed("retry: 5s\nretry: 12345678901\nretry:\ndata: x\n\n");  // not digits, too long, empty: ignored
+  EXPECT_EQ(p.retry_ms(), 500);
+  p.Feed(std::string("id: a\0b\n\n", 9));  // a NUL in an id: ignored
+  EXPECT_EQ(p.last_id(), "event-2");
+}
+
 }  // namespace
 }  // namespace mates::llm
