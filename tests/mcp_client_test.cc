@@ -314,6 +314,72 @@ read -r l
   EXPECT_NE(refused.content.find("1999-01-01"), std::string::npos) << refused.content;
 }
 
+// A server (of revision 2025-03-26) that, during a call, asks the client
+// what servers may ask — ping, roots, a question for the user, a sampling —
+// and something no client offers, and writes the answers down. Each gets
+// its answer (before, all but ping went unanswered or refused), questions
+// by each server's policy.
+TEST(McpClientTest, EveryRequestOfAServerIsAnswered) {
+  TempDir ws;
+  const std::string asker = R"SH(
+read -r l
+printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"asker"}}}\n'
+read -r l; read -r l
+printf '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"ask","inputSchema":{"type":"object"}}]}}\n'
+read -r call
+id=$(printf '%s' "$call" | sed 's/.*"id":\([0-9]*\).*/\1/')
+printf '{"jsonrpc":"2.0","id":"p","method":"ping"}\n'
+printf '{"jsonrpc":"2.0","id":"r","method":"roots/list"}\n'
+printf '{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{"message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"Ann"},"n":{"type":"integer"}}}}}\n'
+printf '{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{"messages":[],"maxTokens":10}}\n'
+printf '{"jsonrpc":"2.0","id":"u","method":"resources/frobnicate"}\n'
+for i in 1 2 3 4 5; do read -r a; printf '%s\n' "$a" >> "$ANSWERS"; done
+printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"asked"}]}}\n' "$id"
+read -r l
+)SH";
+  std::vector<mcp::ServerConfig> servers;
+  for (auto [name, policy] : {std::pair{"a", mcp::ElicitationPolicy::kAcceptDefaults},
+                              std::pair{"b", mcp::ElicitationPolicy::kAsk}, std::pair{"c", mcp::ElicitationPolicy::kDecline}}) {
+    mcp::ServerConfig c{.name = name, .argv = {"/bin/bash", "-c", asker}};
+    c.env["ANSWERS"] = (ws.path() / (std::string(name) + ".answers")).string();
+    c.elicitation = policy;
+    c.call_timeout_s = 30;
+    servers.push_back(c);
+  }
+  auto hub = std::make_shared<mcp::Hub>(Workspace(ws.path()), servers);
+  mcp::ClientServices services;
+  services.ask = [](const std::string& server, const Json& params, const CancelToken&) -> Result<Json> {
+    EXPECT_EQ(server, "b");
+    EXPECT_EQ(params["message"], "Your name?");
+    return Json{{"action", "accept"}, {"content", {{"n", 7}}}};
+  };
+  hub->SetServices(services);
+  hub->Start();
+  for (const auto& s : hub->States()) ASSERT_EQ(s.state, "running") << s.name;
+  for (const char* name : {"a", "b", "c"}) {
+    auto r = hub->Call(name, "ask", Json::object(), nullptr);
+    ASSERT_FALSE(r.is_error) << r.content;
+    EXPECT_EQ(r.content, "asked");
+    std::map<std::string, Json> by_id;
+    std::istringstream lines(ReadAll(ws.path() / (std::string(name) + ".answers")));
+    for (std::string line; std::getline(lines, line);) {
+      Json j = Json::parse(line);
+      by_id[j["id"].get<std::string>()] = j;
+    }
+    ASSERT_EQ(by_id.size(), 5u) << name;
+    EXPECT_EQ(by_id["p"]["result"], Json::object());
+    EXPECT_EQ(by_id["r"]["result"]["roots"][0]["uri"], "file://" + ws.path().string());
+    EXPECT_EQ(by_id["s"]["error"]["code"], mcp::kMethodNotFound) << "no sampling offered";
+    EXPECT_EQ(by_id["u"]["error"]["code"], mcp::kMethodNotFound);
+    const Json elicited = by_id["e"]["result"];
+    const std::map<std::string, Json> expected = {
+        {"a", Json::parse(R"({"action":"accept","content":{"name":"Ann"}})")},
+        {"b", Json::parse(R"({"action":"accept","content":{"n":7,"name":"Ann"}})")},
+        {"c", Json::parse(R"({"action":"decline"})")}};
+    EXPECT_EQ(elicited, expected.at(name)) << name;
+  }
+}
+
 TEST(McpClientTest, EveryMisconfigurationIsOneClearErrorNamingTheServer) {
   TempDir ws;
   struct Case {

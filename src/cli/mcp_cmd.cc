@@ -5,6 +5,8 @@
 // of one team: their messages and board are the database's.
 // mates mcp list [--json]: the MCP servers the workspace's agents use
 // (W/.mcp.json), started to show their state and tools.
+// mates mcp call SERVER [TOOL [ARGUMENTS]]: mates' client, by hand — a
+// server of .mcp.json or an http(s) URL; its tools, or one call's result.
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,7 +17,10 @@
 #include "cli/cli_common.h"
 #include "cli/run_options.h"
 #include "cli/store_choice.h"
+#include "core/files.h"
 #include "core/names.h"
+#include "core/process_tree.h"
+#include "mcp/config.h"
 #include "mcp/hub.h"
 #include "mcp/team_tools.h"
 #include "sandbox/sandbox.h"
@@ -28,6 +33,13 @@ namespace {
 struct McpArgs {
   std::string as;
   bool json = false;
+  // call
+  std::string server;
+  std::string tool;
+  std::string arguments = "{}";
+  std::string elicitation;
+  std::vector<std::string> headers;
+  double timeout_s = 120;
 };
 
 // Writes all of `data` to `fd`; false once the reader is gone.
@@ -176,6 +188,118 @@ int List(Globals& g, const McpArgs& a) {
   return failed > 0 ? 1 : 0;
 }
 
+// An elicitation put to the person at the terminal: accept (each field
+// asked, Enter for its default) or decline. Without a terminal, declined.
+Result<Json> AskAtTerminal(const std::string& server, const Json& params, const CancelToken& /*stop*/) {
+  if (::isatty(STDIN_FILENO) != 1) return Status::FailedPrecondition("nobody at a terminal to ask");
+  std::cerr << "server " << server << " asks: " << params.value("message", "") << "\n";
+  std::cerr << "answer it? [y/N] " << std::flush;
+  std::string line;
+  if (!std::getline(std::cin, line) || (line != "y" && line != "yes")) return Json{{"action", "decline"}};
+  Json content = Json::object();
+  const Json schema = params.contains("requestedSchema") ? params["requestedSchema"] : Json::object();
+  if (schema.contains("properties") && schema["properties"].is_object()) {
+    for (const auto& [name, prop] : schema["properties"].items()) {
+      std::string type = prop.is_object() ? prop.value("type", "string") : "string";
+      std::cerr << "  " << name << " (" << type
+                << (prop.is_object() && prop.contains("default") ? ", Enter for " + DumpJson(prop["default"]) : "")
+                << "): " << std::flush;
+      if (!std::getline(std::cin, line)) return Json{{"action", "cancel"}};
+      if (line.empty()) continue;  // its default, if any, is filled in
+      if (type == "string") {
+        content[name] = line;
+      } else {
+        auto v = ParseJson(line);
+        if (!v.ok()) return Status::InvalidArgument(name + ": '" + line + "' is not a " + type);
+        content[name] = *v;
+      }
+    }
+  }
+  return Json{{"action", "accept"}, {"content", content}};
+}
+
+int Call(Globals& g, const McpArgs& a) {
+  mcp::ServerConfig c;
+  std::shared_ptr<sandbox::Sandbox> box;
+  if (a.server.rfind("http://", 0) == 0 || a.server.rfind("https://", 0) == 0) {
+    // A server the person names here: theirs to trust.
+    c.name = "cli";
+    c.transport = mcp::ServerConfig::Transport::kHttp;
+    c.url = a.server;
+    for (const auto& h : a.headers) {
+      size_t colon = h.find(':');
+      if (colon == std::string::npos || colon == 0) return Usage("--header takes 'Name: value', not '" + h + "'");
+      std::string v = h.substr(colon + 1);
+      v.erase(0, v.find_first_not_of(' '));
+      c.headers[h.substr(0, colon)] = v;
+    }
+  } else {
+    if (!a.headers.empty()) return Usage("--header is for a server given by its URL; .mcp.json says a named one's");
+    if (Status s = AdmitWorkspaceFiles(g.ws()); !s.ok()) return Fail(s);
+    auto configs = mcp::LoadServerConfigs(g.ws(), trust::TrustStore());
+    if (!configs.ok()) return Fail(configs.status());
+    auto it = std::find_if(configs->begin(), configs->end(), [&](const auto& s) { return s.name == a.server; });
+    if (it == configs->end()) {
+      return Fail(Status::NotFound("no server '" + a.server + "' in " + (g.ws().root() / ".mcp.json").string() +
+                                   " (or give its http(s) URL)"));
+    }
+    if (!it->skipped.empty()) return Fail(Status::FailedPrecondition("server " + a.server + ": " + it->skipped));
+    c = *it;
+    auto made = HostsSandbox(g.ws(), "mcp-call");
+    if (!made.ok()) return Fail(made.status());
+    box = *made;
+  }
+  if (!a.elicitation.empty()) {
+    auto p = mcp::ParseElicitationPolicy(a.elicitation);
+    if (!p.ok()) return Fail(p.status());
+    c.elicitation = *p;
+  }
+  auto args = ParseJson(a.arguments);
+  if (!args.ok() || !args->is_object()) return Usage("ARGUMENTS must be a JSON object, not '" + a.arguments + "'");
+  auto services = std::make_shared<mcp::ClientServices>();
+  services->roots = {g.ws().root()};
+  services->elicitation = c.elicitation;
+  services->ask = AskAtTerminal;
+  Result<std::unique_ptr<mcp::Session>> session =
+      c.transport == mcp::ServerConfig::Transport::kHttp
+          ? mcp::StartHttpSession(c, services)
+          : [&]() -> Result<std::unique_ptr<mcp::Session>> {
+              const fs::path logs = g.ws().root() / ".mates" / "mcp";
+              MATES_RETURN_IF_ERROR(EnsureDir(logs));
+              return mcp::StartStdioSession(c, g.ws().root(), logs / (c.name + ".log"), NewProcessTag(), *box, services);
+            }();
+  if (!session.ok()) return Fail(session.status());
+  auto client = mcp::Client::Open(c, std::move(*session), *services);
+  if (!client.ok()) return Fail(client.status());
+  if (a.tool.empty()) {
+    Json tools = Json::array();
+    for (const auto& t : (*client)->tools()) tools.push_back(Json{{"name", t.name}, {"description", t.description}});
+    if (a.json) {
+      std::cout << DumpJsonPretty(Json{{"server", (*client)->server_name()},
+                                       {"protocol_version", (*client)->protocol_version()},
+                                       {"tools", tools}})
+                << std::endl;
+      return 0;
+    }
+    std::cout << "server " << (*client)->server_name() << ", MCP " << (*client)->protocol_version() << ", "
+              << tools.size() << " tool" << (tools.size() == 1 ? "" : "s") << "\n";
+    for (const auto& t : (*client)->tools()) {
+      std::string d = t.description.substr(0, t.description.find('\n'));
+      std::cout << "  " << t.name << (d.empty() ? "" : "  " + d) << "\n";
+    }
+    std::cout.flush();
+    return 0;
+  }
+  auto r = (*client)->Call(a.tool, *args, a.timeout_s, nullptr);
+  if (!r.ok()) return Fail(r.status().WithContext("calling " + a.tool));
+  if (a.json) {
+    std::cout << DumpJson(Json{{"text", r->text}, {"is_error", r->is_error}}) << std::endl;
+  } else {
+    std::cout << r->text << std::endl;
+  }
+  return r->is_error ? 1 : 0;
+}
+
 }  // namespace
 
 void AddMcpCommands(CLI::App& app, Globals& g) {
@@ -188,6 +312,18 @@ void AddMcpCommands(CLI::App& app, Globals& g) {
   CLI::App* list = mcp->add_subcommand("list", "The MCP servers of .mcp.json: started, with their state and tools");
   list->add_flag("--json", a->json, "One JSON document");
   list->callback([&g, a] { g.action = [&g, a] { return List(g, *a); }; });
+  CLI::App* call = mcp->add_subcommand(
+      "call", "Talk to an MCP server as mates' agents do: its tools, or one tool's result (exit 1 if it failed)");
+  call->add_option("SERVER", a->server, "A server of .mcp.json, or an http(s) URL")->required();
+  call->add_option("TOOL", a->tool, "The tool to call (none: list the tools)");
+  call->add_option("ARGUMENTS", a->arguments, "Its arguments, a JSON object (default {})");
+  call->add_option("--elicitation", a->elicitation,
+                   "How the server's questions are answered: ask (at this terminal), accept_defaults or decline "
+                   "(default: mcp.elicitation of .mates/config.yaml, else ask)");
+  call->add_option("--header", a->headers, "'Name: value' sent to a server given by its URL (repeatable)");
+  call->add_option("--timeout", a->timeout_s, "Seconds the call may take")->check(CLI::Range(0.001, 86400.0));
+  call->add_flag("--json", a->json, "One JSON document");
+  call->callback([&g, a] { g.action = [&g, a] { return Call(g, *a); }; });
   mcp->callback([&g, a] {
     if (!g.action) g.action = [&g, a] { return Serve(g, *a); };
   });

