@@ -21,6 +21,7 @@
 #include "core/names.h"
 #include "core/process_tree.h"
 #include "mcp/config.h"
+#include "mcp/http_serve.h"
 #include "mcp/hub.h"
 #include "mcp/team_tools.h"
 #include "sandbox/sandbox.h"
@@ -33,6 +34,8 @@ namespace {
 struct McpArgs {
   std::string as;
   bool json = false;
+  bool http = false;
+  int port = 0;
   // call
   std::string server;
   std::string tool;
@@ -54,7 +57,36 @@ bool WriteAll(int fd, const std::string& data) {
   return true;
 }
 
+// The same tools over streamable HTTP on 127.0.0.1 (mcp/http_serve.h),
+// until SIGINT, SIGTERM or SIGHUP.
+int ServeHttp(Globals& g, const McpArgs& a, mcp::TeamIdentity& who) {
+  // Blocked before any thread starts, so that every thread inherits the
+  // mask and sigwait below takes them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  mcp::HttpServeOptions o;
+  o.port = a.port;
+  o.make_session = [&who](std::function<void(const std::string&)> write, std::function<void(const Json&)> unanswered) {
+    mcp::Server::Options options;
+    options.version = "0.1.0";
+    options.instructions = mcp::TeamInstructions(who);
+    options.on_unanswered = std::move(unanswered);
+    return std::make_unique<mcp::Server>(options, mcp::TeamTools(who), std::move(write));
+  };
+  auto served = mcp::HttpServe::Start(std::move(o));
+  if (!served.ok()) return Fail(served.status());
+  std::cout << "serving team " << g.team << " as " << who.name << " over MCP (streamable HTTP): " << (*served)->url()
+            << "\n  Claude Code: claude mcp add --transport http mates '" << (*served)->url() << "'" << std::endl;
+  int sig = 0;
+  sigwait(&stop, &sig);
+  (*served)->Stop();
+  return 0;
+}
+
 int Serve(Globals& g, const McpArgs& a) {
+  if (a.port != 0 && !a.http) return Usage("--port is for --http");
   if (g.team.empty()) return Usage("which team? give --team or set MATES_TEAM");
   if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
   auto opened = OpenChosenStore(g.store, g.ws());
@@ -94,6 +126,7 @@ int Serve(Globals& g, const McpArgs& a) {
   // A client that goes away mid-answer is an ended session, not a signal.
   std::signal(SIGPIPE, SIG_IGN);
   mcp::TeamIdentity who{g.ws(), g.team, as, *store};
+  if (a.http) return ServeHttp(g, a, who);
   std::atomic<bool> client_gone{false};
   mcp::Server::Options options;
   options.version = "0.1.0";
@@ -305,9 +338,12 @@ int Call(Globals& g, const McpArgs& a) {
 void AddMcpCommands(CLI::App& app, Globals& g) {
   auto a = std::make_shared<McpArgs>();
   CLI::App* mcp = app.add_subcommand(
-      "mcp", "Serve the team to an external agent over MCP (stdio): messages and the task board as tools");
+      "mcp", "Serve the team to an external agent over MCP (stdio, or --http): messages and the task board as tools");
   AddTeamOption(mcp, g);
   mcp->add_option("--as", a->as, "The member the agent is (default: $MATES_AGENT_NAME, else the team's lead)");
+  mcp->add_flag("--http", a->http,
+                "Serve over streamable HTTP on 127.0.0.1 (the URL printed carries its token) instead of stdio");
+  mcp->add_option("--port", a->port, "The port for --http (default: any free one)")->check(CLI::Range(0, 65535));
   AddStoreOption(mcp, g);
   CLI::App* list = mcp->add_subcommand("list", "The MCP servers of .mcp.json: started, with their state and tools");
   list->add_flag("--json", a->json, "One JSON document");

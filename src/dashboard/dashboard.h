@@ -72,8 +72,4 @@ class Dashboard {
   std::unique_ptr<Impl> impl_;
 };
 
-// A secret for a URL: 32 bytes from the kernel's generator, base64url
-// (letters, digits, '-' and '_').
-std::string NewSecretToken();
-
 }  // namespace mates::dashboard

@@ -12,14 +12,14 @@
 
 #include "core/json.h"
 #include "core/status.h"
+#include "llm/loopback_guard.h"
 
 namespace mates::dashboard {
 
 // A request body's bound: a message or a task from the page.
 inline constexpr size_t kMaxBodyBytes = 256 << 10;
 
-// A secret of 32 bytes from the kernel, base64url (43 characters).
-std::string NewSecretToken();
+using llm::NewSecretToken;
 
 void SendJson(httplib::Response& res, const Json& j, int status = 200);
 void SendError(httplib::Response& res, int status, const std::string& message);
@@ -32,18 +32,16 @@ void TooLarge(const httplib::Request& req, httplib::Response& res);
 // The request's JSON object, or false with a 415 or 400 sent.
 bool ReadJsonBody(const httplib::Request& req, httplib::Response& res, Json* out);
 
+// The dashboard's answers to what llm::LoopbackGuard refuses.
 class HttpGuard {
  public:
-  HttpGuard() : token_(NewSecretToken()) {}
-  const std::string& token() const { return token_; }
-  // The port the server listens on (its Host check), once bound.
-  void set_port(int port) { port_ = port; }
+  const std::string& token() const { return guard_.token(); }
+  void set_port(int port) { guard_.set_port(port); }
   // Token and Host, on every request: false with the answer sent.
   bool Admit(const httplib::Request& req, httplib::Response& res) const;
 
  private:
-  const std::string token_;
-  int port_ = -1;  // set before the server listens
+  llm::LoopbackGuard guard_;
 };
 
 }  // namespace mates::dashboard

@@ -189,7 +189,11 @@ void Server::CallTool(const Incoming& in) {
   raw->thread = std::thread([this, raw, spec, arguments = std::move(arguments), id = in.id] {
     Json result = RunTool(*spec, arguments, raw->call);
     // A cancelled request is not answered (MCP: cancellation).
-    if (!raw->call.cancelled.load()) Send(ResultFrame(id, std::move(result)));
+    if (!raw->call.cancelled.load()) {
+      Send(ResultFrame(id, std::move(result)));
+    } else if (options_.on_unanswered) {
+      options_.on_unanswered(id);
+    }
     raw->done.store(true);
   });
   waiting_[key] = std::move(w);

@@ -63,6 +63,9 @@ class Server {
     std::string version;
     std::string instructions;  // sent with the initialize result; "" = none
     size_t max_waiting_calls = 32;
+    // Told of a request that gets no answer: a waiting call the client
+    // cancelled (a transport that waits for each answer stops waiting).
+    std::function<void(const Json& request_id)> on_unanswered;
   };
   // `write` gets each outgoing frame (no newline); the server calls it from
   // one thread at a time.

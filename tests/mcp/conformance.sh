@@ -4,6 +4,9 @@
 #   conformance.sh MATES SUITE_DIR client SCENARIO
 #     mates' client (tests/mcp/conformance_client.sh) against the
 #     scenario's server;
+#   conformance.sh MATES SUITE_DIR server SCENARIO
+#     the scenario's client against `mates mcp --http`, serving a member
+#     of a team made in a scratch workspace;
 # Exit 0 when every check of the scenario passed, 1 when one failed (the
 # suite's report is printed), 77 (skipped) without the suite.
 set -uo pipefail
@@ -23,7 +26,22 @@ case "$side" in
     "$node" "$cli" client --command "$here/conformance_client.sh $mates" --scenario "$scenario" \
       --timeout 30000 -o "$work/results" >"$work/report" 2>&1
     ;;
-  *) echo "conformance.sh: side must be client, not '$side'" >&2; exit 2 ;;
+  server)
+    export MATES_WORKSPACE="$work"
+    "$mates" team create conf --members alice >/dev/null || exit 1
+    "$mates" mcp --team conf --as alice --http >"$work/served" 2>&1 &
+    served=$!
+    trap 'kill $served 2>/dev/null; wait $served 2>/dev/null; rm -rf "$work"' EXIT
+    # The URL is the first line's last word, once it is printed.
+    for _ in $(seq 1 100); do
+      url=$(sed -n '1s/.* //p' "$work/served")
+      [ -n "$url" ] && break
+      kill -0 "$served" 2>/dev/null || { cat "$work/served"; exit 1; }
+      sleep 0.1
+    done
+    "$node" "$cli" server --url "$url" --scenario "$scenario" -o "$work/results" >"$work/report" 2>&1
+    ;;
+  *) echo "conformance.sh: side must be client or server, not '$side'" >&2; exit 2 ;;
 esac
 rc=$?
 # Every check in the results must be a success (a warning is a failure too:
