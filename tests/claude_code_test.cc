@@ -397,6 +397,65 @@ TEST(ClaudeCodeTest, PaneAgentsTalkThroughMatesMcp) {
       << "no Claude Code and no mates mcp left:" << DescribeProcesses(ProcessesWithEnv(home));
 }
 
+// Claude Code joins a team over HTTP (DESIGN §23): `mates mcp --http`
+// serves alice of team t; `claude -p`, given its URL as an http server
+// (`--mcp-config`), is told by the mock to send bob a message with
+// mcp__mates__send_message. bob's inbox has it, from alice.
+TEST(ClaudeCodeTest, JoinsATeamThroughMatesMcpOverHttp) {
+  std::string claude = ClaudeBinary();
+  MATES_NEED_CLAUDE(claude);
+  testing::TempDir dir;
+  const fs::path ws = dir.path() / "ws";
+  fs::create_directories(ws);
+  ASSERT_EQ(testing::RunMates(ws, {"team", "create", "t", "--members", "alice,bob"}).exit_code, 0);
+  Subprocess served = testing::StartMates(ws, {"mcp", "--team", "t", "--as", "alice", "--http"});
+  auto printed = served.ReadLine(DeadlineIn(30));
+  ASSERT_TRUE(printed.ok());
+  const std::string mcp_url = printed->substr(printed->rfind(' ') + 1);
+  testing::WriteAll(dir.path() / "s.yaml", R"(
+rules:
+  - when: "tell bob hello"
+    once: false
+    reply:
+      - {type: tool_use, name: mcp__mates__send_message, input: {recipient: bob, content: "hello from claude over http"}}
+  - when: "Sent message to bob"
+    once: false
+    reply:
+      - {type: text, text: "Told bob. HTTP OK"}
+default_reply:
+  - {type: text, text: "mock default"}
+)");
+  testing::WriteAll(dir.path() / "mcp.json",
+                    DumpJson(Json{{"mcpServers", {{"mates", {{"type", "http"}, {"url", mcp_url}}}}}}));
+  auto mock = testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", (dir.path() / "s.yaml").string(),
+                              "--record", (dir.path() / "rec.jsonl").string(), "--quiet"});
+  auto line = mock.ReadLine(DeadlineIn(10));
+  ASSERT_TRUE(line.ok());
+  fs::create_directories(dir.path() / "home");
+  SubprocessOptions o;
+  o.argv = {claude, "-p", "please tell bob hello", "--mcp-config=" + (dir.path() / "mcp.json").string(),
+            "--allowedTools=mcp__mates"};
+  o.env = std::vector<std::string>{"HOME=" + (dir.path() / "home").string(),
+                                   "PATH=/usr/local/bin:/usr/bin:/bin",
+                                   "ANTHROPIC_BASE_URL=" + line->substr(std::string("listening on ").size()),
+                                   "ANTHROPIC_API_KEY=sk-test-not-a-real-key",
+                                   "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+                                   "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"};
+  o.cwd = dir.str();
+  o.timeout_s = 120;
+  auto r = RunSubprocess(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
+  EXPECT_NE(r->out.find("HTTP OK"), std::string::npos) << r->out << r->err;
+  auto inbox = testing::RunMates(ws, {"inbox", "--team", "t", "bob", "--json"});
+  EXPECT_NE(inbox.out.find("hello from claude over http"), std::string::npos) << inbox.out;
+  EXPECT_NE(inbox.out.find(R"("sender":"alice")"), std::string::npos) << inbox.out;
+  mock.Signal(SIGTERM);
+  EXPECT_EQ(mock.Wait().exit_code, 0);
+  served.Signal(SIGTERM);
+  EXPECT_EQ(served.Wait().exit_code, 0);
+}
+
 std::string QwenBinary() {
   const char* cache = std::getenv("MATES_CACHE_DIR");
   fs::path dir = cache != nullptr ? fs::path(cache) : fs::path(MATES_SOURCE_DIR) / ".cache";
