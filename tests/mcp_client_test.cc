@@ -213,24 +213,29 @@ int FreePort() {
   return port;
 }
 
+// The reference server over `transport` (its streamableHttp or sse) on
+// `port`, once it says it listens.
+Subprocess StartEverything(const std::string& transport, int port, const fs::path& home) {
+  SubprocessOptions o;
+  o.argv = {NpmBin("mcp-server-everything").string(), transport};
+  o.env = std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home.string(),
+                                   "PORT=" + std::to_string(port)};
+  o.merge_stderr = true;
+  auto server = Subprocess::Start(o);
+  if (!server.ok()) throw std::runtime_error(server.status().message());
+  for (int i = 0; i < 50; ++i) {
+    auto line = server->ReadLine(DeadlineIn(20));
+    if (!line.ok()) break;
+    if (line->find("on port " + std::to_string(port)) != std::string::npos) return std::move(*server);
+  }
+  throw std::runtime_error("server-everything did not start its " + transport + " transport");
+}
+
 TEST(McpClientTest, StreamableHttpServersWorkToo) {
   MATES_NEED_SERVERS();
   TempDir ws;
   int port = FreePort();
-  SubprocessOptions o;
-  o.argv = {NpmBin("mcp-server-everything").string(), "streamableHttp"};
-  o.env = std::vector<std::string>{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws.str(),
-                                   "PORT=" + std::to_string(port)};
-  o.merge_stderr = true;
-  auto server = Subprocess::Start(o);
-  ASSERT_TRUE(server.ok());
-  bool listening = false;
-  for (int i = 0; i < 50 && !listening; ++i) {
-    auto line = server->ReadLine(DeadlineIn(20));
-    if (!line.ok()) break;
-    listening = line->find("listening on port") != std::string::npos;
-  }
-  ASSERT_TRUE(listening) << "server-everything did not start its HTTP transport";
+  Subprocess server = StartEverything("streamableHttp", port, ws.path());
   WriteTrusted(ws.path(),
                R"({"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:)" + std::to_string(port) + R"(/mcp"}}})");
   auto r = testing::RunMates(ws.path(), {"mcp", "list"});
@@ -251,6 +256,35 @@ TEST(McpClientTest, StreamableHttpServersWorkToo) {
   auto down = testing::RunMates(ws.path(), {"mcp", "list"});
   EXPECT_EQ(down.exit_code, 1);
   EXPECT_NE(down.out.find("web (http, for everyone): failed: "), std::string::npos) << down.out;
+}
+
+// The older HTTP+SSE transport (revision 2024-11-05; "type": "sse" as
+// Claude Code writes it): the reference server's own, from list to call.
+TEST(McpClientTest, HttpPlusSseServersWorkToo) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  int port = FreePort();
+  Subprocess server = StartEverything("sse", port, ws.path());
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/sse";
+  WriteTrusted(ws.path(), R"({"mcpServers": {"old": {"type": "sse", "url": ")" + url + R"("}}})");
+  auto r = testing::RunMates(ws.path(), {"mcp", "list"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("old (sse, for everyone): running"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mcp__old__get-sum"), std::string::npos) << r.out;
+  auto hub = mcp::Hub::Load(Workspace(ws.path()));
+  ASSERT_TRUE(hub.ok());
+  (*hub)->Start();
+  auto sum = (*hub)->Call("old", "get-sum", Json{{"a", 2}, {"b", 40}}, nullptr);
+  EXPECT_FALSE(sum.is_error) << sum.content;
+  EXPECT_NE(sum.content.find("42"), std::string::npos) << sum.content;
+  // By hand, from the URL.
+  auto called = testing::RunMates(ws.path(), {"mcp", "call", "--sse", url, "get-sum", R"({"a": 1, "b": 2})"});
+  EXPECT_EQ(called.exit_code, 0) << called.err;
+  EXPECT_NE(called.out.find("3"), std::string::npos) << called.out;
+  // A stream that is not one: one clear failure.
+  auto wrong = testing::RunMates(ws.path(), {"mcp", "call", "--sse", "http://127.0.0.1:" + std::to_string(port) + "/nope"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_NE(wrong.err.find("HTTP 404"), std::string::npos) << wrong.err;
 }
 
 // A server that sends whatever it likes: junk lines, a 20 MiB line, NULs,
@@ -391,7 +425,8 @@ TEST(McpClientTest, EveryMisconfigurationIsOneClearErrorNamingTheServer) {
       {R"([1])", "must be an object"},
       {R"({"mcpServers": {"files": {"args": ["x"]}}})", "mcpServers.files: a stdio server needs \"command\""},
       {R"({"mcpServers": {"files": {"command": ""}}})", "mcpServers.files: a stdio server needs \"command\""},
-      {R"({"mcpServers": {"remote": {"type": "sse", "url": "http://x"}}})", "mcpServers.remote.type: unknown type 'sse'"},
+      {R"({"mcpServers": {"remote": {"type": "websocket", "url": "ws://x"}}})", "mcpServers.remote.type: unknown type 'websocket'"},
+      {R"({"mcpServers": {"remote": {"type": "sse"}}})", "an sse server needs \"url\""},
       {R"({"mcpServers": {"remote": {"type": "http"}}})", "mcpServers.remote: an http server needs \"url\""},
       {R"({"mcpServers": {"remote": {"type": "http", "url": "ftp://x"}}})", "mcpServers.remote.url: must start with"},
       {R"({"mcpServers": {"files": {"command": "x", "args": "y"}}})", "mcpServers.files.args: must be an array"},

@@ -42,6 +42,7 @@ struct McpArgs {
   std::string arguments = "{}";
   std::string elicitation;
   std::vector<std::string> headers;
+  bool sse = false;
   double timeout_s = 120;
 };
 
@@ -257,7 +258,7 @@ int Call(Globals& g, const McpArgs& a) {
   if (a.server.rfind("http://", 0) == 0 || a.server.rfind("https://", 0) == 0) {
     // A server the person names here: theirs to trust.
     c.name = "cli";
-    c.transport = mcp::ServerConfig::Transport::kHttp;
+    c.transport = a.sse ? mcp::ServerConfig::Transport::kSse : mcp::ServerConfig::Transport::kHttp;
     c.url = a.server;
     for (const auto& h : a.headers) {
       size_t colon = h.find(':');
@@ -294,7 +295,7 @@ int Call(Globals& g, const McpArgs& a) {
   services->elicitation = c.elicitation;
   services->ask = AskAtTerminal;
   Result<std::unique_ptr<mcp::Session>> session =
-      c.transport == mcp::ServerConfig::Transport::kHttp
+      c.transport != mcp::ServerConfig::Transport::kStdio
           ? mcp::StartHttpSession(c, services)
           : [&]() -> Result<std::unique_ptr<mcp::Session>> {
               const fs::path logs = g.ws().root() / ".mates" / "mcp";
@@ -357,6 +358,7 @@ void AddMcpCommands(CLI::App& app, Globals& g) {
                    "How the server's questions are answered: ask (at this terminal), accept_defaults or decline "
                    "(default: mcp.elicitation of .mates/config.yaml, else ask)");
   call->add_option("--header", a->headers, "'Name: value' sent to a server given by its URL (repeatable)");
+  call->add_flag("--sse", a->sse, "The URL speaks the older HTTP+SSE transport (MCP 2024-11-05)");
   call->add_option("--timeout", a->timeout_s, "Seconds the call may take")->check(CLI::Range(0.001, 86400.0));
   call->add_flag("--json", a->json, "One JSON document");
   call->callback([&g, a] { g.action = [&g, a] { return Call(g, *a); }; });

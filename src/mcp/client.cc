@@ -373,11 +373,12 @@ class HttpSession : public Session {
     }
   }
 
-  // Our answer to a request of the server's, POSTed (a 202 comes back).
+  // Our answer to a request of the server's, POSTed (a 202 comes back),
+  // unless the session ends first.
   void Answer(const std::string& frame) {
     auto msg = ParseJson(frame);
     if (!msg.ok()) return;
-    Status s = Post(*msg, DeadlineIn(10), nullptr, nullptr, nullptr, nullptr);
+    Status s = Post(*msg, DeadlineIn(10), &stop_, nullptr, nullptr, nullptr);
     if (!s.ok()) LogWarning("mcp server " + config_.name + ": our answer to its request was not delivered: " + s.message());
   }
 
@@ -577,6 +578,154 @@ class HttpSession : public Session {
   std::thread listener_;
 };
 
+// ---- HTTP+SSE (revision 2024-11-05) ----
+
+// The transport before streamable HTTP: a GET opens an event stream whose
+// first event, `endpoint`, names where to POST messages (on the same
+// origin); every answer and request of the server's comes on the stream.
+class LegacySseSession : public Session {
+ public:
+  LegacySseSession(ServerConfig c, std::shared_ptr<const ClientServices> services)
+      : config_(std::move(c)),
+        http_(llm::NewCurlTransport()),
+        requests_(config_.name, std::move(services), [this](const std::string& frame) {
+          auto msg = ParseJson(frame);
+          if (msg.ok()) (void)Send(*msg, DeadlineIn(10), &stop_);
+        }) {}
+  ~LegacySseSession() override {
+    stop_.Cancel(CancelToken::kForGood);
+    if (reader_.joinable()) reader_.join();
+    requests_.Stop();
+  }
+
+  // Opens the stream and waits for its endpoint.
+  Status Connect(const Deadline& deadline) {
+    reader_ = std::thread([this] {
+      NameThisThread("mcp-sse:" + config_.name);
+      RunGuarded("mcp server " + config_.name + " event stream", [this] { Read(); });
+    });
+    CancelToken wake;
+    CancelLink link(&endpoint_known_, &wake);
+    wake.WaitFor(SecondsLeft(deadline));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!endpoint_.empty()) return Status::Ok();
+    if (!pending_.open()) return Status::Unavailable(pending_.why());
+    return Status::Timeout("server " + config_.name + " named no endpoint on its event stream in time");
+  }
+
+  Result<Json> Request(const std::string& method, Json params, const Deadline& deadline,
+                       const CancelToken* cancel) override {
+    const int64_t id = next_id_.fetch_add(1);
+    auto p = pending_.Add(id);
+    if (Status s = Send(RequestMessage(id, method, std::move(params)), deadline, cancel); !s.ok()) {
+      pending_.Answer(id, s);  // forgets it
+      return s;
+    }
+    auto answer = pending_.Wait(id, p, deadline, cancel);
+    if (!answer) return GaveUp(*this, id, method, cancel);
+    return std::move(*answer);
+  }
+  Status Notify(const std::string& method, Json params) override {
+    return Send(NotificationMessage(method, std::move(params)), DeadlineIn(10), nullptr);
+  }
+  bool alive() const override { return pending_.open(); }
+  std::string why() const override { return pending_.why(); }
+
+ private:
+  // Sends `message` to the endpoint; `cancel` (or the session's end) stops
+  // the sending.
+  Status Send(const Json& message, const Deadline& deadline, const CancelToken* cancel) {
+    CancelToken either;
+    CancelLink by_stop(&stop_, &either);
+    CancelLink by_cancel(const_cast<CancelToken*>(cancel), &either);
+    llm::HttpRequest req;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      req.url = endpoint_;
+    }
+    if (req.url.empty()) return Status::IOError("server " + config_.name + " has no endpoint yet");
+    req.body = DumpJson(message);
+    req.headers = {"Content-Type: application/json"};
+    for (const auto& [k, v] : config_.headers) req.headers.push_back(k + ": " + v);
+    req.total_timeout_s = std::max(0.001, SecondsLeft(deadline));
+    auto r = http_->Send(req, [](std::string_view) { return true; }, either.flag());
+    // Nothing was taken: it may go to a new session.
+    if (!r.ok()) return Status::IOError("server " + config_.name + ": " + r.status().message());
+    if (r->status < 200 || r->status >= 300) {
+      return Status::IOError("server " + config_.name + " answered HTTP " + std::to_string(r->status) + ": " +
+                             r->body.substr(0, 300));
+    }
+    return Status::Ok();
+  }
+
+  // The endpoint an `endpoint` event names: on the server's own origin.
+  Result<std::string> Resolve(const std::string& said) const {
+    const size_t scheme = config_.url.find("://");
+    const size_t path_at = config_.url.find('/', scheme + 3);
+    const std::string origin = config_.url.substr(0, path_at);
+    if (!said.empty() && said[0] == '/') return origin + said;
+    if (said.rfind(origin + "/", 0) == 0) return said;
+    return Status::InvalidArgument("server " + config_.name + " named an endpoint off its origin: " + said.substr(0, 200));
+  }
+
+  void Read() {
+    llm::HttpRequest req;
+    req.method = "GET";
+    req.url = config_.url;
+    req.headers = {"Accept: text/event-stream"};
+    for (const auto& [k, v] : config_.headers) req.headers.push_back(k + ": " + v);
+    req.low_speed_time_s = 600;  // the server's pings, if any, keep it
+    std::string why = "server " + config_.name + " closed its event stream";
+    llm::SseParser parser([&](const llm::SseEvent& e) {
+      if (e.event == "endpoint") {
+        auto url = Resolve(e.data);
+        if (!url.ok()) {
+          why = url.status().message();
+          stop_.Cancel();  // nothing can be sent to it
+          return;
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          endpoint_ = *url;
+        }
+        endpoint_known_.Cancel();
+        return;
+      }
+      auto msg = ParseJson(e.data);
+      if (!msg.ok()) return;
+      Incoming in = Classify(*msg);
+      if (in.kind == Incoming::Kind::kResponse && in.id.is_number_integer()) {
+        pending_.Answer(in.id.get<int64_t>(),
+                        msg->contains("error") ? Result<Json>(ServerError((*msg)["error"])) : Result<Json>((*msg)["result"]));
+      } else if (in.kind == Incoming::Kind::kRequest) {
+        requests_.Handle(in);
+      }
+    });
+    auto r = http_->Send(req, [&](std::string_view bytes) {
+      parser.Feed(bytes);
+      return !stop_.cancelled();
+    }, stop_.flag());
+    if (!r.ok() && !stop_.cancelled()) why = "server " + config_.name + ": " + r.status().message();
+    if (r.ok() && (r->status < 200 || r->status >= 300)) {
+      why = "server " + config_.name + " answered its event stream's GET with HTTP " + std::to_string(r->status);
+    }
+    if (stop_.cancelled() && why.find("closed") != std::string::npos) why = "the session with server " + config_.name + " ended";
+    pending_.CloseAll(why);
+    endpoint_known_.Cancel();
+  }
+
+  const ServerConfig config_;
+  std::unique_ptr<llm::HttpTransport> http_;
+  std::atomic<int64_t> next_id_{1};
+  PendingTable pending_;
+  CancelToken stop_;
+  CancelToken endpoint_known_;
+  mutable std::mutex mu_;
+  std::string endpoint_;  // guarded by mu_
+  ServerRequests requests_;
+  std::thread reader_;
+};
+
 // A minimal environment: what any program needs, no keys (DESIGN §10).
 std::vector<std::string> ServerEnvironment(const std::map<std::string, std::string>& extra) {
   std::map<std::string, std::string> env;
@@ -614,6 +763,11 @@ Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const 
 }
 
 Result<std::unique_ptr<Session>> StartHttpSession(const ServerConfig& c, std::shared_ptr<const ClientServices> services) {
+  if (c.transport == ServerConfig::Transport::kSse) {
+    auto s = std::make_unique<LegacySseSession>(c, std::move(services));
+    MATES_RETURN_IF_ERROR(s->Connect(DeadlineIn(c.startup_timeout_s)));
+    return std::unique_ptr<Session>(std::move(s));
+  }
   return std::unique_ptr<Session>(std::make_unique<HttpSession>(c, std::move(services)));
 }
 

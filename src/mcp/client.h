@@ -40,7 +40,8 @@ namespace fs = std::filesystem;
 // One server of W/.mcp.json (mcp/config.h reads it).
 struct ServerConfig {
   std::string name;
-  enum class Transport { kStdio, kHttp } transport = Transport::kStdio;
+  // kSse: HTTP+SSE, the transport of revision 2024-11-05.
+  enum class Transport { kStdio, kHttp, kSse } transport = Transport::kStdio;
   std::vector<std::string> argv;               // stdio: command, then args
   std::map<std::string, std::string> env;      // stdio: added to a clean environment
   std::string url;                             // http
@@ -94,6 +95,8 @@ Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const 
                                                    const fs::path& stderr_log, const std::string& tag,
                                                    const sandbox::Sandbox& sandbox,
                                                    std::shared_ptr<const ClientServices> services);
+// Streamable HTTP, or for kSse the older HTTP+SSE (its stream opened and its
+// endpoint known before it returns).
 Result<std::unique_ptr<Session>> StartHttpSession(const ServerConfig& c, std::shared_ptr<const ClientServices> services);
 
 struct RemoteTool {

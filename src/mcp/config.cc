@@ -114,10 +114,10 @@ Result<ServerConfig> ServerFromJson(const std::string& name, const Json& s, cons
       }
     }
     MATES_ASSIGN_OR_RETURN(c.env, StringMap(s, "env", where, expand));
-  } else if (type == "http") {
-    c.transport = ServerConfig::Transport::kHttp;
+  } else if (type == "http" || type == "sse") {
+    c.transport = type == "http" ? ServerConfig::Transport::kHttp : ServerConfig::Transport::kSse;
     if (!s.contains("url") || !s["url"].is_string()) {
-      return Status::InvalidArgument(where + ": an http server needs \"url\"");
+      return Status::InvalidArgument(where + ": an " + type + " server needs \"url\"");
     }
     MATES_ASSIGN_OR_RETURN(c.url, Expand(s["url"], where + ".url", expand));
     if (c.url.rfind("http://", 0) != 0 && c.url.rfind("https://", 0) != 0) {
@@ -126,7 +126,7 @@ Result<ServerConfig> ServerFromJson(const std::string& name, const Json& s, cons
     MATES_ASSIGN_OR_RETURN(c.headers, StringMap(s, "headers", where, expand));
   } else {
     return Status::InvalidArgument(where + ".type: unknown type '" + type +
-                                   "' (mates speaks \"stdio\" and \"http\", streamable HTTP)");
+                                   "' (mates speaks \"stdio\", \"http\" (streamable HTTP) and \"sse\" (HTTP+SSE))");
   }
   return c;
 }

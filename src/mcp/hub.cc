@@ -214,7 +214,9 @@ std::vector<ServerState> Hub::States() const {
     std::lock_guard<std::mutex> lock(s->mu);
     ServerState st;
     st.name = s->config.name;
-    st.transport = s->config.transport == ServerConfig::Transport::kStdio ? "stdio" : "http";
+    st.transport = s->config.transport == ServerConfig::Transport::kStdio ? "stdio"
+                   : s->config.transport == ServerConfig::Transport::kSse ? "sse"
+                                                                           : "http";
     if (!s->config.skipped.empty()) {
       st.run = ServerRun::kSkipped;
       st.state = "skipped: " + s->config.skipped;
