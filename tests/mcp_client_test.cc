@@ -348,6 +348,24 @@ read -r l
   EXPECT_NE(refused.content.find("1999-01-01"), std::string::npos) << refused.content;
 }
 
+// A stdio server (a bash script) of `revision` with one tool, `ask`,
+// during whose call it runs `during` (its requests to the client, and
+// reading the answers); the call then answers "asked".
+std::string AskingServer(const std::string& revision, const std::string& during) {
+  return R"SH(
+read -r l
+printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":")SH" +
+         revision + R"SH(","capabilities":{"tools":{}},"serverInfo":{"name":"asker"}}}\n'
+read -r l; read -r l
+printf '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"ask","inputSchema":{"type":"object"}}]}}\n'
+read -r call
+id=$(printf '%s' "$call" | sed 's/.*"id":\([0-9]*\).*/\1/')
+)SH" + during + R"SH(
+printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"asked"}]}}\n' "$id"
+read -r l
+)SH";
+}
+
 // A server (of revision 2025-03-26) that, during a call, asks the client
 // what servers may ask — ping, roots, a question for the user, a sampling —
 // and something no client offers, and writes the answers down. Each gets
@@ -355,22 +373,13 @@ read -r l
 // by each server's policy.
 TEST(McpClientTest, EveryRequestOfAServerIsAnswered) {
   TempDir ws;
-  const std::string asker = R"SH(
-read -r l
-printf '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"asker"}}}\n'
-read -r l; read -r l
-printf '{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"ask","inputSchema":{"type":"object"}}]}}\n'
-read -r call
-id=$(printf '%s' "$call" | sed 's/.*"id":\([0-9]*\).*/\1/')
+  const std::string asker = AskingServer("2025-03-26", R"SH(
 printf '{"jsonrpc":"2.0","id":"p","method":"ping"}\n'
 printf '{"jsonrpc":"2.0","id":"r","method":"roots/list"}\n'
 printf '{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{"message":"Your name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"Ann"},"n":{"type":"integer"}}}}}\n'
 printf '{"jsonrpc":"2.0","id":"s","method":"sampling/createMessage","params":{"messages":[],"maxTokens":10}}\n'
 printf '{"jsonrpc":"2.0","id":"u","method":"resources/frobnicate"}\n'
-for i in 1 2 3 4 5; do read -r a; printf '%s\n' "$a" >> "$ANSWERS"; done
-printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"asked"}]}}\n' "$id"
-read -r l
-)SH";
+for i in 1 2 3 4 5; do read -r a; printf '%s\n' "$a" >> "$ANSWERS"; done)SH");
   std::vector<mcp::ServerConfig> servers;
   for (auto [name, policy] : {std::pair{"a", mcp::ElicitationPolicy::kAcceptDefaults},
                               std::pair{"b", mcp::ElicitationPolicy::kAsk}, std::pair{"c", mcp::ElicitationPolicy::kDecline}}) {
@@ -412,6 +421,59 @@ read -r l
         {"c", Json::parse(R"({"action":"decline"})")}};
     EXPECT_EQ(elicited, expected.at(name)) << name;
   }
+}
+
+// `mates mcp call` asks the person at its terminal (script(1) gives it
+// one): the server's words shown without the escape sequences it put in
+// them, each field asked, a field left empty taking its default.
+TEST(McpClientTest, CallAsksThePersonAtTheTerminal) {
+  TempDir ws;
+  const std::string asker = AskingServer("2025-11-25", R"SH(
+printf '{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{"message":"Your name?\\u001b[2J\\u001b]0;pwned\\u0007","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"Ann"},"n":{"type":"integer"}}}}}\n'
+read -r a; printf '%s\n' "$a" > answers)SH");
+  WriteTrusted(ws.path(), DumpJson(Json{{"mcpServers", {{"q", {{"command", "/bin/bash"}, {"args", {"-c", asker}}}}}}}));
+  const std::string command = testing::MatesBinary() + " --workspace " + ws.str() + " mcp call q ask";
+  auto r = testing::Run({"bash", "-c", "printf 'y\\n\\n7\\n' | script -qec '" + command + "' /dev/null"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("server q asks: Your name??[2J?]0;pwned?"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "no escape reached the terminal";
+  EXPECT_NE(r.out.find("asked"), std::string::npos) << r.out;
+  auto answer = ParseJson(ReadAll(ws.path() / "answers"));
+  ASSERT_TRUE(answer.ok());
+  EXPECT_EQ((*answer)["result"], Json::parse(R"({"action":"accept","content":{"n":7,"name":"Ann"}})"));
+}
+
+// What `mates mcp call` is given, wrong: one clear error each, and an
+// untrusted workspace's server is not started.
+TEST(McpClientTest, CallSaysWhatIsWrongWithWhatItIsGiven) {
+  TempDir ws;
+  struct Case {
+    std::vector<std::string> args;
+    int exit;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"mcp", "call", "http://127.0.0.1:1/mcp", "t", "[1]"}, 2, "ARGUMENTS must be a JSON object"},
+      {{"mcp", "call", "http://127.0.0.1:1/mcp", "t", "{oops"}, 2, "ARGUMENTS must be a JSON object"},
+      {{"mcp", "call", "--header", "no colon", "http://127.0.0.1:1/mcp"}, 2, "--header takes 'Name: value'"},
+      {{"mcp", "call", "--header", "A: b", "fs"}, 2, "--header is for a server given by its URL"},
+      {{"mcp", "call", "--elicitation", "maybe", "http://127.0.0.1:1/mcp"}, 2,
+       "--elicitation: elicitation must be ask, accept_defaults or decline"},
+      {{"mcp", "call", "nowhere"}, 1, "no server 'nowhere'"},
+      {{"mcp", "call", "http://127.0.0.1:1/mcp"}, 1, "cannot connect"},
+  };
+  for (const auto& c : cases) {
+    auto r = testing::RunMates(ws.path(), c.args);
+    EXPECT_EQ(r.exit_code, c.exit) << c.args.back() << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one error: " << r.err;
+  }
+  // A .mcp.json nobody trusted starts nothing.
+  WriteAll(ws.path() / ".mcp.json", R"({"mcpServers": {"fs": {"command": "/bin/touch", "args": ["started"]}}})");
+  auto untrusted = testing::RunMates(ws.path(), {"mcp", "call", "fs"});
+  EXPECT_EQ(untrusted.exit_code, 1);
+  EXPECT_NE(untrusted.err.find("mates trust"), std::string::npos) << untrusted.err;
+  EXPECT_FALSE(fs::exists(ws.path() / "started"));
 }
 
 TEST(McpClientTest, EveryMisconfigurationIsOneClearErrorNamingTheServer) {

@@ -222,21 +222,48 @@ int List(Globals& g, const McpArgs& a) {
   return failed > 0 ? 1 : 0;
 }
 
+// A server's words as a terminal may show them: no control characters
+// (C0, DEL, C1 in UTF-8), which could move the cursor or rewrite what the
+// person sees, and at most `max` bytes.
+std::string ForTerminal(const std::string& text, size_t max = 2000) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && out.size() < max; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      out += '?';
+      ++i;
+    } else if ((c < 0x20 && c != '\n') || c == 0x7F) {
+      out += '?';
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (out.size() >= max && text.size() > max) out += "…";
+  return out;
+}
+
+std::string StringOr(const Json& j, const char* key, const std::string& fallback) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+
 // An elicitation put to the person at the terminal: accept (each field
 // asked, Enter for its default) or decline. Without a terminal, declined.
 Result<Json> AskAtTerminal(const std::string& server, const Json& params, const CancelToken& /*stop*/) {
   if (::isatty(STDIN_FILENO) != 1) return Status::FailedPrecondition("nobody at a terminal to ask");
-  std::cerr << "server " << server << " asks: " << params.value("message", "") << "\n";
+  std::cerr << "server " << server << " asks: " << ForTerminal(StringOr(params, "message", "")) << "\n";
   std::cerr << "answer it? [y/N] " << std::flush;
   std::string line;
   if (!std::getline(std::cin, line) || (line != "y" && line != "yes")) return Json{{"action", "decline"}};
   Json content = Json::object();
   const Json schema = params.contains("requestedSchema") ? params["requestedSchema"] : Json::object();
-  if (schema.contains("properties") && schema["properties"].is_object()) {
+  if (schema.is_object() && schema.contains("properties") && schema["properties"].is_object()) {
     for (const auto& [name, prop] : schema["properties"].items()) {
-      std::string type = prop.is_object() ? prop.value("type", "string") : "string";
-      std::cerr << "  " << name << " (" << type
-                << (prop.is_object() && prop.contains("default") ? ", Enter for " + DumpJson(prop["default"]) : "")
+      const std::string type = StringOr(prop, "type", "string");
+      std::cerr << "  " << ForTerminal(name, 200) << " (" << ForTerminal(type, 40)
+                << (prop.is_object() && prop.contains("default")
+                        ? ", Enter for " + ForTerminal(DumpJson(prop["default"]), 200)
+                        : "")
                 << "): " << std::flush;
       if (!std::getline(std::cin, line)) return Json{{"action", "cancel"}};
       if (line.empty()) continue;  // its default, if any, is filled in
@@ -285,7 +312,7 @@ int Call(Globals& g, const McpArgs& a) {
   }
   if (!a.elicitation.empty()) {
     auto p = mcp::ParseElicitationPolicy(a.elicitation);
-    if (!p.ok()) return Fail(p.status());
+    if (!p.ok()) return Usage("--elicitation: " + p.status().message());
     c.elicitation = *p;
   }
   auto args = ParseJson(a.arguments);

@@ -64,7 +64,11 @@ std::string AnswerElicitation(const std::string& server, const Incoming& in, con
     return ResultFrame(in.id, Declined());
   }
   Json result = *answer;
-  if (result.value("action", "") == "accept") {
+  if (!result.is_object() || !result.contains("action") || !result["action"].is_string()) {
+    LogWarning("mcp server " + server + ": its question got an answer of no known shape; declined");
+    return ResultFrame(in.id, Declined());
+  }
+  if (result["action"] == "accept") {
     result["content"] = WithSchemaDefaults(schema, result.contains("content") && result["content"].is_object()
                                                        ? result["content"]
                                                        : Json::object());
@@ -177,7 +181,14 @@ void ServerRequests::Handle(const Incoming& request) {
   a->thread = std::thread([this, self, request] {
     NameThisThread("mcp-ask:" + server_);
     RunGuarded("answering mcp server " + server_, [&] {
-      std::string frame = AnswerServerRequest(server_, request, *services_, stop_);
+      // Whatever goes wrong, the server gets an answer: one it waits for
+      // forever would hang the call that asked.
+      std::string frame;
+      try {
+        frame = AnswerServerRequest(server_, request, *services_, stop_);
+      } catch (const std::exception& e) {
+        frame = ErrorFrame(request.id, kInternalError, std::string("mates could not answer: ") + e.what());
+      }
       send_(frame);
     });
     self->done.store(true);

@@ -115,6 +115,43 @@ TEST(McpServerRequestsTest, LongAnswersRunBesideEachOtherAndABusyClientSaysSoAtO
   for (size_t i = 1; i < sent.size(); ++i) EXPECT_EQ(sent[i]["result"]["action"], "decline");
 }
 
+// What a server sends is input: schemas of the wrong shapes, an asker
+// that answers nonsense or throws. Every request still gets an answer.
+TEST(McpServerRequestsTest, HostileQuestionsAndAnswersStillGetAnAnswer) {
+  ClientServices s;
+  s.elicitation = ElicitationPolicy::kAcceptDefaults;
+  for (const char* schema : {R"("nope")", R"({"properties":7})", R"({"properties":{"a":7,"b":{"default":{"x":1}}}})",
+                             R"({"properties":{"a":{"default":null}},"required":[1,null]})"}) {
+    Json answer = AnswerTo(std::string(R"({"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m","requestedSchema":)") +
+                               schema + "}}",
+                           s);
+    EXPECT_EQ(answer["result"], Json::parse(R"({"action":"accept","content":{}})")) << schema;
+  }
+  s.elicitation = ElicitationPolicy::kAsk;
+  s.ask = [](const std::string&, const Json&, const CancelToken&) -> Result<Json> { return Json::array(); };
+  EXPECT_EQ(AnswerTo(kAsk, s)["result"]["action"], "decline");
+  s.ask = [](const std::string&, const Json&, const CancelToken&) -> Result<Json> { return Json{{"action", 7}}; };
+  EXPECT_EQ(AnswerTo(kAsk, s)["result"]["action"], "decline");
+  // An asker that throws: the thread still answers, with an error.
+  auto throwing = std::make_shared<ClientServices>();
+  throwing->ask = [](const std::string&, const Json&, const CancelToken&) -> Result<Json> {
+    throw std::runtime_error("boom");
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Json> sent;
+  ServerRequests requests("srv", throwing, [&](const std::string& frame) {
+    std::lock_guard<std::mutex> lock(mu);
+    sent.push_back(Json::parse(frame));
+    cv.notify_all();
+  });
+  requests.Handle(ParseFrame(kAsk));
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return !sent.empty(); }));
+  EXPECT_EQ(sent[0]["id"], "e1");
+  EXPECT_EQ(sent[0]["error"]["code"], kInternalError);
+}
+
 TEST(McpServerRequestsTest, PoliciesParseAndNameThemselves) {
   for (auto p : {ElicitationPolicy::kAsk, ElicitationPolicy::kAcceptDefaults, ElicitationPolicy::kDecline}) {
     auto parsed = ParseElicitationPolicy(ElicitationPolicyName(p));
