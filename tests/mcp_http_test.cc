@@ -149,6 +149,18 @@ TEST(McpHttpTest, ACancelledCallIsAnsweredWithNoResponseAndTakesNothing) {
                            Served::Rpc(7, "tools/call", {{"name", "read_inbox"}, {"arguments", {{"wait_seconds", 600}}}}),
                            "application/json");
   });
+  // Its id cannot be asked again while it waits (both would wait for one
+  // answer). It waits once its thread runs: the duplicate is then refused.
+  for (int i = 0; i < 600; ++i) {
+    auto again = s.Client().Post("/mcp", s.Auth(sid), Served::Rpc(7, "ping"), "application/json");
+    ASSERT_TRUE(again);
+    if (again->status == 400) {
+      EXPECT_NE(again->body.find("already in use"), std::string::npos) << again->body;
+      break;
+    }
+    ASSERT_EQ(again->status, 200) << "answered only while the first is not in flight yet";
+    ASSERT_EQ(i < 599, true) << "the duplicate was never refused";
+  }
   // A cancel that comes before the call is made is dropped, so it is sent
   // again until the waiting POST ends.
   auto status = std::future_status::timeout;

@@ -48,6 +48,7 @@ struct ServedSession {
   std::condition_variable cv;
   std::map<std::string, std::string> answers;  // guarded by mu: by the request id, dumped
   std::set<std::string> unanswered;            // guarded by mu: cancelled calls
+  std::set<std::string> asking;                // guarded by mu: request ids whose POST waits
   bool closed = false;                         // guarded by mu
   int in_flight = 0;                           // guarded by mu: POSTs waiting, GET streams open
   SteadyClock::time_point used = SteadyClock::now();  // guarded by mu
@@ -234,7 +235,13 @@ class HttpServe::Impl {
     {
       std::lock_guard<std::mutex> lock(s->mu);
       s->used = SteadyClock::now();
-      if (in.kind == Incoming::Kind::kRequest) ++s->in_flight;
+      if (in.kind == Incoming::Kind::kRequest) {
+        // Two waiting for one id could not both have its answer.
+        if (!s->asking.insert(key).second) {
+          return SendRpcError(res, 400, kInvalidRequest, "request id " + key.substr(0, 100) + " is already in use");
+        }
+        ++s->in_flight;
+      }
     }
     s->server->HandleFrame(req.body);
     if (in.kind != Incoming::Kind::kRequest) {
@@ -246,6 +253,7 @@ class HttpServe::Impl {
     std::unique_lock<std::mutex> lock(s->mu);
     s->cv.wait(lock, [&] { return s->answers.count(key) > 0 || s->unanswered.count(key) > 0 || s->closed; });
     --s->in_flight;
+    s->asking.erase(key);
     s->used = SteadyClock::now();
     auto it = s->answers.find(key);
     if (it == s->answers.end()) {
