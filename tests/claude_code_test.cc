@@ -36,11 +36,46 @@ std::string ClaudeBinary() {
                  << " (./scripts/test installs it with npm; it could not be installed here) ***"; \
   }
 
+// `mates mock-llm` playing `scenario` (YAML) for Claude Code, recording
+// into rec.jsonl of `dir`; the URL it listens on ("" if it did not start).
+struct Mock {
+  Subprocess proc;
+  std::string url;
+};
+Mock StartMock(const testing::TempDir& dir, const std::string& scenario) {
+  testing::WriteAll(dir.path() / "s.yaml", scenario);
+  Mock m{testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", (dir.path() / "s.yaml").string(),
+                         "--record", (dir.path() / "rec.jsonl").string(), "--quiet"}),
+         ""};
+  auto line = m.proc.ReadLine(DeadlineIn(10));
+  if (line.ok()) m.url = line->substr(std::string("listening on ").size());
+  return m;
+}
+
+// `claude ARGS` as `claude -p` runs for a person: a fresh HOME in `dir`,
+// the mock as its model, nothing sent elsewhere.
+Result<SubprocessResult> RunClaude(const std::string& claude, const testing::TempDir& dir, const std::string& model_url,
+                                   std::vector<std::string> args) {
+  fs::create_directories(dir.path() / "home");
+  SubprocessOptions o;
+  o.argv = {claude};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.env = std::vector<std::string>{"HOME=" + (dir.path() / "home").string(),
+                                   "PATH=/usr/local/bin:/usr/bin:/bin",
+                                   "ANTHROPIC_BASE_URL=" + model_url,
+                                   "ANTHROPIC_API_KEY=sk-test-not-a-real-key",
+                                   "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+                                   "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"};
+  o.cwd = dir.str();
+  o.timeout_s = 120;
+  return RunSubprocess(o);
+}
+
 TEST(ClaudeCodeTest, PrintsTheScenarioReplyThroughMockLlm) {
   std::string claude = ClaudeBinary();
   MATES_NEED_CLAUDE(claude);
   testing::TempDir dir;
-  testing::WriteAll(dir.path() / "s.yaml", R"(
+  Mock mock = StartMock(dir, R"(
 rules:
   - when: "say hello"
     once: false
@@ -49,30 +84,14 @@ rules:
 default_reply:
   - {type: text, text: "mock default"}
 )");
-  auto mock = testing::Start({testing::MatesBinary(), "mock-llm", "--scenario",
-                              (dir.path() / "s.yaml").string(), "--record",
-                              (dir.path() / "rec.jsonl").string(), "--quiet"});
-  auto line = mock.ReadLine(DeadlineIn(10));
-  ASSERT_TRUE(line.ok());
-  std::string url = line->substr(std::string("listening on ").size());
-  fs::create_directories(dir.path() / "home");
-  SubprocessOptions o;
-  o.argv = {claude, "-p", "please say hello"};
-  o.env = std::vector<std::string>{"HOME=" + (dir.path() / "home").string(),
-                                   "PATH=/usr/local/bin:/usr/bin:/bin",
-                                   "ANTHROPIC_BASE_URL=" + url,
-                                   "ANTHROPIC_API_KEY=sk-test-not-a-real-key",
-                                   "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-                                   "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"};
-  o.cwd = dir.str();
-  o.timeout_s = 120;
-  auto r = RunSubprocess(o);
+  ASSERT_FALSE(mock.url.empty());
+  auto r = RunClaude(claude, dir, mock.url, {"-p", "please say hello"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
   EXPECT_NE(r->out.find("Hello from the mates mock scenario!"), std::string::npos)
       << r->out << r->err;
-  mock.Signal(SIGTERM);
-  EXPECT_EQ(mock.Wait().exit_code, 0);
+  mock.proc.Signal(SIGTERM);
+  EXPECT_EQ(mock.proc.Wait().exit_code, 0);
   // The mock saw a real client's request and accepted it.
   std::string rec = testing::ReadAll(dir.path() / "rec.jsonl");
   EXPECT_NE(rec.find(R"("status":200)"), std::string::npos);
@@ -412,7 +431,9 @@ TEST(ClaudeCodeTest, JoinsATeamThroughMatesMcpOverHttp) {
   auto printed = served.ReadLine(DeadlineIn(30));
   ASSERT_TRUE(printed.ok());
   const std::string mcp_url = printed->substr(printed->rfind(' ') + 1);
-  testing::WriteAll(dir.path() / "s.yaml", R"(
+  testing::WriteAll(dir.path() / "mcp.json",
+                    DumpJson(Json{{"mcpServers", {{"mates", {{"type", "http"}, {"url", mcp_url}}}}}}));
+  Mock mock = StartMock(dir, R"(
 rules:
   - when: "tell bob hello"
     once: false
@@ -425,33 +446,18 @@ rules:
 default_reply:
   - {type: text, text: "mock default"}
 )");
-  testing::WriteAll(dir.path() / "mcp.json",
-                    DumpJson(Json{{"mcpServers", {{"mates", {{"type", "http"}, {"url", mcp_url}}}}}}));
-  auto mock = testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", (dir.path() / "s.yaml").string(),
-                              "--record", (dir.path() / "rec.jsonl").string(), "--quiet"});
-  auto line = mock.ReadLine(DeadlineIn(10));
-  ASSERT_TRUE(line.ok());
-  fs::create_directories(dir.path() / "home");
-  SubprocessOptions o;
-  o.argv = {claude, "-p", "please tell bob hello", "--mcp-config=" + (dir.path() / "mcp.json").string(),
-            "--allowedTools=mcp__mates"};
-  o.env = std::vector<std::string>{"HOME=" + (dir.path() / "home").string(),
-                                   "PATH=/usr/local/bin:/usr/bin:/bin",
-                                   "ANTHROPIC_BASE_URL=" + line->substr(std::string("listening on ").size()),
-                                   "ANTHROPIC_API_KEY=sk-test-not-a-real-key",
-                                   "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-                                   "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"};
-  o.cwd = dir.str();
-  o.timeout_s = 120;
-  auto r = RunSubprocess(o);
+  ASSERT_FALSE(mock.url.empty());
+  auto r = RunClaude(claude, dir, mock.url,
+                     {"-p", "please tell bob hello", "--mcp-config=" + (dir.path() / "mcp.json").string(),
+                      "--allowedTools=mcp__mates"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 0) << r->out << r->err;
   EXPECT_NE(r->out.find("HTTP OK"), std::string::npos) << r->out << r->err;
   auto inbox = testing::RunMates(ws, {"inbox", "--team", "t", "bob", "--json"});
   EXPECT_NE(inbox.out.find("hello from claude over http"), std::string::npos) << inbox.out;
   EXPECT_NE(inbox.out.find(R"("sender":"alice")"), std::string::npos) << inbox.out;
-  mock.Signal(SIGTERM);
-  EXPECT_EQ(mock.Wait().exit_code, 0);
+  mock.proc.Signal(SIGTERM);
+  EXPECT_EQ(mock.proc.Wait().exit_code, 0);
   served.Signal(SIGTERM);
   EXPECT_EQ(served.Wait().exit_code, 0);
 }
