@@ -126,6 +126,88 @@ TEST(McpClientTest, AScriptedLeadUsesRealServersSurvivesTheirDeathAndLeavesNothi
   EXPECT_EQ(ProcessesMarked(mark), 0);
 }
 
+// An MCP server's question goes to the person (DESIGN §23): the reference
+// server asks, mid-call, for its form of fifteen fields. `mates inbox
+// user` and `mates answer` show it; answers that do not fit are refused
+// naming the field; one that fits reaches the server, choices given by
+// their titles and the defaults filled in. Asked again and left
+// unanswered, the question is declined at its timeout and closed — and
+// the call, whose own timeout is shorter, waits for it meanwhile.
+TEST(McpClientTest, AServersQuestionIsPutToThePersonAndAnswered) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  const std::string mark = "ask-" + std::to_string(::getpid());
+  WriteTrusted(ws.path(), McpJson(mark));
+  WriteAll(ws.path() / ".mates/config.yaml",
+           "mcp:\n  servers:\n    everything: {call_timeout: 3, elicitation_timeout: 6}\n");
+  ASSERT_EQ(testing::RunMates(ws.path(), {"team", "create", "default"}).exit_code, 0);
+  Subprocess run = testing::StartMates(ws.path(), {"run", "--provider", "scripted", "--scenario",
+                                                   testing::ScenarioFixture("lead_elicits.yaml"), "--sandbox", "off",
+                                                   "ask the person"});
+  // The question reaches user's inbox: an event, not a poll.
+  auto asked = testing::RunMates(ws.path(), {"inbox", "user", "--wait", "60", "--json"});
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  auto msg = ParseJson(asked.out.substr(0, asked.out.find('\n')));
+  ASSERT_TRUE(msg.ok()) << asked.out;
+  EXPECT_EQ((*msg)["type"], "elicitation_request");
+  EXPECT_EQ((*msg)["sender"], "lead");
+  const std::string id = (*msg)["request_id"];
+  auto listed = testing::RunMates(ws.path(), {"answer"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  for (const char* shown : {"MCP server everything asks", "Please provide inputs for the following fields:",
+                            "name (string, required): Your full, legal name",
+                            "integer (integer 1..100, default 42)", "Wonder Woman", "mates answer " }) {
+    EXPECT_NE(listed.out.find(shown), std::string::npos) << shown << "\n" << listed.out;
+  }
+  struct Bad {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {{"answer", id, "integer=500", "name=Ann"}, "field 'integer': 500 is above its maximum 100"},
+           {{"answer", id, "email=nope", "name=Ann"}, "field 'email': 'nope' is not a valid email"},
+           {{"answer", id, "check=7"}, "field 'check': true or false is wanted"},
+           {{"answer", id, "colour=red"}, "field 'colour': the question does not ask it"},
+           {{"answer", id, "integer=5"}, "field 'name': it is required"},
+           {{"answer", id, "untitledMultipleSelectEnum=Guitar,Piano,Drums,Bass"}, "at most 3 choices"},
+           {{"answer", id, "noequals"}, "a field is NAME=VALUE"},
+           {{"answer", id, "--decline", "name=Ann"}, "--decline answers nothing"},
+           {{"answer", "r-nosuch", "name=Ann"}, "no request"},
+       }) {
+    auto r = testing::RunMates(ws.path(), b.args);
+    EXPECT_NE(r.exit_code, 0) << b.says;
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << r.err;
+  }
+  auto by_agent = testing::RunMates(ws.path(), {"answer", id, "name=Mallory"}, {"MATES_AGENT_NAME=lead"});
+  EXPECT_EQ(by_agent.exit_code, 2) << "an agent cannot answer as the person";
+  auto answered = testing::RunMates(ws.path(), {"answer", id, "name=Ann", "check=yes", "email=ann@example.com",
+                                                "integer=7", "titledSingleSelectEnum=Wonder Woman",
+                                                "untitledMultipleSelectEnum=Piano, Drums"});
+  ASSERT_EQ(answered.exit_code, 0) << answered.err;
+  EXPECT_NE(answered.out.find("answered " + id), std::string::npos) << answered.out;
+  auto again = testing::RunMates(ws.path(), {"answer", id, "--decline"});
+  EXPECT_NE(again.err.find("was answered already (accepted"), std::string::npos) << again.err;
+  SubprocessResult done = run.Wait();
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_NE(done.out.find("Asked twice."), std::string::npos) << done.out << done.err;
+  auto results = JournalToolResults(ws.path() / ".teams/default/agents/lead.jsonl");
+  ASSERT_EQ(results.size(), 2u) << done.err;
+  const std::string first = results[0]["content"];
+  for (const char* got : {"User provided the requested information", "- Name: Ann", "- Agreed to terms: true",
+                          "- Favorite Integer: 7", "hero-3", "\"Piano\"", "It was a dark and stormy night."}) {
+    EXPECT_NE(first.find(got), std::string::npos) << got << "\n" << first;
+  }
+  const std::string second = results[1]["content"];
+  EXPECT_NE(second.find("User declined"), std::string::npos) << second;
+  EXPECT_FALSE(results[1].value("is_error", false)) << "the call waited for the question, past its own 3 s";
+  // Both closed, for whoever shows them: nothing waits any more.
+  auto left = testing::RunMates(ws.path(), {"answer", "--json"});
+  EXPECT_EQ(left.out, "[]\n") << left.out;
+  auto log = testing::RunMates(ws.path(), {"log", "--json"});
+  EXPECT_NE(log.out.find("declined: nobody answered within 6 s"), std::string::npos) << log.out;
+  EXPECT_EQ(ProcessesMarked(mark), 0);
+}
+
 TEST(McpClientTest, ListShowsTheServersTheirRolesAndTools) {
   MATES_NEED_SERVERS();
   TempDir ws;
@@ -391,7 +473,7 @@ for i in 1 2 3 4 5; do read -r a; printf '%s\n' "$a" >> "$ANSWERS"; done)SH");
   }
   auto hub = std::make_shared<mcp::Hub>(Workspace(ws.path()), servers);
   mcp::ClientServices services;
-  services.ask = [](const std::string& server, const Json& params, const CancelToken&) -> Result<Json> {
+  services.ask = [](const std::string& server, const Json& params, double, const CancelToken&) -> Result<Json> {
     EXPECT_EQ(server, "b");
     EXPECT_EQ(params["message"], "Your name?");
     return Json{{"action", "accept"}, {"content", {{"n", 7}}}};

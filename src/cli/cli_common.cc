@@ -12,8 +12,10 @@
 #include "core/clock.h"
 #include "core/config_yaml.h"
 #include "core/names.h"
+#include "core/text.h"
 #include "sandbox/policy.h"
 #include "store/archive.h"
+#include "store/elicitation.h"
 #include "store/roster.h"
 #include "trust/trust.h"
 
@@ -183,9 +185,19 @@ std::string FormatMessage(const Message& m) {
   if (!m.request_id.empty()) out += " " + m.request_id;
   if (m.approve.has_value()) out += *m.approve ? ", approved" : ", rejected";
   out += ")";
-  if (!m.summary.empty()) out += " [" + m.summary + "]";
-  out += ": " + m.content;
-  if (!m.feedback.empty() && m.feedback != m.content) out += "\n  feedback: " + m.feedback;
+  if (!m.summary.empty()) out += " [" + ForTerminal(m.summary) + "]";
+  if (m.type == MessageType::kElicitationRequest) {
+    if (auto q = elicitation::ParseQuestion(m.content); q.ok()) {
+      out += ": MCP server " + ForTerminal(q->server) + " asks: " + ForTerminal(q->message);
+      for (const auto& line : elicitation::DescribeFields(q->schema)) out += "\n    " + ForTerminal(line);
+      out += "\n  answer: mates answer " + m.request_id + " NAME=VALUE...  or: mates answer " + m.request_id +
+             " --decline";
+      return out;
+    }
+  }
+  // What members write may hold anything; a terminal shows it harmless.
+  out += ": " + ForTerminal(m.content);
+  if (!m.feedback.empty() && m.feedback != m.content) out += "\n  feedback: " + ForTerminal(m.feedback);
   return out;
 }
 

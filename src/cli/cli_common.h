@@ -118,6 +118,7 @@ std::vector<std::string> SplitList(const std::string& s);
 void AddTeamCommands(CLI::App& app, Globals& g);
 void AddSendCommand(CLI::App& app, Globals& g);
 void AddInboxCommand(CLI::App& app, Globals& g);
+void AddAnswerCommand(CLI::App& app, Globals& g);
 void AddTasksCommands(CLI::App& app, Globals& g);
 void AddLogCommand(CLI::App& app, Globals& g);
 void AddMockLlmCommand(CLI::App& app, Globals& g);

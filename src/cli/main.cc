@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
   mates::cli::AddTeamCommands(app, g);
   mates::cli::AddSendCommand(app, g);
   mates::cli::AddInboxCommand(app, g);
+  mates::cli::AddAnswerCommand(app, g);
   mates::cli::AddTasksCommands(app, g);
   mates::cli::AddLogCommand(app, g);
   mates::cli::AddMockLlmCommand(app, g);

@@ -20,6 +20,7 @@
 #include "core/files.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "core/text.h"
 #include "mcp/config.h"
 #include "mcp/http_serve.h"
 #include "mcp/hub.h"
@@ -222,34 +223,14 @@ int List(Globals& g, const McpArgs& a) {
   return failed > 0 ? 1 : 0;
 }
 
-// A server's words as a terminal may show them: no control characters
-// (C0, DEL, C1 in UTF-8), which could move the cursor or rewrite what the
-// person sees, and at most `max` bytes.
-std::string ForTerminal(const std::string& text, size_t max = 2000) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && out.size() < max; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
-      out += '?';
-      ++i;
-    } else if ((c < 0x20 && c != '\n') || c == 0x7F) {
-      out += '?';
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (out.size() >= max && text.size() > max) out += "…";
-  return out;
-}
-
 std::string StringOr(const Json& j, const char* key, const std::string& fallback) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
 }
 
 // An elicitation put to the person at the terminal: accept (each field
 // asked, Enter for its default) or decline. Without a terminal, declined.
-Result<Json> AskAtTerminal(const std::string& server, const Json& params, const CancelToken& /*stop*/) {
+Result<Json> AskAtTerminal(const std::string& server, const Json& params, double /*timeout_s*/,
+                           const CancelToken& /*stop*/) {
   if (::isatty(STDIN_FILENO) != 1) return Status::FailedPrecondition("nobody at a terminal to ask");
   std::cerr << "server " << server << " asks: " << ForTerminal(StringOr(params, "message", "")) << "\n";
   std::cerr << "answer it? [y/N] " << std::flush;

@@ -12,4 +12,9 @@ namespace mates {
 // after it when cut.
 std::string CutUtf8(std::string_view s, size_t max);
 
+// Text from outside as a terminal may show it: control characters (C0 but
+// the newline, DEL, C1 in UTF-8), which could move the cursor or rewrite
+// what the person sees, each become '?'; at most `max` bytes, "…" after.
+std::string ForTerminal(std::string_view text, size_t max = static_cast<size_t>(-1));
+
 }  // namespace mates

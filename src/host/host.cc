@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "host/person_asker.h"
 #include "stores/open_store.h"
 
 namespace mates::host {
@@ -223,6 +224,13 @@ Status Host::MakeLead(const TeamConfig& team) {
   // The MCP servers of W/.mcp.json, started once for this host's agents
   // (DESIGN §14); each agent gets the tools its role may use.
   MATES_ASSIGN_OR_RETURN(hub_, mcp::Hub::Load(a.ws, trust::TrustStore(), sandbox_));
+  // Their questions go to a person through the team (DESIGN §23).
+  mcp::ClientServices services;
+  services.ask = [store = store_.get(), team = a.team, asker = lead_name_](
+                     const std::string& server, const Json& params, double timeout_s, const CancelToken& stop) {
+    return AskPerson(*store, team, asker, server, params, timeout_s, stop);
+  };
+  hub_->SetServices(std::move(services));
   hub_->Start();
   registry_ = tools::MakeToolRegistry(tools::Scope::kLead);
   for (auto& t : hub_->ToolsFor(lead_name_, /*is_lead=*/true)) registry_->Add(std::move(t));

@@ -38,6 +38,9 @@ struct HttpRequest {
   // Told the final status once the response's headers are in, before its
   // body (a stream that may stay quiet is open from then).
   std::function<void(int status)> on_headers;
+  // Asked about once a second while the exchange runs: true ends it as
+  // Timeout (a deadline that may move, unlike total_timeout_s).
+  std::function<bool()> give_up;
 };
 
 struct HttpResponse {

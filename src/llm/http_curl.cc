@@ -22,6 +22,8 @@ struct CallState {
   const std::function<bool(std::string_view)>* on_data = nullptr;
   const std::function<void(int)>* on_headers = nullptr;
   const std::atomic<bool>* cancel = nullptr;
+  const std::function<bool()>* give_up = nullptr;
+  bool gave_up = false;
   bool stopped_by_caller = false;
   size_t error_body_cap = 1 << 20;
 };
@@ -95,7 +97,12 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) noexcept {
 
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) noexcept {
   auto* st = static_cast<CallState*>(user);
-  return st->cancel != nullptr && st->cancel->load() ? 1 : 0;
+  if (st->cancel != nullptr && st->cancel->load()) return 1;
+  if (st->give_up != nullptr && *st->give_up && (*st->give_up)()) {
+    st->gave_up = true;
+    return 1;
+  }
+  return 0;
 }
 
 class CurlTransport : public HttpTransport {
@@ -114,6 +121,7 @@ class CurlTransport : public HttpTransport {
     st.on_data = &on_data;
     st.on_headers = &request.on_headers;
     st.cancel = cancel;
+    st.give_up = &request.give_up;
     curl_slist* headers = nullptr;
     for (const auto& hd : request.headers) headers = curl_slist_append(headers, hd.c_str());
     // No "Expect: 100-continue" round trip for large bodies.
@@ -163,6 +171,7 @@ class CurlTransport : public HttpTransport {
     }
     if (rc == CURLE_OK) return std::move(st.response);
     if (cancel != nullptr && cancel->load()) return Status::Cancelled("request cancelled");
+    if (st.gave_up) return Status::Timeout("no complete reply from " + request.url + " in time");
     if (st.stopped_by_caller) return std::move(st.response);
     std::string what = curl_easy_strerror(rc);
     switch (rc) {

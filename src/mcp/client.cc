@@ -25,7 +25,9 @@ class StdioSession : public Session {
   StdioSession(std::string name, Subprocess proc, std::shared_ptr<const ClientServices> services)
       : name_(std::move(name)),
         proc_(std::move(proc)),
-        requests_(name_, std::move(services), [this](const std::string& frame) { (void)Write(frame, DeadlineIn(5)); }) {
+        requests_(
+            name_, std::move(services), [this](const std::string& frame) { (void)Write(frame, DeadlineIn(5)); },
+            [this](bool on) { on ? pending_.Hold() : pending_.Release(); }) {
     reader_ = std::thread([this] {
       NameThisThread("mcp:" + name_);
       RunGuarded("mcp server " + name_ + " reader", [this] { Read(); });

@@ -52,6 +52,9 @@ struct ServerConfig {
   double call_timeout_s = 120;
   // How its questions to the user are answered (mcp.elicitation).
   ElicitationPolicy elicitation = ElicitationPolicy::kAsk;
+  // How long a question put to a person waits for an answer before it is
+  // declined (mcp.elicitation_timeout).
+  double elicitation_timeout_s = 300;
   // Why it is not started ("" = it is): its file is not trusted (DESIGN
   // §19). Such a server's `${VAR}`s are left as written, never expanded.
   std::string skipped;

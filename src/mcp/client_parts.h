@@ -22,6 +22,7 @@ namespace mates::mcp::internal {
 struct Pending {
   std::optional<Result<Json>> answer;
   CancelToken wake;
+  SteadyClock::duration held_before{};  // the table's held time when it was sent
 };
 
 inline Status ServerError(const Json& error) {
@@ -45,6 +46,7 @@ class PendingTable {
     auto p = std::make_shared<Pending>();
     std::lock_guard<std::mutex> lock(mu_);
     if (!open_) p->answer = Status::Unavailable(why_);
+    p->held_before = HeldLocked();
     table_[id] = p;
     return p;
   }
@@ -73,21 +75,45 @@ class PendingTable {
     for (auto& [id, p] : all) p->wake.Cancel();
   }
   // Waits for the answer to `id`; nullopt if the deadline or the cancel
-  // came first (the request is then forgotten).
+  // came first (the request is then forgotten). The time the session was
+  // held (Hold) while it waited is added to its deadline.
   std::optional<Result<Json>> Wait(int64_t id, const std::shared_ptr<Pending>& p, const Deadline& deadline,
                                    const CancelToken* cancel) {
     CancelLink link(const_cast<CancelToken*>(cancel), &p->wake);
     for (;;) {
+      double wait_s = 0;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (p->answer) return std::move(*p->answer);
-        if ((cancel != nullptr && cancel->cancelled()) || Expired(deadline)) {
+        Deadline moved = deadline;
+        if (moved) *moved += HeldLocked() - p->held_before;
+        if ((cancel != nullptr && cancel->cancelled()) || (held_ == 0 && mates::Expired(moved))) {
           table_.erase(id);
           return std::nullopt;
         }
+        // Held: looked at again each second, since a release wakes nobody.
+        wait_s = held_ > 0 ? 1.0 : SecondsLeft(moved);
       }
-      p->wake.WaitFor(SecondsLeft(deadline));
+      p->wake.WaitFor(wait_s);
     }
+  }
+  // Whether `p`'s deadline (moved by the time held) has passed; never
+  // while held.
+  bool Expired(const std::shared_ptr<Pending>& p, const Deadline& deadline) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held_ > 0 || !deadline) return false;
+    return mates::Expired(Deadline(*deadline + (HeldLocked() - p->held_before)));
+  }
+  // While the server waits on us — its question put to a person, its
+  // sampling to a model —, what it was asked does not time out: the time
+  // is added to every deadline. Hold and Release come in pairs.
+  void Hold() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held_++ == 0) held_since_ = SteadyClock::now();
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--held_ == 0) held_total_ += SteadyClock::now() - held_since_;
   }
   // Whether `p`'s answer is in.
   bool Ready(const std::shared_ptr<Pending>& p) const {
@@ -108,6 +134,13 @@ class PendingTable {
   std::map<int64_t, std::shared_ptr<Pending>> table_;  // guarded by mu_
   bool open_ = true;                                   // guarded by mu_
   std::string why_;                                    // guarded by mu_
+  int held_ = 0;                                       // guarded by mu_: Holds not released
+  SteadyClock::time_point held_since_;                 // guarded by mu_
+  SteadyClock::duration held_total_{};                 // guarded by mu_: of the Holds released
+
+  SteadyClock::duration HeldLocked() const {
+    return held_total_ + (held_ > 0 ? SteadyClock::now() - held_since_ : SteadyClock::duration{});
+  }
 };
 
 // The timeout or the cancel of request `id`, said to the server too.

@@ -168,10 +168,12 @@ Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers
   MATES_ASSIGN_OR_RETURN(double call, Seconds(mcp["call_timeout"], origin + ": mcp.call_timeout", 120));
   MATES_ASSIGN_OR_RETURN(ElicitationPolicy elicitation,
                          Elicitation(mcp["elicitation"], origin + ": mcp.elicitation", ElicitationPolicy::kAsk));
+  MATES_ASSIGN_OR_RETURN(double asking, Seconds(mcp["elicitation_timeout"], origin + ": mcp.elicitation_timeout", 300));
   for (auto& s : servers) {
     s.startup_timeout_s = startup;
     s.call_timeout_s = call;
     s.elicitation = elicitation;
+    s.elicitation_timeout_s = asking;
   }
   YAML::Node per = mcp["servers"];
   if (!per || per.IsNull()) return Status::Ok();
@@ -201,6 +203,8 @@ Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers
     MATES_ASSIGN_OR_RETURN(it->startup_timeout_s, Seconds(v["startup_timeout"], where + ".startup_timeout", it->startup_timeout_s));
     MATES_ASSIGN_OR_RETURN(it->call_timeout_s, Seconds(v["call_timeout"], where + ".call_timeout", it->call_timeout_s));
     MATES_ASSIGN_OR_RETURN(it->elicitation, Elicitation(v["elicitation"], where + ".elicitation", it->elicitation));
+    MATES_ASSIGN_OR_RETURN(it->elicitation_timeout_s, Seconds(v["elicitation_timeout"], where + ".elicitation_timeout",
+                                                              it->elicitation_timeout_s));
   }
   return Status::Ok();
 }

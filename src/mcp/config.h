@@ -9,6 +9,7 @@
 //     startup_timeout: 30      # seconds to start and list tools
 //     call_timeout: 120        # seconds per tool call
 //     elicitation: ask         # a server's questions: ask | accept_defaults | decline
+//     elicitation_timeout: 300 # seconds a question waits for a person, then declined
 //     servers:
 //       NAME: {roles: [lead], call_timeout: 600, elicitation: decline}
 // roles: "lead", "teammate" or members' names; absent = everyone.

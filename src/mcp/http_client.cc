@@ -40,7 +40,9 @@ class HttpSession : public Session {
   HttpSession(ServerConfig c, std::shared_ptr<const ClientServices> services)
       : config_(std::move(c)),
         http_(llm::NewCurlTransport()),
-        requests_(config_.name, std::move(services), [this](const std::string& frame) { Answer(frame); }) {}
+        requests_(
+            config_.name, std::move(services), [this](const std::string& frame) { Answer(frame); },
+            [this](bool on) { on ? pending_.Hold() : pending_.Release(); }) {}
   ~HttpSession() override {
     stop_.Cancel(CancelToken::kForGood);
     if (listener_.joinable()) listener_.join();
@@ -180,6 +182,14 @@ class HttpSession : public Session {
   Status Post(const Json& message, const Deadline& deadline, const CancelToken* cancel,
               const std::shared_ptr<Pending>& waiting, StreamMark* mark, bool* streamed) {
     llm::HttpRequest req = Base("POST", deadline);
+    if (waiting) {
+      // The answer may wait on a person or a model we were asked for
+      // (PendingTable::Hold): the deadline moves, and the stream may be
+      // quiet meanwhile.
+      req.total_timeout_s = 0;
+      req.low_speed_time_s = 24 * 3600;
+      req.give_up = [this, waiting, deadline] { return pending_.Expired(waiting, deadline); };
+    }
     req.body = DumpJson(message);
     req.headers.push_back("Content-Type: application/json");
     req.headers.push_back("Accept: application/json, text/event-stream");
@@ -194,7 +204,9 @@ class HttpSession : public Session {
     if (streamed != nullptr) *streamed = sse;
     if (!r.ok()) {
       if (r.status().code() == StatusCode::kCancelled) return Status::Cancelled("cancelled");
-      if (Expired(deadline)) return Status::Timeout("timed out");
+      if (r.status().code() == StatusCode::kTimeout || (waiting ? pending_.Expired(waiting, deadline) : Expired(deadline))) {
+        return Status::Timeout("timed out");
+      }
       // A stream cut before our answer is resumed, like one ended (the
       // server keeps what it would have sent).
       if (sse && !parser.last_id().empty()) return Status::Ok();
@@ -359,7 +371,7 @@ class LegacySseSession : public Session {
         requests_(config_.name, std::move(services), [this](const std::string& frame) {
           auto msg = ParseJson(frame);
           if (msg.ok()) (void)Send(*msg, DeadlineIn(10), &stop_);
-        }) {}
+        }, [this](bool on) { on ? pending_.Hold() : pending_.Release(); }) {}
   ~LegacySseSession() override {
     stop_.Cancel(CancelToken::kForGood);
     if (reader_.joinable()) reader_.join();

@@ -2,6 +2,7 @@
 
 #include "core/guarded.h"
 #include "core/log.h"
+#include "store/elicitation.h"
 
 namespace mates::mcp {
 namespace {
@@ -25,15 +26,6 @@ std::string FileUri(const std::filesystem::path& p) {
 
 Json Declined() { return Json{{"action", "decline"}}; }
 
-// Whether every required property of the schema has a value in `content`.
-bool HasRequired(const Json& schema, const Json& content) {
-  if (!schema.contains("required") || !schema["required"].is_array()) return true;
-  for (const auto& r : schema["required"]) {
-    if (r.is_string() && !content.contains(r.get<std::string>())) return false;
-  }
-  return true;
-}
-
 std::string AnswerElicitation(const std::string& server, const Incoming& in, const ClientServices& services,
                               const CancelToken& stop) {
   const Json& p = in.params;
@@ -43,22 +35,24 @@ std::string AnswerElicitation(const std::string& server, const Incoming& in, con
   if (!p.contains("message") || !p["message"].is_string()) {
     return ErrorFrame(in.id, kInvalidParams, "elicitation/create needs a message");
   }
-  const Json schema = p.contains("requestedSchema") && p["requestedSchema"].is_object() ? p["requestedSchema"]
-                                                                                       : Json::object();
+  const Json schema = p.contains("requestedSchema") ? p["requestedSchema"] : Json::object();
+  if (Status s = elicitation::CheckSchema(schema); !s.ok()) {
+    return ErrorFrame(in.id, kInvalidParams, "mates cannot ask this: " + s.message());
+  }
   switch (services.elicitation) {
     case ElicitationPolicy::kDecline:
       return ResultFrame(in.id, Declined());
     case ElicitationPolicy::kAcceptDefaults: {
-      Json content = WithSchemaDefaults(schema, Json::object());
+      Json content = elicitation::WithDefaults(schema, Json::object());
       // What has no default cannot be made up: a person would have to say it.
-      if (!HasRequired(schema, content)) return ResultFrame(in.id, Declined());
+      if (!elicitation::CheckAnswer(schema, content).ok()) return ResultFrame(in.id, Declined());
       return ResultFrame(in.id, Json{{"action", "accept"}, {"content", std::move(content)}});
     }
     case ElicitationPolicy::kAsk:
       break;
   }
   if (!services.ask) return ResultFrame(in.id, Declined());
-  auto answer = services.ask(server, p, stop);
+  auto answer = services.ask(server, p, services.elicitation_timeout_s, stop);
   if (!answer.ok()) {
     LogInfo("mcp server " + server + ": its question was declined: " + answer.status().message());
     return ResultFrame(in.id, Declined());
@@ -69,9 +63,17 @@ std::string AnswerElicitation(const std::string& server, const Incoming& in, con
     return ResultFrame(in.id, Declined());
   }
   if (result["action"] == "accept") {
-    result["content"] = WithSchemaDefaults(schema, result.contains("content") && result["content"].is_object()
-                                                       ? result["content"]
-                                                       : Json::object());
+    Json content = result.contains("content") ? result["content"] : Json::object();
+    if (Status s = elicitation::CheckAnswer(schema, content); !s.ok()) {
+      LogWarning("mcp server " + server + ": the answer to its question does not fit it (" + s.message() +
+                 "); declined");
+      return ResultFrame(in.id, Declined());
+    }
+    result = Json{{"action", "accept"}, {"content", elicitation::WithDefaults(schema, std::move(content))}};
+  } else if (result["action"] != "decline" && result["action"] != "cancel") {
+    return ResultFrame(in.id, Declined());
+  } else {
+    result = Json{{"action", result["action"]}};
   }
   return ResultFrame(in.id, std::move(result));
 }
@@ -106,22 +108,6 @@ Json ClientCapabilities(const ClientServices& services) {
   return caps;
 }
 
-Json WithSchemaDefaults(const Json& requested_schema, Json content) {
-  if (!content.is_object()) content = Json::object();
-  if (!requested_schema.is_object() || !requested_schema.contains("properties") ||
-      !requested_schema["properties"].is_object()) {
-    return content;
-  }
-  for (const auto& [name, prop] : requested_schema["properties"].items()) {
-    if (content.contains(name) || !prop.is_object() || !prop.contains("default")) continue;
-    const Json& d = prop["default"];
-    // Only what an elicitation's answer may hold: primitives, or a list of
-    // strings (a multi-select).
-    if (d.is_string() || d.is_number() || d.is_boolean() || d.is_array()) content[name] = d;
-  }
-  return content;
-}
-
 std::string AnswerServerRequest(const std::string& server, const Incoming& in, const ClientServices& services,
                                 const CancelToken& stop) {
   if (in.method == "ping") return ResultFrame(in.id, Json::object());
@@ -140,8 +126,8 @@ std::string AnswerServerRequest(const std::string& server, const Incoming& in, c
 }
 
 ServerRequests::ServerRequests(std::string server, std::shared_ptr<const ClientServices> services,
-                               std::function<void(const std::string& frame)> send)
-    : server_(std::move(server)), services_(std::move(services)), send_(std::move(send)) {}
+                               std::function<void(const std::string& frame)> send, std::function<void(bool)> hold)
+    : server_(std::move(server)), services_(std::move(services)), send_(std::move(send)), hold_(std::move(hold)) {}
 
 ServerRequests::~ServerRequests() { Stop(); }
 
@@ -183,12 +169,17 @@ void ServerRequests::Handle(const Incoming& request) {
     RunGuarded("answering mcp server " + server_, [&] {
       // Whatever goes wrong, the server gets an answer: one it waits for
       // forever would hang the call that asked.
+      const bool waits = (request.method == "elicitation/create" && services_->elicitation == ElicitationPolicy::kAsk &&
+                          services_->ask) ||
+                         (request.method == "sampling/createMessage" && services_->sample);
+      if (waits && hold_) hold_(true);
       std::string frame;
       try {
         frame = AnswerServerRequest(server_, request, *services_, stop_);
       } catch (const std::exception& e) {
         frame = ErrorFrame(request.id, kInternalError, std::string("mates could not answer: ") + e.what());
       }
+      if (waits && hold_) hold_(false);
       send_(frame);
     });
     self->done.store(true);

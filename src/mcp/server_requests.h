@@ -44,10 +44,13 @@ struct ClientServices {
   // roots/list: the folders the agents work in (absolute paths).
   std::vector<std::filesystem::path> roots;
   ElicitationPolicy elicitation = ElicitationPolicy::kAsk;
+  double elicitation_timeout_s = 300;  // given to `ask`: then it declines
   // Puts server `server`'s elicitation (its params: message,
-  // requestedSchema) to a person; the answer is the result to send
-  // ({action, content}); an error declines it. Waits, until `stop`.
-  std::function<Result<Json>(const std::string& server, const Json& params, const CancelToken& stop)> ask;
+  // requestedSchema, checked) to a person; the answer is the result to
+  // send ({action, content}); an error declines it. Waits, until `stop`
+  // or `timeout_s`.
+  std::function<Result<Json>(const std::string& server, const Json& params, double timeout_s, const CancelToken& stop)>
+      ask;
   // Serves sampling/createMessage (its params) with a model; null: the
   // client does not offer sampling.
   std::function<Result<Json>(const std::string& server, const Json& params, const CancelToken& stop)> sample;
@@ -55,10 +58,6 @@ struct ClientServices {
 
 // The `capabilities` sent with initialize.
 Json ClientCapabilities(const ClientServices& services);
-
-// `content` with the schema's `default` filled in for each property it
-// leaves out (SEP-1034).
-Json WithSchemaDefaults(const Json& requested_schema, Json content);
 
 // The answer to one server request, as a JSON-RPC frame (no newline).
 // May wait (an elicitation put to a person, a sampling) until `stop`.
@@ -69,9 +68,11 @@ class ServerRequests {
  public:
   static constexpr size_t kMaxAnswering = 8;
   // `send` takes each answer frame; it may be called from several threads
-  // at once.
+  // at once. `hold(true)` when an answer starts to wait on a person or a
+  // model, `hold(false)` when it is in (the session's calls do not time
+  // out meanwhile: internal::PendingTable::Hold).
   ServerRequests(std::string server, std::shared_ptr<const ClientServices> services,
-                 std::function<void(const std::string& frame)> send);
+                 std::function<void(const std::string& frame)> send, std::function<void(bool)> hold = {});
   ~ServerRequests();
   ServerRequests(const ServerRequests&) = delete;
   ServerRequests& operator=(const ServerRequests&) = delete;
@@ -92,6 +93,7 @@ class ServerRequests {
   const std::string server_;
   const std::shared_ptr<const ClientServices> services_;
   const std::function<void(const std::string&)> send_;
+  const std::function<void(bool)> hold_;
   CancelToken stop_;
 
   std::mutex mu_;

@@ -17,7 +17,7 @@ Json AnswerTo(const std::string& frame, const ClientServices& services) {
 const char kAsk[] =
     R"({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"Who?","requestedSchema":)"
     R"({"type":"object","properties":{"name":{"type":"string","default":"Ann"},"age":{"type":"integer","default":30},)"
-    R"("tags":{"type":"array","default":["a"]},"note":{"type":"string"}}}}})";
+    R"("tags":{"type":"array","items":{"enum":["a","b"]},"default":["a"]},"note":{"type":"string"}}}}})";
 
 TEST(McpServerRequestsTest, PingAndRootsAreAnsweredAndTheRestRefusedAtOnce) {
   ClientServices s;
@@ -52,7 +52,7 @@ TEST(McpServerRequestsTest, ElicitationFollowsThePolicyAndFillsInDefaults) {
   s.elicitation = ElicitationPolicy::kAsk;
   EXPECT_EQ(AnswerTo(kAsk, s)["result"]["action"], "decline") << "nobody to ask: declined";
   Json asked_with;
-  s.ask = [&](const std::string& server, const Json& params, const CancelToken&) -> Result<Json> {
+  s.ask = [&](const std::string& server, const Json& params, double, const CancelToken&) -> Result<Json> {
     EXPECT_EQ(server, "srv");
     asked_with = params;
     return Json::parse(R"({"action":"accept","content":{"name":"Bo","note":"hi"}})");
@@ -60,7 +60,7 @@ TEST(McpServerRequestsTest, ElicitationFollowsThePolicyAndFillsInDefaults) {
   EXPECT_EQ(AnswerTo(kAsk, s)["result"],
             Json::parse(R"({"action":"accept","content":{"name":"Bo","note":"hi","age":30,"tags":["a"]}})"));
   EXPECT_EQ(asked_with["message"], "Who?");
-  s.ask = [](const std::string&, const Json&, const CancelToken&) -> Result<Json> {
+  s.ask = [](const std::string&, const Json&, double, const CancelToken&) -> Result<Json> {
     return Status::Timeout("nobody answered");
   };
   EXPECT_EQ(AnswerTo(kAsk, s)["result"]["action"], "decline");
@@ -77,7 +77,7 @@ TEST(McpServerRequestsTest, LongAnswersRunBesideEachOtherAndABusyClientSaysSoAtO
   std::mutex mu;
   std::condition_variable cv;
   int waiting = 0;
-  s->ask = [&](const std::string&, const Json&, const CancelToken& stop) -> Result<Json> {
+  s->ask = [&](const std::string&, const Json&, double, const CancelToken& stop) -> Result<Json> {
     {
       std::lock_guard<std::mutex> lock(mu);
       ++waiting;
@@ -116,25 +116,39 @@ TEST(McpServerRequestsTest, LongAnswersRunBesideEachOtherAndABusyClientSaysSoAtO
 }
 
 // What a server sends is input: schemas of the wrong shapes, an asker
-// that answers nonsense or throws. Every request still gets an answer.
+// that answers nonsense or throws. Every request still gets an answer: a
+// question mates cannot put is an error naming why, whatever the policy.
 TEST(McpServerRequestsTest, HostileQuestionsAndAnswersStillGetAnAnswer) {
   ClientServices s;
-  s.elicitation = ElicitationPolicy::kAcceptDefaults;
-  for (const char* schema : {R"("nope")", R"({"properties":7})", R"({"properties":{"a":7,"b":{"default":{"x":1}}}})",
-                             R"({"properties":{"a":{"default":null}},"required":[1,null]})"}) {
-    Json answer = AnswerTo(std::string(R"({"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m","requestedSchema":)") +
-                               schema + "}}",
-                           s);
-    EXPECT_EQ(answer["result"], Json::parse(R"({"action":"accept","content":{}})")) << schema;
+  for (auto policy : {ElicitationPolicy::kAcceptDefaults, ElicitationPolicy::kDecline, ElicitationPolicy::kAsk}) {
+    s.elicitation = policy;
+    for (const char* schema :
+         {R"("nope")", R"({"properties":7})", R"({"properties":{"a":7,"b":{"default":{"x":1}}}})",
+          R"({"properties":{"a":{"type":"string","default":null}}})", R"({"properties":{"a":{"type":"object"}}})",
+          R"({"properties":{"a":{"type":"string"}},"required":[1,null]})",
+          R"({"properties":{"a":{"type":"integer","default":"x"}}})"}) {
+      Json answer = AnswerTo(
+          std::string(R"({"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m","requestedSchema":)") +
+              schema + "}}",
+          s);
+      EXPECT_EQ(answer["error"]["code"], kInvalidParams) << schema << " " << answer;
+    }
   }
   s.elicitation = ElicitationPolicy::kAsk;
-  s.ask = [](const std::string&, const Json&, const CancelToken&) -> Result<Json> { return Json::array(); };
+  s.ask = [](const std::string&, const Json&, double, const CancelToken&) -> Result<Json> { return Json::array(); };
   EXPECT_EQ(AnswerTo(kAsk, s)["result"]["action"], "decline");
-  s.ask = [](const std::string&, const Json&, const CancelToken&) -> Result<Json> { return Json{{"action", 7}}; };
+  s.ask = [](const std::string&, const Json&, double, const CancelToken&) -> Result<Json> { return Json{{"action", 7}}; };
   EXPECT_EQ(AnswerTo(kAsk, s)["result"]["action"], "decline");
+  // An answer that does not fit the question is not passed on.
+  for (const char* content : {R"({"age":"old"})", R"({"colour":"red"})", R"({"tags":["z"]})", R"([1])"}) {
+    s.ask = [&](const std::string&, const Json&, double, const CancelToken&) -> Result<Json> {
+      return Json{{"action", "accept"}, {"content", Json::parse(content)}};
+    };
+    EXPECT_EQ(AnswerTo(kAsk, s)["result"], Json::parse(R"({"action":"decline"})")) << content;
+  }
   // An asker that throws: the thread still answers, with an error.
   auto throwing = std::make_shared<ClientServices>();
-  throwing->ask = [](const std::string&, const Json&, const CancelToken&) -> Result<Json> {
+  throwing->ask = [](const std::string&, const Json&, double, const CancelToken&) -> Result<Json> {
     throw std::runtime_error("boom");
   };
   std::mutex mu;

@@ -16,6 +16,8 @@ constexpr TypeName kTypeNames[] = {
     {MessageType::kPlanApprovalRequest, "plan_approval_request"},
     {MessageType::kPlanApprovalResponse, "plan_approval_response"},
     {MessageType::kCompactRequest, "compact_request"},
+    {MessageType::kElicitationRequest, "elicitation_request"},
+    {MessageType::kElicitationResponse, "elicitation_response"},
 };
 }  // namespace
 

@@ -21,6 +21,10 @@ enum class MessageType {
   // Lead -> teammate: compact your context before your next model call
   // (DESIGN §15). Content optional (what to keep, say).
   kCompactRequest,
+  // A host -> user: an MCP server's question for a person; user -> the
+  // host: the answer (store/elicitation.h, DESIGN §23).
+  kElicitationRequest,
+  kElicitationResponse,
 };
 
 std::string_view MessageTypeName(MessageType type);

@@ -6,6 +6,7 @@
 #include "core/limits.h"
 #include "core/ids.h"
 #include "core/names.h"
+#include "store/elicitation.h"
 
 namespace mates {
 namespace {
@@ -22,6 +23,32 @@ Status NotOnRoster(const TeamConfig& team, const std::string& who, const std::st
                           "' has " + names);
 }
 
+// The kind of request a protocol message asks (for a request) or answers.
+std::optional<RequestKind> KindOf(MessageType t) {
+  switch (t) {
+    case MessageType::kShutdownRequest:
+    case MessageType::kShutdownResponse:
+      return RequestKind::kShutdown;
+    case MessageType::kPlanApprovalRequest:
+    case MessageType::kPlanApprovalResponse:
+      return RequestKind::kPlanApproval;
+    case MessageType::kElicitationRequest:
+    case MessageType::kElicitationResponse:
+      return RequestKind::kElicitation;
+    default:
+      return std::nullopt;
+  }
+}
+
+bool IsRequest(MessageType t) {
+  return t == MessageType::kShutdownRequest || t == MessageType::kPlanApprovalRequest ||
+         t == MessageType::kElicitationRequest;
+}
+bool IsResponse(MessageType t) {
+  return t == MessageType::kShutdownResponse || t == MessageType::kPlanApprovalResponse ||
+         t == MessageType::kElicitationResponse;
+}
+
 }  // namespace
 
 Messenger::Messenger(Workspace ws, std::string team)
@@ -30,7 +57,8 @@ Messenger::Messenger(Workspace ws, std::string team)
 Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
   const bool from_lead = team.IsLead(r.sender);
   const std::string type = TypeText(r.type);
-  if (r.sender == kUserName && r.type != MessageType::kMessage && r.type != MessageType::kBroadcast) {
+  if (r.sender == kUserName && r.type != MessageType::kMessage && r.type != MessageType::kBroadcast &&
+      r.type != MessageType::kElicitationResponse) {
     return Status::FailedPrecondition("user sends message or broadcast, not " + type +
                                       " (protocol messages are between the lead and its teammates; "
                                       "give --from to send as one of them)");
@@ -41,7 +69,11 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
   if (r.recipient == kMergeQueueName) {
     return Status::FailedPrecondition("merge-queue reads no messages: to retry a merge, complete the task again");
   }
-  if (r.recipient == kUserName && r.type != MessageType::kMessage) {
+  if (r.type == MessageType::kElicitationRequest && r.recipient.empty()) r.recipient = kUserName;
+  if (r.type == MessageType::kElicitationRequest && r.recipient != kUserName) {
+    return Status::FailedPrecondition("an elicitation_request goes to user, not '" + r.recipient + "'");
+  }
+  if (r.recipient == kUserName && r.type != MessageType::kMessage && r.type != MessageType::kElicitationRequest) {
     return Status::FailedPrecondition("only a plain message goes to user, not " + type);
   }
   auto lead_only = [&]() -> Status {
@@ -83,15 +115,22 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
       }
       if (r.content.empty()) return Status::InvalidArgument("plan_approval_request needs the plan as content");
       return Status::Ok();
+    case MessageType::kElicitationRequest: {
+      // The question must be one a person can answer.
+      auto q = elicitation::ParseQuestion(r.content);
+      if (!q.ok()) return Status::InvalidArgument("elicitation_request: " + q.status().message());
+      return Status::Ok();
+    }
     case MessageType::kShutdownResponse:
-    case MessageType::kPlanApprovalResponse: {
-      const bool shutdown = r.type == MessageType::kShutdownResponse;
-      MATES_RETURN_IF_ERROR(shutdown ? teammate_only() : lead_only());
+    case MessageType::kPlanApprovalResponse:
+    case MessageType::kElicitationResponse: {
+      const RequestKind kind = *KindOf(r.type);
+      if (kind == RequestKind::kShutdown) MATES_RETURN_IF_ERROR(teammate_only());
+      if (kind == RequestKind::kPlanApproval) MATES_RETURN_IF_ERROR(lead_only());
       MATES_RETURN_IF_ERROR(need_approve());
       if (r.request_id.empty()) return Status::InvalidArgument(type + " needs the request_id it answers");
       auto req = mail_->GetRequest(r.request_id);
       if (!req.ok()) return req.status();
-      const RequestKind kind = shutdown ? RequestKind::kShutdown : RequestKind::kPlanApproval;
       if (req->kind != kind) {
         return Status::FailedPrecondition("request " + r.request_id + " is a " +
                                           std::string(RequestKindName(req->kind)) + " request, not " +
@@ -110,8 +149,18 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
         return Status::FailedPrecondition("request " + r.request_id + " came from '" +
                                           req->requester + "'; answer goes there");
       }
+      if (kind == RequestKind::kElicitation && *r.approve) {
+        // Accepted: the content is the fields, as the question asks them.
+        auto q = elicitation::ParseQuestion(req->content);
+        if (!q.ok()) return Status::FailedPrecondition("request " + r.request_id + ": " + q.status().message());
+        auto fields = ParseJson(r.content.empty() ? "{}" : r.content);
+        if (!fields.ok()) return Status::InvalidArgument("an accepted elicitation_response's content is its fields, as a JSON object");
+        MATES_RETURN_IF_ERROR(elicitation::CheckAnswer(q->schema, *fields));
+        r.content = DumpJson(*fields);
+        return Status::Ok();
+      }
       if (r.content.empty()) {
-        r.content = !r.feedback.empty() ? r.feedback : (*r.approve ? "approved" : "rejected");
+        r.content = !r.feedback.empty() ? r.feedback : (*r.approve ? "approved" : kind == RequestKind::kElicitation ? "declined" : "rejected");
       }
       return Status::Ok();
     }
@@ -174,21 +223,23 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   msg.feedback = r.feedback;
   msg.request_id = r.request_id;
 
-  if (r.type == MessageType::kShutdownRequest || r.type == MessageType::kPlanApprovalRequest) {
+  if (IsRequest(r.type)) {
     if (msg.request_id.empty()) msg.request_id = NewId("r");
     ProtocolRequest req;
     req.id = msg.request_id;
-    req.kind = r.type == MessageType::kShutdownRequest ? RequestKind::kShutdown : RequestKind::kPlanApproval;
+    req.kind = *KindOf(r.type);
     req.requester = r.sender;
     req.responder = r.recipient;
     req.status = RequestState::kPending;
     req.content = r.content;
     req.created_at = msg.timestamp;
     MATES_RETURN_IF_ERROR(mail_->CreateRequest(req));
-  } else if (r.type == MessageType::kShutdownResponse ||
-             r.type == MessageType::kPlanApprovalResponse) {
-    std::string response = r.type == MessageType::kShutdownResponse ? r.content : r.feedback;
+  } else if (IsResponse(r.type)) {
+    std::string response = r.type == MessageType::kPlanApprovalResponse ? r.feedback : r.content;
     MATES_RETURN_IF_ERROR(mail_->ResolveRequest(msg.request_id, *r.approve, response).status());
+    // The host that asked reads the answer from the request; a model
+    // would only see noise.
+    if (r.type == MessageType::kElicitationResponse) receipt.recipients.clear();
   }
 
   for (const auto& to : receipt.recipients) {

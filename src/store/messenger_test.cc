@@ -160,5 +160,51 @@ TEST_F(MessengerTest, UnknownRequestIsNotFound) {
   EXPECT_EQ(Messenger(ws_, "t").Send(resp).status().code(), StatusCode::kInvalidArgument);
 }
 
+// An MCP server's question (DESIGN §23): a member asks user; only user
+// answers, with fields the question's schema takes; the answer is kept on
+// the request and goes to no inbox (a model would only see noise).
+TEST_F(MessengerTest, AQuestionGoesToUserAndOnlyUserAnswersItWithFieldsThatFit) {
+  const std::string question =
+      R"({"server":"gh","message":"Which repo?","requestedSchema":{"type":"object","properties":)"
+      R"({"repo":{"type":"string","minLength":1},"private":{"type":"boolean","default":false}},"required":["repo"]}})";
+  auto to_bob = Send(MessageType::kElicitationRequest, "lead", "bob", question);
+  EXPECT_EQ(to_bob.status().code(), StatusCode::kFailedPrecondition) << "a question goes to user";
+  auto bad = Send(MessageType::kElicitationRequest, "lead", "user", R"({"server":"gh","message":"m","requestedSchema":{"properties":{"a":{"type":"object"}}}})");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << "a question a person cannot answer";
+  auto from_user = Send(MessageType::kElicitationRequest, "user", "user", question);
+  EXPECT_FALSE(from_user.ok());
+  auto asked = Send(MessageType::kElicitationRequest, "lead", "user", question);
+  ASSERT_TRUE(asked.ok()) << asked.status().message();
+  const std::string id = asked->message.request_id;
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(Inbox("user").size(), 1u);
+  auto answer = [&](const std::string& from, bool approve, const std::string& content) {
+    SendRequest r;
+    r.type = MessageType::kElicitationResponse;
+    r.sender = from;
+    r.request_id = id;
+    r.approve = approve;
+    r.content = content;
+    return Messenger(ws_, "t").Send(r);
+  };
+  EXPECT_EQ(answer("alice", true, R"({"repo":"x"})").status().code(), StatusCode::kFailedPrecondition)
+      << "a member cannot answer for the person";
+  EXPECT_EQ(answer("lead", true, R"({"repo":"x"})").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(answer("user", true, R"({"private":true})").status().message(), "field 'repo': it is required");
+  EXPECT_EQ(answer("user", true, R"({"repo":""})").status().message(),
+            "field 'repo': at least 1 characters are wanted");
+  EXPECT_EQ(answer("user", true, "not json").status().code(), StatusCode::kInvalidArgument);
+  auto ok = answer("user", true, R"({"repo":"mates"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ok->recipients.empty());
+  EXPECT_TRUE(Inbox("lead").empty()) << "the host reads the request, not an inbox";
+  auto req = RequestStore(ws_, "t").Get(id);
+  ASSERT_TRUE(req.ok());
+  EXPECT_EQ(req->kind, RequestKind::kElicitation);
+  EXPECT_EQ(req->status, RequestState::kApproved);
+  EXPECT_EQ(req->response, R"({"repo":"mates"})");
+  EXPECT_EQ(answer("user", false, "").status().code(), StatusCode::kFailedPrecondition) << "answered once";
+}
+
 }  // namespace
 }  // namespace mates

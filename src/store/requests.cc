@@ -11,7 +11,15 @@
 namespace mates {
 
 std::string_view RequestKindName(RequestKind k) {
-  return k == RequestKind::kShutdown ? "shutdown" : "plan_approval";
+  switch (k) {
+    case RequestKind::kShutdown:
+      return "shutdown";
+    case RequestKind::kPlanApproval:
+      return "plan_approval";
+    case RequestKind::kElicitation:
+      return "elicitation";
+  }
+  return "shutdown";
 }
 
 std::string_view RequestStateName(RequestState s) {
@@ -31,6 +39,7 @@ namespace {
 Result<RequestKind> ParseRequestKind(std::string_view name) {
   if (name == "shutdown") return RequestKind::kShutdown;
   if (name == "plan_approval") return RequestKind::kPlanApproval;
+  if (name == "elicitation") return RequestKind::kElicitation;
   return Status::InvalidArgument("unknown request kind '" + std::string(name) + "'");
 }
 

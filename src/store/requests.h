@@ -13,8 +13,8 @@
 
 namespace mates {
 
-enum class RequestKind { kShutdown, kPlanApproval };
-std::string_view RequestKindName(RequestKind k);  // "shutdown" | "plan_approval"
+enum class RequestKind { kShutdown, kPlanApproval, kElicitation };
+std::string_view RequestKindName(RequestKind k);  // "shutdown" | "plan_approval" | "elicitation"
 enum class RequestState { kPending, kApproved, kRejected };
 std::string_view RequestStateName(RequestState s);  // "pending" | "approved" | "rejected"
 
@@ -24,8 +24,9 @@ struct ProtocolRequest {
   std::string requester;  // who asked
   std::string responder;  // who must answer
   RequestState status = RequestState::kPending;
-  std::string content;    // the plan, or the shutdown reason
-  std::string response;   // summary / reason / feedback given with the answer
+  std::string content;    // the plan, the shutdown reason, or the question (store/elicitation.h)
+  std::string response;   // summary / reason / feedback given with the answer; an
+                          // accepted elicitation's fields, as a JSON object
   double created_at = 0;
   double resolved_at = 0;
 };

@@ -50,6 +50,11 @@ class SendMessageTool : public Tool {
       auto t = ParseMessageType(type);
       if (!t.ok()) return ToolResult::Error(t.status().message());
       r.type = *t;
+      // A question in an MCP server's name, from a model, would be a
+      // phishing line to the person.
+      if (r.type == MessageType::kElicitationRequest || r.type == MessageType::kElicitationResponse) {
+        return ToolResult::Error(type + " is sent by mates for an MCP server's question, not by an agent");
+      }
     }
     r.sender = ctx.agent;
     r.recipient = in.String("recipient", false);
