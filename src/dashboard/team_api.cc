@@ -86,7 +86,7 @@ void TeamApi::Register(httplib::Server& server) {
   });
   post(R"(/api/requests/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     Json b;
-    if (Writable(req, res, &b)) AnswerPlan(req.matches[1], b, res);
+    if (Writable(req, res, &b)) AnswerRequest(req.matches[1], b, res);
   });
   post(R"(/api/agents/([^/]+)/stop)", [this](const httplib::Request& req, httplib::Response& res) {
     Json b;
@@ -226,20 +226,52 @@ void TeamApi::Transcript(const std::string& name, httplib::Response& res) {
   SendJson(res, j);
 }
 
+void TeamApi::AnswerRequest(const std::string& id, const Json& b, httplib::Response& res) {
+  if (Status s = ValidateName("request id", id); !s.ok()) return SendStatus(res, s);
+  auto req = source_.store().Mail(options_.team)->GetRequest(id);
+  if (!req.ok()) return SendStatus(res, req.status());
+  if (req->kind == RequestKind::kPlanApproval) return AnswerPlan(*req, b, res);
+  if (req->kind == RequestKind::kElicitation) return AnswerQuestion(*req, b, res);
+  return SendError(res, 409, "request " + id + " is a " + std::string(RequestKindName(req->kind)) +
+                                 " request; plans and questions are answered here");
+}
+
+// A person answers an MCP server's question (DESIGN §23): {action:
+// "accept", content: {fields}} or {action: "decline"}; the fields are
+// checked against the question by the store's rules.
+void TeamApi::AnswerQuestion(const ProtocolRequest& req, const Json& b, httplib::Response& res) {
+  auto action = JsonString(b, "action", true);
+  if (!action.ok()) return SendStatus(res, action.status());
+  if (*action != "accept" && *action != "decline") {
+    return SendError(res, 400, "action: accept or decline, not '" + *action + "'");
+  }
+  SendRequest r;
+  r.type = MessageType::kElicitationResponse;
+  r.sender = kUserName;
+  r.recipient = req.requester;
+  r.request_id = req.id;
+  r.approve = *action == "accept";
+  if (*r.approve) {
+    const Json content = b.contains("content") ? b["content"] : Json::object();
+    if (!content.is_object()) return SendError(res, 400, "content: the fields, as a JSON object");
+    r.content = DumpJson(content);
+  } else {
+    r.content = "declined by user on the dashboard";
+  }
+  auto sent = Send(r);
+  if (!sent.ok()) return SendStatus(res, sent.status());
+  SendJson(res, Json{{"request_id", req.id}, {"action", *action}});
+}
+
 // A person decides a pending plan: the answer goes out as the lead's (the
 // responder the protocol knows), and the lead is told who decided.
-void TeamApi::AnswerPlan(const std::string& id, const Json& b, httplib::Response& res) {
+void TeamApi::AnswerPlan(const ProtocolRequest& request, const Json& b, httplib::Response& res) {
   std::optional<bool> approve = ApproveOf(b);
   if (!approve) return SendError(res, 400, "approve: true or false is required");
   auto feedback = JsonString(b, "feedback", false);
   if (!feedback.ok()) return SendStatus(res, feedback.status());
-  if (Status s = ValidateName("request id", id); !s.ok()) return SendStatus(res, s);
-  auto req = source_.store().Mail(options_.team)->GetRequest(id);
-  if (!req.ok()) return SendStatus(res, req.status());
-  if (req->kind != RequestKind::kPlanApproval) {
-    return SendError(res, 409, "request " + id + " is a " + std::string(RequestKindName(req->kind)) +
-                                   " request; only plans are decided here");
-  }
+  const ProtocolRequest* req = &request;
+  const std::string& id = request.id;
   SendRequest r;
   r.type = MessageType::kPlanApprovalResponse;
   r.sender = req->responder;

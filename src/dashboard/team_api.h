@@ -35,9 +35,11 @@ class TeamApi {
   // Sent through the team's store (its rules: Messenger's).
   Result<SendReceipt> Send(const SendRequest& r);
   void Transcript(const std::string& name, httplib::Response& res);
-  // A person decides a pending plan: the answer goes out as the lead's (the
-  // responder the protocol knows), and the lead is told who decided.
-  void AnswerPlan(const std::string& id, const Json& b, httplib::Response& res);
+  // A pending request answered by a person, by its kind: a plan decided,
+  // an MCP server's question answered or declined.
+  void AnswerRequest(const std::string& id, const Json& b, httplib::Response& res);
+  void AnswerPlan(const ProtocolRequest& req, const Json& b, httplib::Response& res);
+  void AnswerQuestion(const ProtocolRequest& req, const Json& b, httplib::Response& res);
   // A person decides a merge waiting for review (DESIGN §12).
   void DecideMergeRequest(const std::string& id_text, const Json& b, httplib::Response& res);
   void AskToStop(const std::string& name, const Json& b, httplib::Response& res);

@@ -8,6 +8,7 @@
 #include "agent/prices.h"
 #include "agent/usage.h"
 #include "core/text.h"
+#include "store/elicitation.h"
 #include "store/merges.h"
 #include "store/requests.h"
 
@@ -182,6 +183,16 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                    "look at what moved it first (git log " + g.target_name() + ")", "tab/merges"});
   }
   for (const auto& r : v.requests) {
+    if (r.kind != RequestKind::kElicitation || r.status != RequestState::kPending) continue;
+    auto q = elicitation::ParseQuestion(r.content);
+    out.push_back({"question_waiting",
+                   "MCP server " + (q.ok() ? q->server : std::string("?")) + " asks you (for " + r.requester +
+                       "): " + CutUtf8(q.ok() ? q->message : std::string(), 200),
+                   r.created_at, "mates answer" + t + " " + r.id + " NAME=VALUE...",
+                   "or --decline; `mates answer" + t + "` shows its fields; the dashboard answers it too",
+                   "agent/" + r.requester});
+  }
+  for (const auto& r : v.requests) {
     if (r.kind != RequestKind::kPlanApproval || r.status != RequestState::kPending) continue;
     out.push_back({"plan_waiting", r.requester + "'s plan waits for " + r.responder, r.created_at,
                    "mates send" + t + " --from " + r.responder + " --to " + r.requester +
@@ -207,7 +218,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
   }
   static const std::vector<std::string> kOrder = {"turn_failed",  "retrying",     "orphaned_task",
                                                   "merge_failed", "merge_conflict", "merge_review",
-                                                  "merge_held",   "plan_waiting", "budget",
+                                                  "merge_held",   "question_waiting", "plan_waiting", "budget",
                                                   "sandbox_denied", "hook_blocked"};
   auto rank = [](const std::string& kind) { return std::find(kOrder.begin(), kOrder.end(), kind) - kOrder.begin(); };
   std::stable_sort(out.begin(), out.end(), [&](const AttentionItem& a, const AttentionItem& b) {

@@ -17,7 +17,7 @@ namespace mates::view {
 
 struct AttentionItem {
   std::string kind;     // turn_failed, retrying, orphaned_task, merge_failed, merge_conflict,
-                        // merge_review, merge_held, plan_waiting, budget, sandbox_denied,
+                        // merge_review, merge_held, question_waiting, plan_waiting, budget, sandbox_denied,
                         // hook_blocked; and (status, the page) store_unreachable
   std::string subject;  // one line
   double since = 0;     // when it began (wall seconds)

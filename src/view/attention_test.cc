@@ -90,13 +90,21 @@ TEST(AttentionTest, EachKindWithItsHintInOrder) {
   plan.kind = RequestKind::kPlanApproval;
   plan.requester = "w1";
   plan.responder = "lead";
-  v.requests = {plan};
+  ProtocolRequest question;
+  question.id = "r-2";
+  question.kind = RequestKind::kElicitation;
+  question.requester = "lead";
+  question.responder = "user";
+  question.content = R"({"server":"gh","message":"Which repo?","requestedSchema":{}})";
+  v.requests = {plan, question};
   v.team.budget.tokens = 1000;
 
   auto items = Attention(v);
   EXPECT_EQ(Kinds(items), (std::vector<std::string>{"turn_failed", "retrying", "orphaned_task",
-                                                    "merge_conflict", "merge_review", "merge_held", "plan_waiting",
-                                                    "budget", "budget", "sandbox_denied"}));
+                                                    "merge_conflict", "merge_review", "merge_held", "question_waiting",
+                                                    "plan_waiting", "budget", "budget", "sandbox_denied"}));
+  EXPECT_EQ(items[6].subject, "MCP server gh asks you (for lead): Which repo?");
+  EXPECT_EQ(items[6].hint, "mates answer --team web r-2 NAME=VALUE...");
   EXPECT_EQ(items[0].hint, "mates send --team web --to lead \"Go on.\"");
   EXPECT_EQ(StateOf(v.members[0]), "error");
   EXPECT_EQ(DoingOf(v.members[0], v.now),
@@ -110,11 +118,11 @@ TEST(AttentionTest, EachKindWithItsHintInOrder) {
   EXPECT_EQ(items[3].hint, "mates merges --team web show 2");
   EXPECT_EQ(items[4].hint, "mates merges --team web approve 3");
   EXPECT_EQ(items[5].hint, "mates merges --team web resume");
-  EXPECT_EQ(items[6].hint,
+  EXPECT_EQ(items[7].hint,
             "mates send --team web --from lead --to w1 --type plan_approval_response --request-id r-1 --approve ok");
-  EXPECT_NE(items[7].subject.find("w2 has spent 90 %"), std::string::npos) << items[7].subject;
-  EXPECT_NE(items[8].subject.find("the team has spent 90 %"), std::string::npos) << items[8].subject;
-  EXPECT_EQ(items[9].subject, "w2: bash(curl x): [sandbox: network]");
+  EXPECT_NE(items[8].subject.find("w2 has spent 90 %"), std::string::npos) << items[8].subject;
+  EXPECT_NE(items[9].subject.find("the team has spent 90 %"), std::string::npos) << items[9].subject;
+  EXPECT_EQ(items[10].subject, "w2: bash(curl x): [sandbox: network]");
   // A refusal of long ago is no news.
   v.now = 950 + 16 * 60;
   EXPECT_EQ(Kinds(Attention(v)).back(), "budget");

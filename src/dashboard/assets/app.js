@@ -366,7 +366,8 @@ async function loadMessages() {
   if (fresh.length) renderTaskDetail();
   if (j.more) again.messages = true;  // cut short: the rest at once
 }
-const msgTypes = ["message", "broadcast", "shutdown_request", "shutdown_response", "plan_approval_request", "plan_approval_response"];
+const msgTypes = ["message", "broadcast", "shutdown_request", "shutdown_response", "plan_approval_request", "plan_approval_response",
+                  "elicitation_request", "elicitation_response"];
 function msgMatches(m) {
   const who = $("filter-member").value, type = $("filter-type").value;
   if (who && m.sender !== who && m.recipient !== who && !(m.type === "broadcast" && who !== "user")) return false;
@@ -374,7 +375,12 @@ function msgMatches(m) {
 }
 function msgRow(m, isNew) {
   let body = m.content || "";
-  if (m.type.endsWith("_response")) {
+  if (m.type === "elicitation_request") {
+    // An MCP server's question: its words, not its schema.
+    try { const q = JSON.parse(body); body = "MCP server " + q.server + " asks: " + q.message; } catch (e) { /* shown as it is */ }
+  } else if (m.type === "elicitation_response") {
+    body = m.approve ? "answered: " + body : body;
+  } else if (m.type.endsWith("_response")) {
     // The answer first; the content only when it says more than the feedback.
     const answer = (m.approve ? "approved" : "rejected") + (m.feedback ? " — " + m.feedback : "");
     body = body && body !== m.feedback ? answer + "\n" + body : answer;
@@ -418,10 +424,13 @@ async function loadRequests() {
   renderPlans();
 }
 function renderPlans() {
-  const pending = S.requests.filter((r) => r.kind === "plan_approval" && r.status === "pending");
+  const pending = S.requests.filter((r) => (r.kind === "plan_approval" || r.kind === "elicitation") && r.status === "pending");
   $("plan-count").textContent = pending.length ? "(" + pending.length + ")" : "";
-  if (!pending.length) { $("plans").replaceChildren(el("div", { class: "empty" }, "No plan waiting.")); return; }
+  if (!pending.length) { $("plans").replaceChildren(el("div", { class: "empty" }, "Nothing waits for you.")); return; }
+  // A form being filled in is kept: redrawn, it would lose what was typed.
+  const kept = new Map([...$("plans").querySelectorAll(".question")].map((q) => [q.dataset.id, q]));
   $("plans").replaceChildren(...pending.map((r) => {
+    if (r.kind === "elicitation") return kept.get(r.request_id) || questionForm(r);
     const fb = el("input", { placeholder: "feedback (optional)", class: "feedback" });
     const err = el("div", { class: "error" });
     const decide = async (approve, btn) => {
@@ -436,6 +445,78 @@ function renderPlans() {
         el("button", { class: "btn small danger reject", onclick: (e) => decide(false, e.target) }, "Reject"),
         el("button", { class: "btn small primary approve", onclick: (e) => decide(true, e.target) }, "Approve")), err);
   }));
+}
+
+// An MCP server's question (DESIGN §23) as a form drawn from its schema:
+// each field by its type, its bounds and default; Answer sends what was
+// filled in (the defaults fill the rest), Decline declines. The store
+// checks the answer again and says what does not fit.
+function questionForm(r) {
+  let q;
+  try { q = JSON.parse(r.content); } catch (e) { q = { server: "?", message: r.content, requestedSchema: {} }; }
+  const schema = q.requestedSchema || {};
+  const props = schema.properties || {};
+  const required = new Set(schema.required || []);
+  const choicesOf = (p) => {
+    const h = p.type === "array" ? (p.items || {}) : p;
+    if (Array.isArray(h.enum)) return h.enum.map((v, i) => ({ value: v, title: (h.enumNames || [])[i] || v }));
+    return (h.oneOf || h.anyOf || []).filter((c) => typeof c.const === "string").map((c) => ({ value: c.const, title: c.title || c.const }));
+  };
+  const fields = Object.entries(props).map(([name, p]) => {
+    const label = (p.title || name) + (required.has(name) ? " *" : "");
+    const choices = choicesOf(p);
+    let input, read;
+    if (p.type === "boolean") {
+      input = el("input", { type: "checkbox", name, checked: p.default === true });
+      read = () => input.checked;
+    } else if (p.type === "array") {
+      const given = new Set(Array.isArray(p.default) ? p.default : []);
+      const boxes = choices.map((c) => el("label", { class: "choice" }, el("input", { type: "checkbox", value: c.value, checked: given.has(c.value) }), " " + c.title));
+      input = el("div", { class: "choices", "data-name": name }, boxes);
+      read = () => { const v = boxes.map((b) => b.firstChild).filter((b) => b.checked).map((b) => b.value); return v.length || required.has(name) ? v : undefined; };
+    } else if (choices.length) {
+      input = el("select", { name },
+        required.has(name) || p.default !== undefined ? null : el("option", { value: "" }, "—"),
+        choices.map((c) => el("option", { value: c.value, selected: c.value === p.default }, c.title)));
+      read = () => input.value === "" ? undefined : input.value;
+    } else if (p.type === "number" || p.type === "integer") {
+      input = el("input", { type: "number", name, min: p.minimum, max: p.maximum, step: p.type === "integer" ? 1 : "any",
+                            placeholder: p.default !== undefined ? String(p.default) : "" });
+      read = () => input.value === "" ? undefined : Number(input.value);
+    } else {
+      const type = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" }[p.format] || "text";
+      input = el("input", { type, name, minlength: p.minLength, maxlength: p.maxLength,
+                            placeholder: p.default !== undefined ? String(p.default) : "" });
+      read = () => {
+        if (input.value === "") return undefined;
+        return type === "datetime-local" ? new Date(input.value).toISOString() : input.value;
+      };
+    }
+    return { name, read, row: el("label", { class: "field", dataset: { field: name } },
+      el("span", { class: "label", text: label }), input,
+      p.description ? el("span", { class: "muted help", text: p.description }) : null) };
+  });
+  const err = el("div", { class: "error" });
+  const send = async (body, btn) => {
+    btn.disabled = true;
+    try { await api("/api/requests/" + encodeURIComponent(r.request_id), body); refresh("requests"); }
+    catch (e) { err.textContent = e.message; btn.disabled = false; }
+  };
+  const answer = (btn) => {
+    const content = {};
+    for (const f of fields) { const v = f.read(); if (v !== undefined) content[f.name] = v; }
+    send({ action: "accept", content }, btn);
+  };
+  return el("div", { class: "plan question", dataset: { id: r.request_id } },
+    el("div", { class: "who" }, el("span", { text: "MCP server " + q.server }),
+       el("span", { class: "muted", text: " asks you, for " }), el("span", { class: nameClass(r.requester), text: r.requester })),
+    el("pre", { text: q.message }),
+    S.readOnly ? null : el("form", { class: "fields", onsubmit: (e) => { e.preventDefault(); answer(e.submitter || e.target.querySelector(".answer")); } },
+      fields.map((f) => f.row),
+      el("div", { class: "row" },
+        el("button", { type: "button", class: "btn small danger decline", onclick: (e) => send({ action: "decline" }, e.target) }, "Decline"),
+        el("button", { type: "submit", class: "btn small primary answer" }, "Answer"))),
+    err);
 }
 
 // ---------- merges (worktree isolation) ----------
@@ -630,7 +711,7 @@ const attentionWords = {
   turn_failed: ["failed turn", "failed turns"], retrying: ["retrying", "retrying"], orphaned_task: ["orphaned task", "orphaned tasks"],
   merge_failed: ["failed merge", "failed merges"], merge_conflict: ["merge conflict", "merge conflicts"],
   merge_review: ["merge to review", "merges to review"], merge_held: ["merge queue held", "merge queues held"],
-  plan_waiting: ["plan waiting", "plans waiting"], budget: ["budget", "budgets"],
+  question_waiting: ["question for you", "questions for you"], plan_waiting: ["plan waiting", "plans waiting"], budget: ["budget", "budgets"],
   sandbox_denied: ["sandbox refusal", "sandbox refusals"], hook_blocked: ["hook block", "hook blocks"], store_unreachable: ["store out of reach", "stores out of reach"],
 };
 function renderAttention() {
@@ -802,8 +883,9 @@ function connect() {
       if (k === "team" || k === "activity") refresh("team");
       else if (k === "tasks") { refresh("tasks"); refresh("team"); }
       else if (k === "messages") refresh("messages");
-      else if (k === "requests") refresh("requests");
-      else if (k === "merges") refresh("merges");
+      // The team's attention items are made of requests and merges too.
+      else if (k === "requests") { refresh("requests"); refresh("team"); }
+      else if (k === "merges") { refresh("merges"); refresh("team"); }
       else if (k === "transcripts" && S.transcriptAgent) refresh("transcript");
     }
   });
