@@ -15,6 +15,7 @@
 
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "host/sampling.h"
 #include "mcp/hub.h"
 #include "support/test_util.h"
 
@@ -206,6 +207,92 @@ TEST(McpClientTest, AServersQuestionIsPutToThePersonAndAnswered) {
   auto log = testing::RunMates(ws.path(), {"log", "--json"});
   EXPECT_NE(log.out.find("declined: nobody answered within 6 s"), std::string::npos) << log.out;
   EXPECT_EQ(ProcessesMarked(mark), 0);
+}
+
+// A server's sampling/createMessage is served by the lead's model (DESIGN
+// §23): the reference server's trigger-sampling-request gets the scripted
+// lead's answer, and `mates usage` counts it apart. Declined by config,
+// sampling is not offered (the server then has no such tool); past the
+// team's budget, it is refused with why.
+TEST(McpClientTest, AServersSamplingIsServedByTheLeadsModelWithinTheBudget) {
+  MATES_NEED_SERVERS();
+  auto run = [](const fs::path& ws, const std::string& config) {
+    WriteAll(ws / ".mates/config.yaml", config);
+    return testing::RunMates(ws, {"run", "--provider", "scripted", "--scenario",
+                                  testing::ScenarioFixture("lead_samples.yaml"), "--sandbox", "off", "sample it"},
+                             {}, "", 60);
+  };
+  {
+    TempDir ws;
+    WriteTrusted(ws.path(), McpJson("sample-" + std::to_string(::getpid())));
+    auto r = run(ws.path(), "mcp:\n  call_timeout: 30\n");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Sampled."), std::string::npos) << r.out << r.err;
+    auto results = JournalToolResults(ws.path() / ".teams/default/agents/lead.jsonl");
+    ASSERT_EQ(results.size(), 1u);
+    const std::string text = results[0]["content"];
+    EXPECT_NE(text.find("Threads run side by side"), std::string::npos) << text;
+    EXPECT_NE(text.find("\"stopReason\": \"endTurn\""), std::string::npos) << text;
+    auto usage = testing::RunMates(ws.path(), {"usage", "--json"});
+    EXPECT_NE(usage.out.find("lead (MCP sampling)"), std::string::npos) << usage.out;
+    EXPECT_TRUE(fs::exists(ws.path() / ".teams/default/agents/lead.mcp.jsonl"));
+  }
+  {
+    TempDir ws;
+    WriteTrusted(ws.path(), McpJson("sample-" + std::to_string(::getpid())));
+    auto r = run(ws.path(), "mcp:\n  servers:\n    everything: {sampling: decline}\n");
+    auto results = JournalToolResults(ws.path() / ".teams/default/agents/lead.jsonl");
+    ASSERT_EQ(results.size(), 1u) << r.err;
+    EXPECT_NE(results[0]["content"].get<std::string>().find("unknown tool 'mcp__everything__trigger-sampling-request'"),
+              std::string::npos)
+        << "not offered, so the server has no tool that samples: " << results[0];
+    auto bad = run(ws.path(), "mcp:\n  sampling: maybe\n");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("mcp.sampling: must be serve or decline, not 'maybe'"), std::string::npos) << bad.err;
+  }
+  {
+    // A budget the lead's first call spends: the sampling its tool asks
+    // for is refused, saying why.
+    TempDir ws;
+    WriteTrusted(ws.path(), McpJson("sample-" + std::to_string(::getpid())));
+    ASSERT_EQ(testing::RunMates(ws.path(), {"team", "create", "default"}).exit_code, 0);
+    ASSERT_EQ(testing::RunMates(ws.path(), {"budget", "set", "--tokens", "10"}).exit_code, 0);
+    auto r = run(ws.path(), "mcp:\n  call_timeout: 30\n");
+    auto results = JournalToolResults(ws.path() / ".teams/default/agents/lead.jsonl");
+    ASSERT_EQ(results.size(), 1u) << r.err;
+    EXPECT_NE(results[0]["content"].get<std::string>().find("mates does not sample for server everything"),
+              std::string::npos)
+        << results[0];
+    EXPECT_FALSE(fs::exists(ws.path() / ".teams/default/agents/lead.mcp.jsonl"));
+  }
+}
+
+// What a server asks to sample, and what is not served: one clear error.
+TEST(McpClientTest, SamplingRequestsAreReadStrictly) {
+  auto req = host::SamplingRequest(Json::parse(R"({"messages":[{"role":"user","content":{"type":"text","text":"hi"}},
+      {"role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
+      "systemPrompt":"be brief","maxTokens":999999,"temperature":3})"),
+                                   "m");
+  ASSERT_TRUE(req.ok()) << req.status().message();
+  EXPECT_EQ(req->model, "m");
+  EXPECT_EQ(req->system, "be brief");
+  EXPECT_EQ(req->max_tokens, host::kMaxSamplingTokens);
+  EXPECT_EQ(req->temperature, 1.0);
+  ASSERT_EQ(req->messages.size(), 2u);
+  EXPECT_EQ(req->messages[1].content.size(), 2u);
+  for (auto [params, says] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"messages":[],"maxTokens":5})", "needs messages"},
+           {R"({"messages":[{"role":"user","content":{"type":"text","text":"x"}}]})", "needs maxTokens"},
+           {R"({"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"maxTokens":0})", "needs maxTokens"},
+           {R"({"messages":[{"role":"system","content":{"type":"text","text":"x"}}],"maxTokens":5})", "user or assistant"},
+           {R"({"messages":[{"role":"user","content":{"type":"image","data":"AA=="}}],"maxTokens":5})", "text only, not 'image'"},
+           {R"({"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"maxTokens":5,"tools":[]})", "with tools"},
+           {R"({"messages":[{"role":"user"}],"maxTokens":5})", "content must be a block object"},
+           {R"("x")", "needs params"}}) {
+    auto bad = host::SamplingRequest(Json::parse(params), "");
+    EXPECT_FALSE(bad.ok()) << params;
+    EXPECT_NE(bad.status().message().find(says), std::string::npos) << params << ": " << bad.status().message();
+  }
 }
 
 TEST(McpClientTest, ListShowsTheServersTheirRolesAndTools) {

@@ -47,6 +47,7 @@ std::string JournalOwner(const std::string& stem) {
   if (dot == std::string::npos) return stem;
   const std::string rest = stem.substr(dot + 1);
   if (rest == "subagents") return stem.substr(0, dot) + " (subagents)";
+  if (rest == "mcp") return stem.substr(0, dot) + " (MCP sampling)";
   const bool stamp = !rest.empty() && std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; });
   return stamp ? stem.substr(0, dot) + " (earlier)" : "";
 }
@@ -128,6 +129,15 @@ Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::stri
     MATES_ASSIGN_OR_RETURN(std::optional<JournalState> st, usage_in_copy(name));
     if (!st) return std::optional<TeamUsage>();
     AddAgentUsage(name, *st, &usage);
+  }
+  // The lead's servers' samplings (host/sampling.h): a copy, else this
+  // machine's file.
+  MATES_ASSIGN_OR_RETURN(std::optional<JournalState> sampled, usage_in_copy(config.lead + ".mcp"));
+  if (sampled && sampled->calls > 0) {
+    AddAgentUsage(config.lead + " (MCP sampling)", *sampled, &usage);
+  } else if (!agents_dir.empty()) {
+    auto st = Journal::LoadUsage(agents_dir / (config.lead + ".mcp.jsonl"));
+    if (st.ok()) AddAgentUsage(config.lead + " (MCP sampling)", *st, &usage);
   }
   MATES_ASSIGN_OR_RETURN(std::optional<JournalState> subagents, usage_in_copy(config.lead + ".subagents"));
   if (subagents && subagents->calls > 0) {

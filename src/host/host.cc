@@ -17,6 +17,7 @@
 #include "core/names.h"
 #include "core/process_tree.h"
 #include "host/person_asker.h"
+#include "host/sampling.h"
 #include "stores/open_store.h"
 
 namespace mates::host {
@@ -229,6 +230,21 @@ Status Host::MakeLead(const TeamConfig& team) {
   services.ask = [store = store_.get(), team = a.team, asker = lead_name_](
                      const std::string& server, const Json& params, double timeout_s, const CancelToken& stop) {
     return AskPerson(*store, team, asker, server, params, timeout_s, stop);
+  };
+  // Their samplings go to the lead's model, within the team's budget.
+  Sampler sampler;
+  sampler.provider = provider_;
+  sampler.model = a.model;
+  sampler.agent_id = lead_name_ + "@" + a.team;
+  sampler.spend = spend_;
+  sampler.record = [journal = sampling_usage_, store = store_.get(), dir = a.ws.AgentsDir(a.team), team = a.team,
+                    name = lead_name_ + ".mcp"](const llm::Usage& u, const std::string& model) {
+    return journal->Append(
+        dir / (name + ".jsonl"), [&]() -> std::unique_ptr<JournalCopy> { return store->JournalOf(team, name); }, u,
+        model);
+  };
+  services.sample = [sampler](const std::string& server, const Json& params, const CancelToken& stop) {
+    return Sample(sampler, server, params, stop);
   };
   hub_->SetServices(std::move(services));
   hub_->Start();

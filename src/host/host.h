@@ -150,6 +150,9 @@ class Host {
   std::shared_ptr<agent::TeamSpend> spend_;
   std::unique_ptr<Hold> budget_watch_;  // the roster, for a budget a person changes
   tools::SkillLibrary skills_;
+  // Its servers' samplings' use (host/sampling.h): before the hub, which
+  // may still sample while it goes.
+  const std::shared_ptr<agent::UsageJournal> sampling_usage_ = std::make_shared<agent::UsageJournal>();
   std::shared_ptr<mcp::Hub> hub_;
   std::unique_ptr<tools::ToolRegistry> registry_;
   std::unique_ptr<tools::ToolContext> ctx_;

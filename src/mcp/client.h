@@ -55,6 +55,9 @@ struct ServerConfig {
   // How long a question put to a person waits for an answer before it is
   // declined (mcp.elicitation_timeout).
   double elicitation_timeout_s = 300;
+  // Whether its sampling/createMessage is served (mcp.sampling: serve |
+  // decline), when the client has a model to serve it with.
+  bool sampling = true;
   // Why it is not started ("" = it is): its file is not trusted (DESIGN
   // §19). Such a server's `${VAR}`s are left as written, never expanded.
   std::string skipped;

@@ -156,6 +156,20 @@ Result<ElicitationPolicy> Elicitation(const YAML::Node& n, const std::string& wh
   return *p;
 }
 
+// serve | decline.
+Result<bool> Sampling(const YAML::Node& n, const std::string& where, bool fallback) {
+  if (!n) return fallback;
+  std::string text;
+  try {
+    text = n.as<std::string>();
+  } catch (const YAML::Exception&) {
+    return Status::InvalidArgument(where + ": must be serve or decline");
+  }
+  if (text == "serve") return true;
+  if (text == "decline") return false;
+  return Status::InvalidArgument(where + ": must be serve or decline, not '" + text + "'");
+}
+
 // The mcp section of W/.mates/config.yaml, applied to `servers`.
 Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers) {
   MATES_ASSIGN_OR_RETURN(YAML::Node root, ReadConfigYaml(file));
@@ -169,11 +183,13 @@ Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers
   MATES_ASSIGN_OR_RETURN(ElicitationPolicy elicitation,
                          Elicitation(mcp["elicitation"], origin + ": mcp.elicitation", ElicitationPolicy::kAsk));
   MATES_ASSIGN_OR_RETURN(double asking, Seconds(mcp["elicitation_timeout"], origin + ": mcp.elicitation_timeout", 300));
+  MATES_ASSIGN_OR_RETURN(bool sampling, Sampling(mcp["sampling"], origin + ": mcp.sampling", true));
   for (auto& s : servers) {
     s.startup_timeout_s = startup;
     s.call_timeout_s = call;
     s.elicitation = elicitation;
     s.elicitation_timeout_s = asking;
+    s.sampling = sampling;
   }
   YAML::Node per = mcp["servers"];
   if (!per || per.IsNull()) return Status::Ok();
@@ -205,6 +221,7 @@ Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers
     MATES_ASSIGN_OR_RETURN(it->elicitation, Elicitation(v["elicitation"], where + ".elicitation", it->elicitation));
     MATES_ASSIGN_OR_RETURN(it->elicitation_timeout_s, Seconds(v["elicitation_timeout"], where + ".elicitation_timeout",
                                                               it->elicitation_timeout_s));
+    MATES_ASSIGN_OR_RETURN(it->sampling, Sampling(v["sampling"], where + ".sampling", it->sampling));
   }
   return Status::Ok();
 }

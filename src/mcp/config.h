@@ -10,6 +10,7 @@
 //     call_timeout: 120        # seconds per tool call
 //     elicitation: ask         # a server's questions: ask | accept_defaults | decline
 //     elicitation_timeout: 300 # seconds a question waits for a person, then declined
+//     sampling: serve          # a server's sampling/createMessage: serve (the lead's model) | decline
 //     servers:
 //       NAME: {roles: [lead], call_timeout: 600, elicitation: decline}
 // roles: "lead", "teammate" or members' names; absent = everyone.

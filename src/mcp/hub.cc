@@ -82,6 +82,7 @@ Result<std::shared_ptr<Client>> Hub::StartLocked(Server& s) {
   services->roots = {ws_.root()};
   services->elicitation = s.config.elicitation;
   services->elicitation_timeout_s = s.config.elicitation_timeout_s;
+  if (!s.config.sampling) services->sample = nullptr;  // not offered
   std::unique_ptr<Session> session;
   if (s.config.transport == ServerConfig::Transport::kStdio) {
     const fs::path logs = ws_.root() / ".mates" / "mcp";
