@@ -450,10 +450,20 @@ TEST(McpClientTest, HttpPlusSseServersWorkToo) {
   auto called = testing::RunMates(ws.path(), {"mcp", "call", "--sse", url, "get-sum", R"({"a": 1, "b": 2})"});
   EXPECT_EQ(called.exit_code, 0) << called.err;
   EXPECT_NE(called.out.find("3"), std::string::npos) << called.out;
+  // Named "type": "http" (or given without --sse), it is found by the
+  // specification's fallback: its initialize POST refused with a 4xx, the
+  // older transport's stream at the same URL.
+  auto fallen = testing::RunMates(ws.path(), {"mcp", "call", url, "get-sum", R"({"a": 20, "b": 3})"});
+  EXPECT_EQ(fallen.exit_code, 0) << fallen.err;
+  EXPECT_NE(fallen.out.find("23"), std::string::npos) << fallen.out;
   // A stream that is not one: one clear failure.
   auto wrong = testing::RunMates(ws.path(), {"mcp", "call", "--sse", "http://127.0.0.1:" + std::to_string(port) + "/nope"});
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_NE(wrong.err.find("HTTP 404"), std::string::npos) << wrong.err;
+  // Neither transport there: both failures said.
+  auto neither = testing::RunMates(ws.path(), {"mcp", "call", "http://127.0.0.1:" + std::to_string(port) + "/nope"});
+  EXPECT_EQ(neither.exit_code, 1);
+  EXPECT_NE(neither.err.find("nor does it speak HTTP+SSE"), std::string::npos) << neither.err;
 }
 
 // A server that sends whatever it likes: junk lines, a 20 MiB line, NULs,

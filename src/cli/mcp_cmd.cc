@@ -302,16 +302,14 @@ int Call(Globals& g, const McpArgs& a) {
   services->roots = {g.ws().root()};
   services->elicitation = c.elicitation;
   services->ask = AskAtTerminal;
-  Result<std::unique_ptr<mcp::Session>> session =
-      c.transport != mcp::ServerConfig::Transport::kStdio
-          ? mcp::StartHttpSession(c, services)
-          : [&]() -> Result<std::unique_ptr<mcp::Session>> {
-              const fs::path logs = g.ws().root() / ".mates" / "mcp";
-              MATES_RETURN_IF_ERROR(EnsureDir(logs));
-              return mcp::StartStdioSession(c, g.ws().root(), logs / (c.name + ".log"), NewProcessTag(), *box, services);
-            }();
-  if (!session.ok()) return Fail(session.status());
-  auto client = mcp::Client::Open(c, std::move(*session), *services);
+  auto client = [&]() -> Result<std::unique_ptr<mcp::Client>> {
+    if (c.transport != mcp::ServerConfig::Transport::kStdio) return mcp::OpenHttpClient(c, services);
+    const fs::path logs = g.ws().root() / ".mates" / "mcp";
+    MATES_RETURN_IF_ERROR(EnsureDir(logs));
+    MATES_ASSIGN_OR_RETURN(std::unique_ptr<mcp::Session> session,
+                           mcp::StartStdioSession(c, g.ws().root(), logs / (c.name + ".log"), NewProcessTag(), *box, services));
+    return mcp::Client::Open(c, std::move(session), *services);
+  }();
   if (!client.ok()) return Fail(client.status());
   if (a.tool.empty()) {
     Json tools = Json::array();

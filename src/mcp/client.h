@@ -142,6 +142,12 @@ class Client {
   std::vector<RemoteTool> tools_;
 };
 
+// An HTTP server's session and handshake: streamable HTTP, and for a
+// "type": "http" server that answers its initialize 400, 404 or 405, the
+// older HTTP+SSE at the same URL (the specification's backwards-compatible
+// way); `c.transport` kSse goes there at once.
+Result<std::unique_ptr<Client>> OpenHttpClient(const ServerConfig& c, std::shared_ptr<const ClientServices> services);
+
 // A tool result's content as text for a model: text blocks as they are,
 // other blocks (images, resources) named with their type and size.
 std::string ContentText(const Json& result);

@@ -230,13 +230,19 @@ class HttpSession : public Session {
     return Status::Ok();
   }
 
-  // A status that is not a success, as the session's end or an error.
+  // A status that is not a success, as the session's end or an error. A
+  // 400, 404 or 405 before any session is NotFound: a server of the older
+  // HTTP+SSE transport may be there (OpenHttpClient tries it).
   Status Refused(const llm::HttpResponse& r) {
-    if (r.status == 404) {
+    if (r.status == 400 || r.status == 404 || r.status == 405) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!session_id_.empty()) {
+      if (!session_id_.empty() && r.status == 404) {
         why_ = "server " + config_.name + " ended the session";
         return Status::Unavailable(why_);
+      }
+      if (session_id_.empty()) {
+        return Status::NotFound("server " + config_.name + " answered HTTP " + std::to_string(r.status) + ": " +
+                                r.body.substr(0, 300));
       }
     }
     if (r.status < 200 || r.status >= 300) {
@@ -515,6 +521,24 @@ Result<std::unique_ptr<Session>> StartHttpSession(const ServerConfig& c, std::sh
     return std::unique_ptr<Session>(std::move(s));
   }
   return std::unique_ptr<Session>(std::make_unique<HttpSession>(c, std::move(services)));
+}
+
+Result<std::unique_ptr<Client>> OpenHttpClient(const ServerConfig& c, std::shared_ptr<const ClientServices> services) {
+  MATES_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, StartHttpSession(c, services));
+  auto client = Client::Open(c, std::move(session), *services);
+  if (client.ok() || c.transport != ServerConfig::Transport::kHttp || client.status().code() != StatusCode::kNotFound) {
+    return client;
+  }
+  // The backwards-compatible way the specification gives: a 4xx to the
+  // initialize POST, then a GET for the older transport's event stream.
+  ServerConfig old = c;
+  old.transport = ServerConfig::Transport::kSse;
+  auto legacy = StartHttpSession(old, services);
+  if (!legacy.ok()) {
+    return Status::Unavailable(client.status().message() + "; nor does it speak HTTP+SSE: " + legacy.status().message());
+  }
+  LogInfo("mcp server " + c.name + " speaks the older HTTP+SSE transport (\"type\": \"sse\" says so)");
+  return Client::Open(old, std::move(*legacy), *services);
 }
 
 }  // namespace mates::mcp

@@ -83,15 +83,15 @@ Result<std::shared_ptr<Client>> Hub::StartLocked(Server& s) {
   services->elicitation = s.config.elicitation;
   services->elicitation_timeout_s = s.config.elicitation_timeout_s;
   if (!s.config.sampling) services->sample = nullptr;  // not offered
-  std::unique_ptr<Session> session;
-  if (s.config.transport == ServerConfig::Transport::kStdio) {
-    const fs::path logs = ws_.root() / ".mates" / "mcp";
-    MATES_RETURN_IF_ERROR(EnsureDir(logs));
-    MATES_ASSIGN_OR_RETURN(session, StartStdioSession(s.config, ws_.root(), logs / (s.config.name + ".log"),
-                                                      NewProcessTag(), *sandbox_, services));
-  } else {
-    MATES_ASSIGN_OR_RETURN(session, StartHttpSession(s.config, services));
+  if (s.config.transport != ServerConfig::Transport::kStdio) {
+    MATES_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, OpenHttpClient(s.config, services));
+    return std::shared_ptr<Client>(std::move(client));
   }
+  const fs::path logs = ws_.root() / ".mates" / "mcp";
+  MATES_RETURN_IF_ERROR(EnsureDir(logs));
+  MATES_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
+                         StartStdioSession(s.config, ws_.root(), logs / (s.config.name + ".log"), NewProcessTag(),
+                                           *sandbox_, services));
   MATES_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Open(s.config, std::move(session), *services));
   return std::shared_ptr<Client>(std::move(client));
 }
