@@ -15,6 +15,7 @@
 
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "agent/activity.h"
 #include "host/sampling.h"
 #include "mcp/hub.h"
 #include "support/test_util.h"
@@ -295,6 +296,42 @@ TEST(McpClientTest, SamplingRequestsAreReadStrictly) {
   }
 }
 
+// A server's progress notifications for a call reach whoever made it (an
+// agent's activity: "mcp__everything__…({…}) — 2/4"), in order and before
+// its answer; a call that asked for none gets none.
+TEST(McpClientTest, ProgressOfALongCallIsToldAsItGoes) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  const std::string mark = "progress-" + std::to_string(::getpid());
+  WriteTrusted(ws.path(), McpJson(mark));
+  auto hub = mcp::Hub::Load(Workspace(ws.path()));
+  ASSERT_TRUE(hub.ok());
+  (*hub)->Start();
+  std::vector<std::string> notes;
+  auto r = (*hub)->Call("everything", "trigger-long-running-operation", Json{{"duration", 0.4}, {"steps", 4}}, nullptr,
+                        [&](const std::string& note) { notes.push_back(note); });
+  EXPECT_FALSE(r.is_error) << r.content;
+  EXPECT_EQ(notes, (std::vector<std::string>{"1/4", "2/4", "3/4", "4/4"}));
+  auto quiet = (*hub)->Call("everything", "trigger-long-running-operation", Json{{"duration", 0.1}, {"steps", 2}}, nullptr);
+  EXPECT_FALSE(quiet.is_error) << quiet.content;
+  // In an agent's activity: after its call, while it runs.
+  agent::ActivityFile activity(ws.path() / "a.status.json", "a", "m");
+  llm::ContentBlock call = llm::ContentBlock::ToolUse("t1", "mcp__everything__trigger-long-running-operation", "{}");
+  activity.Tool(call);
+  activity.Progress("2/4: indexing");
+  auto shown = agent::ReadActivity(ws.path() / "a.status.json");
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    shown = agent::ReadActivity(ws.path() / "a.status.json");
+    return shown.ok() && shown->doing.find(" — 2/4: indexing") != std::string::npos;
+  })) << (shown.ok() ? shown->doing : shown.status().message());
+  activity.Idle();
+  activity.Progress("3/4");  // late: the tool ended
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    shown = agent::ReadActivity(ws.path() / "a.status.json");
+    return shown.ok() && shown->doing.empty();
+  }));
+}
+
 TEST(McpClientTest, ListShowsTheServersTheirRolesAndTools) {
   MATES_NEED_SERVERS();
   TempDir ws;
@@ -419,6 +456,12 @@ TEST(McpClientTest, StreamableHttpServersWorkToo) {
   EXPECT_NE(sum.content.find("42"), std::string::npos) << sum.content;
   auto bad = (*hub)->Call("web", "get-sum", Json{{"a", "x"}}, nullptr);
   EXPECT_TRUE(bad.is_error);
+  // Its progress comes on the call's own stream, before the answer.
+  std::vector<std::string> notes;
+  auto longer = (*hub)->Call("web", "trigger-long-running-operation", Json{{"duration", 0.2}, {"steps", 2}}, nullptr,
+                             [&](const std::string& note) { notes.push_back(note); });
+  EXPECT_FALSE(longer.is_error) << longer.content;
+  EXPECT_EQ(notes, (std::vector<std::string>{"1/2", "2/2"}));
   // Nothing listens on a port just freed: one clear failure.
   WriteTrusted(ws.path(),
                R"({"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:)" + std::to_string(FreePort()) + R"(/mcp"}}})");

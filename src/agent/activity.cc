@@ -241,7 +241,17 @@ ActivityFile::~ActivityFile() { ActivityWriter::Get().Flush(); }
 void ActivityFile::FlushAll() { ActivityWriter::Get().Flush(); }
 
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
-void ActivityFile::Tool(const llm::ContentBlock& call) { Enter(ActivityState::kTool, DescribeCall(call)); }
+void ActivityFile::Tool(const llm::ContentBlock& call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tool_call_ = DescribeCall(call);
+  EnterLocked(ActivityState::kTool, tool_call_);
+}
+void ActivityFile::Progress(const std::string& note) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (a_.state != ActivityState::kTool) return;  // it ended meanwhile
+  a_.doing = tool_call_ + " — " + CutUtf8(note, 200);
+  PostLocked();
+}
 void ActivityFile::Idle() {
   std::lock_guard<std::mutex> lock(mu_);
   a_.error.reset();

@@ -122,6 +122,9 @@ class ActivityFile {
 
   void Thinking();
   void Tool(const llm::ContentBlock& call);
+  // What the tool running now says of its progress: after its call in
+  // `doing` ("mcp__x__index({…}) — 3/10: files").
+  void Progress(const std::string& note);
   // Waiting for work: also the end of a turn that succeeded (an error
   // recorded is cleared).
   void Idle();
@@ -150,6 +153,7 @@ class ActivityFile {
   const fs::path path_;
   std::mutex mu_;
   Activity a_;  // guarded by mu_
+  std::string tool_call_;  // guarded by mu_: `doing` of the tool running
   std::shared_ptr<Slot> slot_;
 };
 

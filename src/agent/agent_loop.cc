@@ -40,7 +40,13 @@ void SetTurnEnd(TurnResult* turn, std::string_view stop_reason) {
 
 AgentLoop::AgentLoop(AgentSpec spec, llm::Provider* provider, const tools::ToolRegistry* tools,
                      tools::ToolContext* ctx, AgentEvents* events)
-    : spec_(std::move(spec)), provider_(provider), tools_(tools), ctx_(ctx), events_(events) {}
+    : spec_(std::move(spec)), provider_(provider), tools_(tools), ctx_(ctx), events_(events) {
+  // What a long tool says of its progress shows in the activity. (Only
+  // while one of its calls runs: no team move swaps activity_ then.)
+  ctx_->progress = [this](const std::string& note) {
+    if (activity_) activity_->Progress(note);
+  };
+}
 
 std::string AgentLoop::model() const {
   return spec_.model.empty() ? provider_->default_model() : spec_.model;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "core/guarded.h"
 #include "core/log.h"
 #include "core/subprocess.h"
+#include "core/text.h"
 #include "mcp/client_parts.h"
 
 namespace mates::mcp {
@@ -105,7 +107,8 @@ class StdioSession : public Session {
           requests_.Handle(in);
           break;
         case Incoming::Kind::kNotification:
-          break;  // logging, progress, list changes: nothing mates acts on
+          Notified(in.method, in.params);
+          break;
         case Incoming::Kind::kInvalid:
           LogDebug("mcp server " + name_ + " wrote a line that is not JSON-RPC: " + line->substr(0, 200));
           break;
@@ -174,6 +177,8 @@ Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const 
 Result<std::unique_ptr<Client>> Client::Open(const ServerConfig& c, std::unique_ptr<Session> session,
                                              const ClientServices& services) {
   std::unique_ptr<Client> client(new Client(c, std::move(session)));
+  client->session_->OnNotification(
+      [self = client.get()](const std::string& method, const Json& params) { self->Notified(method, params); });
   Deadline deadline = DeadlineIn(c.startup_timeout_s);
   Json init = {{"protocolVersion", kClientRevisions.front()},
                {"capabilities", ClientCapabilities(services)},
@@ -222,14 +227,50 @@ Result<std::unique_ptr<Client>> Client::Open(const ServerConfig& c, std::unique_
 }
 
 Result<ToolOutcome> Client::Call(const std::string& tool, const Json& arguments, double timeout_s,
-                                 const CancelToken* cancel) {
-  auto r = session_->Request("tools/call", Json{{"name", tool}, {"arguments", arguments}}, DeadlineIn(timeout_s),
-                             cancel);
+                                 const CancelToken* cancel, std::function<void(const std::string&)> progress) {
+  Json params = {{"name", tool}, {"arguments", arguments}};
+  int64_t token = 0;
+  if (progress) {
+    std::lock_guard<std::mutex> lock(progress_mu_);
+    token = next_progress_++;
+    progress_[token] = std::move(progress);
+    params["_meta"] = {{"progressToken", token}};
+  }
+  auto r = session_->Request("tools/call", std::move(params), DeadlineIn(timeout_s), cancel);
+  if (token != 0) {
+    std::lock_guard<std::mutex> lock(progress_mu_);
+    progress_.erase(token);
+  }
   if (!r.ok()) return r.status();
   ToolOutcome out;
   out.text = ContentText(*r);
   out.is_error = r->is_object() && r->contains("isError") && (*r)["isError"].is_boolean() && (*r)["isError"].get<bool>();
   return out;
+}
+
+// notifications/progress {progressToken, progress, total?, message?} for a
+// call of ours, as a person reads it.
+void Client::Notified(const std::string& method, const Json& params) {
+  if (method != "notifications/progress" || !params.contains("progressToken") ||
+      !params["progressToken"].is_number_integer()) {
+    return;
+  }
+  auto number = [&](const char* key) -> std::string {
+    if (!params.contains(key) || !params[key].is_number()) return "";
+    Json n = params[key];
+    const double d = n.get<double>();
+    if (std::floor(d) == d && std::fabs(d) < 1e15) n = static_cast<int64_t>(d);
+    return n.dump();
+  };
+  std::string note = number("progress");
+  if (note.empty()) return;
+  if (std::string total = number("total"); !total.empty()) note += "/" + total;
+  if (params.contains("message") && params["message"].is_string()) note += ": " + params["message"].get<std::string>();
+  // Told under the lock: once its call has returned (and taken its token
+  // out), nobody is told any more.
+  std::lock_guard<std::mutex> lock(progress_mu_);
+  auto it = progress_.find(params["progressToken"].get<int64_t>());
+  if (it != progress_.end()) it->second(CutUtf8(note, 200));
 }
 
 std::string ContentText(const Json& result) {

@@ -20,8 +20,10 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,27 @@ class Session {
   virtual void SetProtocolVersion(const std::string& /*version*/) {}
   // The handshake is done (an HTTP session opens its GET stream).
   virtual void Opened() {}
+
+  // What the server notifies (progress, list changes) goes to `f`, on the
+  // session's reader: quick, and never a request back to the server.
+  void OnNotification(std::function<void(const std::string& method, const Json& params)> f) {
+    std::lock_guard<std::mutex> lock(notify_mu_);
+    on_notification_ = std::move(f);
+  }
+
+ protected:
+  void Notified(const std::string& method, const Json& params) {
+    std::function<void(const std::string&, const Json&)> f;
+    {
+      std::lock_guard<std::mutex> lock(notify_mu_);
+      f = on_notification_;
+    }
+    if (f) f(method, params);
+  }
+
+ private:
+  std::mutex notify_mu_;
+  std::function<void(const std::string&, const Json&)> on_notification_;  // guarded by notify_mu_
 };
 
 // The revisions the client speaks, newest first: every published one a
@@ -129,13 +152,21 @@ class Client {
 
   // tools/call; a failure of the call itself (timeout, server gone, a
   // JSON-RPC error) is a Status, a tool's own failure an is_error outcome.
+  // `progress` (may be null) is told the server's progress notifications
+  // for it, as a person reads them ("3/10: indexing"), on the session's
+  // reader thread.
   Result<ToolOutcome> Call(const std::string& tool, const Json& arguments, double timeout_s,
-                           const CancelToken* cancel);
+                           const CancelToken* cancel, std::function<void(const std::string&)> progress = {});
 
  private:
   Client(ServerConfig c, std::unique_ptr<Session> s) : config_(std::move(c)), session_(std::move(s)) {}
+  void Notified(const std::string& method, const Json& params);
 
   ServerConfig config_;
+  std::mutex progress_mu_;
+  int64_t next_progress_ = 1;  // guarded by progress_mu_
+  std::map<int64_t, std::function<void(const std::string&)>> progress_;  // guarded by progress_mu_: by token
+  // Last: gone first, its reader (which calls Notified) with it.
   std::unique_ptr<Session> session_;
   std::string protocol_;
   std::string server_name_;

@@ -138,6 +138,8 @@ class HttpSession : public Session {
         requests_.Handle(in);
         break;
       case Incoming::Kind::kNotification:
+        Notified(in.method, in.params);
+        break;
       case Incoming::Kind::kInvalid:
         break;
     }
@@ -485,6 +487,8 @@ class LegacySseSession : public Session {
                         msg->contains("error") ? Result<Json>(ServerError((*msg)["error"])) : Result<Json>((*msg)["result"]));
       } else if (in.kind == Incoming::Kind::kRequest) {
         requests_.Handle(in);
+      } else if (in.kind == Incoming::Kind::kNotification) {
+        Notified(in.method, in.params);
       }
     });
     auto r = http_->Send(req, [&](std::string_view bytes) {

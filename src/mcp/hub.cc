@@ -43,7 +43,7 @@ class McpTool : public tools::Tool {
   }
   std::string input_schema() const override { return DumpJson(remote_.input_schema); }
   tools::ToolResult Run(const Json& input, tools::ToolContext& ctx) const override {
-    return hub_->Call(server_, remote_.name, input, ctx.cancel);
+    return hub_->Call(server_, remote_.name, input, ctx.cancel, ctx.progress);
   }
 
  private:
@@ -157,20 +157,20 @@ void Hub::Forget(Server& s, const std::shared_ptr<Client>& dead) {
 }
 
 tools::ToolResult Hub::Call(const std::string& server, const std::string& tool, const Json& arguments,
-                            const CancelToken* cancel) {
+                            const CancelToken* cancel, const std::function<void(const std::string&)>& progress) {
   auto it = std::find_if(servers_.begin(), servers_.end(), [&](const auto& s) { return s->config.name == server; });
   if (it == servers_.end()) return tools::ToolResult::Error("no MCP server '" + server + "'");
   Server& s = **it;
   auto client = Running(s);
   if (!client.ok()) return tools::ToolResult::Error(client.status().message());
-  auto out = (*client)->Call(tool, arguments, s.config.call_timeout_s, cancel);
+  auto out = (*client)->Call(tool, arguments, s.config.call_timeout_s, cancel, progress);
   if (!out.ok() && out.status().code() == StatusCode::kIOError) {
     // Not sent: the server died before it could read the call (its end is
     // on the way to the reader). Sent once more, to a new one.
     Forget(s, *client);
     client = Running(s);
     if (!client.ok()) return tools::ToolResult::Error(client.status().message());
-    out = (*client)->Call(tool, arguments, s.config.call_timeout_s, cancel);
+    out = (*client)->Call(tool, arguments, s.config.call_timeout_s, cancel, progress);
   }
   if (!out.ok()) {
     std::string why = out.status().message();

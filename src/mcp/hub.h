@@ -71,9 +71,10 @@ class Hub : public std::enable_shared_from_this<Hub> {
   std::vector<std::unique_ptr<tools::Tool>> ToolsFor(const std::string& agent, bool is_lead);
   std::vector<ServerState> States() const;
 
-  // One call (what the tools run).
+  // One call (what the tools run); `progress` is told what the server
+  // says of it as it goes.
   tools::ToolResult Call(const std::string& server, const std::string& tool, const Json& arguments,
-                         const CancelToken* cancel);
+                         const CancelToken* cancel, const std::function<void(const std::string&)>& progress = {});
 
  private:
   struct Server {

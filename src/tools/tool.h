@@ -114,6 +114,9 @@ struct ToolContext {
   // approved.
   bool plan_mode = false;
   llm::CancelToken* cancel = nullptr;
+  // A long tool's progress as a person reads it ("3/10: indexing"), for the
+  // agent's activity; any thread; null = nobody shows it.
+  std::function<void(const std::string& note)> progress;
   SubagentRunner* subagents = nullptr;
   TeamRuntime* teams = nullptr;
   const SkillLibrary* skills = nullptr;
