@@ -428,7 +428,9 @@ function renderPlans() {
   $("plan-count").textContent = pending.length ? "(" + pending.length + ")" : "";
   if (!pending.length) { $("plans").replaceChildren(el("div", { class: "empty" }, "Nothing waits for you.")); return; }
   // A form being filled in is kept: redrawn, it would lose what was typed.
-  const kept = new Map([...$("plans").querySelectorAll(".question")].map((q) => [q.dataset.id, q]));
+  // (One drawn before the page knew it may write is drawn again.)
+  const ro = String(Boolean(S.readOnly));
+  const kept = new Map([...$("plans").querySelectorAll(".question")].filter((q) => q.dataset.ro === ro).map((q) => [q.dataset.id, q]));
   $("plans").replaceChildren(...pending.map((r) => {
     if (r.kind === "elicitation") return kept.get(r.request_id) || questionForm(r);
     const fb = el("input", { placeholder: "feedback (optional)", class: "feedback" });
@@ -507,7 +509,7 @@ function questionForm(r) {
     for (const f of fields) { const v = f.read(); if (v !== undefined) content[f.name] = v; }
     send({ action: "accept", content }, btn);
   };
-  return el("div", { class: "plan question", dataset: { id: r.request_id } },
+  return el("div", { class: "plan question", dataset: { id: r.request_id, ro: String(Boolean(S.readOnly)) } },
     el("div", { class: "who" }, el("span", { text: "MCP server " + q.server }),
        el("span", { class: "muted", text: " asks you, for " }), el("span", { class: nameClass(r.requester), text: r.requester })),
     el("pre", { text: q.message }),
