@@ -249,7 +249,10 @@ void ActivityFile::Tool(const llm::ContentBlock& call) {
 void ActivityFile::Progress(const std::string& note) {
   std::lock_guard<std::mutex> lock(mu_);
   if (a_.state != ActivityState::kTool) return;  // it ended meanwhile
-  a_.doing = tool_call_ + " — " + CutUtf8(note, 200);
+  // A server's words: one line, nothing a terminal would obey (`status`).
+  std::string line = ForTerminal(note, 200);
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  a_.doing = tool_call_ + " — " + line;
   PostLocked();
 }
 void ActivityFile::Idle() {

@@ -57,6 +57,14 @@ Result<llm::Request> SamplingRequest(const Json& params, const std::string& mode
     if (msg.content.empty()) return Status::InvalidArgument("a message has no content");
     req.messages.push_back(std::move(msg));
   }
+  size_t bytes = req.system.size();
+  for (const auto& m : req.messages) {
+    for (const auto& b : m.content) bytes += b.text.size();
+  }
+  if (bytes > kMaxSamplingInputBytes) {
+    return Status::InvalidArgument("mates samples " + std::to_string(kMaxSamplingInputBytes >> 10) +
+                                   " KiB of text at most; this asks " + std::to_string(bytes >> 10) + " KiB");
+  }
   return req;
 }
 

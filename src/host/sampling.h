@@ -4,7 +4,8 @@
 // "lead (MCP sampling)" in `mates usage`). Declined by
 // `mcp.sampling: decline`, globally or per server (the client then does
 // not offer it). Text only: a message of images or audio, or a request for
-// tools, is refused naming what; `maxTokens` is capped at kMaxSamplingTokens.
+// tools, is refused naming what; `maxTokens` is capped at kMaxSamplingTokens,
+// the text sent at kMaxSamplingInputBytes.
 #pragma once
 
 #include <functional>
@@ -20,6 +21,9 @@
 namespace mates::host {
 
 inline constexpr int kMaxSamplingTokens = 4096;
+// What a request may send the model, system prompt and messages together
+// (~64k tokens): a server may not run up a bill with one call.
+inline constexpr size_t kMaxSamplingInputBytes = 256 << 10;
 
 struct Sampler {
   llm::Provider* provider = nullptr;
