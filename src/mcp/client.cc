@@ -92,26 +92,8 @@ class StdioSession : public Session {
         LogDebug("mcp server " + name_ + " wrote a line that is not JSON: " + line->substr(0, 200));
         continue;
       }
-      Incoming in = Classify(*msg);
-      switch (in.kind) {
-        case Incoming::Kind::kResponse: {
-          if (!in.id.is_number_integer()) break;
-          if (msg->contains("error")) {
-            pending_.Answer(in.id.get<int64_t>(), ServerError((*msg)["error"]));
-          } else {
-            pending_.Answer(in.id.get<int64_t>(), (*msg)["result"]);
-          }
-          break;
-        }
-        case Incoming::Kind::kRequest:
-          requests_.Handle(in);
-          break;
-        case Incoming::Kind::kNotification:
-          Notified(in.method, in.params);
-          break;
-        case Incoming::Kind::kInvalid:
-          LogDebug("mcp server " + name_ + " wrote a line that is not JSON-RPC: " + line->substr(0, 200));
-          break;
+      if (Route(*msg, pending_, requests_, notified_) == Incoming::Kind::kInvalid) {
+        LogDebug("mcp server " + name_ + " wrote a line that is not JSON-RPC: " + line->substr(0, 200));
       }
     }
     {

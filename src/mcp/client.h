@@ -105,6 +105,11 @@ class Session {
     }
     if (f) f(method, params);
   }
+  // Notified, for internal::Route.
+  const std::function<void(const std::string&, const Json&)> notified_ = [this](const std::string& method,
+                                                                               const Json& params) {
+    Notified(method, params);
+  };
 
  private:
   std::mutex notify_mu_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -142,6 +143,34 @@ class PendingTable {
     return held_total_ + (held_ > 0 ? SteadyClock::now() - held_since_ : SteadyClock::duration{});
   }
 };
+
+// Where one message from the server goes, whatever carried it: an answer
+// to its waiter in `pending`, a request of the server's to `requests`, a
+// notification to `notified`. Its kind (kInvalid: the caller may say so).
+inline Incoming::Kind Route(const Json& msg, PendingTable& pending, ServerRequests& requests,
+                            const std::function<void(const std::string&, const Json&)>& notified) {
+  Incoming in = Classify(msg);
+  switch (in.kind) {
+    case Incoming::Kind::kResponse:
+      if (in.id.is_number_integer()) {
+        auto error = msg.find("error");
+        auto result = msg.find("result");
+        pending.Answer(in.id.get<int64_t>(), error != msg.end()    ? Result<Json>(ServerError(*error))
+                                             : result != msg.end() ? Result<Json>(*result)
+                                                                   : Result<Json>(Json()));
+      }
+      break;
+    case Incoming::Kind::kRequest:
+      requests.Handle(in);
+      break;
+    case Incoming::Kind::kNotification:
+      notified(in.method, in.params);
+      break;
+    case Incoming::Kind::kInvalid:
+      break;
+  }
+  return in.kind;
+}
 
 // The timeout or the cancel of request `id`, said to the server too.
 inline Status GaveUp(Session& s, int64_t id, const std::string& method, const CancelToken* cancel) {

@@ -125,25 +125,7 @@ class HttpSession : public Session {
 
   // One message from the server, on whatever stream it came: an answer to
   // a waiter, a request of its own to answer, a notification.
-  void Dispatch(const Json& msg) {
-    Incoming in = Classify(msg);
-    switch (in.kind) {
-      case Incoming::Kind::kResponse:
-        if (in.id.is_number_integer()) {
-          pending_.Answer(in.id.get<int64_t>(),
-                          msg.contains("error") ? Result<Json>(ServerError(msg["error"])) : Result<Json>(msg["result"]));
-        }
-        break;
-      case Incoming::Kind::kRequest:
-        requests_.Handle(in);
-        break;
-      case Incoming::Kind::kNotification:
-        Notified(in.method, in.params);
-        break;
-      case Incoming::Kind::kInvalid:
-        break;
-    }
-  }
+  void Dispatch(const Json& msg) { (void)Route(msg, pending_, requests_, notified_); }
 
   // Our answer to a request of the server's, POSTed (a 202 comes back),
   // unless the session ends first.
@@ -481,15 +463,7 @@ class LegacySseSession : public Session {
       }
       auto msg = ParseJson(e.data);
       if (!msg.ok()) return;
-      Incoming in = Classify(*msg);
-      if (in.kind == Incoming::Kind::kResponse && in.id.is_number_integer()) {
-        pending_.Answer(in.id.get<int64_t>(),
-                        msg->contains("error") ? Result<Json>(ServerError((*msg)["error"])) : Result<Json>((*msg)["result"]));
-      } else if (in.kind == Incoming::Kind::kRequest) {
-        requests_.Handle(in);
-      } else if (in.kind == Incoming::Kind::kNotification) {
-        Notified(in.method, in.params);
-      }
+      (void)Route(*msg, pending_, requests_, notified_);
     });
     auto r = http_->Send(req, [&](std::string_view bytes) {
       parser.Feed(bytes);

@@ -17,11 +17,10 @@
 // other, nothing wider than the screen; no script error on the way.
 // With --shots, the screenshots docs/ shows.
 // Exit 0 passed, 1 failed, 77 skipped (no chromium or puppeteer-core).
-import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { browserParts, options } from "./common.mjs";
+import { browserParts, Checks, matesIn, options, startMockLlm } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -29,15 +28,9 @@ const { chromium, puppeteer } = browserParts(args);
 const ws = fs.mkdtempSync(path.join(os.tmpdir(), "mates-attention-"));
 const team = "web";
 const env = { ...process.env, ANTHROPIC_API_KEY: "sk-test-not-a-real-key" };
-const mates = (...a) => {
-  const r = spawnSync(args.mates, ["--workspace", ws, ...a], { encoding: "utf8", timeout: 60000, env });
-  return { code: r.status, out: r.stdout || "", err: r.stderr || "" };
-};
-let failures = 0;
-function check(ok, what) {
-  console.log((ok ? "ok   " : "FAIL ") + what);
-  if (!ok) failures++;
-}
+const mates = matesIn(args.mates, ws, env);
+const checks = new Checks();
+const check = (ok, what) => checks.check(ok, what);
 
 // The model: one tool call when asked for the build, else a short answer.
 fs.writeFileSync(path.join(ws, "model.json"), JSON.stringify({
@@ -48,18 +41,12 @@ fs.writeFileSync(path.join(ws, "model.json"), JSON.stringify({
   default_reply: [{ type: "text", text: "Noted." }],
 }));
 let model = null, port = 0;
-function startModel() {
-  return new Promise((resolve, reject) => {
-    model = spawn(args.mates, ["mock-llm", "--scenario", path.join(ws, "model.json"), "--port", String(port), "--quiet"],
-                  { stdio: ["ignore", "pipe", "inherit"] });
-    let text = "";
-    model.stdout.on("data", (d) => {
-      text += d;
-      const m = text.match(/listening on (http:\/\/127\.0\.0\.1:(\d+))/);
-      if (m) { port = Number(m[2]); resolve(m[1]); }
-    });
-    model.on("exit", (c) => reject(new Error("mock-llm exited " + c)));
-  });
+// The model server, on the port it had before when started again.
+async function startModel() {
+  const started = await startMockLlm(args.mates, path.join(ws, "model.json"), port);
+  model = started.child;
+  port = started.port;
+  return started.url;
 }
 function stopModel() {
   return new Promise((resolve) => { model.once("exit", resolve); model.kill("SIGKILL"); });
@@ -193,14 +180,13 @@ try {
 
   check(pageErrors.length === 0, "no script errors" + (pageErrors.length ? ": " + pageErrors.join(" | ") : ""));
 } catch (e) {
-  console.log("FAIL " + (e && e.stack || e));
-  failures++;
+  checks.fail(e);
 } finally {
   if (browser) await browser.close();
   mates("down", "--team", team, "--timeout", "10");
   if (model && model.exitCode === null) model.kill("SIGKILL");
-  if (failures === 0) fs.rmSync(ws, { recursive: true, force: true });
+  if (checks.failures === 0) fs.rmSync(ws, { recursive: true, force: true });
   else console.log("kept " + ws);
 }
-console.log(failures ? failures + " failed" : "all passed");
-process.exit(failures ? 1 : 0);
+console.log(checks.failures ? checks.failures + " failed" : "all passed");
+process.exit(checks.failures ? 1 : 0);

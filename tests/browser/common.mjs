@@ -1,5 +1,6 @@
 // What the browser tests share: their options (--name value) and the
 // browser parts, or a skip (exit 77) naming what is missing.
+import { spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
@@ -17,4 +18,42 @@ export function browserParts(args) {
   if (!fs.existsSync(chromium)) { console.log("SKIPPED: no chromium at " + chromium + " (scripts/setup installs it)"); process.exit(77); }
   try { return { chromium, puppeteer: createRequire(path.resolve(args.modules) + "/")("puppeteer-core") }; }
   catch (e) { console.log("SKIPPED: puppeteer-core is not in " + args.modules + " (scripts/setup-browser): " + e.message); process.exit(77); }
+}
+
+// `mates --workspace DIR ARGS...` to its end: {code, out, err}.
+export function matesIn(bin, dir, env) {
+  return (...a) => {
+    const r = spawnSync(bin, ["--workspace", dir, ...a], { encoding: "utf8", timeout: 60000, env });
+    return { code: r.status, out: r.stdout || "", err: r.stderr || "" };
+  };
+}
+
+// The checks of a test: each printed, the failures counted.
+export class Checks {
+  constructor() { this.failures = 0; }
+  check(ok, what) {
+    console.log((ok ? "ok   " : "FAIL ") + what);
+    if (!ok) this.failures++;
+  }
+  // What threw, as a failure.
+  fail(e) {
+    console.log("FAIL " + (e && e.stack || e));
+    this.failures++;
+  }
+}
+
+// `mates mock-llm --scenario FILE [--port P] --quiet`: the process and its
+// URL once it listens.
+export function startMockLlm(bin, scenario, port) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, ["mock-llm", "--scenario", scenario, ...(port ? ["--port", String(port)] : []), "--quiet"],
+                        { stdio: ["ignore", "pipe", "inherit"] });
+    let text = "";
+    child.stdout.on("data", (d) => {
+      text += d;
+      const m = text.match(/listening on (http:\/\/127\.0\.0\.1:(\d+))/);
+      if (m) resolve({ child, url: m[1], port: Number(m[2]) });
+    });
+    child.on("exit", (c) => reject(new Error("mock-llm exited " + c)));
+  });
 }

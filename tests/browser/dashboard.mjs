@@ -19,11 +19,11 @@
 // and light; no token → 401; a lead that made a team links its home page
 // to that team's page and back.
 // Exit 0 passed, 1 failed, 77 skipped (no chromium or puppeteer-core).
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { browserParts, options } from "./common.mjs";
+import { browserParts, Checks, matesIn, options } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -60,16 +60,9 @@ if (args["pg-server"]) {
   storeUrl = line.slice(4);
 }
 const env = storeUrl ? { ...process.env, MATES_STORE: storeUrl } : process.env;
-const matesIn = (dir, ...a) => {
-  const r = spawnSync(args.mates, ["--workspace", dir, ...a], { encoding: "utf8", timeout: 60000, env });
-  return { code: r.status, out: r.stdout || "", err: r.stderr || "" };
-};
-const mates = (...a) => matesIn(ws, ...a);
-let failures = 0;
-function check(ok, what) {
-  console.log((ok ? "ok   " : "FAIL ") + what);
-  if (!ok) failures++;
-}
+const mates = matesIn(args.mates, ws, env);
+const checks = new Checks();
+const check = (ok, what) => checks.check(ok, what);
 
 let browser = null, readOnly = null;
 // Parts of the page that the live updates redraw (the roster, the plans)
@@ -187,7 +180,7 @@ try {
   await page.waitForFunction(() => [...document.querySelectorAll("#board .card")]
     .some((c) => c.textContent.includes("Test the parser") && c.textContent.includes("blocked by #1")), { timeout: 5000 });
   check(true, "a task created on the page shows, blocked by #1");
-  const listed = matesIn(storeUrl ? elsewhere : ws, "tasks", "list", "--team", team);
+  const listed = matesIn(args.mates, storeUrl ? elsewhere : ws, env)("tasks", "list", "--team", team);
   check(listed.out.includes("Test the parser"), storeUrl ? "and the board in the database has it, for every machine"
                                                          : "and the board on disk has it");
 
@@ -241,7 +234,7 @@ try {
     // Live there too: a send from a third workspace shows within the bound.
     const t1 = Date.now();
     const third = fs.mkdtempSync(path.join(os.tmpdir(), "mates-browser-third-"));
-    const s2 = matesIn(third, "send", "--team", team, "--to", "lead", "hello from a third machine");
+    const s2 = matesIn(args.mates, third, env)("send", "--team", team, "--to", "lead", "hello from a third machine");
     fs.rmSync(third, { recursive: true, force: true });
     await other.waitForFunction(() => [...document.querySelectorAll("#timeline .msg")]
       .some((m) => m.textContent.includes("hello from a third machine")), { timeout: 5000, polling: "mutation" });
@@ -284,8 +277,7 @@ try {
 
   check(pageErrors.length === 0, "no script error on the page" + (pageErrors.length ? ": " + pageErrors.join("; ") : ""));
 } catch (e) {
-  console.log("FAIL " + (e.stack || e));
-  failures++;
+  checks.fail(e);
   // What the team did, for whoever reads the failure.
   for (const a of [["status", "--team", team], ["log", "--team", team], ["tasks", "list", "--team", team]]) {
     const r = mates(...a);
@@ -302,5 +294,5 @@ try {
   fs.rmSync(ws, { recursive: true, force: true });
   fs.rmSync(elsewhere, { recursive: true, force: true });
 }
-console.log(failures ? failures + " check(s) failed" : "all checks passed");
-process.exit(failures ? 1 : 0);
+console.log(checks.failures ? checks.failures + " check(s) failed" : "all checks passed");
+process.exit(checks.failures ? 1 : 0);

@@ -16,11 +16,10 @@
 // defaults filling what was left empty; the form goes, nothing waits. A
 // second question, declined on the page, is declined at the server. No
 // script error on the way. Exit 0 passed, 1 failed, 77 skipped.
-import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { browserParts, options } from "./common.mjs";
+import { browserParts, Checks, matesIn, options, startMockLlm } from "./common.mjs";
 
 const args = options();
 const server = path.resolve(args.servers || "", "mcp-server-everything");
@@ -30,15 +29,9 @@ const { chromium, puppeteer } = browserParts(args);
 const ws = fs.mkdtempSync(path.join(os.tmpdir(), "mates-question-"));
 const team = "ask";
 const env = { ...process.env, ANTHROPIC_API_KEY: "sk-test-not-a-real-key", XDG_CONFIG_HOME: path.join(ws, ".config") };
-const mates = (...a) => {
-  const r = spawnSync(args.mates, ["--workspace", ws, ...a], { encoding: "utf8", timeout: 60000, env });
-  return { code: r.status, out: r.stdout || "", err: r.stderr || "" };
-};
-let failures = 0;
-function check(ok, what) {
-  console.log((ok ? "ok   " : "FAIL ") + what);
-  if (!ok) failures++;
-}
+const mates = matesIn(args.mates, ws, env);
+const checks = new Checks();
+const check = (ok, what) => checks.check(ok, what);
 
 // The model: the tool that asks, twice; then what the server said.
 fs.writeFileSync(path.join(ws, "model.json"), JSON.stringify({
@@ -54,18 +47,6 @@ fs.mkdirSync(path.join(ws, ".mates"), { recursive: true });
 fs.writeFileSync(path.join(ws, ".mates", "config.yaml"), "mcp:\n  servers:\n    everything: {call_timeout: 5}\n");
 
 let model = null;
-function startModel() {
-  return new Promise((resolve, reject) => {
-    model = spawn(args.mates, ["mock-llm", "--scenario", path.join(ws, "model.json"), "--quiet"], { stdio: ["ignore", "pipe", "inherit"] });
-    let text = "";
-    model.stdout.on("data", (d) => {
-      text += d;
-      const m = text.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m) resolve(m[1]);
-    });
-    model.on("exit", (c) => reject(new Error("mock-llm exited " + c)));
-  });
-}
 
 let browser = null;
 const pageErrors = [];
@@ -73,7 +54,9 @@ async function shot(page, name) { if (args.shots) await page.screenshot({ path: 
 try {
   const trusted = mates("trust");
   if (trusted.code !== 0) throw new Error("mates trust failed: " + trusted.err);
-  const modelUrl = await startModel();
+  const started = await startMockLlm(args.mates, path.join(ws, "model.json"));
+  model = started.child;
+  const modelUrl = started.url;
   const up = mates("up", "--team", team, "--provider", "anthropic", "--base-url", modelUrl, "--sandbox", "off", "Ask me");
   if (up.code !== 0) throw new Error("mates up failed: " + up.out + up.err);
   const url = (up.out.match(/dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)/) || [])[1];
@@ -164,14 +147,13 @@ try {
   await shot(page, "after");
   check(pageErrors.length === 0, "no script errors" + (pageErrors.length ? ": " + pageErrors.join(" | ") : ""));
 } catch (e) {
-  console.log("FAIL " + (e && e.stack || e));
-  failures++;
+  checks.fail(e);
 } finally {
   if (browser) await browser.close();
   mates("down", "--team", team, "--timeout", "10");
   if (model && model.exitCode === null) model.kill("SIGKILL");
-  if (failures === 0) fs.rmSync(ws, { recursive: true, force: true });
+  if (checks.failures === 0) fs.rmSync(ws, { recursive: true, force: true });
   else console.log("kept " + ws);
 }
-console.log(failures ? failures + " failed" : "all passed");
-process.exit(failures ? 1 : 0);
+console.log(checks.failures ? checks.failures + " failed" : "all passed");
+process.exit(checks.failures ? 1 : 0);
