@@ -129,19 +129,21 @@ TEST(McpClientTest, AScriptedLeadUsesRealServersSurvivesTheirDeathAndLeavesNothi
 }
 
 // An MCP server's question goes to the person (DESIGN §23): the reference
-// server asks, mid-call, for its form of fifteen fields. `mates inbox
+// server asks, mid-call, for its form of thirteen fields. `mates inbox
 // user` and `mates answer` show it; answers that do not fit are refused
 // naming the field; one that fits reaches the server, choices given by
-// their titles and the defaults filled in. Asked again and left
-// unanswered, the question is declined at its timeout and closed — and
-// the call, whose own timeout is shorter, waits for it meanwhile.
+// their titles and the defaults filled in; asked again, it is declined by
+// hand. In a second run, left unanswered, the question is declined at its
+// timeout and closed — and the call, whose own timeout is shorter, waits
+// for it meanwhile. (The person's side waits on events, with no clock to
+// beat: the first run's questions wait up to 60 s.)
 TEST(McpClientTest, AServersQuestionIsPutToThePersonAndAnswered) {
   MATES_NEED_SERVERS();
   TempDir ws;
   const std::string mark = "ask-" + std::to_string(::getpid());
   WriteTrusted(ws.path(), McpJson(mark));
   WriteAll(ws.path() / ".mates/config.yaml",
-           "mcp:\n  servers:\n    everything: {call_timeout: 3, elicitation_timeout: 6}\n");
+           "mcp:\n  servers:\n    everything: {call_timeout: 3, elicitation_timeout: 60}\n");
   ASSERT_EQ(testing::RunMates(ws.path(), {"team", "create", "default"}).exit_code, 0);
   Subprocess run = testing::StartMates(ws.path(), {"run", "--provider", "scripted", "--scenario",
                                                    testing::ScenarioFixture("lead_elicits.yaml"), "--sandbox", "off",
@@ -189,6 +191,14 @@ TEST(McpClientTest, AServersQuestionIsPutToThePersonAndAnswered) {
   EXPECT_NE(answered.out.find("answered " + id), std::string::npos) << answered.out;
   auto again = testing::RunMates(ws.path(), {"answer", id, "--decline"});
   EXPECT_NE(again.err.find("was answered already (accepted"), std::string::npos) << again.err;
+  // The second question, declined by hand.
+  auto asked_again = testing::RunMates(ws.path(), {"inbox", "user", "--wait", "60", "--json"});
+  auto second_msg = ParseJson(asked_again.out.substr(0, asked_again.out.find('\n')));
+  ASSERT_TRUE(second_msg.ok()) << asked_again.out << asked_again.err;
+  const std::string second_id = (*second_msg)["request_id"];
+  auto declined = testing::RunMates(ws.path(), {"answer", second_id, "--decline"});
+  EXPECT_EQ(declined.exit_code, 0) << declined.err;
+  EXPECT_NE(declined.out.find("declined " + second_id), std::string::npos) << declined.out;
   SubprocessResult done = run.Wait();
   EXPECT_EQ(done.exit_code, 0) << done.err;
   EXPECT_NE(done.out.find("Asked twice."), std::string::npos) << done.out << done.err;
@@ -201,12 +211,25 @@ TEST(McpClientTest, AServersQuestionIsPutToThePersonAndAnswered) {
   }
   const std::string second = results[1]["content"];
   EXPECT_NE(second.find("User declined"), std::string::npos) << second;
-  EXPECT_FALSE(results[1].value("is_error", false)) << "the call waited for the question, past its own 3 s";
-  // Both closed, for whoever shows them: nothing waits any more.
+  // Nobody answers: declined at the timeout (4 s), the call waiting past
+  // its own (2 s) meanwhile.
+  WriteAll(ws.path() / ".mates/config.yaml",
+           "mcp:\n  servers:\n    everything: {call_timeout: 2, elicitation_timeout: 4}\n");
+  auto unanswered = testing::RunMates(ws.path(), {"run", "--provider", "scripted", "--scenario",
+                                                  testing::ScenarioFixture("lead_elicits.yaml"), "--sandbox", "off",
+                                                  "ask the person"},
+                                      {}, "", 60);
+  EXPECT_EQ(unanswered.exit_code, 0) << unanswered.err;
+  results = JournalToolResults(ws.path() / ".teams/default/agents/lead.jsonl");
+  ASSERT_EQ(results.size(), 3u) << unanswered.err;
+  EXPECT_NE(results[2]["content"].get<std::string>().find("User declined"), std::string::npos) << results[2];
+  EXPECT_FALSE(results[2].value("is_error", false)) << "the call waited for the question, past its own 2 s";
+  // All closed, for whoever shows them: nothing waits any more.
   auto left = testing::RunMates(ws.path(), {"answer", "--json"});
   EXPECT_EQ(left.out, "[]\n") << left.out;
   auto log = testing::RunMates(ws.path(), {"log", "--json"});
-  EXPECT_NE(log.out.find("declined: nobody answered within 6 s"), std::string::npos) << log.out;
+  EXPECT_NE(log.out.find("declined: nobody answered within 4 s"), std::string::npos) << log.out;
+  EXPECT_NE(log.out.find("declined by user (mates answer)"), std::string::npos) << log.out;
   EXPECT_EQ(ProcessesMarked(mark), 0);
 }
 
@@ -289,6 +312,9 @@ TEST(McpClientTest, SamplingRequestsAreReadStrictly) {
            {R"({"messages":[{"role":"user","content":{"type":"image","data":"AA=="}}],"maxTokens":5})", "text only, not 'image'"},
            {R"({"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"maxTokens":5,"tools":[]})", "with tools"},
            {R"({"messages":[{"role":"user"}],"maxTokens":5})", "content must be a block object"},
+           {R"({"messages":[{"role":"user","content":{"type":"text","text":")" + std::string(300 << 10, 'x') +
+                R"("}}],"maxTokens":5})",
+            "256 KiB of text at most; this asks 300 KiB"},
            {R"("x")", "needs params"}}) {
     auto bad = host::SamplingRequest(Json::parse(params), "");
     EXPECT_FALSE(bad.ok()) << params;
@@ -318,11 +344,11 @@ TEST(McpClientTest, ProgressOfALongCallIsToldAsItGoes) {
   agent::ActivityFile activity(ws.path() / "a.status.json", "a", "m");
   llm::ContentBlock call = llm::ContentBlock::ToolUse("t1", "mcp__everything__trigger-long-running-operation", "{}");
   activity.Tool(call);
-  activity.Progress("2/4: indexing");
+  activity.Progress("2/4: \x1b[2Jindexing\nnow");
   auto shown = agent::ReadActivity(ws.path() / "a.status.json");
   EXPECT_TRUE(testing::WaitUntil([&] {
     shown = agent::ReadActivity(ws.path() / "a.status.json");
-    return shown.ok() && shown->doing.find(" — 2/4: indexing") != std::string::npos;
+    return shown.ok() && shown->doing.find(" — 2/4: ?[2Jindexing now") != std::string::npos;
   })) << (shown.ok() ? shown->doing : shown.status().message());
   activity.Idle();
   activity.Progress("3/4");  // late: the tool ended
