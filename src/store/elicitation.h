@@ -19,6 +19,7 @@
 
 #include <string>
 #include <string_view>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "core/json.h"
