@@ -11,7 +11,9 @@
 #include <sys/socket.h>
 
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <sstream>
+#include <thread>
 
 #include "core/json.h"
 #include "core/subprocess.h"
@@ -325,6 +327,93 @@ TEST(McpClientTest, SamplingRequestsAreReadStrictly) {
 // A server's progress notifications for a call reach whoever made it (an
 // agent's activity: "mcp__everything__…({…}) — 2/4"), in order and before
 // its answer; a call that asked for none gets none.
+// A server whose tools change while it runs (tests/mcp/changing_server.mjs,
+// on the official SDK), carrying `mark` in its environment.
+std::string ChangingJson(const std::string& mark) {
+  const fs::path modules = fs::path(MATES_SOURCE_DIR) / ".cache/mcp/node_modules";
+  Json servers = {{"changing",
+                   {{"command", "node"},
+                    {"args", {(fs::path(MATES_SOURCE_DIR) / "tests/mcp/changing_server.mjs").string(), modules.string()}},
+                    {"env", {{"MATES_TEST_MARK", mark}}}}}};
+  return DumpJson(Json{{"mcpServers", servers}});
+}
+
+// notifications/tools/list_changed: a tool the server adds is offered and
+// runs on the agent's next turn, one it removes is gone (an agent's tools
+// were fixed when it started).
+TEST(McpClientTest, ToolsAServerAddsOrRemovesAreAnAgentsOnItsNextTurn) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  const std::string mark = "changing-" + std::to_string(::getpid());
+  WriteTrusted(ws.path(), ChangingJson(mark));
+  auto r = testing::RunMates(ws.path(), {"run", "--provider", "scripted", "--scenario",
+                                         testing::ScenarioFixture("lead_grows_tools.yaml"), "grow it"},
+                             {}, "", 60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Grown and shrunk."), std::string::npos) << r.out << r.err;
+  auto results = JournalToolResults(ws.path() / ".teams/default/agents/lead.jsonl");
+  ASSERT_EQ(results.size(), 4u) << r.err;
+  EXPECT_EQ(results[0]["content"], "added late");
+  EXPECT_EQ(results[1]["content"], "late ran");
+  EXPECT_EQ(results[2]["content"], "removed late");
+  const std::string refused = results[3]["content"];
+  EXPECT_EQ(refused.rfind("unknown tool 'mcp__changing__late'", 0), 0u) << refused;
+  EXPECT_NE(refused.find("mcp__changing__grow"), std::string::npos) << refused;
+  EXPECT_EQ(ProcessesMarked(mark), 0);
+}
+
+// Agents on their own threads read the hub's tools while a server changes
+// them (ThreadSanitizer runs this): each sees a whole list, and after the
+// change every one sees it.
+TEST(McpClientTest, AgentsReadChangingToolsSafelyFromTheirThreads) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  WriteTrusted(ws.path(), ChangingJson("threads-" + std::to_string(::getpid())));
+  auto hub = mcp::Hub::Load(Workspace(ws.path()));
+  ASSERT_TRUE(hub.ok());
+  (*hub)->Start();
+  std::vector<std::unique_ptr<tools::ToolRegistry>> agents;
+  for (int i = 0; i < 3; ++i) {
+    agents.push_back(std::make_unique<tools::ToolRegistry>(tools::Scope::kTeammate));
+    agents.back()->AddSource((*hub)->SourceFor("w" + std::to_string(i), /*is_lead=*/false));
+  }
+  auto has = [](const tools::ToolRegistry& r, const std::string& name) {
+    auto names = r.Names();
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  EXPECT_TRUE(has(*agents[0], "mcp__changing__grow"));
+  EXPECT_FALSE(has(*agents[0], "mcp__changing__soon"));
+  std::atomic<bool> done{false};
+  std::atomic<int> torn{0};
+  std::vector<std::thread> readers;
+  for (auto& a : agents) {
+    readers.emplace_back([&, r = a.get()] {
+      while (!done) {
+        auto defs = r->Definitions();
+        // grow and shrink are always there; a grown tool is whole.
+        int fixed = 0;
+        for (const auto& d : defs) {
+          fixed += d.name == "mcp__changing__grow" || d.name == "mcp__changing__shrink";
+          if (d.name == "mcp__changing__soon" && d.description.find("Grown at run time.") == std::string::npos) ++torn;
+        }
+        if (fixed != 2) ++torn;
+      }
+    });
+  }
+  for (int i = 0; i < 10; ++i) {
+    auto grown = (*hub)->Call("changing", "grow", Json{{"name", "soon"}}, nullptr);
+    ASSERT_EQ(grown.content, "added soon");
+    for (auto& a : agents) EXPECT_TRUE(has(*a, "mcp__changing__soon")) << i;
+    auto shrunk = (*hub)->Call("changing", "shrink", Json{{"name", "soon"}}, nullptr);
+    ASSERT_EQ(shrunk.content, "removed soon");
+    for (auto& a : agents) EXPECT_FALSE(has(*a, "mcp__changing__soon")) << i;
+  }
+  done = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_GE((*hub)->generation(), 21u);  // started, then 20 changes
+}
+
 TEST(McpClientTest, ProgressOfALongCallIsToldAsItGoes) {
   MATES_NEED_SERVERS();
   TempDir ws;

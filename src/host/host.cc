@@ -249,7 +249,7 @@ Status Host::MakeLead(const TeamConfig& team) {
   hub_->SetServices(std::move(services));
   hub_->Start();
   registry_ = tools::MakeToolRegistry(tools::Scope::kLead);
-  for (auto& t : hub_->ToolsFor(lead_name_, /*is_lead=*/true)) registry_->Add(std::move(t));
+  if (!hub_->empty()) registry_->AddSource(hub_->SourceFor(lead_name_, /*is_lead=*/true));
   ctx_ = std::make_unique<tools::ToolContext>(a.ws, *store_);
   tools::ToolContext& ctx = *ctx_;
   ctx.team = a.team;
@@ -370,7 +370,7 @@ Status Host::StartTeam() {
   topt.spend = spend_;
   topt.naive_baseline = a.naive_baseline;
   topt.extra_tools = [hub = hub_](tools::ToolRegistry& r, const std::string& name) {
-    for (auto& t : hub->ToolsFor(name, /*is_lead=*/false)) r.Add(std::move(t));
+    if (!hub->empty()) r.AddSource(hub->SourceFor(name, /*is_lead=*/false));
   };
   teams_ = std::make_unique<team::TeamManager>(a.ws, provider_, out_.events, topt, lead_.get(), ctx_.get(),
                                                out_.on_spawn);

@@ -184,13 +184,21 @@ Result<std::unique_ptr<Client>> Client::Open(const ServerConfig& c, std::unique_
   }
   MATES_RETURN_IF_ERROR(client->session_->Notify("notifications/initialized", nullptr));
   client->session_->Opened();
+  // A change told while we list is in the list.
+  client->tools_changed_ = false;
+  MATES_ASSIGN_OR_RETURN(client->tools_, client->ListTools(deadline));
+  return client;
+}
+
+Result<std::vector<RemoteTool>> Client::ListTools(Deadline deadline) {
+  std::vector<RemoteTool> out;
   Json cursor = nullptr;
   for (int page = 0; page < 100; ++page) {
     Json params = cursor.is_null() ? Json(nullptr) : Json{{"cursor", cursor}};
-    auto list = client->session_->Request("tools/list", params, deadline, nullptr);
-    if (!list.ok()) return list.status().WithContext("server " + c.name + ": tools/list");
+    auto list = session_->Request("tools/list", params, deadline, nullptr);
+    if (!list.ok()) return list.status().WithContext("server " + config_.name + ": tools/list");
     if (!list->is_object() || !list->contains("tools") || !(*list)["tools"].is_array()) {
-      return Status::FailedPrecondition("server " + c.name + ": tools/list answered without a tools array");
+      return Status::FailedPrecondition("server " + config_.name + ": tools/list answered without a tools array");
     }
     for (const auto& t : (*list)["tools"]) {
       if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) continue;
@@ -200,12 +208,12 @@ Result<std::unique_ptr<Client>> Client::Open(const ServerConfig& c, std::unique_
       tool.description = d.ok() ? *d : "";
       tool.input_schema = t.contains("inputSchema") && t["inputSchema"].is_object() ? t["inputSchema"]
                                                                                      : Json{{"type", "object"}};
-      client->tools_.push_back(std::move(tool));
+      out.push_back(std::move(tool));
     }
     if (!list->contains("nextCursor") || !(*list)["nextCursor"].is_string()) break;
     cursor = (*list)["nextCursor"];
   }
-  return client;
+  return out;
 }
 
 Result<ToolOutcome> Client::Call(const std::string& tool, const Json& arguments, double timeout_s,
@@ -233,6 +241,10 @@ Result<ToolOutcome> Client::Call(const std::string& tool, const Json& arguments,
 // notifications/progress {progressToken, progress, total?, message?} for a
 // call of ours, as a person reads it.
 void Client::Notified(const std::string& method, const Json& params) {
+  if (method == "notifications/tools/list_changed") {
+    tools_changed_ = true;
+    return;
+  }
   if (method != "notifications/progress" || !params.contains("progressToken") ||
       !params["progressToken"].is_number_integer()) {
     return;

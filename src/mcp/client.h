@@ -19,6 +19,7 @@
 // with a DELETE.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -151,7 +152,13 @@ class Client {
   const std::string& name() const { return config_.name; }
   const std::string& protocol_version() const { return protocol_; }
   const std::string& server_name() const { return server_name_; }
+  // Its tools as listed when it opened.
   const std::vector<RemoteTool>& tools() const { return tools_; }
+  // tools/list, every page (at most 100), each tool read strictly.
+  Result<std::vector<RemoteTool>> ListTools(Deadline deadline);
+  // Whether the server said its tools changed (notifications/tools/
+  // list_changed) since the last time this was asked.
+  bool TakeToolsChanged() { return tools_changed_.exchange(false); }
   bool alive() const { return session_->alive(); }
   std::string why() const { return session_->why(); }
 
@@ -176,6 +183,7 @@ class Client {
   std::string protocol_;
   std::string server_name_;
   std::vector<RemoteTool> tools_;
+  std::atomic<bool> tools_changed_{false};
 };
 
 // An HTTP server's session and handshake: streamable HTTP, and for a

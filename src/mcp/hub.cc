@@ -52,6 +52,40 @@ class McpTool : public tools::Tool {
   RemoteTool remote_;
 };
 
+bool SameTools(const std::vector<RemoteTool>& a, const std::vector<RemoteTool>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const RemoteTool& x, const RemoteTool& y) {
+    return x.name == y.name && x.description == y.description && x.input_schema == y.input_schema;
+  });
+}
+
+// An agent's view of the hub's tools: built again only when they changed.
+class HubTools : public tools::ToolSource {
+ public:
+  HubTools(std::shared_ptr<Hub> hub, std::string agent, bool is_lead)
+      : hub_(std::move(hub)), agent_(std::move(agent)), is_lead_(is_lead) {}
+  std::vector<std::shared_ptr<const tools::Tool>> Tools() override {
+    hub_->Refresh();
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t now = hub_->generation();
+    if (!built_ || now != generation_) {
+      tools_.clear();
+      for (auto& t : hub_->ToolsFor(agent_, is_lead_)) tools_.push_back(std::move(t));
+      generation_ = now;
+      built_ = true;
+    }
+    return tools_;
+  }
+
+ private:
+  const std::shared_ptr<Hub> hub_;
+  const std::string agent_;
+  const bool is_lead_;
+  std::mutex mu_;
+  bool built_ = false;                                 // guarded by mu_
+  uint64_t generation_ = 0;                            // guarded by mu_
+  std::vector<std::shared_ptr<const tools::Tool>> tools_;  // guarded by mu_
+};
+
 }  // namespace
 
 Result<std::shared_ptr<Hub>> Hub::Load(const Workspace& ws, const trust::TrustStore& trust,
@@ -114,6 +148,7 @@ void Hub::Start() {
         }
         server->client = *c;
         server->tools = (*c)->tools();
+        generation_++;
         server->error.clear();
       });
     });
@@ -139,7 +174,11 @@ Result<std::shared_ptr<Client>> Hub::Running(Server& s) {
     s.retry_at = DeadlineIn(std::min(30.0, static_cast<double>(1 << std::min(s.failures - 1, 5))));
     return Status::Unavailable("MCP server '" + s.config.name + "' could not be restarted: " + s.error);
   }
-  if (s.tools.empty() && s.failures > 0) s.tools = (*c)->tools();
+  // As it lists now: a server may come back with other tools.
+  if (!SameTools(s.tools, (*c)->tools())) {
+    s.tools = (*c)->tools();
+    generation_++;
+  }
   s.client = *c;
   s.restarts++;
   s.failures = 0;
@@ -208,6 +247,34 @@ std::vector<std::unique_ptr<tools::Tool>> Hub::ToolsFor(const std::string& agent
     }
   }
   return out;
+}
+
+std::shared_ptr<tools::ToolSource> Hub::SourceFor(const std::string& agent, bool is_lead) {
+  return std::make_shared<HubTools>(shared_from_this(), agent, is_lead);
+}
+
+void Hub::Refresh() {
+  for (auto& s : servers_) {
+    std::shared_ptr<Client> client;
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      client = s->client;
+    }
+    // Listed outside `mu`: calls to it go on meanwhile.
+    std::lock_guard<std::mutex> refreshing(s->refresh_mu);
+    if (client == nullptr || !client->alive() || !client->TakeToolsChanged()) continue;
+    auto listed = client->ListTools(DeadlineIn(s->config.startup_timeout_s));
+    if (!listed.ok()) {
+      LogWarning("mcp: server " + s->config.name + " said its tools changed, but " + listed.status().message() +
+                 " (its tools are as they were)");
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->client != client || SameTools(s->tools, *listed)) continue;  // restarted meanwhile, or no change
+    s->tools = std::move(*listed);
+    generation_++;
+    LogInfo("mcp: server " + s->config.name + " now has " + std::to_string(s->tools.size()) + " tools");
+  }
 }
 
 std::vector<ServerState> Hub::States() const {

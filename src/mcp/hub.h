@@ -1,6 +1,10 @@
 // Hub: the MCP servers of a host (DESIGN §14), started once and shared by
 // its agents. Each server's tools become agent tools named
 // mcp__<server>__<tool>, with the server's description and input schema.
+// A server that says its tools changed (notifications/tools/list_changed)
+// is listed again before the next turn of any agent, and a restarted one
+// is taken as it now lists: each agent's registry asks the hub (SourceFor)
+// on every turn.
 //
 // A server that dies is restarted at the next call to it (a call it died
 // during is an error result: it may have done part of its work, so it is
@@ -11,6 +15,8 @@
 // failure is an is_error result.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -69,6 +75,13 @@ class Hub : public std::enable_shared_from_this<Hub> {
   // The tools `agent` gets (lead or teammate), per the servers' roles. The
   // hub must be owned by a shared_ptr (Load makes one).
   std::vector<std::unique_ptr<tools::Tool>> ToolsFor(const std::string& agent, bool is_lead);
+  // The same, as they are on each turn: for an agent's registry.
+  std::shared_ptr<tools::ToolSource> SourceFor(const std::string& agent, bool is_lead);
+  // Lists again each running server that said its tools changed (a failed
+  // listing keeps the tools it had, and is logged).
+  void Refresh();
+  // Counts the changes to any server's tools.
+  uint64_t generation() const { return generation_.load(); }
   std::vector<ServerState> States() const;
 
   // One call (what the tools run); `progress` is told what the server
@@ -81,11 +94,14 @@ class Hub : public std::enable_shared_from_this<Hub> {
     ServerConfig config;
     mutable std::mutex mu;
     std::shared_ptr<Client> client;  // guarded by mu; null when not running
-    std::vector<RemoteTool> tools;   // guarded by mu: as first listed
+    std::vector<RemoteTool> tools;   // guarded by mu: as last listed
     std::string error;               // guarded by mu: why it is not running
     int restarts = 0;                // guarded by mu
     int failures = 0;                // guarded by mu: starts failed in a row
     Deadline retry_at;               // guarded by mu
+    // Held while its tools are listed again: an agent that asks meanwhile
+    // waits for the new list rather than go on with the old.
+    std::mutex refresh_mu;
   };
   // The running client of `s`, started (or restarted) if need be.
   Result<std::shared_ptr<Client>> Running(Server& s);
@@ -98,6 +114,7 @@ class Hub : public std::enable_shared_from_this<Hub> {
   std::mutex services_mu_;
   ClientServices services_;  // guarded by services_mu_
   std::vector<std::unique_ptr<Server>> servers_;
+  std::atomic<uint64_t> generation_{0};
 };
 
 }  // namespace mates::mcp

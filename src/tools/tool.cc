@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/secrets.h"
 
@@ -23,27 +24,42 @@ std::string_view BackgroundStateName(BackgroundState s) {
 
 void ToolRegistry::Add(std::unique_ptr<Tool> tool) { tools_.push_back(std::move(tool)); }
 
-const Tool* ToolRegistry::Find(const std::string& name) const {
-  for (const auto& t : tools_) {
-    if (t->name() == name) return t.get();
+void ToolRegistry::AddSource(std::shared_ptr<ToolSource> source) { sources_.push_back(std::move(source)); }
+
+std::vector<std::shared_ptr<const Tool>> ToolRegistry::All() const {
+  if (sources_.empty()) return tools_;
+  std::vector<std::shared_ptr<const Tool>> all = tools_;
+  std::set<std::string> names;
+  for (const auto& t : tools_) names.insert(t->name());
+  for (const auto& source : sources_) {
+    for (auto& t : source->Tools()) {
+      if (t != nullptr && names.insert(t->name()).second) all.push_back(std::move(t));
+    }
+  }
+  return all;
+}
+
+std::shared_ptr<const Tool> ToolRegistry::Find(const std::string& name) const {
+  for (auto& t : All()) {
+    if (t->name() == name) return t;
   }
   return nullptr;
 }
 
 std::vector<llm::ToolDef> ToolRegistry::Definitions() const {
   std::vector<llm::ToolDef> defs;
-  for (const auto& t : tools_) defs.push_back({t->name(), t->description(), t->input_schema()});
+  for (const auto& t : All()) defs.push_back({t->name(), t->description(), t->input_schema()});
   return defs;
 }
 
 std::vector<std::string> ToolRegistry::Names() const {
   std::vector<std::string> names;
-  for (const auto& t : tools_) names.push_back(t->name());
+  for (const auto& t : All()) names.push_back(t->name());
   return names;
 }
 
 ToolResult ToolRegistry::Run(const llm::ContentBlock& call, ToolContext& ctx) const {
-  const Tool* tool = Find(call.name);
+  const std::shared_ptr<const Tool> tool = Find(call.name);
   if (tool == nullptr) {
     std::string names;
     for (const auto& n : Names()) names += (names.empty() ? "" : ", ") + n;

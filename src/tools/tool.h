@@ -145,11 +145,24 @@ class Tool {
   virtual ToolResult Run(const Json& input, ToolContext& ctx) const = 0;
 };
 
+// Tools that may change while an agent runs: an MCP server's, which may
+// tell us its list changed (DESIGN §23). A registry asks its sources on
+// every turn; Tools() may be called from any agent's thread.
+class ToolSource {
+ public:
+  virtual ~ToolSource() = default;
+  virtual std::vector<std::shared_ptr<const Tool>> Tools() = 0;
+};
+
 class ToolRegistry {
  public:
   explicit ToolRegistry(Scope scope) : scope_(scope) {}
   void Add(std::unique_ptr<Tool> tool);
-  const Tool* Find(const std::string& name) const;
+  // Its tools come after the fixed ones; one named like a fixed tool (or
+  // an earlier source's) is left out.
+  void AddSource(std::shared_ptr<ToolSource> source);
+  // Held for the call: a source may drop the tool meanwhile.
+  std::shared_ptr<const Tool> Find(const std::string& name) const;
   std::vector<llm::ToolDef> Definitions() const;
   std::vector<std::string> Names() const;
   Scope scope() const { return scope_; }
@@ -160,8 +173,12 @@ class ToolRegistry {
   ToolResult Run(const llm::ContentBlock& call, ToolContext& ctx) const;
 
  private:
+  // The fixed tools, then the sources' as they are now.
+  std::vector<std::shared_ptr<const Tool>> All() const;
+
   Scope scope_;
-  std::vector<std::unique_ptr<Tool>> tools_;
+  std::vector<std::shared_ptr<const Tool>> tools_;
+  std::vector<std::shared_ptr<ToolSource>> sources_;
 };
 
 // The built-in tools for a scope (DESIGN §5 table).
