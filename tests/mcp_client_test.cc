@@ -552,6 +552,38 @@ Subprocess StartEverything(const std::string& transport, int port, const fs::pat
   throw std::runtime_error("server-everything did not start its " + transport + " transport");
 }
 
+// `mates mcp login` and `logout` refuse what there is nothing to log in
+// to, each with one clear error (the logins themselves: McpOAuth.* and
+// McpConformance.client.auth/*).
+TEST(McpClientTest, LoginRefusesWhatItCannotLogInTo) {
+  MATES_NEED_SERVERS();
+  TempDir ws;
+  WriteTrusted(ws.path(), McpJson("login-" + std::to_string(::getpid())));
+  auto stdio = testing::RunMates(ws.path(), {"mcp", "login", "everything"});
+  EXPECT_EQ(stdio.exit_code, 2);
+  EXPECT_NE(stdio.err.find("runs on this machine (stdio): there is nothing to log in to"), std::string::npos)
+      << stdio.err;
+  auto unknown = testing::RunMates(ws.path(), {"mcp", "login", "nosuch"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("no server 'nosuch'"), std::string::npos) << unknown.err;
+  auto nobody = testing::RunMates(ws.path(), {"mcp", "login", "http://127.0.0.1:" + std::to_string(FreePort()) + "/mcp"});
+  EXPECT_EQ(nobody.exit_code, 1);
+  EXPECT_NE(nobody.err.find("logging in to http://127.0.0.1:"), std::string::npos) << nobody.err;
+  auto bad_port = testing::RunMates(ws.path(), {"mcp", "login", "http://127.0.0.1:1/mcp", "--callback-port", "70000"});
+  EXPECT_EQ(bad_port.exit_code, 2) << bad_port.err;
+  // A server that asks for no login.
+  int port = FreePort();
+  Subprocess server = StartEverything("streamableHttp", port, ws.path());
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
+  auto open = testing::RunMates(ws.path(), {"mcp", "login", url});
+  EXPECT_EQ(open.exit_code, 1);
+  EXPECT_NE(open.err.find("lets mates in without a login"), std::string::npos) << open.err;
+  auto logout = testing::RunMates(ws.path(), {"mcp", "logout", url});
+  EXPECT_EQ(logout.exit_code, 0);
+  EXPECT_NE(logout.out.find("There was no login for " + url), std::string::npos) << logout.out;
+  EXPECT_FALSE(fs::exists(fs::path(std::getenv("XDG_CONFIG_HOME")) / "mates/mcp-auth.json"));
+}
+
 TEST(McpClientTest, StreamableHttpServersWorkToo) {
   MATES_NEED_SERVERS();
   TempDir ws;

@@ -7,11 +7,16 @@
 // (W/.mcp.json), started to show their state and tools.
 // mates mcp call SERVER [TOOL [ARGUMENTS]]: mates' client, by hand — a
 // server of .mcp.json or an http(s) URL; its tools, or one call's result.
+// mates mcp login SERVER / logout SERVER: an OAuth grant for a remote
+// server (mcp/oauth.h), kept for the agents' sessions, or forgotten.
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <iostream>
+#include <mutex>
+#include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_common.h"
@@ -20,10 +25,12 @@
 #include "core/files.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "core/subprocess.h"
 #include "core/text.h"
 #include "mcp/config.h"
 #include "mcp/http_serve.h"
 #include "mcp/hub.h"
+#include "mcp/oauth.h"
 #include "mcp/team_tools.h"
 #include "sandbox/sandbox.h"
 #include "trust/trust.h"
@@ -45,6 +52,61 @@ struct McpArgs {
   std::vector<std::string> headers;
   bool sse = false;
   double timeout_s = 120;
+  // OAuth (login, and call --login)
+  bool login = false;
+  std::string client_id, client_secret, client_key, client_metadata_url, scope;
+  bool client_credentials = false;
+  int callback_port = 0;
+  double login_timeout_s = 300;
+};
+
+// How the person logs in from this terminal: the URL printed on stderr,
+// and opened with $BROWSER when it is set (a command, its words split on
+// spaces, given the URL); the browsers started are waited for when this
+// goes.
+class TerminalLogin {
+ public:
+  explicit TerminalLogin(const McpArgs& a) {
+    o_.client_id = a.client_id;
+    o_.client_secret = a.client_secret;
+    o_.client_key_file = a.client_key;
+    o_.client_metadata_url = a.client_metadata_url;
+    o_.scope = a.scope;
+    o_.client_credentials = a.client_credentials;
+    o_.callback_port = a.callback_port;
+    o_.timeout_s = a.login_timeout_s;
+    o_.open = [this](const std::string& url) { Open(url); };
+  }
+  ~TerminalLogin() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& b : browsers_) (void)b.Wait();
+  }
+  TerminalLogin(const TerminalLogin&) = delete;
+  TerminalLogin& operator=(const TerminalLogin&) = delete;
+  const mcp::oauth::LoginOptions& options() const { return o_; }
+
+ private:
+  void Open(const std::string& url) {
+    std::cerr << "To log in, open this URL in a browser:\n  " << ForTerminal(url) << std::endl;
+    const char* browser = std::getenv("BROWSER");
+    if (browser == nullptr || browser[0] == '\0') return;
+    SubprocessOptions so;
+    std::istringstream words(browser);
+    for (std::string w; words >> w;) so.argv.push_back(w);
+    so.argv.push_back(url);
+    so.timeout_s = o_.timeout_s;
+    auto p = Subprocess::Start(so);
+    if (!p.ok()) {
+      std::cerr << "mates: $BROWSER: " << p.status().message() << std::endl;
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    browsers_.push_back(std::move(*p));
+  }
+
+  mcp::oauth::LoginOptions o_;
+  std::mutex mu_;
+  std::vector<Subprocess> browsers_;  // guarded by mu_
 };
 
 // Writes all of `data` to `fd`; false once the reader is gone.
@@ -260,9 +322,10 @@ Result<Json> AskAtTerminal(const std::string& server, const Json& params, double
   return Json{{"action", "accept"}, {"content", content}};
 }
 
-int Call(Globals& g, const McpArgs& a) {
+// The server `a.server` names: an http(s) URL (the person's to trust), or
+// one of .mcp.json's (which must be trusted); `box` is made for a stdio one.
+Result<mcp::ServerConfig> NamedServer(Globals& g, const McpArgs& a, std::shared_ptr<sandbox::Sandbox>* box) {
   mcp::ServerConfig c;
-  std::shared_ptr<sandbox::Sandbox> box;
   if (a.server.rfind("http://", 0) == 0 || a.server.rfind("https://", 0) == 0) {
     // A server the person names here: theirs to trust.
     c.name = "cli";
@@ -270,27 +333,67 @@ int Call(Globals& g, const McpArgs& a) {
     c.url = a.server;
     for (const auto& h : a.headers) {
       size_t colon = h.find(':');
-      if (colon == std::string::npos || colon == 0) return Usage("--header takes 'Name: value', not '" + h + "'");
+      if (colon == std::string::npos || colon == 0) {
+        return Status::InvalidArgument("--header takes 'Name: value', not '" + h + "'");
+      }
       std::string v = h.substr(colon + 1);
       v.erase(0, v.find_first_not_of(' '));
       c.headers[h.substr(0, colon)] = v;
     }
   } else {
-    if (!a.headers.empty()) return Usage("--header is for a server given by its URL; .mcp.json says a named one's");
-    if (Status s = AdmitWorkspaceFiles(g.ws()); !s.ok()) return Fail(s);
-    auto configs = mcp::LoadServerConfigs(g.ws(), trust::TrustStore());
-    if (!configs.ok()) return Fail(configs.status());
-    auto it = std::find_if(configs->begin(), configs->end(), [&](const auto& s) { return s.name == a.server; });
-    if (it == configs->end()) {
-      return Fail(Status::NotFound("no server '" + a.server + "' in " + (g.ws().root() / ".mcp.json").string() +
-                                   " (or give its http(s) URL)"));
+    if (!a.headers.empty()) {
+      return Status::InvalidArgument("--header is for a server given by its URL; .mcp.json says a named one's");
     }
-    if (!it->skipped.empty()) return Fail(Status::FailedPrecondition("server " + a.server + ": " + it->skipped));
+    MATES_RETURN_IF_ERROR(AdmitWorkspaceFiles(g.ws()));
+    MATES_ASSIGN_OR_RETURN(auto configs, mcp::LoadServerConfigs(g.ws(), trust::TrustStore()));
+    auto it = std::find_if(configs.begin(), configs.end(), [&](const auto& s) { return s.name == a.server; });
+    if (it == configs.end()) {
+      return Status::NotFound("no server '" + a.server + "' in " + (g.ws().root() / ".mcp.json").string() +
+                              " (or give its http(s) URL)");
+    }
+    if (!it->skipped.empty()) return Status::FailedPrecondition("server " + a.server + ": " + it->skipped);
     c = *it;
-    auto made = HostsSandbox(g.ws(), "mcp-call");
-    if (!made.ok()) return Fail(made.status());
-    box = *made;
+    if (c.transport == mcp::ServerConfig::Transport::kStdio && box != nullptr) {
+      MATES_ASSIGN_OR_RETURN(*box, HostsSandbox(g.ws(), "mcp-call"));
+    }
   }
+  return c;
+}
+
+// mates mcp login SERVER: a grant for the server at its URL, kept for
+// every session of this user (mcp/oauth.h).
+int Login(Globals& g, const McpArgs& a) {
+  auto c = NamedServer(g, a, nullptr);
+  if (!c.ok()) return c.status().code() == StatusCode::kInvalidArgument ? Usage(c.status().message()) : Fail(c.status());
+  if (c->transport == mcp::ServerConfig::Transport::kStdio) {
+    return Usage("server " + a.server + " runs on this machine (stdio): there is nothing to log in to");
+  }
+  TerminalLogin login(a);
+  auto grant = mcp::oauth::Login(c->url, {}, login.options());
+  if (!grant.ok()) return Fail(grant.status().WithContext("logging in to " + c->url));
+  mcp::oauth::GrantStore store;
+  if (Status s = store.Save(*grant); !s.ok()) return Fail(s);
+  std::cout << "Logged in to " << c->url << (grant->scope.empty() ? "" : " (scope: " + grant->scope + ")")
+            << "; the grant is kept in " << store.file().string() << std::endl;
+  return 0;
+}
+
+// mates mcp logout SERVER: its grant forgotten.
+int Logout(Globals& g, const McpArgs& a) {
+  auto c = NamedServer(g, a, nullptr);
+  if (!c.ok()) return c.status().code() == StatusCode::kInvalidArgument ? Usage(c.status().message()) : Fail(c.status());
+  auto forgot = mcp::oauth::GrantStore().Forget(c->url);
+  if (!forgot.ok()) return Fail(forgot.status());
+  std::cout << (*forgot ? "Logged out of " : "There was no login for ") << c->url << std::endl;
+  return 0;
+}
+
+int Call(Globals& g, const McpArgs& a) {
+  std::shared_ptr<sandbox::Sandbox> box;
+  auto named = NamedServer(g, a, &box);
+  if (!named.ok()) return named.status().code() == StatusCode::kInvalidArgument ? Usage(named.status().message())
+                                                                                 : Fail(named.status());
+  mcp::ServerConfig c = *named;
   if (!a.elicitation.empty()) {
     auto p = mcp::ParseElicitationPolicy(a.elicitation);
     if (!p.ok()) return Usage("--elicitation: " + p.status().message());
@@ -302,6 +405,11 @@ int Call(Globals& g, const McpArgs& a) {
   services->roots = {g.ws().root()};
   services->elicitation = c.elicitation;
   services->ask = AskAtTerminal;
+  std::optional<TerminalLogin> login;
+  if (a.login) {
+    login.emplace(a);
+    services->login = login->options();
+  }
   auto client = [&]() -> Result<std::unique_ptr<mcp::Client>> {
     if (c.transport != mcp::ServerConfig::Transport::kStdio) return mcp::OpenHttpClient(c, services);
     const fs::path logs = g.ws().root() / ".mates" / "mcp";
@@ -367,7 +475,31 @@ void AddMcpCommands(CLI::App& app, Globals& g) {
   call->add_flag("--sse", a->sse, "The URL speaks the older HTTP+SSE transport (MCP 2024-11-05)");
   call->add_option("--timeout", a->timeout_s, "Seconds the call may take")->check(CLI::Range(0.001, 86400.0));
   call->add_flag("--json", a->json, "One JSON document");
+  call->add_flag("--login", a->login, "Log in (OAuth) when the server asks for it, as `mcp login` does");
   call->callback([&g, a] { g.action = [&g, a] { return Call(g, *a); }; });
+  CLI::App* login = mcp->add_subcommand(
+      "login", "Log in to a remote MCP server (OAuth 2.1): prints the URL to open ($BROWSER opens it), takes the "
+               "redirect on 127.0.0.1, keeps the grant for the agents");
+  login->add_option("SERVER", a->server, "A server of .mcp.json, or an http(s) URL")->required();
+  CLI::App* logout = mcp->add_subcommand("logout", "Forget the login to a remote MCP server");
+  logout->add_option("SERVER", a->server, "A server of .mcp.json, or an http(s) URL")->required();
+  for (CLI::App* with : {call, login}) {
+    with->add_option("--client-id", a->client_id, "A client registered with the authorization server beforehand");
+    with->add_option("--client-secret", a->client_secret, "Its secret, if it has one");
+    with->add_option("--client-key", a->client_key,
+                     "A PEM private key (EC P-256 or RSA) the client signs its assertions with (private_key_jwt)");
+    with->add_option("--client-metadata-url", a->client_metadata_url,
+                     "The https URL of mates' client ID metadata document, for servers that take those");
+    with->add_flag("--client-credentials", a->client_credentials,
+                   "Log in as a machine (the client_credentials grant, with --client-id and --client-secret)");
+    with->add_option("--scope", a->scope, "Scopes to ask for beyond those the server names (space-separated)");
+    with->add_option("--callback-port", a->callback_port, "The redirect's port on 127.0.0.1 (default: any free one)")
+        ->check(CLI::Range(0, 65535));
+    with->add_option("--login-timeout", a->login_timeout_s, "Seconds to wait for the person to log in (default 300)")
+        ->check(CLI::Range(1.0, 86400.0));
+  }
+  login->callback([&g, a] { g.action = [&g, a] { return Login(g, *a); }; });
+  logout->callback([&g, a] { g.action = [&g, a] { return Logout(g, *a); }; });
   mcp->callback([&g, a] {
     if (!g.action) g.action = [&g, a] { return Serve(g, *a); };
   });

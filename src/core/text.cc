@@ -1,5 +1,7 @@
 #include "core/text.h"
 
+#include <cctype>
+
 namespace mates {
 
 std::string CutUtf8(std::string_view s, size_t max) {
@@ -31,6 +33,22 @@ std::string ForTerminal(std::string_view text, size_t max) {
     if (!out.empty()) out.pop_back();  // the lead byte of the character cut
   }
   return out + "…";
+}
+
+std::string PercentEncode(std::string_view s, std::string_view keep) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    const bool unreserved = std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~';
+    if (unreserved || keep.find(static_cast<char>(c)) != std::string_view::npos) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 }  // namespace mates

@@ -16,5 +16,8 @@ std::string CutUtf8(std::string_view s, size_t max);
 // the newline, DEL, C1 in UTF-8), which could move the cursor or rewrite
 // what the person sees, each become '?'; at most `max` bytes, "…" after.
 std::string ForTerminal(std::string_view text, size_t max = static_cast<size_t>(-1));
+// `s` with every byte but RFC 3986's unreserved ones (letters, digits,
+// '-', '.', '_', '~') and those in `keep` as %XX.
+std::string PercentEncode(std::string_view s, std::string_view keep = "");
 
 }  // namespace mates

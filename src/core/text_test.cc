@@ -38,4 +38,11 @@ TEST(CutUtf8Test, KeepsNulBytes) {
 }
 
 }  // namespace
+TEST(TextTest, PercentEncodingKeepsOnlyWhatItMay) {
+  EXPECT_EQ(PercentEncode("a b&c=d/é~"), "a%20b%26c%3Dd%2F%C3%A9~");
+  EXPECT_EQ(PercentEncode("/tmp/a b", "/"), "/tmp/a%20b");
+  EXPECT_EQ(PercentEncode(std::string("\0\n", 2)), "%00%0A");
+  EXPECT_EQ(PercentEncode(""), "");
+}
+
 }  // namespace mates

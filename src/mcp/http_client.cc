@@ -40,6 +40,9 @@ class HttpSession : public Session {
   HttpSession(ServerConfig c, std::shared_ptr<const ClientServices> services)
       : config_(std::move(c)),
         http_(llm::NewCurlTransport()),
+        auth_(OwnAuthorization(config_) ? nullptr
+                                        : std::make_unique<oauth::Authorizer>(config_.name, config_.url,
+                                                                              oauth::GrantStore(), services->login)),
         requests_(
             config_.name, std::move(services), [this](const std::string& frame) { Answer(frame); },
             [this](bool on) { on ? pending_.Hold() : pending_.Release(); }) {}
@@ -119,8 +122,21 @@ class HttpSession : public Session {
       if (!protocol_.empty()) req.headers.push_back("MCP-Protocol-Version: " + protocol_);
     }
     for (const auto& [k, v] : config_.headers) req.headers.push_back(k + ": " + v);
+    if (auth_ != nullptr) {
+      if (std::string h = auth_->Header(); !h.empty()) req.headers.push_back(std::move(h));
+    }
     if (deadline) req.total_timeout_s = std::max(0.001, SecondsLeft(deadline));
     return req;
+  }
+
+  // A server given its own Authorization header in .mcp.json is not one
+  // mates logs in to.
+  static bool OwnAuthorization(const ServerConfig& c) {
+    return std::any_of(c.headers.begin(), c.headers.end(), [](const auto& kv) {
+      std::string k = kv.first;
+      std::transform(k.begin(), k.end(), k.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      return k == "authorization";
+    });
   }
 
   // One message from the server, on whatever stream it came: an answer to
@@ -162,9 +178,26 @@ class HttpSession : public Session {
   }
 
   // Sends `message` and reads what comes back; for a request, `waiting`
-  // is its entry in pending_.
+  // is its entry in pending_. A 401 or 403 goes to the authorizer, and
+  // the message is sent again if it has a new token (kMaxLogins + 1 times
+  // at most: it gives up on its own before).
   Status Post(const Json& message, const Deadline& deadline, const CancelToken* cancel,
               const std::shared_ptr<Pending>& waiting, StreamMark* mark, bool* streamed) {
+    for (int attempt = 0;; ++attempt) {
+      int refused = 0;
+      std::string challenge;
+      Status s = PostOnce(message, deadline, cancel, waiting, mark, streamed, &refused, &challenge);
+      if (refused == 0 || auth_ == nullptr || attempt > oauth::kMaxLogins) return s;
+      std::string why;
+      if (!auth_->Refused(refused, challenge, &why)) return Status::FailedPrecondition(why);
+    }
+  }
+
+  // One POST; `refused` is set to a 401's or 403's status (with its
+  // WWW-Authenticate in `challenge`).
+  Status PostOnce(const Json& message, const Deadline& deadline, const CancelToken* cancel,
+                  const std::shared_ptr<Pending>& waiting, StreamMark* mark, bool* streamed, int* refused,
+                  std::string* challenge) {
     llm::HttpRequest req = Base("POST", deadline);
     if (waiting) {
       // The answer may wait on a person or a model we were asked for
@@ -195,6 +228,11 @@ class HttpSession : public Session {
       // server keeps what it would have sent).
       if (sse && !parser.last_id().empty()) return Status::Ok();
       return Status::Unavailable("server " + config_.name + ": " + r.status().message());
+    }
+    if (r->status == 401 || r->status == 403) {
+      *refused = r->status;
+      auto h = r->headers.find("www-authenticate");
+      if (h != r->headers.end()) *challenge = h->second;
     }
     if (auto sid = r->headers.find("mcp-session-id"); sid != r->headers.end()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -335,6 +373,9 @@ class HttpSession : public Session {
 
   const ServerConfig config_;
   std::unique_ptr<llm::HttpTransport> http_;
+  // Its OAuth tokens; null for a server with an Authorization header of
+  // its own.
+  const std::unique_ptr<oauth::Authorizer> auth_;
   std::atomic<int64_t> next_id_{1};
   PendingTable pending_;
   CancelToken stop_;

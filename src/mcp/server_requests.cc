@@ -2,6 +2,7 @@
 
 #include "core/guarded.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "store/elicitation.h"
 
 namespace mates::mcp {
@@ -9,20 +10,7 @@ namespace {
 
 // A path as a file: URI (RFC 8089), its bytes percent-encoded but for the
 // unreserved ones and '/'.
-std::string FileUri(const std::filesystem::path& p) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out = "file://";
-  for (unsigned char c : p.string()) {
-    if (std::isalnum(c) != 0 || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string FileUri(const std::filesystem::path& p) { return "file://" + PercentEncode(p.string(), "/"); }
 
 Json Declined() { return Json{{"action", "decline"}}; }
 

@@ -16,12 +16,14 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "mcp/oauth.h"
 #include "core/cancel.h"
 #include "core/json.h"
 #include "core/status.h"
@@ -54,6 +56,9 @@ struct ClientServices {
   // Serves sampling/createMessage (its params) with a model; null: the
   // client does not offer sampling.
   std::function<Result<Json>(const std::string& server, const Json& params, const CancelToken& stop)> sample;
+  // How a person logs in to an HTTP server that wants OAuth (mcp/oauth.h);
+  // none: a server that wants a new login is an error saying to log in.
+  std::optional<oauth::LoginOptions> login;
 };
 
 // The `capabilities` sent with initialize.

