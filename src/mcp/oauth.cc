@@ -98,6 +98,17 @@ Result<UrlParts> SplitUrl(const std::string& url) {
   return out;
 }
 
+// OAuth 2.1 §1.5: every endpoint over TLS, but for this machine's own.
+// (It also keeps what the person's browser is given a URL.)
+Status Secure(const std::string& url, const std::string& what) {
+  MATES_ASSIGN_OR_RETURN(UrlParts parts, SplitUrl(url));
+  if (parts.origin.rfind("https://", 0) == 0) return Status::Ok();
+  const std::string host = parts.origin.substr(7, parts.origin.rfind(':') > 6 ? parts.origin.rfind(':') - 7 : std::string::npos);
+  if (host == "127.0.0.1" || host == "localhost" || host == "[::1]") return Status::Ok();
+  return Status::FailedPrecondition(what + " " + url.substr(0, 200) +
+                                    " is plain http on another machine; mates sends tokens and codes over https only");
+}
+
 // Whether the protected resource `named` (from its metadata) covers the
 // server at `url`: the same origin, and its path is the server's or a
 // parent of it ("http://h" covers "http://h/mcp"; "http://h/m" does not
@@ -507,6 +518,7 @@ Result<bool> GrantStore::Forget(const std::string& resource) const {
 
 Result<Grant> Login(const std::string& resource, const Challenge& challenge, const LoginOptions& o) {
   MATES_ASSIGN_OR_RETURN(UrlParts server, SplitUrl(resource));
+  MATES_RETURN_IF_ERROR(Secure(resource, "server"));
   Challenge c = challenge;
   bool open = false;
   if (c.resource_metadata.empty() && c.scope.empty()) {
@@ -562,6 +574,9 @@ Result<Grant> Login(const std::string& resource, const Challenge& challenge, con
   if (authorize.empty() || g.token_endpoint.empty()) {
     return Status::FailedPrecondition("authorization server " + g.issuer + " names no authorization or token endpoint");
   }
+  MATES_RETURN_IF_ERROR(Secure(authorize, "the authorization endpoint"));
+  MATES_RETURN_IF_ERROR(Secure(g.token_endpoint, "the token endpoint"));
+  if (!registration.empty()) MATES_RETURN_IF_ERROR(Secure(registration, "the registration endpoint"));
   const auto auth_methods = Strings(as, "token_endpoint_auth_methods_supported");
   auto supports = [&](const char* m) {
     return std::find(auth_methods.begin(), auth_methods.end(), m) != auth_methods.end();

@@ -77,6 +77,12 @@ TEST(OAuthTest, MetadataIsLookedForWhereMcpSays) {
   auto login = Login("file:///etc/passwd", {}, {});
   ASSERT_FALSE(login.ok());
   EXPECT_EQ(login.status().code(), StatusCode::kInvalidArgument);
+  // Tokens over TLS only, but for this machine's own servers.
+  for (const char* clear : {"http://mcp.example.com/mcp", "http://10.0.0.1:8080/mcp", "http://127.0.0.1.evil.com/mcp"}) {
+    auto refused = Login(clear, {}, {});
+    ASSERT_FALSE(refused.ok()) << clear;
+    EXPECT_NE(refused.status().message().find("over https only"), std::string::npos) << refused.status().message();
+  }
 }
 
 TEST(OAuthTest, GrantsAreKeptPrivateAndTheirTokensNeverShown) {
