@@ -40,6 +40,18 @@ export class Checks {
     console.log("FAIL " + (e && e.stack || e));
     this.failures++;
   }
+  // The end of a test with a host and a mock model: the browser closed,
+  // the team down, the model killed, the workspace removed if all passed
+  // (kept to look at if not); exits 0 or 1.
+  async finish({ browser, mates, team, model, ws }) {
+    if (browser) await browser.close();
+    mates("down", "--team", team, "--timeout", "10");
+    if (model && model.exitCode === null) model.kill("SIGKILL");
+    if (this.failures === 0) fs.rmSync(ws, { recursive: true, force: true });
+    else console.log("kept " + ws);
+    console.log(this.failures ? this.failures + " failed" : "all passed");
+    process.exit(this.failures ? 1 : 0);
+  }
 }
 
 // `mates mock-llm --scenario FILE [--port P] --quiet`: the process and its

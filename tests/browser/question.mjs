@@ -149,11 +149,5 @@ try {
 } catch (e) {
   checks.fail(e);
 } finally {
-  if (browser) await browser.close();
-  mates("down", "--team", team, "--timeout", "10");
-  if (model && model.exitCode === null) model.kill("SIGKILL");
-  if (checks.failures === 0) fs.rmSync(ws, { recursive: true, force: true });
-  else console.log("kept " + ws);
+  await checks.finish({ browser, mates, team, model, ws });
 }
-console.log(checks.failures ? checks.failures + " failed" : "all passed");
-process.exit(checks.failures ? 1 : 0);
