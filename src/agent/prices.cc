@@ -27,8 +27,12 @@ PriceTable PriceTable::Builtin() {
   // USD per million tokens, as published by Anthropic and OpenAI in 2025-26.
   PriceTable t;
   auto& m = t.by_prefix_;
+  // 4.5 on, as Claude Code 2.1's own price list has them.
   m["claude-opus-4-5"] = Anthropic(5, 25);
   m["claude-opus-4-6"] = Anthropic(5, 25);
+  m["claude-opus-4-7"] = Anthropic(5, 25);
+  m["claude-opus-4-8"] = Anthropic(5, 25);
+  m["claude-sonnet-5"] = Anthropic(3, 15);
   m["claude-opus-4"] = Anthropic(15, 75);  // 4.0 and 4.1
   m["claude-3-opus"] = Anthropic(15, 75);
   m["claude-sonnet-4"] = Anthropic(3, 15);  // 4.0 and 4.5

@@ -181,10 +181,12 @@ Status CheckSeconds(const std::string& flag, double value, double min, bool min_
 std::string FormatMessage(const Message& m) {
   std::string out = "[" + ClockTime(m.timestamp) + "] " + m.sender;
   if (!m.recipient.empty()) out += " -> " + m.recipient;
-  out += " (" + std::string(MessageTypeName(m.type));
-  if (!m.request_id.empty()) out += " " + m.request_id;
+  // Another system's own type, where it has one (Claude Code's protocol).
+  out += " (" + (m.protocol.empty() ? std::string(MessageTypeName(m.type)) : ForTerminal(m.protocol));
+  if (!m.request_id.empty()) out += " " + ForTerminal(m.request_id);
   if (m.approve.has_value()) out += *m.approve ? ", approved" : ", rejected";
   out += ")";
+  if (m.read.has_value() && !*m.read) out += " UNREAD";
   if (!m.summary.empty()) out += " [" + ForTerminal(m.summary) + "]";
   if (m.type == MessageType::kElicitationRequest) {
     if (auto q = elicitation::ParseQuestion(m.content); q.ok()) {

@@ -138,6 +138,10 @@ void AddMcpCommands(CLI::App& app, Globals& g);  // mcp
 void AddStoreCommands(CLI::App& app, Globals& g);  // store init|migrate|status
 void AddTrustCommand(CLI::App& app, Globals& g);   // trust
 void AddHooksCommands(CLI::App& app, Globals& g);  // hooks list|test
+void AddClaudeCommands(CLI::App& app, Globals& g);  // claude list|status|send|task
+// `mates status` of g.team in g.store: once (as text, or --json), or
+// redrawn as it changes (--watch).
+int ShowStatusOf(Globals& g, bool watch, bool json);
 
 // Before a workspace's own files may start anything (DESIGN §19): a
 // .mcp.json not trusted as it is is asked about on a terminal (and trusted

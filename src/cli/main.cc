@@ -213,6 +213,7 @@ int main(int argc, char** argv) {
   mates::cli::AddStoreCommands(app, g);
   mates::cli::AddTrustCommand(app, g);
   mates::cli::AddHooksCommands(app, g);
+  mates::cli::AddClaudeCommands(app, g);
 
   // `mates help [COMMAND…]` is `mates COMMAND… --help`.
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -98,8 +98,19 @@ std::string RenderAttention(const Globals& g, const TeamView& v) {
 std::string Render(const Globals& g, const TeamView& v) {
   std::ostringstream o;
   o << RenderAttention(g, v);
-  o << "team " << v.team.name;
-  if (v.host) {
+  if (!v.foreign.empty()) {
+    // Another system's team (DESIGN §24): whether it runs is its lead's.
+    const bool runs = std::any_of(v.members.begin(), v.members.end(), [&](const MemberView& m) {
+      return m.member.name == v.team.lead && m.shown != Shown::kOffline;
+    });
+    o << v.foreign << " team " << v.team.name << " — "
+      << (runs ? "its lead's " + v.foreign + " runs" : "not running (its lead's " + v.foreign + " has ended)") << "\n"
+      << v.store;
+  } else {
+    o << "team " << v.team.name;
+  }
+  if (!v.foreign.empty()) {
+  } else if (v.host) {
     o << " — hosted";
     if (v.host->pid > 0) {
       o << " by pid " << v.host->pid << " (mates " << (v.host->mode == HostMode::kUnknown ? "?" : HostModeName(v.host->mode)) << ") since "
@@ -142,6 +153,7 @@ std::string Render(const Globals& g, const TeamView& v) {
   for (const auto& m : v.members) {
     std::string since = m.activity && m.shown != Shown::kOffline ? Duration(v.now - m.activity->since) : "-";
     std::string task = m.task ? Cut("#" + std::to_string(m.task->id) + " " + m.task->subject, 25) : "-";
+    if (m.unread > 0) task = std::to_string(m.unread) + " unread" + (m.task ? ", " + task : "");
     std::string tokens = m.activity && m.activity->calls > 0
                              ? agent::HumanCount(InputTokens(m.activity->tokens)) + "/" +
                                    agent::HumanCount(m.activity->tokens.output_tokens)
@@ -266,6 +278,13 @@ int Status_(Globals& g, const StatusArgs& a) {
 }
 
 }  // namespace
+
+int ShowStatusOf(Globals& g, bool watch, bool json) {
+  StatusArgs a;
+  a.watch = watch;
+  a.json = json;
+  return Status_(g, a);
+}
 
 void AddStatusCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<StatusArgs>();

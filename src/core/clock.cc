@@ -36,6 +36,40 @@ std::string IsoTime(double wall_seconds) {
   return buf;
 }
 
+std::string UtcIsoTime(double wall_seconds) {
+  auto secs = static_cast<time_t>(std::floor(wall_seconds));
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  auto millis = std::min(999L, static_cast<long>((wall_seconds - std::floor(wall_seconds)) * 1e3));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+  return buf;
+}
+
+std::optional<double> ParseIsoTime(const std::string& s) {
+  std::tm tm{};
+  const char* p = ::strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (p == nullptr) return std::nullopt;
+  double frac = 0;
+  if (*p == '.') {
+    ++p;
+    double scale = 0.1;
+    while (*p >= '0' && *p <= '9') {
+      frac += (*p - '0') * scale;
+      scale /= 10;
+      ++p;
+    }
+  }
+  int offset = 0;
+  if (*p == '+' || *p == '-') {
+    int hh = 0, mm = 0;
+    if (std::sscanf(p + 1, "%2d:%2d", &hh, &mm) < 1) return std::nullopt;
+    offset = (hh * 3600 + mm * 60) * (*p == '+' ? 1 : -1);
+  }
+  return static_cast<double>(::timegm(&tm)) + frac - offset;
+}
+
 std::string ClockTime(double wall_seconds) {
   std::tm tm = LocalTm(wall_seconds);
   char buf[16];

@@ -15,6 +15,11 @@ using Deadline = std::optional<SteadyClock::time_point>;  // nullopt = forever
 double WallSeconds();
 // Local time as ISO-8601 with microseconds, e.g. "2026-02-01T10:30:00.123456".
 std::string IsoTime(double wall_seconds);
+// UTC as JavaScript's toISOString writes it: "2026-02-01T10:30:00.123Z".
+std::string UtcIsoTime(double wall_seconds);
+// RFC 3339 ("2026-02-01T10:30:05Z", with fractions or an offset) to
+// seconds since the epoch; nullopt if it is not one.
+std::optional<double> ParseIsoTime(const std::string& s);
 // "10:30:00" for people.
 std::string ClockTime(double wall_seconds);
 

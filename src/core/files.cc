@@ -152,6 +152,22 @@ Result<std::string> ReadReplacedFile(const fs::path& path, size_t max_bytes) {
   return ReadPrefix(path, max_bytes, /*shared_lock=*/true);
 }
 
+Result<std::string> ReadFileRange(const fs::path& path, uint64_t offset, size_t max_bytes) {
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno("open " + path.string(), errno);
+  std::string out(max_bytes, '\0');
+  size_t got = 0;
+  while (got < max_bytes) {
+    ssize_t n = ::pread(fd.get(), out.data() + got, max_bytes - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("read " + path.string(), errno);
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
 Status WriteFileAtomic(const fs::path& path, std::string_view data, unsigned mode) {
   static std::atomic<uint64_t> seq{0};
   fs::path tmp = path;

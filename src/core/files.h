@@ -53,6 +53,9 @@ Result<std::string> ReadFilePrefix(const fs::path& path, size_t max_bytes);
 // version it opened, so no writer overwrites that version while it is read.
 // The document read is whole: the one at `path` when opened, or a later one.
 Result<std::string> ReadReplacedFile(const fs::path& path, size_t max_bytes);
+// Up to `max_bytes` of `path` from byte `offset` (less at its end; "" past
+// it): what a reader that follows an appended file reads next.
+Result<std::string> ReadFileRange(const fs::path& path, uint64_t offset, size_t max_bytes);
 
 // Replaces `path` atomically: writes `<path>.tmp.<pid>.<seq>`, then renames
 // it over. A reader sees the old or the new content, never a mix, whatever

@@ -21,33 +21,6 @@ bool IsRetryableStatus(int status) {
 
 namespace {
 
-// "2026-02-01T10:30:05Z" (or with fractions / offset) -> epoch seconds.
-bool ParseRfc3339(const std::string& s, double* out) {
-  std::tm tm{};
-  int frac_len = 0;
-  const char* p = ::strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (p == nullptr) return false;
-  double frac = 0;
-  if (*p == '.') {
-    ++p;
-    double scale = 0.1;
-    while (*p >= '0' && *p <= '9') {
-      frac += (*p - '0') * scale;
-      scale /= 10;
-      ++p;
-      ++frac_len;
-    }
-  }
-  int offset = 0;
-  if (*p == '+' || *p == '-') {
-    int hh = 0, mm = 0;
-    if (std::sscanf(p + 1, "%2d:%2d", &hh, &mm) < 1) return false;
-    offset = (hh * 3600 + mm * 60) * (*p == '+' ? 1 : -1);
-  }
-  *out = static_cast<double>(::timegm(&tm)) + frac - offset;
-  return true;
-}
-
 double Jitter(double v) {
   thread_local std::mt19937 rng(std::random_device{}());
   std::uniform_real_distribution<double> d(0.75, 1.25);
@@ -81,8 +54,9 @@ double RetryDelay(const RetryPolicy& policy, int attempt,
   for (const char* k : {"anthropic-ratelimit-requests-reset", "anthropic-ratelimit-tokens-reset",
                         "anthropic-ratelimit-input-tokens-reset",
                         "anthropic-ratelimit-output-tokens-reset"}) {
-    double t = 0;
-    if (const std::string* v = get(k); v != nullptr && ParseRfc3339(*v, &t)) reset = std::max(reset, t);
+    const std::string* v = get(k);
+    if (v == nullptr) continue;
+    if (std::optional<double> t = ParseIsoTime(*v)) reset = std::max(reset, *t);
   }
   if (reset > 0) return std::clamp(reset - WallSeconds(), 0.0, policy.max_server_delay_s);
   double backoff = policy.base_delay_s * std::pow(2.0, attempt - 1);

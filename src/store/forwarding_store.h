@@ -20,6 +20,7 @@ class ForwardingTeamStore : public TeamStore {
 
   std::string where() const override { return inner_->where(); }
   bool spans_machines() const override { return inner_->spans_machines(); }
+  std::string foreign() const override { return inner_->foreign(); }
   Result<std::vector<std::string>> ListTeams() override { return inner_->ListTeams(); }
   Status DeleteTeam(const std::string& t) override { return inner_->DeleteTeam(t); }
   Result<TeamConfig> LoadTeam(const std::string& t) override { return inner_->LoadTeam(t); }

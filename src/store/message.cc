@@ -61,6 +61,12 @@ Json MessageToJson(const Message& m) {
   if (!m.request_id.empty()) j["request_id"] = m.request_id;
   if (m.approve.has_value()) j["approve"] = *m.approve;
   if (!m.feedback.empty()) j["feedback"] = m.feedback;
+  if (m.read.has_value()) j["read"] = *m.read;
+  if (!m.protocol.empty()) j["protocol"] = m.protocol;
+  if (!m.foreign_json.empty()) {
+    auto extra = ParseJson(m.foreign_json);
+    if (extra.ok()) j["extra"] = std::move(*extra);
+  }
   return j;
 }
 

@@ -43,6 +43,12 @@ struct Message {
   std::optional<bool> approve;
   std::string feedback;
   double timestamp = 0;
+  // Seen from outside mates (a Claude Code team, DESIGN §24): whether the
+  // recipient has it yet, and the other system's own type of message
+  // ("idle_notification", …); unset and "" for mates' own.
+  std::optional<bool> read;
+  std::string protocol;
+  std::string foreign_json;  // the fields mates does not read, as a JSON object ("" = none)
 };
 
 Json MessageToJson(const Message& m);

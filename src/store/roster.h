@@ -50,6 +50,10 @@ struct Member {
   // context_budget is where its conversation is compacted.
   int64_t budget_tokens = 0;
   int64_t context_budget = 0;
+  // A member of another system's team (Claude Code's, DESIGN §24): the
+  // fields of its roster entry mates does not read, as a JSON object
+  // ("" for mates' own members). Shown, never dropped.
+  std::string foreign_json;
 };
 
 // How a team's work comes together (DESIGN §12). A team that never asked

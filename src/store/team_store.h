@@ -154,6 +154,9 @@ class TeamStore {
   virtual ~TeamStore() = default;
   // Where the teams are, as said to a person (no password).
   virtual std::string where() const = 0;
+  // The system whose teams these are when they are not mates' own ("Claude
+  // Code", DESIGN §24: read, steered a little); "" for mates' stores.
+  virtual std::string foreign() const { return ""; }
   // Whether machines other than this one share these teams (a database):
   // a teammate's worktree is then made by whichever host runs it, git
   // works through a remote, and a journal has a copy in the store.

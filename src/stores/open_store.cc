@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "claude/claude_store.h"
 #include "pg/connection.h"
 #include "pg/export.h"
 #include "pg/schema.h"
@@ -14,12 +15,13 @@ namespace {
 
 // The database `url` names, or nullopt for the file store.
 Result<std::optional<pg::Target>> DatabaseOf(const std::string& url) {
-  if (IsFileStoreUrl(url)) return std::optional<pg::Target>();
+  if (IsFileStoreUrl(url) || claude::IsClaudeStoreUrl(url)) return std::optional<pg::Target>();
   const size_t colon = url.find(':');
   if (colon == std::string::npos || (url.rfind("postgres", 0) != 0)) {
     // Its scheme only: the rest of a URL may hold a password.
     return Status::InvalidArgument("the store '" + url.substr(0, std::min<size_t>(colon, 32)) +
-                                   ":…' is neither file: nor a PostgreSQL URL (that starts with postgres:// or postgresql://)");
+                                   ":…' is neither file:, claude: nor a PostgreSQL URL (that starts with postgres:// or "
+                                   "postgresql://)");
   }
   MATES_ASSIGN_OR_RETURN(pg::Target t, pg::ParseTarget(url));
   return std::optional<pg::Target>(std::move(t));
@@ -42,6 +44,7 @@ bool IsFileStoreUrl(const std::string& url) { return url.empty() || url == "file
 Status CheckStoreUrl(const std::string& url) { return DatabaseOf(url).status(); }
 
 Result<std::unique_ptr<TeamStore>> OpenTeamStore(const std::string& url, const Workspace& ws, StoreUse use) {
+  if (claude::IsClaudeStoreUrl(url)) return claude::OpenClaudeStore(url, ws);
   MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, DatabaseOf(url));
   if (!target) return FileTeamStore(ws, use);
   MATES_ASSIGN_OR_RETURN(std::unique_ptr<pg::Store> db, pg::Store::Open(*target));

@@ -4,6 +4,8 @@
 //   "" | file:              the files under the workspace W (the default)
 //   postgres://… | postgresql://…   a PostgreSQL database shared by hosts
 //                           on several machines (DESIGN §13)
+//   claude: | claude:DIR    Claude Code's own agent teams, in its home
+//                           (claude/claude_store.h, DESIGN §24)
 //
 // A command takes the URL by the rule of DESIGN §21. Nothing outside
 // src/pg/ and this file knows which backend it has; what only a database

@@ -19,6 +19,10 @@ namespace {
 constexpr double kRecentDenialS = 15 * 60;
 // A budget this far spent is worth a look.
 constexpr double kBudgetWarn = 0.8;
+// An idle member with mail this old has not read it: it is stuck.
+constexpr double kUnreadWhileIdleS = 30;
+// A shutdown request nobody answered for this long is news.
+constexpr double kUnansweredShutdownS = 60;
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
@@ -134,6 +138,18 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                    "the model server is not answering as it should; after the last attempt the turn fails",
                    "agent/" + m.member.name});
   }
+  for (const auto& m : v.members) {
+    const bool idle = m.shown == Shown::kIdle && (!m.activity || m.activity->state == agent::ActivityState::kIdle);
+    if (!idle || m.unread == 0 || v.now - m.oldest_unread < kUnreadWhileIdleS) continue;
+    out.push_back({"unread_while_idle",
+                   m.member.name + " is idle with " + std::to_string(m.unread) + " unread message" +
+                       (m.unread == 1 ? "" : "s") + ", the oldest " + Seconds(v.now - m.oldest_unread) + " old",
+                   m.oldest_unread, "mates inbox" + t + " " + m.member.name + " --peek",
+                   v.foreign.empty() ? "its host hands mail over at once: an idle member with mail is stuck (mates doctor)"
+                                     : v.foreign + " hands mail over between turns: a member idle with mail is stuck; "
+                                                   "look at it there",
+                   "agent/" + m.member.name});
+  }
   for (const auto& task : v.tasks) {
     if (task.status != TaskStatus::kInProgress || task.owner.empty()) continue;
     const MemberView* owner = FindMember(v, task.owner);
@@ -145,8 +161,10 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                    "task #" + std::to_string(task.id) + " " + Quote(CutUtf8(task.subject, 80)) + " is in progress, "
                    "but its owner " + task.owner + " " + gone,
                    task.updated_at,
-                   "mates tasks" + t + " update " + std::to_string(task.id) + " --owner \"\" --status pending",
-                   "puts it back on the board for anyone to claim", "task/" + std::to_string(task.id)});
+                   v.foreign.empty() ? "mates tasks" + t + " update " + std::to_string(task.id) + " --owner \"\" --status pending" : "",
+                   v.foreign.empty() ? "puts it back on the board for anyone to claim"
+                                     : "its lead gives it to another member in " + v.foreign + " (TaskUpdate)",
+                   "task/" + std::to_string(task.id)});
   }
   for (const auto& r : v.merge_list) {
     const std::string id = std::to_string(r.id);
@@ -194,10 +212,26 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
   }
   for (const auto& r : v.requests) {
     if (r.kind != RequestKind::kPlanApproval || r.status != RequestState::kPending) continue;
+    if (!v.foreign.empty()) {
+      out.push_back({"plan_waiting", r.requester + "'s plan waits for " + r.responder, r.created_at, "",
+                     r.responder + " answers it in " + v.foreign, "agent/" + r.requester});
+      continue;
+    }
     out.push_back({"plan_waiting", r.requester + "'s plan waits for " + r.responder, r.created_at,
                    "mates send" + t + " --from " + r.responder + " --to " + r.requester +
                        " --type plan_approval_response --request-id " + r.id + " --approve ok",
                    "or --reject with --feedback; the dashboard answers it too", "agent/" + r.requester});
+  }
+  for (const auto& r : v.requests) {
+    if (r.kind != RequestKind::kShutdown || r.status != RequestState::kPending) continue;
+    if (v.now - r.created_at < kUnansweredShutdownS) continue;
+    out.push_back({"request_unanswered",
+                   r.responder + " has not answered " + r.requester + "'s shutdown request (" +
+                       Seconds(v.now - r.created_at) + ")",
+                   r.created_at, "mates log" + t,
+                   v.foreign.empty() ? "a member answers between turns: one that does not is stuck or gone"
+                                     : "a member answers between turns; look at " + r.responder + " in " + v.foreign,
+                   "agent/" + r.responder});
   }
   Budget(v, &out);
   for (const auto& m : v.members) {
@@ -216,9 +250,10 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                    "allow_write, network.allow)",
                    "agent/" + m.member.name});
   }
-  static const std::vector<std::string> kOrder = {"turn_failed",  "retrying",     "orphaned_task",
+  static const std::vector<std::string> kOrder = {"turn_failed",  "retrying", "unread_while_idle", "orphaned_task",
                                                   "merge_failed", "merge_conflict", "merge_review",
-                                                  "merge_held",   "question_waiting", "plan_waiting", "budget",
+                                                  "merge_held",   "question_waiting", "plan_waiting",
+                                                  "request_unanswered", "budget",
                                                   "sandbox_denied", "hook_blocked"};
   auto rank = [](const std::string& kind) { return std::find(kOrder.begin(), kOrder.end(), kind) - kOrder.begin(); };
   std::stable_sort(out.begin(), out.end(), [&](const AttentionItem& a, const AttentionItem& b) {

@@ -1,5 +1,6 @@
 // What needs a person (DESIGN §20), from a TeamView: turns that failed or
-// are being retried, tasks in progress whose owner is gone, merges that
+// are being retried, a member idle with unread mail, tasks in progress
+// whose owner is gone, a shutdown request nobody answered, merges that
 // bounced or wait for review, a held merge target, plans waiting, budgets
 // at 80 % and over, the sandbox's recent refusals. `mates status` prints
 // the list on top, `status --json` has it as `attention`, the dashboard
@@ -16,9 +17,10 @@
 namespace mates::view {
 
 struct AttentionItem {
-  std::string kind;     // turn_failed, retrying, orphaned_task, merge_failed, merge_conflict,
-                        // merge_review, merge_held, question_waiting, plan_waiting, budget, sandbox_denied,
-                        // hook_blocked; and (status, the page) store_unreachable
+  std::string kind;     // turn_failed, retrying, unread_while_idle, orphaned_task, merge_failed,
+                        // merge_conflict, merge_review, merge_held, question_waiting, plan_waiting,
+                        // request_unanswered, budget, sandbox_denied, hook_blocked; and (status, the
+                        // page) store_unreachable
   std::string subject;  // one line
   double since = 0;     // when it began (wall seconds)
   std::string hint;  // a command that does it, as printed; "" where none does

@@ -48,6 +48,15 @@ Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t la
     mv.member = m;
     mv.shown = ShownOf(m, m.status == MemberStatus::kShutdown || store.IsHosted(team, m.name));
     if (auto it = working.find(m.name); it != working.end()) mv.task = it->second;
+    // What waits for it (a count first: on a database, one cheap look).
+    auto inbox = store.InboxOf(team, m.name);
+    if (auto n = inbox->PendingCount(); n.ok() && *n > 0) {
+      if (auto waiting = inbox->Peek(); waiting.ok() && !waiting->empty()) {
+        mv.unread = waiting->size();
+        mv.oldest_unread = waiting->front().timestamp;
+        for (const auto& w : *waiting) mv.oldest_unread = std::min(mv.oldest_unread, w.timestamp);
+      }
+    }
     if (auto it = doc_of.find(m.name); it != doc_of.end()) {
       auto j = ParseJson(it->second);
       auto a = j.ok() ? agent::ActivityFromJson(*j) : Result<agent::Activity>(j.status());
@@ -56,7 +65,8 @@ Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t la
     v.members.push_back(std::move(mv));
   }
   v.messages = std::move(messages.messages);
-  if (store.spans_machines()) v.store = store.where();
+  if (store.spans_machines() || !store.foreign().empty()) v.store = store.where();
+  v.foreign = store.foreign();
   v.host = store.LiveHost(team);
   auto merges = store.Merges(team)->List();
   if (merges.ok()) {
@@ -75,6 +85,7 @@ Json TeamViewToJson(const TeamView& v) {
   j["lead"] = v.team.lead;
   j["now"] = v.now;
   j["store"] = v.store.empty() ? Json(nullptr) : Json(v.store);
+  j["foreign"] = v.foreign.empty() ? Json(nullptr) : Json(v.foreign);
   // What the members' spend (their activity) is held to, if anything.
   j["budget"] = v.team.budget.any() ? TeamBudgetToJson(v.team.budget) : Json(nullptr);
   if (v.host) {
@@ -117,6 +128,14 @@ Json TeamViewToJson(const TeamView& v) {
     jm["state"] = StateOf(m);
     jm["doing"] = DoingOf(m, v.now);
     jm["recorded_status"] = std::string(MemberStatusName(m.member.status));
+    jm["model"] = m.member.model;
+    jm["unread"] = m.unread;
+    jm["oldest_unread"] = m.unread > 0 ? Json(m.oldest_unread) : Json(nullptr);
+    if (!m.member.role_title.empty()) jm["role_title"] = m.member.role_title;
+    if (!m.member.foreign_json.empty()) {
+      auto extra = ParseJson(m.member.foreign_json);
+      if (extra.ok()) jm["extra"] = std::move(*extra);
+    }
     if (m.activity) {
       Json a = agent::ActivityToJson(*m.activity);
       a["for_s"] = v.now - m.activity->since;

@@ -29,6 +29,8 @@ struct MemberView {
   Shown shown = Shown::kOffline;  // liveness applied
   std::optional<agent::Activity> activity;
   std::optional<Task> task;  // the in-progress task it owns (lowest id)
+  size_t unread = 0;         // messages waiting in its inbox
+  double oldest_unread = 0;  // when the oldest of them was sent
 };
 
 struct TeamView {
@@ -43,6 +45,7 @@ struct TeamView {
   std::vector<Message> messages;     // the last `last_messages`
   double now = 0;
   std::string store;  // where the team is kept, if not in the workspace's files (DESIGN §13)
+  std::string foreign;  // "Claude Code" for one of its teams (DESIGN §24); "" for mates'
 };
 
 // The team as `store` has it, from any machine: liveness as the store

@@ -106,7 +106,7 @@ async function loadTeam() {
   // buttons only a page that may write has. Their data can come before the
   // team's (each is its own request): drawn read-only and colourless then,
   // they are drawn again once the team is known, and when either changes.
-  const look = S.readOnly + "|" + t.members.map((m) => m.name + ":" + (m.color || "")).join(",");
+  const look = S.readOnly + "|" + (t.foreign || "") + "|" + t.members.map((m) => m.name + ":" + (m.color || "")).join(",");
   if (look !== S.look) {
     S.look = look;
     renderBoard();
@@ -120,7 +120,12 @@ function renderHeader() {
   $("team-name").textContent = t.team;
   document.title = t.team + " · mates";
   const pill = $("host-pill");
-  if (t.archived) { pill.textContent = "archived " + t.archived; pill.className = "pill down"; }
+  if (t.foreign) {
+    // Another system's team (DESIGN §24): it runs while its lead does.
+    const runs = t.members.some((m) => m.role === "lead" && m.status !== "offline");
+    pill.textContent = t.foreign + " team · " + (runs ? "running" : "ended");
+    pill.className = "pill " + (runs ? "hosted" : "down");
+  } else if (t.archived) { pill.textContent = "archived " + t.archived; pill.className = "pill down"; }
   else if (t.host) {
     pill.textContent = "hosted by pid " + t.host.pid + (t.host.mode ? " (mates " + t.host.mode + ")" : "") +
       (t.host.started_at ? " · " + duration(serverNow() - t.host.started_at) : "");
@@ -232,7 +237,7 @@ function renderRoster() {
     const tok = a && a.calls ? human(a.tokens.input + a.tokens.cache_read + a.tokens.cache_write) + " in · " + human(a.tokens.output) + " out" : "";
     const cost = a && a.calls ? (a.cost_usd === null ? "cost ?" : "$" + a.cost_usd.toFixed(a.cost_usd < 1 ? 4 : 2)) : "";
     const isLead = m.name === t.lead;
-    const stop = !S.readOnly && !isLead && (m.status === "active" || m.status === "idle")
+    const stop = !S.readOnly && !t.foreign && !isLead && (m.status === "active" || m.status === "idle")
       ? el("button", { class: "btn small danger stop", title: "Ask " + m.name + " to stop", onclick: (e) => { e.stopPropagation(); askStop(m.name); } }, "stop")
       : null;
     const state = shownState(m);
@@ -244,7 +249,9 @@ function renderRoster() {
       el("div", { class: "name " + nameClass(m.name) }, m.name, el("span", { class: "role", text: isLead ? "lead" : shownState(m) })),
       el("div", { class: "cost" }, cost || "\u00a0"),
       el("div", { class: "doing" }, doing, since !== null ? el("span", { class: "for", dataset: { since: a.since } }, " · " + duration(since)) : ""),
-      el("div", { class: "task" }, el("span", { class: "t" }, m.task ? "#" + m.task.id + " " + m.task.subject : (tok ? "" : "no task")), el("span", {}, tok), stop));
+      el("div", { class: "task" }, el("span", { class: "t" }, m.task ? "#" + m.task.id + " " + m.task.subject : (tok ? "" : "no task")),
+        m.unread ? el("span", { class: "unread", title: "waiting in its inbox, not read yet" }, m.unread + " unread") : null,
+        el("span", {}, tok), stop));
   });
   $("roster").replaceChildren(...rows);
 }
@@ -360,6 +367,16 @@ async function loadMessages() {
   const j = await api("/api/messages" + (S.msgNext === null ? "" : "?after=" + S.msgNext));
   S.msgNext = j.next;
   const fresh = j.messages.filter((m) => !S.msgIds.has(m.id));
+  // A message shown unread comes again until it is read (a Claude Code
+  // team's, DESIGN §24): its row is replaced then.
+  for (const m of j.messages) {
+    if (!S.msgIds.has(m.id) || m.read === undefined) continue;
+    const i = S.messages.findIndex((x) => x.id === m.id);
+    if (i < 0 || S.messages[i].read === m.read) continue;
+    S.messages[i] = m;
+    const row = $("timeline").querySelector('.msg[data-id="' + CSS.escape(m.id) + '"]');
+    if (row) row.replaceWith(msgRow(m, false));
+  }
   for (const m of fresh) { S.msgIds.add(m.id); S.messages.push(m); }
   if (S.messages.length > 3000) { S.messages.splice(0, S.messages.length - 3000); }
   if (fresh.length || S.firstLoad) renderTimeline(fresh);
@@ -374,24 +391,31 @@ function msgMatches(m) {
   return !type || m.type === type;
 }
 function msgRow(m, isNew) {
-  let body = m.content || "";
+  let body = m.content || "", raw = null;
   if (m.type === "elicitation_request") {
     // An MCP server's question: its words, not its schema.
     try { const q = JSON.parse(body); body = "MCP server " + q.server + " asks: " + q.message; } catch (e) { /* shown as it is */ }
   } else if (m.type === "elicitation_response") {
     body = m.approve ? "answered: " + body : body;
+  } else if (m.protocol && m.type === "message") {
+    // Another system's protocol message (an idle notification, say): what
+    // it says in words, then the document as it came, set apart.
+    raw = body;
+    body = m.summary || "";
   } else if (m.type.endsWith("_response")) {
     // The answer first; the content only when it says more than the feedback.
     const answer = (m.approve ? "approved" : "rejected") + (m.feedback ? " — " + m.feedback : "");
     body = body && body !== m.feedback ? answer + "\n" + body : answer;
   }
-  const row = el("div", { class: "msg" + (isNew ? " new" : ""), dataset: { id: m.id, type: m.type } },
+  const kind = m.protocol || m.type;
+  const row = el("div", { class: "msg" + (isNew ? " new" : "") + (m.read === false ? " unread" : ""), dataset: { id: m.id, type: m.type, read: String(m.read !== false) } },
     el("div", { class: "head" },
       el("span", { class: "time", text: clock(m.timestamp), title: fullTime(m.timestamp) }),
       el("span", { class: "route" }, el("span", { class: nameClass(m.sender), text: m.sender }),
         el("span", { class: "arrow", text: " → " }), el("span", { class: nameClass(m.recipient || ""), text: m.recipient || "everyone" })),
-      el("span", { class: "type t-" + m.type, text: m.type.replace(/_/g, " ") })),
-    el("div", { class: "body" }, body));
+      m.read === false ? el("span", { class: "unread", title: "in its inbox, not read yet", text: "unread" }) : null,
+      el("span", { class: "type t-" + m.type, text: kind.replace(/_/g, " ") })),
+    el("div", { class: "body" }, body, raw === null ? null : el("div", { class: "raw", text: raw })));
   if (body.length > 400 || body.split("\n").length > 5) {
     row.append(el("button", { class: "more", onclick: () => { row.classList.toggle("open"); } }, "more / less"));
   }
@@ -442,8 +466,8 @@ function renderPlans() {
     };
     return el("div", { class: "plan", dataset: { id: r.request_id } },
       el("div", { class: "who" }, el("span", { class: nameClass(r.requester), text: r.requester }), el("span", { class: "muted", text: " asks " + r.responder + " to approve" })),
-      el("pre", { text: r.content }), S.readOnly ? null : fb,
-      S.readOnly ? null : el("div", { class: "row" },
+      el("pre", { text: r.content }), S.readOnly || S.team?.foreign ? null : fb,
+      S.readOnly || S.team?.foreign ? null : el("div", { class: "row" },
         el("button", { class: "btn small danger reject", onclick: (e) => decide(false, e.target) }, "Reject"),
         el("button", { class: "btn small primary approve", onclick: (e) => decide(true, e.target) }, "Approve")), err);
   }));
@@ -832,7 +856,8 @@ function renderComposerState() {
   $("composer").classList.toggle("disabled", ro);
   for (const id of ["composer-to", "composer-text", "composer-send"]) $(id).disabled = ro;
   $("new-task").disabled = ro;
-  $("composer-note").textContent = ro ? (S.team && S.team.archived ? "archived: read-only" : "read-only view (the host's dashboard can send)") : "as user";
+  $("composer-note").textContent = ro ? (S.team && S.team.archived ? "archived: read-only" : "read-only view (the host's dashboard can send)")
+    : S.team && S.team.foreign ? "as user, into the member's " + S.team.foreign + " inbox" : "as user";
 }
 async function sendMessage(ev) {
   ev.preventDefault();
