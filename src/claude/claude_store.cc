@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include "agent/activity.h"
@@ -408,19 +410,52 @@ class ClaudeStore : public TeamStore {
     for (const auto& m : s.messages) each(ToMates(m));
     return Status::Ok();
   }
-  // The cursor is a time in milliseconds: a page is what came at or after
-  // it. It stays before the oldest message still unread, so that message
-  // comes again until it is read (the page replaces it by its id).
+  // The cursor counts what this store has seen change: each message gets
+  // the next number when it is first seen and again when it is read, so a
+  // page asking for what follows its cursor gets the new ones and those
+  // read since (it replaces them by id). Messages are timed by the
+  // transcript that delivered them, which another transcript's write may
+  // have passed: a cursor of time would miss them.
   Result<LogPage> TailLog(const std::string& team, size_t n, size_t max_bytes) override {
     MATES_ASSIGN_OR_RETURN(auto s, home_->Look(team));
-    const size_t from = s.messages.size() > n ? s.messages.size() - n : 0;
-    return Page(s.messages, from, max_bytes, 0);
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t top = Number(team, s.messages);
+    LogPage page;
+    size_t bytes = 0;
+    for (size_t i = s.messages.size(); i > 0 && page.messages.size() < n; --i) {
+      const Message& m = s.messages[i - 1];
+      if (max_bytes > 0 && bytes > 0 && bytes + m.text.size() > max_bytes) break;
+      bytes += m.text.size();
+      page.messages.push_back(ToMates(m));
+    }
+    std::reverse(page.messages.begin(), page.messages.end());
+    page.next = top;
+    return page;
   }
   Result<LogPage> LogAfter(const std::string& team, uint64_t after, size_t max_bytes) override {
     MATES_ASSIGN_OR_RETURN(auto s, home_->Look(team));
-    size_t from = 0;
-    while (from < s.messages.size() && Millis(s.messages[from].timestamp) < after) ++from;
-    return Page(s.messages, from, max_bytes, after);
+    std::lock_guard<std::mutex> lock(mu_);
+    Number(team, s.messages);
+    const auto& seen = feeds_[team];
+    std::vector<std::pair<uint64_t, const Message*>> changed;
+    for (const auto& m : s.messages) {
+      auto it = seen.find(m.id);
+      if (it != seen.end() && it->second.first > after) changed.emplace_back(it->second.first, &m);
+    }
+    std::sort(changed.begin(), changed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    LogPage page;
+    page.next = after;
+    size_t bytes = 0;
+    for (const auto& [n, m] : changed) {
+      if (max_bytes > 0 && bytes > 0 && bytes + m->text.size() > max_bytes) {
+        page.more = true;
+        break;
+      }
+      bytes += m->text.size();
+      page.messages.push_back(ToMates(*m));
+      page.next = n;
+    }
+    return page;
   }
   Result<ArchivedTeam> Archive(const std::string&) override { return ReadOnly("archiving a team"); }
   Result<std::vector<std::pair<std::string, std::string>>> Activities(const std::string& team) override {
@@ -455,27 +490,20 @@ class ClaudeStore : public TeamStore {
   std::optional<HostInfo> LiveHost(const std::string&) override { return std::nullopt; }
 
  private:
-  static uint64_t Millis(double t) { return t <= 0 ? 0 : static_cast<uint64_t>(std::llround(t * 1000)); }
-
-  // all[from…] up to about `max_bytes`; `next` past the last one given,
-  // but at the oldest unread among them, and `cursor` if none is given.
-  static LogPage Page(const std::vector<Message>& all, size_t from, size_t max_bytes, uint64_t cursor) {
-    LogPage page;
-    page.next = cursor;
-    size_t bytes = 0;
-    std::optional<uint64_t> unread;
-    for (size_t i = from; i < all.size(); ++i) {
-      if (max_bytes > 0 && bytes > 0 && bytes + all[i].text.size() > max_bytes) {
-        page.more = true;
-        break;
+  // Numbers what `messages` shows new or newly read (mu_ held); the
+  // highest number given.
+  uint64_t Number(const std::string& team, const std::vector<Message>& messages) {
+    auto& seen = feeds_[team];
+    uint64_t& top = tops_[team];
+    for (const auto& m : messages) {
+      auto it = seen.find(m.id);
+      if (it == seen.end()) {
+        seen.emplace(m.id, std::make_pair(++top, m.read));
+      } else if (it->second.second != m.read) {
+        it->second = {++top, m.read};
       }
-      bytes += all[i].text.size();
-      page.messages.push_back(ToMates(all[i]));
-      page.next = std::max(page.next, Millis(all[i].timestamp) + 1);
-      if (!all[i].read && !unread) unread = Millis(all[i].timestamp);
     }
-    if (unread) page.next = std::min(page.next, std::max(*unread, cursor));
-    return page;
+    return top;
   }
 
   template <typename Add>
@@ -526,6 +554,10 @@ class ClaudeStore : public TeamStore {
 
   std::shared_ptr<ClaudeHome> home_;
   const Workspace ws_;
+  std::mutex mu_;
+  // Per team: each message's number and whether it was read then.
+  std::map<std::string, std::map<std::string, std::pair<uint64_t, bool>>> feeds_;
+  std::map<std::string, uint64_t> tops_;
 };
 
 Result<mates::TeamConfig> ClaudeMail::LoadTeam() {

@@ -5,6 +5,7 @@
 // mid-write, one that stays broken, a lock Claude Code holds or left.
 #include "claude/claude_team.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -137,9 +138,9 @@ TEST(ClaudeTeamTest, AsAStoreItIsATeamView) {
                                              {"status", "in_progress"}, {"owner", "gamma"}, {"blocks", Json::array()},
                                              {"blockedBy", Json::array()}, {"newField", 42}});
   Json ask = {{"type", "shutdown_request"}, {"requestId", "shutdown-1@alpha"}, {"from", "team-lead"},
-              {"reason", "done"}, {"timestamp", "2026-11-29T03:00:00.000Z"}};
+              {"reason", "done"}, {"timestamp", "2026-11-29T01:00:00.000Z"}};
   WriteJson(h / "teams" / kTeam / "inboxes/alpha.json",
-            Json::array({{{"from", "team-lead"}, {"text", ask.dump()}, {"timestamp", "2026-11-29T03:00:00.000Z"},
+            Json::array({{{"from", "team-lead"}, {"text", ask.dump()}, {"timestamp", "2026-11-29T01:00:00.000Z"},
                           {"read", false}}}));
   auto store = OpenTeamStore("claude:" + h.string(), Workspace(dir.path()));
   ASSERT_TRUE(store.ok()) << store.status().message();
@@ -167,7 +168,9 @@ TEST(ClaudeTeamTest, AsAStoreItIsATeamView) {
   EXPECT_EQ(kinds.count("orphaned_task"), 1u) << j["attention"];
   EXPECT_EQ(kinds.count("request_unanswered"), 1u) << j["attention"];
   for (const auto& a : j["attention"]) {
-    if (a["kind"] == "orphaned_task") EXPECT_EQ(a["hint"], "") << "mates cannot reassign Claude Code's task";
+    if (a["kind"] == "orphaned_task") {
+      EXPECT_EQ(a["hint"], "") << "mates cannot reassign Claude Code's task";
+    }
   }
   // The shutdown request is a request, pending.
   auto requests = (*store)->Mail(kTeam)->ListRequests();
@@ -191,8 +194,9 @@ TEST(ClaudeTeamTest, AsAStoreItIsATeamView) {
   for (const auto& m : ended->members) EXPECT_EQ(m.shown, Shown::kOffline) << m.member.name;
 }
 
-// The log a page at a time: a message that waits comes again until read.
-TEST(ClaudeTeamTest, TheLogGivesAnUnreadMessageAgainUntilItIsRead) {
+// The log a page at a time: what follows a cursor is what is new since,
+// and a message read since (the page replaces it by its id).
+TEST(ClaudeTeamTest, TheLogGivesWhatIsNewAndWhatWasReadSince) {
   testing::TempDir dir;
   const fs::path h = CopyFixture(dir);
   auto store = OpenTeamStore("claude:" + h.string(), Workspace(dir.path()));
@@ -200,11 +204,19 @@ TEST(ClaudeTeamTest, TheLogGivesAnUnreadMessageAgainUntilItIsRead) {
   auto first = (*store)->TailLog(kTeam, 1000, 0);
   ASSERT_TRUE(first.ok());
   ASSERT_FALSE(first->messages.empty());
-  auto after = (*store)->LogAfter(kTeam, first->next, 0);
-  ASSERT_TRUE(after.ok());
-  ASSERT_EQ(after->messages.size(), 1u);  // the one still unread
-  EXPECT_EQ(after->messages[0].content, "Tests are next, beta.");
-  EXPECT_FALSE(*after->messages[0].read);
+  auto none = (*store)->LogAfter(kTeam, first->next, 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->messages.empty());
+  auto all = (*store)->LogAfter(kTeam, 0, 0);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->messages.size(), first->messages.size());
+  const mates::Message* unread = nullptr;
+  for (const auto& m : first->messages) {
+    if (m.content == "Tests are next, beta.") unread = &m;
+  }
+  ASSERT_NE(unread, nullptr);
+  EXPECT_FALSE(*unread->read);
+  const LogPage* after = &*none;
   // Delivered: gone from the inbox, in beta's transcript.
   const Json inbox = ReadJson(h / "teams" / kTeam / "inboxes/beta.json");
   WriteJson(h / "teams" / kTeam / "inboxes/beta.json", Json::array());
@@ -215,7 +227,7 @@ TEST(ClaudeTeamTest, TheLogGivesAnUnreadMessageAgainUntilItIsRead) {
   ASSERT_FALSE(transcript.empty());
   std::ofstream(transcript, std::ios::app)
       << Json{{"type", "user"},
-              {"timestamp", "2026-11-29T03:00:01.000Z"},
+              {"timestamp", "2026-11-29T01:00:01.000Z"},
               {"message", {{"role", "user"},
                            {"content", "<teammate-message teammate_id=\"alpha\" color=\"blue\" summary=\"tests next\">\n" +
                                            inbox[0]["text"].get<std::string>() + "\n</teammate-message>"}}}}
@@ -224,11 +236,23 @@ TEST(ClaudeTeamTest, TheLogGivesAnUnreadMessageAgainUntilItIsRead) {
   auto read = (*store)->LogAfter(kTeam, after->next, 0);
   ASSERT_TRUE(read.ok());
   ASSERT_EQ(read->messages.size(), 1u);
-  EXPECT_EQ(read->messages[0].id, after->messages[0].id) << "the same message, now read";
+  EXPECT_EQ(read->messages[0].id, unread->id) << "the same message, now read";
   EXPECT_TRUE(*read->messages[0].read);
   auto nothing = (*store)->LogAfter(kTeam, read->next, 0);
   ASSERT_TRUE(nothing.ok());
   EXPECT_TRUE(nothing->messages.empty());
+  // A new one, sent now: next, unread.
+  ASSERT_TRUE((*store)->Mail(kTeam)->Deliver("alpha", [] {
+    mates::Message m;
+    m.sender = "user";
+    m.content = "One more";
+    return m;
+  }()).ok());
+  auto fresh = (*store)->LogAfter(kTeam, read->next, 0);
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_EQ(fresh->messages.size(), 1u);
+  EXPECT_EQ(fresh->messages[0].content, "One more");
+  EXPECT_FALSE(*fresh->messages[0].read);
 }
 
 TEST(ClaudeTeamTest, ATranscriptIsFollowedAsItGrows) {
@@ -241,7 +265,7 @@ TEST(ClaudeTeamTest, ATranscriptIsFollowedAsItGrows) {
   fs::create_directories(t.parent_path());
   auto call = [](const std::string& id, int out, const std::string& block) {
     return Json{{"type", "assistant"},
-                {"timestamp", "2026-11-29T03:00:00.000Z"},
+                {"timestamp", "2026-11-29T01:00:00.000Z"},
                 {"message", {{"id", id}, {"model", "claude-sonnet-4-5"}, {"stop_reason", "tool_use"},
                              {"content", Json::array({ParseJson(block).value()})},
                              {"usage", {{"input_tokens", 100}, {"output_tokens", out}}}}}}
@@ -312,7 +336,9 @@ TEST(ClaudeTeamTest, AFileCaughtMidWriteIsReadAgainAndOneThatStaysBrokenIsSaid) 
   for (const char* bad : {"[]", "null", "{\"members\": 7}", "{\"members\": [1, {\"name\": 2}, {}]}"}) {
     testing::WriteAll(h / "teams" / kTeam / "config.json", bad);
     auto c = home.LoadTeam(kTeam);
-    if (c.ok()) EXPECT_TRUE(c->members.empty()) << bad;
+    if (c.ok()) {
+      EXPECT_TRUE(c->members.empty()) << bad;
+    }
   }
   EXPECT_EQ(home.LoadTeam("nobody").status().code(), StatusCode::kNotFound);
 }
@@ -477,6 +503,65 @@ TEST(ClaudeTeamTest, TeammateMessagesAreReadOutOfATurn) {
   EXPECT_TRUE(MessagesInTurn("<teammate-message>", "x", 0).empty());
   EXPECT_EQ(TeamFolderName("My Team!"), "my-team-");
   EXPECT_EQ(FileNameOf("a/b c_d-e"), "a-b-c_d-e");
+}
+
+}  // namespace
+}  // namespace mates::claude
+
+namespace mates::claude {
+namespace {
+
+// The commands, on the fixture: what they show, and one clear error for
+// each thing given wrong.
+TEST(ClaudeCommandsTest, ShowTheTeamAndSayWhatIsWrong) {
+  testing::TempDir dir;
+  const fs::path h = CopyFixture(dir);
+  const std::string home = h.string();
+  auto run = [&](const std::vector<std::string>& args) { return testing::RunMates(dir.path(), args); };
+  auto list = run({"claude", "list", "--home", home});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find(std::string(kTeam) + "  ended  3 members (team-lead, alpha, beta)  3 tasks"), std::string::npos)
+      << list.out;
+  auto json = ParseJson(run({"claude", "list", "--json", "--home", home}).out);
+  ASSERT_TRUE(json.ok());
+  EXPECT_EQ((*json)[0]["team"], kTeam);
+  EXPECT_EQ((*json)[0]["running"], false);
+  auto status = run({"claude", "status", kTeam, "--home", home});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("Claude Code team " + std::string(kTeam) + " — not running"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("1 unread"), std::string::npos) << status.out;
+  auto doc = ParseJson(run({"claude", "status", kTeam, "--home", home, "--json"}).out);
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ((*doc)["foreign"], "Claude Code");
+  // The same team through the store URL, for any command that takes one.
+  auto log = run({"--store", "claude:" + home, "log", "--team", kTeam});
+  EXPECT_EQ(log.exit_code, 0) << log.err;
+  EXPECT_NE(log.out.find("beta -> alpha (message) [hello from beta]: Hello alpha, beta here. Send me code."),
+            std::string::npos)
+      << log.out;
+  auto sent = run({"claude", "send", kTeam, "alpha", "from the command line", "--home", home});
+  EXPECT_EQ(sent.exit_code, 0) << sent.err;
+  auto task = run({"claude", "task", kTeam, "From the command line", "--blocked-by", "1", "--home", home});
+  EXPECT_EQ(task.exit_code, 0) << task.err;
+  EXPECT_NE(task.out.find("created #4"), std::string::npos) << task.out;
+
+  auto says = [&](const std::vector<std::string>& args, int code, const std::string& words) {
+    std::string line;
+    for (const auto& a : args) line += a + " ";
+    auto r = run(args);
+    EXPECT_EQ(r.exit_code, code) << line << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(words), std::string::npos) << line << "\n" << r.err;
+  };
+  says({"claude", "status", "nobody", "--home", home}, 1, "no Claude Code team 'nobody'");
+  says({"claude", "status", kTeam, "--home", home, "--watch", "--json"}, 2, "choose one");
+  says({"claude", "send", kTeam, "gamma", "hi", "--home", home}, 1, "no member 'gamma'");
+  says({"claude", "send", kTeam, "alpha", "", "--home", home}, 2, "an empty message");
+  says({"claude", "task", kTeam, "x", "--blocked-by", "99", "--home", home}, 1, "no task #99");
+  says({"claude"}, 2, "");
+  says({"dashboard", "--claude-home", home}, 2, "--claude-home goes with --claude TEAM");
+  says({"dashboard", "--claude", "nobody", "--claude-home", home}, 1, "no Claude Code team 'nobody'");
+  says({"--store", "claude:" + (dir.path() / "nothing").string(), "status", "--team", kTeam}, 1, "no Claude Code home at");
+  says({"--store", "claude:" + home, "tasks", "--team", kTeam, "claim", "1", "--owner", "beta"}, 1, "Claude Code's team");
 }
 
 }  // namespace

@@ -408,7 +408,7 @@ function msgRow(m, isNew) {
     body = body && body !== m.feedback ? answer + "\n" + body : answer;
   }
   const kind = m.protocol || m.type;
-  const row = el("div", { class: "msg" + (isNew ? " new" : "") + (m.read === false ? " unread" : ""), dataset: { id: m.id, type: m.type, read: String(m.read !== false) } },
+  const row = el("div", { class: "msg" + (isNew ? " new" : "") + (m.read === false ? " is-unread" : ""), dataset: { id: m.id, type: m.type, read: String(m.read !== false) } },
     el("div", { class: "head" },
       el("span", { class: "time", text: clock(m.timestamp), title: fullTime(m.timestamp) }),
       el("span", { class: "route" }, el("span", { class: nameClass(m.sender), text: m.sender }),
