@@ -730,6 +730,14 @@ TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
     const testing::MockLlm* model;
     std::string folder;  // made ready so
   };
+  // Claude Code's team: the fixture of a real run, as the team the block
+  // names, in the Claude Code home of this shell.
+  const std::string claude_team =
+      "h=\"$PWD/claude-home\" && cp -r \"$ex/../tests/fixtures/claude_team\" \"$h\" && "
+      "mv \"$h/teams/session-5e55e55e\" \"$h/teams/session-1a2b3c4d\" && "
+      "mv \"$h/tasks/session-5e55e55e\" \"$h/tasks/session-1a2b3c4d\" && "
+      "grep -rl session-5e55e55e \"$h\" | xargs sed -i s/session-5e55e55e/session-1a2b3c4d/g && "
+      "export CLAUDE_CONFIG_DIR=\"$h\" || exit 1\n";
   const std::vector<Group> groups = {
       {{"The first hour"}, &mock, ""},
       {{"Leave it running"}, &mock, ""},
@@ -740,6 +748,7 @@ TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
       {{"Teams"}, &teams, ""},
       {{"Teammates in their own worktrees"}, &worktrees, repository},
       {{"Trying prompts and flows offline"}, &mock, ""},
+      {{"Claude Code's own agent teams, from mates"}, &mock, claude_team},
   };
   for (const auto& [headings, model, folder] : groups) {
     SCOPED_TRACE(headings[0]);

@@ -31,7 +31,8 @@ std::string ScriptOf(const std::vector<std::string>& block, const std::string& c
                      const std::function<std::string(const std::string&)>& adapt) {
   std::string script;
   for (std::string line : block) {
-    if (!claude_missing.empty() && line.find(" claude ") != std::string::npos) {
+    // `mates claude …` reads Claude Code's files: it needs no Claude Code.
+    if (!claude_missing.empty() && line.find(" claude ") != std::string::npos && line.rfind("mates claude ", 0) != 0) {
       std::cerr << "*** NOT RUN LOUDLY: Claude Code is not installed at " << claude_missing << ": " << line << "\n";
       continue;
     }
