@@ -501,6 +501,21 @@ struct Transcript {
   }
 };
 
+TranscriptSummary SummarizeTranscript(std::string_view text, const std::string& owner) {
+  Transcript t;
+  t.Reset();
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) break;
+    std::string_view line = text.substr(at, nl - at);
+    at = nl + 1;
+    if (line.empty() || line.size() > kMaxTranscriptLine) continue;
+    if (auto j = ParseJson(line); j.ok()) t.Line(*j, owner);
+  }
+  return {t.activity, std::move(t.delivered)};
+}
+
 // The transcripts of one team's members, found and followed.
 class TeamReader {
  public:

@@ -209,6 +209,13 @@ class DirLock {
 // Parses <teammate-message teammate_id="…" …>text</teammate-message>
 // blocks out of a transcript's user turn (each one message to `to`).
 std::vector<Message> MessagesInTurn(std::string_view text, const std::string& to, double at);
+// What a transcript's text says, its whole lines read as ClaudeHome reads
+// a transcript file: `owner`'s activity and the messages delivered to it.
+struct TranscriptSummary {
+  Activity activity;
+  std::vector<Message> delivered;
+};
+TranscriptSummary SummarizeTranscript(std::string_view text, const std::string& owner);
 // Reads one message of an inbox (a JSON object); `to` is the inbox's.
 Message MessageFromInbox(const Json& j, const std::string& to);
 Task TaskFromJson(const Json& j);
