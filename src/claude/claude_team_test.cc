@@ -447,6 +447,46 @@ TEST(ClaudeTeamTest, ProcessesSendingAtOnceLoseNothing) {
   }
 }
 
+// A page's requests come on several threads at once, while Claude Code
+// writes: one store serves them all, each seeing whole messages.
+TEST(ClaudeTeamTest, OneStoreServesThreadsWhileTheTeamWrites) {
+  testing::TempDir dir;
+  const fs::path h = CopyFixture(dir);
+  auto store = OpenTeamStore("claude:" + h.string(), Workspace(dir.path()));
+  ASSERT_TRUE(store.ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 4; ++r) {
+    readers.emplace_back([&, r] {
+      uint64_t cursor = 0;
+      while (!stop) {
+        auto page = r % 2 == 0 ? (*store)->LogAfter(kTeam, cursor, 0) : (*store)->TailLog(kTeam, 50, 0);
+        if (!page.ok()) {
+          ++bad;
+          continue;
+        }
+        for (const auto& m : page->messages) bad += m.id.empty() || m.sender.empty();
+        if (r % 2 == 0) cursor = page->next;
+        auto v = view::LookAtTeam(**store, kTeam, 10);
+        bad += !v.ok();
+      }
+    });
+  }
+  ClaudeHome writer(h);
+  for (int i = 0; i < 30; ++i) {
+    EXPECT_TRUE(writer.Send(kTeam, "user", i % 2 ? "alpha" : "beta", "note " + std::to_string(i), "").ok());
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  auto all = (*store)->LogAfter(kTeam, 0, 0);
+  ASSERT_TRUE(all.ok());
+  int notes = 0;
+  for (const auto& m : all->messages) notes += m.content.rfind("note ", 0) == 0;
+  EXPECT_EQ(notes, 30);
+}
+
 TEST(ClaudeTeamTest, ATaskTakesTheNextIdUnderTheBoardsLock) {
   testing::TempDir dir;
   const fs::path h = CopyFixture(dir);

@@ -61,6 +61,10 @@ const log = (team) => {
   const r = mates("--store", "claude:" + claudeHome, "log", "--team", team, "--json");
   return r.code !== 0 ? [] : r.out.split("\n").filter(Boolean).map((l) => JSON.parse(l));
 };
+// The processes of this run's Claude Code (their HOME is ours).
+const ours = () => fs.readdirSync("/proc").filter((p) => /^\d+$/.test(p)).filter((p) => {
+  try { return fs.readFileSync(`/proc/${p}/environ`, "latin1").split("\0").includes("HOME=" + home); } catch { return false; }
+});
 const record = () => { try { return fs.readFileSync(path.join(dir, "rec.jsonl"), "utf8"); } catch { return ""; } };
 
 // The model: each rule fires once, in order, matched on the newest user
@@ -208,10 +212,12 @@ try {
   if (browser) await browser.close();
   if (dashboard) dashboard.kill("SIGTERM");
   tmux("kill-server");
+  // Claude Code ends with its pane, writing its last files: waited for.
+  try { await until(() => ours().length === 0, 20000, "Claude Code to end"); }
+  catch (e) { for (const p of ours()) { try { process.kill(Number(p), "SIGKILL"); } catch { /* gone */ } } }
   mock.kill("SIGTERM");
 }
-// Claude Code, told to end with its pane, may still write its last files.
-if (checks.failures === 0) fs.rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+if (checks.failures === 0) fs.rmSync(dir, { recursive: true, force: true });
 else console.log("kept " + dir);
 console.log(checks.failures ? checks.failures + " failed" : "all passed");
 process.exit(checks.failures ? 1 : 0);
