@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,7 +63,7 @@ std::set<std::string> CallsIn(const fs::path& transcript) {
   std::ifstream in(transcript);
   for (std::string line; std::getline(in, line);) {
     auto j = ParseJson(line);
-    if (j.ok() && (*j)["type"] == "assistant") ids.insert((*j)["message"]["id"].get<std::string>());
+    if (j.ok() && j->value("type", "") == "assistant") ids.insert((*j)["message"].value("id", ""));
   }
   return ids;
 }
@@ -309,16 +310,19 @@ TEST(ClaudeTeamTest, AFileCaughtMidWriteIsReadAgainAndOneThatStaysBrokenIsSaid) 
   const fs::path task = h / "tasks" / kTeam / "2.json";
   const std::string whole = testing::ReadAll(task);
   // Claude Code writes a task in place: a reader may see its first half.
+  // The rest comes once the reader has read that half (its first close of
+  // the file, told by inotify), while it tries again.
   testing::WriteAll(task, whole.substr(0, whole.size() / 2));
-  std::atomic<bool> done{false};
+  const int in = ::inotify_init1(IN_CLOEXEC);
+  ASSERT_GE(in, 0);
+  ASSERT_GE(::inotify_add_watch(in, task.c_str(), IN_CLOSE_NOWRITE), 0);
   std::thread writer([&] {
-    // The rest comes while the reader tries again.
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    testing::WriteAll(task, whole);
-    done = true;
+    alignas(struct inotify_event) char buf[4096];
+    if (::read(in, buf, sizeof buf) > 0) testing::WriteAll(task, whole);
   });
   auto tasks = home.Tasks(kTeam);
   writer.join();
+  ::close(in);
   ASSERT_TRUE(tasks.ok()) << tasks.status().message();
   EXPECT_EQ((*tasks)[1].subject, "Test the parser");
   // One that stays broken: an error naming it, and a look that goes on.
@@ -341,6 +345,50 @@ TEST(ClaudeTeamTest, AFileCaughtMidWriteIsReadAgainAndOneThatStaysBrokenIsSaid) 
     }
   }
   EXPECT_EQ(home.LoadTeam("nobody").status().code(), StatusCode::kNotFound);
+}
+
+// What another program could leave in Claude Code's folders: too big, too
+// deep, cut short, NULs, counts that would overflow. Refused with the
+// file named, or passed over; never a crash, never a wrong sum.
+TEST(ClaudeTeamTest, HostileFilesAreRefusedOrPassedOver) {
+  testing::TempDir dir;
+  const fs::path h = CopyFixture(dir);
+  ClaudeHome home(h);
+  const fs::path team = h / "teams" / kTeam;
+  // An inbox over its bound (16 MiB): an error naming it, the rest read.
+  testing::WriteAll(team / "inboxes/alpha.json", "[" + std::string(17 << 20, ' ') + "]");
+  auto inbox = home.Inbox(kTeam, "alpha");
+  EXPECT_EQ(inbox.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(inbox.status().message().find("alpha.json"), std::string::npos);
+  // Nested past the JSON bound, NULs, cut short.
+  testing::WriteAll(h / "tasks" / kTeam / "7.json", std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_FALSE(home.Tasks(kTeam).ok());
+  fs::remove(h / "tasks" / kTeam / "7.json");
+  testing::WriteAll(h / "tasks" / kTeam / "8.json", std::string(64, '\0'));
+  EXPECT_EQ(home.Tasks(kTeam).status().code(), StatusCode::kCorrupt);
+  fs::remove(h / "tasks" / kTeam / "8.json");
+  auto s = home.Look(kTeam);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->problems.size(), 1u);  // the inbox
+  EXPECT_EQ(s->tasks.size(), 3u);
+  // A send into that inbox is refused, the file left as it was.
+  EXPECT_FALSE(home.Send(kTeam, "user", "alpha", "hi", "").ok());
+  EXPECT_EQ(fs::file_size(team / "inboxes/alpha.json"), (17u << 20) + 2);
+  // A transcript with NULs, junk, a cut line and counts near 2^63: the
+  // junk passed over, the sum held at its largest, not wrapped negative.
+  auto big = [](const std::string& id) {
+    return Json{{"type", "assistant"},
+                {"message", {{"id", id}, {"model", "claude-opus-4-8"}, {"content", Json::array()},
+                             {"usage", {{"input_tokens", INT64_MAX - 5}, {"output_tokens", INT64_MAX / 2}}}}}}
+        .dump();
+  };
+  const std::string text = std::string(100, '\0') + "\n{\"type\":\n" + big("a") + "\n" + big("b") + "\n" +
+                           big("c") + "\n[[[[[[\n{\"type\":\"assistant\",\"message\":null}\n" + big("d");
+  TranscriptSummary t = SummarizeTranscript(text, "beta");
+  EXPECT_EQ(t.activity.calls, 3) << "the cut last line waits";
+  EXPECT_EQ(t.activity.tokens.input_tokens, INT64_MAX);
+  EXPECT_EQ(t.activity.tokens.output_tokens, INT64_MAX);
+  EXPECT_TRUE(t.delivered.empty());
 }
 
 TEST(ClaudeTeamTest, ASendIsWrittenAsClaudeCodeWritesOne) {

@@ -65,11 +65,16 @@ std::string ChatMessage::Text() const {
   return out;
 }
 
+// Counts come from outside (a server's reply, another program's
+// transcript): a sum saturates rather than overflows.
 Usage& Usage::operator+=(const Usage& o) {
-  input_tokens += o.input_tokens;
-  output_tokens += o.output_tokens;
-  cache_creation_input_tokens += o.cache_creation_input_tokens;
-  cache_read_input_tokens += o.cache_read_input_tokens;
+  auto add = [](int64_t& into, int64_t more) {
+    if (__builtin_add_overflow(into, more, &into)) into = more < 0 ? INT64_MIN : INT64_MAX;
+  };
+  add(input_tokens, o.input_tokens);
+  add(output_tokens, o.output_tokens);
+  add(cache_creation_input_tokens, o.cache_creation_input_tokens);
+  add(cache_read_input_tokens, o.cache_read_input_tokens);
   return *this;
 }
 
