@@ -13,6 +13,7 @@ import { createRequire } from "node:module";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { measure, pct } from "./page_latency.mjs";
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith("--")) acc.push([a.slice(2), all[i + 1]]);
@@ -26,10 +27,6 @@ const home = path.join(dir, "home");
 fs.cpSync(new URL("../tests/fixtures/claude_team", import.meta.url).pathname, home, { recursive: true });
 const inbox = path.join(home, "teams", team, "inboxes", "alpha.json");
 
-function pct(xs, p) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(p / 100 * s.length))];
-}
 // Claude Code's writeToMailbox: the lock (a folder), the inbox read, the
 // message appended, the file replaced.
 function claudeCodeSends(text) {
@@ -56,36 +53,8 @@ try {
   browser = await puppeteer.launch({ executablePath: args.chromium || "/usr/bin/chromium", headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
 
-  async function measure(pageUrl, count, label) {
-    const page = await browser.newPage();
-    await page.goto(pageUrl, { waitUntil: "domcontentloaded" });
-    await page.waitForSelector('body[data-ready="1"]');
-    await page.evaluate(() => {
-      window.__seen = {};
-      new MutationObserver(() => {
-        const t = performance.timeOrigin + performance.now();
-        for (const m of document.querySelectorAll("#timeline .msg .body")) {
-          const k = m.textContent;
-          if (k.startsWith("bench ") && !(k in window.__seen)) window.__seen[k] = t;
-        }
-      }).observe(document.getElementById("timeline"), { childList: true, subtree: true });
-    });
-    if (label === "live") await page.waitForFunction(() => document.querySelector("#live").classList.contains("on"));
-    const lat = [];
-    for (let i = 0; i < count; i++) {
-      const key = `bench ${label} ${i}`;
-      const t0 = performance.timeOrigin + performance.now();
-      claudeCodeSends(key);
-      await page.waitForFunction((k) => k in window.__seen, { polling: 5, timeout: 5000 }, key);
-      lat.push(await page.evaluate((k) => window.__seen[k], key) - t0);
-      await new Promise((r) => setTimeout(r, label === "poll" ? Math.random() * 1000 : 5 + Math.random() * 20));
-    }
-    await page.close();
-    return lat;
-  }
-
-  const live = await measure(url, n, "live");
-  const poll = await measure(url + "&live=poll", Math.max(20, Math.floor(n / 5)), "poll");
+  const live = await measure(browser, url, n, "live", claudeCodeSends);
+  const poll = await measure(browser, url + "&live=poll", Math.max(20, Math.floor(n / 5)), "poll", claudeCodeSends);
   const f = (x) => x.toFixed(1).padStart(7);
   console.log("Claude Code inbox -> visible on the page (ms)     p50      p99      max   n");
   console.log(`  mates dashboard --claude (SSE, inotify)   ${f(pct(live, 50))}  ${f(pct(live, 99))}  ${f(Math.max(...live))}  ${live.length}`);

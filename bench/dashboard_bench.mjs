@@ -13,6 +13,7 @@ import { createRequire } from "node:module";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { measure, pct } from "./page_latency.mjs";
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith("--")) acc.push([a.slice(2), all[i + 1]]);
@@ -26,10 +27,6 @@ const mates = (...a) => spawnSync(args.mates, ["--workspace", ws, ...a], { encod
 const scenario = path.join(ws, "idle.yaml");
 fs.writeFileSync(scenario, "rules:\n  - agent: \"*\"\n    once: false\n    reply:\n      - {type: text, text: \"Noted.\"}\n");
 
-function pct(xs, p) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(p / 100 * s.length))];
-}
 function cpuTicks(pid) {
   const f = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
   const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
@@ -48,39 +45,11 @@ try {
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
   });
 
-  async function measure(pageUrl, count, label) {
-    const page = await browser.newPage();
-    await page.goto(pageUrl, { waitUntil: "domcontentloaded" });
-    await page.waitForSelector('body[data-ready="1"]');
-    await page.evaluate(() => {
-      window.__seen = {};
-      new MutationObserver(() => {
-        const t = performance.timeOrigin + performance.now();
-        for (const m of document.querySelectorAll("#timeline .msg .body")) {
-          const k = m.textContent;
-          if (k.startsWith("bench ") && !(k in window.__seen)) window.__seen[k] = t;
-        }
-      }).observe(document.getElementById("timeline"), { childList: true, subtree: true });
-    });
-    if (label === "live") await page.waitForFunction(() => document.querySelector("#live").classList.contains("on"));
-    const lat = [];
-    for (let i = 0; i < count; i++) {
-      const key = `bench ${label} ${i}`;
-      const t0 = performance.timeOrigin + performance.now();
-      fs.appendFileSync(log, JSON.stringify({ id: `m-${label}-${i}-${Date.now()}`, type: "message", sender: "user",
-        recipient: "lead", content: key, timestamp: Date.now() / 1000 }) + "\n");
-      await page.waitForFunction((k) => k in window.__seen, { polling: 5, timeout: 5000 }, key);
-      lat.push(await page.evaluate((k) => window.__seen[k], key) - t0);
-      // A pause, so that each change stands alone; for the poller a random
-      // one across its period (else every change would follow a poll).
-      await new Promise((r) => setTimeout(r, label === "poll" ? Math.random() * 1000 : 5 + Math.random() * 20));
-    }
-    await page.close();
-    return lat;
-  }
-
-  const live = await measure(url, n, "live");
-  const poll = await measure(url + "&live=poll", Math.max(20, Math.floor(n / 5)), "poll");
+  // A change: one line appended to the team's log by this process.
+  const append = (label) => (key) => fs.appendFileSync(log, JSON.stringify({ id: `m-${label}-${key.split(" ")[2]}-${Date.now()}`,
+    type: "message", sender: "user", recipient: "lead", content: key, timestamp: Date.now() / 1000 }) + "\n");
+  const live = await measure(browser, url, n, "live", append("live"));
+  const poll = await measure(browser, url + "&live=poll", Math.max(20, Math.floor(n / 5)), "poll", append("poll"));
   const f = (x) => x.toFixed(1).padStart(7);
   console.log("change on disk -> visible in the page (ms)      p50      p99      max   n");
   console.log(`  mates dashboard (SSE, inotify)          ${f(pct(live, 50))}  ${f(pct(live, 99))}  ${f(Math.max(...live))}  ${live.length}`);
