@@ -77,6 +77,10 @@ fs.writeFileSync(path.join(dir, "s.yaml"), `rules:
       - {type: tool_use, name: TaskCreate, input: {subject: "Parse the input", description: "Write the parser"}}
       - {type: tool_use, name: TaskCreate, input: {subject: "Test the parser", description: "Write its tests"}}
       - {type: tool_use, name: Agent, input: {description: "Alpha coder", name: alpha, prompt: "You are alpha, a coder. Take task 1."}}
+  # beta once alpha is on the team: spawned together, beta's greeting could
+  # reach Claude Code before alpha had joined ("no teammate named alpha").
+  - when: "agent_id: alpha@"
+    reply:
       - {type: tool_use, name: Agent, input: {description: "Beta tester", name: beta, prompt: "You are beta, a tester. Greet alpha."}}
   - when: "You are alpha, a coder"
     reply: [{type: tool_use, name: TaskUpdate, input: {taskId: "1", status: in_progress, owner: alpha}}]
@@ -129,7 +133,9 @@ try {
       s.members.every((m) => m.activity && m.activity.calls > 0) ? s : null;
   }, 90000, "the team's members, tasks and messages in status --json");
   checks.check(s.foreign === "Claude Code" && s.lead === "team-lead", "status --json: a Claude Code team led by team-lead");
-  checks.check(JSON.stringify(s.members.map((m) => m.name)) === '["team-lead","alpha","beta"]', "its members: team-lead, alpha, beta");
+  // In the order they joined: the lead, then whichever spawn finished first.
+  const asJoined = (names) => JSON.stringify([names[0], ...names.slice(1).sort()]);
+  checks.check(asJoined(s.members.map((m) => m.name)) === '["team-lead","alpha","beta"]', "its members: team-lead, alpha, beta");
   checks.check(s.members.every((m) => m.status !== "offline"), "all of them running");
   checks.check(s.members.every((m) => m.model === "claude-opus-4-8" || m.activity.model), "each member's model");
   checks.check(s.members.every((m) => m.activity.tokens.input + m.activity.tokens.cache_write + m.activity.tokens.cache_read > 0 &&
@@ -180,7 +186,7 @@ try {
   const pill = await page.$eval("#host-pill", (p) => p.textContent);
   checks.check(pill === "Claude Code team · running", "the page: " + pill);
   const roster = await page.$$eval("#roster .member", (ms) => ms.map((m) => m.dataset.name));
-  checks.check(JSON.stringify(roster) === '["team-lead","alpha","beta"]', "its roster: " + roster.join(", "));
+  checks.check(asJoined(roster) === '["team-lead","alpha","beta"]', "its roster: " + roster.join(", "));
   const costs = await page.$$eval("#roster .member .cost", (cs) => cs.map((c) => c.textContent));
   checks.check(costs.every((c) => /^\$\d/.test(c)), "each member's cost: " + costs.join(" "));
   const cards = await page.$$eval("#board .card", (cs) => cs.map((c) => c.textContent));
