@@ -1,8 +1,12 @@
 #include "core/secrets.h"
 
 #include <sys/prctl.h>
+#include <stdlib.h>
 
+#include <climits>
 #include <cstdlib>
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -22,7 +26,69 @@ constexpr std::string_view kRedacted = "[redacted]";
 struct Store {
   std::shared_mutex mu;
   std::map<std::string, std::string, std::less<>> keys;  // guarded by mu
+  std::vector<std::string> forms;                        // guarded by mu: every key's encodings, longest first
+  std::vector<std::string> files;                        // guarded by mu
 };
+
+// `bytes` in base64 with `alphabet` (no padding).
+std::string Base64(std::string_view bytes, const char* alphabet) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += alphabet[(acc >> bits) & 63];
+    }
+  }
+  if (bits > 0) out += alphabet[(acc << (6 - bits)) & 63];
+  return out;
+}
+
+// The forms a key takes in text a model may see: itself, hex, URL-encoded,
+// and the characters of its base64 that depend on it alone at each offset.
+std::vector<std::string> FormsOf(const std::string& key) {
+  std::vector<std::string> out = {key};
+  static const char* const kHexDigits[] = {"0123456789abcdef", "0123456789ABCDEF"};
+  for (const char* digits : kHexDigits) {
+    std::string hex;
+    for (unsigned char c : key) hex += {digits[c >> 4], digits[c & 15]};
+    out.push_back(hex);
+  }
+  std::string url;
+  for (unsigned char c : key) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      url += static_cast<char>(c);
+    } else {
+      url += {'%', kHexDigits[1][c >> 4], kHexDigits[1][c & 15]};
+    }
+  }
+  out.push_back(url);
+  static const char* const kAlphabets[] = {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"};
+  for (const char* alphabet : kAlphabets) {
+    for (size_t k = 0; k < 3; ++k) {
+      // k bytes before it: the characters wholly made of its bits.
+      const std::string enc = Base64(std::string(k, '\0') + key, alphabet);
+      const size_t first = (8 * k + 5) / 6;
+      const size_t last = 8 * (k + key.size()) / 6;  // one past
+      if (last > first) out.push_back(enc.substr(first, last - first));
+    }
+  }
+  return out;
+}
+
+void RebuildFormsLocked(Store& st) {
+  st.forms.clear();
+  for (const auto& [name, key] : st.keys) {
+    if (key.size() < kMinRedacted) continue;
+    for (auto& f : FormsOf(key)) st.forms.push_back(std::move(f));
+  }
+  std::sort(st.forms.begin(), st.forms.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  st.forms.erase(std::unique(st.forms.begin(), st.forms.end()), st.forms.end());
+}
 
 Store& TheStore() {
   static auto* store = new Store();
@@ -46,6 +112,10 @@ void WipeVariable(const char* name) {
 
 Status Secrets::Load() {
   Store& st = TheStore();
+  {
+    std::unique_lock lock(st.mu);
+    st.files.clear();
+  }
   for (const char* name : kNames) {
     std::string value;
     std::string file_var = std::string(name) + "_FILE";
@@ -54,6 +124,9 @@ Status Secrets::Load() {
       if (!data.ok()) return Status::InvalidArgument(file_var + ": cannot read " + file + ": " + data.status().message());
       value = std::move(*data);
       while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
+      char real[PATH_MAX];
+      std::unique_lock lock(st.mu);
+      st.files.push_back(::realpath(file, real) != nullptr ? real : file);
     } else if (const char* v = std::getenv(name); v != nullptr) {
       value = v;
     }
@@ -63,6 +136,7 @@ Status Secrets::Load() {
     } else {
       st.keys[name] = std::move(value);
     }
+    RebuildFormsLocked(st);
   }
   return Status::Ok();
 }
@@ -83,15 +157,21 @@ void Secrets::Add(std::string_view name, std::string value) {
   Store& st = TheStore();
   std::unique_lock lock(st.mu);
   st.keys[std::string(name)] = std::move(value);
+  RebuildFormsLocked(st);
+}
+
+std::vector<std::string> Secrets::KeyFiles() {
+  Store& st = TheStore();
+  std::shared_lock lock(st.mu);
+  return st.files;
 }
 
 void Secrets::RedactInPlace(std::string* text) {
   Store& st = TheStore();
   std::shared_lock lock(st.mu);
-  for (const auto& [name, key] : st.keys) {
-    if (key.size() < kMinRedacted) continue;
-    for (size_t pos = text->find(key); pos != std::string::npos; pos = text->find(key, pos + kRedacted.size())) {
-      text->replace(pos, key.size(), kRedacted);
+  for (const auto& form : st.forms) {
+    for (size_t pos = text->find(form); pos != std::string::npos; pos = text->find(form, pos + kRedacted.size())) {
+      text->replace(pos, form.size(), kRedacted);
     }
   }
 }

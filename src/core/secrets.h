@@ -11,13 +11,20 @@
 // no user-space measure prevents).
 //
 // Whatever crosses a boundary — a tool's result, a server's error text, a
-// log line, a journal line — goes through Redact(): every exact occurrence
-// of a key becomes "[redacted]". Keys shorter than 8 characters are held
-// but not redacted (they would blank ordinary words).
+// log line, a journal line — goes through Redact(): every occurrence of a
+// key becomes "[redacted]", and so does each of its common encodings: hex
+// (either case), URL-encoding, and base64 (standard and URL-safe, at each
+// of the three alignments it can have inside a longer base64 text, less
+// the edge characters its neighbours share). Keys shorter than 8
+// characters are held but not redacted (they would blank ordinary words).
+//
+// The files keys were read from are remembered (KeyFiles): the sandbox
+// hides them (DESIGN §26).
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -35,6 +42,8 @@ class Secrets {
   // Removes the keys from the environment and the environment block, and
   // makes the process non-dumpable. Call before starting any thread.
   static void Scrub();
+  // The real paths of the NAME_FILE files the keys were read from.
+  static std::vector<std::string> KeyFiles();
   // The key held under `name` ("" if none).
   static std::string Get(std::string_view name);
   // Adds a value to redact (tests; keys read by other means).

@@ -149,7 +149,9 @@ Result<std::unique_ptr<Session>> StartStdioSession(const ServerConfig& c, const 
   o.tag = tag;
   o.timeout_s = 2;  // once its stdin is closed, the grace before it is killed
   // Shared by the host's agents: its work root is the workspace.
-  auto confined = sandbox.Wrap({cwd, "", "mcp-" + c.name}, std::move(o));
+  // What its command names under /tmp is seen inside: the command is the
+  // person's (or a trusted workspace's) configuration, not a model's.
+  auto confined = sandbox.Wrap({cwd, "", "mcp-" + c.name, false, sandbox::ProgramFolders(c.argv)}, std::move(o));
   if (!confined.ok()) return confined.status().WithContext("starting server " + c.name + " in its sandbox");
   auto p = Subprocess::Start(confined->options);
   if (!p.ok()) return p.status().WithContext("starting server " + c.name);

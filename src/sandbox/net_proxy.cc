@@ -17,6 +17,7 @@
 #include <ctime>
 
 #include "core/log.h"
+#include "core/sha256.h"
 #include "core/unix_socket.h"
 #include "sandbox/pump.h"
 
@@ -34,10 +35,20 @@ std::string Lower(std::string s) {
 
 bool IsLoopbackName(const std::string& h) { return h == "127.0.0.1" || h == "localhost" || h == "::1"; }
 
+// Whether `host` is an address written out (what inet_pton reads; "127.1"
+// or "2130706433", which getaddrinfo also takes, are names here).
+bool IsAddressLiteral(const std::string& host) {
+  unsigned char buf[sizeof(struct in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
 // A TCP connection to host:port within the timeout; -1 and `*why` if not.
-// A name that is not loopback must not lead to loopback (a rule for a
-// name is not a rule for the host's own services).
-int ConnectTo(const std::string& host, int port, bool loopback_ok, std::string* why) {
+// Every address the name resolves to is classed before it is used, and
+// the connection goes to that address: a rule for a name never opens this
+// machine, its network or a multicast group (a name can resolve to
+// 0.0.0.0, ::ffff:127.0.0.1 or 10.0.0.1 as easily as to 127.0.0.1).
+// `literal_ok`: the person's rule names this very address.
+int ConnectTo(const std::string& host, int port, bool literal_ok, std::string* why) {
   struct addrinfo hints {};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -50,14 +61,10 @@ int ConnectTo(const std::string& host, int port, bool loopback_ok, std::string* 
   int out = -1;
   *why = "no address";
   for (struct addrinfo* ai = res; ai != nullptr && out < 0; ai = ai->ai_next) {
-    bool loop = false;
-    if (ai->ai_family == AF_INET) {
-      loop = (ntohl(reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr.s_addr) >> 24) == 127;
-    } else if (ai->ai_family == AF_INET6) {
-      loop = IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<sockaddr_in6*>(ai->ai_addr)->sin6_addr);
-    }
-    if (loop && !loopback_ok) {
-      *why = "it resolves to this machine's loopback, which a rule for a name does not open";
+    if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+    if (std::string cls = NonPublicClass(ai->ai_addr); !cls.empty() && !literal_ok) {
+      *why = "it resolves to " + AddressText(ai->ai_addr) + ", " + cls +
+             ", which a rule for a name does not open (a person can allow that address itself)";
       continue;
     }
     int fd = ::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -135,12 +142,76 @@ Result<NetRule> ParseNetRule(const std::string& entry) {
 }
 
 std::string SocketDirName(const std::string& team, const std::string& agent) {
-  std::string name = (team.empty() ? std::string("host") : team) + "." + (agent.empty() ? std::string("tools") : agent);
-  for (auto& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  // Injective: each part percent-encodes all but letters, digits, '.',
+  // '_' and '-', an absent part is "-" (no name starts so), and '+' (never
+  // in an encoded part) joins them — team "a" member "b.c" and team "a.b"
+  // member "c" get folders of their own.
+  auto part = [](const std::string& s) {
+    if (s.empty()) return std::string("-");
+    std::string out;
+    for (unsigned char c : s) {
+      if (std::isalnum(c) || c == '.' || c == '_' || c == '-') {
+        out += static_cast<char>(c);
+      } else {
+        static const char kHex[] = "0123456789ABCDEF";
+        out += {'%', kHex[c >> 4], kHex[c & 15]};
+      }
+    }
+    return out;
+  };
+  std::string name = part(team) + "+" + part(agent);
+  // A socket's path is at most 107 bytes: a long name keeps a readable
+  // head and a digest of the whole (SHA-256, so still one folder a pair).
+  if (name.size() > 64) name = name.substr(0, 40) + "~" + Sha256Hex(name).substr(0, 20);
+  return name;
+}
+
+std::string NonPublicClass(const struct sockaddr* a) {
+  auto v4 = [](uint32_t ip) -> std::string {  // host byte order
+    const uint32_t top = ip >> 24;
+    if (top == 127) return "a loopback address";
+    if (top == 0) return "an unspecified address (this machine)";
+    if (top == 10 || (ip >> 20) == 0xAC1 || (ip >> 16) == 0xC0A8) return "a private address";
+    if ((ip >> 22) == (100u << 2 | 1)) return "a shared (carrier-grade NAT) address";
+    if ((ip >> 16) == 0xA9FE) return "a link-local address";
+    if ((ip >> 28) == 0xE) return "a multicast address";
+    if ((ip >> 28) == 0xF) return "a reserved or broadcast address";
+    return "";
+  };
+  if (a->sa_family == AF_INET) return v4(ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr));
+  if (a->sa_family != AF_INET6) return "not an internet address";
+  const struct in6_addr& x = reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
+  const uint8_t* b = x.s6_addr;
+  auto embedded = [&](size_t at) {
+    return static_cast<uint32_t>(b[at]) << 24 | static_cast<uint32_t>(b[at + 1]) << 16 |
+           static_cast<uint32_t>(b[at + 2]) << 8 | b[at + 3];
+  };
+  if (IN6_IS_ADDR_LOOPBACK(&x)) return "a loopback address";
+  if (IN6_IS_ADDR_UNSPECIFIED(&x)) return "an unspecified address (this machine)";
+  // ::ffff:a.b.c.d and ::a.b.c.d reach a.b.c.d; 64:ff9b::a.b.c.d through NAT64.
+  if (IN6_IS_ADDR_V4MAPPED(&x) || IN6_IS_ADDR_V4COMPAT(&x)) {
+    std::string c = v4(embedded(12));
+    return c.empty() ? "" : c + " (written as IPv6)";
   }
-  if (name.find("..") != std::string::npos) name = "_" + name;  // never a way up
-  return name.substr(0, 120);
+  static const uint8_t kNat64[12] = {0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+  if (std::memcmp(b, kNat64, sizeof kNat64) == 0) {
+    std::string c = v4(embedded(12));
+    if (!c.empty()) return c + " (through NAT64)";
+  }
+  if (IN6_IS_ADDR_LINKLOCAL(&x) || IN6_IS_ADDR_SITELOCAL(&x)) return "a link-local address";
+  if ((b[0] & 0xfe) == 0xfc) return "a private address";  // fc00::/7
+  if (IN6_IS_ADDR_MULTICAST(&x)) return "a multicast address";
+  return "";
+}
+
+std::string AddressText(const struct sockaddr* a) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (a->sa_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a)->sin_addr, buf, sizeof buf);
+  } else if (a->sa_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr, buf, sizeof buf);
+  }
+  return buf;
 }
 
 bool Allows(const std::vector<NetRule>& rules, const std::string& host, int port) {
@@ -335,7 +406,14 @@ void NetProxy::Handle(int conn, const std::string& team, const std::string& agen
     return;
   }
   std::string why;
-  int up = ConnectTo(host, port, IsLoopbackName(host), &why);
+  // Only an address the person wrote down as such (or "localhost") may be
+  // a non-public one.
+  bool literal = false;
+  for (const auto& r : rules_) {
+    literal = literal || (r.host == host && (r.port == 0 || r.port == port) &&
+                          (IsAddressLiteral(host) || host == "localhost"));
+  }
+  int up = ConnectTo(host, port, literal, &why);
   if (up < 0) {
     SendAll(conn, BadGateway("cannot reach " + host + ":" + std::to_string(port) + ": " + why));
     return;

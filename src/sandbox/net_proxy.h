@@ -35,6 +35,8 @@
 #include "core/files.h"
 #include "core/status.h"
 
+struct sockaddr;
+
 namespace mates::sandbox {
 
 // Inside the sandbox: where the relay listens for HTTP(S) proxy clients.
@@ -47,13 +49,19 @@ struct NetRule {
 };
 Result<NetRule> ParseNetRule(const std::string& entry);
 bool Allows(const std::vector<NetRule>& rules, const std::string& host, int port);
+// "" for a public internet address; else what it is ("a loopback
+// address", "a private address (written as IPv6)", …): loopback,
+// unspecified, private, shared, link-local, multicast and reserved, for
+// IPv4 and for IPv6, including v4-mapped, v4-compatible and NAT64 forms.
+std::string NonPublicClass(const struct sockaddr* a);
+std::string AddressText(const struct sockaddr* a);
 // The loopback ports the relay forwards (rules 127.0.0.1:P, localhost:P,
 // P >= 1024: a lower port needs a capability the sandbox has not, and is
 // reached through the proxy only).
 std::vector<int> LoopbackPorts(const std::vector<NetRule>& rules);
 
-// The folder name of an agent's sockets: "TEAM.AGENT" ("host" for no team),
-// anything but letters, digits, '.', '_' and '-' made '_'.
+// The folder name of an agent's sockets and private tmp: "TEAM+AGENT",
+// one of its own for each pair (DESIGN §26: names in paths are injective).
 std::string SocketDirName(const std::string& team, const std::string& agent);
 
 // What the proxy refused, for the agent's activity and the attention list.

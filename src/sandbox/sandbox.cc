@@ -14,11 +14,16 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "core/secrets.h"
+
 namespace mates::sandbox {
 namespace {
 
 // What a hidden secret, the private tmp and the rules below are made of.
 enum class Kind { kReadOnly, kWritable, kHideDir, kHideFile, kTmp, kGate, kProxy };
+
+// A teammate's own object folder, in its worktree's admin folder.
+constexpr const char* kQuarantineDir = "mates-objects";
 
 // Where the agent's gate (Place::speaks) and its proxy are inside: their
 // folders, bound read-only (a socket answers connect() on a read-only
@@ -45,6 +50,22 @@ class Mounts {
       }
     }
     list_.push_back({p, k});
+  }
+  // The rule that decides what `p` is inside: the deepest one at or above
+  // it (nullptr: only `/`, read-only, covers it).
+  const Mount* Covering(const fs::path& p) const {
+    const Mount* best = nullptr;
+    long best_depth = -1;
+    for (const auto& m : list_) {
+      auto [end, at] = std::mismatch(m.path.begin(), m.path.end(), p.begin(), p.end());
+      if (end != m.path.end()) continue;
+      const long depth = std::distance(m.path.begin(), m.path.end());
+      if (depth > best_depth) {
+        best = &m;
+        best_depth = depth;
+      }
+    }
+    return best;
   }
   std::vector<Mount> Ordered() const {
     std::vector<Mount> out = list_;
@@ -196,12 +217,46 @@ Result<ScopedFd> PipeOf(const std::string& data) {
   return r;
 }
 
-// The namespace and privilege flags every sandboxed process gets.
+// The namespace and privilege flags every sandboxed process gets. The
+// kernel's knobs in /proc stay read-only: a fresh /proc is writable, and
+// a host run as root maps to uid 0 inside, which owns /proc/sys (every
+// capability is dropped, but many sysctls check only the file's mode).
+// /sys is part of the read-only `/`.
 std::vector<std::string> BaseArgs(const std::string& bwrap) {
-  return {bwrap,           "--unshare-user", "--unshare-pid",  "--unshare-ipc", "--unshare-uts",
+  return {bwrap,          "--unshare-user", "--unshare-pid",  "--unshare-ipc", "--unshare-uts",
           "--unshare-cgroup-try", "--unshare-net", "--new-session", "--cap-drop", "ALL",
-          "--ro-bind",     "/",              "/",              "--dev",         "/dev",
-          "--proc",        "/proc"};
+          "--ro-bind",    "/",              "/",              "--dev",         "/dev",
+          "--proc",       "/proc",          "--ro-bind",      "/proc/sys",     "/proc/sys",
+          "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger", "--ro-bind-try", "/proc/irq", "/proc/irq",
+          "--ro-bind-try", "/proc/bus",    "/proc/bus",      "--ro-bind-try", "/proc/fs",  "/proc/fs"};
+}
+
+// The unix sockets bound in this machine's network namespace, by path
+// (/proc/net/unix: "Num RefCount Protocol Flags Type St Inode Path").
+// Abstract ones (@…) are not here: a sandbox's own network namespace has
+// none of the host's.
+std::vector<fs::path> BoundSockets() {
+  std::vector<fs::path> out;
+  auto text = ReadFilePrefix("/proc/net/unix", 8 << 20);
+  if (!text.ok()) return out;
+  size_t at = text->find('\n');  // the header
+  while (at != std::string::npos && at + 1 < text->size()) {
+    const size_t from = at + 1;
+    at = text->find('\n', from);
+    const std::string_view line(text->data() + from, (at == std::string::npos ? text->size() : at) - from);
+    // Seven fields, then the path, which may hold spaces.
+    size_t field = 0, i = 0;
+    while (i < line.size() && field < 7) {
+      while (i < line.size() && line[i] == ' ') ++i;
+      while (i < line.size() && line[i] != ' ') ++i;
+      ++field;
+    }
+    if (field < 7 || i + 1 >= line.size() || line[i + 1] != '/') continue;
+    out.emplace_back(std::string(line.substr(i + 1)));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 // Whether bwrap can make a sandbox here: "" if so, else why not.
@@ -285,19 +340,55 @@ Result<Mode> ParseMode(std::string_view s) {
 std::vector<fs::path> DefaultSecrets() {
   std::vector<fs::path> out;
   const std::string home = HomeDir();
+  auto env_dir = [](const char* var) {
+    const char* v = std::getenv(var);
+    return v != nullptr && *v == '/' ? fs::path(v) : fs::path();
+  };
   if (!home.empty()) {
-    for (const char* p : {".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".kube", ".docker",
-                          ".netrc", ".git-credentials", ".npmrc", ".pypirc"}) {
-      out.push_back(fs::path(home) / p);
-    }
+    // Keys and logins of the tools people use: ssh and gpg, the cloud and
+    // forge CLIs, package registries, agent CLIs, password stores and
+    // keyrings, browser profiles (their cookies are logins).
+    static const char* const kInHome[] = {
+        ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".config/glab-cli", ".config/hub",
+        ".kube", ".docker", ".config/containers/auth.json", ".netrc", ".git-credentials", ".config/git/credentials",
+        ".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+        ".m2/settings.xml", ".gradle/gradle.properties", ".composer/auth.json", ".oci", ".config/doctl",
+        ".terraform.d/credentials.tfrc.json", ".config/hcloud", ".fly", ".vault-token", ".s3cfg", ".boto",
+        ".databrickscfg", ".config/rclone", ".config/op", ".password-store", ".local/share/keyrings", ".pki",
+        // Agent CLIs: Claude Code, Codex, Gemini CLI, OpenCode.
+        ".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json",
+        ".gemini/google_accounts.json", ".gemini/.env", ".local/share/opencode/auth.json",
+        // Browsers.
+        ".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
+        ".config/vivaldi", ".config/opera", "snap/chromium", "snap/firefox", ".thunderbird"};
+    for (const char* p : kInHome) out.push_back(fs::path(home) / p);
   }
+  if (fs::path d = env_dir("CLAUDE_CONFIG_DIR"); !d.empty()) out.push_back(d / ".credentials.json");
+  if (fs::path d = env_dir("CODEX_HOME"); !d.empty()) out.push_back(d / "auth.json");
   const char* xdg = std::getenv("XDG_CONFIG_HOME");
   fs::path config = xdg != nullptr && *xdg == '/' ? fs::path(xdg) : home.empty() ? fs::path() : fs::path(home) / ".config";
-  if (!config.empty()) out.push_back(config / "mates" / "trust.json");
+  if (!config.empty()) {
+    // mates' own: what it trusts, and its MCP logins.
+    out.push_back(config / "mates" / "trust.json");
+    out.push_back(config / "mates" / "mcp-auth.json");
+  }
+  // The key files mates was given (ANTHROPIC_API_KEY_FILE, …).
+  for (const auto& f : Secrets::KeyFiles()) out.push_back(f);
   return out;
 }
 
 std::string WhatIsMissing() { return ThisMachine().missing; }
+
+std::vector<fs::path> ProgramFolders(const std::vector<std::string>& argv) {
+  std::vector<fs::path> out;
+  for (size_t i = 0; i < argv.size() && i <= 64; ++i) {
+    const std::string& arg = argv[i];
+    if (arg.rfind("/tmp/", 0) != 0 || arg.size() <= 5 || !Exists(arg)) continue;
+    const fs::path top = Real(arg.substr(0, arg.find('/', 5)));
+    if (IsDir(top) && top.string().rfind("/tmp/", 0) == 0) out.push_back(top);
+  }
+  return out;
+}
 
 Result<fs::path> RuntimeDirFor(const std::string& name) {
   std::error_code ec;
@@ -396,12 +487,8 @@ Result<std::shared_ptr<Sandbox>> Sandbox::Make(const fs::path& ws, Settings sett
 }
 
 Result<fs::path> Sandbox::TmpFor(const Place& place) const {
-  std::string name = (place.team.empty() ? std::string("host") : place.team) + "." +
-                     (place.agent.empty() ? std::string("tools") : place.agent);
-  if (name.find('/') != std::string::npos || name.find("..") != std::string::npos) {
-    return Status::InvalidArgument("no private tmp for '" + name + "'");
-  }
-  fs::path tmp = runtime_dir_ / "tmp" / name;
+  // One folder a (team, agent) pair: SocketDirName is injective.
+  fs::path tmp = runtime_dir_ / "tmp" / SocketDirName(place.team, place.agent);
   MATES_RETURN_IF_ERROR(EnsureDir(tmp));
   ::chmod(tmp.c_str(), 0700);
   return tmp;
@@ -446,6 +533,7 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
                                                const std::string& seccomp_fd) const {
   const fs::path root = place.work_root.empty() ? ws_ : Real(place.work_root);
   MATES_ASSIGN_OR_RETURN(fs::path tmp, TmpFor(place));
+  fs::path quarantine;  // a worktree's own object folder
   // Team state exists before any tool runs, so that no tool can make one
   // of its folders a symlink the host would then write through.
   static const char* const kTeamState[] = {".teams", ".tasks", ".mates"};
@@ -467,32 +555,23 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
   }
   // What the private /tmp would hide when it lives under /tmp: the
   // workspace, HOME, mates itself (the `mates` a tool runs, and the relay
-  // beside it) and the program the command names by its path.
+  // beside it), and the folders the person's configuration says the
+  // process runs from (Place::programs: an MCP server under /tmp). Nothing
+  // here comes from the command: a model's text never decides a mount.
   m.Add(ws_, Kind::kReadOnly);
-  const fs::path program = !command.empty() && !command[0].empty() && command[0][0] == '/'
-                               ? Real(fs::path(command[0]).parent_path())
-                               : fs::path();
-  for (const fs::path& programs : {self_dir_, relay_.parent_path(), program}) {
-    if (!programs.empty() && programs.string().rfind("/tmp/", 0) == 0 && IsDir(programs)) {
-      m.Add(programs, Kind::kReadOnly);
-    }
+  std::vector<fs::path> programs = {self_dir_, relay_.parent_path()};
+  programs.insert(programs.end(), place.programs.begin(), place.programs.end());
+  for (const fs::path& p : programs) {
+    const fs::path dir = Real(p);
+    if (dir.empty() || dir.string().rfind("/tmp/", 0) != 0 || !IsDir(dir)) continue;
+    // Never a folder holding the hosts' runtime folders (their gates).
+    if (runtime_dir_.string().rfind(dir.string() + "/", 0) == 0) continue;
+    m.Add(dir, Kind::kReadOnly);
   }
-  // A path under /tmp the command names, as its program or an argument
-  // (`node_modules/.bin/server` whose script and `node` lie elsewhere
-  // there, `node /tmp/x/node_modules/pkg/index.js`: an MCP server the
-  // person configured): its top folder there, read-only, since what the
-  // program loads beside it (its packages, its interpreter) is anywhere
-  // below. Bash's `-c` text is one argument and names no path: a model's
-  // commands bind nothing.
-  for (size_t i = 0; i < command.size() && i <= 64; ++i) {
-    const std::string& arg = command[i];
-    if (arg.rfind("/tmp/", 0) != 0 || arg.size() <= 5 || !Exists(arg)) continue;
-    const size_t slash = arg.find('/', 5);
-    const fs::path top = Real(arg.substr(0, slash));
-    // Never the folder of the hosts' own runtime folders (other agents'
-    // gates): a read-only socket still answers connect().
-    if (Real(runtime_dir_).string().rfind(top.string() + "/", 0) == 0) continue;
-    if (IsDir(top) && top.string().rfind("/tmp/", 0) == 0) m.Add(top, Kind::kReadOnly);
+  // The runtime folders of the machine's services and sessions: D-Bus,
+  // the user's session sockets, container engines, systemd.
+  for (const char* run : {"/run", "/var/run"}) {
+    if (IsDir(run)) m.Add(run, Kind::kHideDir);  // (/var/run is a link to /run on Debian: not a folder)
   }
   if (std::string home = HomeDir(); !home.empty() && home != "/" && IsDir(home)) m.Add(Real(home), Kind::kReadOnly);
   // The host's own folder: every agent's tmp and gate (a socket answers
@@ -521,7 +600,14 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
       // written (git add, git stash); its HEAD and the files naming where
       // its repository is may not, nor may any ref.
       if (fs::path admin = WorktreeAdminDir(git_dir_, root); !admin.empty()) {
-        m.Add(git_dir_ / "objects", Kind::kWritable);
+        // Its new objects go to a quarantine of its own, the shared store
+        // read through alternates: it cannot rewrite an object that a ref
+        // of the host's reaches (DESIGN §26). The host never takes objects
+        // from there: it hashes the worktree's files itself (worktrees.h).
+        quarantine = admin / kQuarantineDir;
+        if (::mkdir(quarantine.c_str(), 0700) != 0 && errno != EEXIST) {
+          return Status::FromErrno("mkdir " + quarantine.string(), errno);
+        }
         m.Add(admin, Kind::kWritable);
         for (const char* f : {"HEAD", "commondir", "gitdir", "config.worktree"}) {
           if (Exists(admin / f)) m.Add(admin / f, Kind::kReadOnly);
@@ -529,6 +615,24 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
       }
       if (Exists(root / ".git")) m.Add(root / ".git", Kind::kReadOnly);
     }
+  }
+
+  // Every unix socket of the host's that would still be in sight (in W,
+  // HOME, a folder of allow_write or anywhere else `/` shows): connecting
+  // to one on a read-only mount still works, and a person's tmux server,
+  // ssh-agent or container engine there runs what it is told, outside.
+  // Each is covered by /dev/null. Those under a hidden folder (the private
+  // /tmp, /run, this host's runtime folder) are out of sight already.
+  // (A socket bound after this process starts is not covered: /run and
+  // /tmp, where services put theirs, stay hidden whole.)
+  for (const fs::path& sock : BoundSockets()) {
+    const fs::path p = Real(sock);
+    const Mount* cover = m.Covering(p);
+    if (cover != nullptr && (cover->kind == Kind::kHideDir || cover->kind == Kind::kTmp)) continue;
+    if (cover != nullptr && cover->kind == Kind::kHideFile) continue;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    m.Add(p, Kind::kHideFile);
   }
 
   std::vector<std::string> argv = BaseArgs(bwrap_);
@@ -548,6 +652,10 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
     }
   }
   argv.insert(argv.end(), {"--setenv", "TMPDIR", "/tmp", "--setenv", "MATES_SANDBOX", std::string(ModeName(mode()))});
+  if (!quarantine.empty()) {
+    argv.insert(argv.end(), {"--setenv", "GIT_OBJECT_DIRECTORY", quarantine.string(), "--setenv",
+                             "GIT_ALTERNATE_OBJECT_DIRECTORIES", (git_dir_ / "objects").string()});
+  }
   if (!gate.empty()) {
     argv.insert(argv.end(), {"--setenv", "MATES_HOST_SOCKET", std::string(kGateDirInside) + "/" + gate.filename().string()});
   }

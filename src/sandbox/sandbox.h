@@ -15,6 +15,11 @@
 //    bubblewrap does the namespace and mount work well and is what
 //    Flatpak and Claude Code use; doing it by hand would be ~1,000 lines of
 //    setup that is easy to get subtly wrong.
+//    Nothing a command's text says decides a mount (DESIGN §26), and
+//    every unix socket of the host's is out of sight: /run and the
+//    private /tmp hide the usual places, and a socket bound anywhere else
+//    still shown (W, HOME) is covered with /dev/null — a socket on a
+//    read-only mount still answers connect(). /proc/sys is read-only.
 //  - seccomp, through libseccomp: a filter (built here, handed to bwrap on
 //    a pipe) that refuses mount and the new mount API, unshare/setns and
 //    namespace flags to clone, clone3 (ENOSYS, so libc falls back to clone
@@ -74,7 +79,18 @@ struct Place {
   // is bound in as MATES_HOST_SOCKET (host/agent_gate.h). A merge check or
   // an MCP server speaks for no one.
   bool speaks = false;
+  // Folders the person's configuration says the process runs from (an MCP
+  // server's program and the files its arguments name, ProgramFolders),
+  // bound read-only where the private /tmp would hide them. Never from a
+  // model's text: what it names is not mounted (DESIGN §26).
+  std::vector<fs::path> programs = {};
 };
+
+// The folders under /tmp that `argv` names as its program or an argument
+// (`node /tmp/x/node_modules/pkg/index.js`): the top one of each there,
+// since what it loads beside it (its packages, its interpreter) is
+// anywhere below. For commands from the person's configuration only.
+std::vector<fs::path> ProgramFolders(const std::vector<std::string>& argv);
 
 // A process ready to start inside: `options` runs bwrap, and `keep` holds
 // the seccomp filter's pipe until the process has started.

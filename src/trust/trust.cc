@@ -1,7 +1,5 @@
 #include "trust/trust.h"
 
-#include <openssl/evp.h>
-
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -40,19 +38,6 @@ std::string_view FileTrustName(FileTrust t) {
     case FileTrust::kChanged: return "changed";
   }
   return "untrusted";
-}
-
-std::string Sha256Hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) return "";
-  static const char* const kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
 }
 
 fs::path TrustStore::DefaultPath() {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/files.h"
+#include "core/sha256.h"
 #include "core/status.h"
 
 namespace mates::trust {
@@ -62,8 +63,5 @@ class TrustStore {
 
   fs::path file_;
 };
-
-// The SHA-256 of `data`, as 64 hex digits (OpenSSL's libcrypto).
-std::string Sha256Hex(std::string_view data);
 
 }  // namespace mates::trust
