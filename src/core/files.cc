@@ -172,7 +172,15 @@ Status WriteFileAtomic(const fs::path& path, std::string_view data, unsigned mod
   static std::atomic<uint64_t> seq{0};
   fs::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq.fetch_add(1));
-  ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, static_cast<mode_t>(mode)));
+  // A new file, never through what is there already: in a folder someone
+  // else can write (a teammate's worktree admin folder), a symlink put at
+  // the spare's name would send the bytes elsewhere. What a dead process
+  // of the same pid left is removed (the link itself, not its target).
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  ScopedFd fd(::open(tmp.c_str(), flags, static_cast<mode_t>(mode)));
+  if (!fd.valid() && errno == EEXIST && ::unlink(tmp.c_str()) == 0) {
+    fd.reset(::open(tmp.c_str(), flags, static_cast<mode_t>(mode)));
+  }
   if (!fd.valid()) return Status::FromErrno("create " + tmp.string(), errno);
   Status s = WriteAll(fd.get(), data, tmp.c_str());
   if (s.ok() && FsyncEnabled() && ::fsync(fd.get()) != 0) {

@@ -154,8 +154,26 @@ Result<GitOutput> Git::Run(const std::vector<std::string>& args, double timeout_
                                "user.email=" + who_.email, "-c", "core.quotePath=false",
                                // Checkouts (a new worktree, the scratch one) on every core.
                                "-c", "checkout.workers=0"});
+  // Whatever any config says, here or in a repository git would descend
+  // into (these reach child gits too, through GIT_CONFIG_PARAMETERS): no
+  // fsmonitor program, no pager or editor, and no submodule entered — an
+  // embedded repository's config is its author's.
+  static const char* const kFixed[] = {
+      "core.fsmonitor=false",          "core.untrackedCache=false", "core.pager=cat",
+      "core.editor=true",              "core.askPass=",             "submodule.recurse=false",
+      "diff.ignoreSubmodules=all",     "status.submoduleSummary=false", "fetch.recurseSubmodules=false",
+      "push.recurseSubmodules=no"};
+  for (const char* kv : kFixed) o.argv.insert(o.argv.end(), {"-c", kv});
+  // (Without the global config, the folder mates runs git in is the safe one.)
+  std::error_code ec;
+  o.argv.insert(o.argv.end(), {"-c", "safe.directory=" + fs::absolute(dir_, ec).lexically_normal().string()});
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.env = ChildEnvironment(/*c_locale=*/true);
+  // No global config (the person's ~/.gitconfig may name filters or an
+  // fsmonitor that would run on a teammate's files) but for the commands
+  // that reach the team's remote.
+  if (reach_ == Reach::kLocal) o.env->push_back("GIT_CONFIG_GLOBAL=/dev/null");
+  if (!index_.empty()) o.env->push_back("GIT_INDEX_FILE=" + index_.string());
   // A team's remote (DESIGN §13) reached over ssh with the user's agent.
   // Git's alone: a merge check runs code a model wrote.
   if (const char* agent = std::getenv("SSH_AUTH_SOCK")) o.env->push_back(std::string("SSH_AUTH_SOCK=") + agent);

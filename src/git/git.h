@@ -8,6 +8,15 @@
 // C locale (its words are parsed), no terminal prompt, hooks off (a hook
 // is code from the repository, and mates' own commits are not a person's),
 // no signing, and an identity that `Identity` may override per call.
+//
+// It never runs what a teammate wrote (DESIGN §26): no system config, and
+// no global one but for the commands that reach the team's remote
+// (Reach::kRemote: credentials, ssh, URL rewriting are the person's);
+// fsmonitor, hooks, pagers, editors, filters, diff and merge drivers off
+// whatever a config file says; submodules and embedded repositories never
+// entered (their own config is a teammate's to write). A teammate's work
+// is committed through a private index (worktrees.h), so nothing it wrote
+// into its own index or object quarantine reaches history unchecked.
 #pragma once
 
 #include <filesystem>
@@ -41,7 +50,18 @@ inline constexpr double kGitDefaultS = 300;
 
 class Git {
  public:
-  explicit Git(fs::path dir, Identity who = {}) : dir_(std::move(dir)), who_(std::move(who)) {}
+  // kLocal: the repository alone. kRemote: a command that talks to the
+  // team's remote (fetch, push, ls-remote) and needs the person's global
+  // config for it; it never touches a work tree.
+  enum class Reach { kLocal, kRemote };
+  explicit Git(fs::path dir, Identity who = {}, Reach reach = Reach::kLocal)
+      : dir_(std::move(dir)), who_(std::move(who)), reach_(reach) {}
+  // The same repository with another index file (GIT_INDEX_FILE).
+  Git WithIndex(fs::path index) const {
+    Git g = *this;
+    g.index_ = std::move(index);
+    return g;
+  }
 
   // Any exit code; an error only when git could not be run (or timed out).
   Result<GitOutput> Run(const std::vector<std::string>& args, double timeout_s = kGitDefaultS,
@@ -56,6 +76,8 @@ class Git {
  private:
   fs::path dir_;
   Identity who_;
+  Reach reach_ = Reach::kLocal;
+  fs::path index_;  // "" = the repository's own
 };
 
 // FailedPrecondition unless `git` runs and is at least 2.20.

@@ -27,7 +27,18 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& 
                                       std::string(MergeStateName(earlier->status)) + "); it completes when merged");
   }
   MATES_ASSIGN_OR_RETURN(Committed done, CommitTeammateWork(ws, team, t.owner, t.id, t.subject, c.git));
-  if (!done.ahead) return std::optional<Submitted>();  // nothing to merge
+  // An embedded repository is never committed (DESIGN §26): said here.
+  std::string left_out;
+  for (const auto& path : done.left_out) left_out += (left_out.empty() ? "" : ", ") + path;
+  if (!left_out.empty()) {
+    left_out = " Not committed: " + left_out +
+               " — a git repository of its own inside your worktree, which the host never commits (its config "
+               "would be its author's); delete its .git folder to commit its files.";
+  }
+  if (!done.ahead) {
+    if (!left_out.empty()) return Status::FailedPrecondition(ref + ": nothing to merge." + left_out);
+    return std::optional<Submitted>();  // nothing to merge
+  }
   // The queue may be on another machine: the work goes where it looks.
   MATES_RETURN_IF_ERROR(PushTeammateBranch(ws, team, t.owner, c.git));
   MergeRequest m;
@@ -47,7 +58,8 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& 
            " (commit " + m.commit.substr(0, 10) + " on " + m.branch + "). It stays in_progress until the merge " +
            "queue has merged it onto " + c.git.target_name() + (c.git.merge_check.empty() ? "" : " and its check passed") +
            (c.git.merge_review ? " and the lead approved it" : "") +
-           "; if it bounces, merge-queue sends you a message saying why. Meanwhile you may take other work.";
+           "; if it bounces, merge-queue sends you a message saying why. Meanwhile you may take other work." +
+           left_out;
   return std::optional<Submitted>(std::move(s));
 }
 

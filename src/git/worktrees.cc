@@ -6,9 +6,17 @@
 #include "core/log.h"
 #include "core/names.h"
 
+#include <stdlib.h>
+
+#include <sstream>
+
 namespace mates::git {
 
 namespace {
+
+// The largest index the host copies back into a worktree (a repository of
+// a million files has an index of ~100 MiB).
+constexpr size_t kMaxIndexBytes = size_t{1} << 30;
 
 // mates' own folders in W are not the user's changes.
 const std::vector<std::string> kNotUserFiles = {":(exclude).teams", ":(exclude).tasks", ":(exclude).mates"};
@@ -28,6 +36,103 @@ Result<FileLock> LockWorktree(const Workspace& ws, const std::string& team, cons
   return FileLock::Acquire(ws.WorktreesDir(team) / ("." + name + ".lock"));
 }
 
+// A teammate's worktree staged by the host's own git (DESIGN §26): into a
+// private index made from HEAD, never the worktree's own (the teammate
+// writes that one, and the objects it names sit in its quarantine), with
+// every file hashed from the worktree by this git. A git repository of its
+// own inside the worktree (an embedded one, or a submodule it changed) is
+// left out — committing it would point history at a repository whose
+// config its author wrote — and named in `left_out`.
+struct Staged {
+  std::vector<std::string> left_out;
+  bool nothing = false;  // no change against HEAD
+};
+
+class PrivateIndex {
+ public:
+  PrivateIndex() {
+    std::error_code ec;
+    std::string dir = (fs::temp_directory_path(ec) / "mates-index-XXXXXX").string();
+    if (::mkdtemp(dir.data()) != nullptr) dir_ = dir;
+  }
+  ~PrivateIndex() {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  PrivateIndex(const PrivateIndex&) = delete;
+  PrivateIndex& operator=(const PrivateIndex&) = delete;
+  bool ok() const { return !dir_.empty(); }
+  fs::path file() const { return dir_ / "index"; }
+
+ private:
+  fs::path dir_;
+};
+
+Result<Staged> StageWorktree(const Git& g) {
+  Staged out;
+  MATES_RETURN_IF_ERROR(g.Ok({"read-tree", "HEAD"}, 300).status());
+  MATES_RETURN_IF_ERROR(g.Ok({"add", "-A", "--", "."}, 300).status());
+  // ":OLDMODE NEWMODE OLD NEW STATUS\0PATH\0" for each change.
+  MATES_ASSIGN_OR_RETURN(std::string raw, g.Ok({"diff-index", "--cached", "-z", "--raw", "--no-renames",
+                                                "--ignore-submodules=none", "HEAD"},
+                                               300));
+  out.nothing = raw.empty();
+  std::vector<std::string> fields;
+  for (size_t at = 0, nul; (nul = raw.find('\0', at)) != std::string::npos; at = nul + 1) {
+    fields.push_back(raw.substr(at, nul - at));
+  }
+  for (size_t i = 0; i + 1 < fields.size(); i += 2) {
+    std::istringstream head(fields[i]);
+    std::string old_mode, new_mode, old_id, new_id, status;
+    head >> old_mode >> new_mode >> old_id >> new_id >> status;
+    if (new_mode != ":160000" && new_mode != "160000") continue;
+    const std::string& path = fields[i + 1];
+    out.left_out.push_back(path);
+    if (old_mode == ":000000") {
+      MATES_RETURN_IF_ERROR(g.Ok({"update-index", "--force-remove", "--", path}, 120).status());
+    } else {
+      MATES_RETURN_IF_ERROR(
+          g.Ok({"update-index", "--cacheinfo", old_mode.substr(1) + "," + old_id + "," + path}, 120).status());
+    }
+  }
+  if (!out.left_out.empty()) {
+    MATES_ASSIGN_OR_RETURN(std::string again,
+                           g.Ok({"diff-index", "--cached", "--name-only", "--ignore-submodules=none", "HEAD"}, 300));
+    out.nothing = again.empty();
+  }
+  return out;
+}
+
+// The worktree's own index file, from its `.git` file (which only the host
+// writes: the sandbox binds it read-only).
+Result<fs::path> WorktreeIndex(const fs::path& worktree) {
+  MATES_ASSIGN_OR_RETURN(std::string text, ReadFilePrefix(worktree / ".git", 4096));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.rfind("gitdir: ", 0) != 0) return Status::FailedPrecondition(worktree.string() + " is not a linked worktree");
+  return fs::path(text.substr(8)) / "index";
+}
+
+// Commits the worktree's files as `message` through a private index, then
+// makes that index the worktree's own (what the teammate's `git status`
+// reads: clean after the commit). "what was left out" is said.
+Result<Staged> CommitWorktree(const Git& g, const fs::path& worktree, const std::string& message) {
+  PrivateIndex index;
+  if (!index.ok()) return Status::FromErrno("mkdtemp for a private index", errno);
+  const Git staged_git = g.WithIndex(index.file());
+  MATES_ASSIGN_OR_RETURN(Staged staged, StageWorktree(staged_git));
+  if (!staged.nothing) {
+    MATES_ASSIGN_OR_RETURN(GitOutput made, staged_git.Run({"commit", "--quiet", "--no-verify", "-m", message}, 300));
+    if (made.exit_code != 0) {
+      std::string why = made.err.empty() ? made.out : made.err;
+      return Status::FailedPrecondition("git commit: " + why.substr(0, 2000));
+    }
+  }
+  MATES_ASSIGN_OR_RETURN(fs::path own, WorktreeIndex(worktree));
+  MATES_ASSIGN_OR_RETURN(std::string bytes, ReadFilePrefix(index.file(), kMaxIndexBytes));
+  MATES_RETURN_IF_ERROR(WriteFileAtomic(own, bytes));
+  return staged;
+}
+
 // `git fetch ARGS` in W under LockRepository (below). A git command that is
 // not ours (a teammate's own `git fetch` or `worktree add`, the user's) can
 // still meet the fetch — a worktree being added, or a ref it updates
@@ -37,7 +142,7 @@ Result<FileLock> LockWorktree(const Workspace& ws, const std::string& team, cons
 Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double timeout_s,
              const CancelToken* cancel = nullptr) {
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
-  Git w(ws.root());
+  Git w(ws.root(), {}, Git::Reach::kRemote);
   std::vector<std::string> argv = {"fetch"};
   argv.insert(argv.end(), args.begin(), args.end());
   for (int attempt = 1;; ++attempt) {
@@ -54,7 +159,9 @@ Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double t
 
 // The remote's tip of `branch`, "" when it has none.
 Result<std::string> RemoteTip(const Git& g, const std::string& remote, const std::string& branch) {
-  MATES_ASSIGN_OR_RETURN(std::string out, g.Ok({"ls-remote", "--heads", remote, "refs/heads/" + branch}, 300));
+  const Git remote_git(g.dir(), {}, Git::Reach::kRemote);
+  MATES_ASSIGN_OR_RETURN(std::string out,
+                         remote_git.Ok({"ls-remote", "--heads", remote, "refs/heads/" + branch}, 300));
   size_t tab = out.find('\t');
   return tab == std::string::npos ? std::string() : out.substr(0, tab);
 }
@@ -82,7 +189,7 @@ Result<TeamGit> PrepareRemoteTarget(const Workspace& ws, const std::string& team
     Result<std::string> pushed = std::string();
     {
       MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
-      pushed = g.Ok({"push", "--quiet", wanted.remote,
+      pushed = Git(g.dir(), {}, Git::Reach::kRemote).Ok({"push", "--quiet", wanted.remote,
                      (local.empty() ? head : local) + ":refs/heads/" + wanted.target_branch},
                     300);
     }
@@ -244,20 +351,14 @@ Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& tea
   MATES_RETURN_IF_ERROR(FetchTarget(ws, team, tg));
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockWorktree(ws, team, name));
   Git g(path, TeammateIdentity(team, name));
-  // Three git runs: on the handoff path every one counts (worktree_bench).
-  MATES_RETURN_IF_ERROR(g.Ok({"add", "-A", "--", "."}, 300).status());
   std::string message = "Task #" + std::to_string(task) + ": " + subject;
-  MATES_ASSIGN_OR_RETURN(GitOutput made, g.Run({"commit", "--quiet", "--no-verify", "-m", message}, 300));
-  if (made.exit_code != 0 && made.out.find("nothing to commit") == std::string::npos &&
-      made.out.find("nothing added to commit") == std::string::npos) {
-    std::string why = made.err.empty() ? made.out : made.err;
-    return Status::FailedPrecondition("git commit: " + why.substr(0, 2000));
-  }
+  MATES_ASSIGN_OR_RETURN(Staged staged, CommitWorktree(g, path, message));
   // The newest commit of the branch the target lacks (HEAD itself), if any.
   MATES_ASSIGN_OR_RETURN(std::string ahead, g.Ok({"rev-list", "-n", "1", "HEAD", "^" + tg.target_ref()}, 120));
   Committed c;
   c.commit = ahead;
   c.ahead = !ahead.empty();
+  c.left_out = std::move(staged.left_out);
   return c;
 }
 
@@ -265,7 +366,7 @@ Status PushTeammateBranch(const Workspace& ws, const std::string& team, const st
   if (g.remote.empty()) return Status::Ok();
   const std::string branch = TeammateBranch(team, name);
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));  // the push updates remotes/<remote>/<branch> too
-  return Git(ws.root())
+  return Git(ws.root(), {}, Git::Reach::kRemote)
       .Ok({"push", "--quiet", "--force", g.remote, "refs/heads/" + branch + ":refs/heads/" + branch}, kGitTreeS)
       .status();
 }
@@ -298,7 +399,7 @@ Result<bool> PushTarget(const Workspace& ws, const TeamGit& g, const std::string
   MATES_RETURN_IF_ERROR(ValidateBranchName(g.target_branch));
   if (!IsCommitId(old) || !IsCommitId(merged)) return Status::InvalidArgument("a target moves between commit ids");
   const std::string dst = "refs/heads/" + g.target_branch;
-  Git w(ws.root());
+  Git w(ws.root(), {}, Git::Reach::kRemote);
   // The push and the update-ref write the target's remote-tracking ref,
   // which a fetch of the target writes too.
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
@@ -373,11 +474,7 @@ std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const 
     dirty = *st;
     if (!dirty.empty() && final) {
       // Nothing is thrown away: the team ends, the work goes on its branch.
-      auto added = g.Ok({"add", "-A", "--", "."}, 300);
-      auto made = added.ok() ? g.Ok({"commit", "--quiet", "--no-verify", "-m",
-                                     "mates: unmerged work of " + name + ", kept when team " + team + " ended"},
-                                    300)
-                             : added;
+      auto made = CommitWorktree(g, path, "mates: unmerged work of " + name + ", kept when team " + team + " ended");
       if (!made.ok()) return "kept " + path.string() + " (could not commit its changes: " + made.status().message() + ")";
       dirty.clear();
       tip = ResolveCommit(w, "refs/heads/" + branch);
@@ -403,7 +500,7 @@ std::string CleanUpTeammate(const Workspace& ws, const std::string& team, const 
       // Its copy on the remote too, unless it moved since (its owner
       // pushed more from another machine).
       auto lock = LockRepository(ws);
-      auto gone = w.Run({"push", "--quiet", "--force-with-lease=refs/heads/" + branch + ":" + *tip, tg.remote,
+      auto gone = Git(ws.root(), {}, Git::Reach::kRemote).Run({"push", "--quiet", "--force-with-lease=refs/heads/" + branch + ":" + *tip, tg.remote,
                          ":refs/heads/" + branch},
                         300);
       if (!gone.ok() || gone->exit_code != 0) LogDebug("kept " + tg.remote + "/" + branch + " on the remote");

@@ -66,9 +66,13 @@ Result<fs::path> EnsureTeammateWorktree(const Workspace& ws, const std::string& 
 // Commits everything in the teammate's worktree as "Task #N: subject" by
 // the teammate (concluding a merge it was resolving). `ahead` is whether
 // its branch has commits the target lacks (there is something to merge).
+// The host's own git hashes the files through a private index; a git
+// repository inside the worktree is never committed (`left_out`, DESIGN
+// §26).
 struct Committed {
   std::string commit;
   bool ahead = false;
+  std::vector<std::string> left_out;  // embedded repositories, not committed
 };
 Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& team, const std::string& name,
                                      int64_t task, const std::string& subject, const TeamGit& g);
