@@ -267,6 +267,37 @@ std::string SandboxedAgent() {
   return as != nullptr ? std::string(as) : "";
 }
 
+std::string RefusedAtTheGate(const CLI::App& app) {
+  // The commands an agent's gate runs, and nothing past them (DESIGN §26):
+  // checked on what CLI11 parsed, so a short-option cluster (`-qw DIR`),
+  // `--opt=value` or an option after `--` means what it means to mates.
+  std::vector<const CLI::App*> chain = {&app};
+  for (;;) {
+    const auto subs = chain.back()->get_subcommands();
+    if (subs.empty()) break;
+    chain.push_back(subs.front());
+  }
+  std::string path;
+  for (size_t i = 1; i < chain.size(); ++i) path += (i > 1 ? " " : "") + chain[i]->get_name();
+  const std::string sub = chain.size() > 1 ? chain[1]->get_name() : "";
+  const std::string next = chain.size() > 2 ? chain[2]->get_name() : "";
+  const bool allowed = sub == "send" || sub == "inbox" || sub == "tasks" || sub == "log" || sub == "status" ||
+                       (sub == "merges" && (next == "list" || next == "show")) || (sub == "team" && next == "show");
+  if (!allowed) {
+    return "'mates " + path +
+           "' cannot be run from a sandbox (send, inbox, tasks, log, status, merges list|show and team show can)";
+  }
+  for (const CLI::App* a : chain) {
+    for (const char* where : {"--workspace", "--store", "--team", "--prices"}) {
+      const CLI::Option* o = a->get_option_no_throw(where);
+      if (o != nullptr && o->count() > 0) {
+        return std::string(where) + ": in a sandbox, mates works on this agent's own team and workspace";
+      }
+    }
+  }
+  return "";
+}
+
 std::string RefusedIdentity(const std::string& option, const std::string& name) {
   const std::string as = SandboxedAgent();
   if (as.empty() || name.empty() || name == as) return "";

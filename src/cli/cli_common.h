@@ -159,5 +159,8 @@ std::string DefaultMember(const TeamConfig& team);
 std::string SandboxedAgent();
 // "" if `name` may be acted as here, else the usage error.
 std::string RefusedIdentity(const std::string& option, const std::string& name);
+// Run by an agent's gate (SandboxedAgent() set): "" when the parsed
+// command is one a sandboxed tool may run on its own team, else why not.
+std::string RefusedAtTheGate(const CLI::App& app);
 
 }  // namespace mates::cli

@@ -16,6 +16,7 @@
 #include "agent/prices.h"
 #include "cli/cli_common.h"
 #include "core/secrets.h"
+#include "core/text.h"
 #include "host/agent_gate.h"
 
 #if defined(__has_feature)
@@ -175,6 +176,21 @@ int main(int argc, char** argv) {
     std::cerr << "mates: error: " << s.message() << std::endl;
     return 2;
   }
+  // What a command prints passes one filter: no stored text reaches the
+  // person's terminal with a control sequence in it (DESIGN §26).
+  mates::TerminalSafeBuf safe_out(std::cout.rdbuf()), safe_err(std::cerr.rdbuf());
+  std::streambuf* const raw_out = std::cout.rdbuf(&safe_out);
+  std::streambuf* const raw_err = std::cerr.rdbuf(&safe_err);
+  struct Restore {
+    std::streambuf* out;
+    std::streambuf* err;
+    ~Restore() {
+      std::cout.flush();
+      std::cerr.flush();
+      std::cout.rdbuf(out);
+      std::cerr.rdbuf(err);
+    }
+  } restore{raw_out, raw_err};
   Globals g;
   CLI::App app{"mates: teams of LLM agents working on one workspace", "mates"};
   app.set_version_flag("--version,-V", "mates " MATES_VERSION);
@@ -254,6 +270,13 @@ int main(int argc, char** argv) {
               << (meant.path.size() > 1 ? " for '" + meant.Name() + "'" : "") << DidYouMean(names, meant.unknown)
               << Guidance(meant) << std::endl;
     return 2;
+  }
+  // A command an agent's gate runs for a sandboxed tool: judged on what
+  // CLI11 parsed, before anything runs.
+  if (!mates::cli::SandboxedAgent().empty()) {
+    app.parse_complete_callback([&app] {
+      if (std::string why = mates::cli::RefusedAtTheGate(app); !why.empty()) throw CLI::ValidationError(why);
+    });
   }
   try {
     // (CLI11 takes the words last first.)

@@ -80,6 +80,11 @@ int Send(Globals& g, const SendArgs& a) {
   if (std::string as = SandboxedAgent(); !as.empty()) r.sender = as;
   auto store = OpenChosenStore(g.store, g.ws(), StoreUse{.one_shot = true});
   if (!store.ok()) return Fail(store.status());
+  if (!a.from.empty()) {
+    auto team = (*store)->LoadTeam(g.team);
+    if (!team.ok()) return Fail(team.status());
+    if (Status named = ValidateSenderName(a.from, *team); !named.ok()) return Usage("--from " + named.message());
+  }
   std::unique_ptr<TeamMail> mail = (*store)->Mail(g.team);
   auto receipt = Messenger(*mail).Send(r);
   if (!receipt.ok()) return Fail(receipt.status());

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/secrets.h"
+#include "core/text.h"
 
 namespace mates {
 namespace {
@@ -25,16 +26,17 @@ spdlog::logger& Logger() {
 
 }  // namespace
 
-// Every line goes through Secrets::Redact: a server's error text or a
-// file's content may carry a key.
-void LogWarning(const std::string& message) { Logger().warn(Secrets::Redact(message)); }
-void LogInfo(const std::string& message) { Logger().info(Secrets::Redact(message)); }
+// Every line goes through Secrets::Redact (a server's error text or a
+// file's content may carry a key) and ForTerminal (it may carry control
+// sequences: DESIGN §26).
+void LogWarning(const std::string& message) { Logger().warn(ForTerminal(Secrets::Redact(message))); }
+void LogInfo(const std::string& message) { Logger().info(ForTerminal(Secrets::Redact(message))); }
 void WarnIfFailed(const Status& s, const std::string& what) {
   if (!s.ok()) LogWarning(what + ": " + s.message());
 }
 
 void LogDebug(const std::string& message) {
-  if (Logger().should_log(spdlog::level::debug)) Logger().debug(Secrets::Redact(message));
+  if (Logger().should_log(spdlog::level::debug)) Logger().debug(ForTerminal(Secrets::Redact(message)));
 }
 
 }  // namespace mates

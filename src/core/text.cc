@@ -35,6 +35,69 @@ std::string ForTerminal(std::string_view text, size_t max) {
   return out + "…";
 }
 
+void TerminalSafeBuf::Flush() {
+  for (size_t i = 0; i < pending_.size(); ++i) to_->sputc('?');
+  pending_.clear();
+}
+
+void TerminalSafeBuf::Put(unsigned char c) {
+  if (!pending_.empty() && pending_[0] == '\xC2') {
+    pending_.clear();
+    if (c >= 0x80 && c <= 0x9F) {  // a C1 control in UTF-8
+      to_->sputc('?');
+      return;
+    }
+    to_->sputc('\xC2');
+  } else if (!pending_.empty()) {  // ESC …
+    if (pending_.size() == 1) {
+      if (c == '[') {
+        pending_ += static_cast<char>(c);
+        return;
+      }
+      Flush();
+    } else if ((c >= '0' && c <= '9') || c == ';') {
+      if (pending_.size() < 32) {
+        pending_ += static_cast<char>(c);
+        return;
+      }
+      Flush();
+    } else if (c == 'm') {  // a colour: passed whole
+      to_->sputn(pending_.data(), static_cast<std::streamsize>(pending_.size()));
+      to_->sputc('m');
+      pending_.clear();
+      return;
+    } else {
+      Flush();
+    }
+  }
+  if (c == 0x1B || c == 0xC2) {
+    pending_ = std::string(1, static_cast<char>(c));
+  } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
+    to_->sputc('?');
+  } else {
+    to_->sputc(static_cast<char>(c));
+  }
+}
+
+TerminalSafeBuf::int_type TerminalSafeBuf::overflow(int_type c) {
+  if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+  Put(static_cast<unsigned char>(traits_type::to_char_type(c)));
+  return c;
+}
+
+std::streamsize TerminalSafeBuf::xsputn(const char* s, std::streamsize n) {
+  for (std::streamsize i = 0; i < n; ++i) Put(static_cast<unsigned char>(s[i]));
+  return n;
+}
+
+int TerminalSafeBuf::sync() {
+  if (!pending_.empty() && pending_[0] != '\x1B') {
+    to_->sputn(pending_.data(), static_cast<std::streamsize>(pending_.size()));  // a lead byte, cut by a flush
+    pending_.clear();
+  }
+  return to_->pubsync();
+}
+
 std::string PercentEncode(std::string_view s, std::string_view keep) {
   static const char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <streambuf>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,33 @@ std::string CutUtf8(std::string_view s, size_t max);
 // the newline, DEL, C1 in UTF-8), which could move the cursor or rewrite
 // what the person sees, each become '?'; at most `max` bytes, "…" after.
 std::string ForTerminal(std::string_view text, size_t max = static_cast<size_t>(-1));
+// The same rule for a whole output stream (DESIGN §26: every
+// person-facing output strips control characters): installed over
+// std::cout and std::cerr by main, so that no command prints a stored
+// task subject, message, member name or Claude Code file raw. Newlines
+// and tabs pass, and so do colour sequences (ESC [ digits and ';' m),
+// which change no more than a colour; every other control character, or
+// ESC sequence, becomes '?'.
+class TerminalSafeBuf : public std::streambuf {
+ public:
+  explicit TerminalSafeBuf(std::streambuf* to) : to_(to) {}
+  ~TerminalSafeBuf() override { sync(); }
+  TerminalSafeBuf(const TerminalSafeBuf&) = delete;
+  TerminalSafeBuf& operator=(const TerminalSafeBuf&) = delete;
+
+ protected:
+  int_type overflow(int_type c) override;
+  std::streamsize xsputn(const char* s, std::streamsize n) override;
+  int sync() override;
+
+ private:
+  void Put(unsigned char c);
+  void Flush();  // a pending sequence that never finished, as '?'s
+
+  std::streambuf* to_;
+  std::string pending_;  // an ESC sequence or a C2 lead byte, not yet judged
+};
+
 // `s` with every byte but RFC 3986's unreserved ones (letters, digits,
 // '-', '.', '_', '~') and those in `keep` as %XX.
 std::string PercentEncode(std::string_view s, std::string_view keep = "");

@@ -185,6 +185,7 @@ AgentGate::AgentGate(Options options) : options_(std::move(options)) {
 
 AgentGate::~AgentGate() {
   stop_ = true;
+  stopping_.Cancel(CancelToken::kForGood);  // every command still running
   if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
   thread_.join();
   std::vector<Worker> running;
@@ -282,10 +283,34 @@ void AgentGate::Handle(ScopedFd conn, std::string team, std::string agent) {
     WriteAllTo(conn.get(), Reply(2, "", "mates: error: the request was not one line of at most 1 MiB\n"));
     return;
   }
-  WriteAllTo(conn.get(), Answer(request, team, agent));
+  // The command ends with the tool that asked for it (DESIGN §26): when
+  // the asker's end of the connection closes (its tool ended, and the
+  // sandbox with it), or the host stops, the command is killed — an
+  // abandoned `mates log -f` keeps no host rights and holds no exit.
+  CancelToken cancel;
+  stopping_.Link(&cancel);
+  std::thread watch([&] {
+    struct pollfd p[2] = {{conn.get(), POLLRDHUP, 0}, {cancel.wake_fd(), POLLIN, 0}};
+    for (;;) {
+      int rc = ::poll(p, 2, -1);
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc < 0 || p[1].revents != 0) return;  // done, or stopping
+      if ((p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) {
+        cancel.Cancel();
+        return;
+      }
+      p[0].revents = 0;
+    }
+  });
+  const std::string reply = Answer(request, team, agent, &cancel);
+  cancel.Cancel();  // (ends the watch)
+  watch.join();
+  stopping_.Unlink(&cancel);
+  WriteAllTo(conn.get(), reply);
 }
 
-std::string AgentGate::Answer(const std::string& request, const std::string& team, const std::string& agent) {
+std::string AgentGate::Answer(const std::string& request, const std::string& team, const std::string& agent,
+                              const CancelToken* cancel) {
   auto j = ParseJson(request);
   if (!j.ok() || !j->is_object() || !(*j)["argv"].is_array()) {
     return Reply(2, "", "mates: error: the request is not {\"argv\": [...]}\n");
@@ -313,8 +338,9 @@ std::string AgentGate::Answer(const std::string& request, const std::string& tea
   if ((*j)["stdin"].is_string()) o.stdin_data = (*j)["stdin"].get<std::string>();
   o.timeout_s = kCommandTimeoutS;
   o.max_output = kMaxOutputBytes;
-  auto r = RunSubprocess(o);
+  auto r = RunSubprocess(o, cancel);
   if (!r.ok()) return Reply(1, "", "mates: error: the host could not run the command: " + r.status().message() + "\n");
+  if (r->cancelled) return Reply(1, "", "mates: error: the command was stopped (its tool ended, or the host stops)\n");
   int code = r->exit_code >= 0 ? r->exit_code : 1;
   std::string err = r->err;
   if (r->timed_out) err += "mates: error: the command took more than 300 s and was stopped\n";

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/files.h"
+#include "core/cancel.h"
 #include "core/status.h"
 #include "store/workspace.h"
 
@@ -73,13 +74,15 @@ class AgentGate {
   };
   void Serve();
   void Handle(ScopedFd conn, std::string team, std::string agent);
-  std::string Answer(const std::string& request, const std::string& team, const std::string& agent);
+  std::string Answer(const std::string& request, const std::string& team, const std::string& agent,
+                     const CancelToken* cancel);
 
   const Options options_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
   std::vector<Worker> running_;                        // guarded by mu_
   std::atomic<int> busy_{0};
+  CancelToken stopping_;  // cancelled when the gate goes: every command's token is linked to it
   ScopedFd wake_r_, wake_w_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

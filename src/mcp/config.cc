@@ -170,58 +170,116 @@ Result<bool> Sampling(const YAML::Node& n, const std::string& where, bool fallba
   return Status::InvalidArgument(where + ": must be serve or decline, not '" + text + "'");
 }
 
-// The mcp section of W/.mates/config.yaml, applied to `servers`.
-Status ApplyMatesConfig(const fs::path& file, std::vector<ServerConfig>& servers) {
+// How far an elicitation policy lets a server's question go without a
+// person: accept_defaults answers it, ask puts it to a person, decline.
+int Openness(ElicitationPolicy p) {
+  switch (p) {
+    case ElicitationPolicy::kAcceptDefaults: return 2;
+    case ElicitationPolicy::kAsk: return 1;
+    case ElicitationPolicy::kDecline: return 0;
+  }
+  return 2;
+}
+
+// What an untrusted file may set: only what narrows (DESIGN §26: trust
+// covers every section). Each change refused is named in `left_out`.
+class Narrowing {
+ public:
+  Narrowing(bool trusted, std::vector<std::string>* left_out) : trusted_(trusted), left_out_(left_out) {}
+  void Seconds(double* field, double wanted, const std::string& what) {
+    Take(field, wanted, wanted <= *field, what);
+  }
+  void Elicitation(ElicitationPolicy* field, ElicitationPolicy wanted, const std::string& what) {
+    Take(field, wanted, Openness(wanted) <= Openness(*field), what);
+  }
+  void Sampling(bool* field, bool wanted, const std::string& what) { Take(field, wanted, !wanted || *field, what); }
+
+ private:
+  template <typename T>
+  void Take(T* field, const T& wanted, bool narrows, const std::string& what) {
+    if (trusted_ || narrows) {
+      *field = wanted;
+    } else if (std::find(left_out_->begin(), left_out_->end(), what) == left_out_->end()) {
+      left_out_->push_back(what);
+    }
+  }
+  const bool trusted_;
+  std::vector<std::string>* left_out_;
+};
+
+// The mcp section of W/.mates/config.yaml, applied to `servers`: whole
+// when the person trusts the file as it is, else only what narrows.
+Status ApplyMatesConfig(const fs::path& file, bool trusted, std::vector<ServerConfig>& servers) {
   MATES_ASSIGN_OR_RETURN(YAML::Node root, ReadConfigYaml(file));
   if (root.IsNull()) return Status::Ok();
   const std::string origin = file.string();
   YAML::Node mcp = root["mcp"];
   if (!mcp || mcp.IsNull()) return Status::Ok();
   if (!mcp.IsMap()) return Status::InvalidArgument(origin + ": mcp: must be a map");
-  MATES_ASSIGN_OR_RETURN(double startup, Seconds(mcp["startup_timeout"], origin + ": mcp.startup_timeout", 30));
-  MATES_ASSIGN_OR_RETURN(double call, Seconds(mcp["call_timeout"], origin + ": mcp.call_timeout", 120));
+  // (Read with the defaults as fallbacks: a key that is absent changes nothing.)
+  ServerConfig defaults;
+  MATES_ASSIGN_OR_RETURN(double startup, Seconds(mcp["startup_timeout"], origin + ": mcp.startup_timeout",
+                                                 defaults.startup_timeout_s));
+  MATES_ASSIGN_OR_RETURN(double call, Seconds(mcp["call_timeout"], origin + ": mcp.call_timeout", defaults.call_timeout_s));
   MATES_ASSIGN_OR_RETURN(ElicitationPolicy elicitation,
-                         Elicitation(mcp["elicitation"], origin + ": mcp.elicitation", ElicitationPolicy::kAsk));
-  MATES_ASSIGN_OR_RETURN(double asking, Seconds(mcp["elicitation_timeout"], origin + ": mcp.elicitation_timeout", 300));
-  MATES_ASSIGN_OR_RETURN(bool sampling, Sampling(mcp["sampling"], origin + ": mcp.sampling", true));
+                         Elicitation(mcp["elicitation"], origin + ": mcp.elicitation", defaults.elicitation));
+  MATES_ASSIGN_OR_RETURN(double asking, Seconds(mcp["elicitation_timeout"], origin + ": mcp.elicitation_timeout",
+                                                defaults.elicitation_timeout_s));
+  MATES_ASSIGN_OR_RETURN(bool sampling, Sampling(mcp["sampling"], origin + ": mcp.sampling", defaults.sampling));
+  std::vector<std::string> left_out;
+  Narrowing narrow(trusted, &left_out);
   for (auto& s : servers) {
-    s.startup_timeout_s = startup;
-    s.call_timeout_s = call;
-    s.elicitation = elicitation;
-    s.elicitation_timeout_s = asking;
-    s.sampling = sampling;
+    narrow.Seconds(&s.startup_timeout_s, startup, "mcp.startup_timeout");
+    narrow.Seconds(&s.call_timeout_s, call, "mcp.call_timeout");
+    narrow.Elicitation(&s.elicitation, elicitation, "mcp.elicitation");
+    narrow.Seconds(&s.elicitation_timeout_s, asking, "mcp.elicitation_timeout");
+    narrow.Sampling(&s.sampling, sampling, "mcp.sampling");
   }
   YAML::Node per = mcp["servers"];
-  if (!per || per.IsNull()) return Status::Ok();
-  if (!per.IsMap()) return Status::InvalidArgument(origin + ": mcp.servers: must be a map of server names");
-  for (const auto& kv : per) {
-    std::string name;
-    try {
-      name = kv.first.as<std::string>();
-    } catch (const YAML::Exception&) {
-      return Status::InvalidArgument(origin + ": mcp.servers: a name is not a string");
-    }
-    const std::string where = origin + ": mcp.servers." + name;
-    auto it = std::find_if(servers.begin(), servers.end(), [&](const ServerConfig& s) { return s.name == name; });
-    if (it == servers.end()) return Status::InvalidArgument(where + ": no such server in .mcp.json");
-    const YAML::Node& v = kv.second;
-    if (!v.IsMap()) return Status::InvalidArgument(where + ": must be a map");
-    if (YAML::Node roles = v["roles"]; roles) {
-      if (!roles.IsSequence()) return Status::InvalidArgument(where + ".roles: must be a list (lead, teammate, names)");
-      for (const auto& r : roles) {
-        try {
-          it->roles.push_back(r.as<std::string>());
-        } catch (const YAML::Exception&) {
-          return Status::InvalidArgument(where + ".roles: must be a list of strings");
+  if (per && !per.IsNull()) {
+    if (!per.IsMap()) return Status::InvalidArgument(origin + ": mcp.servers: must be a map of server names");
+    for (const auto& kv : per) {
+      std::string name;
+      try {
+        name = kv.first.as<std::string>();
+      } catch (const YAML::Exception&) {
+        return Status::InvalidArgument(origin + ": mcp.servers: a name is not a string");
+      }
+      const std::string where = origin + ": mcp.servers." + name;
+      auto it = std::find_if(servers.begin(), servers.end(), [&](const ServerConfig& s) { return s.name == name; });
+      if (it == servers.end()) return Status::InvalidArgument(where + ": no such server in .mcp.json");
+      const YAML::Node& v = kv.second;
+      if (!v.IsMap()) return Status::InvalidArgument(where + ": must be a map");
+      if (YAML::Node roles = v["roles"]; roles) {  // a list of who may use it only narrows
+        if (!roles.IsSequence()) return Status::InvalidArgument(where + ".roles: must be a list (lead, teammate, names)");
+        for (const auto& r : roles) {
+          try {
+            it->roles.push_back(r.as<std::string>());
+          } catch (const YAML::Exception&) {
+            return Status::InvalidArgument(where + ".roles: must be a list of strings");
+          }
         }
       }
+      const std::string key = "mcp.servers." + name;
+      MATES_ASSIGN_OR_RETURN(double up, Seconds(v["startup_timeout"], where + ".startup_timeout", it->startup_timeout_s));
+      MATES_ASSIGN_OR_RETURN(double calls, Seconds(v["call_timeout"], where + ".call_timeout", it->call_timeout_s));
+      MATES_ASSIGN_OR_RETURN(ElicitationPolicy asks, Elicitation(v["elicitation"], where + ".elicitation", it->elicitation));
+      MATES_ASSIGN_OR_RETURN(double waits, Seconds(v["elicitation_timeout"], where + ".elicitation_timeout",
+                                                   it->elicitation_timeout_s));
+      MATES_ASSIGN_OR_RETURN(bool samples, Sampling(v["sampling"], where + ".sampling", it->sampling));
+      narrow.Seconds(&it->startup_timeout_s, up, key + ".startup_timeout");
+      narrow.Seconds(&it->call_timeout_s, calls, key + ".call_timeout");
+      narrow.Elicitation(&it->elicitation, asks, key + ".elicitation");
+      narrow.Seconds(&it->elicitation_timeout_s, waits, key + ".elicitation_timeout");
+      narrow.Sampling(&it->sampling, samples, key + ".sampling");
     }
-    MATES_ASSIGN_OR_RETURN(it->startup_timeout_s, Seconds(v["startup_timeout"], where + ".startup_timeout", it->startup_timeout_s));
-    MATES_ASSIGN_OR_RETURN(it->call_timeout_s, Seconds(v["call_timeout"], where + ".call_timeout", it->call_timeout_s));
-    MATES_ASSIGN_OR_RETURN(it->elicitation, Elicitation(v["elicitation"], where + ".elicitation", it->elicitation));
-    MATES_ASSIGN_OR_RETURN(it->elicitation_timeout_s, Seconds(v["elicitation_timeout"], where + ".elicitation_timeout",
-                                                              it->elicitation_timeout_s));
-    MATES_ASSIGN_OR_RETURN(it->sampling, Sampling(v["sampling"], where + ".sampling", it->sampling));
+  }
+  if (!left_out.empty()) {
+    std::string what;
+    for (const auto& w : left_out) what += (what.empty() ? "" : ", ") + w;
+    LogWarning(origin + " would widen what MCP servers may do (" + what +
+               ") but is not trusted: left out; run `mates trust` in " + file.parent_path().parent_path().string() +
+               " to use it");
   }
   return Status::Ok();
 }
@@ -268,7 +326,9 @@ Result<std::vector<ServerConfig>> LoadServerConfigs(const Workspace& ws, const t
   if (!trusted) {
     for (auto& s : servers) s.skipped = UntrustedReason(state, ws.root());
   }
-  MATES_RETURN_IF_ERROR(ApplyMatesConfig(ws.root() / ".mates" / "config.yaml", servers));
+  MATES_ASSIGN_OR_RETURN(trust::FileState config, trust.CheckFile(ws.root(), ".mates/config.yaml"));
+  MATES_RETURN_IF_ERROR(ApplyMatesConfig(ws.root() / ".mates" / "config.yaml",
+                                         config.trust == trust::FileTrust::kTrusted, servers));
   return servers;
 }
 

@@ -319,10 +319,38 @@ void SetStatusesIn(TeamConfig& c,
   }
 }
 
+Status ValidateSenderName(std::string_view name, const TeamConfig& team) {
+  const std::string read_as = ReadAs(name);
+  if (read_as == "mergequeue" || read_as == "hooks") {
+    return Status::InvalidArgument("'" + std::string(name) + "' is reserved (it reads as '" +
+                                   (read_as == "hooks" ? "hooks" : "merge-queue") +
+                                   "', which only mates itself speaks as)");
+  }
+  if (read_as == "user" && name != "user") {
+    return Status::InvalidArgument("'" + std::string(name) + "' reads as 'user': say user");
+  }
+  for (const auto& m : team.members) {
+    if (m.name != name && ReadAs(m.name) == read_as) {
+      return Status::InvalidArgument("'" + std::string(name) + "' reads as member '" + m.name + "' of team '" +
+                                     team.name + "': name it as it is spelt");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<Member> AddMemberTo(TeamConfig& c, Member member) {
   MATES_RETURN_IF_ERROR(ValidateMemberName(member.name));
   if (c.Find(member.name) != nullptr) {
     return Status::AlreadyExists("'" + member.name + "' is already a member of team '" + c.name + "'");
+  }
+  // One that reads as another (`Lead` beside `lead`, `w_1` beside `w1`)
+  // would pass for it in every list and message.
+  for (const auto& m : c.members) {
+    if (ReadAs(m.name) == ReadAs(member.name)) {
+      return Status::AlreadyExists("'" + member.name + "' reads as '" + m.name + "', already a member of team '" +
+                                   c.name + "' (" + (m.role == MemberRole::kLead ? "its lead" : "a teammate") +
+                                   "); choose another member name");
+    }
   }
   member.agent_id = member.name + "@" + c.name;
   size_t teammates = std::count_if(c.members.begin(), c.members.end(),

@@ -165,6 +165,12 @@ const std::vector<std::string>& TeammateColors();
 // which is reserved for people (DESIGN §11).
 Status ValidateMemberName(std::string_view name);
 
+// A sender named by a person or a client (`mates send --from`, `mcp
+// --as`): not a name only mates speaks as (merge-queue, hooks, in any
+// case or spelling), not `user` misspelt, and not one that reads as a
+// member of `team` without being it (`Lead` for `lead`).
+Status ValidateSenderName(std::string_view name, const TeamConfig& team);
+
 // The rules of a roster, whatever stores it (the files here, PostgreSQL in
 // src/pg): a new team's config, holding its lead; a member added (agent id
 // and colour filled in; AlreadyExists if the name is taken).
