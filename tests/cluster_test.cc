@@ -359,7 +359,7 @@ TEST_F(ClusterTest, ASandboxedPaneAgentTouchesOnlyItsWorkAndSpeaksAsItself) {
   auto up = Cluster({"up"});
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   // The router serves the gate once it runs.
-  const fs::path gate = dir_.path() / ".mates-cluster" / session_ / "sandbox/gate" / (session_ + ".grand_boss") / "s";
+  const fs::path gate = dir_.path() / ".mates-cluster" / session_ / "sandbox/gate" / (session_ + "+grand_boss") / "s";
   ASSERT_TRUE(testing::WaitUntil([&] { return fs::exists(gate); }, 20));
   const fs::path outside = fs::path(std::getenv("HOME")) / ("mates-cluster-escape-" + session_);
   auto r = Cluster({"send", "grand_boss",
