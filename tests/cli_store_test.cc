@@ -239,7 +239,7 @@ TEST_F(CliStoreTest, SlipsAreRefusedWithoutLeavingHalfADeed) {
   EXPECT_EQ(Mates({"tasks", "--team", "t", "claim", "--owner", "alice"}).out, "1\n");
   ExpectError({"send", "--team", "t", "--to", "user", "hi"}, 2, "cannot send a message to yourself");
   ExpectError({"team", "join", "t", "u.s.e.r"}, 2, "'u.s.e.r' is reserved");
-  ExpectError({"send", "--team", "t", "--from", "Merge-Queue", "--to", "alice", "hi"}, 1, "unknown sender 'Merge-Queue'");
+  ExpectError({"send", "--team", "t", "--from", "Merge-Queue", "--to", "alice", "hi"}, 2, "is reserved (it reads as 'merge-queue'");
 }
 
 // `mates mcp --as NAME` speaks for a member of the team, and hosts it

@@ -380,7 +380,7 @@ TEST(WorktreeTest, ATargetMovedOutsideTheQueueHoldsItUntilResumed) {
   std::vector<std::string> as_agent = repo.env;
   as_agent.push_back("MATES_AS_AGENT=1");
   as_agent.push_back("MATES_AGENT_NAME=w1");
-  EXPECT_EQ(testing::RunMates(repo.w, {"merges", "--team", "wt", "resume"}, as_agent).exit_code, 1);
+  EXPECT_EQ(testing::RunMates(repo.w, {"merges", "--team", "wt", "resume"}, as_agent).exit_code, 2);
 
   // The hint, as printed (after "mates").
   std::vector<std::string> args;
