@@ -534,3 +534,51 @@ TEST(TerminalTest, StoredTextReachesNoTerminalWithAControlSequence) {
 
 }  // namespace
 }  // namespace mates
+
+namespace mates {
+namespace {
+
+// The same, end to end through the CLI: a teammate in its worktree (its
+// bash in the sandbox) makes a repository of its own with an fsmonitor
+// and completes its task; the host commits, the queue merges, and nothing
+// it configured ran — and it was told what was left out.
+TEST_F(TeammateWorkTest, ThroughTheCliAnEmbeddedRepositoryIsLeftOutAndSaid) {
+  const fs::path marker = outside_ / "fsmonitor-ran";
+  WriteAll(tmp_.path() / "s.yaml", R"Y(
+rules:
+  - agent: lead
+    when: "Go"
+    reply:
+      - {type: tool_use, name: Task, input: {team_name: box, name: w1, isolation: worktree, prompt: "Work."}}
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: w1
+    when: "Task #(\\d+): embed"
+    reply:
+      - {type: tool_use, name: bash, input: {command: "echo work > work.txt && mkdir sub && cd sub && unset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES && git init -q && git config core.fsmonitor 'touch MARKER; echo' && echo in > in.txt && git add in.txt && git -c user.name=x -c user.email=x@x commit -qm in && echo end-of-w1"}}
+  - agent: w1
+    when: "end-of-w1"
+    reply:
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "1", status: completed}}
+  - {agent: w1, once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  std::string yaml = ReadAll(tmp_.path() / "s.yaml");
+  yaml.replace(yaml.find("MARKER"), 6, marker.string());
+  WriteAll(tmp_.path() / "s.yaml", yaml);
+  ASSERT_EQ(testing::RunMates(ws_, {"team", "create", "box"}).exit_code, 0);
+  ASSERT_EQ(testing::RunMates(ws_, {"tasks", "--team", "box", "create", "embed"}).exit_code, 0);
+  auto r = testing::RunMates(ws_, {"run", "--team", "box", "--provider", "scripted", "--scenario",
+                                   (tmp_.path() / "s.yaml").string(), "--isolation", "worktree", "--idle-timeout",
+                                   "0", "Go"},
+                             {}, "", 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string journal = ReadAll(ws_ / ".teams/box/agents/w1.jsonl");
+  EXPECT_NE(journal.find("end-of-w1"), std::string::npos) << journal;
+  EXPECT_NE(journal.find("Not committed: sub"), std::string::npos) << journal;
+  EXPECT_FALSE(fs::exists(marker)) << "the host ran a program a teammate configured";
+  const std::string merged = GitIn(ws_, {"ls-tree", "-r", "--name-only", "mates/box"});
+  EXPECT_NE(merged.find("work.txt"), std::string::npos) << merged;
+  EXPECT_EQ(merged.find("sub"), std::string::npos) << merged;
+}
+
+}  // namespace
+}  // namespace mates

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/files.h"
+#include "core/text.h"
 
 extern char** environ;
 
@@ -29,23 +30,6 @@ struct Store {
   std::vector<std::string> forms;                        // guarded by mu: every key's encodings, longest first
   std::vector<std::string> files;                        // guarded by mu
 };
-
-// `bytes` in base64 with `alphabet` (no padding).
-std::string Base64(std::string_view bytes, const char* alphabet) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += alphabet[(acc >> bits) & 63];
-    }
-  }
-  if (bits > 0) out += alphabet[(acc << (6 - bits)) & 63];
-  return out;
-}
 
 // The forms a key takes in text a model may see: itself, hex, URL-encoded,
 // and the characters of its base64 that depend on it alone at each offset.
@@ -66,12 +50,10 @@ std::vector<std::string> FormsOf(const std::string& key) {
     }
   }
   out.push_back(url);
-  static const char* const kAlphabets[] = {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
-                                           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"};
-  for (const char* alphabet : kAlphabets) {
+  for (bool url_safe : {false, true}) {
     for (size_t k = 0; k < 3; ++k) {
       // k bytes before it: the characters wholly made of its bits.
-      const std::string enc = Base64(std::string(k, '\0') + key, alphabet);
+      const std::string enc = Base64Unpadded(std::string(k, '\0') + key, url_safe);
       const size_t first = (8 * k + 5) / 6;
       const size_t last = 8 * (k + key.size()) / 6;  // one past
       if (last > first) out.push_back(enc.substr(first, last - first));

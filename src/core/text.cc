@@ -1,5 +1,7 @@
 #include "core/text.h"
 
+#include <cstdint>
+
 #include <cctype>
 
 namespace mates {
@@ -96,6 +98,26 @@ int TerminalSafeBuf::sync() {
     pending_.clear();
   }
   return to_->pubsync();
+}
+
+std::string Base64Unpadded(std::string_view bytes, bool url_safe) {
+  static const char kStandard[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char kUrlSafe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  const char* alphabet = url_safe ? kUrlSafe : kStandard;
+  std::string out;
+  out.reserve((bytes.size() * 4 + 2) / 3);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += alphabet[(acc >> bits) & 63];
+    }
+  }
+  if (bits > 0) out += alphabet[(acc << (6 - bits)) & 63];
+  return out;
 }
 
 std::string PercentEncode(std::string_view s, std::string_view keep) {

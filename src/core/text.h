@@ -44,6 +44,10 @@ class TerminalSafeBuf : public std::streambuf {
   std::string pending_;  // an ESC sequence or a C2 lead byte, not yet judged
 };
 
+// `bytes` in base64, no padding: the standard alphabet, or with `url_safe`
+// RFC 4648's URL-safe one ('-' and '_').
+std::string Base64Unpadded(std::string_view bytes, bool url_safe);
+
 // `s` with every byte but RFC 3986's unreserved ones (letters, digits,
 // '-', '.', '_', '~') and those in `keep` as %XX.
 std::string PercentEncode(std::string_view s, std::string_view keep = "");

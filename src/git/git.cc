@@ -178,7 +178,7 @@ Result<GitOutput> Git::Run(const std::vector<std::string>& args, double timeout_
   // Git's alone: a merge check runs code a model wrote.
   if (const char* agent = std::getenv("SSH_AUTH_SOCK")) o.env->push_back(std::string("SSH_AUTH_SOCK=") + agent);
   o.timeout_s = timeout_s;
-  o.max_output = 4 << 20;
+  o.max_output = max_output_;
   auto r = RunSubprocess(o, cancel);
   if (!r.ok()) return Status::FailedPrecondition("cannot run git: " + r.status().message());
   if (r->timed_out) return Status::Timeout("git " + args.front() + " timed out");
@@ -187,6 +187,7 @@ Result<GitOutput> Git::Run(const std::vector<std::string>& args, double timeout_
   out.exit_code = r->term_signal != 0 ? 128 + r->term_signal : r->exit_code;
   out.out = std::move(r->out);
   out.err = std::move(r->err);
+  out.out_cut = r->out_dropped;
   return out;
 }
 

@@ -39,6 +39,7 @@ struct GitOutput {
   int exit_code = 0;
   std::string out;
   std::string err;
+  size_t out_cut = 0;  // bytes of stdout cut from its middle (past the output cap)
 };
 
 // How long a git command may take: one that reads or moves a ref is quick;
@@ -62,6 +63,13 @@ class Git {
     g.index_ = std::move(index);
     return g;
   }
+  // The same with a larger cap on what one command's stdout keeps (4 MiB
+  // by default; past it the middle is cut, and GitOutput::out_cut says so).
+  Git WithOutputCap(size_t bytes) const {
+    Git g = *this;
+    g.max_output_ = bytes;
+    return g;
+  }
 
   // Any exit code; an error only when git could not be run (or timed out).
   Result<GitOutput> Run(const std::vector<std::string>& args, double timeout_s = kGitDefaultS,
@@ -78,6 +86,7 @@ class Git {
   Identity who_;
   Reach reach_ = Reach::kLocal;
   fs::path index_;  // "" = the repository's own
+  size_t max_output_ = size_t{4} << 20;
 };
 
 // FailedPrecondition unless `git` runs and is at least 2.20.

@@ -17,6 +17,8 @@ namespace {
 // The largest index the host copies back into a worktree (a repository of
 // a million files has an index of ~100 MiB).
 constexpr size_t kMaxIndexBytes = size_t{1} << 30;
+// The largest list of a commit's changes the host reads.
+constexpr size_t kMaxChangeListing = size_t{64} << 20;
 
 // mates' own folders in W are not the user's changes.
 const std::vector<std::string> kNotUserFiles = {":(exclude).teams", ":(exclude).tasks", ":(exclude).mates"};
@@ -50,9 +52,14 @@ struct Staged {
 
 class PrivateIndex {
  public:
+  // A folder of the host's own (mkdtemp: 0700, a name nobody guessed), in
+  // $TMPDIR or /tmp: never the worktree's admin folder, which the teammate
+  // writes.
   PrivateIndex() {
     std::error_code ec;
-    std::string dir = (fs::temp_directory_path(ec) / "mates-index-XXXXXX").string();
+    fs::path base = fs::temp_directory_path(ec);
+    if (ec || base.empty()) base = "/tmp";
+    std::string dir = (base / "mates-index-XXXXXX").string();  // mkdtemp's template
     if (::mkdtemp(dir.data()) != nullptr) dir_ = dir;
   }
   ~PrivateIndex() {
@@ -72,10 +79,19 @@ Result<Staged> StageWorktree(const Git& g) {
   Staged out;
   MATES_RETURN_IF_ERROR(g.Ok({"read-tree", "HEAD"}, 300).status());
   MATES_RETURN_IF_ERROR(g.Ok({"add", "-A", "--", "."}, 300).status());
-  // ":OLDMODE NEWMODE OLD NEW STATUS\0PATH\0" for each change.
-  MATES_ASSIGN_OR_RETURN(std::string raw, g.Ok({"diff-index", "--cached", "-z", "--raw", "--no-renames",
-                                                "--ignore-submodules=none", "HEAD"},
-                                               300));
+  // ":OLDMODE NEWMODE OLD NEW STATUS\0PATH\0" for each change, read
+  // whole: a listing cut in its middle could hide a gitlink, so one too
+  // large to read is refused (~600,000 changed files).
+  MATES_ASSIGN_OR_RETURN(GitOutput listed, g.WithOutputCap(kMaxChangeListing)
+                                               .Run({"diff-index", "--cached", "-z", "--raw", "--no-renames",
+                                                     "--ignore-submodules=none", "HEAD"},
+                                                    300));
+  if (listed.exit_code != 0) return Status::FailedPrecondition("git diff-index: " + listed.err.substr(0, 2000));
+  if (listed.out_cut > 0) {
+    return Status::FailedPrecondition("the worktree changes more files than the host checks in one commit (a "
+                                      "listing over 64 MiB): commit them in parts");
+  }
+  const std::string& raw = listed.out;
   out.nothing = raw.empty();
   std::vector<std::string> fields;
   for (size_t at = 0, nul; (nul = raw.find('\0', at)) != std::string::npos; at = nul + 1) {

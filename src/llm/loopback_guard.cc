@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "core/text.h"
+
 namespace mates::llm {
 namespace {
 
@@ -26,20 +28,7 @@ std::string NewSecretToken() {
     if (n <= 0) std::abort();  // no kernel randomness: nothing safe to hand out
     got += static_cast<size_t>(n);
   }
-  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char b : bytes) {
-    acc = (acc << 8) | b;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(acc >> bits) & 63];
-    }
-  }
-  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 63];
-  return out;
+  return Base64Unpadded(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes), /*url_safe=*/true);
 }
 
 std::optional<Refusal> LoopbackGuard::Check(const httplib::Request& req, bool check_origin) const {
