@@ -93,10 +93,8 @@ std::streamsize TerminalSafeBuf::xsputn(const char* s, std::streamsize n) {
 }
 
 int TerminalSafeBuf::sync() {
-  if (!pending_.empty() && pending_[0] != '\x1B') {
-    to_->sputn(pending_.data(), static_cast<std::streamsize>(pending_.size()));  // a lead byte, cut by a flush
-    pending_.clear();
-  }
+  // A pending sequence stays pending (a flush between ESC and its '[', or
+  // between 0xC2 and a C1 byte, must not let the rest through raw).
   return to_->pubsync();
 }
 

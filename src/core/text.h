@@ -27,7 +27,10 @@ std::string ForTerminal(std::string_view text, size_t max = static_cast<size_t>(
 class TerminalSafeBuf : public std::streambuf {
  public:
   explicit TerminalSafeBuf(std::streambuf* to) : to_(to) {}
-  ~TerminalSafeBuf() override { sync(); }
+  ~TerminalSafeBuf() override {
+    Flush();  // a sequence never finished: '?'s
+    sync();
+  }
   TerminalSafeBuf(const TerminalSafeBuf&) = delete;
   TerminalSafeBuf& operator=(const TerminalSafeBuf&) = delete;
 
