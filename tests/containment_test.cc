@@ -582,3 +582,28 @@ rules:
 
 }  // namespace
 }  // namespace mates
+
+namespace mates {
+namespace {
+
+// Before: a Claude Code member's name reached `mates claude status` raw.
+TEST(TerminalTest, AClaudeCodeMembersNameReachesNoTerminalRaw) {
+  TempDir home, ws;
+  fs::copy(fs::path(MATES_SOURCE_DIR) / "tests/fixtures/claude_team", home.path() / "claude",
+           fs::copy_options::recursive);
+  const fs::path config = home.path() / "claude/teams/session-5e55e55e/config.json";
+  std::string text = ReadAll(config);
+  const std::string evil = R"(alpha\u001b]0;pwned\u0007\u001b[2J\r)";
+  text.replace(text.find("\"name\": \"alpha\""), 15, "\"name\": \"" + evil + "\"");
+  WriteAll(config, text);
+  auto r = testing::RunMates(ws.path(), {"claude", "status", "session-5e55e55e", "--home",
+                                         (home.path() / "claude").string()});
+  const std::string all = r.out + r.err;
+  EXPECT_NE(all.find("alpha"), std::string::npos) << all;
+  for (const std::string bad : {"\x1b]", "\x07", "\x1b[2J", "\r"}) {
+    EXPECT_EQ(all.find(bad), std::string::npos) << "claude status printed a control sequence:\n" << all;
+  }
+}
+
+}  // namespace
+}  // namespace mates
