@@ -4,6 +4,8 @@
 // the real proxy, the real CLI. Every test here fails without its fix (the
 // comment over each says how it got through before).
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -603,6 +605,58 @@ TEST(TerminalTest, AClaudeCodeMembersNameReachesNoTerminalRaw) {
   for (const std::string bad : {"\x1b]", "\x07", "\x1b[2J", "\r"}) {
     EXPECT_EQ(all.find(bad), std::string::npos) << "claude status printed a control sequence:\n" << all;
   }
+}
+
+}  // namespace
+}  // namespace mates
+
+namespace mates {
+namespace {
+
+// Typing into the person's terminal (TIOCSTI) or pasting on a console
+// (TIOCLINUX), tried on a real pty handed to the sandboxed command as its
+// stdin: refused by the sandbox's filter (EPERM); outside, TIOCSTI works
+// on the same pty and TIOCLINUX fails only for want of a console.
+TEST_F(ContainmentTest, ARealTerminalCannotBeTypedInto) {
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(master, 0);
+  ScopedFd m(master);
+  ASSERT_EQ(::grantpt(master), 0);
+  ASSERT_EQ(::unlockpt(master), 0);
+  ScopedFd slave(::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC));
+  ASSERT_TRUE(slave.valid());
+  TempDir run;
+  auto box = MakeBox(ws_, run.path() / "sb");
+  ASSERT_NE(box, nullptr);
+  auto probe = [&](const std::string& what, bool sandboxed) {
+    SubprocessOptions o;
+    o.argv = {"/bin/bash", "-c",
+              "\"$0\" " + what + " <&" + std::to_string(slave.get()), testing::SandboxProbe()};
+    o.cwd = ws_.string();
+    o.merge_stderr = true;
+    o.timeout_s = 30;
+    o.keep_fds = {slave.get()};
+    if (!sandboxed) {
+      auto r = RunSubprocess(o);
+      return r.ok() ? std::to_string(r->exit_code) + ":" + r->out : r.status().message();
+    }
+    auto confined = box->Wrap({ws_, "t", "lead"}, std::move(o));
+    EXPECT_TRUE(confined.ok());
+    auto r = RunSubprocess(confined->options);
+    return r.ok() ? std::to_string(r->exit_code) + ":" + r->out : r.status().message();
+  };
+  const std::string typed = probe("tiocsti", true);
+  EXPECT_EQ(typed.rfind("1:", 0), 0u) << typed;
+  EXPECT_NE(typed.find("Operation not permitted"), std::string::npos) << typed;
+  const std::string pasted = probe("tioclinux", true);
+  EXPECT_NE(pasted.find("Operation not permitted"), std::string::npos) << pasted;
+  // The probes prove themselves outside (as root, TIOCSTI works on any tty).
+  if (::geteuid() == 0) {
+    const std::string outside = probe("tiocsti", false);
+    EXPECT_EQ(outside.rfind("0:", 0), 0u) << outside;
+  }
+  const std::string console = probe("tioclinux", false);
+  EXPECT_EQ(console.find("Operation not permitted"), std::string::npos) << console;
 }
 
 }  // namespace

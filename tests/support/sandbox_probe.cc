@@ -13,10 +13,15 @@
 //   ptrace-child attach to a child of its own
 //   vm-read PID  process_vm_readv of PID
 //   kill PID     SIGTERM to PID
+//   tiocsti      push a character into the input of the terminal on fd 0
+//   tioclinux    TIOCLINUX's paste on fd 0 (a console's; a pty says ENOTTY
+//                or EINVAL, which is not the sandbox's EPERM: exit 1 and
+//                the error either way, the caller tells them apart)
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -103,5 +108,13 @@ int main(int argc, char** argv) {
     return Said("process_vm_readv", rc);
   }
   if (a == "kill") return Said("kill", ::kill(pid, SIGTERM));
+  if (a == "tiocsti") {
+    const char c = '#';
+    return Said("ioctl(TIOCSTI)", ::ioctl(0, TIOCSTI, &c));
+  }
+  if (a == "tioclinux") {
+    char sub = 3;  // TIOCL_PASTESEL
+    return Said("ioctl(TIOCLINUX)", ::ioctl(0, TIOCLINUX, &sub));
+  }
   return 2;
 }
