@@ -661,3 +661,66 @@ TEST_F(ContainmentTest, ARealTerminalCannotBeTypedInto) {
 
 }  // namespace
 }  // namespace mates
+
+namespace mates {
+namespace {
+
+// The person's sockets from every place that runs commands: a teammate's
+// bash in its worktree, a hook (PostToolUse, the person's own config), and
+// a merge check in the scratch worktree. Each prints a row per socket.
+TEST_F(TeammateWorkTest, NoSocketIsReachableFromATeammateAHookOrAMergeCheck) {
+  TempDir tmux_dir, config;
+  PersonsTmux in_tmp(tmux_dir.path() / "default");
+  PersonsTmux in_ws(ws_ / "dev.sock");
+  const fs::path marker = outside_ / "ran-outside";
+  WriteAll(ws_ / "probe/escape.sh",
+           "for s in '" + in_tmp.socket().string() + "' '" + in_ws.socket().string() + "'; do\n"
+           "  if tmux -S \"$s\" run-shell 'touch " + marker.string() + "' 2>/dev/null; then echo \"$1-row reached $s\";"
+           " else echo \"$1-row refused $s\"; fi\n"
+           "done\n");
+  WriteAll(config.path() / "mates/config.yaml",
+           "hooks:\n  PostToolUse:\n    - matcher: Bash\n      hooks:\n        - {type: command, command: 'bash " +
+               (ws_ / "probe/escape.sh").string() + " hook >&2; exit 2'}\n");
+  WriteAll(tmp_.path() / "s.yaml", R"Y(
+rules:
+  - agent: lead
+    when: "Go"
+    reply:
+      - {type: tool_use, name: Task, input: {team_name: box, name: w1, isolation: worktree, prompt: "Work."}}
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: w1
+    when: "Task #(\\d+): probe"
+    reply:
+      - {type: tool_use, name: bash, input: {command: "bash PROBE bash; echo x > work.txt"}}
+  - agent: w1
+    when: "hook-row"
+    reply:
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "1", status: completed}}
+  - {agent: w1, once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  std::string yaml = ReadAll(tmp_.path() / "s.yaml");
+  yaml.replace(yaml.find("PROBE"), 5, (ws_ / "probe/escape.sh").string());
+  WriteAll(tmp_.path() / "s.yaml", yaml);
+  const std::vector<std::string> env = {"XDG_CONFIG_HOME=" + config.str()};
+  ASSERT_EQ(testing::RunMates(ws_, {"team", "create", "box"}, env).exit_code, 0);
+  ASSERT_EQ(testing::RunMates(ws_, {"tasks", "--team", "box", "create", "probe"}, env).exit_code, 0);
+  auto r = testing::RunMates(ws_, {"run", "--team", "box", "--provider", "scripted", "--scenario",
+                                   (tmp_.path() / "s.yaml").string(), "--isolation", "worktree", "--idle-timeout",
+                                   "0", "--merge-check", "bash " + (ws_ / "probe/escape.sh").string() + " check; exit 1",
+                                   "Go"},
+                             env, "", 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string journal = ReadAll(ws_ / ".teams/box/agents/w1.jsonl");
+  auto merges = testing::RunMates(ws_, {"merges", "--team", "box", "show", "1"}, env);
+  for (const std::string where : {"bash", "hook", "check"}) {
+    const std::string& text = where == "check" ? merges.out : journal;
+    for (const auto& s : {in_tmp.socket(), in_ws.socket()}) {
+      EXPECT_NE(text.find(where + "-row refused " + s.string()), std::string::npos) << where << "\n" << text;
+    }
+    EXPECT_EQ(text.find(where + "-row reached"), std::string::npos) << where << "\n" << text;
+  }
+  EXPECT_FALSE(fs::exists(marker)) << "the person's tmux ran a command for a sandboxed process";
+}
+
+}  // namespace
+}  // namespace mates
