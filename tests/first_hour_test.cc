@@ -2,6 +2,7 @@
 // command, list options, `team use`, `budget`, `init`, `doctor`, and usage
 // that keeps a conversation set aside.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 
 #include <functional>

@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/json.h"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <httplib.h>
 
 #include <atomic>
