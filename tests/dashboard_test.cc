@@ -102,6 +102,76 @@ class DashboardTest : public ::testing::Test {
     return {sent, got.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(got.c_str() + 9) : -1};
   }
 
+  // A client that asks `Expect: 100-continue`, sends 1 MiB chunked once
+  // told to go on, reads its answer, then sends 2 MiB more and ends its
+  // side: the answer's status, and what came after the answer (empty and
+  // `clean` if the host dropped the rest and closed without a reset).
+  struct AfterContinue {
+    int status = -1;
+    std::string after;
+    bool clean = false;
+  };
+  AfterContinue ContinueThenMore(const std::string& path) {
+    AfterContinue out;
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(Port()));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      return out;
+    }
+    timeval tv{20, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    auto send_all = [fd](const std::string& s) {
+      for (size_t at = 0; at < s.size();) {
+        ssize_t n = ::send(fd, s.data() + at, s.size() - at, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        at += static_cast<size_t>(n);
+      }
+      return true;
+    };
+    std::string got;
+    char buf[4096];
+    auto read_until = [&](const std::string& mark) {
+      for (ssize_t n; got.find(mark) == std::string::npos && (n = ::read(fd, buf, sizeof buf)) > 0;) {
+        got.append(buf, static_cast<size_t>(n));
+      }
+      return got.find(mark) != std::string::npos;
+    };
+    const std::string chunk = "10000\r\n" + std::string(0x10000, ' ') + "\r\n";
+    bool ok = send_all("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(Port()) +
+                       "\r\nAuthorization: Bearer " + url_.token +
+                       "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+                       "Expect: 100-continue\r\n\r\n") &&
+              read_until("\r\n\r\n") && got.rfind("HTTP/1.1 100 ", 0) == 0;
+    got.erase(0, got.find("\r\n\r\n") + 4);
+    for (int i = 0; ok && i < 16; ++i) ok = send_all(chunk);
+    // The answer: its head, then its Content-Length's worth of body.
+    if (ok && read_until("\r\n\r\n") && got.rfind("HTTP/1.1 ", 0) == 0) {
+      out.status = std::atoi(got.c_str() + 9);
+      std::string head = got.substr(0, got.find("\r\n\r\n") + 4);
+      std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+      const size_t cl = head.find("\r\ncontent-length: ");
+      const size_t length = cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 18));
+      got.erase(0, head.size());
+      for (ssize_t n; got.size() < length && (n = ::read(fd, buf, sizeof buf)) > 0;) {
+        got.append(buf, static_cast<size_t>(n));
+      }
+      got.erase(0, std::min(length, got.size()));
+      for (int i = 0; ok && i < 32; ++i) ok = send_all(chunk);
+      ::shutdown(fd, SHUT_WR);
+      ssize_t n;
+      while ((n = ::read(fd, buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
+      out.clean = ok && n == 0;
+      out.after = got;
+    }
+    ::close(fd);
+    return out;
+  }
+
   TempDir ws_;
   Url url_;
 };
@@ -289,6 +359,13 @@ TEST_F(DashboardTest, ABodyIsBoundedWhateverItsFraming) {
   auto [taken, status] = SendWholeThenRead("/api/messages", 128u << 20);
   EXPECT_TRUE(taken) << "the host closed on a body it had refused while it was still coming";
   EXPECT_EQ(status, 413);
+  // The same after an interim `100 Continue` (curl asks for one before a
+  // body over 1 MiB): the 413 that follows it ends the connection, and the
+  // body's rest is dropped, not read as a next request and then reset.
+  auto continued = ContinueThenMore("/api/messages");
+  EXPECT_EQ(continued.status, 413);
+  EXPECT_TRUE(continued.clean) << "the host reset the connection after its 413";
+  EXPECT_EQ(continued.after, "") << "the rest of a refused body was answered as a request";
   EXPECT_EQ(Get("/api/team").code, 200);
 }
 

@@ -123,10 +123,23 @@ class ReplayStream final : public httplib::Stream {
     return n > 0;
   }
 
-  // The response's head, kept (to 16 KiB) until its blank line.
+  // The final response's head, kept (to 16 KiB) until its blank line. An
+  // interim one (`100 Continue`, written before a body is read) is passed
+  // over: were it taken for the answer, a 413's `Connection: close` after
+  // it would go unseen, and the refused body's rest be read as the next
+  // request (then closed on unread, a reset the client could meet before
+  // its 413).
   void NoteHead(const char* ptr, size_t size) {
     head_.append(ptr, std::min(size, (16u << 10) - std::min<size_t>(head_.size(), 16u << 10)));
-    head_done_ = head_.find("\r\n\r\n") != std::string::npos || head_.size() >= (16u << 10);
+    for (;;) {
+      const size_t end = head_.find("\r\n\r\n");
+      if (end != std::string::npos && head_.rfind("HTTP/1.1 1", 0) == 0) {
+        head_.erase(0, end + 4);
+        continue;
+      }
+      head_done_ = end != std::string::npos || head_.size() >= (16u << 10);
+      return;
+    }
   }
 
   template <typename F>
