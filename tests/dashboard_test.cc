@@ -64,10 +64,9 @@ class DashboardTest : public ::testing::Test {
                                                          : url_.base.find('/', 7) - 7);
     return std::stoi(hostport.substr(hostport.find(':') + 1));
   }
-  // A client that sends a whole chunked POST of `size` bytes before it
-  // reads anything (as curl does with an upload): whether every byte was
-  // taken, and the HTTP status it then read (-1: none).
-  std::pair<bool, int> SendWholeThenRead(const std::string& path, size_t size) {
+  // A socket connected to the dashboard, with 20 s timeouts both ways; -1
+  // if it cannot connect.
+  int Connect() const {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -75,19 +74,28 @@ class DashboardTest : public ::testing::Test {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
       ::close(fd);
-      return {false, -1};
+      return -1;
     }
     timeval tv{20, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    auto send_all = [fd](const std::string& s) {
-      for (size_t at = 0; at < s.size();) {
-        ssize_t n = ::send(fd, s.data() + at, s.size() - at, MSG_NOSIGNAL);
-        if (n <= 0) return false;
-        at += static_cast<size_t>(n);
-      }
-      return true;
-    };
+    return fd;
+  }
+  static bool SendAll(int fd, const std::string& s) {
+    for (size_t at = 0; at < s.size();) {
+      ssize_t n = ::send(fd, s.data() + at, s.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      at += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // A client that sends a whole chunked POST of `size` bytes before it
+  // reads anything (as curl does with an upload): whether every byte was
+  // taken, and the HTTP status it then read (-1: none).
+  std::pair<bool, int> SendWholeThenRead(const std::string& path, size_t size) {
+    const int fd = Connect();
+    if (fd < 0) return {false, -1};
+    auto send_all = [fd](const std::string& s) { return SendAll(fd, s); };
     bool sent = send_all("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(Port()) + "\r\nAuthorization: Bearer " + url_.token +
                          "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
     const std::string chunk = "10000\r\n" + std::string(0x10000, ' ') + "\r\n";
@@ -113,26 +121,9 @@ class DashboardTest : public ::testing::Test {
   };
   AfterContinue ContinueThenMore(const std::string& path) {
     AfterContinue out;
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(Port()));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      return out;
-    }
-    timeval tv{20, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    auto send_all = [fd](const std::string& s) {
-      for (size_t at = 0; at < s.size();) {
-        ssize_t n = ::send(fd, s.data() + at, s.size() - at, MSG_NOSIGNAL);
-        if (n <= 0) return false;
-        at += static_cast<size_t>(n);
-      }
-      return true;
-    };
+    const int fd = Connect();
+    if (fd < 0) return out;
+    auto send_all = [fd](const std::string& s) { return SendAll(fd, s); };
     std::string got;
     char buf[4096];
     auto read_until = [&](const std::string& mark) {
