@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/cli_common.h"
+#include "core/files.h"
 
 namespace mates::cli {
 namespace {

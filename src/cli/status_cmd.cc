@@ -15,12 +15,14 @@
 #include <sstream>
 
 #include "agent/activity.h"
+#include "agent/spend.h"
 #include "agent/usage.h"
 #include "cli/cli_common.h"
 #include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/names.h"
+#include "core/text.h"
 #include "view/attention.h"
 #include "view/team_view.h"
 #include "store/team_store.h"
@@ -38,15 +40,6 @@ struct StatusArgs {
   bool json = false;
   ArchivedChoice archived;
 };
-
-std::string Duration(double seconds) {
-  if (seconds < 0) seconds = 0;
-  auto s = static_cast<int64_t>(seconds);
-  if (s < 60) return std::to_string(s) + "s";
-  if (s < 3600) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
-  if (s < 86400) return std::to_string(s / 3600) + "h" + std::to_string(s % 3600 / 60) + "m";
-  return std::to_string(s / 86400) + "d" + std::to_string(s % 86400 / 3600) + "h";
-}
 
 std::string Cost(const agent::Activity& a) {
   if (a.calls == 0) return "-";
@@ -74,12 +67,6 @@ std::string Cut(const std::string& s, size_t max) {
   return s.substr(0, end) + "…";
 }
 
-// Pads `s` to `width` columns (counting UTF-8 characters, not bytes).
-std::string Pad(const std::string& s, size_t width) {
-  size_t cols = 0;
-  for (unsigned char c : s) cols += (c & 0xC0) != 0x80;
-  return cols >= width ? s + " " : s + std::string(width - cols, ' ');
-}
 
 // What needs a person, on top (DESIGN §20): one line each, its hint below.
 std::string RenderAttention(const Globals& g, const TeamView& v) {
@@ -88,7 +75,7 @@ std::string RenderAttention(const Globals& g, const TeamView& v) {
   std::ostringstream o;
   o << "NEEDS ATTENTION (" << items.size() << "):\n";
   for (const auto& i : items) {
-    o << "  ! " << Cut(i.subject, 200) << (i.since > 0 ? "  (" + Duration(v.now - i.since) + " ago)" : "") << "\n";
+    o << "  ! " << Cut(i.subject, 200) << (i.since > 0 ? "  (" + ShortDuration(v.now - i.since) + " ago)" : "") << "\n";
     if (!i.hint.empty()) o << "      $ " << g.Pasteable(i.hint) << "\n";
     if (!i.note.empty()) o << "      " << g.PasteableIn(i.note) << "\n";
   }
@@ -114,7 +101,7 @@ std::string Render(const Globals& g, const TeamView& v) {
     o << " — hosted";
     if (v.host->pid > 0) {
       o << " by pid " << v.host->pid << " (mates " << (v.host->mode == HostMode::kUnknown ? "?" : HostModeName(v.host->mode)) << ") since "
-        << ClockTime(v.host->started_at) << ", " << Duration(v.now - v.host->started_at);
+        << ClockTime(v.host->started_at) << ", " << ShortDuration(v.now - v.host->started_at);
     }
     if (!v.host->dashboard.empty()) o << "\ndashboard " << v.host->dashboard;
     for (const auto& a : v.host->also) {
@@ -148,18 +135,18 @@ std::string Render(const Globals& g, const TeamView& v) {
       << " resume\n";
   }
   o << "\n";
-  o << Pad("MEMBER", 14) << Pad("STATE", 10) << Pad("DOING", 42) << Pad("FOR", 8) << Pad("TASK", 26)
-    << Pad("TOKENS in/out", 16) << "COST\n";
+  o << PadColumns("MEMBER", 14) << PadColumns("STATE", 10) << PadColumns("DOING", 42) << PadColumns("FOR", 8) << PadColumns("TASK", 26)
+    << PadColumns("TOKENS in/out", 16) << "COST\n";
   for (const auto& m : v.members) {
-    std::string since = m.activity && m.shown != Shown::kOffline ? Duration(v.now - m.activity->since) : "-";
+    std::string since = m.activity && m.shown != Shown::kOffline ? ShortDuration(v.now - m.activity->since) : "-";
     std::string task = m.task ? Cut("#" + std::to_string(m.task->id) + " " + m.task->subject, 25) : "-";
     if (m.unread > 0) task = std::to_string(m.unread) + " unread" + (m.task ? ", " + task : "");
     std::string tokens = m.activity && m.activity->calls > 0
                              ? agent::HumanCount(InputTokens(m.activity->tokens)) + "/" +
                                    agent::HumanCount(m.activity->tokens.output_tokens)
                              : "-";
-    o << Pad(Cut(m.member.name, 13), 14) << Pad(view::StateOf(m), 10) << Pad(Cut(Doing(m, v.now), 41), 42) << Pad(since, 8)
-      << Pad(task, 26) << Pad(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
+    o << PadColumns(Cut(m.member.name, 13), 14) << PadColumns(view::StateOf(m), 10) << PadColumns(Cut(Doing(m, v.now), 41), 42) << PadColumns(since, 8)
+      << PadColumns(task, 26) << PadColumns(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
   }
   // What the sandbox refused lately, newest first (DESIGN §18).
   std::vector<std::pair<double, std::string>> denied;

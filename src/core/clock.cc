@@ -70,6 +70,15 @@ std::optional<double> ParseIsoTime(const std::string& s) {
   return static_cast<double>(::timegm(&tm)) + frac - offset;
 }
 
+std::string ShortDuration(double seconds) {
+  if (!(seconds > 0)) seconds = 0;
+  auto s = static_cast<int64_t>(seconds);
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
+  if (s < 86400) return std::to_string(s / 3600) + "h" + std::to_string(s % 3600 / 60) + "m";
+  return std::to_string(s / 86400) + "d" + std::to_string(s % 86400 / 3600) + "h";
+}
+
 std::string ClockTime(double wall_seconds) {
   std::tm tm = LocalTm(wall_seconds);
   char buf[16];

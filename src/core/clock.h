@@ -22,6 +22,9 @@ std::string UtcIsoTime(double wall_seconds);
 std::optional<double> ParseIsoTime(const std::string& s);
 // "10:30:00" for people.
 std::string ClockTime(double wall_seconds);
+// A span as a status line shows it: "42s", "3m7s", "2h5m", "1d3h" (a
+// negative one as 0s).
+std::string ShortDuration(double seconds);
 
 // Waiting that a test can replace (leveldb's Env, for time): the retry
 // loop's backoff waits through one, so a test of retry-after and backoff

@@ -134,4 +134,10 @@ std::string PercentEncode(std::string_view s, std::string_view keep) {
   return out;
 }
 
+std::string PadColumns(const std::string& s, size_t width) {
+  size_t cols = 0;
+  for (unsigned char c : s) cols += (c & 0xC0) != 0x80;
+  return cols >= width ? s + " " : s + std::string(width - cols, ' ');
+}
+
 }  // namespace mates

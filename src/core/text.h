@@ -12,6 +12,9 @@ namespace mates {
 // `s` cut to at most `max` bytes, never inside a UTF-8 sequence, with "…"
 // after it when cut.
 std::string CutUtf8(std::string_view s, size_t max);
+// `s` padded with spaces to `width` columns (UTF-8 characters counted, not
+// bytes), or with one space if it is that wide already: a table's cell.
+std::string PadColumns(const std::string& s, size_t width);
 
 // Text from outside as a terminal may show it: control characters (C0 but
 // the newline, DEL, C1 in UTF-8), which could move the cursor or rewrite

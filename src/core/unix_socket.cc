@@ -1,11 +1,13 @@
 #include "core/unix_socket.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -58,6 +60,42 @@ Result<ScopedFd> ConnectUnix(const fs::path& path) {
     return Status::FromErrno("connect " + path.string(), errno);
   }
   return out;
+}
+
+bool ReadSocketLine(int fd, std::string* line, size_t max, const Deadline& deadline) {
+  char buf[8192];
+  for (;;) {
+    size_t nl = line->find('\n');
+    if (nl != std::string::npos) {
+      line->resize(nl);
+      return true;
+    }
+    if (line->size() > max) return false;
+    struct pollfd p = {fd, POLLIN, 0};
+    int ms = -1;
+    if (deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now()).count();
+      ms = static_cast<int>(std::max<int64_t>(0, left));
+    }
+    int rc = ::poll(&p, 1, ms);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) return false;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    line->append(buf, static_cast<size_t>(n));
+  }
+}
+
+bool SendAllTo(int fd, const std::string& data) {
+  size_t at = 0;
+  while (at < data.size()) {
+    ssize_t n = ::send(fd, data.data() + at, data.size() - at, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    at += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 }  // namespace mates

@@ -2,6 +2,9 @@
 // proxies listen on them, and what runs in a sandbox connects to them.
 #pragma once
 
+#include <string>
+
+#include "core/clock.h"
 #include "core/files.h"
 #include "core/status.h"
 
@@ -14,5 +17,12 @@ Result<ScopedFd> ListenUnix(const fs::path& path, int backlog);
 // A blocking connection to the socket at `path`; the errno's Status if
 // there is none.
 Result<ScopedFd> ConnectUnix(const fs::path& path);
+
+// Reads from `fd` into `line` until a newline (which, and what follows it,
+// is dropped); false if more than `max` bytes come first, the peer ends,
+// or `deadline` passes.
+bool ReadSocketLine(int fd, std::string* line, size_t max, const Deadline& deadline);
+// Sends all of `data` (no SIGPIPE); false if the peer went.
+bool SendAllTo(int fd, const std::string& data);
 
 }  // namespace mates

@@ -56,42 +56,6 @@ int SubcommandAt(const std::vector<std::string>& args) {
   return -1;
 }
 
-bool ReadLine(int fd, std::string* line, size_t max, const Deadline& deadline) {
-  char buf[8192];
-  for (;;) {
-    size_t nl = line->find('\n');
-    if (nl != std::string::npos) {
-      line->resize(nl);
-      return true;
-    }
-    if (line->size() > max) return false;
-    struct pollfd p = {fd, POLLIN, 0};
-    int ms = -1;
-    if (deadline) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now()).count();
-      ms = static_cast<int>(std::max<int64_t>(0, left));
-    }
-    int rc = ::poll(&p, 1, ms);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc <= 0) return false;
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    line->append(buf, static_cast<size_t>(n));
-  }
-}
-
-bool WriteAllTo(int fd, const std::string& data) {
-  size_t at = 0;
-  while (at < data.size()) {
-    ssize_t n = ::send(fd, data.data() + at, data.size() - at, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    at += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 std::string Reply(int exit_code, const std::string& out, const std::string& err) {
   return DumpJson(Json{{"exit", exit_code}, {"out", out}, {"err", err}}) + "\n";
 }
@@ -159,8 +123,8 @@ int RunThroughTheGate(const std::string& socket, const std::vector<std::string>&
   // A gate that refuses (too many commands at once) answers and closes
   // without reading: its answer is read even if the command could not be
   // written whole.
-  (void)WriteAllTo(fd, line);
-  if (!ReadLine(fd, &reply, kMaxReplyBytes, DeadlineIn(kCommandTimeoutS + 30))) {
+  (void)SendAllTo(fd, line);
+  if (!ReadSocketLine(fd, &reply, kMaxReplyBytes, DeadlineIn(kCommandTimeoutS + 30))) {
     std::cerr << "mates: error: the host's gate did not answer\n";
     return 1;
   }
@@ -245,7 +209,7 @@ void AgentGate::Serve() {
       ScopedFd conn(c);
       Listener* ls = who[i - 1];
       if (ls->busy.load() >= kMaxPerAgent || busy_.load() >= kMaxRunning) {
-        WriteAllTo(c, Reply(1, "", "mates: error: the host is running " +
+        SendAllTo(c, Reply(1, "", "mates: error: the host is running " +
                                        std::string(ls->busy.load() >= kMaxPerAgent ? "4 commands for this agent"
                                                                                    : "16 commands for its agents") +
                                        " already; try again\n"));
@@ -279,8 +243,8 @@ void AgentGate::Serve() {
 
 void AgentGate::Handle(ScopedFd conn, std::string team, std::string agent) {
   std::string request;
-  if (!ReadLine(conn.get(), &request, kMaxRequestBytes, DeadlineIn(kRequestTimeoutS))) {
-    WriteAllTo(conn.get(), Reply(2, "", "mates: error: the request was not one line of at most 1 MiB\n"));
+  if (!ReadSocketLine(conn.get(), &request, kMaxRequestBytes, DeadlineIn(kRequestTimeoutS))) {
+    SendAllTo(conn.get(), Reply(2, "", "mates: error: the request was not one line of at most 1 MiB\n"));
     return;
   }
   // The command ends with the tool that asked for it (DESIGN §26): when
@@ -306,7 +270,7 @@ void AgentGate::Handle(ScopedFd conn, std::string team, std::string agent) {
   cancel.Cancel();  // (ends the watch)
   watch.join();
   stopping_.Unlink(&cancel);
-  WriteAllTo(conn.get(), reply);
+  SendAllTo(conn.get(), reply);
 }
 
 std::string AgentGate::Answer(const std::string& request, const std::string& team, const std::string& agent,
