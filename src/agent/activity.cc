@@ -255,10 +255,10 @@ void ActivityFile::Progress(const std::string& note) {
   a_.doing = tool_call_ + " — " + line;
   PostLocked();
 }
-void ActivityFile::Idle() {
+void ActivityFile::Idle(const std::string& doing) {
   std::lock_guard<std::mutex> lock(mu_);
   a_.error.reset();
-  EnterLocked(ActivityState::kIdle, "");
+  EnterLocked(ActivityState::kIdle, doing);
 }
 void ActivityFile::Retrying(int attempt, int of, double delay_s, const std::string& cause) {
   std::lock_guard<std::mutex> lock(mu_);

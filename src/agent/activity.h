@@ -126,8 +126,8 @@ class ActivityFile {
   // `doing` ("mcp__x__index({…}) — 3/10: files").
   void Progress(const std::string& note);
   // Waiting for work: also the end of a turn that succeeded (an error
-  // recorded is cleared).
-  void Idle();
+  // recorded is cleared); `doing` says for what, if not any work.
+  void Idle(const std::string& doing = "");
   // The model call failed with `cause`; attempt `attempt` of `of` starts
   // in `delay_s`.
   void Retrying(int attempt, int of, double delay_s, const std::string& cause);

@@ -3,6 +3,7 @@
 #include "tools/hook_calls.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "agent/frames.h"
 #include "core/clock.h"
@@ -144,6 +145,15 @@ void AgentLoop::AddNotice(std::string text) {
   notices_.push_back(std::move(text));
 }
 
+bool AgentLoop::InterruptToRest(std::string why) {
+  std::lock_guard<std::mutex> lock(notices_mu_);
+  if (!in_turn_.load()) return false;
+  rest_asked_ = true;
+  rest_note_ = std::move(why);
+  cancel_.Cancel();
+  return true;
+}
+
 bool AgentLoop::HasPendingInput() {
   {
     std::lock_guard<std::mutex> lock(notices_mu_);
@@ -158,6 +168,8 @@ bool AgentLoop::HasPendingInput() {
       if (h.ok() && *h > 0) return true;
     }
   }
+  // Resting: the interrupted turn's last results wait for the person.
+  if (resting_.load()) return false;
   return !conversation_.empty() && conversation_.messages().back().role == llm::Role::kUser;
 }
 
@@ -224,7 +236,8 @@ Status AgentLoop::TakeInboxAndNotices() {
   std::vector<std::string> notes;
   {
     std::lock_guard<std::mutex> lock(notices_mu_);
-    notes.assign(notices_.begin(), notices_.end());
+    if (!rest_note_.empty() && !rest_asked_) notes.push_back(std::exchange(rest_note_, ""));
+    notes.insert(notes.end(), notices_.begin(), notices_.end());
     notices_.clear();
   }
   if (notice_source_) {
@@ -472,14 +485,28 @@ Result<TurnResult> AgentLoop::RunPrompt(const std::string& text) {
 }
 
 Result<TurnResult> AgentLoop::Continue() {
+  {
+    std::lock_guard<std::mutex> lock(notices_mu_);
+    resting_.store(false);
+    in_turn_.store(true);
+  }
   auto r = Loop();
+  bool rests = false;
+  {
+    std::lock_guard<std::mutex> lock(notices_mu_);
+    in_turn_.store(false);
+    // An interrupt ends the turn it reached, and no other: one a person
+    // asked for during this turn too, though the turn ended on its own
+    // just before it landed.
+    if ((r.ok() && r->interrupted) || rest_asked_) cancel_.Reset();
+    rests = std::exchange(rest_asked_, false);
+    resting_.store(rests);
+  }
   if (activity_ && !r.ok() && r.status().code() != StatusCode::kCancelled) {
     activity_->Failed(r.status().message(), spec_.after_failure);
   } else if (activity_) {
-    activity_->Idle();
+    activity_->Idle(rests ? "interrupted: waits for a message" : "");
   }
-  // An interrupt ends the turn it reached, and no other.
-  if (r.ok() && r->interrupted) cancel_.Reset();
   return r;
 }
 

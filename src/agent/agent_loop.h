@@ -141,6 +141,16 @@ class AgentLoop {
   void Interrupt(CancelToken::Strength strength = CancelToken::kThisCall) { cancel_.Cancel(strength); }
   // Forgets an interrupt that reached no turn (a person starting a new one).
   void ClearInterrupt() { cancel_.Reset(); }
+  // A person's interrupt (`mates interrupt`, the page, attach's Ctrl-C,
+  // DESIGN §27): ends the turn now running as Interrupt does, and the agent
+  // rests — what the turn left unanswered is not input (HasPendingInput)
+  // until a message or notice comes; `why` is the first thing it is told
+  // then. False, and nothing done, when no turn runs. Thread-safe.
+  bool InterruptToRest(std::string why);
+  // Resting after InterruptToRest, until its next turn. Thread-safe.
+  bool resting() const { return resting_.load(); }
+  // A turn runs now (Continue). Thread-safe.
+  bool in_turn() const { return in_turn_.load(); }
   llm::CancelToken* cancel_token() { return &cancel_; }
 
   // Compacts now (the REPL's /compact).
@@ -231,6 +241,12 @@ class AgentLoop {
 
   std::mutex notices_mu_;
   std::deque<std::string> notices_;  // guarded by notices_mu_
+  // InterruptToRest: asked during the turn now running (cleared, with
+  // the cancel, at its end), the words told at the next turn.
+  bool rest_asked_ = false;  // guarded by notices_mu_
+  std::string rest_note_;    // guarded by notices_mu_
+  std::atomic<bool> resting_{false};
+  std::atomic<bool> in_turn_{false};
 
   // What the UserPromptSubmit hooks said of messages from `user` not yet
   // taken in, by id (DecidePrompts); the agent's thread's own.

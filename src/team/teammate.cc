@@ -365,7 +365,26 @@ bool Teammate::IdleHookKeepsWorking(int* blocks) {
   return true;
 }
 
+bool Teammate::RestWait() {
+  const bool watched = WatchForWork();
+  const double timeout = env_.options.idle_timeout_s;
+  Deadline deadline = timeout > 0 ? DeadlineIn(timeout) : std::nullopt;
+  SetStatus(MemberStatus::kIdle, "interrupted");
+  for (;;) {
+    uint64_t seen = waker_->generation();
+    if (auto ends = IdleEnds()) return *ends;
+    if (IdleTimedOut(deadline)) return false;
+    Deadline wait = deadline;
+    if (!watched) {
+      Deadline tick = DeadlineIn(1.0);
+      if (!wait || *tick < *wait) wait = tick;
+    }
+    waker_->WaitChange(seen, wait);
+  }
+}
+
 bool Teammate::IdleWait() {
+  if (loop_->resting()) return RestWait();
   const bool watched = WatchForWork();
   const bool seed_polling = env_.options.seed_polling;
   const bool in_line = line_ && watched && !seed_polling;
@@ -568,6 +587,9 @@ void Teammate::Main() {
   // must see this teammate as done.
   finished_.store(true);
   SetStatus(resumable ? MemberStatus::kIdle : MemberStatus::kShutdown, why);
+  // Its liveness goes with its thread, not with the object its host keeps:
+  // a restart (`mates restart`, the lead's Task) may take it at once.
+  host_lock_.reset();
   // The lead's news has it now: it may stop waiting for this teammate.
   reported_.store(true);
   env_.hooks.WakeWaiters();

@@ -110,6 +110,11 @@ class Teammate {
   // first reason given stands; `why` is what the lead is told.
   void Stop(bool force, StopReason reason, const std::string& why);
   void Join();
+  // A person's interrupt (DESIGN §27): the turn it is in ends at the next
+  // safe point (its model call cancelled, its tool killed) and it rests,
+  // claiming nothing, until a message comes, told `why` then. False when
+  // it is not in a turn.
+  bool Interrupt(const std::string& why) { return loop_->InterruptToRest(why); }
 
   const std::string& name() const { return config_.name; }
   bool finished() const { return finished_.load(); }
@@ -136,6 +141,9 @@ class Teammate {
   // Woken by its inbox's and the board's changes, claiming through the
   // store's board; a store it cannot reach is waited out.
   bool IdleWait();
+  // IdleWait after a person's interrupt: it waits for a message only
+  // (no claim, out of the claim line); false when it is to stop.
+  bool RestWait();
   // Whether a TeammateIdle hook blocked its going idle (its words queued).
   bool IdleHookKeepsWorking(int* blocks);
   // Makes what IdleWait waits on, once: whether it is all watched.
