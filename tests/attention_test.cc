@@ -23,35 +23,7 @@ using testing::TempDir;
 
 const char kQuiet[] = R"({"default_reply": [{"type": "text", "text": "Noted."}]})";
 
-// A `mates mock-llm` that can be stopped and started again on its port.
-class ModelServer {
- public:
-  explicit ModelServer(const fs::path& scenario) : scenario_(scenario) { Start(0); }
-  ~ModelServer() { Stop(); }
-  void Start(int port) {
-    process_ = std::make_unique<Subprocess>(testing::Start({testing::MatesBinary(), "mock-llm", "--scenario",
-                                                            scenario_.string(), "--port", std::to_string(port),
-                                                            "--quiet"}));
-    auto line = process_->ReadLine(DeadlineIn(10));
-    ASSERT_TRUE(line.ok());
-    url_ = line->substr(std::string("listening on ").size());
-    port_ = std::stoi(url_.substr(url_.rfind(':') + 1));
-  }
-  void Stop() {
-    if (!process_) return;
-    process_->Signal(SIGKILL);
-    (void)process_->Wait();
-    process_.reset();
-  }
-  const std::string& url() const { return url_; }
-  int port() const { return port_; }
-
- private:
-  fs::path scenario_;
-  std::unique_ptr<Subprocess> process_;
-  std::string url_;
-  int port_ = 0;
-};
+using testing::ModelServer;
 
 class AttentionTest : public ::testing::Test {
  protected:

@@ -139,6 +139,9 @@ void AddStoreCommands(CLI::App& app, Globals& g);  // store init|migrate|status
 void AddTrustCommand(CLI::App& app, Globals& g);   // trust
 void AddHooksCommands(CLI::App& app, Globals& g);  // hooks list|test
 void AddClaudeCommands(CLI::App& app, Globals& g);  // claude list|status|send|task
+void AddLeverCommands(CLI::App& app, Globals& g);   // stop, restart, interrupt
+void AddPsCommand(CLI::App& app, Globals& g);
+void AddLogsCommand(CLI::App& app, Globals& g);
 // `mates status` of g.team in g.store: once (as text, or --json), or
 // redrawn as it changes (--watch).
 int ShowStatusOf(Globals& g, bool watch, bool json);

@@ -75,6 +75,7 @@ Status AlreadyHosted(const Globals& g, TeamStore& store, const std::string& team
     LeadSessionConfig c = config;
     c.mode = a.teammates_only ? HostMode::kTeammates : HostMode::kUp;
     c.hosted = true;
+    c.respawn = a.respawn == "on-work";
     c.teammates_only = a.teammates_only;
     c.dashboard_port = a.no_dashboard ? -1 : a.dashboard_port;
     c.on_ready = [ready_fd] {
@@ -281,8 +282,16 @@ int Down(Globals& g, const DownArgs& a) {
 
 void AddHostCommands(CLI::App& app, Globals& g) {
   auto a = std::make_shared<RunArgs>();
+  // A hosted team's teammates persist (seed v9, DESIGN §27): idle, they
+  // wait at no cost until work or a shutdown request comes.
+  a->idle_timeout = 0;
   CLI::App* up = app.add_subcommand("up", "Host a team in the background, with no terminal, until `mates down`");
   AddRunOptions(up, g, *a);
+  up->add_option("--respawn", a->respawn,
+                 "on-work: a task that waits with no running teammate to take it brings a stopped one back; "
+                 "off: that is left to the lead")
+      ->check(CLI::IsMember({"on-work", "off"}))
+      ->capture_default_str();
   auto* port = up->add_option("--dashboard-port", a->dashboard_port,
                               "Port of the dashboard on 127.0.0.1 (default: any free port)");
   up->add_flag("--no-dashboard", a->no_dashboard, "Serve no dashboard")->excludes(port);

@@ -215,6 +215,9 @@ int main(int argc, char** argv) {
   mates::cli::AddMockLlmCommand(app, g);
   mates::cli::AddRunCommand(app, g);
   mates::cli::AddHostCommands(app, g);
+  mates::cli::AddLeverCommands(app, g);
+  mates::cli::AddPsCommand(app, g);
+  mates::cli::AddLogsCommand(app, g);
   mates::cli::AddStatusCommand(app, g);
   mates::cli::AddDashboardCommand(app, g);
   mates::cli::AddDemoCommand(app, g);

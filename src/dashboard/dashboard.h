@@ -26,6 +26,7 @@
 // rebinding). Errors are {"error": "…"}. cpp-httplib stays in the .cc.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,10 @@ struct DashboardOptions {
   std::string archived;    // the archive's stamp, shown on the page ("" = live)
   // Raised when a person rejects a merge here (DESIGN §22): its host's.
   git::MergeHooks merge_hooks;
+  // The host's levers on its agents (DESIGN §27: stop, restart,
+  // interrupt), pulled by the page's buttons; null where the dashboard is
+  // not its host's (the page shows only `stop`, a shutdown request).
+  std::function<Result<std::string>(const std::string& op, const std::string& agent)> levers;
 };
 
 class Dashboard {

@@ -92,6 +92,14 @@ void TeamApi::Register(httplib::Server& server) {
     Json b;
     if (Writable(req, res, &b)) AskToStop(req.matches[1], b, res);
   });
+  post(R"(/api/agents/([^/]+)/(restart|interrupt))", [this](const httplib::Request& req, httplib::Response& res) {
+    Json b;
+    if (!Writable(req, res, &b)) return;
+    if (!options_.levers) {
+      return SendError(res, 409, "this page is not its host's: `mates " + std::string(req.matches[2]) + "` in a shell does it");
+    }
+    PullLever(req.matches[2], req.matches[1], res);
+  });
   // Last: a POST to no route is drained within the bound too, then 404.
   post(".*", [](const httplib::Request&, httplib::Response& res) { SendError(res, 404, "no such endpoint"); });
 }
@@ -113,6 +121,7 @@ void TeamApi::Team(httplib::Response& res) {
   if (!v.ok()) return SendStatus(res, v.status());
   Json j = view::TeamViewToJson(*v);
   j["read_only"] = options_.read_only;
+  j["levers"] = !options_.read_only && options_.levers != nullptr;
   j["archived"] = options_.archived.empty() ? Json(nullptr) : Json(options_.archived);
   j["workspace"] = options_.ws.root().string();
   SendJson(res, j);
@@ -304,6 +313,13 @@ void TeamApi::DecideMergeRequest(const std::string& id_text, const Json& b, http
   auto m = source_.DecideMerge(*id, *approve, *feedback);
   if (!m.ok()) return SendStatus(res, m.status());
   SendJson(res, MergeRequestToJson(*m));
+}
+
+void TeamApi::PullLever(const std::string& op, const std::string& name, httplib::Response& res) {
+  if (Status s = ValidateName("member name", name); !s.ok()) return SendStatus(res, s);
+  auto said = options_.levers(op, name);
+  if (!said.ok()) return SendError(res, said.status().code() == StatusCode::kNotFound ? 404 : 409, said.status().message());
+  SendJson(res, Json{{"said", *said}});
 }
 
 void TeamApi::AskToStop(const std::string& name, const Json& b, httplib::Response& res) {

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "host/machine.h"
 #include "host/person_asker.h"
 #include "host/sampling.h"
 #include "stores/open_store.h"
@@ -108,6 +109,7 @@ Status Host::Build() {
   // The sandbox first: a machine that cannot make it stops the host before
   // anything started (DESIGN §18).
   MATES_ASSIGN_OR_RETURN(const fs::path run_dir, sandbox::RuntimeDirFor(a.team));
+  run_dir_ = run_dir;
   MATES_ASSIGN_OR_RETURN(sandbox_, sandbox::Sandbox::Make(a.ws.root(), a.sandbox, run_dir));
   // Where the team is kept: the workspace's files, or a PostgreSQL store
   // (DESIGN §13) whose connections are this process's own.
@@ -134,12 +136,11 @@ Status Host::Build() {
   if (a.on_ready) a.on_ready();
   // On a store other machines share, a host takes on the team's
   // teammates whose host died or stopped (DESIGN §13).
-  if (store_->spans_machines() && a.hosted) {
-    teams_->StartAdopting(1.0, [this](const std::vector<std::string>& names) {
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      out_.say("resumed teammates of team " + teams_->place().team() + " that no host had: " + list);
-    });
+  // Under `up --respawn on-work` (DESIGN §27), a task that waits with no
+  // live teammate brings a stopped one back.
+  const bool adopt = store_->spans_machines() && a.hosted;
+  if (adopt || a.respawn) {
+    teams_->StartLookingAfter(adopt ? 1.0 : 5.0, adopt, a.respawn, [this](const std::string& line) { out_.say(line); });
   }
   return Status::Ok();
 }
@@ -408,9 +409,18 @@ Status Host::ServePages() {
     d.team = a.team;
     d.port = a.dashboard_port;
     d.merge_hooks = {options_.hooks, sandbox_, a.ws};
+    d.levers = [this, team = a.team](const std::string& op, const std::string& agent) {
+      return Pull(LeverRequest{op, team, agent, ""});
+    };
     MATES_ASSIGN_OR_RETURN(page_, dashboard::Dashboard::Start(d));
   }
   if (page_) info_.dashboard = page_->url();
+  // The person's levers: in the runtime folder, which no sandbox sees.
+  MATES_RETURN_IF_ERROR(EnsureDir(run_dir_));
+  ::chmod(run_dir_.c_str(), 0700);
+  MATES_ASSIGN_OR_RETURN(levers_, Levers::Start(run_dir_ / "control",
+                                                [this](const LeverRequest& r) { return Pull(r); }));
+  info_.control = levers_->path().string();
   info_.pid = ::getpid();
   info_.start_time = ProcessStartTime(::getpid());
   info_.started_at = WallSeconds();
@@ -424,6 +434,8 @@ Status Host::ServePages() {
     info_.mcp_skipped.push_back({s.name, s.state.substr(std::string("skipped: ").size())});
   }
   WarnIfFailed(WriteHostInfo(a.ws, a.team, info_), "host.json");
+  // Found by `mates ps` in any folder.
+  WarnIfFailed(NoteHostHere(run_dir_, a.ws, a.team), "where.json");
   teams_->place().SetOnMoved([this](const std::string&, const std::string& to) { LeadMoved(to); });
   if (ctx_->team != a.team) LeadMoved(ctx_->team);  // it went on where its last session left it
   return Status::Ok();
@@ -452,6 +464,9 @@ void Host::LeadMoved(const std::string& to) {
     d.store_url = options_.store_url;
     d.team = to;
     d.merge_hooks = {options_.hooks, sandbox_, ws};
+    d.levers = [this, to](const std::string& op, const std::string& agent) {
+      return Pull(LeverRequest{op, to, agent, ""});
+    };
     auto started = dashboard::Dashboard::Start(d);
     if (started.ok()) {
       away_page_ = std::move(*started);
@@ -465,6 +480,31 @@ void Host::LeadMoved(const std::string& to) {
   HostInfo home = info_;
   home.also = {{to, there.dashboard}};
   WarnIfFailed(WriteHostInfo(ws, home_team, home), "host.json");
+}
+
+Result<std::string> Host::Pull(const LeverRequest& r) {
+  const std::string here = teams_->place().team();
+  if (r.agent == lead_name_ && !options_.teammates_only && (r.team == here || r.team == options_.team)) {
+    if (r.op != "interrupt") {
+      return Status::FailedPrecondition("'" + r.agent + "' is the team's lead: it runs as long as its host (`mates "
+                                        "down` stops it, `mates up` brings it back)");
+    }
+    if (!lead_->InterruptToRest("The person interrupted your last turn (mates interrupt): what you were doing was "
+                                "stopped. Wait for their message before you go on.")) {
+      return Status::FailedPrecondition("the lead '" + r.agent + "' is idle: nothing to interrupt");
+    }
+    return "interrupted the lead '" + r.agent + "': its turn ends now, and it waits for a message";
+  }
+  if (r.team != here) {
+    return Status::FailedPrecondition("this host's teammates are in team '" + here + "', not '" + r.team + "'");
+  }
+  if (r.op == "stop") {
+    return teams_->StopTeammate(r.agent, r.reason.empty() ? "The person asks you to stop (mates stop): wrap up, "
+                                                            "answer with shutdown_response, then stop."
+                                                          : r.reason + " (asked by the person, mates stop)");
+  }
+  if (r.op == "restart") return teams_->RestartTeammate(r.agent);
+  return teams_->InterruptTeammate(r.agent);
 }
 
 void Host::InterruptAll() {

@@ -29,6 +29,7 @@
 #include "git/merge_queue.h"
 #include "llm/provider.h"
 #include "host/agent_gate.h"
+#include "host/levers.h"
 #include "mcp/hub.h"
 #include "hooks/hooks.h"
 #include "sandbox/sandbox.h"
@@ -58,6 +59,9 @@ struct HostOptions {
   // Hosted (`mates up`): on a shared store, teammates whose host died are
   // adopted.
   bool hosted = false;
+  // `up --respawn on-work` (DESIGN §27): a task that waits with no live
+  // teammate to take it brings a stopped one back.
+  bool respawn = false;
   // `mates up --teammates` (DESIGN §13): no lead here (the team and its
   // lead are another host's), only the team's teammates that no process
   // hosts, now and whenever one's host dies or stops.
@@ -132,6 +136,9 @@ class Host {
   Status HostTheLead();
   Status StartTeam();
   Status ServePages();
+  // A person's lever (`mates stop|restart|interrupt`, DESIGN §27), on the
+  // levers' thread.
+  Result<std::string> Pull(const LeverRequest& r);
   // The lead moved from one team to another (TeamCreate, TeamDelete):
   // host.json and a page for the team it works in.
   void LeadMoved(const std::string& to);
@@ -166,6 +173,8 @@ class Host {
   std::unique_ptr<team::TeamManager> teams_;
   std::optional<git::MergeQueue> merges_;
   std::unique_ptr<dashboard::Dashboard> page_;
+  fs::path run_dir_;                // its runtime folder (sandbox::RuntimeDirFor)
+  std::unique_ptr<Levers> levers_;  // before host.json names them
   // host.json: what this host writes of itself, and the team the lead
   // works in away from home with that team's page (the manager's thread
   // moves the lead; LeadMoved runs on it).

@@ -390,11 +390,16 @@ std::vector<fs::path> ProgramFolders(const std::vector<std::string>& argv) {
   return out;
 }
 
-Result<fs::path> RuntimeDirFor(const std::string& name) {
+fs::path RuntimeBase() {
   std::error_code ec;
   fs::path base = fs::temp_directory_path(ec);
   if (ec) base = "/tmp";
-  fs::path mine = base / ("mates-" + std::to_string(::getuid()));
+  return base / ("mates-" + std::to_string(::getuid()));
+}
+
+Result<fs::path> RuntimeDirFor(const std::string& name) {
+  std::error_code ec;
+  const fs::path mine = RuntimeBase();
   if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno("mkdir " + mine.string(), errno);
   struct stat st {};
   if (::lstat(mine.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) {

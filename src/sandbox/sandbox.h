@@ -183,6 +183,8 @@ class Sandbox {
 // each level this user's own and 0700 (else FailedPrecondition). Those of
 // processes that are gone (a host killed by SIGKILL) are removed on the way.
 Result<fs::path> RuntimeDirFor(const std::string& name);
+// The folder RuntimeDirFor makes them in: TMP/mates-UID.
+fs::path RuntimeBase();
 
 // What the machine supports, for `mates doctor` and the fail-closed error:
 // "" when the sandbox can be made, else what is missing.

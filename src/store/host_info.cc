@@ -54,6 +54,7 @@ Status WriteHostInfo(const Workspace& ws, std::string_view team, const HostInfo&
     for (const auto& s : h.mcp_skipped) j["mcp_skipped"].push_back({{"server", s.server}, {"why", s.why}});
   }
   if (!h.sandbox.empty()) j["sandbox"] = h.sandbox;
+  if (!h.control.empty()) j["control"] = h.control;
   // Owner-only: the dashboard's URL carries its token.
   return WriteFileAtomic(HostInfoPath(ws, team), DumpJson(j) + "\n", 0600);
 }
@@ -75,6 +76,10 @@ Result<HostInfo> ReadHostInfo(const Workspace& ws, std::string_view team) {
   MATES_ASSIGN_OR_RETURN(h.sandbox, JsonString(j, "sandbox", false));
   if (!h.sandbox.empty() && h.sandbox != "off" && h.sandbox != "workspace" && h.sandbox != "strict") {
     return Status::InvalidArgument("host.json: sandbox must be off, workspace or strict");
+  }
+  MATES_ASSIGN_OR_RETURN(h.control, JsonString(j, "control", false));
+  if (!h.control.empty() && (h.control[0] != '/' || h.control.size() > 4096)) {
+    return Status::InvalidArgument("host.json: control must be an absolute path");
   }
   if (j.contains("also") && !j["also"].is_null()) {
     const Json& also = j["also"];

@@ -3,7 +3,8 @@
 //
 //   {"pid": 4242, "start_time": 123456, "started_at": 1763884800.1,
 //    "mode": "up", "lead": "lead", "dashboard": "http://127.0.0.1:PORT/?token=…",
-//    "also": [{"team": "made", "dashboard": "http://…"}], "sandbox": "workspace"}
+//    "also": [{"team": "made", "dashboard": "http://…"}], "sandbox": "workspace",
+//    "control": "/tmp/mates-1000/T.4242/control"}
 //
 // and removes it when it ends. The file says who; the lead's host lock says
 // whether: a host killed with SIGKILL leaves the file, and a file whose
@@ -58,6 +59,9 @@ struct HostInfo {
   // Where the agents' commands run (DESIGN §18): "off", "workspace",
   // "strict"; "" = not said (a host from before the sandbox).
   std::string sandbox;
+  // The socket of its levers (host/levers.h: `mates stop|restart|
+  // interrupt`); "" = none (a host from before them).
+  std::string control;
 };
 
 fs::path HostInfoPath(const Workspace& ws, std::string_view team);

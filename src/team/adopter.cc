@@ -6,13 +6,12 @@
 
 namespace mates::team {
 
-Adopter::Adopter(TeamStore& store, std::function<std::string()> team,
-                 std::function<Result<std::vector<std::string>>()> resume)
-    : store_(store), team_(std::move(team)), resume_(std::move(resume)) {}
+Adopter::Adopter(TeamStore& store, std::function<std::string()> team, std::function<std::vector<std::string>()> look)
+    : store_(store), team_(std::move(team)), look_(std::move(look)) {}
 
 Adopter::~Adopter() { Stop(); }
 
-void Adopter::Start(double every_s, std::function<void(const std::vector<std::string>&)> said) {
+void Adopter::Start(double every_s, std::function<void(const std::string&)> said) {
   if (thread_.joinable()) return;
   thread_ = std::thread([this, every_s, said = std::move(said)] {
     NameThisThread("mates-adopter");
@@ -30,18 +29,21 @@ void Adopter::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Adopter::Main(double every_s, const std::function<void(const std::vector<std::string>&)>& said) {
+void Adopter::Main(double every_s, const std::function<void(const std::string&)>& said) {
   std::string watched;
   Result<std::unique_ptr<Hold>> roster = std::unique_ptr<Hold>();
+  Result<std::unique_ptr<Hold>> board = std::unique_ptr<Hold>();
   while (!stop_.load()) {
     const std::string team = team_();
     if (team != watched) {
       roster = store_.WatchRoster(team, waker_);
+      board = store_.WatchBoard(team, waker_);
       watched = team;
     }
     uint64_t seen = waker_->generation();
-    auto resumed = resume_();
-    if (resumed.ok() && !resumed->empty() && said) said(*resumed);
+    for (const auto& line : look_()) {
+      if (said) said(line);
+    }
     waker_->WaitChange(seen, DeadlineIn(every_s));
   }
 }

@@ -33,7 +33,7 @@ TeamManager::TeamManager(Workspace ws, llm::Provider* provider, agent::AgentEven
       statuses_(store_),
       host_(options.shutdown_timeout_s),
       adopter_(
-          store_, [this] { return place_.team(); }, [this] { return ResumeTeam(); }) {}
+          store_, [this] { return place_.team(); }, [this] { return LookAfterTeam(); }) {}
 
 TeamManager::~TeamManager() { StopAll(); }
 
@@ -47,8 +47,71 @@ void TeamManager::InterruptAll(const std::string& why) {
   host_.InterruptAll(why);
 }
 
-void TeamManager::StartAdopting(double every_s, std::function<void(const std::vector<std::string>&)> said) {
+void TeamManager::StartLookingAfter(double every_s, bool adopt, bool respawn,
+                                    std::function<void(const std::string&)> said) {
+  adopt_.store(adopt);
+  respawn_.store(respawn);
   adopter_.Start(every_s, std::move(said));
+}
+
+std::vector<std::string> TeamManager::LookAfterTeam() {
+  std::vector<std::string> said;
+  if (adopt_.load()) {
+    auto resumed = ResumeTeam();
+    if (resumed.ok() && !resumed->empty()) {
+      std::string list;
+      for (const auto& n : *resumed) list += (list.empty() ? "" : ", ") + n;
+      said.push_back("resumed teammates of team " + place_.team() + " that no host had: " + list);
+    }
+  }
+  if (respawn_.load()) {
+    if (std::string s = RespawnForWork(); !s.empty()) said.push_back(std::move(s));
+  }
+  return said;
+}
+
+std::string TeamManager::RespawnForWork() {
+  constexpr double kFirstWaitS = 30, kLongestWaitS = 600;
+  const std::string team = place_.team();
+  auto c = store_.LoadTeam(team);
+  if (!c.ok()) return "";
+  std::vector<Member> stopped;
+  for (const auto& m : c->members) {
+    if (m.role == MemberRole::kLead || m.backend != MemberBackend::kInProcess) continue;
+    // A live teammate takes what waits (or is the lead's to direct).
+    if (Running(m.name) || store_.IsHosted(team, m.name)) return "";
+    if (m.status == MemberStatus::kShutdown) stopped.push_back(m);
+  }
+  if (stopped.empty()) return "";
+  std::unique_ptr<TaskBoard> board = store_.Board(team);
+  const auto now = SteadyClock::now();
+  for (const Member& m : stopped) {
+    auto last = respawned_.find(m.name);
+    if (last != respawned_.end() &&
+        now < last->second.at + std::chrono::duration_cast<SteadyClock::duration>(
+                                    std::chrono::duration<double>(last->second.wait_s))) {
+      continue;
+    }
+    auto next = board->NextClaimable(m.name);
+    if (!next.ok() || !next->has_value()) continue;
+    auto held = HostMember(team, m.name);
+    if (!held.ok()) continue;
+    // Stopping again soon after a respawn (its provider still down, say)
+    // doubles the wait before the next.
+    const bool soon = last != respawned_.end() && now - last->second.at < std::chrono::seconds(600);
+    respawned_[m.name] = {now, soon ? std::min(kLongestWaitS, std::max(kFirstWaitS, 2 * last->second.wait_s))
+                                    : kFirstWaitS};
+    const std::string id = std::to_string(**next);
+    Status s = StartTeammate(m,
+                             "You were brought back by your host: task #" + id +
+                                 " waits, and no teammate was running to take it. Go on with your work: your "
+                                 "tasks in progress, your messages, then the board.",
+                             /*resume=*/true, /*new_prompt=*/true, std::move(*held));
+    if (!s.ok()) return "could not respawn " + m.name + " for task #" + id + ": " + s.message();
+    return "respawned " + m.name + " of team " + team + " for task #" + id +
+           ": it waited, and no teammate was running to take it (--respawn on-work)";
+  }
+  return "";
 }
 
 void TeamManager::OnStatus(const std::string& name, MemberStatus status, const std::string& detail) {
@@ -163,6 +226,75 @@ Result<TeamGit> TeamManager::EnsureTarget(const std::string& team, const TeamCon
     return Status::Ok();
   }).status());
   return g;
+}
+
+Result<Member> TeamManager::LeverTarget(const std::string& name, const char* verb) {
+  const std::string team = place_.team();
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.LoadTeam(team));
+  const Member* m = c.Find(name);
+  if (m == nullptr) {
+    std::string names;
+    for (const auto& x : c.members) names += (names.empty() ? "" : ", ") + x.name;
+    return Status::NotFound("team '" + team + "' has no member '" + name + "' (its members: " + names + ")");
+  }
+  if (m->role == MemberRole::kLead && std::string_view(verb) != "interrupt") {
+    return Status::FailedPrecondition("'" + name + "' is the team's lead: it runs as long as its host (`mates down` "
+                                      "stops it, `mates up` brings it back)");
+  }
+  if (m->backend != MemberBackend::kInProcess) {
+    return Status::FailedPrecondition("'" + name + "' is a " + std::string(MemberBackendName(m->backend)) +
+                                      " member: its own program runs it, not this host, which cannot " + verb +
+                                      " it");
+  }
+  return *m;
+}
+
+Result<std::string> TeamManager::StopTeammate(const std::string& name, const std::string& why) {
+  MATES_ASSIGN_OR_RETURN(Member m, LeverTarget(name, "stop"));
+  const bool here = Running(name);
+  if (!here && !store_.IsHosted(place_.team(), name)) {
+    return Status::FailedPrecondition("'" + name + "' is not running (" + std::string(MemberStatusName(m.status)) +
+                                      "); `mates restart --team " + place_.team() + " " + name + "` brings it back");
+  }
+  MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.LoadTeam(place_.team()));
+  std::vector<std::string> asked =
+      AskToShutDown(store_, c, why, [&](const Member& x) { return x.name == name; });
+  if (asked.empty()) return Status::Unavailable("the shutdown request to '" + name + "' could not be sent");
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%g s", options_.shutdown_timeout_s);
+  return "asked '" + name + "' to stop: it wraps up and answers, or is stopped in " + secs;
+}
+
+Result<std::string> TeamManager::RestartTeammate(const std::string& name) {
+  MATES_ASSIGN_OR_RETURN(Member m, LeverTarget(name, "restart"));
+  if (Running(name)) {
+    const std::string of = " --team " + place_.team() + " " + name;
+    return Status::FailedPrecondition("'" + name + "' is running; `mates interrupt" + of + "` ends its turn, `mates stop" +
+                                      of + "` stops it");
+  }
+  // Its liveness: refused while another process hosts it.
+  MATES_ASSIGN_OR_RETURN(std::unique_ptr<Hold> held, HostMember(place_.team(), name));
+  const std::string was(MemberStatusName(m.status));
+  MATES_RETURN_IF_ERROR(StartTeammate(
+      m,
+      "You were restarted by the person (mates restart); you were " + was +
+          ". Go on with your work: your tasks in progress, your messages, then the board.",
+      /*resume=*/true, /*new_prompt=*/true, std::move(held)));
+  return "restarted '" + name + "' (was " + was + "), from its journal";
+}
+
+Result<std::string> TeamManager::InterruptTeammate(const std::string& name) {
+  MATES_ASSIGN_OR_RETURN(Member m, LeverTarget(name, "interrupt"));
+  auto t = host_.Find(name);
+  if (t == nullptr || t->finished()) {
+    return Status::FailedPrecondition("'" + name + "' is not running here (" +
+                                      std::string(MemberStatusName(m.status)) + "): nothing to interrupt");
+  }
+  if (!t->Interrupt("The person interrupted your last turn (mates interrupt): what you were doing was stopped. "
+                    "Wait for their message before you go on.")) {
+    return Status::FailedPrecondition("'" + name + "' is idle: nothing to interrupt");
+  }
+  return "interrupted '" + name + "': its turn ends now, and it waits for a message";
 }
 
 bool TeamManager::Running(const std::string& name) {

@@ -92,12 +92,14 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
   // news worth waking it for.
   LeadNews& news() { return news_; }
 
-  // For a team whose store several hosts share (DESIGN §13): from now
-  // until StopAll, teammates of the lead's team that no process hosts (their
-  // host died or stopped) are resumed here (ResumeTeam), looked for at each
-  // roster change and every `every_s` seconds (a dead host's liveness lock
-  // goes without a word); `said` hears the names of each batch. Once.
-  void StartAdopting(double every_s, std::function<void(const std::vector<std::string>&)> said);
+  // From now until StopAll, the lead's team is looked after at each change
+  // of its roster or board and every `every_s` seconds (Adopter): with
+  // `adopt` (a store several hosts share, DESIGN §13), its teammates that
+  // no process hosts (their host died or stopped) are resumed here; with
+  // `respawn` (`up --respawn on-work`, DESIGN §27), a task that waits with
+  // no live teammate to take it brings a stopped one back. `said` hears
+  // each thing done, in words. Once.
+  void StartLookingAfter(double every_s, bool adopt, bool respawn, std::function<void(const std::string&)> said);
 
   // Stops every teammate (those working are interrupted), joins their
   // threads. Statuses stay idle so the next host resumes them.
@@ -120,6 +122,19 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
   // Tokens used by all teammates so far, as text (for the end of a run).
   std::string UsageSummary();
 
+  // A person's levers on one teammate of the lead's team (DESIGN §27);
+  // each answers what it did in words, or one clear error.
+  // Stop: a shutdown request from the lead (`why` its words); one that
+  // does not answer in `shutdown_timeout` is stopped.
+  Result<std::string> StopTeammate(const std::string& name, const std::string& why);
+  // Restart: a stopped or failed teammate (or one no host has) comes back
+  // here with its identity, journal and context, told so; refused while it
+  // runs.
+  Result<std::string> RestartTeammate(const std::string& name);
+  // Interrupt: its turn ends at the next safe point and it rests until a
+  // message comes; refused when it is not working.
+  Result<std::string> InterruptTeammate(const std::string& name);
+
   // Whether `name` is a teammate of this host that has not finished.
   bool Running(const std::string& name);
   // Wakes whoever waits on teammates' states (the lead, TeamDelete).
@@ -138,6 +153,15 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
   std::string CleanUpWorktree(const std::string& team, const std::string& name) override;
 
   const std::shared_ptr<agent::TeamSpend>& spend() const { return options_.spend; }
+  // One look of the Adopter: what it did, a line each.
+  std::vector<std::string> LookAfterTeam();
+  // A stopped teammate brought back for a task that waits, if no teammate
+  // of the team is live (each one at most every 30 s, doubling to 10 min
+  // while it keeps stopping); what was done ("" = nothing).
+  std::string RespawnForWork();
+  // The teammate `name` of the lead's team as a lever finds it: in the
+  // roster, not the lead, one of this host's kind.
+  Result<Member> LeverTarget(const std::string& name, const char* verb);
   // `held`: its liveness, taken already (null: taken here).
   Status StartTeammate(const Member& m, const std::string& prompt, bool resume, bool new_prompt,
                        std::unique_ptr<Hold> held = nullptr);
@@ -165,6 +189,15 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
   StatusWriter statuses_;  // outlives host_: teammates write statuses to their end
   TeammateHost host_;
   Adopter adopter_;  // stopped first by StopAll and InterruptAll
+  std::atomic<bool> adopt_{false};
+  std::atomic<bool> respawn_{false};
+  // When each teammate was last respawned, and how long before the next
+  // may be: the adopter's thread only.
+  struct Respawned {
+    SteadyClock::time_point at;
+    double wait_s = 0;
+  };
+  std::map<std::string, Respawned> respawned_;
 
   std::mutex mu_;
   std::vector<std::string> deleted_teams_;   // guarded by mu_

@@ -122,11 +122,20 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
     const std::string name = m.member.name;
     if (a.error) {
       const bool stopped = m.shown == Shown::kShutdown || a.state == agent::ActivityState::kStopped;
+      // A teammate a host runs comes back with `mates restart` (DESIGN §27).
+      const bool restartable = m.member.role != MemberRole::kLead &&
+                               m.member.backend == MemberBackend::kInProcess && v.host && v.foreign.empty();
       out.push_back({"turn_failed",
                      name + "'s turn failed: " + a.error->reason +
                          (stopped ? " — it has stopped" : a.error->next.empty() ? "" : " — " + a.error->next),
-                     a.error->at, stopped ? "mates log" + t : "mates send" + t + " --to " + name + " " + Quote("Go on."),
-                     stopped ? "what it did last is in the log" : "a message makes it try again now",
+                     a.error->at,
+                     !stopped ? "mates send" + t + " --to " + name + " " + Quote("Go on.")
+                     : restartable ? "mates restart" + t + " " + name
+                                   : "mates log" + t,
+                     !stopped      ? "a message makes it try again now"
+                     : restartable ? "brings it back with its context once the cause is fixed (what it did last is in "
+                                     "mates log" + t + ")"
+                                   : "what it did last is in the log",
                      "agent/" + name});
     }
   }
@@ -164,6 +173,34 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                    v.foreign.empty() ? "mates tasks" + t + " update " + std::to_string(task.id) + " --owner \"\" --status pending" : "",
                    v.foreign.empty() ? "puts it back on the board for anyone to claim"
                                      : "its lead gives it to another member in " + v.foreign + " (TaskUpdate)",
+                   "task/" + std::to_string(task.id)});
+  }
+  // A task that waits with no teammate running to take it (all stopped,
+  // or none yet): under `up --respawn on-work` its host brings one back
+  // within seconds, so only one that waited 30 s is news.
+  bool any_live = false;
+  std::string stopped;  // an in-process teammate the person may restart
+  for (const auto& m : v.members) {
+    if (m.member.role == MemberRole::kLead) continue;
+    any_live = any_live || m.shown == Shown::kActive || m.shown == Shown::kIdle;
+    if (stopped.empty() && m.shown == Shown::kShutdown && m.member.backend == MemberBackend::kInProcess) {
+      stopped = m.member.name;
+    }
+  }
+  for (const auto& task : v.tasks) {
+    if (any_live || !v.host || !v.foreign.empty() || task.status != TaskStatus::kPending) continue;
+    const bool blocked = std::any_of(task.blocked_by.begin(), task.blocked_by.end(), [&](int64_t id) {
+      return std::none_of(v.tasks.begin(), v.tasks.end(),
+                          [&](const Task& b) { return b.id == id && b.status == TaskStatus::kCompleted; });
+    });
+    if (blocked || v.now - task.updated_at < kUnreadWhileIdleS) continue;
+    out.push_back({"task_waiting",
+                   "task #" + std::to_string(task.id) + " " + Quote(CutUtf8(task.subject, 80)) +
+                       " waits, and no teammate is running to take it",
+                   task.updated_at, stopped.empty() ? "" : "mates restart" + t + " " + stopped,
+                   stopped.empty() ? "the lead spawns a teammate for it (Task), or a person asks the lead to"
+                                   : "brings back " + stopped + " with its context; it claims the task (`mates up "
+                                     "--respawn on-work` does so by itself)",
                    "task/" + std::to_string(task.id)});
   }
   for (const auto& r : v.merge_list) {
@@ -251,6 +288,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                    "agent/" + m.member.name});
   }
   static const std::vector<std::string> kOrder = {"turn_failed",  "retrying", "unread_while_idle", "orphaned_task",
+                                                  "task_waiting",
                                                   "merge_failed", "merge_conflict", "merge_review",
                                                   "merge_held",   "question_waiting", "plan_waiting",
                                                   "request_unanswered", "budget",

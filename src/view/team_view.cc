@@ -128,6 +128,7 @@ Json TeamViewToJson(const TeamView& v) {
     jm["state"] = StateOf(m);
     jm["doing"] = DoingOf(m, v.now);
     jm["recorded_status"] = std::string(MemberStatusName(m.member.status));
+    jm["backend"] = std::string(MemberBackendName(m.member.backend));
     jm["model"] = m.member.model;
     jm["unread"] = m.unread;
     jm["oldest_unread"] = m.unread > 0 ? Json(m.oldest_unread) : Json(nullptr);

@@ -217,6 +217,28 @@ MockLlm::MockLlm(const std::string& scenario, const fs::path& record)
 
 MockLlm::~MockLlm() { proc_.Signal(SIGTERM); }
 
+ModelServer::ModelServer(const fs::path& scenario, const fs::path& record) : scenario_(scenario), record_(record) {
+  Start(0);
+}
+
+void ModelServer::Start(int port) {
+  std::vector<std::string> argv = {MatesBinary(), "mock-llm", "--scenario", scenario_.string(),
+                                   "--port",      std::to_string(port), "--quiet"};
+  if (!record_.empty()) argv.insert(argv.end(), {"--record", record_.string()});
+  process_ = std::make_unique<Subprocess>(testing::Start(argv));
+  auto line = process_->ReadLine(DeadlineIn(10));
+  const std::string prefix = "listening on ";
+  url_ = line.ok() && line->rfind(prefix, 0) == 0 ? line->substr(prefix.size()) : "";
+  port_ = url_.empty() ? 0 : std::stoi(url_.substr(url_.rfind(':') + 1));
+}
+
+void ModelServer::Stop() {
+  if (!process_) return;
+  process_->Signal(SIGKILL);
+  (void)process_->Wait();
+  process_.reset();
+}
+
 std::string ScenarioFixture(const std::string& name) { return std::string(MATES_SCENARIOS) + "/" + name; }
 
 bool ProcessRunning(pid_t pid) {

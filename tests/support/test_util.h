@@ -132,6 +132,27 @@ class MockLlm {
   std::string url_;
 };
 
+// A `mates mock-llm --scenario FILE --quiet` that can be stopped (killed,
+// as a server that dies) and started again on its port.
+class ModelServer {
+ public:
+  explicit ModelServer(const fs::path& scenario, const fs::path& record = {});
+  ~ModelServer() { Stop(); }
+  ModelServer(const ModelServer&) = delete;
+  ModelServer& operator=(const ModelServer&) = delete;
+  void Start(int port);
+  void Stop();
+  const std::string& url() const { return url_; }  // http://127.0.0.1:PORT
+  int port() const { return port_; }
+
+ private:
+  fs::path scenario_;
+  fs::path record_;
+  std::unique_ptr<Subprocess> process_;
+  std::string url_;
+  int port_ = 0;
+};
+
 // Lists every file below `dir` (relative paths, sorted).
 std::vector<std::string> ListFiles(const fs::path& dir);
 std::string ReadAll(const fs::path& path);
