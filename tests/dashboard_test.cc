@@ -276,6 +276,24 @@ TEST_F(DashboardTest, TheHostServesPageAndApiOnlyWithItsToken) {
   EXPECT_EQ(Post("/api/agents/lead/stop", "{}").code, 400);  // the lead is not asked
   EXPECT_EQ(Post("/api/agents/ghost/stop", "{}").code, 404);
 
+  // The host's levers (DESIGN §27): each refusal with its reason.
+  EXPECT_EQ(Get("/api/team").json()["levers"], true);
+  auto idle = Post("/api/agents/lead/interrupt", "{}");
+  EXPECT_EQ(idle.code, 409);
+  EXPECT_NE(idle.body.find("is idle: nothing to interrupt"), std::string::npos) << idle.body;
+  EXPECT_EQ(Post("/api/agents/lead/restart", "{}").code, 409);
+  EXPECT_EQ(Post("/api/agents/ghost/restart", "{}").code, 404);
+  EXPECT_EQ(Post("/api/agents/bad%20name/interrupt", "{}").code, 400);
+  EXPECT_EQ(Post("/api/agents/planner/pause", "{}").code, 404);  // no such lever
+  d = DeadlineIn(30);
+  while (!Expired(d) && Post("/api/agents/planner/restart", "{}").code != 200) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until the planner has stopped
+  }
+  EXPECT_FALSE(Expired(d)) << "the stopped planner was not restarted from the page";
+  auto running = Post("/api/agents/planner/restart", "{}");
+  EXPECT_EQ(running.code, 409);
+  EXPECT_NE(running.body.find("is running"), std::string::npos) << running.body;
+
   auto down = Mates({"down", "--team", "dash"});
   EXPECT_EQ(down.exit_code, 0) << down.err;
   EXPECT_NE(Http("GET", url_.base + "/?token=" + url_.token).code, 200);  // gone with its host
@@ -536,6 +554,8 @@ TEST_F(DashboardTest, TheDashboardCommandIsReadOnlyAndReadsArchives) {
     EXPECT_EQ(no.code, 403);
     EXPECT_NE(no.body.find("read-only"), std::string::npos) << no.body;
     EXPECT_EQ(Post("/api/tasks", R"({"subject":"x"})").code, 403);
+    EXPECT_EQ(team.json()["levers"], false);
+    EXPECT_EQ(Post("/api/agents/alice/restart", "{}").code, 403);
     EXPECT_EQ(Http("GET", url_.base + "/api/team").code, 401);
     ::kill(p.pid(), SIGTERM);
     EXPECT_EQ(p.Wait().exit_code, 0);

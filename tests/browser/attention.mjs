@@ -20,7 +20,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { browserParts, Checks, matesIn, options, startMockLlm } from "./common.mjs";
+import { Checks, browserParts, launchBrowser, matesIn, options, startMockLlm, upDashboard } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -59,9 +59,7 @@ try {
   const modelUrl = await startModel();
   const up = mates("up", "--team", team, "--provider", "anthropic", "--base-url", modelUrl, "--sandbox", "off",
                    "Check the build");
-  if (up.code !== 0) throw new Error("mates up failed: " + up.out + up.err);
-  const url = (up.out.match(/dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)/) || [])[1];
-  if (!url) throw new Error("no dashboard URL in: " + up.out);
+  const url = upDashboard(up);
   // A board with a history: one task done, one in progress, one whose owner is gone.
   mates("tasks", "--team", team, "create", "Check the build", "--description", "Run the build and say what fails.\nSee task #2.");
   mates("tasks", "--team", team, "create", "Fix the parser", "--blocked-by", "1");
@@ -70,10 +68,7 @@ try {
   mates("tasks", "--team", team, "update", "3", "--owner", "ghost", "--status", "in_progress");
   mates("send", "--team", team, "--to", "lead", "Is task #1 done yet?");
 
-  browser = await puppeteer.launch({
-    executablePath: chromium, headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars"],
-  });
+  browser = await launchBrowser(puppeteer, chromium);
   const page = await browser.newPage();
   await page.setViewport({ width: 1600, height: 900 });
   page.on("pageerror", (e) => pageErrors.push(e.message));

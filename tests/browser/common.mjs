@@ -69,3 +69,19 @@ export function startMockLlm(bin, scenario, port) {
     child.on("exit", (c) => reject(new Error("mock-llm exited " + c)));
   });
 }
+
+// The dashboard `mates up` printed, from its output; throws if none.
+export function upDashboard(up) {
+  if (up.code !== 0) throw new Error("mates up failed: " + up.out + up.err);
+  const url = (up.out.match(/dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)/) || [])[1];
+  if (!url) throw new Error("no dashboard URL in: " + up.out);
+  return url;
+}
+
+// Headless chromium, as every browser test runs it.
+export function launchBrowser(puppeteer, chromium) {
+  return puppeteer.launch({
+    executablePath: chromium, headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars"],
+  });
+}

@@ -23,7 +23,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { browserParts, Checks, matesIn, options } from "./common.mjs";
+import { Checks, browserParts, launchBrowser, matesIn, options, upDashboard } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -81,19 +81,14 @@ async function clickLive(page, selector) {
 try {
   const up = mates("up", "--team", team, "--provider", "scripted", "--scenario", args.scenario,
                    "--budget-tokens", "5000000", "Start the team");
-  if (up.code !== 0) throw new Error("mates up failed: " + up.out + up.err);
-  const url = (up.out.match(/dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)/) || [])[1];
-  if (!url) throw new Error("no dashboard URL in: " + up.out);
+  const url = upDashboard(up);
   const base = url.slice(0, url.indexOf("/?token="));
 
   // No token, a wrong one: 401 (and no page).
   check((await fetch(base + "/")).status === 401, "GET / without the token is 401");
   check((await fetch(base + "/api/team?token=wrong")).status === 401, "a wrong token is 401");
 
-  browser = await puppeteer.launch({
-    executablePath: chromium, headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars"],
-  });
+  browser = await launchBrowser(puppeteer, chromium);
   const page = await browser.newPage();
   await page.setViewport({ width: 1600, height: 900 });
   const pageErrors = [];

@@ -19,7 +19,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { browserParts, Checks, matesIn, options, startMockLlm } from "./common.mjs";
+import { browserParts, Checks, launchBrowser, matesIn, options, startMockLlm, upDashboard } from "./common.mjs";
 
 const args = options();
 const server = path.resolve(args.servers || "", "mcp-server-everything");
@@ -58,14 +58,8 @@ try {
   model = started.child;
   const modelUrl = started.url;
   const up = mates("up", "--team", team, "--provider", "anthropic", "--base-url", modelUrl, "--sandbox", "off", "Ask me");
-  if (up.code !== 0) throw new Error("mates up failed: " + up.out + up.err);
-  const url = (up.out.match(/dashboard (http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+)/) || [])[1];
-  if (!url) throw new Error("no dashboard URL in: " + up.out);
-
-  browser = await puppeteer.launch({
-    executablePath: chromium, headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars"],
-  });
+  const url = upDashboard(up);
+  browser = await launchBrowser(puppeteer, chromium);
   const page = await browser.newPage();
   await page.setViewport({ width: 1600, height: 1000 });
   page.on("pageerror", (e) => pageErrors.push(e.message));

@@ -237,9 +237,7 @@ function renderRoster() {
     const tok = a && a.calls ? human(a.tokens.input + a.tokens.cache_read + a.tokens.cache_write) + " in · " + human(a.tokens.output) + " out" : "";
     const cost = a && a.calls ? (a.cost_usd === null ? "cost ?" : "$" + a.cost_usd.toFixed(a.cost_usd < 1 ? 4 : 2)) : "";
     const isLead = m.name === t.lead;
-    const stop = !S.readOnly && !t.foreign && !isLead && (m.status === "active" || m.status === "idle")
-      ? el("button", { class: "btn small danger stop", title: "Ask " + m.name + " to stop", onclick: (e) => { e.stopPropagation(); askStop(m.name); } }, "stop")
-      : null;
+    const levers = memberLevers(t, m, isLead);
     const state = shownState(m);
     return el("div", { class: "member s-" + state + (S.transcriptAgent === m.name ? " selected" : ""),
       dataset: { name: m.name, status: m.status, state },
@@ -251,7 +249,7 @@ function renderRoster() {
       el("div", { class: "doing" }, doing, since !== null ? el("span", { class: "for", dataset: { since: a.since } }, " · " + duration(since)) : ""),
       el("div", { class: "task" }, el("span", { class: "t" }, m.task ? "#" + m.task.id + " " + m.task.subject : (tok ? "" : "no task")),
         m.unread ? el("span", { class: "unread", title: "waiting in its inbox, not read yet" }, m.unread + " unread") : null,
-        el("span", {}, tok), stop));
+        el("span", {}, tok), levers));
   });
   $("roster").replaceChildren(...rows);
 }
@@ -272,10 +270,29 @@ function renderMemberSelects() {
   keep($("transcript-agent"), [["", "agent…"], ...names.map((n) => [n, n])]);
   if (S.transcriptAgent) $("transcript-agent").value = S.transcriptAgent;
 }
-async function askStop(name) {
-  if (!confirm("Ask " + name + " to wrap up and stop?")) return;
-  try { await api("/api/agents/" + encodeURIComponent(name) + "/stop", {}); }
-  catch (e) { alert("Could not ask " + name + " to stop: " + e.message); }
+// The levers on a member (DESIGN §27): interrupt a turn, stop, restart.
+// The host's page has them all (S.team.levers); another has only `stop`.
+const LEVERS = {
+  interrupt: { danger: false, ask: (n) => "Interrupt " + n + "'s turn now? Its model call is cancelled and its tool killed; it waits for a message." },
+  stop: { danger: true, ask: (n) => "Ask " + n + " to wrap up and stop?" },
+  restart: { danger: false, ask: (n) => "Restart " + n + " with its conversation?" },
+};
+function memberLevers(t, m, isLead) {
+  if (S.readOnly || t.foreign || m.backend !== "in-process") return null;
+  const live = m.status === "active" || m.status === "idle";
+  const ops = [];
+  if (t.levers && m.status === "active") ops.push("interrupt");
+  if (!isLead && live) ops.push("stop");
+  if (t.levers && !isLead && m.status === "shutdown") ops.push("restart");
+  if (!ops.length) return null;
+  return el("span", { class: "levers" }, ...ops.map((op) => el("button", {
+    class: "btn small lever " + op + (LEVERS[op].danger ? " danger" : ""), title: op + " " + m.name, dataset: { op },
+    onclick: (e) => { e.stopPropagation(); pullLever(op, m.name); } }, op)));
+}
+async function pullLever(op, name) {
+  if (!confirm(LEVERS[op].ask(name))) return;
+  try { await api("/api/agents/" + encodeURIComponent(name) + "/" + op, {}); }
+  catch (e) { alert("Could not " + op + " " + name + ": " + e.message); }
 }
 
 // ---------- board & graph ----------
@@ -735,6 +752,8 @@ function renderSpend(series) {
 // ---------- attention ----------
 const attentionWords = {
   turn_failed: ["failed turn", "failed turns"], retrying: ["retrying", "retrying"], orphaned_task: ["orphaned task", "orphaned tasks"],
+  task_waiting: ["task nobody can take", "tasks nobody can take"],
+  unread_while_idle: ["unread while idle", "unread while idle"], request_unanswered: ["request unanswered", "requests unanswered"],
   merge_failed: ["failed merge", "failed merges"], merge_conflict: ["merge conflict", "merge conflicts"],
   merge_review: ["merge to review", "merges to review"], merge_held: ["merge queue held", "merge queues held"],
   question_waiting: ["question for you", "questions for you"], plan_waiting: ["plan waiting", "plans waiting"], budget: ["budget", "budgets"],
