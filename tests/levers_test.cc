@@ -365,6 +365,31 @@ TEST_F(LeversTest, PsListsTheTeamsHostedInTwoFolders) {
   EXPECT_TRUE(unhosted) << all.out;
 }
 
+// The levers are the person's: a sandboxed agent neither reaches the
+// host's control socket (its runtime folder is out of the sandbox's sight)
+// nor pulls a lever through its gate.
+TEST_F(LeversTest, ASandboxedAgentCannotPullTheLevers) {
+  Up();
+  auto host = ParseJson(testing::ReadAll(ws_.path() / ".teams/levers/host.json"));
+  ASSERT_TRUE(host.ok());
+  const std::string control = host->value("control", "");
+  ASSERT_FALSE(control.empty());
+  // Outside, the socket answers (the same probe connects).
+  auto outside = testing::Run({testing::SandboxProbe(), "connect", control});
+  ASSERT_EQ(outside.exit_code, 0) << outside.out;
+  const std::string command = testing::SandboxProbe() + " connect " + control + " > probe.txt 2>&1; " +
+                              testing::MatesBinary() + " restart lead >> probe.txt 2>&1; echo done >> probe.txt";
+  ASSERT_EQ(Mates({"tasks", "--team", "levers", "create", "run " + command}).exit_code, 0);
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return testing::ReadAll(ws_.path() / "probe.txt").find("done") != std::string::npos; }, 30));
+  const std::string said = testing::ReadAll(ws_.path() / "probe.txt");
+  EXPECT_NE(said.find("connect: No such file or directory"), std::string::npos) << said;
+  EXPECT_NE(said.find("mates: error: 'mates restart' is the person's: it cannot be run from an agent's sandbox"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(State("lead"), "idle");
+}
+
 TEST_F(LeversTest, BadInputsGetOneClearErrorEach) {
   // A team nobody hosts has no levers.
   ASSERT_EQ(Mates({"team", "create", "levers"}).exit_code, 0);

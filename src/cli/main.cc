@@ -165,10 +165,15 @@ std::vector<std::string> OptionNamesOf(const Meant& m) {
 int main(int argc, char** argv) {
   using mates::cli::Globals;
   // In an agent's sandbox (DESIGN §19) the team's own commands go to the
-  // host, which runs them as that agent; the rest run here, as usual.
+  // host, which runs them as that agent; the person's own (the levers, up,
+  // down…) are refused; the rest run here, as usual.
   if (const char* gate = std::getenv("MATES_HOST_SOCKET"); gate != nullptr && *gate != '\0') {
     std::vector<std::string> args(argv + 1, argv + argc);
     if (mates::host::GoesThroughTheGate(args)) return mates::host::RunThroughTheGate(gate, args);
+    if (std::string why = mates::host::RefusedInTheSandbox(args); !why.empty()) {
+      std::cerr << "mates: error: " << why << std::endl;
+      return 2;
+    }
   }
   // Keys are read once, here (DESIGN §10); commands that run agents then
   // scrub them from the environment.

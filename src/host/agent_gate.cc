@@ -77,6 +77,16 @@ bool GoesThroughTheGate(const std::vector<std::string>& args) {
   return false;
 }
 
+std::string RefusedInTheSandbox(const std::vector<std::string>& args) {
+  int at = SubcommandAt(args);
+  if (at < 0) return "";
+  const std::string& c = args[static_cast<size_t>(at)];
+  for (const char* person : {"stop", "restart", "interrupt", "up", "down", "ps", "logs", "dashboard", "trust"}) {
+    if (c == person) return "'mates " + c + "' is the person's: it cannot be run from an agent's sandbox";
+  }
+  return "";
+}
+
 std::string RefusedAtTheGate(const std::vector<std::string>& args) {
   if (args.empty()) return "no command";
   if (args.size() > kMaxArgs) return "more than 256 arguments";

@@ -42,6 +42,10 @@ bool GoesThroughTheGate(const std::vector<std::string>& args);
 // code (1 with one error line when the gate cannot be reached).
 int RunThroughTheGate(const std::string& socket, const std::vector<std::string>& args);
 
+// Whether `args` is a command that only the person runs (the levers, the
+// host's up and down, trust…), refused at once in a sandbox: why, or "".
+std::string RefusedInTheSandbox(const std::vector<std::string>& args);
+
 // Whether the gate lets `args` through for `agent`: "" if so, else why not.
 std::string RefusedAtTheGate(const std::vector<std::string>& args);
 

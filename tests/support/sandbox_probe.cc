@@ -17,6 +17,7 @@
 //   tioclinux    TIOCLINUX's paste on fd 0 (a console's; a pty says ENOTTY
 //                or EINVAL, which is not the sandbox's EPERM: exit 1 and
 //                the error either way, the caller tells them apart)
+//   connect PATH a connection to the unix socket at PATH
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <sched.h>
@@ -25,7 +26,9 @@
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +111,15 @@ int main(int argc, char** argv) {
     return Said("process_vm_readv", rc);
   }
   if (a == "kill") return Said("kill", ::kill(pid, SIGTERM));
+  if (a == "connect") {
+    if (argc < 3) return 2;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, argv[2], sizeof addr.sun_path - 1);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Said("socket", fd);
+    return Said("connect", ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
+  }
   if (a == "tiocsti") {
     const char c = '#';
     return Said("ioctl(TIOCSTI)", ::ioctl(0, TIOCSTI, &c));
