@@ -32,7 +32,7 @@ struct Check {
 };
 
 struct DoctorArgs {
-  std::string provider, model, base_url;
+  std::string provider, model, base_url, scenario;
   double timeout = 30;
   bool no_call = false;
   bool json = false;
@@ -71,7 +71,7 @@ std::string OnPath(const std::string& program) {
 
 Check ProviderCheck(const DoctorArgs& a) {
   Check c{"provider"};
-  llm::ProviderConfig pc{a.provider, a.model, a.base_url, "", a.timeout};
+  llm::ProviderConfig pc{a.provider, a.model, a.base_url, a.scenario, a.timeout};
   auto provider = llm::MakeProvider(pc);
   if (!provider.ok()) {
     return Verdicted(c, Verdict::kFail, provider.status().message(),
@@ -84,26 +84,12 @@ Check ProviderCheck(const DoctorArgs& a) {
     c.detail += " (not called: --no-call)";
     return c;
   }
-  llm::Request req;
-  req.model = model;
-  req.max_tokens = 16;
-  req.cache = false;
-  req.messages.push_back({llm::Role::kUser, {llm::ContentBlock::Text("Reply with the word: ok")}});
-  CancelToken cancel;
-  llm::StreamCallbacks cb;
   // The first failure is the answer: a doctor does not wait out retries.
-  Status first_failure;
-  cb.on_retry = [&](int, int, const Status& why, double) {
-    first_failure = why;
-    cancel.Cancel();
-  };
   const double t0 = WallSeconds();
-  auto r = (*provider)->Complete(req, cb, &cancel);
+  Status r = llm::PreflightCall(**provider, model);
   if (!r.ok()) {
-    return Verdicted(c, Verdict::kFail,
-                     c.detail + ": a minimal call failed: " +
-                         (first_failure.ok() ? r.status() : first_failure).message(),
-                     r.status().code() == StatusCode::kFailedPrecondition
+    return Verdicted(c, Verdict::kFail, c.detail + ": a minimal call failed: " + r.message(),
+                     r.code() == StatusCode::kFailedPrecondition
                          ? "check the key and the model (--model, $MATES_MODEL)"
                          : "check the network and the base URL (--base-url, $ANTHROPIC_BASE_URL, "
                            "$OPENAI_BASE_URL)");
@@ -256,6 +242,7 @@ void AddDoctorCommand(CLI::App& app, Globals& g) {
                          "Check what mates needs here: provider, git, tmux, Chromium, store, "
                          "sandbox; each failure with its fix");
   AddProviderOptions(cmd, a->provider, a->model, a->base_url);
+  cmd->add_option("--scenario", a->scenario, "Scenario file for --provider scripted");
   cmd->add_option("--timeout", a->timeout, "Seconds the provider's call and the store may take")
       ->capture_default_str();
   cmd->add_flag("--no-call", a->no_call, "Check the provider's settings but make no call");

@@ -25,6 +25,7 @@
 #include "core/names.h"
 #include "core/process_tree.h"
 #include "core/secrets.h"
+#include "llm/provider_factory.h"
 #include "store/host_info.h"
 #include "store/messenger.h"
 #include "store/roster.h"
@@ -97,6 +98,24 @@ Status AlreadyHosted(const Globals& g, TeamStore& store, const std::string& team
   ::_exit(code);
 }
 
+// Fail fast (DESIGN §27): one minimal call to the provider, from the
+// person's terminal, before anything is hosted; at most kPreflightSeconds.
+constexpr double kPreflightSeconds = 10;
+Status Preflight(const RunArgs& a) {
+  const double timeout = a.request_timeout > 0 ? std::min(a.request_timeout, kPreflightSeconds) : kPreflightSeconds;
+  llm::ProviderConfig pc{a.provider, a.model, a.base_url, a.scenario, timeout};
+  MATES_ASSIGN_OR_RETURN(std::unique_ptr<llm::Provider> p, llm::MakeProvider(pc));
+  const std::string model = p->default_model();
+  Status s = llm::PreflightCall(*p, model);
+  if (s.ok()) return s;
+  return Status::FailedPrecondition(
+      "the model provider did not answer a first call (" + std::string(p->name()) + ", model " + model + "): " +
+      s.message() + "; nothing is hosted. " +
+      (s.code() == StatusCode::kFailedPrecondition ? "Check the key and the model (--model, $MATES_MODEL)"
+                                                   : "Check that the server runs and the base URL (--base-url)") +
+      ", or --no-preflight to host without this check");
+}
+
 // What the host wrote to its log since `offset` (its last lines), to say
 // why it did not start.
 std::string LogSince(const fs::path& log, uint64_t offset) {
@@ -115,6 +134,9 @@ int Up(Globals& g, const RunArgs& a) {
   if (a.dashboard_port < 0 || a.dashboard_port > 65535) return Usage("--dashboard-port must be 0..65535 (0 = any free port)");
   // Checked here, where a mistake can be seen; the host makes its own.
   if (auto p = SessionProvider(a); !p.ok()) return Fail(p.status());
+  if (!a.no_preflight) {
+    if (Status s = Preflight(a); !s.ok()) return Fail(s);
+  }
   if (a.teammates_only && !config->goal.empty()) return Usage("--teammates hosts no lead: it takes no goal");
   const Workspace& ws = config->ws;
   {
@@ -295,6 +317,8 @@ void AddHostCommands(CLI::App& app, Globals& g) {
   auto* port = up->add_option("--dashboard-port", a->dashboard_port,
                               "Port of the dashboard on 127.0.0.1 (default: any free port)");
   up->add_flag("--no-dashboard", a->no_dashboard, "Serve no dashboard")->excludes(port);
+  up->add_flag("--no-preflight", a->no_preflight,
+               "Host without first checking that the model provider answers (a minimal call)");
   up->add_flag("--teammates", a->teammates_only,
                "Host no lead, only the team's teammates that no host has, now and whenever one's host dies or "
                "stops (a team in a shared --store postgres://...)");

@@ -40,6 +40,8 @@ struct RunArgs {
   // `up` only: the host's dashboard (DESIGN §11).
   int dashboard_port = 0;  // 0 = any free port
   bool no_dashboard = false;
+  // `up` only: --no-preflight (DESIGN §27).
+  bool no_preflight = false;
   // `up` only: --respawn on-work|off (DESIGN §27).
   std::string respawn = "on-work";
   // --sandbox off|workspace|strict (DESIGN §18): "" = the config's, else

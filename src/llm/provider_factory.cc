@@ -66,4 +66,22 @@ Result<std::unique_ptr<Provider>> MakeProvider(const ProviderConfig& config) {
                                  "' (valid: anthropic, openai, scripted)");
 }
 
+Status PreflightCall(Provider& provider, const std::string& model) {
+  Request req;
+  req.model = model;
+  req.max_tokens = 16;
+  req.cache = false;
+  req.messages.push_back({Role::kUser, {ContentBlock::Text("Reply with the word: ok")}});
+  CancelToken cancel;
+  StreamCallbacks cb;
+  Status first_failure;
+  cb.on_retry = [&](int, int, const Status& why, double) {
+    first_failure = why;
+    cancel.Cancel();
+  };
+  auto r = provider.Complete(req, cb, &cancel);
+  if (r.ok()) return Status::Ok();
+  return first_failure.ok() ? r.status() : first_failure;
+}
+
 }  // namespace mates::llm

@@ -24,4 +24,11 @@ struct ProviderConfig {
 // broken scenario file).
 Result<std::unique_ptr<Provider>> MakeProvider(const ProviderConfig& config);
 
+// One minimal call to `model` (16 tokens, "Reply with the word: ok"), its
+// first failure the answer, no retry waited out (`doctor`, and `up` before
+// it hosts anything, DESIGN §27): whether the provider is reachable, takes
+// the key and knows the model. FailedPrecondition when the API refused it
+// (the key, the model), else the failure as it came.
+Status PreflightCall(Provider& provider, const std::string& model);
+
 }  // namespace mates::llm
