@@ -508,6 +508,68 @@ TEST(WorktreeTest, ATeammateThatStopsCleansUpOnlyWhatIsMerged) {
   }
 }
 
+// What a task changed (DESIGN §27): its merge request's diff, from the CLI
+// for the task and for the request, the same; a diff driver the
+// repository names is not run; a task nobody owns, and bad ids, are one
+// clear error each.
+TEST(WorktreeTest, DiffsShowWhatATaskChangedAndRunNoDriver) {
+  Repo repo(TaskList{{"write a.txt with alpha", {}}});
+  // A driver the repository's attributes name, from its config: never run.
+  const fs::path ran = repo.tmp.path() / "driver-ran";
+  WriteAll(repo.w / ".gitattributes", "*.txt diff=evil\n");
+  Git(repo.w, {"add", ".gitattributes"});
+  Git(repo.w, {"commit", "-q", "-m", "attributes"});
+  Git(repo.w, {"config", "diff.evil.command", "touch " + ran.string()});
+  Git(repo.w, {"config", "diff.evil.textconv", "touch " + ran.string() + ";cat"});
+  auto r = repo.Run({"--isolation", "worktree"}, "Go one");
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  ASSERT_EQ(repo.Merges().size(), 1u);
+  auto shown = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "1", "--diff"}, repo.env);
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("diff:\ndiff --git a/a.txt b/a.txt\nnew file mode 100644"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("\n+alpha\n"), std::string::npos) << shown.out;
+  auto task = testing::RunMates(repo.w, {"tasks", "--team", "wt", "diff", "1"}, repo.env);
+  ASSERT_EQ(task.exit_code, 0) << task.err;
+  EXPECT_EQ(task.out, shown.out.substr(shown.out.find("diff:\n") + 6));
+  auto json = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "1", "--diff", "--json"}, repo.env);
+  auto j = ParseJson(json.out);
+  ASSERT_TRUE(j.ok()) << json.out;
+  EXPECT_EQ((*j)["diff"], task.out);
+  EXPECT_FALSE(fs::exists(ran)) << "git ran a diff driver the repository named";
+  // The same on the page's API (a read-only dashboard serves it too).
+  {
+    Subprocess page = testing::StartMates(repo.w, {"dashboard", "--team", "wt"});
+    auto line = page.ReadLine(DeadlineIn(10));
+    ASSERT_TRUE(line.ok());
+    const auto url = testing::SplitDashboardUrl(line->substr(line->find("http://")));
+    auto merge = testing::DashboardGet(url, "/api/merges/1/diff");
+    EXPECT_EQ(merge.code, 200) << merge.body;
+    EXPECT_EQ(merge.json()["diff"], task.out);
+    auto of_task = testing::DashboardGet(url, "/api/tasks/1/diff");
+    EXPECT_EQ(of_task.code, 200) << of_task.body;
+    EXPECT_EQ(of_task.json()["diff"], task.out);
+    EXPECT_EQ(testing::DashboardGet(url, "/api/merges/9/diff").code, 404);
+    EXPECT_EQ(testing::DashboardGet(url, "/api/tasks/99999999999999999999/diff").code, 404);
+    page.Signal(SIGTERM);
+    (void)page.Wait();
+  }
+  Board board(Workspace(repo.w).TasksDir("wt"));
+  ASSERT_TRUE(board.Create({"nobody's", "", "", {}, ""}).ok());
+  auto none = testing::RunMates(repo.w, {"tasks", "--team", "wt", "diff", "2"}, repo.env);
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.err, "mates: error: task #2 has no owner yet: nothing was changed for it\n");
+  EXPECT_EQ(testing::RunMates(repo.w, {"tasks", "--team", "wt", "diff", "9"}, repo.env).exit_code, 1);
+  EXPECT_EQ(testing::RunMates(repo.w, {"tasks", "--team", "wt", "diff", "x"}, repo.env).exit_code, 2);
+  EXPECT_EQ(testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "7", "--diff"}, repo.env).exit_code, 1);
+  // A task worked on in the shared workspace has no diff of its own.
+  TaskPatch owned;
+  owned.owner = "lead";
+  ASSERT_TRUE(board.Update(2, owned, Caller{"lead", true}).ok());
+  auto shared = testing::RunMates(repo.w, {"tasks", "--team", "wt", "diff", "2"}, repo.env);
+  EXPECT_EQ(shared.exit_code, 1);
+  EXPECT_NE(shared.err.find("was worked on in the shared workspace"), std::string::npos) << shared.err;
+}
+
 // The host SIGKILLed while a check runs: the target has not moved, the
 // request is taken again by the next host and merged; the check the dead
 // host left running is killed; no task commit is lost.

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "git/diffs.h"
 #include "cli/cli_common.h"
 #include "cli/run_options.h"
 #include "cli/store_choice.h"
@@ -29,6 +30,7 @@ struct MergesArgs {
   std::string feedback;
   std::string as;
   bool json = false;
+  bool diff = false;
   ArchivedChoice archived;
 };
 
@@ -93,7 +95,13 @@ int Show(Globals& g, const MergesArgs& a) {
   auto m = opened->merges->Get(*id);
   if (!m.ok()) return Fail(m.status());
   if (a.json) {
-    std::cout << DumpJsonPretty(MergeRequestToJson(*m)) << std::endl;
+    Json j = MergeRequestToJson(*m);
+    if (a.diff) {
+      auto d = git::DiffOfMerge(g.ws(), *m);
+      if (!d.ok()) return Fail(d.status());
+      j["diff"] = *d;
+    }
+    std::cout << DumpJsonPretty(j) << std::endl;
     return 0;
   }
   std::cout << "merge request " << m->id << ": " << MergeStateName(m->status) << "\n"
@@ -111,6 +119,11 @@ int Show(Globals& g, const MergesArgs& a) {
               << (m->feedback.empty() ? "" : ": " + m->feedback) << "\n";
   }
   if (!m->output.empty()) std::cout << "output:\n" << m->output << (m->output.back() == '\n' ? "" : "\n");
+  if (a.diff) {
+    auto d = git::DiffOfMerge(g.ws(), *m);
+    if (!d.ok()) return Fail(d.status());
+    std::cout << "diff:\n" << (d->empty() ? "(no changes)\n" : *d);
+  }
   std::cout.flush();
   return 0;
 }
@@ -193,6 +206,7 @@ void AddMergesCommands(CLI::App& app, Globals& g) {
   CLI::App* show = merges->add_subcommand("show", "Show one merge request (with the check's output)");
   show->add_option("ID", a->id, "Merge request id")->required();
   show->add_flag("--json", a->json, "Machine-readable output");
+  show->add_flag("--diff", a->diff, "Also what it changes, as a unified diff");
   AddArchivedOption(show, a->archived);
   show->callback([&g, a] { g.action = [&g, a] { return Show(g, *a); }; });
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "git/diffs.h"
 #include "cli/cli_common.h"
 #include "cli/store_choice.h"
 #include "core/json.h"
@@ -124,6 +125,25 @@ int Get(Globals& g, const TasksArgs& a) {
   auto t = team->board->Get(*id);
   if (!t.ok()) return Fail(t.status());
   return PrintTask(*t, a.json, "");
+}
+
+// What the task changed (DESIGN §27): its merge request's diff, or its
+// owner's branch's.
+int Diff(Globals& g, const TasksArgs& a) {
+  auto id = ParseId(a.id, "task id");
+  if (!id.ok()) return Fail(id.status());
+  auto team = OpenTeam(g, a);
+  if (!team.ok()) return Fail(team.status());
+  auto t = team->board->Get(*id);
+  if (!t.ok()) return Fail(t.status());
+  auto d = git::DiffOfTask(g.ws(), *team->store, g.team, *t);
+  if (!d.ok()) return Fail(d.status());
+  if (a.json) {
+    std::cout << DumpJson(Json{{"task", t->id}, {"diff", *d}}) << std::endl;
+  } else {
+    std::cout << (d->empty() ? "task #" + std::to_string(t->id) + ": no changes\n" : *d) << std::flush;
+  }
+  return 0;
 }
 
 int Create(Globals& g, const TasksArgs& a) {
@@ -256,6 +276,11 @@ void AddTasksCommands(CLI::App& app, Globals& g) {
   get->add_flag("--json", a->json, "Machine-readable output");
   AddArchivedOption(get, a->archived);
   get->callback(set(&Get));
+
+  CLI::App* diff = tasks->add_subcommand("diff", "What a task changed: its merge request's diff, or its owner's branch's");
+  diff->add_option("ID", a->id, "Task id")->required();
+  diff->add_flag("--json", a->json, "One JSON document: task, diff");
+  diff->callback(set(&Diff));
 
   CLI::App* create = tasks->add_subcommand("create", "Create a task");
   create->add_option("SUBJECT", a->subject, "What is to be done")->required();

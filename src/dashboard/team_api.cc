@@ -7,6 +7,7 @@
 
 #include "agent/journal.h"
 #include "core/names.h"
+#include "git/diffs.h"
 #include "dashboard/http_guard.h"
 #include "llm/http_bounds.h"
 #include "llm/types.h"
@@ -63,6 +64,17 @@ void TeamApi::Register(httplib::Server& server) {
     Json out = Json::array();
     for (const auto& m : *list) out.push_back(MergeRequestToJson(m));
     SendJson(res, Json{{"merges", std::move(out)}});
+  });
+  // What a merge request or a task changed (DESIGN §27), as a unified diff.
+  server.Get(R"(/api/merges/(\d{1,15})/diff)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto m = source_.store().Merges(options_.team)->Get(std::stoll(req.matches[1]));
+    if (!m.ok()) return SendStatus(res, m.status());
+    SendDiff(git::DiffOfMerge(options_.ws, *m), res);
+  });
+  server.Get(R"(/api/tasks/(\d{1,15})/diff)", [this](const httplib::Request& req, httplib::Response& res) {
+    auto t = source_.store().Board(options_.team)->Get(std::stoll(req.matches[1]));
+    if (!t.ok()) return SendStatus(res, t.status());
+    SendDiff(git::DiffOfTask(options_.ws, source_.store(), options_.team, *t), res);
   });
   server.Get(R"(/api/agents/([^/]+)/transcript)", [this](const httplib::Request& req, httplib::Response& res) {
     Transcript(req.matches[1], res);
@@ -313,6 +325,11 @@ void TeamApi::DecideMergeRequest(const std::string& id_text, const Json& b, http
   auto m = source_.DecideMerge(*id, *approve, *feedback);
   if (!m.ok()) return SendStatus(res, m.status());
   SendJson(res, MergeRequestToJson(*m));
+}
+
+void TeamApi::SendDiff(const Result<std::string>& diff, httplib::Response& res) {
+  if (!diff.ok()) return SendStatus(res, diff.status());
+  SendJson(res, Json{{"diff", *diff}});
 }
 
 void TeamApi::PullLever(const std::string& op, const std::string& name, httplib::Response& res) {

@@ -42,6 +42,8 @@ class TeamApi {
   void AnswerQuestion(const ProtocolRequest& req, const Json& b, httplib::Response& res);
   // A person decides a merge waiting for review (DESIGN §12).
   void DecideMergeRequest(const std::string& id_text, const Json& b, httplib::Response& res);
+  // {"diff": …}, or the error's status.
+  void SendDiff(const Result<std::string>& diff, httplib::Response& res);
   // A lever of the host (DESIGN §27): 200 {said}, or 404/409 with why.
   void PullLever(const std::string& op, const std::string& name, httplib::Response& res);
   void AskToStop(const std::string& name, const Json& b, httplib::Response& res);

@@ -282,7 +282,7 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
             return Status::Ok();
           });
         }
-        Finish(team, m, merged);
+        Finish(team, m, *old, merged);
         return;
       case Moved::kBounced:
         return;
@@ -505,11 +505,13 @@ MergeQueue::Moved MergeQueue::MoveTarget(const std::string& team, const TeamGit&
   return cas.ok() && cas->exit_code == 0 ? Moved::kMoved : Moved::kRaced;
 }
 
-void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const std::string& merged) {
+void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const std::string& onto,
+                        const std::string& merged) {
   const Workspace& ws = options_.ws;
   auto now = store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
     r.status = MergeState::kMerged;
     r.merged_commit = merged;
+    r.checked_on = onto;  // what it changed is told from there (git/diffs.h)
     return Status::Ok();
   });
   auto cfg = store_->LoadTeam(team);

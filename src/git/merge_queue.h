@@ -112,7 +112,7 @@ class MergeQueue {
   // MergeDecided for `m` as it is now (merged or bounced).
   void Decided(const std::string& team, const Result<MergeRequest>& m);
   MergeHooks merge_hooks() const { return {options_.hooks, options_.sandbox, options_.ws}; }
-  void Finish(const std::string& team, const MergeRequest& m, const std::string& merged);
+  void Finish(const std::string& team, const MergeRequest& m, const std::string& onto, const std::string& merged);
 
   const Options options_;
   TeamStore* const store_;

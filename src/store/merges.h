@@ -42,7 +42,7 @@ struct MergeRequest {
   std::vector<std::string> files; // conflicting files
   std::string target;             // the target branch
   std::string merged_commit;      // what the target moved to (merged), or awaits review
-  std::string checked_on;         // the target commit the check ran on
+  std::string checked_on;         // the target commit it was checked, and merged, on
   bool approved = false;          // a reviewer approved it (review mode)
   std::string decided_by;         // who approved or rejected
   std::string feedback;           // a reviewer's words

@@ -85,3 +85,14 @@ export function launchBrowser(puppeteer, chromium) {
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--hide-scrollbars"],
   });
 }
+
+// Looks at `f` every `every` ms until it holds (for state no page event
+// says: a process, a file); throws naming `what` after `ms`.
+export async function until(what, f, ms, every = 50) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await f()) return;
+    if (Date.now() > end) throw new Error("timed out waiting for " + what);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}

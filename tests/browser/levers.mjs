@@ -17,7 +17,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
-import { browserParts, Checks, launchBrowser, matesIn, options, upDashboard } from "./common.mjs";
+import { Checks, browserParts, launchBrowser, matesIn, options, until, upDashboard } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -36,15 +36,6 @@ function sleeperRuns() {
     try { return fs.readlinkSync("/proc/" + pid + "/cwd") === fs.realpathSync(ws); } catch { return false; }
   });
 }
-async function until(what, f, ms) {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await f()) return;
-    if (Date.now() > end) throw new Error("timed out waiting for " + what);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 // Presses a card's button as a person would after hovering the card: the
 // roster is redrawn on every change, so the button is looked up and
 // pressed in one step (a mouse click aims at where it was).

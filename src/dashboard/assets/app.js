@@ -590,6 +590,7 @@ function renderMerges() {
     const box = el("div", { class: "merge", dataset: { id: String(m.id), status: m.status } }, head,
       el("div", { class: "muted", text: m.subject }), el("div", { class: "detail", text: detail }));
     if (m.status === "failed" && m.output) box.append(el("pre", { text: m.output.slice(-600) }));
+    box.append(lazyDiff("/api/merges/" + m.id + "/diff", "Changes"));
     if (m.status === "review" && !S.readOnly) {
       const fb = el("input", { placeholder: "feedback (optional)", class: "feedback" });
       const err = el("div", { class: "error" });
@@ -604,6 +605,42 @@ function renderMerges() {
     }
     return box;
   }));
+}
+
+// ---------- diffs (DESIGN §27) ----------
+// A unified diff as one collapsible block per file, its lines coloured:
+// added, removed, hunk heads; the file's counts in its summary.
+function diffView(text) {
+  if (!text) return el("div", { class: "muted" }, "No changes.");
+  const files = [];
+  for (const line of text.split("\n")) {
+    if (line.startsWith("diff --git ") || !files.length) files.push({ name: "", lines: [], add: 0, del: 0 });
+    const f = files[files.length - 1];
+    if (line.startsWith("diff --git ")) f.name = (line.match(/ b\/(.*)$/) || [, line.slice(11)])[1];
+    if (line.startsWith("+") && !line.startsWith("+++")) f.add++;
+    if (line.startsWith("-") && !line.startsWith("---")) f.del++;
+    f.lines.push(line);
+  }
+  return el("div", { class: "diff" }, ...files.map((f) => el("details", { class: "diff-file", open: files.length <= 8 },
+    el("summary", {}, el("span", { class: "path", text: f.name || "(diff)" }),
+      el("span", { class: "add", text: " +" + f.add }), el("span", { class: "del", text: " \u2212" + f.del })),
+    el("pre", {}, ...f.lines.map((l) => el("span", {
+      class: l.startsWith("@@") ? "hunk" : l.startsWith("+++") || l.startsWith("---") || l.startsWith("diff ") || l.startsWith("index ") ? "meta"
+        : l.startsWith("+") ? "add" : l.startsWith("-") ? "del" : "" }, l + "\n"))))));
+}
+// A "Changes" block that fetches its diff from `path` when first opened.
+function lazyDiff(path, title) {
+  const box = el("details", { class: "diff-lazy" }, el("summary", { text: title || "Changes" }));
+  let loaded = false;
+  box.addEventListener("toggle", async () => {
+    if (!box.open || loaded) return;
+    loaded = true;
+    const wait = el("div", { class: "muted", text: "Loading…" });
+    box.append(wait);
+    try { const j = await api(path); wait.replaceWith(diffView(j.diff)); }
+    catch (e) { wait.replaceWith(el("div", { class: "muted error" }, e.message)); }
+  });
+  return box;
 }
 
 // ---------- transcript ----------
@@ -853,6 +890,7 @@ function renderTaskDetail() {
       (t.blockedBy || []).length ? el("span", {}, "blocked by ", ...(t.blockedBy.map(taskLink))) : null,
       (t.blocks || []).length ? el("span", {}, "  blocks ", ...(t.blocks.map(taskLink))) : null) : null,
     section("Owners and states", hist.length ? el("ul", { class: "history" }, rows) : el("div", { class: "muted" }, "No history kept for this task.")),
+    t.owner ? section("Changes", lazyDiff("/api/tasks/" + t.id + "/diff", "What it changed")) : null,
     merges.length ? section("Merge requests", el("ul", { class: "history" }, merges.map((m) => el("li", {},
       el("span", { class: "time", text: clock(m.updated_at) }), el("span", { class: "pill m-" + m.status, text: m.status }),
       el("span", { text: "#" + m.id + " by " + m.owner + (m.files && m.files.length ? " · " + m.files.join(", ") : "") }))))) : null,
