@@ -187,9 +187,12 @@ TEST_F(CliStoreTest, SendInboxAndLog) {
   Mates({"send", "--team", "t", "--to", "lead", "from env"}, {"MATES_AGENT_NAME=bob"});
   EXPECT_NE(Mates({"inbox", "--team", "t", "lead"}).out.find("bob -> lead (message): from env"),
             std::string::npos);
-  // Members write back to `user`, whose inbox a person reads.
+  // Members write back to `user`, whose inbox a person reads: the inbox
+  // `mates inbox` reads when no NAME is given.
   ASSERT_EQ(Mates({"send", "--team", "t", "--from", "alice", "--to", "user", "on it"}).exit_code, 0);
   EXPECT_NE(Mates({"inbox", "--team", "t", "user"}).out.find("alice -> user (message): on it"), std::string::npos);
+  ASSERT_EQ(Mates({"send", "--team", "t", "--from", "bob", "--to", "user", "me too"}).exit_code, 0);
+  EXPECT_NE(Mates({"inbox", "--team", "t"}).out.find("bob -> user (message): me too"), std::string::npos);
   // The text may come from stdin.
   auto piped = RunMates(dir_.path(), {"send", "--team", "t", "--to", "bob", "-"}, {},
                         "line 1\nline 2\n");
@@ -295,7 +298,11 @@ TEST_F(CliStoreTest, TasksLifecycle) {
   ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "Write resolvers", "--blocked-by", "2"}).exit_code, 0);
   auto text = Mates({"tasks", "--team", "t", "list"});
   EXPECT_NE(text.out.find("#3 [pending] Write resolvers  blocked by #2"), std::string::npos) << text.out;
-  ASSERT_EQ(Mates({"tasks", "--team", "t", "update", "2", "--status", "completed", "--as", "bob"}).exit_code, 0);
+  // "done" is said for completed (and is stored as completed).
+  auto done = Mates({"tasks", "--team", "t", "update", "2", "--status", "done", "--as", "bob"});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_NE(done.out.find("[completed]"), std::string::npos) << done.out;
+  ExpectError({"tasks", "--team", "t", "update", "3", "--status", "finished"}, 2, "unknown task status 'finished'");
   text = Mates({"tasks", "--team", "t", "list"});
   EXPECT_NE(text.out.find("#3 [pending] Write resolvers  ready (#2 done)"), std::string::npos) << text.out;
   // The team may also come after the subcommand, and from the environment.
@@ -342,8 +349,8 @@ TEST_F(CliStoreTest, BadInputIsExit2WithOneLineAndNoFiles) {
   ExpectError({}, 2, "subcommand");
   // An unknown status, once a task exists.
   ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "one"}).exit_code, 0);
-  ExpectError({"tasks", "--team", "t", "update", "1", "--status", "done"}, 2,
-              "unknown task status 'done'");
+  ExpectError({"tasks", "--team", "t", "update", "1", "--status", "finished"}, 2,
+              "unknown task status 'finished'");
 }
 
 // `mates help COMMAND…` is that command's own help; -V its version.
@@ -370,6 +377,8 @@ TEST_F(CliStoreTest, FailedOperationsAreExit1) {
   ExpectError({"team", "join", "t", "alice"}, 1, "already a member");
   ExpectError({"inbox", "--team", "t", "nobody"}, 1, "not a member");
   ExpectError({"tasks", "--team", "nope", "list"}, 1, "no team 'nope'");
+  // A near miss names the team meant.
+  ExpectError({"tasks", "--team", "tt", "list"}, 1, "no team 'tt' in " + dir_.path().string() + " (did you mean 't'?)");
   ExpectError({"tasks", "--team", "t", "get", "9"}, 1, "no task #9");
   ExpectError({"tasks", "--team", "t", "claim", "--owner", "alice"}, 1, "nothing claimable");
   ExpectError({"send", "--team", "t", "--from", "alice", "--to", "bob", "--type",

@@ -427,6 +427,26 @@ TEST_F(LeversTest, UpAgainstAClosedPortFailsAtOnceAndHostsNothing) {
       << doctor.out;
 }
 
+// `down` of a worktree team says where its merged work is: on the team's
+// target, which the person's checkout does not have until merged.
+TEST_F(LeversTest, DownOfAWorktreeTeamSaysWhereItsWorkIs) {
+  auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-C", ws_.path().string(), "-c", "user.name=t", "-c", "user.email=t@t"});
+    return testing::Run(args).exit_code;
+  };
+  ASSERT_EQ(git({"init", "-q", "-b", "main"}), 0);
+  testing::WriteAll(ws_.path() / "README", "the project\n");
+  ASSERT_EQ(git({"add", "README"}), 0);
+  ASSERT_EQ(git({"commit", "-q", "-m", "initial"}), 0);
+  Up({"--isolation", "worktree"});
+  auto down = Mates({"down", "--team", "levers"});
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  EXPECT_NE(down.out.find("the team's merged work is on mates/levers (`git merge mates/levers` brings it into your "
+                          "branch)\n"),
+            std::string::npos)
+      << down.out;
+}
+
 TEST_F(LeversTest, BadInputsGetOneClearErrorEach) {
   // A team nobody hosts has no levers.
   ASSERT_EQ(Mates({"team", "create", "levers"}).exit_code, 0);

@@ -297,6 +297,12 @@ int Down(Globals& g, const DownArgs& a) {
             << (forced ? " killed after " : " stopped") << (forced ? std::to_string(static_cast<int>(a.timeout)) + " s" : "")
             << (left > 0 ? ", " + std::to_string(left) + " leftover process(es) killed" : "") << ")"
             << (teammates_host ? "; its teammates go on at the team's other hosts" : "") << "\n";
+  // Worktree isolation's merged work is on the team's target, not in the
+  // person's checkout: where it is, and how to take it.
+  if (!teammates_host && team->git.configured()) {
+    std::cout << "the team's merged work is on " << team->git.target_name() << " (`git merge "
+              << team->git.target_name() << "` brings it into your branch)\n";
+  }
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// mates inbox --team T [--store URL] NAME [--peek] [--wait [S]] [--json]
+// mates inbox --team T [--store URL] [NAME] [--peek] [--wait [S]] [--json]
 // On the file store (the default) or a PostgreSQL one (DESIGN §13): a
 // drain that is not committed (the process dies first) leaves its messages
 // for the next, on both.
@@ -55,7 +55,8 @@ int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
     }
   }
   if (a.name.empty() && !SandboxedAgent().empty()) a.name = SandboxedAgent();
-  if (a.name.empty()) return Usage("whose inbox? give NAME");
+  // The person's own by default: what the team writes back to `user`.
+  if (a.name.empty()) a.name = kUserName;
   if (std::string refused = RefusedIdentity("inbox", a.name); !refused.empty()) return Usage(refused);
   Status s = ValidateName("member name", a.name);
   if (!s.ok()) return Fail(s);
@@ -149,7 +150,7 @@ void AddInboxCommand(CLI::App& app, Globals& g) {
   CLI::App* inbox = app.add_subcommand("inbox", "Read (drain) or peek at a member's inbox");
   AddTeamOption(inbox, g);
   AddStoreOption(inbox, g);
-  inbox->add_option("NAME", a->name, "Whose inbox");
+  inbox->add_option("NAME", a->name, "Whose inbox (default: user, yours)");
   inbox->add_flag("--peek", a->peek, "Show without taking the messages away");
   auto* wait = inbox->add_option("--wait", a->wait,
                                  "Block until a message comes (at most S seconds)")

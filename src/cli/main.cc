@@ -53,36 +53,6 @@ extern "C" const char* __asan_default_options() {
 
 namespace {
 
-// Edits between `a` and `b` (Levenshtein), for "did you mean".
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// " (did you mean 'status'?)" for a near miss among `names`.
-std::string DidYouMean(const std::vector<std::string>& names, const std::string& typed) {
-  std::string best;
-  size_t best_d = std::max<size_t>(2, typed.size() / 3) + 1;
-  for (const auto& name : names) {
-    size_t d = Distance(typed, name);
-    if (d < best_d) {
-      best_d = d;
-      best = name;
-    }
-  }
-  return best.empty() ? "" : " (did you mean '" + best + "'?)";
-}
-
 std::vector<CLI::App*> SubcommandsOf(CLI::App* app) {
   return app->get_subcommands([](CLI::App*) { return true; });
 }
@@ -251,7 +221,7 @@ int main(int argc, char** argv) {
     Meant m = WalkCommands(app, args);
     if (!m.unknown.empty()) {
       std::cerr << "mates: error: no command '" << m.unknown << "' in '" << m.Name() << "'"
-                << DidYouMean([&] {
+                << mates::DidYouMean([&] {
                      std::vector<std::string> names;
                      for (CLI::App* s : SubcommandsOf(m.path.back())) names.push_back(s->get_name());
                      return names;
@@ -268,14 +238,14 @@ int main(int argc, char** argv) {
   if (!meant.unknown.empty() && !meant.unknown_option.empty()) {
     // `--tem x up`: the option is the mistake, and took the word after it.
     std::cerr << "mates: error: unknown option '" << meant.unknown_option << "'"
-              << DidYouMean(OptionNamesOf(meant), meant.unknown_option) << Guidance(meant) << std::endl;
+              << mates::DidYouMean(OptionNamesOf(meant), meant.unknown_option) << Guidance(meant) << std::endl;
     return 2;
   }
   if (!meant.unknown.empty()) {
     std::vector<std::string> names;
     for (CLI::App* s : SubcommandsOf(meant.path.back())) names.push_back(s->get_name());
     std::cerr << "mates: error: unknown command '" << meant.unknown << "'"
-              << (meant.path.size() > 1 ? " for '" + meant.Name() + "'" : "") << DidYouMean(names, meant.unknown)
+              << (meant.path.size() > 1 ? " for '" + meant.Name() + "'" : "") << mates::DidYouMean(names, meant.unknown)
               << Guidance(meant) << std::endl;
     return 2;
   }
@@ -304,7 +274,7 @@ int main(int argc, char** argv) {
       const std::string name = a.substr(0, a.find('='));
       const std::vector<std::string> known = OptionNamesOf(meant);
       if (std::find(known.begin(), known.end(), name) == known.end()) {
-        hint = DidYouMean(known, name);
+        hint = mates::DidYouMean(known, name);
         if (!hint.empty()) break;
       }
     }

@@ -167,7 +167,7 @@ int Update(Globals& g, const TasksArgs& a) {
   if (!id.ok()) return Fail(id.status());
   TaskPatch p;
   if (!a.status.empty()) {
-    auto s = ParseTaskStatus(a.status);
+    auto s = ParseTaskStatusAsSaid(a.status);
     if (!s.ok()) return Fail(s.status());
     p.status = *s;
   }

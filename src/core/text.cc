@@ -1,8 +1,8 @@
 #include "core/text.h"
 
-#include <cstdint>
-
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 
 namespace mates {
 
@@ -138,6 +138,40 @@ std::string PadColumns(const std::string& s, size_t width) {
   size_t cols = 0;
   for (unsigned char c : s) cols += (c & 0xC0) != 0x80;
   return cols >= width ? s + " " : s + std::string(width - cols, ' ');
+}
+
+namespace {
+
+// Edits between `a` and `b` (Levenshtein).
+size_t Distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string DidYouMean(const std::vector<std::string>& names, const std::string& typed) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, typed.size() / 3) + 1;
+  for (const auto& name : names) {
+    if (name.size() > 256 || typed.size() > 256) continue;
+    size_t d = Distance(typed, name);
+    if (d < best_d) {
+      best_d = d;
+      best = name;
+    }
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
 }  // namespace mates

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <streambuf>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace mates {
@@ -15,6 +16,9 @@ std::string CutUtf8(std::string_view s, size_t max);
 // `s` padded with spaces to `width` columns (UTF-8 characters counted, not
 // bytes), or with one space if it is that wide already: a table's cell.
 std::string PadColumns(const std::string& s, size_t width);
+// " (did you mean 'status'?)" for a near miss of `typed` among `names`
+// (edit distance within a third of its length, at least 2); "" if none.
+std::string DidYouMean(const std::vector<std::string>& names, const std::string& typed);
 
 // Text from outside as a terminal may show it: control characters (C0 but
 // the newline, DEL, C1 in UTF-8), which could move the cursor or rewrite

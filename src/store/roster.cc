@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "core/files.h"
+#include "core/text.h"
 #include "core/limits.h"
 #include "core/names.h"
 #include "store/watcher.h"
@@ -395,7 +396,9 @@ Result<TeamConfig> Roster::LoadUnlocked(std::string_view team) const {
   auto data = ReadReplacedFile(ws_.ConfigPath(team), kMaxStateFileBytes + 1);
   if (!data.ok()) {
     if (data.status().code() == StatusCode::kNotFound) {
-      return Status::NotFound("no team '" + std::string(team) + "' in " + ws_.root().string());
+      auto teams = ListTeams();
+      return Status::NotFound("no team '" + std::string(team) + "' in " + ws_.root().string() +
+                              (teams.ok() ? DidYouMean(*teams, std::string(team)) : ""));
     }
     return data.status();
   }

@@ -27,6 +27,13 @@ Result<TaskStatus> ParseTaskStatus(std::string_view name) {
                                  "' (valid: pending, in_progress, completed, deleted)");
 }
 
+Result<TaskStatus> ParseTaskStatusAsSaid(std::string_view name) {
+  // What people and models say for the two in between and at the end.
+  if (name == "done" || name == "complete") return TaskStatus::kCompleted;
+  if (name == "in-progress" || name == "in progress" || name == "started") return TaskStatus::kInProgress;
+  return ParseTaskStatus(name);
+}
+
 Json TaskToJson(const Task& t) {
   Json metadata = Json::object();
   auto parsed = ParseJson(t.metadata_json);

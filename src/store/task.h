@@ -15,6 +15,9 @@ namespace mates {
 enum class TaskStatus { kPending, kInProgress, kCompleted, kDeleted };
 std::string_view TaskStatusName(TaskStatus s);
 Result<TaskStatus> ParseTaskStatus(std::string_view name);
+// The same for a status a person or a model typed: also "done" and
+// "complete" (completed), "in-progress" and "started" (in_progress).
+Result<TaskStatus> ParseTaskStatusAsSaid(std::string_view name);
 // A blocker in this state no longer holds its dependents back (DESIGN §4).
 inline bool ReleasesDependents(TaskStatus s) {
   return s == TaskStatus::kCompleted || s == TaskStatus::kDeleted;

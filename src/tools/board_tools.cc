@@ -132,7 +132,7 @@ class TaskUpdateTool : public Tool {
     int64_t id = in.Id("task_id", true);
     TaskPatch p;
     if (in.Has("status")) {
-      auto s = ParseTaskStatus(in.String("status", true));
+      auto s = ParseTaskStatusAsSaid(in.String("status", true));
       if (!s.ok()) return ToolResult::Error(s.status().message());
       p.status = *s;
     }
