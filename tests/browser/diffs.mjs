@@ -4,7 +4,9 @@
 //
 //   node tests/browser/diffs.mjs --mates BIN --modules DIR [--chromium PATH] [--shots PREFIX]
 //
-// Proves: once an isolated teammate's task is merged, the task's detail
+// Proves: a merge waiting for review is under "waiting for a decision",
+// numbered as in the CLI, with its changes, and is merged from there;
+// once merged, the task's detail
 // shows what it changed (opened on demand: one block per file with its
 // counts, added lines coloured), and so does its merge request's card;
 // dark and light; no script error on the way.
@@ -46,19 +48,34 @@ try {
       - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
   - {agent: "w*", once: false, reply: [{type: text, text: "Done."}]}
 `);
-  const url = upDashboard(mates("up", "--team", team, "--isolation", "worktree", "--provider", "scripted",
-                                "--scenario", path.join(ws, "model.yaml"), "Go isolated one"));
+  const url = upDashboard(mates("up", "--team", team, "--isolation", "worktree", "--merge", "review",
+                                "--provider", "scripted", "--scenario", path.join(ws, "model.yaml"), "Go isolated one"));
   mates("tasks", "--team", team, "create", "write notes.txt with alpha");
-  await until("the merge", () => {
-    const r = mates("merges", "--team", team, "list", "--json");
-    try { return JSON.parse(r.out).some((m) => m.status === "merged"); } catch { return false; }
-  }, 30000);
+  const merges = () => { try { return JSON.parse(mates("merges", "--team", team, "list", "--json").out); } catch { return []; } };
+  await until("the merge's review", () => merges().some((m) => m.status === "review"), 30000);
 
   browser = await launchBrowser(puppeteer, chromium);
   const page = await browser.newPage();
   await page.setViewport({ width: 1400, height: 900 });
   page.on("pageerror", (e) => pageErrors.push(e.message));
   page.on("console", (m) => { if (m.type() === "error") pageErrors.push(m.text()); });
+
+  // Waiting for review: under "waiting for a decision", numbered as in the
+  // CLI, its changes a click away, merged from there.
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector('#plans .merge-review[data-id="merge-1"]', { timeout: 10000 });
+  const said = await page.$eval('#plans .merge-review[data-id="merge-1"] .who', (e) => e.textContent);
+  check(said.startsWith("merge request 1 · #1 w1"), "the review waits for a decision, numbered as in the CLI: " + said);
+  check(await page.$eval("#plan-count", (e) => e.textContent) === "(1)", "and is counted there");
+  await page.$eval('#plans .merge-review .diff-lazy', (d) => { d.open = true; });
+  await page.waitForSelector("#plans .merge-review .diff-file", { timeout: 10000 });
+  check(await page.$eval("#plans .merge-review .diff-file summary", (e) => e.textContent) === "notes.txt +1 \u22120",
+        "with its changes");
+  await page.screenshot({ path: shots + "-review.png" });
+  await page.$eval("#plans .merge-review .approve", (b) => b.click());
+  await until("the merge", () => merges().some((m) => m.status === "merged"), 30000);
+  await page.waitForFunction(() => !document.querySelector("#plans .merge-review"), { timeout: 10000 });
+  check(true, "merged from the page, it leaves the decisions");
   for (const theme of ["dark", "light"]) {
     await page.goto(url, { waitUntil: "domcontentloaded" });
     await page.evaluate((t) => localStorage.setItem("mates-theme", t), theme);

@@ -466,8 +466,18 @@ async function loadRequests() {
 }
 function renderPlans() {
   const pending = S.requests.filter((r) => (r.kind === "plan_approval" || r.kind === "elicitation") && r.status === "pending");
-  $("plan-count").textContent = pending.length ? "(" + pending.length + ")" : "";
-  if (!pending.length) { $("plans").replaceChildren(el("div", { class: "empty" }, "Nothing waits for you.")); return; }
+  // Merge requests waiting for review wait for a person too, numbered as
+  // `mates merges` numbers them.
+  const reviews = (S.merges || []).filter((m) => m.status === "review");
+  const count = pending.length + reviews.length;
+  $("plan-count").textContent = count ? "(" + count + ")" : "";
+  if (!count) { $("plans").replaceChildren(el("div", { class: "empty" }, "Nothing waits for you.")); return; }
+  const mergeReviews = reviews.map((m) => el("div", { class: "plan merge-review", dataset: { id: "merge-" + m.id } },
+    el("div", { class: "who" }, el("span", { text: "merge request " + m.id + " · " }), taskLink(m.task),
+      el("span", { class: nameClass(m.owner), text: " " + m.owner }),
+      el("span", { class: "muted", text: " — passed its check; merge it?" })),
+    el("div", { class: "muted", text: m.subject }), lazyDiff("/api/merges/" + m.id + "/diff", "Changes"),
+    ...(S.readOnly ? [] : mergeDecision(m))));
   // A form being filled in is kept: redrawn, it would lose what was typed.
   // (One drawn before the page knew it may write is drawn again.)
   const ro = String(Boolean(S.readOnly));
@@ -487,7 +497,7 @@ function renderPlans() {
       S.readOnly || S.team?.foreign ? null : el("div", { class: "row" },
         el("button", { class: "btn small danger reject", onclick: (e) => decide(false, e.target) }, "Reject"),
         el("button", { class: "btn small primary approve", onclick: (e) => decide(true, e.target) }, "Approve")), err);
-  }));
+  }), ...mergeReviews);
 }
 
 // An MCP server's question (DESIGN §23) as a form drawn from its schema:
@@ -567,6 +577,7 @@ async function loadMerges() {
   const j = await api("/api/merges");
   S.merges = j.merges;
   renderMerges();
+  renderPlans();
   renderTaskDetail();
 }
 function renderMerges() {
@@ -591,20 +602,22 @@ function renderMerges() {
       el("div", { class: "muted", text: m.subject }), el("div", { class: "detail", text: detail }));
     if (m.status === "failed" && m.output) box.append(el("pre", { text: m.output.slice(-600) }));
     box.append(lazyDiff("/api/merges/" + m.id + "/diff", "Changes"));
-    if (m.status === "review" && !S.readOnly) {
-      const fb = el("input", { placeholder: "feedback (optional)", class: "feedback" });
-      const err = el("div", { class: "error" });
-      const decide = async (approve, btn) => {
-        btn.disabled = true;
-        try { await api("/api/merges/" + m.id, { approve, feedback: fb.value }); refresh("merges"); }
-        catch (e) { err.textContent = e.message; btn.disabled = false; }
-      };
-      box.append(fb, el("div", { class: "row" },
-        el("button", { class: "btn small danger reject", onclick: (e) => decide(false, e.target) }, "Reject"),
-        el("button", { class: "btn small primary approve", onclick: (e) => decide(true, e.target) }, "Merge")), err);
-    }
+    if (m.status === "review" && !S.readOnly) box.append(...mergeDecision(m));
     return box;
   }));
+}
+// Feedback, Reject and Merge for a merge request waiting for review.
+function mergeDecision(m) {
+  const fb = el("input", { placeholder: "feedback (optional)", class: "feedback" });
+  const err = el("div", { class: "error" });
+  const decide = async (approve, btn) => {
+    btn.disabled = true;
+    try { await api("/api/merges/" + m.id, { approve, feedback: fb.value }); refresh("merges"); }
+    catch (e) { err.textContent = e.message; btn.disabled = false; }
+  };
+  return [fb, el("div", { class: "row" },
+    el("button", { class: "btn small danger reject", onclick: (e) => decide(false, e.target) }, "Reject"),
+    el("button", { class: "btn small primary approve", onclick: (e) => decide(true, e.target) }, "Merge")), err];
 }
 
 // ---------- diffs (DESIGN §27) ----------
