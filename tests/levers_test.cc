@@ -355,6 +355,10 @@ TEST_F(LeversTest, PsListsTheTeamsHostedInTwoFolders) {
   EXPECT_GT(rows["levers"].value("tokens", 0), 0);
   EXPECT_TRUE(rows["levers"]["dashboard"].is_null());
   EXPECT_GE(rows["levers"].value("uptime_s", -1.0), 0.0);
+  // A cost the table cannot give is explained where it shows.
+  auto status = Mates({"status", "--team", "levers"});
+  EXPECT_NE(status.out.find("\ncost ?: no price for model scripted (`mates "), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find(" --prices FILE` gives one)\n"), std::string::npos) << status.out;
   auto text = testing::RunMates(elsewhere.path(), {"ps"});
   EXPECT_EQ(text.out.rfind("TEAM", 0), 0u) << text.out;
   EXPECT_NE(text.out.find(fs::canonical(other.path()).string()), std::string::npos) << text.out;

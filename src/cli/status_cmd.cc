@@ -11,6 +11,7 @@
 
 #include <iostream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -166,6 +167,7 @@ std::string Render(const Globals& g, const TeamView& v) {
   double cost = 0;
   bool priced = true;
   int calls = 0;
+  std::set<std::string> unpriced;  // the models the price table has no price for
   for (const auto& m : v.members) {
     if (!m.activity || m.activity->calls == 0) continue;
     total += m.activity->tokens;
@@ -174,12 +176,20 @@ std::string Render(const Globals& g, const TeamView& v) {
       cost += *m.activity->cost_usd;
     } else {
       priced = false;
+      if (!m.activity->model.empty()) unpriced.insert(m.activity->model);
     }
   }
   if (calls > 0) {
     o << "\nspent: " << agent::DescribeTokens(total) << " in " << calls << (calls == 1 ? " call, " : " calls, ")
       << (priced ? agent::FormatCost(cost) : cost > 0 ? agent::FormatCost(cost) + " + cost unknown" : "cost unknown")
       << " (" << g.Mates() << " usage --team " << v.team.name << ")\n";
+    // "cost ?" explained: which model has no price, and how to give one.
+    if (!unpriced.empty()) {
+      std::string models;
+      for (const auto& m : unpriced) models += (models.empty() ? "" : ", ") + m;
+      o << "cost ?: no price for " << (unpriced.size() == 1 ? "model " : "models ") << models << " (`" << g.Mates()
+        << " --prices FILE` gives one)\n";
+    }
   }
   if (v.team.budget.any()) {
     // As the agents see it (their activity), with what else counts.
