@@ -22,6 +22,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "agent/activity.h"
 #include "cli/cli_common.h"

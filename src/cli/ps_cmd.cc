@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <nlohmann/json.hpp>
 
 #include "agent/prices.h"
 #include "agent/usage.h"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/guarded.h"
