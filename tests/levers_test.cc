@@ -320,6 +320,40 @@ TEST_F(LeversTest, LogsShowWhatTheAgentsDidAndFollowingShowsAToolCallAtOnce) {
       << "the tool call was shown " << seen - journaled << " s after it was journaled";
 }
 
+// A journal a crash, a disk or a hand left odd: lines of the wrong types,
+// missing keys, nulls, a truncated line, a 1 MiB text, deep nesting — each
+// shown as far as it makes sense, none thrown on, the good lines kept.
+TEST_F(LeversTest, LogsReadAnOddJournalAsFarAsItMakesSense) {
+  ASSERT_EQ(Mates({"team", "create", "levers", "--members", "worker"}).exit_code, 0);
+  std::string deep = "1";
+  for (int i = 0; i < 5000; ++i) deep = "[" + deep + "]";
+  const std::vector<std::string> lines = {
+      R"({"kind":"message","ts":1,"message":{"role":"user","content":"first, whole"}})",
+      R"({"kind":5,"ts":"x","message":null})",
+      R"({"kind":"message","ts":2,"message":{"role":7,"content":[{"type":"text","text":9},null,3,{"type":"tool_use","name":5,"input":null},{"type":"tool_result","is_error":"yes","content":{"a":1}}]}})",
+      R"({"kind":"usage","ts":3,"usage":{"input_tokens":"many","output_tokens":null},"model":4})",
+      R"({"kind":"usage","ts":3,"usage":[1,2]})",
+      R"({"kind":"message","ts":4,"message":{"role":"assistant"}})",
+      "{\"kind\":\"message\",\"ts\":5,\"message\":{\"role\":\"assistant\",\"content\":\"" + std::string(1 << 20, 'y') + "\"}}",
+      deep,
+      "\x00\x00\x00",
+      R"({"kind":"message","ts":6,"message":{"role":"assistant","content":[{"type":"text","text":"last, whole"}]}})",
+      R"({"kind":"message","ts":7,"message":{"role":"assist)",
+  };
+  std::string journal;
+  for (const auto& l : lines) journal += l + "\n";
+  testing::WriteAll(ws_.path() / ".teams/levers/agents/worker.jsonl", journal);
+  auto r = Mates({"logs", "--team", "levers", "worker"});
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
+  EXPECT_NE(r.out.find("worker | ← first, whole\n"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("worker | ⏺ ?{}\n"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("worker | · model : 0 in, 0 out\n"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("worker | last, whole\n"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_EQ(r.out.find("assist"), std::string::npos) << "a truncated line was shown";
+  // The 1 MiB text is cut to a line.
+  for (std::istringstream in(r.out); std::getline(in, journal);) EXPECT_LT(journal.size(), 400u);
+}
+
 // `mates ps`: the teams hosted on this machine, whatever the folder it is
 // asked from: two teams in two folders, each with its pid, workspace and
 // agents; one gone once it is down.

@@ -124,9 +124,24 @@ std::string Input(const std::string& text) {
   return out;
 }
 
+// A field of a journal line by its type, else nothing: a line a crash, a
+// disk or a hand left odd (a wrong type, a missing key, a null) is shown
+// as far as it makes sense and never thrown on.
+const Json& Field(const Json& o, const char* key) {
+  static const Json kNone;
+  if (!o.is_object()) return kNone;
+  auto it = o.find(key);
+  return it == o.end() ? kNone : *it;
+}
+std::string Text(const Json& o, const char* key) {
+  const Json& v = Field(o, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
 std::string ToolCall(const Json& b) {
-  std::string args = b.contains("input") ? DumpJson(b["input"]) : "{}";
-  return b.value("name", "?") + OneLine(args, kCut);
+  const Json& input = Field(b, "input");
+  const std::string name = Text(b, "name");
+  return (name.empty() ? "?" : name) + OneLine(input.is_null() ? "{}" : DumpJson(input), kCut);
 }
 
 std::string ResultText(const Json& content) {
@@ -134,7 +149,7 @@ std::string ResultText(const Json& content) {
   std::string out;
   if (content.is_array()) {
     for (const auto& c : content) {
-      if (c.is_object() && c.value("type", "") == "text") out += c.value("text", "");
+      if (Text(c, "type") == "text") out += Text(c, "text");
     }
   }
   return out;
@@ -142,17 +157,23 @@ std::string ResultText(const Json& content) {
 
 // One journal line's entries.
 void EntriesOf(const std::string& agent, const std::string& line, std::vector<Entry>* out) {
-  auto j = ParseJson(line);
-  if (!j.ok() || !j->is_object()) return;
-  const std::string kind = j->value("kind", "");
-  const double ts = (*j)["ts"].is_number() ? (*j)["ts"].get<double>() : 0;
+  auto parsed = ParseJson(line);
+  if (!parsed.ok() || !parsed->is_object()) return;
+  const Json& j = *parsed;
+  const std::string kind = Text(j, "kind");
+  const Json& at = Field(j, "ts");
+  const double ts = at.is_number() ? at.get<double>() : 0;
   if (kind == "usage") {
-    const Json& u = (*j)["usage"];
+    const Json& u = Field(j, "usage");
     if (!u.is_object()) return;
-    auto n = [&](const char* k) { return u[k].is_number_integer() ? u[k].get<int64_t>() : 0; };
+    auto n = [&](const char* k) {
+      const Json& v = Field(u, k);
+      return v.is_number_integer() ? v.get<int64_t>() : 0;
+    };
     out->push_back({ts, agent, "call",
-                    j->value("model", "") + ": " + std::to_string(n("input_tokens") + n("cache_read_input_tokens") +
-                                                                  n("cache_creation_input_tokens")) +
+                    Text(j, "model") + ": " +
+                        std::to_string(n("input_tokens") + n("cache_read_input_tokens") +
+                                       n("cache_creation_input_tokens")) +
                         " in, " + std::to_string(n("output_tokens")) + " out"});
     return;
   }
@@ -160,26 +181,26 @@ void EntriesOf(const std::string& agent, const std::string& line, std::vector<En
     out->push_back({ts, agent, "compact", "the conversation was compacted"});
     return;
   }
-  if (kind != "message" || !(*j)["message"].is_object()) return;
-  const Json& m = (*j)["message"];
-  const bool user = m.value("role", "") == "user";
-  const Json& content = m["content"];
+  const Json& m = Field(j, "message");
+  if (kind != "message" || !m.is_object()) return;
+  const bool user = Text(m, "role") == "user";
+  const Json& content = Field(m, "content");
   if (content.is_string()) {
-    out->push_back({ts, agent, user ? "in" : "say", OneLine(user ? Input(content.get<std::string>()) : content.get<std::string>())});
+    const std::string t = content.get<std::string>();
+    out->push_back({ts, agent, user ? "in" : "say", OneLine(user ? Input(t) : t)});
     return;
   }
   if (!content.is_array()) return;
   for (const auto& b : content) {
-    if (!b.is_object()) continue;
-    const std::string type = b.value("type", "");
+    const std::string type = Text(b, "type");
     if (type == "text") {
-      const std::string t = b.value("text", "");
+      const std::string t = Text(b, "text");
       if (!t.empty()) out->push_back({ts, agent, user ? "in" : "say", OneLine(user ? Input(t) : t)});
     } else if (type == "tool_use") {
       out->push_back({ts, agent, "tool", ToolCall(b)});
     } else if (type == "tool_result") {
-      const bool error = b.value("is_error", false);
-      out->push_back({ts, agent, error ? "error" : "result", OneLine(ResultText(b["content"]))});
+      const bool error = Field(b, "is_error").is_boolean() && Field(b, "is_error").get<bool>();
+      out->push_back({ts, agent, error ? "error" : "result", OneLine(ResultText(Field(b, "content")))});
     }
   }
 }

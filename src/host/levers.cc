@@ -122,12 +122,13 @@ Result<std::string> PullLever(const fs::path& socket, const LeverRequest& r) {
     return Status::Unavailable("the team's host did not answer");
   }
   auto j = ParseJson(answer);
-  if (!j.ok() || !j->is_object() || !(*j)["ok"].is_boolean()) {
+  if (!j.ok() || !j->is_object() || !j->contains("ok") || !j->at("ok").is_boolean()) {
     return Status::Unavailable("the team's host answered what is not an answer");
   }
-  auto text = JsonString(*j, (*j)["ok"].get<bool>() ? "said" : "error", true);
+  const bool done = j->at("ok").get<bool>();
+  auto text = JsonString(*j, done ? "said" : "error", true);
   if (!text.ok()) return Status::Unavailable("the team's host answered what is not an answer");
-  if (!(*j)["ok"].get<bool>()) return Status::FailedPrecondition(*text);
+  if (!done) return Status::FailedPrecondition(*text);
   return *text;
 }
 
