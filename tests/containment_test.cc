@@ -363,6 +363,30 @@ class TeammateWorkTest : public ContainmentTest {
     ASSERT_TRUE(tree.ok()) << tree.status().message();
     tree_ = *tree;
   }
+  // A scenario, at tmp/s.yaml: the lead spawns w1 in its worktree on
+  // "Go"; w1 runs `command` for task #1 ("Task #N: `task`") and completes
+  // it once a result says `done_when`.
+  fs::path WorkerScenario(const std::string& task, const std::string& command, const std::string& done_when) {
+    const fs::path path = tmp_.path() / "s.yaml";
+    WriteAll(path, R"Y(
+rules:
+  - agent: lead
+    when: "Go"
+    reply:
+      - {type: tool_use, name: Task, input: {team_name: box, name: w1, isolation: worktree, prompt: "Work."}}
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: w1
+    when: "Task #(\\d+): )Y" + task + R"Y("
+    reply:
+      - {type: tool_use, name: bash, input: {command: )Y" + Json(command).dump() + R"Y(}}
+  - agent: w1
+    when: ")Y" + done_when + R"Y("
+    reply:
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "1", status: completed}}
+  - {agent: w1, once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+    return path;
+  }
   TeamGit tg_;
   fs::path tree_;
 };
@@ -547,26 +571,13 @@ namespace {
 // it configured ran — and it was told what was left out.
 TEST_F(TeammateWorkTest, ThroughTheCliAnEmbeddedRepositoryIsLeftOutAndSaid) {
   const fs::path marker = outside_ / "fsmonitor-ran";
-  WriteAll(tmp_.path() / "s.yaml", R"Y(
-rules:
-  - agent: lead
-    when: "Go"
-    reply:
-      - {type: tool_use, name: Task, input: {team_name: box, name: w1, isolation: worktree, prompt: "Work."}}
-  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
-  - agent: w1
-    when: "Task #(\\d+): embed"
-    reply:
-      - {type: tool_use, name: bash, input: {command: "echo work > work.txt && mkdir sub && cd sub && unset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES && git init -q && git config core.fsmonitor 'touch MARKER; echo' && echo in > in.txt && git add in.txt && git -c user.name=x -c user.email=x@x commit -qm in && echo end-of-w1"}}
-  - agent: w1
-    when: "end-of-w1"
-    reply:
-      - {type: tool_use, name: TaskUpdate, input: {task_id: "1", status: completed}}
-  - {agent: w1, once: false, reply: [{type: text, text: "Done."}]}
-)Y");
-  std::string yaml = ReadAll(tmp_.path() / "s.yaml");
-  yaml.replace(yaml.find("MARKER"), 6, marker.string());
-  WriteAll(tmp_.path() / "s.yaml", yaml);
+  WorkerScenario("embed",
+                 "echo work > work.txt && mkdir sub && cd sub && unset GIT_OBJECT_DIRECTORY "
+                 "GIT_ALTERNATE_OBJECT_DIRECTORIES && git init -q && git config core.fsmonitor 'touch " +
+                     marker.string() +
+                     "; echo' && echo in > in.txt && git add in.txt && git -c user.name=x -c user.email=x@x commit "
+                     "-qm in && echo end-of-w1",
+                 "end-of-w1");
   ASSERT_EQ(testing::RunMates(ws_, {"team", "create", "box"}).exit_code, 0);
   ASSERT_EQ(testing::RunMates(ws_, {"tasks", "--team", "box", "create", "embed"}).exit_code, 0);
   auto r = testing::RunMates(ws_, {"run", "--team", "box", "--provider", "scripted", "--scenario",
@@ -682,26 +693,7 @@ TEST_F(TeammateWorkTest, NoSocketIsReachableFromATeammateAHookOrAMergeCheck) {
   WriteAll(config.path() / "mates/config.yaml",
            "hooks:\n  PostToolUse:\n    - matcher: Bash\n      hooks:\n        - {type: command, command: 'bash " +
                (ws_ / "probe/escape.sh").string() + " hook >&2; exit 2'}\n");
-  WriteAll(tmp_.path() / "s.yaml", R"Y(
-rules:
-  - agent: lead
-    when: "Go"
-    reply:
-      - {type: tool_use, name: Task, input: {team_name: box, name: w1, isolation: worktree, prompt: "Work."}}
-  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
-  - agent: w1
-    when: "Task #(\\d+): probe"
-    reply:
-      - {type: tool_use, name: bash, input: {command: "bash PROBE bash; echo x > work.txt"}}
-  - agent: w1
-    when: "hook-row"
-    reply:
-      - {type: tool_use, name: TaskUpdate, input: {task_id: "1", status: completed}}
-  - {agent: w1, once: false, reply: [{type: text, text: "Done."}]}
-)Y");
-  std::string yaml = ReadAll(tmp_.path() / "s.yaml");
-  yaml.replace(yaml.find("PROBE"), 5, (ws_ / "probe/escape.sh").string());
-  WriteAll(tmp_.path() / "s.yaml", yaml);
+  WorkerScenario("probe", "bash " + (ws_ / "probe/escape.sh").string() + " bash; echo x > work.txt", "hook-row");
   const std::vector<std::string> env = {"XDG_CONFIG_HOME=" + config.str()};
   ASSERT_EQ(testing::RunMates(ws_, {"team", "create", "box"}, env).exit_code, 0);
   ASSERT_EQ(testing::RunMates(ws_, {"tasks", "--team", "box", "create", "probe"}, env).exit_code, 0);
