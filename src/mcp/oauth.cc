@@ -26,6 +26,7 @@
 #include "core/secrets.h"
 #include "core/text.h"
 #include "llm/http.h"
+#include "llm/http_server.h"
 
 namespace mates::mcp::oauth {
 namespace {
@@ -255,7 +256,9 @@ Result<Answer> TokenRequest(const Grant& g, std::vector<std::pair<std::string, s
 }
 
 // The redirect's listener on 127.0.0.1: takes the one answer that
-// carries our state.
+// carries our state. Behind the front door (llm/http_server.h): a head is
+// bounded, and a browser that leaves mid-answer is an error on a write,
+// not a SIGPIPE that ends `mates mcp login`.
 class Callback {
  public:
   Status Open(int port) {
@@ -305,7 +308,7 @@ class Callback {
   }
 
  private:
-  httplib::Server server_;
+  llm::HttpServer server_{llm::FrontDoorLimits{.workers = 2}};
   std::thread thread_;
   int port_ = 0;
   std::mutex mu_;
