@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <map>
@@ -382,6 +383,55 @@ Subprocess StartWaitingReader(const fs::path& ws, std::vector<std::string> env) 
   EXPECT_TRUE(waiting.ok());
   EXPECT_NE(waiting->find("waiting for a message to alice"), std::string::npos) << *waiting;
   return std::move(*started);
+}
+
+// The message log's order is causal (DESIGN §27): two processes play 200
+// rounds of ping/pong through the Messenger, the other core kept busy, and
+// no pong is logged before its ping. (Delivered first and logged after, 16
+// of 40 replies were logged before what they answered.)
+TEST_P(BothStores, NoReplyIsLoggedBeforeWhatItAnswers) {
+  std::unique_ptr<TeamStore> teams;
+  if (store_) {
+    teams = pg::StoreTeams(*store_);
+  } else {
+    ASSERT_TRUE(Roster(Workspace(dir_.path())).CreateTeam("procs").ok());
+    teams = FileTeamStore(Workspace(dir_.path()));
+  }
+  for (const char* name : {"alice", "bob"}) {
+    Member m;
+    m.name = name;
+    ASSERT_TRUE(teams->AddMember("procs", m).ok());
+  }
+  std::atomic<bool> done{false};
+  std::thread busy([&] {
+    while (!done.load(std::memory_order_relaxed)) {
+    }
+  });
+  constexpr int kRounds = 200;
+  const std::string store = store_ ? where() : "file";
+  const std::string rounds = std::to_string(kRounds);
+  Subprocess pong = testing::Start(
+      {testing::StoreHelperBinary(), "pingpong", store, dir_.str(), "procs", "bob", "alice", rounds, "pong"});
+  Subprocess ping = testing::Start(
+      {testing::StoreHelperBinary(), "pingpong", store, dir_.str(), "procs", "alice", "bob", rounds, "ping"});
+  SubprocessResult pinged = ping.Wait();
+  SubprocessResult ponged = pong.Wait();
+  done = true;
+  busy.join();
+  ASSERT_EQ(pinged.exit_code, 0) << pinged.err;
+  ASSERT_EQ(ponged.exit_code, 0) << ponged.err;
+
+  std::map<std::string, size_t> at;  // content -> its place in the log
+  size_t n = 0;
+  ASSERT_TRUE(teams->ReadLog("procs", [&](const Message& m) { at.emplace(m.content, n++); }).ok());
+  ASSERT_EQ(n, 2u * kRounds);
+  int early = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    const std::string k = std::to_string(i);
+    ASSERT_TRUE(at.count("ping " + k) && at.count("pong " + k)) << k;
+    if (at["pong " + k] < at["ping " + k]) ++early;
+  }
+  EXPECT_EQ(early, 0) << "replies logged before what they answer, of " << kRounds;
 }
 
 // Test 7: an `inbox --wait` reader is woken by a send from another process.

@@ -105,6 +105,8 @@ class MailRows {
   using AlreadyDelivered = std::function<bool(const std::string& id)>;
   explicit MailRows(Store& store) : store_(store) {}
   Status Append(const std::string& team, const std::string& member, const Message& m);
+  // The same on `c`, in whatever transaction it is in.
+  static Status AppendOn(Connection& c, const std::string& team, const std::string& member, const Message& m);
   Result<std::vector<Message>> Peek(const std::string& team, const std::string& member);
   Result<size_t> PendingCount(const std::string& team, const std::string& member);
   // Every undelivered message of the team, by recipient, in order.
@@ -138,6 +140,10 @@ class LogRows {
  public:
   explicit LogRows(Store& store) : store_(store) {}
   Status Append(const std::string& team, const Message& m);
+  // `copies` into their recipients' inboxes and `m` into the log, in one
+  // transaction (TeamMail::Post): nobody reads a copy before `m` has its
+  // number, so an answer to it is numbered after it.
+  Status AppendDelivered(const std::string& team, const std::vector<Message>& copies, const Message& m);
   Result<std::optional<Message>> Find(const std::string& team, const std::string& id);
   // At most `max` messages logged after `*cursor` (0: from the start), and
   // no more than about `max_bytes` of them (one at least; 0: no bound);

@@ -41,7 +41,9 @@ std::vector<Message> LoggedMessages(const Rows& r, const std::string& team, int6
 
 }  // namespace
 
-Status LogRows::Append(const std::string& team, const Message& m) {
+Status LogRows::Append(const std::string& team, const Message& m) { return AppendDelivered(team, {}, m); }
+
+Status LogRows::AppendDelivered(const std::string& team, const std::vector<Message>& copies, const Message& m) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_RETURN_IF_ERROR(ValidateName("message id", m.id));
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
@@ -51,6 +53,7 @@ Status LogRows::Append(const std::string& team, const Message& m) {
   Status s = InTransaction(*c, [&]() -> Status {
     MATES_RETURN_IF_ERROR(
         c->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {LogKey(team)}).status());
+    for (const Message& copy : copies) MATES_RETURN_IF_ERROR(MailRows::AppendOn(*c, team, copy.recipient, copy));
     return c->Exec("WITH ins AS (INSERT INTO mates_messages (team, msg_id, line) VALUES ($1, $2, $3) "
                    "ON CONFLICT (team, msg_id) DO NOTHING RETURNING seq) "
                    "SELECT pg_notify($4, '') FROM ins",

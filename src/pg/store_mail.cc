@@ -20,6 +20,11 @@
 namespace mates::pg {
 
 Status MailRows::Append(const std::string& team, const std::string& member, const Message& m) {
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
+  return AppendOn(*c, team, member, m);
+}
+
+Status MailRows::AppendOn(Connection& c, const std::string& team, const std::string& member, const Message& m) {
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   if (m.id.empty()) return Status::InvalidArgument("a message needs an id");
   for (const std::string* field : {&m.content, &m.summary, &m.feedback}) {
@@ -27,14 +32,12 @@ Status MailRows::Append(const std::string& team, const std::string& member, cons
       return Status::InvalidArgument("a message may be " + std::to_string(kMaxMessageBytes) + " bytes at most");
     }
   }
-  std::string line = LineOf(m);
-  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   // The NOTIFY goes out with the row's commit, and only for a new row.
-  auto r = c->Exec(
+  auto r = c.Exec(
       "WITH ins AS (INSERT INTO mates_inbox (team, member, msg_id, line) VALUES ($1, $2, $3, $4) "
       "ON CONFLICT (team, member, msg_id) DO NOTHING RETURNING seq) "
       "SELECT pg_notify($5, '') FROM ins",
-      {team, member, m.id, line, ChannelOf(InboxKey(team, member))});
+      {team, member, m.id, LineOf(m), ChannelOf(InboxKey(team, member))});
   if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
   return Status::Ok();
 }

@@ -48,6 +48,11 @@ class Mail : public TeamMail {
   Status Deliver(const std::string& member, const Message& m) override { return store_.mail().Append(team_, member, m); }
   Result<std::vector<Message>> Peek(const std::string& member) override { return store_.mail().Peek(team_, member); }
   Status Log(const Message& m) override { return store_.log().Append(team_, m); }
+  // One transaction: all or nothing, so the log cannot fail after.
+  Status Post(const std::vector<Message>& copies, const Message& m, Status* log_failure) override {
+    *log_failure = Status::Ok();
+    return store_.log().AppendDelivered(team_, copies, m);
+  }
   Result<std::optional<Message>> FindLogged(const std::string& id) override { return store_.log().Find(team_, id); }
   Status CreateRequest(const ProtocolRequest& r) override { return store_.requests().Create(team_, r); }
   Result<ProtocolRequest> GetRequest(const std::string& id) override { return store_.requests().Get(team_, id); }

@@ -18,13 +18,21 @@ MessageLog::MessageLog(const Workspace& ws, std::string team)
     : dir_(ws.TeamDir(team)), path_(ws.MessagesLogPath(team)), lock_(ws.MessagesLockPath(team)) {}
 
 Status MessageLog::Append(const Message& m) const {
+  Status appended;
+  MATES_RETURN_IF_ERROR(AppendAfter(m, &appended, [] { return Status::Ok(); }));
+  return appended;
+}
+
+Status MessageLog::AppendAfter(const Message& m, Status* append_failure,
+                               const std::function<Status()>& first) const {
   {
     MATES_ASSIGN_OR_RETURN(FileLock lock, FileLock::Acquire(lock_));
+    MATES_RETURN_IF_ERROR(first());
     ScopedFd fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
-    if (!fd.valid()) return Status::FromErrno("open " + path_.string(), errno);
-    MATES_RETURN_IF_ERROR(WriteAll(fd.get(), MessageToLine(m), path_.c_str()));
+    *append_failure = fd.valid() ? WriteAll(fd.get(), MessageToLine(m), path_.c_str())
+                                 : Status::FromErrno("open " + path_.string(), errno);
   }
-  Watcher::Default().NotifyLocal(dir_, path_.filename().string());
+  if (append_failure->ok()) Watcher::Default().NotifyLocal(dir_, path_.filename().string());
   return Status::Ok();
 }
 

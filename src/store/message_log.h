@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ class MessageLog {
 
   // One write of one line under `messages.lock`.
   Status Append(const Message& m) const;
+  // `first`, then `m`'s line, both under `messages.lock`: `first`'s
+  // failure is the error, with nothing written; the write's own failure
+  // after it is `*append_failure`.
+  Status AppendAfter(const Message& m, Status* append_failure, const std::function<Status()>& first) const;
   // Messages from byte `offset` on; `*next_offset` is where to continue.
   // Bad lines are skipped with a warning; a line still being written (no
   // newline yet) is left for the next read. `max_bytes` (0 = no bound)

@@ -242,6 +242,7 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
     if (r.type == MessageType::kElicitationResponse) receipt.recipients.clear();
   }
 
+  std::vector<Message> copies;
   for (const auto& to : receipt.recipients) {
     if (!r.id.empty()) {
       // A retry of a send that failed part way: who has it already.
@@ -251,12 +252,12 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
         continue;
       }
     }
-    Message copy = msg;
-    copy.recipient = to;
-    MATES_RETURN_IF_ERROR(mail_->Deliver(to, copy));
+    copies.push_back(msg);
+    copies.back().recipient = to;
   }
+  Status logged;
+  MATES_RETURN_IF_ERROR(mail_->Post(copies, msg, &logged));
   // Delivered: from here a failure must not read as "not sent".
-  Status logged = mail_->Log(msg);
   if (!logged.ok()) {
     receipt.warnings.push_back("delivered, but not recorded in the message log: " + logged.message());
   }

@@ -5,6 +5,12 @@
 
 namespace mates {
 
+Status TeamMail::Post(const std::vector<Message>& copies, const Message& m, Status* log_failure) {
+  for (const Message& copy : copies) MATES_RETURN_IF_ERROR(Deliver(copy.recipient, copy));
+  *log_failure = Log(m);
+  return Status::Ok();
+}
+
 namespace {
 
 class FileMail : public TeamMail {
@@ -21,6 +27,16 @@ class FileMail : public TeamMail {
     return Mailbox(ws_.TeamDir(team_), member).Peek();
   }
   Status Log(const Message& m) override { return log_.Append(m); }
+  // The log's lock is held across the deliveries: a reader may take a
+  // copy at once, but its answer's line waits for this one.
+  Status Post(const std::vector<Message>& copies, const Message& m, Status* log_failure) override {
+    return log_.AppendAfter(m, log_failure, [&]() -> Status {
+      for (const Message& copy : copies) {
+        MATES_RETURN_IF_ERROR(Mailbox(ws_.TeamDir(team_), copy.recipient).Append(copy));
+      }
+      return Status::Ok();
+    });
+  }
   Result<std::optional<Message>> FindLogged(const std::string& id) override { return log_.Find(id); }
   Status CreateRequest(const ProtocolRequest& r) override { return requests_.Create(r); }
   Result<ProtocolRequest> GetRequest(const std::string& id) override { return requests_.Get(id); }

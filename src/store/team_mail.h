@@ -32,6 +32,15 @@ class TeamMail {
 
   // The message log.
   virtual Status Log(const Message& m) = 0;
+
+  // Delivers `copies` (one per recipient) and then logs `m`, as one step
+  // for the log's order: a message sent in answer to `m` needs a copy
+  // read first, and it cannot be logged before `m` is (DESIGN §27, causal
+  // order). A delivery's failure is the error, and `m` is not logged; the
+  // log's own failure after the deliveries is `*log_failure`, as the
+  // message went. The default delivers, then logs, with nothing between
+  // them held: for a store that keeps no log.
+  virtual Status Post(const std::vector<Message>& copies, const Message& m, Status* log_failure);
   virtual Result<std::optional<Message>> FindLogged(const std::string& id) = 0;
 
   // Protocol requests: AlreadyExists for an id used before; Resolve is

@@ -8,6 +8,11 @@
 //   hold-lock PATH RANGE              take the lock (a folder: the board's), print "locked", wait
 //   claim-loop TASKDIR OWNER OUT      ClaimNext until nothing is claimable,
 //                                     appending each id to OUT
+//   pingpong STORE WS TEAM ME PEER ROUNDS ping|pong
+//                                     ROUNDS rounds through the Messenger
+//                                     (STORE "file" or a URL): ping sends
+//                                     "ping i" and waits for "pong i"; pong
+//                                     waits for "ping i" and answers it
 // DIR / TASKDIR may be a postgres:// URL instead: the same on the
 // PostgreSQL store (DESIGN §13), team "procs".
 #include <fcntl.h>
@@ -25,6 +30,8 @@
 #include "pg/store.h"
 #include "store/board.h"
 #include "store/mailbox.h"
+#include "store/messenger.h"
+#include "stores/open_store.h"
 #include "store/watcher.h"
 
 using namespace mates;
@@ -187,6 +194,57 @@ int ClaimLoop(const std::string& dir, const std::string& owner, const std::strin
   return 0;
 }
 
+// Waits in `box` (watched by `waker`) for a message of `from` saying
+// `text`; what else comes is an error.
+Status AwaitFrom(Inbox& box, Waker& waker, const std::string& from, const std::string& text) {
+  Deadline deadline = DeadlineIn(30);
+  for (;;) {
+    uint64_t seen = waker.generation();
+    std::vector<Message> got;
+    MATES_ASSIGN_OR_RETURN(Inbox::Taken taken, box.Take([&](const std::vector<Message>& msgs) {
+      got = msgs;
+      return true;
+    }));
+    for (const Message& m : got) {
+      if (m.sender != from || m.content != text) {
+        return Status::Internal("expected '" + text + "' from " + from + ", got '" + m.content + "' from " + m.sender);
+      }
+    }
+    if (!got.empty()) return Status::Ok();
+    if (taken.more) continue;
+    if (waker.WaitChange(seen, deadline) == seen && Expired(deadline)) {
+      return Status::Timeout("no '" + text + "' from " + from + " within 30 s");
+    }
+  }
+}
+
+int PingPong(const std::string& url, const std::string& ws, const std::string& team, const std::string& me,
+             const std::string& peer, long rounds, const std::string& role) {
+  auto store = OpenTeamStore(url == "file" ? "" : url, Workspace(ws));
+  if (!store.ok()) return Die(store.status().message());
+  std::unique_ptr<TeamMail> mail = (*store)->Mail(team);
+  Messenger messenger(*mail);
+  std::unique_ptr<Inbox> box = (*store)->InboxOf(team, me);
+  auto waker = std::make_shared<Waker>();
+  auto watch = box->WatchWith(waker);
+  if (!watch.ok()) return Die(watch.status().message());
+  auto send = [&](const std::string& text) -> Status {
+    SendRequest r;
+    r.sender = me;
+    r.recipient = peer;
+    r.content = text;
+    return messenger.Send(std::move(r)).status();
+  };
+  const bool pinger = role == "ping";
+  for (long i = 0; i < rounds; ++i) {
+    const std::string n = std::to_string(i);
+    Status s = pinger ? send("ping " + n) : AwaitFrom(*box, *waker, peer, "ping " + n);
+    if (s.ok()) s = pinger ? AwaitFrom(*box, *waker, peer, "pong " + n) : send("pong " + n);
+    if (!s.ok()) return Die(s.message());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -198,5 +256,8 @@ int main(int argc, char** argv) {
   if (cmd == "host" && argc == 4) return Host(argv[2], argv[3]);
   if (cmd == "hold-lock" && argc == 4) return HoldLock(argv[2], std::atoi(argv[3]));
   if (cmd == "claim-loop" && argc == 5) return ClaimLoop(argv[2], argv[3], argv[4]);
+  if (cmd == "pingpong" && argc == 9) {
+    return PingPong(argv[2], argv[3], argv[4], argv[5], argv[6], std::atol(argv[7]), argv[8]);
+  }
   return Die("usage: write|drain|hold-lock|claim-loop … (see the source)");
 }
