@@ -84,6 +84,12 @@ class BothStores : public ::testing::TestWithParam<std::string> {
     store_ = std::move(*store);
     ASSERT_TRUE(store_->rosters().CreateTeam("procs").ok());
   }
+  // The store as a TeamStore, with team "procs" (the folder's made now).
+  std::unique_ptr<TeamStore> Teams() {
+    if (store_) return pg::StoreTeams(*store_);
+    EXPECT_TRUE(Roster(Workspace(dir_.path())).CreateTeam("procs").ok());
+    return FileTeamStore(Workspace(dir_.path()));
+  }
   // Where the helper's DIR points: the folder, or the database's URL.
   const std::string& where() const { return where_; }
   void CreateTasks(int n) {
@@ -291,13 +297,7 @@ TEST_P(BothStores, SixteenClaimerProcessesClaimEachTaskOnce) {
 // request (queued -> checking, refused otherwise) take it once; a watcher
 // is woken by a change; bad ids and unknown requests are one error each.
 TEST_P(BothStores, MergeRequestsAreNumberedOnceAndTakenOnce) {
-  std::unique_ptr<TeamStore> teams;
-  if (store_) {
-    teams = pg::StoreTeams(*store_);
-  } else {
-    ASSERT_TRUE(Roster(Workspace(dir_.path())).CreateTeam("procs").ok());
-    teams = FileTeamStore(Workspace(dir_.path()));
-  }
+  std::unique_ptr<TeamStore> teams = Teams();
   auto waker = std::make_shared<Waker>();
   auto watch = teams->WatchMerges("procs", waker);
   ASSERT_TRUE(watch.ok()) << watch.status().message();
@@ -390,13 +390,7 @@ Subprocess StartWaitingReader(const fs::path& ws, std::vector<std::string> env) 
 // no pong is logged before its ping. (Delivered first and logged after, 16
 // of 40 replies were logged before what they answered.)
 TEST_P(BothStores, NoReplyIsLoggedBeforeWhatItAnswers) {
-  std::unique_ptr<TeamStore> teams;
-  if (store_) {
-    teams = pg::StoreTeams(*store_);
-  } else {
-    ASSERT_TRUE(Roster(Workspace(dir_.path())).CreateTeam("procs").ok());
-    teams = FileTeamStore(Workspace(dir_.path()));
-  }
+  std::unique_ptr<TeamStore> teams = Teams();
   for (const char* name : {"alice", "bob"}) {
     Member m;
     m.name = name;
