@@ -425,13 +425,17 @@ TEST_F(LeversTest, ASandboxedAgentCannotPullTheLevers) {
   auto outside = testing::Run({testing::SandboxProbe(), "connect", control});
   ASSERT_EQ(outside.exit_code, 0) << outside.out;
   const std::string command = testing::SandboxProbe() + " connect " + control + " > probe.txt 2>&1; " +
-                              testing::MatesBinary() + " restart lead >> probe.txt 2>&1; echo done >> probe.txt";
+                              testing::MatesBinary() + " restart lead >> probe.txt 2>&1; " + testing::MatesBinary() +
+                              " attach >> probe.txt 2>&1 < /dev/null; echo done >> probe.txt";
   ASSERT_EQ(Mates({"tasks", "--team", "levers", "create", "run " + command}).exit_code, 0);
   ASSERT_TRUE(testing::WaitUntil(
       [&] { return testing::ReadAll(ws_.path() / "probe.txt").find("done") != std::string::npos; }, 30));
   const std::string said = testing::ReadAll(ws_.path() / "probe.txt");
   EXPECT_NE(said.find("connect: No such file or directory"), std::string::npos) << said;
   EXPECT_NE(said.find("mates: error: 'mates restart' is the person's: it cannot be run from an agent's sandbox"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("mates: error: 'mates attach' is the person's: it cannot be run from an agent's sandbox"),
             std::string::npos)
       << said;
   EXPECT_EQ(State("lead"), "idle");
@@ -485,6 +489,68 @@ TEST_F(LeversTest, DownOfAWorktreeTeamSaysWhereItsWorkIs) {
       << down.out;
 }
 
+// `mates attach` from a real terminal (a pty of script(1)): a line goes to
+// the lead and its answer streams back; Ctrl-C ends its long command at
+// once; Ctrl-D detaches and the host goes on.
+TEST_F(LeversTest, AttachDrivesTheHostedLeadFromATerminalAndDetachingLeavesItRunning) {
+  Up();
+  SubprocessOptions o;
+  const std::string attach =
+      "exec env NO_COLOR=1 '" + testing::MatesBinary() + "' --workspace '" + ws_.str() + "' attach --team levers";
+  o.argv = {"script", "-qfec", attach, "/dev/null"};
+  o.interactive = true;
+  auto started = Subprocess::Start(o);
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  Subprocess& term = *started;
+  std::string seen;
+  // Reads the terminal until `text` shows.
+  auto until_seen = [&](const std::string& text, double seconds = 30) {
+    Deadline d = DeadlineIn(seconds * MATES_TIME_SCALE);
+    while (seen.find(text) == std::string::npos) {
+      auto line = term.ReadLine(d);
+      if (!line.ok()) return false;
+      seen += *line + "\n";
+    }
+    return true;
+  };
+  auto type = [&](const std::string& keys) { return term.WriteStdin(keys, DeadlineIn(5)).ok(); };
+  ASSERT_TRUE(until_seen("attached to 'lead', the lead of team levers")) << seen;
+
+  ASSERT_TRUE(type("Say hello back\n"));
+  ASSERT_TRUE(until_seen("Hello, person; the worker is ready.")) << seen;
+  EXPECT_NE(seen.find("from user: Say hello back"), std::string::npos) << "the lead took it as the person's:\n" << seen;
+
+  ASSERT_TRUE(type("Sleep a while\n"));
+  ASSERT_TRUE(testing::WaitUntil([&] { return !testing::ProcessesIn("^mates_levers_lead_sleeper", ws_.path()).empty(); }, 30))
+      << seen;
+  ASSERT_TRUE(until_seen("⏺ bash")) << seen;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(type("\x03"));  // Ctrl-C, as the terminal sends it: SIGINT to attach
+  ASSERT_TRUE(testing::WaitUntil([&] { return testing::ProcessesIn("^mates_levers_lead_sleeper", ws_.path()).empty(); }, 10));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 1.0 * MATES_TIME_SCALE) << "the lead's command ran on for " << took << " s after Ctrl-C";
+  ASSERT_TRUE(until_seen("interrupted the lead 'lead'")) << seen;
+
+  // Ctrl-D (after the 1.5 s a second Ctrl-C would detach in): detached,
+  // and the host goes on.
+  ASSERT_TRUE(type("\x04"));
+  ASSERT_TRUE(until_seen("detached: team levers goes on")) << seen;
+  SubprocessResult ended = term.Wait();
+  EXPECT_EQ(ended.exit_code, 0) << seen;
+  EXPECT_EQ(Member("lead").value("state", ""), "idle") << Status().dump(2);
+  EXPECT_EQ(State("worker"), "idle") << Status().dump(2);
+  // `run` of a hosted team points to attach.
+  auto run = Mates({"run", "--team", "levers", "--provider", "scripted", "--scenario",
+                    testing::ScenarioFixture("team_levers.yaml"), "Say hello back"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("is already running in another process (`mates up`, pid "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("`mates attach --team levers` joins its conversation"), std::string::npos) << run.err;
+  // Attached again, it is the same host and the same lead.
+  auto again = Mates({"attach", "--team", "levers"}, 30);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("attached to 'lead'"), std::string::npos) << again.err;
+}
+
 TEST_F(LeversTest, BadInputsGetOneClearErrorEach) {
   // A team nobody hosts has no levers.
   ASSERT_EQ(Mates({"team", "create", "levers"}).exit_code, 0);
@@ -493,8 +559,31 @@ TEST_F(LeversTest, BadInputsGetOneClearErrorEach) {
   EXPECT_EQ(r.err.rfind("mates: error: team 'levers' is not hosted here, so nothing runs its agents; `mates ", 0), 0u)
       << r.err;
   EXPECT_NE(r.err.find(" up --team levers` hosts it\n"), std::string::npos) << r.err;
+  r = Mates({"attach", "--team", "levers"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("mates: error: team 'levers' is not hosted here", 0), 0u) << r.err;
   ASSERT_EQ(Mates({"team", "delete", "levers"}).exit_code, 0);
   Up();
+  // Four terminals attached: a fifth is refused, and says why.
+  std::vector<Subprocess> terminals;
+  for (int i = 0; i < 4; ++i) {
+    SubprocessOptions o;
+    o.argv = {testing::MatesBinary(), "--workspace", ws_.str(), "attach", "--team", "levers"};
+    o.interactive = true;  // stdin stays open: it stays attached
+    o.merge_stderr = true;
+    auto t = Subprocess::Start(o);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    auto hello = t->ReadLine(DeadlineIn(30));
+    ASSERT_TRUE(hello.ok() && hello->find("attached to 'lead'") != std::string::npos) << (hello.ok() ? *hello : "");
+    terminals.push_back(std::move(*t));
+  }
+  r = Mates({"attach", "--team", "levers"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "mates: error: 4 terminals are attached to this host already: detach one first\n");
+  for (auto& t : terminals) {
+    t.CloseStdin();  // Ctrl-D
+    EXPECT_EQ(t.Wait().exit_code, 0);
+  }
   struct Case {
     std::vector<std::string> args;
     int exit_code;
@@ -514,6 +603,8 @@ TEST_F(LeversTest, BadInputsGetOneClearErrorEach) {
        "mates: error: 'worker' is running; `mates interrupt --team levers worker` ends its turn, `mates stop --team "
        "levers worker` stops it\n"},
       {{"interrupt", "--team", "nosuch", "worker"}, 1, "mates: error: no team 'nosuch' in " + ws_.path().string() + "\n"},
+      {{"attach", "--team", "nosuch"}, 1, "mates: error: no team 'nosuch' in " + ws_.path().string() + "\n"},
+      {{"attach", "--team", "../x"}, 2, ""},
       {{"interrupt", "--team", "levers", "../w"}, 2, ""},
       {{"interrupt", "--team", "levers"}, 2, ""},
       {{"stop", "--team", "levers", "worker", "--reason", std::string(5000, 'x')}, 1,

@@ -14,6 +14,11 @@
 #include "store/task.h"
 #include "store/workspace.h"
 
+namespace mates {
+class TeamStore;
+struct HostInfo;
+}  // namespace mates
+
 namespace mates::cli {
 
 // Where a command's team came from (DESIGN §21), in this order.
@@ -140,6 +145,10 @@ void AddTrustCommand(CLI::App& app, Globals& g);   // trust
 void AddHooksCommands(CLI::App& app, Globals& g);  // hooks list|test
 void AddClaudeCommands(CLI::App& app, Globals& g);  // claude list|status|send|task
 void AddLeverCommands(CLI::App& app, Globals& g);   // stop, restart, interrupt
+void AddAttachCommand(CLI::App& app, Globals& g);   // attach
+// The live host of g.team with its levers' socket, or the error that says
+// how to get one (levers_cmd.cc).
+Result<HostInfo> LeverHost(Globals& g, TeamStore& store);
 void AddPsCommand(CLI::App& app, Globals& g);
 void AddLogsCommand(CLI::App& app, Globals& g);
 // `mates status` of g.team in g.store: once (as text, or --json), or

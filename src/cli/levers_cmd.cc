@@ -35,16 +35,8 @@ int Pull(Globals& g, const std::string& op, const LeverArgs& a) {
     for (const auto& m : team->members) names += (names.empty() ? "" : ", ") + m.name;
     return Fail(Status::NotFound("team '" + g.team + "' has no member '" + a.agent + "' (its members: " + names + ")"));
   }
-  auto host = (*store)->LiveHost(g.team);
-  if (!host) {
-    return Fail(Status::FailedPrecondition("team '" + g.team + "' is not hosted here, so nothing runs its agents; `" +
-                                           g.Mates() + " up --team " + g.team + "` hosts it"));
-  }
-  if (host->control.empty()) {
-    return Fail(Status::FailedPrecondition("the host of team '" + g.team + "' (pid " + std::to_string(host->pid) +
-                                           ") has no levers: it is from an earlier mates; `" + g.Mates() +
-                                           " down` then `" + g.Mates() + " up` gives it them"));
-  }
+  auto host = LeverHost(g, **store);
+  if (!host.ok()) return Fail(host.status());
   host::LeverRequest r{op, g.team, a.agent, a.reason};
   auto said = host::PullLever(host->control, r);
   if (!said.ok()) return Fail(said.status());
@@ -63,6 +55,20 @@ void AddLever(CLI::App& app, Globals& g, const std::string& op, const std::strin
 }
 
 }  // namespace
+
+Result<HostInfo> LeverHost(Globals& g, TeamStore& store) {
+  auto host = store.LiveHost(g.team);
+  if (!host) {
+    return Status::FailedPrecondition("team '" + g.team + "' is not hosted here, so nothing runs its agents; `" +
+                                      g.Mates() + " up --team " + g.team + "` hosts it");
+  }
+  if (host->control.empty()) {
+    return Status::FailedPrecondition("the host of team '" + g.team + "' (pid " + std::to_string(host->pid) +
+                                      ") has no levers: it is from an earlier mates; `" + g.Mates() + " down` then `" +
+                                      g.Mates() + " up` gives it them");
+  }
+  return *host;
+}
 
 void AddLeverCommands(CLI::App& app, Globals& g) {
   AddLever(app, g, "stop",

@@ -144,24 +144,33 @@ void LiveOutput::OnTextEnd(const std::string& agent) {
 }
 
 void LiveOutput::OnToolCall(const std::string& agent, const llm::ContentBlock& call) {
+  ShowCall(agent, DescribeCall(call));
+}
+
+void LiveOutput::ShowCall(const std::string& agent, const std::string& described) {
   std::lock_guard<std::mutex> lock(mu_);
   FlushLocked(agent);
-  PutLocked(stderr, Prefix(agent) + Paint(agent, "⏺ " + DescribeCall(call)) + "\n");
+  PutLocked(stderr, Prefix(agent) + Paint(agent, "⏺ " + described) + "\n");
   call_at_[agent] = written_;
 }
 
 void LiveOutput::OnToolResult(const std::string& agent, const llm::ContentBlock& call,
                               const tools::ToolResult& result) {
+  ShowResult(agent, DescribeCall(call), result.content, result.is_error);
+}
+
+void LiveOutput::ShowResult(const std::string& agent, const std::string& described, const std::string& result,
+                            bool error) {
   std::lock_guard<std::mutex> lock(mu_);
   // Other agents wrote since this call was shown: show it again, so the
   // result sits under its call.
   auto at = call_at_.find(agent);
   if (multi_ && at != call_at_.end() && at->second != written_) {
-    PutLocked(stderr, Prefix(agent) + Paint(agent, "⏺ " + DescribeCall(call) + " (result)") + "\n");
+    PutLocked(stderr, Prefix(agent) + Paint(agent, "⏺ " + described + " (result)") + "\n");
   }
   call_at_.erase(agent);
-  std::string line = "  ⎿ " + std::string(result.is_error ? "✗ " : "") + FirstLine(result.content, 110);
-  if (color_ && result.is_error) line = std::string(AnsiFor("red")) + line + "\033[0m";
+  std::string line = "  ⎿ " + std::string(error ? "✗ " : "") + FirstLine(result, 110);
+  if (color_ && error) line = std::string(AnsiFor("red")) + line + "\033[0m";
   else if (color_) line = std::string(AnsiFor("dim")) + line + "\033[0m";
   PutLocked(stderr, Prefix(agent) + line + "\n");
 }

@@ -45,6 +45,11 @@ class LiveOutput : public agent::AgentEvents {
                  const std::string& transcript) override;
   void OnNotice(const std::string& agent, const std::string& text) override;
 
+  // A tool call, and its result, as DescribeCall put the call: what an
+  // attached terminal is sent (host/attach.h).
+  void ShowCall(const std::string& agent, const std::string& described);
+  void ShowResult(const std::string& agent, const std::string& described, const std::string& result, bool error);
+
  private:
   std::string Paint(const std::string& agent, const std::string& text) const;
   std::string Prefix(const std::string& agent) const;

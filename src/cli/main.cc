@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
   mates::cli::AddRunCommand(app, g);
   mates::cli::AddHostCommands(app, g);
   mates::cli::AddLeverCommands(app, g);
+  mates::cli::AddAttachCommand(app, g);
   mates::cli::AddPsCommand(app, g);
   mates::cli::AddLogsCommand(app, g);
   mates::cli::AddStatusCommand(app, g);

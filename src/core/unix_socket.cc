@@ -62,16 +62,19 @@ Result<ScopedFd> ConnectUnix(const fs::path& path) {
   return out;
 }
 
-bool ReadSocketLine(int fd, std::string* line, size_t max, const Deadline& deadline) {
-  char buf[8192];
+SocketLines::Got SocketLines::Next(std::string* line, size_t max, const Deadline& deadline) {
+  char chunk[8192];
+  size_t looked = 0;  // buf_ has no newline before this
   for (;;) {
-    size_t nl = line->find('\n');
-    if (nl != std::string::npos) {
-      line->resize(nl);
-      return true;
+    size_t nl = buf_.find('\n', looked);
+    if (nl != std::string::npos && nl <= max) {
+      line->assign(buf_, 0, nl);
+      buf_.erase(0, nl + 1);
+      return Got::kLine;
     }
-    if (line->size() > max) return false;
-    struct pollfd p = {fd, POLLIN, 0};
+    if (nl != std::string::npos || buf_.size() > max) return Got::kTooLong;
+    looked = buf_.size();
+    struct pollfd p = {fd_, POLLIN, 0};
     int ms = -1;
     if (deadline) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now()).count();
@@ -79,12 +82,17 @@ bool ReadSocketLine(int fd, std::string* line, size_t max, const Deadline& deadl
     }
     int rc = ::poll(&p, 1, ms);
     if (rc < 0 && errno == EINTR) continue;
-    if (rc <= 0) return false;
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (rc < 0) return Got::kEnd;
+    if (rc == 0) return Got::kLate;
+    ssize_t n = ::read(fd_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    line->append(buf, static_cast<size_t>(n));
+    if (n <= 0) return Got::kEnd;
+    buf_.append(chunk, static_cast<size_t>(n));
   }
+}
+
+bool ReadSocketLine(int fd, std::string* line, size_t max, const Deadline& deadline) {
+  return SocketLines(fd).Next(line, max, deadline) == SocketLines::Got::kLine;
 }
 
 bool SendAllTo(int fd, const std::string& data) {

@@ -18,6 +18,21 @@ Result<ScopedFd> ListenUnix(const fs::path& path, int backlog);
 // there is none.
 Result<ScopedFd> ConnectUnix(const fs::path& path);
 
+// Lines from a stream socket, one at a time: what came after a line is
+// kept for the next.
+class SocketLines {
+ public:
+  enum class Got { kLine, kEnd, kTooLong, kLate };
+  explicit SocketLines(int fd) : fd_(fd) {}
+  // The next line, without its newline: kEnd when the peer ends (or the
+  // socket fails) first, kTooLong past `max` bytes, kLate at `deadline`.
+  Got Next(std::string* line, size_t max, const Deadline& deadline);
+
+ private:
+  int fd_;
+  std::string buf_;
+};
+
 // Reads from `fd` into `line` until a newline (which, and what follows it,
 // is dropped); false if more than `max` bytes come first, the peer ends,
 // or `deadline` passes.

@@ -19,6 +19,7 @@
 #include "host/machine.h"
 #include "host/person_asker.h"
 #include "host/sampling.h"
+#include "store/messenger.h"
 #include "stores/open_store.h"
 
 namespace mates::host {
@@ -92,8 +93,21 @@ void KillLeadLeftovers(const Workspace& ws, const std::string& team, const std::
 
 }  // namespace
 
+namespace {
+
+HostOutput ThroughHub(HostOutput output, AttachHub* hub) {
+  output.events = hub;
+  output.say = [hub](const std::string& text) { hub->Say(text); };
+  return output;
+}
+
+}  // namespace
+
 Host::Host(HostOptions options, llm::Provider* provider, HostOutput output)
-    : options_(std::move(options)), provider_(provider), out_(std::move(output)) {}
+    : options_(std::move(options)),
+      provider_(provider),
+      attach_(std::make_unique<AttachHub>(output.events, output.say)),
+      out_(ThroughHub(std::move(output), attach_.get())) {}
 
 Result<std::unique_ptr<Host>> Host::Start(HostOptions options, llm::Provider* provider, HostOutput output) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", options.team));
@@ -293,8 +307,15 @@ Status Host::HostTheLead() {
   auto held = HoldLivenessAllowingForTheDead(*store_, a.team, lead_name_, DeadlineIn(kDeadHostGraceS));
   if (!held.ok()) {
     if (held.status().code() != StatusCode::kConflict) return held.status();
+    std::string where = store_->spans_machines() ? " (on this machine or another)" : "";
+    if (auto host = store_->LiveHost(a.team); host && host->mode == HostMode::kUp && !host->control.empty()) {
+      where = " (`mates up`, pid " + std::to_string(host->pid) + "): `mates attach --team " + a.team +
+              "` joins its conversation";
+    } else if (host && host->mode == HostMode::kRun) {
+      where = " (`mates run` in a terminal, pid " + std::to_string(host->pid) + "): type there";
+    }
     return Status::FailedPrecondition("the lead of team '" + a.team + "' is already running in another process" +
-                                      (store_->spans_machines() ? " (on this machine or another)" : ""));
+                                      where);
   }
   home_hold_ = std::move(*held);
   KillLeadLeftovers(ws, a.team, lead_name_, out_.say);
@@ -418,8 +439,9 @@ Status Host::ServePages() {
   // The person's levers: in the runtime folder, which no sandbox sees.
   MATES_RETURN_IF_ERROR(EnsureDir(run_dir_));
   ::chmod(run_dir_.c_str(), 0700);
-  MATES_ASSIGN_OR_RETURN(levers_, Levers::Start(run_dir_ / "control",
-                                                [this](const LeverRequest& r) { return Pull(r); }));
+  MATES_ASSIGN_OR_RETURN(levers_, Levers::Start(
+                                     run_dir_ / "control", [this](const LeverRequest& r) { return Pull(r); },
+                                     [this](const LeverRequest& r, ScopedFd& conn) { return Attach(r, conn); }));
   info_.control = levers_->path().string();
   info_.pid = ::getpid();
   info_.start_time = ProcessStartTime(::getpid());
@@ -483,6 +505,7 @@ void Host::LeadMoved(const std::string& to) {
 }
 
 Result<std::string> Host::Pull(const LeverRequest& r) {
+  if (r.op == "attach") return Status::InvalidArgument("attach is no lever: `mates attach` joins the lead");
   const std::string here = teams_->place().team();
   if (r.agent == lead_name_ && !options_.teammates_only && (r.team == here || r.team == options_.team)) {
     if (r.op != "interrupt") {
@@ -507,6 +530,35 @@ Result<std::string> Host::Pull(const LeverRequest& r) {
   return teams_->InterruptTeammate(r.agent);
 }
 
+Status Host::Attach(const LeverRequest& r, ScopedFd& conn) {
+  if (!options_.hosted || options_.teammates_only) {
+    return Status::FailedPrecondition(options_.teammates_only
+                                          ? "this host runs teammates of team '" + options_.team +
+                                                "' only: its lead is hosted elsewhere"
+                                          : "the lead of team '" + options_.team +
+                                                "' runs in a terminal (`mates run`, pid " +
+                                                std::to_string(::getpid()) + "): type there");
+  }
+  if (r.team != options_.team || r.agent != lead_name_) {
+    return Status::FailedPrecondition("this host's lead is '" + lead_name_ + "' of team '" + options_.team + "'");
+  }
+  AttachActions actions;
+  // As the person: the lead takes it at its next look, hooks and all.
+  actions.say = [this](const std::string& text) -> Status {
+    SendRequest s;
+    s.sender = kUserName;
+    s.recipient = lead_name_;
+    s.content = text;
+    return Messenger(*store_->Mail(options_.team)).Send(std::move(s)).status();
+  };
+  actions.interrupt = [this] { return Pull(LeverRequest{"interrupt", options_.team, lead_name_, ""}); };
+  return attach_->Attach(conn,
+                         "attached to '" + lead_name_ + "', the lead of team " + options_.team +
+                             ": what you type goes to it; Ctrl-C interrupts its turn, Ctrl-D detaches (the "
+                             "host goes on)",
+                         std::move(actions));
+}
+
 void Host::InterruptAll() {
   store_->StopWaiting();
   lead_->Interrupt(CancelToken::kForGood);
@@ -524,6 +576,10 @@ void Host::StopWork() {
 }
 
 Host::~Host() {
+  // No terminal attaches from now on, and none stays: what its lines do
+  // needs what goes next.
+  levers_.reset();
+  attach_->DetachAll();
   if (teams_) teams_->place().SetOnMoved(nullptr);
   if (!away_team_.empty()) RemoveHostInfo(options_.ws, away_team_);
   if (!info_.lead.empty()) RemoveHostInfo(options_.ws, options_.team);

@@ -29,6 +29,7 @@
 #include "git/merge_queue.h"
 #include "llm/provider.h"
 #include "host/agent_gate.h"
+#include "host/attach.h"
 #include "host/levers.h"
 #include "mcp/hub.h"
 #include "hooks/hooks.h"
@@ -139,6 +140,8 @@ class Host {
   // A person's lever (`mates stop|restart|interrupt`, DESIGN §27), on the
   // levers' thread.
   Result<std::string> Pull(const LeverRequest& r);
+  // `mates attach`: the terminal at `conn` joins the lead's conversation.
+  Status Attach(const LeverRequest& r, ScopedFd& conn);
   // The lead moved from one team to another (TeamCreate, TeamDelete):
   // host.json and a page for the team it works in.
   void LeadMoved(const std::string& to);
@@ -146,6 +149,9 @@ class Host {
   // Constant after construction.
   const HostOptions options_;
   llm::Provider* const provider_;
+  // Attached terminals hear what the output does (attach.h): the agents
+  // report to it, and it passes on to the caller's.
+  const std::unique_ptr<AttachHub> attach_;
   const HostOutput out_;
 
   // Made by Start in this order, and gone in the reverse.

@@ -39,8 +39,8 @@ Result<LeverRequest> ParseLeverRequest(const std::string& line) {
   MATES_ASSIGN_OR_RETURN(r.team, JsonString(*j, "team", true));
   MATES_ASSIGN_OR_RETURN(r.agent, JsonString(*j, "agent", true));
   MATES_ASSIGN_OR_RETURN(r.reason, JsonString(*j, "reason", false));
-  if (r.op != "stop" && r.op != "restart" && r.op != "interrupt") {
-    return Status::InvalidArgument("op must be stop, restart or interrupt, not '" + r.op + "'");
+  if (r.op != "stop" && r.op != "restart" && r.op != "interrupt" && r.op != "attach") {
+    return Status::InvalidArgument("op must be stop, restart, interrupt or attach, not '" + r.op + "'");
   }
   MATES_RETURN_IF_ERROR(ValidateName("team name", r.team));
   MATES_RETURN_IF_ERROR(ValidateName("member name", r.agent));
@@ -54,13 +54,13 @@ std::string LeverRequestLine(const LeverRequest& r) {
   return DumpJson(j) + "\n";
 }
 
-Result<std::unique_ptr<Levers>> Levers::Start(fs::path socket, LeverHandler handler) {
+Result<std::unique_ptr<Levers>> Levers::Start(fs::path socket, LeverHandler handler, AttachHandler attach) {
   MATES_ASSIGN_OR_RETURN(ScopedFd fd, ListenUnix(socket, 8));
-  return std::unique_ptr<Levers>(new Levers(std::move(socket), std::move(fd), std::move(handler)));
+  return std::unique_ptr<Levers>(new Levers(std::move(socket), std::move(fd), std::move(handler), std::move(attach)));
 }
 
-Levers::Levers(fs::path path, ScopedFd listen, LeverHandler handler)
-    : path_(std::move(path)), listen_(std::move(listen)), handler_(std::move(handler)) {
+Levers::Levers(fs::path path, ScopedFd listen, LeverHandler handler, AttachHandler attach)
+    : path_(std::move(path)), listen_(std::move(listen)), handler_(std::move(handler)), attach_(std::move(attach)) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
     wake_r_.reset(fds[0]);
@@ -91,11 +91,13 @@ void Levers::Serve() {
     ScopedFd conn(c);
     // The listening socket is non-blocking; its connections are not.
     ::fcntl(c, F_SETFL, ::fcntl(c, F_GETFL) & ~O_NONBLOCK);
-    SendAllTo(c, Answer(c));
+    std::string answer = Answer(conn);
+    if (conn.valid()) SendAllTo(c, answer);
   }
 }
 
-std::string Levers::Answer(int conn) {
+std::string Levers::Answer(ScopedFd& fd) {
+  const int conn = fd.get();
   struct ucred peer {};
   socklen_t len = sizeof peer;
   if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != ::getuid()) {
@@ -107,6 +109,10 @@ std::string Levers::Answer(int conn) {
   }
   auto r = ParseLeverRequest(line);
   if (!r.ok()) return Answered(r.status());
+  if (r->op == "attach") {
+    Status s = attach_ ? attach_(*r, fd) : Status::FailedPrecondition("this host takes no terminal");
+    return s.ok() ? "" : Answered(s);
+  }
   return Answered(handler_(*r));
 }
 

@@ -5,10 +5,11 @@
 // uid is refused (SO_PEERCRED), whatever the folder's modes.
 //
 // A request is one JSON line of at most 64 KiB,
-//   {"op": "stop"|"restart"|"interrupt", "team": T, "agent": NAME, "reason": "…"}
+//   {"op": "stop"|"restart"|"interrupt"|"attach", "team": T, "agent": NAME, "reason": "…"}
 // and the answer one line, {"ok": true, "said": "…"} or {"ok": false,
 // "error": "…"}. Requests are served one at a time on the levers' thread;
-// a client has 5 s to send its line.
+// a client has 5 s to send its line. An accepted "attach" keeps the
+// connection: the attach handler serves it from then on (attach.h).
 #pragma once
 
 #include <atomic>
@@ -23,7 +24,7 @@
 namespace mates::host {
 
 struct LeverRequest {
-  std::string op;  // stop | restart | interrupt
+  std::string op;  // stop | restart | interrupt | attach
   std::string team;
   std::string agent;
   std::string reason;  // stop's words to the agent ("" = the default)
@@ -31,6 +32,9 @@ struct LeverRequest {
 
 // What a request does (the host's), in words, or one clear error.
 using LeverHandler = std::function<Result<std::string>(const LeverRequest&)>;
+// An "attach": takes `conn` (and answers on it) or leaves it, with the
+// error to answer.
+using AttachHandler = std::function<Status(const LeverRequest&, ScopedFd& conn)>;
 
 // A request's text checked: a known op, valid names, bounded reason.
 Result<LeverRequest> ParseLeverRequest(const std::string& line);
@@ -39,7 +43,7 @@ std::string LeverRequestLine(const LeverRequest& r);
 class Levers {
  public:
   // Listens at `socket` (replacing what was there) and serves from now on.
-  static Result<std::unique_ptr<Levers>> Start(fs::path socket, LeverHandler handler);
+  static Result<std::unique_ptr<Levers>> Start(fs::path socket, LeverHandler handler, AttachHandler attach);
   // Stops serving and removes the socket.
   ~Levers();
   Levers(const Levers&) = delete;
@@ -48,13 +52,15 @@ class Levers {
   const fs::path& path() const { return path_; }
 
  private:
-  Levers(fs::path path, ScopedFd listen, LeverHandler handler);
+  Levers(fs::path path, ScopedFd listen, LeverHandler handler, AttachHandler attach);
   void Serve();
-  std::string Answer(int conn);
+  // The answer to the request on `conn`; "" if an attach took it.
+  std::string Answer(ScopedFd& conn);
 
   const fs::path path_;
   ScopedFd listen_;
   const LeverHandler handler_;
+  const AttachHandler attach_;
   ScopedFd wake_r_, wake_w_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
