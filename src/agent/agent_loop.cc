@@ -577,6 +577,16 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
       if (activity_) activity_->Retrying(attempt + 1, of, delay, why.message());
     };
   }
+  // A rate limit another agent met: the whole team waits it out.
+  cb.on_backoff = [this](const std::string& why, double delay) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.1f", delay);
+    if (events_ != nullptr) {
+      events_->OnNotice(spec_.name, std::string("waits ") + secs + " s with the team: the provider asked to slow down (" +
+                                        why + ")");
+    }
+    if (activity_) activity_->Retrying(1, 1, delay, "waits with the team: " + why);
+  };
   int64_t estimate = RawEstimate();  // calibrated against the provider's count below
   if (activity_) activity_->Thinking();
   // Only this thread touches the conversation: lent to the request for the

@@ -332,7 +332,7 @@ Result<Response> AnthropicResponseFromJson(const Json& j) {
 
 AnthropicProvider::AnthropicProvider(AnthropicOptions options,
                                      std::unique_ptr<HttpTransport> transport)
-    : options_(std::move(options)), transport_(std::move(transport)) {}
+    : options_(WithSharedBackoff(std::move(options))), transport_(std::move(transport)) {}
 
 int64_t AnthropicProvider::ContextWindow(const std::string&) const { return kClaudeContextWindow; }
 

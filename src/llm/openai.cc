@@ -382,7 +382,7 @@ Result<Response> OpenAIResponseFromJson(const Json& j) {
 }
 
 OpenAIProvider::OpenAIProvider(OpenAIOptions options, std::unique_ptr<HttpTransport> transport)
-    : options_(std::move(options)), transport_(std::move(transport)) {}
+    : options_(WithSharedBackoff(std::move(options))), transport_(std::move(transport)) {}
 
 Result<Response> OpenAIProvider::Complete(const Request& request,
                                           const StreamCallbacks& callbacks, CancelToken* cancel) {

@@ -31,6 +31,9 @@ struct StreamCallbacks {
   // Attempt `attempt` (1-based) of at most `of` failed with `why`; the next
   // starts in `delay_s`.
   std::function<void(int attempt, int of, const Status& why, double delay_s)> on_retry;
+  // The call waits `delay_s` before its attempt: the provider backs off
+  // after a rate limit another call met (`why`, its words).
+  std::function<void(const std::string& why, double delay_s)> on_backoff;
 };
 
 class Provider {

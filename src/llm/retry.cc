@@ -88,11 +88,39 @@ void TextDeduper::Text(std::string_view delta) {
   if (!delta.empty()) Text(delta);
 }
 
+void SharedBackoff::HoldUntil(SteadyClock::time_point t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  until_ = std::max(until_, t);
+}
+
+SteadyClock::time_point SharedBackoff::until() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return until_;
+}
+
+std::string SharedBackoff::why() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return why_;
+}
+
+void SharedBackoff::SetWhy(std::string why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  why_ = std::move(why);
+}
+
 Result<Response> RunWithRetries(const RetryPolicy& policy, const StreamCallbacks& callbacks,
                                 CancelToken* cancel,
                                 const std::function<Result<Response>(AttemptFailure*)>& attempt) {
+  Clock& clock = policy.clock != nullptr ? *policy.clock : Clock::Real();
   for (int n = 0;; ++n) {
     if (cancel != nullptr && cancel->cancelled()) return Status::Cancelled("request cancelled");
+    // Another call met a rate limit: this one waits it out too.
+    // Looked at again after the wait: a call may have met another since.
+    for (double wait; policy.backoff &&
+                      (wait = std::chrono::duration<double>(policy.backoff->until() - clock.Now()).count()) > 0;) {
+      if (callbacks.on_backoff) callbacks.on_backoff(policy.backoff->why(), wait);
+      if (clock.Sleep(wait, cancel)) return Status::Cancelled("request cancelled");
+    }
     AttemptFailure failure;
     Result<Response> r = attempt(&failure);
     if (r.ok()) return r;
@@ -105,8 +133,13 @@ Result<Response> RunWithRetries(const RetryPolicy& policy, const StreamCallbacks
       return failure.status;
     }
     double delay = RetryDelay(policy, n + 1, failure.headers);
+    const bool said_when = failure.headers.count("retry-after") > 0 || failure.headers.count("retry-after-ms") > 0;
+    if (policy.backoff && (failure.http_status == 429 || said_when)) {
+      policy.backoff->SetWhy(failure.status.message());
+      policy.backoff->HoldUntil(clock.Now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                  std::chrono::duration<double>(delay)));
+    }
     if (callbacks.on_retry) callbacks.on_retry(n + 1, policy.max_retries + 1, failure.status, delay);
-    Clock& clock = policy.clock != nullptr ? *policy.clock : Clock::Real();
     if (clock.Sleep(delay, cancel)) return Status::Cancelled("request cancelled");
   }
 }
@@ -190,6 +223,7 @@ Result<Json> PostAttempt(HttpTransport& transport, const HttpRequest& http, bool
   if (resp->status < 200 || resp->status >= 300) {
     failure->status = StatusForHttpError(resp->status, resp->body, http.url);
     failure->retryable = IsRetryableStatus(resp->status);
+    failure->http_status = resp->status;
     failure->headers = resp->headers;
     return failure->status;
   }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/clock.h"
@@ -12,13 +14,40 @@
 
 namespace mates::llm {
 
+// One provider's calls back off together (DESIGN §27): a rate limit one
+// call meets (a 429, or any failure that says retry-after) holds every
+// call of the provider, of every agent, until it has passed, rather than
+// only the retry of the call that met it.
+class SharedBackoff {
+ public:
+  void HoldUntil(SteadyClock::time_point t);
+  // When calls may go again, and why they wait ("" = they need not).
+  SteadyClock::time_point until() const;
+  std::string why() const;
+  void SetWhy(std::string why);
+
+ private:
+  mutable std::mutex mu_;
+  SteadyClock::time_point until_{};  // guarded by mu_
+  std::string why_;                  // guarded by mu_
+};
+
 struct RetryPolicy {
   int max_retries = 4;
   double base_delay_s = 0.5;
   double max_delay_s = 16;
   double max_server_delay_s = 120;  // a retry-after above this is capped
   Clock* clock = nullptr;           // how waits happen; null = Clock::Real()
+  // Shared by the provider's calls; a provider makes one if none is given.
+  std::shared_ptr<SharedBackoff> backoff;
 };
+
+// A provider's options with a SharedBackoff of its own if they had none.
+template <typename Options>
+Options WithSharedBackoff(Options o) {
+  if (!o.retry.backoff) o.retry.backoff = std::make_shared<SharedBackoff>();
+  return o;
+}
 
 // 408, 409, 429, 5xx (529 = overloaded included).
 bool IsRetryableStatus(int status);
@@ -34,6 +63,7 @@ double RetryDelay(const RetryPolicy& policy, int attempt,
 struct AttemptFailure {
   Status status;
   bool retryable = false;
+  int http_status = 0;  // the answer's, if one came
   std::map<std::string, std::string> headers;
 };
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <ctime>
+#include <future>
+#include <thread>
 
 #include "core/clock.h"
 
@@ -69,6 +71,53 @@ TEST(TextDeduperTest, ARetryThatSaysSomethingElseGoesOnFromWhereItDiffers) {
   d.NewAttempt();
   d.Text("Hello world");
   EXPECT_EQ(shown, "Hello thereworld");
+}
+
+// A 429 one call meets holds the provider's other calls too (DESIGN §27):
+// a call that starts after it waits out the retry-after before its first
+// attempt, and is told why; without a shared backoff it goes at once.
+TEST(RetryTest, ARateLimitOneCallMeetsHoldsTheOthers) {
+  for (bool shared : {true, false}) {
+    RetryPolicy policy;
+    if (shared) policy.backoff = std::make_shared<SharedBackoff>();
+    std::promise<SteadyClock::time_point> limited;
+    std::thread first([&] {
+      int n = 0;
+      StreamCallbacks told_of_retry;
+      told_of_retry.on_retry = [&](int, int, const Status&, double) { limited.set_value(SteadyClock::now()); };
+      auto r = RunWithRetries(policy, told_of_retry, nullptr, [&](AttemptFailure* f) -> Result<Response> {
+        if (n++ > 0) return Response{};
+        f->status = Status::Unavailable("HTTP 429 rate_limit_error: slow down");
+        f->retryable = true;
+        f->http_status = 429;
+        f->headers["retry-after-ms"] = "400";
+        return f->status;
+      });
+      EXPECT_TRUE(r.ok());
+    });
+    const SteadyClock::time_point at = limited.get_future().get();
+    StreamCallbacks cb;
+    std::string told;
+    cb.on_backoff = [&](const std::string& why, double) { told = why; };
+    SteadyClock::time_point went{};
+    auto r = RunWithRetries(policy, cb, nullptr, [&](AttemptFailure*) -> Result<Response> {
+      went = SteadyClock::now();
+      return Response{};
+    });
+    first.join();
+    ASSERT_TRUE(r.ok());
+    const double waited = std::chrono::duration<double>(went - at).count();
+    if (shared) {
+      // Not before the hold the 429 set (the retry-after from the failure).
+      EXPECT_GT(policy.backoff->until(), at);
+      EXPECT_GE(went, policy.backoff->until()) << "the second call did not wait for the first one's 429";
+      EXPECT_GT(waited, 0.0);
+      EXPECT_EQ(told, "HTTP 429 rate_limit_error: slow down");
+    } else {
+      EXPECT_LT(waited, 0.3);
+      EXPECT_EQ(told, "");
+    }
+  }
 }
 
 TEST(RetryTest, HttpErrorsKeepTheApiMessage) {
