@@ -489,6 +489,53 @@ TEST_F(LeversTest, DownOfAWorktreeTeamSaysWhereItsWorkIs) {
       << down.out;
 }
 
+// The levers are the lead's too (TeammateControl): a stopped worker is
+// brought back by the lead, and is told who did it.
+TEST_F(LeversTest, TheLeadRestartsAStoppedTeammateWithItsTool) {
+  Up();
+  ASSERT_EQ(Mates({"stop", "--team", "levers", "worker"}).exit_code, 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return State("worker") == "shutdown"; }, 30)) << Status().dump(2);
+  ASSERT_EQ(Mates({"send", "--team", "levers", "--to", "lead", "Restart the worker"}).exit_code, 0);
+  auto told = Mates({"inbox", "--team", "levers", "user", "--wait", "20"});
+  EXPECT_NE(told.out.find("worker -> user (message): back again, restarted by the lead"), std::string::npos)
+      << told.out << told.err;
+  auto logs = Mates({"logs", "--team", "levers", "lead"});
+  EXPECT_NE(logs.out.find("restarted 'worker' (was shutdown), from its journal"), std::string::npos) << logs.out;
+}
+
+// A circuit breaker (DESIGN §27): a teammate running the same failing
+// command again and again is paused after the fifth, with an attention
+// item that offers `mates restart`; restarted, it goes on.
+TEST_F(LeversTest, ATeammateRepeatingAFailingCallIsPausedAndRestartable) {
+  Up();
+  ASSERT_EQ(Mates({"tasks", "--team", "levers", "create", "fail forever"}).exit_code, 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return State("worker") == "shutdown"; }, 30)) << Status().dump(2);
+  Json paused;
+  for (const auto& item : Status().value("attention", Json::array())) {
+    if (item.value("kind", "") == "paused") paused = item;
+  }
+  ASSERT_FALSE(paused.is_null()) << Status().dump(2);
+  EXPECT_EQ(paused.value("subject", ""),
+            "worker was paused: the same bash call failed 5 times in a row (last: mates_breaker_fail)");
+  EXPECT_EQ(paused.value("hint", ""), "mates restart --team levers worker");
+  // Five runs of the command, no sixth.
+  auto logs = Mates({"logs", "--team", "levers", "worker", "--json"});
+  size_t runs = 0;
+  for (size_t at = 0; (at = logs.out.find("echo mates_breaker_fail", at)) != std::string::npos; ++at) ++runs;
+  EXPECT_EQ(runs, 5u) << logs.out;
+  // Restarted, it is back and says so; the item is gone.
+  auto r = Mates({"restart", "--team", "levers", "worker"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto told = Mates({"inbox", "--team", "levers", "user", "--wait", "20"});
+  EXPECT_NE(told.out.find("worker -> user (message): back again"), std::string::npos) << told.out << told.err;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    for (const auto& item : Status().value("attention", Json::array())) {
+      if (item.value("kind", "") == "paused") return false;
+    }
+    return true;
+  }, 30)) << Status().dump(2);
+}
+
 // `mates attach` from a real terminal (a pty of script(1)): a line goes to
 // the lead and its answer streams back; Ctrl-C ends its long command at
 // once; Ctrl-D detaches and the host goes on.

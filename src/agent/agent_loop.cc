@@ -20,6 +20,7 @@ TurnEnd TurnEndOf(std::string_view stop_reason) {
   if (stop_reason == "max_calls") return TurnEnd::kMaxCalls;
   if (stop_reason == "interrupted") return TurnEnd::kInterrupted;
   if (stop_reason == "budget") return TurnEnd::kBudget;
+  if (stop_reason == "breaker") return TurnEnd::kBreaker;
   return TurnEnd::kEndTurn;
 }
 
@@ -41,7 +42,12 @@ void SetTurnEnd(TurnResult* turn, std::string_view stop_reason) {
 
 AgentLoop::AgentLoop(AgentSpec spec, llm::Provider* provider, const tools::ToolRegistry* tools,
                      tools::ToolContext* ctx, AgentEvents* events)
-    : spec_(std::move(spec)), provider_(provider), tools_(tools), ctx_(ctx), events_(events) {
+    : spec_(std::move(spec)),
+      provider_(provider),
+      tools_(tools),
+      ctx_(ctx),
+      events_(events),
+      breaker_(spec_.breaker, spec_.turn_costs) {
   // What a long tool says of its progress shows in the activity. (Only
   // while one of its calls runs: no team move swaps activity_ then.)
   ctx_->progress = [this](const std::string& note) {
@@ -429,6 +435,14 @@ tools::ToolResult AgentLoop::RunWithHooks(const llm::ContentBlock& call) {
   return r;
 }
 
+// Board or file progress (breaker.h): a tool that succeeded and changes
+// something, other than a message (which is talk, not work).
+bool AgentLoop::MadeProgress(const std::string& name, const tools::ToolResult& r) const {
+  if (r.is_error || name == "SendMessage") return false;
+  std::shared_ptr<const tools::Tool> tool = tools_->Find(name);
+  return tool != nullptr && !tool->read_only();
+}
+
 std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, bool* interrupted) {
   std::vector<llm::ContentBlock> results;
   for (const auto& b : reply.content) {
@@ -439,10 +453,15 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
       results.push_back(llm::ContentBlock::ToolResult(b.id, "interrupted by the user before this tool ran", true));
       continue;
     }
+    if (!tripped_.empty()) {
+      results.push_back(llm::ContentBlock::ToolResult(b.id, "not run: you were paused (" + tripped_ + ")", true));
+      continue;
+    }
     if (events_ != nullptr) events_->OnToolCall(spec_.name, b);
     if (activity_) activity_->Tool(b);
     tools::ToolResult r = RunWithHooks(b);
     if (cancel_.cancelled()) *interrupted = true;
+    tripped_ = breaker_.AfterTool(b.name, b.input_json, r.is_error, MadeProgress(b.name, r), r.content);
     if (events_ != nullptr) events_->OnToolResult(spec_.name, b, r);
     // A board tool a hook refused (tools/board_tools.cc) is news too.
     for (const char* event : {"TaskCompleted", "TaskCreated"}) {
@@ -490,7 +509,12 @@ Result<TurnResult> AgentLoop::Continue() {
     resting_.store(false);
     in_turn_.store(true);
   }
+  // Going on after a pause (a person's message): the breakers count anew.
+  if (!tripped_.empty()) breaker_.Reset();
+  tripped_.clear();
+  turn_cost_ = 0;
   auto r = Loop();
+  breaker_.EndTurn(turn_cost_);
   bool rests = false;
   {
     std::lock_guard<std::mutex> lock(notices_mu_);
@@ -504,6 +528,8 @@ Result<TurnResult> AgentLoop::Continue() {
   }
   if (activity_ && !r.ok() && r.status().code() != StatusCode::kCancelled) {
     activity_->Failed(r.status().message(), spec_.after_failure);
+  } else if (activity_ && r->end == TurnEnd::kBreaker) {
+    activity_->Failed(r->why, "a message lets it go on");
   } else if (activity_) {
     activity_->Idle(rests ? "interrupted: waits for a message" : "");
   }
@@ -605,6 +631,8 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
   if (events_ != nullptr) events_->OnTextEnd(spec_.name);
   if (!reply.ok()) return reply.status();
   MATES_RETURN_IF_ERROR(Spent(reply->usage, reply->model.empty() ? model() : reply->model));
+  turn_cost_ += CostUnits(reply->usage);
+  tripped_ = breaker_.AfterCall(turn_cost_);
   last_reported_tokens_ = reply->usage.input_tokens + reply->usage.cache_read_input_tokens +
                           reply->usage.cache_creation_input_tokens;
   last_estimated_tokens_ = estimate;
@@ -666,6 +694,12 @@ Result<TurnResult> AgentLoop::Loop() {
       return turn;
     }
     MATES_ASSIGN_OR_RETURN(bool again, AfterReply(*reply, &turn, &continuations));
+    if (!tripped_.empty() && !turn.interrupted) {
+      SetTurnEnd(&turn, "breaker");
+      turn.why = "paused by a circuit breaker: " + tripped_;
+      if (events_ != nullptr) events_->OnNotice(spec_.name, turn.why);
+      return turn;
+    }
     if (!again) {
       MATES_ASSIGN_OR_RETURN(bool kept, StopHookKeepsGoing(turn, &stop_blocks));
       if (!kept) return turn;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/breaker.h"
 #include "agent/activity.h"
 #include "agent/context.h"
 #include "agent/conversation.h"
@@ -60,6 +61,10 @@ struct AgentSpec {
   // What the agent does after a turn fails, in words for its activity
   // (DESIGN §20): its host's policy.
   std::string after_failure = "waits for its next message, which tries again";
+  // Circuit breakers (breaker.h): a turn one trips ends with stop_reason
+  // "breaker" and `why`. `turn_costs` is shared by the host's agents.
+  BreakerLimits breaker;
+  std::shared_ptr<TurnCosts> turn_costs;
 };
 
 // How a turn ended: the provider's stop reason or the loop's own, mapped
@@ -70,6 +75,7 @@ enum class TurnEnd {
   kMaxCalls,     // the turn hit its limit of model calls
   kInterrupted,  // interrupted (a person, a stop)
   kBudget,       // a budget is spent: no further model call
+  kBreaker,      // a circuit breaker paused the agent (breaker.h)
 };
 TurnEnd TurnEndOf(std::string_view stop_reason);
 
@@ -202,6 +208,8 @@ class AgentLoop {
   // time; no inbox is held meanwhile).
   void DecidePrompts(const std::string& team);
 
+  bool MadeProgress(const std::string& name, const tools::ToolResult& r) const;
+
   // Constant after construction.
   const AgentSpec spec_;
   llm::Provider* const provider_;
@@ -210,6 +218,9 @@ class AgentLoop {
   AgentEvents* const events_;
 
   // Owned by the agent's thread.
+  Breaker breaker_;
+  std::string tripped_;     // why a breaker paused the turn now running ("" = none)
+  double turn_cost_ = 0;    // what the turn now running has cost (CostUnits)
   Conversation conversation_;
   std::optional<Journal> journal_;
   std::unique_ptr<ActivityFile> activity_;

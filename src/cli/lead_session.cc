@@ -145,7 +145,10 @@ Result<agent::TurnResult> WaitForTeam(Result<agent::TurnResult> r, agent::AgentL
   auto stopping = [&] { return signals.interrupts() > 0 || signals.exit_code() != 0; };
   for (;;) {
     if (!r.ok() || r->interrupted || stopping()) break;
-    if (r->end == agent::TurnEnd::kRefusal || r->end == agent::TurnEnd::kMaxCalls || r->end == agent::TurnEnd::kBudget) break;
+    if (r->end == agent::TurnEnd::kRefusal || r->end == agent::TurnEnd::kMaxCalls ||
+        r->end == agent::TurnEnd::kBudget || r->end == agent::TurnEnd::kBreaker) {
+      break;
+    }
     if (inboxes.Follow()) {  // the lead changes team with TeamCreate/TeamDelete
       // A team with pane agents (the file store's): their inboxes and
       // statuses (any file of the team) wake the lead too.
@@ -236,6 +239,16 @@ void HostForever(agent::AgentLoop& lead, tools::ToolContext& ctx, team::TeamMana
         out.Line("", "the lead's turn failed: " + r.status().message() + " (the next message tries again)");
         // No retry storm: wait for something new, or a while.
         waker->WaitChange(waker->generation(), DeadlineIn(30));
+      } else if (r->end == agent::TurnEnd::kBreaker) {
+        // Paused: the team's news does not wake it, a message does.
+        out.Line("", "the lead was " + r->why + "; a message lets it go on (`mates send --team " + ctx.team +
+                         " --to " + ctx.agent + " TEXT`, or `mates attach`)");
+        SetLeadStatus(ctx, teams.store(), MemberStatus::kIdle);
+        while (signals.exit_code() == 0 && !inboxes.MayHavePending()) {
+          uint64_t seen = waker->generation();
+          if (inboxes.MayHavePending()) break;
+          waker->WaitChange(seen, inboxes.watched() ? DeadlineIn(60) : DeadlineIn(1.0));
+        }
       } else if (r->end == agent::TurnEnd::kBudget) {
         // What waits stays unread: the host goes on showing the team, but
         // nobody calls the model until a person gives the team more
@@ -277,6 +290,7 @@ int ExitFor(const Result<agent::TurnResult>& r, LiveOutput& out) {
                                : r.status());
   if (r->interrupted) return 130;
   if (r->end == agent::TurnEnd::kRefusal) return Fail(Status::FailedPrecondition("the model refused"));
+  if (r->end == agent::TurnEnd::kBreaker) return Fail(Status::FailedPrecondition("the lead was " + r->why));
   if (r->end == agent::TurnEnd::kBudget) {
     return Fail(Status::FailedPrecondition(r->why + ": no agent calls the model any more (a larger "
                                            "--budget-tokens / --budget-usd lets the team go on)"));

@@ -27,6 +27,10 @@ void AddRunOptions(CLI::App* cmd, Globals& g, RunArgs& a) {
   cmd->add_option("--scenario", a.scenario, "Scenario file for --provider scripted");
   AddTeamOption(cmd, g);
   cmd->add_option("--max-turns", a.max_turns, "Model calls at most per turn of each agent")->capture_default_str();
+  cmd->add_option("--stall-calls", a.stall_calls,
+                  "A teammate making this many model calls in a row without changing the board or a file is "
+                  "paused, with an attention item (0 = never)")
+      ->capture_default_str();
   cmd->add_option("--context-budget", a.context_budget, "Tokens before a context is compacted (default: 3/4 of the model's window)");
   cmd->add_option("--idle-timeout", a.idle_timeout, "Seconds an idle teammate waits for work before it stops (0 = forever)")->capture_default_str();
   cmd->add_option("--shutdown-timeout", a.shutdown_timeout, "Seconds a teammate has to answer a shutdown request")->capture_default_str();
@@ -74,6 +78,10 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   }
   c.model = a.model;
   c.max_turns = a.max_turns;
+  if (a.stall_calls < 0 || a.stall_calls > 100000) {
+    return Status::InvalidArgument("--stall-calls must be from 0 (never) to 100000");
+  }
+  c.stall_calls = a.stall_calls;
   c.context_budget = a.context_budget;
   c.idle_timeout_s = a.idle_timeout;
   c.shutdown_timeout_s = a.shutdown_timeout;

@@ -18,6 +18,7 @@ struct RunArgs {
   std::vector<std::string> goal;
   std::string provider, model, base_url, scenario;
   int max_turns = 100;
+  int stall_calls = 50;  // a teammate's model calls in a row without progress before it is paused; 0 = never
   int64_t context_budget = 0;
   double idle_timeout = 60;
   double shutdown_timeout = 60;

@@ -288,7 +288,13 @@ Status Host::MakeLead(const TeamConfig& team) {
         options_.ws.AgentsDir(team) / (name + ".jsonl"),
         [&]() -> std::unique_ptr<JournalCopy> { return store_->JournalOf(team, name); }, u, model);
   });
-  lead_ = std::make_unique<agent::AgentLoop>(LeadSpec(a, lead_name_, skills_, team.git, spend_), provider_,
+  // The lead's turns are of another kind (a spawn of ten teammates, a
+  // wait for the team's news): they are not weighed against the
+  // teammates' (the spike breaker is theirs), and repeated failures still
+  // pause it.
+  agent::AgentSpec spec = LeadSpec(a, lead_name_, skills_, team.git, spend_);
+  spec.breaker.spike = 0;
+  lead_ = std::make_unique<agent::AgentLoop>(std::move(spec), provider_,
                                              registry_.get(), &ctx, out_.events);
   ctx.cancel = lead_->cancel_token();
   return Status::Ok();
@@ -387,6 +393,8 @@ Status Host::StartTeam() {
   topt.idle_timeout_s = a.idle_timeout_s;
   topt.shutdown_timeout_s = a.shutdown_timeout_s;
   topt.teammate_max_calls = a.max_turns;
+  topt.stall_calls = a.stall_calls;
+  topt.turn_costs = turn_costs_;
   topt.context_budget = a.context_budget;
   topt.git = a.git;
   topt.spend = spend_;

@@ -51,6 +51,7 @@ struct HostOptions {
   std::string store_url;
   std::string model;
   int max_turns = 100;
+  int stall_calls = 50;  // teammates' circuit breaker (agent/breaker.h); 0 = off
   int64_t context_budget = 0;
   double idle_timeout_s = 60;
   double shutdown_timeout_s = 60;
@@ -161,6 +162,8 @@ class Host {
   std::unique_ptr<AgentGate> gate_;
   std::string lead_name_;
   std::shared_ptr<agent::TeamSpend> spend_;
+  // What its teammates' turns cost, for the spend-spike breaker.
+  const std::shared_ptr<agent::TurnCosts> turn_costs_ = std::make_shared<agent::TurnCosts>();
   std::unique_ptr<Hold> budget_watch_;  // the roster, for a budget a person changes
   tools::SkillLibrary skills_;
   // Its servers' samplings' use (host/sampling.h): before the hub, which

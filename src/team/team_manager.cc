@@ -265,7 +265,15 @@ Result<std::string> TeamManager::StopTeammate(const std::string& name, const std
   return "asked '" + name + "' to stop: it wraps up and answers, or is stopped in " + secs;
 }
 
-Result<std::string> TeamManager::RestartTeammate(const std::string& name) {
+Result<std::string> TeamManager::PullLever(const std::string& action, const std::string& name) {
+  if (action == "restart") return RestartTeammate(name, "the lead (TeammateControl)");
+  if (action == "interrupt") {
+    return InterruptTeammate(name, "The lead interrupted your last turn (TeammateControl)");
+  }
+  return Status::InvalidArgument("action must be restart or interrupt, not '" + action + "'");
+}
+
+Result<std::string> TeamManager::RestartTeammate(const std::string& name, const std::string& by) {
   MATES_ASSIGN_OR_RETURN(Member m, LeverTarget(name, "restart"));
   if (Running(name)) {
     const std::string of = " --team " + place_.team() + " " + name;
@@ -277,21 +285,20 @@ Result<std::string> TeamManager::RestartTeammate(const std::string& name) {
   const std::string was(MemberStatusName(m.status));
   MATES_RETURN_IF_ERROR(StartTeammate(
       m,
-      "You were restarted by the person (mates restart); you were " + was +
+      "You were restarted by " + by + "; you were " + was +
           ". Go on with your work: your tasks in progress, your messages, then the board.",
       /*resume=*/true, /*new_prompt=*/true, std::move(held)));
   return "restarted '" + name + "' (was " + was + "), from its journal";
 }
 
-Result<std::string> TeamManager::InterruptTeammate(const std::string& name) {
+Result<std::string> TeamManager::InterruptTeammate(const std::string& name, const std::string& by) {
   MATES_ASSIGN_OR_RETURN(Member m, LeverTarget(name, "interrupt"));
   auto t = host_.Find(name);
   if (t == nullptr || t->finished()) {
     return Status::FailedPrecondition("'" + name + "' is not running here (" +
                                       std::string(MemberStatusName(m.status)) + "): nothing to interrupt");
   }
-  if (!t->Interrupt("The person interrupted your last turn (mates interrupt): what you were doing was stopped. "
-                    "Wait for their message before you go on.")) {
+  if (!t->Interrupt(by + ": what you were doing was stopped. Wait for their message before you go on.")) {
     return Status::FailedPrecondition("'" + name + "' is idle: nothing to interrupt");
   }
   return "interrupted '" + name + "': its turn ends now, and it waits for a message";

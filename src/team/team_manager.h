@@ -72,6 +72,7 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
                                  const std::string& isolation) override;
   Result<std::string> SpawnTeammate(const tools::TeammateSpec& spec) override;
   Result<std::string> DeleteTeam(const std::string& name) override;
+  Result<std::string> PullLever(const std::string& action, const std::string& name) override;
 
   // Brings back the teammates of the lead's team that were working or idle
   // when their host died or stopped (resumed from their journals), and
@@ -130,10 +131,13 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
   // Restart: a stopped or failed teammate (or one no host has) comes back
   // here with its identity, journal and context, told so; refused while it
   // runs.
-  Result<std::string> RestartTeammate(const std::string& name);
+  // `by`: who pulled it, as the teammate is told.
+  Result<std::string> RestartTeammate(const std::string& name, const std::string& by = "the person (mates restart)");
   // Interrupt: its turn ends at the next safe point and it rests until a
   // message comes; refused when it is not working.
-  Result<std::string> InterruptTeammate(const std::string& name);
+  Result<std::string> InterruptTeammate(const std::string& name,
+                                        const std::string& by = "The person interrupted your last turn (mates "
+                                                                "interrupt)");
 
   // Whether `name` is a teammate of this host that has not finished.
   bool Running(const std::string& name);

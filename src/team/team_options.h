@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/breaker.h"
 #include "agent/spend.h"
 #include "store/roster.h"
 #include "tools/tool.h"
@@ -16,6 +17,10 @@ struct TeamOptions {
   double idle_timeout_s = 60;      // an idle teammate stops after this; 0 = waits forever
   double shutdown_timeout_s = 60;  // time to answer a shutdown request
   int teammate_max_calls = 100;    // model calls per teammate turn
+  // Circuit breakers (agent/breaker.h): the stall limit is the teammates'
+  // (a lead's work is talk); the turns' costs are the host's agents'.
+  int stall_calls = 50;
+  std::shared_ptr<agent::TurnCosts> turn_costs;
   int64_t context_budget = 0;      // 0 = 3/4 of the model's window
   // The seeds' idle loop (check, sleep 1 s), for the benchmark baseline only.
   bool seed_polling = false;

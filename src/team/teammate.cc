@@ -103,6 +103,8 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   spec.identity = agent::TeammateIdentity(facts);
   spec.model = config_.model;
   spec.max_calls = env_.options.teammate_max_calls;
+  spec.breaker.stall_calls = env_.options.stall_calls;
+  spec.turn_costs = env_.options.turn_costs;
   spec.read_inbox = true;
   spec.context.budget_tokens =
       config_.context_budget > 0 ? config_.context_budget : env_.options.context_budget;
@@ -533,6 +535,10 @@ void Teammate::Main() {
       if (r->end == agent::TurnEnd::kBudget) {
         // It finished the tool it was in; no further model call.
         SetStopReason(StopReason::kBudget, r->why);
+        break;
+      }
+      if (r->end == agent::TurnEnd::kBreaker) {
+        SetStopReason(StopReason::kPaused, r->why);
         break;
       }
     }

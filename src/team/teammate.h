@@ -77,6 +77,7 @@ enum class StopReason {
   kTeamGone,             // its team was deleted under it
   kBudget,               // its token budget or the team's is spent
   kTakenOver,            // another host hosts it now (its liveness was lost)
+  kPaused,               // a circuit breaker paused it (agent/breaker.h): `mates restart`
 };
 // Whether a teammate stopped for this reason is resumed by the next host.
 inline bool Resumable(StopReason r) { return r == StopReason::kHostStopped; }

@@ -298,6 +298,35 @@ class TeamDeleteTool : public Tool {
   }
 };
 
+// The person's `mates restart|interrupt` as the lead's (DESIGN §27).
+class TeammateControlTool : public Tool {
+ public:
+  std::string name() const override { return "TeammateControl"; }
+  std::string description() const override {
+    return "A lever on one of your teammates. restart: a stopped, failed or paused teammate comes back with its "
+           "conversation and tasks (refused while it runs). interrupt: its current turn ends now (its model call "
+           "cancelled, its command killed) and it waits for your message. To stop a teammate, send it a "
+           "shutdown_request with SendMessage.";
+  }
+  std::string input_schema() const override {
+    return R"S({"type":"object","properties":{
+      "name":{"type":"string","description":"The teammate"},
+      "action":{"type":"string","enum":["restart","interrupt"]}},
+      "required":["name","action"]})S";
+  }
+  ToolResult Run(const Json& input, ToolContext& ctx) const override {
+    InputReader in(input);
+    std::string name = in.String("name", true);
+    std::string action = in.String("action", true);
+    if (!in.ok()) return ToolResult::Error(in.errors());
+    if (ctx.teams == nullptr) return ToolResult::Error("teams are not available here");
+    if (name == ctx.agent) return ToolResult::Error("that is you: a lever is for a teammate");
+    auto r = ctx.teams->PullLever(action, name);
+    if (!r.ok()) return ToolResult::Error(r.status().message());
+    return ToolResult::Ok(*r);
+  }
+};
+
 class MergeReviewTool : public Tool {
  public:
   std::string name() const override { return "MergeReview"; }
@@ -362,6 +391,7 @@ std::unique_ptr<ToolRegistry> MakeToolRegistry(Scope scope) {
   r->Add(MakeTeamCreateTool());
   r->Add(MakeTeamDeleteTool());
   r->Add(std::make_unique<MergeReviewTool>());
+  r->Add(std::make_unique<TeammateControlTool>());
   return r;
 }
 

@@ -86,6 +86,9 @@ class TeamRuntime {
                                          const std::string& isolation) = 0;
   virtual Result<std::string> SpawnTeammate(const TeammateSpec& spec) = 0;
   virtual Result<std::string> DeleteTeam(const std::string& name) = 0;
+  // The lead's lever on a teammate (DESIGN §27): "restart" or "interrupt",
+  // what it did in words.
+  virtual Result<std::string> PullLever(const std::string& action, const std::string& name) = 0;
 };
 
 class SkillLibrary;

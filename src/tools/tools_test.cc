@@ -46,7 +46,7 @@ TEST_F(ToolsTest, ScopesFollowTheSeedTable) {
   EXPECT_EQ(MakeToolRegistry(Scope::kSubagent)->Names(),
             (std::vector<std::string>{"bash", "read_file", "write_file", "edit_file"}));
   EXPECT_EQ(MakeToolRegistry(Scope::kTeammate)->Names().size(), 9u);  // seed v8: 9 tools
-  EXPECT_EQ(lead_->Names().size(), 16u);  // + MergeReview (DESIGN §12)
+  EXPECT_EQ(lead_->Names().size(), 17u);  // + MergeReview (DESIGN §12), TeammateControl (§27)
   // Enforced, not just advertised: a teammate's call to a lead tool fails.
   auto teammate = MakeToolRegistry(Scope::kTeammate);
   auto r = Call("TeamCreate", R"({"name":"x"})", teammate.get());
@@ -58,6 +58,39 @@ TEST_F(ToolsTest, ScopesFollowTheSeedTable) {
     EXPECT_EQ((*schema)["type"], "object") << d.name;
     EXPECT_GT(d.description.size(), 40u) << d.name;
   }
+}
+
+// The lead's levers (DESIGN §27) go to its team's runtime as asked; bad
+// calls are refused before they get there.
+TEST_F(ToolsTest, TeammateControlPullsTheLeverItNames) {
+  struct Levers : TeamRuntime {
+    Result<std::string> CreateTeam(const std::string&, const std::string&, const std::string&) override {
+      return Status::Internal("unused");
+    }
+    Result<std::string> SpawnTeammate(const TeammateSpec&) override { return Status::Internal("unused"); }
+    Result<std::string> DeleteTeam(const std::string&) override { return Status::Internal("unused"); }
+    Result<std::string> PullLever(const std::string& action, const std::string& name) override {
+      pulled.push_back(action + " " + name);
+      if (action != "restart" && action != "interrupt") return Status::InvalidArgument("no such action");
+      return action + "ed " + name;
+    }
+    std::vector<std::string> pulled;
+  } levers;
+  EXPECT_TRUE(Call("TeammateControl", R"({"name":"alice","action":"restart"})").is_error) << "no runtime";
+  ctx_.teams = &levers;
+  auto r = Call("TeammateControl", R"({"name":"alice","action":"restart"})");
+  EXPECT_FALSE(r.is_error) << r.content;
+  EXPECT_EQ(r.content, "restarted alice");
+  EXPECT_TRUE(Call("TeammateControl", R"({"name":"alice","action":"explode"})").is_error);
+  auto self = Call("TeammateControl", R"({"name":"lead","action":"interrupt"})");
+  EXPECT_TRUE(self.is_error);
+  EXPECT_EQ(self.content, "that is you: a lever is for a teammate");
+  EXPECT_TRUE(Call("TeammateControl", R"({"action":"interrupt"})").is_error);
+  EXPECT_TRUE(Call("TeammateControl", R"({"name":"alice","action":"restart"})", MakeToolRegistry(Scope::kTeammate).get())
+                  .is_error)
+      << "a teammate has no levers";
+  EXPECT_EQ(levers.pulled, (std::vector<std::string>{"restart alice", "explode alice"}));
+  ctx_.teams = nullptr;
 }
 
 TEST_F(ToolsTest, BadCallsBecomeErrorsThatSayWhatIsWrong) {

@@ -125,6 +125,18 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
       // A teammate a host runs comes back with `mates restart` (DESIGN §27).
       const bool restartable = m.member.role != MemberRole::kLead &&
                                m.member.backend == MemberBackend::kInProcess && v.host && v.foreign.empty();
+      static const std::string kPaused = "paused by a circuit breaker: ";
+      if (a.error->reason.rfind(kPaused, 0) == 0) {
+        const std::string why = a.error->reason.substr(kPaused.size());
+        out.push_back({"paused", name + " was paused: " + why, a.error->at,
+                       restartable && stopped ? "mates restart" + t + " " + name
+                                              : "mates send" + t + " --to " + name + " " + Quote("Go on."),
+                       "it went round in circles; see what it did (mates logs" + t + " " + name +
+                           "), then " + (restartable && stopped ? "bring it back with its context"
+                                                                : "a message lets it go on"),
+                       "agent/" + name});
+        continue;
+      }
       out.push_back({"turn_failed",
                      name + "'s turn failed: " + a.error->reason +
                          (stopped ? " — it has stopped" : a.error->next.empty() ? "" : " — " + a.error->next),
@@ -287,7 +299,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                    "allow_write, network.allow)",
                    "agent/" + m.member.name});
   }
-  static const std::vector<std::string> kOrder = {"turn_failed",  "retrying", "unread_while_idle", "orphaned_task",
+  static const std::vector<std::string> kOrder = {"turn_failed",  "paused", "retrying", "unread_while_idle", "orphaned_task",
                                                   "task_waiting",
                                                   "merge_failed", "merge_conflict", "merge_review",
                                                   "merge_held",   "question_waiting", "plan_waiting",

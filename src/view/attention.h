@@ -17,7 +17,7 @@
 namespace mates::view {
 
 struct AttentionItem {
-  std::string kind;     // turn_failed, retrying, unread_while_idle, orphaned_task, task_waiting, merge_failed,
+  std::string kind;     // turn_failed, paused, retrying, unread_while_idle, orphaned_task, task_waiting, merge_failed,
                         // merge_conflict, merge_review, merge_held, question_waiting, plan_waiting,
                         // request_unanswered, budget, sandbox_denied, hook_blocked; and (status, the
                         // page) store_unreachable
