@@ -234,6 +234,19 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
     req.content = r.content;
     req.created_at = msg.timestamp;
     MATES_RETURN_IF_ERROR(mail_->CreateRequest(req));
+    // A plan sent again (after feedback, or revised unasked) is the one
+    // that waits: the requester's earlier ones, still pending, are stale,
+    // and nobody should be asked to answer them.
+    if (r.type == MessageType::kPlanApprovalRequest) {
+      auto all = mail_->ListRequests();
+      for (const auto& old : all.ok() ? *all : std::vector<ProtocolRequest>{}) {
+        if (old.kind != RequestKind::kPlanApproval || old.status != RequestState::kPending || old.id == req.id ||
+            old.requester != req.requester) {
+          continue;
+        }
+        (void)mail_->ResolveRequest(old.id, false, "superseded by the plan of " + req.id);
+      }
+    }
   } else if (IsResponse(r.type)) {
     std::string response = r.type == MessageType::kPlanApprovalResponse ? r.feedback : r.content;
     MATES_RETURN_IF_ERROR(mail_->ResolveRequest(msg.request_id, *r.approve, response).status());

@@ -149,6 +149,30 @@ TEST_F(MessengerTest, PlanApprovalRejectThenResubmit) {
   EXPECT_NE(again->message.request_id, req->message.request_id);
 }
 
+// A plan sent again while the first still waits: the first is stale, no
+// longer waiting for anyone, and an answer to it is refused as answered.
+TEST_F(MessengerTest, AResubmittedPlanClearsTheStaleOne) {
+  auto first = Send(MessageType::kPlanApprovalRequest, "bob", "", "1. read 2. write");
+  ASSERT_TRUE(first.ok());
+  auto other = Send(MessageType::kPlanApprovalRequest, "alice", "", "alice's plan");
+  ASSERT_TRUE(other.ok());
+  auto second = Send(MessageType::kPlanApprovalRequest, "bob", "", "0. tests 1. read 2. write");
+  ASSERT_TRUE(second.ok());
+  RequestStore requests(ws_, "t");
+  auto stale = requests.Get(first->message.request_id);
+  ASSERT_TRUE(stale.ok());
+  EXPECT_EQ(stale->status, RequestState::kRejected);
+  EXPECT_EQ(stale->response, "superseded by the plan of " + second->message.request_id);
+  EXPECT_EQ(requests.Get(second->message.request_id)->status, RequestState::kPending);
+  EXPECT_EQ(requests.Get(other->message.request_id)->status, RequestState::kPending) << "another's plan stays";
+  SendRequest late;
+  late.type = MessageType::kPlanApprovalResponse;
+  late.sender = "lead";
+  late.request_id = first->message.request_id;
+  late.approve = true;
+  EXPECT_EQ(Messenger(ws_, "t").Send(late).status().code(), StatusCode::kFailedPrecondition);
+}
+
 TEST_F(MessengerTest, UnknownRequestIsNotFound) {
   SendRequest resp;
   resp.type = MessageType::kShutdownResponse;
