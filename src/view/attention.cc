@@ -178,13 +178,23 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
     const std::string gone = owner == nullptr                      ? "is no member"
                              : owner->shown == Shown::kShutdown ? "has stopped"
                                                                 : "is offline (its host is gone)";
+    const std::string put_back =
+        "mates tasks" + t + " update " + std::to_string(task.id) + " --owner \"\" --status pending";
+    // Nobody hosts the team (after `down`): `up` brings its owner back,
+    // which goes on with the task from its journal.
+    const bool host_gone = v.foreign.empty() && !v.host && owner != nullptr && owner->shown == Shown::kOffline &&
+                           owner->member.backend == MemberBackend::kInProcess;
     out.push_back({"orphaned_task",
                    "task #" + std::to_string(task.id) + " " + Quote(CutUtf8(task.subject, 80)) + " is in progress, "
                    "but its owner " + task.owner + " " + gone,
                    task.updated_at,
-                   v.foreign.empty() ? "mates tasks" + t + " update " + std::to_string(task.id) + " --owner \"\" --status pending" : "",
-                   v.foreign.empty() ? "puts it back on the board for anyone to claim"
-                                     : "its lead gives it to another member in " + v.foreign + " (TaskUpdate)",
+                   host_gone           ? "mates up" + t
+                   : v.foreign.empty() ? put_back
+                                       : "",
+                   host_gone ? "hosts the team again: " + task.owner + " goes on with it from its journal (or " +
+                                   put_back + " puts it back on the board)"
+                   : v.foreign.empty() ? "puts it back on the board for anyone to claim"
+                                       : "its lead gives it to another member in " + v.foreign + " (TaskUpdate)",
                    "task/" + std::to_string(task.id)});
   }
   // A task that waits with no teammate running to take it (all stopped,

@@ -33,6 +33,51 @@ std::vector<std::string> Kinds(const std::vector<AttentionItem>& items) {
   return out;
 }
 
+// After `down` nobody hosts the team: a task whose owner went with its
+// host is brought back by `up`, not given away.
+TEST(AttentionTest, ATaskWhoseHostWentDownIsBroughtBackByUp) {
+  TeamView v = Team();
+  v.members = {Member("lead", Shown::kOffline), Member("w1", Shown::kOffline)};
+  Task t;
+  t.id = 3;
+  t.subject = "Write the docs";
+  t.status = TaskStatus::kInProgress;
+  t.owner = "w1";
+  v.tasks = {t};
+  auto items = Attention(v);
+  ASSERT_EQ(Kinds(items), std::vector<std::string>{"orphaned_task"});
+  EXPECT_EQ(items[0].hint, "mates up --team web");
+  EXPECT_EQ(items[0].note, "hosts the team again: w1 goes on with it from its journal (or mates tasks --team web "
+                           "update 3 --owner \"\" --status pending puts it back on the board)");
+  // Hosted, the owner stopped: given back to the board.
+  v.host = HostInfo{};
+  v.members[1].shown = Shown::kShutdown;
+  items = Attention(v);
+  ASSERT_EQ(Kinds(items), std::vector<std::string>{"orphaned_task"});
+  EXPECT_EQ(items[0].hint, "mates tasks --team web update 3 --owner \"\" --status pending");
+}
+
+// A circuit breaker's pause (DESIGN §27) is its own item, with the lever
+// that brings the teammate back.
+TEST(AttentionTest, APausedTeammateIsOfferedARestart) {
+  TeamView v = Team();
+  v.host = HostInfo{};
+  v.members = {Member("lead", Shown::kIdle), Member("w1", Shown::kShutdown, agent::ActivityState::kStopped)};
+  v.members[1].activity->error =
+      agent::TurnFailure{"paused by a circuit breaker: the same bash call failed 5 times in a row (last: boom)", 900,
+                         "a message lets it go on"};
+  auto items = Attention(v);
+  ASSERT_EQ(Kinds(items), std::vector<std::string>{"paused"});
+  EXPECT_EQ(items[0].subject, "w1 was paused: the same bash call failed 5 times in a row (last: boom)");
+  EXPECT_EQ(items[0].hint, "mates restart --team web w1");
+  // A lead's pause: a message lets it go on.
+  v.members[1].activity->error.reset();
+  v.members[0].activity->error = agent::TurnFailure{"paused by a circuit breaker: x", 900, ""};
+  items = Attention(v);
+  ASSERT_EQ(Kinds(items), std::vector<std::string>{"paused"});
+  EXPECT_EQ(items[0].hint, "mates send --team web --to lead \"Go on.\"");
+}
+
 TEST(AttentionTest, AQuietTeamNeedsNothing) {
   TeamView v = Team();
   v.members = {Member("lead", Shown::kIdle), Member("w1", Shown::kActive, agent::ActivityState::kTool)};
