@@ -110,6 +110,18 @@ TEST_F(ClusterTest, UpSendStatusLogDownFromSeparateProcesses) {
     EXPECT_FALSE(a["last_activity"].get<std::string>().empty());
   }
   EXPECT_EQ((*j)["agents"][2]["reports_to"], "middle_manager");
+  // In the folder it was brought up in, -c may be left out.
+  auto plain = testing::RunMates(dir_.path(), {"cluster", "status", "--json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  auto pj = ParseJson(plain.out);
+  ASSERT_TRUE(pj.ok()) << plain.out;
+  EXPECT_EQ((*pj)["agents"].size(), 5u);
+  // Elsewhere, with no config there, it says so.
+  testing::TempDir elsewhere;
+  auto none = testing::RunMates(elsewhere.path(), {"cluster", "status"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.err, "mates: error: no cluster here: config/cc-cluster.yaml does not exist and no `mates cluster up` "
+                      "ran in " + elsewhere.path().string() + " (-c FILE names a config)\n");
   // Without a UTF-8 locale (CI's) tmux prints a tab as '_': the panes were
   // all reported dead then.
   auto c_locale = testing::RunMates(dir_.path(), {"cluster", "status", "--json", "-c", (dir_.path() / "cc.yaml").string()},

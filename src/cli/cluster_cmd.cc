@@ -21,8 +21,12 @@
 namespace mates::cli {
 namespace {
 
+constexpr const char* kDefaultClusterConfig = "config/cc-cluster.yaml";
+
 struct ClusterArgs {
-  std::string config = "config/cc-cluster.yaml";
+  std::string config = kDefaultClusterConfig;
+  bool config_given = false;  // -c was given
+  fs::path ws;                // the folder the command works in
   std::string from = "user";
   std::string agent;
   std::vector<std::string> text;
@@ -32,14 +36,34 @@ struct ClusterArgs {
   std::string sandbox;  // up: the mode of the agents with `sandbox: true`
 };
 
+// Which cluster a folder's `mates cluster` commands mean when no -c is
+// given: the one `cluster up` last brought up there (its config's path).
+fs::path ClusterPointer(const fs::path& ws) { return ws / ".mates" / "cluster"; }
+
+// The config: -c's, else config/cc-cluster.yaml if there is one, else the
+// one this folder's last `cluster up` used.
+std::string ConfigPath(const ClusterArgs& a) {
+  if (a.config_given || fs::exists(a.config)) return a.config;
+  auto pointed = ReadFilePrefix(ClusterPointer(a.ws), 4096);
+  if (!pointed.ok()) return a.config;
+  std::string path = pointed->substr(0, pointed->find('\n'));
+  return path.empty() ? a.config : path;
+}
+
 Result<tmux::Cluster> Load(const ClusterArgs& a) {
-  MATES_ASSIGN_OR_RETURN(tmux::ClusterConfig c, tmux::LoadClusterConfig(a.config));
-  return tmux::Cluster(std::move(c));
+  const std::string path = ConfigPath(a);
+  auto c = tmux::LoadClusterConfig(path);
+  if (!c.ok() && !a.config_given && path == a.config && c.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound("no cluster here: " + a.config + " does not exist and no `mates cluster up` ran in " +
+                            a.ws.string() + " (-c FILE names a config)");
+  }
+  if (!c.ok()) return c.status();
+  return tmux::Cluster(std::move(*c));
 }
 
 // `mates cluster SUB -c CONFIG`, pasteable from any folder.
 std::string Hint(const ClusterArgs& a, const std::string& sub) {
-  return "mates cluster " + sub + " -c " + ShellQuoted(fs::absolute(a.config).lexically_normal().string());
+  return "mates cluster " + sub + " -c " + ShellQuoted(fs::absolute(ConfigPath(a)).lexically_normal().string());
 }
 
 int Up(const ClusterArgs& a) {
@@ -71,8 +95,15 @@ int Up(const ClusterArgs& a) {
     return Fail(Status::Unavailable(std::to_string(failed) + " agent(s) did not come up; look with `" + Hint(a, "attach") +
                                     "`, stop with `" + Hint(a, "down") + "`"));
   }
+  // From this folder, later commands need no -c.
+  Status pointed = EnsureDir(ClusterPointer(a.ws).parent_path());
+  if (pointed.ok()) {
+    pointed = WriteFileAtomic(ClusterPointer(a.ws), fs::absolute(ConfigPath(a)).lexically_normal().string() + "\n");
+  }
+  WarnIfFailed(pointed, "this folder's cluster pointer");
   std::cout << "cluster up; from here:\n  " << Hint(a, "send") << " AGENT TEXT\n  " << Hint(a, "status") << "\n  "
-            << Hint(a, "log") << "\n  " << Hint(a, "attach") << "\n  " << Hint(a, "down") << std::endl;
+            << Hint(a, "log") << "\n  " << Hint(a, "attach") << "\n  " << Hint(a, "down") << "\n(in "
+            << a.ws.string() << " -c may be left out)" << std::endl;
   return 0;
 }
 
@@ -265,17 +296,23 @@ int Attach(const ClusterArgs& a) {
 }  // namespace
 
 void AddClusterCommands(CLI::App& app, Globals& g) {
-  (void)g;
   auto a = std::make_shared<ClusterArgs>();
   CLI::App* cl = app.add_subcommand("cluster", "Agent CLIs (Claude Code…) in tmux panes, with markers and a message log");
   cl->require_subcommand(1);
   auto config_opt = [&](CLI::App* sub) {
-    sub->add_option("-c,--config", a->config, "Cluster config (YAML)")->capture_default_str();
+    sub->add_option("-c,--config", a->config,
+                    "Cluster config (YAML); default: config/cc-cluster.yaml, else the one `cluster up` last used in "
+                    "this folder")
+        ->capture_default_str()
+        ->each([a](const std::string&) { a->config_given = true; });
   };
   CLI::App* up = cl->add_subcommand("up", "Start every agent in its pane and handshake it");
   config_opt(up);
   AddSandboxOption(up, a->sandbox);
-  up->callback([&g, a] { g.action = [a] { return Up(*a); }; });
+  up->callback([&g, a] { g.action = [&g, a] {
+    a->ws = g.ws().root();
+    return Up(*a);
+  }; });
 
   CLI::App* send = cl->add_subcommand("send", "Send TEXT to AGENT and print its reply (exit 1 on timeout)");
   config_opt(send);
@@ -283,30 +320,48 @@ void AddClusterCommands(CLI::App& app, Globals& g) {
   send->add_option("--timeout", a->timeout, "Seconds to wait for the marker (default: the config's response_timeout)");
   send->add_option("AGENT", a->agent, "The agent")->required();
   send->add_option("TEXT", a->text, "What to send ('-' reads stdin)")->required();
-  send->callback([&g, a] { g.action = [a] { return Send(*a); }; });
+  send->callback([&g, a] { g.action = [&g, a] {
+    a->ws = g.ws().root();
+    return Send(*a);
+  }; });
 
   CLI::App* status = cl->add_subcommand("status", "Each agent: pane alive, busy or idle, last activity");
   config_opt(status);
   status->add_flag("--json", a->json, "Machine-readable output");
-  status->callback([&g, a] { g.action = [a] { return StatusCmd(*a); }; });
+  status->callback([&g, a] { g.action = [&g, a] {
+    a->ws = g.ws().root();
+    return StatusCmd(*a);
+  }; });
 
   CLI::App* log = cl->add_subcommand("log", "The cluster's message log");
   config_opt(log);
   log->add_flag("--follow,-f", a->follow, "Keep printing new entries");
   log->add_flag("--json", a->json, "The JSONL entries as they are");
-  log->callback([&g, a] { g.action = [a] { return LogCmd(*a); }; });
+  log->callback([&g, a] { g.action = [&g, a] {
+    a->ws = g.ws().root();
+    return LogCmd(*a);
+  }; });
 
   CLI::App* down = cl->add_subcommand("down", "Stop the agents and the cluster's tmux server");
   config_opt(down);
-  down->callback([&g, a] { g.action = [a] { return Down(*a); }; });
+  down->callback([&g, a] { g.action = [&g, a] {
+    a->ws = g.ws().root();
+    return Down(*a);
+  }; });
 
   CLI::App* route = cl->add_subcommand("route", "The bridge between the team's mailboxes and the panes (started by up)");
   config_opt(route);
-  route->callback([&g, a] { g.action = [a] { return Route(*a); }; });
+  route->callback([&g, a] { g.action = [&g, a] {
+    a->ws = g.ws().root();
+    return Route(*a);
+  }; });
 
   CLI::App* attach = cl->add_subcommand("attach", "Watch the panes (tmux attach)");
   config_opt(attach);
-  attach->callback([&g, a] { g.action = [a] { return Attach(*a); }; });
+  attach->callback([&g, a] { g.action = [&g, a] {
+    a->ws = g.ws().root();
+    return Attach(*a);
+  }; });
 }
 
 }  // namespace mates::cli
