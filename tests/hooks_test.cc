@@ -217,6 +217,11 @@ TEST_F(HooksE2eTest, HooksTestRunsAnEventAsAnAgentWouldAndListShowsThem) {
   EXPECT_EQ(blocked.exit_code, 2) << blocked.out << blocked.err;
   EXPECT_NE(blocked.out.find("BLOCKED"), std::string::npos) << blocked.out;
   EXPECT_NE(blocked.out.find("Blocked: rm -rf is not allowed"), std::string::npos) << blocked.out;
+  // By mates' own name too, as a run matches it (both names are tried).
+  WriteAll(ws_.path() / "mates_name.json", R"({"tool_name": "bash", "tool_input": {"command": "rm -rf /"}})");
+  auto by_mates_name = Mates({"hooks", "test", "PreToolUse", "--input", (ws_.path() / "mates_name.json").string()});
+  EXPECT_EQ(by_mates_name.exit_code, 2) << by_mates_name.out << by_mates_name.err;
+  EXPECT_NE(by_mates_name.out.find("Blocked: rm -rf is not allowed"), std::string::npos) << by_mates_name.out;
   WriteAll(ws_.path() / "read.json", R"({"tool_name": "Read", "tool_input": {"file_path": "/etc/hostname"}})");
   auto none = Mates({"hooks", "test", "PreToolUse", "--input", (ws_.path() / "read.json").string()});
   EXPECT_EQ(none.exit_code, 0);

@@ -13,6 +13,7 @@
 #include "sandbox/policy.h"
 #include "sandbox/sandbox.h"
 #include "tools/builtin_tools.h"
+#include "tools/hook_calls.h"
 #include "trust/trust.h"
 
 namespace mates::cli {
@@ -98,7 +99,10 @@ int Test(Globals& g, const HooksArgs& a) {
   const auto subject = [&](const Json& in, const char* key) {
     if (auto t = in.find(key); t != in.end() && t->is_string()) subjects.push_back(t->get<std::string>());
   };
-  subject(*input, "tool_name");
+  // A tool by either name, as a run gives both (Bash and bash).
+  if (auto t = input->find("tool_name"); t != input->end() && t->is_string()) {
+    subjects = tools::HookToolNames(t->get<std::string>());
+  }
   if (*event == hooks::Event::kSessionStart) subject(*input, "source");
   if (auto m = input->find("merge"); m != input->end() && m->is_object()) {
     if (*event == hooks::Event::kMergeQueued) subject(*m, "owner");

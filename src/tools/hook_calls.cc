@@ -37,6 +37,11 @@ void Move(const Json& from, const char* key, Json& to, const char* as) {
 }  // namespace
 
 std::vector<std::string> HookToolNames(const std::string& tool) {
+  // Either name given (`mates hooks test` takes Claude Code's too): the
+  // call is mates' tool.
+  for (const auto& r : kRenamed) {
+    if (tool == r.claude) return {r.claude, r.mates};
+  }
   const std::string claude = ClaudeName(tool);
   if (claude == tool) return {tool};
   return {claude, tool};
