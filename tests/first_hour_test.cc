@@ -413,6 +413,11 @@ TEST_F(FirstHourTest, CompletionsAndTheManPageKnowEveryCommand) {
   }
   // Hidden from the lists a person reads: the page's own command.
   EXPECT_EQ(page.out.find("mates manpage"), std::string::npos);
+  // What a person reads names no section of the design (the page holds
+  // every command's help, init writes the settings' template).
+  EXPECT_EQ(page.out.find("§"), std::string::npos) << "a section number in mates(1)";
+  ASSERT_EQ(Mates({"init"}).exit_code, 0);
+  EXPECT_EQ(testing::ReadAll(ws_.path() / ".mates/config.yaml").find("§"), std::string::npos);
   EXPECT_EQ(Mates({"--help"}).out.find("manpage"), std::string::npos);
   if (testing::Run({"man", "--version"}).exit_code == 0) {
     testing::WriteAll(ws_.path() / "mates.1", page.out);

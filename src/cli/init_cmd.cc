@@ -16,7 +16,7 @@ namespace {
 constexpr const char* kIgnored[] = {".teams/", ".tasks/", ".mates/*", "!.mates/config.yaml"};
 
 constexpr const char* kConfig =
-    R"(# mates: this workspace's settings (DESIGN §18-§23). Everything is commented
+    R"(# mates: this workspace's settings (mates(1), docs/design.md). Everything is commented
 # out: mates' defaults hold until you set something. A repository may ship
 # this file; the parts that run commands or widen the sandbox are used only
 # once you trust it as it is (`mates trust`).

@@ -115,8 +115,8 @@ class UsageTable {
 };
 
 const char kUnpricedHint[] =
-    "\nSome calls used a model without a price; mates --prices FILE adds it (see docs/design.md "
-    "§15).\n";
+    "\nSome calls used a model without a price; mates --prices FILE adds it (`mates help` shows the file's "
+    "form).\n";
 
 std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
   std::ostringstream o;
