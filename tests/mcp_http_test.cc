@@ -252,7 +252,13 @@ TEST(McpHttpTest, EveryRequestItMustRefuseIsRefusedClearly) {
         return sink.write(piece.data(), piece.size());
       },
       "application/json");
-  EXPECT_EQ(status(chunked), 413);
+  // Refused: a 413, or, when the server's answer and close overtook the
+  // upload (a slow client, under TSan), a write that failed before the
+  // 64 MiB were sent; either way the server stays up.
+  const bool refused = status(chunked) == 413 || (!chunked && chunked.error() == httplib::Error::Write &&
+                                                   sent < (64u << 20));
+  EXPECT_TRUE(refused) << "status " << status(chunked) << ", " << sent << " bytes sent";
+  EXPECT_EQ(status(c.Post("/mcp", s.Auth(sid), Served::Rpc(4, "ping"), "application/json")), 200);
   EXPECT_EQ(status(c.Put("/mcp", s.Auth(sid), "{}", "application/json")), 405);
   httplib::Headers stream_json = s.Auth(sid);
   stream_json.erase("Accept");
