@@ -9,7 +9,8 @@
 // `interrupt` (confirmed) ends its long tool call — the card goes idle,
 // saying it was interrupted; `stop` (confirmed) stops it and its card then
 // offers `restart`, which brings it back idle; a declined confirm does
-// nothing; the lead offers no stop or restart; dark, light and 420 px
+// nothing; the lead offers no stop or restart; a teammate a circuit
+// breaker paused is restarted from the attention banner's button; dark, light and 420 px
 // wide, nothing cut off; no script error on the way. With --shots, the
 // screenshots, else into the workspace.
 // Exit 0 passed, 1 failed, 77 skipped (no chromium or puppeteer-core).
@@ -113,6 +114,26 @@ try {
   await page.waitForFunction((c) => ["idle", "active"].includes(document.querySelector(c)?.dataset.status), { timeout: 20000 }, card);
   check(["idle", "active"].includes(await stateOf("worker")), "restart brings it back");
   check(!(await ops("lead")).includes("stop") && !(await ops("lead")).includes("restart"), "the lead never offers stop or restart");
+
+  // A circuit breaker pauses it (the same failing command, five times):
+  // the banner says so, and its fix is a button that restarts it.
+  // (Restarted, it went back to its slow job: that ends first.)
+  await until("the sleeper again", () => sleeperRuns(), 20000);
+  mates("tasks", "--team", team, "update", "1", "--status", "completed");
+  mates("interrupt", "--team", team, "worker");
+  mates("tasks", "--team", team, "create", "fail forever");
+  mates("send", "--team", team, "--to", "worker", "Carry on.");
+  const fix = '#attention li[data-kind="paused"] .fix-do';
+  await page.waitForSelector(fix, { timeout: 20000 });
+  const fixText = await page.$eval(fix, (b) => b.textContent);
+  check(fixText === "Restart worker", "the paused item's fix is a button: " + fixText);
+  await page.$eval("#attention .attention-head .btn", (b) => b.click());  // details
+  await page.screenshot({ path: shots + "-paused.png" });
+  page.once("dialog", (d) => { check(/Restart worker/.test(d.message()), "the banner's restart asks first"); d.accept(); });
+  await page.$eval(fix, (b) => b.click());
+  const cleared = await page.waitForFunction(() => !document.querySelector('#attention li[data-kind="paused"]'), { timeout: 20000 })
+    .then(() => true, () => false);
+  check(cleared, "restarted from the banner, the item goes");
 
   // Light, and 420 px wide: the buttons fit.
   await page.evaluate(() => { localStorage.setItem("mates-theme", "light"); });

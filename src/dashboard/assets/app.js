@@ -801,7 +801,7 @@ function renderSpend(series) {
 
 // ---------- attention ----------
 const attentionWords = {
-  turn_failed: ["failed turn", "failed turns"], retrying: ["retrying", "retrying"], orphaned_task: ["orphaned task", "orphaned tasks"],
+  turn_failed: ["failed turn", "failed turns"], paused: ["paused agent", "paused agents"], retrying: ["retrying", "retrying"], orphaned_task: ["orphaned task", "orphaned tasks"],
   task_waiting: ["task nobody can take", "tasks nobody can take"],
   unread_while_idle: ["unread while idle", "unread while idle"], request_unanswered: ["request unanswered", "requests unanswered"],
   merge_failed: ["failed merge", "failed merges"], merge_conflict: ["merge conflict", "merge conflicts"],
@@ -837,8 +837,29 @@ function renderAttention() {
       el("div", { class: "what" }, el("span", { text: i.subject }),
         i.since ? el("span", { class: "since muted", dataset: { since: i.since } }, duration(serverNow() - i.since) + " ago") : null,
         i.link ? el("a", { class: "go", href: "#" + i.link }, "show") : null),
-      i.hint ? el("code", { class: "hint", title: "Click to copy", onclick: (e) => copy(i.hint, e) }, i.hint) : null,
+      i.hint ? el("div", { class: "fix" },
+        el("code", { class: "hint", title: "Click to copy", onclick: (e) => copy(i.hint, e) }, i.hint), fixButton(i.hint)) : null,
       i.note ? el("div", { class: "note muted", text: i.note }) : null))));
+}
+// A hint the page can do itself, as a button beside it: a restart (the
+// host's page has the levers) or the message that lets an agent go on.
+function fixButton(hint) {
+  if (S.readOnly || !S.team || S.team.foreign) return null;
+  const restart = /^mates restart --team \S+ ([A-Za-z0-9_.-]+)$/.exec(hint);
+  if (restart && S.team.levers) {
+    return el("button", { class: "btn small fix-do", dataset: { op: "restart" }, onclick: () => pullLever("restart", restart[1]) },
+      "Restart " + restart[1]);
+  }
+  const goOn = /^mates send --team \S+ --to ([A-Za-z0-9_.-]+) "Go on\."$/.exec(hint);
+  if (goOn) {
+    return el("button", { class: "btn small fix-do", dataset: { op: "send" }, onclick: async (e) => {
+      e.target.disabled = true;
+      try { await api("/api/messages", { to: goOn[1], content: "Go on." }); }
+      catch (err) { alert("Could not send to " + goOn[1] + ": " + err.message); }
+      finally { e.target.disabled = false; }
+    } }, "Send “Go on.” to " + goOn[1]);
+  }
+  return null;
 }
 
 // ---------- links and a task's detail ----------
