@@ -195,6 +195,9 @@ try {
                              { timeout: 10000 });
   const types = await page.$$eval("#timeline .msg .type", (ts) => ts.map((t) => t.textContent));
   checks.check(types.includes("idle notification"), "messages with their protocol types");
+  // Each is one line: its document as sent is folded away until opened.
+  const folded = await page.$$eval("#timeline .msg .raw", (rs) => rs.map((r) => getComputedStyle(r).display));
+  checks.check(folded.length > 0 && folded.every((d) => d === "none"), "protocol documents folded away: " + folded.join(","));
   if (args.shots) await page.screenshot({ path: args.shots + "-claude.png" });
   // A person writes to alpha on the page: in alpha's inbox, then read.
   await page.select("#composer-to", "alpha");

@@ -433,8 +433,11 @@ function msgRow(m, isNew) {
       m.read === false ? el("span", { class: "unread", title: "in its inbox, not read yet", text: "unread" }) : null,
       el("span", { class: "type t-" + m.type, text: kind.replace(/_/g, " ") })),
     el("div", { class: "body" }, body, raw === null ? null : el("div", { class: "raw", text: raw })));
-  if (body.length > 400 || body.split("\n").length > 5) {
-    row.append(el("button", { class: "more", onclick: () => { row.classList.toggle("open"); } }, "more / less"));
+  // A protocol message is its one line; the document as it came is folded
+  // away with the rest of a long message.
+  if (raw !== null || body.length > 400 || body.split("\n").length > 5) {
+    row.append(el("button", { class: "more", onclick: () => { row.classList.toggle("open"); } },
+      raw !== null ? "as sent / less" : "more / less"));
   }
   return row;
 }
