@@ -523,6 +523,13 @@ TEST_F(LeversTest, ATeammateRepeatingAFailingCallIsPausedAndRestartable) {
   size_t runs = 0;
   for (size_t at = 0; (at = logs.out.find("echo mates_breaker_fail", at)) != std::string::npos; ++at) ++runs;
   EXPECT_EQ(runs, 5u) << logs.out;
+  // Paused is paused: work that waits does not bring it back (the host's
+  // respawn looks at every board change within milliseconds; two seconds
+  // is its window many times over).
+  ASSERT_EQ(Mates({"tasks", "--team", "levers", "create", "quick job"}).exit_code, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(State("worker"), "shutdown") << HostLog();
+  EXPECT_EQ(HostLog().find("respawned"), std::string::npos) << HostLog();
   // Restarted, it is back and says so; the item is gone.
   auto r = Mates({"restart", "--team", "levers", "worker"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -80,6 +80,8 @@ std::string TeamManager::RespawnForWork() {
     if (m.role == MemberRole::kLead || m.backend != MemberBackend::kInProcess) continue;
     // A live teammate takes what waits (or is the lead's to direct).
     if (Running(m.name) || store_.IsHosted(team, m.name)) return "";
+    // One a circuit breaker paused waits for a person (`mates restart`).
+    if (auto t = host_.Find(m.name); t != nullptr && t->stop_reason() == StopReason::kPaused) continue;
     if (m.status == MemberStatus::kShutdown) stopped.push_back(m);
   }
   if (stopped.empty()) return "";

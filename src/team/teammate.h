@@ -119,6 +119,11 @@ class Teammate {
 
   const std::string& name() const { return config_.name; }
   bool finished() const { return finished_.load(); }
+  // Why it stopped (kNone while it runs).
+  StopReason stop_reason() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_reason_;
+  }
   // Finished, and its last status is in the lead's news.
   bool reported() const { return reported_.load(); }
   MemberStatus status() const { return status_.load(); }
@@ -207,7 +212,7 @@ class Teammate {
   std::atomic<bool> starting_{true};
   std::atomic<bool> claiming_{false};
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::set<std::string> shutdown_requests_;  // delivered to us, guarded by mu_
   StopReason stop_reason_ = StopReason::kNone;  // guarded by mu_
   std::string stop_detail_;                  // guarded by mu_: the reason in words
