@@ -60,6 +60,27 @@ TEST(RunCliTest, ScriptedLeadWritesEditsRunsReadsAndPlans) {
   ExpectBasicWorkDone(ws.path(), r);
 }
 
+// A model's text that carries terminal control sequences (a title, the
+// clipboard, a cursor move) reaches the person's terminal and the --log
+// file with each made harmless; colours of mates' own still show.
+TEST(RunCliTest, AModelsControlSequencesDoNotReachTheTerminal) {
+  TempDir ws;
+  testing::WriteAll(ws.path() / "s.yaml",
+                    "rules:\n  - agent: lead\n    reply:\n      - {type: text, text: \"before\\e]52;c;cHduZWQ=\\aafter "
+                    "\\e[2Jcleared\\e[31mred\"}\n");
+  auto r = MatesIn(ws.path(), {"run", "--provider", "scripted", "--scenario", (ws.path() / "s.yaml").string(), "--log",
+                               (ws.path() / "run.log").string(), "go"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string log = ReadAll(ws.path() / "run.log");
+  for (const std::string* out : {static_cast<const std::string*>(&r.out), &log}) {
+    EXPECT_NE(out->find("before"), std::string::npos) << *out;
+    EXPECT_NE(out->find("cleared"), std::string::npos) << *out;
+    EXPECT_EQ(out->find("\x1b]"), std::string::npos) << "an OSC sequence went through";
+    EXPECT_EQ(out->find('\a'), std::string::npos) << "a BEL went through";
+    EXPECT_EQ(out->find("\x1b[2J"), std::string::npos) << "a screen clear went through";
+  }
+}
+
 class RunOverHttp : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RunOverHttp, TheSameWorkThroughMockLlmWithNoRequestRefused) {

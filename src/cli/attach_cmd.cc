@@ -56,7 +56,8 @@ bool Show(const Json& e, LiveOutput& out) {
   } else if (ev == "tool_call") {
     out.ShowCall(agent, field("call"));
   } else if (ev == "tool_result") {
-    const bool error = e.contains("error") && e["error"].is_boolean() && e["error"].get<bool>();
+    const auto flag = e.find("error");
+    const bool error = flag != e.end() && flag->is_boolean() && flag->get<bool>();
     out.ShowResult(agent, field("call"), field("result"), error);
   } else if (ev == "message") {
     Message m;
@@ -115,10 +116,12 @@ int Attach(Globals& g) {
     return Fail(Status::Unavailable("the team's host did not answer"));
   }
   auto answer = ParseJson(hello);
-  if (!answer.ok() || !answer->is_object() || !answer->contains("ok") || !(*answer)["ok"].is_boolean()) {
-    return Fail(Status::Unavailable("the team's host answered what is not an answer"));
+  std::optional<bool> ok;
+  if (answer.ok() && answer->is_object()) {
+    if (auto it = answer->find("ok"); it != answer->end() && it->is_boolean()) ok = it->get<bool>();
   }
-  if (!(*answer)["ok"].get<bool>()) {
+  if (!ok) return Fail(Status::Unavailable("the team's host answered what is not an answer"));
+  if (!*ok) {
     return Fail(Status::FailedPrecondition(Field(*answer, "error", "refused")));
   }
 

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/text.h"
 
 namespace mates::cli {
 namespace {
@@ -71,7 +74,17 @@ Status LiveOutput::TeeTo(const fs::path& file) {
   return Status::Ok();
 }
 
-void LiveOutput::PutLocked(FILE* f, const std::string& s) {
+void LiveOutput::PutLocked(FILE* f, const std::string& unsafe) {
+  // What agents write (a model's text, a tool's output, a host's stored
+  // words) goes to the terminal as TerminalSafeBuf lets std::cout's out:
+  // colours pass, any other control sequence becomes '?' (DESIGN §26).
+  // This path writes to the FILE*, past the stream main guards.
+  std::stringbuf kept;
+  {
+    TerminalSafeBuf safe(&kept);
+    safe.sputn(unsafe.data(), static_cast<std::streamsize>(unsafe.size()));
+  }
+  const std::string s = kept.str();
   Out(f, s);
   ++written_;
   if (tee_ != nullptr) {
