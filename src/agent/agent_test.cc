@@ -614,10 +614,6 @@ TEST(ActivityTest, ABurstOfChangesIsWrittenOnceSettledAsItsLastState) {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::pair<SteadyClock::time_point, std::string>> written;  // guarded by mu
-  auto wait_for_writes = [&](size_t n) {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return written.size() >= n; });
-  };
   ActivityFile file(dir.path() / "alice.status.json", "alice", "m", [&](const std::string& doc) {
     std::lock_guard<std::mutex> lock(mu);
     written.emplace_back(SteadyClock::now(), doc);
@@ -634,16 +630,30 @@ TEST(ActivityTest, ABurstOfChangesIsWrittenOnceSettledAsItsLastState) {
   used.input_tokens = 1200;
   file.SetUsage(used, 1);
   file.Tool(ContentBlock::ToolUse("tu_1", "bash", R"({"command":"make test"})"));
-  ASSERT_TRUE(wait_for_writes(1));
+  // The writer wakes no sooner than kSettle after the burst's first change
+  // (made after `first`). When the three changes came within that (they
+  // take microseconds, but a loaded machine under a sanitizer can take
+  // longer), they are one document; when not, the burst was two, and the
+  // last document written is still the latest state.
+  const bool one_burst = SteadyClock::now() - first < ActivityFile::kSettle;
+  size_t burst_writes = 0;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] {
+      return !written.empty() && written.back().second.find("\"tool\"") != std::string::npos;
+    }));
+    burst_writes = written.size();
     EXPECT_GE(written[0].first - first, ActivityFile::kSettle);
-    auto doc = ParseJson(written[0].second);
-    ASSERT_TRUE(doc.ok()) << written[0].second;
+    auto doc = ParseJson(written.back().second);
+    ASSERT_TRUE(doc.ok()) << written.back().second;
     EXPECT_EQ((*doc)["state"], "tool");
     EXPECT_EQ((*doc)["doing"], "bash(make test)");
     EXPECT_EQ((*doc)["calls"], 1);
     EXPECT_EQ((*doc)["tokens"]["input"], 1200);
+    if (one_burst) {
+      EXPECT_EQ(burst_writes, 1u);
+    }
+    EXPECT_LE(burst_writes, 3u);
   }
   auto on_disk = ReadActivity(file.path());
   ASSERT_TRUE(on_disk.ok()) << on_disk.status().message();
@@ -655,7 +665,7 @@ TEST(ActivityTest, ABurstOfChangesIsWrittenOnceSettledAsItsLastState) {
   ASSERT_TRUE(on_disk.ok()) << on_disk.status().message();
   EXPECT_EQ(on_disk->state, ActivityState::kIdle);
   std::lock_guard<std::mutex> lock(mu);
-  ASSERT_EQ(written.size(), 2u);
+  ASSERT_EQ(written.size(), burst_writes + 1);
 }
 
 // The store's copy of a document failing by an exception ends neither
