@@ -32,11 +32,20 @@ step "$mates" status
 
 chromium=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -n "$url" ] && [ -n "$chromium" ]; then
-  printf '\n\033[1m$ %s\033[0m\n' "chromium --headless --screenshot dashboard.png <the dashboard's URL>"
-  # (--timeout: the page streams its changes and never finishes loading.)
-  timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,900 \
-    --timeout=4000 --screenshot="$scratch/dashboard.png" "$url" >/dev/null 2>&1 || true
-  [ -s "$scratch/dashboard.png" ] && echo "dashboard.png: the team's page" || echo "no screenshot (chromium failed)"
+  printf '\n\033[1m$ %s\033[0m\n' "chromium --headless --virtual-time-budget=10000 --screenshot=dashboard.png '<URL>&live=still'"
+  # `live=still`: the page loads once and does not stream, so the browser
+  # sees its network go quiet and takes the picture once the page is drawn;
+  # the DOM dumped with it says whether the page had set its ready flag.
+  case "$url" in *\?*) still="$url&live=still" ;; *) still="$url?live=still" ;; esac
+  dom=$(timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,900 \
+    --virtual-time-budget=10000 --screenshot="$scratch/dashboard.png" --dump-dom "$still" 2>/dev/null || true)
+  if [ -s "$scratch/dashboard.png" ] && grep -q 'data-ready="1"' <<<"$dom"; then
+    echo "dashboard.png: the team's page, taken once it was drawn"
+  elif [ -s "$scratch/dashboard.png" ]; then
+    echo "dashboard.png: taken before the page was ready (a slow machine?)"
+  else
+    echo "no screenshot (chromium failed)"
+  fi
 else
   echo "(no Chromium: the dashboard is at ${url:-the URL up printed})"
 fi

@@ -695,6 +695,8 @@ TEST_F(FirstHourTest, TheTourRunsInAScratchFolderAndLeavesNothingRunning) {
   EXPECT_EQ(testing::ReadAll(scratch / "NOTES.md"), "# Notes\n\nThe team of tour wrote this.\n");
   if (fs::exists("/usr/bin/chromium")) {
     EXPECT_GT(fs::file_size(scratch / "dashboard.png"), 10000u) << r->out;
+    // The picture waited for the page's ready flag (the DOM dumped with it).
+    EXPECT_NE(r->out.find("dashboard.png: the team's page, taken once it was drawn"), std::string::npos) << r->out;
   }
   EXPECT_TRUE(testing::ProcessesIn("mates", scratch).empty());
 }

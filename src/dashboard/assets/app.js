@@ -4,7 +4,12 @@
 "use strict";
 
 const token = new URLSearchParams(location.search).get("token") || "";
-const forcePoll = new URLSearchParams(location.search).get("live") === "poll";
+const liveMode = new URLSearchParams(location.search).get("live");
+const forcePoll = liveMode === "poll";
+// A still picture (`?live=still`): loaded once, no stream and no polling,
+// so a headless browser's --virtual-time-budget sees the network go quiet
+// and takes its picture of the page drawn (examples/tour.sh).
+const still = liveMode === "still";
 const $ = (id) => document.getElementById(id);
 const S = {
   team: null, tasks: [], messages: [], msgIds: new Set(), msgNext: null, requests: [], merges: [],
@@ -994,6 +999,7 @@ function startPolling() {
   pollTimer = setInterval(refreshAll, 1000);
 }
 function connect() {
+  if (still) { setLive("", "still picture"); return; }
   if (forcePoll || typeof EventSource === "undefined") { refreshAll(); startPolling(); return; }
   let failures = 0;
   const es = new EventSource("/events?token=" + encodeURIComponent(token));
@@ -1036,7 +1042,7 @@ function init() {
   $("new-task").onclick = () => { $("task-error").textContent = ""; $("task-dialog").showModal(); $("task-subject").focus(); };
   $("task-cancel").onclick = () => $("task-dialog").close();
   $("task-form").onsubmit = createTask;
-  setInterval(tickDurations, 1000);
+  if (!still) setInterval(tickDurations, 1000);  // a picture shows the durations as loaded
   Promise.allSettled([loadTeam(), loadTasks(), loadMessages(), loadRequests(), loadMerges()]).then(() => {
     S.firstLoad = false;
     route();  // a link followed or a page reloaded: where it pointed
