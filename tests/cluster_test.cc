@@ -40,10 +40,11 @@ const char* kSeedAgents[][3] = {{"grand_boss", "GRAND BOSS OK", "grand_boss"},
 // A cluster of fake agents in `dir`; `extra[name]` adds fake_agent flags.
 class ClusterTest : public ::testing::Test {
  protected:
-  void Write(int agents, std::map<std::string, std::string> extra = {}, double startup_timeout = 20) {
+  void Write(int agents, std::map<std::string, std::string> extra = {}, double startup_timeout = 20,
+             const std::string& work_dir = ".") {
     session_ = "t" + std::to_string(::getpid()) + "-" + std::to_string(counter_++);
     std::string y = "cluster:\n  name: " + session_ + "\n  session_name: " + session_ +
-                    "\n  work_dir: .\n  startup_timeout: " + std::to_string(startup_timeout) + "\n  response_timeout: 10" +
+                    "\n  work_dir: " + work_dir + "\n  startup_timeout: " + std::to_string(startup_timeout) + "\n  response_timeout: 10" +
                     "\n  command: [" + std::string(MATES_FAKE_AGENT) +
                     ", --marker, '{marker}', --name, '{name}', --prompt-file, '{personality_file}']\nagents:\n";
     for (int i = 0; i < agents; ++i) {
@@ -158,6 +159,35 @@ TEST_F(ClusterTest, UpSendStatusLogDownFromSeparateProcesses) {
   EXPECT_FALSE(fs::exists(SocketFile())) << SocketFile();  // tmux leaves it; down does not
   EXPECT_NE(Cluster({"status"}).out.find(": down"), std::string::npos);
   EXPECT_EQ(Cluster({"send", "grand_boss", "hi"}).exit_code, 1);
+}
+
+// A cluster brought up from one folder (-c) that works in another: its
+// team lives where it works, and from the folder it was brought up in,
+// `status --team` finds it there (it said "no team" before); a team not
+// the cluster's is still not found, nor is it from any other folder.
+TEST_F(ClusterTest, ItsTeamIsFoundFromTheFolderItWasBroughtUpIn) {
+  fs::create_directories(dir_.path() / "proj");
+  Write(1, {}, 20, "proj");
+  testing::TempDir from, elsewhere;
+  const std::string config = (dir_.path() / "cc.yaml").string();
+  auto up = testing::RunMates(from.path(), {"cluster", "up", "-c", config});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  auto st = testing::RunMates(from.path(), {"status", "--team", session_});
+  EXPECT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("team " + session_ + " — its members are a tmux cluster's panes"), std::string::npos)
+      << st.out;
+  EXPECT_NE(st.out.find("grand_boss"), std::string::npos) << st.out;
+  auto json = testing::RunMates(from.path(), {"status", "--team", session_, "--json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  auto other = testing::RunMates(from.path(), {"status", "--team", "nope"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_EQ(other.err.rfind("mates: error: no team 'nope' in " + from.path().string(), 0), 0u) << other.err;
+  auto away = testing::RunMates(elsewhere.path(), {"status", "--team", session_});
+  EXPECT_EQ(away.exit_code, 1);
+  EXPECT_NE(away.err.find("no team '" + session_ + "' in " + elsewhere.path().string()), std::string::npos)
+      << away.err;
+  EXPECT_EQ(testing::RunMates(from.path(), {"cluster", "down"}).exit_code, 0);
+  EXPECT_FALSE(ServerAlive());
 }
 
 // What `up` prints to go on with, each line run as printed (DESIGN §21):

@@ -17,6 +17,7 @@
 #include "store/archive.h"
 #include "store/elicitation.h"
 #include "store/roster.h"
+#include "tmux/cluster_config.h"
 #include "trust/trust.h"
 
 namespace mates::cli {
@@ -120,8 +121,20 @@ Status SetCurrentTeam(const Workspace& ws, const std::string& team) {
   return WriteFileAtomic(file, team + "\n");
 }
 
+fs::path ClusterPointer(const Workspace& ws) { return ws.root() / ".mates" / "cluster"; }
+
+std::optional<fs::path> ClusterWorkspace(const Workspace& ws, const std::string& team) {
+  auto pointed = ReadFilePrefix(ClusterPointer(ws), 4096);
+  if (!pointed.ok()) return std::nullopt;
+  const std::string config = pointed->substr(0, pointed->find('\n'));
+  if (config.empty()) return std::nullopt;
+  auto c = tmux::LoadClusterConfig(config);
+  if (!c.ok() || c->name != team || !fs::exists(Workspace(c->work_dir).ConfigPath(team))) return std::nullopt;
+  return c->work_dir;
+}
+
 Status ResolveTeamAndStore(Globals& g) {
-  const Workspace ws = g.ws();
+  Workspace ws = g.ws();
   if (!g.team.empty()) {
     g.team_from = TeamFrom::kFlag;
   } else if (const char* env = std::getenv("MATES_TEAM"); env != nullptr && *env != '\0') {
@@ -135,6 +148,14 @@ Status ResolveTeamAndStore(Globals& g) {
   } else {
     g.team = "default";
     g.team_from = TeamFrom::kDefault;
+  }
+  // A team named here that lives where a cluster brought up from here
+  // works (`cluster up -c` with its work_dir elsewhere): that folder.
+  if (g.team_from != TeamFrom::kDefault && !fs::exists(ws.ConfigPath(g.team))) {
+    if (auto there = ClusterWorkspace(ws, g.team)) {
+      g.workspace = there->string();
+      ws = g.ws();
+    }
   }
 
   g.store_given = !g.store.empty();

@@ -67,6 +67,13 @@ void AddProviderOptions(CLI::App* cmd, std::string& provider, std::string& model
 // team's messages go), else in the person's own config.yaml, else the
 // files. A store: of an untrusted file is said in one warning.
 Status ResolveTeamAndStore(Globals& g);
+// W/.mates/cluster: the config of the cluster `cluster up` last brought up
+// from W, so that later `mates cluster` commands there need no -c.
+fs::path ClusterPointer(const Workspace& ws);
+// The folder where that cluster's team `team` lives (its config's
+// work_dir), when it is not W: a named team found nowhere in W is looked
+// for there (ResolveTeamAndStore), so `status --team` works from W.
+std::optional<fs::path> ClusterWorkspace(const Workspace& ws, const std::string& team);
 // W/.mates/team: the current team, or NotFound.
 Result<std::string> CurrentTeam(const Workspace& ws);
 Status SetCurrentTeam(const Workspace& ws, const std::string& team);  // "" clears it

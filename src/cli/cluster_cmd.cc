@@ -36,15 +36,11 @@ struct ClusterArgs {
   std::string sandbox;  // up: the mode of the agents with `sandbox: true`
 };
 
-// Which cluster a folder's `mates cluster` commands mean when no -c is
-// given: the one `cluster up` last brought up there (its config's path).
-fs::path ClusterPointer(const fs::path& ws) { return ws / ".mates" / "cluster"; }
-
 // The config: -c's, else config/cc-cluster.yaml if there is one, else the
 // one this folder's last `cluster up` used.
 std::string ConfigPath(const ClusterArgs& a) {
   if (a.config_given || fs::exists(a.config)) return a.config;
-  auto pointed = ReadFilePrefix(ClusterPointer(a.ws), 4096);
+  auto pointed = ReadFilePrefix(ClusterPointer(Workspace(a.ws)), 4096);
   if (!pointed.ok()) return a.config;
   std::string path = pointed->substr(0, pointed->find('\n'));
   return path.empty() ? a.config : path;
@@ -96,9 +92,9 @@ int Up(const ClusterArgs& a) {
                                     "`, stop with `" + Hint(a, "down") + "`"));
   }
   // From this folder, later commands need no -c.
-  Status pointed = EnsureDir(ClusterPointer(a.ws).parent_path());
+  Status pointed = EnsureDir(ClusterPointer(Workspace(a.ws)).parent_path());
   if (pointed.ok()) {
-    pointed = WriteFileAtomic(ClusterPointer(a.ws), fs::absolute(ConfigPath(a)).lexically_normal().string() + "\n");
+    pointed = WriteFileAtomic(ClusterPointer(Workspace(a.ws)), fs::absolute(ConfigPath(a)).lexically_normal().string() + "\n");
   }
   WarnIfFailed(pointed, "this folder's cluster pointer");
   std::cout << "cluster up; from here:\n  " << Hint(a, "send") << " AGENT TEXT\n  " << Hint(a, "status") << "\n  "

@@ -120,6 +120,9 @@ std::string Render(const Globals& g, const TeamView& v) {
       for (const auto& s : v.host->mcp_skipped) names += (names.empty() ? "" : ", ") + s.server;
       o << "\nmcp: skipped " << names << " — " << v.host->mcp_skipped.front().why;
     }
+  } else if (std::any_of(v.team.members.begin(), v.team.members.end(),
+                         [](const Member& m) { return m.backend == MemberBackend::kTmux; })) {
+    o << " — its members are a tmux cluster's panes (mates cluster status, where it was brought up)";
   } else {
     o << " — not hosted";
   }
