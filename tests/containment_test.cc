@@ -25,6 +25,8 @@
 #include "sandbox/net_proxy.h"
 #include "sandbox/sandbox.h"
 #include "store/roster.h"
+#include "store/team_store.h"
+#include "tools/builtin_tools.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -131,6 +133,133 @@ TEST_F(ContainmentTest, NoSocketOfThePersonsIsReachableWhateverTheCommandNames) 
   auto off = testing::Run({"/bin/bash", "-c", via});
   EXPECT_NE(off.out.find("row reached " + in_ws.socket().string()), std::string::npos) << off.out << off.err;
   EXPECT_TRUE(fs::exists(marker));
+}
+
+// An agent's bash commands start from a launcher kept in its sandbox (a
+// fork there, not a bubblewrap each: sandbox/launcher.h), the same one
+// command after command. A socket the person binds in W after it started
+// was made after its sandbox covered W's sockets: the next command comes
+// from a new launcher, which covers it (without that check the person's
+// tmux ran the command outside).
+TEST_F(ContainmentTest, ASocketBoundAfterTheAgentsLauncherStartedIsNotReachable) {
+  TempDir run;
+  sandbox::Settings settings;
+  settings.mode = sandbox::Mode::kWorkspace;
+  settings.relay = MATES_RELAY;
+  auto box = sandbox::Sandbox::Make(ws_, settings, run.path() / "sb");
+  ASSERT_TRUE(box.ok()) << box.status().message();
+  Workspace ws(ws_);
+  auto store = FileTeamStore(ws);
+  tools::ToolContext ctx(ws, *store);
+  ctx.team = "t";
+  ctx.agent = "lead";
+  ctx.sandbox = *box;
+  auto bash = tools::MakeBashTool();
+  const auto run_bash = [&](const std::string& command) {
+    auto r = bash->Run(Json{{"command", command}}, ctx);
+    return r.content;
+  };
+  const auto launchers = [&] { return testing::ProcessesIn("^[^ ]*mates-relay --launcher$", ws_); };
+  EXPECT_NE(run_bash("tr '\\0' ' ' < /proc/$PPID/cmdline").find("mates-relay --launcher"), std::string::npos);
+  ASSERT_EQ(launchers().size(), 1u);
+  const std::string first = launchers()[0];
+  EXPECT_EQ(run_bash("echo hi"), "hi\n");
+  ASSERT_EQ(launchers().size(), 1u);
+  EXPECT_EQ(launchers()[0], first) << "a launcher per command";
+
+  PersonsTmux late(ws_ / "late.sock");
+  const fs::path marker = outside_ / "ran-outside";
+  const std::string out = run_bash("if tmux -S late.sock run-shell 'touch " + marker.string() +
+                                   "' 2>/dev/null; then echo reached; else echo refused; fi");
+  EXPECT_EQ(out, "refused\n");
+  EXPECT_FALSE(fs::exists(marker)) << "the person's tmux ran a command for the sandbox";
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    auto now = launchers();
+    return now.size() == 1 && now[0] != first;
+  }, 10)) << "the old launcher is still there";
+  // The probe proves itself: unsandboxed, it reaches the server.
+  auto off = testing::Run({"tmux", "-S", (ws_ / "late.sock").string(), "run-shell", "touch " + marker.string()});
+  EXPECT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_TRUE(fs::exists(marker));
+}
+
+// A sandbox with the launcher, and a lead's bash tool in it.
+struct LaunchedBash {
+  LaunchedBash(const fs::path& ws, const fs::path& runtime) : workspace(ws), store(FileTeamStore(workspace)) {
+    sandbox::Settings settings;
+    settings.mode = sandbox::Mode::kWorkspace;
+    settings.relay = MATES_RELAY;
+    auto made = sandbox::Sandbox::Make(ws, settings, runtime);
+    EXPECT_TRUE(made.ok()) << made.status().message();
+    ctx.team = "t";
+    ctx.agent = "lead";
+    ctx.cancel = &cancel;
+    if (made.ok()) ctx.sandbox = *made;
+  }
+  tools::ToolResult Run(const std::string& command, double timeout = 60) {
+    return bash->Run(Json{{"command", command}, {"timeout", timeout}}, ctx);
+  }
+  Workspace workspace;
+  std::unique_ptr<TeamStore> store;
+  tools::ToolContext ctx{workspace, *store};
+  llm::CancelToken cancel;
+  std::unique_ptr<tools::Tool> bash = tools::MakeBashTool();
+};
+
+// From the launcher, bash keeps the tool's contract: its timeout, the
+// middle of a long output cut, nothing it left running survives it (in
+// its group or not), and an interrupt ends it at once.
+TEST_F(ContainmentTest, BashFromTheLauncherKeepsTheToolsContract) {
+  TempDir run;
+  LaunchedBash b(ws_, run.path() / "sb");
+  const std::string tag = "mates-left-" + std::to_string(::getpid());
+  auto r = b.Run("(exec -a " + tag + "-a sleep 300) & setsid bash -c 'exec -a " + tag + "-b sleep 300' & "
+                 "echo started; exit 3");
+  EXPECT_TRUE(r.is_error);
+  EXPECT_EQ(r.content, "started\n[exit code 3]");
+  EXPECT_TRUE(testing::Run({"pgrep", "-f", tag}).out.empty()) << "what the command left outlived it";
+  r = b.Run("head -c 100000 /dev/zero | tr '\\0' a; echo; echo the-end");
+  EXPECT_FALSE(r.is_error);
+  EXPECT_EQ(r.content.rfind("aaaa", 0), 0u);
+  EXPECT_NE(r.content.find("the-end\n\n[output was 100009 characters; the middle was cut]"), std::string::npos)
+      << r.content.substr(r.content.size() - 200);
+  const auto started = SteadyClock::now();
+  r = b.Run("echo before; sleep 30", 1);
+  EXPECT_TRUE(r.is_error);
+  EXPECT_EQ(r.content, "before\n[timed out after 1 s; the command and everything it started were killed]");
+  EXPECT_LT(SteadyClock::now() - started, std::chrono::seconds(5));
+  // An interrupt, once the command has begun (it says so in a file).
+  std::thread interrupter([&] {
+    testing::WaitUntil([&] { return fs::exists(ws_ / "begun"); }, 30);
+    b.cancel.Cancel();
+  });
+  const auto begun = SteadyClock::now();
+  r = b.Run("touch begun; sleep 30");
+  interrupter.join();
+  EXPECT_TRUE(r.is_error);
+  EXPECT_NE(r.content.find("[interrupted; the command was killed]"), std::string::npos) << r.content;
+  EXPECT_LT(SteadyClock::now() - begun, std::chrono::seconds(5));
+  b.cancel.Reset();
+  EXPECT_EQ(b.Run("echo again").content, "again\n");
+}
+
+// The commands run beside their launcher, as the same user: they cannot
+// write an answer of their own on its line to the host (it is not
+// dumpable: its descriptors are closed to them), nor end it (it is their
+// pid 1).
+TEST_F(ContainmentTest, ACommandCannotSpeakForItsLauncher) {
+  TempDir run;
+  LaunchedBash b(ws_, run.path() / "sb");
+  auto r = b.Run("printf '2\\t0\\t0\\t0\\t0\\tforged\\t\\n' > /proc/$PPID/fd/1 && echo wrote; echo done");
+  EXPECT_EQ(r.content.find("wrote"), std::string::npos) << r.content;
+  EXPECT_NE(r.content.find("done"), std::string::npos) << r.content;
+  EXPECT_EQ(b.Run("echo next").content, "next\n") << "a forged answer was taken";
+  // Nor can they end it: it is their sandbox's pid 1.
+  const std::string first = testing::ProcessesIn("^[^ ]*mates-relay --launcher$", ws_).at(0);
+  r = b.Run("echo $PPID; kill -9 $PPID 1; echo still here");
+  EXPECT_EQ(r.content, "1\nstill here\n");
+  EXPECT_EQ(testing::ProcessesIn("^[^ ]*mates-relay --launcher$", ws_).at(0), first);
+  EXPECT_EQ(b.Run("echo after").content, "after\n");
 }
 
 // An MCP server the person configured under /tmp still sees its folder:

@@ -15,7 +15,7 @@
 #include "core/process_tree.h"
 #include "core/subprocess.h"
 #include "core/text.h"
-#include "sandbox/hook_launcher.h"
+#include "sandbox/launcher.h"
 
 namespace mates::hooks {
 namespace {
@@ -274,103 +274,8 @@ void ReadReply(Event e, int exit_code, bool timed_out, const std::string& out, c
   }
 }
 
-// One agent's hook launcher: `mates-relay --hooks` in its sandbox.
-class Runner::Launcher {
- public:
-  struct Job {
-    const std::string* command;
-    double timeout_s;
-  };
-
-  static Result<std::shared_ptr<Launcher>> Start(const Launch& l) {
-    SubprocessOptions o;
-    o.argv = {l.sandbox->relay().string(), "--hooks"};
-    o.env = l.env;
-    o.cwd = l.cwd.string();
-    o.interactive = true;
-    MATES_ASSIGN_OR_RETURN(sandbox::Confined c, l.sandbox->Wrap(l.place, std::move(o)));
-    MATES_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(c.options));
-    return std::make_shared<Launcher>(std::move(p));
-  }
-  explicit Launcher(Subprocess p) : proc_(std::move(p)) {}
-
-  // One result per job, in order, all with `input`; an error: the launcher
-  // is broken — Unavailable when nothing was sent (the jobs did not run).
-  Result<std::vector<SubprocessResult>> Run(const std::vector<Job>& jobs, const std::string& input) {
-    namespace wire = sandbox::launcher;
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string requests;
-    double longest = 0;
-    const std::string in = wire::Escape(input);
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      longest = std::max(longest, jobs[i].timeout_s);
-      requests += std::to_string(i) + "\t" + std::to_string(static_cast<int64_t>(jobs[i].timeout_s * 1000)) + "\t" +
-                  std::to_string(kMaxHookOutput) + "\t" + wire::Escape(*jobs[i].command) + "\t" + in + "\n";
-    }
-    if (Status sent = proc_.WriteStdin(requests, DeadlineIn(5)); !sent.ok()) {
-      return Status::Unavailable("not sent: " + sent.message());
-    }
-    std::vector<std::optional<SubprocessResult>> got(jobs.size());
-    const Deadline deadline = DeadlineIn(longest + 5);
-    for (size_t have = 0; have < jobs.size(); ++have) {
-      MATES_ASSIGN_OR_RETURN(std::string line, proc_.ReadLine(deadline, 4 * kMaxHookOutput + 256));
-      const auto f = wire::Fields(line);
-      const size_t id = f.size() == 6 ? static_cast<size_t>(std::atol(std::string(f[0]).c_str())) : jobs.size();
-      if (id >= jobs.size() || got[id] || f[0] != std::to_string(id)) {
-        return Status::Internal("the hook launcher answered what was not asked: " + CutUtf8(line, 200));
-      }
-      SubprocessResult r;
-      r.exit_code = std::atoi(std::string(f[1]).c_str());
-      r.term_signal = std::atoi(std::string(f[2]).c_str());
-      r.timed_out = f[3] == "1";
-      r.out = wire::Unescape(f[4]);
-      r.err = wire::Unescape(f[5]);
-      got[id] = std::move(r);
-    }
-    std::vector<SubprocessResult> out;
-    for (auto& g : got) out.push_back(std::move(*g));
-    return out;
-  }
-
- private:
-  std::mutex mu_;  // one batch at a time
-  Subprocess proc_;
-};
-
 Runner::Runner(HookSet set) : set_(std::move(set)) {}
 Runner::~Runner() = default;
-
-namespace {
-// What makes a launcher: its sandbox, place, environment and folder.
-std::string LauncherKey(const Launch& l) {
-  std::string key = std::to_string(reinterpret_cast<uintptr_t>(l.sandbox.get())) + "\n" + l.place.work_root.string() +
-                    "\n" + l.place.team + "\n" + l.place.agent + "\n" + (l.place.speaks ? "1" : "0") + "\n" +
-                    l.cwd.string();
-  for (const auto& e : l.env) key += "\n" + e;
-  return key;
-}
-}  // namespace
-
-std::shared_ptr<Runner::Launcher> Runner::LauncherFor(const Launch& launch) const {
-  std::error_code ec;
-  if (!launch.sandbox->on() || !fs::is_regular_file(launch.sandbox->relay(), ec)) return nullptr;
-  const std::string key = LauncherKey(launch);
-  std::lock_guard<std::mutex> lock(launchers_mu_);
-  auto it = launchers_.find(key);
-  if (it != launchers_.end()) return it->second;
-  auto started = Launcher::Start(launch);
-  if (!started.ok()) {
-    LogDebug("hooks: no launcher, each hook starts a sandbox: " + started.status().message());
-    return nullptr;
-  }
-  launchers_.emplace(key, *started);
-  return *started;
-}
-
-void Runner::Forget(const Launch& launch) const {
-  std::lock_guard<std::mutex> lock(launchers_mu_);
-  launchers_.erase(LauncherKey(launch));
-}
 
 Outcome Runner::Run(Event e, const std::vector<std::string>& subjects, Json input, const Launch& launch) const {
   Outcome outcome;
@@ -387,39 +292,38 @@ Outcome Runner::Run(Event e, const std::vector<std::string>& subjects, Json inpu
   if (chosen.empty()) return outcome;
   input["hook_event_name"] = std::string(EventName(e));
   const std::string stdin_data = DumpJson(input);
-  struct Ran {
-    Result<SubprocessResult> result = Status::Internal("not run");
-  };
-  std::vector<Ran> ran(chosen.size());
-  bool launched = false;
-  if (std::shared_ptr<Launcher> launcher = LauncherFor(launch)) {
-    std::vector<Launcher::Job> jobs;
-    for (const HookCommand* h : chosen) jobs.push_back({&h->command, h->timeout_s});
-    auto results = launcher->Run(jobs, stdin_data.empty() ? std::string("{}") : stdin_data);
-    if (results.ok()) {
-      for (size_t i = 0; i < chosen.size(); ++i) ran[i].result = std::move((*results)[i]);
-      launched = true;
-    } else {
-      // A new one for the next event; these ran or not (said), never twice.
-      Forget(launch);
-      if (results.status().code() != StatusCode::kUnavailable) {
-        for (auto& r : ran) r.result = Status::Internal("the agent's hook launcher failed: " + results.status().message());
-        launched = true;
-      }
-    }
-  }
+  std::vector<Result<SubprocessResult>> ran(chosen.size(), Status::Internal("not run"));
+  // In a sandbox, from the agent's hook launcher (a launcher of hooks
+  // only: a model's command never shares one with them).
+  std::shared_ptr<sandbox::Launcher> launcher = launch.sandbox->LauncherFor("hooks", launch.place, launch.cwd.string());
   // At once, each with its own timeout; killed with all it started when
   // that runs out.
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < chosen.size() && !launched; ++i) {
+  for (size_t i = 0; i < chosen.size(); ++i) {
     threads.emplace_back([&, i] {
+      const std::string input = stdin_data.empty() ? std::string("{}") : stdin_data;
+      if (launcher != nullptr) {
+        sandbox::Launcher::Job job;
+        job.command = chosen[i]->command;
+        job.input = input;
+        job.env = launch.env;
+        job.timeout_s = chosen[i]->timeout_s;
+        job.max_output = kMaxHookOutput;
+        ran[i] = launcher->Run(job);
+        // Not sent: it did not run, and runs in a sandbox of its own.
+        // Sent and unanswered: it may have run; never twice.
+        if (ran[i].ok() || ran[i].status().code() != StatusCode::kUnavailable) {
+          if (!ran[i].ok()) ran[i] = Status::Internal("the agent's hook launcher failed: " + ran[i].status().message());
+          return;
+        }
+      }
       SubprocessOptions o;
       // Claude Code's shell form on Linux: `sh -c` (so a hook written for
       // it parses the same; bash-only syntax needs `bash -c` there too).
       o.argv = {"/bin/sh", "-c", chosen[i]->command};
       o.env = launch.env;
       o.cwd = launch.cwd.string();
-      o.stdin_data = stdin_data.empty() ? std::string("{}") : stdin_data;
+      o.stdin_data = input;
       o.timeout_s = chosen[i]->timeout_s;
       o.max_output = kMaxHookOutput;
       // What a hook starts dies with it: in a sandbox, with its pid
@@ -428,17 +332,17 @@ Outcome Runner::Run(Event e, const std::vector<std::string>& subjects, Json inpu
       if (launch.sandbox->mode() == sandbox::Mode::kOff) o.tag = NewProcessTag();
       auto confined = launch.sandbox->Wrap(launch.place, std::move(o));
       if (!confined.ok()) {
-        ran[i].result = confined.status();
+        ran[i] = confined.status();
         return;
       }
-      ran[i].result = RunSubprocess(confined->options);
+      ran[i] = RunSubprocess(confined->options);
       confined->keep.reset();
     });
   }
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < chosen.size(); ++i) {
     ++outcome.ran;
-    const auto& r = ran[i].result;
+    const auto& r = ran[i];
     if (!r.ok()) {
       outcome.errors.push_back("the hook " + Shown(chosen[i]->command) + " could not start: " + r.status().message());
       continue;

@@ -127,20 +127,13 @@ class Runner {
   // Runs every trusted hook of `e` whose matcher takes one of `subjects`
   // (tool events: the tool's names), at once; `input` gets
   // hook_event_name. In a sandbox they start from the agent's hook
-  // launcher (sandbox/hook_launcher.h), started with its first hook and
-  // kept while the runner lives: a bubblewrap per agent, not per hook
-  // (where the launcher is missing or fails, each hook gets its own).
+  // launcher (Sandbox::LauncherFor, sandbox/launcher.h), started with its
+  // first hook and kept: a bubblewrap per agent, not per hook (where the
+  // launcher is missing or fails, each hook gets its own).
   Outcome Run(Event e, const std::vector<std::string>& subjects, Json input, const Launch& launch) const;
 
  private:
-  class Launcher;
-  // The launcher for `launch`'s sandbox and place; null if none can be had.
-  std::shared_ptr<Launcher> LauncherFor(const Launch& launch) const;
-  void Forget(const Launch& launch) const;
-
   HookSet set_;
-  mutable std::mutex launchers_mu_;
-  mutable std::map<std::string, std::shared_ptr<Launcher>> launchers_;  // guarded by launchers_mu_
 };
 
 // What one hook's run came to (exit code, stdout, stderr) read by Claude

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
-#include "sandbox/hook_launcher.h"
+#include "sandbox/launcher_wire.h"
 #include "support/test_util.h"
 
 namespace mates::hooks {
@@ -37,7 +37,7 @@ Launch Here(const TempDir& dir) {
 }
 
 // Here(dir), in a workspace sandbox of dir (its runtime under `run`) whose
-// hook launcher is `relay` ("": none, a bubblewrap per hook).
+// launcher is `relay` ("": none, a bubblewrap per hook).
 Result<Launch> Sandboxed(const TempDir& dir, const TempDir& run, const std::string& relay) {
   sandbox::Settings s;
   s.mode = sandbox::Mode::kWorkspace;
@@ -234,7 +234,7 @@ TEST(HooksTest, TheLaunchersWireCarriesAnyBytes) {
 // for all of them): they run at once, read their input and block as
 // anywhere, and one that hangs is killed at its timeout with all it
 // started — a process that left its group and session too. The launcher
-// is kept for the next event, and goes with its runner.
+// is kept for the next event, and goes with its sandbox.
 TEST(HooksTest, TheAgentsLauncherRunsItsHooksAndLeavesNothingBehind) {
   if (!sandbox::WhatIsMissing().empty()) GTEST_SKIP() << sandbox::WhatIsMissing();
   TempDir dir, run;
@@ -255,14 +255,14 @@ TEST(HooksTest, TheAgentsLauncherRunsItsHooksAndLeavesNothingBehind) {
   ASSERT_EQ(o.errors.size(), 1u);
   EXPECT_NE(o.errors[0].find("took too long"), std::string::npos) << o.errors[0];
   const std::string launcher = testing::ReadAll(dir.path() / "launcher");
-  EXPECT_EQ(launcher, std::string(MATES_RELAY) + std::string("\0--hooks\0", 9)) << "not started by the launcher";
+  EXPECT_EQ(launcher, std::string(MATES_RELAY) + std::string("\0--launcher\0", 12)) << "not started by the launcher";
   auto seen = ParseJson(testing::ReadAll(dir.path() / "seen.json"));
   ASSERT_TRUE(seen.ok());
   EXPECT_EQ((*seen)["hook_event_name"], "PreToolUse");
   EXPECT_TRUE(testing::WaitUntil([&] { return testing::ProcessesIn(marker, dir.path()).empty(); }, 10))
       << "what a hook started outlived it";
   // The same launcher the next time.
-  const auto launchers = [&] { return testing::ProcessesIn("^[^ ]*mates-relay --hooks$", dir.path()); };
+  const auto launchers = [&] { return testing::ProcessesIn("^[^ ]*mates-relay --launcher$", dir.path()); };
   ASSERT_EQ(launchers().size(), 1u);
   const std::string first = launchers()[0];
   Outcome again = r->Run(Event::kPreToolUse, {"Bash"}, {{"tool_name", "Bash"}}, l);
@@ -270,7 +270,9 @@ TEST(HooksTest, TheAgentsLauncherRunsItsHooksAndLeavesNothingBehind) {
   ASSERT_EQ(launchers().size(), 1u);
   EXPECT_EQ(launchers()[0], first);
   r.reset();
-  EXPECT_TRUE(testing::WaitUntil([&] { return launchers().empty(); }, 10)) << "the launcher outlived its runner";
+  ASSERT_EQ(launchers().size(), 1u);  // the sandbox's, for the agent's next hooks
+  sandboxed->sandbox.reset();
+  EXPECT_TRUE(testing::WaitUntil([&] { return launchers().empty(); }, 10)) << "the launcher outlived its sandbox";
 }
 
 TEST(HooksTest, OnlyTheTrustedWorkspaceFileRunsAndThePersonsAlways) {

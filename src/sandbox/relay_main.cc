@@ -1,5 +1,5 @@
 // mates-relay SOCKET PORTS -- COMMAND…   (PORTS: "3128,5432")
-// mates-relay --hooks                      (sandbox/hook_launcher_main.cc)
+// mates-relay --launcher                   (sandbox/launcher_main.cc)
 //
 // The first process of a sandbox that may reach the network (DESIGN §18,
 // sandbox/net_proxy.h): listens on 127.0.0.1 at each port inside the
@@ -72,10 +72,10 @@ void Relay(int client, std::string proxy, int port) {
 
 }  // namespace
 
-int HookLauncherMain();
+int LauncherMain();
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string(argv[1]) == "--hooks") return HookLauncherMain();
+  if (argc == 2 && std::string(argv[1]) == "--launcher") return LauncherMain();
   if (argc < 5 || std::string(argv[3]) != "--") {
     std::fprintf(stderr, "usage: mates-relay SOCKET PORTS -- COMMAND...\n");
     return 2;

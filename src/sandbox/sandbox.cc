@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "core/log.h"
 #include "core/secrets.h"
+#include "sandbox/launcher.h"
 
 namespace mates::sandbox {
 namespace {
@@ -431,6 +433,10 @@ Sandbox::Sandbox(fs::path ws, Settings settings, fs::path runtime_dir)
     : ws_(std::move(ws)), settings_(std::move(settings)), runtime_dir_(std::move(runtime_dir)) {}
 
 Sandbox::~Sandbox() {
+  {
+    std::lock_guard<std::mutex> lock(launchers_mu_);
+    launchers_.clear();  // before the proxy and the runtime folder they use
+  }
   proxy_.reset();
   if (!runtime_dir_.empty() && serving_ == Serving::kHere) {
     std::error_code ec;
@@ -499,7 +505,7 @@ Result<fs::path> Sandbox::TmpFor(const Place& place) const {
   return tmp;
 }
 
-Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
+Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o, Sight* sight, Init init) const {
   Confined c;
   if (!on()) {
     c.options = std::move(o);
@@ -507,7 +513,8 @@ Result<Confined> Sandbox::Wrap(const Place& place, SubprocessOptions o) const {
   }
   auto fd = PipeOf(filter_);
   if (!fd.ok()) return fd.status();
-  MATES_ASSIGN_OR_RETURN(o.argv, Args(place, o.argv, o.cwd, /*long_lived=*/o.interactive, std::to_string(fd->get())));
+  MATES_ASSIGN_OR_RETURN(o.argv,
+                         Args(place, o.argv, o.cwd, /*long_lived=*/o.interactive, std::to_string(fd->get()), sight, init));
   o.keep_fds.push_back(fd->get());
   c.options = std::move(o);
   c.keep = std::move(*fd);
@@ -535,7 +542,7 @@ fs::path Sandbox::NetDir() const { return runtime_dir_ / "net"; }
 
 Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::vector<std::string>& command,
                                                const std::string& cwd, bool long_lived,
-                                               const std::string& seccomp_fd) const {
+                                               const std::string& seccomp_fd, Sight* sight, Init init) const {
   const fs::path root = place.work_root.empty() ? ws_ : Real(place.work_root);
   MATES_ASSIGN_OR_RETURN(fs::path tmp, TmpFor(place));
   fs::path quarantine;  // a worktree's own object folder
@@ -628,9 +635,18 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
   // ssh-agent or container engine there runs what it is told, outside.
   // Each is covered by /dev/null. Those under a hidden folder (the private
   // /tmp, /run, this host's runtime folder) are out of sight already.
-  // (A socket bound after this process starts is not covered: /run and
-  // /tmp, where services put theirs, stay hidden whole.)
-  for (const fs::path& sock : BoundSockets()) {
+  // A socket bound after it starts is not covered (/run and /tmp, where
+  // services put theirs, stay hidden whole): a long-lived sandbox that
+  // runs what a model wrote (a launcher) is given up once one comes into
+  // its sight (Sight, LauncherFor).
+  if (sight != nullptr) {
+    sight->rules.clear();
+    for (const Mount& mt : m.Ordered()) {
+      sight->rules.emplace_back(mt.path, mt.kind == Kind::kHideDir || mt.kind == Kind::kTmp || mt.kind == Kind::kHideFile);
+    }
+  }
+  std::vector<fs::path> sockets = BoundSockets();
+  for (const fs::path& sock : sockets) {
     const fs::path p = Real(sock);
     const Mount* cover = m.Covering(p);
     if (cover != nullptr && (cover->kind == Kind::kHideDir || cover->kind == Kind::kTmp)) continue;
@@ -639,9 +655,11 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
     if (::lstat(p.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     m.Add(p, Kind::kHideFile);
   }
+  if (sight != nullptr) sight->sockets = std::move(sockets);
 
   std::vector<std::string> argv = BaseArgs(bwrap_);
   if (!long_lived) argv.push_back("--die-with-parent");  // a long-lived server's spawning thread may end first
+  if (init == Init::kCommandIsInit) argv.push_back("--as-pid-1");
   for (const Mount& mt : m.Ordered()) {
     const std::string p = mt.path.string();
     switch (mt.kind) {
@@ -682,6 +700,56 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
   }
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
+}
+
+bool Sight::ShowsANewSocket() const {
+  for (const fs::path& sock : BoundSockets()) {
+    if (std::binary_search(sockets.begin(), sockets.end(), sock)) continue;
+    const fs::path p = Real(sock);
+    // The deepest rule at or above it decides (as Mounts::Covering).
+    bool hidden = false;
+    long depth = -1;
+    for (const auto& [path, hides] : rules) {
+      auto [end, at] = std::mismatch(path.begin(), path.end(), p.begin(), p.end());
+      if (end != path.end()) continue;
+      const long d = std::distance(path.begin(), path.end());
+      if (d > depth) {
+        depth = d;
+        hidden = hides;
+      }
+    }
+    struct stat st {};
+    if (!hidden && ::lstat(p.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<Launcher> Sandbox::LauncherFor(const std::string& purpose, const Place& place,
+                                               const std::string& cwd) const {
+  std::error_code ec;
+  if (!on() || !fs::is_regular_file(relay_, ec)) return nullptr;
+  std::string key = purpose + "\n" + place.work_root.string() + "\n" + place.team + "\n" + place.agent + "\n" +
+                    (place.speaks ? "1" : "0") + "\n" + cwd;
+  for (const auto& p : place.programs) key += "\n" + p.string();
+  std::shared_ptr<Launcher> old;  // ends once its last caller lets go, outside the lock
+  {
+    std::lock_guard<std::mutex> lock(launchers_mu_);
+    auto it = launchers_.find(key);
+    if (it != launchers_.end()) {
+      if (!it->second->broken() && !it->second->SeesANewSocket()) return it->second;
+      old = std::move(it->second);
+      launchers_.erase(it);
+    }
+  }
+  // Started unlocked (a bubblewrap: milliseconds), so that agents starting
+  // together do not wait for each other's; the first one kept wins.
+  auto started = Launcher::Start(*this, place, cwd);
+  if (!started.ok()) {
+    LogDebug("sandbox: no launcher for " + purpose + ", a sandbox per command: " + started.status().message());
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(launchers_mu_);
+  return launchers_.emplace(key, *started).first->second;
 }
 
 std::string Sandbox::Explain(std::string_view output, const Place& place) const {

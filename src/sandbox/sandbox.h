@@ -11,7 +11,9 @@
 //    hidden under empty read-only folders or /dev/null), a pid namespace
 //    (nothing outside the tool's own tree can be seen, signalled or traced,
 //    and all of it dies with its first process: a double fork cannot
-//    outlive the tool), and a network namespace with loopback only.
+//    outlive it; an agent's launcher, its pid 1, kills what a command left
+//    before it answers, sandbox/launcher.h), and a network namespace with
+//    loopback only.
 //    bubblewrap does the namespace and mount work well and is what
 //    Flatpak and Claude Code use; doing it by hand would be ~1,000 lines of
 //    setup that is easy to get subtly wrong.
@@ -39,9 +41,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/files.h"
@@ -99,6 +104,19 @@ struct Confined {
   ScopedFd keep;
 };
 
+// What one sandbox shows of the host's unix sockets (a socket answers
+// connect() on a read-only mount): its rules, each a path and whether it
+// hides what is below it, and the sockets bound when it was made (each
+// covered then where in sight). For a long-lived one (a launcher): has a
+// socket bound since come into its sight?
+struct Sight {
+  std::vector<std::pair<fs::path, bool>> rules;
+  std::vector<fs::path> sockets;  // sorted
+  bool ShowsANewSocket() const;
+};
+
+class Launcher;  // sandbox/launcher.h
+
 class Sandbox {
  public:
   // The sandbox that is none (`--sandbox off`): Wrap changes nothing.
@@ -133,7 +151,7 @@ class Sandbox {
   static fs::path GateDirOf(const fs::path& runtime_dir, const std::string& team, const std::string& agent);
   fs::path NetDir() const;
   const fs::path& runtime_dir() const { return runtime_dir_; }
-  // mates-relay (also the hook launcher, sandbox/hook_launcher.h).
+  // mates-relay (also the launcher, sandbox/launcher.h).
   const fs::path& relay() const { return relay_; }
 
   Mode mode() const { return settings_.mode; }
@@ -144,8 +162,20 @@ class Sandbox {
   const NetProxy* proxy() const { return proxy_.get(); }
 
   // `o` rewritten to run inside for `place` (unchanged when off). Safe
-  // from any thread.
-  Result<Confined> Wrap(const Place& place, SubprocessOptions o) const;
+  // from any thread. `sight`, if given, gets what it shows of sockets.
+  // kCommandIsInit (a launcher): the command is the sandbox's pid 1, which
+  // nothing inside can kill, and whose end ends everything inside.
+  enum class Init { kBubblewrap, kCommandIsInit };
+  Result<Confined> Wrap(const Place& place, SubprocessOptions o, Sight* sight = nullptr,
+                        Init init = Init::kBubblewrap) const;
+  // The launcher (sandbox/launcher.h) that starts `purpose`'s commands
+  // ("bash", "hooks": never one for both, so that a model's command
+  // cannot reach a hook's) for `place` in `cwd`: started with the first
+  // and kept while this sandbox lives; a new one once the old one broke
+  // or a socket bound since came into its sight. Null when off, when
+  // mates-relay is missing or a launcher cannot start (said in the debug
+  // log): the caller then starts a sandbox per command.
+  std::shared_ptr<Launcher> LauncherFor(const std::string& purpose, const Place& place, const std::string& cwd) const;
   // `argv` as a tmux pane runs it inside, in `cwd`: bwrap behind a shell
   // that hands it the seccomp filter from a file (no descriptor of ours
   // reaches a pane). Unchanged when off.
@@ -162,7 +192,8 @@ class Sandbox {
   Result<fs::path> TmpFor(const Place& place) const;
   // bwrap's arguments for `command`, the filter read from `seccomp_fd`.
   Result<std::vector<std::string>> Args(const Place& place, const std::vector<std::string>& command,
-                                        const std::string& cwd, bool long_lived, const std::string& seccomp_fd) const;
+                                        const std::string& cwd, bool long_lived, const std::string& seccomp_fd,
+                                        Sight* sight = nullptr, Init init = Init::kBubblewrap) const;
 
   const fs::path ws_;
   const Settings settings_;
@@ -177,6 +208,8 @@ class Sandbox {
   GateOf proxy_of_;
   std::vector<NetRule> rules_;
   std::unique_ptr<NetProxy> proxy_;  // when served here
+  mutable std::mutex launchers_mu_;
+  mutable std::map<std::string, std::shared_ptr<Launcher>> launchers_;  // guarded by launchers_mu_
 };
 
 // A private folder for a sandbox's runtime: $TMPDIR/mates-UID/NAME.PID,

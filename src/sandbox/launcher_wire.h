@@ -1,11 +1,18 @@
-// The hook launcher's wire (DESIGN §22): one line per request and per
-// answer between a host and `mates-relay --hooks` (sandbox/
-// hook_launcher_main.cc), kept running in an agent's sandbox so that its
-// hooks start there without a bubblewrap each.
+// The launcher's wire (DESIGN §18, §22): one line per request and per
+// answer between a host and `mates-relay --launcher` (sandbox/
+// launcher_main.cc), kept running in an agent's sandbox so that its bash
+// commands and its hooks start there without a bubblewrap each.
 //
-//   request:  ID \t TIMEOUT_MS \t MAX_OUTPUT \t COMMAND \t STDIN \n
-//   answer:   ID \t EXIT \t SIGNAL \t TIMED_OUT \t STDOUT \t STDERR \n
+//   run:     ID \t TIMEOUT_MS \t MAX_OUTPUT \t FLAGS \t ENV \t COMMAND \t STDIN \n
+//   kill:    ID \t kill \n
+//   answer:  ID \t EXIT \t SIGNAL \t TIMED_OUT \t DROPPED \t STDOUT \t STDERR \n
 //
+// FLAGS: letters — b: `/bin/bash -c` (else `/bin/sh -c`); m: stderr into
+// stdout; c: past MAX_OUTPUT keep the head and the tail (else the head).
+// ENV: the command's environment, its entries joined by NUL bytes ("" =
+// the launcher's own); the sandbox's own variables (TMPDIR, the gate, the
+// proxy) win over it. DROPPED: the bytes of output not kept. A kill
+// request kills the job's process group; its answer comes as usual.
 // Text fields are escaped (\\ \n \t) so that no field holds a tab and no
 // line a newline. Header-only, with no library but the C++ one: both the
 // host and the launcher use it.

@@ -1,11 +1,18 @@
-// `mates-relay --hooks`: the hook launcher (DESIGN §22), the one process
-// an agent's hooks are started from inside its sandbox. It reads requests
-// on stdin (sandbox/hook_launcher.h), runs each with `/bin/sh -c` in a
-// process group of its own, feeds it its input, keeps its output (up to
-// the bound asked), kills its group at its timeout, and answers on stdout.
-// Requests run at once, each on a thread. It is the sandbox's subreaper:
-// whatever a hook left running (a daemon, a double fork) is killed once
-// no hook runs. At the end of its input it ends, and the sandbox with it.
+// `mates-relay --launcher`: the launcher (DESIGN §18, §22), the one
+// process an agent's bash commands (and, in a launcher of their own, its
+// hooks) are started from inside its sandbox. It reads requests on stdin
+// (sandbox/launcher_wire.h), runs each with `/bin/sh -c` or `/bin/bash -c`
+// in a process group of its own, feeds it its input, keeps its output (up
+// to the bound asked: the head, or the head and the tail), kills its group
+// at its timeout or when asked, and answers on stdout. Requests run at
+// once, each on a thread. It is the sandbox's subreaper: whatever a
+// command left running (a daemon, a double fork) is killed once none
+// runs, before the last one's answer. At the end of its input it ends, and
+// the sandbox with it.
+//
+// It is not dumpable: the commands it runs, in its sandbox as the same
+// user, cannot open its descriptors through /proc (every capability is
+// dropped there) and so cannot write an answer of their own to the host.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,27 +22,34 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
-#include "sandbox/hook_launcher.h"
+#include "sandbox/launcher_wire.h"
 
 namespace {
 
 namespace wire = mates::sandbox::launcher;
 
+extern "C" char** environ;
+
 std::mutex g_out_mu;     // one answer at a time on stdout
-std::mutex g_spawn_mu;   // starting a hook, and the sweep, exclusive
-int g_running = 0;       // hooks running; g_spawn_mu
+std::mutex g_spawn_mu;   // starting a command, and the sweep, exclusive
+int g_running = 0;       // commands running; g_spawn_mu
+std::map<std::string, pid_t> g_groups;  // each running job's process group, by id; g_spawn_mu
 
 bool WriteAll(int fd, const std::string& s) {
   size_t at = 0;
@@ -64,10 +78,10 @@ pid_t ParentOf(pid_t pid) {
   return ppid;
 }
 
-// Every process below this one: what hooks left behind (as the subreaper,
+// Every process below this one: what commands left behind (as the subreaper,
 // whatever they orphaned is below it too). Only descendants, so that a
 // launcher run outside a pid namespace could still harm nothing else.
-// g_spawn_mu held, no hook running.
+// g_spawn_mu held, no command running.
 void Sweep() {
   const pid_t self = ::getpid();
   // Round after round until a look finds none: one killed may have had
@@ -110,12 +124,68 @@ struct Job {
   std::string id;
   long timeout_ms = 60000;
   size_t max_output = 1 << 20;
+  bool bash = false;    // b
+  bool merge = false;   // m
+  bool middle = false;  // c
+  std::string env;      // entries joined by NUL; "" = ours
   std::string command;
   std::string input;
 };
 
-void Keep(std::string* into, const char* data, size_t n, size_t max) {
-  if (into->size() < max) into->append(data, std::min(n, max - into->size()));
+// One stream's output as kept: the head, and with `middle` the tail too
+// (half of the bound each), and how much was not.
+class Kept {
+ public:
+  Kept(size_t max, bool middle) : head_max_(middle ? max - max / 2 : max), tail_max_(middle ? max / 2 : 0) {}
+  void Add(const char* data, size_t n) {
+    const size_t to_head = std::min(n, head_max_ - head_.size());
+    head_.append(data, to_head);
+    data += to_head;
+    n -= to_head;
+    if (n == 0) return;
+    if (tail_max_ == 0) {
+      dropped_ += n;
+      return;
+    }
+    tail_.append(data, n);
+    if (tail_.size() > tail_max_) {
+      const size_t cut = tail_.size() - tail_max_;
+      dropped_ += cut;
+      tail_.erase(0, cut);
+    }
+  }
+  std::string Take() { return head_ + tail_; }
+  size_t dropped() const { return dropped_; }
+
+ private:
+  const size_t head_max_, tail_max_;
+  std::string head_, tail_;
+  size_t dropped_ = 0;
+};
+
+// The job's environment: its own entries, then this process's (what the
+// sandbox set: they win). Points into `job` and `environ`.
+std::vector<char*> EnvironmentOf(Job& job) {
+  std::vector<char*> out;
+  std::vector<std::string_view> names;
+  auto name_of = [](std::string_view e) { return e.substr(0, e.find('=')); };
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) names.push_back(name_of(*e));
+  if (!job.env.empty()) {
+    for (size_t at = 0; at <= job.env.size();) {
+      size_t end = job.env.find('\0', at);
+      if (end == std::string::npos) end = job.env.size();
+      char* entry = job.env.data() + at;  // NUL-ended: by the next separator, or the string's own
+      const std::string_view e(entry, end - at);
+      if (e.find('=') != std::string_view::npos &&
+          std::find(names.begin(), names.end(), name_of(e)) == names.end()) {
+        out.push_back(entry);
+      }
+      at = end + 1;
+    }
+  }
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.push_back(*e);
+  out.push_back(nullptr);
+  return out;
 }
 
 void RunJob(Job job, std::shared_ptr<std::atomic<bool>> done) {
@@ -123,33 +193,37 @@ void RunJob(Job job, std::shared_ptr<std::atomic<bool>> done) {
     std::atomic<bool>* d;
     ~Done() { d->store(true); }
   } said{done.get()};
-  int in[2], out[2], err[2];
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   pid_t pid = -1;
   int pidfd = -1;
+  std::vector<char*> env = EnvironmentOf(job);
+  const char* shell = job.bash ? "/bin/bash" : "/bin/sh";
   {
     std::lock_guard<std::mutex> l(g_spawn_mu);
-    if (::pipe2(in, O_CLOEXEC) == 0 && ::pipe2(out, O_CLOEXEC) == 0 && ::pipe2(err, O_CLOEXEC) == 0) {
+    if (::pipe2(in, O_CLOEXEC) == 0 && ::pipe2(out, O_CLOEXEC) == 0 && (job.merge || ::pipe2(err, O_CLOEXEC) == 0)) {
       pid = ::fork();
       if (pid == 0) {
         ::setpgid(0, 0);
         ::signal(SIGPIPE, SIG_DFL);
         ::dup2(in[0], 0);
         ::dup2(out[1], 1);
-        ::dup2(err[1], 2);
-        ::execl("/bin/sh", "sh", "-c", job.command.c_str(), static_cast<char*>(nullptr));
+        ::dup2(job.merge ? out[1] : err[1], 2);
+        const char* argv[] = {job.bash ? "bash" : "sh", "-c", job.command.c_str(), nullptr};
+        ::execve(shell, const_cast<char**>(argv), env.data());
         ::_exit(127);
       }
       if (pid > 0) {
         ::setpgid(pid, pid);
         ++g_running;
+        g_groups[job.id] = pid;
         pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
       }
-      ::close(in[0]);
-      ::close(out[1]);
-      ::close(err[1]);
+    }
+    for (int fd : {in[0], out[1], err[1]}) {
+      if (fd >= 0) ::close(fd);
     }
   }
-  std::string o, e;
+  Kept o(job.max_output, job.middle), e(job.max_output, job.middle);
   int code = -1, sig = 0;
   bool timed_out = false;
   if (pid > 0) {
@@ -197,7 +271,7 @@ void RunJob(Job job, std::shared_ptr<std::atomic<bool>> done) {
         if (at < 0 || p[at].revents == 0) continue;
         ssize_t r = ::read(*fd, buf, sizeof buf);
         if (r > 0) {
-          Keep(into, buf, static_cast<size_t>(r), job.max_output);
+          into->Add(buf, static_cast<size_t>(r));
         } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
           ::close(*fd);
           *fd = -1;
@@ -222,19 +296,33 @@ void RunJob(Job job, std::shared_ptr<std::atomic<bool>> done) {
       if (fd >= 0) ::close(fd);
     }
     std::lock_guard<std::mutex> l(g_spawn_mu);
+    g_groups.erase(job.id);
     if (--g_running == 0) Sweep();
+  } else {
+    for (int fd : {in[1], out[0], err[0]}) {
+      if (fd >= 0) ::close(fd);
+    }
   }
   std::string line = job.id + "\t" + std::to_string(code) + "\t" + std::to_string(sig) + "\t" + (timed_out ? "1" : "0") +
-                     "\t" + wire::Escape(o) + "\t" + wire::Escape(pid > 0 ? e : "cannot start /bin/sh") + "\n";
+                     "\t" + std::to_string(o.dropped() + e.dropped()) + "\t" + wire::Escape(o.Take()) + "\t" +
+                     wire::Escape(pid > 0 ? e.Take() : std::string("cannot start ") + shell) + "\n";
   std::lock_guard<std::mutex> l(g_out_mu);
   (void)WriteAll(1, line);
 }
 
+// A kill request: the job's group, if it runs.
+void Kill(const std::string& id) {
+  std::lock_guard<std::mutex> l(g_spawn_mu);
+  auto it = g_groups.find(id);
+  if (it != g_groups.end()) ::kill(-it->second, SIGKILL);
+}
+
 }  // namespace
 
-int HookLauncherMain() {
+int LauncherMain() {
   ::signal(SIGPIPE, SIG_IGN);
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  ::prctl(PR_SET_DUMPABLE, 0);
   std::string pending;
   char buf[65536];
   // Each request's thread, joined once it is done (and all at the end).
@@ -255,13 +343,19 @@ int HookLauncherMain() {
     size_t nl;
     while ((nl = pending.find('\n')) != std::string::npos) {
       auto f = wire::Fields(std::string_view(pending).substr(0, nl));
-      if (f.size() == 5) {
+      if (f.size() == 2 && f[1] == "kill") {
+        Kill(std::string(f[0]));
+      } else if (f.size() == 7) {
         Job j;
         j.id = std::string(f[0]);
         j.timeout_ms = std::max(1L, std::atol(std::string(f[1]).c_str()));
         j.max_output = static_cast<size_t>(std::max(1L, std::atol(std::string(f[2]).c_str())));
-        j.command = wire::Unescape(f[3]);
-        j.input = wire::Unescape(f[4]);
+        j.bash = f[3].find('b') != std::string_view::npos;
+        j.merge = f[3].find('m') != std::string_view::npos;
+        j.middle = f[3].find('c') != std::string_view::npos;
+        j.env = wire::Unescape(f[4]);
+        j.command = wire::Unescape(f[5]);
+        j.input = wire::Unescape(f[6]);
         auto done = std::make_shared<std::atomic<bool>>(false);
         jobs.emplace_back(std::thread(RunJob, std::move(j), done), done);
       }
