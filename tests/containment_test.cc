@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -181,6 +182,27 @@ TEST_F(ContainmentTest, ASocketBoundAfterTheAgentsLauncherStartedIsNotReachable)
   auto off = testing::Run({"tmux", "-S", (ws_ / "late.sock").string(), "run-shell", "touch " + marker.string()});
   EXPECT_EQ(off.exit_code, 0) << off.err;
   EXPECT_TRUE(fs::exists(marker));
+  fs::remove(marker);
+
+  // A server the person restarts binds a new socket where its old one was
+  // (covered then): the new one is not covered by that mount.
+  auto again = std::make_unique<PersonsTmux>(ws_ / "again.sock");
+  EXPECT_EQ(run_bash("echo $((1+1))"), "2\n");  // a launcher that covered again.sock
+  again.reset();
+  // (Its server gone: nothing listens there any more.)
+  const auto listening = [&](const fs::path& path) {
+    ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return !listening(ws_ / "again.sock"); }, 10));
+  again = std::make_unique<PersonsTmux>(ws_ / "again.sock");
+  EXPECT_EQ(run_bash("if tmux -S again.sock run-shell 'touch " + marker.string() +
+                     "' 2>/dev/null; then echo reached; else echo refused; fi"),
+            "refused\n");
+  EXPECT_FALSE(fs::exists(marker)) << "the person's restarted tmux ran a command for the sandbox";
 }
 
 // A sandbox with the launcher, and a lead's bash tool in it.

@@ -233,12 +233,13 @@ std::vector<std::string> BaseArgs(const std::string& bwrap) {
           "--ro-bind-try", "/proc/bus",    "/proc/bus",      "--ro-bind-try", "/proc/fs",  "/proc/fs"};
 }
 
-// The unix sockets bound in this machine's network namespace, by path
-// (/proc/net/unix: "Num RefCount Protocol Flags Type St Inode Path").
-// Abstract ones (@…) are not here: a sandbox's own network namespace has
-// none of the host's.
-std::vector<fs::path> BoundSockets() {
-  std::vector<fs::path> out;
+// The unix sockets bound in this machine's network namespace: each one's
+// inode and path (/proc/net/unix: "Num RefCount Protocol Flags Type St
+// Inode Path"), sorted. Abstract ones (@…) are not here: a sandbox's own
+// network namespace has none of the host's. A socket bound again where
+// one was (a server restarted) has a new inode.
+std::vector<std::pair<uint64_t, fs::path>> BoundSocketEntries() {
+  std::vector<std::pair<uint64_t, fs::path>> out;
   auto text = ReadFilePrefix("/proc/net/unix", 8 << 20);
   if (!text.ok()) return out;
   size_t at = text->find('\n');  // the header
@@ -247,14 +248,16 @@ std::vector<fs::path> BoundSockets() {
     at = text->find('\n', from);
     const std::string_view line(text->data() + from, (at == std::string::npos ? text->size() : at) - from);
     // Seven fields, then the path, which may hold spaces.
-    size_t field = 0, i = 0;
+    size_t field = 0, i = 0, inode_at = 0;
     while (i < line.size() && field < 7) {
       while (i < line.size() && line[i] == ' ') ++i;
+      if (field == 6) inode_at = i;
       while (i < line.size() && line[i] != ' ') ++i;
       ++field;
     }
     if (field < 7 || i + 1 >= line.size() || line[i + 1] != '/') continue;
-    out.emplace_back(std::string(line.substr(i + 1)));
+    const uint64_t inode = std::strtoull(std::string(line.substr(inode_at, i - inode_at)).c_str(), nullptr, 10);
+    out.emplace_back(inode, std::string(line.substr(i + 1)));
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -645,8 +648,8 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
       sight->rules.emplace_back(mt.path, mt.kind == Kind::kHideDir || mt.kind == Kind::kTmp || mt.kind == Kind::kHideFile);
     }
   }
-  std::vector<fs::path> sockets = BoundSockets();
-  for (const fs::path& sock : sockets) {
+  std::vector<std::pair<uint64_t, fs::path>> sockets = BoundSocketEntries();
+  for (const auto& [inode, sock] : sockets) {
     const fs::path p = Real(sock);
     const Mount* cover = m.Covering(p);
     if (cover != nullptr && (cover->kind == Kind::kHideDir || cover->kind == Kind::kTmp)) continue;
@@ -703,8 +706,9 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
 }
 
 bool Sight::ShowsANewSocket() const {
-  for (const fs::path& sock : BoundSockets()) {
-    if (std::binary_search(sockets.begin(), sockets.end(), sock)) continue;
+  for (const auto& entry : BoundSocketEntries()) {
+    if (std::binary_search(sockets.begin(), sockets.end(), entry)) continue;
+    const fs::path& sock = entry.second;
     const fs::path p = Real(sock);
     // The deepest rule at or above it decides (as Mounts::Covering).
     bool hidden = false;

@@ -40,6 +40,7 @@
 // `--sandbox off` as the way out; nothing degrades silently.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -107,11 +108,12 @@ struct Confined {
 // What one sandbox shows of the host's unix sockets (a socket answers
 // connect() on a read-only mount): its rules, each a path and whether it
 // hides what is below it, and the sockets bound when it was made (each
-// covered then where in sight). For a long-lived one (a launcher): has a
-// socket bound since come into its sight?
+// covered then where in sight), by inode and path. For a long-lived one
+// (a launcher): has a socket bound since come into its sight? One bound
+// again where a covered one was counts: the old one's cover went with it.
 struct Sight {
   std::vector<std::pair<fs::path, bool>> rules;
-  std::vector<fs::path> sockets;  // sorted
+  std::vector<std::pair<uint64_t, fs::path>> sockets;  // sorted
   bool ShowsANewSocket() const;
 };
 
