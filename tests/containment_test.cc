@@ -344,6 +344,15 @@ TEST_F(ContainmentTest, TheKernelsKnobsAreReadOnlyEvenForARootHost) {
     auto off = testing::Run({"/bin/bash", "-c", "cat " + knob + " > " + knob + " && echo wrote"});
     EXPECT_NE(off.out.find("wrote"), std::string::npos) << "the probe proves nothing here: " << off.err;
   }
+  // The machine's root-only files: a root host's sandbox is uid 0 too, so
+  // their modes protect nothing; they are hidden by name. (Before: a root
+  // host's agent read /etc/shadow.)
+  const std::string shadow = RunInside(*box, ws_, "t", "lead", "cat /etc/shadow /etc/gshadow 2>/dev/null | wc -c");
+  EXPECT_EQ(shadow, "0\n");
+  if (::geteuid() == 0) {
+    auto off = testing::Run({"/bin/bash", "-c", "cat /etc/shadow /etc/gshadow 2>/dev/null | wc -c"});
+    EXPECT_NE(off.out, "0\n") << "the probe proves nothing here: " << off.err;
+  }
 }
 
 // Before: the default list missed mates' own MCP logins, Claude Code's,

@@ -379,6 +379,19 @@ std::vector<fs::path> DefaultSecrets() {
   }
   // The key files mates was given (ANTHROPIC_API_KEY_FILE, …).
   for (const auto& f : Secrets::KeyFiles()) out.push_back(f);
+  // The machine's own, which only root reads: for a host run as root the
+  // sandbox is uid 0 too (without capabilities; bubblewrap cannot map it
+  // to another uid and keep the work root writable, which takes idmapped
+  // mounts), so its file modes protect nothing there.
+  for (const char* f : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssl/private",
+                        "/etc/sudoers", "/etc/sudoers.d", "/root/.ssh", "/var/lib/sss/secrets"}) {
+    out.push_back(f);
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/etc/ssh", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("ssh_host_", 0) == 0 && n.size() > 4 && n.substr(n.size() - 4) == "_key") out.push_back(e.path());
+  }
   return out;
 }
 
