@@ -150,7 +150,7 @@ void SpawnBench() {
     if (&m == &modes[0]) {
       std::printf("  %-28s p50 %6.2f ms   p90 %6.2f ms\n", m.name, p50, p90);
     } else {
-      std::printf("  %-28s p50 %6.2f ms   p90 %6.2f ms   (+%.2f ms at p50)\n", m.name, p50, p90, p50 - off50);
+      std::printf("  %-28s p50 %6.2f ms   p90 %6.2f ms   (%+.2f ms at p50)\n", m.name, p50, p90, p50 - off50);
     }
   }
   std::printf("  target: a sandboxed command adds <= 1.5 ms at p50\n\n");
