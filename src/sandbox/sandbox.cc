@@ -38,6 +38,25 @@ struct Mount {
   Kind kind;
 };
 
+// Of `rules`, the deepest whose path (`path_of`) is `p` or above it; null
+// if none is. What decides how `p` looks inside (Mounts, Sight).
+template <typename Rules, typename PathOf>
+const typename Rules::value_type* Deepest(const Rules& rules, const fs::path& p, PathOf path_of) {
+  const typename Rules::value_type* best = nullptr;
+  long best_depth = -1;
+  for (const auto& r : rules) {
+    const fs::path& path = path_of(r);
+    auto [end, at] = std::mismatch(path.begin(), path.end(), p.begin(), p.end());
+    if (end != path.end()) continue;
+    const long depth = std::distance(path.begin(), path.end());
+    if (depth > best_depth) {
+      best = &r;
+      best_depth = depth;
+    }
+  }
+  return best;
+}
+
 // The mounts of one process: the later rule for a path wins, and they are
 // made parents first, so that a rule for a folder inside another's wins
 // over it (W writable, W/.teams read-only, W/.mates/worktrees/t/w1
@@ -56,18 +75,7 @@ class Mounts {
   // The rule that decides what `p` is inside: the deepest one at or above
   // it (nullptr: only `/`, read-only, covers it).
   const Mount* Covering(const fs::path& p) const {
-    const Mount* best = nullptr;
-    long best_depth = -1;
-    for (const auto& m : list_) {
-      auto [end, at] = std::mismatch(m.path.begin(), m.path.end(), p.begin(), p.end());
-      if (end != m.path.end()) continue;
-      const long depth = std::distance(m.path.begin(), m.path.end());
-      if (depth > best_depth) {
-        best = &m;
-        best_depth = depth;
-      }
-    }
-    return best;
+    return Deepest(list_, p, [](const Mount& m) -> const fs::path& { return m.path; });
   }
   std::vector<Mount> Ordered() const {
     std::vector<Mount> out = list_;
@@ -723,18 +731,8 @@ bool Sight::ShowsANewSocket() const {
     if (std::binary_search(sockets.begin(), sockets.end(), entry)) continue;
     const fs::path& sock = entry.second;
     const fs::path p = Real(sock);
-    // The deepest rule at or above it decides (as Mounts::Covering).
-    bool hidden = false;
-    long depth = -1;
-    for (const auto& [path, hides] : rules) {
-      auto [end, at] = std::mismatch(path.begin(), path.end(), p.begin(), p.end());
-      if (end != path.end()) continue;
-      const long d = std::distance(path.begin(), path.end());
-      if (d > depth) {
-        depth = d;
-        hidden = hides;
-      }
-    }
+    const auto* rule = Deepest(rules, p, [](const auto& r) -> const fs::path& { return r.first; });
+    const bool hidden = rule != nullptr && rule->second;
     struct stat st {};
     if (!hidden && ::lstat(p.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) return true;
   }
