@@ -244,7 +244,7 @@ TEST_F(ClusterTest, APaneThatCannotStartIsReportedAtOnce) {
   const fs::path claude_dir = dir_.path() / "claude-config";
   testing::WriteAll(dir_.path() / "cc.yaml", yaml + "    command: claude --verbose\n");
   r = testing::RunMates(dir_.path(), {"cluster", "up", "-c", (dir_.path() / "cc.yaml").string()},
-                        {"CLAUDE_CONFIG_DIR=" + claude_dir.string(), "PATH=/usr/bin:/bin"});
+                        {"CLAUDE_CONFIG_DIR=" + claude_dir.string(), testing::PathOf({"tmux", "sh", "bash"})});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("middle_manager: claude: command not found on PATH"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(claude_dir / ".claude.json")) << "up edited Claude Code's config before finding it missing";

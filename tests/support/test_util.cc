@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -83,6 +84,30 @@ Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args,
   auto p = Subprocess::Start(o);
   if (!p.ok()) throw std::runtime_error(p.status().message());
   return std::move(*p);
+}
+
+std::string PathOf(const std::vector<std::string>& tools) {
+  static std::mutex mu;
+  static std::map<std::vector<std::string>, std::unique_ptr<TempDir>> made;
+  std::lock_guard lock(mu);
+  auto& dir = made[tools];
+  if (dir == nullptr) {
+    dir = std::make_unique<TempDir>();
+    for (const std::string& tool : tools) {
+      std::error_code ec;
+      fs::path at;
+      for (const char* bin : {"/usr/bin", "/bin"}) {
+        if (::access((fs::path(bin) / tool).c_str(), X_OK) == 0) {
+          at = fs::path(bin) / tool;
+          break;
+        }
+      }
+      if (at.empty()) throw std::runtime_error("PathOf: " + tool + " is not in /usr/bin or /bin");
+      fs::create_symlink(at, dir->path() / tool, ec);
+      if (ec) throw std::runtime_error("PathOf: " + ec.message());
+    }
+  }
+  return "PATH=" + dir->str();
 }
 
 CommandResult Run(const std::vector<std::string>& argv, double timeout_s) {

@@ -59,6 +59,11 @@ bool ProcessRunning(pid_t pid);
 // working folder is `dir` or inside it: a test's own, not those of a test
 // running next to it (ctest -j) with the same commands. "pid: args" each.
 std::vector<std::string> ProcessesIn(const std::string& pattern, const fs::path& dir);
+// "PATH=DIR", DIR a folder made for this process with only `tools` in it
+// (links to where /usr/bin:/bin has them): a test that needs a program to
+// be missing cannot find the person's global install of it (claude in
+// /usr/bin after `npm install -g`). Throws if a tool is not installed.
+std::string PathOf(const std::vector<std::string>& tools);
 // Runs any program.
 CommandResult Run(const std::vector<std::string>& argv, double timeout_s = 60);
 Subprocess Start(const std::vector<std::string>& argv);
