@@ -275,6 +275,41 @@ TEST(HooksTest, TheAgentsLauncherRunsItsHooksAndLeavesNothingBehind) {
   EXPECT_TRUE(testing::WaitUntil([&] { return launchers().empty(); }, 10)) << "the launcher outlived its sandbox";
 }
 
+// A launcher whose host is gone (its input ended: the host killed with
+// -9) kills what runs in it and exits at once, though a command's timeout
+// is far off: reaping what its sweep killed, the command's thread once
+// spun on the command's pidfd until that timeout, a core each.
+TEST(HooksTest, ALauncherEndsWithItsInputThoughACommandRuns) {
+  TempDir dir;
+  const std::string marker = "mates-launched-sleep-" + std::to_string(::getpid());
+  namespace wire = sandbox::launcher;
+  // Which of the two reaps first is the scheduler's choice: on one core,
+  // round after round, the sweep wins some.
+  for (int round = 0; round < 12 && !HasFailure(); ++round) {
+    SubprocessOptions o;
+    o.argv = {"taskset", "-c", "0", MATES_RELAY, "--launcher"};
+    o.cwd = dir.str();
+    o.interactive = true;
+    auto launcher = Subprocess::Start(o);
+    ASSERT_TRUE(launcher.ok()) << launcher.status().message();
+    constexpr size_t kCommands = 4;
+    std::string jobs;
+    for (size_t i = 0; i < kCommands; ++i) {
+      jobs += std::to_string(i) + "\t600000\t1000\tb\t\t" + wire::Escape("exec -a " + marker + " sleep 300") +
+              "\t\n";
+    }
+    ASSERT_TRUE(launcher->WriteStdin(jobs, DeadlineIn(10)).ok());
+    ASSERT_TRUE(
+        testing::WaitUntil([&] { return testing::ProcessesIn(marker, dir.path()).size() == kCommands; }, 10));
+    launcher->CloseStdin();
+    EXPECT_TRUE(testing::WaitUntil([&] { return !testing::ProcessRunning(launcher->pid()); }, 5))
+        << "round " << round << ": the launcher outlived its input";
+    EXPECT_TRUE(testing::ProcessesIn(marker, dir.path()).empty()) << "its commands outlived it";
+    launcher->Signal(SIGKILL);  // one that spins would wait out the commands' timeout
+    (void)launcher->Wait();
+  }
+}
+
 TEST(HooksTest, OnlyTheTrustedWorkspaceFileRunsAndThePersonsAlways) {
   TempDir ws, home;
   testing::WriteAll(home.path() / "config.yaml", "hooks:\n  Stop:\n    - hooks: [{type: command, command: 'true'}]\n");

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "sandbox/launcher_wire.h"
+#include "core/write_all.h"
 
 namespace {
 
@@ -51,16 +52,7 @@ std::mutex g_spawn_mu;   // starting a command, and the sweep, exclusive
 int g_running = 0;       // commands running; g_spawn_mu
 std::map<std::string, pid_t> g_groups;  // each running job's process group, by id; g_spawn_mu
 
-bool WriteAll(int fd, const std::string& s) {
-  size_t at = 0;
-  while (at < s.size()) {
-    ssize_t n = ::write(fd, s.data() + at, s.size() - at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    at += static_cast<size_t>(n);
-  }
-  return true;
-}
+bool WriteAll(int fd, const std::string& s) { return mates::WriteFully(fd, s) == 0; }
 
 // The parent of `pid`, or 0.
 pid_t ParentOf(pid_t pid) {
@@ -278,7 +270,12 @@ void RunJob(Job job, std::shared_ptr<std::atomic<bool>> done) {
         }
       }
       if ((at_pid >= 0 && p[at_pid].revents != 0) || pidfd < 0) {
-        if (::waitpid(pid, &status, pidfd < 0 ? WNOHANG : 0) == pid) {
+        const pid_t reaped = ::waitpid(pid, &status, pidfd < 0 ? WNOHANG : 0);
+        // ECHILD: the sweep at the launcher's end killed and reaped it.
+        // (Looked at again, its pidfd would stay readable: a busy loop
+        // to the command's timeout.)
+        if (reaped < 0 && errno == ECHILD) status = SIGKILL;
+        if (reaped == pid || (reaped < 0 && errno == ECHILD)) {
           exited = true;
           grace = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
           // What it left in its group goes with it.
