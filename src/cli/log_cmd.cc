@@ -69,7 +69,7 @@ class DeliveryView {
     if (pending.ok()) {
       for (const auto& m : *pending) queued_[member].insert(m.id);
     }
-    auto journal = agent::Journal::Load(ws_.AgentsDir(team_.name) / (member + ".jsonl"));
+    auto journal = agent::Journal::Load(ws_.JournalPath(team_.name, member));
     if (journal.ok()) delivered_[member] = std::move(journal->delivered);
     auto q = ReadFilePrefix(dir / (member + "_inbox.quarantine"), 16 << 20);
     if (q.ok()) quarantine_[member] = std::move(*q);

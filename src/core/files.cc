@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "core/write_all.h"
+
 namespace mates {
 
 ScopedFd& ScopedFd::operator=(ScopedFd&& o) noexcept {
@@ -74,15 +76,8 @@ Result<std::string> ReadFile(const fs::path& path) {
 }
 
 Status WriteAll(int fd, std::string_view data, const char* what) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(std::string("write ") + what, errno);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::Ok();
+  const int err = WriteFully(fd, data);
+  return err == 0 ? Status::Ok() : Status::FromErrno(std::string("write ") + what, err);
 }
 
 namespace {

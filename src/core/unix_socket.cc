@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/write_all.h"
+
 namespace mates {
 namespace {
 
@@ -95,15 +97,6 @@ bool ReadSocketLine(int fd, std::string* line, size_t max, const Deadline& deadl
   return SocketLines(fd).Next(line, max, deadline) == SocketLines::Got::kLine;
 }
 
-bool SendAllTo(int fd, const std::string& data) {
-  size_t at = 0;
-  while (at < data.size()) {
-    ssize_t n = ::send(fd, data.data() + at, data.size() - at, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    at += static_cast<size_t>(n);
-  }
-  return true;
-}
+bool SendAllTo(int fd, const std::string& data) { return WriteFully(fd, data, WriteBy::kSend) == 0; }
 
 }  // namespace mates

@@ -68,7 +68,7 @@ LeadJournal ReadLeadJournal(TeamStore& store, const Workspace& ws, const std::st
                             const std::string& lead_name) {
   LeadJournal j;
   j.team = team;
-  const fs::path path = ws.AgentsDir(team) / (lead_name + ".jsonl");
+  const fs::path path = ws.JournalPath(team, lead_name);
   if (std::unique_ptr<JournalCopy> copy = store.JournalOf(team, lead_name)) {
     auto copied = agent::Journal::Reconcile(path, *copy);
     if (!copied.ok()) return j;
@@ -285,7 +285,7 @@ Status Host::MakeLead(const TeamConfig& team) {
     const std::string team = teams_->place().team();
     const std::string name = lead_name_ + ".subagents";
     return subagents_usage_->Append(
-        options_.ws.AgentsDir(team) / (name + ".jsonl"),
+        options_.ws.JournalPath(team, name),
         [&]() -> std::unique_ptr<JournalCopy> { return store_->JournalOf(team, name); }, u, model);
   });
   // The lead's turns are of another kind (a spawn of ten teammates, a
@@ -325,7 +325,7 @@ Status Host::HostTheLead() {
   }
   home_hold_ = std::move(*held);
   KillLeadLeftovers(ws, a.team, lead_name_, out_.say);
-  fs::path journal = ws.AgentsDir(a.team) / (lead_name_ + ".jsonl");
+  fs::path journal = ws.JournalPath(a.team, lead_name_);
   LeadJournal read;
   if (a.fresh) {
     std::unique_ptr<JournalCopy> copy = store_->JournalOf(a.team, lead_name_);
@@ -360,7 +360,7 @@ Status Host::HostTheLead() {
     }
     if (!away_.empty()) {
       KillLeadLeftovers(ws, away_, lead_name_, out_.say);
-      journal = ws.AgentsDir(away_) / (lead_name_ + ".jsonl");
+      journal = ws.JournalPath(away_, lead_name_);
       out_.say("the lead goes on in team " + away_ + ", the team it made and worked in (this session is team " +
                a.team + "'s)");
     }

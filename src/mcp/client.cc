@@ -166,7 +166,7 @@ Result<std::unique_ptr<Client>> Client::Open(const ServerConfig& c, std::unique_
   Deadline deadline = DeadlineIn(c.startup_timeout_s);
   Json init = {{"protocolVersion", kClientRevisions.front()},
                {"capabilities", ClientCapabilities(services)},
-               {"clientInfo", {{"name", "mates"}, {"version", "0.1.0"}}}};
+               {"clientInfo", {{"name", "mates"}, {"version", MATES_VERSION}}}};
   auto r = client->session_->Request("initialize", init, deadline, nullptr);
   if (!r.ok()) return r.status().WithContext("server " + c.name + ": initialize");
   std::string version = r->is_object() && r->contains("protocolVersion") && (*r)["protocolVersion"].is_string()

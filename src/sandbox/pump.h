@@ -10,6 +10,9 @@
 #include <cerrno>
 #include <cstddef>
 #include <string>
+#include <string_view>
+
+#include "core/write_all.h"
 
 namespace mates::sandbox {
 
@@ -17,14 +20,7 @@ inline constexpr size_t kMaxHeadBytes = 16 << 10;
 inline constexpr int kHeadTimeoutMs = 10000;
 
 inline bool SendAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
+  return WriteFully(fd, std::string_view(data, n), WriteBy::kSend) == 0;
 }
 inline bool SendAll(int fd, const std::string& s) { return SendAll(fd, s.data(), s.size()); }
 

@@ -201,7 +201,7 @@ class Files : public TeamStore {
     return out;
   }
   Result<JournalText> ReadJournal(const std::string& team, const std::string& member, size_t max_bytes) override {
-    const fs::path path = ws_.AgentsDir(team) / (member + ".jsonl");
+    const fs::path path = ws_.JournalPath(team, member);
     JournalText j;
     j.where = path.string();
     MATES_ASSIGN_OR_RETURN(j.text, ReadFilePrefix(path, max_bytes + 1));

@@ -30,6 +30,10 @@ class Workspace {
   }
   fs::path RequestsDir(std::string_view team) const { return TeamDir(team) / "requests"; }
   fs::path AgentsDir(std::string_view team) const { return TeamDir(team) / "agents"; }
+  // A member's journal (its transcript, DESIGN §4).
+  fs::path JournalPath(std::string_view team, std::string_view member) const {
+    return AgentsDir(team) / (std::string(member) + ".jsonl");
+  }
   fs::path MergesDir(std::string_view team) const { return TeamDir(team) / "merges"; }
   // Teammates' git worktrees (DESIGN §12), and the merge queue's scratch one.
   fs::path WorktreesDir(std::string_view team) const { return root_ / ".mates" / "worktrees" / team; }

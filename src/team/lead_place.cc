@@ -42,7 +42,7 @@ void LeadPlace::MoveTo(const std::string& team) {
     team_ = team;
   }
   lead_ctx_->team = team;
-  Status s = lead_->MoveJournal(ws_.AgentsDir(team) / (lead_name() + ".jsonl"), store_.JournalOf(team, lead_name()),
+  Status s = lead_->MoveJournal(ws_.JournalPath(team, lead_name()), store_.JournalOf(team, lead_name()),
                                 team, team == home_);
   if (!s.ok()) LogWarning("lead journal: " + s.message());
   if (on_moved_) on_moved_(from, team);

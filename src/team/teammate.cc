@@ -487,7 +487,7 @@ bool Teammate::IdleWait() {
 }
 
 void Teammate::Main() {
-  fs::path journal = ctx_.ws.AgentsDir(config_.team) / (config_.name + ".jsonl");
+  fs::path journal = ctx_.ws.JournalPath(config_.team, config_.name);
   Status s = loop_->AttachJournal(journal, config_.resume, env_.store.JournalOf(config_.team, config_.name));
   if (!s.ok()) {
     events_->OnNotice(config_.name, "cannot resume: " + s.message());

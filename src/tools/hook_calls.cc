@@ -101,7 +101,7 @@ Json HookInput(const ToolContext& ctx) {
   Json in = Json::object();
   const std::string team = ctx.team.empty() ? "none" : ctx.team;
   in["session_id"] = ctx.agent + "@" + team;
-  in["transcript_path"] = ctx.team.empty() ? "" : (ctx.ws.AgentsDir(ctx.team) / (ctx.agent + ".jsonl")).string();
+  in["transcript_path"] = ctx.team.empty() ? "" : ctx.ws.JournalPath(ctx.team, ctx.agent).string();
   in["cwd"] = ctx.WorkRoot().root().string();
   in["permission_mode"] = ctx.plan_mode ? "plan" : "default";
   in["team_name"] = ctx.team;
