@@ -16,16 +16,14 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/text.h"
+#include "claude/claude_files.h"
 
 namespace mates::claude {
 
 namespace {
 
 constexpr size_t kMaxConfigBytes = 4u << 20;
-constexpr size_t kMaxInboxBytes = 16u << 20;
-constexpr size_t kMaxTaskBytes = 1u << 20;
 constexpr size_t kMaxTasks = 10000;
-constexpr size_t kMaxMessageBytes = 256u << 10;  // what a person may send
 constexpr size_t kMaxTranscriptLine = 8u << 20;  // a longer line is passed over
 constexpr size_t kTranscriptChunk = 16u << 20;   // read per look, at most
 // A file that does not parse may be caught mid-write: read again this
@@ -67,27 +65,6 @@ Json Extra(const Json& j, std::initializer_list<const char*> known) {
   return out;
 }
 
-// A JSON file Claude Code writes, read whole: one caught mid-write is read
-// again; NotFound passes through; one that stays broken is Corrupt.
-Result<Json> ReadJsonFile(const fs::path& path, size_t max_bytes) {
-  Status last;
-  for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(kReadPause);
-    auto text = ReadFilePrefix(path, max_bytes + 1);
-    if (!text.ok()) {
-      if (text.status().code() == StatusCode::kNotFound) return text.status();
-      last = text.status();
-      continue;
-    }
-    if (text->size() > max_bytes) {
-      return Status::Corrupt(path.string() + " is larger than " + std::to_string(max_bytes >> 10) + " KiB");
-    }
-    auto j = ParseJson(*text);
-    if (j.ok()) return j;
-    last = Status::Corrupt(path.string() + ": " + j.status().message());
-  }
-  return last;
-}
 
 uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -152,15 +129,6 @@ bool ProcessIsSession(pid_t pid, const std::string& proc_start) {
   return stat->substr(at, stat->find(' ', at) - at) == proc_start;
 }
 
-std::vector<std::string> ListDir(const fs::path& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    out.push_back(it->path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // "Bash(make test)": a tool call in one short line.
 std::string CallOf(const Json& block) {
@@ -181,6 +149,36 @@ std::string CallOf(const Json& block) {
 }
 
 }  // namespace
+
+Result<Json> ReadJsonFile(const fs::path& path, size_t max_bytes) {
+  Status last;
+  for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(kReadPause);
+    auto text = ReadFilePrefix(path, max_bytes + 1);
+    if (!text.ok()) {
+      if (text.status().code() == StatusCode::kNotFound) return text.status();
+      last = text.status();
+      continue;
+    }
+    if (text->size() > max_bytes) {
+      return Status::Corrupt(path.string() + " is larger than " + std::to_string(max_bytes >> 10) + " KiB");
+    }
+    auto j = ParseJson(*text);
+    if (j.ok()) return j;
+    last = Status::Corrupt(path.string() + ": " + j.status().message());
+  }
+  return last;
+}
+
+std::vector<std::string> ListDir(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    out.push_back(it->path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 Result<fs::path> DefaultClaudeHome() {
   if (const char* dir = std::getenv("CLAUDE_CONFIG_DIR"); dir != nullptr && *dir != '\0') return fs::path(dir);
@@ -331,40 +329,6 @@ std::string Gist(const Message& m) {
            (Str(d, "feedback").empty() ? "" : ": " + Str(d, "feedback"));
   }
   return m.protocol;
-}
-
-// ---------------------------------------------------------------------------
-// DirLock
-
-Result<DirLock> DirLock::Acquire(const fs::path& lock_dir, double timeout_s) {
-  constexpr double kStaleS = 10;  // proper-lockfile's default
-  const Deadline deadline = DeadlineIn(timeout_s);
-  auto pause = std::chrono::milliseconds(5);
-  while (true) {
-    if (::mkdir(lock_dir.c_str(), 0755) == 0) return DirLock(lock_dir);
-    if (errno != EEXIST) {
-      return Status::FromErrno("take the lock " + lock_dir.string(), errno);
-    }
-    struct stat st {};
-    if (::stat(lock_dir.c_str(), &st) == 0) {
-      const double mtime = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
-      if (WallSeconds() - mtime > kStaleS) {
-        // Its holder died: proper-lockfile takes a stale lock over.
-        ::rmdir(lock_dir.c_str());
-        continue;
-      }
-    }
-    if (Expired(deadline)) {
-      return Status::Conflict(lock_dir.string() + " is held (by Claude Code) and was not let go within " +
-                              std::to_string(static_cast<int>(timeout_s)) + " s");
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(100));
-  }
-}
-
-DirLock::~DirLock() {
-  if (!path_.empty()) ::rmdir(path_.c_str());
 }
 
 // ---------------------------------------------------------------------------
@@ -732,100 +696,6 @@ Result<ClaudeHome::Snapshot> ClaudeHome::Look(std::string_view team) {
   }
   s.lead_alive = SessionAlive(s.config.lead_session_id);
   return s;
-}
-
-// ---------------------------------------------------------------------------
-// Steering
-
-Result<std::string> ClaudeHome::Send(std::string_view team, std::string_view from, std::string_view to,
-                                     std::string_view text, std::string_view summary) {
-  MATES_ASSIGN_OR_RETURN(TeamConfig c, LoadTeam(team));
-  if (c.Find(to) == nullptr) {
-    std::string names;
-    for (const auto& m : c.members) names += (names.empty() ? "" : ", ") + m.name;
-    return Status::NotFound("no member '" + std::string(to) + "' in Claude Code team '" + std::string(team) +
-                            "' (members: " + names + ")");
-  }
-  if (from.empty()) return Status::InvalidArgument("a message needs a sender");
-  if (text.empty()) return Status::InvalidArgument("an empty message is not sent");
-  if (text.size() > kMaxMessageBytes) {
-    return Status::InvalidArgument("a message is at most " + std::to_string(kMaxMessageBytes >> 10) + " KiB");
-  }
-  const fs::path dir = FilesOf(team).inboxes;
-  MATES_RETURN_IF_ERROR(EnsureDir(dir));
-  const fs::path file = dir / (FileNameOf(to) + ".json");
-  // As Claude Code: the inbox made if missing, then changed under its lock.
-  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    Status w = WriteAll(fd, "[]", file.c_str());
-    ::close(fd);
-    MATES_RETURN_IF_ERROR(w);
-  } else if (errno != EEXIST) {
-    return Status::FromErrno("create " + file.string(), errno);
-  }
-  MATES_ASSIGN_OR_RETURN(DirLock lock, DirLock::Acquire(fs::path(file.string() + ".lock")));
-  auto j = ReadJsonFile(file, kMaxInboxBytes);
-  if (!j.ok()) return j.status();
-  if (!j->is_array()) return Status::Corrupt(file.string() + " is not a JSON array: left as it is");
-  const std::string id = NewUuid();
-  Json m = {{"from", std::string(from)}, {"text", std::string(text)}, {"timestamp", UtcIsoTime(WallSeconds())}};
-  if (!summary.empty()) m["summary"] = std::string(summary);
-  m["msgV"] = 1;
-  m["msg_id"] = id;
-  m["type"] = "message";
-  m["read"] = false;
-  j->push_back(std::move(m));
-  MATES_RETURN_IF_ERROR(WriteFileAtomic(file, j->dump(2)));
-  return id;
-}
-
-Result<Task> ClaudeHome::CreateTask(std::string_view team, std::string_view subject, std::string_view description,
-                                    const std::vector<std::string>& blocked_by) {
-  MATES_RETURN_IF_ERROR(LoadTeam(team).status());
-  if (subject.empty()) return Status::InvalidArgument("a task needs a subject");
-  if (subject.size() + description.size() > kMaxMessageBytes) {
-    return Status::InvalidArgument("a task is at most " + std::to_string(kMaxMessageBytes >> 10) + " KiB");
-  }
-  const fs::path dir = FilesOf(team).tasks;
-  MATES_RETURN_IF_ERROR(EnsureDir(dir));
-  const fs::path lock_file = dir / ".lock";
-  int fd = ::open(lock_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd >= 0) ::close(fd);
-  MATES_ASSIGN_OR_RETURN(DirLock lock, DirLock::Acquire(fs::path(lock_file.string() + ".lock")));
-  // The next id: past every task there, and past the highest ever deleted.
-  long long top = 0;
-  for (const auto& name : ListDir(dir)) {
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) {
-      char* end = nullptr;
-      long long n = std::strtoll(name.c_str(), &end, 10);
-      if (end != nullptr && std::string_view(end) == ".json") top = std::max(top, n);
-    }
-  }
-  if (auto mark = ReadFilePrefix(dir / ".highwatermark", 64); mark.ok()) top = std::max(top, std::atoll(mark->c_str()));
-  for (const auto& b : blocked_by) {
-    if (!fs::exists(dir / (FileNameOf(b) + ".json"))) return Status::NotFound("no task #" + b + " on the board");
-  }
-  Task t;
-  t.id = std::to_string(top + 1);
-  t.subject = std::string(subject);
-  t.description = std::string(description);
-  t.status = "pending";
-  t.blocked_by = blocked_by;
-  Json j = {{"id", t.id}, {"subject", t.subject}, {"description", t.description}, {"status", t.status},
-            {"blocks", Json::array()}, {"blockedBy", blocked_by}};
-  MATES_RETURN_IF_ERROR(WriteFileAtomic(dir / (t.id + ".json"), j.dump(2)));
-  // The other side of each blocker, under that task's own lock.
-  for (const auto& b : blocked_by) {
-    const fs::path f = dir / (FileNameOf(b) + ".json");
-    MATES_ASSIGN_OR_RETURN(DirLock task_lock, DirLock::Acquire(fs::path(f.string() + ".lock")));
-    MATES_ASSIGN_OR_RETURN(Json other, ReadJsonFile(f, kMaxTaskBytes));
-    if (!other.is_object()) return Status::Corrupt(f.string() + " is not a JSON object");
-    Json& blocks = other["blocks"];
-    if (!blocks.is_array()) blocks = Json::array();
-    if (std::find(blocks.begin(), blocks.end(), Json(t.id)) == blocks.end()) blocks.push_back(t.id);
-    MATES_RETURN_IF_ERROR(WriteFileAtomic(f, other.dump(2)));
-  }
-  return t;
 }
 
 }  // namespace mates::claude

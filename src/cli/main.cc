@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "agent/prices.h"
@@ -130,44 +132,8 @@ std::vector<std::string> OptionNamesOf(const Meant& m) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using mates::cli::Globals;
-  // In an agent's sandbox (DESIGN §19) the team's own commands go to the
-  // host, which runs them as that agent; the person's own (the levers, up,
-  // down…) are refused; the rest run here, as usual.
-  if (const char* gate = std::getenv("MATES_HOST_SOCKET"); gate != nullptr && *gate != '\0') {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (mates::host::GoesThroughTheGate(args)) return mates::host::RunThroughTheGate(gate, args);
-    if (std::string why = mates::host::RefusedInTheSandbox(args); !why.empty()) {
-      std::cerr << "mates: error: " << why << std::endl;
-      return 2;
-    }
-  }
-  // Keys are read once, here (DESIGN §10); commands that run agents then
-  // scrub them from the environment.
-  if (mates::Status s = mates::Secrets::Load(); !s.ok()) {
-    std::cerr << "mates: error: " << s.message() << std::endl;
-    return 2;
-  }
-  // What a command prints passes one filter: no stored text reaches the
-  // person's terminal with a control sequence in it (DESIGN §26).
-  mates::TerminalSafeBuf safe_out(std::cout.rdbuf()), safe_err(std::cerr.rdbuf());
-  std::streambuf* const raw_out = std::cout.rdbuf(&safe_out);
-  std::streambuf* const raw_err = std::cerr.rdbuf(&safe_err);
-  struct Restore {
-    std::streambuf* out;
-    std::streambuf* err;
-    ~Restore() {
-      std::cout.flush();
-      std::cerr.flush();
-      std::cout.rdbuf(out);
-      std::cerr.rdbuf(err);
-    }
-  } restore{raw_out, raw_err};
-  Globals g;
-  CLI::App app{"mates: teams of LLM agents working on one workspace", "mates"};
+// mates' own options and every command, on `app`.
+void AddEverything(CLI::App& app, mates::cli::Globals& g) {
   app.set_version_flag("--version,-V", "mates " MATES_VERSION);
   // Options of a parent (e.g. --workspace, --team) may follow a subcommand.
   app.fallthrough();
@@ -209,9 +175,14 @@ int main(int argc, char** argv) {
   mates::cli::AddTrustCommand(app, g);
   mates::cli::AddHooksCommands(app, g);
   mates::cli::AddClaudeCommands(app, g);
+}
 
+// `mates help [COMMAND…]` (as `COMMAND… --help`, in `args`), and an
+// unknown command named plainly, at whatever depth (CLI11 would only say
+// one is required), with what was near it: an exit status once it said
+// so, else what `args` meant.
+std::variant<int, Meant> CommandMeant(CLI::App& app, std::vector<std::string>& args) {
   // `mates help [COMMAND…]` is `mates COMMAND… --help`.
-  std::vector<std::string> args(argv + 1, argv + argc);
   size_t first_word = 0;  // past mates' own options (-w DIR …)
   while (first_word < args.size() && args[first_word].size() > 1 && args[first_word][0] == '-') {
     const CLI::Option* opt = app.get_option_no_throw(args[first_word]);
@@ -233,8 +204,6 @@ int main(int argc, char** argv) {
     }
     args.push_back("--help");  // parsed below: help as the command itself gives it
   }
-  // Name an unknown command plainly, at whatever depth (CLI11 would only
-  // say one is required), with what was near it.
   const Meant meant = WalkCommands(app, args);
   if (!meant.unknown.empty() && !meant.unknown_option.empty()) {
     // `--tem x up`: the option is the mistake, and took the word after it.
@@ -250,13 +219,12 @@ int main(int argc, char** argv) {
               << Guidance(meant) << std::endl;
     return 2;
   }
-  // A command an agent's gate runs for a sandboxed tool: judged on what
-  // CLI11 parsed, before anything runs.
-  if (!mates::cli::SandboxedAgent().empty()) {
-    app.parse_complete_callback([&app] {
-      if (std::string why = mates::cli::RefusedAtTheGate(app); !why.empty()) throw CLI::ValidationError(why);
-    });
-  }
+  return meant;
+}
+
+// Parses `args`; an exit status when the command line ends there (help,
+// the version, a mistake, said with what was meant and the nearest option).
+std::optional<int> Parse(CLI::App& app, const std::vector<std::string>& args, const Meant& meant) {
   try {
     // (CLI11 takes the words last first.)
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -282,6 +250,59 @@ int main(int argc, char** argv) {
     std::cerr << "mates: error: " << e.what() << hint << Guidance(meant) << std::endl;
     return 2;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using mates::cli::Globals;
+  // In an agent's sandbox (DESIGN §19) the team's own commands go to the
+  // host, which runs them as that agent; the person's own (the levers, up,
+  // down…) are refused; the rest run here, as usual.
+  if (const char* gate = std::getenv("MATES_HOST_SOCKET"); gate != nullptr && *gate != '\0') {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (mates::host::GoesThroughTheGate(args)) return mates::host::RunThroughTheGate(gate, args);
+    if (std::string why = mates::host::RefusedInTheSandbox(args); !why.empty()) {
+      std::cerr << "mates: error: " << why << std::endl;
+      return 2;
+    }
+  }
+  // Keys are read once, here (DESIGN §10); commands that run agents then
+  // scrub them from the environment.
+  if (mates::Status s = mates::Secrets::Load(); !s.ok()) {
+    std::cerr << "mates: error: " << s.message() << std::endl;
+    return 2;
+  }
+  // What a command prints passes one filter: no stored text reaches the
+  // person's terminal with a control sequence in it (DESIGN §26).
+  mates::TerminalSafeBuf safe_out(std::cout.rdbuf()), safe_err(std::cerr.rdbuf());
+  std::streambuf* const raw_out = std::cout.rdbuf(&safe_out);
+  std::streambuf* const raw_err = std::cerr.rdbuf(&safe_err);
+  struct Restore {
+    std::streambuf* out;
+    std::streambuf* err;
+    ~Restore() {
+      std::cout.flush();
+      std::cerr.flush();
+      std::cout.rdbuf(out);
+      std::cerr.rdbuf(err);
+    }
+  } restore{raw_out, raw_err};
+  Globals g;
+  CLI::App app{"mates: teams of LLM agents working on one workspace", "mates"};
+  AddEverything(app, g);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto meant = CommandMeant(app, args);
+  if (const int* code = std::get_if<int>(&meant)) return *code;
+  // A command an agent's gate runs for a sandboxed tool: judged on what
+  // CLI11 parsed, before anything runs.
+  if (!mates::cli::SandboxedAgent().empty()) {
+    app.parse_complete_callback([&app] {
+      if (std::string why = mates::cli::RefusedAtTheGate(app); !why.empty()) throw CLI::ValidationError(why);
+    });
+  }
+  if (auto code = Parse(app, args, std::get<Meant>(meant))) return *code;
   // Prices before anything shows a cost (and before any thread starts).
   if (mates::Status s = mates::agent::LoadPrices(g.prices); !s.ok()) {
     std::cerr << "mates: error: " << s.message() << std::endl;

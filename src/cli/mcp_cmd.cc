@@ -27,6 +27,7 @@
 #include "core/process_tree.h"
 #include "core/subprocess.h"
 #include "core/text.h"
+#include "core/write_all.h"
 #include "mcp/config.h"
 #include "mcp/http_serve.h"
 #include "mcp/hub.h"
@@ -110,16 +111,7 @@ class TerminalLogin {
 };
 
 // Writes all of `data` to `fd`; false once the reader is gone.
-bool WriteAll(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
+bool WriteAll(int fd, const std::string& data) { return WriteFully(fd, data) == 0; }
 
 // The same tools over streamable HTTP on 127.0.0.1 (mcp/http_serve.h),
 // until SIGINT, SIGTERM or SIGHUP.
@@ -134,7 +126,7 @@ int ServeHttp(Globals& g, const McpArgs& a, mcp::TeamIdentity& who) {
   o.port = a.port;
   o.make_session = [&who](std::function<void(const std::string&)> write, std::function<void(const Json&)> unanswered) {
     mcp::Server::Options options;
-    options.version = "0.1.0";
+    options.version = MATES_VERSION;
     options.instructions = mcp::TeamInstructions(who);
     options.on_unanswered = std::move(unanswered);
     return std::make_unique<mcp::Server>(options, mcp::TeamTools(who), std::move(write));
@@ -147,6 +139,43 @@ int ServeHttp(Globals& g, const McpArgs& a, mcp::TeamIdentity& who) {
   sigwait(&stop, &sig);
   (*served)->Stop();
   return 0;
+}
+
+// Frames from stdin, a line each, to `server` until the client is gone.
+// Lines of at most kMaxFrameBytes; a longer one is answered with one
+// error and skipped to its end.
+void ServeLines(mcp::Server& server, const std::atomic<bool>& client_gone) {
+  std::string line;
+  bool skipping = false;
+  char buf[64 << 10];
+  while (!client_gone.load()) {
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    size_t start = 0;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+      if (buf[i] != '\n') continue;
+      if (!skipping) {
+        line.append(buf + start, i - start);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty()) server.HandleFrame(line);
+      }
+      line.clear();
+      skipping = false;
+      start = i + 1;
+    }
+    if (!skipping) {
+      line.append(buf + start, static_cast<size_t>(n) - start);
+      if (line.size() > mcp::kMaxFrameBytes) {
+        server.HandleFrame(line);  // answered: too long
+        line.clear();
+        line.shrink_to_fit();
+        skipping = true;
+      }
+    }
+  }
+  // A last message without its newline is still one.
+  if (!skipping && !line.empty() && !client_gone.load()) server.HandleFrame(line);
 }
 
 int Serve(Globals& g, const McpArgs& a) {
@@ -193,44 +222,12 @@ int Serve(Globals& g, const McpArgs& a) {
   if (a.http) return ServeHttp(g, a, who);
   std::atomic<bool> client_gone{false};
   mcp::Server::Options options;
-  options.version = "0.1.0";
+  options.version = MATES_VERSION;
   options.instructions = mcp::TeamInstructions(who);
   mcp::Server server(options, mcp::TeamTools(who), [&](const std::string& frame) {
     if (!WriteAll(STDOUT_FILENO, frame + "\n")) client_gone.store(true);
   });
-  // Lines of at most kMaxFrameBytes; a longer one is answered with one
-  // error and skipped to its end.
-  std::string line;
-  bool skipping = false;
-  char buf[64 << 10];
-  while (!client_gone.load()) {
-    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    size_t start = 0;
-    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
-      if (buf[i] != '\n') continue;
-      if (!skipping) {
-        line.append(buf + start, i - start);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!line.empty()) server.HandleFrame(line);
-      }
-      line.clear();
-      skipping = false;
-      start = i + 1;
-    }
-    if (!skipping) {
-      line.append(buf + start, static_cast<size_t>(n) - start);
-      if (line.size() > mcp::kMaxFrameBytes) {
-        server.HandleFrame(line);  // answered: too long
-        line.clear();
-        line.shrink_to_fit();
-        skipping = true;
-      }
-    }
-  }
-  // A last message without its newline is still one.
-  if (!skipping && !line.empty() && !client_gone.load()) server.HandleFrame(line);
+  ServeLines(server, client_gone);
   server.Shutdown();
   return 0;
 }

@@ -31,32 +31,34 @@ struct SendArgs {
   bool json = false;
 };
 
-int Send(Globals& g, const SendArgs& a) {
+// The request the options say (its sender still to be named), or the
+// usage mistake in them.
+Result<SendRequest> RequestFrom(const SendArgs& a) {
   SendRequest r;
   if (!a.type.empty()) {
     auto t = ParseMessageType(a.type);
-    if (!t.ok()) return Fail(t.status());
+    if (!t.ok()) return t.status();
     r.type = *t;
   }
   if (a.broadcast) {
     if (!a.type.empty() && r.type != MessageType::kBroadcast) {
-      return Usage("--broadcast cannot be combined with --type " + a.type);
+      return Status::InvalidArgument("--broadcast cannot be combined with --type " + a.type);
     }
     r.type = MessageType::kBroadcast;
   }
   if (r.type == MessageType::kBroadcast && !a.to.empty()) {
-    return Usage("a broadcast goes to everyone: drop --to");
+    return Status::InvalidArgument("a broadcast goes to everyone: drop --to");
   }
   if (r.type != MessageType::kBroadcast && a.to.empty() &&
       r.type != MessageType::kShutdownResponse && r.type != MessageType::kPlanApprovalRequest &&
       r.type != MessageType::kPlanApprovalResponse) {
-    return Usage("say who gets it: --to NAME or --broadcast");
+    return Status::InvalidArgument("say who gets it: --to NAME or --broadcast");
   }
   if (a.approve) r.approve = true;
   if (a.reject) r.approve = false;
   if ((r.type == MessageType::kShutdownResponse || r.type == MessageType::kPlanApprovalResponse) &&
       !r.approve.has_value()) {
-    return Usage(std::string(MessageTypeName(r.type)) + " needs --approve or --reject");
+    return Status::InvalidArgument(std::string(MessageTypeName(r.type)) + " needs --approve or --reject");
   }
   if (a.text.size() == 1 && a.text[0] == "-") {
     r.content.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
@@ -71,6 +73,13 @@ int Send(Globals& g, const SendArgs& a) {
   r.feedback = a.feedback;
   r.request_id = a.request_id;
   r.id = a.id;
+  return r;
+}
+
+int Send(Globals& g, const SendArgs& a) {
+  auto asked = RequestFrom(a);
+  if (!asked.ok()) return Fail(asked.status());
+  SendRequest r = std::move(*asked);
   // A person at the CLI is `user` (DESIGN §11); an agent's shell has
   // MATES_AGENT_NAME.
   const char* agent = std::getenv("MATES_AGENT_NAME");

@@ -83,9 +83,9 @@ std::string RenderAttention(const Globals& g, const TeamView& v) {
   return o.str() + "\n";
 }
 
-std::string Render(const Globals& g, const TeamView& v) {
+// The team's line: whose it is, who hosts it and how.
+std::string Heading(const TeamView& v) {
   std::ostringstream o;
-  o << RenderAttention(g, v);
   if (!v.foreign.empty()) {
     // Another system's team (DESIGN §24): whether it runs is its lead's.
     const bool runs = std::any_of(v.members.begin(), v.members.end(), [&](const MemberView& m) {
@@ -126,32 +126,12 @@ std::string Render(const Globals& g, const TeamView& v) {
   } else {
     o << " — not hosted";
   }
-  o << "\nboard: " << v.board.at("pending") << " pending · " << v.board.at("in_progress") << " in progress · "
-    << v.board.at("completed") << " completed\n";
-  if (!v.merges.empty()) {
-    std::string counts;
-    for (const auto& [state, n] : v.merges) counts += (counts.empty() ? "" : " · ") + std::to_string(n) + " " + state;
-    o << "merges: " << counts << " (" << g.Mates() << " merges --team " << v.team.name << " list)\n";
-  }
-  if (v.team.git.held()) {
-    o << "merges: HELD — " << v.team.git.target_name() << " was moved outside the merge queue (to "
-      << v.team.git.held_found.substr(0, 10) << "); look at it, then: " << g.Mates() << " merges --team " << v.team.name
-      << " resume\n";
-  }
-  o << "\n";
-  o << PadColumns("MEMBER", 14) << PadColumns("STATE", 10) << PadColumns("DOING", 42) << PadColumns("FOR", 8) << PadColumns("TASK", 26)
-    << PadColumns("TOKENS in/out", 16) << "COST\n";
-  for (const auto& m : v.members) {
-    std::string since = m.activity && m.shown != Shown::kOffline ? ShortDuration(v.now - m.activity->since) : "-";
-    std::string task = m.task ? Cut("#" + std::to_string(m.task->id) + " " + m.task->subject, 25) : "-";
-    if (m.unread > 0) task = std::to_string(m.unread) + " unread" + (m.task ? ", " + task : "");
-    std::string tokens = m.activity && m.activity->calls > 0
-                             ? agent::HumanCount(InputTokens(m.activity->tokens)) + "/" +
-                                   agent::HumanCount(m.activity->tokens.output_tokens)
-                             : "-";
-    o << PadColumns(Cut(m.member.name, 13), 14) << PadColumns(view::StateOf(m), 10) << PadColumns(Cut(Doing(m, v.now), 41), 42) << PadColumns(since, 8)
-      << PadColumns(task, 26) << PadColumns(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
-  }
+  return o.str();
+}
+
+// What the sandbox refused lately, and what the team spent.
+std::string Spending(const Globals& g, const TeamView& v) {
+  std::ostringstream o;
   // What the sandbox refused lately, newest first (DESIGN §18).
   std::vector<std::pair<double, std::string>> denied;
   for (const auto& m : v.members) {
@@ -200,6 +180,40 @@ std::string Render(const Globals& g, const TeamView& v) {
       << "budget: " << agent::DescribeBudget(v.team.budget, agent::TotalTokens(total), cost)
       << "\n";
   }
+  return o.str();
+}
+
+std::string Render(const Globals& g, const TeamView& v) {
+  std::ostringstream o;
+  o << RenderAttention(g, v);
+  o << Heading(v);
+  o << "\nboard: " << v.board.at("pending") << " pending · " << v.board.at("in_progress") << " in progress · "
+    << v.board.at("completed") << " completed\n";
+  if (!v.merges.empty()) {
+    std::string counts;
+    for (const auto& [state, n] : v.merges) counts += (counts.empty() ? "" : " · ") + std::to_string(n) + " " + state;
+    o << "merges: " << counts << " (" << g.Mates() << " merges --team " << v.team.name << " list)\n";
+  }
+  if (v.team.git.held()) {
+    o << "merges: HELD — " << v.team.git.target_name() << " was moved outside the merge queue (to "
+      << v.team.git.held_found.substr(0, 10) << "); look at it, then: " << g.Mates() << " merges --team " << v.team.name
+      << " resume\n";
+  }
+  o << "\n";
+  o << PadColumns("MEMBER", 14) << PadColumns("STATE", 10) << PadColumns("DOING", 42) << PadColumns("FOR", 8) << PadColumns("TASK", 26)
+    << PadColumns("TOKENS in/out", 16) << "COST\n";
+  for (const auto& m : v.members) {
+    std::string since = m.activity && m.shown != Shown::kOffline ? ShortDuration(v.now - m.activity->since) : "-";
+    std::string task = m.task ? Cut("#" + std::to_string(m.task->id) + " " + m.task->subject, 25) : "-";
+    if (m.unread > 0) task = std::to_string(m.unread) + " unread" + (m.task ? ", " + task : "");
+    std::string tokens = m.activity && m.activity->calls > 0
+                             ? agent::HumanCount(InputTokens(m.activity->tokens)) + "/" +
+                                   agent::HumanCount(m.activity->tokens.output_tokens)
+                             : "-";
+    o << PadColumns(Cut(m.member.name, 13), 14) << PadColumns(view::StateOf(m), 10) << PadColumns(Cut(Doing(m, v.now), 41), 42) << PadColumns(since, 8)
+      << PadColumns(task, 26) << PadColumns(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
+  }
+  o << Spending(g, v);
   o << "\nlast messages:\n";
   if (v.messages.empty()) o << "  (none)\n";
   for (const auto& m : v.messages) o << "  " << Cut(FormatMessage(m), 160) << "\n";
@@ -209,7 +223,7 @@ std::string Render(const Globals& g, const TeamView& v) {
 // A store out of reach is news too (DESIGN §20), said where the team
 // would have been; exit 1.
 int OutOfReach(const Globals& g, const StatusArgs& a, const Status& why) {
-  view::AttentionItem item{"store_unreachable", "the team's store cannot be reached: " + why.message(), WallSeconds(),
+  view::AttentionItem item{view::AttentionKind::kStoreUnreachable, "the team's store cannot be reached: " + why.message(), WallSeconds(),
                            g.Mates() + " status --team " + g.team + " --watch",
                            "it shows the team again once the store answers", ""};
   if (a.json) {

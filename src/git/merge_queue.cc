@@ -111,6 +111,25 @@ std::string ReviewNotice(const MergeRequest& m, const std::string& target, bool 
          ", approve: true|false, feedback}.";
 }
 
+// A request taken while the target was held goes back to the queue.
+void QueueAgain(TeamStore& store, const std::string& team, int64_t id) {
+  (void)store.Merges(team)->Update(id, [](MergeRequest& r) {
+    if (r.status == MergeState::kChecking) r.status = MergeState::kQueued;
+    return Status::Ok();
+  });
+}
+
+// Where the watched target is (`at`, once moved) or is about to be
+// (`moving_to`, before the move: a host killed after it finds the target
+// there and knows it for its own).
+void NoteTarget(TeamStore& store, const std::string& team, const std::string& at, const std::string& moving_to) {
+  (void)store.UpdateTeam(team, [&](TeamConfig& c) {
+    if (!at.empty()) c.git.target_at = at;
+    c.git.target_moving_to = moving_to;
+    return Status::Ok();
+  });
+}
+
 }  // namespace
 
 MergeQueue::MergeQueue(TeamStore& store, Options options) : options_(std::move(options)), store_(&store) {
@@ -253,10 +272,7 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     if (watched && Held(team, *old)) {
       // Moved while this one was taken: it waits, queued, for the resume.
       held_.store(true);
-      (void)store_->Merges(team)->Update(m.id, [](MergeRequest& r) {
-        if (r.status == MergeState::kChecking) r.status = MergeState::kQueued;
-        return Status::Ok();
-      });
+      QueueAgain(*store_, team, m.id);
       return;
     }
     std::string merged;
@@ -265,23 +281,10 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     } else if (MergeAndCheck(team, tg, m, *old, &merged) == Step::kDone) {
       return;
     }
-    if (watched) {
-      // Before the move: a host killed after it finds the target there and
-      // knows it for its own.
-      (void)store_->UpdateTeam(team, [&](TeamConfig& c) {
-        c.git.target_moving_to = merged;
-        return Status::Ok();
-      });
-    }
+    if (watched) NoteTarget(*store_, team, /*at=*/"", /*moving_to=*/merged);
     switch (MoveTarget(team, tg, m, *old, merged, &last_error)) {
       case Moved::kMoved:
-        if (watched) {
-          (void)store_->UpdateTeam(team, [&](TeamConfig& c) {
-            c.git.target_at = merged;
-            c.git.target_moving_to.clear();
-            return Status::Ok();
-          });
-        }
+        if (watched) NoteTarget(*store_, team, /*at=*/merged, /*moving_to=*/"");
         Finish(team, m, *old, merged);
         return;
       case Moved::kBounced:

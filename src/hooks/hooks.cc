@@ -84,6 +84,50 @@ bool HookSet::Empty() const {
   return true;
 }
 
+namespace {
+
+// One hook of a group, `hw` where it is (YAML's exceptions are the
+// caller's).
+Result<HookCommand> ParseHookCommand(const YAML::Node& h, const std::string& hw) {
+  if (!h.IsMap()) return Status::InvalidArgument(hw + ": must be {type: command, command: …}");
+  HookCommand c;
+  // The kind first: Claude Code's other kinds (prompt, agent,
+  // http) have settings of their own.
+  const std::string type = h["type"] && h["type"].IsScalar() ? h["type"].as<std::string>() : "";
+  if (type != "command") {
+    return Status::InvalidArgument(hw + ".type: '" + type + "': mates runs command hooks only");
+  }
+  for (const auto& hk : h) {
+    const std::string k = hk.first.as<std::string>();
+    if (!hk.second.IsScalar()) return Status::InvalidArgument(hw + "." + k + ": must be a scalar");
+    if (k == "type") {
+      continue;
+    } else if (k == "command") {
+      c.command = hk.second.as<std::string>();
+    } else if (k == "timeout") {
+      double t = 0;
+      try {
+        t = hk.second.as<double>();
+      } catch (const YAML::Exception&) {
+        return Status::InvalidArgument(hw + ".timeout: must be a number of seconds");
+      }
+      if (!(t > 0) || t > kMaxTimeoutS) {
+        return Status::InvalidArgument(hw + ".timeout: must be more than 0 and at most 3600 seconds");
+      }
+      c.timeout_s = t;
+    } else if (k == "statusMessage" || k == "description") {
+      // Claude Code's words for people: accepted, not needed here.
+    } else {
+      return Status::InvalidArgument(hw + "." + k + ": not a setting (type, command, timeout)");
+    }
+  }
+  if (Trimmed(c.command).empty()) return Status::InvalidArgument(hw + ".command: is empty");
+  if (c.command.size() > 64 * 1024) return Status::InvalidArgument(hw + ".command: longer than 64 KiB");
+  return c;
+}
+
+}  // namespace
+
 Result<std::map<Event, std::vector<HookGroup>>> ParseHooksSection(const std::string& text, const std::string& origin) {
   std::map<Event, std::vector<HookGroup>> out;
   MATES_ASSIGN_OR_RETURN(YAML::Node root, ParseConfigYaml(text, origin));
@@ -121,40 +165,7 @@ Result<std::map<Event, std::vector<HookGroup>>> ParseHooksSection(const std::str
             size_t j = 0;
             for (const auto& h : kv.second) {
               const std::string hw = gw + ".hooks[" + std::to_string(j++) + "]";
-              if (!h.IsMap()) return Status::InvalidArgument(hw + ": must be {type: command, command: …}");
-              HookCommand c;
-              // The kind first: Claude Code's other kinds (prompt, agent,
-              // http) have settings of their own.
-              const std::string type = h["type"] && h["type"].IsScalar() ? h["type"].as<std::string>() : "";
-              if (type != "command") {
-                return Status::InvalidArgument(hw + ".type: '" + type + "': mates runs command hooks only");
-              }
-              for (const auto& hk : h) {
-                const std::string k = hk.first.as<std::string>();
-                if (!hk.second.IsScalar()) return Status::InvalidArgument(hw + "." + k + ": must be a scalar");
-                if (k == "type") {
-                  continue;
-                } else if (k == "command") {
-                  c.command = hk.second.as<std::string>();
-                } else if (k == "timeout") {
-                  double t = 0;
-                  try {
-                    t = hk.second.as<double>();
-                  } catch (const YAML::Exception&) {
-                    return Status::InvalidArgument(hw + ".timeout: must be a number of seconds");
-                  }
-                  if (!(t > 0) || t > kMaxTimeoutS) {
-                    return Status::InvalidArgument(hw + ".timeout: must be more than 0 and at most 3600 seconds");
-                  }
-                  c.timeout_s = t;
-                } else if (k == "statusMessage" || k == "description") {
-                  // Claude Code's words for people: accepted, not needed here.
-                } else {
-                  return Status::InvalidArgument(hw + "." + k + ": not a setting (type, command, timeout)");
-                }
-              }
-              if (Trimmed(c.command).empty()) return Status::InvalidArgument(hw + ".command: is empty");
-              if (c.command.size() > 64 * 1024) return Status::InvalidArgument(hw + ".command: longer than 64 KiB");
+              MATES_ASSIGN_OR_RETURN(HookCommand c, ParseHookCommand(h, hw));
               group.hooks.push_back(std::move(c));
             }
           } else {

@@ -156,6 +156,40 @@ struct Turns {
   std::vector<const Json*> blocks;
 };
 
+// One content block of message `i` (block `k`), of a `role` turn.
+Status CheckBlock(const Json& b, std::string_view role, size_t i, size_t k,
+                  std::unordered_set<std::string_view>& tool_use_ids, int* cache_points) {
+  // Where, made only when something is wrong there.
+  auto bat = [i, k] { return "messages." + std::to_string(i) + ".content." + std::to_string(k); };
+  if (!b.is_object()) return Bad(bat() + ": Input should be an object");
+  const std::string_view type = StrOr(b, "type");
+  if (At(b, "cache_control") != nullptr) ++*cache_points;
+  if (type == "text") {
+    const std::string* text = StrAt(b, "text");
+    if (text == nullptr) return Bad(bat() + ".text: Field required");
+    if (text->empty()) return Bad(bat() + ": text content blocks must be non-empty");
+  } else if (type == "tool_use") {
+    if (role != "assistant") return Bad(bat() + ": tool_use blocks may only appear in assistant messages");
+    const std::string* id = StrAt(b, "id");
+    if (id == nullptr) return Bad(bat() + ".id: Field required");
+    if (StrAt(b, "name") == nullptr) return Bad(bat() + ".name: Field required");
+    const Json* input = At(b, "input");
+    if (input == nullptr || !input->is_object())
+      return Bad(bat() + ".input: Input should be an object");
+    if (!tool_use_ids.insert(*id).second)
+      return Bad(bat() + ": `tool_use` ids must be unique");
+  } else if (type == "tool_result") {
+    if (role != "user") return Bad(bat() + ": tool_result blocks may only appear in user messages");
+    if (StrAt(b, "tool_use_id") == nullptr)
+      return Bad(bat() + ".tool_use_id: Field required");
+  } else if (type != "image" && type != "document" && type != "thinking" &&
+             type != "redacted_thinking" && type != "server_tool_use" &&
+             type != "web_search_tool_result") {
+    return Bad(bat() + ".type: unknown content block type '" + std::string(type) + "'");
+  }
+  return Status::Ok();
+}
+
 // The messages, each block checked, gathered into turns.
 Result<Turns> AnthropicTurns(const Json& msgs, bool strict_alternation, int* cache_points) {
   Turns out;
@@ -196,33 +230,7 @@ Result<Turns> AnthropicTurns(const Json& msgs, bool strict_alternation, int* cac
       if (content.empty()) return Bad(at() + ": all messages must have non-empty content");
       for (size_t k = 0; k < content.size(); ++k) {
         const Json& b = content[k];
-        auto bat = [&at, k] { return at() + ".content." + std::to_string(k); };
-        if (!b.is_object()) return Bad(bat() + ": Input should be an object");
-        const std::string_view type = StrOr(b, "type");
-        if (At(b, "cache_control") != nullptr) ++*cache_points;
-        if (type == "text") {
-          const std::string* text = StrAt(b, "text");
-          if (text == nullptr) return Bad(bat() + ".text: Field required");
-          if (text->empty()) return Bad(bat() + ": text content blocks must be non-empty");
-        } else if (type == "tool_use") {
-          if (role != "assistant") return Bad(bat() + ": tool_use blocks may only appear in assistant messages");
-          const std::string* id = StrAt(b, "id");
-          if (id == nullptr) return Bad(bat() + ".id: Field required");
-          if (StrAt(b, "name") == nullptr) return Bad(bat() + ".name: Field required");
-          const Json* input = At(b, "input");
-          if (input == nullptr || !input->is_object())
-            return Bad(bat() + ".input: Input should be an object");
-          if (!tool_use_ids.insert(*id).second)
-            return Bad(bat() + ": `tool_use` ids must be unique");
-        } else if (type == "tool_result") {
-          if (role != "user") return Bad(bat() + ": tool_result blocks may only appear in user messages");
-          if (StrAt(b, "tool_use_id") == nullptr)
-            return Bad(bat() + ".tool_use_id: Field required");
-        } else if (type != "image" && type != "document" && type != "thinking" &&
-                   type != "redacted_thinking" && type != "server_tool_use" &&
-                   type != "web_search_tool_result") {
-          return Bad(bat() + ".type: unknown content block type '" + std::string(type) + "'");
-        }
+        MATES_RETURN_IF_ERROR(CheckBlock(b, role, i, k, tool_use_ids, cache_points));
         out.blocks.push_back(&b);
       }
     } else {

@@ -15,6 +15,50 @@
 
 namespace mates::pg {
 
+namespace {
+
+// The members' journals, as the host that resumes them would write them,
+// the lead's subagents' usage journal, and each member's activity file.
+Status ExportAgentFiles(Store& store, const std::string& team, const TeamConfig& config, const Workspace& into,
+                        Exported* counted) {
+  Exported& n = *counted;
+  std::vector<std::string> journals;
+  for (const auto& m : config.members) journals.push_back(m.name);
+  journals.push_back(config.lead + ".subagents");
+  for (const auto& name : journals) {
+    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, store.journals().Lines(team, name));
+    if (lines.empty()) continue;
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    const fs::path path = into.JournalPath(team, name);
+    auto here = ReadFilePrefix(path, kMaxJournalBytes + 1);
+    if (here.ok() && here->size() > text.size() && here->compare(0, text.size(), text) == 0) {
+      ++n.journals;  // the file is ahead of its copy: kept
+      continue;
+    }
+    MATES_RETURN_IF_ERROR(EnsureDir(into.AgentsDir(team)));
+    MATES_RETURN_IF_ERROR(WriteFileAtomic(path, text));
+    ++n.journals;
+  }
+  // What each member did last, as its activity file: a document that does
+  // not name its member is left out (readers check the rest, as they do a
+  // file's).
+  MATES_ASSIGN_OR_RETURN(auto activities, store.journals().Activities(team));
+  for (const auto& [member, doc] : activities) {
+    auto j = ParseJson(doc);
+    if (!j.ok() || !j->is_object() || !j->contains("agent") || (*j)["agent"] != member ||
+        config.Find(member) == nullptr) {
+      continue;
+    }
+    MATES_RETURN_IF_ERROR(EnsureDir(into.AgentsDir(team)));
+    MATES_RETURN_IF_ERROR(WriteFileAtomic(into.AgentsDir(team) / (member + ".status.json"), doc));
+    ++n.activities;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspace& into) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   if (Roster(into).Load(team).ok()) {
@@ -61,40 +105,7 @@ Result<Exported> ExportTeam(Store& store, const std::string& team, const Workspa
     n.logged += page.size();
   }
 
-  // The members' journals, as the host that resumes them would write them,
-  // and the lead's subagents' usage journal.
-  std::vector<std::string> journals;
-  for (const auto& m : config.members) journals.push_back(m.name);
-  journals.push_back(config.lead + ".subagents");
-  for (const auto& name : journals) {
-    MATES_ASSIGN_OR_RETURN(std::vector<std::string> lines, store.journals().Lines(team, name));
-    if (lines.empty()) continue;
-    std::string text;
-    for (const auto& l : lines) text += l + "\n";
-    const fs::path path = into.AgentsDir(team) / (name + ".jsonl");
-    auto here = ReadFilePrefix(path, kMaxJournalBytes + 1);
-    if (here.ok() && here->size() > text.size() && here->compare(0, text.size(), text) == 0) {
-      ++n.journals;  // the file is ahead of its copy: kept
-      continue;
-    }
-    MATES_RETURN_IF_ERROR(EnsureDir(into.AgentsDir(team)));
-    MATES_RETURN_IF_ERROR(WriteFileAtomic(path, text));
-    ++n.journals;
-  }
-  // What each member did last, as its activity file: a document that does
-  // not name its member is left out (readers check the rest, as they do a
-  // file's).
-  MATES_ASSIGN_OR_RETURN(auto activities, store.journals().Activities(team));
-  for (const auto& [member, doc] : activities) {
-    auto j = ParseJson(doc);
-    if (!j.ok() || !j->is_object() || !j->contains("agent") || (*j)["agent"] != member ||
-        config.Find(member) == nullptr) {
-      continue;
-    }
-    MATES_RETURN_IF_ERROR(EnsureDir(into.AgentsDir(team)));
-    MATES_RETURN_IF_ERROR(WriteFileAtomic(into.AgentsDir(team) / (member + ".status.json"), doc));
-    ++n.activities;
-  }
+  MATES_RETURN_IF_ERROR(ExportAgentFiles(store, team, config, into, &n));
   return n;
 }
 

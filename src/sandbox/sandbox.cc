@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "core/log.h"
+#include "core/files.h"
 #include "core/secrets.h"
 #include "sandbox/launcher.h"
 
@@ -217,13 +218,7 @@ Result<ScopedFd> PipeOf(const std::string& data) {
   if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   ScopedFd r(fds[0]), w(fds[1]);
   if (data.size() > 65536) return Status::Internal("the seccomp filter does not fit a pipe");
-  size_t at = 0;
-  while (at < data.size()) {
-    ssize_t n = ::write(w.get(), data.data() + at, data.size() - at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno("write", errno);
-    at += static_cast<size_t>(n);
-  }
+  MATES_RETURN_IF_ERROR(WriteAll(w.get(), data, "the seccomp filter"));
   return r;
 }
 
@@ -330,6 +325,120 @@ fs::path WorktreeAdminDir(const fs::path& git_dir, const fs::path& root) {
   auto back = ReadFilePrefix(admin / "gitdir", 4096);
   if (!back.ok() || Real(fs::path(Trim(*back))) != Real(root / ".git")) return {};
   return admin;
+}
+
+
+// The repository's folder read-only; in a teammate's own worktree (`root`
+// not `ws`) its index and objects writable, its HEAD and the files naming
+// its repository not, and its new objects in a quarantine of its own
+// (`*quarantine`).
+Status GitMounts(const fs::path& git_dir, const fs::path& root, const fs::path& ws, Mounts& m,
+                 fs::path* quarantine) {
+  if (git_dir.empty()) return Status::Ok();
+  m.Add(git_dir, Kind::kReadOnly);
+  if (root != ws) {
+    // A teammate's own worktree: its index and the object store may be
+    // written (git add, git stash); its HEAD and the files naming where
+    // its repository is may not, nor may any ref.
+    if (fs::path admin = WorktreeAdminDir(git_dir, root); !admin.empty()) {
+      // Its new objects go to a quarantine of its own, the shared store
+      // read through alternates: it cannot rewrite an object that a ref
+      // of the host's reaches (DESIGN §26). The host never takes objects
+      // from there: it hashes the worktree's files itself (worktrees.h).
+      *quarantine = admin / kQuarantineDir;
+      if (::mkdir(quarantine->c_str(), 0700) != 0 && errno != EEXIST) {
+        return Status::FromErrno("mkdir " + quarantine->string(), errno);
+      }
+      m.Add(admin, Kind::kWritable);
+      for (const char* f : {"HEAD", "commondir", "gitdir", "config.worktree"}) {
+        if (Exists(admin / f)) m.Add(admin / f, Kind::kReadOnly);
+      }
+    }
+    if (Exists(root / ".git")) m.Add(root / ".git", Kind::kReadOnly);
+  }
+  return Status::Ok();
+}
+
+// Every unix socket of the host's that would still be in sight (in W,
+// HOME, a folder of allow_write or anywhere else `/` shows): connecting
+// to one on a read-only mount still works, and a person's tmux server,
+// ssh-agent or container engine there runs what it is told, outside.
+// Each is covered by /dev/null. Those under a hidden folder (the private
+// /tmp, /run, this host's runtime folder) are out of sight already.
+// A socket bound after it starts is not covered (/run and /tmp, where
+// services put theirs, stay hidden whole): a long-lived sandbox that
+// runs what a model wrote (a launcher) is given up once one comes into
+// its sight (Sight, Sandbox::LauncherFor).
+void CoverSockets(Mounts& m, Sight* sight) {
+  if (sight != nullptr) {
+    sight->rules.clear();
+    for (const Mount& mt : m.Ordered()) {
+      sight->rules.emplace_back(mt.path, mt.kind == Kind::kHideDir || mt.kind == Kind::kTmp || mt.kind == Kind::kHideFile);
+    }
+  }
+  std::vector<std::pair<uint64_t, fs::path>> sockets = BoundSocketEntries();
+  for (const auto& [inode, sock] : sockets) {
+    const fs::path p = Real(sock);
+    const Mount* cover = m.Covering(p);
+    if (cover != nullptr && (cover->kind == Kind::kHideDir || cover->kind == Kind::kTmp)) continue;
+    if (cover != nullptr && cover->kind == Kind::kHideFile) continue;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    m.Add(p, Kind::kHideFile);
+  }
+  if (sight != nullptr) sight->sockets = std::move(sockets);
+}
+
+// The machine's service and session folders, the host's own runtime
+// folder (every agent's tmp and gate), and every secret hidden.
+void HideWhatIsNotTheirs(const fs::path& runtime_dir, const std::vector<fs::path>& deny_read, Mounts& m) {
+  // The runtime folders of the machine's services and sessions: D-Bus,
+  // the user's session sockets, container engines, systemd.
+  for (const char* run : {"/run", "/var/run"}) {
+    if (IsDir(run)) m.Add(run, Kind::kHideDir);  // (/var/run is a link to /run on Debian: not a folder)
+  }
+  if (std::string home = HomeDir(); !home.empty() && home != "/" && IsDir(home)) m.Add(Real(home), Kind::kReadOnly);
+  // The host's own folder: every agent's tmp and gate (a socket answers
+  // connect() on a read-only mount: another agent's gate must be out of
+  // sight, wherever $TMPDIR put it).
+  m.Add(runtime_dir, Kind::kHideDir);
+  std::vector<fs::path> secrets = DefaultSecrets();
+  secrets.insert(secrets.end(), deny_read.begin(), deny_read.end());
+  for (const auto& s : secrets) {
+    fs::path p = Real(s);
+    if (!Exists(p)) continue;
+    m.Add(p, IsDir(p) ? Kind::kHideDir : Kind::kHideFile);
+  }
+}
+
+// The mounts as bwrap's options, in order.
+void AppendMounts(const Mounts& m, const fs::path& tmp, const fs::path& gate, const fs::path& proxy,
+                  std::vector<std::string>* argv_out) {
+  std::vector<std::string>& argv = *argv_out;
+  for (const Mount& mt : m.Ordered()) {
+    const std::string p = mt.path.string();
+    switch (mt.kind) {
+      case Kind::kReadOnly: argv.insert(argv.end(), {"--ro-bind", p, p}); break;
+      case Kind::kWritable: argv.insert(argv.end(), {"--bind", p, p}); break;
+      case Kind::kHideDir: argv.insert(argv.end(), {"--tmpfs", p, "--remount-ro", p}); break;
+      case Kind::kHideFile: argv.insert(argv.end(), {"--ro-bind", "/dev/null", p}); break;
+      case Kind::kTmp: argv.insert(argv.end(), {"--bind", tmp.string(), p}); break;
+      // Bound over a folder of the private /tmp: it cannot be removed or
+      // replaced, nor anything put in it.
+      case Kind::kGate: argv.insert(argv.end(), {"--ro-bind", gate.parent_path().string(), p}); break;
+      case Kind::kProxy: argv.insert(argv.end(), {"--ro-bind", proxy.parent_path().string(), p}); break;
+    }
+  }
+}
+
+// Every HTTP client's proxy variables, naming the relay inside.
+void AppendProxyEnv(std::vector<std::string>* argv) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(kRelayPort);
+  for (const char* var : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
+                          "npm_config_https_proxy"}) {
+    argv->insert(argv->end(), {"--setenv", var, url});
+  }
+  for (const char* var : {"NO_PROXY", "no_proxy"}) argv->insert(argv->end(), {"--setenv", var, "localhost,127.0.0.1,::1"});
 }
 
 }  // namespace
@@ -604,23 +713,7 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
     if (runtime_dir_.string().rfind(dir.string() + "/", 0) == 0) continue;
     m.Add(dir, Kind::kReadOnly);
   }
-  // The runtime folders of the machine's services and sessions: D-Bus,
-  // the user's session sockets, container engines, systemd.
-  for (const char* run : {"/run", "/var/run"}) {
-    if (IsDir(run)) m.Add(run, Kind::kHideDir);  // (/var/run is a link to /run on Debian: not a folder)
-  }
-  if (std::string home = HomeDir(); !home.empty() && home != "/" && IsDir(home)) m.Add(Real(home), Kind::kReadOnly);
-  // The host's own folder: every agent's tmp and gate (a socket answers
-  // connect() on a read-only mount: another agent's gate must be out of
-  // sight, wherever $TMPDIR put it).
-  m.Add(runtime_dir_, Kind::kHideDir);
-  std::vector<fs::path> secrets = DefaultSecrets();
-  secrets.insert(secrets.end(), settings_.deny_read.begin(), settings_.deny_read.end());
-  for (const auto& s : secrets) {
-    fs::path p = Real(s);
-    if (!Exists(p)) continue;
-    m.Add(p, IsDir(p) ? Kind::kHideDir : Kind::kHideFile);
-  }
+  HideWhatIsNotTheirs(runtime_dir_, settings_.deny_read, m);
   m.Add(root, Kind::kWritable);
   for (const auto& w : settings_.allow_write) {
     fs::path p = Real(w);
@@ -629,75 +722,14 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
   for (const char* d : kTeamState) m.Add(ws_ / d, Kind::kReadOnly);
   // A tmux cluster's state (its panes, which its router types into).
   if (IsDir(ws_ / ".mates-cluster")) m.Add(ws_ / ".mates-cluster", Kind::kReadOnly);
-  if (!git_dir_.empty()) {
-    m.Add(git_dir_, Kind::kReadOnly);
-    if (root != ws_) {
-      // A teammate's own worktree: its index and the object store may be
-      // written (git add, git stash); its HEAD and the files naming where
-      // its repository is may not, nor may any ref.
-      if (fs::path admin = WorktreeAdminDir(git_dir_, root); !admin.empty()) {
-        // Its new objects go to a quarantine of its own, the shared store
-        // read through alternates: it cannot rewrite an object that a ref
-        // of the host's reaches (DESIGN §26). The host never takes objects
-        // from there: it hashes the worktree's files itself (worktrees.h).
-        quarantine = admin / kQuarantineDir;
-        if (::mkdir(quarantine.c_str(), 0700) != 0 && errno != EEXIST) {
-          return Status::FromErrno("mkdir " + quarantine.string(), errno);
-        }
-        m.Add(admin, Kind::kWritable);
-        for (const char* f : {"HEAD", "commondir", "gitdir", "config.worktree"}) {
-          if (Exists(admin / f)) m.Add(admin / f, Kind::kReadOnly);
-        }
-      }
-      if (Exists(root / ".git")) m.Add(root / ".git", Kind::kReadOnly);
-    }
-  }
+  MATES_RETURN_IF_ERROR(GitMounts(git_dir_, root, ws_, m, &quarantine));
 
-  // Every unix socket of the host's that would still be in sight (in W,
-  // HOME, a folder of allow_write or anywhere else `/` shows): connecting
-  // to one on a read-only mount still works, and a person's tmux server,
-  // ssh-agent or container engine there runs what it is told, outside.
-  // Each is covered by /dev/null. Those under a hidden folder (the private
-  // /tmp, /run, this host's runtime folder) are out of sight already.
-  // A socket bound after it starts is not covered (/run and /tmp, where
-  // services put theirs, stay hidden whole): a long-lived sandbox that
-  // runs what a model wrote (a launcher) is given up once one comes into
-  // its sight (Sight, LauncherFor).
-  if (sight != nullptr) {
-    sight->rules.clear();
-    for (const Mount& mt : m.Ordered()) {
-      sight->rules.emplace_back(mt.path, mt.kind == Kind::kHideDir || mt.kind == Kind::kTmp || mt.kind == Kind::kHideFile);
-    }
-  }
-  std::vector<std::pair<uint64_t, fs::path>> sockets = BoundSocketEntries();
-  for (const auto& [inode, sock] : sockets) {
-    const fs::path p = Real(sock);
-    const Mount* cover = m.Covering(p);
-    if (cover != nullptr && (cover->kind == Kind::kHideDir || cover->kind == Kind::kTmp)) continue;
-    if (cover != nullptr && cover->kind == Kind::kHideFile) continue;
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    m.Add(p, Kind::kHideFile);
-  }
-  if (sight != nullptr) sight->sockets = std::move(sockets);
+  CoverSockets(m, sight);
 
   std::vector<std::string> argv = BaseArgs(bwrap_);
   if (!long_lived) argv.push_back("--die-with-parent");  // a long-lived server's spawning thread may end first
   if (init == Init::kCommandIsInit) argv.push_back("--as-pid-1");
-  for (const Mount& mt : m.Ordered()) {
-    const std::string p = mt.path.string();
-    switch (mt.kind) {
-      case Kind::kReadOnly: argv.insert(argv.end(), {"--ro-bind", p, p}); break;
-      case Kind::kWritable: argv.insert(argv.end(), {"--bind", p, p}); break;
-      case Kind::kHideDir: argv.insert(argv.end(), {"--tmpfs", p, "--remount-ro", p}); break;
-      case Kind::kHideFile: argv.insert(argv.end(), {"--ro-bind", "/dev/null", p}); break;
-      case Kind::kTmp: argv.insert(argv.end(), {"--bind", tmp.string(), p}); break;
-      // Bound over a folder of the private /tmp: it cannot be removed or
-      // replaced, nor anything put in it.
-      case Kind::kGate: argv.insert(argv.end(), {"--ro-bind", gate.parent_path().string(), p}); break;
-      case Kind::kProxy: argv.insert(argv.end(), {"--ro-bind", proxy.parent_path().string(), p}); break;
-    }
-  }
+  AppendMounts(m, tmp, gate, proxy, &argv);
   argv.insert(argv.end(), {"--setenv", "TMPDIR", "/tmp", "--setenv", "MATES_SANDBOX", std::string(ModeName(mode()))});
   if (!quarantine.empty()) {
     argv.insert(argv.end(), {"--setenv", "GIT_OBJECT_DIRECTORY", quarantine.string(), "--setenv",
@@ -707,14 +739,7 @@ Result<std::vector<std::string>> Sandbox::Args(const Place& place, const std::ve
     argv.insert(argv.end(), {"--setenv", "MATES_HOST_SOCKET", std::string(kGateDirInside) + "/" + gate.filename().string()});
   }
   argv.insert(argv.end(), {"--chdir", cwd.empty() ? root.string() : cwd});
-  if (!proxy.empty()) {
-    const std::string url = "http://127.0.0.1:" + std::to_string(kRelayPort);
-    for (const char* var : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
-                            "npm_config_https_proxy"}) {
-      argv.insert(argv.end(), {"--setenv", var, url});
-    }
-    for (const char* var : {"NO_PROXY", "no_proxy"}) argv.insert(argv.end(), {"--setenv", var, "localhost,127.0.0.1,::1"});
-  }
+  if (!proxy.empty()) AppendProxyEnv(&argv);
   argv.insert(argv.end(), {"--seccomp", seccomp_fd, "--"});
   if (!proxy.empty()) {
     // The relay first: it serves the proxy inside and runs the command.

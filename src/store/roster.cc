@@ -165,6 +165,70 @@ Status ReadCounted(const Json& budget, const char* key, int64_t* tokens, double*
   return Status::Ok();
 }
 
+namespace {
+
+// One member of the roster `c` read so far.
+Result<Member> MemberFromJson(const Json& jm, const TeamConfig& c) {
+  Member m;
+  MATES_ASSIGN_OR_RETURN(m.name, JsonString(jm, "name", true));
+  // Names become file names (inboxes, journals, locks): a roster edited
+  // by hand must not lead anywhere a name from the CLI could not.
+  MATES_RETURN_IF_ERROR(ValidateName("member name", m.name));
+  if (c.Find(m.name) != nullptr) {
+    return Status::InvalidArgument("member '" + m.name + "' is listed twice");
+  }
+  MATES_ASSIGN_OR_RETURN(m.agent_id, JsonString(jm, "agent_id", false, m.name + "@" + c.name));
+  MATES_ASSIGN_OR_RETURN(std::string role, JsonString(jm, "role", false, "teammate"));
+  m.role = role == "lead" ? MemberRole::kLead : MemberRole::kTeammate;
+  if (role != "lead" && role != "teammate") m.role_title = role;
+  MATES_ASSIGN_OR_RETURN(std::string status, JsonString(jm, "status", false, "idle"));
+  MATES_ASSIGN_OR_RETURN(m.status, ParseMemberStatus(status));
+  MATES_ASSIGN_OR_RETURN(m.color, JsonString(jm, "color", false));
+  MATES_ASSIGN_OR_RETURN(std::string backend, JsonString(jm, "backend", false, "in-process"));
+  MATES_ASSIGN_OR_RETURN(m.backend, ParseMemberBackend(backend));
+  MATES_ASSIGN_OR_RETURN(m.model, JsonString(jm, "model", false));
+  MATES_ASSIGN_OR_RETURN(m.plan_mode_required, JsonBool(jm, "plan_mode_required", false));
+  MATES_ASSIGN_OR_RETURN(m.prompt, JsonString(jm, "prompt", false));
+  MATES_ASSIGN_OR_RETURN(m.joined_at, JsonNumber(jm, "joined_at", 0));
+  MATES_ASSIGN_OR_RETURN(m.worktree, JsonBool(jm, "worktree", false));
+  MATES_ASSIGN_OR_RETURN(m.budget_tokens, JsonInt(jm, "budget_tokens", false, 0));
+  MATES_ASSIGN_OR_RETURN(m.context_budget, JsonInt(jm, "context_budget", false, 0));
+  if (m.budget_tokens < 0 || m.context_budget < 0) {
+    return Status::InvalidArgument("member '" + m.name + "': budgets must be >= 0");
+  }
+  return m;
+}
+
+// The team's git settings (DESIGN §12).
+Result<TeamGit> TeamGitFromJson(const Json& git) {
+  TeamGit g;
+  MATES_ASSIGN_OR_RETURN(std::string isolation, JsonString(git, "isolation", false, "shared"));
+  MATES_ASSIGN_OR_RETURN(g.isolation, ParseIsolation(isolation));
+  MATES_ASSIGN_OR_RETURN(g.target_branch, JsonString(git, "target_branch", false));
+  MATES_ASSIGN_OR_RETURN(g.merge_check, JsonString(git, "merge_check", false));
+  MATES_ASSIGN_OR_RETURN(g.merge_timeout_s, JsonNumber(git, "merge_timeout", 600));
+  MATES_ASSIGN_OR_RETURN(g.merge_review, JsonBool(git, "merge_review", false));
+  MATES_ASSIGN_OR_RETURN(g.remote, JsonString(git, "remote", false));
+  if (!g.remote.empty()) MATES_RETURN_IF_ERROR(ValidateName("git remote", g.remote));
+  MATES_ASSIGN_OR_RETURN(g.target_at, JsonString(git, "target_at", false));
+  MATES_ASSIGN_OR_RETURN(g.target_moving_to, JsonString(git, "target_moving_to", false));
+  MATES_ASSIGN_OR_RETURN(const Json* held, JsonObjectField(git, "held", false));
+  if (held != nullptr) {
+    MATES_ASSIGN_OR_RETURN(g.held_found, JsonString(*held, "found", true));
+    MATES_ASSIGN_OR_RETURN(g.held_since, JsonNumber(*held, "since", 0));
+  }
+  for (const std::string* id : {&g.target_at, &g.target_moving_to, &g.held_found}) {
+    if (!id->empty() && (id->size() < 40 || id->size() > 64 ||
+                         id->find_first_not_of("0123456789abcdef") != std::string::npos)) {
+      return Status::InvalidArgument("git: '" + *id + "' is not a commit id");
+    }
+  }
+  if (!(g.merge_timeout_s > 0)) return Status::InvalidArgument("git.merge_timeout must be positive");
+  return g;
+}
+
+}  // namespace
+
 Result<TeamConfig> TeamConfigFromJson(const Json& j) {
   if (!j.is_object()) return Status::InvalidArgument("config is not a JSON object");
   TeamConfig c;
@@ -176,60 +240,13 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
   if (it != j.end() && !it->is_null()) {
     if (!it->is_array()) return Status::InvalidArgument("'members' must be an array");
     for (const auto& jm : *it) {
-      Member m;
-      MATES_ASSIGN_OR_RETURN(m.name, JsonString(jm, "name", true));
-      // Names become file names (inboxes, journals, locks): a roster edited
-      // by hand must not lead anywhere a name from the CLI could not.
-      MATES_RETURN_IF_ERROR(ValidateName("member name", m.name));
-      if (c.Find(m.name) != nullptr) {
-        return Status::InvalidArgument("member '" + m.name + "' is listed twice");
-      }
-      MATES_ASSIGN_OR_RETURN(m.agent_id, JsonString(jm, "agent_id", false, m.name + "@" + c.name));
-      MATES_ASSIGN_OR_RETURN(std::string role, JsonString(jm, "role", false, "teammate"));
-      m.role = role == "lead" ? MemberRole::kLead : MemberRole::kTeammate;
-      if (role != "lead" && role != "teammate") m.role_title = role;
-      MATES_ASSIGN_OR_RETURN(std::string status, JsonString(jm, "status", false, "idle"));
-      MATES_ASSIGN_OR_RETURN(m.status, ParseMemberStatus(status));
-      MATES_ASSIGN_OR_RETURN(m.color, JsonString(jm, "color", false));
-      MATES_ASSIGN_OR_RETURN(std::string backend, JsonString(jm, "backend", false, "in-process"));
-      MATES_ASSIGN_OR_RETURN(m.backend, ParseMemberBackend(backend));
-      MATES_ASSIGN_OR_RETURN(m.model, JsonString(jm, "model", false));
-      MATES_ASSIGN_OR_RETURN(m.plan_mode_required, JsonBool(jm, "plan_mode_required", false));
-      MATES_ASSIGN_OR_RETURN(m.prompt, JsonString(jm, "prompt", false));
-      MATES_ASSIGN_OR_RETURN(m.joined_at, JsonNumber(jm, "joined_at", 0));
-      MATES_ASSIGN_OR_RETURN(m.worktree, JsonBool(jm, "worktree", false));
-      MATES_ASSIGN_OR_RETURN(m.budget_tokens, JsonInt(jm, "budget_tokens", false, 0));
-      MATES_ASSIGN_OR_RETURN(m.context_budget, JsonInt(jm, "context_budget", false, 0));
-      if (m.budget_tokens < 0 || m.context_budget < 0) {
-        return Status::InvalidArgument("member '" + m.name + "': budgets must be >= 0");
-      }
+      MATES_ASSIGN_OR_RETURN(Member m, MemberFromJson(jm, c));
       c.members.push_back(std::move(m));
     }
   }
   MATES_ASSIGN_OR_RETURN(const Json* git, JsonObjectField(j, "git", false));
   if (git != nullptr) {
-    MATES_ASSIGN_OR_RETURN(std::string isolation, JsonString(*git, "isolation", false, "shared"));
-    MATES_ASSIGN_OR_RETURN(c.git.isolation, ParseIsolation(isolation));
-    MATES_ASSIGN_OR_RETURN(c.git.target_branch, JsonString(*git, "target_branch", false));
-    MATES_ASSIGN_OR_RETURN(c.git.merge_check, JsonString(*git, "merge_check", false));
-    MATES_ASSIGN_OR_RETURN(c.git.merge_timeout_s, JsonNumber(*git, "merge_timeout", 600));
-    MATES_ASSIGN_OR_RETURN(c.git.merge_review, JsonBool(*git, "merge_review", false));
-    MATES_ASSIGN_OR_RETURN(c.git.remote, JsonString(*git, "remote", false));
-    if (!c.git.remote.empty()) MATES_RETURN_IF_ERROR(ValidateName("git remote", c.git.remote));
-    MATES_ASSIGN_OR_RETURN(c.git.target_at, JsonString(*git, "target_at", false));
-    MATES_ASSIGN_OR_RETURN(c.git.target_moving_to, JsonString(*git, "target_moving_to", false));
-    MATES_ASSIGN_OR_RETURN(const Json* held, JsonObjectField(*git, "held", false));
-    if (held != nullptr) {
-      MATES_ASSIGN_OR_RETURN(c.git.held_found, JsonString(*held, "found", true));
-      MATES_ASSIGN_OR_RETURN(c.git.held_since, JsonNumber(*held, "since", 0));
-    }
-    for (const std::string* id : {&c.git.target_at, &c.git.target_moving_to, &c.git.held_found}) {
-      if (!id->empty() && (id->size() < 40 || id->size() > 64 ||
-                           id->find_first_not_of("0123456789abcdef") != std::string::npos)) {
-        return Status::InvalidArgument("git: '" + *id + "' is not a commit id");
-      }
-    }
-    if (!(c.git.merge_timeout_s > 0)) return Status::InvalidArgument("git.merge_timeout must be positive");
+    MATES_ASSIGN_OR_RETURN(c.git, TeamGitFromJson(*git));
   }
   MATES_ASSIGN_OR_RETURN(const Json* budget, JsonObjectField(j, "budget", false));
   if (budget != nullptr) {
