@@ -463,18 +463,12 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
     if (cancel_.cancelled()) *interrupted = true;
     tripped_ = breaker_.AfterTool(b.name, b.input_json, r.is_error, MadeProgress(b.name, r), r.content);
     if (events_ != nullptr) events_->OnToolResult(spec_.name, b, r);
-    // A board tool a hook refused (tools/board_tools.cc) is news too.
-    for (const char* event : {"TaskCompleted", "TaskCreated"}) {
-      const std::string said = std::string("A ") + event + " hook ";
-      if (r.is_error && r.content.rfind(said, 0) == 0) {
-        ReportBlocked(event, DescribeCall(b) + ": " + r.content.substr(r.content.find('\n') + 1));
-      }
-    }
-    // A refusal of the sandbox's (its line, bash_tool.cc) is kept in the
-    // activity, where status and the dashboard show it.
-    if (size_t at = r.content.find("\n[sandbox "); activity_ && r.is_error && at != std::string::npos) {
-      size_t end = r.content.find(']', at);
-      activity_->Denied(b, r.content.substr(at + 1, end == std::string::npos ? std::string::npos : end - at));
+    // A refusal (the sandbox's, a board hook's) is kept in the activity,
+    // where status and the dashboard show it.
+    if (r.refused && r.refused->by == tools::Refusal::By::kHook) {
+      ReportBlocked(r.refused->event, DescribeCall(b) + ": " + r.refused->what);
+    } else if (r.refused && activity_) {
+      activity_->Denied(b, r.refused->what);
     }
     // A tool's output (a file, a command's, a server's) is content too: it
     // cannot forge a frame (DESIGN §19).

@@ -54,7 +54,8 @@ bool IsResponse(MessageType t) {
 Messenger::Messenger(Workspace ws, std::string team)
     : owned_(FileTeamMail(std::move(ws), std::move(team))), mail_(owned_.get()) {}
 
-Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
+Result<SendRequest> Messenger::CheckRoles(const TeamConfig& team, const SendRequest& request) const {
+  SendRequest r = request;
   const bool from_lead = team.IsLead(r.sender);
   const std::string type = TypeText(r.type);
   if (r.sender == kUserName && r.type != MessageType::kMessage && r.type != MessageType::kBroadcast &&
@@ -86,27 +87,22 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
     if (from_lead) return Status::FailedPrecondition("the lead cannot send " + type);
     return Status::Ok();
   };
-  auto need_approve = [&]() -> Status {
-    if (!r.approve.has_value()) {
-      return Status::InvalidArgument(type + " needs approve: true or false");
-    }
-    return Status::Ok();
-  };
+
   switch (r.type) {
     case MessageType::kMessage:
     case MessageType::kBroadcast:
       if (r.content.empty()) return Status::InvalidArgument(type + " needs content");
-      return Status::Ok();
+      return r;
     case MessageType::kShutdownRequest:
       MATES_RETURN_IF_ERROR(lead_only());
       if (r.recipient == team.lead) return Status::InvalidArgument("the lead cannot be asked to shut down");
       if (r.content.empty()) r.content = "Please wrap up your work and shut down.";
-      return Status::Ok();
+      return r;
     case MessageType::kCompactRequest:
       MATES_RETURN_IF_ERROR(lead_only());
       if (r.recipient == team.lead) return Status::InvalidArgument("the lead compacts with /compact, not a request");
       if (r.content.empty()) r.content = "Compact your context now: the lead asked for it.";
-      return Status::Ok();
+      return r;
     case MessageType::kPlanApprovalRequest:
       MATES_RETURN_IF_ERROR(teammate_only());
       if (r.recipient.empty()) r.recipient = team.lead;
@@ -114,56 +110,99 @@ Status Messenger::CheckRoles(const TeamConfig& team, SendRequest& r) {
         return Status::FailedPrecondition("plan_approval_request goes to the lead ('" + team.lead + "')");
       }
       if (r.content.empty()) return Status::InvalidArgument("plan_approval_request needs the plan as content");
-      return Status::Ok();
+      return r;
     case MessageType::kElicitationRequest: {
       // The question must be one a person can answer.
       auto q = elicitation::ParseQuestion(r.content);
       if (!q.ok()) return Status::InvalidArgument("elicitation_request: " + q.status().message());
-      return Status::Ok();
+      return r;
     }
     case MessageType::kShutdownResponse:
     case MessageType::kPlanApprovalResponse:
-    case MessageType::kElicitationResponse: {
-      const RequestKind kind = *KindOf(r.type);
-      if (kind == RequestKind::kShutdown) MATES_RETURN_IF_ERROR(teammate_only());
-      if (kind == RequestKind::kPlanApproval) MATES_RETURN_IF_ERROR(lead_only());
-      MATES_RETURN_IF_ERROR(need_approve());
-      if (r.request_id.empty()) return Status::InvalidArgument(type + " needs the request_id it answers");
-      auto req = mail_->GetRequest(r.request_id);
-      if (!req.ok()) return req.status();
-      if (req->kind != kind) {
-        return Status::FailedPrecondition("request " + r.request_id + " is a " +
-                                          std::string(RequestKindName(req->kind)) + " request, not " +
-                                          std::string(RequestKindName(kind)));
+    case MessageType::kElicitationResponse:
+      MATES_RETURN_IF_ERROR(CheckAnswer(team, r));
+      return r;
+  }
+  return r;
+}
+
+Status Messenger::CheckAnswer(const TeamConfig& team, SendRequest& r) const {
+  const std::string type = TypeText(r.type);
+  const bool from_lead = team.IsLead(r.sender);
+  const RequestKind kind = *KindOf(r.type);
+  if (kind == RequestKind::kShutdown && from_lead) return Status::FailedPrecondition("the lead cannot send " + type);
+  if (kind == RequestKind::kPlanApproval && !from_lead) {
+    return Status::FailedPrecondition("only the lead ('" + team.lead + "') may send " + type);
+  }
+  if (!r.approve.has_value()) return Status::InvalidArgument(type + " needs approve: true or false");
+  if (r.request_id.empty()) return Status::InvalidArgument(type + " needs the request_id it answers");
+  auto req = mail_->GetRequest(r.request_id);
+  if (!req.ok()) return req.status();
+  if (req->kind != kind) {
+    return Status::FailedPrecondition("request " + r.request_id + " is a " +
+                                      std::string(RequestKindName(req->kind)) + " request, not " +
+                                      std::string(RequestKindName(kind)));
+  }
+  if (req->responder != r.sender) {
+    return Status::FailedPrecondition("request " + r.request_id + " is for '" +
+                                      req->responder + "' to answer, not '" + r.sender + "'");
+  }
+  if (req->status != RequestState::kPending) {
+    return Status::FailedPrecondition("request " + r.request_id + " was already answered (" +
+                                      std::string(RequestStateName(req->status)) + ")");
+  }
+  if (r.recipient.empty()) r.recipient = req->requester;
+  if (r.recipient != req->requester) {
+    return Status::FailedPrecondition("request " + r.request_id + " came from '" +
+                                      req->requester + "'; answer goes there");
+  }
+  if (kind == RequestKind::kElicitation && *r.approve) {
+    // Accepted: the content is the fields, as the question asks them.
+    auto q = elicitation::ParseQuestion(req->content);
+    if (!q.ok()) return Status::FailedPrecondition("request " + r.request_id + ": " + q.status().message());
+    auto fields = ParseJson(r.content.empty() ? "{}" : r.content);
+    if (!fields.ok()) return Status::InvalidArgument("an accepted elicitation_response's content is its fields, as a JSON object");
+    MATES_RETURN_IF_ERROR(elicitation::CheckAnswer(q->schema, *fields));
+    r.content = DumpJson(*fields);
+    return Status::Ok();
+  }
+  if (r.content.empty()) {
+    r.content = !r.feedback.empty() ? r.feedback : (*r.approve ? "approved" : kind == RequestKind::kElicitation ? "declined" : "rejected");
+  }
+  return Status::Ok();
+}
+
+Status Messenger::Record(const SendRequest& r, Message& msg, SendReceipt& receipt) {
+  if (IsRequest(r.type)) {
+    if (msg.request_id.empty()) msg.request_id = NewId("r");
+    ProtocolRequest req;
+    req.id = msg.request_id;
+    req.kind = *KindOf(r.type);
+    req.requester = r.sender;
+    req.responder = r.recipient;
+    req.status = RequestState::kPending;
+    req.content = r.content;
+    req.created_at = msg.timestamp;
+    MATES_RETURN_IF_ERROR(mail_->CreateRequest(req));
+    // A plan sent again (after feedback, or revised unasked) is the one
+    // that waits: the requester's earlier ones, still pending, are stale,
+    // and nobody should be asked to answer them.
+    if (r.type == MessageType::kPlanApprovalRequest) {
+      auto all = mail_->ListRequests();
+      for (const auto& old : all.ok() ? *all : std::vector<ProtocolRequest>{}) {
+        if (old.kind != RequestKind::kPlanApproval || old.status != RequestState::kPending || old.id == req.id ||
+            old.requester != req.requester) {
+          continue;
+        }
+        (void)mail_->ResolveRequest(old.id, false, "superseded by the plan of " + req.id);
       }
-      if (req->responder != r.sender) {
-        return Status::FailedPrecondition("request " + r.request_id + " is for '" +
-                                          req->responder + "' to answer, not '" + r.sender + "'");
-      }
-      if (req->status != RequestState::kPending) {
-        return Status::FailedPrecondition("request " + r.request_id + " was already answered (" +
-                                          std::string(RequestStateName(req->status)) + ")");
-      }
-      if (r.recipient.empty()) r.recipient = req->requester;
-      if (r.recipient != req->requester) {
-        return Status::FailedPrecondition("request " + r.request_id + " came from '" +
-                                          req->requester + "'; answer goes there");
-      }
-      if (kind == RequestKind::kElicitation && *r.approve) {
-        // Accepted: the content is the fields, as the question asks them.
-        auto q = elicitation::ParseQuestion(req->content);
-        if (!q.ok()) return Status::FailedPrecondition("request " + r.request_id + ": " + q.status().message());
-        auto fields = ParseJson(r.content.empty() ? "{}" : r.content);
-        if (!fields.ok()) return Status::InvalidArgument("an accepted elicitation_response's content is its fields, as a JSON object");
-        MATES_RETURN_IF_ERROR(elicitation::CheckAnswer(q->schema, *fields));
-        r.content = DumpJson(*fields);
-        return Status::Ok();
-      }
-      if (r.content.empty()) {
-        r.content = !r.feedback.empty() ? r.feedback : (*r.approve ? "approved" : kind == RequestKind::kElicitation ? "declined" : "rejected");
-      }
-      return Status::Ok();
     }
+  } else if (IsResponse(r.type)) {
+    std::string response = r.type == MessageType::kPlanApprovalResponse ? r.feedback : r.content;
+    MATES_RETURN_IF_ERROR(mail_->ResolveRequest(msg.request_id, *r.approve, response).status());
+    // The host that asked reads the answer from the request; a model
+    // would only see noise.
+    if (r.type == MessageType::kElicitationResponse) receipt.recipients.clear();
   }
   return Status::Ok();
 }
@@ -185,7 +224,7 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   if (r.type == MessageType::kBroadcast) {
     if (!r.recipient.empty()) return Status::InvalidArgument("a broadcast has no recipient");
   }
-  MATES_RETURN_IF_ERROR(CheckRoles(team, r));
+  MATES_ASSIGN_OR_RETURN(r, CheckRoles(team, r));
 
   SendReceipt receipt;
   if (r.type == MessageType::kBroadcast) {
@@ -223,37 +262,7 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   msg.feedback = r.feedback;
   msg.request_id = r.request_id;
 
-  if (IsRequest(r.type)) {
-    if (msg.request_id.empty()) msg.request_id = NewId("r");
-    ProtocolRequest req;
-    req.id = msg.request_id;
-    req.kind = *KindOf(r.type);
-    req.requester = r.sender;
-    req.responder = r.recipient;
-    req.status = RequestState::kPending;
-    req.content = r.content;
-    req.created_at = msg.timestamp;
-    MATES_RETURN_IF_ERROR(mail_->CreateRequest(req));
-    // A plan sent again (after feedback, or revised unasked) is the one
-    // that waits: the requester's earlier ones, still pending, are stale,
-    // and nobody should be asked to answer them.
-    if (r.type == MessageType::kPlanApprovalRequest) {
-      auto all = mail_->ListRequests();
-      for (const auto& old : all.ok() ? *all : std::vector<ProtocolRequest>{}) {
-        if (old.kind != RequestKind::kPlanApproval || old.status != RequestState::kPending || old.id == req.id ||
-            old.requester != req.requester) {
-          continue;
-        }
-        (void)mail_->ResolveRequest(old.id, false, "superseded by the plan of " + req.id);
-      }
-    }
-  } else if (IsResponse(r.type)) {
-    std::string response = r.type == MessageType::kPlanApprovalResponse ? r.feedback : r.content;
-    MATES_RETURN_IF_ERROR(mail_->ResolveRequest(msg.request_id, *r.approve, response).status());
-    // The host that asked reads the answer from the request; a model
-    // would only see noise.
-    if (r.type == MessageType::kElicitationResponse) receipt.recipients.clear();
-  }
+  MATES_RETURN_IF_ERROR(Record(r, msg, receipt));
 
   std::vector<Message> copies;
   for (const auto& to : receipt.recipients) {

@@ -72,7 +72,14 @@ class Messenger {
   Result<SendReceipt> Send(SendRequest request);
 
  private:
-  Status CheckRoles(const TeamConfig& team, SendRequest& request);
+  // The request as it will be sent (a recipient, content or answer the
+  // protocol fills in), or why the role rules refuse it.
+  Result<SendRequest> CheckRoles(const TeamConfig& team, const SendRequest& request) const;
+  // An answer to a request (shutdown, plan, elicitation): `r` completed.
+  Status CheckAnswer(const TeamConfig& team, SendRequest& r) const;
+  // The request's bookkeeping: a new request recorded (an older plan of
+  // its requester's superseded), an answered one resolved.
+  Status Record(const SendRequest& r, Message& msg, SendReceipt& receipt);
 
   std::unique_ptr<TeamMail> owned_;
   TeamMail* mail_;

@@ -119,26 +119,30 @@ class BashTool : public Tool {
     const SubprocessResult& r = *ran;
     std::string out = r.out;
     // A failure the sandbox caused says so, and how a person widens it.
+    std::string sandbox_why;
     if (r.exit_code != 0 || r.term_signal != 0) {
-      if (std::string why = ctx.sandbox->Explain(out, place); !why.empty()) {
-        out += (out.empty() || out.back() == '\n' ? "" : "\n") + why;
-      }
+      sandbox_why = ctx.sandbox->Explain(out, place);
+      if (!sandbox_why.empty()) out += (out.empty() || out.back() == '\n' ? "" : "\n") + sandbox_why;
     }
+    auto failed = [&](std::string content) {
+      return sandbox_why.empty() ? ToolResult::Error(std::move(content))
+                                 : ToolResult::Refused(std::move(content), {Refusal::By::kSandbox, "", sandbox_why});
+    };
     if (r.out_dropped > 0) {
       out += "\n[output was " + std::to_string(r.out.size() + r.out_dropped) +
              " characters; the middle was cut]";
     }
     if (r.timed_out) {
-      return ToolResult::Error(out + (out.empty() || out.back() == '\n' ? "" : "\n") + "[timed out after " +
+      return failed(out + (out.empty() || out.back() == '\n' ? "" : "\n") + "[timed out after " +
                                std::to_string(static_cast<int>(timeout)) +
                                " s; the command and everything it started were killed]");
     }
-    if (r.cancelled) return ToolResult::Error(out + "\n[interrupted; the command was killed]");
+    if (r.cancelled) return failed(out + "\n[interrupted; the command was killed]");
     if (r.term_signal != 0) {
-      return ToolResult::Error(out + "\n[killed by signal " + std::to_string(r.term_signal) + "]");
+      return failed(out + "\n[killed by signal " + std::to_string(r.term_signal) + "]");
     }
     if (r.exit_code != 0) {
-      return ToolResult::Error(out + (out.empty() || out.back() == '\n' ? "" : "\n") + "[exit code " +
+      return failed(out + (out.empty() || out.back() == '\n' ? "" : "\n") + "[exit code " +
                                std::to_string(r.exit_code) + "]");
     }
     return ToolResult::Ok(out.empty() ? "(no output)" : out);

@@ -66,7 +66,10 @@ class TaskCreateTool : public Tool {
       h["teammate_name"] = ctx.agent;
       h["task"] = {{"subject", d.subject}, {"description", d.description}, {"blockedBy", d.blocked_by}};
       hooks::Outcome o = RunHooks(ctx, hooks::Event::kTaskCreated, {}, std::move(h));
-      if (o.blocked) return ToolResult::Error("A TaskCreated hook refused this task:\n" + o.reason);
+      if (o.blocked) {
+        return ToolResult::Refused("A TaskCreated hook refused this task:\n" + o.reason,
+                                   {Refusal::By::kHook, "TaskCreated", o.reason});
+      }
     }
     auto t = (*board)->Create(d);
     if (!t.ok()) return ToolResult::Error(t.status().message());
@@ -165,8 +168,9 @@ class TaskUpdateTool : public Tool {
       h["task"] = std::move(shown);
       hooks::Outcome o = RunHooks(ctx, hooks::Event::kTaskCompleted, {}, std::move(h));
       if (o.blocked) {
-        return ToolResult::Error("A TaskCompleted hook kept task #" + std::to_string(id) + " " +
-                                 std::string(TaskStatusName(task->status)) + ":\n" + o.reason);
+        return ToolResult::Refused("A TaskCompleted hook kept task #" + std::to_string(id) + " " +
+                                       std::string(TaskStatusName(task->status)) + ":\n" + o.reason,
+                                   {Refusal::By::kHook, "TaskCompleted", o.reason});
       }
     }
     if (p.status == TaskStatus::kCompleted) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,24 @@ enum class Scope {
   kSubagent,  // base only: bash, read_file, write_file, edit_file
 };
 
+// What refused a tool's work, when something did: the sandbox (a failed
+// command whose output shows one of its rules) or one of the person's
+// hooks. The agent keeps it in its activity, where status and the page
+// show it (DESIGN §18, §22); the model reads it in the content.
+struct Refusal {
+  enum class By { kSandbox, kHook };
+  By by = By::kSandbox;
+  std::string event;  // the hook's event ("TaskCompleted"); "" for the sandbox
+  std::string what;   // the sandbox's line, or the hook's reason
+};
+
 struct ToolResult {
   std::string content;
   bool is_error = false;
-  static ToolResult Ok(std::string c) { return {std::move(c), false}; }
-  static ToolResult Error(std::string c) { return {std::move(c), true}; }
+  std::optional<Refusal> refused;
+  static ToolResult Ok(std::string c) { return {std::move(c), false, std::nullopt}; }
+  static ToolResult Error(std::string c) { return {std::move(c), true, std::nullopt}; }
+  static ToolResult Refused(std::string c, Refusal why) { return {std::move(c), true, std::move(why)}; }
 };
 
 enum class BackgroundState { kRunning, kCompleted, kFailed, kStopped };

@@ -44,7 +44,6 @@ const MemberView* FindMember(const TeamView& v, const std::string& name) {
 }
 
 void Budget(const TeamView& v, std::vector<AttentionItem>* out) {
-  const std::string team = v.team.name;
   const std::string restart = "a larger budget is given when the team starts again (--budget-tokens N or "
                               "--budget-usd X)";
   llm::Usage total;
@@ -57,7 +56,7 @@ void Budget(const TeamView& v, std::vector<AttentionItem>* out) {
       const int64_t spent = agent::TotalTokens(m.activity->tokens);
       const double share = static_cast<double>(spent) / static_cast<double>(m.member.budget_tokens);
       if (share >= kBudgetWarn) {
-        out->push_back({"budget",
+        out->push_back({AttentionKind::kBudget,
                         m.member.name + " has spent " + std::to_string(static_cast<int>(share * 100)) +
                             " % of its budget (" + agent::HumanCount(spent) + " of " +
                             agent::HumanCount(m.member.budget_tokens) + " tokens)",
@@ -80,42 +79,16 @@ void Budget(const TeamView& v, std::vector<AttentionItem>* out) {
     what = agent::FormatCost(dollars) + " of " + agent::FormatCost(b.usd);
   }
   if (share >= kBudgetWarn) {
-    out->push_back({"budget",
+    out->push_back({AttentionKind::kBudget,
                     "the team has spent " + std::to_string(static_cast<int>(share * 100)) + " % of its budget (" +
                         what + ")" + (share >= 1 ? ": no agent calls the model any more" : ""),
                     v.now, "", restart, "tab/usage"});
   }
 }
 
-}  // namespace
-
-std::string StateOf(const MemberView& m) {
-  if (m.shown == Shown::kOffline || m.shown == Shown::kShutdown || !m.activity) return std::string(ShownName(m.shown));
-  if (m.activity->state == agent::ActivityState::kError) return "error";
-  if (m.activity->state == agent::ActivityState::kRetrying) return "retrying";
-  return std::string(ShownName(m.shown));
-}
-
-std::string DoingOf(const MemberView& m, double now) {
-  if (!m.activity) return "";
-  const agent::Activity& a = *m.activity;
-  if (m.shown == Shown::kOffline) return "its host is gone";
-  switch (a.state) {
-    case agent::ActivityState::kThinking: return "thinking";
-    case agent::ActivityState::kTool: return a.doing;
-    case agent::ActivityState::kIdle: return a.doing.empty() ? "waiting for work" : a.doing;  // or where it works
-    case agent::ActivityState::kStopped: return "stopped" + (a.doing.empty() ? "" : ": " + a.doing);
-    case agent::ActivityState::kRetrying: return a.retry ? RetryText(*a.retry, now) : "retrying";
-    case agent::ActivityState::kError:
-      return "error: " + (a.error ? a.error->reason + (a.error->next.empty() ? "" : " — " + a.error->next) : "");
-  }
-  return "";
-}
-
-std::vector<AttentionItem> Attention(const TeamView& v) {
-  std::vector<AttentionItem> out;
-  const std::string team = v.team.name;
-  const std::string t = " --team " + team;
+// Members: a failed or paused turn, a model server retried, mail an idle
+// member does not read.
+void MemberNews(const TeamView& v, const std::string& t, std::vector<AttentionItem>* out) {
   for (const auto& m : v.members) {
     if (!m.activity || m.shown == Shown::kOffline) continue;
     const agent::Activity& a = *m.activity;
@@ -128,7 +101,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
       static const std::string kPaused = "paused by a circuit breaker: ";
       if (a.error->reason.rfind(kPaused, 0) == 0) {
         const std::string why = a.error->reason.substr(kPaused.size());
-        out.push_back({"paused", name + " was paused: " + why, a.error->at,
+        out->push_back({AttentionKind::kPaused, name + " was paused: " + why, a.error->at,
                        restartable && stopped ? "mates restart" + t + " " + name
                                               : "mates send" + t + " --to " + name + " " + Quote("Go on."),
                        "it went round in circles; see what it did (mates logs" + t + " " + name +
@@ -137,7 +110,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                        "agent/" + name});
         continue;
       }
-      out.push_back({"turn_failed",
+      out->push_back({AttentionKind::kTurnFailed,
                      name + "'s turn failed: " + a.error->reason +
                          (stopped ? " — it has stopped" : a.error->next.empty() ? "" : " — " + a.error->next),
                      a.error->at,
@@ -154,7 +127,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
   for (const auto& m : v.members) {
     if (!m.activity || m.shown == Shown::kOffline || m.activity->state != agent::ActivityState::kRetrying) continue;
     const agent::Activity& a = *m.activity;
-    out.push_back({"retrying", m.member.name + ": " + (a.retry ? RetryText(*a.retry, v.now) : "retrying"), a.since,
+    out->push_back({AttentionKind::kRetrying, m.member.name + ": " + (a.retry ? RetryText(*a.retry, v.now) : "retrying"), a.since,
                    "mates status" + t + " --watch",
                    "the model server is not answering as it should; after the last attempt the turn fails",
                    "agent/" + m.member.name});
@@ -162,7 +135,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
   for (const auto& m : v.members) {
     const bool idle = m.shown == Shown::kIdle && (!m.activity || m.activity->state == agent::ActivityState::kIdle);
     if (!idle || m.unread == 0 || v.now - m.oldest_unread < kUnreadWhileIdleS) continue;
-    out.push_back({"unread_while_idle",
+    out->push_back({AttentionKind::kUnreadWhileIdle,
                    m.member.name + " is idle with " + std::to_string(m.unread) + " unread message" +
                        (m.unread == 1 ? "" : "s") + ", the oldest " + Seconds(v.now - m.oldest_unread) + " old",
                    m.oldest_unread, "mates inbox" + t + " " + m.member.name + " --peek",
@@ -171,6 +144,10 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                                                    "look at it there",
                    "agent/" + m.member.name});
   }
+}
+
+// Tasks: one whose owner is gone, one nobody is running to take.
+void TaskNews(const TeamView& v, const std::string& t, std::vector<AttentionItem>* out) {
   for (const auto& task : v.tasks) {
     if (task.status != TaskStatus::kInProgress || task.owner.empty()) continue;
     const MemberView* owner = FindMember(v, task.owner);
@@ -184,7 +161,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
     // which goes on with the task from its journal.
     const bool host_gone = v.foreign.empty() && !v.host && owner != nullptr && owner->shown == Shown::kOffline &&
                            owner->member.backend == MemberBackend::kInProcess;
-    out.push_back({"orphaned_task",
+    out->push_back({AttentionKind::kOrphanedTask,
                    "task #" + std::to_string(task.id) + " " + Quote(CutUtf8(task.subject, 80)) + " is in progress, "
                    "but its owner " + task.owner + " " + gone,
                    task.updated_at,
@@ -216,7 +193,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                           [&](const Task& b) { return b.id == id && b.status == TaskStatus::kCompleted; });
     });
     if (blocked || v.now - task.updated_at < kUnreadWhileIdleS) continue;
-    out.push_back({"task_waiting",
+    out->push_back({AttentionKind::kTaskWaiting,
                    "task #" + std::to_string(task.id) + " " + Quote(CutUtf8(task.subject, 80)) +
                        " waits, and no teammate is running to take it",
                    task.updated_at, stopped.empty() ? "" : "mates restart" + t + " " + stopped,
@@ -225,6 +202,11 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                                      "--respawn on-work` does so by itself)",
                    "task/" + std::to_string(task.id)});
   }
+}
+
+// The merge queue: a request bounced and not submitted again, one
+// waiting for review, the queue held.
+void MergeNews(const TeamView& v, const std::string& t, std::vector<AttentionItem>* out) {
   for (const auto& r : v.merge_list) {
     const std::string id = std::to_string(r.id);
     const std::string what = "merge request " + id + " (task #" + std::to_string(r.task) + " by " + r.owner + ")";
@@ -242,27 +224,32 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
       const bool conflict = r.status == MergeState::kConflict;
       std::string files;
       for (const auto& f : r.files) files += (files.empty() ? "" : ", ") + f;
-      out.push_back({conflict ? "merge_conflict" : "merge_failed",
+      out->push_back({conflict ? AttentionKind::kMergeConflict : AttentionKind::kMergeFailed,
                      what + (conflict ? " conflicts in " + files : " failed its check"), r.updated_at,
                      "mates merges" + t + " show " + id, "its owner was told and has not submitted it again",
                      "tab/merges"});
     } else if (r.status == MergeState::kReview) {
-      out.push_back({"merge_review", what + " waits for review", r.updated_at, "mates merges" + t + " approve " + id,
+      out->push_back({AttentionKind::kMergeReview, what + " waits for review", r.updated_at, "mates merges" + t + " approve " + id,
                      "or: mates merges" + t + " reject " + id + " --feedback \"what to change\"", "tab/merges"});
     }
   }
   if (v.team.git.held()) {
     const TeamGit& g = v.team.git;
-    out.push_back({"merge_held",
+    out->push_back({AttentionKind::kMergeHeld,
                    "the merge queue is held: " + g.target_name() + " was moved outside it (to " +
                        g.held_found.substr(0, 10) + ")",
                    g.held_since, "mates merges" + t + " resume",
                    "look at what moved it first (git log " + g.target_name() + ")", "tab/merges"});
   }
+}
+
+// Requests: an MCP server's question, a plan waiting, a shutdown request
+// nobody answered.
+void RequestNews(const TeamView& v, const std::string& t, std::vector<AttentionItem>* out) {
   for (const auto& r : v.requests) {
     if (r.kind != RequestKind::kElicitation || r.status != RequestState::kPending) continue;
     auto q = elicitation::ParseQuestion(r.content);
-    out.push_back({"question_waiting",
+    out->push_back({AttentionKind::kQuestionWaiting,
                    "MCP server " + (q.ok() ? q->server : std::string("?")) + " asks you (for " + r.requester +
                        "): " + CutUtf8(q.ok() ? q->message : std::string(), 200),
                    r.created_at, "mates answer" + t + " " + r.id + " NAME=VALUE...",
@@ -272,11 +259,11 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
   for (const auto& r : v.requests) {
     if (r.kind != RequestKind::kPlanApproval || r.status != RequestState::kPending) continue;
     if (!v.foreign.empty()) {
-      out.push_back({"plan_waiting", r.requester + "'s plan waits for " + r.responder, r.created_at, "",
+      out->push_back({AttentionKind::kPlanWaiting, r.requester + "'s plan waits for " + r.responder, r.created_at, "",
                      r.responder + " answers it in " + v.foreign, "agent/" + r.requester});
       continue;
     }
-    out.push_back({"plan_waiting", r.requester + "'s plan waits for " + r.responder, r.created_at,
+    out->push_back({AttentionKind::kPlanWaiting, r.requester + "'s plan waits for " + r.responder, r.created_at,
                    "mates send" + t + " --from " + r.responder + " --to " + r.requester +
                        " --type plan_approval_response --request-id " + r.id + " --approve ok",
                    "or --reject with --feedback; the dashboard answers it too", "agent/" + r.requester});
@@ -284,7 +271,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
   for (const auto& r : v.requests) {
     if (r.kind != RequestKind::kShutdown || r.status != RequestState::kPending) continue;
     if (v.now - r.created_at < kUnansweredShutdownS) continue;
-    out.push_back({"request_unanswered",
+    out->push_back({AttentionKind::kRequestUnanswered,
                    r.responder + " has not answered " + r.requester + "'s shutdown request (" +
                        Seconds(v.now - r.created_at) + ")",
                    r.created_at, "mates log" + t,
@@ -292,32 +279,87 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
                                      : "a member answers between turns; look at " + r.responder + " in " + v.foreign,
                    "agent/" + r.responder});
   }
-  Budget(v, &out);
+}
+
+// What a hook or the sandbox refused lately.
+void RecentRefusals(const TeamView& v, std::vector<AttentionItem>* out) {
   for (const auto& m : v.members) {
     if (!m.activity || m.activity->hook_blocks.empty()) continue;
     const agent::HookBlock& b = m.activity->hook_blocks.back();
     if (v.now - b.at > kRecentDenialS) continue;
-    out.push_back({"hook_blocked", m.member.name + ": a " + b.event + " hook blocked " + b.what, b.at,
+    out->push_back({AttentionKind::kHookBlocked, m.member.name + ": a " + b.event + " hook blocked " + b.what, b.at,
                    "mates hooks list", "the hooks in your config and the workspace's decide this", "agent/" + m.member.name});
   }
   for (const auto& m : v.members) {
     if (!m.activity || m.activity->denials.empty()) continue;
     const agent::Denial& d = m.activity->denials.back();
     if (v.now - d.at > kRecentDenialS) continue;
-    out.push_back({"sandbox_denied", m.member.name + ": " + d.what, d.at, "",
+    out->push_back({AttentionKind::kSandboxDenied, m.member.name + ": " + d.what, d.at, "",
                    "what the sandbox allows is widened in your own ~/.config/mates/config.yaml (sandbox: "
                    "allow_write, network.allow)",
                    "agent/" + m.member.name});
   }
-  static const std::vector<std::string> kOrder = {"turn_failed",  "paused", "retrying", "unread_while_idle", "orphaned_task",
-                                                  "task_waiting",
-                                                  "merge_failed", "merge_conflict", "merge_review",
-                                                  "merge_held",   "question_waiting", "plan_waiting",
-                                                  "request_unanswered", "budget",
-                                                  "sandbox_denied", "hook_blocked"};
-  auto rank = [](const std::string& kind) { return std::find(kOrder.begin(), kOrder.end(), kind) - kOrder.begin(); };
+}
+
+}  // namespace
+
+std::string_view AttentionKindName(AttentionKind k) {
+  switch (k) {
+    case AttentionKind::kTurnFailed: return "turn_failed";
+    case AttentionKind::kPaused: return "paused";
+    case AttentionKind::kRetrying: return "retrying";
+    case AttentionKind::kUnreadWhileIdle: return "unread_while_idle";
+    case AttentionKind::kOrphanedTask: return "orphaned_task";
+    case AttentionKind::kTaskWaiting: return "task_waiting";
+    case AttentionKind::kMergeFailed: return "merge_failed";
+    case AttentionKind::kMergeConflict: return "merge_conflict";
+    case AttentionKind::kMergeReview: return "merge_review";
+    case AttentionKind::kMergeHeld: return "merge_held";
+    case AttentionKind::kQuestionWaiting: return "question_waiting";
+    case AttentionKind::kPlanWaiting: return "plan_waiting";
+    case AttentionKind::kRequestUnanswered: return "request_unanswered";
+    case AttentionKind::kBudget: return "budget";
+    case AttentionKind::kSandboxDenied: return "sandbox_denied";
+    case AttentionKind::kHookBlocked: return "hook_blocked";
+    case AttentionKind::kStoreUnreachable: return "store_unreachable";
+  }
+  return "";
+}
+
+std::string StateOf(const MemberView& m) {
+  if (m.shown == Shown::kOffline || m.shown == Shown::kShutdown || !m.activity) return std::string(ShownName(m.shown));
+  if (m.activity->state == agent::ActivityState::kError) return "error";
+  if (m.activity->state == agent::ActivityState::kRetrying) return "retrying";
+  return std::string(ShownName(m.shown));
+}
+
+std::string DoingOf(const MemberView& m, double now) {
+  if (!m.activity) return "";
+  const agent::Activity& a = *m.activity;
+  if (m.shown == Shown::kOffline) return "its host is gone";
+  switch (a.state) {
+    case agent::ActivityState::kThinking: return "thinking";
+    case agent::ActivityState::kTool: return a.doing;
+    case agent::ActivityState::kIdle: return a.doing.empty() ? "waiting for work" : a.doing;  // or where it works
+    case agent::ActivityState::kStopped: return "stopped" + (a.doing.empty() ? "" : ": " + a.doing);
+    case agent::ActivityState::kRetrying: return a.retry ? RetryText(*a.retry, now) : "retrying";
+    case agent::ActivityState::kError:
+      return "error: " + (a.error ? a.error->reason + (a.error->next.empty() ? "" : " — " + a.error->next) : "");
+  }
+  return "";
+}
+
+std::vector<AttentionItem> Attention(const TeamView& v) {
+  std::vector<AttentionItem> out;
+  const std::string t = " --team " + v.team.name;
+  MemberNews(v, t, &out);
+  TaskNews(v, t, &out);
+  MergeNews(v, t, &out);
+  RequestNews(v, t, &out);
+  Budget(v, &out);
+  RecentRefusals(v, &out);
   std::stable_sort(out.begin(), out.end(), [&](const AttentionItem& a, const AttentionItem& b) {
-    return std::make_pair(rank(a.kind), a.since) < std::make_pair(rank(b.kind), b.since);
+    return std::make_pair(a.kind, a.since) < std::make_pair(b.kind, b.since);
   });
   return out;
 }
@@ -325,7 +367,7 @@ std::vector<AttentionItem> Attention(const TeamView& v) {
 Json AttentionToJson(const std::vector<AttentionItem>& items) {
   Json out = Json::array();
   for (const auto& i : items) {
-    out.push_back({{"kind", i.kind},
+    out.push_back({{"kind", AttentionKindName(i.kind)},
                    {"subject", i.subject},
                    {"since", i.since},
                    {"hint", i.hint},

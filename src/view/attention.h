@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/json.h"
@@ -16,11 +17,18 @@
 
 namespace mates::view {
 
+// What needs a person, in the order status and the page list them.
+enum class AttentionKind {
+  kTurnFailed, kPaused, kRetrying, kUnreadWhileIdle, kOrphanedTask, kTaskWaiting, kMergeFailed,
+  kMergeConflict, kMergeReview, kMergeHeld, kQuestionWaiting, kPlanWaiting, kRequestUnanswered,
+  kBudget, kSandboxDenied, kHookBlocked,
+  kStoreUnreachable,  // said by status and the page, which could not read the team
+};
+// "turn_failed", "paused", …: the name the JSON, the page and tests use.
+std::string_view AttentionKindName(AttentionKind k);
+
 struct AttentionItem {
-  std::string kind;     // turn_failed, paused, retrying, unread_while_idle, orphaned_task, task_waiting, merge_failed,
-                        // merge_conflict, merge_review, merge_held, question_waiting, plan_waiting,
-                        // request_unanswered, budget, sandbox_denied, hook_blocked; and (status, the
-                        // page) store_unreachable
+  AttentionKind kind = AttentionKind::kTurnFailed;
   std::string subject;  // one line
   double since = 0;     // when it began (wall seconds)
   std::string hint;  // a command that does it, as printed; "" where none does

@@ -29,7 +29,7 @@ TeamView Team() {
 
 std::vector<std::string> Kinds(const std::vector<AttentionItem>& items) {
   std::vector<std::string> out;
-  for (const auto& i : items) out.push_back(i.kind);
+  for (const auto& i : items) out.emplace_back(AttentionKindName(i.kind));
   return out;
 }
 
