@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/json.h"
@@ -17,6 +18,7 @@
 #include "core/names.h"
 #include "core/subprocess.h"
 #include "core/unix_socket.h"
+#include "sandbox/agent_sockets.h"
 #include "sandbox/net_proxy.h"
 
 namespace mates::host {
@@ -149,106 +151,40 @@ int RunThroughTheGate(const std::string& socket, const std::vector<std::string>&
 }
 
 AgentGate::AgentGate(Options options) : options_(std::move(options)) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
-    wake_r_.reset(fds[0]);
-    wake_w_.reset(fds[1]);
-  }
-  thread_ = std::thread([this] { Serve(); });
+  sockets_ = std::make_unique<sandbox::AgentSockets>(
+      options_.dir, 16,
+      [this](const sandbox::AgentSockets::Caller& who, size_t) {
+        // Admitted, it counts until its handler is done.
+        std::lock_guard<std::mutex> l(mu_);
+        int& mine = busy_[who.team + "\n" + who.agent];
+        if (mine >= kMaxPerAgent || busy_total_ >= kMaxRunning) {
+          return Reply(1, "", "mates: error: the host is running " +
+                                  std::string(mine >= kMaxPerAgent ? "4 commands for this agent"
+                                                                   : "16 commands for its agents") +
+                                  " already; try again\n");
+        }
+        ++mine;
+        ++busy_total_;
+        return std::string();
+      },
+      [this](ScopedFd conn, const sandbox::AgentSockets::Caller& who) {
+        Handle(std::move(conn), who.team, who.agent);
+        std::lock_guard<std::mutex> l(mu_);
+        --busy_[who.team + "\n" + who.agent];
+        --busy_total_;
+      });
 }
 
 AgentGate::~AgentGate() {
-  stop_ = true;
   stopping_.Cancel(CancelToken::kForGood);  // every command still running
-  if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
-  thread_.join();
-  std::vector<Worker> running;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    running.swap(running_);
-    for (auto& ls : listeners_) ::unlink(ls->path.c_str());
-  }
-  for (auto& w : running) w.thread.join();
+  sockets_.reset();
 }
 
 Result<fs::path> AgentGate::SocketFor(const std::string& team, const std::string& agent) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_RETURN_IF_ERROR(ValidateName("member name", agent));
-  std::lock_guard<std::mutex> l(mu_);
-  for (const auto& ls : listeners_) {
-    if (ls->team == team && ls->agent == agent) return ls->path;
-  }
-  MATES_RETURN_IF_ERROR(EnsureDir(options_.dir));
-  ::chmod(options_.dir.c_str(), 0700);
-  auto ls = std::make_unique<Listener>();
-  ls->team = team;
-  ls->agent = agent;
-  // RUNTIME/gate/TEAM.AGENT/s: the folder is what a sandbox binds.
-  ls->path = options_.dir / sandbox::SocketDirName(team, agent) / "s";
-  MATES_RETURN_IF_ERROR(EnsureDir(ls->path.parent_path()));
-  ::chmod(ls->path.parent_path().c_str(), 0700);
-  MATES_ASSIGN_OR_RETURN(ls->fd, ListenUnix(ls->path, 16));
-  listeners_.push_back(std::move(ls));
-  if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
-  return listeners_.back()->path;
-}
-
-void AgentGate::Serve() {
-  while (!stop_.load()) {
-    std::vector<struct pollfd> fds;
-    std::vector<Listener*> who;
-    fds.push_back({wake_r_.get(), POLLIN, 0});
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      for (auto& ls : listeners_) {
-        fds.push_back({ls->fd.get(), POLLIN, 0});
-        who.push_back(ls.get());
-      }
-    }
-    int rc = ::poll(fds.data(), fds.size(), 1000);
-    if (rc < 0 && errno != EINTR) return;
-    if (fds[0].revents != 0) {
-      char drain[64];
-      while (::read(wake_r_.get(), drain, sizeof drain) > 0) {
-      }
-    }
-    for (size_t i = 1; i < fds.size() && !stop_.load(); ++i) {
-      if ((fds[i].revents & POLLIN) == 0) continue;
-      int c = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      ScopedFd conn(c);
-      Listener* ls = who[i - 1];
-      if (ls->busy.load() >= kMaxPerAgent || busy_.load() >= kMaxRunning) {
-        SendAllTo(c, Reply(1, "", "mates: error: the host is running " +
-                                       std::string(ls->busy.load() >= kMaxPerAgent ? "4 commands for this agent"
-                                                                                   : "16 commands for its agents") +
-                                       " already; try again\n"));
-        continue;
-      }
-      ++busy_;
-      ++ls->busy;
-      auto done = std::make_shared<std::atomic<bool>>(false);
-      std::lock_guard<std::mutex> l(mu_);
-      running_.push_back({std::thread([this, ls, done, conn = std::move(conn)]() mutable {
-                            Handle(std::move(conn), ls->team, ls->agent);
-                            --ls->busy;
-                            --busy_;
-                            done->store(true);
-                          }),
-                          done});
-    }
-    // Threads that are done are joined here, so that a long-lived host
-    // keeps none.
-    std::lock_guard<std::mutex> l(mu_);
-    for (auto it = running_.begin(); it != running_.end();) {
-      if (it->done->load()) {
-        it->thread.join();
-        it = running_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  // RUNTIME/gate/TEAM+AGENT/s: the folder is what a sandbox binds.
+  return sockets_->SocketFor(team, agent);
 }
 
 void AgentGate::Handle(ScopedFd conn, std::string team, std::string agent) {

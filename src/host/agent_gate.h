@@ -31,6 +31,10 @@
 #include "core/status.h"
 #include "store/workspace.h"
 
+namespace mates::sandbox {
+class AgentSockets;
+}  // namespace mates::sandbox
+
 namespace mates::host {
 
 // The commands a sandboxed agent's `mates` sends through its gate rather
@@ -66,30 +70,16 @@ class AgentGate {
   Result<fs::path> SocketFor(const std::string& team, const std::string& agent);
 
  private:
-  struct Listener {
-    std::string team, agent;
-    ScopedFd fd;
-    fs::path path;
-    std::atomic<int> busy{0};  // its commands running now
-  };
-  struct Worker {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  void Serve();
   void Handle(ScopedFd conn, std::string team, std::string agent);
   std::string Answer(const std::string& request, const std::string& team, const std::string& agent,
                      const CancelToken* cancel);
 
   const Options options_;
   std::mutex mu_;
-  std::vector<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
-  std::vector<Worker> running_;                        // guarded by mu_
-  std::atomic<int> busy_{0};
+  std::map<std::string, int> busy_;  // guarded by mu_: commands running, by "TEAM\nAGENT"
+  int busy_total_ = 0;               // guarded by mu_
   CancelToken stopping_;  // cancelled when the gate goes: every command's token is linked to it
-  ScopedFd wake_r_, wake_w_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  std::unique_ptr<sandbox::AgentSockets> sockets_;  // last: gone first
 };
 
 }  // namespace mates::host

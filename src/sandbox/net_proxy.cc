@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/sha256.h"
 #include "core/unix_socket.h"
+#include "sandbox/agent_sockets.h"
 #include "sandbox/pump.h"
 
 namespace mates::sandbox {
@@ -244,26 +245,18 @@ std::vector<int> LoopbackPorts(const std::vector<NetRule>& rules) {
 }
 
 NetProxy::NetProxy(std::vector<NetRule> rules, fs::path dir, std::function<void(const NetDenial&)> on_denied)
-    : rules_(std::move(rules)), dir_(std::move(dir)), on_denied_(std::move(on_denied)) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
-    wake_r_.reset(fds[0]);
-    wake_w_.reset(fds[1]);
-  }
-  thread_ = std::thread([this] { Serve(); });
+    : rules_(std::move(rules)), on_denied_(std::move(on_denied)) {
+  sockets_ = std::make_unique<AgentSockets>(
+      std::move(dir), 64,
+      [](const AgentSockets::Caller&, size_t running) {
+        return running >= kMaxConnections ? BadGateway("more than 64 connections at once") : std::string();
+      },
+      [this](ScopedFd conn, const AgentSockets::Caller& who) { Handle(conn.get(), who.team, who.agent); });
 }
 
 NetProxy::~NetProxy() {
-  stop_ = true;
-  if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
-  thread_.join();
-  std::vector<Worker> workers;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    workers.swap(workers_);
-    for (auto& ls : listeners_) ::unlink(ls->path.c_str());
-  }
-  for (auto& w : workers) w.thread.join();
+  stop_ = true;  // every connection's pump ends
+  sockets_.reset();
 }
 
 std::vector<NetDenial> NetProxy::Denials() const {
@@ -272,71 +265,7 @@ std::vector<NetDenial> NetProxy::Denials() const {
 }
 
 Result<fs::path> NetProxy::SocketFor(const std::string& team, const std::string& agent) {
-  std::lock_guard<std::mutex> l(mu_);
-  for (const auto& ls : listeners_) {
-    if (ls->team == team && ls->agent == agent) return ls->path;
-  }
-  MATES_RETURN_IF_ERROR(EnsureDir(dir_));
-  ::chmod(dir_.c_str(), 0700);
-  auto ls = std::make_unique<Listener>();
-  ls->team = team;
-  ls->agent = agent;
-  ls->path = dir_ / SocketDirName(team, agent) / "s";
-  MATES_RETURN_IF_ERROR(EnsureDir(ls->path.parent_path()));
-  ::chmod(ls->path.parent_path().c_str(), 0700);
-  MATES_ASSIGN_OR_RETURN(ls->fd, ListenUnix(ls->path, 64));
-  listeners_.push_back(std::move(ls));
-  if (wake_w_.valid()) (void)!::write(wake_w_.get(), "x", 1);
-  return listeners_.back()->path;
-}
-
-void NetProxy::Serve() {
-  while (!stop_.load()) {
-    std::vector<struct pollfd> fds;
-    std::vector<std::pair<std::string, std::string>> who;
-    fds.push_back({wake_r_.get(), POLLIN, 0});
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      for (auto& ls : listeners_) {
-        fds.push_back({ls->fd.get(), POLLIN, 0});
-        who.emplace_back(ls->team, ls->agent);
-      }
-      // Connections that are over are joined: a long-lived host keeps none.
-      for (auto it = workers_.begin(); it != workers_.end();) {
-        if (it->done->load()) {
-          it->thread.join();
-          it = workers_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    int rc = ::poll(fds.data(), fds.size(), 1000);
-    if (rc < 0 && errno != EINTR) return;
-    if (fds[0].revents != 0) {
-      char drain[64];
-      while (::read(wake_r_.get(), drain, sizeof drain) > 0) {
-      }
-    }
-    for (size_t i = 1; i < fds.size() && !stop_.load(); ++i) {
-      if ((fds[i].revents & POLLIN) == 0) continue;
-      int c = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      std::lock_guard<std::mutex> l(mu_);
-      if (workers_.size() >= kMaxConnections) {
-        SendAll(c, BadGateway("more than 64 connections at once"));
-        ::close(c);
-        continue;
-      }
-      auto done = std::make_shared<std::atomic<bool>>(false);
-      workers_.push_back({std::thread([this, c, done, team = who[i - 1].first, agent = who[i - 1].second] {
-                            Handle(c, team, agent);
-                            ::close(c);
-                            done->store(true);
-                          }),
-                          done});
-    }
-  }
+  return sockets_->SocketFor(team, agent);
 }
 
 void NetProxy::Deny(const std::string& team, const std::string& agent, const std::string& host, int port) {

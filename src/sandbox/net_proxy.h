@@ -39,6 +39,8 @@ struct sockaddr;
 
 namespace mates::sandbox {
 
+class AgentSockets;
+
 // Inside the sandbox: where the relay listens for HTTP(S) proxy clients.
 inline constexpr int kRelayPort = 3128;
 
@@ -89,29 +91,15 @@ class NetProxy {
   std::vector<NetDenial> Denials() const;
 
  private:
-  struct Listener {
-    std::string team, agent;
-    ScopedFd fd;
-    fs::path path;
-  };
-  struct Worker {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  void Serve();
   void Handle(int conn, const std::string& team, const std::string& agent);
   void Deny(const std::string& team, const std::string& agent, const std::string& host, int port);
 
   const std::vector<NetRule> rules_;
-  const fs::path dir_;
   const std::function<void(const NetDenial&)> on_denied_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Listener>> listeners_;  // guarded by mu_
-  std::vector<Worker> workers_;                        // guarded by mu_
-  std::vector<NetDenial> denials_;                     // guarded by mu_
-  ScopedFd wake_r_, wake_w_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  std::vector<NetDenial> denials_;  // guarded by mu_
+  std::atomic<bool> stop_{false};   // set as it goes: every pump ends
+  std::unique_ptr<AgentSockets> sockets_;  // last: gone first
 };
 
 }  // namespace mates::sandbox
