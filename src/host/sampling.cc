@@ -1,6 +1,7 @@
 #include "host/sampling.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/log.h"
 

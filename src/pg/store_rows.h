@@ -3,6 +3,7 @@
 #pragma once
 
 #include <charconv>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>

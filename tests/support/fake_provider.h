@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "llm/provider.h"
