@@ -330,67 +330,45 @@ Result<Response> AnthropicResponseFromJson(const Json& j) {
   return r;
 }
 
-AnthropicProvider::AnthropicProvider(AnthropicOptions options,
-                                     std::unique_ptr<HttpTransport> transport)
-    : options_(WithSharedBackoff(std::move(options))), transport_(std::move(transport)) {}
+namespace {
+
+class AnthropicReader : public StreamReader {
+ public:
+  explicit AnthropicReader(TextDeduper* text) : acc_(text) {}
+  void OnEvent(const SseEvent& event) override { acc_.OnEvent(event); }
+  const Status& error() const override { return acc_.error(); }
+  const Status& malformed() const override { return acc_.malformed(); }
+  bool complete() const override { return acc_.complete(); }
+  Result<Response> Take() override { return acc_.TakeResponse(); }
+
+ private:
+  AnthropicStreamAccumulator acc_;
+};
+
+}  // namespace
+
+AnthropicProvider::AnthropicProvider(AnthropicOptions options, std::unique_ptr<HttpTransport> transport)
+    : HttpProvider(std::move(options), std::move(transport)) {}
 
 int64_t AnthropicProvider::ContextWindow(const std::string&) const { return kClaudeContextWindow; }
 
-Result<Response> AnthropicProvider::Complete(const Request& request,
-                                             const StreamCallbacks& callbacks,
-                                             CancelToken* cancel) {
-  std::string model = request.model.empty() ? options_.model : request.model;
-  Json made = AnthropicRequestBody(request, model, options_.stream);
+std::string AnthropicProvider::Body(const Request& request, const std::string& model) const {
+  Json made = AnthropicRequestBody(request, model, options().stream);
   std::string body = DumpJson(made);
   RecycleAnthropicBody(request, std::move(made));
-  TextDeduper text(callbacks.on_text);
-  return RunWithRetries(options_.retry, callbacks, cancel, [&](AttemptFailure* failure) {
-    text.NewAttempt();
-    return Attempt(request, body, &text, cancel, failure);
-  });
+  return body;
 }
 
-Result<Response> AnthropicProvider::Attempt(const Request&, const std::string& body,
-                                            TextDeduper* text, CancelToken* cancel,
-                                            AttemptFailure* failure) {
-  HttpRequest http;
-  std::string base = options_.base_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  http.url = base + "/v1/messages";
-  http.body = body;
-  http.connect_timeout_s = options_.connect_timeout_s;
-  http.total_timeout_s = options_.request_timeout_s;
-  http.low_speed_time_s = options_.stream ? options_.stall_timeout_s : kWholeReplyStallS;
-  http.headers = {"content-type: application/json", "anthropic-version: 2023-06-01",
-                  "accept: " + std::string(options_.stream ? "text/event-stream" : "application/json")};
-  if (!options_.api_key.empty()) http.headers.push_back("x-api-key: " + options_.api_key);
+std::vector<std::string> AnthropicProvider::Headers() const {
+  const HttpProviderOptions& o = options();
+  std::vector<std::string> h = {"anthropic-version: 2023-06-01",
+                                "accept: " + std::string(o.stream ? "text/event-stream" : "application/json")};
+  if (!o.api_key.empty()) h.push_back("x-api-key: " + o.api_key);
+  return h;
+}
 
-  AnthropicStreamAccumulator acc(text);
-  SseParser sse([&](const SseEvent& e) { acc.OnEvent(e); });
-  auto j = PostAttempt(*transport_, http, options_.stream,
-                       [&](std::string_view chunk) {
-                         sse.Feed(chunk);
-                         // An error event, or a reply that broke its shape, ends this attempt.
-                         return !acc.failed() && !sse.overflowed();
-                       },
-                       cancel, failure);
-  if (!j.ok()) return j.status();
-  if (!options_.stream) {
-    auto r = AnthropicResponseFromJson(*j);
-    if (!r.ok()) {
-      failure->status = r.status();
-      return r.status();
-    }
-    if (text != nullptr) text->Text(r->Text());
-    return r;
-  }
-  if (Status f = StreamFailure(sse.overflowed(), acc.malformed(), acc.error(), failure); !f.ok()) return f;
-  if (!acc.complete()) {
-    failure->status = Status::Unavailable("the stream ended before message_stop");
-    failure->retryable = true;
-    return failure->status;
-  }
-  return acc.TakeResponse();
+std::unique_ptr<StreamReader> AnthropicProvider::Reader(TextDeduper* text) const {
+  return std::make_unique<AnthropicReader>(text);
 }
 
 }  // namespace mates::llm

@@ -5,21 +5,18 @@
 #include <string>
 
 #include "llm/http.h"
+#include "llm/http_provider.h"
 #include "llm/provider.h"
 #include "llm/retry.h"
 #include "llm/sse.h"
 
 namespace mates::llm {
 
-struct AnthropicOptions {
-  std::string base_url = "https://api.anthropic.com";  // the client adds /v1/messages
-  std::string api_key;                                 // never logged
-  std::string model = "claude-sonnet-4-5";
-  bool stream = true;
-  RetryPolicy retry;
-  double connect_timeout_s = 10;
-  double request_timeout_s = 0;  // one attempt, reply included; 0 = none
-  long stall_timeout_s = 120;  // no byte (not even a ping) for this long
+struct AnthropicOptions : HttpProviderOptions {
+  AnthropicOptions() {
+    base_url = "https://api.anthropic.com";  // the client adds /v1/messages
+    model = "claude-sonnet-4-5";
+  }
 };
 
 // The request body (public for tests): model, system and tools with cache
@@ -75,21 +72,19 @@ class AnthropicStreamAccumulator {
 // block types mates does not keep (thinking, server tools) are skipped.
 Result<Response> AnthropicResponseFromJson(const Json& j);
 
-class AnthropicProvider : public Provider {
+class AnthropicProvider : public HttpProvider {
  public:
   AnthropicProvider(AnthropicOptions options, std::unique_ptr<HttpTransport> transport);
-  Result<Response> Complete(const Request& request, const StreamCallbacks& callbacks,
-                            CancelToken* cancel) override;
   std::string_view name() const override { return "anthropic"; }
-  std::string default_model() const override { return options_.model; }
   int64_t ContextWindow(const std::string& model) const override;
 
  private:
-  Result<Response> Attempt(const Request& request, const std::string& body, TextDeduper* text,
-                           CancelToken* cancel, AttemptFailure* failure);
-
-  const AnthropicOptions options_;
-  const std::unique_ptr<HttpTransport> transport_;
+  std::string Body(const Request& request, const std::string& model) const override;
+  std::string_view Endpoint() const override { return "/v1/messages"; }
+  std::vector<std::string> Headers() const override;
+  std::unique_ptr<StreamReader> Reader(TextDeduper* text) const override;
+  Result<Response> WholeReply(const Json& j) const override { return AnthropicResponseFromJson(j); }
+  std::string_view StreamEnd() const override { return "message_stop"; }
 };
 
 }  // namespace mates::llm

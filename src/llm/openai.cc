@@ -381,59 +381,40 @@ Result<Response> OpenAIResponseFromJson(const Json& j) {
   return r;
 }
 
-OpenAIProvider::OpenAIProvider(OpenAIOptions options, std::unique_ptr<HttpTransport> transport)
-    : options_(WithSharedBackoff(std::move(options))), transport_(std::move(transport)) {}
+namespace {
 
-Result<Response> OpenAIProvider::Complete(const Request& request,
-                                          const StreamCallbacks& callbacks, CancelToken* cancel) {
-  std::string model = request.model.empty() ? options_.model : request.model;
-  Json made = OpenAIRequestBody(request, model, options_.stream);
+class OpenAIReader : public StreamReader {
+ public:
+  explicit OpenAIReader(TextDeduper* text) : acc_(text) {}
+  void OnEvent(const SseEvent& event) override { acc_.OnData(event.data); }
+  const Status& error() const override { return acc_.error(); }
+  const Status& malformed() const override { return acc_.malformed(); }
+  bool complete() const override { return acc_.done(); }
+  Result<Response> Take() override { return acc_.TakeResponse(); }
+
+ private:
+  OpenAIStreamAccumulator acc_;
+};
+
+}  // namespace
+
+OpenAIProvider::OpenAIProvider(OpenAIOptions options, std::unique_ptr<HttpTransport> transport)
+    : HttpProvider(options, std::move(transport)), context_window_(options.context_window) {}
+
+std::string OpenAIProvider::Body(const Request& request, const std::string& model) const {
+  Json made = OpenAIRequestBody(request, model, options().stream);
   std::string body = DumpJson(made);
   RecycleOpenAIBody(request, std::move(made));
-  TextDeduper text(callbacks.on_text);
-  return RunWithRetries(options_.retry, callbacks, cancel, [&](AttemptFailure* failure) {
-    text.NewAttempt();
-    return Attempt(body, &text, cancel, failure);
-  });
+  return body;
 }
 
-Result<Response> OpenAIProvider::Attempt(const std::string& body, TextDeduper* text,
-                                         CancelToken* cancel, AttemptFailure* failure) {
-  HttpRequest http;
-  std::string base = options_.base_url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  http.url = base + "/chat/completions";
-  http.body = body;
-  http.connect_timeout_s = options_.connect_timeout_s;
-  http.total_timeout_s = options_.request_timeout_s;
-  http.low_speed_time_s = options_.stream ? options_.stall_timeout_s : kWholeReplyStallS;
-  http.headers = {"content-type: application/json"};
-  if (!options_.api_key.empty()) http.headers.push_back("authorization: Bearer " + options_.api_key);
+std::vector<std::string> OpenAIProvider::Headers() const {
+  if (options().api_key.empty()) return {};
+  return {"authorization: Bearer " + options().api_key};
+}
 
-  OpenAIStreamAccumulator acc(text);
-  SseParser sse([&](const SseEvent& e) { acc.OnData(e.data); });
-  auto j = PostAttempt(*transport_, http, options_.stream,
-                       [&](std::string_view chunk) {
-                         sse.Feed(chunk);
-                         return !acc.failed() && !sse.overflowed();
-                       },
-                       cancel, failure);
-  if (!j.ok()) return j.status();
-  if (!options_.stream) {
-    auto r = OpenAIResponseFromJson(*j);
-    if (r.ok() && text != nullptr) text->Text(r->Text());
-    if (!r.ok()) *failure = AttemptFailure{r.status(), false, {}};
-    return r;
-  }
-  if (Status f = StreamFailure(sse.overflowed(), acc.malformed(), acc.error(), failure); !f.ok()) return f;
-  if (!acc.done()) {
-    failure->status = Status::Unavailable("the stream ended before [DONE]");
-    failure->retryable = true;
-    return failure->status;
-  }
-  auto r = acc.TakeResponse();
-  if (!r.ok()) failure->status = r.status();
-  return r;
+std::unique_ptr<StreamReader> OpenAIProvider::Reader(TextDeduper* text) const {
+  return std::make_unique<OpenAIReader>(text);
 }
 
 }  // namespace mates::llm

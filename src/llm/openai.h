@@ -7,21 +7,19 @@
 #include <string>
 
 #include "llm/http.h"
+#include "llm/http_provider.h"
 #include "llm/provider.h"
 #include "llm/retry.h"
 #include "llm/sse.h"
 
 namespace mates::llm {
 
-struct OpenAIOptions {
-  std::string base_url = "https://api.openai.com/v1";  // the client adds /chat/completions
-  std::string api_key;                                 // optional for local servers
-  std::string model = "gpt-4o-mini";
-  bool stream = true;
-  RetryPolicy retry;
-  double connect_timeout_s = 10;
-  double request_timeout_s = 0;  // one attempt, reply included; 0 = none
-  long stall_timeout_s = 300;  // local servers may think long before a byte
+struct OpenAIOptions : HttpProviderOptions {
+  OpenAIOptions() {
+    base_url = "https://api.openai.com/v1";  // the client adds /chat/completions; the key is optional
+    model = "gpt-4o-mini";
+    stall_timeout_s = 300;  // local servers may think long before a byte
+  }
   int64_t context_window = 128000;
 };
 
@@ -79,21 +77,21 @@ class OpenAIStreamAccumulator {
 // A complete (non-streamed) chat completion.
 Result<Response> OpenAIResponseFromJson(const Json& j);
 
-class OpenAIProvider : public Provider {
+class OpenAIProvider : public HttpProvider {
  public:
   OpenAIProvider(OpenAIOptions options, std::unique_ptr<HttpTransport> transport);
-  Result<Response> Complete(const Request& request, const StreamCallbacks& callbacks,
-                            CancelToken* cancel) override;
   std::string_view name() const override { return "openai"; }
-  std::string default_model() const override { return options_.model; }
-  int64_t ContextWindow(const std::string&) const override { return options_.context_window; }
+  int64_t ContextWindow(const std::string&) const override { return context_window_; }
 
  private:
-  Result<Response> Attempt(const std::string& body, TextDeduper* text, CancelToken* cancel,
-                           AttemptFailure* failure);
+  std::string Body(const Request& request, const std::string& model) const override;
+  std::string_view Endpoint() const override { return "/chat/completions"; }
+  std::vector<std::string> Headers() const override;
+  std::unique_ptr<StreamReader> Reader(TextDeduper* text) const override;
+  Result<Response> WholeReply(const Json& j) const override { return OpenAIResponseFromJson(j); }
+  std::string_view StreamEnd() const override { return "[DONE]"; }
 
-  const OpenAIOptions options_;
-  const std::unique_ptr<HttpTransport> transport_;
+  const int64_t context_window_;
 };
 
 }  // namespace mates::llm
