@@ -707,7 +707,7 @@ Result<TurnResult> AgentLoop::Loop() {
 // went on for one; at most kMaxStopBlocks times a turn.
 Result<bool> AgentLoop::StopHookKeepsGoing(const TurnResult& turn, int* blocks) {
   constexpr int kMaxStopBlocks = 5;
-  if (!ctx_->hooks || turn.interrupted || TurnEndOf(turn.stop_reason) != TurnEnd::kEndTurn) return false;
+  if (!ctx_->hooks || turn.interrupted || turn.end != TurnEnd::kEndTurn) return false;
   const hooks::Event e =
       tools_->scope() == tools::Scope::kSubagent ? hooks::Event::kSubagentStop : hooks::Event::kStop;
   if (!ctx_->hooks->Wants(e)) return false;

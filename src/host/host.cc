@@ -461,7 +461,7 @@ Status Host::ServePages() {
   // status and the dashboard say so.
   for (const auto& s : hub_->States()) {
     if (s.run != mcp::ServerRun::kSkipped || info_.mcp_skipped.size() >= kMaxSkippedServers) continue;
-    info_.mcp_skipped.push_back({s.name, s.state.substr(std::string("skipped: ").size())});
+    info_.mcp_skipped.push_back({s.name, s.why});
   }
   WarnIfFailed(WriteHostInfo(a.ws, a.team, info_), "host.json");
   // Found by `mates ps` in any folder.

@@ -74,6 +74,7 @@ class StdioSession : public Session {
 
   void Read() {
     std::string why;
+    bool stopped = false;  // by us: its exit status says nothing
     for (;;) {
       auto line = proc_.ReadLine(std::nullopt, kMaxServerFrameBytes, &stop_);
       if (!line.ok()) {
@@ -81,8 +82,8 @@ class StdioSession : public Session {
           LogWarning("mcp server " + name_ + ": skipped " + line.status().message());
           continue;
         }
-        why = line.status().code() == StatusCode::kCancelled ? "server " + name_ + " was stopped"
-                                                              : "server " + name_ + " exited";
+        stopped = line.status().code() == StatusCode::kCancelled;
+        why = stopped ? "server " + name_ + " was stopped" : "server " + name_ + " exited";
         break;
       }
       if (line->empty()) continue;
@@ -103,7 +104,7 @@ class StdioSession : public Session {
     SubprocessResult r = proc_.Wait();
     if (r.term_signal != 0) {
       why += " (killed by signal " + std::to_string(r.term_signal) + ")";
-    } else if (r.exit_code >= 0 && why.find("stopped") == std::string::npos) {
+    } else if (r.exit_code >= 0 && !stopped) {
       why += " (status " + std::to_string(r.exit_code) + ")";
     }
     pending_.CloseAll(why);

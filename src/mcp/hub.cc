@@ -288,16 +288,19 @@ std::vector<ServerState> Hub::States() const {
                                                                            : "http";
     if (!s->config.skipped.empty()) {
       st.run = ServerRun::kSkipped;
-      st.state = "skipped: " + s->config.skipped;
+      st.why = s->config.skipped;
+      st.state = "skipped: " + st.why;
     } else if (s->client != nullptr && s->client->alive()) {
       st.run = ServerRun::kRunning;
       st.state = "running";
     } else if (s->client != nullptr) {
       st.run = ServerRun::kDown;
-      st.state = "down: " + s->client->why();
+      st.why = s->client->why();
+      st.state = "down: " + st.why;
     } else {
       st.run = ServerRun::kFailed;
-      st.state = "failed: " + s->error;
+      st.why = s->error;
+      st.state = "failed: " + st.why;
     }
     st.roles = s->config.roles;
     st.tools = s->tools;

@@ -40,6 +40,7 @@ struct ServerState {
   std::string transport;  // "stdio" | "http"
   ServerRun run = ServerRun::kFailed;
   std::string state;      // as said to a person: "running", "failed: why", "down: why"
+  std::string why;        // the same without its first word ("" when running)
   std::vector<std::string> roles;
   std::vector<RemoteTool> tools;
   int restarts = 0;
