@@ -86,7 +86,17 @@ try {
           theme + ": the page is in that theme");
     await page.waitForSelector("#task-detail .diff-lazy", { timeout: 10000 });
     await page.$eval("#task-detail .diff-lazy", (d) => { d.open = true; });
-    await page.waitForSelector("#task-detail .diff-file", { timeout: 10000 });
+    await page.waitForSelector("#task-detail .diff-file", { timeout: 10000 }).catch(async (e) => {
+      // What the block says instead (an error from the API, "Loading…"), for the failure's message.
+      const said = await page.evaluate(() => {
+        const d = document.querySelector("#task-detail");
+        const box = document.querySelector("#task-detail .diff-lazy");
+        return JSON.stringify({ detail: d ? d.textContent.slice(0, 400) : null, hidden: d ? d.hidden : null,
+                                lazy: box ? { open: box.open, text: box.textContent.slice(0, 200) } : null,
+                                hash: location.hash });
+      }).catch(() => "(no page)");
+      throw new Error(e.message + "; the page: " + said);
+    });
     const file = await page.$eval("#task-detail .diff-file summary", (e) => e.textContent);
     check(file === "notes.txt +1 \u22120", theme + ": the task's detail shows its file and counts: " + file);
     const added = await page.$$eval("#task-detail .diff-file pre .add", (ls) => ls.map((l) => l.textContent));

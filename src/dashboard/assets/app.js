@@ -649,18 +649,32 @@ function diffView(text) {
       class: l.startsWith("@@") ? "hunk" : l.startsWith("+++") || l.startsWith("---") || l.startsWith("diff ") || l.startsWith("index ") ? "meta"
         : l.startsWith("+") ? "add" : l.startsWith("-") ? "del" : "" }, l + "\n"))))));
 }
+// The "Changes" blocks a person opened, by path: a task's detail and the
+// cards are drawn again at each change, and an open block stays open
+// there (its diff fetched again) instead of closing under the reader.
+const openDiffs = new Set();
 // A "Changes" block that fetches its diff from `path` when first opened.
 function lazyDiff(path, title) {
-  const box = el("details", { class: "diff-lazy" }, el("summary", { text: title || "Changes" }));
+  const box = el("details", { class: "diff-lazy", dataset: { path } }, el("summary", { text: title || "Changes" }));
   let loaded = false;
   box.addEventListener("toggle", async () => {
-    if (!box.open || loaded) return;
+    if (!box.open) {
+      openDiffs.delete(path);
+      return;
+    }
+    openDiffs.add(path);
+    if (loaded) return;
     loaded = true;
     const wait = el("div", { class: "muted", text: "Loading…" });
     box.append(wait);
     try { const j = await api(path); wait.replaceWith(diffView(j.diff)); }
     catch (e) { wait.replaceWith(el("div", { class: "muted error" }, e.message)); }
   });
+  // Open before: recorded by its toggle, or (opened a moment ago, its
+  // toggle event not yet run) the block this one replaces, still in the page.
+  const wasOpen = openDiffs.has(path) ||
+    [...document.querySelectorAll("details.diff-lazy[open]")].some((d) => d.dataset.path === path);
+  if (wasOpen) box.open = true;  // its toggle fetches it
   return box;
 }
 
