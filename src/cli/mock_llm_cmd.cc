@@ -1,4 +1,4 @@
-// mates mock-llm --scenario FILE [--port P] [--fault SPEC]... [--record FILE] [--quiet]
+// mates mock-llm --scenario FILE [--port P] [--fault SPEC]... [--model GLOB]... [--record FILE] [--quiet]
 #include <signal.h>
 
 #include <iostream>
@@ -13,6 +13,7 @@ struct MockArgs {
   std::string scenario;
   int port = 0;
   std::vector<std::string> faults;
+  std::vector<std::string> models;
   std::string record;
   bool quiet = false;
 };
@@ -23,6 +24,7 @@ int MockLlm(const MockArgs& a) {
   o.port = a.port;
   o.record_path = a.record;
   o.log_requests = !a.quiet;
+  o.models = a.models;
   for (const auto& spec : a.faults) {
     auto f = llm::ParseFaultSpec(spec);
     if (!f.ok()) return Fail(f.status());
@@ -52,12 +54,15 @@ int MockLlm(const MockArgs& a) {
 void AddMockLlmCommand(CLI::App& app, Globals& g) {
   auto a = std::make_shared<MockArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "mock-llm", "Serve a scenario as an Anthropic and OpenAI compatible API on 127.0.0.1");
+      "mock-llm",
+      "Serve a scenario on 127.0.0.1 as the Anthropic Messages, OpenAI Chat, OpenAI Responses and Gemini APIs");
   cmd->add_option("--scenario", a->scenario, "Scenario file (JSON or YAML)")->required();
   cmd->add_option("--port", a->port, "Port (0 = any free port)")->capture_default_str();
   cmd->add_option("--fault", a->faults,
                   "status=CODE[:first=N|:every=N][:retry_after=S], cut_stream_after=N, stall_after=N, "
                   "error_event_after=N (repeatable)");
+  cmd->add_option("--model", a->models,
+                  "Serve only models matching this glob (repeatable; default: any); others get the API's 404");
   cmd->add_option("--record", a->record, "Append every request to this JSONL file");
   cmd->add_flag("--quiet", a->quiet, "No line per request on stderr");
   cmd->callback([&g, a] { g.action = [a] { return MockLlm(*a); }; });

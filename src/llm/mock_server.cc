@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
@@ -20,6 +21,7 @@
 #include "core/ids.h"
 #include "llm/http_bounds.h"
 #include "llm/http_server.h"
+#include "llm/mock_api.h"
 #include "llm/prompt_cache.h"
 #include "llm/scripted.h"
 #include "llm/validation.h"
@@ -92,119 +94,11 @@ bool Applies(const FaultSpec& f, int request_number) {
   return request_number <= f.first;
 }
 
-std::string ErrorTypeFor(int status) {
-  switch (status) {
-    case 400: return "invalid_request_error";
-    case 401: return "authentication_error";
-    case 403: return "permission_error";
-    case 404: return "not_found_error";
-    case 413: return "request_too_large";
-    case 429: return "rate_limit_error";
-    case 529: return "overloaded_error";
-    default: return "api_error";
-  }
-}
-
-std::string AnthropicError(const std::string& type, const std::string& message) {
-  return DumpJson(Json{{"type", "error"}, {"error", {{"type", type}, {"message", message}}}});
-}
-
-std::string OpenAIError(const std::string& type, const std::string& message) {
-  return DumpJson(Json{{"error", {{"message", message}, {"type", type}, {"param", nullptr},
-                                  {"code", nullptr}}}});
-}
-
-// Pieces of at most `n` bytes that never split a UTF-8 sequence.
-std::vector<std::string> SplitUtf8(const std::string& s, size_t n) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t end = std::min(s.size(), i + std::max<size_t>(n, 1));
-    while (end < s.size() && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) ++end;
-    out.push_back(s.substr(i, end - i));
-    i = end;
-  }
-  return out;
-}
-
-// obj[key], or null when obj is not an object or has no such member (a
-// const operator[] on a missing key is undefined behaviour).
-const Json& Field(const Json& obj, const char* key) {
-  static const Json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-bool Flag(const Json& obj, const char* key) {
-  if (!obj.is_object()) return false;
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_boolean() && it->get<bool>();
-}
-
-// The newest user turn's text from a raw Anthropic body (tolerant of block
-// types mates does not model, as real clients send them).
-std::string AnthropicUserText(const Json& body) {
-  const Json& msgs = Field(body, "messages");
-  for (auto it = msgs.rbegin(); it != msgs.rend(); ++it) {
-    if (StringOr(*it, "role") != "user") continue;
-    const Json& c = Field(*it, "content");
-    if (c.is_string()) return c.get<std::string>();
-    std::string out;
-    for (const auto& b : c) {
-      std::string type = StringOr(b, "type");
-      std::string piece;
-      if (type == "text") {
-        piece = StringOr(b, "text");
-      } else if (type == "tool_result") {
-        const Json& rc = Field(b, "content");
-        if (rc.is_string()) {
-          piece = rc.get<std::string>();
-        } else if (rc.is_array()) {
-          for (const auto& p : rc) {
-            if (StringOr(p, "type") == "text") piece += (piece.empty() ? "" : "\n") + StringOr(p, "text");
-          }
-        }
-      } else {
-        continue;
-      }
-      if (!out.empty()) out += "\n";
-      out += piece;
-    }
-    return out;
-  }
-  return "";
-}
-
-// The newest user turn of an OpenAI body: everything after the last
-// assistant message (tool results and user text).
-std::string OpenAIUserText(const Json& body) {
-  const Json& msgs = Field(body, "messages");
-  std::vector<std::string> parts;
-  for (auto it = msgs.rbegin(); it != msgs.rend(); ++it) {
-    std::string role = StringOr(*it, "role");
-    if (role == "assistant") break;
-    if (role != "user" && role != "tool") continue;
-    const Json& c = Field(*it, "content");
-    std::string piece;
-    if (c.is_string()) {
-      piece = c.get<std::string>();
-    } else if (c.is_array()) {
-      for (const auto& p : c) {
-        if (StringOr(p, "type") == "text") piece += (piece.empty() ? "" : "\n") + StringOr(p, "text");
-      }
-    }
-    parts.push_back(piece);
-  }
-  std::string out;
-  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-    if (!out.empty()) out += "\n";
-    out += *it;
-  }
-  return out;
-}
-
 int64_t Tokens(const Json& j) { return EstimateTokens(DumpJson(j)); }
+
+// The errors of no one API (a method, a body too large, a crash) are in
+// Anthropic's shape, as before the other APIs were served.
+using mock::AnthropicError;
 
 }  // namespace
 
@@ -250,15 +144,31 @@ class MockServer::Impl {
       return httplib::Server::HandlerResponse::Handled;
     });
     post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
-      Handle(req, res, /*openai=*/false);
+      Handle(*anthropic_, req, res, {});
     });
     post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      Handle(req, res, /*openai=*/true);
+      Handle(*chat_, req, res, {});
+    });
+    post("/v1/responses", [this](const httplib::Request& req, httplib::Response& res) {
+      Handle(*responses_, req, res, {});
     });
     post("/v1/messages/count_tokens", [](const httplib::Request& req, httplib::Response& res) {
       auto j = ParseJson(req.body);
       res.set_content(DumpJson(Json{{"input_tokens", j.ok() ? Tokens(*j) : 0}}), "application/json");
     });
+    // Gemini names the model and the method in the path.
+    post(R"(/v1(?:beta)?/models/([A-Za-z0-9._-]{1,128}):(generateContent|streamGenerateContent|countTokens))",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           const std::string method = req.matches[2].str();
+           if (method == "countTokens") {
+             auto j = ParseJson(req.body);
+             res.set_content(DumpJson(Json{{"totalTokens", j.ok() ? Tokens(*j) : 0}}), "application/json");
+             return;
+           }
+           GeminiRoute route{req.matches[1].str(), method == "streamGenerateContent",
+                             req.has_param("alt") && req.get_param_value("alt") == "sse"};
+           Handle(*gemini_, req, res, route);
+         });
     post(".*", [](const httplib::Request&, httplib::Response& res) {
       res.status = 404;
       res.set_content(AnthropicError("not_found_error", "no such endpoint"), "application/json");
@@ -304,10 +214,16 @@ class MockServer::Impl {
   int requests() const { return served_.load(); }
 
  private:
+  // Gemini's route: the model and the method are in the path.
+  struct GeminiRoute {
+    std::string model;
+    bool stream = false;
+    bool sse = false;
+  };
+
   // Keeps a stream open with pings only, until the client goes away or the
   // server stops.
-  bool Stall(httplib::DataSink& sink, bool openai) {
-    const std::string ping = openai ? ": ping\n\n" : "event: ping\ndata: {\"type\": \"ping\"}\n\n";
+  bool Stall(httplib::DataSink& sink, const std::string& ping) {
     std::unique_lock<std::mutex> lock(stall_mu_);
     while (!stopping_) {
       lock.unlock();
@@ -338,89 +254,109 @@ class MockServer::Impl {
     (void)WriteAll(record_.get(), DumpJson(line) + "\n", options_.record_path.c_str());
   }
 
-  void Handle(const httplib::Request& req, httplib::Response& res, bool openai) {
+  bool ModelServed(const std::string& model) const {
+    if (options_.models.empty()) return true;
+    for (const auto& glob : options_.models) {
+      if (GlobMatch(glob, model)) return true;
+    }
+    return false;
+  }
+
+  void Handle(const MockApi& api, const httplib::Request& req, httplib::Response& res, const GeminiRoute& route) {
     const auto start = std::chrono::steady_clock::now();  // delay_ms counts from here
     const int n = ++served_;
-    const std::string endpoint = openai ? "/v1/chat/completions" : "/v1/messages";
+    const std::string& endpoint = req.path;
     auto error = [&](int status, const std::string& type, const std::string& message) {
       res.status = status;
-      res.set_content(openai ? OpenAIError(type, message) : AnthropicError(type, message),
-                      "application/json");
+      res.set_content(api.Error(status, type, message), "application/json");
     };
     auto parsed = ParseJson(req.body);
-    Json body = parsed.ok() ? *parsed : Json::object();
-    const std::string agent_id =
-        openai ? StringOr(body, "user") : StringOr(Field(body, "metadata"), "user_id");
-    const std::string agent = AgentName(agent_id);
-    bool stream = Flag(body, "stream");
+    MockCall call;
+    call.body = parsed.ok() ? *parsed : Json::object();
+    call.agent_id = api.AgentId(call.body);
+    if (call.agent_id.empty()) call.agent_id = req.get_header_value("x-mates-agent");
+    if (call.agent_id.size() > 256) call.agent_id.clear();
+    call.model = route.model.empty() ? StringOr(call.body, "model", "mock") : route.model;
+    call.stream = route.model.empty() ? mock::Flag(call.body, "stream") : route.stream;
+    call.sse = route.model.empty() || route.sse;
+    const std::string agent = AgentName(call.agent_id);
     // Faults first: they stand for trouble on the server, whatever the request.
     const FaultSpec* stream_fault = nullptr;
     for (const auto& f : options_.faults) {
       if (!Applies(f, n)) continue;
       if (f.kind == FaultSpec::Kind::kStatus) {
         if (f.retry_after >= 0) res.set_header("retry-after", std::to_string(static_cast<int>(f.retry_after)));
-        error(f.code, ErrorTypeFor(f.code), "injected fault " + f.text);
+        error(f.code, mock::ErrorTypeFor(f.code), "injected fault " + f.text);
         Log("POST " + endpoint + " agent=" + agent + " -> " + std::to_string(f.code) + " (fault " + f.text + ")");
-        Record(endpoint, agent, body, stream, f.code, f.text);
+        Record(endpoint, agent, call.body, call.stream, f.code, f.text);
         return;
       }
-      if (stream && stream_fault == nullptr) stream_fault = &f;
+      if (call.stream && stream_fault == nullptr) stream_fault = &f;
     }
     if (!parsed.ok()) {
       error(400, "invalid_request_error", "The request body is not valid JSON: " + parsed.status().message());
       Log("POST " + endpoint + " -> 400 (" + parsed.status().message() + ")");
-      Record(endpoint, agent, Json(req.body), stream, 400, "");
+      Record(endpoint, agent, Json(req.body), call.stream, 400, "");
       return;
     }
-    Status valid = openai ? ValidateOpenAIRequest(body)
-                          : ValidateAnthropicRequest(body, /*strict_alternation=*/false);
-    if (!valid.ok()) {
+    if (Status valid = api.Validate(call); !valid.ok()) {
       error(400, "invalid_request_error", valid.message());
       Log("POST " + endpoint + " agent=" + agent + " -> 400 " + valid.message());
-      Record(endpoint, agent, body, stream, 400, "");
+      Record(endpoint, agent, call.body, call.stream, 400, "");
       return;
     }
-    std::string user_text = openai ? OpenAIUserText(body) : AnthropicUserText(body);
-    // A reply that a fault will cut short is not the rule's one use: the
-    // client's retry gets it (a `once` rule stays unspent).
-    ScenarioReply reply =
-        scenario_->Reply(agent, user_text, /*consume=*/stream_fault == nullptr, TeamOfAgent(agent_id));
-    if (reply.delay_ms > 0) SleepUntilOnTime(start + std::chrono::milliseconds(reply.delay_ms));
-    std::string model = StringOr(body, "model", "mock");
-    // Prompt caching as the API accounts it (DESIGN §15).
-    Usage usage = openai ? cache_.OpenAI(agent, body) : cache_.Anthropic(agent, body);
-    int64_t out_tokens = 0;
-    for (const auto& b : reply.content) {
-      out_tokens += EstimateTokens(b.type == BlockType::kText ? b.text : b.input_json);
+    if (!ModelServed(call.model)) {
+      res.status = 404;
+      res.set_content(api.UnknownModel(call.model), "application/json");
+      Log("POST " + endpoint + " agent=" + agent + " -> 404 unknown model " + call.model);
+      Record(endpoint, agent, call.body, call.stream, 404, "");
+      return;
     }
+    // A reply that a fault will cut short is not the rule's one use: the
+    // client's retry gets it (a `once` rule stays unspent). Nor is a side
+    // call's (a title, a routing decision), nor a reply with calls to a
+    // request that offers no tools: a model calls only what it is offered,
+    // so that request gets the reply's text, and the rule is there still
+    // for the client's turn with its tools.
+    const std::string user_text = api.UserText(call.body);
+    ScenarioReply reply = scenario_->Reply(agent, user_text, /*consume=*/false, TeamOfAgent(call.agent_id));
+    const Json& tools = mock::Field(call.body, "tools");
+    const bool offers_tools = tools.is_array() && !tools.empty();
+    const bool calls = std::any_of(reply.content.begin(), reply.content.end(),
+                                   [](const ContentBlock& b) { return b.type == BlockType::kToolUse; });
+    if (calls && !offers_tools) {
+      std::erase_if(reply.content, [](const ContentBlock& b) { return b.type == BlockType::kToolUse; });
+      if (reply.content.empty()) reply.content.push_back(ContentBlock::Text(""));
+      reply.stop_reason = "end_turn";
+    } else if (stream_fault == nullptr && !api.SideCall(call)) {
+      reply = scenario_->Reply(agent, user_text, /*consume=*/true, TeamOfAgent(call.agent_id));
+    }
+    if (reply.delay_ms > 0) SleepUntilOnTime(start + std::chrono::milliseconds(reply.delay_ms));
+    // Prompt caching as the API accounts it (DESIGN §15).
+    Usage usage = api.Accounted(cache_, call);
+    usage.output_tokens = mock::OutputTokens(reply);
     Log("POST " + endpoint + " agent=" + (agent.empty() ? "-" : agent) + " rule=" +
         (reply.rule < 0 ? std::string("default") : std::to_string(reply.rule)) + " -> 200 " +
-        reply.stop_reason + (stream ? " (stream)" : "") +
+        reply.stop_reason + (call.stream ? " (stream)" : "") +
         (stream_fault != nullptr ? " fault " + stream_fault->text : ""));
-    usage.output_tokens = out_tokens;
-    Record(endpoint, agent, body, stream, 200, stream_fault != nullptr ? stream_fault->text : "", &usage);
-    bool include_usage = openai && Flag(Field(body, "stream_options"), "include_usage");
-    if (!stream) {
-      res.set_content(openai ? OpenAIJson(reply, model, usage) : AnthropicJson(reply, model, usage),
-                      "application/json");
+    Record(endpoint, agent, call.body, call.stream, 200, stream_fault != nullptr ? stream_fault->text : "", &usage);
+    if (!call.stream) {
+      res.set_content(api.Whole(reply, call, usage), "application/json");
       return;
     }
-    auto events = std::make_shared<std::vector<std::string>>(
-        openai ? OpenAIEvents(reply, model, usage, include_usage) : AnthropicEvents(reply, model, usage));
-    FaultSpec fault = stream_fault != nullptr ? *stream_fault : FaultSpec{};
-    bool faulted = stream_fault != nullptr;
+    auto events = std::make_shared<std::vector<std::string>>(api.Events(reply, call, usage, options_.text_chunk));
+    const FaultSpec fault = stream_fault != nullptr ? *stream_fault : FaultSpec{};
+    const bool faulted = stream_fault != nullptr;
+    const std::string ping = api.Ping(call);
+    const std::string error_event = api.ErrorEvent(call, "Overloaded (injected fault)");
     res.set_header("cache-control", "no-cache");
     res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, events, fault, faulted, openai](size_t, httplib::DataSink& sink) {
+        api.ContentType(call), [this, events, fault, faulted, ping, error_event](size_t, httplib::DataSink& sink) {
           for (size_t i = 0; i < events->size(); ++i) {
             if (faulted && static_cast<int>(i) == fault.after) {
               if (fault.kind == FaultSpec::Kind::kCutStream) return false;  // connection dropped
-              if (fault.kind == FaultSpec::Kind::kStall) return Stall(sink, openai);
-              std::string err =
-                  openai ? "data: " + OpenAIError("overloaded_error", "Overloaded (injected fault)") + "\n\n"
-                         : "event: error\ndata: " + AnthropicError("overloaded_error", "Overloaded (injected fault)") + "\n\n";
-              sink.write(err.data(), err.size());
+              if (fault.kind == FaultSpec::Kind::kStall) return Stall(sink, ping);
+              sink.write(error_event.data(), error_event.size());
               sink.done();
               return true;
             }
@@ -432,134 +368,12 @@ class MockServer::Impl {
         });
   }
 
-  std::string AnthropicJson(const ScenarioReply& reply, const std::string& model, const Usage& usage) {
-    Response r;
-    r.id = NewId("msg");
-    r.model = model;
-    r.content = reply.content;
-    r.stop_reason = reply.stop_reason;
-    r.usage = usage;
-    return DumpJson(ResponseToJson(r));
-  }
-
-  std::vector<std::string> AnthropicEvents(const ScenarioReply& reply, const std::string& model,
-                                           const Usage& usage) {
-    std::vector<std::string> ev;
-    auto add = [&](const char* name, const Json& data) {
-      ev.push_back(std::string("event: ") + name + "\ndata: " + DumpJson(data) + "\n\n");
-    };
-    add("message_start",
-        {{"type", "message_start"},
-         {"message",
-          {{"id", NewId("msg")}, {"type", "message"}, {"role", "assistant"}, {"model", model},
-           {"content", Json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr},
-           {"usage", {{"input_tokens", usage.input_tokens},
-                      {"cache_creation_input_tokens", usage.cache_creation_input_tokens},
-                      {"cache_read_input_tokens", usage.cache_read_input_tokens}, {"output_tokens", 1}}}}}});
-    add("ping", {{"type", "ping"}});
-    for (size_t i = 0; i < reply.content.size(); ++i) {
-      const ContentBlock& b = reply.content[i];
-      if (b.type == BlockType::kText) {
-        add("content_block_start", {{"type", "content_block_start"}, {"index", i},
-                                    {"content_block", {{"type", "text"}, {"text", ""}}}});
-        for (const auto& piece : SplitUtf8(b.text, options_.text_chunk)) {
-          add("content_block_delta", {{"type", "content_block_delta"}, {"index", i},
-                                      {"delta", {{"type", "text_delta"}, {"text", piece}}}});
-        }
-      } else {
-        add("content_block_start",
-            {{"type", "content_block_start"}, {"index", i},
-             {"content_block", {{"type", "tool_use"}, {"id", b.id}, {"name", b.name},
-                                {"input", Json::object()}}}});
-        for (const auto& piece : SplitUtf8(b.input_json, 16)) {
-          add("content_block_delta", {{"type", "content_block_delta"}, {"index", i},
-                                      {"delta", {{"type", "input_json_delta"}, {"partial_json", piece}}}});
-        }
-      }
-      add("content_block_stop", {{"type", "content_block_stop"}, {"index", i}});
-    }
-    add("message_delta", {{"type", "message_delta"},
-                          {"delta", {{"stop_reason", reply.stop_reason}, {"stop_sequence", nullptr}}},
-                          {"usage", {{"output_tokens", usage.output_tokens}}}});
-    add("message_stop", {{"type", "message_stop"}});
-    return ev;
-  }
-
-  static std::string FinishReason(const std::string& stop_reason) {
-    if (stop_reason == "tool_use") return "tool_calls";
-    if (stop_reason == "max_tokens") return "length";
-    if (stop_reason == "refusal") return "content_filter";
-    return "stop";
-  }
-
-  // OpenAI's usage: prompt_tokens counts the cached ones too.
-  static Json OpenAIUsage(const Usage& u) {
-    return {{"prompt_tokens", u.input_tokens},
-            {"completion_tokens", u.output_tokens},
-            {"total_tokens", u.input_tokens + u.output_tokens},
-            {"prompt_tokens_details", {{"cached_tokens", u.cache_read_input_tokens}}}};
-  }
-
-  std::string OpenAIJson(const ScenarioReply& reply, const std::string& model, const Usage& usage) {
-    Json msg = {{"role", "assistant"}};
-    std::string text;
-    Json calls = Json::array();
-    for (const auto& b : reply.content) {
-      if (b.type == BlockType::kText) {
-        text += b.text;
-      } else {
-        calls.push_back({{"id", b.id}, {"type", "function"},
-                         {"function", {{"name", b.name}, {"arguments", b.input_json}}}});
-      }
-    }
-    msg["content"] = text.empty() ? Json(nullptr) : Json(text);
-    if (!calls.empty()) msg["tool_calls"] = calls;
-    return DumpJson(Json{{"id", NewId("chatcmpl")}, {"object", "chat.completion"},
-                         {"created", static_cast<int64_t>(WallSeconds())}, {"model", model},
-                         {"choices", Json::array({{{"index", 0}, {"message", msg},
-                                                   {"finish_reason", FinishReason(reply.stop_reason)}}})},
-                         {"usage", OpenAIUsage(usage)}});
-  }
-
-  std::vector<std::string> OpenAIEvents(const ScenarioReply& reply, const std::string& model,
-                                        const Usage& usage, bool include_usage) {
-    std::vector<std::string> ev;
-    std::string id = NewId("chatcmpl");
-    int64_t created = static_cast<int64_t>(WallSeconds());
-    auto chunk = [&](const Json& delta, const Json& finish) {
-      Json c = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
-                {"choices", Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}})}};
-      ev.push_back("data: " + DumpJson(c) + "\n\n");
-    };
-    chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
-    int call_index = 0;
-    for (const auto& b : reply.content) {
-      if (b.type == BlockType::kText) {
-        for (const auto& piece : SplitUtf8(b.text, options_.text_chunk)) chunk({{"content", piece}}, nullptr);
-        continue;
-      }
-      chunk({{"tool_calls", Json::array({{{"index", call_index}, {"id", b.id}, {"type", "function"},
-                                          {"function", {{"name", b.name}, {"arguments", ""}}}}})}},
-            nullptr);
-      for (const auto& piece : SplitUtf8(b.input_json, 16)) {
-        chunk({{"tool_calls", Json::array({{{"index", call_index}, {"function", {{"arguments", piece}}}}})}},
-              nullptr);
-      }
-      ++call_index;
-    }
-    chunk(Json::object(), FinishReason(reply.stop_reason));
-    if (include_usage) {
-      Json u = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
-                {"choices", Json::array()},
-                {"usage", OpenAIUsage(usage)}};
-      ev.push_back("data: " + DumpJson(u) + "\n\n");
-    }
-    ev.push_back("data: [DONE]\n\n");
-    return ev;
-  }
-
   std::shared_ptr<Scenario> scenario_;
   MockServerOptions options_;
+  const std::unique_ptr<MockApi> anthropic_ = AnthropicMockApi();
+  const std::unique_ptr<MockApi> chat_ = ChatMockApi();
+  const std::unique_ptr<MockApi> responses_ = ResponsesMockApi();
+  const std::unique_ptr<MockApi> gemini_ = GeminiMockApi();
   PromptCache cache_{[] { return WallSeconds(); }};
   // Many agents wait on delay_ms at once: more workers than the default.
   // Heads come through the front door (llm/http_server.h).

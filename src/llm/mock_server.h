@@ -1,8 +1,13 @@
-// MockServer: `mates mock-llm` (DESIGN §6, §7). Serves a Scenario on
-// 127.0.0.1 as POST /v1/messages (Anthropic) and POST /v1/chat/completions
-// (OpenAI), streaming (SSE) or not, tells agents apart by metadata.user_id /
-// user, validates requests as the real APIs do (400 in the API's error shape
-// otherwise), injects faults, records requests. cpp-httplib stays in the .cc.
+// MockServer: `mates mock-llm` (DESIGN §6, §7, §28). Serves a Scenario on
+// 127.0.0.1 as POST /v1/messages (Anthropic), /v1/chat/completions (OpenAI
+// Chat), /v1/responses (OpenAI Responses) and
+// /v1beta/models/M:generateContent | :streamGenerateContent (Gemini),
+// streaming or not; tells agents apart by what each API's body carries
+// (metadata.user_id, user, safety_identifier) or the x-mates-agent header;
+// validates requests as the real APIs do (400 in the API's error shape
+// otherwise), refuses models it was not told to serve (404), injects
+// faults, records requests. The APIs are in mock_api*.cc; cpp-httplib
+// stays in the .cc.
 #pragma once
 
 #include <memory>
@@ -39,6 +44,7 @@ struct MockServerOptions {
   std::string record_path;  // JSONL of every request ("" = none)
   bool log_requests = true;  // one line per request on stderr
   size_t text_chunk = 8;     // characters per streamed text delta
+  std::vector<std::string> models;  // globs of the models served (none = any)
 };
 
 class MockServer {

@@ -1,6 +1,7 @@
 #include "llm/prompt_cache.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -74,13 +75,19 @@ std::vector<Block> AnthropicBlocks(const Json& body) {
   return out;
 }
 
-std::string OpenAIPrompt(const Json& body) {
+// The prompt as cached: the parts that come first (tools, the system
+// prompt) whole, then each turn of `turns` on a line.
+std::string PromptOf(const Json& body, std::initializer_list<const char*> first, const char* turns) {
   std::string out;
-  auto tools = body.find("tools");
-  if (tools != body.end()) out += "tools:" + DumpJson(*tools) + "\n";
-  auto messages = body.find("messages");
-  if (messages != body.end() && messages->is_array()) {
-    for (const auto& m : *messages) out += DumpJson(m) + "\n";
+  for (const char* key : first) {
+    auto it = body.find(key);
+    if (it != body.end()) out += std::string(key) + ":" + DumpJson(*it) + "\n";
+  }
+  auto list = body.find(turns);
+  if (list != body.end() && list->is_array()) {
+    for (const auto& m : *list) out += DumpJson(m) + "\n";
+  } else if (list != body.end()) {
+    out += DumpJson(*list) + "\n";
   }
   return out;
 }
@@ -148,7 +155,18 @@ Usage PromptCache::Anthropic(const std::string& agent, const Json& body) {
 }
 
 Usage PromptCache::OpenAI(const std::string& agent, const Json& body) {
-  const std::string prompt = OpenAIPrompt(body);
+  return Automatic(agent, PromptOf(body, {"tools"}, "messages"));
+}
+
+Usage PromptCache::Responses(const std::string& agent, const Json& body) {
+  return Automatic(agent, PromptOf(body, {"tools", "instructions"}, "input"));
+}
+
+Usage PromptCache::Gemini(const std::string& agent, const Json& body) {
+  return Automatic(agent, PromptOf(body, {"tools", "systemInstruction"}, "contents"));
+}
+
+Usage PromptCache::Automatic(const std::string& agent, const std::string& prompt) {
   Usage u;
   u.input_tokens = TokensOf(prompt.size());
   const double now = now_();

@@ -16,6 +16,11 @@
 //   of the same agent in the last 5 minutes, if at least 1,024 tokens, is
 //   cached (in steps of 128 tokens beyond 1,024), reported as
 //   `prompt_tokens_details.cached_tokens`; `prompt_tokens` counts them too.
+//   The Responses API caches the same way (tools, instructions, input),
+//   reported as `input_tokens_details.cached_tokens`.
+// - Gemini: implicit caching, accounted as OpenAI's (tools, system
+//   instruction, contents), reported as `cachedContentTokenCount` within
+//   `promptTokenCount`.
 //
 // Caches are per agent (the request's metadata.user_id / user), bounded in
 // entries, and the clock is injected so expiry can be tested.
@@ -49,6 +54,9 @@ class PromptCache {
   // Usage of a valid chat completions body: input_tokens = every prompt
   // token (cached ones included, as prompt_tokens), cache_read = cached.
   Usage OpenAI(const std::string& agent, const Json& body);
+  // The same for a Responses API body and a Gemini generateContent body.
+  Usage Responses(const std::string& agent, const Json& body);
+  Usage Gemini(const std::string& agent, const Json& body);
 
  private:
   struct AgentCache {
@@ -56,6 +64,8 @@ class PromptCache {
     std::deque<std::pair<double, std::string>> prompts;  // OpenAI: (time, prompt), newest last
   };
   AgentCache& For(const std::string& agent);
+  // Automatic caching of `prompt` (OpenAI's rule).
+  Usage Automatic(const std::string& agent, const std::string& prompt);
 
   const Clock now_;
   std::mutex mu_;

@@ -266,6 +266,8 @@ void ModelServer::Stop() {
 
 std::string ScenarioFixture(const std::string& name) { return std::string(MATES_SCENARIOS) + "/" + name; }
 
+std::string Fixture(const std::string& name) { return std::string(MATES_FIXTURES) + "/" + name; }
+
 bool ProcessRunning(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());

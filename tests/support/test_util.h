@@ -53,6 +53,8 @@ Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args,
                       const std::vector<std::string>& extra_env = {});
 // tests/scenarios/<name>, the scripted provider's fixtures.
 std::string ScenarioFixture(const std::string& name);
+// tests/fixtures/<name>: what real clients sent, recorded.
+std::string Fixture(const std::string& name);
 // Whether `pid` runs (exists and is not a zombie).
 bool ProcessRunning(pid_t pid);
 // The running processes whose command line has `pattern` and whose
