@@ -1,16 +1,20 @@
-// Both providers against `mates mock-llm` over real HTTP (127.0.0.1): text,
-// tool use, parallel tool_use blocks, streaming and not, every fault kind.
+// Each HTTP provider (Anthropic, OpenAI Chat, OpenAI Responses, Gemini)
+// against `mates mock-llm` over real HTTP (127.0.0.1): text, tool use,
+// parallel tool_use blocks, streaming and not, every fault kind.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/clock.h"
 #include "llm/anthropic.h"
+#include "llm/gemini.h"
 #include "llm/mock_server.h"
 #include "llm/openai.h"
+#include "llm/openai_responses.h"
 #include "support/test_util.h"
 
 namespace mates::llm {
@@ -50,22 +54,33 @@ RetryPolicy Quick() {
   return p;
 }
 
+template <typename P, typename Options>
+std::unique_ptr<Provider> MakeOne(Options o, const std::string& url, const std::string& key, bool stream,
+                                  const RetryPolicy& retry) {
+  o.base_url = url;
+  o.api_key = key;
+  o.stream = stream;
+  o.retry = retry;
+  return std::make_unique<P>(o, NewCurlTransport());
+}
+
 std::unique_ptr<Provider> Make(const std::string& kind, const std::string& url, bool stream,
                                RetryPolicy retry = Quick()) {
   if (kind == "anthropic") {
-    AnthropicOptions o;
-    o.base_url = url;
-    o.api_key = "sk-ant-secret-for-tests";
-    o.stream = stream;
-    o.retry = retry;
-    return std::make_unique<AnthropicProvider>(o, NewCurlTransport());
+    return MakeOne<AnthropicProvider>(AnthropicOptions(), url, "sk-ant-secret-for-tests", stream, retry);
   }
-  OpenAIOptions o;
-  o.base_url = url + "/v1";
-  o.api_key = "sk-openai-secret-for-tests";
-  o.stream = stream;
-  o.retry = retry;
-  return std::make_unique<OpenAIProvider>(o, NewCurlTransport());
+  if (kind == "openai-responses") {
+    return MakeOne<ResponsesProvider>(ResponsesOptions(), url + "/v1", "sk-openai-secret-for-tests", stream, retry);
+  }
+  if (kind == "gemini") {
+    return MakeOne<GeminiProvider>(GeminiOptions(), url, "gemini-secret-for-tests", stream, retry);
+  }
+  return MakeOne<OpenAIProvider>(OpenAIOptions(), url + "/v1", "sk-openai-secret-for-tests", stream, retry);
+}
+
+// What the mock answers a refused request with, in each API's words.
+std::string BadRequestWord(const std::string& kind) {
+  return kind == "gemini" ? "HTTP 400 INVALID_ARGUMENT" : "HTTP 400 invalid_request_error";
 }
 
 Request Ask(const std::string& text, const std::string& agent = "lead@t") {
@@ -184,7 +199,7 @@ TEST_P(ProvidersOverHttp, BadRequestIsNotRetriedAndItsMessageReachesTheUser) {
   Call c = CallModel(*p, bad);
   ASSERT_FALSE(c.result.ok());
   EXPECT_EQ(c.result.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(c.result.status().message().find("HTTP 400 invalid_request_error"), std::string::npos)
+  EXPECT_NE(c.result.status().message().find(BadRequestWord(kind())), std::string::npos)
       << c.result.status().message();
   EXPECT_EQ(c.retries, 0);
   EXPECT_EQ(server->requests(), 1);
@@ -224,12 +239,13 @@ TEST_P(ProvidersOverHttp, CancellingAWaitingCallReturnsPromptly) {
   EXPECT_LT(c.seconds, 2.5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Both, ProvidersOverHttp,
-                         ::testing::Combine(::testing::Values("anthropic", "openai"),
+INSTANTIATE_TEST_SUITE_P(Each, ProvidersOverHttp,
+                         ::testing::Combine(::testing::Values("anthropic", "openai", "openai-responses", "gemini"),
                                             ::testing::Bool()),
                          [](const auto& info) {
-                           return std::get<0>(info.param) +
-                                  (std::get<1>(info.param) ? "_stream" : "_plain");
+                           std::string name = std::get<0>(info.param);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name + (std::get<1>(info.param) ? "_stream" : "_plain");
                          });
 
 class StreamFaults : public ::testing::TestWithParam<std::string> {};
@@ -255,7 +271,12 @@ TEST_P(StreamFaults, AnErrorEventMidStreamIsRetried) {
   EXPECT_EQ(c.streamed, "Reading both files — carefully ✓.");
 }
 
-INSTANTIATE_TEST_SUITE_P(Both, StreamFaults, ::testing::Values("anthropic", "openai"));
+INSTANTIATE_TEST_SUITE_P(Each, StreamFaults, ::testing::Values("anthropic", "openai", "openai-responses", "gemini"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(LlmHttpTest, ConnectionRefusedIsRetriedThenUnavailable) {
   int port;

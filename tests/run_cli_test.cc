@@ -195,6 +195,7 @@ TEST(RunCliTest, TheApiKeyNeverLeaks) {
   TempDir ws, tmp;
   const std::string secret = "sk-ant-THIS-IS-SECRET-9876";
   const std::string file_secret = "sk-openai-FROM-A-FILE-5555";
+  const std::string gemini_secret = "gemini-KEY-IN-THE-ENV-4242";  // held though not the provider's
   testing::WriteAll(ws.path() / "key.txt", file_secret + "\n");
   MockLlm mock(Fixture("lead_secrets.yaml"), tmp.path() / "rec.jsonl");
   // Without the sandbox the host's block can be read, and the keys are
@@ -202,10 +203,10 @@ TEST(RunCliTest, TheApiKeyNeverLeaks) {
   auto r = MatesIn(ws.path(), {"run", "--provider", "anthropic", "--base-url", mock.url(), "--sandbox", "off",
                                "show the environment"},
                    {"ANTHROPIC_API_KEY=" + secret, "OPENAI_API_KEY_FILE=" + (ws.path() / "key.txt").string(),
-                    "MATES_TEST_MARKER=only-in-the-hosts-block"});
+                    "GEMINI_API_KEY=" + gemini_secret, "MATES_TEST_MARKER=only-in-the-hosts-block"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("I looked at the environment."), std::string::npos);
-  for (const std::string& key : {secret, file_secret}) {
+  for (const std::string& key : {secret, file_secret, gemini_secret}) {
     EXPECT_EQ(r.out.find(key), std::string::npos);
     EXPECT_EQ(r.err.find(key), std::string::npos);
     std::string journal = ReadAll(ws.path() / ".teams/default/agents/lead.jsonl");

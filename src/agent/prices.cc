@@ -17,6 +17,9 @@ namespace {
 Price Anthropic(double input, double output) { return Price{input, output, input * 1.25, input * 0.1}; }
 // OpenAI: caching is automatic (no write surcharge); reads at `cached`.
 Price OpenAI(double input, double output, double cached) { return Price{input, output, input, cached}; }
+// Gemini: implicit caching as OpenAI's, reads at `cached` (prompts up to
+// 200k tokens where the price steps up beyond).
+Price Gemini(double input, double output, double cached) { return Price{input, output, input, cached}; }
 
 constexpr size_t kMaxPricesFileBytes = 1 << 20;
 constexpr double kMaxPrice = 1e6;  // USD per million tokens: anything above is a typo
@@ -53,6 +56,14 @@ PriceTable PriceTable::Builtin() {
   m["o3"] = OpenAI(2, 8, 0.5);
   m["o3-mini"] = OpenAI(1.1, 4.4, 0.55);
   m["o4-mini"] = OpenAI(1.1, 4.4, 0.275);
+  // As published by Google in 2025-26.
+  m["gemini-3-pro"] = Gemini(2, 12, 0.2);
+  m["gemini-3.1-pro"] = Gemini(2, 12, 0.2);
+  m["gemini-3-flash"] = Gemini(0.5, 3, 0.05);
+  m["gemini-2.5-pro"] = Gemini(1.25, 10, 0.125);
+  m["gemini-2.5-flash"] = Gemini(0.3, 2.5, 0.03);
+  m["gemini-2.5-flash-lite"] = Gemini(0.1, 0.4, 0.01);
+  m["gemini-2.0-flash"] = Gemini(0.1, 0.4, 0.025);
   return t;
 }
 

@@ -94,9 +94,9 @@ void AddStoreOption(CLI::App* cmd, Globals& g) {
 
 void AddProviderOptions(CLI::App* cmd, std::string& provider, std::string& model, std::string& base_url) {
   cmd->add_option("--provider", provider,
-                  "anthropic, openai or scripted (default: anthropic if ANTHROPIC_API_KEY is set)");
+                  "anthropic, openai, openai-responses, gemini or scripted (default: anthropic if ANTHROPIC_API_KEY is set)");
   cmd->add_option("--model", model, "Model (default: $MATES_MODEL, else the provider's)");
-  cmd->add_option("--base-url", base_url, "API base URL (anthropic: without /v1; openai: with /v1)");
+  cmd->add_option("--base-url", base_url, "API base URL (anthropic: without /v1; openai, openai-responses: with /v1; gemini: without /v1beta)");
 }
 
 Result<std::string> CurrentTeam(const Workspace& ws) {

@@ -274,7 +274,11 @@ std::string ManPage(const CLI::App& root) {
            {"MATES_STORE", "The store, when --store is not given (then store: in .mates/config.yaml once trusted, "
                            "then in the person's own config.yaml, then the files)."},
            {"MATES_WORKSPACE", "The workspace, when --workspace is not given (else the current folder)."},
-           {"ANTHROPIC_API_KEY, OPENAI_API_KEY", "The providers' keys; read once, never passed to an agent's tools."},
+           {"ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY (or GOOGLE_API_KEY)",
+            "The providers' keys (each also as NAME_FILE, a file holding it); read once, never passed to an agent's "
+            "tools."},
+           {"ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL",
+            "The providers' base URLs, when --base-url is not given."},
            {"MATES_MODEL", "The model, when --model is not given."},
            {"MATES_PRICES", "A price table over the built-in one."},
            {"XDG_CONFIG_HOME", "Where the person's config.yaml and trust.json are (default ~/.config/mates)."}}) {

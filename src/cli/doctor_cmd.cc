@@ -92,7 +92,7 @@ Check ProviderCheck(const DoctorArgs& a) {
                      r.code() == StatusCode::kFailedPrecondition
                          ? "check the key and the model (--model, $MATES_MODEL)"
                          : "check the network and the base URL (--base-url, $ANTHROPIC_BASE_URL, "
-                           "$OPENAI_BASE_URL)");
+                           "$OPENAI_BASE_URL, $GOOGLE_GEMINI_BASE_URL)");
   }
   char took[32];
   std::snprintf(took, sizeof took, "%.1f s", WallSeconds() - t0);

@@ -1,7 +1,8 @@
 // Secrets: the API keys a mates process holds (DESIGN §10).
 //
-// Keys come from the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY) or from
-// a file named there (ANTHROPIC_API_KEY_FILE, OPENAI_API_KEY_FILE: the
+// Keys come from the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY,
+// GEMINI_API_KEY, GOOGLE_API_KEY) or from a file named there
+// (ANTHROPIC_API_KEY_FILE, …: the
 // whole file, trailing newline dropped), once, at start-up. A process that
 // runs model-written commands then Scrub()s them: they leave its
 // environment, their bytes are overwritten in the environment block the
@@ -33,7 +34,8 @@ namespace mates {
 class Secrets {
  public:
   // The variables read: each NAME, and NAME_FILE.
-  static constexpr const char* kNames[] = {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"};
+  static constexpr const char* kNames[] = {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
+                                           "GOOGLE_API_KEY"};
 
   // Reads the keys (NAME_FILE wins over NAME when both are set), replacing
   // what an earlier Load read. A _FILE that cannot be read is an error

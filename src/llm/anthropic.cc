@@ -359,7 +359,7 @@ std::string AnthropicProvider::Body(const Request& request, const std::string& m
   return body;
 }
 
-std::vector<std::string> AnthropicProvider::Headers() const {
+std::vector<std::string> AnthropicProvider::Headers(const Request&) const {
   const HttpProviderOptions& o = options();
   std::vector<std::string> h = {"anthropic-version: 2023-06-01",
                                 "accept: " + std::string(o.stream ? "text/event-stream" : "application/json")};

@@ -11,27 +11,25 @@ HttpProvider::HttpProvider(HttpProviderOptions options, std::unique_ptr<HttpTran
 Result<Response> HttpProvider::Complete(const Request& request, const StreamCallbacks& callbacks,
                                         CancelToken* cancel) {
   const std::string model = request.model.empty() ? options_.model : request.model;
-  const std::string body = Body(request, model);
-  TextDeduper text(callbacks.on_text);
-  return RunWithRetries(options_.retry, callbacks, cancel, [&](AttemptFailure* failure) {
-    text.NewAttempt();
-    return Attempt(body, &text, cancel, failure);
-  });
-}
-
-Result<Response> HttpProvider::Attempt(const std::string& body, TextDeduper* text, CancelToken* cancel,
-                                       AttemptFailure* failure) {
   HttpRequest http;
   std::string base = options_.base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
-  http.url = base + std::string(Endpoint());
-  http.body = body;
+  http.url = base + Endpoint(model);
+  http.body = Body(request, model);
   http.connect_timeout_s = options_.connect_timeout_s;
   http.total_timeout_s = options_.request_timeout_s;
   http.low_speed_time_s = options_.stream ? options_.stall_timeout_s : kWholeReplyStallS;
   http.headers = {"content-type: application/json"};
-  for (auto& h : Headers()) http.headers.push_back(std::move(h));
+  for (auto& h : Headers(request)) http.headers.push_back(std::move(h));
+  TextDeduper text(callbacks.on_text);
+  return RunWithRetries(options_.retry, callbacks, cancel, [&](AttemptFailure* failure) {
+    text.NewAttempt();
+    return Attempt(http, &text, cancel, failure);
+  });
+}
 
+Result<Response> HttpProvider::Attempt(const HttpRequest& http, TextDeduper* text, CancelToken* cancel,
+                                       AttemptFailure* failure) {
   std::unique_ptr<StreamReader> reader = Reader(text);
   SseParser sse([&](const SseEvent& e) { reader->OnEvent(e); });
   auto j = PostAttempt(*transport_, http, options_.stream,

@@ -1,6 +1,5 @@
 // What every provider over HTTP shares (Anthropic's Messages API, an
-// OpenAI-compatible server; next the Responses and Gemini APIs, DESIGN
-// §28): the request body made once a call, attempts under the retry
+// OpenAI-compatible server, OpenAI's Responses API, Gemini; DESIGN §28): the request body made once a call, attempts under the retry
 // policy with text shown once across them, and an attempt's shape — a
 // POST to an endpoint below the base URL, a streamed reply read as SSE
 // events into the provider's reader, or a whole reply parsed. A provider
@@ -58,10 +57,10 @@ class HttpProvider : public Provider {
 
   // The body of `request` for `model`.
   virtual std::string Body(const Request& request, const std::string& model) const = 0;
-  // The endpoint below the base URL ("/v1/messages"), and the headers
-  // besides the content type.
-  virtual std::string_view Endpoint() const = 0;
-  virtual std::vector<std::string> Headers() const = 0;
+  // The endpoint below the base URL for `model` ("/v1/messages"), and the
+  // headers of `request` besides the content type.
+  virtual std::string Endpoint(const std::string& model) const = 0;
+  virtual std::vector<std::string> Headers(const Request& request) const = 0;
   virtual std::unique_ptr<StreamReader> Reader(TextDeduper* text) const = 0;
   // A whole (not streamed) reply.
   virtual Result<Response> WholeReply(const Json& j) const = 0;
@@ -69,7 +68,7 @@ class HttpProvider : public Provider {
   virtual std::string_view StreamEnd() const = 0;
 
  private:
-  Result<Response> Attempt(const std::string& body, TextDeduper* text, CancelToken* cancel,
+  Result<Response> Attempt(const HttpRequest& http, TextDeduper* text, CancelToken* cancel,
                            AttemptFailure* failure);
 
   const HttpProviderOptions options_;

@@ -4,6 +4,7 @@
 
 #include "core/limits.h"
 #include "llm/recycled.h"
+#include "llm/tool_calls.h"
 
 namespace mates::llm {
 namespace {
@@ -16,44 +17,6 @@ std::string MapFinishReason(const std::string& finish, bool has_tool_calls) {
   if (finish == "tool_calls" || finish == "function_call") return "tool_use";
   return "end_turn";
 }
-
-// Turns accumulated calls into tool_use blocks: ids made present and
-// unique, arguments parsed (a malformed one becomes an error the model sees).
-Status AppendToolUses(std::vector<std::pair<std::string, std::pair<std::string, std::string>>> calls,
-                      const std::vector<bool>& is_object, Response* r) {
-  std::set<std::string> used;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    auto& [id, fn] = calls[i];
-    auto& [name, args] = fn;
-    if (name.empty()) {
-      return Status::Unavailable("malformed reply from the server: tool call " + std::to_string(i) +
-                                 " names no function");
-    }
-    if (id.empty() || !used.insert(id).second) {
-      id = NewToolUseId();
-      used.insert(id);
-    }
-    ContentBlock b = ContentBlock::ToolUse(id, name, "{}");
-    std::string raw = args;
-    if (!is_object[i] && raw.find_first_not_of(" \t\r\n") == std::string::npos) raw = "{}";
-    if (raw.size() > kMaxToolInputBytes) {
-      b.input_error = "the arguments were over " + std::to_string(kMaxToolInputBytes) + " bytes";
-      r->content.push_back(std::move(b));
-      continue;
-    }
-    auto j = ParseJson(raw);
-    if (j.ok() && j->is_object()) {
-      b.input_json = DumpJson(*j);
-    } else {
-      b.input_error = "the arguments were not a valid JSON object (" +
-                      (j.ok() ? std::string("got ") + j->type_name() : j.status().message()) +
-                      "): " + raw.substr(0, 300);
-    }
-    r->content.push_back(std::move(b));
-  }
-  return Status::Ok();
-}
-
 
 constexpr int64_t kMaxToolCalls = 1024;
 
@@ -306,13 +269,9 @@ Result<Response> OpenAIStreamAccumulator::TakeResponse() {
   r.model = model_;
   r.usage = usage_;
   if (!text_so_far_.empty()) r.content.push_back(ContentBlock::Text(text_so_far_));
-  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> calls;
-  std::vector<bool> is_object;
-  for (auto& [i, c] : calls_) {
-    calls.push_back({c.id, {c.name, c.arguments}});
-    is_object.push_back(c.arguments_object);
-  }
-  MATES_RETURN_IF_ERROR(AppendToolUses(std::move(calls), is_object, &r));
+  std::vector<RawToolCall> calls;
+  for (auto& [i, c] : calls_) calls.push_back({c.id, c.name, c.arguments, c.arguments_object});
+  MATES_RETURN_IF_ERROR(AppendToolUses(std::move(calls), &r));
   r.stop_reason = MapFinishReason(finish_reason_, r.HasToolUse());
   return r;
 }
@@ -344,8 +303,7 @@ Result<Response> OpenAIResponseFromJson(const Json& j) {
   auto content = OptString(**msg, "content");
   if (!content.ok()) return fail(content.status().WithContext("choices[0].message"));
   if (!content->empty()) r.content.push_back(ContentBlock::Text(*content));
-  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> calls;
-  std::vector<bool> is_object;
+  std::vector<RawToolCall> calls;
   auto tool_calls = JsonArrayField(**msg, "tool_calls", false);
   if (!tool_calls.ok()) return fail(tool_calls.status().WithContext("choices[0].message"));
   if (*tool_calls != nullptr) {
@@ -370,11 +328,10 @@ Result<Response> OpenAIResponseFromJson(const Json& j) {
       } else if (a != (*fn)->end() && !a->is_null()) {
         return fail(Status::InvalidArgument(at + ".function: field 'arguments' must be a string or an object"));
       }
-      calls.push_back({*tc_id, {*name, args}});
-      is_object.push_back(obj);
+      calls.push_back({*tc_id, *name, args, obj});
     }
   }
-  MATES_RETURN_IF_ERROR(AppendToolUses(std::move(calls), is_object, &r));
+  MATES_RETURN_IF_ERROR(AppendToolUses(std::move(calls), &r));
   auto finish = OptString(choice, "finish_reason");
   if (!finish.ok()) return fail(finish.status().WithContext("choices[0]"));
   r.stop_reason = MapFinishReason(*finish, r.HasToolUse());
@@ -408,7 +365,7 @@ std::string OpenAIProvider::Body(const Request& request, const std::string& mode
   return body;
 }
 
-std::vector<std::string> OpenAIProvider::Headers() const {
+std::vector<std::string> OpenAIProvider::Headers(const Request&) const {
   if (options().api_key.empty()) return {};
   return {"authorization: Bearer " + options().api_key};
 }

@@ -85,8 +85,8 @@ class OpenAIProvider : public HttpProvider {
 
  private:
   std::string Body(const Request& request, const std::string& model) const override;
-  std::string_view Endpoint() const override { return "/chat/completions"; }
-  std::vector<std::string> Headers() const override;
+  std::string Endpoint(const std::string&) const override { return "/chat/completions"; }
+  std::vector<std::string> Headers(const Request& request) const override;
   std::unique_ptr<StreamReader> Reader(TextDeduper* text) const override;
   Result<Response> WholeReply(const Json& j) const override { return OpenAIResponseFromJson(j); }
   std::string_view StreamEnd() const override { return "[DONE]"; }

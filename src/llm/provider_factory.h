@@ -1,6 +1,8 @@
 // Builds the Provider a command asked for (DESIGN §6): --provider, --model,
 // --base-url, --scenario, then the environment: ANTHROPIC_API_KEY,
-// ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL, MATES_MODEL.
+// ANTHROPIC_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL (openai and
+// openai-responses), GEMINI_API_KEY or GOOGLE_API_KEY,
+// GOOGLE_GEMINI_BASE_URL (gemini, as Gemini CLI names them), MATES_MODEL.
 #pragma once
 
 #include <memory>
@@ -12,7 +14,7 @@
 namespace mates::llm {
 
 struct ProviderConfig {
-  std::string kind;      // anthropic | openai | scripted | "" (anthropic if a key is set)
+  std::string kind;      // anthropic | openai | openai-responses | gemini | scripted | "" (anthropic if a key is set)
   std::string model;     // "" = $MATES_MODEL, else the provider's default
   std::string base_url;  // "" = $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL, else the public API
   std::string scenario;  // scripted: the scenario file

@@ -12,8 +12,8 @@ namespace {
 class ProviderFactoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v : {"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",
-                          "OPENAI_BASE_URL", "MATES_MODEL"}) {
+    for (const char* v : {"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                          "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "MATES_MODEL"}) {
       ::unsetenv(v);
     }
     ASSERT_TRUE(Secrets::Load().ok());
@@ -43,8 +43,10 @@ TEST_F(ProviderFactoryTest, AKeyMeansAnthropicAndEnvironmentFillsIn) {
 
 TEST_F(ProviderFactoryTest, BadChoicesAreRefused) {
   ProviderConfig c;
-  c.kind = "gemini";
-  EXPECT_NE(MakeProvider(c).status().message().find("unknown provider 'gemini'"), std::string::npos);
+  c.kind = "cohere";
+  EXPECT_NE(MakeProvider(c).status().message().find(
+                "unknown provider 'cohere' (valid: anthropic, openai, openai-responses, gemini, scripted)"),
+            std::string::npos);
   c.kind = "scripted";
   EXPECT_NE(MakeProvider(c).status().message().find("needs --scenario"), std::string::npos);
   testing::TempDir dir;
@@ -55,8 +57,34 @@ TEST_F(ProviderFactoryTest, BadChoicesAreRefused) {
   EXPECT_NE(MakeProvider(c).status().message().find("needs ANTHROPIC_API_KEY"), std::string::npos);
   c.kind = "openai";
   EXPECT_NE(MakeProvider(c).status().message().find("OPENAI_API_KEY"), std::string::npos);
+  c.kind = "openai-responses";
+  EXPECT_NE(MakeProvider(c).status().message().find("needs OPENAI_API_KEY"), std::string::npos);
+  c.kind = "gemini";
+  EXPECT_NE(MakeProvider(c).status().message().find("needs GEMINI_API_KEY (or GOOGLE_API_KEY)"), std::string::npos);
   c.base_url = "http://127.0.0.1:11434/v1";  // a local server needs no key
-  EXPECT_TRUE(MakeProvider(c).ok());
+  for (const char* kind : {"openai", "openai-responses", "gemini"}) {
+    c.kind = kind;
+    auto p = MakeProvider(c);
+    ASSERT_TRUE(p.ok()) << kind;
+    EXPECT_EQ((*p)->name(), kind);
+  }
+}
+
+// Gemini's key comes from either variable, as Gemini CLI reads them, and
+// its base URL from GOOGLE_GEMINI_BASE_URL.
+TEST_F(ProviderFactoryTest, GeminisKeyAndBaseUrlComeFromItsVariables) {
+  ::setenv("GOOGLE_API_KEY", "google-key-for-tests", 1);
+  ::setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9", 1);
+  ASSERT_TRUE(Secrets::Load().ok());
+  ProviderConfig c;
+  c.kind = "gemini";
+  auto p = MakeProvider(c);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ((*p)->default_model(), "gemini-2.5-flash");
+  // The key is a secret like the others: redacted wherever it would show.
+  EXPECT_EQ(Secrets::Redact("key=google-key-for-tests"), "key=[redacted]");
+  ::unsetenv("GOOGLE_API_KEY");
+  ::unsetenv("GOOGLE_GEMINI_BASE_URL");
 }
 
 }  // namespace

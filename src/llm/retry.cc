@@ -171,8 +171,10 @@ Status StatusForHttpError(int status, const std::string& body, const std::string
       // Strings only: a server reply of the wrong shape is said as it is.
       auto m = JsonString(*err, "message", false);
       auto t = JsonString(*err, "type", false);
+      auto gemini_status = JsonString(*err, "status", false);  // Gemini's word
       if (m.ok()) message = *m;
       if (t.ok()) type = *t;
+      if (type.empty() && gemini_status.ok()) type = *gemini_status;
     } else if (err != j->end() && err->is_string()) {
       message = err->get<std::string>();  // some compatible servers
     }
@@ -182,7 +184,7 @@ Status StatusForHttpError(int status, const std::string& body, const std::string
   std::string text = "HTTP " + std::to_string(status) + (type.empty() ? "" : " " + type) + ": " + message;
   if (status == 404 && !url.empty()) {
     text += " (POST " + url + "; is --base-url right? an OpenAI-compatible server's usually ends in /v1, "
-            "e.g. http://127.0.0.1:8080/v1; Anthropic's has no /v1)";
+            "e.g. http://127.0.0.1:8080/v1; Anthropic's and Gemini's have none)";
   }
   text = Secrets::Redact(text);
   // Not InvalidArgument even for 400: at the CLI that would read as bad

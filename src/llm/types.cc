@@ -128,6 +128,7 @@ Json BlockToJson(const ContentBlock& b) {
       auto input = ParseJson(b.input_json);
       j["input"] = input.ok() && input->is_object() ? std::move(*input) : Json::object();
       if (!b.input_error.empty()) j["mates_input_error"] = b.input_error;
+      if (!b.signature.empty()) j["mates_signature"] = b.signature;
       return j;
     }
     case BlockType::kToolResult:
@@ -157,6 +158,7 @@ Result<ContentBlock> BlockFromJson(const Json& j) {
       b.input_json = DumpJson(*input);
     }
     MATES_ASSIGN_OR_RETURN(b.input_error, JsonString(j, "mates_input_error", false));
+    MATES_ASSIGN_OR_RETURN(b.signature, JsonString(j, "mates_signature", false));
   } else if (type == "tool_result") {
     b.type = BlockType::kToolResult;
     MATES_ASSIGN_OR_RETURN(b.tool_use_id, JsonString(j, "tool_use_id", true));

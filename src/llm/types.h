@@ -26,6 +26,9 @@ struct ContentBlock {
   // Set when the model's tool input could not be parsed (malformed JSON):
   // the tool is not run and the model is told this instead.
   std::string input_error;
+  // What the provider signed the call with, sent back with it as it came
+  // (Gemini's thoughtSignature; journals keep it as mates_signature).
+  std::string signature;
   // tool_result
   std::string tool_use_id;
   bool is_error = false;
