@@ -278,6 +278,30 @@ INSTANTIATE_TEST_SUITE_P(Each, StreamFaults, ::testing::Values("anthropic", "ope
                            return name;
                          });
 
+// Gemini 3 refuses a call's turn sent back without the thoughtSignature
+// it came with: the provider keeps it on the block (and the journal) and
+// sends it back.
+TEST(LlmHttpTest, AGeminiCallsSignatureGoesBackWithIt) {
+  auto server = Serve();
+  for (bool stream : {true, false}) {
+    auto p = Make("gemini", server->url(), stream);
+    Request req = Ask("use two tools please");
+    req.model = "gemini-3-pro-preview";
+    Call c = CallModel(*p, req);
+    ASSERT_TRUE(c.result.ok()) << c.result.status().message();
+    ASSERT_EQ(c.result->content.size(), 3u);
+    EXPECT_FALSE(c.result->content[1].signature.empty());
+    auto journal = ResponseFromJson(ResponseToJson(*c.result));
+    ASSERT_TRUE(journal.ok());
+    EXPECT_EQ(journal->content[1].signature, c.result->content[1].signature);
+    req.messages.push_back({Role::kAssistant, journal->content});
+    req.messages.push_back({Role::kUser, {ContentBlock::ToolResult(journal->content[1].id, "A", false),
+                                          ContentBlock::ToolResult(journal->content[2].id, "B", false)}});
+    Call next = CallModel(*p, req);
+    EXPECT_TRUE(next.result.ok()) << next.result.status().message();
+  }
+}
+
 TEST(LlmHttpTest, ConnectionRefusedIsRetriedThenUnavailable) {
   int port;
   {
