@@ -246,7 +246,10 @@ TEST_F(ClusterTest, APaneThatCannotStartIsReportedAtOnce) {
   r = testing::RunMates(dir_.path(), {"cluster", "up", "-c", (dir_.path() / "cc.yaml").string()},
                         {"CLAUDE_CONFIG_DIR=" + claude_dir.string(), testing::PathOf({"tmux", "sh", "bash"})});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("middle_manager: claude: command not found on PATH"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("middle_manager: claude: command not found on PATH (install it: npm install -g "
+                       "@anthropic-ai/claude-code, or set"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(claude_dir / ".claude.json")) << "up edited Claude Code's config before finding it missing";
   EXPECT_FALSE(ServerAlive());
 

@@ -344,10 +344,11 @@ TEST_F(FirstHourTest, DoctorChecksEachPartAndSaysTheFix) {
       EXPECT_TRUE(c["fix"].is_string()) << c.dump();
     }
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"provider", "git", "tmux", "chromium", "store", "sandbox"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"provider", "git", "tmux", "chromium", "agent CLIs", "store", "sandbox"}));
   EXPECT_EQ((*j)["checks"][0]["result"], "ok") << r.out;
   EXPECT_NE((*j)["checks"][0]["detail"].get<std::string>().find("a minimal call answered"), std::string::npos);
-  EXPECT_EQ((*j)["checks"][4]["result"], "ok") << r.out;
+  EXPECT_EQ((*j)["checks"][5]["result"], "ok") << r.out;
   EXPECT_EQ(r.exit_code, (*j)["ok"] == true ? 0 : 1);
   EXPECT_NE(testing::ReadAll(ws_.path() / "record.jsonl").find("Reply with the word: ok"), std::string::npos);
 
@@ -373,6 +374,31 @@ TEST_F(FirstHourTest, DoctorChecksEachPartAndSaysTheFix) {
   EXPECT_NE(r.out.find("  FAIL  store:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("fix: check that the server runs"), std::string::npos) << r.out;
   EXPECT_EQ(Mates({"doctor", "--timeout", "0"}).exit_code, 2);
+}
+
+// The agent CLIs a team may hold (DESIGN §28): each found with its
+// version, each missing with the line that installs it.
+TEST_F(FirstHourTest, DoctorSaysWhichAgentClisAreHereAndHowToInstallTheOthers) {
+  const fs::path bin = ws_.path() / "bin";
+  testing::WriteAll(bin / "codex", "#!/bin/sh\necho codex-cli 0.171.0\n");
+  fs::permissions(bin / "codex", fs::perms::owner_all);
+  auto r = Mates({"doctor", "--json", "--no-call", "--provider", "scripted", "--scenario",
+                  testing::ScenarioFixture("lead_basic.yaml")},
+                 {"PATH=" + bin.string() + ":" + testing::PathOf({"git", "tmux", "bwrap", "sh"}).substr(5)});
+  auto j = ParseJson(r.out);
+  ASSERT_TRUE(j.ok()) << r.out << r.err;
+  const Json* clis = nullptr;
+  for (const auto& c : (*j)["checks"]) {
+    if (c["check"] == "agent CLIs") clis = &c;
+  }
+  ASSERT_NE(clis, nullptr) << r.out;
+  EXPECT_EQ((*clis)["result"], "warn");
+  const std::string detail = (*clis)["detail"];
+  EXPECT_EQ(detail.rfind("Codex codex-cli 0.171.0; not on PATH: Claude Code (claude), Gemini CLI (gemini)", 0), 0u)
+      << detail;
+  const std::string fix = (*clis)["fix"];
+  EXPECT_NE(fix.find("npm install -g @google/gemini-cli"), std::string::npos) << fix;
+  EXPECT_EQ(fix.find("@openai/codex"), std::string::npos) << "Codex is here: " << fix;
 }
 
 // The completions and mates(1) are made from the commands themselves: a

@@ -17,6 +17,7 @@
 #include "llm/provider_factory.h"
 #include "sandbox/sandbox.h"
 #include "stores/open_store.h"
+#include "tmux/agent_clis.h"
 
 namespace mates::cli {
 namespace {
@@ -141,6 +142,35 @@ Check ChromiumCheck() {
                    "apt-get install chromium");
 }
 
+// The agent CLIs a team may hold (DESIGN §28): each found, with its
+// version; the missing ones with their install lines (a warning: only a
+// team with that CLI needs it).
+Check AgentClisCheck() {
+  Check c{"agent CLIs"};
+  std::vector<std::string> found, missing, installs;
+  for (const tmux::KnownCli& cli : tmux::KnownClis()) {
+    const std::string program(cli.program);
+    if (OnPath(program).empty()) {
+      missing.push_back(std::string(cli.name) + " (" + program + ")");
+      installs.emplace_back(cli.install);
+      continue;
+    }
+    std::string version = FirstLineOf({program, "--version"});
+    found.push_back(std::string(cli.name) + (version.empty() ? "" : " " + version));
+  }
+  auto joined = [](const std::vector<std::string>& v, const char* sep) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+    return out;
+  };
+  c.detail = joined(found, ", ");
+  if (missing.empty()) return c;
+  return Verdicted(c, Verdict::kWarn,
+                   (found.empty() ? "" : c.detail + "; ") + "not on PATH: " + joined(missing, ", ") +
+                       " (only a team with one of them needs it)",
+                   joined(installs, "; "));
+}
+
 Check StoreCheck(const Globals& g, double timeout) {
   Check c{"store"};
   if (IsFileStoreUrl(g.store)) {
@@ -204,7 +234,7 @@ int Doctor(Globals& g, const DoctorArgs& a) {
   if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
   const Workspace ws = g.ws();
   std::vector<Check> checks = {
-      ProviderCheck(a),         GitCheck(ws),    TmuxCheck(), ChromiumCheck(),
+      ProviderCheck(a),         GitCheck(ws),     TmuxCheck(), ChromiumCheck(), AgentClisCheck(),
       StoreCheck(g, a.timeout), SandboxCheck(ws)};
   bool failed = false;
   Json out = Json::array();

@@ -20,6 +20,7 @@
 #include "core/ids.h"
 #include "core/json.h"
 #include "core/waker.h"
+#include "tmux/agent_clis.h"
 #include "tmux/claude_setup.h"
 #include "git/worktrees.h"
 #include "store/mailbox.h"
@@ -148,10 +149,12 @@ Status Cluster::CheckPrograms(const fs::path& self) const {
     std::string path = EnvOf(a.env, "PATH");
     if (!self.empty()) path = self.parent_path().string() + (path.empty() ? "" : ":" + path);
     if (FindProgram(a.command[0], path, config_.work_dir).empty()) {
-      return Status::FailedPrecondition(a.name + ": " + a.command[0] + ": command not found" +
-                                        (a.command[0].find('/') == std::string::npos ? " on PATH" : "") +
-                                        " (install it, or set the agent's command in " +
-                                        config_.config_file.filename().string() + ")");
+      const KnownCli* known = KnownCliOf(a.command[0]);
+      return Status::FailedPrecondition(
+          a.name + ": " + a.command[0] + ": command not found" +
+          (a.command[0].find('/') == std::string::npos ? " on PATH" : "") + " (install it" +
+          (known != nullptr ? ": " + std::string(known->install) : std::string()) +
+          ", or set the agent's command in " + config_.config_file.filename().string() + ")");
     }
   }
   return Status::Ok();
