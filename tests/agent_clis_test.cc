@@ -10,12 +10,16 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cctype>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "support/readme.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -161,6 +165,145 @@ INSTANTIATE_TEST_SUITE_P(Each, AgentCliTest,
                          ::testing::Values(Cli{"codex", "mcp__mates__"}, Cli{"gemini", "mcp_mates_"},
                                            Cli{"opencode", "mates_"}),
                          [](const auto& info) { return info.param.name; });
+
+// README's mixed cluster, as printed, is a cluster file mates takes (its
+// agents by preset, the model server given once).
+TEST(AgentClusterTest, TheReadmesMixedClusterIsReadAsPrinted) {
+  testing::TempDir dir;
+  std::string yaml;
+  for (const auto& line : testing::ReadmeBlock("Agent CLIs in tmux panes", "```yaml\n")) yaml += line + "\n";
+  ASSERT_NE(yaml.find("cli: codex"), std::string::npos) << yaml;
+  testing::WriteAll(dir.path() / "c.yaml", yaml);
+  for (const char* name : {"cx.txt", "gm.txt", "oc.txt"}) testing::WriteAll(dir.path() / name, "You are one.\n");
+  auto r = testing::Run({testing::MatesBinary(), "cluster", "status", "-c", (dir.path() / "c.yaml").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cluster mixed: down"), std::string::npos) << r.out;
+  for (const char* agent : {"cx", "gm", "oc"}) EXPECT_NE(r.out.find(std::string("  ") + agent + "  "), std::string::npos);
+}
+
+// Each request the mock recorded in a line: its endpoint, status and
+// newest user text's start (what a failure shows).
+std::string Requests(const std::string& record) {
+  std::string out;
+  size_t pos = 0;
+  for (size_t end; (end = record.find('\n', pos)) != std::string::npos; pos = end + 1) {
+    auto j = ParseJson(record.substr(pos, end - pos));
+    if (!j.ok()) continue;
+    const std::string body = DumpJson((*j)["body"]);
+    out += "\n  " + StringOr(*j, "endpoint") + " " + std::to_string((*j)["status"].get<int>()) + " …" +
+           body.substr(body.size() > 400 ? body.size() - 400 : 0);
+  }
+  return out;
+}
+
+// A mixed cluster (DESIGN §28): Codex, Gemini CLI and OpenCode in tmux
+// panes by their presets (`cli:`), one mock-llm serving all three over
+// their own APIs (`model_url`), each reaching the team through `mates mcp`
+// as configured by `up`. A board of three tasks, each blocked by the one
+// before: the person tells cx to start; each agent, nudged by the router,
+// reads its inbox, claims its task, completes it and tells the next; the
+// last tells the person. The scenario names tools by their own names
+// (mock-llm gives each CLI the call under its prefix). Down leaves nothing.
+TEST(AgentClusterTest, ThreeVendorsTakeABoardInTurnThroughMatesMcpAndGoDownLeavingNothing) {
+  for (const char* cli : {"codex", "gemini", "opencode"}) {
+    if (!fs::exists(CliBinary(cli))) {
+      GTEST_SKIP() << "\n*** SKIPPED LOUDLY: " << cli << " is not installed at " << CliBinary(cli)
+                   << " (./scripts/setup-agent-clis installs it) ***";
+    }
+  }
+  testing::TempDir dir;
+  const fs::path work = dir.path() / "work", home = dir.path() / "home";
+  fs::create_directories(work);
+  fs::create_directories(home);
+  std::string rules;
+  const std::vector<std::pair<std::string, std::string>> chain = {{"cx", "gm"}, {"gm", "oc"}, {"oc", "user"}};
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const auto& [me, next] = chain[i];
+    const std::string id = std::to_string(i + 1);
+    std::string upper = me;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    testing::WriteAll(dir.path() / (me + ".txt"), "You are " + me + ", one of three.\n");
+    rules += "  - {when: 'You are " + me + " \\(', once: false, reply: [{type: text, text: \"" + upper +
+             " here.\\n" + upper + " OK\"}]}\n"
+             "  - {when: '" + me + ": go', reply: [{type: tool_use, name: claim_task, input: {task_id: " + id + "}}]}\n"
+             "  - {when: 'Claimed task #" + id + "', reply: [{type: tool_use, name: update_task, input: {task_id: " +
+             id + ", status: completed}}]}\n"
+             "  - {when: 'Updated #" + id + " \\[completed\\]', reply: [{type: tool_use, name: send_message, input: "
+             "{type: message, recipient: " + next + ", content: '" + (next == "user" ? "all three done" : next + ": go") +
+             "', summary: go}}]}\n"
+             "  - {when: 'Sent message to " + next + "', reply: [{type: text, text: \"Passed on.\\n" + upper +
+             " OK\"}]}\n";
+  }
+  testing::WriteAll(dir.path() / "s.yaml",
+                    "rules:\n"
+                    "  - {when: 'new messages? in your team inbox', once: false,"
+                    " reply: [{type: tool_use, name: read_inbox, input: {}}]}\n" +
+                        rules + "default_reply: [{type: text, text: 'mock default'}]\n");
+  Subprocess mock = testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", (dir.path() / "s.yaml").string(),
+                                    "--record", (dir.path() / "rec.jsonl").string(), "--quiet"});
+  auto line = mock.ReadLine(DeadlineIn(10));
+  ASSERT_TRUE(line.ok());
+  const std::string url = line->substr(std::string("listening on ").size());
+  const std::string session = "mix" + std::to_string(::getpid());
+  testing::WriteAll(dir.path() / "cc.yaml",
+                    "cluster:\n  name: " + session + "\n  work_dir: work\n  startup_timeout: 90\n"
+                    "  response_timeout: 90\n  model_url: " + url + "\n"
+                    "  env: {OPENAI_API_KEY: sk-test-mixed-0123456789, GEMINI_API_KEY: gk-test-mixed-0123456789}\n"
+                    "agents:\n"
+                    "  - {name: cx, cli: codex, personality_prompt_path: cx.txt, marker: CX OK, pane_index: 0}\n"
+                    "  - {name: gm, cli: gemini, personality_prompt_path: gm.txt, marker: GM OK, pane_index: 1}\n"
+                    "  - {name: oc, cli: opencode, personality_prompt_path: oc.txt, marker: OC OK, pane_index: 2}\n");
+  const std::string home_env = "HOME=" + home.string();
+  auto mates = [&](std::vector<std::string> args, double timeout_s = 240) {
+    SubprocessOptions o;
+    o.argv = {testing::MatesBinary(), "--workspace", work.string()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.env = std::vector<std::string>{home_env, "TERM=xterm-256color",
+                                     "PATH=" + CliBinary("codex").parent_path().string() + ":/usr/local/bin:/usr/bin:/bin"};
+    o.timeout_s = timeout_s;
+    auto r = RunSubprocess(o);
+    if (!r.ok()) throw std::runtime_error(r.status().message());
+    return *r;
+  };
+  const std::string config = (dir.path() / "cc.yaml").string();
+  struct Down {
+    std::function<void()> run;
+    ~Down() { run(); }
+  } down{[&] { (void)mates({"cluster", "down", "-c", config}, 60); }};
+
+  auto up = mates({"cluster", "up", "-c", config});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  for (const char* name : {"cx: ready", "gm: ready", "oc: ready"}) EXPECT_NE(up.out.find(name), std::string::npos) << up.out;
+  ASSERT_EQ(mates({"tasks", "--team", session, "create", "cx's part"}).exit_code, 0);
+  ASSERT_EQ(mates({"tasks", "--team", session, "create", "gm's part", "--blocked-by", "1"}).exit_code, 0);
+  ASSERT_EQ(mates({"tasks", "--team", session, "create", "oc's part", "--blocked-by", "2"}).exit_code, 0);
+  ASSERT_EQ(mates({"send", "--team", session, "--to", "cx", "cx: go"}).exit_code, 0);
+
+  auto answer = mates({"inbox", "--team", session, "user", "--wait", "150"});
+  const std::string record = testing::ReadAll(dir.path() / "rec.jsonl");
+  ASSERT_NE(answer.out.find("all three done"), std::string::npos)
+      << answer.out << answer.err << "\nboard: " << mates({"tasks", "--team", session, "list"}).out
+      << "\nlog: " << mates({"log", "--team", session}).out << "\nrequests: " << Requests(record);
+  auto board = ParseJson(mates({"tasks", "--team", session, "list", "--json"}).out);
+  ASSERT_TRUE(board.ok());
+  std::vector<std::string> owners;
+  for (const auto& t : *board) {
+    EXPECT_EQ(t["status"], "completed") << t;
+    owners.push_back(t["owner"]);
+  }
+  EXPECT_EQ(owners, (std::vector<std::string>{"cx", "gm", "oc"}));
+  // Each CLI spoke its own API to the one mock, and none was refused.
+  for (const char* endpoint : {"/v1/responses", "streamGenerateContent", "/v1/chat/completions"}) {
+    EXPECT_NE(record.find(endpoint), std::string::npos) << endpoint;
+  }
+  EXPECT_EQ(record.find(R"("status":400)"), std::string::npos) << record.substr(0, 3000);
+
+  auto d = mates({"cluster", "down", "-c", config}, 60);
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(testing::WaitUntil([&] { return testing::ProcessesWithEnv(home_env).empty(); }, 15))
+      << testing::DescribeProcesses(testing::ProcessesWithEnv(home_env));
+  mock.Signal(SIGTERM);
+}
 
 }  // namespace
 }  // namespace mates

@@ -4,7 +4,6 @@
 // of a `mates cluster`, it comes up without a person answering its first-run
 // questions, handshakes, answers a send and a teammate's message, and goes
 // down leaving nothing. Without the package the tests are skipped, loudly.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -96,38 +95,6 @@ default_reply:
   std::string rec = testing::ReadAll(dir.path() / "rec.jsonl");
   EXPECT_NE(rec.find(R"("status":200)"), std::string::npos);
   EXPECT_EQ(rec.find(R"("status":400)"), std::string::npos) << rec.substr(0, 2000);
-}
-
-// The live processes whose environment holds `needle` ("HOME=/tmp/x").
-std::vector<int> ProcessesWithEnv(const std::string& needle) {
-  std::vector<int> out;
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::string env = testing::ReadAll(fs::path("/proc") / e->d_name / "environ");
-    std::string stat = testing::ReadAll(fs::path("/proc") / e->d_name / "stat");
-    size_t paren = stat.rfind(')');
-    bool zombie = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
-    if (!zombie && env.find(needle + '\0') != std::string::npos) out.push_back(pid);
-  }
-  ::closedir(d);
-  return out;
-}
-
-// What those processes are, for a failure's message.
-std::string DescribeProcesses(const std::vector<int>& pids) {
-  std::string out;
-  for (int pid : pids) {
-    std::string cmd = testing::ReadAll(fs::path("/proc") / std::to_string(pid) / "cmdline");
-    for (char& c : cmd) c = c == '\0' ? ' ' : c;
-    std::string stat = testing::ReadAll(fs::path("/proc") / std::to_string(pid) / "stat");
-    size_t paren = stat.rfind(')');
-    out += "\n  " + std::to_string(pid) + " (" + (paren + 2 < stat.size() ? stat.substr(paren + 2, 1) : "?") +
-           "): " + cmd.substr(0, 200);
-  }
-  return out;
 }
 
 // Two agents of a real CLI, alpha and beta, in the panes of a cluster whose
@@ -318,16 +285,16 @@ TEST(ClaudeCodeTest, AClusterOfTwoComesUpAnswersAndGoesDownLeavingNothing) {
   std::string rec = testing::ReadAll(dir.path() / "rec.jsonl");
   EXPECT_NE(rec.find(R"("status":200)"), std::string::npos);
   EXPECT_EQ(rec.find(R"("status":400)"), std::string::npos) << rec.substr(0, 2000);
-  EXPECT_FALSE(ProcessesWithEnv(home).empty());
+  EXPECT_FALSE(testing::ProcessesWithEnv(home).empty());
 
   // Down: no process of the cluster, no tmux server, no socket file.
   auto d = cluster({"down"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   Deadline gone = DeadlineIn(10);  // bounded: a process may still be on its way out
-  while (!ProcessesWithEnv(home).empty() && !Expired(gone)) {
+  while (!testing::ProcessesWithEnv(home).empty() && !Expired(gone)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(ProcessesWithEnv(home).empty()) << DescribeProcesses(ProcessesWithEnv(home));
+  EXPECT_TRUE(testing::ProcessesWithEnv(home).empty()) << testing::DescribeProcesses(testing::ProcessesWithEnv(home));
   EXPECT_NE(testing::Run({"tmux", "-L", "mates-" + session, "has-session"}).exit_code, 0);
   EXPECT_FALSE(fs::exists("/tmp/tmux-" + std::to_string(::getuid()) + "/mates-" + session));
   EXPECT_NE(cluster({"status"}).out.find(": down"), std::string::npos);
@@ -409,11 +376,11 @@ TEST(ClaudeCodeTest, PaneAgentsTalkThroughMatesMcp) {
   auto d = cluster({"down"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   Deadline gone = DeadlineIn(10);
-  while (!ProcessesWithEnv(home).empty() && !Expired(gone)) {
+  while (!testing::ProcessesWithEnv(home).empty() && !Expired(gone)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(ProcessesWithEnv(home).empty())
-      << "no Claude Code and no mates mcp left:" << DescribeProcesses(ProcessesWithEnv(home));
+  EXPECT_TRUE(testing::ProcessesWithEnv(home).empty())
+      << "no Claude Code and no mates mcp left:" << testing::DescribeProcesses(testing::ProcessesWithEnv(home));
 }
 
 // Claude Code joins a team over HTTP (DESIGN §23): `mates mcp --http`
@@ -522,10 +489,10 @@ TEST(QwenCodeTest, AClusterOfTwoTalksThroughMatesMcpAndGoesDownLeavingNothing) {
   auto d = rig.Cluster({"down"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   Deadline gone = DeadlineIn(10);
-  while (!ProcessesWithEnv(rig.home).empty() && !Expired(gone)) {
+  while (!testing::ProcessesWithEnv(rig.home).empty() && !Expired(gone)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(ProcessesWithEnv(rig.home).empty()) << "no Qwen Code and no mates mcp left";
+  EXPECT_TRUE(testing::ProcessesWithEnv(rig.home).empty()) << "no Qwen Code and no mates mcp left";
   EXPECT_NE(testing::Run({"tmux", "-L", "mates-" + rig.session, "has-session"}).exit_code, 0);
 }
 

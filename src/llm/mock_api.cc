@@ -2,6 +2,8 @@
 // Completions.
 #include "llm/mock_api.h"
 
+#include <algorithm>
+
 #include "core/clock.h"
 #include "core/ids.h"
 #include "llm/prompt_cache.h"
@@ -67,6 +69,23 @@ std::string JoinOldestFirst(const std::vector<std::string>& newest_first) {
   return out;
 }
 
+void NameCallsAsOffered(const std::vector<std::string>& offered, ScenarioReply* reply) {
+  for (auto& b : reply->content) {
+    if (b.type != BlockType::kToolUse) continue;
+    if (std::find(offered.begin(), offered.end(), b.name) != offered.end()) continue;
+    const std::string* only = nullptr;
+    int found = 0;
+    for (const auto& name : offered) {
+      if (name.size() > b.name.size() && name.compare(name.size() - b.name.size(), b.name.size(), b.name) == 0 &&
+          name[name.size() - b.name.size() - 1] == '_') {
+        only = &name;
+        ++found;
+      }
+    }
+    if (found == 1) b.name = *only;
+  }
+}
+
 int64_t OutputTokens(const ScenarioReply& reply) {
   int64_t n = 0;
   for (const auto& b : reply.content) n += EstimateTokens(b.type == BlockType::kText ? b.text : b.input_json);
@@ -120,6 +139,11 @@ class AnthropicApi : public MockApi {
     return "";
   }
 
+  std::vector<std::string> OfferedTools(const Json& body) const override {
+    std::vector<std::string> out;
+    for (const auto& t : Field(body, "tools")) out.push_back(StringOr(t, "name"));
+    return out;
+  }
   Usage Accounted(PromptCache& cache, const MockCall& call) const override {
     return cache.Anthropic(AgentName(call.agent_id), call.body);
   }
@@ -222,6 +246,11 @@ class ChatApi : public MockApi {
     return mock::JoinOldestFirst(parts);
   }
 
+  std::vector<std::string> OfferedTools(const Json& body) const override {
+    std::vector<std::string> out;
+    for (const auto& t : Field(body, "tools")) out.push_back(StringOr(Field(t, "function"), "name"));
+    return out;
+  }
   Usage Accounted(PromptCache& cache, const MockCall& call) const override {
     return cache.OpenAI(AgentName(call.agent_id), call.body);
   }

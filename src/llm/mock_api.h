@@ -43,6 +43,9 @@ class MockApi {
   // The newest user turn's text and tool results, joined by newlines: what
   // a scenario's `when` is searched in.
   virtual std::string UserText(const Json& body) const = 0;
+  // The names of the tools the request offers (a Responses namespace's as
+  // NAMESPACE__TOOL).
+  virtual std::vector<std::string> OfferedTools(const Json& body) const = 0;
   // What the request costs, prompt caching as the API accounts it.
   virtual Usage Accounted(PromptCache& cache, const MockCall& call) const = 0;
   // An error body in the API's shape; `type` is Anthropic's word for it.
@@ -83,6 +86,11 @@ std::string OpenAIError(const std::string& type, const std::string& message);
 // The parts of a turn gathered from its end, joined by newlines in their
 // order.
 std::string JoinOldestFirst(const std::vector<std::string>& newest_first);
+// A scenario names a tool by its own name; a client that offers it under a
+// prefix of its own (Claude Code's mcp__S__T, Gemini CLI's mcp_S_T,
+// OpenCode's S_T) gets the call under that name: a tool_use whose name is
+// not offered takes the one offered name that ends in _NAME.
+void NameCallsAsOffered(const std::vector<std::string>& offered, ScenarioReply* reply);
 // Tokens of the reply as the mock counts them (4 characters each).
 int64_t OutputTokens(const ScenarioReply& reply);
 }  // namespace mock

@@ -167,6 +167,13 @@ class GeminiApi : public MockApi {
     return mock::JoinOldestFirst(pieces);
   }
 
+  std::vector<std::string> OfferedTools(const Json& body) const override {
+    std::vector<std::string> out;
+    for (const auto& t : Field(body, "tools")) {
+      for (const auto& d : Field(t, "functionDeclarations")) out.push_back(StringOr(d, "name"));
+    }
+    return out;
+  }
   Usage Accounted(PromptCache& cache, const MockCall& call) const override {
     return cache.Gemini(AgentName(call.agent_id), call.body);
   }

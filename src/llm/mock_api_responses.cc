@@ -110,6 +110,19 @@ class ResponsesApi : public MockApi {
     return mock::JoinOldestFirst(parts);
   }
 
+  std::vector<std::string> OfferedTools(const Json& body) const override {
+    std::vector<std::string> out;
+    for (const auto& t : Field(body, "tools")) {
+      const std::string name = StringOr(t, "name");
+      if (StringOr(t, "type") != "namespace") {
+        out.push_back(name);
+        continue;
+      }
+      const bool joined = name.size() >= 2 && name.compare(name.size() - 2, 2, "__") == 0;
+      for (const auto& f : Field(t, "tools")) out.push_back(name + (joined ? "" : "__") + StringOr(f, "name"));
+    }
+    return out;
+  }
   Usage Accounted(PromptCache& cache, const MockCall& call) const override {
     return cache.Responses(AgentName(call.agent_id), call.body);
   }

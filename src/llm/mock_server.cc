@@ -169,7 +169,8 @@ class MockServer::Impl {
                              req.has_param("alt") && req.get_param_value("alt") == "sse"};
            Handle(*gemini_, req, res, route);
          });
-    post(".*", [](const httplib::Request&, httplib::Response& res) {
+    post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      Log("POST " + req.path + " -> 404 (no such endpoint)");
       res.status = 404;
       res.set_content(AnthropicError("not_found_error", "no such endpoint"), "application/json");
     });
@@ -331,6 +332,7 @@ class MockServer::Impl {
     } else if (stream_fault == nullptr && !api.SideCall(call)) {
       reply = scenario_->Reply(agent, user_text, /*consume=*/true, TeamOfAgent(call.agent_id));
     }
+    mock::NameCallsAsOffered(api.OfferedTools(call.body), &reply);
     if (reply.delay_ms > 0) SleepUntilOnTime(start + std::chrono::milliseconds(reply.delay_ms));
     // Prompt caching as the API accounts it (DESIGN §15).
     Usage usage = api.Accounted(cache_, call);

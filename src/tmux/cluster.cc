@@ -116,7 +116,7 @@ Result<std::vector<AgentReadiness>> Cluster::Up(const std::function<void(const A
   }
   MATES_ASSIGN_OR_RETURN(Placed placed, JoinTeam());
   MATES_RETURN_IF_ERROR(MakeSandbox());
-  MATES_ASSIGN_OR_RETURN(placed.mcp_args, WriteMcpConfigs(self));
+  MATES_ASSIGN_OR_RETURN(placed.wiring, WireClis(self));
   MATES_RETURN_IF_ERROR(StartPanes(self, placed));
   return Handshake(progress);
 }
@@ -205,25 +205,20 @@ Result<Cluster::Placed> Cluster::JoinTeam() {
   return placed;
 }
 
-Result<std::map<std::string, std::vector<std::string>>> Cluster::WriteMcpConfigs(const fs::path& self) const {
-  // Agents that reach the team over MCP get a config that runs `mates mcp`
-  // as them, and its tools allowed: Claude Code by --allowedTools, Qwen
-  // Code by the server's `trust`. Options as `--opt=value`: the CLIs'
-  // list options would swallow the user's arguments.
-  std::map<std::string, std::vector<std::string>> mcp_args;
+Result<std::map<std::string, CliWiring>> Cluster::WireClis(const fs::path& self) const {
+  std::map<std::string, CliWiring> out;
   for (const auto& a : config_.agents) {
-    if (!a.mcp) continue;
-    if (self.empty()) return Status::Internal("cannot find this mates binary for " + a.name + "'s MCP config");
-    const bool qwen = !a.command.empty() && fs::path(a.command[0]).filename() == "qwen";
-    Json server = {{"command", self.string()},
-                   {"args", {"--workspace", config_.work_dir.string(), "mcp", "--team", config_.name, "--as", a.name}}};
-    if (qwen) server["trust"] = true;
-    fs::path file = config_.state_dir() / (a.name + ".mcp.json");
-    MATES_RETURN_IF_ERROR(WriteFileAtomic(file, DumpJsonPretty(Json{{"mcpServers", {{"mates", server}}}})));
-    mcp_args[a.name] = {"--mcp-config=" + file.string()};
-    if (!qwen) mcp_args[a.name].push_back("--allowedTools=mcp__mates");
+    std::vector<std::string> server;
+    if (a.mcp) {
+      if (self.empty()) return Status::Internal("cannot find this mates binary for " + a.name + "'s MCP config");
+      server = {self.string(), "--workspace", config_.work_dir.string(), "mcp", "--team", config_.name, "--as",
+                a.name};
+    }
+    auto wired = WireCli(a, server, config_.state_dir());
+    if (!wired.ok()) return wired.status().WithContext(a.name + "'s CLI");
+    out[a.name] = std::move(*wired);
   }
-  return mcp_args;
+  return out;
 }
 
 Result<Launch> Cluster::LaunchOf(const AgentConfig& a, const Placed& placed, const fs::path& self) const {
@@ -231,10 +226,12 @@ Result<Launch> Cluster::LaunchOf(const AgentConfig& a, const Placed& placed, con
   auto tree = placed.trees.find(a.name);
   l.cwd = tree != placed.trees.end() ? tree->second.string() : config_.work_dir.string();
   l.argv = a.command;
-  if (auto m = placed.mcp_args.find(a.name); m != placed.mcp_args.end() && !l.argv.empty()) {
-    l.argv.insert(l.argv.begin() + 1, m->second.begin(), m->second.end());
-  }
   l.env = a.env;
+  if (auto w = placed.wiring.find(a.name); w != placed.wiring.end() && !l.argv.empty()) {
+    l.argv.insert(l.argv.begin() + 1, w->second.args.begin(), w->second.args.end());
+    // The person's own env wins over what the preset sets.
+    for (const auto& [k, v] : w->second.env) l.env.emplace(k, v);
+  }
   l.env["MATES_TEAM"] = config_.name;
   l.env["MATES_AGENT_NAME"] = a.name;
   l.env["MATES_WORKSPACE"] = config_.work_dir.string();

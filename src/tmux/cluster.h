@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/waker.h"
 #include "store/mailbox.h"
+#include "tmux/cli_wiring.h"
 #include "tmux/cluster_config.h"
 #include "tmux/pane_screen.h"
 #include "sandbox/sandbox.h"
@@ -99,14 +100,14 @@ class Cluster {
   // Where each agent starts, and what its command line gains.
   struct Placed {
     std::map<std::string, fs::path> trees;                        // agents in their own worktree
-    std::map<std::string, std::vector<std::string>> mcp_args;     // agents on MCP
+    std::map<std::string, CliWiring> wiring;                      // what each CLI gains
   };
   // The team named after the cluster made or joined, each agent a member
   // (backend tmux), and the worktrees of those with `worktree: true`.
   Result<Placed> JoinTeam();
-  // Each MCP agent's config (a `mates` server that runs `mates mcp` as
-  // it) written, and the options that give it to its CLI.
-  Result<std::map<std::string, std::vector<std::string>>> WriteMcpConfigs(const fs::path& self) const;
+  // What each agent's CLI gains (tmux/cli_wiring.h): `mates mcp` as it,
+  // its model server; the files those name written.
+  Result<std::map<std::string, CliWiring>> WireClis(const fs::path& self) const;
   // The sandbox of the agents that ask for one (sandbox_settings_), if any.
   Status MakeSandbox();
   Result<Launch> LaunchOf(const AgentConfig& a, const Placed& placed, const fs::path& self) const;

@@ -7,8 +7,10 @@
 #include <set>
 
 #include "core/bounded_regex.h"
+#include "core/files.h"
 #include "core/names.h"
 #include "core/shell_words.h"
+#include "tmux/cli_wiring.h"
 
 namespace mates::tmux {
 
@@ -17,10 +19,14 @@ namespace {
 // Alternatives, not a bracket: std::regex matches bytes, and ❯ is three.
 // (Captured lines have U+00A0 turned into a space already: Claude Code
 // draws its prompt as "❯\u00a0".) An empty prompt may show a placeholder
-// (Qwen Code: ">   Type your message or @path/to/file").
-const char* kDefaultReadyPattern = R"(^\s*(│|\|)?\s*(>|❯|›)\s*(Type your message.*)?$)";
-// The status line while the CLI works: Claude Code's, Qwen Code's.
-const char* kDefaultBusyPattern = "esc to (interrupt|cancel)";
+// (Qwen Code and Gemini CLI: ">   Type your message or @path/to/file";
+// Codex: "› Ask Codex to do anything"; OpenCode's box: "┃  Ask anything…").
+const char* kDefaultReadyPattern =
+    R"(^\s*(│|\||┃)?\s*((>|❯|›)\s*((Type your message|Ask Codex to do anything).*)?|Ask anything….*)$)";
+// The status line while the CLI works: Claude Code's, Qwen Code's,
+// Codex's ("esc to interrupt"), Gemini CLI's ("esc to cancel"), OpenCode's
+// ("esc interrupt").
+const char* kDefaultBusyPattern = "esc (to )?(interrupt|cancel)";
 
 Status FieldError(const std::string& where, const std::string& what) {
   return Status::InvalidArgument(where + ": " + what);
@@ -70,7 +76,49 @@ Result<FirstRun> FirstRunOf(const YAML::Node& n, const std::string& where, First
   return FieldError(where, "must be auto, claude-code or none");
 }
 
-// mcp: auto (on for Claude Code and Qwen Code), on, off.
+constexpr std::pair<CliPreset, std::string_view> kCliNames[] = {
+    {CliPreset::kClaude, "claude"}, {CliPreset::kQwen, "qwen"},         {CliPreset::kCodex, "codex"},
+    {CliPreset::kGemini, "gemini"}, {CliPreset::kOpenCode, "opencode"}};
+
+Result<CliPreset> CliOf(const YAML::Node& n, const std::string& where, CliPreset dflt) {
+  if (!n || n.IsNull()) return dflt;
+  std::string v = n.IsScalar() ? n.as<std::string>() : "";
+  for (const auto& [cli, name] : kCliNames) {
+    if (v == name) return cli;
+  }
+  return FieldError(where, "must be claude, qwen, codex, gemini or opencode (or give a command)");
+}
+
+// A preset's command. Who the agent is: Claude Code and Qwen Code append
+// the personality file to their system prompt; Codex takes it as developer
+// instructions (a TOML string on its command line); OpenCode reads it as
+// instructions from its config (cli_wiring.cc); Gemini CLI, which has no
+// such option, is told by the handshake.
+std::vector<std::string> PresetCommand(CliPreset cli, const std::string& personality) {
+  switch (cli) {
+    case CliPreset::kQwen:
+      return {"qwen", "--append-system-prompt", personality};
+    case CliPreset::kCodex:
+      return {"codex", "-c", "developer_instructions=" + TomlString(personality)};
+    case CliPreset::kGemini:
+      return {"gemini"};
+    case CliPreset::kOpenCode:
+      return {"opencode"};
+    case CliPreset::kClaude:
+    case CliPreset::kNone:
+      break;
+  }
+  return {"claude", "--append-system-prompt-file", "{personality_file}"};
+}
+
+// When the CLI waits for input. OpenCode draws its input box mid-screen
+// at first; its bottom row ends in "ctrl+p commands" throughout, with
+// "esc interrupt" on it while it works.
+std::string PresetReadyPattern(CliPreset cli) {
+  return cli == CliPreset::kOpenCode ? R"(ctrl\+p commands)" : kDefaultReadyPattern;
+}
+
+// mcp: auto (on for the CLIs with a preset), on, off.
 enum class McpChoice { kAuto, kOn, kOff };
 Result<McpChoice> McpOf(const YAML::Node& n, const std::string& where, McpChoice dflt) {
   if (!n || n.IsNull()) return dflt;
@@ -127,6 +175,18 @@ Result<std::map<std::string, std::string>> Env(const YAML::Node& n, const std::s
   return env;
 }
 
+// An http(s) URL without spaces, or `dflt` when absent.
+Result<std::string> ModelUrl(const YAML::Node& n, const std::string& where, const std::string& dflt) {
+  MATES_ASSIGN_OR_RETURN(std::string url, String(n, where, false, dflt));
+  if (url.empty()) return url;
+  if ((url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) ||
+      url.find_first_of(" \t\r\n\"'") != std::string::npos) {
+    return FieldError(where, "must be an http:// or https:// URL");
+  }
+  while (url.back() == '/') url.pop_back();
+  return url;
+}
+
 fs::path Resolve(const fs::path& base, const std::string& p) {
   fs::path path(p);
   fs::path out = (path.is_absolute() ? path : base / path).lexically_normal();
@@ -141,6 +201,22 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
 
 }  // namespace
 
+std::string_view CliPresetName(CliPreset cli) {
+  for (const auto& [c, name] : kCliNames) {
+    if (c == cli) return name;
+  }
+  return "";
+}
+
+CliPreset CliPresetOf(std::string_view program) {
+  const size_t slash = program.rfind('/');
+  if (slash != std::string_view::npos) program.remove_prefix(slash + 1);
+  for (const auto& [cli, name] : kCliNames) {
+    if (program == name) return cli;
+  }
+  return CliPreset::kNone;
+}
+
 const AgentConfig* ClusterConfig::Find(const std::string& n) const {
   for (const auto& a : agents) {
     if (a.name == n) return &a;
@@ -152,9 +228,12 @@ namespace {
 
 // What the `cluster` section gives every agent that does not say otherwise.
 struct AgentDefaults {
-  std::vector<std::string> command;
+  std::vector<std::string> command;  // empty: the preset's (`cli`), else Claude Code's
+  CliPreset cli = CliPreset::kNone;
+  std::string model_url;
   std::map<std::string, std::string> env;
-  std::string ready, busy;
+  std::string ready;  // "" = the preset's
+  std::string busy;
   FirstRun first_run = FirstRun::kAuto;
   McpChoice mcp = McpChoice::kAuto;
 };
@@ -165,17 +244,19 @@ Status ParseCluster(const YAML::Node& c, const fs::path& base, ClusterConfig& cf
   if (!c || !c.IsMap()) return FieldError("cluster", "missing (a map)");
   MATES_RETURN_IF_ERROR(CheckKeys(c, "cluster", {"name", "session_name", "work_dir", "command", "env",
                                                  "startup_timeout", "response_timeout", "log_file",
-                                                 "ready_pattern", "busy_pattern", "first_run", "mcp"}));
+                                                 "ready_pattern", "busy_pattern", "first_run", "mcp", "cli",
+                                                 "model_url"}));
   MATES_ASSIGN_OR_RETURN(cfg.name, String(c["name"], "cluster.name", true));
   MATES_ASSIGN_OR_RETURN(cfg.session, String(c["session_name"], "cluster.session_name", false, cfg.name));
   MATES_ASSIGN_OR_RETURN(std::string work_dir, String(c["work_dir"], "cluster.work_dir", false, "."));
-  MATES_ASSIGN_OR_RETURN(defaults->command, Command(c["command"], "cluster.command",
-                                                    {"claude", "--append-system-prompt-file", "{personality_file}"}));
+  MATES_ASSIGN_OR_RETURN(defaults->command, Command(c["command"], "cluster.command", {}));
+  MATES_ASSIGN_OR_RETURN(defaults->cli, CliOf(c["cli"], "cluster.cli", CliPreset::kNone));
+  MATES_ASSIGN_OR_RETURN(defaults->model_url, ModelUrl(c["model_url"], "cluster.model_url", ""));
   MATES_ASSIGN_OR_RETURN(defaults->env, Env(c["env"], "cluster.env"));
   MATES_ASSIGN_OR_RETURN(cfg.startup_timeout_s, Seconds(c["startup_timeout"], "cluster.startup_timeout", 60));
   MATES_ASSIGN_OR_RETURN(cfg.response_timeout_s, Seconds(c["response_timeout"], "cluster.response_timeout", 30));
   MATES_ASSIGN_OR_RETURN(std::string log_file, String(c["log_file"], "cluster.log_file", false, "logs/messages.jsonl"));
-  MATES_ASSIGN_OR_RETURN(defaults->ready, Regex(c["ready_pattern"], "cluster.ready_pattern", kDefaultReadyPattern));
+  MATES_ASSIGN_OR_RETURN(defaults->ready, Regex(c["ready_pattern"], "cluster.ready_pattern", ""));
   MATES_ASSIGN_OR_RETURN(defaults->busy, Regex(c["busy_pattern"], "cluster.busy_pattern", kDefaultBusyPattern));
   MATES_ASSIGN_OR_RETURN(defaults->first_run, FirstRunOf(c["first_run"], "cluster.first_run", FirstRun::kAuto));
   MATES_ASSIGN_OR_RETURN(defaults->mcp, McpOf(c["mcp"], "cluster.mcp", McpChoice::kAuto));
@@ -202,7 +283,7 @@ Result<AgentConfig> ParseAgent(const YAML::Node& a, const std::string& w, const 
   if (!a.IsMap()) return FieldError(w, "must be a map");
   MATES_RETURN_IF_ERROR(CheckKeys(a, w, {"name", "role", "personality_prompt_path", "marker", "pane_index",
                                          "command", "env", "reports_to", "ready_pattern", "busy_pattern",
-                                         "first_run", "worktree", "mcp", "sandbox"}));
+                                         "first_run", "worktree", "mcp", "sandbox", "cli", "model_url"}));
   AgentConfig ag;
   MATES_ASSIGN_OR_RETURN(ag.name, String(a["name"], w + ".name", true));
   MATES_RETURN_IF_ERROR(ValidateName(w + ".name", ag.name));
@@ -228,7 +309,16 @@ Result<AgentConfig> ParseAgent(const YAML::Node& a, const std::string& w, const 
   if (ag.pane_index < 0 || !taken.panes.insert(ag.pane_index).second) {
     return FieldError(w + ".pane_index", "must be unique and >= 0");
   }
-  MATES_ASSIGN_OR_RETURN(ag.command, Command(a["command"], w + ".command", defaults.command));
+  // The command: the agent's; else its preset's; else the cluster's; else
+  // the cluster's preset's (Claude Code's without one).
+  MATES_ASSIGN_OR_RETURN(const CliPreset cli, CliOf(a["cli"], w + ".cli", CliPreset::kNone));
+  auto read = ReadFilePrefix(ag.personality_file, 1 << 20);
+  const std::string personality_text = read.ok() ? *read : "";
+  std::vector<std::string> fallback = defaults.command;
+  if (cli != CliPreset::kNone || fallback.empty()) {
+    fallback = PresetCommand(cli != CliPreset::kNone ? cli : defaults.cli, personality_text);
+  }
+  MATES_ASSIGN_OR_RETURN(ag.command, Command(a["command"], w + ".command", fallback));
   for (auto& arg : ag.command) {
     arg = Replace(Replace(Replace(arg, "{personality_file}", ag.personality_file.string()), "{marker}", ag.marker),
                   "{name}", ag.name);
@@ -237,13 +327,18 @@ Result<AgentConfig> ParseAgent(const YAML::Node& a, const std::string& w, const 
   ag.env = defaults.env;
   for (const auto& [k, v] : env) ag.env[k] = v;
   MATES_ASSIGN_OR_RETURN(ag.reports_to, String(a["reports_to"], w + ".reports_to", false));
-  MATES_ASSIGN_OR_RETURN(ag.ready_pattern, Regex(a["ready_pattern"], w + ".ready_pattern", defaults.ready));
   MATES_ASSIGN_OR_RETURN(ag.busy_pattern, Regex(a["busy_pattern"], w + ".busy_pattern", defaults.busy));
-  const std::string program = ag.command.empty() ? "" : fs::path(ag.command[0]).filename().string();
+  // The preset: given, or the one the program is.
+  ag.cli = cli != CliPreset::kNone ? cli : CliPresetOf(ag.command[0]);
+  ag.enter_delay_ms = ag.cli == CliPreset::kGemini ? 300 : 0;
+  MATES_ASSIGN_OR_RETURN(ag.ready_pattern,
+                         Regex(a["ready_pattern"], w + ".ready_pattern",
+                               !defaults.ready.empty() ? defaults.ready : PresetReadyPattern(ag.cli)));
+  MATES_ASSIGN_OR_RETURN(ag.model_url, ModelUrl(a["model_url"], w + ".model_url", defaults.model_url));
   MATES_ASSIGN_OR_RETURN(ag.first_run, FirstRunOf(a["first_run"], w + ".first_run", defaults.first_run));
-  if (ag.first_run == FirstRun::kAuto) ag.first_run = program == "claude" ? FirstRun::kClaudeCode : FirstRun::kNone;
+  if (ag.first_run == FirstRun::kAuto) ag.first_run = ag.cli == CliPreset::kClaude ? FirstRun::kClaudeCode : FirstRun::kNone;
   MATES_ASSIGN_OR_RETURN(McpChoice mcp, McpOf(a["mcp"], w + ".mcp", defaults.mcp));
-  ag.mcp = mcp == McpChoice::kOn || (mcp == McpChoice::kAuto && (program == "claude" || program == "qwen"));
+  ag.mcp = mcp == McpChoice::kOn || (mcp == McpChoice::kAuto && ag.cli != CliPreset::kNone);
   MATES_ASSIGN_OR_RETURN(ag.worktree, Bool(a["worktree"], w + ".worktree"));
   MATES_ASSIGN_OR_RETURN(ag.sandbox, Bool(a["sandbox"], w + ".sandbox"));
   if (ag.sandbox && ag.mcp) {

@@ -14,8 +14,13 @@
 //     first_run: auto                # claude-code: pre-answer Claude Code's first-run
 //                                    # questions; none; auto: by the command's name
 //     mcp: auto                      # on: the agent reaches the team through
-//                                    # `mates mcp` (the CLI's --mcp-config); off;
-//                                    # auto: on for Claude Code and Qwen Code
+//                                    # `mates mcp` (in the CLI's own MCP config);
+//                                    # off; auto: on for the CLIs with a preset
+//     cli: claude                    # a preset (claude, qwen, codex, gemini,
+//                                    # opencode): its command, how it is told who
+//                                    # it is and given the team (DESIGN §28)
+//     model_url: http://…            # the agents' model server (e.g. mates
+//                                    # mock-llm), each CLI told in its own way
 //   agents:
 //     - name: grand_boss
 //       role: grand_boss
@@ -23,7 +28,8 @@
 //       marker: GRAND BOSS OK
 //       pane_index: 0
 //       command / env / reports_to / ready_pattern / busy_pattern / first_run / mcp
-//                                    # optional, per agent
+//       / cli / model_url            # optional, per agent (a cli without a
+//                                    # command takes the preset's command)
 //
 // Relative paths resolve against the config file's folder. In `command`,
 // {personality_file}, {marker} and {name} are replaced. Every mistake is one
@@ -47,6 +53,13 @@ enum class FirstRun {
   kClaudeCode,  // see tmux/claude_setup.h
   kNone,
 };
+
+// The agent CLIs with a preset (DESIGN §28). kNone: a command of the
+// person's own.
+enum class CliPreset { kNone, kClaude, kQwen, kCodex, kGemini, kOpenCode };
+std::string_view CliPresetName(CliPreset cli);
+// The preset a program's name is (a path's file name too), kNone if none.
+CliPreset CliPresetOf(std::string_view program);
 
 struct AgentConfig {
   std::string name;
@@ -74,6 +87,16 @@ struct AgentConfig {
   // /tmp, no secrets, no network but network.allow; its `mates` reaches
   // the team through the router, as itself.
   bool sandbox = false;
+  // Its CLI's preset: how `up` gives it the team and the model (kNone for
+  // a command of the person's own).
+  CliPreset cli = CliPreset::kNone;
+  // Its model server ("" = the CLI's own): Claude Code's
+  // ANTHROPIC_BASE_URL, Qwen Code's and OpenCode's OpenAI-compatible
+  // server, Codex's Responses API, Gemini CLI's GOOGLE_GEMINI_BASE_URL.
+  std::string model_url;
+  // How long after the pasted text shows to press Enter: Gemini CLI takes
+  // an Enter within 40 ms of a paste as a newline in it.
+  int enter_delay_ms = 0;
 };
 
 struct ClusterConfig {

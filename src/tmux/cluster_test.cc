@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "support/test_util.h"
@@ -105,7 +106,10 @@ TEST(ClusterConfigTest, TheDefaultPromptPatternMatchesClaudeCodeAndPlainPrompts)
   for (std::string row : {"❯ some text", "  ❯ 2. No (recommended)", "> quoted", "❯❯", "plain"}) {
     EXPECT_FALSE(std::regex_search(row, ready)) << row;
   }
-  EXPECT_EQ(c->agents[0].busy_pattern, "esc to (interrupt|cancel)");
+  EXPECT_EQ(c->agents[0].busy_pattern, "esc (to )?(interrupt|cancel)");
+  // Codex's and OpenCode's idle screens (OpenCode's by its own preset).
+  EXPECT_TRUE(std::regex_search("› Ask Codex to do anything", ready));
+  EXPECT_FALSE(std::regex_search("› please be slow", ready));
   // Qwen Code's empty prompt shows a placeholder; its echo is no prompt.
   EXPECT_TRUE(std::regex_search(">   Type your message or @path/to/file", ready));
   EXPECT_FALSE(std::regex_search("  > please say hello", ready));
@@ -115,6 +119,93 @@ TEST(ClusterConfigTest, TheDefaultPromptPatternMatchesClaudeCodeAndPlainPrompts)
   // mcp: auto is on for Claude Code (it reaches the team through `mates mcp`).
   EXPECT_TRUE(c->agents[0].mcp);
   EXPECT_FALSE(c->agents[1].mcp);
+}
+
+// The presets (DESIGN §28): each CLI's command, how it is told who it is,
+// when it is ready, and what `up` gives it to reach the team and the
+// model (tmux/cli_wiring.h), as files and options that name this agent.
+TEST(ClusterConfigTest, PresetsGiveEachCliItsCommandTheTeamAndTheModel) {
+  testing::TempDir dir;
+  testing::WriteAll(dir.path() / "p.txt", "You are \"quoted\"\nand on two lines.\n");
+  testing::WriteAll(dir.path() / "c.yaml",
+                    "cluster: {name: cc, cli: codex, model_url: 'http://127.0.0.1:9/'}\n"
+                    "agents:\n"
+                    "  - {name: cx, personality_prompt_path: p.txt, marker: CX OK, pane_index: 0}\n"
+                    "  - {name: gm, cli: gemini, personality_prompt_path: p.txt, marker: GM OK, pane_index: 1}\n"
+                    "  - {name: oc, cli: opencode, personality_prompt_path: p.txt, marker: OC OK, pane_index: 2,\n"
+                    "     env: {OPENAI_MODEL: m1}}\n"
+                    "  - {name: cc, command: [claude], personality_prompt_path: p.txt, marker: CC OK, pane_index: 3,\n"
+                    "     model_url: 'https://proxy.example'}\n"
+                    "  - {name: own, command: [my-cli], personality_prompt_path: p.txt, marker: OWN OK, pane_index: 4}\n");
+  auto c = LoadClusterConfig(dir.path() / "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const AgentConfig& cx = *c->Find("cx");
+  EXPECT_EQ(cx.cli, CliPreset::kCodex);
+  EXPECT_EQ(cx.command, (std::vector<std::string>{"codex", "-c",
+                                                  "developer_instructions=\"You are \\\"quoted\\\"\\nand on two lines.\\n\""}));
+  EXPECT_EQ(cx.model_url, "http://127.0.0.1:9");
+  EXPECT_TRUE(cx.mcp);
+  EXPECT_EQ(cx.first_run, FirstRun::kNone);
+  const AgentConfig& gm = *c->Find("gm");
+  EXPECT_EQ(gm.command, (std::vector<std::string>{"gemini"}));
+  EXPECT_EQ(gm.enter_delay_ms, 300);
+  EXPECT_EQ(c->Find("oc")->ready_pattern, "ctrl\\+p commands");
+  EXPECT_EQ(c->Find("cc")->first_run, FirstRun::kClaudeCode);
+  EXPECT_EQ(c->Find("cc")->model_url, "https://proxy.example");
+  EXPECT_EQ(c->Find("own")->cli, CliPreset::kNone);
+  EXPECT_FALSE(c->Find("own")->mcp);
+
+  const fs::path state = dir.path() / "state";
+  fs::create_directories(state);
+  const std::vector<std::string> server = {"/bin/mates", "--workspace", "/w", "mcp", "--team", "cc", "--as", "NAME"};
+  auto codex = WireCli(cx, server, state);
+  ASSERT_TRUE(codex.ok()) << codex.status().message();
+  const std::string args = [&] {
+    std::string out;
+    for (const auto& a : codex->args) out += a + " ";
+    return out;
+  }();
+  EXPECT_NE(args.find("-c mcp_servers.mates.command=\"/bin/mates\""), std::string::npos) << args;
+  EXPECT_NE(args.find("mcp_servers.mates.args=[\"--workspace\", \"/w\", \"mcp\""), std::string::npos) << args;
+  EXPECT_NE(args.find("mcp_servers.mates.default_tools_approval_mode=\"approve\""), std::string::npos) << args;
+  EXPECT_NE(args.find("model_providers.mates.base_url=\"http://127.0.0.1:9/v1\""), std::string::npos) << args;
+  EXPECT_NE(args.find("model_providers.mates.wire_api=\"responses\""), std::string::npos) << args;
+
+  auto gemini = WireCli(gm, server, state);
+  ASSERT_TRUE(gemini.ok()) << gemini.status().message();
+  EXPECT_EQ(gemini->env.at("GOOGLE_GEMINI_BASE_URL"), "http://127.0.0.1:9");
+  EXPECT_EQ(gemini->env.at("GEMINI_CLI_TRUST_WORKSPACE"), "true");
+  auto settings = ParseJson(testing::ReadAll(fs::path(gemini->env.at("GEMINI_CLI_HOME")) / ".gemini/settings.json"));
+  ASSERT_TRUE(settings.ok());
+  EXPECT_EQ((*settings)["mcpServers"]["mates"]["command"], "/bin/mates");
+  EXPECT_EQ((*settings)["mcpServers"]["mates"]["trust"], true);
+  EXPECT_EQ((*settings)["security"]["auth"]["selectedType"], "gemini-api-key");
+
+  auto opencode = WireCli(*c->Find("oc"), server, state);
+  ASSERT_TRUE(opencode.ok()) << opencode.status().message();
+  auto config = ParseJson(testing::ReadAll(opencode->env.at("OPENCODE_CONFIG")));
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ((*config)["instructions"][0], (dir.path() / "p.txt").string());
+  EXPECT_EQ((*config)["mcp"]["mates"]["command"][0], "/bin/mates");
+  EXPECT_EQ((*config)["provider"]["mates"]["options"]["baseURL"], "http://127.0.0.1:9/v1");
+  EXPECT_EQ((*config)["model"], "mates/m1");
+
+  auto claude = WireCli(*c->Find("cc"), server, state);
+  ASSERT_TRUE(claude.ok());
+  ASSERT_EQ(claude->args.size(), 2u);
+  EXPECT_EQ(claude->args[1], "--allowedTools=mcp__mates");
+  EXPECT_EQ(claude->env.at("ANTHROPIC_BASE_URL"), "https://proxy.example");
+  // Not on MCP and no model server: nothing added.
+  auto own = WireCli(*c->Find("own"), {}, state);
+  ASSERT_TRUE(own.ok());
+  EXPECT_TRUE(own->args.empty());
+  EXPECT_TRUE(own->env.empty());
+
+  // The router names the tools as each CLI shows them to its model.
+  EXPECT_EQ(McpToolName(CliPreset::kCodex, "read_inbox"), "mcp__mates__read_inbox");
+  EXPECT_EQ(McpToolName(CliPreset::kGemini, "read_inbox"), "mcp_mates_read_inbox");
+  EXPECT_EQ(McpToolName(CliPreset::kOpenCode, "read_inbox"), "mates_read_inbox");
+  EXPECT_EQ(TomlString("a\x01\x7f\t\\"), "\"a\\u0001\\u007F\\t\\\\\"");
 }
 
 Status LoadFrom(const std::string& yaml, testing::TempDir& dir) {
@@ -195,6 +286,12 @@ TEST(ClusterConfigTest, MistakesNameTheirField) {
       {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, command: \"bash x.sh 'BOSS\"}\n",
        "agents[0].command: unterminated ' (opened at character 11) (or give the command as a list)"},
       {"cluster: {name: cc, cluster_regex_too: 1}\nagents:\n" + ok, "cluster.cluster_regex_too: unknown field"},
+      {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, cli: cobol}\n",
+       "agents[0].cli: must be claude, qwen, codex, gemini or opencode"},
+      {"cluster: {name: cc, model_url: 'ftp://x'}\nagents:\n" + ok,
+       "cluster.model_url: must be an http:// or https:// URL"},
+      {head + "  - {name: a, personality_prompt_path: p.txt, marker: A OK, pane_index: 0, model_url: 'http://a b'}\n",
+       "agents[0].model_url: must be an http:// or https:// URL"},
       {"cluster: {name: cc, busy_pattern: 'a{2222222222222222222}'}\nagents:\n" + ok,
        "cluster.busy_pattern: invalid regex 'a{2222222222222222222}': a repetition count past 1000"},
   };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/file_lock.h"
@@ -155,6 +156,7 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
     if (shown || settled || Expired(deadline)) break;
     echo_wait.Wait();
   }
+  if (a.enter_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.enter_delay_ms));
   MATES_RETURN_IF_ERROR(tmux_.SendKey(pane, "Enter"));
   // 3. The marker, after the echo.
   Backoff reply_wait;

@@ -12,6 +12,7 @@
 #include "store/messenger.h"
 #include "store/roster.h"
 #include "store/watcher.h"
+#include "tmux/cli_wiring.h"
 #include "tmux/cluster.h"
 
 namespace mates::tmux {
@@ -43,8 +44,8 @@ void Cluster::NudgeLoop(const AgentConfig& agent, const Mailbox& box, Waker& wak
         for (const auto& s : senders) from += (from.empty() ? "" : ", ") + s;
         std::string text = "You have " + std::to_string(fresh.size()) + " new message" +
                            (fresh.size() == 1 ? "" : "s") + " in your team inbox (from " + from +
-                           "). Read them with the mcp__mates__read_inbox tool and answer with "
-                           "mcp__mates__send_message.";
+                           "). Read them with the " + McpToolName(agent.cli, "read_inbox") +
+                           " tool and answer with " + McpToolName(agent.cli, "send_message") + ".";
         WarnIfFailed(Roster(ws).SetStatus(config_.name, agent.name, MemberStatus::kActive), agent.name + "'s status");
         auto reply = Send("mates", agent.name, text);
         WarnIfFailed(Roster(ws).SetStatus(config_.name, agent.name, MemberStatus::kIdle), agent.name + "'s status");

@@ -1,5 +1,6 @@
 #include "support/test_util.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <netinet/in.h>
@@ -267,6 +268,36 @@ void ModelServer::Stop() {
 std::string ScenarioFixture(const std::string& name) { return std::string(MATES_SCENARIOS) + "/" + name; }
 
 std::string Fixture(const std::string& name) { return std::string(MATES_FIXTURES) + "/" + name; }
+
+std::vector<int> ProcessesWithEnv(const std::string& needle) {
+  std::vector<int> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::string env = ReadAll(fs::path("/proc") / e->d_name / "environ");
+    std::string stat = ReadAll(fs::path("/proc") / e->d_name / "stat");
+    size_t paren = stat.rfind(')');
+    bool zombie = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+    if (!zombie && env.find(needle + '\0') != std::string::npos) out.push_back(pid);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string DescribeProcesses(const std::vector<int>& pids) {
+  std::string out;
+  for (int pid : pids) {
+    std::string cmd = ReadAll(fs::path("/proc") / std::to_string(pid) / "cmdline");
+    for (char& c : cmd) c = c == '\0' ? ' ' : c;
+    std::string stat = ReadAll(fs::path("/proc") / std::to_string(pid) / "stat");
+    size_t paren = stat.rfind(')');
+    out += "\n  " + std::to_string(pid) + " (" + (paren + 2 < stat.size() ? stat.substr(paren + 2, 1) : "?") +
+           "): " + cmd.substr(0, 200);
+  }
+  return out;
+}
 
 bool ProcessRunning(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");

@@ -61,6 +61,10 @@ bool ProcessRunning(pid_t pid);
 // working folder is `dir` or inside it: a test's own, not those of a test
 // running next to it (ctest -j) with the same commands. "pid: args" each.
 std::vector<std::string> ProcessesIn(const std::string& pattern, const fs::path& dir);
+// The live processes whose environment holds `needle` ("HOME=/tmp/x"),
+// and what they are (pid, state, command line), for a failure's message.
+std::vector<int> ProcessesWithEnv(const std::string& needle);
+std::string DescribeProcesses(const std::vector<int>& pids);
 // "PATH=DIR", DIR a folder made for this process with only `tools` in it
 // (links to where /usr/bin:/bin has them): a test that needs a program to
 // be missing cannot find the person's global install of it (claude in
