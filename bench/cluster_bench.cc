@@ -5,9 +5,10 @@
 //
 //   cluster_bench fake FAKE_AGENT [--quick]
 //       the fake agent CLI answering at once: mates' own overhead
-//   cluster_bench claude CLAUDE MATES [--quick]
-//       the real Claude Code CLI, its model `MATES mock-llm` answering at
-//       once (a fresh HOME: nothing of the person's is touched)
+//   cluster_bench claude|codex|gemini|opencode CLI MATES [--quick]
+//       the real agent CLI (its preset, DESIGN §28), its model `MATES
+//       mock-llm` answering at once over the API the CLI speaks (a fresh
+//       HOME: nothing of the person's is touched)
 #include <signal.h>
 #include <unistd.h>
 
@@ -49,7 +50,7 @@ double SeedSend(const tmux::Tmux& t, const std::string& pane, const std::string&
 
 int Usage() {
   std::fprintf(stderr, "usage: cluster_bench fake FAKE_AGENT [--quick]\n"
-                       "       cluster_bench claude CLAUDE MATES [--quick]\n");
+                       "       cluster_bench claude|codex|gemini|opencode CLI MATES [--quick]\n");
   return 2;
 }
 
@@ -58,16 +59,17 @@ int Usage() {
 int main(int argc, char** argv) {
   if (argc < 3) return Usage();
   const std::string mode = argv[1];
-  const bool claude = mode == "claude";
-  if (!claude && mode != "fake") return Usage();
-  if (claude && argc < 4) return Usage();
+  // A real CLI by its preset, or the fake one.
+  const bool real = mode == "claude" || mode == "codex" || mode == "gemini" || mode == "opencode";
+  if (!real && mode != "fake") return Usage();
+  if (real && argc < 4) return Usage();
   bool quick = std::string(argv[argc - 1]) == "--quick";
   char tmpl[] = "/tmp/mates-cluster-bench-XXXXXX";
   fs::path dir = ::mkdtemp(tmpl);
 
   std::optional<Subprocess> mock;
-  std::string command;
-  if (claude) {
+  std::string command, preset;
+  if (real) {
     // Every agent answers its handshake ("You are NAME (") and every message
     // with its marker, at once.
     (void)WriteFileAtomic(dir / "s.yaml", R"(rules:
@@ -89,20 +91,24 @@ default_reply: [{type: text, text: "title"}]
       std::fprintf(stderr, "mock-llm did not start\n");
       return 1;
     }
-    // The tmux server, and so the panes, inherit this environment.
+    // The tmux server, and so the panes, inherit this environment; the
+    // preset tells each CLI where its model is (model_url).
     fs::create_directories(dir / "home");
     ::setenv("HOME", (dir / "home").c_str(), 1);
-    ::setenv("ANTHROPIC_BASE_URL", line->substr(std::string("listening on ").size()).c_str(), 1);
     ::setenv("ANTHROPIC_API_KEY", "sk-bench-not-a-real-key-0123456789", 1);
+    ::setenv("OPENAI_API_KEY", "sk-bench-not-a-real-key-0123456789", 1);
+    ::setenv("GEMINI_API_KEY", "bench-not-a-real-key-0123456789", 1);
     ::setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1", 1);
     ::setenv("DISABLE_AUTOUPDATER", "1", 1);
     ::unsetenv("CLAUDE_CONFIG_DIR");
-    command = fs::absolute(argv[2]).string() + ", --append-system-prompt-file, '{personality_file}'";
+    const std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "/usr/bin:/bin";
+    ::setenv("PATH", (fs::absolute(argv[2]).parent_path().string() + ":" + path).c_str(), 1);
+    preset = "  cli: " + mode + "\n  mcp: off\n  model_url: " + line->substr(std::string("listening on ").size()) + "\n";
   } else {
     command = fs::absolute(argv[2]).string() + ", --marker, '{marker}', --name, '{name}'";
   }
   std::string y = "cluster:\n  name: bench\n  session_name: bench-" + std::to_string(::getpid()) +
-                  "\n  startup_timeout: 120\n  command: [" + command + "]\nagents:\n";
+                  "\n  startup_timeout: 120\n" + (real ? preset : "  command: [" + command + "]\n") + "agents:\n";
   for (int i = 0; i < 5; ++i) {
     (void)WriteFileAtomic(dir / (std::string(kNames[i]) + ".txt"), std::string("You are ") + kNames[i] + ".\n");
     y += "  - {name: " + std::string(kNames[i]) + ", personality_prompt_path: " + kNames[i] + ".txt, marker: '" +
@@ -117,7 +123,7 @@ default_reply: [{type: text, text: "title"}]
   tmux::Cluster cluster(*cfg);
   std::printf("cluster_bench (%s run, %u cores), %s\n\n", quick ? "quick" : "full",
               std::thread::hardware_concurrency(),
-              claude ? "Claude Code CLI, mock-llm answering at once" : "fake agent CLI answering at once");
+              real ? (mode + " CLI, mock-llm answering at once").c_str() : "fake agent CLI answering at once");
   int64_t t0 = NowNs();
   auto up = cluster.Up();
   double up_ms = static_cast<double>(NowNs() - t0) / 1e6;
@@ -131,7 +137,7 @@ default_reply: [{type: text, text: "title"}]
     return 1;
   }
   std::printf("up, 5 agents (start + handshake): %.0f ms\n", up_ms);
-  int n = claude ? (quick ? 5 : 20) : (quick ? 10 : 50);
+  int n = real ? (quick ? 5 : 20) : (quick ? 10 : 50);
   std::vector<double> ms;
   for (int i = 0; i < n; ++i) {
     int64_t s = NowNs();
@@ -152,10 +158,16 @@ default_reply: [{type: text, text: "title"}]
     if (v >= 0) seed.push_back(v);
     // The TUI may still be finishing its turn: the seed's next send-keys
     // would land in it, so wait as its fixed sleeps do.
-    if (claude) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (real) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  std::printf("send -> reply, seed (0.5 s):   p50 %7.1f ms   p99 %7.1f ms   (n=%zu)\n", Percentile(seed, 50),
-              Percentile(seed, 99), seed.size());
+  if (seed.empty()) {
+    // Its send-keys "text" Enter in one go: a CLI that takes the Enter as
+    // part of a paste (Gemini CLI) never answers it.
+    std::printf("send -> reply, seed (0.5 s):   no answer to its send-keys in 50 s\n");
+  } else {
+    std::printf("send -> reply, seed (0.5 s):   p50 %7.1f ms   p99 %7.1f ms   (n=%zu)\n", Percentile(seed, 50),
+                Percentile(seed, 99), seed.size());
+  }
   (void)cluster.Down();
   if (mock) mock->Signal(SIGTERM);
   fs::remove_all(dir);

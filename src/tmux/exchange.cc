@@ -158,6 +158,8 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
   }
   if (a.enter_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.enter_delay_ms));
   MATES_RETURN_IF_ERROR(tmux_.SendKey(pane, "Enter"));
+  auto entered = SteadyClock::now();
+  int enters = 1;
   // 3. The marker, after the echo.
   Backoff reply_wait;
   for (;;) {
@@ -165,6 +167,23 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
     std::vector<std::string> now = CaptureLines(cap);
     std::string reply;
     if (FindReply(now, new_from(now), text, a.marker, a.ready_pattern, &reply)) return reply;
+    // A CLI that may take an Enter as a newline in a paste (a loaded
+    // machine can stretch its window past the delay): when, a while on,
+    // its prompt is neither empty nor busy and the text is still among its
+    // bottom rows, the text waits in it. (Nothing else gets an Enter: a
+    // question the CLI asks shows neither.)
+    auto waiting = [&] {
+      for (size_t i : BottomRows(now)) {
+        if (EndsEcho(now[i], last)) return true;
+      }
+      return false;
+    };
+    if (a.enter_delay_ms > 0 && enters < 4 && SteadyClock::now() - entered > std::chrono::milliseconds(1500) &&
+        PromptRow(now, ready) == std::string::npos && !LooksBusy(now, a.busy_pattern) && waiting()) {
+      MATES_RETURN_IF_ERROR(tmux_.SendKey(pane, "Enter"));
+      entered = SteadyClock::now();
+      ++enters;
+    }
     if (Expired(deadline)) {
       return Status::Timeout("no '" + a.marker + "' from " + a.name + " in time");
     }
