@@ -1,6 +1,8 @@
 // `mates mock-llm`'s OpenAI Responses and Gemini APIs (DESIGN §28) at the
 // wire, over real HTTP: the requests the real CLIs sent (Codex 0.171,
-// Gemini CLI 0.61; recorded in tests/fixtures/cli_requests) are served in
+// Gemini CLI 0.61; recorded in tests/fixtures/cli_requests, their shape
+// whole, each text over 160 characters — the CLIs' own prompts and tool
+// descriptions, which are not ours to copy — replaced by a note) are served in
 // each API's shape, streamed and not; a scenario's tool_use becomes each
 // API's call and the call's answer is matched; malformed bodies, broken
 // conversations and unknown models get one clear error each, in the API's
