@@ -20,7 +20,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Checks, browserParts, launchBrowser, matesIn, options, startMockLlm, upDashboard } from "./common.mjs";
+import { Checks, browserParts, clickLive, launchBrowser, matesIn, options, startMockLlm, upDashboard } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -89,7 +89,7 @@ try {
   await stopModel();
   await page.select("#composer-to", "lead");
   await page.type("#composer-text", "Are you there?");
-  await page.click("#composer-send");
+  await clickLive(page, "#composer-send");
   await page.waitForFunction(() => document.querySelector('#roster .member[data-name="lead"]').dataset.state === "retrying",
                              { timeout: 10000 });
   const retrying = await page.$eval('#roster .member[data-name="lead"] .doing', (e) => e.textContent);
@@ -102,7 +102,7 @@ try {
   const banner = await page.$eval("#attention .attention-head", (e) => e.textContent);
   check(/need attention/.test(banner) && /1 failed turn/.test(banner) && /1 orphaned task/.test(banner),
         "the banner counts what needs attention: " + banner);
-  await page.click("#attention .attention-head .btn");
+  await clickLive(page, "#attention .attention-head .btn");
   const failedHint = await page.$eval('#attention li[data-kind="turn_failed"] .hint', (e) => e.textContent);
   check(failedHint === 'mates send --team web --to lead "Go on."', "the failed turn's hint: " + failedHint);
   const link = await page.$eval('#attention li[data-kind="turn_failed"] .go', (e) => e.getAttribute("href"));
@@ -112,13 +112,13 @@ try {
   // The server back, a message from the page: the turn succeeds, the error clears.
   await startModel();
   await page.type("#composer-text", "Go on.");
-  await page.click("#composer-send");
+  await clickLive(page, "#composer-send");
   await page.waitForFunction(() => document.querySelector('#roster .member[data-name="lead"]').dataset.state === "idle" &&
     !document.querySelector('#attention li[data-kind="turn_failed"]'), { timeout: 30000 });
   check(true, "the server back and a message later, the lead is idle and the failed turn is no longer news");
 
   // A task's detail from its card.
-  await page.click('#board .card[data-id="1"]');
+  await clickLive(page, '#board .card[data-id="1"]');
   await page.waitForFunction(() => document.querySelector("#task-detail").open &&
     document.querySelector("#task-detail .detail-head").textContent.includes("Check the build"), { timeout: 5000 });
   const detail = await page.$eval("#task-detail", (e) => e.textContent);
@@ -137,7 +137,7 @@ try {
   const reopened = await page.waitForFunction(() => document.querySelector("#task-detail").open &&
     document.querySelector("#task-detail .detail-head").textContent.includes("#1"), { timeout: 5000 }).then(() => true, () => false);
   check(reopened, "#task/1 opens the task's detail after a reload");
-  await page.click("#task-detail-close");
+  await clickLive(page, "#task-detail-close");
   await page.goto(url + "#tab/graph", { waitUntil: "domcontentloaded" });
   await page.waitForSelector('body[data-ready="1"]', { timeout: 10000 });
   check(await page.$eval("#view-graph", (e) => e.classList.contains("active")), "#tab/graph opens the graph");

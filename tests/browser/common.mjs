@@ -96,3 +96,19 @@ export async function until(what, f, ms, every = 50) {
     await new Promise((r) => setTimeout(r, every));
   }
 }
+
+// Parts of the page that live updates redraw or move (the roster, the
+// plans, everything under the attention banner, which comes and goes) are
+// clicked in one step inside the page: puppeteer's click finds the element's
+// point, then moves the mouse there, and a redraw or a shift in between
+// detaches it or lands the click elsewhere.
+export async function clickLive(page, selector) {
+  await page.waitForSelector(selector, { timeout: 5000 });
+  const clicked = await page.evaluate((sel) => {
+    const e = document.querySelector(sel);
+    if (!e) return false;
+    e.click();
+    return true;
+  }, selector);
+  if (!clicked) throw new Error("nothing to click at " + selector);
+}

@@ -23,7 +23,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Checks, browserParts, launchBrowser, matesIn, options, upDashboard } from "./common.mjs";
+import { Checks, browserParts, clickLive, launchBrowser, matesIn, options, upDashboard } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -65,19 +65,6 @@ const checks = new Checks();
 const check = (ok, what) => checks.check(ok, what);
 
 let browser = null, readOnly = null;
-// Parts of the page that the live updates redraw (the roster, the plans)
-// are clicked in one step inside the page: puppeteer's click finds the
-// element, then clicks it, and a redraw in between detaches it.
-async function clickLive(page, selector) {
-  await page.waitForSelector(selector, { timeout: 5000 });
-  const clicked = await page.evaluate((sel) => {
-    const e = document.querySelector(sel);
-    if (!e) return false;
-    e.click();
-    return true;
-  }, selector);
-  if (!clicked) throw new Error("nothing to click at " + selector);
-}
 try {
   const up = mates("up", "--team", team, "--provider", "scripted", "--scenario", args.scenario,
                    "--budget-tokens", "5000000", "Start the team");
@@ -132,7 +119,7 @@ try {
   // Sending from the page, as user: the lead answers.
   await page.select("#composer-to", "lead");
   await page.type("#composer-text", "ping page");
-  await page.click("#composer-send");
+  await clickLive(page, "#composer-send");
   await page.waitForFunction(() => [...document.querySelectorAll("#timeline .msg")]
     .some((m) => m.textContent.includes("pong page")), { timeout: 10000 });
   check(true, "a message sent from the page reached the lead, whose answer shows");
@@ -168,10 +155,11 @@ try {
   check(true, "the approval shows in the timeline");
 
   // A task from the page's dialog, blocked by the first.
-  await page.click("#new-task");
+  await clickLive(page, "#new-task");
+  await page.waitForSelector("#task-dialog[open]", { timeout: 5000 });
   await page.type("#task-subject", "Test the parser");
   await page.type("#task-blocked", "1");
-  await page.click("#task-create");
+  await clickLive(page, "#task-create");
   await page.waitForFunction(() => [...document.querySelectorAll("#board .card")]
     .some((c) => c.textContent.includes("Test the parser") && c.textContent.includes("blocked by #1")), { timeout: 5000 });
   check(true, "a task created on the page shows, blocked by #1");
@@ -180,7 +168,7 @@ try {
                                                          : "and the board on disk has it");
 
   // The dependency graph and a transcript.
-  await page.click('.tab[data-tab="graph"]');
+  await clickLive(page, '.tab[data-tab="graph"]');
   const edges = await page.$$eval("#graph path.edge", (e) => e.length);
   check(edges === 1, "the dependency graph draws the one dependency (" + edges + ")");
   await clickLive(page, '#roster .member[data-name="lead"]');
@@ -195,7 +183,7 @@ try {
   if (theme1 !== "dark") await page.click("#theme");
 
   // Asking the planner to stop.
-  await page.click('.tab[data-tab="board"]');
+  await clickLive(page, '.tab[data-tab="board"]');
   await clickLive(page, '#roster .member[data-name="planner"] .stop');
   await page.waitForFunction(() => [...document.querySelectorAll('#timeline .msg[data-type="shutdown_request"]')].length > 0, { timeout: 5000 });
   check(true, "the planner was asked to stop (a shutdown request shows)");

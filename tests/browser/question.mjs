@@ -19,7 +19,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { browserParts, Checks, launchBrowser, matesIn, options, startMockLlm, upDashboard } from "./common.mjs";
+import { browserParts, Checks, clickLive, launchBrowser, matesIn, options, startMockLlm, upDashboard } from "./common.mjs";
 
 const args = options();
 const server = path.resolve(args.servers || "", "mcp-server-everything");
@@ -101,7 +101,7 @@ try {
   await page.$eval("#plans .question form", (f) => { f.noValidate = true; });
   await page.type('#plans .question [data-field="name"] input', "Ann");
   await page.type('#plans .question [data-field="integer"] input', "500");
-  await page.click("#plans .question .answer");
+  await clickLive(page, "#plans .question .answer");
   await page.waitForFunction(() => document.querySelector("#plans .question .error").textContent !== "", { timeout: 5000 });
   const refusal = await page.$eval("#plans .question .error", (e) => e.textContent);
   check(/field 'integer': 500 is above its maximum 100/.test(refusal), "a misfit is refused with the reason: " + refusal);
@@ -110,11 +110,11 @@ try {
   // One that fits.
   await page.$eval('#plans .question [data-field="integer"] input', (i) => { i.value = ""; });
   await page.type('#plans .question [data-field="integer"] input', "7");
-  await page.click('#plans .question [data-field="check"] input');
+  await clickLive(page, '#plans .question [data-field="check"] input');
   await page.type('#plans .question [data-field="email"] input', "ann@example.com");
   await page.select('#plans .question [data-field="titledSingleSelectEnum"] select', "hero-3");
-  await page.click('#plans .question [data-field="untitledMultipleSelectEnum"] input[value="Piano"]');
-  await page.click("#plans .question .answer");
+  await clickLive(page, '#plans .question [data-field="untitledMultipleSelectEnum"] input[value="Piano"]');
+  await clickLive(page, "#plans .question .answer");
   await page.waitForFunction(() => !document.querySelector("#plans .question"), { timeout: 10000 });
   check(true, "answered: the form is gone");
   const log = () => mates("log", "--team", team, "--json").out;
@@ -130,7 +130,7 @@ try {
   // Asked again, declined on the page.
   mates("send", "--team", team, "--to", "lead", "Ask me again");
   await page.waitForSelector("#plans .question", { timeout: 30000 });
-  await page.click("#plans .question .decline");
+  await clickLive(page, "#plans .question .decline");
   await page.waitForFunction(() => !document.querySelector("#plans .question"), { timeout: 10000 });
   const until = Date.now() + 30000;
   let after = "";
