@@ -155,7 +155,10 @@ default_reply: [{type: text, text: "title"}]
   std::string researcher_pane = pane.ok() ? (*pane)[3].pane : "";
   for (int i = 0; i < (quick ? 2 : 6); ++i) {
     double v = SeedSend(cluster.tmux(), researcher_pane, "seed message " + std::to_string(i), "researcher OK");
-    if (v >= 0) seed.push_back(v);
+    // A CLI that did not answer the seed's send-keys will not answer the
+    // next one either.
+    if (v < 0) break;
+    seed.push_back(v);
     // The TUI may still be finishing its turn: the seed's next send-keys
     // would land in it, so wait as its fixed sleeps do.
     if (real) std::this_thread::sleep_for(std::chrono::milliseconds(500));

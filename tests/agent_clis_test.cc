@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -196,70 +197,88 @@ std::string Requests(const std::string& record) {
   return out;
 }
 
-// A mixed cluster (DESIGN §28): Codex, Gemini CLI and OpenCode in tmux
-// panes by their presets (`cli:`), one mock-llm serving all three over
-// their own APIs (`model_url`), each reaching the team through `mates mcp`
-// as configured by `up`. A board of three tasks, each blocked by the one
-// before: the person tells cx to start; each agent, nudged by the router,
-// reads its inbox, claims its task, completes it and tells the next; the
-// last tells the person. The scenario names tools by their own names
-// (mock-llm gives each CLI the call under its prefix). Down leaves nothing.
-TEST(AgentClusterTest, ThreeVendorsTakeABoardInTurnThroughMatesMcpAndGoDownLeavingNothing) {
-  for (const char* cli : {"codex", "gemini", "opencode"}) {
-    if (!fs::exists(CliBinary(cli))) {
-      GTEST_SKIP() << "\n*** SKIPPED LOUDLY: " << cli << " is not installed at " << CliBinary(cli)
-                   << " (./scripts/setup-agent-clis installs it) ***";
+fs::path ClaudeCli() {
+  const char* cache = std::getenv("MATES_CACHE_DIR");
+  return (cache != nullptr ? fs::path(cache) : fs::path(MATES_SOURCE_DIR) / ".cache") / "npm/node_modules/.bin/claude";
+}
+
+// A mixed team (DESIGN §28): Codex, Gemini CLI, OpenCode and Claude Code
+// in tmux panes by their presets (`cli:`), and one mates teammate hosted by
+// `mates up` in the same team; one mock-llm serves them all, each over its
+// own API (`model_url` for the panes, `--provider openai-responses` for
+// mates). A board of five tasks, each blocked by the one before and
+// assigned to a member: the person tells cx to start; each pane agent,
+// nudged by the router, reads its inbox, claims its task, completes it and
+// tells the next; the mates teammate, idle, claims its task the moment it
+// is unblocked, completes it and tells the person. The scenario names the
+// pane agents' tools by their own names (mock-llm gives each CLI the call
+// under its prefix). Down leaves nothing running.
+TEST(AgentClusterTest, FourVendorsAndAMatesTeammateTakeABoardInTurnAndGoDownLeavingNothing) {
+  for (const fs::path& cli : {CliBinary("codex"), CliBinary("gemini"), CliBinary("opencode"), ClaudeCli()}) {
+    if (!fs::exists(cli)) {
+      GTEST_SKIP() << "\n*** SKIPPED LOUDLY: " << cli.filename().string() << " is not installed at " << cli
+                   << " (./scripts/setup-agent-clis and ./scripts/setup-claude-code install them) ***";
     }
   }
   testing::TempDir dir;
   const fs::path work = dir.path() / "work", home = dir.path() / "home";
   fs::create_directories(work);
   fs::create_directories(home);
-  std::string rules;
-  const std::vector<std::pair<std::string, std::string>> chain = {{"cx", "gm"}, {"gm", "oc"}, {"oc", "user"}};
+  const std::string session = "mix" + std::to_string(::getpid());
+  // The mates side: the lead brings mt in; mt completes #5 when it has it
+  // and tells the person. Its rules come first and name their agent.
+  std::string rules =
+      "  - {agent: lead, when: 'Bring mt in', reply: [{type: tool_use, name: Task, input: {team_name: " + session +
+      ", name: mt, description: mt, prompt: 'Work from the board.'}}]}\n"
+      "  - {agent: lead, once: false, reply: [{type: text, text: 'Noted.'}]}\n"
+      "  - {agent: mt, when: 'Task #5:', reply: [{type: tool_use, name: TaskUpdate, input: {task_id: 5, "
+      "status: completed}}]}\n"
+      "  - {agent: mt, when: 'Updated #5 \\[completed\\]', reply: [{type: tool_use, name: SendMessage, input: "
+      "{recipient: user, content: 'all five done', summary: done}}]}\n"
+      "  - {agent: mt, once: false, reply: [{type: text, text: 'Noted.'}]}\n"
+      "  - {when: 'new messages? in your team inbox', once: false, reply: [{type: tool_use, name: read_inbox, "
+      "input: {}}]}\n";
+  const std::vector<std::pair<std::string, std::string>> chain = {{"cx", "gm"}, {"gm", "oc"}, {"oc", "cc"}, {"cc", "mt"}};
   for (size_t i = 0; i < chain.size(); ++i) {
     const auto& [me, next] = chain[i];
     const std::string id = std::to_string(i + 1);
     std::string upper = me;
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    testing::WriteAll(dir.path() / (me + ".txt"), "You are " + me + ", one of three.\n");
+    testing::WriteAll(dir.path() / (me + ".txt"), "You are " + me + ", one of five.\n");
     rules += "  - {when: 'You are " + me + " \\(', once: false, reply: [{type: text, text: \"" + upper +
              " here.\\n" + upper + " OK\"}]}\n"
              "  - {when: '" + me + ": go', reply: [{type: tool_use, name: claim_task, input: {task_id: " + id + "}}]}\n"
              "  - {when: 'Claimed task #" + id + "', reply: [{type: tool_use, name: update_task, input: {task_id: " +
              id + ", status: completed}}]}\n"
              "  - {when: 'Updated #" + id + " \\[completed\\]', reply: [{type: tool_use, name: send_message, input: "
-             "{type: message, recipient: " + next + ", content: '" + (next == "user" ? "all three done" : next + ": go") +
-             "', summary: go}}]}\n"
+             "{type: message, recipient: " + next + ", content: '" + next + ": go', summary: go}}]}\n"
              "  - {when: 'Sent message to " + next + "', reply: [{type: text, text: \"Passed on.\\n" + upper +
              " OK\"}]}\n";
   }
-  testing::WriteAll(dir.path() / "s.yaml",
-                    "rules:\n"
-                    "  - {when: 'new messages? in your team inbox', once: false,"
-                    " reply: [{type: tool_use, name: read_inbox, input: {}}]}\n" +
-                        rules + "default_reply: [{type: text, text: 'mock default'}]\n");
+  testing::WriteAll(dir.path() / "s.yaml", "rules:\n" + rules + "default_reply: [{type: text, text: 'mock default'}]\n");
   Subprocess mock = testing::Start({testing::MatesBinary(), "mock-llm", "--scenario", (dir.path() / "s.yaml").string(),
                                     "--record", (dir.path() / "rec.jsonl").string(), "--quiet"});
   auto line = mock.ReadLine(DeadlineIn(10));
   ASSERT_TRUE(line.ok());
   const std::string url = line->substr(std::string("listening on ").size());
-  const std::string session = "mix" + std::to_string(::getpid());
+  const std::string key = "sk-test-mixed-0123456789";
   testing::WriteAll(dir.path() / "cc.yaml",
                     "cluster:\n  name: " + session + "\n  work_dir: work\n  startup_timeout: 90\n"
                     "  response_timeout: 90\n  model_url: " + url + "\n"
-                    "  env: {OPENAI_API_KEY: sk-test-mixed-0123456789, GEMINI_API_KEY: gk-test-mixed-0123456789}\n"
+                    "  env: {OPENAI_API_KEY: " + key + ", GEMINI_API_KEY: " + key + ", ANTHROPIC_API_KEY: " + key + "}\n"
                     "agents:\n"
                     "  - {name: cx, cli: codex, personality_prompt_path: cx.txt, marker: CX OK, pane_index: 0}\n"
                     "  - {name: gm, cli: gemini, personality_prompt_path: gm.txt, marker: GM OK, pane_index: 1}\n"
-                    "  - {name: oc, cli: opencode, personality_prompt_path: oc.txt, marker: OC OK, pane_index: 2}\n");
+                    "  - {name: oc, cli: opencode, personality_prompt_path: oc.txt, marker: OC OK, pane_index: 2}\n"
+                    "  - {name: cc, cli: claude, personality_prompt_path: cc.txt, marker: CC OK, pane_index: 3}\n");
   const std::string home_env = "HOME=" + home.string();
   auto mates = [&](std::vector<std::string> args, double timeout_s = 240) {
     SubprocessOptions o;
     o.argv = {testing::MatesBinary(), "--workspace", work.string()};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.env = std::vector<std::string>{home_env, "TERM=xterm-256color",
-                                     "PATH=" + CliBinary("codex").parent_path().string() + ":/usr/local/bin:/usr/bin:/bin"};
+    o.env = std::vector<std::string>{home_env, "TERM=xterm-256color", "OPENAI_API_KEY=" + key,
+                                     "PATH=" + CliBinary("codex").parent_path().string() + ":" +
+                                         ClaudeCli().parent_path().string() + ":/usr/local/bin:/usr/bin:/bin"};
     o.timeout_s = timeout_s;
     auto r = RunSubprocess(o);
     if (!r.ok()) throw std::runtime_error(r.status().message());
@@ -269,35 +288,57 @@ TEST(AgentClusterTest, ThreeVendorsTakeABoardInTurnThroughMatesMcpAndGoDownLeavi
   struct Down {
     std::function<void()> run;
     ~Down() { run(); }
-  } down{[&] { (void)mates({"cluster", "down", "-c", config}, 60); }};
+  } down{[&] {
+    (void)mates({"down", "--team", session, "--grace", "0", "--timeout", "10"}, 30);
+    (void)mates({"cluster", "down", "-c", config}, 60);
+  }};
 
   auto up = mates({"cluster", "up", "-c", config});
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
-  for (const char* name : {"cx: ready", "gm: ready", "oc: ready"}) EXPECT_NE(up.out.find(name), std::string::npos) << up.out;
-  ASSERT_EQ(mates({"tasks", "--team", session, "create", "cx's part"}).exit_code, 0);
-  ASSERT_EQ(mates({"tasks", "--team", session, "create", "gm's part", "--blocked-by", "1"}).exit_code, 0);
-  ASSERT_EQ(mates({"tasks", "--team", session, "create", "oc's part", "--blocked-by", "2"}).exit_code, 0);
+  for (const char* name : {"cx: ready", "gm: ready", "oc: ready", "cc: ready"}) {
+    EXPECT_NE(up.out.find(name), std::string::npos) << up.out;
+  }
+  const std::vector<std::string> owners = {"cx", "gm", "oc", "cc", "mt"};
+  for (size_t i = 0; i < owners.size(); ++i) {
+    std::vector<std::string> create = {"tasks", "--team", session, "create", owners[i] + "'s part"};
+    if (i > 0) create.insert(create.end(), {"--blocked-by", std::to_string(i)});
+    ASSERT_EQ(mates(create).exit_code, 0);
+    ASSERT_EQ(mates({"tasks", "--team", session, "update", std::to_string(i + 1), "--owner", owners[i]}).exit_code, 0);
+  }
+  auto hosted = mates({"up", "--team", session, "--provider", "openai-responses", "--base-url", url + "/v1", "--model",
+                       "gpt-5", "--no-dashboard", "Bring mt in"});
+  ASSERT_EQ(hosted.exit_code, 0) << hosted.out << hosted.err;
   ASSERT_EQ(mates({"send", "--team", session, "--to", "cx", "cx: go"}).exit_code, 0);
 
-  auto answer = mates({"inbox", "--team", session, "user", "--wait", "150"});
+  auto answer = mates({"inbox", "--team", session, "user", "--wait", "180"});
   const std::string record = testing::ReadAll(dir.path() / "rec.jsonl");
-  ASSERT_NE(answer.out.find("all three done"), std::string::npos)
+  ASSERT_NE(answer.out.find("all five done"), std::string::npos)
       << answer.out << answer.err << "\nboard: " << mates({"tasks", "--team", session, "list"}).out
       << "\nlog: " << mates({"log", "--team", session}).out << "\nrequests: " << Requests(record);
   auto board = ParseJson(mates({"tasks", "--team", session, "list", "--json"}).out);
   ASSERT_TRUE(board.ok());
-  std::vector<std::string> owners;
+  std::vector<std::string> done_by;
   for (const auto& t : *board) {
     EXPECT_EQ(t["status"], "completed") << t;
-    owners.push_back(t["owner"]);
+    done_by.push_back(t["owner"]);
   }
-  EXPECT_EQ(owners, (std::vector<std::string>{"cx", "gm", "oc"}));
-  // Each CLI spoke its own API to the one mock, and none was refused.
-  for (const char* endpoint : {"/v1/responses", "streamGenerateContent", "/v1/chat/completions"}) {
+  EXPECT_EQ(done_by, owners);
+  // Every member messaged the next, in turn, as itself.
+  const std::string log = mates({"log", "--team", session}).out;
+  for (size_t i = 0; i < owners.size(); ++i) {
+    const std::string to = i + 1 < owners.size() ? owners[i + 1] : "user";
+    const std::string said = to == "user" ? "all five done" : to + ": go";
+    EXPECT_NE(log.find(owners[i] + " -> " + to + " (message) [" + (to == "user" ? "done" : "go") + "]: " + said),
+              std::string::npos) << log;
+  }
+  // Each spoke its own API to the one mock, and none was refused.
+  for (const char* endpoint : {"/v1/responses", "streamGenerateContent", "/v1/chat/completions", "/v1/messages"}) {
     EXPECT_NE(record.find(endpoint), std::string::npos) << endpoint;
   }
   EXPECT_EQ(record.find(R"("status":400)"), std::string::npos) << record.substr(0, 3000);
 
+  auto stopped = mates({"down", "--team", session}, 60);
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
   auto d = mates({"cluster", "down", "-c", config}, 60);
   EXPECT_EQ(d.exit_code, 0) << d.err;
   EXPECT_TRUE(testing::WaitUntil([&] { return testing::ProcessesWithEnv(home_env).empty(); }, 15))
