@@ -10,10 +10,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -323,14 +326,55 @@ TEST(AgentClusterTest, FourVendorsAndAMatesTeammateTakeABoardInTurnAndGoDownLeav
     done_by.push_back(t["owner"]);
   }
   EXPECT_EQ(done_by, owners);
-  // Every member messaged the next, in turn, as itself.
-  const std::string log = mates({"log", "--team", session}).out;
+  // Every member messaged the next, in turn, as itself (mt, which took
+  // its task the moment #4 was done, may be done before cc's message).
+  std::vector<std::string> lines;
   for (size_t i = 0; i < owners.size(); ++i) {
     const std::string to = i + 1 < owners.size() ? owners[i + 1] : "user";
-    const std::string said = to == "user" ? "all five done" : to + ": go";
-    EXPECT_NE(log.find(owners[i] + " -> " + to + " (message) [" + (to == "user" ? "done" : "go") + "]: " + said),
-              std::string::npos) << log;
+    lines.push_back(owners[i] + " -> " + to + " (message) [" + (to == "user" ? "done" : "go") +
+                    "]: " + (to == "user" ? "all five done" : to + ": go"));
   }
+  std::string log;
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    log = mates({"log", "--team", session}).out;
+    return std::all_of(lines.begin(), lines.end(), [&](const std::string& l) { return log.find(l) != std::string::npos; });
+  }, 60)) << log;
+  // What each member spent: the panes' from their CLI's own records (read
+  // by the router as they grow), mt's from its journal; in usage and status.
+  Json spent;
+  auto usage_of = [&](const std::string& name) -> const Json* {
+    if (!spent.contains("agents")) return nullptr;
+    for (const auto& a : spent["agents"]) {
+      if (a["agent"] == name) return &a;
+    }
+    return nullptr;
+  };
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    auto j = ParseJson(mates({"usage", "--team", session, "--json"}).out);
+    if (!j.ok()) return false;
+    spent = *j;
+    return std::all_of(owners.begin(), owners.end(), [&](const std::string& name) {
+      const Json* a = usage_of(name);
+      return a != nullptr && (*a)["calls"].is_number() && (*a)["calls"].get<int>() >= 2;
+    });
+  }, 30)) << spent.dump(2);
+  const std::map<std::string, std::string> records = {{"cx", "Codex's session rollouts"},
+                                                      {"gm", "Gemini CLI's chat logs"},
+                                                      {"oc", "OpenCode's database"},
+                                                      {"cc", "Claude Code's transcripts"}};
+  for (const auto& [name, from] : records) {
+    const Json* a = usage_of(name);
+    ASSERT_NE(a, nullptr) << name;
+    EXPECT_NE(StringOr(*a, "from").find(from), std::string::npos) << *a;
+    EXPECT_GT((*a)["tokens"].get<int64_t>(), 1000) << *a;  // every CLI's prompt is thousands of tokens
+  }
+  EXPECT_TRUE((*usage_of("mt"))["from"].is_null()) << spent.dump(2);
+  const std::string status = mates({"status", "--team", session}).out;
+  EXPECT_EQ(status.find("usage unknown"), std::string::npos) << status;
+  for (const auto& [name, from] : records) {
+    EXPECT_TRUE(std::regex_search(status, std::regex("\\n" + name + " +idle .* [0-9.]+k/[0-9]+ "))) << status;
+  }
+
   // Each spoke its own API to the one mock, and none was refused.
   for (const char* endpoint : {"/v1/responses", "streamGenerateContent", "/v1/chat/completions", "/v1/messages"}) {
     EXPECT_NE(record.find(endpoint), std::string::npos) << endpoint;

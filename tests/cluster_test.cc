@@ -362,6 +362,19 @@ TEST_F(ClusterTest, TheRouterDeliversInboxMessagesAndRoutesReplies) {
   std::string typed = "Message from user (message): plan the release";
   EXPECT_NE(inbox.out.find("fnv " + Hex(Fnv(typed))), std::string::npos) << inbox.out;
   EXPECT_NE(Cluster({"log"}).out.find("user -> middle_manager [task] " + typed), std::string::npos);
+  // A command of the person's own records no usage mates reads: its spend
+  // is said to be unknown, not shown as none (its activity is the router's).
+  std::string status;
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    status = testing::RunMates(dir_.path(), {"status", "--team", session_}).out;
+    return status.find("usage unknown (") != std::string::npos;
+  }, 10)) << status;
+  EXPECT_NE(status.find("middle_manager: its command records no usage mates reads"), std::string::npos) << status;
+  auto usage = testing::RunMates(dir_.path(), {"usage", "--team", session_});
+  EXPECT_NE(usage.out.find("unknown: its command records no usage mates reads"), std::string::npos) << usage.out;
+  auto usage_json = ParseJson(testing::RunMates(dir_.path(), {"usage", "--team", session_, "--json"}).out);
+  ASSERT_TRUE(usage_json.ok());
+  EXPECT_EQ((*usage_json)["agents"][0]["unknown"], "its command records no usage mates reads") << *usage_json;
 
   // Between two pane agents: the answer is brought back into the sender's
   // pane, and what the sender says to it is not routed on (no ping-pong).

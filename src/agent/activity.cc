@@ -288,6 +288,25 @@ void ActivityFile::SetUsage(const llm::Usage& total, int calls) {
   PostLocked();
 }
 
+void ActivityFile::SetCliUsage(const std::string& from, const std::string& model, const llm::Usage& total,
+                               int calls, std::optional<double> priced) {
+  std::lock_guard<std::mutex> lock(mu_);
+  a_.usage_from = CutUtf8(from, 200);
+  a_.usage_unknown.clear();
+  a_.model = CutUtf8(model, 200);
+  a_.tokens = total;
+  a_.calls = calls;
+  a_.cost_usd = CostUsd(a_.model, total);
+  if (!a_.cost_usd) a_.cost_usd = priced;
+  PostLocked();
+}
+
+void ActivityFile::SetUsageUnknown(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  a_.usage_unknown = CutUtf8(why, 200);
+  PostLocked();
+}
+
 void ActivityFile::Denied(const llm::ContentBlock& call, const std::string& why) {
   std::lock_guard<std::mutex> l(mu_);
   a_.denials.push_back({WallSeconds(), CutUtf8(DescribeCall(call) + ": " + why, 300)});
@@ -335,6 +354,8 @@ Json ActivityToJson(const Activity& a) {
                  {"cache_write", a.tokens.cache_creation_input_tokens},
                  {"cache_read", a.tokens.cache_read_input_tokens}};
   j["cost_usd"] = a.cost_usd ? Json(*a.cost_usd) : Json(nullptr);
+  if (!a.usage_from.empty()) j["usage_from"] = a.usage_from;
+  if (!a.usage_unknown.empty()) j["usage_unknown"] = a.usage_unknown;
   if (!a.denials.empty()) {
     j["denials"] = Json::array();
     for (const auto& d : a.denials) j["denials"].push_back({{"at", d.at}, {"what", d.what}});
@@ -371,6 +392,9 @@ Result<Activity> ActivityFromJson(const Json& j) {
   }
   auto cost = j.find("cost_usd");
   if (cost != j.end() && cost->is_number()) a.cost_usd = cost->get<double>();
+  for (auto [key, field] : {std::pair{"usage_from", &a.usage_from}, std::pair{"usage_unknown", &a.usage_unknown}}) {
+    if (auto it = j.find(key); it != j.end() && it->is_string()) *field = CutUtf8(it->get<std::string>(), 200);
+  }
   // Read like input: at most kMaxDenials, each cut short.
   if (auto d = j.find("denials"); d != j.end() && d->is_array()) {
     for (const auto& e : *d) {

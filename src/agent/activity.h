@@ -88,6 +88,10 @@ struct Activity {
   int calls = 0;
   llm::Usage tokens;
   std::optional<double> cost_usd;
+  // An agent CLI in a pane (DESIGN §28): where its usage was read from
+  // ("Codex's session rollouts"), or why it is unknown.
+  std::string usage_from;
+  std::string usage_unknown;
   std::vector<Denial> denials;  // the last kMaxDenials, newest last
   std::vector<HookBlock> hook_blocks;  // the last kMaxDenials, newest last
   std::optional<Retry> retry;         // state retrying
@@ -138,6 +142,12 @@ class ActivityFile {
   void Stopped(const std::string& why);
   // The agent's usage so far (after each model call).
   void SetUsage(const llm::Usage& total, int calls);
+  // What an agent CLI recorded of its usage (read from `from`), priced by
+  // `model`; `priced` (the CLI's own figure) counts where the price table
+  // has none. An empty `unknown_why`: known.
+  void SetCliUsage(const std::string& from, const std::string& model, const llm::Usage& total, int calls,
+                   std::optional<double> priced);
+  void SetUsageUnknown(const std::string& why);
   // The sandbox refused `call` something: `why` is the rule's line.
   void Denied(const llm::ContentBlock& call, const std::string& why);
   // A hook blocked something on `event`.

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
+#include "agent/activity.h"
 #include "agent/journal.h"
 #include "agent/usage.h"
+#include "core/json.h"
 
 namespace mates::agent {
 
@@ -19,6 +22,36 @@ void PriceAgentUsage(AgentUsage* a) {
       a->cost_known = false;
     }
   }
+}
+
+void AddCliMembers(const std::vector<std::pair<std::string, std::string>>& activities, TeamUsage* team) {
+  for (const auto& [name, doc] : activities) {
+    auto j = ParseJson(doc);
+    auto act = j.ok() ? ActivityFromJson(*j) : Result<Activity>(j.status());
+    if (!act.ok() || (act->usage_from.empty() && act->usage_unknown.empty())) continue;
+    if (std::any_of(team->agents.begin(), team->agents.end(), [&](const AgentUsage& a) { return a.agent == name; })) {
+      continue;
+    }
+    AgentUsage a;
+    a.agent = name;
+    a.from = act->usage_from;
+    a.unknown = act->usage_unknown;
+    if (a.unknown.empty()) {
+      a.usage = act->tokens;
+      a.calls = act->calls;
+      a.by_model[act->model] = act->tokens;
+      PriceAgentUsage(&a);
+      // The CLI's own figure where the price table has none (OpenCode's).
+      if (!a.cost_known && act->cost_usd) a.cost_usd = *act->cost_usd, a.cost_known = true;
+      team->total += a.usage;
+      team->calls += a.calls;
+      team->cost_usd += a.cost_usd;
+      team->cost_known = team->cost_known && a.cost_known;
+    }
+    team->agents.push_back(std::move(a));
+  }
+  std::sort(team->agents.begin(), team->agents.end(),
+            [](const AgentUsage& x, const AgentUsage& y) { return x.agent < y.agent; });
 }
 
 namespace {

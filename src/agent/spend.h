@@ -39,6 +39,8 @@ struct AgentUsage {
   std::map<std::string, llm::Usage> by_model;
   double cost_usd = 0;        // of the calls whose model has a price
   bool cost_known = true;     // false: some calls' model has no price
+  std::string from;           // an agent CLI's: the records read ("Codex's session rollouts in …")
+  std::string unknown;        // an agent CLI that records none: why its usage is unknown
 };
 
 struct TeamUsage {
@@ -59,6 +61,11 @@ Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir);
 // nullopt if the store keeps no copies (the file store: read the folder).
 Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::string& team,
                                                const fs::path& agents_dir = {});
+// The members whose usage their own CLI recorded (a cluster's panes,
+// DESIGN §28), from their activity documents (`activities`: member,
+// document, as TeamStore::Activities gives them), into `team`; a member
+// already there (a journal) is left as it is.
+void AddCliMembers(const std::vector<std::pair<std::string, std::string>>& activities, TeamUsage* team);
 // "1.2M tokens (80% cache reads), $1.23" / "…, cost unknown for model-x"
 std::string DescribeTeamUsage(const TeamUsage& u);
 // A team's budget against what its agents spent (`tokens`, `usd`: its

@@ -43,6 +43,7 @@ struct StatusArgs {
 };
 
 std::string Cost(const agent::Activity& a) {
+  if (!a.usage_unknown.empty()) return "unknown";
   if (a.calls == 0) return "-";
   if (!a.cost_usd) return "?";
   char buf[32];
@@ -174,6 +175,14 @@ std::string Spending(const Globals& g, const TeamView& v) {
         << " --prices FILE` gives one)\n";
     }
   }
+  // Members whose spend no record says (a pane's CLI that keeps none).
+  std::string unknown;
+  for (const auto& m : v.members) {
+    if (m.activity && !m.activity->usage_unknown.empty()) {
+      unknown += (unknown.empty() ? "" : "; ") + m.member.name + ": " + m.activity->usage_unknown;
+    }
+  }
+  if (!unknown.empty()) o << (calls > 0 ? "" : "\n") << "usage unknown (" << unknown << ")\n";
   if (v.team.budget.any()) {
     // As the agents see it (their activity), with what else counts.
     o << (calls > 0 ? "" : "\n")
@@ -209,7 +218,8 @@ std::string Render(const Globals& g, const TeamView& v) {
     std::string tokens = m.activity && m.activity->calls > 0
                              ? agent::HumanCount(InputTokens(m.activity->tokens)) + "/" +
                                    agent::HumanCount(m.activity->tokens.output_tokens)
-                             : "-";
+                         : m.activity && !m.activity->usage_unknown.empty() ? "unknown"
+                                                                             : "-";
     o << PadColumns(Cut(m.member.name, 13), 14) << PadColumns(view::StateOf(m), 10) << PadColumns(Cut(Doing(m, v.now), 41), 42) << PadColumns(since, 8)
       << PadColumns(task, 26) << PadColumns(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
   }

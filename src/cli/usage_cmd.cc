@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "agent/spend.h"
@@ -64,7 +65,13 @@ Json UsageJson(const agent::TeamUsage& u, const TeamConfig& team) {
       models[model.empty() ? "(unknown)" : model] = {{"usage", llm::UsageToJson(mu)},
                                                       {"cost_usd", cost ? Json(*cost) : Json(nullptr)}};
     }
+    if (!a.unknown.empty()) {
+      agents.push_back({{"agent", a.agent}, {"calls", nullptr}, {"usage", nullptr}, {"tokens", nullptr},
+                        {"cost_usd", nullptr}, {"unknown", a.unknown}});
+      continue;
+    }
     agents.push_back({{"agent", a.agent},
+                      {"from", a.from.empty() ? Json(nullptr) : Json(a.from)},
                       {"calls", a.calls},
                       {"usage", llm::UsageToJson(a.usage)},
                       {"tokens", agent::TotalTokens(a.usage)},
@@ -122,12 +129,28 @@ std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
   std::ostringstream o;
   o << "team " << team.name << ": " << agent::DescribeTeamUsage(u) << "\n\n";
   UsageTable table(o, "AGENT", 20);
-  for (const auto& a : u.agents)
-    table.Row(a.agent, a.calls, a.usage, CostCell(a.cost_usd, a.cost_known));
+  bool from_clis = false;
+  for (const auto& a : u.agents) {
+    if (!a.unknown.empty()) {
+      table.Note(a.agent, "unknown: " + a.unknown);
+      continue;
+    }
+    from_clis = from_clis || !a.from.empty();
+    table.Row(a.agent + (a.from.empty() ? "" : " *"), a.calls, a.usage, CostCell(a.cost_usd, a.cost_known));
+  }
   table.Row("total", u.calls, u.total, CostCell(u.cost_usd, u.cost_known));
   if (team.budget.any()) {
     o << "\nbudget: " << agent::DescribeBudget(team.budget, agent::TotalTokens(u.total), u.cost_usd)
       << "\n";
+  }
+  if (from_clis) {
+    o << "\n* an agent CLI in a pane: as its own records say";
+    std::set<std::string> from;
+    for (const auto& a : u.agents) {
+      if (!a.from.empty()) from.insert(a.from);
+    }
+    for (const auto& f : from) o << "\n    " << f;
+    o << "\n";
   }
   if (!u.cost_known) o << kUnpricedHint;
   return o.str();
@@ -138,8 +161,16 @@ std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
 // journals in `ws`.
 Result<agent::TeamUsage> TeamSpend(TeamStore& store, const Workspace& ws, const std::string& team) {
   MATES_ASSIGN_OR_RETURN(std::optional<agent::TeamUsage> copies, agent::ReadTeamUsage(store, team, ws.AgentsDir(team)));
-  if (copies) return *copies;
-  return agent::ReadTeamUsage(ws.AgentsDir(team));
+  agent::TeamUsage u;
+  if (copies) {
+    u = std::move(*copies);
+  } else {
+    MATES_ASSIGN_OR_RETURN(u, agent::ReadTeamUsage(ws.AgentsDir(team)));
+  }
+  // The members that are agent CLIs in panes: their own records, as the
+  // cluster's router read them.
+  if (auto activities = store.Activities(team); activities.ok()) agent::AddCliMembers(*activities, &u);
+  return u;
 }
 
 int ShowUsage(Globals& g, const UsageArgs& a) {

@@ -22,6 +22,7 @@
 #include "core/waker.h"
 #include "tmux/agent_clis.h"
 #include "tmux/claude_setup.h"
+#include "tmux/cli_usage.h"
 #include "git/worktrees.h"
 #include "store/mailbox.h"
 #include "store/messenger.h"
@@ -262,9 +263,21 @@ Status Cluster::StartPanes(const fs::path& self, const Placed& placed) {
                         {"network_allow", sandbox_->settings().network_allow},
                         {"agents", boxed}};
   }
+  state["started_at_s"] = WallSeconds();
+  state["records"] = Json::object();
   for (size_t i = 0; i < config_.agents.size(); ++i) {
     const AgentConfig& a = config_.agents[i];
     MATES_ASSIGN_OR_RETURN(const Launch l, LaunchOf(a, placed, self));
+    // Where its CLI keeps its sessions (their usage: the router reads it),
+    // as its environment says: the pane's own, over this process's, which
+    // the tmux server and so the pane inherit.
+    const std::string cli(a.cli == CliPreset::kNone ? "" : CliPresetName(a.cli));
+    const fs::path records = RecordsOf(cli, [&](const std::string& name) {
+      if (auto it = l.env.find(name); it != l.env.end()) return it->second;
+      const char* v = std::getenv(name.c_str());
+      return std::string(v != nullptr ? v : "");
+    });
+    state["records"][a.name] = {{"cli", cli}, {"path", records.string()}};
     auto pane = i == 0 ? tmux_.NewSession(config_.session, l) : tmux_.SplitWindow(config_.session, l);
     if (!pane.ok()) {
       WarnIfFailed(tmux_.KillServer(), "stopping the half-started session");
@@ -297,8 +310,8 @@ std::vector<AgentReadiness> Cluster::Handshake(const std::function<void(const Ag
       auto t0 = SteadyClock::now();
       AgentReadiness r;
       r.agent = a.name;
-      std::string text = "You are " + a.name + " (" + a.role + ") in the cluster " + config_.name +
-                         ". Reply with your marker to confirm you are ready.";
+      const std::string text = "You are " + a.name + " (" + a.role + ") in the cluster " + config_.name +
+                               ". Reply with your marker to confirm you are ready.";
       auto reply = Send("mates", a.name, text, config_.startup_timeout_s);
       r.seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
       r.ready = reply.ok();

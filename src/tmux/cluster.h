@@ -55,6 +55,8 @@ struct AgentStatus {
   std::string error_at;  // ISO time, for an exchange that failed
 };
 
+class PaneActivity;  // router.cc: a pane agent's activity document
+
 class Cluster {
  public:
   explicit Cluster(ClusterConfig config);
@@ -129,7 +131,8 @@ class Cluster {
   Status NotUp() const;
   // The router of an agent that reads its inbox over MCP: it is told
   // (typed in) that new messages wait, once per message.
-  void NudgeLoop(const AgentConfig& agent, const Mailbox& box, Waker& waker, const std::atomic<bool>& stop);
+  void NudgeLoop(const AgentConfig& agent, const Mailbox& box, Waker& waker, PaneActivity& activity,
+                 const std::atomic<bool>& stop);
 
   ClusterConfig config_;
   Tmux tmux_;

@@ -239,8 +239,11 @@ function renderRoster() {
   const rows = t.members.map((m) => {
     const [doing, since] = doingText(m);
     const a = m.activity;
-    const tok = a && a.calls ? human(a.tokens.input + a.tokens.cache_read + a.tokens.cache_write) + " in · " + human(a.tokens.output) + " out" : "";
-    const cost = a && a.calls ? (a.cost_usd === null ? "cost ?" : "$" + a.cost_usd.toFixed(a.cost_usd < 1 ? 4 : 2)) : "";
+    // An agent CLI in a pane: its spend as its own records say, or unknown.
+    const unknown = a && a.usage_unknown;
+    const tok = unknown ? "usage unknown" : a && a.calls ? human(a.tokens.input + a.tokens.cache_read + a.tokens.cache_write) + " in · " + human(a.tokens.output) + " out" : "";
+    const cost = unknown ? "cost unknown" : a && a.calls ? (a.cost_usd === null ? "cost ?" : "$" + a.cost_usd.toFixed(a.cost_usd < 1 ? 4 : 2)) : "";
+    const tokTitle = unknown ? a.usage_unknown : a && a.usage_from ? "as " + a.usage_from + " say" : "";
     const isLead = m.name === t.lead;
     const levers = memberLevers(t, m, isLead);
     const state = shownState(m);
@@ -254,7 +257,7 @@ function renderRoster() {
       el("div", { class: "doing" }, doing, since !== null ? el("span", { class: "for", dataset: { since: a.since } }, " · " + duration(since)) : ""),
       el("div", { class: "task" }, el("span", { class: "t" }, m.task ? "#" + m.task.id + " " + m.task.subject : (tok ? "" : "no task")),
         m.unread ? el("span", { class: "unread", title: "waiting in its inbox, not read yet" }, m.unread + " unread") : null,
-        el("span", {}, tok), levers));
+        el("span", { class: "tokens", title: tokTitle }, tok), levers));
   });
   $("roster").replaceChildren(...rows);
 }
