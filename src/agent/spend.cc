@@ -25,8 +25,9 @@ void PriceAgentUsage(AgentUsage* a) {
 }
 
 void AddCliMembers(const std::vector<std::pair<std::string, std::string>>& activities, TeamUsage* team) {
-  for (const auto& [name, doc] : activities) {
-    auto j = ParseJson(doc);
+  for (const auto& entry : activities) {
+    const std::string& name = entry.first;  // (clang 14 captures no structured binding)
+    auto j = ParseJson(entry.second);
     auto act = j.ok() ? ActivityFromJson(*j) : Result<Activity>(j.status());
     if (!act.ok() || (act->usage_from.empty() && act->usage_unknown.empty())) continue;
     if (std::any_of(team->agents.begin(), team->agents.end(), [&](const AgentUsage& a) { return a.agent == name; })) {

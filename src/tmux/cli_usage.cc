@@ -19,9 +19,12 @@ namespace fs = std::filesystem;
 // session; Codex's of a long day is some megabytes).
 constexpr size_t kMaxSessionBytes = 256u << 20;
 
+// A count another program wrote: 0 if it is none, at most 2^53 (the sum
+// of two cannot overflow; llm::Usage's sums saturate).
 int64_t Count(const Json& j, const char* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? std::max<int64_t>(0, it->get<int64_t>()) : 0;
+  if (it == j.end() || !it->is_number_integer()) return 0;
+  return std::clamp<int64_t>(it->get<int64_t>(), 0, int64_t{1} << 53);
 }
 
 const Json& Member(const Json& j, const char* key) {
