@@ -299,6 +299,75 @@ TEST_F(DashboardTest, TheHostServesPageAndApiOnlyWithItsToken) {
   EXPECT_NE(Http("GET", url_.base + "/?token=" + url_.token).code, 200);  // gone with its host
 }
 
+// /metrics (DESIGN §29): the hosted team in Prometheus' text format,
+// behind the page's token; what the store says (members, tasks, spend) and
+// what the host counted as its agents worked (model calls with the GenAI
+// conventions' names, tools, deliveries). promtool finds it valid, and a
+// real Prometheus (Debian's) scrapes it with the token and answers a
+// PromQL query for the team's tokens.
+TEST_F(DashboardTest, APrometheusScrapesTheHostsMetricsWithTheToken) {
+  Up({"Start the team"});
+  // The planner's plan request has reached the lead: a spawn, a send and a
+  // delivery counted.
+  std::string text;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    text = Get("/metrics").body;
+    return text.find("mates_message_delivery_seconds_count{team=\"dash\"}") != std::string::npos;
+  }, 30)) << text;
+  auto has = [&](const std::string& line) { return text.find(line) != std::string::npos; };
+  EXPECT_TRUE(has("# TYPE mates_agents gauge\n")) << text;
+  EXPECT_TRUE(has("mates_tasks{status=\"pending\",team=\"dash\"} 0\n")) << text;
+  EXPECT_TRUE(has("mates_tool_calls_total{agent=\"lead\",outcome=\"ok\",team=\"dash\",tool=\"Task\"} 1\n")) << text;
+  EXPECT_TRUE(has("mates_tool_calls_total{agent=\"planner\",outcome=\"ok\",team=\"dash\",tool=\"SendMessage\"} 1\n"))
+      << text;
+  EXPECT_TRUE(has("gen_ai_client_operation_duration_seconds_count{gen_ai_agent_name=\"lead\","
+                  "gen_ai_operation_name=\"chat\",gen_ai_provider_name=\"scripted\",gen_ai_request_model=")) << text;
+  EXPECT_TRUE(has("gen_ai_client_token_usage_bucket{gen_ai_agent_name=\"planner\"")) << text;
+  EXPECT_TRUE(has("mates_tokens_total{agent=\"lead\",model=")) << text;
+  // Only with the token: none is 401; ?token= serves as the header does.
+  EXPECT_EQ(Http("GET", url_.base + "/metrics").code, 401);
+  EXPECT_EQ(Http("GET", url_.base + "/metrics", {"Authorization: Bearer x" + url_.token}).code, 401);
+  EXPECT_EQ(Http("GET", url_.base + "/metrics?token=" + url_.token).code, 200);
+
+  // promtool's own check of the format and its naming rules.
+  testing::TempDir dir;
+  testing::WriteAll(dir.path() / "metrics.txt", text);
+  auto checked = testing::Run({"sh", "-c", "promtool check metrics < " + (dir.path() / "metrics.txt").string()});
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+
+  // A real Prometheus scrapes the host every 200 ms with the token.
+  const int port = testing::FreePort();
+  ASSERT_GT(port, 0);
+  testing::WriteAll(dir.path() / "prometheus.yml",
+                    "global: {scrape_interval: 1s}\n"
+                    "scrape_configs:\n"
+                    "  - job_name: mates\n"
+                    "    scrape_interval: 200ms\n"
+                    "    scrape_timeout: 200ms\n"
+                    "    authorization: {credentials: " + url_.token + "}\n"
+                    "    static_configs: [{targets: ['127.0.0.1:" + std::to_string(Port()) + "']}]\n");
+  Subprocess prometheus = testing::Start(
+      {"prometheus", "--config.file=" + (dir.path() / "prometheus.yml").string(),
+       "--storage.tsdb.path=" + (dir.path() / "data").string(), "--web.listen-address=127.0.0.1:" + std::to_string(port),
+       "--log.level=warn"});
+  const std::string query = "http://127.0.0.1:" + std::to_string(port) +
+                            "/api/v1/query?query=sum(mates_tokens_total%7Bteam%3D%22dash%22%7D)";
+  Json answer;
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    auto r = Http("GET", query);
+    answer = r.json();
+    return r.code == 200 && answer.is_object() && answer["data"]["result"].is_array() &&
+           !answer["data"]["result"].empty();
+  }, 30)) << answer.dump();
+  if (answer.is_object() && answer["data"]["result"].is_array() && !answer["data"]["result"].empty()) {
+    EXPECT_GT(std::stod(answer["data"]["result"][0]["value"][1].get<std::string>()), 0) << answer.dump();
+  }
+  // And it sees the target up, scraped with the token (a 401 would be down).
+  auto targets = Http("GET", "http://127.0.0.1:" + std::to_string(port) + "/api/v1/targets").json();
+  EXPECT_EQ(targets["data"]["activeTargets"][0]["health"], "up") << targets.dump();
+  prometheus.Signal(SIGTERM);
+}
+
 TEST_F(DashboardTest, BadRequestsGetOneClearError) {
   Up();
   auto post = [&](const std::string& path, const std::string& body, const std::string& type = "application/json") {

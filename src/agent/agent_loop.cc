@@ -280,6 +280,10 @@ Status AgentLoop::TakeInboxLocked(Inbox& box, const std::string& team) {
         std::vector<std::string> ids;
         for (const auto& m : delivered) {
           ids.push_back(m.id);
+          if (spec_.metrics && m.timestamp > 0) {
+            spec_.metrics->Observe(telemetry::kMessageDelivery, {{"team", ctx_->team}},
+                                   std::max(0.0, WallSeconds() - m.timestamp));
+          }
           if (IsPersonsPrompt(m)) {
             // Decided before the take (DecidePrompts); one that came
             // since is decided now.
@@ -467,9 +471,12 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
     // where status and the dashboard show it.
     if (r.refused && r.refused->by == tools::Refusal::By::kHook) {
       ReportBlocked(r.refused->event, DescribeCall(b) + ": " + r.refused->what);
-    } else if (r.refused && activity_) {
-      activity_->Denied(b, r.refused->what);
+    } else if (r.refused) {
+      if (activity_) activity_->Denied(b, r.refused->what);
+      Count(telemetry::kSandboxRefusals, {});
     }
+    Count(telemetry::kToolCalls, {{"tool", b.name},
+                                  {"outcome", r.refused ? "refused" : r.is_error ? "error" : "ok"}});
     // A tool's output (a file, a command's, a server's) is content too: it
     // cannot forge a frame (DESIGN §19).
     results.push_back(
@@ -617,10 +624,12 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
     ~Lent() { conversation.GiveBack(std::move(req.messages)); }
   };
   req.messages = conversation_.Lend();
+  const auto started = SteadyClock::now();
   Result<llm::Response> reply = [&] {
     Lent lent{conversation_, req};
     return provider_->Complete(req, cb, &cancel_);
   }();
+  Measure(reply, std::chrono::duration<double>(SteadyClock::now() - started).count());
   ++turn->calls;
   if (events_ != nullptr) events_->OnTextEnd(spec_.name);
   if (!reply.ok()) return reply.status();
@@ -728,8 +737,53 @@ Result<bool> AgentLoop::StopHookKeepsGoing(const TurnResult& turn, int* blocks) 
   return true;
 }
 
+namespace {
+
+// error.type of a failed call, as the conventions want it: a low-cardinality
+// word for what went wrong.
+std::string ErrorType(StatusCode code) {
+  switch (code) {
+    case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kTimeout: return "timeout";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kFailedPrecondition: return "refused";
+    case StatusCode::kInvalidArgument: return "invalid_request";
+    case StatusCode::kCorrupt: return "malformed_reply";
+    default: return "_OTHER";
+  }
+}
+
+}  // namespace
+
+void AgentLoop::Count(std::string_view family, telemetry::Labels labels) {
+  if (!spec_.metrics) return;
+  labels["team"] = ctx_->team;
+  labels["agent"] = spec_.name;
+  spec_.metrics->Add(family, labels);
+}
+
+void AgentLoop::Measure(const Result<llm::Response>& reply, double seconds) {
+  if (!spec_.metrics) return;
+  // The GenAI conventions' attributes, '.' as '_' (telemetry/metrics.h).
+  telemetry::Labels labels = {{"gen_ai_operation_name", "chat"},
+                              {"gen_ai_provider_name", std::string(provider_->name())},
+                              {"gen_ai_request_model", model()},
+                              {"gen_ai_agent_name", spec_.name},
+                              {"team", ctx_->team}};
+  if (!reply.ok()) labels["error_type"] = ErrorType(reply.status().code());
+  spec_.metrics->Observe(telemetry::kOperationDuration, labels, seconds);
+  if (!reply.ok()) return;
+  const llm::Usage& u = reply->usage;
+  labels["gen_ai_token_type"] = "input";
+  spec_.metrics->Observe(telemetry::kTokenUsage, labels,
+                         static_cast<double>(u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens));
+  labels["gen_ai_token_type"] = "output";
+  spec_.metrics->Observe(telemetry::kTokenUsage, labels, static_cast<double>(u.output_tokens));
+}
+
 void AgentLoop::ReportBlocked(const std::string& event, const std::string& what) {
   if (activity_) activity_->Blocked(event, what);
+  Count(telemetry::kHookBlocks, {{"event", event}});
   if (ctx_->team.empty()) return;
   // In the team's message timeline too, from `hooks` (a name no member may
   // take), to the agent it stopped; logged, not delivered: the agent has

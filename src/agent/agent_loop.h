@@ -33,6 +33,7 @@
 #include "hooks/hooks.h"
 #include "llm/provider.h"
 #include "store/team_store.h"
+#include "telemetry/metrics.h"
 #include "tools/tool.h"
 
 namespace mates::agent {
@@ -52,6 +53,9 @@ struct AgentSpec {
   // ends with stop_reason "budget". The tool in progress finishes first.
   int64_t budget_tokens = 0;
   std::shared_ptr<TeamSpend> team_spend;  // shared with the team's other agents; may be null
+  // What the host counts (DESIGN §29: model calls, tools, deliveries,
+  // refusals); shared with its other agents; may be null.
+  std::shared_ptr<telemetry::Metrics> metrics;
   // Prompt-caching breakpoints in requests (Anthropic); off only for the
   // benchmark's naive baseline.
   bool cache = true;
@@ -111,6 +115,10 @@ class AgentLoop {
   void ReportStopped(const std::string& why);
   // A hook of the person's blocked something (its activity keeps it).
   void ReportBlocked(const std::string& event, const std::string& what);
+  // Into spec_.metrics, if any: `family` with the agent's labels added; a
+  // model call's duration and tokens.
+  void Count(std::string_view family, telemetry::Labels labels);
+  void Measure(const Result<llm::Response>& reply, double seconds);
 
   // Adds `text` as the user's and works until the model ends its turn.
   Result<TurnResult> Run(const std::string& text);

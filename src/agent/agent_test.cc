@@ -180,6 +180,33 @@ TEST_F(AgentTest, BadModelBehaviourBecomesErrorsTheModelSees) {
   EXPECT_EQ(testing::ReadAll(dir_.path() / "x.txt"), "present\n");
 }
 
+// What an agent counts for its host's /metrics (DESIGN §29): each model
+// call's duration and tokens under the GenAI conventions' names, each tool
+// call by outcome.
+TEST_F(AgentTest, ItsModelCallsAndToolsAreCountedForTheHostsMetrics) {
+  testing::WriteAll(dir_.path() / "notes.txt", "milk\n");
+  FakeProvider p([](const Request&, int n) {
+    if (n == 1) return ToolReply("t1", "read_file", R"({"path":"notes.txt"})");
+    if (n == 2) return ToolReply("t2", "frobnicate", "{}");
+    return TextReply("done");
+  });
+  AgentSpec spec = Spec();
+  spec.metrics = std::make_shared<telemetry::Metrics>();
+  auto loop = Loop(&p, spec);
+  ASSERT_TRUE(loop->Run("go").ok());
+  telemetry::Exposition out;
+  spec.metrics->WriteTo(out);
+  const std::string& t = out.text();
+  EXPECT_NE(t.find("mates_tool_calls_total{agent=\"lead\",outcome=\"ok\",team=\"t\",tool=\"read_file\"} 1\n"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("mates_tool_calls_total{agent=\"lead\",outcome=\"error\",team=\"t\",tool=\"frobnicate\"} 1\n"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("gen_ai_client_operation_duration_seconds_count{gen_ai_agent_name=\"lead\",gen_ai_operation_name="
+                   "\"chat\",gen_ai_provider_name=\"" + std::string(p.name()) + "\""),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("gen_ai_token_type=\"output\",team=\"t\"} 3\n"), std::string::npos) << t;  // _count: 3 calls
+}
+
 TEST_F(AgentTest, MaxTokensIsContinuedRefusalAndCallLimitEndTheTurn) {
   FakeProvider p([](const Request& r, int n) {
     if (n == 1) return TextReply("Part one…", "max_tokens");

@@ -14,6 +14,7 @@
 #include "core/names.h"
 #include "dashboard/change_feed.h"
 #include "dashboard/http_guard.h"
+#include "dashboard/prometheus.h"
 #include "dashboard/source.h"
 #include "dashboard/team_api.h"
 #include "dashboard_assets.h"
@@ -85,6 +86,13 @@ class Dashboard::Impl {
     });
     server_.Get("/", [](const httplib::Request&, httplib::Response& res) { Page(res); });
     server_.Get("/events", [this](const httplib::Request&, httplib::Response& res) { feed_.Serve(res); });
+    // Prometheus' scrape, behind the same token (Bearer or ?token=).
+    server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      auto v = source_->View();
+      if (!v.ok()) return SendStatus(res, v.status());
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(MetricsText(*v, options_.metrics.get()), "text/plain; version=0.0.4; charset=utf-8");
+    });
     api_->Register(server_);
     if (options_.port == 0) {
       port_ = server_.bind_to_any_port("127.0.0.1");

@@ -32,6 +32,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "telemetry/metrics.h"
 #include "git/merge_hooks.h"
 #include "store/workspace.h"
 
@@ -54,6 +55,9 @@ struct DashboardOptions {
   // interrupt), pulled by the page's buttons; null where the dashboard is
   // not its host's (the page shows only `stop`, a shutdown request).
   std::function<Result<std::string>(const std::string& op, const std::string& agent)> levers;
+  // What the host counts as its agents work, served with the store's
+  // figures at /metrics (DESIGN §29); null: the store's only.
+  std::shared_ptr<const telemetry::Metrics> metrics;
 };
 
 class Dashboard {

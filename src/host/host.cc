@@ -294,6 +294,7 @@ Status Host::MakeLead(const TeamConfig& team) {
   // pause it.
   agent::AgentSpec spec = LeadSpec(a, lead_name_, skills_, team.git, spend_);
   spec.breaker.spike = 0;
+  spec.metrics = metrics_;
   lead_ = std::make_unique<agent::AgentLoop>(std::move(spec), provider_,
                                              registry_.get(), &ctx, out_.events);
   ctx.cancel = lead_->cancel_token();
@@ -398,6 +399,7 @@ Status Host::StartTeam() {
   topt.context_budget = a.context_budget;
   topt.git = a.git;
   topt.spend = spend_;
+  topt.metrics = metrics_;
   topt.naive_baseline = a.naive_baseline;
   topt.extra_tools = [hub = hub_](tools::ToolRegistry& r, const std::string& name) {
     if (!hub->empty()) r.AddSource(hub->SourceFor(name, /*is_lead=*/false));
@@ -438,6 +440,7 @@ Status Host::ServePages() {
     d.team = a.team;
     d.port = a.dashboard_port;
     d.merge_hooks = {options_.hooks, sandbox_, a.ws};
+    d.metrics = metrics_;
     d.levers = [this, team = a.team](const std::string& op, const std::string& agent) {
       return Pull(LeverRequest{op, team, agent, ""});
     };
@@ -494,6 +497,7 @@ void Host::LeadMoved(const std::string& to) {
     d.store_url = options_.store_url;
     d.team = to;
     d.merge_hooks = {options_.hooks, sandbox_, ws};
+    d.metrics = metrics_;
     d.levers = [this, to](const std::string& op, const std::string& agent) {
       return Pull(LeverRequest{op, to, agent, ""});
     };

@@ -26,6 +26,7 @@
 #include "agent/usage.h"
 #include "core/status.h"
 #include "dashboard/dashboard.h"
+#include "telemetry/metrics.h"
 #include "git/merge_queue.h"
 #include "llm/provider.h"
 #include "host/agent_gate.h"
@@ -162,6 +163,8 @@ class Host {
   std::unique_ptr<AgentGate> gate_;
   std::string lead_name_;
   std::shared_ptr<agent::TeamSpend> spend_;
+  // What its agents do, counted for /metrics (DESIGN §29).
+  std::shared_ptr<telemetry::Metrics> metrics_ = std::make_shared<telemetry::Metrics>();
   // What its teammates' turns cost, for the spend-spike breaker.
   const std::shared_ptr<agent::TurnCosts> turn_costs_ = std::make_shared<agent::TurnCosts>();
   std::unique_ptr<Hold> budget_watch_;  // the roster, for a budget a person changes

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "pg/connection.h"
+#include "support/free_port.h"
 
 namespace mates::testing {
 
@@ -48,22 +49,6 @@ std::string FindBindir() {
     if (fs::exists(e.path() / "bin" / "initdb") && e.path().string() > best) best = e.path().string();
   }
   return best.empty() ? "" : best + "/bin";
-}
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 std::string Tail(const std::string& path, size_t bytes = 800) {

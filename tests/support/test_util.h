@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "support/free_port.h"
 #include "core/waker.h"
 
 namespace mates::testing {
