@@ -23,17 +23,23 @@ constexpr double kPollS = 0.01;  // how often a pane is read back while waiting,
 
 // The waits between looks at a pane: the first after 1 ms — an agent that
 // answers at once is seen at once — then each half as long again, up to
-// `max_s` (a look is a `tmux` process, ~3 ms here).
+// `max_s` for the wait's first second, 50 ms until its fifth, 200 ms
+// after. A look is a `tmux` process (~3 ms of CPU here): looking every
+// 10 ms, five agents waiting on slow CLIs took the cores those CLIs
+// needed (five OpenCode agents did not come up in 120 s on 2 cores).
 class Backoff {
  public:
   explicit Backoff(double max_s = kPollS) : max_s_(max_s) {}
   void Wait() {
     Clock::Real().Sleep(next_s_, nullptr);
-    next_s_ = std::min(max_s_, next_s_ * 1.5);
+    const double waited = std::chrono::duration<double>(SteadyClock::now() - started_).count();
+    const double cap = waited < 1 ? max_s_ : std::max(max_s_, waited < 5 ? 0.05 : 0.2);
+    next_s_ = std::min(cap, next_s_ * 1.5);
   }
 
  private:
   const double max_s_;
+  const SteadyClock::time_point started_ = SteadyClock::now();
   double next_s_ = 0.001;
 };
 
