@@ -32,17 +32,18 @@ std::string Number(double v) {
   return buf;
 }
 
-std::string Escaped(std::string_view value) {
-  const std::string cut = CutUtf8(std::string(value), kMaxLabelValueBytes);
+// `text` with a backslash and a newline escaped, and '"' too in a label value
+// (HELP text leaves it as it is).
+std::string Escape(std::string_view text, bool quote) {
   std::string out;
-  out.reserve(cut.size());
-  for (char c : cut) {
+  out.reserve(text.size());
+  for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
     } else if (c == '\n') {
       out += "\\n";
+    } else if (c == '"' && quote) {
+      out += "\\\"";
     } else {
       out += c;
     }
@@ -61,20 +62,6 @@ std::string Sanitized(std::string_view name, bool colon) {
   return out.empty() ? "_" : out;
 }
 
-std::string HelpText(std::string_view help) {
-  std::string out;
-  for (char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string MetricName(std::string_view name) { return Sanitized(name, true); }
@@ -82,7 +69,7 @@ std::string LabelName(std::string_view name) { return Sanitized(name, false); }
 
 void Exposition::Family(std::string_view name, std::string_view type, std::string_view help) {
   const std::string n = MetricName(name);
-  text_ += "# HELP " + n + " " + HelpText(help) + "\n# TYPE " + n + " " + std::string(type) + "\n";
+  text_ += "# HELP " + n + " " + Escape(help, false) + "\n# TYPE " + n + " " + std::string(type) + "\n";
 }
 
 void Exposition::Sample(std::string_view name, const Labels& labels, double value) {
@@ -93,7 +80,7 @@ void Exposition::Sample(std::string_view name, const Labels& labels, double valu
     for (const auto& [k, v] : labels) {
       if (!first) text_ += ',';
       first = false;
-      text_ += LabelName(k) + "=\"" + Escaped(v) + "\"";
+      text_ += LabelName(k) + "=\"" + Escape(CutUtf8(v, kMaxLabelValueBytes), true) + "\"";
     }
     text_ += '}';
   }
