@@ -3,6 +3,9 @@
 #include "tools/hook_calls.h"
 
 #include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <optional>
 #include <utility>
 
 #include "agent/frames.h"
@@ -10,7 +13,9 @@
 #include "core/ids.h"
 #include "core/log.h"
 #include "core/secrets.h"
+#include "core/trace_context.h"
 #include "store/messenger.h"
+#include "store/task.h"
 #include "store/team_store.h"
 
 namespace mates::agent {
@@ -36,6 +41,24 @@ bool IsPersonsPrompt(const Message& m) {
 void SetTurnEnd(TurnResult* turn, std::string_view stop_reason) {
   turn->stop_reason = std::string(stop_reason);
   turn->end = TurnEndOf(stop_reason);
+}
+
+}  // namespace
+
+namespace {
+
+// error.type of a failed call, as the conventions want it: a low-cardinality
+// word for what went wrong.
+std::string ErrorType(StatusCode code) {
+  switch (code) {
+    case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kTimeout: return "timeout";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kFailedPrecondition: return "refused";
+    case StatusCode::kInvalidArgument: return "invalid_request";
+    case StatusCode::kCorrupt: return "malformed_reply";
+    default: return "_OTHER";
+  }
 }
 
 }  // namespace
@@ -284,6 +307,7 @@ Status AgentLoop::TakeInboxLocked(Inbox& box, const std::string& team) {
             spec_.metrics->Observe(telemetry::kMessageDelivery, {{"team", ctx_->team}},
                                    std::max(0.0, WallSeconds() - m.timestamp));
           }
+          MessageSpan(m);
           if (IsPersonsPrompt(m)) {
             // Decided before the take (DecidePrompts); one that came
             // since is decided now.
@@ -463,7 +487,25 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
     }
     if (events_ != nullptr) events_->OnToolCall(spec_.name, b);
     if (activity_) activity_->Tool(b);
-    tools::ToolResult r = RunWithHooks(b);
+    // execute_tool {name} (the GenAI conventions): what the tool starts —
+    // a command, a hook, an MCP request, a message — carries its context.
+    telemetry::Span span = StartSpan("execute_tool " + b.name, telemetry::SpanKind::kInternal);
+    span.Set("gen_ai.operation.name", std::string("execute_tool"));
+    span.Set("gen_ai.tool.name", b.name);
+    span.Set("gen_ai.tool.call.id", b.id);
+    span.Set("gen_ai.tool.type", std::string(tools_->Find(b.name) ? "function" : "extension"));
+    tools::ToolResult r = [&] {
+      std::optional<ScopedTrace> in_span;
+      if (span.context().valid()) in_span.emplace(span.context());
+      return RunWithHooks(b);
+    }();
+    if (r.refused) {
+      span.Fail("refused", r.refused->what);
+    } else if (r.is_error) {
+      span.Fail("tool_error", r.content);
+    }
+    if (span.recording()) TaskSpan(b, r);
+    span.End();
     if (cancel_.cancelled()) *interrupted = true;
     tripped_ = breaker_.AfterTool(b.name, b.input_json, r.is_error, MadeProgress(b.name, r), r.content);
     if (events_ != nullptr) events_->OnToolResult(spec_.name, b, r);
@@ -514,7 +556,30 @@ Result<TurnResult> AgentLoop::Continue() {
   if (!tripped_.empty()) breaker_.Reset();
   tripped_.clear();
   turn_cost_ = 0;
-  auto r = Loop();
+  // invoke_agent {name} (the GenAI conventions): the turn, under the host's
+  // session; every span of the turn is under it.
+  telemetry::Span turn_span = StartSpan("invoke_agent " + spec_.name, telemetry::SpanKind::kInternal);
+  turn_span.Set("gen_ai.operation.name", std::string("invoke_agent"));
+  turn_span.Set("gen_ai.agent.name", spec_.name);
+  turn_span.Set("gen_ai.agent.id", spec_.name + "@" + (ctx_->team.empty() ? "none" : ctx_->team));
+  turn_span.Set("gen_ai.provider.name", std::string(provider_->name()));
+  turn_span.Set("gen_ai.request.model", model());
+  if (!ctx_->team.empty()) turn_span.Set("mates.team", ctx_->team);
+  auto r = [&] {
+    std::optional<ScopedTrace> in_turn;
+    if (turn_span.context().valid()) in_turn.emplace(turn_span.context());
+    turn_span_ = &turn_span;
+    auto turn = Loop();
+    turn_span_ = nullptr;
+    return turn;
+  }();
+  if (r.ok()) {
+    turn_span.Set("mates.turn.stop_reason", r->stop_reason);
+    turn_span.Set("mates.turn.calls", static_cast<int64_t>(r->calls));
+  } else {
+    turn_span.Fail(ErrorType(r.status().code()), r.status().message());
+  }
+  turn_span.End();
   breaker_.EndTurn(turn_cost_);
   bool rests = false;
   {
@@ -624,12 +689,35 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
     ~Lent() { conversation.GiveBack(std::move(req.messages)); }
   };
   req.messages = conversation_.Lend();
+  // chat {model} (the GenAI conventions), a client span of the provider.
+  telemetry::Span span = StartSpan("chat " + model(), telemetry::SpanKind::kClient);
+  span.Set("gen_ai.operation.name", std::string("chat"));
+  span.Set("gen_ai.provider.name", std::string(provider_->name()));
+  if (spec_.tracer && !spec_.tracer->gen_ai_latest()) span.Set("gen_ai.system", std::string(provider_->name()));
+  span.Set("gen_ai.request.model", model());
+  span.Set("gen_ai.request.max_tokens", static_cast<int64_t>(req.max_tokens));
+  span.Set("gen_ai.agent.name", spec_.name);
   const auto started = SteadyClock::now();
   Result<llm::Response> reply = [&] {
     Lent lent{conversation_, req};
     return provider_->Complete(req, cb, &cancel_);
   }();
   Measure(reply, std::chrono::duration<double>(SteadyClock::now() - started).count());
+  if (reply.ok()) {
+    const llm::Usage& u = reply->usage;
+    // Input counts what came from the cache too, as the conventions ask;
+    // the cache's part beside it.
+    span.Set("gen_ai.usage.input_tokens",
+             u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens);
+    span.Set("gen_ai.usage.output_tokens", u.output_tokens);
+    span.Set("gen_ai.usage.cache_read.input_tokens", u.cache_read_input_tokens);
+    span.Set("gen_ai.usage.cache_creation.input_tokens", u.cache_creation_input_tokens);
+    if (!reply->model.empty()) span.Set("gen_ai.response.model", reply->model);
+    span.Set("gen_ai.response.finish_reasons", std::vector<std::string>{reply->stop_reason});
+  } else {
+    span.Fail(ErrorType(reply.status().code()), reply.status().message());
+  }
+  span.End();
   ++turn->calls;
   if (events_ != nullptr) events_->OnTextEnd(spec_.name);
   if (!reply.ok()) return reply.status();
@@ -737,23 +825,6 @@ Result<bool> AgentLoop::StopHookKeepsGoing(const TurnResult& turn, int* blocks) 
   return true;
 }
 
-namespace {
-
-// error.type of a failed call, as the conventions want it: a low-cardinality
-// word for what went wrong.
-std::string ErrorType(StatusCode code) {
-  switch (code) {
-    case StatusCode::kCancelled: return "cancelled";
-    case StatusCode::kTimeout: return "timeout";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kFailedPrecondition: return "refused";
-    case StatusCode::kInvalidArgument: return "invalid_request";
-    case StatusCode::kCorrupt: return "malformed_reply";
-    default: return "_OTHER";
-  }
-}
-
-}  // namespace
 
 void AgentLoop::Count(std::string_view family, telemetry::Labels labels) {
   if (!spec_.metrics) return;
@@ -779,6 +850,70 @@ void AgentLoop::Measure(const Result<llm::Response>& reply, double seconds) {
                          static_cast<double>(u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens));
   labels["gen_ai_token_type"] = "output";
   spec_.metrics->Observe(telemetry::kTokenUsage, labels, static_cast<double>(u.output_tokens));
+}
+
+telemetry::Span AgentLoop::StartSpan(std::string name, telemetry::SpanKind kind) {
+  if (!spec_.tracer) return {};
+  const TraceContext& current = CurrentTrace();
+  return spec_.tracer->Start(std::move(name), kind, current.valid() ? current : spec_.tracer->session());
+}
+
+// A message, from its send to its taking in: a span under the sender's
+// (its traceparent), linked both ways with the turn that takes it in.
+void AgentLoop::MessageSpan(const Message& m) {
+  if (!spec_.tracer || m.traceparent.empty() || m.timestamp <= 0) return;
+  auto sender = ParseTraceparent(m.traceparent);
+  if (!sender) return;
+  telemetry::SpanRecord rec;
+  rec.name = "message " + std::string(MessageTypeName(m.type));
+  rec.kind = telemetry::SpanKind::kConsumer;
+  rec.start_ns = static_cast<int64_t>(m.timestamp * 1e9);
+  rec.end_ns = telemetry::UnixNanos();
+  if (rec.start_ns > rec.end_ns) rec.start_ns = rec.end_ns;
+  rec.attributes = {{"mates.message.id", m.id},
+                    {"mates.message.type", std::string(MessageTypeName(m.type))},
+                    {"mates.message.sender", m.sender},
+                    {"mates.message.recipient", spec_.name}};
+  if (turn_span_ != nullptr && turn_span_->context().valid()) {
+    rec.links.push_back({turn_span_->context(), {{"mates.link", std::string("taken in by")}}});
+  }
+  // Recorded under the sender's span: its id is only known once made.
+  const TraceContext made = spec_.tracer->Record(std::move(rec), *sender);
+  if (turn_span_ != nullptr && made.valid()) turn_span_->Link(made, {{"mates.link", std::string("message")}});
+}
+
+// task {id}: from its claim (the history's last turn to in_progress) to
+// the TaskUpdate that completed it, under the session, linked to the turn.
+void AgentLoop::TaskSpan(const llm::ContentBlock& call, const tools::ToolResult& r) {
+  if (call.name != "TaskUpdate" || r.is_error || ctx_->team.empty()) return;
+  auto input = ParseJson(call.input_json.empty() ? "{}" : call.input_json);
+  if (!input.ok() || !input->is_object() || input->value("status", "") != "completed") return;
+  const Json& raw = (*input)["task_id"];
+  int64_t id = 0;
+  if (raw.is_number_integer()) {
+    id = raw.get<int64_t>();
+  } else if (raw.is_string()) {
+    id = std::strtoll(raw.get<std::string>().c_str() + (raw.get<std::string>().rfind('#', 0) == 0 ? 1 : 0), nullptr, 10);
+  }
+  auto board = ctx_->store().CheckedBoard(ctx_->team);
+  if (id <= 0 || !board.ok()) return;
+  auto task = (*board)->Get(id);
+  if (!task.ok() || task->status != TaskStatus::kCompleted) return;
+  double claimed = task->created_at;
+  for (auto e = task->history.rbegin(); e != task->history.rend(); ++e) {
+    if (e->status == TaskStatus::kInProgress) claimed = e->at;
+    if (e->status == TaskStatus::kPending) break;
+  }
+  telemetry::SpanRecord rec;
+  rec.name = "task " + TaskRef(id);
+  rec.start_ns = static_cast<int64_t>(claimed * 1e9);
+  rec.end_ns = telemetry::UnixNanos();
+  if (rec.start_ns <= 0 || rec.start_ns > rec.end_ns) rec.start_ns = rec.end_ns;
+  rec.attributes = {{"mates.task.id", id}, {"mates.task.subject", task->subject},
+                    {"mates.task.owner", task->owner}, {"mates.team", ctx_->team}};
+  const TraceContext& current = CurrentTrace();
+  if (current.valid()) rec.links.push_back({current, {{"mates.link", std::string("completed by")}}});
+  spec_.tracer->Record(std::move(rec), spec_.tracer->session());
 }
 
 void AgentLoop::ReportBlocked(const std::string& event, const std::string& what) {

@@ -34,6 +34,7 @@
 #include "llm/provider.h"
 #include "store/team_store.h"
 #include "telemetry/metrics.h"
+#include "telemetry/trace.h"
 #include "tools/tool.h"
 
 namespace mates::agent {
@@ -56,6 +57,10 @@ struct AgentSpec {
   // What the host counts (DESIGN §29: model calls, tools, deliveries,
   // refusals); shared with its other agents; may be null.
   std::shared_ptr<telemetry::Metrics> metrics;
+  // Where its spans go (DESIGN §29: invoke_agent per turn, chat per model
+  // call, execute_tool per tool, the messages it takes in, the tasks it
+  // completes), under the host's session; null = none.
+  std::shared_ptr<telemetry::Tracer> tracer;
   // Prompt-caching breakpoints in requests (Anthropic); off only for the
   // benchmark's naive baseline.
   bool cache = true;
@@ -184,6 +189,13 @@ class AgentLoop {
 
  private:
   Result<TurnResult> Loop();
+  // A span of spec_.tracer's under the thread's current one (else the
+  // session); nothing without a tracer.
+  telemetry::Span StartSpan(std::string name, telemetry::SpanKind kind);
+  // The spans of a delivered message (from its send to now) and of a task
+  // this tool call completed (from its claim to now).
+  void MessageSpan(const Message& m);
+  void TaskSpan(const llm::ContentBlock& call, const tools::ToolResult& r);
   void AttachActivity(const fs::path& dir);
   // Loop's phases: take in what is pending and check there is something to
   // answer (false: the turn ends); one model call, its reply journaled;
@@ -228,6 +240,9 @@ class AgentLoop {
   // Owned by the agent's thread.
   Breaker breaker_;
   std::string tripped_;     // why a breaker paused the turn now running ("" = none)
+  // The turn's span while it runs (this thread's), for the links of what
+  // it takes in.
+  telemetry::Span* turn_span_ = nullptr;
   double turn_cost_ = 0;    // what the turn now running has cost (CostUnits)
   Conversation conversation_;
   std::optional<Journal> journal_;

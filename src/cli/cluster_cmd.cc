@@ -72,6 +72,10 @@ int Up(const ClusterArgs& a) {
     if (!settings.ok()) return Fail(settings.status());
     c->SetSandbox(std::move(*settings));
   }
+  auto otlp = ChooseTelemetry();
+  if (!otlp.ok()) return Fail(otlp.status());
+  for (const auto& w : otlp->warnings) std::cerr << "mates: warning: telemetry: " << w << std::endl;
+  c->SetTelemetry(std::move(*otlp));
   std::cout << "starting cluster " << c->config().name << " (" << c->config().agents.size()
             << " agents, tmux -L " << c->config().socket() << ", session " << c->config().session << ")"
             << std::endl;

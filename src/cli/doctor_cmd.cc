@@ -14,6 +14,9 @@
 #include "core/clock.h"
 #include "core/subprocess.h"
 #include "git/git.h"
+#include "host/telemetry_report.h"
+#include "llm/http.h"
+#include "store/host_info.h"
 #include "llm/provider_factory.h"
 #include "sandbox/sandbox.h"
 #include "stores/open_store.h"
@@ -230,12 +233,51 @@ Check SandboxCheck(const Workspace& ws) {
   return c;
 }
 
+// Telemetry (DESIGN §29): what the configuration says, whether the
+// collector takes an (empty) export, and what a live host dropped.
+Check TelemetryCheck(const Workspace& ws, const std::string& team, double timeout) {
+  Check c{"telemetry"};
+  auto chosen = ChooseTelemetry();
+  if (!chosen.ok()) return Verdicted(c, Verdict::kFail, chosen.status().message(), "fix the telemetry: section");
+  std::string warnings;
+  for (const auto& w : chosen->warnings) warnings += (warnings.empty() ? "" : "; ") + w;
+  if (!chosen->enabled()) {
+    if (!warnings.empty()) return Verdicted(c, Verdict::kWarn, warnings, "fix the OTEL_* variables it names");
+    c.detail = "off (set OTEL_EXPORTER_OTLP_ENDPOINT to export traces, metrics and logs)";
+    return c;
+  }
+  const std::string url = !chosen->traces_url.empty()    ? chosen->traces_url
+                          : !chosen->metrics_url.empty() ? chosen->metrics_url
+                                                         : chosen->logs_url;
+  llm::HttpRequest req;
+  req.url = url;
+  req.body = chosen->json ? "{}" : "";  // an export of nothing
+  req.headers = chosen->headers;
+  req.headers.push_back(chosen->json ? "Content-Type: application/json" : "Content-Type: application/x-protobuf");
+  req.connect_timeout_s = std::min(timeout, 10.0);
+  req.total_timeout_s = timeout;
+  auto r = llm::NewCurlTransport()->Send(req, [](std::string_view) { return true; }, nullptr);
+  if (!r.ok() || r->status / 100 != 2) {
+    return Verdicted(c, Verdict::kWarn,
+                     "the collector at " + url + (r.ok() ? " answered " + std::to_string(r->status)
+                                                         : " cannot be reached: " + r.status().message()),
+                     "start the collector, or correct OTEL_EXPORTER_OTLP_ENDPOINT and its headers");
+  }
+  c.detail = "exports to " + url + (chosen->json ? " (http/json)" : " (http/protobuf)");
+  if (auto report = team.empty() ? std::nullopt : host::ReadTelemetryReport(ws, team); report && ReadLiveHost(ws, team)) {
+    c.detail += "; the host of " + team + " " + host::DescribeTelemetry(*report);
+    if (report->stats.spans_dropped + report->stats.logs_dropped > 0) c.verdict = Verdict::kWarn;
+  }
+  if (!warnings.empty()) return Verdicted(c, Verdict::kWarn, c.detail + "; " + warnings, "fix the OTEL_* variables it names");
+  return c;
+}
+
 int Doctor(Globals& g, const DoctorArgs& a) {
   if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
   const Workspace ws = g.ws();
   std::vector<Check> checks = {
       ProviderCheck(a),         GitCheck(ws),     TmuxCheck(), ChromiumCheck(), AgentClisCheck(),
-      StoreCheck(g, a.timeout), SandboxCheck(ws)};
+      StoreCheck(g, a.timeout), SandboxCheck(ws), TelemetryCheck(ws, g.team, a.timeout)};
   bool failed = false;
   Json out = Json::array();
   for (const auto& c : checks) {
@@ -270,7 +312,7 @@ void AddDoctorCommand(CLI::App& app, Globals& g) {
   CLI::App* cmd =
       app.add_subcommand("doctor",
                          "Check what mates needs here: provider, git, tmux, Chromium, store, "
-                         "sandbox; each failure with its fix");
+                         "sandbox, telemetry; each failure with its fix");
   AddProviderOptions(cmd, a->provider, a->model, a->base_url);
   cmd->add_option("--scenario", a->scenario, "Scenario file for --provider scripted");
   cmd->add_option("--timeout", a->timeout, "Seconds the provider's call and the store may take")

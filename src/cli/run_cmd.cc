@@ -18,6 +18,8 @@
 #include "trust/trust.h"
 #include "git/worktrees.h"
 #include "llm/provider_factory.h"
+#include "llm/scenario.h"
+#include "core/config_yaml.h"
 
 namespace mates::cli {
 
@@ -149,7 +151,24 @@ void AddSandboxOption(CLI::App* cmd, std::string& mode) {
 Status ChooseSandbox(host::HostOptions& c, const std::string& flag) {
   MATES_ASSIGN_OR_RETURN(c.sandbox, ChooseSandboxSettings(c.ws, flag));
   MATES_ASSIGN_OR_RETURN(c.hooks, ChooseHooks(c.ws));
+  MATES_ASSIGN_OR_RETURN(c.telemetry, ChooseTelemetry());
   return Status::Ok();
+}
+
+Result<telemetry::OtlpConfig> ChooseTelemetry() {
+  const fs::path file = sandbox::UserConfigPath();
+  MATES_ASSIGN_OR_RETURN(YAML::Node config, ReadConfigYaml(file));
+  Json section = Json::object();
+  if (config.IsMap() && config["telemetry"]) {
+    const YAML::Node t = config["telemetry"];
+    if (!t.IsMap()) return Status::InvalidArgument(file.string() + ": telemetry must be a map");
+    YAML::Emitter out;
+    out << t;
+    auto j = llm::YamlToJson(out.c_str());
+    if (!j.ok()) return Status::InvalidArgument(file.string() + ": telemetry: " + j.status().message());
+    section = std::move(*j);
+  }
+  return telemetry::OtlpConfig::FromEnvironment(section);
 }
 
 Result<std::shared_ptr<const hooks::Runner>> ChooseHooks(const Workspace& ws) {

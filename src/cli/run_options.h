@@ -60,6 +60,11 @@ Result<std::unique_ptr<llm::Provider>> SessionProvider(const RunArgs& a);
 // (sandbox/policy.h): after AdmitWorkspaceFiles, which may trust the
 // workspace. What an untrusted file would have widened is said on stderr.
 Status ChooseSandbox(host::HostOptions& c, const std::string& flag);
+// Telemetry (DESIGN §29): the OTEL_* variables over the person's own
+// config's `telemetry:` section — never the workspace's, which would let a
+// repository send a team's work to a server of its choosing. A section
+// that does not read is one clear error.
+Result<telemetry::OtlpConfig> ChooseTelemetry();
 Result<sandbox::Settings> ChooseSandboxSettings(const Workspace& ws, const std::string& flag);
 // The sandbox a host of W would give what a command runs on its own
 // (`mcp list`'s servers, `hooks test`'s hooks): the config files' settings,

@@ -19,6 +19,7 @@
 #include "agent/spend.h"
 #include "agent/usage.h"
 #include "cli/cli_common.h"
+#include "host/telemetry_report.h"
 #include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/json.h"
@@ -196,6 +197,10 @@ std::string Render(const Globals& g, const TeamView& v) {
   std::ostringstream o;
   o << RenderAttention(g, v);
   o << Heading(v);
+  // The host's OTLP export (DESIGN §29), while it lives.
+  if (v.host && v.foreign.empty()) {
+    if (auto t = host::ReadTelemetryReport(g.ws(), v.team.name)) o << "\ntelemetry: " << host::DescribeTelemetry(*t);
+  }
   o << "\nboard: " << v.board.at("pending") << " pending · " << v.board.at("in_progress") << " in progress · "
     << v.board.at("completed") << " completed\n";
   if (!v.merges.empty()) {

@@ -33,6 +33,22 @@ std::string NewId(std::string_view prefix) {
   return id;
 }
 
+std::string RandomHex(size_t digits) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(digits, '0');
+  for (;;) {
+    bool zero = true;
+    for (size_t i = 0; i < digits; i += 16) {
+      uint64_t r = Rng()();
+      for (size_t j = i; j < digits && j < i + 16; ++j, r >>= 4) {
+        out[j] = kHex[r & 0xf];
+        zero = zero && out[j] == '0';
+      }
+    }
+    if (!zero || digits == 0) return out;
+  }
+}
+
 std::string NewUuid() {
   uint64_t hi = Rng()();
   uint64_t lo = Rng()();

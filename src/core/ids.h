@@ -1,6 +1,7 @@
 // Unique ids for messages ("m-…"), requests ("r-…") and log entries (UUID).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -10,5 +11,8 @@ namespace mates {
 std::string NewId(std::string_view prefix);
 // A random (version 4) UUID, e.g. "3b241101-e2bb-4255-8caf-4136c566a962".
 std::string NewUuid();
+// `digits` random lower-case hex digits, never all zero (W3C trace and span
+// ids, DESIGN §29).
+std::string RandomHex(size_t digits);
 
 }  // namespace mates

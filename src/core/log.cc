@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <string_view>
 
 #include "core/secrets.h"
@@ -24,13 +26,43 @@ spdlog::logger& Logger() {
   return *logger;
 }
 
+std::mutex tap_mu;
+std::shared_ptr<const LogTap> tap;  // guarded by tap_mu
+thread_local bool in_tap = false;
+
+void Tap(bool warning, const std::string& line) {
+  if (in_tap) return;
+  std::shared_ptr<const LogTap> t;
+  {
+    std::lock_guard<std::mutex> lock(tap_mu);
+    t = tap;
+  }
+  if (!t) return;
+  in_tap = true;
+  (*t)(warning, line);
+  in_tap = false;
+}
+
 }  // namespace
+
+void SetLogTap(LogTap t) {
+  std::lock_guard<std::mutex> lock(tap_mu);
+  tap = t ? std::make_shared<const LogTap>(std::move(t)) : nullptr;
+}
 
 // Every line goes through Secrets::Redact (a server's error text or a
 // file's content may carry a key) and ForTerminal (it may carry control
 // sequences: DESIGN §26).
-void LogWarning(const std::string& message) { Logger().warn(ForTerminal(Secrets::Redact(message))); }
-void LogInfo(const std::string& message) { Logger().info(ForTerminal(Secrets::Redact(message))); }
+void LogWarning(const std::string& message) {
+  const std::string line = ForTerminal(Secrets::Redact(message));
+  Logger().warn(line);
+  Tap(true, line);
+}
+void LogInfo(const std::string& message) {
+  const std::string line = ForTerminal(Secrets::Redact(message));
+  Logger().info(line);
+  Tap(false, line);
+}
 void WarnIfFailed(const Status& s, const std::string& what) {
   if (!s.ok()) LogWarning(what + ": " + s.message());
 }

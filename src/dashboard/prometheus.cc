@@ -4,64 +4,87 @@
 
 namespace mates::dashboard {
 
-std::string MetricsText(const view::TeamView& v, const telemetry::Metrics* counted) {
-  using telemetry::Labels;
+std::vector<telemetry::MetricReading> TeamReadings(const view::TeamView& v) {
+  using Kind = telemetry::MetricReading::Kind;
+  using Point = telemetry::MetricReading::Point;
   const std::string& team = v.team.name;
-  telemetry::Exposition out;
+  std::vector<telemetry::MetricReading> out;
+  // Each reading is made whole before the next is added (a reference into
+  // `out` would not outlive its growing).
+  auto reading = [](const char* name, const char* unit, Kind kind, const char* help) {
+    return telemetry::MetricReading{name, unit, help, kind, {}, {}};
+  };
+  auto point = [](telemetry::Labels labels, double value) { return Point{std::move(labels), value, 0, {}}; };
 
-  out.Family("mates_agents", "gauge", "Members of the team by state, as status shows them");
+  auto agents = reading("mates.agents", "{agent}", Kind::kGauge, "Members of the team by state, as status shows them");
   std::map<std::string, int> states;
   for (const auto& m : v.members) ++states[view::StateOf(m)];
-  for (const auto& [state, n] : states) out.Sample("mates_agents", {{"team", team}, {"state", state}}, n);
+  for (const auto& [state, n] : states) agents.points.push_back(point({{"team", team}, {"state", state}}, n));
+  out.push_back(std::move(agents));
 
-  out.Family("mates_tasks", "gauge", "Tasks on the team's board by status");
+  auto tasks = reading("mates.tasks", "{task}", Kind::kGauge, "Tasks on the team's board by status");
   for (const char* status : {"pending", "in_progress", "completed"}) {
     auto it = v.board.find(status);
-    out.Sample("mates_tasks", {{"team", team}, {"status", status}}, it == v.board.end() ? 0 : it->second);
+    tasks.points.push_back(point({{"team", team}, {"status", status}}, it == v.board.end() ? 0 : it->second));
   }
+  out.push_back(std::move(tasks));
 
-  out.Family("mates_messages_unread", "gauge", "Messages waiting in each member's inbox");
+  auto unread = reading("mates.messages.unread", "{message}", Kind::kGauge, "Messages waiting in each member's inbox");
   for (const auto& m : v.members) {
-    out.Sample("mates_messages_unread", {{"team", team}, {"agent", m.member.name}}, static_cast<double>(m.unread));
+    unread.points.push_back(point({{"team", team}, {"agent", m.member.name}}, static_cast<double>(m.unread)));
   }
+  out.push_back(std::move(unread));
 
-  out.Family("mates_merge_requests", "gauge", "Merge requests by state (worktree isolation)");
-  for (const auto& [state, n] : v.merges) out.Sample("mates_merge_requests", {{"team", team}, {"state", state}}, n);
-  out.Family("mates_merge_queue_depth", "gauge", "Merge requests not yet decided: queued, checking or in review");
+  auto merges = reading("mates.merge.requests", "{request}", Kind::kGauge, "Merge requests by state (worktree isolation)");
   int waiting = 0;
   for (const auto& [state, n] : v.merges) {
+    merges.points.push_back(point({{"team", team}, {"state", state}}, n));
     if (state == "queued" || state == "checking" || state == "review") waiting += n;
   }
-  out.Sample("mates_merge_queue_depth", {{"team", team}}, waiting);
+  out.push_back(std::move(merges));
+  auto depth = reading("mates.merge.queue.depth", "{request}", Kind::kGauge,
+                       "Merge requests not yet decided: queued, checking or in review");
+  depth.points.push_back(point({{"team", team}}, waiting));
+  out.push_back(std::move(depth));
 
-  out.Family("mates_attention_items", "gauge", "What needs a person now (status's attention list)");
-  out.Sample("mates_attention_items", {{"team", team}}, static_cast<double>(view::Attention(v).size()));
+  auto attention = reading("mates.attention.items", "{item}", Kind::kGauge,
+                           "What needs a person now (status's attention list)");
+  attention.points.push_back(point({{"team", team}}, static_cast<double>(view::Attention(v).size())));
+  out.push_back(std::move(attention));
 
   // Each member's spend so far, as its activity says (its journal's sums;
   // a pane's CLI's own records).
-  out.Family("mates_model_calls_total", "counter", "Model calls of each member so far");
+  auto calls = reading("mates.model.calls", "{call}", Kind::kCounter, "Model calls of each member so far");
+  auto tokens = reading("mates.tokens", "{token}", Kind::kCounter,
+                        "Tokens each member's model calls read and wrote so far, by type (input: not from the cache)");
+  auto cost = reading("mates.cost.usd", "USD", Kind::kCounter, "What each member's model calls cost so far, where priced");
   for (const auto& m : v.members) {
     if (!m.activity || m.activity->calls == 0) continue;
-    out.Sample("mates_model_calls_total", {{"team", team}, {"agent", m.member.name}, {"model", m.activity->model}},
-               m.activity->calls);
-  }
-  out.Family("mates_tokens_total", "counter",
-             "Tokens each member's model calls read and wrote so far, by type (input: not from the cache)");
-  for (const auto& m : v.members) {
-    if (!m.activity || m.activity->calls == 0) continue;
+    const std::string& who = m.member.name;
+    calls.points.push_back(point({{"team", team}, {"agent", who}, {"model", m.activity->model}}, m.activity->calls));
     const llm::Usage& u = m.activity->tokens;
     for (const auto& [type, n] : {std::pair{"input", u.input_tokens}, std::pair{"output", u.output_tokens},
                                   std::pair{"cache_read", u.cache_read_input_tokens},
                                   std::pair{"cache_creation", u.cache_creation_input_tokens}}) {
-      out.Sample("mates_tokens_total",
-                 {{"team", team}, {"agent", m.member.name}, {"model", m.activity->model}, {"type", type}},
-                 static_cast<double>(n));
+      tokens.points.push_back(
+          point({{"team", team}, {"agent", who}, {"model", m.activity->model}, {"type", type}}, static_cast<double>(n)));
     }
+    if (m.activity->cost_usd) cost.points.push_back(point({{"team", team}, {"agent", who}}, *m.activity->cost_usd));
   }
-  out.Family("mates_cost_usd_total", "counter", "What each member's model calls cost so far, where priced");
-  for (const auto& m : v.members) {
-    if (!m.activity || m.activity->calls == 0 || !m.activity->cost_usd) continue;
-    out.Sample("mates_cost_usd_total", {{"team", team}, {"agent", m.member.name}}, *m.activity->cost_usd);
+  out.push_back(std::move(calls));
+  out.push_back(std::move(tokens));
+  out.push_back(std::move(cost));
+  return out;
+}
+
+std::string MetricsText(const view::TeamView& v, const telemetry::Metrics* counted) {
+  telemetry::Exposition out;
+  for (const auto& r : TeamReadings(v)) {
+    // Prometheus' name for OpenTelemetry's: '.' as '_', a counter's _total.
+    const bool counter = r.kind == telemetry::MetricReading::Kind::kCounter;
+    const std::string name = telemetry::MetricName(r.name) + (counter ? "_total" : "");
+    out.Family(name, counter ? "counter" : "gauge", r.description);
+    for (const auto& p : r.points) out.Sample(name, p.attributes, p.value);
   }
   if (counted != nullptr) counted->WriteTo(out);
   return out.text();

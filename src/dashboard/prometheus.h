@@ -7,12 +7,16 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "telemetry/metrics.h"
 #include "view/team_view.h"
 
 namespace mates::dashboard {
 
+// What the store says of the team now, as OpenTelemetry names it (the
+// host's OTLP export of metrics reads it too).
+std::vector<telemetry::MetricReading> TeamReadings(const view::TeamView& v);
 // `counted`: the host's, or null (a read-only `mates dashboard`).
 std::string MetricsText(const view::TeamView& v, const telemetry::Metrics* counted);
 

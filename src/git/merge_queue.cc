@@ -191,8 +191,16 @@ void MergeQueue::Main() {
     uint64_t g = waker_->generation();
     if (auto next = Next(team)) {
       processing_.store(true);
+      const int64_t id = next->id;
+      const double taken = WallSeconds();
+      check_s_ = 0;
       Process(team, std::move(*next));
       processing_.store(false);
+      if (options_.on_processed) {
+        if (auto now = store_->Merges(team)->Get(id); now.ok()) {
+          options_.on_processed(team, *now, taken, WallSeconds(), check_s_);
+        }
+      }
       if (options_.on_change) options_.on_change();  // whoever saw us busy looks again
       // Held: `mates merges resume` (another process) is seen within a second.
       if (held_.load()) waker_->WaitChange(g, DeadlineIn(1.0));
@@ -419,7 +427,9 @@ MergeQueue::Step MergeQueue::RunCheck(const std::string& team, const TeamGit& tg
     Bounce(team, m, MergeState::kFailed, "could not start the check in its sandbox: " + confined.status().message(), {});
     return Step::kDone;
   }
+  const auto check_started = SteadyClock::now();
   auto ran = RunListed(confined->options, &procs, &cancel_);
+  check_s_ = std::chrono::duration<double>(SteadyClock::now() - check_started).count();
   if (!ran.ok()) {
     Bounce(team, m, MergeState::kFailed, "could not start the check: " + ran.status().message(), {});
     return Step::kDone;

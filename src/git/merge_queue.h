@@ -55,6 +55,12 @@ class MergeQueue {
     std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
     // The person's hooks (DESIGN §22): MergeQueued, MergeDecided; null = none.
     std::shared_ptr<const hooks::Runner> hooks;
+    // A request was dealt with (merged, bounced, in review, or left):
+    // as it is now, when the queue took it and when it let go (wall
+    // seconds), and how long its check ran (0: none). A merge span (DESIGN
+    // §29). On the queue's thread.
+    std::function<void(const std::string& team, const MergeRequest& m, double taken, double done, double check_s)>
+        on_processed;
   };
 
   // `store`: where the team is kept (outlives the queue).
@@ -124,6 +130,7 @@ class MergeQueue {
   // and from the start until the first team is taken up (the lead is told
   // of the reviews already waiting).
   std::atomic<bool> processing_{true};
+  double check_s_ = 0;  // the queue's thread's: the latest check's run
   // The served team's target is held: nothing is taken until it is resumed.
   std::atomic<bool> held_{false};
   // The thread's own: the commit the scratch worktree is at, clean (no

@@ -16,11 +16,15 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "core/trace_context.h"
 #include "host/machine.h"
 #include "host/person_asker.h"
 #include "host/sampling.h"
+#include "host/telemetry_report.h"
 #include "store/messenger.h"
 #include "stores/open_store.h"
+#include "dashboard/prometheus.h"
+#include "view/team_view.h"
 
 namespace mates::host {
 namespace {
@@ -139,6 +143,10 @@ Status Host::Build() {
       return gate->SocketFor(team, agent);
     });
   }
+  StartTelemetry();
+  // What the host starts as it builds (MCP servers) is in the session.
+  std::optional<ScopedTrace> in_session;
+  if (session_span_.context().valid()) in_session.emplace(session_span_.context());
   TeamConfig team;
   MATES_RETURN_IF_ERROR(OpenTeam(&team));
   // What this host's tools start stays its own (DESIGN §10).
@@ -157,6 +165,53 @@ Status Host::Build() {
     teams_->StartLookingAfter(adopt ? 1.0 : 5.0, adopt, a.respawn, [this](const std::string& line) { out_.say(line); });
   }
   return Status::Ok();
+}
+
+void Host::StartTelemetry() {
+  const telemetry::OtlpConfig& c = options_.telemetry;
+  for (const auto& w : c.warnings) out_.say("telemetry: " + w);
+  if (!c.enabled()) return;
+  // The metrics: what the agents counted, and the team as the store has it.
+  auto read = [this] {
+    std::vector<telemetry::MetricReading> out = metrics_->Read();
+    auto v = view::LookAtTeam(*store_, options_.team, 0);
+    if (v.ok()) {
+      for (auto& r : dashboard::TeamReadings(*v)) out.push_back(std::move(r));
+    }
+    return out;
+  };
+  // Its figures beside host.json, for status and doctor.
+  auto report = [ws = options_.ws, team = options_.team, c](const telemetry::OtlpExporter::Stats& s) {
+    WarnIfFailed(WriteTelemetryReport(ws, team, c, s), "telemetry: its report for status");
+  };
+  exporter_ = std::make_unique<telemetry::OtlpExporter>(c, read, report);
+  tracer_ = std::make_shared<telemetry::Tracer>(
+      c.sampler, [exporter = exporter_.get()](telemetry::SpanRecord r) { exporter->Add(std::move(r)); },
+      c.max_attribute_bytes, c.max_attributes, c.gen_ai_latest);
+  // The session: a root (or a child of a TRACEPARENT the host was started
+  // in), every agent's spans under it.
+  TraceContext parent;
+  if (const char* tp = std::getenv("TRACEPARENT")) {
+    const char* ts = std::getenv("TRACESTATE");
+    parent = ParseTraceparent(tp, ts != nullptr ? ts : "").value_or(TraceContext{});
+  }
+  session_span_ = tracer_->Start("session " + options_.team, telemetry::SpanKind::kInternal, parent);
+  session_span_.Set("mates.team", options_.team);
+  session_span_.Set("mates.host.mode", std::string(HostModeName(options_.mode)));
+  session_span_.Set("mates.host.pid", static_cast<int64_t>(::getpid()));
+  tracer_->SetSession(session_span_.context());
+  // mates' own log lines, in the span they were written in.
+  if (!c.logs_url.empty()) {
+    SetLogTap([exporter = exporter_.get()](bool warning, const std::string& line) {
+      telemetry::LogRecord r;
+      r.time_ns = telemetry::UnixNanos();
+      r.severity = warning ? 13 : 9;
+      r.severity_text = warning ? "WARN" : "INFO";
+      r.body = line;
+      r.context = CurrentTrace();
+      exporter->Add(std::move(r));
+    });
+  }
 }
 
 // The lead's team: created when missing (a host of teammates only serves
@@ -295,6 +350,7 @@ Status Host::MakeLead(const TeamConfig& team) {
   agent::AgentSpec spec = LeadSpec(a, lead_name_, skills_, team.git, spend_);
   spec.breaker.spike = 0;
   spec.metrics = metrics_;
+  spec.tracer = tracer_;
   lead_ = std::make_unique<agent::AgentLoop>(std::move(spec), provider_,
                                              registry_.get(), &ctx, out_.events);
   ctx.cancel = lead_->cancel_token();
@@ -400,6 +456,7 @@ Status Host::StartTeam() {
   topt.git = a.git;
   topt.spend = spend_;
   topt.metrics = metrics_;
+  topt.tracer = tracer_;
   topt.naive_baseline = a.naive_baseline;
   topt.extra_tools = [hub = hub_](tools::ToolRegistry& r, const std::string& name) {
     if (!hub->empty()) r.AddSource(hub->SourceFor(name, /*is_lead=*/false));
@@ -423,6 +480,32 @@ Status Host::StartTeam() {
     teams_->WakeWaiters();
   };
   mq.running = [this](const std::string& name) { return teams_->Running(name); };
+  // What a merge took, for the metrics; and merge #N (DESIGN §29), from the
+  // queue taking it to its decision, with how long its check ran, under the
+  // session.
+  mq.on_processed = [tracer = tracer_, metrics = metrics_](const std::string& team, const MergeRequest& m, double taken,
+                                                          double done, double check_s) {
+    metrics->Observe(telemetry::kMergeDuration, {{"team", team}, {"state", std::string(MergeStateName(m.status))}},
+                     std::max(0.0, done - taken));
+    if (!tracer) return;
+    {
+      telemetry::SpanRecord r;
+      r.name = "merge #" + std::to_string(m.id);
+      r.start_ns = static_cast<int64_t>(taken * 1e9);
+      r.end_ns = static_cast<int64_t>(done * 1e9);
+      r.attributes = {{"mates.team", team},
+                      {"mates.merge.id", m.id},
+                      {"mates.merge.state", std::string(MergeStateName(m.status))},
+                      {"mates.merge.owner", m.owner},
+                      {"mates.merge.check.duration", check_s}};
+      if (m.task > 0) r.attributes.push_back({"mates.task.id", m.task});
+      if (m.status == MergeState::kFailed || m.status == MergeState::kConflict) {
+        r.error = true;
+        r.attributes.push_back({"error.type", std::string(MergeStateName(m.status))});
+      }
+      tracer->Record(std::move(r), tracer->session());
+    }
+  };
   merges_.emplace(*store_, mq);
   teams_->SetBusyElsewhere([this] { return merges_->Busy(); });
   return Status::Ok();
@@ -588,6 +671,13 @@ void Host::StopWork() {
 }
 
 Host::~Host() {
+  // The session's span ends and is sent with what is queued; the agents'
+  // last spans follow as they go (the exporter goes after them).
+  if (exporter_) {
+    SetLogTap({});
+    session_span_.End();
+    exporter_->Flush();
+  }
   // No terminal attaches from now on, and none stays: what its lines do
   // needs what goes next.
   levers_.reset();

@@ -27,6 +27,8 @@
 #include "core/status.h"
 #include "dashboard/dashboard.h"
 #include "telemetry/metrics.h"
+#include "telemetry/otlp.h"
+#include "telemetry/trace.h"
 #include "git/merge_queue.h"
 #include "llm/provider.h"
 #include "host/agent_gate.h"
@@ -90,6 +92,9 @@ struct HostOptions {
   sandbox::Settings sandbox;
   // The person's hooks (DESIGN §22), from the same files: null = none.
   std::shared_ptr<const hooks::Runner> hooks;
+  // OTLP export of its traces, metrics and logs (DESIGN §29): from the
+  // OTEL_* variables and the person's config; off when neither says where.
+  telemetry::OtlpConfig telemetry;
   // Called once the lead's host lock is taken and host.json is written.
   std::function<void()> on_ready;
 };
@@ -139,6 +144,8 @@ class Host {
   Status HostTheLead();
   Status StartTeam();
   Status ServePages();
+  // The exporter and the session's span, if telemetry is on.
+  void StartTelemetry();
   // A person's lever (`mates stop|restart|interrupt`, DESIGN §27), on the
   // levers' thread.
   Result<std::string> Pull(const LeverRequest& r);
@@ -165,6 +172,12 @@ class Host {
   std::shared_ptr<agent::TeamSpend> spend_;
   // What its agents do, counted for /metrics (DESIGN §29).
   std::shared_ptr<telemetry::Metrics> metrics_ = std::make_shared<telemetry::Metrics>();
+  // Its OTLP export (DESIGN §29), when configured: made before the agents
+  // and gone after them (they end spans as they stop); the session's span
+  // is every agent's parent.
+  std::unique_ptr<telemetry::OtlpExporter> exporter_;
+  std::shared_ptr<telemetry::Tracer> tracer_;
+  telemetry::Span session_span_;
   // What its teammates' turns cost, for the spend-spike breaker.
   const std::shared_ptr<agent::TurnCosts> turn_costs_ = std::make_shared<agent::TurnCosts>();
   std::unique_ptr<Hold> budget_watch_;  // the roster, for a budget a person changes

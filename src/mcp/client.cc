@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/subprocess.h"
 #include "core/text.h"
+#include "core/trace_context.h"
 #include "mcp/client_parts.h"
 
 namespace mates::mcp {
@@ -132,6 +133,8 @@ std::vector<std::string> ServerEnvironment(const std::map<std::string, std::stri
   for (const auto& [k, v] : extra) env[k] = v;
   std::vector<std::string> out;
   for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  // The span it was started in (DESIGN §29).
+  AddTraceEnvironment(&out);
   return out;
 }
 
@@ -228,6 +231,11 @@ Result<ToolOutcome> Client::Call(const std::string& tool, const Json& arguments,
     token = next_progress_++;
     progress_[token] = std::move(progress);
     params["_meta"] = {{"progressToken", token}};
+  }
+  // The tool call's span, as MCP carries trace context (DESIGN §29).
+  if (const TraceContext& t = CurrentTrace(); t.valid()) {
+    params["_meta"]["traceparent"] = t.Traceparent();
+    if (!t.state.empty()) params["_meta"]["tracestate"] = t.state;
   }
   auto r = session_->Request("tools/call", std::move(params), DeadlineIn(timeout_s), cancel);
   if (token != 0) {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/trace_context.h"
+
 namespace mates {
 namespace {
 struct TypeName {
@@ -61,6 +63,7 @@ Json MessageToJson(const Message& m) {
   if (!m.request_id.empty()) j["request_id"] = m.request_id;
   if (m.approve.has_value()) j["approve"] = *m.approve;
   if (!m.feedback.empty()) j["feedback"] = m.feedback;
+  if (!m.traceparent.empty()) j["traceparent"] = m.traceparent;
   if (m.read.has_value()) j["read"] = *m.read;
   if (!m.protocol.empty()) j["protocol"] = m.protocol;
   if (!m.foreign_json.empty()) {
@@ -90,6 +93,9 @@ Result<Message> MessageFromJson(const Json& j) {
   MATES_ASSIGN_OR_RETURN(m.request_id, JsonString(j, "request_id", false));
   MATES_ASSIGN_OR_RETURN(m.feedback, JsonString(j, "feedback", false));
   MATES_ASSIGN_OR_RETURN(m.timestamp, JsonNumber(j, "timestamp", 0));
+  if (auto tp = j.find("traceparent"); tp != j.end() && tp->is_string()) {
+    if (auto c = ParseTraceparent(tp->get<std::string>())) m.traceparent = c->Traceparent();
+  }
   auto approve = j.find("approve");
   if (approve != j.end() && !approve->is_null()) {
     if (!approve->is_boolean()) return Status::InvalidArgument("field 'approve' must be true or false");

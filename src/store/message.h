@@ -43,6 +43,10 @@ struct Message {
   std::optional<bool> approve;
   std::string feedback;
   double timestamp = 0;
+  // The sender's span when it sent (W3C traceparent, DESIGN §29): the
+  // recipient's turn links to it. "" = none; one that does not parse is
+  // dropped on reading (anyone may write a mailbox line).
+  std::string traceparent;
   // Seen from outside mates (a Claude Code team, DESIGN §24): whether the
   // recipient has it yet, and the other system's own type of message
   // ("idle_notification", …); unset and "" for mates' own.

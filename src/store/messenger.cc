@@ -6,6 +6,7 @@
 #include "core/limits.h"
 #include "core/ids.h"
 #include "core/names.h"
+#include "core/trace_context.h"
 #include "store/elicitation.h"
 
 namespace mates {
@@ -261,6 +262,8 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   msg.approve = r.approve;
   msg.feedback = r.feedback;
   msg.request_id = r.request_id;
+  // The sender's span, if it works in one (a tool call, DESIGN §29).
+  msg.traceparent = CurrentTrace().Traceparent();
 
   MATES_RETURN_IF_ERROR(Record(r, msg, receipt));
 

@@ -9,6 +9,7 @@
 #include "agent/breaker.h"
 #include "agent/spend.h"
 #include "telemetry/metrics.h"
+#include "telemetry/trace.h"
 #include "store/roster.h"
 #include "tools/tool.h"
 
@@ -32,6 +33,7 @@ struct TeamOptions {
   // §15); null = no budget. Teams created by the lead get the same budget.
   std::shared_ptr<agent::TeamSpend> spend;
   std::shared_ptr<telemetry::Metrics> metrics;  // the host's (DESIGN §29); may be null
+  std::shared_ptr<telemetry::Tracer> tracer;    // the host's spans (DESIGN §29); may be null
   // The token benchmark's naive baseline: no cache breakpoints, every
   // teammate's change a lead turn of its own.
   bool naive_baseline = false;

@@ -111,6 +111,7 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   spec.budget_tokens = config_.budget_tokens;
   spec.team_spend = env_.options.spend;
   spec.metrics = env_.options.metrics;
+  spec.tracer = env_.options.tracer;
   spec.cache = !env_.options.naive_baseline;
   spec.after_failure = "tries again in a moment; after " + std::to_string(kMaxFailedTurns) +
                        " failed turns in a row it stops and the lead is told";

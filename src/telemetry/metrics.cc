@@ -89,22 +89,26 @@ void Exposition::Sample(std::string_view name, const Labels& labels, double valu
 
 Metrics::Metrics() {
   // OpenTelemetry's GenAI client metrics, their advised buckets.
-  Declare(std::string(kOperationDuration), Kind::kHistogram,
+  Declare(std::string(kOperationDuration), "gen_ai.client.operation.duration", "s", Kind::kHistogram,
           "GenAI operation duration (gen_ai.client.operation.duration): each model call of the host's agents",
           {0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92});
-  Declare(std::string(kTokenUsage), Kind::kHistogram,
+  Declare(std::string(kTokenUsage), "gen_ai.client.token.usage", "{token}", Kind::kHistogram,
           "Tokens per model call (gen_ai.client.token.usage); input counts cache reads and writes",
           {1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864});
-  Declare(std::string(kMessageDelivery), Kind::kHistogram,
+  Declare(std::string(kMessageDelivery), "mates.message.delivery.duration", "s", Kind::kHistogram,
           "Seconds from a message's send to its recipient taking it into a turn",
           {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300});
-  Declare(std::string(kToolCalls), Kind::kCounter, "Tool calls of the host's agents, by tool and outcome");
-  Declare(std::string(kSandboxRefusals), Kind::kCounter, "Tool calls the sandbox refused");
-  Declare(std::string(kHookBlocks), Kind::kCounter, "What a hook blocked, by event");
+  Declare(std::string(kMergeDuration), "mates.merge.duration", "s", Kind::kHistogram,
+          "Seconds from the merge queue taking a request to its decision, by the state it ended in",
+          {0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600, 1800});
+  Declare(std::string(kToolCalls), "mates.tool.calls", "{call}", Kind::kCounter, "Tool calls of the host's agents, by tool and outcome");
+  Declare(std::string(kSandboxRefusals), "mates.sandbox.refusals", "{call}", Kind::kCounter, "Tool calls the sandbox refused");
+  Declare(std::string(kHookBlocks), "mates.hook.blocks", "{block}", Kind::kCounter, "What a hook blocked, by event");
 }
 
-void Metrics::Declare(std::string name, Kind kind, std::string help, std::vector<double> bounds) {
-  families_[std::move(name)] = Family{kind, std::move(help), std::move(bounds), {}};
+void Metrics::Declare(std::string name, std::string otel_name, std::string unit, Kind kind, std::string help,
+                      std::vector<double> bounds) {
+  families_[std::move(name)] = Family{kind, std::move(otel_name), std::move(unit), std::move(help), std::move(bounds), {}};
 }
 
 void Metrics::Add(std::string_view family, const Labels& labels, double by) {
@@ -157,6 +161,32 @@ void Metrics::WriteTo(Exposition& out) const {
       out.Sample(name + "_count", labels, static_cast<double>(s.count));
     }
   }
+}
+
+std::vector<MetricReading> Metrics::Read() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<MetricReading> out;
+  for (const auto& [name, f] : families_) {
+    MetricReading r;
+    r.name = f.otel_name;
+    r.unit = f.unit;
+    r.description = f.help;
+    r.kind = f.kind == Kind::kCounter ? MetricReading::Kind::kCounter : MetricReading::Kind::kHistogram;
+    r.bounds = f.bounds;
+    for (const auto& [labels, s] : f.series) {
+      MetricReading::Point p{labels, s.value, s.count, s.buckets};
+      // Per bound, and the one above the last (the count's rest).
+      if (r.kind == MetricReading::Kind::kHistogram) {
+        uint64_t below = 0;
+        for (uint64_t b : p.buckets) below += b;
+        p.buckets.resize(f.bounds.size());
+        p.buckets.push_back(s.count - below);
+      }
+      r.points.push_back(std::move(p));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace mates::telemetry

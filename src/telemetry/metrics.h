@@ -11,6 +11,7 @@
 // '.' as '_'), mates_… for the rest.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -42,6 +43,22 @@ class Exposition {
 std::string MetricName(std::string_view name);
 std::string LabelName(std::string_view name);
 
+// One metric as OpenTelemetry names it, read at export time (otlp.h).
+struct MetricReading {
+  std::string name;  // dotted: gen_ai.client.token.usage
+  std::string unit;  // UCUM: s, {token}
+  std::string description;
+  enum class Kind { kGauge, kCounter, kHistogram } kind = Kind::kGauge;
+  struct Point {
+    Labels attributes;
+    double value = 0;               // a gauge's, a counter's; a histogram's sum
+    uint64_t count = 0;             // a histogram's
+    std::vector<uint64_t> buckets;  // a histogram's, per bound and one over (not cumulative)
+  };
+  std::vector<double> bounds;  // a histogram's
+  std::vector<Point> points;
+};
+
 // The metrics a host's agents add to as they work (thread-safe). Every
 // family is declared here, with its help and, for histograms, its bounds.
 class Metrics {
@@ -51,6 +68,8 @@ class Metrics {
   void Observe(std::string_view family, const Labels& labels, double value);
   // Every family and its series so far.
   void WriteTo(Exposition& out) const;
+  // The same, as OpenTelemetry names them.
+  std::vector<MetricReading> Read() const;
 
  private:
   enum class Kind { kCounter, kHistogram };
@@ -61,11 +80,14 @@ class Metrics {
   };
   struct Family {
     Kind kind;
+    std::string otel_name;
+    std::string unit;
     std::string help;
     std::vector<double> bounds;  // a histogram's upper bounds, ascending
     std::map<Labels, Series> series;
   };
-  void Declare(std::string name, Kind kind, std::string help, std::vector<double> bounds = {});
+  void Declare(std::string name, std::string otel_name, std::string unit, Kind kind, std::string help,
+               std::vector<double> bounds = {});
 
   mutable std::mutex mu_;
   std::map<std::string, Family, std::less<>> families_;  // guarded by mu_
@@ -78,5 +100,6 @@ inline constexpr std::string_view kSandboxRefusals = "mates_sandbox_refusals_tot
 inline constexpr std::string_view kHookBlocks = "mates_hook_blocks_total";
 inline constexpr std::string_view kMessageDelivery = "mates_message_delivery_seconds";
 inline constexpr std::string_view kToolCalls = "mates_tool_calls_total";
+inline constexpr std::string_view kMergeDuration = "mates_merge_duration_seconds";
 
 }  // namespace mates::telemetry

@@ -233,6 +233,12 @@ Result<Launch> Cluster::LaunchOf(const AgentConfig& a, const Placed& placed, con
     // The person's own env wins over what the preset sets.
     for (const auto& [k, v] : w->second.env) l.env.emplace(k, v);
   }
+  for (const auto& kv : otlp_.ChildEnvironment({{"mates.team", config_.name}, {"gen_ai.agent.name", a.name}})) {
+    const size_t eq = kv.find('=');
+    l.env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  // Claude Code exports only when asked to.
+  if (otlp_.enabled()) l.env.emplace("CLAUDE_CODE_ENABLE_TELEMETRY", "1");
   l.env["MATES_TEAM"] = config_.name;
   l.env["MATES_AGENT_NAME"] = a.name;
   l.env["MATES_WORKSPACE"] = config_.work_dir.string();

@@ -30,6 +30,7 @@
 #include "tmux/cluster_config.h"
 #include "tmux/pane_screen.h"
 #include "sandbox/sandbox.h"
+#include "telemetry/otlp.h"
 #include "tmux/tmux.h"
 
 namespace mates::tmux {
@@ -72,6 +73,11 @@ class Cluster {
   // The sandbox of the agents with `sandbox: true` (given before Up; off =
   // none is sandboxed). Their gates and proxies are the router's.
   void SetSandbox(sandbox::Settings settings) { sandbox_settings_ = std::move(settings); }
+  // The team's telemetry (DESIGN §29, given before Up): each pane's CLI is
+  // started with its OTEL_* so that the CLI's own telemetry (Claude
+  // Code's, Codex's) goes where mates' does, marked with the team and the
+  // member. The person's own env for an agent wins.
+  void SetTelemetry(telemetry::OtlpConfig otlp) { otlp_ = std::move(otlp); }
   // Where the sandboxed agents' sockets live (the router serves them).
   fs::path SandboxDir() const { return config_.state_dir() / "sandbox"; }
   // Sends `text` from `from` ("user" by default) to `agent`; the reply.
@@ -137,6 +143,7 @@ class Cluster {
   ClusterConfig config_;
   Tmux tmux_;
   sandbox::Settings sandbox_settings_;
+  telemetry::OtlpConfig otlp_;
   std::shared_ptr<sandbox::Sandbox> sandbox_;  // made by Up when an agent asks for it
 };
 

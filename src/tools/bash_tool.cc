@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/process_tree.h"
 #include "core/subprocess.h"
+#include "core/trace_context.h"
 #include "sandbox/launcher.h"
 #include "tools/builtin_tools.h"
 
@@ -169,6 +170,8 @@ std::vector<std::string> BashEnvironment(const ToolContext& ctx) {
   env.push_back("MATES_WORKSPACE=" + ctx.ws.root().string());
   if (!ctx.team.empty()) env.push_back("MATES_TEAM=" + ctx.team);
   if (!ctx.agent.empty()) env.push_back("MATES_AGENT_NAME=" + ctx.agent);
+  // The tool call's span (DESIGN §29): what the command reports joins it.
+  AddTraceEnvironment(&env);
   return env;
 }
 
