@@ -15,8 +15,11 @@
 //              and that teammate's model call started; completed in-process,
 //              and from another process.
 //
-//   team_bench [--quick] [makespan|makespan-small|makespan-large|makespan-pg|idle|handoff]
-//              (default: all three; makespan-small, -large and -pg run one
+//   makespan-otlp  the small shape with OTLP export on, in turn with it off
+//              (DESIGN §29: <= 1 % apart), to a collector in this process.
+//
+//   team_bench [--quick] [makespan|makespan-small|makespan-large|makespan-pg|makespan-otlp|idle|handoff]
+//              (default: all; makespan-small, -large and -pg run one
 //              shape: -pg the small one kept in PostgreSQL)
 //
 // To see where a makespan goes: MATES_BENCH_TRACE=1 prints, per level, the
@@ -50,6 +53,9 @@
 #include <utility>
 #include <vector>
 
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
 #include "agent/agent_loop.h"
 #include "bench_util.h"
 #include "core/cancel.h"
@@ -58,6 +64,8 @@
 #include "core/waker.h"
 #include "llm/scenario.h"
 #include "llm/scripted.h"
+#include "telemetry/otlp.h"
+#include "telemetry/trace.h"
 #include "pg/connection.h"
 #include "pg/schema.h"
 #include "pg/store.h"
@@ -157,6 +165,31 @@ struct Host {
   }
 };
 
+// An OTLP/HTTP collector that takes every export and counts its bytes.
+class Collector {
+ public:
+  Collector() {
+    server_.Post(R"(/v1/\w+)", [this](const httplib::Request& req, httplib::Response& res) {
+      bytes_ += req.body.size();
+      res.set_content("", "application/x-protobuf");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Collector() {
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  uint64_t bytes() const { return bytes_.load(); }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::atomic<uint64_t> bytes_{0};
+  std::thread thread_;
+};
+
 std::shared_ptr<llm::Scenario> MustParse(const std::string& yaml) {
   auto s = llm::Scenario::Parse(yaml, "team_bench.yaml");
   if (!s.ok()) {
@@ -254,8 +287,10 @@ struct DagShape {
   int tasks = 50, width = 3, teammates = 8;
 };
 
-// `store`: where the team is kept (null: the workspace's files).
-Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}, TeamStore* store = nullptr) {
+// `store`: where the team is kept (null: the workspace's files);
+// `tracer`: where the teammates' spans go (null: none, DESIGN §29).
+Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}, TeamStore* store = nullptr,
+                     std::shared_ptr<telemetry::Tracer> tracer = nullptr) {
   const int kTasks = shape.tasks, kWidth = shape.width, kTeammates = shape.teammates;
   std::string delay = std::to_string(turn_ms);
   auto scenario = MustParse(
@@ -281,6 +316,8 @@ Makespan DagMakespan(bool seed_polling, int turn_ms, DagShape shape = {}, TeamSt
   team::TeamOptions opt;
   opt.idle_timeout_s = 0;
   opt.seed_polling = seed_polling;
+  opt.metrics = std::make_shared<telemetry::Metrics>();
+  opt.tracer = std::move(tracer);
   Host host(&provider, opt, store);
   auto board = host.any_board();
   int levels = 0;
@@ -661,12 +698,12 @@ int main(int argc, char** argv) {
     if (a == "--quick") {
       g_quick = true;
     } else if (a == "makespan" || a == "makespan-small" || a == "makespan-large" ||
-               a == "makespan-pg" || a == "idle" || a == "handoff") {
+               a == "makespan-pg" || a == "makespan-otlp" || a == "idle" || a == "handoff") {
       only = a;
     } else {
       std::fprintf(stderr,
                    "usage: team_bench [--quick] "
-                   "[makespan|makespan-small|makespan-large|makespan-pg|idle|handoff]\n");
+                   "[makespan|makespan-small|makespan-large|makespan-pg|makespan-otlp|idle|handoff]\n");
       return 2;
     }
   }
@@ -739,6 +776,43 @@ int main(int argc, char** argv) {
     row("mates", l);
     FloorRows(1, turn_ms, large);
     std::printf("\n");
+  }
+
+  if (want("makespan-otlp")) {
+    // The same team exporting its spans and metrics to a collector on this
+    // machine (DESIGN §29: <= 1 % apart), runs taken in turn with export
+    // off so that both see the same machine.
+    std::printf("makespan with OTLP export: 50 tasks in 17 levels of 3, 8 teammates, %d ms per call\n", turn_ms);
+    Collector collector;
+    const std::string endpoint = "http://127.0.0.1:" + std::to_string(collector.port());
+    auto config = telemetry::OtlpConfig::From(
+        [&](const char* name) -> const char* {
+          if (std::string_view(name) == "OTEL_EXPORTER_OTLP_ENDPOINT") return endpoint.c_str();
+          if (std::string_view(name) == "OTEL_METRIC_EXPORT_INTERVAL") return "1000";
+          return nullptr;
+        },
+        Json::object());
+    const int runs = g_quick ? 1 : 7;
+    std::vector<double> off, on;
+    uint64_t spans = 0;
+    for (int i = 0; i < runs; ++i) {
+      Makespan m = DagMakespan(false, turn_ms);
+      off.push_back(m.ms);
+      row("export off, run " + std::to_string(i + 1), m);
+      auto metrics = std::make_shared<telemetry::Metrics>();
+      telemetry::OtlpExporter exporter(config, [metrics] { return metrics->Read(); });
+      auto tracer = std::make_shared<telemetry::Tracer>(
+          config.sampler, [&exporter](telemetry::SpanRecord r) { exporter.Add(std::move(r)); });
+      m = DagMakespan(false, turn_ms, {}, nullptr, tracer);
+      on.push_back(m.ms);
+      row("export on, run " + std::to_string(i + 1), m);
+      exporter.Shutdown();
+      spans += exporter.stats().spans_sent;
+    }
+    const double a = Percentile(off, 50), b = Percentile(on, 50);
+    std::printf("  median: off %.0f ms, on %.0f ms: %+.2f %%; %llu spans and %llu bytes received\n\n", a, b,
+                (b - a) / a * 100, static_cast<unsigned long long>(spans),
+                static_cast<unsigned long long>(collector.bytes()));
   }
 
   if (want("idle")) {
