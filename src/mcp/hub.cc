@@ -9,6 +9,7 @@
 #include "core/guarded.h"
 #include "core/log.h"
 #include "core/process_tree.h"
+#include "core/trace_context.h"
 #include "mcp/config.h"
 
 namespace mates::mcp {
@@ -132,9 +133,12 @@ Result<std::shared_ptr<Client>> Hub::StartLocked(Server& s) {
 
 void Hub::Start() {
   std::vector<std::thread> starting;
+  // Each server starts in the caller's span (DESIGN §29: its TRACEPARENT).
+  const TraceContext caller = CurrentTrace();
   for (auto& s : servers_) {
     if (!s->config.skipped.empty()) continue;  // never started: not trusted
-    starting.emplace_back([this, server = s.get()] {
+    starting.emplace_back([this, server = s.get(), caller] {
+      ScopedTrace in(caller);
       RunGuarded("starting mcp server " + server->config.name, [&] {
         std::lock_guard<std::mutex> lock(server->mu);
         auto c = StartLocked(*server);
