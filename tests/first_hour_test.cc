@@ -344,8 +344,12 @@ TEST_F(FirstHourTest, DoctorChecksEachPartAndSaysTheFix) {
       EXPECT_TRUE(c["fix"].is_string()) << c.dump();
     }
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"provider", "git", "tmux", "chromium", "agent CLIs", "store", "sandbox"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"provider", "git", "tmux", "chromium", "agent CLIs", "store", "sandbox",
+                                             "telemetry"}));
+  // Telemetry off (no OTEL_* set): said, with how to turn it on.
+  EXPECT_EQ((*j)["checks"][7]["result"], "ok") << r.out;
+  EXPECT_NE((*j)["checks"][7]["detail"].get<std::string>().find("off (set OTEL_EXPORTER_OTLP_ENDPOINT"),
+            std::string::npos);
   EXPECT_EQ((*j)["checks"][0]["result"], "ok") << r.out;
   EXPECT_NE((*j)["checks"][0]["detail"].get<std::string>().find("a minimal call answered"), std::string::npos);
   EXPECT_EQ((*j)["checks"][5]["result"], "ok") << r.out;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -470,6 +471,43 @@ TEST(TeamTraceTest, BadSettingsAndAMissingCollectorDoNotStopTheTeam) {
   EXPECT_NE((r.out + r.err).find("telemetry: the collector at http://127.0.0.1:" + std::to_string(port)),
             std::string::npos)
       << r.out << r.err;
+}
+
+// A hosted team's export as status and doctor show it: what was sent, and
+// what a collector gone away costs (its exports counted as failed).
+TEST(TeamTraceTest, StatusAndDoctorShowWhatTheExportSentAndDropped) {
+  SKIP_WITHOUT_COLLECTOR();
+  TempDir dir, ws;
+  std::optional<Collector> collector(std::in_place, dir.path());
+  const std::string url = collector->url();
+  const std::vector<std::string> env = {"OTEL_EXPORTER_OTLP_ENDPOINT=" + url, "OTEL_BSP_SCHEDULE_DELAY=100",
+                                        "OTEL_METRIC_EXPORT_INTERVAL=200", "OTEL_EXPORTER_OTLP_TIMEOUT=1000"};
+  auto mates = [&](const std::vector<std::string>& args) { return testing::RunMates(ws.path(), args, env); };
+  auto up = mates({"up", "--team", "tel", "--provider", "scripted", "--scenario", Fixture("team_traced.yaml"),
+                   "--no-dashboard", "--sandbox", "off", "Go"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  std::string status;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    status = mates({"status", "--team", "tel"}).out;
+    return status.find("telemetry: exported to " + url + "/v1/traces: ") != std::string::npos &&
+           status.find(" 0 spans") == std::string::npos;
+  })) << status;
+  EXPECT_EQ(status.find("DROPPED"), std::string::npos) << status;
+  auto doctor = mates({"doctor", "--no-call", "--team", "tel"});
+  EXPECT_NE(doctor.out.find("  ok    telemetry: exports to " + url + "/v1/traces (http/protobuf)"), std::string::npos)
+      << doctor.out;
+
+  collector.reset();  // gone: the next exports fail
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    status = mates({"status", "--team", "tel"}).out;
+    return status.find("DROPPED") != std::string::npos;
+  })) << status;
+  EXPECT_NE(status.find("cannot be reached"), std::string::npos) << status;
+  doctor = mates({"doctor", "--no-call", "--team", "tel"});
+  EXPECT_NE(doctor.out.find("  warn  telemetry: the collector at " + url + "/v1/traces cannot be reached"),
+            std::string::npos)
+      << doctor.out;
+  EXPECT_EQ(mates({"down", "--team", "tel"}).exit_code, 0);
 }
 
 // MCP (DESIGN §29): a request carries the tool call's span in

@@ -4,9 +4,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -205,6 +207,73 @@ TEST_F(AgentTest, ItsModelCallsAndToolsAreCountedForTheHostsMetrics) {
                    "\"chat\",gen_ai_provider_name=\"" + std::string(p.name()) + "\""),
             std::string::npos) << t;
   EXPECT_NE(t.find("gen_ai_token_type=\"output\",team=\"t\"} 3\n"), std::string::npos) << t;  // _count: 3 calls
+}
+
+// What an agent traces (DESIGN §29): a turn is invoke_agent under the
+// session, each model call a chat span under it with its usage, each tool
+// an execute_tool span whose command got its TRACEPARENT; the older
+// gen_ai.system only without OTEL_SEMCONV_STABILITY_OPT_IN's opt-in.
+TEST_F(AgentTest, ItsTurnsModelCallsAndToolsAreSpansUnderTheSession) {
+  for (bool latest : {false, true}) {
+    SCOPED_TRACE(latest ? "gen_ai_latest_experimental" : "default");
+    FakeProvider p([](const Request&, int n) {
+      if (n == 1) return ToolReply("t1", "bash", R"({"command":"printf %s \"$TRACEPARENT\""})");
+      if (n == 2) return ToolReply("t2", "frobnicate", "{}");
+      return TextReply("done");
+    });
+    std::vector<telemetry::SpanRecord> spans;
+    std::mutex mu;
+    AgentSpec spec = Spec();
+    spec.tracer = std::make_shared<telemetry::Tracer>(
+        telemetry::Sampler{},
+        [&](telemetry::SpanRecord r) {
+          std::lock_guard<std::mutex> lock(mu);
+          spans.push_back(std::move(r));
+        },
+        4096, 128, latest);
+    telemetry::Span session = spec.tracer->Start("session t", telemetry::SpanKind::kInternal, {});
+    spec.tracer->SetSession(session.context());
+    auto loop = Loop(&p, spec);
+    ASSERT_TRUE(loop->Run("go").ok());
+    std::map<std::string, std::vector<telemetry::SpanRecord>> by_kind;
+    for (const auto& r : spans) by_kind[r.name.substr(0, r.name.find(' '))].push_back(r);
+    ASSERT_EQ(by_kind["invoke_agent"].size(), 1u);
+    const auto& turn = by_kind["invoke_agent"][0];
+    EXPECT_EQ(turn.name, "invoke_agent lead");
+    EXPECT_EQ(turn.parent_span_id, session.context().span_id);
+    EXPECT_EQ(turn.context.trace_id, session.context().trace_id);
+    auto attr = [](const telemetry::SpanRecord& r, const std::string& key) -> const telemetry::AttributeValue* {
+      for (const auto& a : r.attributes) {
+        if (a.key == key) return &a.value;
+      }
+      return nullptr;
+    };
+    ASSERT_EQ(by_kind["chat"].size(), 3u);
+    for (const auto& c : by_kind["chat"]) {
+      EXPECT_EQ(c.parent_span_id, turn.context.span_id);
+      EXPECT_EQ(c.kind, telemetry::SpanKind::kClient);
+      ASSERT_NE(attr(c, "gen_ai.usage.input_tokens"), nullptr);
+      ASSERT_NE(attr(c, "gen_ai.usage.output_tokens"), nullptr);
+      EXPECT_EQ(attr(c, "gen_ai.system") == nullptr, latest);
+      EXPECT_NE(attr(c, "gen_ai.provider.name"), nullptr);
+    }
+    ASSERT_EQ(by_kind["execute_tool"].size(), 2u);
+    const auto& bash = by_kind["execute_tool"][0];
+    EXPECT_EQ(bash.name, "execute_tool bash");
+    EXPECT_EQ(bash.parent_span_id, turn.context.span_id);
+    EXPECT_FALSE(bash.error);
+    const auto& unknown = by_kind["execute_tool"][1];
+    EXPECT_TRUE(unknown.error);
+    ASSERT_NE(attr(unknown, "error.type"), nullptr);
+    EXPECT_EQ(std::get<std::string>(*attr(unknown, "error.type")), "tool_error");
+    // The command's TRACEPARENT was its call's span.
+    const std::string expected = bash.context.Traceparent();
+    bool seen = false;
+    for (const auto& m : loop->conversation().messages()) {
+      for (const auto& b : m.content) seen |= b.type == llm::BlockType::kToolResult && b.text.find(expected) != std::string::npos;
+    }
+    EXPECT_TRUE(seen) << expected;
+  }
 }
 
 TEST_F(AgentTest, MaxTokensIsContinuedRefusalAndCallLimitEndTheTurn) {

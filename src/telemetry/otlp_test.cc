@@ -8,9 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
+#include "core/log.h"
+#include "core/secrets.h"
 #include "core/trace_context.h"
 
 namespace mates::telemetry {
@@ -215,6 +218,35 @@ TEST(TracerTest, AHugeAttributeIsCutAndTooManyAreDropped) {
   ASSERT_EQ(done[0].attributes.size(), 4u);
   EXPECT_LE(std::get<std::string>(done[0].attributes[0].value).size(), 64u + 3);
   EXPECT_LE(std::get<std::vector<std::string>>(done[0].attributes[1].value)[0].size(), 64u + 3);
+}
+
+// mates' own lines go to the host's export (DESIGN §29) as stderr has them:
+// redacted, in the span they were written in; info too, never debug; and a
+// line the tap itself logs is not tapped again.
+TEST(LogTapTest, WarningsAndInfoReachTheTapRedactedAndInTheirSpan) {
+  Secrets::Add("TEST_KEY", "sk-secret-value-123");
+  std::vector<std::pair<bool, std::string>> lines;
+  std::vector<TraceContext> spans;
+  SetLogTap([&](bool warning, const std::string& line) {
+    lines.emplace_back(warning, line);
+    spans.push_back(CurrentTrace());
+    LogWarning("from inside the tap");  // not tapped again
+  });
+  {
+    ScopedTrace in(*ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+    LogWarning("the key sk-secret-value-123 was refused");
+  }
+  LogInfo("a line");
+  LogDebug("not this one");
+  SetLogTap({});
+  LogWarning("after the tap is gone");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(lines[0].first);
+  EXPECT_EQ(lines[0].second.find("sk-secret-value-123"), std::string::npos) << lines[0].second;
+  EXPECT_NE(lines[0].second.find("was refused"), std::string::npos);
+  EXPECT_EQ(spans[0].span_id, "00f067aa0ba902b7");
+  EXPECT_FALSE(lines[1].first);
+  EXPECT_FALSE(spans[1].valid());
 }
 
 }  // namespace
