@@ -17,14 +17,18 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "support/otlp_collector.h"
 #include "support/readme.h"
 #include "support/test_util.h"
+#include "telemetry/otlp.h"
+#include "tmux/cli_wiring.h"
 
 namespace mates {
 namespace {
@@ -107,7 +111,9 @@ class AgentCliTest : public ::testing::TestWithParam<Cli> {
                             "\nargs = [" + args + "]\ndefault_tools_approval_mode = \"approve\"\n");
       o.env->push_back("CODEX_HOME=" + (home_ / ".codex").string());
       o.env->push_back("MATES_MOCK_KEY=" + key_);
-      o.argv = {CliBinary(name).string(), "exec", "--skip-git-repo-check", prompt};
+      o.argv = {CliBinary(name).string(), "exec"};
+      o.argv.insert(o.argv.end(), codex_args_.begin(), codex_args_.end());
+      o.argv.insert(o.argv.end(), {"--skip-git-repo-check", prompt});
     } else if (name == "gemini") {
       testing::WriteAll(home_ / ".gemini/settings.json",
                         "{\"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}},"
@@ -140,6 +146,7 @@ class AgentCliTest : public ::testing::TestWithParam<Cli> {
   const std::string key_ = "sk-test-agent-cli-key-0123456789abcdef";
   std::optional<Subprocess> mock_;
   std::string url_;
+  std::vector<std::string> codex_args_;  // more of Codex's `-c` overrides
 };
 
 TEST_P(AgentCliTest, ClaimsCompletesAndTellsTheLeadThroughMatesMcp) {
@@ -168,6 +175,36 @@ TEST_P(AgentCliTest, ClaimsCompletesAndTellsTheLeadThroughMatesMcp) {
 INSTANTIATE_TEST_SUITE_P(Each, AgentCliTest,
                          ::testing::Values(Cli{"codex", "mcp__mates__"}, Cli{"gemini", "mcp_mates_"},
                                            Cli{"opencode", "mates_"}),
+                         [](const auto& info) { return info.param.name; });
+
+// Codex reads no OTEL_* variable: the `-c` overrides a cluster gives it
+// (DESIGN §29, tmux::CodexTelemetryArgs) send its own records to the
+// team's collector, which decodes them with the official definitions.
+class CodexTelemetryTest : public AgentCliTest {};
+
+TEST_P(CodexTelemetryTest, ItsOwnRecordsGoToTheTeamsCollector) {
+  SKIP_WITHOUT_COLLECTOR();
+  testing::Collector collector(dir_.path());
+  auto otlp = telemetry::OtlpConfig::From(
+      [&](const char* name) -> const char* {
+        return std::string_view(name) == "OTEL_EXPORTER_OTLP_ENDPOINT" ? collector.url().c_str() : nullptr;
+      },
+      Json::object());
+  codex_args_ = tmux::CodexTelemetryArgs(otlp);
+  auto r = RunSubprocess(Command("Work on your team's board: claim a task, do it, tell the lead."));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->exit_code, 0) << r->out << "\n" << r->err.substr(0, 4000);
+  std::set<std::string> services;
+  for (const auto& attrs : testing::Resources(collector.Received())) {
+    services.insert(testing::Attr(attrs, "service.name").value("stringValue", ""));
+  }
+  for (const auto& g : collector.Received()) EXPECT_FALSE(g.contains("error")) << g.dump();
+  EXPECT_TRUE(std::any_of(services.begin(), services.end(),
+                          [](const std::string& s) { return s.find("codex") != std::string::npos; }))
+      << ::testing::PrintToString(services) << " from " << collector.Received().size() << " requests";
+}
+
+INSTANTIATE_TEST_SUITE_P(Codex, CodexTelemetryTest, ::testing::Values(Cli{"codex", "mcp__mates__"}),
                          [](const auto& info) { return info.param.name; });
 
 // README's mixed cluster, as printed, is a cluster file mates takes (its

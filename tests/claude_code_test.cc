@@ -17,6 +17,7 @@
 #include "core/json.h"
 
 #include "core/clock.h"
+#include "support/otlp_collector.h"
 #include "support/readme.h"
 #include "support/test_util.h"
 
@@ -147,6 +148,7 @@ class TwoPanes {
     } else {
       o.env->insert(o.env->end(), {"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=" + key, "OPENAI_MODEL=gpt-4o"});
     }
+    o.env->insert(o.env->end(), extra_env.begin(), extra_env.end());
     o.timeout_s = 150;
     auto r = RunSubprocess(o);
     if (!r.ok()) throw std::runtime_error(r.status().message());
@@ -164,10 +166,43 @@ class TwoPanes {
   const std::string home;
   std::optional<Subprocess> mock;
   std::string url;
+  std::vector<std::string> extra_env;  // for every mates command (a cluster's up: its panes')
 
  private:
   Api api_;
 };
+
+// The team's telemetry reaches a pane's Claude Code (DESIGN §29): started
+// with the team's OTEL_* and CLAUDE_CODE_ENABLE_TELEMETRY, its own records
+// go to the team's collector, marked with the team and the member.
+TEST(ClaudeCodeTest, APanesOwnTelemetryGoesToTheTeamsCollectorMarkedAsTheTeams) {
+  std::string claude = ClaudeBinary();
+  MATES_NEED_CLAUDE(claude);
+  SKIP_WITHOUT_COLLECTOR();
+  TwoPanes rig("", "ot", "  mcp: off\n", claude + ", --append-system-prompt-file, '{personality_file}'");
+  ASSERT_TRUE(rig.mock_up());
+  testing::Collector collector(rig.dir.path());
+  rig.extra_env = {"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.url(), "OTEL_METRIC_EXPORT_INTERVAL=1000",
+                   "OTEL_BSP_SCHEDULE_DELAY=500"};
+  auto up = rig.Cluster({"up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  // Claude Code's records, as the collector decoded them: its own service,
+  // the team's resource attributes.
+  auto from_alpha = [&] {
+    for (const auto& attrs : testing::Resources(collector.Received())) {
+      if (testing::Attr(attrs, "gen_ai.agent.name").value("stringValue", "") == "alpha" &&
+          testing::Attr(attrs, "mates.team").value("stringValue", "") == rig.session) {
+        return attrs;
+      }
+    }
+    return Json();
+  };
+  Json alpha;
+  ASSERT_TRUE(testing::WaitUntil([&] { return !(alpha = from_alpha()).is_null(); }, 60))
+      << "what arrived: " << DumpJson(Json(collector.Received())).substr(0, 3000);
+  EXPECT_EQ(testing::Attr(alpha, "service.name").value("stringValue", ""), "claude-code") << alpha.dump();
+  EXPECT_EQ(rig.Cluster({"down"}).exit_code, 0);
+}
 
 // Seed 003 with the real CLI: two Claude Code agents in tmux panes, their
 // model `mates mock-llm`, a fresh HOME nobody has answered questions in.

@@ -23,74 +23,19 @@
 #include "core/subprocess.h"
 #include "core/trace_context.h"
 #include "support/free_port.h"
+#include "support/otlp_collector.h"
 #include "support/test_util.h"
 #include "telemetry/otlp.h"
 
 namespace mates {
 namespace {
 
+using testing::Attr;
+using testing::Collector;
+using testing::Of;
 using testing::TempDir;
 
 std::string Fixture(const std::string& name) { return std::string(MATES_SOURCE_DIR) + "/tests/scenarios/" + name; }
-
-// The collector: node with the official decoders, else the test is skipped.
-class Collector {
- public:
-  static std::string Unavailable() {
-    if (testing::Run({"node", "--version"}).exit_code != 0) return "node is not installed";
-    if (!fs::exists(Modules() / "node_modules/@opentelemetry/otlp-transformer/build/src/generated/root.js")) {
-      return "the official OTLP definitions are not installed (scripts/setup-otlp)";
-    }
-    return "";
-  }
-
-  Collector(const fs::path& dir, std::vector<std::string> extra = {}) : out_(dir / "received.jsonl") {
-    SubprocessOptions o;
-    o.argv = {"node", std::string(MATES_SOURCE_DIR) + "/tests/otlp/receiver.mjs", "--modules", Modules().string(),
-              "--out", out_.string()};
-    o.argv.insert(o.argv.end(), extra.begin(), extra.end());
-    o.interactive = true;
-    o.stderr_path = (dir / "receiver.err").string();
-    auto p = Subprocess::Start(o);
-    if (!p.ok()) throw std::runtime_error(p.status().message());
-    process_.emplace(std::move(*p));
-    auto line = process_->ReadLine(DeadlineIn(30));
-    if (!line.ok() || line->rfind("listening ", 0) != 0) throw std::runtime_error("the collector did not start");
-    url_ = "http://127.0.0.1:" + line->substr(10);
-  }
-  ~Collector() {
-    process_->Signal(SIGTERM);
-    process_->Wait();
-  }
-
-  const std::string& url() const { return url_; }
-  // What it took: one JSON object per request, in order.
-  std::vector<Json> Received() const {
-    std::vector<Json> out;
-    auto text = ReadFile(out_);
-    if (!text.ok()) return out;
-    size_t at = 0;
-    while (at < text->size()) {
-      size_t end = text->find('\n', at);
-      if (end == std::string::npos) end = text->size();
-      auto j = ParseJson(std::string_view(*text).substr(at, end - at));
-      if (j.ok()) out.push_back(std::move(*j));
-      at = end + 1;
-    }
-    return out;
-  }
-
- private:
-  static fs::path Modules() { return fs::path(MATES_SOURCE_DIR) / ".cache/otlp"; }
-  fs::path out_;
-  std::string url_;
-  std::optional<Subprocess> process_;
-};
-
-#define SKIP_WITHOUT_COLLECTOR()                                        \
-  if (std::string why = Collector::Unavailable(); !why.empty()) {      \
-    GTEST_SKIP() << why;                                                \
-  }
 
 telemetry::OtlpConfig ConfigFor(const std::string& url, bool json) {
   std::map<std::string, std::string> vars = {{"OTEL_EXPORTER_OTLP_ENDPOINT", url},
@@ -106,24 +51,6 @@ telemetry::OtlpConfig ConfigFor(const std::string& url, bool json) {
       Json::object());
   EXPECT_TRUE(c.warnings.empty()) << ::testing::PrintToString(c.warnings);
   return c;
-}
-
-// The attribute `key` of a decoded list ({key, value: {stringValue|intValue|…}}).
-Json Attr(const Json& attrs, const std::string& key) {
-  if (attrs.is_array()) {
-    for (const auto& a : attrs) {
-      if (a.value("key", "") == key) return a["value"];
-    }
-  }
-  return Json();
-}
-
-std::vector<Json> Of(const std::vector<Json>& received, const std::string& signal) {
-  std::vector<Json> out;
-  for (const auto& r : received) {
-    if (r.value("signal", "") == signal) out.push_back(r);
-  }
-  return out;
 }
 
 // Every span of the traces requests, each with its resource's attributes.
@@ -471,6 +398,42 @@ TEST(TeamTraceTest, BadSettingsAndAMissingCollectorDoNotStopTheTeam) {
   EXPECT_NE((r.out + r.err).find("telemetry: the collector at http://127.0.0.1:" + std::to_string(port)),
             std::string::npos)
       << r.out << r.err;
+}
+
+// A merge (DESIGN §29): from the queue taking it to its decision, under the
+// session, with how long its check ran.
+TEST(TeamTraceTest, AMergeIsASpanWithItsChecksDuration) {
+  SKIP_WITHOUT_COLLECTOR();
+  TempDir dir, ws;
+  Collector collector(dir.path());
+  auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-C", ws.path().string(), "-c", "user.name=t", "-c", "user.email=t@t"});
+    ASSERT_EQ(testing::Run(args).exit_code, 0) << args[7];
+  };
+  git({"init", "-q", "-b", "main"});
+  testing::WriteAll(ws.path() / "README", "the project\n");
+  git({"add", "README"});
+  git({"commit", "-q", "-m", "initial"});
+  ASSERT_EQ(testing::RunMates(ws.path(), {"team", "create", "wt"}).exit_code, 0);
+  ASSERT_EQ(testing::RunMates(ws.path(), {"tasks", "--team", "wt", "create", "write a.txt with alpha"}).exit_code, 0);
+  auto r = testing::RunMates(ws.path(),
+                             {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                              testing::ScenarioFixture("team_worktree.yaml"), "--idle-timeout", "0", "--isolation",
+                              "worktree", "--sandbox", "off", "--merge-check", "test -f a.txt", "Go one"},
+                             {"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.url()}, "", 120);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::vector<Json> merges;
+  std::string session;
+  for (const auto& s : Spans(collector.Received())) {
+    if (s["name"].get<std::string>().rfind("merge #", 0) == 0) merges.push_back(s);
+    if (s["name"].get<std::string>().rfind("session ", 0) == 0) session = s["spanId"];
+  }
+  ASSERT_EQ(merges.size(), 1u);
+  EXPECT_EQ(merges[0]["name"], "merge #1");
+  EXPECT_EQ(merges[0].value("parentSpanId", ""), session);
+  EXPECT_EQ(Attr(merges[0]["attributes"], "mates.merge.state").value("stringValue", ""), "merged");
+  EXPECT_EQ(Attr(merges[0]["attributes"], "mates.merge.owner").value("stringValue", ""), "w1");
+  EXPECT_GT(Attr(merges[0]["attributes"], "mates.merge.check.duration").value("doubleValue", 0.0), 0.0);
 }
 
 // A hosted team's export as status and doctor show it: what was sent, and

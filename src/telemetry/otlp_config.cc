@@ -288,6 +288,13 @@ std::vector<std::string> OtlpConfig::ChildEnvironment(
   for (const auto& [k, v] : extra) add(k, v);
   if (!attrs.empty()) env.push_back("OTEL_RESOURCE_ATTRIBUTES=" + attrs);
   if (gen_ai_latest) env.push_back("OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental");
+  // The team's cadence: metrics, and spans and log records in batches
+  // (OTEL_LOGS_EXPORT_INTERVAL is Claude Code's name for the latter).
+  const auto ms = [](double s) { return std::to_string(static_cast<int64_t>(s * 1000)); };
+  env.push_back("OTEL_METRIC_EXPORT_INTERVAL=" + ms(metric_interval_s));
+  env.push_back("OTEL_BSP_SCHEDULE_DELAY=" + ms(schedule_delay_s));
+  env.push_back("OTEL_BLRP_SCHEDULE_DELAY=" + ms(schedule_delay_s));
+  env.push_back("OTEL_LOGS_EXPORT_INTERVAL=" + ms(schedule_delay_s));
   return env;
 }
 

@@ -123,6 +123,8 @@ TEST(OtlpConfigTest, APaneCliGetsTheTeamsEndpointsHeadersAndResource) {
   EXPECT_TRUE(has("OTEL_EXPORTER_OTLP_HEADERS=x-key=a,b")) << ::testing::PrintToString(env);
   EXPECT_TRUE(has("OTEL_RESOURCE_ATTRIBUTES=deployment.environment=ci,mates.team=blue,gen_ai.agent.name=front%20end"))
       << ::testing::PrintToString(env);
+  EXPECT_TRUE(has("OTEL_METRIC_EXPORT_INTERVAL=60000"));
+  EXPECT_TRUE(has("OTEL_LOGS_EXPORT_INTERVAL=5000"));
   EXPECT_TRUE(Configured({}).ChildEnvironment({{"mates.team", "blue"}}).empty());
 }
 

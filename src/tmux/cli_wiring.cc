@@ -66,6 +66,30 @@ std::string TomlString(std::string_view s) {
   return out + "\"";
 }
 
+std::vector<std::string> CodexTelemetryArgs(const telemetry::OtlpConfig& otlp) {
+  std::vector<std::string> args;
+  // {otlp-http = {endpoint = "…", protocol = "binary", headers = {…}}}
+  auto exporter = [&](const std::string& url) {
+    std::string headers;
+    for (const auto& line : otlp.headers) {
+      const size_t colon = line.find(':');
+      std::string value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(' '));
+      headers += (headers.empty() ? "" : ", ") + TomlString(line.substr(0, colon)) + " = " + TomlString(value);
+    }
+    return "{otlp-http = {endpoint = " + TomlString(url) + ", protocol = " +
+           TomlString(otlp.json ? "json" : "binary") + ", headers = {" + headers + "}}}";
+  };
+  for (const auto& [key, url] : {std::pair{"otel.exporter", &otlp.logs_url},
+                                 std::pair{"otel.trace_exporter", &otlp.traces_url},
+                                 std::pair{"otel.metrics_exporter", &otlp.metrics_url}}) {
+    if (url->empty()) continue;
+    args.push_back("-c");
+    args.push_back(std::string(key) + "=" + exporter(*url));
+  }
+  return args;
+}
+
 Result<CliWiring> WireCli(const AgentConfig& a, const std::vector<std::string>& mcp_server,
                           const std::filesystem::path& dir) {
   CliWiring w;

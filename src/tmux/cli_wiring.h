@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "telemetry/otlp.h"
 #include "tmux/cluster_config.h"
 
 namespace mates::tmux {
@@ -44,5 +45,11 @@ std::string McpToolName(CliPreset cli, std::string_view tool);
 
 // `s` as a TOML basic string, quotes included (Codex's -c values are TOML).
 std::string TomlString(std::string_view s);
+
+// Codex reads no OTEL_* variable: its telemetry goes where its config's
+// otel.exporter (events), otel.trace_exporter and otel.metrics_exporter
+// say. The `-c` arguments that send each where the team's goes (DESIGN
+// §29); none when telemetry is off.
+std::vector<std::string> CodexTelemetryArgs(const telemetry::OtlpConfig& otlp);
 
 }  // namespace mates::tmux

@@ -237,8 +237,12 @@ Result<Launch> Cluster::LaunchOf(const AgentConfig& a, const Placed& placed, con
     const size_t eq = kv.find('=');
     l.env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
   }
-  // Claude Code exports only when asked to.
+  // Claude Code exports only when asked to; Codex where its config says.
   if (otlp_.enabled()) l.env.emplace("CLAUDE_CODE_ENABLE_TELEMETRY", "1");
+  if (a.cli == CliPreset::kCodex && !l.argv.empty()) {
+    const auto otel = CodexTelemetryArgs(otlp_);
+    l.argv.insert(l.argv.begin() + 1, otel.begin(), otel.end());
+  }
   l.env["MATES_TEAM"] = config_.name;
   l.env["MATES_AGENT_NAME"] = a.name;
   l.env["MATES_WORKSPACE"] = config_.work_dir.string();

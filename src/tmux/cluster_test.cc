@@ -206,6 +206,24 @@ TEST(ClusterConfigTest, PresetsGiveEachCliItsCommandTheTeamAndTheModel) {
   EXPECT_EQ(McpToolName(CliPreset::kGemini, "read_inbox"), "mcp_mates_read_inbox");
   EXPECT_EQ(McpToolName(CliPreset::kOpenCode, "read_inbox"), "mates_read_inbox");
   EXPECT_EQ(TomlString("a\x01\x7f\t\\"), "\"a\\u0001\\u007F\\t\\\\\"");
+
+  // Codex's own telemetry goes where the team's does (DESIGN §29): events,
+  // traces and metrics, each to its endpoint, with the team's headers.
+  auto otlp = telemetry::OtlpConfig::From(
+      [](const char* name) -> const char* {
+        if (std::string_view(name) == "OTEL_EXPORTER_OTLP_ENDPOINT") return "http://c:4318";
+        if (std::string_view(name) == "OTEL_EXPORTER_OTLP_HEADERS") return "x-key=k\"1";
+        if (std::string_view(name) == "OTEL_METRICS_EXPORTER") return "none";
+        return nullptr;
+      },
+      Json::object());
+  EXPECT_EQ(CodexTelemetryArgs(otlp),
+            (std::vector<std::string>{
+                "-c", "otel.exporter={otlp-http = {endpoint = \"http://c:4318/v1/logs\", protocol = \"binary\", "
+                      "headers = {\"x-key\" = \"k\\\"1\"}}}",
+                "-c", "otel.trace_exporter={otlp-http = {endpoint = \"http://c:4318/v1/traces\", protocol = "
+                      "\"binary\", headers = {\"x-key\" = \"k\\\"1\"}}}"}));
+  EXPECT_TRUE(CodexTelemetryArgs(telemetry::OtlpConfig{}).empty());
 }
 
 Status LoadFrom(const std::string& yaml, testing::TempDir& dir) {
