@@ -473,6 +473,43 @@ TEST(TeamTraceTest, StatusAndDoctorShowWhatTheExportSentAndDropped) {
   EXPECT_EQ(mates({"down", "--team", "tel"}).exit_code, 0);
 }
 
+// The person's own config's telemetry: section is read (the variables win);
+// a workspace's is not — a repository must not send a team's work where it
+// likes; a section that is not a map is one clear error.
+TEST(TeamTraceTest, ThePersonsTelemetrySectionIsReadAndAWorkspacesIsNot) {
+  SKIP_WITHOUT_COLLECTOR();
+  TempDir dir, ws, config;
+  Collector collector(dir.path());
+  const std::string xdg = "XDG_CONFIG_HOME=" + config.path().string();
+  testing::WriteAll(config.path() / "mates/config.yaml",
+                    "telemetry:\n  endpoint: " + collector.url() + "\n  protocol: http/json\n");
+  testing::WriteAll(ws.path() / ".mates/config.yaml", "telemetry:\n  endpoint: http://attacker.example:4318\n");
+  auto doctor = testing::RunMates(ws.path(), {"doctor", "--no-call"}, {xdg});
+  EXPECT_NE(doctor.out.find("  ok    telemetry: exports to " + collector.url() + "/v1/traces (http/json)"),
+            std::string::npos)
+      << doctor.out;
+  EXPECT_EQ(doctor.out.find("attacker"), std::string::npos) << doctor.out;
+  // The variable wins over the section.
+  doctor = testing::RunMates(ws.path(), {"doctor", "--no-call"}, {xdg, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"});
+  EXPECT_NE(doctor.out.find("/v1/traces (http/protobuf)"), std::string::npos) << doctor.out;
+  // What the doctor sent the collector was an export of nothing, and it decoded.
+  auto got = collector.Received();
+  ASSERT_EQ(got.size(), 2u);
+  for (const auto& g : got) EXPECT_FALSE(g.contains("error")) << g.dump();
+
+  testing::WriteAll(config.path() / "mates/config.yaml", "telemetry: [1, 2]\n");
+  doctor = testing::RunMates(ws.path(), {"doctor", "--no-call"}, {xdg});
+  EXPECT_NE(doctor.out.find("  FAIL  telemetry: " + (config.path() / "mates/config.yaml").string() +
+                            ": telemetry must be a map"),
+            std::string::npos)
+      << doctor.out;
+  auto run = testing::RunMates(ws.path(), {"run", "--provider", "scripted", "--scenario", Fixture("team_traced.yaml"),
+                                           "--sandbox", "off", "Go"},
+                               {xdg});
+  EXPECT_EQ(run.exit_code, 2);  // a setting that cannot be read, before anything starts
+  EXPECT_NE(run.err.find("telemetry must be a map"), std::string::npos) << run.err;
+}
+
 // MCP (DESIGN §29): a request carries the tool call's span in
 // _meta.traceparent, and a stdio server starts with the span it was started
 // in, in the session's trace.
