@@ -34,7 +34,7 @@ class Collector {
 
   Collector(const fs::path& dir, std::vector<std::string> extra = {}) : out_(dir / "received.jsonl") {
     SubprocessOptions o;
-    o.argv = {"node", std::string(MATES_SOURCE_DIR) + "/tests/otlp/receiver.mjs", "--modules", Modules().string(),
+    o.argv = {"node", (SourceDir() / "tests/otlp/receiver.mjs").string(), "--modules", Modules().string(),
               "--out", out_.string()};
     o.argv.insert(o.argv.end(), extra.begin(), extra.end());
     o.interactive = true;
@@ -69,7 +69,7 @@ class Collector {
   }
 
  private:
-  static fs::path Modules() { return fs::path(MATES_SOURCE_DIR) / ".cache/otlp"; }
+  static fs::path Modules() { return SourceDir() / ".cache/otlp"; }
   fs::path out_;
   std::string url_;
   std::optional<Subprocess> process_;

@@ -266,6 +266,7 @@ void ModelServer::Stop() {
 }
 
 std::string ScenarioFixture(const std::string& name) { return std::string(MATES_SCENARIOS) + "/" + name; }
+fs::path SourceDir() { return MATES_SOURCE_DIR; }
 
 std::string Fixture(const std::string& name) { return std::string(MATES_FIXTURES) + "/" + name; }
 

@@ -54,6 +54,8 @@ Subprocess StartMates(const fs::path& ws, const std::vector<std::string>& args,
                       const std::vector<std::string>& extra_env = {});
 // tests/scenarios/<name>, the scripted provider's fixtures.
 std::string ScenarioFixture(const std::string& name);
+// The project's top folder (its tests' scripts, .cache's npm packages).
+fs::path SourceDir();
 // tests/fixtures/<name>: what real clients sent, recorded.
 std::string Fixture(const std::string& name);
 // Whether `pid` runs (exists and is not a zombie).
