@@ -416,7 +416,7 @@ void OtlpExporter::Flush() {
   if (stopping_) return;
   const uint64_t ticket = ++flush_asked_;
   wake_.notify_one();
-  flushed_.wait_for(lock, std::chrono::duration<double>(config_.timeout_s * 3 + 1),
+  flushed_.wait_for(lock, std::chrono::duration<double>(config_.timeout_s + 1),
                     [&] { return flush_done_ >= ticket || stopping_; });
 }
 

@@ -116,7 +116,8 @@ class OtlpExporter {
   // Sends what is queued and the metrics once more, within the export
   // timeout, and stops the thread. Idempotent.
   void Shutdown();
-  // Sends what is queued now (and waits for it, at most the timeout).
+  // Sends what is queued now, and waits for it at most the export timeout
+  // and a second (a host that ends is not held by a collector that hangs).
   void Flush();
 
   Stats stats() const;
