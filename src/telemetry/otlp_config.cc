@@ -71,8 +71,11 @@ std::vector<std::pair<std::string, std::string>> Pairs(std::string_view list, co
   return out;
 }
 
+// http:// or https:// and a host (a URL that is all slashes after its
+// scheme would lose them to the trailing slash's trimming).
 bool IsHttpUrl(const std::string& url) {
-  return (url.rfind("http://", 0) == 0 && url.size() > 7) || (url.rfind("https://", 0) == 0 && url.size() > 8);
+  const size_t after = url.rfind("http://", 0) == 0 ? 7 : url.rfind("https://", 0) == 0 ? 8 : 0;
+  return after > 0 && url.size() > after && url[after] != '/';
 }
 
 bool IsToken(const std::string& name) {

@@ -85,10 +85,14 @@ TEST(OtlpConfigTest, EachMalformedValueIsOneWarningAndItsDefault) {
 }
 
 TEST(OtlpConfigTest, AnEndpointThatIsNotAnHttpUrlExportsNothingAndSaysSo) {
-  auto c = Configured({{"OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317"}});
-  EXPECT_FALSE(c.enabled());
-  ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_NE(c.warnings[0].find("not an http:// or https:// URL"), std::string::npos);
+  // No scheme; and no host (telemetry_fuzz found "https:///" made into
+  // "https:/v1/traces").
+  for (const char* bad : {"collector:4317", "https:///", "http://"}) {
+    auto c = Configured({{"OTEL_EXPORTER_OTLP_ENDPOINT", bad}});
+    EXPECT_FALSE(c.enabled()) << bad;
+    ASSERT_EQ(c.warnings.size(), 1u) << bad;
+    EXPECT_NE(c.warnings[0].find("not an http:// or https:// URL"), std::string::npos);
+  }
 }
 
 TEST(OtlpConfigTest, ThePersonsSectionIsUsedWhereNoVariableIsSet) {
