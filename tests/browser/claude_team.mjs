@@ -147,8 +147,11 @@ try {
   let messages = log(team);
   checks.check(said(messages, "team-lead", "alpha", "You are alpha") && said(messages, "beta", "alpha", "Send me code"),
                "the lead's and beta's messages to alpha, as delivered");
-  checks.check(messages.some((m) => m.protocol === "idle_notification" && m.recipient === "team-lead"),
-               "idle notifications, with their protocol type");
+  // A teammate's idle notification is written when its turn ends, which
+  // may be a moment after the messages above: waited for, not assumed.
+  const idle = (ms) => ms.some((m) => m.protocol === "idle_notification" && m.recipient === "team-lead");
+  if (!idle(messages)) await until(() => idle(log(team)), 30000, "an idle notification to team-lead");
+  checks.check(idle(log(team)), "idle notifications, with their protocol type");
   checks.check(s.messages.length > 0 && s.messages.every((m) => typeof m.read === "boolean"), "status --json: messages with their read state");
   await until(() => log(team).every((m) => m.read === true), 30000, "every message read");
   checks.check(true, "every message read (delivered) in the end");
