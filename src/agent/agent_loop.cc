@@ -887,13 +887,18 @@ void AgentLoop::MessageSpan(const Message& m) {
 void AgentLoop::TaskSpan(const llm::ContentBlock& call, const tools::ToolResult& r) {
   if (call.name != "TaskUpdate" || r.is_error || ctx_->team.empty()) return;
   auto input = ParseJson(call.input_json.empty() ? "{}" : call.input_json);
-  if (!input.ok() || !input->is_object() || input->value("status", "") != "completed") return;
-  const Json& raw = (*input)["task_id"];
+  // The model's input, read without a throw: `status` may be anything
+  // (the tool ran on what a hook made of it).
+  if (!input.ok() || !input->is_object()) return;
+  auto status = input->find("status");
+  if (status == input->end() || !status->is_string() || status->get<std::string>() != "completed") return;
+  auto raw = input->find("task_id");
   int64_t id = 0;
-  if (raw.is_number_integer()) {
-    id = raw.get<int64_t>();
-  } else if (raw.is_string()) {
-    id = std::strtoll(raw.get<std::string>().c_str() + (raw.get<std::string>().rfind('#', 0) == 0 ? 1 : 0), nullptr, 10);
+  if (raw != input->end() && raw->is_number_integer()) {
+    id = raw->get<int64_t>();
+  } else if (raw != input->end() && raw->is_string()) {
+    const std::string& text = raw->get_ref<const std::string&>();
+    id = std::strtoll(text.c_str() + (text.rfind('#', 0) == 0 ? 1 : 0), nullptr, 10);
   }
   auto board = ctx_->store().CheckedBoard(ctx_->team);
   if (id <= 0 || !board.ok()) return;
