@@ -1597,6 +1597,22 @@ TEST_F(PgRuntimeTest, IsolatedTeammatesOnTwoMachinesMergeThroughTheirSharedRemot
                            "w1: Task #5: clash x.txt with from B", "w2: Task #6: write x.txt with from A"}) {
     EXPECT_NE(authors.find(line), std::string::npos) << line << "\n" << authors;
   }
+  // Each landed merge's provenance travelled with the target (DESIGN §30):
+  // the notes on origin, written by A's queue, with w1's cost read from the
+  // store's copy of its journal on B.
+  Git(c, {"fetch", "-q", "origin", "refs/notes/mates:refs/notes/mates"});
+  for (const auto& m : *list) {
+    if (m.status != MergeState::kMerged) continue;
+    Json note = Json::parse(Git(c, {"notes", "--ref=mates", "show", m.merged_commit}));
+    EXPECT_EQ(note["task"]["id"], m.task) << note.dump();
+    EXPECT_EQ(note["agent"], m.owner) << note.dump();
+    EXPECT_EQ(note["checks"][0]["command"], "test -s b.txt && test ! -e BROKEN") << note.dump();
+    EXPECT_GE(note["calls"].get<int>(), 2) << note.dump();
+  }
+  // B, whose queue landed nothing, shows them too (fetched from origin).
+  auto shown = mates(b, {"merges", "--team", "iso", "show", std::to_string(list->back().id)});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("decided: by merge-queue (queue)"), std::string::npos) << shown.out;
   // Every commit the target moved to passed the check: none held BROKEN
   // (the failed submission's commit is in the history, merged over by
   // its fix, but the target was never at it). The last is the tip.

@@ -20,6 +20,7 @@
 #include "core/waker.h"
 #include "git/git.h"
 #include "git/merge_queue.h"
+#include "git/submit.h"
 #include "git/worktrees.h"
 #include "store/board.h"
 #include "store/merges.h"
@@ -171,10 +172,57 @@ TEST(WorktreeTest, FourTeammatesMergeTheirWorkAndLeaveNothing) {
   }
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:d.txt"}), "delta\n");
-  // The check ran once per merge, each time on one more file.
+  // Merged in memory, one merge commit per task: the target's first-parent
+  // history is the tasks landed, in the order they landed.
+  auto landed = Lines(Git(repo.w, {"log", "--first-parent", "--format=%s", "mates/wt"}));
+  ASSERT_EQ(landed.size(), 5u) << Git(repo.w, {"log", "--graph", "--oneline", "mates/wt"});
+  for (size_t i = 0; i + 1 < landed.size(); ++i) EXPECT_EQ(landed[i].rfind("Merge task #", 0), 0u) << landed[i];
+  // Each landed merge carries its provenance (DESIGN §30): a note under
+  // refs/notes/mates naming the task, its agent, what it cost, the
+  // commits, the check as it ran, the sandbox and who decided.
+  for (const auto& m : merges) {
+    auto shown = testing::Run({"git", "-C", repo.w.string(), "notes", "--ref=mates", "show", m.merged_commit});
+    ASSERT_EQ(shown.exit_code, 0) << "merge " << m.id << " has no note: " << shown.err;
+    Json note = Json::parse(shown.out);
+    EXPECT_EQ(note["mates"], "merge/1");
+    EXPECT_EQ(note["team"], "wt");
+    EXPECT_EQ(note["merge_request"], m.id);
+    EXPECT_EQ(note["task"]["id"], m.task);
+    EXPECT_EQ(note["task"]["subject"], m.subject);
+    EXPECT_EQ(note["agent"], m.owner);
+    EXPECT_EQ(note["target"], "mates/wt");
+    EXPECT_EQ(note["base"], m.checked_on);
+    EXPECT_EQ(note["head"], m.commit);
+    EXPECT_EQ(note["merged"], m.merged_commit);
+    ASSERT_EQ(note["checks"].size(), 1u) << note.dump();
+    EXPECT_EQ(note["checks"][0]["command"], "cat *.txt | wc -l >> " + checks.string());
+    EXPECT_EQ(note["checks"][0]["exit_code"], 0);
+    EXPECT_EQ(note["checks"][0]["output_sha256"].get<std::string>().size(), 64u);
+    EXPECT_GE(note["checks"][0]["duration_s"].get<double>(), 0.0);
+    EXPECT_EQ(note["sandbox"]["mode"], "workspace");
+    EXPECT_EQ(note["sandbox"]["policy"].get<std::string>().rfind("sha256:", 0), 0u) << note.dump();
+    EXPECT_EQ(note["decided"]["as"], "queue");
+    // The teammate's model calls while it held the task: one turn of two
+    // tool calls and its end, at least two calls, by the scripted model.
+    EXPECT_GE(note["calls"].get<int>(), 2) << note.dump();
+    EXPECT_EQ(note["models"], Json::array({"scripted"})) << note.dump();
+    EXPECT_GT(note["usage"]["input_tokens"].get<int64_t>(), 0) << note.dump();
+  }
+  auto shown = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "1"}, repo.env);
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("provenance (refs/notes/mates):"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("decided: by merge-queue (queue)"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("check:   `cat *.txt"), std::string::npos) << shown.out;
+  auto shown_json = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "1", "--json"}, repo.env);
+  ASSERT_EQ(shown_json.exit_code, 0) << shown_json.err;
+  EXPECT_EQ(Json::parse(shown_json.out)["provenance"]["merge_request"], 1);
+  // The check ran once per merge or per train of them (DESIGN §30), each
+  // time on more files, the last on all four.
   auto counts = Lines(ReadAll(checks));
-  ASSERT_EQ(counts.size(), 4u) << ReadAll(checks);
-  for (size_t i = 0; i < counts.size(); ++i) EXPECT_EQ(Trim(counts[i]), std::to_string(i + 1));
+  ASSERT_GE(counts.size(), 1u);
+  ASSERT_LE(counts.size(), 4u) << ReadAll(checks);
+  for (size_t i = 1; i < counts.size(); ++i) EXPECT_LT(std::stoi(counts[i - 1]), std::stoi(counts[i])) << i;
+  EXPECT_EQ(Trim(counts.back()), "4");
   // Each worked in its own worktree; W's checkout is as it was.
   for (const auto& line : Lines(ReadAll(repo.tmp.path() / "shared/pwd.log"))) {
     EXPECT_NE(line.find("/repo/.mates/worktrees/wt/w"), std::string::npos) << line;
@@ -257,6 +305,10 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   EXPECT_EQ(merges[1].decided_by, "lead");
   EXPECT_EQ(merges[2].status, MergeState::kMerged) << merges[2].output;
   EXPECT_TRUE(merges[2].approved);
+  // Its provenance says the lead let it land, after the check passed.
+  auto note = Json::parse(Git(repo.w, {"notes", "--ref=mates", "show", merges[2].merged_commit}));
+  EXPECT_EQ(note["decided"], (Json{{"by", "lead"}, {"as", "lead"}}));
+  EXPECT_EQ(note["checks"][0]["exit_code"], 0);
   auto tasks = repo.Tasks();
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_EQ(tasks[0].status, TaskStatus::kCompleted);
@@ -405,6 +457,125 @@ TEST(WorktreeTest, ATargetMovedOutsideTheQueueHoldsItUntilResumed) {
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:a.txt"}), "alpha\n");
   EXPECT_EQ(repo.History()[1], "outside");
   EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted);
+}
+
+// Requests waiting together go as a train (DESIGN §30): merged in memory
+// one onto the next, checked once on the last, landed by one
+// compare-and-swap. A train whose check fails goes again one by one, so
+// that only the request that broke it is bounced; a request conflicting
+// with one ahead of it in the train is bounced alone. Every landed merge
+// has its note, naming the commit its check ran on.
+TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
+  Repo repo(TaskList{});
+  const Workspace ws(repo.w);
+  TeamGit g;
+  g.isolation = Isolation::kWorktree;
+  const fs::path ran = repo.tmp.path() / "shared/ran.log";
+  g.merge_check = "echo run >> " + ran.string() + "; test ! -e BROKEN";
+  auto prepared = git::PrepareTarget(ws, "wt", g);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().message();
+  ASSERT_TRUE(Roster(ws).Update("wt", [&](TeamConfig& c) {
+    c.git = *prepared;
+    return Status::Ok();
+  }).ok());
+  std::unique_ptr<TeamStore> store = FileTeamStore(ws);
+  auto board = store->Board("wt");
+  // w1..w6 each write their own file; w4 breaks the build; w6 writes the
+  // file w5 writes, otherwise.
+  const int k = 6;
+  for (int i = 1; i <= k; ++i) {
+    const std::string name = "w" + std::to_string(i);
+    Member m;
+    m.name = name;
+    m.worktree = true;
+    ASSERT_TRUE(Roster(ws).AddMember("wt", m).ok());
+    auto path = git::EnsureTeammateWorktree(ws, "wt", name, *prepared);
+    ASSERT_TRUE(path.ok()) << path.status().message();
+    if (i == 4) WriteAll(*path / "BROKEN", "oops\n");
+    WriteAll(*path / (i >= 5 ? std::string("shared.txt") : "out" + std::to_string(i) + ".txt"), name + "\n");
+    auto t = board->Create({"task of " + name, "", "", {}, ""});
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE(board->Claim(t->id, name).ok());
+    auto submitted = git::SubmitForMerge(ws, *store, "wt", t->id, Caller{name, false});
+    ASSERT_TRUE(submitted.ok()) << submitted.status().message();
+  }
+  auto waker = std::make_shared<Waker>();
+  git::MergeQueue::Options o;
+  o.ws = ws;
+  o.team = [] { return std::string("wt"); };
+  o.on_change = [&] { waker->Notify(); };
+  o.running = [](const std::string&) { return true; };
+  git::MergeQueue queue(*store, o);
+  auto settled = [&] {
+    for (const auto& m : repo.Merges()) {
+      if (MergeOpen(m.status)) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(testing::UntilWoken(waker, [&] { return settled() && !queue.Busy(); }));
+  queue.Stop();
+
+  auto merges = repo.Merges();
+  ASSERT_EQ(merges.size(), static_cast<size_t>(k));
+  std::map<std::string, MergeState> by_owner;
+  for (const auto& m : merges) by_owner[m.owner] = m.status;
+  EXPECT_EQ(by_owner["w1"], MergeState::kMerged);
+  EXPECT_EQ(by_owner["w2"], MergeState::kMerged);
+  EXPECT_EQ(by_owner["w3"], MergeState::kMerged);
+  EXPECT_EQ(by_owner["w4"], MergeState::kFailed) << "the one that broke the build";
+  EXPECT_EQ(by_owner["w5"], MergeState::kMerged);
+  EXPECT_EQ(by_owner["w6"], MergeState::kConflict) << "shared.txt, written by w5 ahead of it";
+  EXPECT_FALSE(testing::Run({"git", "-C", repo.w.string(), "cat-file", "-e", "mates/wt:BROKEN"}).exit_code == 0);
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:shared.txt"}), "w5\n");
+  // The train's check ran on all six (failed: w4's BROKEN), then one by
+  // one: fewer checks than a request each would take twice over.
+  const size_t checks = Lines(ReadAll(ran)).size();
+  EXPECT_GE(checks, 2u);
+  EXPECT_LE(checks, static_cast<size_t>(k) + 1) << ReadAll(ran);
+  for (const auto& m : merges) {
+    if (m.status != MergeState::kMerged) continue;
+    Json note = Json::parse(Git(repo.w, {"notes", "--ref=mates", "show", m.merged_commit}));
+    EXPECT_EQ(note["merge_request"], m.id);
+    EXPECT_EQ(note["base"], m.checked_on);
+    ASSERT_EQ(note["checks"].size(), 1u) << note.dump();
+    EXPECT_EQ(note["checks"][0]["exit_code"], 0);
+    const std::string on = note["checks"][0]["commit"];
+    // The commit its check ran on holds this merge (it is it, or after it).
+    EXPECT_EQ(testing::Run({"git", "-C", repo.w.string(), "merge-base", "--is-ancestor", m.merged_commit, on})
+                  .exit_code,
+              0);
+  }
+  // The target's first-parent history: one merge commit per landed task.
+  auto landed = Lines(Git(repo.w, {"log", "--first-parent", "--format=%s", "mates/wt"}));
+  EXPECT_EQ(landed.size(), 5u) << Git(repo.w, {"log", "--graph", "--oneline", "mates/wt"});
+
+  // Three more, clean, waiting together: one train, one check, and every
+  // note names the train's last merge as what the check ran on.
+  for (int i = 7; i <= 9; ++i) {
+    const std::string name = "w" + std::to_string(i);
+    Member m;
+    m.name = name;
+    m.worktree = true;
+    ASSERT_TRUE(Roster(ws).AddMember("wt", m).ok());
+    auto path = git::EnsureTeammateWorktree(ws, "wt", name, *prepared);
+    ASSERT_TRUE(path.ok()) << path.status().message();
+    WriteAll(*path / ("out" + std::to_string(i) + ".txt"), name + "\n");
+    auto t = board->Create({"task of " + name, "", "", {}, ""});
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE(board->Claim(t->id, name).ok());
+    ASSERT_TRUE(git::SubmitForMerge(ws, *store, "wt", t->id, Caller{name, false}).ok());
+  }
+  git::MergeQueue again(*store, o);
+  ASSERT_TRUE(testing::UntilWoken(waker, [&] { return settled() && !again.Busy(); }));
+  again.Stop();
+  EXPECT_EQ(Lines(ReadAll(ran)).size(), checks + 1) << ReadAll(ran);
+  const std::string tip = Trim(Git(repo.w, {"rev-parse", "mates/wt"}));
+  for (const auto& m : repo.Merges()) {
+    if (m.id <= k) continue;
+    EXPECT_EQ(m.status, MergeState::kMerged) << m.output;
+    Json note = Json::parse(Git(repo.w, {"notes", "--ref=mates", "show", m.merged_commit}));
+    EXPECT_EQ(note["checks"][0]["commit"], tip) << note.dump();
+  }
 }
 
 // A queue taking a team up tells the lead of the requests already in
@@ -814,7 +985,9 @@ TEST(WorktreeTest, ACheckedOutTargetIsFastForwardedAndMustBeClean) {
   ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
   EXPECT_EQ(ReadAll(repo.w / "a.txt"), "alpha\n");
   EXPECT_EQ(Trim(Git(repo.w, {"status", "--porcelain", "--untracked-files=no"})), "");
-  EXPECT_EQ(repo.History("main").front(), "Task #1: write a.txt with alpha");
+  // Landed as a merge commit (DESIGN §30), the task's own commit its second parent.
+  EXPECT_EQ(repo.History("main").front(), "Merge task #1: write a.txt with alpha (w1)");
+  EXPECT_EQ(Trim(Git(repo.w, {"log", "-1", "--format=%s", "main^2"})), "Task #1: write a.txt with alpha");
 }
 
 // Bad input: one clear error each.

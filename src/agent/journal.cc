@@ -207,6 +207,32 @@ std::vector<UsagePoint> Journal::UsageSeries(std::string_view text, size_t max_p
   return picked;
 }
 
+Journal::Spend Journal::SpendWithin(std::string_view text, const std::vector<std::pair<double, double>>& windows) {
+  Spend spend;
+  if (windows.empty()) return spend;
+  ForEachWholeLine(text, [&](std::string_view line) {
+    if (!IsUsageLine(line)) return;
+    auto j = ParseJson(line);
+    if (!j.ok() || !j->is_object()) return;
+    auto ts = j->find("ts");
+    auto u = j->find("usage");
+    if (ts == j->end() || !ts->is_number() || u == j->end() || !u->is_object()) return;
+    const double at = ts->get<double>();
+    if (std::none_of(windows.begin(), windows.end(), [at](const auto& w) { return at >= w.first && at < w.second; })) {
+      return;
+    }
+    const llm::Usage one = llm::UsageFromJson(*u);
+    auto model = j->find("model");
+    const std::string name = model != j->end() && model->is_string() ? model->get<std::string>() : "";
+    spend.usage += one;
+    ++spend.calls;
+    if (!name.empty() && spend.models.size() < 16) spend.models.insert(name);
+    const std::optional<double> priced = CostUsd(name, one);
+    spend.cost_usd = spend.cost_usd && priced ? std::optional<double>(*spend.cost_usd + *priced) : std::nullopt;
+  });
+  return spend;
+}
+
 Status UsageJournal::Append(const fs::path& path, const CopyOf& copy_of, const llm::Usage& u,
                             const std::string& model) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -28,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/files.h"
@@ -118,6 +119,17 @@ class Journal {
   // message before it), at most `max_points` (evenly picked, the last
   // kept).
   static std::vector<UsagePoint> UsageSeries(std::string_view text, size_t max_points);
+  // What the model calls of a journal's text within `windows` ([from, to)
+  // wall seconds) spent: a task's cost, from its owner's journal and the
+  // times it held the task (DESIGN §30). Usage lines without a time are
+  // not counted.
+  struct Spend {
+    llm::Usage usage;
+    int calls = 0;
+    std::optional<double> cost_usd = 0.0;  // null once a call's model has no price
+    std::set<std::string> models;
+  };
+  static Spend SpendWithin(std::string_view text, const std::vector<std::pair<double, double>>& windows);
   // Starts `path` over with one compact line holding `state` (its valid
   // prefix); the old file is kept beside it as `<name>.unreplayable-<time>`.
   // Returns the old file's new name.

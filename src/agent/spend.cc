@@ -7,6 +7,7 @@
 #include "agent/activity.h"
 #include "agent/journal.h"
 #include "agent/usage.h"
+#include "core/clock.h"
 #include "core/json.h"
 
 namespace mates::agent {
@@ -346,6 +347,21 @@ std::string TeamSpend::Exceeded() const {
            " used" + PartsLocked(true) + ")";
   }
   return "";
+}
+
+Json TaskWork(TeamStore& store, const std::string& team, int64_t task, const std::string& owner) {
+  constexpr size_t kMaxJournal = size_t{64} << 20;
+  auto t = store.Board(team)->Get(task);
+  if (!t.ok()) return Json();
+  auto text = store.ReadJournal(team, owner, kMaxJournal);
+  if (!text.ok() || text->too_large) return Json();
+  const Journal::Spend spend = Journal::SpendWithin(text->text, WorkWindows(*t, owner, WallSeconds() + 1));
+  Json models = Json::array();
+  for (const auto& m : spend.models) models.push_back(m);
+  return {{"models", std::move(models)},
+          {"usage", llm::UsageToJson(spend.usage)},
+          {"calls", spend.calls},
+          {"cost_usd", spend.cost_usd ? Json(*spend.cost_usd) : Json()}};
 }
 
 }  // namespace mates::agent

@@ -133,4 +133,11 @@ class TeamSpend {
   mutable uint64_t seen_ = 0;      // guarded by refresh_mu_: changed_'s generation last read
 };
 
+// What the work on `task` by `owner` spent, for a merge's provenance
+// (DESIGN §30): the usage lines of the owner's journal while it held the
+// task in progress — {"models": [...], "usage": {...}, "calls": N,
+// "cost_usd": N|null}. Null when the journal cannot be read (an external
+// CLI keeps none of mates', or it is over 64 MiB).
+Json TaskWork(TeamStore& store, const std::string& team, int64_t task, const std::string& owner);
+
 }  // namespace mates::agent

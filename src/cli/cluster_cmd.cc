@@ -249,6 +249,7 @@ int Route(const ClusterArgs& a) {
   mq.team = [team] { return team; };
   mq.running = [](const std::string&) { return true; };  // pane agents live as long as the session
   std::unique_ptr<TeamStore> store = FileTeamStore(mq.ws);
+  mq.work_of = [&store](const std::string& t, const MergeRequest& m) { return agent::TaskWork(*store, t, m.task, m.owner); };
   git::MergeQueue merges(*store, mq);
   // The sandboxed agents' gates (their `mates`, as themselves) and proxies
   // (network.allow), as `up` wrote them into state.json.

@@ -6,16 +6,20 @@
 // A team in PostgreSQL (DESIGN §13) keeps its requests there: these work
 // on any machine.
 #include <iostream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "git/diffs.h"
+#include "agent/usage.h"
 #include "cli/cli_common.h"
 #include "cli/run_options.h"
 #include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/names.h"
+#include "core/text.h"
+#include "git/diffs.h"
 #include "git/git.h"
+#include "git/provenance.h"
 #include "git/submit.h"
 #include "git/worktrees.h"
 #include "sandbox/sandbox.h"
@@ -87,6 +91,73 @@ int List(Globals& g, const MergesArgs& a) {
   return 0;
 }
 
+// The provenance note of a landed request (DESIGN §30): W's, or, for a
+// team with a remote, the remote's fetched. Null when it has none.
+Result<Json> NoteOf(const Globals& g, TeamStore& store, const MergeRequest& m) {
+  if (m.status != MergeState::kMerged || !git::IsCommitId(m.merged_commit)) return Json();
+  git::Git w(g.ws().root());
+  auto note = git::ReadNote(w, m.merged_commit);
+  if (note.ok() || note.status().code() != StatusCode::kNotFound) return note;
+  auto cfg = store.LoadTeam(g.team);
+  if (!cfg.ok() || cfg->git.remote.empty()) return Json();
+  if (Status fetched = git::FetchNotes(g.ws(), cfg->git); !fetched.ok()) {
+    return Status::FailedPrecondition("the team's notes could not be fetched: " + fetched.message());
+  }
+  note = git::ReadNote(w, m.merged_commit);
+  if (!note.ok() && note.status().code() == StatusCode::kNotFound) return Json();
+  return note;
+}
+
+std::string NoteText(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "";
+  return ForTerminal(it->is_string() ? it->get<std::string>() : it->dump(), 300);
+}
+
+void PrintNote(const Json& n) {
+  std::cout << "provenance (" << git::kNotesRef << "):\n";
+  std::string work = NoteText(n, "agent");
+  if (auto models = n.find("models"); models != n.end() && models->is_array() && !models->empty()) {
+    std::string names;
+    for (const auto& x : *models) names += (names.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : "?");
+    work += " on " + ForTerminal(names, 300);
+  }
+  if (auto u = n.find("usage"); u != n.end() && u->is_object()) {
+    work += ": " + NoteText(n, "calls") + " calls, " + agent::DescribeTokens(llm::UsageFromJson(*u));
+    auto cost = n.find("cost_usd");
+    work += cost != n.end() && cost->is_number() ? fmt::format(", ${:.4f}", cost->get<double>()) : ", cost unknown";
+  } else {
+    work += " (its tokens are not known here)";
+  }
+  std::cout << "  work:    " << work << "\n"
+            << "  commits: base " << Short(NoteText(n, "base")) << ", head " << Short(NoteText(n, "head")) << ", merged "
+            << Short(NoteText(n, "merged")) << "\n";
+  if (auto checks = n.find("checks"); checks != n.end() && checks->is_array()) {
+    for (const auto& c : *checks) {
+      if (!c.is_object()) continue;
+      std::cout << "  check:   `" << NoteText(c, "command") << "` exit " << NoteText(c, "exit_code")
+                << (c.value("timed_out", false) ? " (timed out)" : "") << " in "
+                << fmt::format("{:.2f}", c.value("duration_s", 0.0)) << " s, output " << NoteText(c, "output_sha256")
+                << "\n";
+    }
+    if (checks->empty()) std::cout << "  check:   none\n";
+  }
+  if (auto box = n.find("sandbox"); box != n.end() && box->is_object()) {
+    std::cout << "  sandbox: " << NoteText(*box, "mode") << ", policy " << NoteText(*box, "policy") << "\n";
+  }
+  if (auto hooks = n.find("hooks"); hooks != n.end() && hooks->is_array()) {
+    std::string ran;
+    for (const auto& h : *hooks) {
+      if (!h.is_object()) continue;
+      ran += (ran.empty() ? "" : ", ") + NoteText(h, "event") + " (" + NoteText(h, "ran") + " ran)";
+    }
+    std::cout << "  hooks:   " << (ran.empty() ? "none" : ran) << "\n";
+  }
+  if (auto d = n.find("decided"); d != n.end() && d->is_object()) {
+    std::cout << "  decided: by " << NoteText(*d, "by") << " (" << NoteText(*d, "as") << ")\n";
+  }
+}
+
 int Show(Globals& g, const MergesArgs& a) {
   auto id = MergeId(a.id);
   if (!id.ok()) return Fail(id.status());
@@ -101,9 +172,14 @@ int Show(Globals& g, const MergesArgs& a) {
       if (!d.ok()) return Fail(d.status());
       j["diff"] = *d;
     }
+    auto note = NoteOf(g, *opened->store, *m);
+    if (!note.ok()) return Fail(note.status());
+    j["provenance"] = *note;
     std::cout << DumpJsonPretty(j) << std::endl;
     return 0;
   }
+  auto note = NoteOf(g, *opened->store, *m);
+  if (!note.ok()) return Fail(note.status());
   std::cout << "merge request " << m->id << ": " << MergeStateName(m->status) << "\n"
             << "task:    #" << m->task << " " << m->subject << "\n"
             << "owner:   " << m->owner << " (" << m->branch << ", commit " << Short(m->commit) << ")\n"
@@ -118,6 +194,8 @@ int Show(Globals& g, const MergesArgs& a) {
     std::cout << "decided: " << (m->approved ? "approved" : "rejected") << " by " << m->decided_by
               << (m->feedback.empty() ? "" : ": " + m->feedback) << "\n";
   }
+  if (note->is_object()) PrintNote(*note);
+  if (m->status == MergeState::kMerged && !note->is_object()) std::cout << "provenance: none recorded\n";
   if (!m->output.empty()) std::cout << "output:\n" << m->output << (m->output.back() == '\n' ? "" : "\n");
   if (a.diff) {
     auto d = git::DiffOfMerge(g.ws(), *m);

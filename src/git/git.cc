@@ -162,7 +162,12 @@ Result<GitOutput> Git::Run(const std::vector<std::string>& args, double timeout_
       "core.fsmonitor=false",          "core.untrackedCache=false", "core.pager=cat",
       "core.editor=true",              "core.askPass=",             "submodule.recurse=false",
       "diff.ignoreSubmodules=all",     "status.submoduleSummary=false", "fetch.recurseSubmodules=false",
-      "push.recurseSubmodules=no"};
+      "push.recurseSubmodules=no",
+      // No housekeeping started by mates' own commands: `git commit`, `merge`
+      // and `fetch` would each run `git maintenance run --auto` (or `gc
+      // --auto`) and wait for it, a process per commit and merge on the
+      // merge train's path (DESIGN §30). The person's own git keeps it.
+      "gc.auto=0", "maintenance.auto=false"};
   for (const char* kv : kFixed) o.argv.insert(o.argv.end(), {"-c", kv});
   // (Without the global config, the folder mates runs git in is the safe one.)
   std::error_code ec;
@@ -222,8 +227,9 @@ Status CheckGitVersion() {
   if (std::sscanf(v->c_str(), "git version %d.%d", &major, &minor) != 2) {
     return Status::FailedPrecondition("cannot read git's version from '" + *v + "'");
   }
-  if (major < 2 || (major == 2 && minor < 20)) {
-    return Status::FailedPrecondition("worktree isolation needs git 2.20 or newer; this is " + *v);
+  if (major < 2 || (major == 2 && minor < 38)) {
+    return Status::FailedPrecondition("worktree isolation needs git 2.38 or newer (merge-tree --write-tree); this is " +
+                                      *v);
   }
   return Status::Ok();
 }
@@ -252,9 +258,19 @@ Status ValidateBranchName(const std::string& name) {
   if (name.empty() || name.size() > 200 || name[0] == '-') {
     return Status::InvalidArgument("'" + name + "' is not a valid branch name");
   }
+  // A name git accepted once is valid for good (the rule is git's, not a
+  // repository's): the queue asks for every request, a process each.
+  static std::mutex mu;
+  static std::set<std::string> valid;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (valid.count(name) != 0) return Status::Ok();
+  }
   auto r = Git(".").Run({"check-ref-format", "--branch", name}, 30);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return Status::InvalidArgument("'" + name + "' is not a valid branch name");
+  std::lock_guard<std::mutex> lock(mu);
+  if (valid.size() < 4096) valid.insert(name);
   return Status::Ok();
 }
 

@@ -1,6 +1,6 @@
 // Git: the `git` command, run as a child (argv, never a shell) in one
-// repository folder (DESIGN §12). Git >= 2.20 is needed (worktrees with
-// `list --porcelain`, `update-ref` compare-and-swap, `merge --no-edit`).
+// repository folder (DESIGN §12). Git >= 2.38 is needed (the merge queue's
+// `merge-tree --write-tree`, DESIGN §30).
 //
 // What a child sees is chosen here, not inherited: an allowlisted
 // environment (no API keys; no GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE or
@@ -89,7 +89,7 @@ class Git {
   size_t max_output_ = size_t{4} << 20;
 };
 
-// FailedPrecondition unless `git` runs and is at least 2.20.
+// FailedPrecondition unless `git` runs and is at least 2.38.
 Status CheckGitVersion();
 // The top of the work tree holding `dir`; FailedPrecondition "W is not a
 // git repository" otherwise.

@@ -9,9 +9,12 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "core/sha256.h"
 #include "core/subprocess.h"
 #include "core/text.h"
 #include "git/git.h"
+#include "git/merge_tree.h"
+#include "git/provenance.h"
 #include "git/worktrees.h"
 #include "store/board.h"
 #include "store/messenger.h"
@@ -24,23 +27,12 @@ namespace {
 
 constexpr size_t kOutputTail = 3000;
 constexpr int kCasAttempts = 8;
+// The most requests one train takes.
+constexpr size_t kTrainCars = 16;
 
 std::string Tail(const std::string& s) {
   if (s.size() <= kOutputTail) return s;
   return "…" + s.substr(s.size() - kOutputTail);
-}
-
-std::vector<std::string> Lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t nl = s.find('\n', start);
-    std::string line = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-    if (!line.empty()) out.push_back(line);
-    if (nl == std::string::npos) break;
-    start = nl + 1;
-  }
-  return out;
 }
 
 std::string Join(const std::vector<std::string>& v) {
@@ -54,9 +46,10 @@ fs::path ChecksJournal(const Workspace& ws, const std::string& team) {
 }
 
 // The scratch worktree, detached at `base`, clean (ignored files such as
-// build outputs stay: checks build incrementally).
-Status PrepareScratch(const Workspace& ws, const std::string& team, const std::string& base,
-                      const CancelToken* cancel) {
+// build outputs stay: checks build incrementally). `known`: this queue
+// made or moved it before (no half-done merge of an older mates in it).
+Status MoveScratch(const Workspace& ws, const std::string& team, const std::string& base, bool known,
+                   const CancelToken* cancel) {
   Git w(ws.root());
   fs::path scratch = ScratchWorktree(ws, team);
   std::error_code ec;
@@ -70,7 +63,7 @@ Status PrepareScratch(const Workspace& ws, const std::string& team, const std::s
     return w.Ok({"worktree", "add", "--quiet", "--detach", scratch.string(), base}, kGitTreeS, cancel).status();
   }
   Git s(scratch);
-  (void)s.Run({"merge", "--abort"}, kGitQuickS, cancel);
+  if (!known) (void)s.Run({"merge", "--abort"}, kGitQuickS, cancel);
   MATES_RETURN_IF_ERROR(s.Ok({"checkout", "--quiet", "--force", "--detach", base}, kGitTreeS, cancel).status());
   return s.Ok({"clean", "-ffdq"}, kGitTreeS, cancel).status();
 }
@@ -194,10 +187,19 @@ void MergeQueue::Main() {
       const int64_t id = next->id;
       const double taken = WallSeconds();
       check_s_ = 0;
-      Process(team, std::move(*next));
+      // Several waiting: a train of them, merged in memory one onto the
+      // next and checked once (DESIGN §30); else the one.
+      std::vector<int64_t> ids;
+      if (auto cars = Train(team, *next); !cars.empty()) ids = RunTrain(team, std::move(cars));
+      if (ids.empty()) {
+        Process(team, std::move(*next));
+        ids = {id};
+        if (one_by_one_ > 0) --one_by_one_;
+      }
       processing_.store(false);
-      if (options_.on_processed) {
-        if (auto now = store_->Merges(team)->Get(id); now.ok()) {
+      for (int64_t done : ids) {
+        if (!options_.on_processed) break;
+        if (auto now = store_->Merges(team)->Get(done); now.ok()) {
           options_.on_processed(team, *now, taken, WallSeconds(), check_s_);
         }
       }
@@ -250,29 +252,26 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
   const bool watched = m.target.empty() || m.target == tg.target_branch;
   if (!m.target.empty()) tg.target_branch = m.target;
   Git w(options_.ws.root(), MergeQueueIdentity(team));
+  // Where the target was found first: the first merge goes onto it (the
+  // compare-and-swap sends it round again if it moved since).
+  std::string found;
   if (watched && tg.configured() && FetchTarget(options_.ws, team, tg).ok()) {
-    auto found = ResolveCommit(w, tg.target_ref());
-    held_.store(found.ok() && !found->empty() && Held(team, *found));
+    auto at = ResolveCommit(w, tg.target_ref());
+    if (at.ok()) found = *at;
+    held_.store(!found.empty() && Held(team, found));
     if (held_.load()) return;
   }
   if (Take(team, tg, m) == Step::kDone) return;
-  if (!m.approved) {
-    // The person's gate before anything is merged or checked (an approved
-    // request passed it on its way to review).
-    hooks::Outcome gate = RaiseMergeHook(merge_hooks(), hooks::Event::kMergeQueued, team, m);
-    if (gate.blocked) {
-      Bounce(team, m, MergeState::kFailed, gate.reason, {}, "refused by a MergeQueued hook");
-      return;
-    }
-  }
+  if (!Gate(team, m)) return;
   std::string last_error;
   for (int attempt = 0; attempt < kCasAttempts && !stop_.load(); ++attempt) {
-    if (Status fetched = FetchTarget(options_.ws, team, tg); !fetched.ok()) {
+    const bool first_look = attempt == 0 && !found.empty() && tg.remote.empty();
+    if (Status fetched = first_look ? Status::Ok() : FetchTarget(options_.ws, team, tg); !fetched.ok()) {
       last_error = fetched.message();
       waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
       continue;
     }
-    auto old = ResolveCommit(w, tg.target_ref());
+    auto old = first_look ? Result<std::string>(found) : ResolveCommit(w, tg.target_ref());
     if (!old.ok() || old->empty()) {
       Bounce(team, m, MergeState::kFailed, "the target branch '" + tg.target_name() + "' is gone", {});
       return;
@@ -289,10 +288,22 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     } else if (MergeAndCheck(team, tg, m, *old, &merged) == Step::kDone) {
       return;
     }
+    // Its provenance before it lands: no landed merge lacks one.
+    auto now = store_->Merges(team)->Get(m.id);
+    if (Status noted = WriteNote(w, merged, Provenance(team, tg, now.ok() ? *now : m, *old, merged)); !noted.ok()) {
+      if (stop_.load()) return;
+      Bounce(team, m, MergeState::kFailed, "could not record the merge's provenance: " + noted.message(), {});
+      return;
+    }
     if (watched) NoteTarget(*store_, team, /*at=*/"", /*moving_to=*/merged);
     switch (MoveTarget(team, tg, m, *old, merged, &last_error)) {
       case Moved::kMoved:
         if (watched) NoteTarget(*store_, team, /*at=*/merged, /*moving_to=*/"");
+        if (Status pushed = notes_pushed_ ? Status::Ok() : PushNotes(options_.ws, tg, &cancel_);
+            !pushed.ok() && !stop_.load()) {
+          LogWarning("merge queue: the provenance of merge request " + std::to_string(m.id) +
+                     " is here but not on " + tg.remote + " yet (it goes with the next): " + pushed.message());
+        }
         Finish(team, m, *old, merged);
         return;
       case Moved::kBounced:
@@ -312,6 +323,145 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
            last_error.empty() ? "the target kept moving while merging" : "could not move the target: " + last_error,
            {});
   }
+}
+
+bool MergeQueue::Gate(const std::string& team, MergeRequest& m) {
+  // An approved request passed it on its way to review.
+  if (m.approved) return true;
+  hooks::Outcome gate = RaiseMergeHook(merge_hooks(), hooks::Event::kMergeQueued, team, m);
+  if (gate.ran > 0) {
+    auto noted = store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
+      r.hooks = {HookRun{"MergeQueued", gate.ran, gate.blocked}};
+      return Status::Ok();
+    });
+    if (noted.ok()) m = *noted;
+  }
+  if (!gate.blocked) return true;
+  Bounce(team, m, MergeState::kFailed, gate.reason, {}, "refused by a MergeQueued hook");
+  return false;
+}
+
+std::vector<MergeRequest> MergeQueue::Train(const std::string& team, const MergeRequest& first) {
+  std::vector<MergeRequest> cars;
+  if (one_by_one_ > 0) return cars;
+  auto cfg = store_->LoadTeam(team);
+  if (!cfg.ok() || !cfg->git.configured() || cfg->git.merge_review || cfg->git.held()) return cars;
+  auto list = store_->Merges(team)->List();
+  if (!list.ok()) return cars;
+  // Requests queued in a row from `first`, for the team's own target, none
+  // approved (those land as they were checked) nor interrupted mid-check.
+  for (auto& m : *list) {
+    if (m.id < first.id) continue;
+    if (m.status != MergeState::kQueued || m.approved ||
+        !(m.target.empty() || m.target == cfg->git.target_branch)) {
+      break;
+    }
+    cars.push_back(std::move(m));
+    if (cars.size() == kTrainCars) break;
+  }
+  if (cars.size() < 2) cars.clear();
+  return cars;
+}
+
+std::vector<int64_t> MergeQueue::RunTrain(const std::string& team, std::vector<MergeRequest> cars) {
+  std::vector<int64_t> ids;
+  for (const auto& m : cars) ids.push_back(m.id);
+  auto cfg = store_->LoadTeam(team);
+  if (!cfg.ok()) return {};
+  const TeamGit tg = cfg->git;
+  Git w(options_.ws.root(), MergeQueueIdentity(team));
+  if (!FetchTarget(options_.ws, team, tg).ok()) return {};  // taken one by one, as ever
+  auto old = ResolveCommit(w, tg.target_ref());
+  if (!old.ok() || old->empty()) return {};
+  held_.store(Held(team, *old));
+  if (held_.load()) return ids;  // still queued: nothing was taken
+  // Each car merged onto the one before, in memory.
+  struct Car {
+    MergeRequest m;
+    std::string onto, merged;
+  };
+  std::vector<Car> train;
+  std::string head = *old;
+  for (auto& m : cars) {
+    if (stop_.load()) return ids;
+    if (Take(team, tg, m) == Step::kDone || !Gate(team, m)) continue;
+    auto tm = MergeTree(w, head, m.commit, &cancel_);
+    if (stop_.load()) return ids;
+    if (!tm.ok() || (!tm->clean && tm->conflicts.empty())) {
+      Bounce(team, m, MergeState::kFailed, "git merge: " + (tm.ok() ? Tail(tm->messages) : tm.status().message()), {});
+      continue;
+    }
+    if (!tm->clean) {
+      Bounce(team, m, MergeState::kConflict, Tail(tm->messages), tm->conflicts);
+      continue;
+    }
+    auto made = CommitMerge(w, tm->tree, head, m.commit,
+                            "Merge task #" + std::to_string(m.task) + ": " + m.subject + " (" + m.owner + ")", &cancel_);
+    if (!made.ok()) {
+      if (stop_.load()) return ids;
+      Bounce(team, m, MergeState::kFailed, "the merge made no commit: " + made.status().message(), {});
+      continue;
+    }
+    train.push_back({m, head, *made});
+    head = *made;
+  }
+  if (train.empty()) return ids;
+  auto requeue = [&] {
+    for (const auto& car : train) QueueAgain(*store_, team, car.m.id);
+  };
+  // One check for the train, on its last merge: what the target moves to.
+  if (!tg.merge_check.empty()) {
+    Checked c = Check(team, tg, head);
+    if (c.kind == Checked::kInterrupted) return ids;
+    if (c.kind != Checked::kPassed) {
+      if (train.size() == 1) {
+        if (c.kind == Checked::kFailed) (void)NoteCheck(team, train[0].m.id, c.run);
+        Bounce(team, train[0].m, MergeState::kFailed, c.text, {});
+        return ids;
+      }
+      // Which car broke it is found one at a time: none is bounced for
+      // another's failure.
+      requeue();
+      one_by_one_ = train.size();
+      return ids;
+    }
+    for (auto& car : train) {
+      if (auto noted = NoteCheck(team, car.m.id, c.run); noted.ok()) car.m = *noted;
+    }
+  }
+  for (const auto& car : train) {
+    if (Status noted = WriteNote(w, car.merged, Provenance(team, tg, car.m, car.onto, car.merged)); !noted.ok()) {
+      LogWarning("merge queue: could not record the provenance of a train: " + noted.message());
+      requeue();
+      one_by_one_ = train.size();  // each bounced alone if it goes on failing
+      return ids;
+    }
+  }
+  NoteTarget(*store_, team, /*at=*/"", /*moving_to=*/head);
+  std::string last_error;
+  switch (MoveTarget(team, tg, train.back().m, *old, head, &last_error)) {
+    case Moved::kMoved:
+      NoteTarget(*store_, team, /*at=*/head, /*moving_to=*/"");
+      if (Status pushed = notes_pushed_ ? Status::Ok() : PushNotes(options_.ws, tg, &cancel_);
+          !pushed.ok() && !stop_.load()) {
+        LogWarning("merge queue: the provenance of a train is here but not on " + tg.remote +
+                   " yet (it goes with the next): " + pushed.message());
+      }
+      for (const auto& car : train) Finish(team, car.m, car.onto, car.merged);
+      return ids;
+    case Moved::kBounced:  // the last car was told why (W's checkout); the others go round again
+      train.pop_back();
+      requeue();
+      return ids;
+    case Moved::kUnreachable:
+      requeue();
+      waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
+      return ids;
+    case Moved::kRaced:
+      requeue();
+      return ids;
+  }
+  return ids;
 }
 
 MergeQueue::Step MergeQueue::Take(const std::string& team, const TeamGit& tg, MergeRequest& m) {
@@ -350,49 +500,32 @@ MergeQueue::Step MergeQueue::Take(const std::string& team, const TeamGit& tg, Me
 
 MergeQueue::Step MergeQueue::MergeAndCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m,
                                            const std::string& old, std::string* merged) {
-  const fs::path scratch = ScratchWorktree(options_.ws, team);
-  // After a merge with no check the scratch worktree is at the new target
-  // already, clean: nothing to prepare.
-  Status prepared = scratch_at_ == old && fs::exists(scratch / ".git") ? Status::Ok()
-                                                                        : PrepareScratch(options_.ws, team, old, &cancel_);
-  scratch_at_.clear();
+  // In memory (DESIGN §30): no checkout unless a check needs one.
+  Git w(options_.ws.root(), MergeQueueIdentity(team));
+  auto tm = MergeTree(w, old, m.commit, &cancel_);
   if (stop_.load()) return Step::kDone;
-  if (!prepared.ok()) {
-    Bounce(team, m, MergeState::kFailed, "could not prepare the merge: " + prepared.message(), {});
+  if (!tm.ok()) {
+    Bounce(team, m, MergeState::kFailed, "git merge: " + tm.status().message(), {});
     return Step::kDone;
   }
-  Git s(scratch, MergeQueueIdentity(team));
-  auto r = s.Run({"merge", "--no-edit", "--quiet", "-m",
-                  "Merge task #" + std::to_string(m.task) + ": " + m.subject + " (" + m.owner + ")", m.commit},
-                 kGitTreeS, &cancel_);
-  if (stop_.load()) return Step::kDone;
-  if (!r.ok()) {
-    Bounce(team, m, MergeState::kFailed, "git merge: " + r.status().message(), {});
-    return Step::kDone;
-  }
-  if (r->exit_code != 0) {
-    auto unmerged = s.Ok({"diff", "--name-only", "--diff-filter=U"}, kGitQuickS);
-    std::vector<std::string> files = unmerged.ok() ? Lines(*unmerged) : std::vector<std::string>{};
-    (void)s.Run({"merge", "--abort"}, kGitQuickS);
-    if (files.empty()) {
-      Bounce(team, m, MergeState::kFailed, "git merge: " + Tail(r->err.empty() ? r->out : r->err), {});
+  if (!tm->clean) {
+    if (tm->conflicts.empty()) {
+      Bounce(team, m, MergeState::kFailed, "git merge: " + Tail(tm->messages), {});
     } else {
-      Bounce(team, m, MergeState::kConflict, "", files);
+      Bounce(team, m, MergeState::kConflict, Tail(tm->messages), tm->conflicts);
     }
     return Step::kDone;
   }
-  auto head = ResolveCommit(s, "HEAD");
-  if (!head.ok() || head->empty()) {
-    Bounce(team, m, MergeState::kFailed, "the merge made no commit", {});
+  auto made = CommitMerge(w, tm->tree, old, m.commit,
+                          "Merge task #" + std::to_string(m.task) + ": " + m.subject + " (" + m.owner + ")", &cancel_);
+  if (stop_.load()) return Step::kDone;
+  if (!made.ok()) {
+    Bounce(team, m, MergeState::kFailed, "the merge made no commit: " + made.status().message(), {});
     return Step::kDone;
   }
-  *merged = *head;
+  *merged = *made;
   std::string output;
-  if (tg.merge_check.empty()) {
-    scratch_at_ = *merged;  // clean at the merge
-  } else if (RunCheck(team, tg, m, scratch, &output) == Step::kDone) {
-    return Step::kDone;
-  }
+  if (!tg.merge_check.empty() && RunCheck(team, tg, m, *merged, &output) == Step::kDone) return Step::kDone;
   if (!tg.merge_review || m.approved) return Step::kGoOn;
   auto held = store_->Merges(team)->Update(m.id, [&](MergeRequest& req) {
     req.status = MergeState::kReview;
@@ -408,8 +541,20 @@ MergeQueue::Step MergeQueue::MergeAndCheck(const std::string& team, const TeamGi
   return Step::kDone;
 }
 
-MergeQueue::Step MergeQueue::RunCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m,
-                                      const fs::path& scratch, std::string* output) {
+MergeQueue::Checked MergeQueue::Check(const std::string& team, const TeamGit& tg, const std::string& commit) {
+  Checked c;
+  // The one scratch worktree, moved from the last merge checked to this
+  // one: git rewrites the files that differ (and ignored build outputs
+  // stay, so checks build incrementally).
+  const fs::path scratch = ScratchWorktree(options_.ws, team);
+  Status moved = MoveScratch(options_.ws, team, commit, /*known=*/scratch_ready_, &cancel_);
+  scratch_ready_ = moved.ok();
+  if (stop_.load()) return c;
+  if (!moved.ok()) {
+    c.kind = Checked::kNotRun;
+    c.text = "could not prepare the check: " + moved.message();
+    return c;
+  }
   SubprocessOptions o;
   o.argv = {"/bin/sh", "-c", tg.merge_check};
   o.env = ChildEnvironment(/*c_locale=*/false);
@@ -424,26 +569,60 @@ MergeQueue::Step MergeQueue::RunCheck(const std::string& team, const TeamGit& tg
   // worktree (no ref, not the target).
   auto confined = options_.sandbox->Wrap({scratch, team, "merge-queue"}, std::move(o));
   if (!confined.ok()) {
-    Bounce(team, m, MergeState::kFailed, "could not start the check in its sandbox: " + confined.status().message(), {});
-    return Step::kDone;
+    c.kind = Checked::kNotRun;
+    c.text = "could not start the check in its sandbox: " + confined.status().message();
+    return c;
   }
   const auto check_started = SteadyClock::now();
   auto ran = RunListed(confined->options, &procs, &cancel_);
   check_s_ = std::chrono::duration<double>(SteadyClock::now() - check_started).count();
   if (!ran.ok()) {
-    Bounce(team, m, MergeState::kFailed, "could not start the check: " + ran.status().message(), {});
-    return Step::kDone;
+    c.kind = Checked::kNotRun;
+    c.text = "could not start the check: " + ran.status().message();
+    return c;
   }
   const SubprocessResult& cr = *ran;
-  if (cr.cancelled || stop_.load()) return Step::kDone;  // the next host checks it again
-  *output = Tail(cr.out);
-  if (!cr.timed_out && cr.exit_code == 0 && cr.term_signal == 0) return Step::kGoOn;
+  if (cr.cancelled || stop_.load()) return c;  // the next host checks it again
+  c.run.command = tg.merge_check;
+  c.run.commit = commit;
+  c.run.exit_code = cr.exit_code;
+  c.run.signal = cr.term_signal;
+  c.run.timed_out = cr.timed_out;
+  c.run.duration_s = check_s_;
+  c.run.output_sha256 = Sha256Hex(cr.out);
+  c.output = Tail(cr.out);
+  if (!cr.timed_out && cr.exit_code == 0 && cr.term_signal == 0) {
+    c.kind = Checked::kPassed;
+    return c;
+  }
   std::string why = cr.timed_out ? "timed out after " + std::to_string(static_cast<int>(tg.merge_timeout_s)) + " s"
                     : cr.term_signal != 0 ? "killed by signal " + std::to_string(cr.term_signal)
                                           : "exit code " + std::to_string(cr.exit_code);
-  Bounce(team, m, MergeState::kFailed,
-         *output + (output->empty() || output->back() == '\n' ? "" : "\n") + "[" + why + "]", {});
+  c.kind = Checked::kFailed;
+  c.text = c.output + (c.output.empty() || c.output.back() == '\n' ? "" : "\n") + "[" + why + "]";
+  return c;
+}
+
+MergeQueue::Step MergeQueue::RunCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m,
+                                      const std::string& merged, std::string* output) {
+  Checked c = Check(team, tg, merged);
+  if (c.kind == Checked::kInterrupted) return Step::kDone;
+  if (c.kind == Checked::kNotRun) {
+    Bounce(team, m, MergeState::kFailed, c.text, {});
+    return Step::kDone;
+  }
+  (void)NoteCheck(team, m.id, c.run);
+  *output = c.output;
+  if (c.kind == Checked::kPassed) return Step::kGoOn;
+  Bounce(team, m, MergeState::kFailed, c.text, {});
   return Step::kDone;
+}
+
+Result<MergeRequest> MergeQueue::NoteCheck(const std::string& team, int64_t id, const CheckRun& run) {
+  return store_->Merges(team)->Update(id, [&](MergeRequest& r) {
+    r.checks = {run};
+    return Status::Ok();
+  });
 }
 
 bool MergeQueue::Held(const std::string& team, const std::string& found) {
@@ -489,7 +668,7 @@ MergeQueue::Moved MergeQueue::MoveTarget(const std::string& team, const TeamGit&
   // Only from `old`, so a target moved by anyone meanwhile sends us round
   // again.
   if (!tg.remote.empty()) {
-    auto pushed = PushTarget(ws, tg, old, merged, &cancel_);
+    auto pushed = PushTarget(ws, tg, old, merged, &cancel_, kNotesRef, &notes_pushed_);
     if (!pushed.ok()) {
       *last_error = pushed.status().message();
       return Moved::kUnreachable;
@@ -516,6 +695,44 @@ MergeQueue::Moved MergeQueue::MoveTarget(const std::string& team, const TeamGit&
                     merged, old},
                    kGitQuickS, &cancel_);
   return cas.ok() && cas->exit_code == 0 ? Moved::kMoved : Moved::kRaced;
+}
+
+Json MergeQueue::Provenance(const std::string& team, const TeamGit& tg, const MergeRequest& m,
+                            const std::string& onto, const std::string& merged) {
+  Json checks = Json::array();
+  for (const CheckRun& c : m.checks) checks.push_back(CheckRunToJson(c));
+  Json hooks = Json::array();
+  for (const HookRun& h : m.hooks) hooks.push_back(HookRunToJson(h));
+  // Who let it land: the queue alone, or a reviewer — the lead, or a
+  // person (the page, `mates merges approve`).
+  Json decided = {{"by", kMergeQueueName}, {"as", "queue"}};
+  if (m.approved) {
+    auto cfg = store_->LoadTeam(team);
+    const bool lead = cfg.ok() && m.decided_by == cfg->lead;
+    decided = {{"by", m.decided_by}, {"as", lead ? "lead" : "person"}};
+  }
+  const sandbox::Settings& box = options_.sandbox->settings();
+  Json note = {{"mates", "merge/1"},
+               {"team", team},
+               {"merge_request", m.id},
+               {"task", {{"id", m.task}, {"subject", m.subject}}},
+               {"agent", m.owner},
+               {"target", tg.target_name()},
+               {"base", onto},
+               {"head", m.commit},
+               {"merged", merged},
+               {"checks", std::move(checks)},
+               {"sandbox", {{"mode", sandbox::ModeName(options_.sandbox->mode())},
+                            {"policy", options_.sandbox->on() ? sandbox::PolicyDigest(box) : "none"}}},
+               {"hooks", std::move(hooks)},
+               {"decided", std::move(decided)},
+               {"landed_at", WallSeconds()}};
+  Json work = options_.work_of ? options_.work_of(team, m) : Json();
+  note["models"] = work.is_object() && work.contains("models") ? work["models"] : Json::array();
+  note["usage"] = work.is_object() && work.contains("usage") ? work["usage"] : Json();
+  note["cost_usd"] = work.is_object() && work.contains("cost_usd") ? work["cost_usd"] : Json();
+  note["calls"] = work.is_object() && work.contains("calls") ? work["calls"] : Json();
+  return note;
 }
 
 void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const std::string& onto,

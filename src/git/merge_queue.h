@@ -1,11 +1,14 @@
 // MergeQueue: the team's merge queue, a thread of the host (DESIGN §12).
 //
-// It takes the team's merge requests in id order. For each: in the scratch
-// worktree it merges the owner's commit onto the target as it is now, runs
-// the team's check there (with its timeout), and advances the target by a
-// compare-and-swap (`git update-ref NEW OLD`; a target checked out in W is
-// fast-forwarded there instead, W's HEAD compared first) — if the target
-// moved meanwhile, it starts again on the new one. Then the task becomes
+// It takes the team's merge requests in id order. For each: it merges the
+// owner's commit onto the target as it is now in memory (`git merge-tree`,
+// a merge commit, no checkout: DESIGN §30), runs the team's check on it in
+// the one scratch worktree (moved there incrementally; with its timeout),
+// and advances the target by a compare-and-swap (`git update-ref NEW OLD`;
+// a target checked out in W is fast-forwarded there instead, W's HEAD
+// compared first) — if the target moved meanwhile, it starts again on the
+// new one. Every task lands as one merge commit (the target's first-parent
+// history is the list of tasks landed). Then the task becomes
 // completed (dependents unblock) and the owner's worktree gets the new
 // target. A conflict or a failed check bounces the task to its owner with a
 // message from merge-queue. With review on, a checked merge waits for a
@@ -27,6 +30,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/cancel.h"
 #include "core/waker.h"
@@ -61,6 +65,10 @@ class MergeQueue {
     // §29). On the queue's thread.
     std::function<void(const std::string& team, const MergeRequest& m, double taken, double done, double check_s)>
         on_processed;
+    // What the host knows of a request's work, for its provenance note
+    // (DESIGN §30): {"models": [...], "usage": {...}, "cost_usd": N|null,
+    // "calls": N}, or null. On the queue's thread; null = nothing known.
+    std::function<Json(const std::string& team, const MergeRequest& m)> work_of;
   };
 
   // `store`: where the team is kept (outlives the queue).
@@ -93,13 +101,42 @@ class MergeQueue {
   // What a step came to: go on, or the request was dealt with (bounced,
   // put in review, taken by no one, or left for the next host).
   enum class Step { kGoOn, kDone };
+  // The requests waiting in a row from `first` that may go as one train
+  // (two or more; none in review mode, after a failed train, or when the
+  // target is held).
+  std::vector<MergeRequest> Train(const std::string& team, const MergeRequest& first);
+  // A train: each car merged in memory onto the one before (a car that
+  // conflicts or fails is bounced alone), the team's check run once on
+  // the last, every car's note written, and the target moved once by a
+  // compare-and-swap — then each is finished as one request would be. A
+  // failed check sends every car back to the queue, to go one by one (so
+  // only the culprit is bounced); a moved target, round again. Returns
+  // the ids dealt with; none when the train could not start (the first
+  // goes alone then).
+  std::vector<int64_t> RunTrain(const std::string& team, std::vector<MergeRequest> cars);
+  // MergeQueued, the person's gate before anything is merged or checked:
+  // false if it bounced the request.
+  bool Gate(const std::string& team, MergeRequest& m);
   // The request validated and taken (`checking`), its work fetched.
   Step Take(const std::string& team, const TeamGit& tg, MergeRequest& m);
   // The request merged onto `old` in the scratch worktree and checked;
   // `*merged` is the merge commit. Done if it bounced or waits for review.
   Step MergeAndCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m, const std::string& old,
                      std::string* merged);
-  Step RunCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m, const fs::path& scratch,
+  // The team's check run on `commit` in the scratch worktree: passed,
+  // failed (`text` says how), not run (`text` says why), or interrupted
+  // (the queue stops: the next host checks again).
+  struct Checked {
+    enum Kind { kInterrupted, kNotRun, kPassed, kFailed } kind = kInterrupted;
+    std::string text;
+    std::string output;  // its tail
+    CheckRun run;
+  };
+  Checked Check(const std::string& team, const TeamGit& tg, const std::string& commit);
+  // The check kept on request `id` (for its provenance).
+  Result<MergeRequest> NoteCheck(const std::string& team, int64_t id, const CheckRun& run);
+  // Check for one request: it is bounced unless it passed.
+  Step RunCheck(const std::string& team, const TeamGit& tg, const MergeRequest& m, const std::string& merged,
                 std::string* output);
   // The target moved from `old` to `merged`, a compare-and-swap: kRaced if
   // someone moved it first; kUnreachable (with `*last_error`) if the remote
@@ -119,6 +156,9 @@ class MergeQueue {
   void Decided(const std::string& team, const Result<MergeRequest>& m);
   MergeHooks merge_hooks() const { return {options_.hooks, options_.sandbox, options_.ws}; }
   void Finish(const std::string& team, const MergeRequest& m, const std::string& onto, const std::string& merged);
+  // The provenance note of `m` landing `merged` on `onto` (git/provenance.h).
+  Json Provenance(const std::string& team, const TeamGit& tg, const MergeRequest& m, const std::string& onto,
+                  const std::string& merged);
 
   const Options options_;
   TeamStore* const store_;
@@ -133,9 +173,14 @@ class MergeQueue {
   double check_s_ = 0;  // the queue's thread's: the latest check's run
   // The served team's target is held: nothing is taken until it is resumed.
   std::atomic<bool> held_{false};
-  // The thread's own: the commit the scratch worktree is at, clean (no
-  // check ran there since, nothing half-merged). "" = unknown: prepare it.
-  std::string scratch_at_;
+  // The thread's own: the scratch worktree was prepared by this queue (a
+  // check may have left files there, but no half-done merge).
+  bool scratch_ready_ = false;
+  // The thread's own: requests still to take one at a time (a train's
+  // check failed: one by one finds which broke it).
+  size_t one_by_one_ = 0;
+  // The thread's own: the latest push of the target took the notes too.
+  bool notes_pushed_ = false;
   std::thread thread_;
 };
 

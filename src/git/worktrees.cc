@@ -149,14 +149,15 @@ Result<Staged> CommitWorktree(const Git& g, const fs::path& worktree, const std:
   return staged;
 }
 
-// `git fetch ARGS` in W under LockRepository (below). A git command that is
-// not ours (a teammate's own `git fetch` or `worktree add`, the user's) can
-// still meet the fetch — a worktree being added, or a ref it updates
-// locked: those two failures are retried, three tries in all, after 50 and
-// 100 ms (the other command's lock is held for milliseconds). A cancel
-// ends the wait.
-Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double timeout_s,
-             const CancelToken* cancel = nullptr) {
+}  // namespace
+
+// A git command that is not ours (a teammate's own `git fetch` or
+// `worktree add`, the user's) can still meet the fetch — a worktree being
+// added, or a ref it updates locked: those two failures are retried, three
+// tries in all, after 50 and 100 ms (the other command's lock is held for
+// milliseconds). A cancel ends the wait.
+
+Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double timeout_s, const CancelToken* cancel) {
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
   Git w(ws.root(), {}, Git::Reach::kRemote);
   std::vector<std::string> argv = {"fetch"};
@@ -172,6 +173,8 @@ Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double t
     if (Clock::Real().Sleep(0.05 * attempt, cancel)) return Status::Cancelled("git fetch cancelled");
   }
 }
+
+namespace {
 
 // The remote's tip of `branch`, "" when it has none.
 Result<std::string> RemoteTip(const Git& g, const std::string& remote, const std::string& branch) {
@@ -261,6 +264,26 @@ Result<std::string> DirtyFiles(const Git& g) {
 }
 
 bool CheckedOutInW(const Workspace& ws, const std::string& branch) {
+  // W's HEAD file read as git would (the queue asks at every merge, and a
+  // process costs milliseconds): `.git` a folder, or a file naming one
+  // (W a worktree itself); git asked when the file says something else.
+  auto trim = [](std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    return s;
+  };
+  std::error_code ec;
+  fs::path git_dir = ws.root() / ".git";
+  if (fs::is_regular_file(git_dir, ec)) {
+    auto pointer = ReadFilePrefix(git_dir, 4096);
+    std::string p = pointer.ok() ? trim(*pointer) : "";
+    git_dir = p.rfind("gitdir: ", 0) == 0 ? fs::path(p.substr(8)) : fs::path();
+    if (git_dir.is_relative() && !git_dir.empty()) git_dir = ws.root() / git_dir;
+  }
+  if (!git_dir.empty()) {
+    auto text = ReadFilePrefix(git_dir / "HEAD", 4096);
+    if (text.ok() && text->rfind("ref: ", 0) == 0) return trim(text->substr(5)) == "refs/heads/" + branch;
+    if (text.ok() && IsCommitId(trim(*text))) return false;  // detached
+  }
   auto head = Git(ws.root()).Run({"symbolic-ref", "--quiet", "HEAD"}, 30);
   if (!head.ok() || head->exit_code != 0) return false;
   std::string h = head->out;
@@ -410,7 +433,8 @@ Status FetchSubmitted(const Workspace& ws, const TeamGit& g, const std::string& 
 }
 
 Result<bool> PushTarget(const Workspace& ws, const TeamGit& g, const std::string& old, const std::string& merged,
-                        const CancelToken* cancel) {
+                        const CancelToken* cancel, const std::string& notes_ref, bool* notes_pushed) {
+  if (notes_pushed != nullptr) *notes_pushed = false;
   MATES_RETURN_IF_ERROR(ValidateName("git remote", g.remote));
   MATES_RETURN_IF_ERROR(ValidateBranchName(g.target_branch));
   if (!IsCommitId(old) || !IsCommitId(merged)) return Status::InvalidArgument("a target moves between commit ids");
@@ -419,15 +443,34 @@ Result<bool> PushTarget(const Workspace& ws, const TeamGit& g, const std::string
   // The push and the update-ref write the target's remote-tracking ref,
   // which a fetch of the target writes too.
   MATES_ASSIGN_OR_RETURN(FileLock lock, LockRepository(ws));
-  MATES_ASSIGN_OR_RETURN(GitOutput r, w.Run({"push", "--porcelain", "--force-with-lease=" + dst + ":" + old,
-                                             g.remote, merged + ":" + dst},
-                                            300, cancel));
-  if (r.exit_code == 0) {
+  std::vector<std::string> argv = {"push", "--porcelain", "--force-with-lease=" + dst + ":" + old, g.remote,
+                                   merged + ":" + dst};
+  // The provenance notes (DESIGN §30) in the same push, when there are
+  // any: they travel with the target. The two refs are not one
+  // transaction: notes the remote refused (another machine added some)
+  // leave the target moved, and PushNotes merges and pushes them after.
+  if (!notes_ref.empty()) {
+    auto notes = ResolveCommit(w, notes_ref);
+    if (notes.ok() && !notes->empty()) argv.push_back(notes_ref + ":" + notes_ref);
+  }
+  MATES_ASSIGN_OR_RETURN(GitOutput r, w.Run(argv, 300, cancel));
+  // Porcelain: "<flag>\t<from>:<to>\t<summary>" per ref; "!" refused.
+  auto refused = [&](const std::string& to) {
+    for (size_t at = 0; (at = r.out.find(":" + to + "\t", at)) != std::string::npos; ++at) {
+      size_t line = r.out.rfind('\n', at);
+      line = line == std::string::npos ? 0 : line + 1;
+      if (r.out.compare(line, 2, "!\t") == 0) return true;
+    }
+    return false;
+  };
+  const bool target_moved = r.out.find(":" + dst + "\t") != std::string::npos && !refused(dst);
+  if (r.exit_code == 0 || target_moved) {
     // Seen here at once (the next fetch would say the same).
     (void)w.Run({"update-ref", g.target_ref(), merged}, kGitQuickS);
+    if (notes_pushed != nullptr) *notes_pushed = r.exit_code == 0 && argv.size() == 6;
     return true;
   }
-  if (r.out.find("\t[rejected]") != std::string::npos) return false;  // moved meanwhile (stale info)
+  if (refused(dst)) return false;  // moved meanwhile (stale info)
   std::string why = r.err.empty() ? r.out : r.err;
   while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
   if (why.size() > 2000) why = "…" + why.substr(why.size() - 2000);

@@ -54,6 +54,12 @@ bool CheckedOutInW(const Workspace& ws, const std::string& branch);
 // W's uncommitted changes to tracked files, mates' folders aside ("" = clean).
 Result<std::string> DirtyFiles(const Git& g);
 
+// `git fetch ARGS` in W under the repository's lock, with the person's
+// global config (the remote's credentials), a few tries while another git
+// command holds a ref it writes.
+Status Fetch(const Workspace& ws, const std::vector<std::string>& args, double timeout_s,
+             const CancelToken* cancel = nullptr);
+
 // With a remote: the remote's target fetched (one fetch at a time per team
 // in W); nothing to do without one.
 Status FetchTarget(const Workspace& ws, const std::string& team, const TeamGit& g);
@@ -86,8 +92,10 @@ Status FetchSubmitted(const Workspace& ws, const TeamGit& g, const std::string& 
 // With a remote: its target moved from `old` to `merged` only if it is
 // still at `old` (a push with a lease). false: it had moved (fetch and go
 // round again); an error: the remote could not be reached or refused.
+// `notes_ref` (if it exists here) goes in the same push; `*notes_pushed`
+// says whether the remote took it.
 Result<bool> PushTarget(const Workspace& ws, const TeamGit& g, const std::string& old, const std::string& merged,
-                        const CancelToken* cancel);
+                        const CancelToken* cancel, const std::string& notes_ref = "", bool* notes_pushed = nullptr);
 
 // Brings the target into the teammate's worktree (after its work merged, or
 // to show it a conflict). Returns git's exit: 0 merged cleanly, else the

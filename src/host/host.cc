@@ -480,6 +480,9 @@ Status Host::StartTeam() {
     teams_->WakeWaiters();
   };
   mq.running = [this](const std::string& name) { return teams_->Running(name); };
+  mq.work_of = [this](const std::string& team, const MergeRequest& m) {
+    return agent::TaskWork(*store_, team, m.task, m.owner);
+  };
   // What a merge took, for the metrics; and merge #N (DESIGN §29), from the
   // queue taking it to its decision, with how long its check ran, under the
   // session.

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/files.h"
 #include "core/secrets.h"
+#include "core/sha256.h"
 #include "sandbox/launcher.h"
 
 namespace mates::sandbox {
@@ -442,6 +443,23 @@ void AppendProxyEnv(std::vector<std::string>* argv) {
 }
 
 }  // namespace
+
+std::string PolicyDigest(const Settings& s) {
+  // One line per rule, each list sorted: the same policy, whatever order
+  // it was written in, has one digest.
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  std::vector<std::string> write, hide;
+  for (const auto& p : s.allow_write) write.push_back(p.string());
+  for (const auto& p : s.deny_read) hide.push_back(p.string());
+  std::string text = "mode " + std::string(ModeName(s.mode)) + "\n";
+  for (const auto& p : sorted(write)) text += "write " + p + "\n";
+  for (const auto& p : sorted(hide)) text += "hide " + p + "\n";
+  for (const auto& h : sorted(s.network_allow)) text += "net " + h + "\n";
+  return "sha256:" + Sha256Hex(text);
+}
 
 std::string_view ModeName(Mode m) {
   switch (m) {

@@ -73,6 +73,11 @@ struct Settings {
   fs::path relay;
 };
 
+// A digest of what a sandbox of `s` allows (mode, writable and hidden
+// folders, network rules), "sha256:…": what a merge's provenance names
+// (DESIGN §30), so two merges checked under one policy say so.
+std::string PolicyDigest(const Settings& s);
+
 // The secrets no tool may read: ~/.ssh, ~/.aws, … and mates' own trust file.
 std::vector<fs::path> DefaultSecrets();
 

@@ -38,9 +38,25 @@ Result<MergeState> ParseMergeState(std::string_view name) {
   return Status::InvalidArgument("unknown merge status '" + std::string(name) + "'");
 }
 
+namespace {
+// The checks and hooks one request keeps (a team has one check command).
+constexpr size_t kMaxChecks = 16;
+}  // namespace
+
+Json CheckRunToJson(const CheckRun& c) {
+  return {{"command", c.command},     {"commit", c.commit},         {"exit_code", c.exit_code},   {"signal", c.signal},
+          {"timed_out", c.timed_out}, {"duration_s", c.duration_s}, {"output_sha256", c.output_sha256}};
+}
+
+Json HookRunToJson(const HookRun& h) { return {{"event", h.event}, {"ran", h.ran}, {"blocked", h.blocked}}; }
+
 Json MergeRequestToJson(const MergeRequest& m) {
   Json files = Json::array();
   for (const auto& f : m.files) files.push_back(f);
+  Json checks = Json::array();
+  for (const auto& c : m.checks) checks.push_back(CheckRunToJson(c));
+  Json hooks = Json::array();
+  for (const auto& h : m.hooks) hooks.push_back(HookRunToJson(h));
   return {{"id", m.id},
           {"task", m.task},
           {"subject", m.subject},
@@ -56,6 +72,8 @@ Json MergeRequestToJson(const MergeRequest& m) {
           {"approved", m.approved},
           {"decided_by", m.decided_by},
           {"feedback", m.feedback},
+          {"checks", std::move(checks)},
+          {"hooks", std::move(hooks)},
           {"created_at", m.created_at},
           {"updated_at", m.updated_at}};
 }
@@ -86,6 +104,33 @@ Result<MergeRequest> MergeRequestFromJson(const Json& j) {
   MATES_ASSIGN_OR_RETURN(m.approved, JsonBool(j, "approved", false));
   MATES_ASSIGN_OR_RETURN(m.decided_by, JsonString(j, "decided_by", false));
   MATES_ASSIGN_OR_RETURN(m.feedback, JsonString(j, "feedback", false));
+  MATES_ASSIGN_OR_RETURN(const Json* checks, JsonArrayField(j, "checks", false));
+  for (size_t i = 0; checks != nullptr && i < checks->size() && i < kMaxChecks; ++i) {
+    const Json& c = (*checks)[i];
+    if (!c.is_object()) return Status::InvalidArgument("'checks' must hold objects");
+    CheckRun run;
+    MATES_ASSIGN_OR_RETURN(run.command, JsonString(c, "command", false));
+    MATES_ASSIGN_OR_RETURN(run.commit, JsonString(c, "commit", false));
+    MATES_ASSIGN_OR_RETURN(int64_t code, JsonInt(c, "exit_code", false));
+    MATES_ASSIGN_OR_RETURN(int64_t signal, JsonInt(c, "signal", false));
+    run.exit_code = static_cast<int>(std::clamp<int64_t>(code, -1, 255));
+    run.signal = static_cast<int>(std::clamp<int64_t>(signal, 0, 128));
+    MATES_ASSIGN_OR_RETURN(run.timed_out, JsonBool(c, "timed_out", false));
+    MATES_ASSIGN_OR_RETURN(run.duration_s, JsonNumber(c, "duration_s", 0));
+    MATES_ASSIGN_OR_RETURN(run.output_sha256, JsonString(c, "output_sha256", false));
+    m.checks.push_back(std::move(run));
+  }
+  MATES_ASSIGN_OR_RETURN(const Json* hooks, JsonArrayField(j, "hooks", false));
+  for (size_t i = 0; hooks != nullptr && i < hooks->size() && i < kMaxChecks; ++i) {
+    const Json& h = (*hooks)[i];
+    if (!h.is_object()) return Status::InvalidArgument("'hooks' must hold objects");
+    HookRun run;
+    MATES_ASSIGN_OR_RETURN(run.event, JsonString(h, "event", true));
+    MATES_ASSIGN_OR_RETURN(int64_t ran, JsonInt(h, "ran", false));
+    run.ran = static_cast<int>(std::clamp<int64_t>(ran, 0, 1000));
+    MATES_ASSIGN_OR_RETURN(run.blocked, JsonBool(h, "blocked", false));
+    m.hooks.push_back(std::move(run));
+  }
   MATES_ASSIGN_OR_RETURN(m.created_at, JsonNumber(j, "created_at", 0));
   MATES_ASSIGN_OR_RETURN(m.updated_at, JsonNumber(j, "updated_at", 0));
   return m;

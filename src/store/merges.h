@@ -30,6 +30,24 @@ inline bool MergeOpen(MergeState s) {
   return s == MergeState::kQueued || s == MergeState::kChecking || s == MergeState::kReview;
 }
 
+// A check the queue ran on a request's merge (DESIGN §30's provenance).
+struct CheckRun {
+  std::string command;
+  std::string commit;     // what it ran on: the request's merge, or a train's last (DESIGN §30)
+  int exit_code = 0;
+  int signal = 0;         // killed by it (0: none)
+  bool timed_out = false;
+  double duration_s = 0;
+  std::string output_sha256;  // of what it wrote (stdout and stderr)
+};
+
+// Hooks that ran on a request before it landed: `ran` of the event's.
+struct HookRun {
+  std::string event;
+  int ran = 0;
+  bool blocked = false;
+};
+
 struct MergeRequest {
   int64_t id = 0;
   int64_t task = 0;
@@ -46,6 +64,8 @@ struct MergeRequest {
   bool approved = false;          // a reviewer approved it (review mode)
   std::string decided_by;         // who approved or rejected
   std::string feedback;           // a reviewer's words
+  std::vector<CheckRun> checks;   // run on merged_commit (the latest merge checked)
+  std::vector<HookRun> hooks;     // MergeQueued hooks that ran on it
   double created_at = 0;
   double updated_at = 0;
 };
@@ -54,6 +74,8 @@ struct MergeRequest {
 inline constexpr size_t kMaxMergeBytes = 1 << 20;
 
 Json MergeRequestToJson(const MergeRequest& m);
+Json CheckRunToJson(const CheckRun& c);
+Json HookRunToJson(const HookRun& h);
 Result<MergeRequest> MergeRequestFromJson(const Json& j);
 
 // A team's merge requests wherever they are kept (DESIGN §13): the files

@@ -126,6 +126,20 @@ Result<Task> TaskFromJson(const Json& j) {
   return t;
 }
 
+std::vector<std::pair<double, double>> WorkWindows(const Task& t, const std::string& owner, double until) {
+  std::vector<std::pair<double, double>> windows;
+  bool open = false;
+  double from = 0;
+  for (const TaskEvent& e : t.history) {
+    const bool working = e.status == TaskStatus::kInProgress && e.owner == owner;
+    if (working && !open) from = e.at;
+    if (!working && open) windows.emplace_back(from, e.at);
+    open = working;
+  }
+  if (open) windows.emplace_back(from, until);
+  return windows;
+}
+
 std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }
 
 Status NoTask(int64_t id) { return Status::NotFound("no task " + TaskRef(id)); }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/json.h"
@@ -55,6 +56,11 @@ void NoteHistory(Task* t);
 Json TaskToJson(const Task& t);
 Result<Task> TaskFromJson(const Json& j);
 std::vector<TaskEvent> TaskHistoryFromJson(const Json& h);
+
+// When `owner` held `t` in progress, as [from, to) wall seconds from its
+// history (a window still open ends at `until`): whose work it was, when
+// (a task's cost, DESIGN §30). Bounded by the history kept.
+std::vector<std::pair<double, double>> WorkWindows(const Task& t, const std::string& owner, double until);
 
 // "#3": how messages name a task.
 std::string TaskRef(int64_t id);
