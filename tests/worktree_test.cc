@@ -480,10 +480,8 @@ TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
   }).ok());
   std::unique_ptr<TeamStore> store = FileTeamStore(ws);
   auto board = store->Board("wt");
-  // w1..w6 each write their own file; w4 breaks the build; w6 writes the
-  // file w5 writes, otherwise.
-  const int k = 6;
-  for (int i = 1; i <= k; ++i) {
+  // Teammate `i` writes `files` (name: text) in its worktree and submits.
+  auto submit = [&](int i, const std::map<std::string, std::string>& files) {
     const std::string name = "w" + std::to_string(i);
     Member m;
     m.name = name;
@@ -491,13 +489,21 @@ TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
     ASSERT_TRUE(Roster(ws).AddMember("wt", m).ok());
     auto path = git::EnsureTeammateWorktree(ws, "wt", name, *prepared);
     ASSERT_TRUE(path.ok()) << path.status().message();
-    if (i == 4) WriteAll(*path / "BROKEN", "oops\n");
-    WriteAll(*path / (i >= 5 ? std::string("shared.txt") : "out" + std::to_string(i) + ".txt"), name + "\n");
+    for (const auto& [file, text] : files) WriteAll(*path / file, text);
     auto t = board->Create({"task of " + name, "", "", {}, ""});
     ASSERT_TRUE(t.ok());
     ASSERT_TRUE(board->Claim(t->id, name).ok());
     auto submitted = git::SubmitForMerge(ws, *store, "wt", t->id, Caller{name, false});
     ASSERT_TRUE(submitted.ok()) << submitted.status().message();
+  };
+  // w1..w6 each write their own file; w4 breaks the build; w6 writes the
+  // file w5 writes, otherwise.
+  const int k = 6;
+  for (int i = 1; i <= k; ++i) {
+    std::map<std::string, std::string> files;
+    if (i == 4) files["BROKEN"] = "oops\n";
+    files[i >= 5 ? std::string("shared.txt") : "out" + std::to_string(i) + ".txt"] = "w" + std::to_string(i) + "\n";
+    submit(i, files);
   }
   auto waker = std::make_shared<Waker>();
   git::MergeQueue::Options o;
@@ -551,20 +557,7 @@ TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
 
   // Three more, clean, waiting together: one train, one check, and every
   // note names the train's last merge as what the check ran on.
-  for (int i = 7; i <= 9; ++i) {
-    const std::string name = "w" + std::to_string(i);
-    Member m;
-    m.name = name;
-    m.worktree = true;
-    ASSERT_TRUE(Roster(ws).AddMember("wt", m).ok());
-    auto path = git::EnsureTeammateWorktree(ws, "wt", name, *prepared);
-    ASSERT_TRUE(path.ok()) << path.status().message();
-    WriteAll(*path / ("out" + std::to_string(i) + ".txt"), name + "\n");
-    auto t = board->Create({"task of " + name, "", "", {}, ""});
-    ASSERT_TRUE(t.ok());
-    ASSERT_TRUE(board->Claim(t->id, name).ok());
-    ASSERT_TRUE(git::SubmitForMerge(ws, *store, "wt", t->id, Caller{name, false}).ok());
-  }
+  for (int i = 7; i <= 9; ++i) submit(i, {{"out" + std::to_string(i) + ".txt", "w" + std::to_string(i) + "\n"}});
   git::MergeQueue again(*store, o);
   ASSERT_TRUE(testing::UntilWoken(waker, [&] { return settled() && !again.Busy(); }));
   again.Stop();
