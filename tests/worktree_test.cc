@@ -571,6 +571,114 @@ TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
   }
 }
 
+// Two isolated teammates who each set a line of shared.txt (a file of ten
+// lines on the target), and wait at `flag` before they complete; a conflict
+// bounced to them is resolved by writing the file anew.
+fs::path ForecastScenario(const Repo& repo, const fs::path& flag) {
+  WriteAll(repo.w / "shared.txt", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n");
+  Git(repo.w, {"add", "shared.txt"});
+  Git(repo.w, {"commit", "-q", "-m", "ten lines"});
+  const fs::path yaml = repo.tmp.path() / "forecast.yaml";
+  WriteAll(yaml, R"Y(rules:
+  - agent: lead
+    when: "Go two"
+    reply:
+      - {type: tool_use, name: Task, input: {team_name: wt, name: w1, isolation: worktree, prompt: "Work."}}
+      - {type: tool_use, name: Task, input: {team_name: wt, name: w2, isolation: worktree, prompt: "Work."}}
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: "w*"
+    when: "Task #(\\d+): conflict in (\\S+)"
+    once: false
+    reply:
+      - {type: tool_use, name: bash, input: {command: "printf 'resolved\\n' > $2"}}
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
+  - agent: "w*"
+    when: "Task #(\\d+): set line (\\d+) to (\\S+)"
+    once: false
+    reply:
+      - {type: tool_use, name: bash, input: {command: "sed -i '$2s/.*/$3/' shared.txt"}}
+      - {type: tool_use, name: bash, input: {command: "until [ -e )Y" + flag.string() + R"Y( ]; do sleep 0.02; done"}}
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
+  - {agent: "w*", once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  return yaml;
+}
+
+// Conflicts are seen coming (DESIGN §30): two teammates setting one line
+// differently are forecast while both still work — forecast.json, status
+// and its JSON say so, both owners and the lead are told from merge-queue
+// — and the conflict the queue still finds at merge time is resolved and
+// lands, after which no forecast is left.
+TEST(WorktreeTest, TwoTeammatesEditingOneLineGetAForecastWhileTheyWork) {
+  Repo repo(TaskList{{"set line 2 to one", {}}, {"set line 2 to two", {}}});
+  const fs::path flag = repo.tmp.path() / "shared/go";
+  const fs::path yaml = ForecastScenario(repo, flag);
+  Subprocess host = testing::StartMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                                 yaml.string(), "--idle-timeout", "0", "Go two"},
+                                        repo.env);
+  const fs::path forecast = Workspace(repo.w).TeamDir("wt") / "forecast.json";
+  auto forecasts = [&] {
+    auto j = Json::parse(ReadAll(forecast), nullptr, false);
+    return j.is_object() ? j.value("forecasts", Json::array()) : Json::array();
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return forecasts().size() == 1; }, 60)) << ReadAll(forecast);
+  Json f = forecasts()[0];
+  EXPECT_EQ(f["members"], (Json{"w1", "w2"})) << f.dump();
+  EXPECT_EQ(f["files"], Json{"shared.txt"}) << f.dump();
+  EXPECT_FALSE(f.contains("target")) << f.dump();
+  // Both still at work: nothing was submitted yet.
+  for (const auto& t : repo.Tasks()) EXPECT_EQ(t.status, TaskStatus::kInProgress) << t.id;
+  EXPECT_TRUE(repo.Merges().empty());
+  auto status = testing::RunMates(repo.w, {"status", "--team", "wt", "--json"}, repo.env);
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  Json s = Json::parse(status.out);
+  EXPECT_EQ(s["forecasts"].size(), 1u) << status.out;
+  bool attention = false;
+  for (const auto& a : s["attention"]) attention = attention || a["kind"] == "conflict_forecast";
+  EXPECT_TRUE(attention) << status.out;
+  auto text = testing::RunMates(repo.w, {"status", "--team", "wt"}, repo.env);
+  EXPECT_NE(text.out.find("both change shared.txt"), std::string::npos) << text.out;
+  const std::string log = ReadAll(Workspace(repo.w).MessagesLogPath("wt"));
+  for (const char* who : {"\"recipient\":\"w1\"", "\"recipient\":\"w2\""}) {
+    bool told = false;
+    for (const auto& line : Lines(log)) {
+      told = told || (line.find(who) != std::string::npos && line.find("Conflict forecast") != std::string::npos &&
+                      line.find("\"sender\":\"merge-queue\"") != std::string::npos);
+    }
+    EXPECT_TRUE(told) << who << "\n" << log;
+  }
+
+  WriteAll(flag, "go\n");
+  auto done = host.Wait();
+  EXPECT_EQ(done.exit_code, 0) << Tail(done.err);
+  // The queue still found the conflict; its owner resolved it and it landed.
+  std::map<int64_t, std::vector<MergeState>> by_task;
+  for (const auto& m : repo.Merges()) by_task[m.task].push_back(m.status);
+  std::vector<std::vector<MergeState>> outcomes;
+  for (const auto& [task, states] : by_task) outcomes.push_back(states);
+  std::sort(outcomes.begin(), outcomes.end());
+  EXPECT_EQ(outcomes, (std::vector<std::vector<MergeState>>{{MergeState::kMerged},
+                                                             {MergeState::kConflict, MergeState::kMerged}}));
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:shared.txt"}), "resolved\n");
+  EXPECT_TRUE(forecasts().empty()) << ReadAll(forecast);
+}
+
+// Editing different lines of one file merges cleanly: no forecast, no
+// word to anyone.
+TEST(WorktreeTest, EditingDifferentLinesOfOneFileGetsNoForecast) {
+  Repo repo(TaskList{{"set line 2 to one", {}}, {"set line 9 to two", {}}});
+  const fs::path flag = repo.tmp.path() / "shared/go";
+  const fs::path yaml = ForecastScenario(repo, flag);
+  WriteAll(flag, "go\n");
+  auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario", yaml.string(),
+                                      "--idle-timeout", "0", "Go two"},
+                             repo.env, "", 120);
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  for (const auto& m : repo.Merges()) EXPECT_EQ(m.status, MergeState::kMerged) << m.output;
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:shared.txt"}), "1\none\n3\n4\n5\n6\n7\n8\ntwo\n10\n");
+  EXPECT_EQ(ReadAll(Workspace(repo.w).MessagesLogPath("wt")).find("Conflict forecast"), std::string::npos);
+}
+
 // A queue taking a team up tells the lead of the requests already in
 // review whatever the folder holds: twenty one by one, a subject of 100 KB
 // cut to a line (never inside a character), the rest by id in one notice;

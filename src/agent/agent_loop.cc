@@ -509,6 +509,7 @@ std::vector<llm::ContentBlock> AgentLoop::RunTools(const llm::Response& reply, b
     if (cancel_.cancelled()) *interrupted = true;
     tripped_ = breaker_.AfterTool(b.name, b.input_json, r.is_error, MadeProgress(b.name, r), r.content);
     if (events_ != nullptr) events_->OnToolResult(spec_.name, b, r);
+    if (after_tool_) after_tool_(b, r);
     // A refusal (the sandbox's, a board hook's) is kept in the activity,
     // where status and the dashboard show it.
     if (r.refused && r.refused->by == tools::Refusal::By::kHook) {

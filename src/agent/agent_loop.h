@@ -146,6 +146,10 @@ class AgentLoop {
   // Called before each tool runs; an interrupt it makes (Interrupt) stops
   // the tool from running (e.g. its host no longer hosts this agent).
   void SetBeforeTool(std::function<void()> hook) { before_tool_ = std::move(hook); }
+  // Called after each tool ran, with its call and result (e.g. the host's
+  // conflict forecast hears of a write, DESIGN §30). On the loop's thread.
+  using AfterTool = std::function<void(const llm::ContentBlock& call, const tools::ToolResult& result)>;
+  void SetAfterTool(AfterTool hook) { after_tool_ = std::move(hook); }
   // Continues the journal at `path` (the lead moving to team `to`): the
   // whole conversation is written there first (and to `copy`, the store's
   // copy of it there, if any). The activity it leaves in the team before
@@ -259,6 +263,7 @@ class AgentLoop {
   std::function<std::string()> notice_source_;
   std::function<void()> before_call_;
   std::function<void()> before_tool_;
+  AfterTool after_tool_;
 
   // The lead's session asks HasPendingInput from its own thread too.
   std::mutex inbox_mu_;

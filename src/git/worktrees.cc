@@ -401,6 +401,32 @@ Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& tea
   return c;
 }
 
+Result<std::string> SnapshotTeammateWork(const Workspace& ws, const std::string& team, const std::string& name,
+                                         const fs::path& index) {
+  const fs::path path = TeammateWorktree(ws, team, name);
+  std::error_code ec;
+  if (!fs::exists(path / ".git", ec)) return std::string();
+  const Git g = Git(path, TeammateIdentity(team, name)).WithIndex(index);
+  // A new index starts from HEAD; then `add -A` makes it the worktree's
+  // files whatever it held (a kept one only rehashes what changed).
+  if (!fs::exists(index, ec)) MATES_RETURN_IF_ERROR(g.Ok({"read-tree", "HEAD"}, kGitTreeS).status());
+  MATES_RETURN_IF_ERROR(g.Ok({"add", "-A", "--", "."}, kGitTreeS).status());
+  MATES_ASSIGN_OR_RETURN(std::string tree, g.Ok({"write-tree"}, kGitTreeS));
+  // A merge it is resolving is the snapshot's second parent: its files
+  // hold what that merge brings (else they would read as conflicting with
+  // it again).
+  std::vector<std::string> args = {"commit-tree", tree, "-p", "HEAD"};
+  if (auto own = WorktreeIndex(path); own.ok()) {
+    auto merging = ReadFilePrefix(own->parent_path() / "MERGE_HEAD", 4096);
+    std::string id = merging.ok() ? merging->substr(0, merging->find('\n')) : "";
+    if (IsCommitId(id)) args.insert(args.end(), {"-p", id});
+  }
+  args.insert(args.end(), {"-m", "mates: " + name + "'s work in progress"});
+  MATES_ASSIGN_OR_RETURN(std::string commit, g.Ok(args, kGitQuickS));
+  if (!IsCommitId(commit)) return Status::FailedPrecondition("git commit-tree wrote no commit");
+  return commit;
+}
+
 Status PushTeammateBranch(const Workspace& ws, const std::string& team, const std::string& name, const TeamGit& g) {
   if (g.remote.empty()) return Status::Ok();
   const std::string branch = TeammateBranch(team, name);

@@ -82,6 +82,15 @@ struct Committed {
 };
 Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& team, const std::string& name,
                                      int64_t task, const std::string& subject, const TeamGit& g);
+// The teammate's worktree as it is now, as a commit on no branch (its
+// parent the worktree's HEAD): what the conflict forecast merges in memory
+// (DESIGN §30). Staged by the host's own git through `index`, a private
+// index kept between calls (so that only files changed since are hashed);
+// nothing of the worktree's own index or refs changes. "" when the
+// worktree is gone.
+Result<std::string> SnapshotTeammateWork(const Workspace& ws, const std::string& team, const std::string& name,
+                                         const fs::path& index);
+
 // With a remote: the teammate's branch pushed there (it is its owner's
 // alone: forced), for the merge queue on another machine to fetch.
 Status PushTeammateBranch(const Workspace& ws, const std::string& team, const std::string& name, const TeamGit& g);

@@ -458,6 +458,20 @@ Status Host::StartTeam() {
   topt.metrics = metrics_;
   topt.tracer = tracer_;
   topt.naive_baseline = a.naive_baseline;
+  // The conflict forecast (DESIGN §30) hears of every write, edit and
+  // command of an isolated teammate; it forecasts once the team is known
+  // (below), in the lead's host only.
+  git::Forecaster::Options fo;
+  fo.ws = a.ws;
+  fo.tell_lead = [this](const std::string& text) {
+    lead_->AddNotice(agent::NeutraliseFrames(text));
+    teams_->WakeWaiters();
+  };
+  forecast_ = std::make_shared<git::Forecaster>(*store_, fo);
+  topt.after_tool = [forecast = forecast_](const std::string& team, const std::string& name,
+                                           const llm::ContentBlock& call, const tools::ToolResult&) {
+    if (call.name == "write_file" || call.name == "edit_file" || call.name == "bash") forecast->Changed(team, name);
+  };
   topt.extra_tools = [hub = hub_](tools::ToolRegistry& r, const std::string& name) {
     if (!hub->empty()) r.AddSource(hub->SourceFor(name, /*is_lead=*/false));
   };
@@ -480,14 +494,16 @@ Status Host::StartTeam() {
     teams_->WakeWaiters();
   };
   mq.running = [this](const std::string& name) { return teams_->Running(name); };
+  forecast_->Follow([this] { return teams_->place().team(); });
   mq.work_of = [this](const std::string& team, const MergeRequest& m) {
     return agent::TaskWork(*store_, team, m.task, m.owner);
   };
   // What a merge took, for the metrics; and merge #N (DESIGN §29), from the
   // queue taking it to its decision, with how long its check ran, under the
   // session.
-  mq.on_processed = [tracer = tracer_, metrics = metrics_](const std::string& team, const MergeRequest& m, double taken,
-                                                          double done, double check_s) {
+  mq.on_processed = [tracer = tracer_, metrics = metrics_, forecast = forecast_](
+                        const std::string& team, const MergeRequest& m, double taken, double done, double check_s) {
+    if (m.status == MergeState::kMerged) forecast->Landed(team, m.owner);
     metrics->Observe(telemetry::kMergeDuration, {{"team", team}, {"state", std::string(MergeStateName(m.status))}},
                      std::max(0.0, done - taken));
     if (!tracer) return;
@@ -670,10 +686,13 @@ void Host::StopWork() {
   teams_->StopAll();
   teams_->RecordSpendElsewhere();  // what the teams still there spent, for the next session
   if (merges_) merges_->Stop();
+  if (forecast_) forecast_->Stop();
   teams_->SetBusyElsewhere(nullptr);
 }
 
 Host::~Host() {
+  // Its thread asks the manager for the team: it stops before that goes.
+  if (forecast_) forecast_->Stop();
   // The session's span ends and is sent with what is queued; the agents'
   // last spans follow as they go (the exporter goes after them).
   if (exporter_) {

@@ -29,6 +29,7 @@
 #include "telemetry/metrics.h"
 #include "telemetry/otlp.h"
 #include "telemetry/trace.h"
+#include "git/forecast.h"
 #include "git/merge_queue.h"
 #include "llm/provider.h"
 #include "host/agent_gate.h"
@@ -195,6 +196,9 @@ class Host {
   std::string away_;                 // the team it made and goes on in ("" = home)
   std::unique_ptr<Hold> away_hold_;  // its host lock there, until the manager keeps it
   std::atomic<bool> lead_taken_over_{false};
+  // The conflict forecast (DESIGN §30): made before the manager (whose
+  // teammates tell it of their writes), stopped before it goes.
+  std::shared_ptr<git::Forecaster> forecast_;
   std::unique_ptr<team::TeamManager> teams_;
   std::optional<git::MergeQueue> merges_;
   std::unique_ptr<dashboard::Dashboard> page_;

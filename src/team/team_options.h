@@ -44,6 +44,11 @@ struct TeamOptions {
   std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
   // The person's hooks (DESIGN §22): null = none.
   std::shared_ptr<const hooks::Runner> hooks;
+  // After each tool a teammate ran: its team, name, call and result (the
+  // host's conflict forecast and file leases, DESIGN §30). Null = none.
+  std::function<void(const std::string& team, const std::string& name, const llm::ContentBlock& call,
+                     const tools::ToolResult& result)>
+      after_tool;
 };
 
 }  // namespace mates::team

@@ -121,6 +121,11 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   // No tool runs for a teammate another host has taken over (its stop
   // interrupts the loop, which then skips the tool).
   loop_->SetBeforeTool([this] { (void)StillHosted(); });
+  if (env_.options.after_tool) {
+    loop_->SetAfterTool([this](const llm::ContentBlock& call, const tools::ToolResult& result) {
+      env_.options.after_tool(config_.team, config_.name, call, result);
+    });
+  }
 }
 
 Teammate::~Teammate() {

@@ -233,6 +233,25 @@ void MergeNews(const TeamView& v, const std::string& t, std::vector<AttentionIte
                      "or: mates merges" + t + " reject " + id + " --feedback \"what to change\"", "tab/merges"});
     }
   }
+  // Conflicts forecast (DESIGN §30), while the work is still in progress.
+  for (const ConflictForecast& f : v.host ? v.host->forecasts : std::vector<ConflictForecast>{}) {
+    std::string files;
+    for (size_t i = 0; i < f.files.size() && i < 5; ++i) files += (i ? ", " : "") + f.files[i];
+    if (f.files.size() > 5) files += ", …";
+    auto task_of = [&](size_t i) {
+      return i < f.tasks.size() && f.tasks[i] > 0 ? " (task #" + std::to_string(f.tasks[i]) + ")" : std::string();
+    };
+    const std::string subject =
+        f.with_target ? f.members[0] + "'s work" + task_of(0) + " conflicts with " + v.team.git.target_name() +
+                            " in " + files
+                      : f.members[0] + task_of(0) + " and " + f.members[1] + task_of(1) + " both change " + files;
+    const std::string link = !f.tasks.empty() && f.tasks[0] > 0 ? "task/" + std::to_string(f.tasks[0])
+                                                                 : "agent/" + f.members[0];
+    out->push_back({AttentionKind::kConflictForecast, subject, f.since, "",
+                    f.with_target ? "it will not merge as it stands: its owner was told to merge the target in now"
+                                  : "their work will not merge as it stands: both were told, and the lead",
+                    link});
+  }
   if (v.team.git.held()) {
     const TeamGit& g = v.team.git;
     out->push_back({AttentionKind::kMergeHeld,
@@ -313,6 +332,7 @@ std::string_view AttentionKindName(AttentionKind k) {
     case AttentionKind::kTaskWaiting: return "task_waiting";
     case AttentionKind::kMergeFailed: return "merge_failed";
     case AttentionKind::kMergeConflict: return "merge_conflict";
+    case AttentionKind::kConflictForecast: return "conflict_forecast";
     case AttentionKind::kMergeReview: return "merge_review";
     case AttentionKind::kMergeHeld: return "merge_held";
     case AttentionKind::kQuestionWaiting: return "question_waiting";

@@ -1,7 +1,8 @@
 // What needs a person (DESIGN §20), from a TeamView: turns that failed or
 // are being retried, a member idle with unread mail, tasks in progress
 // whose owner is gone, a shutdown request nobody answered, merges that
-// bounced or wait for review, a held merge target, plans waiting, budgets
+// bounced or wait for review, conflicts forecast before anyone submits, a
+// held merge target, plans waiting, budgets
 // at 80 % and over, the sandbox's recent refusals. `mates status` prints
 // the list on top, `status --json` has it as `attention`, the dashboard
 // shows it as a banner. Each item's hint is a command that works as
@@ -20,7 +21,7 @@ namespace mates::view {
 // What needs a person, in the order status and the page list them.
 enum class AttentionKind {
   kTurnFailed, kPaused, kRetrying, kUnreadWhileIdle, kOrphanedTask, kTaskWaiting, kMergeFailed,
-  kMergeConflict, kMergeReview, kMergeHeld, kQuestionWaiting, kPlanWaiting, kRequestUnanswered,
+  kMergeConflict, kConflictForecast, kMergeReview, kMergeHeld, kQuestionWaiting, kPlanWaiting, kRequestUnanswered,
   kBudget, kSandboxDenied, kHookBlocked,
   kStoreUnreachable,  // said by status and the page, which could not read the team
 };

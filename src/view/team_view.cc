@@ -104,6 +104,8 @@ Json TeamViewToJson(const TeamView& v) {
   } else {
     j["host"] = nullptr;
   }
+  // Conflicts forecast by the live host (DESIGN §30): members, tasks, files.
+  j["forecasts"] = v.host ? ForecastsToJson(v.host->forecasts)["forecasts"] : Json::array();
   j["board"] = Json::object();
   for (const auto& [k, n] : v.board) j["board"][k] = n;
   if (!v.merges.empty()) {

@@ -111,7 +111,8 @@ async function loadTeam() {
   // buttons only a page that may write has. Their data can come before the
   // team's (each is its own request): drawn read-only and colourless then,
   // they are drawn again once the team is known, and when either changes.
-  const look = S.readOnly + "|" + (t.foreign || "") + "|" + t.members.map((m) => m.name + ":" + (m.color || "")).join(",");
+  const look = S.readOnly + "|" + (t.foreign || "") + "|" + t.members.map((m) => m.name + ":" + (m.color || "")).join(",") +
+    "|" + JSON.stringify(t.forecasts || []);
   if (look !== S.look) {
     S.look = look;
     renderBoard();
@@ -322,6 +323,14 @@ function taskCard(t, byId, changed) {
     else meta.push(el("span", { class: "chip ready" }, "ready"));
   }
   if ((t.blocks || []).length) meta.push(el("span", { class: "chip" }, "unblocks " + t.blocks.map((b) => "#" + b).join(" ")));
+  if ((t.paths || []).length) meta.push(el("span", { class: "chip lease", title: "its file lease: another task on these paths waits" }, "lease " + t.paths.join(" ")));
+  // Conflicts the host forecasts (DESIGN §30) while this task's work is in progress.
+  const forecasts = ((S.team && S.team.forecasts) || []).filter((f) => (f.tasks || []).includes(t.id));
+  for (const f of forecasts) {
+    const other = f.target ? "the target" : f.members.filter((_, i) => f.tasks[i] !== t.id).join(", ");
+    meta.push(el("span", { class: "chip forecast", title: "will not merge as it stands: " + f.files.join(", ") },
+      "conflict forecast with " + other + ": " + f.files.slice(0, 3).join(", ") + (f.files.length > 3 ? ", …" : "")));
+  }
   return el("div", { class: "card" + (t.status === "completed" ? " done" : "") + (changed ? " flash" : ""), dataset: { id: t.id },
     title: (t.description || t.subject) + "\n(click for its detail)", onclick: () => { location.hash = "task/" + t.id; } },
     el("div", { class: "subject" }, el("span", { class: "id", text: "#" + t.id }), t.subject),

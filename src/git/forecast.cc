@@ -1,0 +1,268 @@
+#include "git/forecast.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+
+#include "core/clock.h"
+#include "core/guarded.h"
+#include "core/log.h"
+#include "git/git.h"
+#include "git/merge_tree.h"
+#include "git/worktrees.h"
+#include "store/board.h"
+#include "store/messenger.h"
+#include "store/roster.h"
+
+namespace mates::git {
+
+namespace {
+
+std::string Join(const std::vector<std::string>& v, size_t most = 8) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < most; ++i) s += (i ? ", " : "") + v[i];
+  if (v.size() > most) s += ", …";
+  return s;
+}
+
+std::string KeyOf(const ConflictForecast& f) {
+  std::string k = f.with_target ? "target" : "";
+  for (const auto& m : f.members) k += "\n" + m;
+  return k;
+}
+
+std::string TaskWords(const ConflictForecast& f, size_t i) {
+  return i < f.tasks.size() && f.tasks[i] > 0 ? "task #" + std::to_string(f.tasks[i]) : "its work";
+}
+
+}  // namespace
+
+Forecaster::Forecaster(TeamStore& store, Options options)
+    : options_(std::move(options)), store_(&store), follow_(options_.team) {
+  std::error_code ec;
+  fs::path base = fs::temp_directory_path(ec);
+  if (ec || base.empty()) base = "/tmp";
+  std::string dir = (base / "mates-forecast-XXXXXX").string();
+  if (::mkdtemp(dir.data()) != nullptr) index_dir_ = dir;
+  thread_ = std::thread([this] {
+    NameThisThread("mates-forecast");
+    RunGuarded("the conflict forecast", [this] { Main(); });
+  });
+}
+
+Forecaster::~Forecaster() { Stop(); }
+
+void Forecaster::Stop() {
+  stop_.store(true);
+  waker_->Notify();
+  if (thread_.joinable()) thread_.join();
+  if (!written_team_.empty() && !current_.empty()) (void)WriteForecasts(options_.ws, written_team_, {});
+  current_.clear();
+  std::error_code ec;
+  if (!index_dir_.empty()) fs::remove_all(index_dir_, ec);
+}
+
+void Forecaster::Follow(std::function<std::string()> team) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    follow_ = std::move(team);
+  }
+  waker_->Notify();
+}
+
+void Forecaster::Changed(const std::string& team, const std::string& member) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (team != team_) return;  // another team's (or none taken up yet): its own pass finds it
+    changed_.insert(member);
+  }
+  waker_->Notify();
+}
+
+void Forecaster::Landed(const std::string& team, const std::string& member) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (team != team_) return;
+    landed_.insert(member);
+  }
+  waker_->Notify();
+}
+
+void Forecaster::Main() {
+  while (!stop_.load()) {
+    std::function<std::string()> follow;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      follow = follow_;
+    }
+    const std::string team = follow ? follow() : "";
+    std::set<std::string> changed, landed;
+    uint64_t g = waker_->generation();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (team != team_) {
+        // A new team: what was forecast for the old one goes with it.
+        team_ = team;
+        changed_.clear();
+        landed_.clear();
+        snapshots_.clear();
+        merged_.clear();
+        if (!written_team_.empty() && !current_.empty()) (void)WriteForecasts(options_.ws, written_team_, {});
+        current_.clear();
+        written_team_ = team;
+      }
+      changed.swap(changed_);
+      landed.swap(landed_);
+    }
+    if (team.empty() || (changed.empty() && landed.empty())) {
+      waker_->WaitChange(g, DeadlineIn(team.empty() ? 0.5 : 2.0));
+      continue;
+    }
+    // Let a burst of changes settle into one pass.
+    (void)Clock::Real().Sleep(options_.settle_s, nullptr);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      changed.merge(changed_);
+      landed.merge(landed_);
+      changed_.clear();
+      landed_.clear();
+    }
+    Pass(team, std::move(changed), std::move(landed));
+    passes_.fetch_add(1);
+  }
+}
+
+void Forecaster::Pass(const std::string& team, std::set<std::string> changed, std::set<std::string> landed) {
+  auto cfg = store_->LoadTeam(team);
+  if (!cfg.ok() || !cfg->git.configured()) return;
+  const TeamGit& tg = cfg->git;
+  const Workspace& ws = options_.ws;
+  // The target as this workspace knows it (a team with a remote fetches it
+  // when its queue merges: a forecast does not add a fetch per change).
+  Git w(ws.root());
+  auto target = ResolveCommit(w, tg.target_ref());
+  if (!target.ok() || target->empty()) return;
+  for (const auto& m : landed) snapshots_.erase(m);
+  for (const auto& m : changed) {
+    const Member* member = cfg->Find(m);
+    if (member == nullptr || !member->worktree || index_dir_.empty()) {
+      snapshots_.erase(m);
+      continue;
+    }
+    auto snap = SnapshotTeammateWork(ws, team, m, fs::path(index_dir_) / (team + "." + m + ".index"));
+    if (!snap.ok()) {
+      LogDebug("conflict forecast: " + m + "'s worktree: " + snap.status().message());
+      continue;
+    }
+    if (snap->empty()) {
+      snapshots_.erase(m);
+    } else {
+      snapshots_[m] = *snap;
+    }
+  }
+  // Each member's task in progress, to name.
+  std::map<std::string, int64_t> task_of;
+  if (auto tasks = store_->Board(team)->List(false); tasks.ok()) {
+    for (const auto& t : *tasks) {
+      if (t.status == TaskStatus::kInProgress && !t.owner.empty() && task_of.count(t.owner) == 0) task_of[t.owner] = t.id;
+    }
+  }
+  // What does not merge: pairs merged again only when a side moved.
+  std::map<std::string, std::pair<std::string, std::vector<std::string>>> merged;
+  auto conflicts = [&](const std::string& key, const std::string& a, const std::string& b) {
+    const std::string both = a + " " + b;
+    if (auto it = merged_.find(key); it != merged_.end() && it->second.first == both) {
+      merged[key] = it->second;
+      return merged[key].second;
+    }
+    std::vector<std::string> files;
+    if (auto tm = MergeTree(w, a, b); tm.ok() && !tm->clean) files = tm->conflicts;
+    merged[key] = {both, files};
+    return files;
+  };
+  std::vector<ConflictForecast> now;
+  for (const auto& [m, snap] : snapshots_) {
+    auto files = conflicts("target\n" + m, *target, snap);
+    if (files.empty()) continue;
+    ConflictForecast f;
+    f.members = {m};
+    f.tasks = {task_of.count(m) ? task_of[m] : 0};
+    f.files = std::move(files);
+    f.with_target = true;
+    now.push_back(std::move(f));
+  }
+  for (auto a = snapshots_.begin(); a != snapshots_.end(); ++a) {
+    for (auto b = std::next(a); b != snapshots_.end(); ++b) {
+      auto files = conflicts("\n" + a->first + "\n" + b->first, a->second, b->second);
+      if (files.empty()) continue;
+      ConflictForecast f;
+      f.members = {a->first, b->first};
+      f.tasks = {task_of.count(a->first) ? task_of[a->first] : 0, task_of.count(b->first) ? task_of[b->first] : 0};
+      f.files = std::move(files);
+      now.push_back(std::move(f));
+    }
+  }
+  merged_ = std::move(merged);
+  // New ones (or new files) are told; those already known keep their time.
+  std::map<std::string, const ConflictForecast*> before;
+  for (const auto& f : current_) before[KeyOf(f)] = &f;
+  bool differs = now.size() != current_.size();
+  const double at = WallSeconds();
+  for (auto& f : now) {
+    auto it = before.find(KeyOf(f));
+    if (it != before.end() && it->second->files == f.files && it->second->tasks == f.tasks) {
+      f.since = it->second->since;
+      continue;
+    }
+    f.since = it != before.end() ? it->second->since : at;
+    differs = true;
+    if (it == before.end() || it->second->files != f.files) Tell(team, f);
+  }
+  if (!differs) return;
+  current_ = std::move(now);
+  written_team_ = team;
+  if (Status s = WriteForecasts(ws, team, current_); !s.ok()) LogWarning("conflict forecast: " + s.message());
+  if (options_.on_change) options_.on_change();
+}
+
+void Forecaster::Tell(const std::string& team, const ConflictForecast& f) {
+  auto cfg = store_->LoadTeam(team);
+  const std::string target = cfg.ok() ? cfg->git.target_name() : "the target";
+  const std::string files = Join(f.files);
+  std::unique_ptr<TeamMail> mail = store_->Mail(team);
+  auto send = [&](const std::string& to, const std::string& text) {
+    SendRequest s;
+    s.sender = kMergeQueueName;
+    s.recipient = to;
+    s.content = text;
+    s.summary = "conflict forecast: " + files;
+    if (auto sent = Messenger(*mail).Send(s); !sent.ok()) {
+      LogWarning("conflict forecast: telling " + to + ": " + sent.status().message());
+    }
+  };
+  if (f.with_target) {
+    send(f.members[0], "Conflict forecast: your " + TaskWords(f, 0) + " changes " + files + ", which " + target +
+                           " has changed too since you started: it will not merge as it stands. Merge " + target +
+                           " into your worktree now (git merge " + target + "), resolve, and go on from there.");
+    if (options_.tell_lead) {
+      options_.tell_lead("Conflict forecast: " + f.members[0] + "'s " + TaskWords(f, 0) + " conflicts with " + target +
+                         " in " + files + " (" + f.members[0] + " was told).");
+    }
+    return;
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    const size_t other = 1 - i;
+    send(f.members[i], "Conflict forecast: your " + TaskWords(f, i) + " and " + f.members[other] + "'s " +
+                           TaskWords(f, other) + " both change " + files +
+                           " — the two will not merge as they stand. Agree with " + f.members[other] +
+                           " (SendMessage) who changes what, or leave those lines to the one whose work lands "
+                           "first and merge " + target + " after it.");
+  }
+  if (options_.tell_lead) {
+    options_.tell_lead("Conflict forecast: " + f.members[0] + "'s " + TaskWords(f, 0) + " and " + f.members[1] + "'s " +
+                       TaskWords(f, 1) + " both change " + files +
+                       " and will not merge as they stand (both were told). Reassign or sequence them if needed.");
+  }
+}
+
+}  // namespace mates::git

@@ -1,0 +1,63 @@
+#include "store/forecast.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/files.h"
+#include "core/names.h"
+
+namespace mates {
+
+fs::path ForecastPath(const Workspace& ws, std::string_view team) { return ws.TeamDir(team) / "forecast.json"; }
+
+Json ForecastsToJson(const std::vector<ConflictForecast>& f) {
+  Json list = Json::array();
+  for (const auto& c : f) {
+    Json one = {{"members", c.members}, {"tasks", c.tasks}, {"files", c.files}, {"since", c.since}};
+    if (c.with_target) one["target"] = true;
+    list.push_back(std::move(one));
+  }
+  return {{"forecasts", std::move(list)}};
+}
+
+std::vector<ConflictForecast> ForecastsFromJson(const Json& j) {
+  std::vector<ConflictForecast> out;
+  if (!j.is_object()) return out;
+  auto list = j.find("forecasts");
+  if (list == j.end() || !list->is_array()) return out;
+  for (const auto& e : *list) {
+    if (out.size() == kMaxForecasts) break;
+    if (!e.is_object()) continue;
+    ConflictForecast c;
+    bool good = true;
+    for (const auto& m : e.value("members", Json::array())) {
+      good = good && m.is_string() && ValidateName("member name", m.get<std::string>()).ok();
+      if (good) c.members.push_back(m.get<std::string>());
+    }
+    for (const auto& t : e.value("tasks", Json::array())) {
+      if (t.is_number_integer()) c.tasks.push_back(t.get<int64_t>());
+    }
+    for (const auto& f : e.value("files", Json::array())) {
+      if (f.is_string() && c.files.size() < kMaxForecastFiles) c.files.push_back(f.get<std::string>());
+    }
+    auto target = e.find("target");
+    c.with_target = target != e.end() && target->is_boolean() && target->get<bool>();
+    auto since = e.find("since");
+    c.since = since != e.end() && since->is_number() ? since->get<double>() : 0;
+    if (!good || c.members.empty() || c.members.size() > 2) continue;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Status WriteForecasts(const Workspace& ws, std::string_view team, const std::vector<ConflictForecast>& f) {
+  return WriteFileAtomic(ForecastPath(ws, team), DumpJson(ForecastsToJson(f)) + "\n");
+}
+
+std::vector<ConflictForecast> ReadForecasts(const Workspace& ws, std::string_view team) {
+  auto text = ReadFilePrefix(ForecastPath(ws, team), 4 << 20);
+  if (!text.ok()) return {};
+  auto j = ParseJson(*text);
+  return j.ok() ? ForecastsFromJson(*j) : std::vector<ConflictForecast>{};
+}
+
+}  // namespace mates
