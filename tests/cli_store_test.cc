@@ -274,6 +274,31 @@ TEST_F(CliStoreTest, AnMcpServerServesOneMemberOnce) {
   EXPECT_EQ(shown(), "offline");
 }
 
+// File leases from the command line (DESIGN §30): given at creation
+// (repeated or comma-separated), shown by list and get, kept in --json,
+// set anew by update; a claim passes over a task whose lease overlaps one
+// in progress; a path outside the workspace is one clear error, and
+// nothing is made.
+TEST_F(CliStoreTest, TasksTakeFileLeases) {
+  Team();
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "Auth", "--paths", "src/auth/**"}).exit_code, 0);
+  auto c2 = Mates({"tasks", "--team", "t", "create", "Login", "--paths", "src/auth/login.cc,docs/login.md", "--json"});
+  ASSERT_EQ(c2.exit_code, 0) << c2.err;
+  EXPECT_EQ((*ParseJson(c2.out))["paths"], (Json{"src/auth/login.cc", "docs/login.md"}));
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "create", "Docs", "--paths", "README.md"}).exit_code, 0);
+  auto list = Mates({"tasks", "--team", "t", "list"});
+  EXPECT_NE(list.out.find("#1 [pending] Auth  lease: src/auth/**"), std::string::npos) << list.out;
+  EXPECT_NE(Mates({"tasks", "--team", "t", "get", "2"}).out.find("lease:       src/auth/login.cc docs/login.md"),
+            std::string::npos);
+  EXPECT_EQ(Mates({"tasks", "--team", "t", "claim", "--owner", "alice"}).out, "1\n");
+  EXPECT_EQ(Mates({"tasks", "--team", "t", "claim", "--owner", "bob"}).out, "3\n") << "#2 overlaps #1";
+  EXPECT_EQ(Mates({"tasks", "--team", "t", "claim", "--owner", "alice"}).out, "2\n") << "none other ready";
+  ASSERT_EQ(Mates({"tasks", "--team", "t", "update", "3", "--paths", "NEWS"}).exit_code, 0);
+  EXPECT_NE(Mates({"tasks", "--team", "t", "get", "3"}).out.find("lease:       NEWS"), std::string::npos);
+  ExpectError({"tasks", "--team", "t", "create", "Bad", "--paths", "../outside"}, 2, "is no lease path");
+  ExpectError({"tasks", "--team", "t", "update", "3", "--paths", "/etc/passwd"}, 2, "is no lease path");
+}
+
 TEST_F(CliStoreTest, TasksLifecycle) {
   Team();
   EXPECT_EQ(Mates({"tasks", "--team", "t", "create", "Analyze REST endpoints"}).exit_code, 0);

@@ -292,6 +292,60 @@ TEST_P(BothStores, SixteenClaimerProcessesClaimEachTaskOnce) {
   for (const auto& [id, n] : claims) EXPECT_EQ(n, 1) << "task " << id << " claimed " << n << " times";
 }
 
+// File leases (DESIGN §30) on both stores: a claim passes over a ready
+// task whose lease overlaps one in progress while another is ready, takes
+// it when none other is; a lease is kept, changed by an update, shown;
+// and one that is no lease is refused.
+TEST_P(BothStores, AClaimPassesOverATaskWhoseLeaseOverlapsOneInProgress) {
+  std::unique_ptr<TeamStore> teams = Teams();
+  auto board = teams->Board("procs");
+  auto make = [&](const std::string& subject, std::vector<std::string> paths) {
+    TaskDraft d;
+    d.subject = subject;
+    d.paths = std::move(paths);
+    auto t = board->Create(d);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    return t.ok() ? t->id : 0;
+  };
+  const int64_t auth = make("auth", {"src/auth/**"});
+  const int64_t login = make("login page", {"src/auth/login.cc"});
+  const int64_t docs = make("docs", {"docs/*.md"});
+  const int64_t free = make("anything", {});
+  EXPECT_EQ(board->Get(auth)->paths, (std::vector<std::string>{"src/auth/**"}));
+  auto first = board->ClaimNext("a", nullptr);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ((*first)->id, auth);
+  // #2 overlaps #1 in progress: the next claims go past it.
+  auto second = board->ClaimNext("b", nullptr);
+  ASSERT_TRUE(second.ok() && second->has_value());
+  EXPECT_EQ((*second)->id, docs);
+  auto third = board->ClaimNext("c", nullptr);
+  ASSERT_TRUE(third.ok() && third->has_value());
+  EXPECT_EQ((*third)->id, free);
+  // Nothing else is ready: it is taken after all.
+  auto fourth = board->ClaimNext("d", nullptr);
+  ASSERT_TRUE(fourth.ok() && fourth->has_value());
+  EXPECT_EQ((*fourth)->id, login);
+  // An update sets a lease anew; bad ones are refused, one error each.
+  TaskPatch p;
+  p.paths = std::vector<std::string>{"README.md"};
+  auto updated = board->Update(docs, p, Caller{"lead", true});
+  ASSERT_TRUE(updated.ok()) << updated.status().message();
+  EXPECT_EQ(board->Get(docs)->paths, (std::vector<std::string>{"README.md"}));
+  for (const std::string bad : {"/etc/passwd", "../out", "a/../../b", ""}) {
+    TaskDraft d;
+    d.subject = "bad";
+    d.paths = {bad};
+    auto refused = board->Create(d);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("no lease path"), std::string::npos) << refused.status().message();
+  }
+  TaskDraft many;
+  many.subject = "many";
+  many.paths = std::vector<std::string>(kMaxLeasePaths + 1, "x");
+  EXPECT_FALSE(board->Create(many).ok());
+}
+
 // Merge requests (DESIGN §12, §13) on both stores: 4 threads creating at
 // once get dense ids 1..N, each once; 8 threads racing to take one queued
 // request (queued -> checking, refused otherwise) take it once; a watcher

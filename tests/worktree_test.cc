@@ -679,6 +679,42 @@ TEST(WorktreeTest, EditingDifferentLinesOfOneFileGetsNoForecast) {
   EXPECT_EQ(ReadAll(Workspace(repo.w).MessagesLogPath("wt")).find("Conflict forecast"), std::string::npos);
 }
 
+// A task without a lease gets one from its owner's first edits (DESIGN
+// §30); a lease someone gave stays as given.
+TEST(WorktreeTest, ALeaseIsInferredFromATasksFirstEditsUnlessGiven) {
+  Repo repo(TaskList{{"write a.txt with alpha", {}}});
+  {
+    TaskDraft d;
+    d.subject = "write b.txt with beta";
+    d.paths = {"given/**"};
+    ASSERT_TRUE(Board(Workspace(repo.w).TasksDir("wt")).Create(d).ok());
+  }
+  const fs::path yaml = repo.tmp.path() / "writes.yaml";
+  WriteAll(yaml, R"Y(rules:
+  - agent: lead
+    when: "Go"
+    reply: [{type: tool_use, name: Task, input: {team_name: wt, name: w1, isolation: worktree, prompt: "Work."}}]
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: "w*"
+    when: "Task #(\\d+): write (\\S+) with (.*)"
+    once: false
+    reply:
+      - {type: tool_use, name: write_file, input: {path: "$2", content: "$3"}}
+      - {type: tool_use, name: write_file, input: {path: "notes/$2", content: "$3"}}
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
+  - {agent: "w*", once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario", yaml.string(),
+                                      "--idle-timeout", "0", "Go"},
+                             repo.env, "", 120);
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  auto tasks = repo.Tasks();
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[0].paths, (std::vector<std::string>{"a.txt", "notes/a.txt"}));
+  EXPECT_EQ(tasks[1].paths, (std::vector<std::string>{"given/**"}));
+  for (const auto& t : tasks) EXPECT_EQ(t.status, TaskStatus::kCompleted) << t.id;
+}
+
 // A queue taking a team up tells the lead of the requests already in
 // review whatever the folder holds: twenty one by one, a subject of 100 KB
 // cut to a line (never inside a character), the rest by id in one notice;

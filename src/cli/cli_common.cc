@@ -239,6 +239,10 @@ std::string FormatTaskLine(const Task& t, const std::map<int64_t, TaskStatus>* b
   std::string out = "#" + std::to_string(t.id) + " [" + std::string(TaskStatusName(t.status)) +
                     "] " + t.subject;
   if (!t.owner.empty()) out += "  (owner: " + t.owner + ")";
+  if (!t.paths.empty()) {
+    out += "  lease:";
+    for (const auto& p : t.paths) out += " " + p;
+  }
   if (t.blocked_by.empty()) return out;
   if (board == nullptr || t.status != TaskStatus::kPending) return out + "  depends on " + IdList(t.blocked_by);
   // A pending task says whether it can start now.
@@ -257,6 +261,11 @@ std::string FormatTaskDetail(const Task& t) {
   if (!t.active_form.empty()) out += "  active form: " + t.active_form + "\n";
   out += "  depends on:  " + (t.blocked_by.empty() ? std::string("-") : IdList(t.blocked_by)) + "\n";
   out += "  blocks:      " + (t.blocks.empty() ? std::string("-") : IdList(t.blocks)) + "\n";
+  if (!t.paths.empty()) {
+    out += "  lease:      ";
+    for (const auto& p : t.paths) out += " " + p;
+    out += "\n";
+  }
   if (t.metadata_json != "{}") out += "  metadata:    " + t.metadata_json + "\n";
   if (!t.description.empty()) out += "\n" + t.description + "\n";
   return out;

@@ -1,5 +1,5 @@
 // mates tasks --team T [--store URL] list [--json] | get ID | create SUBJECT
-//   [--description D] [--blocked-by 1,2] | update ID [--status S] [--owner O] ...
+//   [--description D] [--blocked-by 1,2] [--paths GLOB…] | update ID [--status S] [--owner O] ...
 //   | claim [ID] --owner NAME
 // On the file store (the default) or a PostgreSQL one (--store postgres://…
 // or $MATES_STORE, DESIGN §13): the same rules, the same output.
@@ -31,13 +31,14 @@ struct TasksArgs {
   std::string metadata;
   std::string add_blocked_by;
   std::string add_blocks;
+  std::string paths;
   std::string as;
   bool all = false;
   bool json = false;
   ArchivedChoice archived;
   // Which of the optional update fields were given.
   bool has_subject = false, has_description = false, has_active_form = false,
-       has_owner = false, has_metadata = false;
+       has_owner = false, has_metadata = false, has_paths = false;
 };
 
 Result<std::vector<int64_t>> ParseIds(const std::string& list, const char* what) {
@@ -155,6 +156,7 @@ int Create(Globals& g, const TasksArgs& a) {
   auto blockers = ParseIds(a.blocked_by, "--blocked-by id");
   if (!blockers.ok()) return Fail(blockers.status());
   d.blocked_by = *blockers;
+  d.paths = SplitList(a.paths);
   auto team = OpenTeam(g, a);
   if (!team.ok()) return Fail(team.status());
   auto t = team->board->Create(d);
@@ -176,6 +178,7 @@ int Update(Globals& g, const TasksArgs& a) {
   if (a.has_description) p.description = a.description;
   if (a.has_active_form) p.active_form = a.active_form;
   if (a.has_metadata) p.metadata_json = a.metadata;
+  if (a.has_paths) p.paths = SplitList(a.paths);
   auto bb = ParseIds(a.add_blocked_by, "--add-blocked-by id");
   if (!bb.ok()) return Fail(bb.status());
   p.add_blocked_by = *bb;
@@ -287,6 +290,8 @@ void AddTasksCommands(CLI::App& app, Globals& g) {
   create->add_option("--description", a->description, "Details");
   create->add_option("--active-form", a->active_form, "Shown while in progress");
   AddListOption(create, "--blocked-by", a->blocked_by, "Ids that must finish first");
+  AddListOption(create, "--paths", a->paths,
+                "Its file lease: paths or globs it changes (a claim passes over it while one in progress overlaps)");
   create->add_option("--metadata", a->metadata, "A JSON object");
   create->add_flag("--json", a->json, "Machine-readable output");
   create->callback(set(&Create));
@@ -301,9 +306,11 @@ void AddTasksCommands(CLI::App& app, Globals& g) {
   auto* md = update->add_option("--metadata", a->metadata, "JSON object merged in (null removes)");
   AddListOption(update, "--add-blocked-by", a->add_blocked_by, "Ids this task must wait for");
   AddListOption(update, "--add-blocks", a->add_blocks, "Ids that must wait for this task");
+  auto* paths = AddListOption(update, "--paths", a->paths, "Its file lease anew (paths or globs; '' for none)");
   update->add_option("--as", a->as, "Act as this member (default: the lead)");
   update->add_flag("--json", a->json, "Machine-readable output");
-  update->callback([&g, a, owner, subject, desc, form, md] {
+  update->callback([&g, a, owner, subject, desc, form, md, paths] {
+    a->has_paths = paths->count() > 0;
     a->has_owner = owner->count() > 0;
     a->has_subject = subject->count() > 0;
     a->has_description = desc->count() > 0;

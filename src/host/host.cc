@@ -17,6 +17,7 @@
 #include "core/names.h"
 #include "core/process_tree.h"
 #include "core/trace_context.h"
+#include "host/leases.h"
 #include "host/machine.h"
 #include "host/person_asker.h"
 #include "host/sampling.h"
@@ -468,9 +469,12 @@ Status Host::StartTeam() {
     teams_->WakeWaiters();
   };
   forecast_ = std::make_shared<git::Forecaster>(*store_, fo);
-  topt.after_tool = [forecast = forecast_](const std::string& team, const std::string& name,
-                                           const llm::ContentBlock& call, const tools::ToolResult&) {
+  // A task's lease, when none was given, from its owner's first edits.
+  auto leases = std::make_shared<LeaseInference>(*store_, a.ws);
+  topt.after_tool = [forecast = forecast_, leases](const std::string& team, const std::string& name,
+                                                   const llm::ContentBlock& call, const tools::ToolResult& result) {
     if (call.name == "write_file" || call.name == "edit_file" || call.name == "bash") forecast->Changed(team, name);
+    leases->AfterTool(team, name, call, result);
   };
   topt.extra_tools = [hub = hub_](tools::ToolRegistry& r, const std::string& name) {
     if (!hub->empty()) r.AddSource(hub->SourceFor(name, /*is_lead=*/false));

@@ -227,6 +227,47 @@ END $$;
 CREATE TRIGGER mates_task_history BEFORE INSERT OR UPDATE ON mates_tasks
   FOR EACH ROW EXECUTE FUNCTION mates_task_history();
 )SQL",
+    // 9: file leases (DESIGN §30): a task's paths or globs; a claim of an
+    // unowned task passes over one whose lease overlaps a task in progress
+    // while another is ready (store/task.h's LeasesOverlap, the same rule:
+    // plain paths equal or a folder of the other; with a glob, the parts
+    // before the first wildcard prefixes of each other).
+    R"SQL(
+ALTER TABLE mates_tasks ADD COLUMN paths jsonb NOT NULL DEFAULT '[]';
+CREATE FUNCTION mates_leases_overlap(a jsonb, b jsonb) RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(a) = 'array' THEN a ELSE '[]' END) x,
+                  jsonb_array_elements_text(CASE WHEN jsonb_typeof(b) = 'array' THEN b ELSE '[]' END) y
+     WHERE CASE WHEN x !~ '[*?[]' AND y !~ '[*?[]'
+                THEN x = y OR starts_with(y, x || '/') OR starts_with(x, y || '/')
+                ELSE starts_with(substring(x from '^[^*?[]*'), substring(y from '^[^*?[]*'))
+                  OR starts_with(substring(y from '^[^*?[]*'), substring(x from '^[^*?[]*')) END)
+$$;
+CREATE OR REPLACE FUNCTION mates_claim_next(p_team text, p_owner text, p_now double precision)
+RETURNS SETOF mates_tasks LANGUAGE plpgsql AS $$
+DECLARE
+  whose text;
+  picked bigint;
+BEGIN
+  FOREACH whose IN ARRAY ARRAY[p_owner, ''] LOOP
+    SELECT t.id INTO picked FROM mates_tasks t
+     WHERE t.team = p_team AND t.status = 'pending' AND t.owner = whose
+       AND NOT EXISTS (SELECT 1 FROM unnest(t.blocked_by) AS bid
+                         WHERE (SELECT b.status FROM mates_tasks b WHERE b.team = t.team AND b.id = bid)
+                               NOT IN ('completed', 'deleted'))
+     ORDER BY (whose = '' AND t.paths <> '[]' AND EXISTS (
+                 SELECT 1 FROM mates_tasks p
+                  WHERE p.team = t.team AND p.status = 'in_progress' AND p.paths <> '[]'
+                    AND mates_leases_overlap(p.paths, t.paths))), t.id
+     LIMIT 1 FOR UPDATE OF t SKIP LOCKED;
+    IF FOUND THEN
+      RETURN QUERY UPDATE mates_tasks SET owner = p_owner, status = 'in_progress', updated_at = p_now
+                    WHERE team = p_team AND id = picked RETURNING *;
+      RETURN;
+    END IF;
+  END LOOP;
+END $$;
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

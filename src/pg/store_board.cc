@@ -21,6 +21,7 @@ namespace mates::pg {
 
 Result<Task> TaskRows::Create(const std::string& team, const TaskDraft& draft) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_RETURN_IF_ERROR(ValidateLease(draft.paths));
   if (draft.subject.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::InvalidArgument("a task's subject cannot be empty");
   }
@@ -50,11 +51,12 @@ Result<Task> TaskRows::Create(const std::string& team, const TaskDraft& draft) {
     }
     std::string now = Seconds(WallSeconds());
     auto r = c->Exec(std::string("INSERT INTO mates_tasks (team, id, subject, description, active_form, status, "
-                                 "blocked_by, metadata, created_at, updated_at) "
+                                 "blocked_by, metadata, created_at, updated_at, paths) "
                                  "SELECT $1, COALESCE(max(id), 0) + 1, $2, $3, $4, 'pending', $5::bigint[], $6, "
-                                 "$7, $7 FROM mates_tasks WHERE team = $1 RETURNING ") +
+                                 "$7, $7, $8::jsonb FROM mates_tasks WHERE team = $1 RETURNING ") +
                          kTaskColumns,
-                     {team, draft.subject, draft.description, draft.active_form, ArrayText(blockers), metadata, now});
+                     {team, draft.subject, draft.description, draft.active_form, ArrayText(blockers), metadata, now,
+                      DumpJson(Json(draft.paths))});
     if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
     MATES_ASSIGN_OR_RETURN(Task t, TaskOf(*r, 0));
     if (!blockers.empty()) {
@@ -103,11 +105,12 @@ Result<std::optional<Task>> TaskRows::ClaimNext(const std::string& team, const s
         Rows r, c->Exec("SELECT (c.claimed).id, (c.claimed).subject, (c.claimed).description, "
                         "(c.claimed).active_form, (c.claimed).status, (c.claimed).owner, (c.claimed).blocked_by, "
                         "(c.claimed).blocks, (c.claimed).metadata, (c.claimed).created_at, (c.claimed).updated_at, "
+                        "(c.claimed).history::text, (c.claimed).paths::text, "
                         "c.unowned_left, c.assigned_to FROM mates_claim_look($1, $2, $3, $4) c",
                         {team, owner, Seconds(WallSeconds()), Num(count_up_to)}));
     if (r.size() != 1) return Status::Internal("mates_claim_look returned " + Num(r.size()) + " rows");
-    outlook->unowned = r.integer(0, 11);
-    std::string_view names = r.text(0, 12);
+    outlook->unowned = r.integer(0, 13);
+    std::string_view names = r.text(0, 14);
     for (size_t at = 0; at < names.size();) {
       size_t end = std::min(names.find(' ', at), names.size());
       std::string name(names.substr(at, end - at));
@@ -227,10 +230,11 @@ Result<Task> HoldTask(Connection& c, const std::string& team, int64_t id) {
 
 Status WriteTask(Connection& c, const std::string& team, const Task& t) {
   return c.Exec("UPDATE mates_tasks SET subject = $3, description = $4, active_form = $5, status = $6, owner = $7, "
-                "blocked_by = $8::bigint[], blocks = $9::bigint[], metadata = $10, updated_at = $11 "
-                "WHERE team = $1 AND id = $2",
+                "blocked_by = $8::bigint[], blocks = $9::bigint[], metadata = $10, updated_at = $11, "
+                "paths = $12::jsonb WHERE team = $1 AND id = $2",
                 {team, Num(t.id), t.subject, t.description, t.active_form, std::string(TaskStatusName(t.status)),
-                 t.owner, ArrayText(t.blocked_by), ArrayText(t.blocks), t.metadata_json, Seconds(t.updated_at)})
+                 t.owner, ArrayText(t.blocked_by), ArrayText(t.blocks), t.metadata_json, Seconds(t.updated_at),
+                 DumpJson(Json(t.paths))})
       .status();
 }
 

@@ -20,7 +20,7 @@ namespace mates::pg {
 inline constexpr size_t kMaxIdle = 8;
 inline constexpr const char* kTaskColumns =
     "id, subject, description, active_form, status, owner, blocked_by, blocks, metadata, created_at, updated_at, "
-    "history::text";
+    "history::text, paths::text";
 
 inline std::string Num(int64_t v) { return std::to_string(v); }
 
@@ -80,6 +80,13 @@ inline Result<Task> TaskOf(const Rows& r, int row) {
   // Read like input (DESIGN §10): a history that does not parse is none.
   auto h = ParseJson(r.text(row, 11));
   if (h.ok()) t.history = TaskHistoryFromJson(*h);
+  if (auto p = ParseJson(r.text(row, 12)); p.ok() && p->is_array()) {
+    std::vector<std::string> paths;
+    for (const auto& x : *p) {
+      if (x.is_string()) paths.push_back(x.get<std::string>());
+    }
+    if (ValidateLease(paths).ok()) t.paths = std::move(paths);
+  }
   return t;
 }
 

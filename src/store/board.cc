@@ -78,6 +78,7 @@ int64_t Board::NextIdLocked() {
 }
 
 Result<Task> Board::Create(const TaskDraft& draft) {
+  MATES_RETURN_IF_ERROR(ValidateLease(draft.paths));
   if (draft.subject.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::InvalidArgument("a task needs a subject");
   }
@@ -102,6 +103,7 @@ Result<Task> Board::Create(const TaskDraft& draft) {
     return Status::FailedPrecondition("the board holds " + std::to_string(kMaxTaskId) + " tasks, its most");
   }
   t.subject = draft.subject;
+  t.paths = draft.paths;
   t.description = draft.description;
   t.active_form = draft.active_form;
   t.blocked_by = blockers;
@@ -277,14 +279,42 @@ std::optional<int64_t> Board::NextClaimableLocked(const std::string& owner) {
       return id;
     }
   }
+  // File leases (DESIGN §30): a ready task whose lease overlaps one in
+  // progress waits while another is ready.
+  // (The index holds no leases: a task in progress known from it alone
+  // is read whole, a file per teammate at work.)
+  std::optional<std::vector<std::vector<std::string>>> leases;  // looked up at the first leased candidate
+  auto leased = [&]() -> const std::vector<std::vector<std::string>>& {
+    if (leases) return *leases;
+    leases.emplace();
+    for (size_t id = 1; id < tasks_.size(); ++id) {
+      const Entry& e = tasks_[id];
+      if (!e.present || e.task.status != TaskStatus::kInProgress) continue;
+      if (e.full) {
+        if (!e.task.paths.empty()) leases->push_back(e.task.paths);
+      } else if (auto t = FullTaskLocked(static_cast<int64_t>(id)); t.ok() && !t->paths.empty()) {
+        leases->push_back(t->paths);
+      }
+    }
+    return *leases;
+  };
+  std::optional<int64_t> overlapping;
   for (int64_t id = 0;;) {
     auto it = ready_open_.upper_bound(id);
     if (it == ready_open_.end()) break;
     id = *it;
     Entry* e = FindLocked(id);
-    if (e != nullptr && ClaimableLocked(e->task) && confirmed(id, false)) return id;
+    if (e == nullptr || !ClaimableLocked(e->task) || !confirmed(id, false)) continue;
+    e = FindLocked(id);  // confirming may have read it anew
+    if (e == nullptr || e->task.paths.empty()) return id;
+    const std::vector<std::string> mine = e->task.paths;
+    const auto& held = leased();
+    const bool clashes =
+        std::any_of(held.begin(), held.end(), [&](const auto& p) { return LeasesOverlap(p, mine); });
+    if (!clashes) return id;
+    if (!overlapping) overlapping = id;
   }
-  return std::nullopt;
+  return overlapping;
 }
 
 Result<std::optional<int64_t>> Board::NextClaimable(const std::string& owner) {

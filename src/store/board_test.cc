@@ -546,5 +546,19 @@ TEST(BoardTest, WhatIsClaimableFollowsEveryChangeOfTheGraph) {
   EXPECT_EQ(checks, 600 * 3 * 2);
 }
 
+// The overlap rule of file leases (DESIGN §30), the same in both stores.
+TEST(LeaseTest, OverlapIsConservativeAndExactPathsMeetOnlyOnAFile) {
+  auto o = [](std::vector<std::string> a, std::vector<std::string> b) { return LeasesOverlap(a, b); };
+  EXPECT_TRUE(o({"src/a.cc"}, {"src/a.cc"}));
+  EXPECT_FALSE(o({"src/a.cc"}, {"src/a.cc.bak"}));
+  EXPECT_TRUE(o({"src"}, {"src/a.cc"}));  // a folder and a file in it
+  EXPECT_FALSE(o({"src/a"}, {"src/ab"}));
+  EXPECT_TRUE(o({"src/auth/**"}, {"src/auth/login.cc"}));
+  EXPECT_TRUE(o({"src/*.h"}, {"src/*.cc"}));  // conservative: both under src/
+  EXPECT_FALSE(o({"docs/*.md"}, {"src/**"}));
+  EXPECT_TRUE(o({"**"}, {"anything"}));
+  EXPECT_FALSE(o({}, {"src/a.cc"}));
+}
+
 }  // namespace
 }  // namespace mates

@@ -49,6 +49,7 @@ Json TaskToJson(const Task& t) {
   j["blockedBy"] = t.blocked_by;
   j["blocks"] = t.blocks;
   j["metadata"] = std::move(metadata);
+  if (!t.paths.empty()) j["paths"] = t.paths;
   j["created_at"] = t.created_at;
   j["updated_at"] = t.updated_at;
   if (!t.history.empty()) {
@@ -120,6 +121,14 @@ Result<Task> TaskFromJson(const Json& j) {
   MATES_ASSIGN_OR_RETURN(t.blocks, IdList(j, "blocks"));
   auto md = j.find("metadata");
   t.metadata_json = (md != j.end() && md->is_object()) ? DumpJson(*md) : "{}";
+  // A lease that is not one (edited by hand) is none.
+  if (auto p = j.find("paths"); p != j.end() && p->is_array()) {
+    std::vector<std::string> paths;
+    for (const auto& x : *p) {
+      if (x.is_string()) paths.push_back(x.get<std::string>());
+    }
+    if (ValidateLease(paths).ok()) t.paths = std::move(paths);
+  }
   MATES_ASSIGN_OR_RETURN(t.created_at, JsonNumber(j, "created_at", 0));
   MATES_ASSIGN_OR_RETURN(t.updated_at, JsonNumber(j, "updated_at", 0));
   if (auto h = j.find("history"); h != j.end()) t.history = TaskHistoryFromJson(*h);
@@ -138,6 +147,47 @@ std::vector<std::pair<double, double>> WorkWindows(const Task& t, const std::str
   }
   if (open) windows.emplace_back(from, until);
   return windows;
+}
+
+Status ValidateLease(const std::vector<std::string>& paths) {
+  if (paths.size() > kMaxLeasePaths) {
+    return Status::InvalidArgument("a task's lease names at most " + std::to_string(kMaxLeasePaths) + " paths");
+  }
+  for (const auto& p : paths) {
+    const bool bad = p.empty() || p.size() > 256 || p[0] == '/' || p.find('\0') != std::string::npos ||
+                     p.find('\n') != std::string::npos || p == ".." || p.rfind("../", 0) == 0 ||
+                     p.find("/../") != std::string::npos ||
+                     (p.size() >= 3 && p.compare(p.size() - 3, 3, "/..") == 0);
+    if (bad) {
+      return Status::InvalidArgument("'" + p.substr(0, 80) +
+                                     "' is no lease path: a path or glob inside the workspace (src/auth/**)");
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+size_t WildcardAt(const std::string& p) { return p.find_first_of("*?["); }
+
+bool Overlap(const std::string& a, const std::string& b) {
+  auto starts = [](const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; };
+  if (WildcardAt(a) == std::string::npos && WildcardAt(b) == std::string::npos) {
+    return a == b || starts(b, a + "/") || starts(a, b + "/");
+  }
+  const std::string pa = a.substr(0, WildcardAt(a)), pb = b.substr(0, WildcardAt(b));
+  return starts(pa, pb) || starts(pb, pa);
+}
+
+}  // namespace
+
+bool LeasesOverlap(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (const auto& x : a) {
+    for (const auto& y : b) {
+      if (Overlap(x, y)) return true;
+    }
+  }
+  return false;
 }
 
 std::string TaskRef(int64_t id) { return "#" + std::to_string(id); }

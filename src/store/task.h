@@ -43,6 +43,10 @@ struct Task {
   std::vector<int64_t> blocked_by;  // authoritative for claimability
   std::vector<int64_t> blocks;      // the other side, kept consistent
   std::string metadata_json = "{}";
+  // Its file lease (DESIGN §30): paths or globs of the workspace it
+  // changes; a claim passes over a ready task whose lease overlaps one in
+  // progress while another is ready. Empty = none.
+  std::vector<std::string> paths;
   double created_at = 0;
   double updated_at = 0;
   std::vector<TaskEvent> history;  // oldest first; written by the stores
@@ -62,6 +66,16 @@ std::vector<TaskEvent> TaskHistoryFromJson(const Json& h);
 // (a task's cost, DESIGN §30). Bounded by the history kept.
 std::vector<std::pair<double, double>> WorkWindows(const Task& t, const std::string& owner, double until);
 
+// A file lease as given: at most 32 paths or globs (`*`, `?`, `[`), each
+// relative to the workspace, without `..`, at most 256 bytes.
+inline constexpr size_t kMaxLeasePaths = 32;
+Status ValidateLease(const std::vector<std::string>& paths);
+// Whether two leases may name one file. Two plain paths overlap when equal
+// or one is a folder of the other; with a glob, when the part before its
+// first wildcard is a prefix of the other's (conservative: `src/*.h` and
+// `src/*.cc` overlap). The PostgreSQL store's claim says the same.
+bool LeasesOverlap(const std::vector<std::string>& a, const std::vector<std::string>& b);
+
 // "#3": how messages name a task.
 std::string TaskRef(int64_t id);
 // NotFound "no task #3", on every board.
@@ -74,6 +88,7 @@ struct TaskDraft {
   std::string active_form;
   std::vector<int64_t> blocked_by;
   std::string metadata_json;  // "" = {}
+  std::vector<std::string> paths;  // its file lease
 };
 
 // What TaskUpdate may change; unset fields stay.
@@ -84,6 +99,7 @@ struct TaskPatch {
   std::optional<std::string> description;
   std::optional<std::string> active_form;
   std::optional<std::string> metadata_json;  // merged; a null value removes a key
+  std::optional<std::vector<std::string>> paths;  // the lease, replaced
   std::vector<int64_t> add_blocked_by;
   std::vector<int64_t> add_blocks;
 };

@@ -37,6 +37,7 @@ Result<Json> CheckPatch(const TaskPatch& patch) {
   if (patch.subject.has_value() && patch.subject->find_first_not_of(" \t\r\n") == std::string::npos) {
     return Status::InvalidArgument("a task's subject cannot be empty");
   }
+  if (patch.paths.has_value()) MATES_RETURN_IF_ERROR(ValidateLease(*patch.paths));
   Json metadata_patch;
   if (patch.metadata_json.has_value()) {
     MATES_ASSIGN_OR_RETURN(metadata_patch, ParseTaskMetadata(*patch.metadata_json));
@@ -131,6 +132,7 @@ Result<NewLinks> CheckNewLinks(const Task& t, const TaskPatch& patch, const Task
 Status ApplyPatch(Task& t, const TaskPatch& patch, const Json& metadata_patch, const NewLinks& links,
                   const Caller& caller, const TaskLookup& lookup, std::vector<int64_t>* dropped) {
   if (patch.subject) t.subject = *patch.subject;
+  if (patch.paths) t.paths = *patch.paths;
   if (patch.description) t.description = *patch.description;
   if (patch.active_form) t.active_form = *patch.active_form;
   if (patch.owner) t.owner = *patch.owner;

@@ -45,7 +45,8 @@ class TaskCreateTool : public Tool {
       "subject":{"type":"string","description":"A short imperative title, e.g. 'Implement resolvers'"},
       "description":{"type":"string","description":"What done means, with the details a teammate needs"},
       "activeForm":{"type":"string","description":"Shown while in progress, e.g. 'Implementing resolvers'"},
-      "blockedBy":{"type":"array","items":{"type":["integer","string"]},"description":"Ids of tasks that must be completed first"}},
+      "blockedBy":{"type":"array","items":{"type":["integer","string"]},"description":"Ids of tasks that must be completed first"},
+      "paths":{"type":"array","items":{"type":"string"},"description":"Its file lease: the paths or globs it changes (src/auth/**). A teammate claiming work passes over a task whose lease overlaps one in progress while another is ready"}},
       "required":["subject"]})S";
   }
   ToolResult Run(const Json& input, ToolContext& ctx) const override {
@@ -55,6 +56,7 @@ class TaskCreateTool : public Tool {
     d.description = in.String("description", false);
     d.active_form = in.String("activeForm", false);
     d.blocked_by = in.IdList("blockedBy");
+    d.paths = in.StringList("paths");
     if (!in.ok()) return ToolResult::Error(in.errors());
     auto board = TeamBoard(ctx);
     if (!board.ok()) return ToolResult::Error(board.status().message());

@@ -171,6 +171,25 @@ std::vector<int64_t> InputReader::IdList(const char* key) {
   return ids;
 }
 
+std::vector<std::string> InputReader::StringList(const char* key) {
+  std::vector<std::string> out;
+  auto it = in_.find(key);
+  if (it == in_.end() || it->is_null()) return out;
+  if (it->is_string()) return {it->get<std::string>()};
+  if (!it->is_array()) {
+    Error(std::string("field '") + key + "' must be a list of strings");
+    return out;
+  }
+  for (const auto& v : *it) {
+    if (!v.is_string()) {
+      Error(std::string("field '") + key + "' must be a list of strings");
+      return {};
+    }
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
 bool InputReader::Has(const char* key) const {
   auto it = in_.find(key);
   return it != in_.end() && !it->is_null();

@@ -211,6 +211,8 @@ class InputReader {
   // An id given as a number or a numeric string.
   int64_t Id(const char* key, bool required);
   std::vector<int64_t> IdList(const char* key);
+  // A list of strings (a single string is a list of one).
+  std::vector<std::string> StringList(const char* key);
   bool Has(const char* key) const;
   // "" if all was well, else the errors, one per line.
   const std::string& errors() const { return errors_; }
