@@ -73,8 +73,7 @@ void Forecaster::Follow(std::function<std::string()> team) {
 void Forecaster::Changed(const std::string& team, const std::string& member) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (team != team_) return;  // another team's (or none taken up yet): its own pass finds it
-    changed_.insert(member);
+    changed_.insert({team, member});
   }
   waker_->Notify();
 }
@@ -82,10 +81,21 @@ void Forecaster::Changed(const std::string& team, const std::string& member) {
 void Forecaster::Landed(const std::string& team, const std::string& member) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (team != team_) return;
-    landed_.insert(member);
+    landed_.insert({team, member});
   }
   waker_->Notify();
+}
+
+void Forecaster::Take(const std::string& team, std::set<std::string>* changed, std::set<std::string>* landed) {
+  // What is another team's is dropped: the team it was for is not served.
+  for (const auto& [t, m] : changed_) {
+    if (t == team) changed->insert(m);
+  }
+  for (const auto& [t, m] : landed_) {
+    if (t == team) landed->insert(m);
+  }
+  changed_.clear();
+  landed_.clear();
 }
 
 void Forecaster::Main() {
@@ -103,16 +113,13 @@ void Forecaster::Main() {
       if (team != team_) {
         // A new team: what was forecast for the old one goes with it.
         team_ = team;
-        changed_.clear();
-        landed_.clear();
         snapshots_.clear();
         merged_.clear();
         if (!written_team_.empty() && !current_.empty()) (void)WriteForecasts(options_.ws, written_team_, {});
         current_.clear();
         written_team_ = team;
       }
-      changed.swap(changed_);
-      landed.swap(landed_);
+      Take(team, &changed, &landed);
     }
     if (team.empty() || (changed.empty() && landed.empty())) {
       waker_->WaitChange(g, DeadlineIn(team.empty() ? 0.5 : 2.0));
@@ -122,10 +129,7 @@ void Forecaster::Main() {
     (void)Clock::Real().Sleep(options_.settle_s, nullptr);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      changed.merge(changed_);
-      landed.merge(landed_);
-      changed_.clear();
-      landed_.clear();
+      Take(team, &changed, &landed);
     }
     Pass(team, std::move(changed), std::move(landed));
     passes_.fetch_add(1);

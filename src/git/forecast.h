@@ -22,6 +22,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "core/waker.h"
 #include "store/forecast.h"
@@ -64,6 +65,8 @@ class Forecaster {
 
  private:
   void Main();
+  // Moves what changed in `team` out of the sets (under mu_).
+  void Take(const std::string& team, std::set<std::string>* changed, std::set<std::string>* landed);
   void Pass(const std::string& team, std::set<std::string> changed, std::set<std::string> landed);
   void Tell(const std::string& team, const ConflictForecast& f);
 
@@ -74,9 +77,9 @@ class Forecaster {
   std::atomic<uint64_t> passes_{0};
   std::mutex mu_;
   std::function<std::string()> follow_;  // guarded by mu_
-  std::string team_;                 // guarded by mu_: the team the sets below are of
-  std::set<std::string> changed_;    // guarded by mu_
-  std::set<std::string> landed_;     // guarded by mu_
+  std::string team_;  // the thread's own: the team served
+  std::set<std::pair<std::string, std::string>> changed_;  // (team, member): guarded by mu_
+  std::set<std::pair<std::string, std::string>> landed_;   // guarded by mu_
   // The thread's own: each member in flight's latest snapshot; the
   // private index folder; what was merged (a pair's key, both commits →
   // its conflicting files) so that an unchanged pair is not merged again;
