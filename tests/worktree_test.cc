@@ -459,6 +459,74 @@ TEST(WorktreeTest, ATargetMovedOutsideTheQueueHoldsItUntilResumed) {
   EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted);
 }
 
+// A team "wt" with worktree isolation and `check`, whose teammates'
+// work is submitted straight to the board and merge store (no model), and
+// its merge queue run until every request is decided.
+struct DirectTeam {
+  Repo& repo;
+  const Workspace ws;
+  TeamGit git;
+  std::unique_ptr<TeamStore> store;
+  std::shared_ptr<Waker> waker = std::make_shared<Waker>();
+
+  DirectTeam(Repo& r, const std::string& check) : repo(r), ws(r.w) {
+    TeamGit g;
+    g.isolation = Isolation::kWorktree;
+    g.merge_check = check;
+    auto prepared = git::PrepareTarget(ws, "wt", g);
+    EXPECT_TRUE(prepared.ok()) << prepared.status().message();
+    if (prepared.ok()) git = *prepared;
+    EXPECT_TRUE(Roster(ws).Update("wt", [&](TeamConfig& c) {
+      c.git = git;
+      return Status::Ok();
+    }).ok());
+    store = FileTeamStore(ws);
+  }
+  // Teammate `name`'s worktree (made and added to the team when new).
+  fs::path Worktree(const std::string& name) {
+    if (Roster(ws).Load("wt")->Find(name) == nullptr) {
+      Member m;
+      m.name = name;
+      m.worktree = true;
+      EXPECT_TRUE(Roster(ws).AddMember("wt", m).ok());
+    }
+    auto path = git::EnsureTeammateWorktree(ws, "wt", name, git);
+    EXPECT_TRUE(path.ok()) << path.status().message();
+    return path.ok() ? *path : fs::path();
+  }
+  // `name` writes `files` (path: text) in its worktree, then submits a task.
+  Result<std::optional<git::Submitted>> Submit(const std::string& name,
+                                              const std::map<std::string, std::string>& files) {
+    const fs::path tree = Worktree(name);
+    for (const auto& [file, text] : files) {
+      fs::create_directories((tree / file).parent_path());
+      WriteAll(tree / file, text);
+    }
+    auto board = store->Board("wt");
+    auto t = board->Create({"task of " + name, "", "", {}, ""});
+    if (!t.ok()) return t.status();
+    MATES_RETURN_IF_ERROR(board->Claim(t->id, name).status());
+    return git::SubmitForMerge(ws, *store, "wt", t->id, Caller{name, false});
+  }
+  // The queue run until no request is open.
+  void Drain() {
+    git::MergeQueue::Options o;
+    o.ws = ws;
+    o.team = [] { return std::string("wt"); };
+    o.on_change = [w = waker] { w->Notify(); };
+    o.running = [](const std::string&) { return true; };
+    git::MergeQueue queue(*store, o);
+    auto settled = [&] {
+      for (const auto& m : repo.Merges()) {
+        if (MergeOpen(m.status)) return false;
+      }
+      return true;
+    };
+    EXPECT_TRUE(testing::UntilWoken(waker, [&] { return settled() && !queue.Busy(); }, 120));
+    queue.Stop();
+  }
+};
+
 // Requests waiting together go as a train (DESIGN §30): merged in memory
 // one onto the next, checked once on the last, landed by one
 // compare-and-swap. A train whose check fails goes again one by one, so
@@ -467,33 +535,10 @@ TEST(WorktreeTest, ATargetMovedOutsideTheQueueHoldsItUntilResumed) {
 // has its note, naming the commit its check ran on.
 TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
   Repo repo(TaskList{});
-  const Workspace ws(repo.w);
-  TeamGit g;
-  g.isolation = Isolation::kWorktree;
   const fs::path ran = repo.tmp.path() / "shared/ran.log";
-  g.merge_check = "echo run >> " + ran.string() + "; test ! -e BROKEN";
-  auto prepared = git::PrepareTarget(ws, "wt", g);
-  ASSERT_TRUE(prepared.ok()) << prepared.status().message();
-  ASSERT_TRUE(Roster(ws).Update("wt", [&](TeamConfig& c) {
-    c.git = *prepared;
-    return Status::Ok();
-  }).ok());
-  std::unique_ptr<TeamStore> store = FileTeamStore(ws);
-  auto board = store->Board("wt");
-  // Teammate `i` writes `files` (name: text) in its worktree and submits.
+  DirectTeam team(repo, "echo run >> " + ran.string() + "; test ! -e BROKEN");
   auto submit = [&](int i, const std::map<std::string, std::string>& files) {
-    const std::string name = "w" + std::to_string(i);
-    Member m;
-    m.name = name;
-    m.worktree = true;
-    ASSERT_TRUE(Roster(ws).AddMember("wt", m).ok());
-    auto path = git::EnsureTeammateWorktree(ws, "wt", name, *prepared);
-    ASSERT_TRUE(path.ok()) << path.status().message();
-    for (const auto& [file, text] : files) WriteAll(*path / file, text);
-    auto t = board->Create({"task of " + name, "", "", {}, ""});
-    ASSERT_TRUE(t.ok());
-    ASSERT_TRUE(board->Claim(t->id, name).ok());
-    auto submitted = git::SubmitForMerge(ws, *store, "wt", t->id, Caller{name, false});
+    auto submitted = team.Submit("w" + std::to_string(i), files);
     ASSERT_TRUE(submitted.ok()) << submitted.status().message();
   };
   // w1..w6 each write their own file; w4 breaks the build; w6 writes the
@@ -505,21 +550,7 @@ TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
     files[i >= 5 ? std::string("shared.txt") : "out" + std::to_string(i) + ".txt"] = "w" + std::to_string(i) + "\n";
     submit(i, files);
   }
-  auto waker = std::make_shared<Waker>();
-  git::MergeQueue::Options o;
-  o.ws = ws;
-  o.team = [] { return std::string("wt"); };
-  o.on_change = [&] { waker->Notify(); };
-  o.running = [](const std::string&) { return true; };
-  git::MergeQueue queue(*store, o);
-  auto settled = [&] {
-    for (const auto& m : repo.Merges()) {
-      if (MergeOpen(m.status)) return false;
-    }
-    return true;
-  };
-  ASSERT_TRUE(testing::UntilWoken(waker, [&] { return settled() && !queue.Busy(); }));
-  queue.Stop();
+  team.Drain();
 
   auto merges = repo.Merges();
   ASSERT_EQ(merges.size(), static_cast<size_t>(k));
@@ -558,9 +589,7 @@ TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
   // Three more, clean, waiting together: one train, one check, and every
   // note names the train's last merge as what the check ran on.
   for (int i = 7; i <= 9; ++i) submit(i, {{"out" + std::to_string(i) + ".txt", "w" + std::to_string(i) + "\n"}});
-  git::MergeQueue again(*store, o);
-  ASSERT_TRUE(testing::UntilWoken(waker, [&] { return settled() && !again.Busy(); }));
-  again.Stop();
+  team.Drain();
   EXPECT_EQ(Lines(ReadAll(ran)).size(), checks + 1) << ReadAll(ran);
   const std::string tip = Trim(Git(repo.w, {"rev-parse", "mates/wt"}));
   for (const auto& m : repo.Merges()) {
@@ -569,6 +598,86 @@ TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
     Json note = Json::parse(Git(repo.w, {"notes", "--ref=mates", "show", m.merged_commit}));
     EXPECT_EQ(note["checks"][0]["commit"], tip) << note.dump();
   }
+}
+
+// Hostile work for the in-memory queue (DESIGN §30), each with a clear
+// outcome and the target never moved wrongly: a binary file both change
+// (a conflict naming it), a rename one makes while another edits the file
+// (merged: the edit follows the rename), a git repository a teammate makes
+// inside its worktree (left out, never a gitlink on the target), 10,000
+// files in one task (merged whole), and a target deleted under the queue
+// (failed, saying so; not made again).
+TEST(WorktreeTest, HostileWorkHasClearOutcomesAndTheTargetNeverMovesWrongly) {
+  Repo repo(TaskList{});
+  WriteAll(repo.w / "logo.bin", std::string("\x89PNG\0\0\x01", 7));
+  WriteAll(repo.w / "old_name.txt", "1\n2\n3\n4\n5\n6\n7\n8\n");
+  Git(repo.w, {"add", "-A"});
+  Git(repo.w, {"commit", "-q", "-m", "binary and text"});
+  DirectTeam team(repo, "");
+  auto ok = [](const Result<std::optional<git::Submitted>>& r) {
+    EXPECT_TRUE(r.ok()) << r.status().message();
+  };
+  // Binary: both change logo.bin differently.
+  ok(team.Submit("b1", {{"logo.bin", std::string("\x89PNG\0\0\x02", 7)}}));
+  ok(team.Submit("b2", {{"logo.bin", std::string("\x89PNG\0\0\x03", 7)}}));
+  // Rename and edit: r1 moves old_name.txt, r2 changes its last line.
+  {
+    const fs::path tree = team.Worktree("r1");
+    fs::rename(tree / "old_name.txt", tree / "new_name.txt");
+    ok(team.Submit("r1", {}));
+  }
+  ok(team.Submit("r2", {{"old_name.txt", "1\n2\n3\n4\n5\n6\n7\neight\n"}}));
+  // A repository of its own inside the worktree, beside a file.
+  {
+    const fs::path tree = team.Worktree("s1");
+    fs::create_directories(tree / "vendored");
+    Git(tree / "vendored", {"init", "-q"});
+    WriteAll(tree / "vendored/x.txt", "x\n");
+    Git(tree / "vendored", {"add", "x.txt"});
+    Git(tree / "vendored", {"commit", "-q", "-m", "embedded"});
+    ok(team.Submit("s1", {{"beside.txt", "beside\n"}}));
+  }
+  // 10,000 files in one task.
+  {
+    std::map<std::string, std::string> many;
+    for (int i = 0; i < 10000; ++i) many["many/d" + std::to_string(i / 100) + "/f" + std::to_string(i)] = "f\n";
+    ok(team.Submit("m1", many));
+  }
+  team.Drain();
+  std::map<std::string, MergeRequest> by_owner;
+  for (const auto& m : repo.Merges()) by_owner[m.owner] = m;
+  EXPECT_EQ(by_owner["b1"].status, MergeState::kMerged) << by_owner["b1"].output;
+  EXPECT_EQ(by_owner["b2"].status, MergeState::kConflict) << by_owner["b2"].output;
+  EXPECT_EQ(by_owner["b2"].files, std::vector<std::string>{"logo.bin"});
+  EXPECT_EQ(by_owner["r1"].status, MergeState::kMerged) << by_owner["r1"].output;
+  EXPECT_EQ(by_owner["r2"].status, MergeState::kMerged) << by_owner["r2"].output;
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:new_name.txt"}), "1\n2\n3\n4\n5\n6\n7\neight\n");
+  EXPECT_NE(testing::Run({"git", "-C", repo.w.string(), "cat-file", "-e", "mates/wt:old_name.txt"}).exit_code, 0);
+  EXPECT_EQ(by_owner["s1"].status, MergeState::kMerged) << by_owner["s1"].output;
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:beside.txt"}), "beside\n");
+  EXPECT_EQ(Git(repo.w, {"ls-tree", "mates/wt", "vendored"}), "") << "no gitlink, no embedded repository";
+  EXPECT_EQ(by_owner["m1"].status, MergeState::kMerged) << by_owner["m1"].output;
+  EXPECT_EQ(Lines(Git(repo.w, {"ls-tree", "-r", "--name-only", "mates/wt", "many"})).size(), 10000u);
+  // Every landed merge has its note; the target holds b1's bytes.
+  for (const auto& [owner, m] : by_owner) {
+    if (m.status != MergeState::kMerged) continue;
+    EXPECT_EQ(testing::Run({"git", "-C", repo.w.string(), "notes", "--ref=mates", "show", m.merged_commit}).exit_code,
+              0)
+        << owner;
+  }
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:logo.bin"}), std::string("\x89PNG\0\0\x02", 7));
+
+  // The target deleted under the queue: the next request fails, saying
+  // so, and the target is not made again.
+  ok(team.Submit("d1", {{"late.txt", "late\n"}}));
+  Git(repo.w, {"update-ref", "-d", "refs/heads/mates/wt"});
+  team.Drain();
+  const MergeRequest last = repo.Merges().back();
+  EXPECT_EQ(last.owner, "d1");
+  EXPECT_EQ(last.status, MergeState::kFailed);
+  EXPECT_NE(last.output.find("the target branch 'mates/wt' is gone"), std::string::npos) << last.output;
+  EXPECT_NE(testing::Run({"git", "-C", repo.w.string(), "rev-parse", "--verify", "-q", "refs/heads/mates/wt"}).exit_code,
+            0);
 }
 
 // Two isolated teammates who each set a line of shared.txt (a file of ten
