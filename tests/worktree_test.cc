@@ -598,6 +598,22 @@ TEST(WorktreeTest, WaitingRequestsGoAsATrainAndOnlyTheCulpritIsBounced) {
     Json note = Json::parse(Git(repo.w, {"notes", "--ref=mates", "show", m.merged_commit}));
     EXPECT_EQ(note["checks"][0]["commit"], tip) << note.dump();
   }
+
+  // Two waiting together that change one file: the second conflicts with
+  // the first, ahead of it in the train and not on the target yet. It
+  // waits for the train to land and is bounced then, with the first's
+  // change merged into its worktree and the conflict's markers left there
+  // (bounced earlier, it could not have merged what it conflicts with).
+  submit(10, {{"both.txt", "w10\n"}});
+  submit(11, {{"both.txt", "w11\n"}});
+  team.Drain();
+  auto all = repo.Merges();
+  ASSERT_GE(all.size(), 2u);
+  EXPECT_EQ(all[all.size() - 2].status, MergeState::kMerged) << all[all.size() - 2].output;
+  EXPECT_EQ(all.back().status, MergeState::kConflict) << all.back().output;
+  EXPECT_EQ(all.back().files, std::vector<std::string>{"both.txt"});
+  EXPECT_NE(ReadAll(team.Worktree("w11") / "both.txt").find("<<<<<<<"), std::string::npos)
+      << ReadAll(team.Worktree("w11") / "both.txt");
 }
 
 // Hostile work for the in-memory queue (DESIGN §30), each with a clear

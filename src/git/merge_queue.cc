@@ -392,6 +392,13 @@ std::vector<int64_t> MergeQueue::RunTrain(const std::string& team, std::vector<M
       continue;
     }
     if (!tm->clean) {
+      if (head != *old) {
+        // It conflicts with work ahead of it in this train, not yet on the
+        // target: its owner could not merge that in. It waits, queued, for
+        // the train to land, and is then taken (and bounced) on its own.
+        QueueAgain(*store_, team, m.id);
+        continue;
+      }
       Bounce(team, m, MergeState::kConflict, Tail(tm->messages), tm->conflicts);
       continue;
     }

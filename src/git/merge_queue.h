@@ -106,7 +106,9 @@ class MergeQueue {
   // target is held).
   std::vector<MergeRequest> Train(const std::string& team, const MergeRequest& first);
   // A train: each car merged in memory onto the one before (a car that
-  // conflicts or fails is bounced alone), the team's check run once on
+  // conflicts with the target or fails is bounced alone; one that
+  // conflicts with a car ahead waits for the train to land, so that its
+  // owner can merge what it conflicts with), the team's check run once on
   // the last, every car's note written, and the target moved once by a
   // compare-and-swap — then each is finished as one request would be. A
   // failed check sends every car back to the queue, to go one by one (so
