@@ -696,6 +696,35 @@ TEST(WorktreeTest, HostileWorkHasClearOutcomesAndTheTargetNeverMovesWrongly) {
             0);
 }
 
+// A provenance note is anyone's text (a repository's notes ref): one of
+// the wrong shapes, with a terminal escape in it, is shown as far as it
+// makes sense — no throw, no escape reaching the terminal.
+TEST(WorktreeTest, AHostileProvenanceNoteIsShownWithoutAThrowOrAnEscape) {
+  Repo repo(TaskList{});
+  const std::string c = repo.base;
+  Git(repo.w, {"notes", "--ref=mates", "add", "-m",
+               R"({"checks":[{"timed_out":"yes","duration_s":"long","command":"\u001b[31mred"}],)"
+               R"("models":"x","usage":5,"hooks":{},"decided":[]})",
+               c});
+  MergeRequest m;
+  m.task = 1;
+  m.owner = "w1";
+  m.branch = "mates/w1@wt";
+  m.commit = c;
+  ASSERT_TRUE(MergeStore(Workspace(repo.w), "wt").Create(m).ok());
+  ASSERT_TRUE(MergeStore(Workspace(repo.w), "wt").Update(1, [&](MergeRequest& r) {
+    r.status = MergeState::kMerged;
+    r.merged_commit = c;
+    return Status::Ok();
+  }).ok());
+  auto shown = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "1"}, repo.env);
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("check:   `"), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find('\x1b'), std::string::npos) << shown.out;
+  auto json = testing::RunMates(repo.w, {"merges", "--team", "wt", "show", "1", "--json"}, repo.env);
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+}
+
 // Two isolated teammates who each set a line of shared.txt (a file of ten
 // lines on the target), and wait at `flag` before they complete; a conflict
 // bounced to them is resolved by writing the file anew.

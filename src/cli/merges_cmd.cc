@@ -135,10 +135,13 @@ void PrintNote(const Json& n) {
   if (auto checks = n.find("checks"); checks != n.end() && checks->is_array()) {
     for (const auto& c : *checks) {
       if (!c.is_object()) continue;
+      // A note is anyone's text (a repository's notes ref): read without a throw.
+      auto timed_out = c.find("timed_out");
+      auto duration = c.find("duration_s");
       std::cout << "  check:   `" << NoteText(c, "command") << "` exit " << NoteText(c, "exit_code")
-                << (c.value("timed_out", false) ? " (timed out)" : "") << " in "
-                << fmt::format("{:.2f}", c.value("duration_s", 0.0)) << " s, output " << NoteText(c, "output_sha256")
-                << "\n";
+                << (timed_out != c.end() && timed_out->is_boolean() && timed_out->get<bool>() ? " (timed out)" : "")
+                << " in " << fmt::format("{:.2f}", duration != c.end() && duration->is_number() ? duration->get<double>() : 0.0)
+                << " s, output " << NoteText(c, "output_sha256") << "\n";
     }
     if (checks->empty()) std::cout << "  check:   none\n";
   }
