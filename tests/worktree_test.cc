@@ -869,6 +869,75 @@ TEST(WorktreeTest, ALeaseIsInferredFromATasksFirstEditsUnlessGiven) {
   for (const auto& t : tasks) EXPECT_EQ(t.status, TaskStatus::kCompleted) << t.id;
 }
 
+// A claim passes over a task whose lease overlaps one in progress, but not
+// when nothing else is ready (DESIGN §30): it takes it, and the claimer and
+// the lead (from merge-queue) are told whose work it meets.
+TEST(WorktreeTest, ATaskTakenDespiteAnOverlappingLeaseIsToldToTheLead) {
+  Repo repo(TaskList{});
+  Board board(Workspace(repo.w).TasksDir("wt"));
+  for (auto [subject, paths] : {std::pair<std::string, std::vector<std::string>>{"hold src", {"src/**"}},
+                                {"touch src/a.c", {"src/a.c"}}}) {
+    TaskDraft d;
+    d.subject = subject;
+    d.paths = paths;
+    ASSERT_TRUE(board.Create(d).ok());
+  }
+  const fs::path flag = repo.tmp.path() / "shared/go";
+  const fs::path yaml = repo.tmp.path() / "leases.yaml";
+  WriteAll(yaml, R"Y(rules:
+  - agent: lead
+    when: "Go"
+    reply:
+      - {type: tool_use, name: Task, input: {team_name: wt, name: w1, prompt: "Work."}}
+      - {type: tool_use, name: Task, input: {team_name: wt, name: w2, prompt: "Work."}}
+  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
+  - agent: "w*"
+    when: "Task #1: hold src"
+    reply:
+      - {type: tool_use, name: bash, input: {command: "until [ -e )Y" + flag.string() + R"Y( ]; do sleep 0.02; done"}}
+      - {type: tool_use, name: TaskUpdate, input: {task_id: "1", status: completed}}
+  - agent: "w*"
+    when: "Task #2: touch"
+    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: "2", status: completed}}]
+  - {agent: "w*", once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  Subprocess host = testing::StartMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                                 yaml.string(), "--idle-timeout", "0", "Go"},
+                                        repo.env);
+  // #2, the only task ready for the second, done while #1 is in progress.
+  auto overlapped = [&] {
+    auto tasks = board.List();
+    return tasks.ok() && tasks->size() == 2 && (*tasks)[0].status == TaskStatus::kInProgress &&
+           (*tasks)[1].status == TaskStatus::kCompleted;
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return overlapped() || host.Exited(); }, 60));
+  ASSERT_TRUE(overlapped());
+  WriteAll(flag, "go\n");
+  auto done = host.Wait();
+  ASSERT_EQ(done.exit_code, 0) << Tail(done.err);
+  for (const auto& t : repo.Tasks()) EXPECT_EQ(t.status, TaskStatus::kCompleted) << t.id;
+  const auto tasks = repo.Tasks();
+  const std::string second = tasks[1].owner, first = tasks[0].owner;
+  ASSERT_NE(first, second);
+  int lead_told = 0;
+  for (const auto& line : Lines(ReadAll(Workspace(repo.w).MessagesLogPath("wt")))) {
+    if (line.find("lease overlap") == std::string::npos) continue;
+    ++lead_told;
+    EXPECT_NE(line.find("\"sender\":\"merge-queue\""), std::string::npos) << line;
+    EXPECT_NE(line.find("\"recipient\":\"lead\""), std::string::npos) << line;
+    EXPECT_NE(line.find(second + " took task #2 (src/a.c), whose files overlap task #1 (" + first + ")"),
+              std::string::npos)
+        << line;
+  }
+  // Once, by the claim made second, whatever the order the two claimers
+  // looked at the board in.
+  EXPECT_EQ(lead_told, 1) << ReadAll(Workspace(repo.w).MessagesLogPath("wt"));
+  // The claimer's own notice named the task and owner it meets.
+  const std::string journal = ReadAll(Workspace(repo.w).JournalPath("wt", second));
+  EXPECT_NE(journal.find("overlap tasks in progress"), std::string::npos) << journal;
+  EXPECT_NE(journal.find("#1 (hold src), " + first + ": src/**"), std::string::npos) << journal;
+}
+
 // A queue taking a team up tells the lead of the requests already in
 // review whatever the folder holds: twenty one by one, a subject of 100 KB
 // cut to a line (never inside a character), the rest by id in one notice;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/cli_common.h"
+#include "core/text.h"
 
 namespace mates::cli {
 namespace {
@@ -49,18 +50,12 @@ std::vector<std::string> Names(const CLI::Option* o) {
   return out;
 }
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
-  return out;
-}
-
 std::string SubcommandNames(const CLI::App* a) {
   std::vector<std::string> names;
   for (const CLI::App* sub : a->get_subcommands({})) {
     if (!Hidden(sub)) names.push_back(sub->get_name());
   }
-  return Join(names);
+  return JoinWords(names, " ");
 }
 
 // The options of a command and of those above it (they fall through).
@@ -96,7 +91,7 @@ std::string BashScript(const CLI::App& root) {
     for (const CLI::Option* opt : OptionsOnPath(nodes, n.path)) {
       for (const auto& name : Names(opt)) names.push_back(name);
     }
-    o << "  [\"_" << n.path << "\"]=\"" << Join(names) << "\"\n";
+    o << "  [\"_" << n.path << "\"]=\"" << JoinWords(names, " ") << "\"\n";
   }
   o << ")\ndeclare -gA _mates_valued=(\n";
   for (const auto& n : nodes) {
@@ -105,7 +100,7 @@ std::string BashScript(const CLI::App& root) {
       if (!TakesValue(opt)) continue;
       for (const auto& name : Names(opt)) names.push_back(name);
     }
-    o << "  [\"_" << n.path << "\"]=\"" << Join(names) << "\"\n";
+    o << "  [\"_" << n.path << "\"]=\"" << JoinWords(names, " ") << "\"\n";
   }
   o << R"BASH()
 _mates() {
@@ -183,7 +178,7 @@ std::string FishScript(const CLI::App& root) {
   }
   std::vector<std::string> names;
   for (const auto& [name, _] : valued) names.push_back(FishQuoted(name));
-  o << "      case " << Join(names) << "\n        set skip 1\n        continue\n"
+  o << "      case " << JoinWords(names, " ") << "\n        set skip 1\n        continue\n"
     << "      case '-*'\n        continue\n    end\n"
     << "    set -l next (string trim -- \"$path $w\")\n"
     << "    if contains -- $next $__mates_commands\n      set path $next\n    end\n"
@@ -192,7 +187,7 @@ std::string FishScript(const CLI::App& root) {
   for (const auto& n : nodes) {
     if (!n.path.empty()) all.push_back(FishQuoted(n.path));
   }
-  o << "set -g __mates_commands " << Join(all) << "\n"
+  o << "set -g __mates_commands " << JoinWords(all, " ") << "\n"
     << "complete -c mates -f\n";
   for (const auto& n : nodes) {
     const std::string when = "-n " + FishQuoted("test (__mates_path) = " + FishQuoted(n.path));

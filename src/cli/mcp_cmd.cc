@@ -232,12 +232,6 @@ int Serve(Globals& g, const McpArgs& a) {
   return 0;
 }
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
 int List(Globals& g, const McpArgs& a) {
   if (Status s = AdmitWorkspaceFiles(g.ws()); !s.ok()) return Fail(s);
   // The servers run as a host would run them: in its sandbox (DESIGN §18).
@@ -269,7 +263,7 @@ int List(Globals& g, const McpArgs& a) {
                          {"tools", tools}});
       continue;
     }
-    std::cout << s.name << " (" << s.transport << ", for " << (s.roles.empty() ? "everyone" : Join(s.roles))
+    std::cout << s.name << " (" << s.transport << ", for " << (s.roles.empty() ? "everyone" : JoinWords(s.roles))
               << "): " << s.state << "\n";
     for (const auto& t : s.tools) {
       std::string d = t.description.substr(0, t.description.find('\n'));

@@ -160,6 +160,16 @@ size_t Distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+std::string JoinWords(const std::vector<std::string>& items, std::string_view sep, size_t most) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < most; ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
+  if (items.size() > most) out += std::string(sep) + "…";
+  return out;
+}
+
 std::string DidYouMean(const std::vector<std::string>& names, const std::string& typed) {
   std::string best;
   size_t best_d = std::max<size_t>(2, typed.size() / 3) + 1;

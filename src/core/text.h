@@ -19,6 +19,10 @@ std::string PadColumns(const std::string& s, size_t width);
 // " (did you mean 'status'?)" for a near miss of `typed` among `names`
 // (edit distance within a third of its length, at least 2); "" if none.
 std::string DidYouMean(const std::vector<std::string>& names, const std::string& typed);
+// The first `most` of `items` with `sep` between them, and "…" after when
+// there were more: a list in a line ("a.txt, b.txt").
+std::string JoinWords(const std::vector<std::string>& items, std::string_view sep = ", ",
+                      size_t most = static_cast<size_t>(-1));
 
 // Text from outside as a terminal may show it: control characters (C0 but
 // the newline, DEL, C1 in UTF-8), which could move the cursor or rewrite

@@ -45,4 +45,13 @@ TEST(TextTest, PercentEncodingKeepsOnlyWhatItMay) {
   EXPECT_EQ(PercentEncode(""), "");
 }
 
+TEST(JoinWordsTest, SeparatesAndCutsAtMost) {
+  EXPECT_EQ(JoinWords({}), "");
+  EXPECT_EQ(JoinWords({"a"}), "a");
+  EXPECT_EQ(JoinWords({"a", "b", "c"}), "a, b, c");
+  EXPECT_EQ(JoinWords({"a", "b", "c"}, " "), "a b c");
+  EXPECT_EQ(JoinWords({"a", "b", "c"}, ", ", 2), "a, b, …");
+  EXPECT_EQ(JoinWords({"a", "b"}, ", ", 2), "a, b");
+}
+
 }  // namespace mates

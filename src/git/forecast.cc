@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/guarded.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "git/git.h"
 #include "git/merge_tree.h"
 #include "git/worktrees.h"
@@ -18,12 +19,8 @@ namespace mates::git {
 
 namespace {
 
-std::string Join(const std::vector<std::string>& v, size_t most = 8) {
-  std::string s;
-  for (size_t i = 0; i < v.size() && i < most; ++i) s += (i ? ", " : "") + v[i];
-  if (v.size() > most) s += ", …";
-  return s;
-}
+// A forecast's files in a line: the first eight.
+std::string Join(const std::vector<std::string>& v) { return JoinWords(v, ", ", 8); }
 
 std::string KeyOf(const ConflictForecast& f) {
   std::string k = f.with_target ? "target" : "";

@@ -35,12 +35,6 @@ std::string Tail(const std::string& s) {
   return "…" + s.substr(s.size() - kOutputTail);
 }
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 fs::path ChecksJournal(const Workspace& ws, const std::string& team) {
   return ws.AgentsDir(team) / "merge-queue.procs";
 }
@@ -791,7 +785,7 @@ void MergeQueue::Bounce(const std::string& team, MergeRequest m, MergeState stat
   const std::string target = tg.target_name();
   std::string text = "Task #" + std::to_string(m.task) + ": ";
   if (state == MergeState::kConflict) {
-    text += "conflict in " + Join(files) + " — your work does not merge onto " + target + " as it is now. ";
+    text += "conflict in " + JoinWords(files) + " — your work does not merge onto " + target + " as it is now. ";
     std::error_code ec;
     auto in = fs::exists(TeammateWorktree(ws, team, m.owner) / ".git", ec)
                   ? MergeTargetInto(ws, team, m.owner, tg)
@@ -820,7 +814,7 @@ void MergeQueue::Bounce(const std::string& team, MergeRequest m, MergeState stat
   if (options_.tell_lead && options_.running && !options_.running(m.owner)) {
     options_.tell_lead("Merge request " + std::to_string(m.id) + " (task #" + std::to_string(m.task) + " by " +
                        m.owner + ", who is not running) bounced: " + std::string(MergeStateName(state)) +
-                       (files.empty() ? "" : " in " + Join(files)) + ".");
+                       (files.empty() ? "" : " in " + JoinWords(files)) + ".");
   }
   if (options_.on_change) options_.on_change();
   Decided(team, now);

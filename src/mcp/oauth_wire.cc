@@ -168,11 +168,7 @@ std::vector<std::string> Words(const std::string& s) {
   return out;
 }
 
-std::string Joined(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
-  return out;
-}
+std::string Joined(const std::vector<std::string>& words) { return JoinWords(words, " "); }
 
 int64_t Now() { return static_cast<int64_t>(std::time(nullptr)); }
 

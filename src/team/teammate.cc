@@ -6,13 +6,16 @@
 
 #include "agent/frames.h"
 #include "agent/prompts.h"
+#include "core/clock.h"
 #include "core/guarded.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "git/submit.h"
 #include "git/worktrees.h"
 #include "store/board.h"
 #include "store/claim_line.h"
 #include "store/mailbox.h"
+#include "store/messenger.h"
 #include "store/requests.h"
 #include "store/watcher.h"
 
@@ -278,8 +281,56 @@ std::string Teammate::RefreshWorktree() {
 
 void Teammate::TakeTask(const Task& t) {
   // What the task builds on was merged onto the target: bring it in.
-  loop_->AddNotice(TaskNotice(t) + RefreshWorktree());
+  loop_->AddNotice(TaskNotice(t) + LeaseOverlapNotice(t) + RefreshWorktree());
   SetStatus(MemberStatus::kActive);
+}
+
+// A claim passes over a task whose lease overlaps one in progress while
+// another is ready (DESIGN §30); one taken all the same (nothing else was
+// ready, or it was assigned) is said: the claimer is told whose work it
+// meets, and the lead, from merge-queue, so that it can sequence them.
+std::string Teammate::LeaseOverlapNotice(const Task& t) {
+  if (t.paths.empty()) return "";
+  auto tasks = board_->List(false);
+  if (!tasks.ok()) return "";
+  // When a task went in progress last (its history), to tell which of two
+  // overlapping claims came second: the one made with the other in progress.
+  const double now = WallSeconds();
+  auto since = [&](const Task& task) {
+    auto windows = WorkWindows(task, task.owner, now);
+    return windows.empty() ? now : windows.back().first;
+  };
+  double ours = now;
+  for (const auto& task : *tasks) {
+    if (task.id == t.id) ours = since(task);
+  }
+  std::string mine, lead;
+  for (const auto& other : *tasks) {
+    if (other.id == t.id || other.status != TaskStatus::kInProgress || other.paths.empty() ||
+        !LeasesOverlap(t.paths, other.paths)) {
+      continue;
+    }
+    const std::string who = other.owner.empty() ? "nobody yet" : other.owner;
+    mine += "\n#" + std::to_string(other.id) + " (" + agent::NeutraliseFrames(other.subject) + "), " + who + ": " +
+            JoinWords(other.paths);
+    if (since(other) < ours) lead += (lead.empty() ? "" : ", ") + ("#" + std::to_string(other.id) + " (" + who + ")");
+  }
+  if (mine.empty()) return "";
+  if (!lead.empty() && !env_.lead.empty() && env_.lead != config_.name) {
+    SendRequest s;
+    s.sender = kMergeQueueName;
+    s.recipient = env_.lead;
+    s.summary = "lease overlap: #" + std::to_string(t.id);
+    s.content = config_.name + " took task #" + std::to_string(t.id) + " (" + JoinWords(t.paths) +
+                "), whose files overlap task " + lead +
+                " in progress: nothing else was ready for it. Their work may conflict when it is merged; "
+                "sequence them (a dependency) if it should wait.";
+    if (auto sent = Messenger(*env_.store.Mail(config_.team)).Send(s); !sent.ok()) {
+      LogWarning(config_.name + ": telling the lead of a lease overlap: " + sent.status().message());
+    }
+  }
+  return "\nIts files (" + JoinWords(t.paths) + ") overlap tasks in progress; agree with their owners (SendMessage) who "
+         "changes what:" + mine;
 }
 
 bool Teammate::StillHosted() {

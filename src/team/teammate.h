@@ -170,6 +170,7 @@ class Teammate {
   bool IdleTimedOut(const Deadline& deadline);
   // The task is its work now: told to the agent, status active.
   void TakeTask(const Task& t);
+  std::string LeaseOverlapNotice(const Task& t);
   // After a resume: tells the agent which of its tasks are still in progress.
   void RemindOfTasksInProgress();
   void SetStatus(MemberStatus s, const std::string& detail = "");
