@@ -15,6 +15,7 @@
 #include "git/git.h"
 #include "git/merge_tree.h"
 #include "git/provenance.h"
+#include "git/queue_steps.h"
 #include "git/worktrees.h"
 #include "store/board.h"
 #include "store/messenger.h"
@@ -25,15 +26,7 @@ namespace mates::git {
 
 namespace {
 
-constexpr size_t kOutputTail = 3000;
 constexpr int kCasAttempts = 8;
-// The most requests one train takes.
-constexpr size_t kTrainCars = 16;
-
-std::string Tail(const std::string& s) {
-  if (s.size() <= kOutputTail) return s;
-  return "…" + s.substr(s.size() - kOutputTail);
-}
 
 fs::path ChecksJournal(const Workspace& ws, const std::string& team) {
   return ws.AgentsDir(team) / "merge-queue.procs";
@@ -98,7 +91,16 @@ std::string ReviewNotice(const MergeRequest& m, const std::string& target, bool 
          ", approve: true|false, feedback}.";
 }
 
-// A request taken while the target was held goes back to the queue.
+}  // namespace
+
+namespace queue {
+
+std::string Tail(const std::string& s) {
+  constexpr size_t kOutputTail = 3000;
+  if (s.size() <= kOutputTail) return s;
+  return "…" + s.substr(s.size() - kOutputTail);
+}
+
 void QueueAgain(TeamStore& store, const std::string& team, int64_t id) {
   (void)store.Merges(team)->Update(id, [](MergeRequest& r) {
     if (r.status == MergeState::kChecking) r.status = MergeState::kQueued;
@@ -106,9 +108,6 @@ void QueueAgain(TeamStore& store, const std::string& team, int64_t id) {
   });
 }
 
-// Where the watched target is (`at`, once moved) or is about to be
-// (`moving_to`, before the move: a host killed after it finds the target
-// there and knows it for its own).
 void NoteTarget(TeamStore& store, const std::string& team, const std::string& at, const std::string& moving_to) {
   (void)store.UpdateTeam(team, [&](TeamConfig& c) {
     if (!at.empty()) c.git.target_at = at;
@@ -117,7 +116,11 @@ void NoteTarget(TeamStore& store, const std::string& team, const std::string& at
   });
 }
 
-}  // namespace
+}  // namespace queue
+
+using queue::NoteTarget;
+using queue::QueueAgain;
+using queue::Tail;
 
 MergeQueue::MergeQueue(TeamStore& store, Options options) : options_(std::move(options)), store_(&store) {
   thread_ = std::thread([this] {
@@ -333,136 +336,6 @@ bool MergeQueue::Gate(const std::string& team, MergeRequest& m) {
   if (!gate.blocked) return true;
   Bounce(team, m, MergeState::kFailed, gate.reason, {}, "refused by a MergeQueued hook");
   return false;
-}
-
-std::vector<MergeRequest> MergeQueue::Train(const std::string& team, const MergeRequest& first) {
-  std::vector<MergeRequest> cars;
-  if (one_by_one_ > 0) return cars;
-  auto cfg = store_->LoadTeam(team);
-  if (!cfg.ok() || !cfg->git.configured() || cfg->git.merge_review || cfg->git.held()) return cars;
-  auto list = store_->Merges(team)->List();
-  if (!list.ok()) return cars;
-  // Requests queued in a row from `first`, for the team's own target, none
-  // approved (those land as they were checked) nor interrupted mid-check.
-  for (auto& m : *list) {
-    if (m.id < first.id) continue;
-    if (m.status != MergeState::kQueued || m.approved ||
-        !(m.target.empty() || m.target == cfg->git.target_branch)) {
-      break;
-    }
-    cars.push_back(std::move(m));
-    if (cars.size() == kTrainCars) break;
-  }
-  if (cars.size() < 2) cars.clear();
-  return cars;
-}
-
-std::vector<int64_t> MergeQueue::RunTrain(const std::string& team, std::vector<MergeRequest> cars) {
-  std::vector<int64_t> ids;
-  for (const auto& m : cars) ids.push_back(m.id);
-  auto cfg = store_->LoadTeam(team);
-  if (!cfg.ok()) return {};
-  const TeamGit tg = cfg->git;
-  Git w(options_.ws.root(), MergeQueueIdentity(team));
-  if (!FetchTarget(options_.ws, team, tg).ok()) return {};  // taken one by one, as ever
-  auto old = ResolveCommit(w, tg.target_ref());
-  if (!old.ok() || old->empty()) return {};
-  held_.store(Held(team, *old));
-  if (held_.load()) return ids;  // still queued: nothing was taken
-  // Each car merged onto the one before, in memory.
-  struct Car {
-    MergeRequest m;
-    std::string onto, merged;
-  };
-  std::vector<Car> train;
-  std::string head = *old;
-  for (auto& m : cars) {
-    if (stop_.load()) return ids;
-    if (Take(team, tg, m) == Step::kDone || !Gate(team, m)) continue;
-    auto tm = MergeTree(w, head, m.commit, &cancel_);
-    if (stop_.load()) return ids;
-    if (!tm.ok() || (!tm->clean && tm->conflicts.empty())) {
-      Bounce(team, m, MergeState::kFailed, "git merge: " + (tm.ok() ? Tail(tm->messages) : tm.status().message()), {});
-      continue;
-    }
-    if (!tm->clean) {
-      if (head != *old) {
-        // It conflicts with work ahead of it in this train, not yet on the
-        // target: its owner could not merge that in. It waits, queued, for
-        // the train to land, and is then taken (and bounced) on its own.
-        QueueAgain(*store_, team, m.id);
-        continue;
-      }
-      Bounce(team, m, MergeState::kConflict, Tail(tm->messages), tm->conflicts);
-      continue;
-    }
-    auto made = CommitMerge(w, tm->tree, head, m.commit,
-                            "Merge task #" + std::to_string(m.task) + ": " + m.subject + " (" + m.owner + ")", &cancel_);
-    if (!made.ok()) {
-      if (stop_.load()) return ids;
-      Bounce(team, m, MergeState::kFailed, "the merge made no commit: " + made.status().message(), {});
-      continue;
-    }
-    train.push_back({m, head, *made});
-    head = *made;
-  }
-  if (train.empty()) return ids;
-  auto requeue = [&] {
-    for (const auto& car : train) QueueAgain(*store_, team, car.m.id);
-  };
-  // One check for the train, on its last merge: what the target moves to.
-  if (!tg.merge_check.empty()) {
-    Checked c = Check(team, tg, head);
-    if (c.kind == Checked::kInterrupted) return ids;
-    if (c.kind != Checked::kPassed) {
-      if (train.size() == 1) {
-        if (c.kind == Checked::kFailed) (void)NoteCheck(team, train[0].m.id, c.run);
-        Bounce(team, train[0].m, MergeState::kFailed, c.text, {});
-        return ids;
-      }
-      // Which car broke it is found one at a time: none is bounced for
-      // another's failure.
-      requeue();
-      one_by_one_ = train.size();
-      return ids;
-    }
-    for (auto& car : train) {
-      if (auto noted = NoteCheck(team, car.m.id, c.run); noted.ok()) car.m = *noted;
-    }
-  }
-  for (const auto& car : train) {
-    if (Status noted = WriteNote(w, car.merged, Provenance(team, tg, car.m, car.onto, car.merged)); !noted.ok()) {
-      LogWarning("merge queue: could not record the provenance of a train: " + noted.message());
-      requeue();
-      one_by_one_ = train.size();  // each bounced alone if it goes on failing
-      return ids;
-    }
-  }
-  NoteTarget(*store_, team, /*at=*/"", /*moving_to=*/head);
-  std::string last_error;
-  switch (MoveTarget(team, tg, train.back().m, *old, head, &last_error)) {
-    case Moved::kMoved:
-      NoteTarget(*store_, team, /*at=*/head, /*moving_to=*/"");
-      if (Status pushed = notes_pushed_ ? Status::Ok() : PushNotes(options_.ws, tg, &cancel_);
-          !pushed.ok() && !stop_.load()) {
-        LogWarning("merge queue: the provenance of a train is here but not on " + tg.remote +
-                   " yet (it goes with the next): " + pushed.message());
-      }
-      for (const auto& car : train) Finish(team, car.m, car.onto, car.merged);
-      return ids;
-    case Moved::kBounced:  // the last car was told why (W's checkout); the others go round again
-      train.pop_back();
-      requeue();
-      return ids;
-    case Moved::kUnreachable:
-      requeue();
-      waker_->WaitChange(waker_->generation(), DeadlineIn(1.0));
-      return ids;
-    case Moved::kRaced:
-      requeue();
-      return ids;
-  }
-  return ids;
 }
 
 MergeQueue::Step MergeQueue::Take(const std::string& team, const TeamGit& tg, MergeRequest& m) {

@@ -28,12 +28,14 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/cancel.h"
 #include "core/waker.h"
+#include "git/git.h"
 #include "git/merge_hooks.h"
 #include "sandbox/sandbox.h"
 #include "store/merges.h"
@@ -116,6 +118,19 @@ class MergeQueue {
   // the ids dealt with; none when the train could not start (the first
   // goes alone then).
   std::vector<int64_t> RunTrain(const std::string& team, std::vector<MergeRequest> cars);
+  // A train's car: its request, what it was merged onto, its merge commit.
+  struct Car {
+    MergeRequest m;
+    std::string onto, merged;
+  };
+  // The cars taken and merged one onto the next from `old`, in memory:
+  // those that merged (the others bounced, or queued again behind a car
+  // they conflict with); nullopt if the queue stopped meanwhile.
+  std::optional<std::vector<Car>> Couple(const std::string& team, const TeamGit& tg, Git& w, const std::string& old,
+                                         std::vector<MergeRequest>& cars);
+  // A coupled train (not empty) checked once on its last merge, its notes
+  // written and the target moved from `old`; or sent back to the queue.
+  void Land(const std::string& team, const TeamGit& tg, Git& w, std::vector<Car> train, const std::string& old);
   // MergeQueued, the person's gate before anything is merged or checked:
   // false if it bounced the request.
   bool Gate(const std::string& team, MergeRequest& m);
