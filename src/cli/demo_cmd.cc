@@ -7,7 +7,7 @@
 
 #include "cli/cli_common.h"
 #include "core/secrets.h"
-#include "cli/lead_session.h"
+#include "cli/session_view.h"
 #include "core/files.h"
 #include "demo_scenario.h"
 #include "llm/scripted.h"
@@ -58,7 +58,7 @@ int Demo(const DemoArgs& a) {
             << "A lead and three teammates (analyst, backend, frontend in plan mode) in "
             << dir->string() << "\n\n" << std::flush;
 
-  LeadSessionConfig c;
+  host::SessionOptions c;
   c.mode = HostMode::kDemo;
   c.ws = ws;
   c.goal = "Migrate the app from REST to GraphQL.";
@@ -66,13 +66,14 @@ int Demo(const DemoArgs& a) {
   c.shutdown_timeout_s = a.shutdown_timeout;
   LiveOutput out(color, /*multi=*/true);  // a team is about to form
   auto start = std::chrono::steady_clock::now();
-  LeadSessionResult r = RunLeadSession(c, &provider, out);
+  const host::SessionResult r = host::Session::Run(c, &provider, SessionOutputTo(out));
+  const int code = SessionExit(r);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   std::cout << "\n" << bold("Summary") << "\n";
   if (!r.deleted_team) {
     std::cout << "  the team was not disbanded: the flow did not finish\n";
-    return r.exit_code != 0 ? r.exit_code : 1;
+    return code != 0 ? code : 1;
   }
   std::cout << "  tasks by owner:   ";
   bool first = true;
@@ -106,7 +107,7 @@ int Demo(const DemoArgs& a) {
   std::snprintf(t, sizeof t, "%.2f s", secs);
   std::cout << "\n  wall time:        " << t << "\n  workspace:        " << dir->string()
             << " (kept; the lead's journal is in .teams/default/agents/lead.jsonl)\n";
-  return r.exit_code;
+  return code;
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <iostream>
 
 #include "cli/run_options.h"
+#include "cli/session_view.h"
 #include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/files.h"
@@ -51,7 +52,7 @@ Status AlreadyHosted(const Globals& g, TeamStore& store, const std::string& team
 
 // In the forked host: detach from the terminal and the session, then host
 // the team. Never returns to the caller's code path: the process exits.
-[[noreturn]] void BecomeHost(const LeadSessionConfig& config, const RunArgs& a, int ready_fd) {
+[[noreturn]] void BecomeHost(const host::SessionOptions& config, const RunArgs& a, int ready_fd) {
   ::setsid();
   // A second fork: the host is no session leader, so no terminal it opens
   // can become its controlling one.
@@ -73,7 +74,7 @@ Status AlreadyHosted(const Globals& g, TeamStore& store, const std::string& team
   if (!provider.ok()) {
     std::cerr << "mates: error: " << provider.status().message() << std::endl;
   } else {
-    LeadSessionConfig c = config;
+    host::SessionOptions c = config;
     c.mode = a.teammates_only ? HostMode::kTeammates : HostMode::kUp;
     c.hosted = true;
     c.respawn = a.respawn == "on-work";
@@ -89,7 +90,7 @@ Status AlreadyHosted(const Globals& g, TeamStore& store, const std::string& team
     if (!tee.ok()) {
       std::cerr << "mates: error: " << tee.message() << std::endl;
     } else {
-      code = RunLeadSession(c, provider->get(), out).exit_code;
+      code = SessionExit(host::Session::Run(c, provider->get(), SessionOutputTo(out)));
     }
   }
   std::cout << "[" << IsoTime(WallSeconds()) << "] mates up: the host ends (exit " << code << ")" << std::endl;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/session_view.h"
 #include "cli/store_choice.h"
 #include "stores/open_store.h"
 #include "core/limits.h"
@@ -62,7 +63,7 @@ void AddRunOptions(CLI::App* cmd, Globals& g, RunArgs& a) {
       ->capture_default_str();
 }
 
-Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
+Result<host::SessionOptions> SessionConfig(Globals& g, const RunArgs& a) {
   if (Status s = CheckSeconds("--idle-timeout", a.idle_timeout, 0, true); !s.ok()) {
     return Status::InvalidArgument(s.message() + " (0 = wait forever)");
   }
@@ -70,7 +71,7 @@ Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a) {
   if (a.request_timeout != 0) {
     MATES_RETURN_IF_ERROR(CheckSeconds("--request-timeout", a.request_timeout, 0, false));
   }
-  LeadSessionConfig c;
+  host::SessionOptions c;
   c.ws = g.ws();
   c.mates = g.Mates();
   c.team = g.team;
@@ -223,7 +224,10 @@ int Run(Globals& g, const RunArgs& a) {
   if (!a.log.empty()) {
     if (Status s = out.TeeTo(a.log); !s.ok()) return Fail(s);
   }
-  return RunLeadSession(*c, provider->get(), out).exit_code;
+  host::SessionOutput output = SessionOutputTo(out);
+  const std::string provider_name((*provider)->name());
+  output.repl = [&out, &provider_name](host::Session& session) { Repl(session, out, provider_name); };
+  return SessionExit(host::Session::Run(*c, provider->get(), std::move(output)));
 }
 
 }  // namespace

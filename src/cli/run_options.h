@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/cli_common.h"
-#include "cli/lead_session.h"
+#include "host/session.h"
 #include "llm/provider.h"
 
 namespace mates::cli {
@@ -54,7 +54,7 @@ struct RunArgs {
 void AddRunOptions(CLI::App* cmd, Globals& g, RunArgs& a);
 // The session `a` asks for (an empty goal given as words is refused:
 // InvalidArgument).
-Result<LeadSessionConfig> SessionConfig(Globals& g, const RunArgs& a);
+Result<host::SessionOptions> SessionConfig(Globals& g, const RunArgs& a);
 Result<std::unique_ptr<llm::Provider>> SessionProvider(const RunArgs& a);
 // The sandbox of the session's tools, from --sandbox and the config files
 // (sandbox/policy.h): after AdmitWorkspaceFiles, which may trust the

@@ -1,4 +1,4 @@
-#include "cli/session_signals.h"
+#include "host/session_signals.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -11,7 +11,7 @@
 #include "core/process_tree.h"
 #include "core/guarded.h"
 
-namespace mates::cli {
+namespace mates::host {
 
 SessionSignals::SessionSignals(double grace_s) : grace_s_(grace_s) {
   sigset_t set;
@@ -113,4 +113,4 @@ void SessionSignals::Main() {
   }
 }
 
-}  // namespace mates::cli
+}  // namespace mates::host

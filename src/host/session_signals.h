@@ -27,7 +27,7 @@
 
 #include "core/files.h"
 
-namespace mates::cli {
+namespace mates::host {
 
 class SessionSignals {
  public:
@@ -81,4 +81,4 @@ class SessionSignals {
   std::thread thread_;
 };
 
-}  // namespace mates::cli
+}  // namespace mates::host
