@@ -45,24 +45,6 @@ void SetTurnEnd(TurnResult* turn, std::string_view stop_reason) {
 
 }  // namespace
 
-namespace {
-
-// error.type of a failed call, as the conventions want it: a low-cardinality
-// word for what went wrong.
-std::string ErrorType(StatusCode code) {
-  switch (code) {
-    case StatusCode::kCancelled: return "cancelled";
-    case StatusCode::kTimeout: return "timeout";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kFailedPrecondition: return "refused";
-    case StatusCode::kInvalidArgument: return "invalid_request";
-    case StatusCode::kCorrupt: return "malformed_reply";
-    default: return "_OTHER";
-  }
-}
-
-}  // namespace
-
 AgentLoop::AgentLoop(AgentSpec spec, llm::Provider* provider, const tools::ToolRegistry* tools,
                      tools::ToolContext* ctx, AgentEvents* events)
     : spec_(std::move(spec)),
@@ -80,57 +62,6 @@ AgentLoop::AgentLoop(AgentSpec spec, llm::Provider* provider, const tools::ToolR
 
 std::string AgentLoop::model() const {
   return spec_.model.empty() ? provider_->default_model() : spec_.model;
-}
-
-Status AgentLoop::AttachJournal(const fs::path& path, bool resume, std::unique_ptr<JournalCopy> copy,
-                                std::optional<int64_t> reconciled) {
-  int64_t copied = reconciled.value_or(0);
-  if (copy && !reconciled) {
-    MATES_ASSIGN_OR_RETURN(copied, Journal::Reconcile(path, *copy));
-  }
-  if (resume) {
-    MATES_ASSIGN_OR_RETURN(JournalState st, Journal::Load(path));
-    if (st.problem) {
-      // Not a dead end (every later run would fail the same way): the
-      // valid prefix goes on, the whole file is kept, and the way out is said.
-      MATES_ASSIGN_OR_RETURN(fs::path aside, Journal::Rewrite(path, st));
-      if (copy) {
-        MATES_ASSIGN_OR_RETURN(copied, Journal::Republish(path, *copy));
-      }
-      std::string said = "journal " + path.string() + ":" + std::to_string(st.problem->line) + ": " +
-                         st.problem->what + "; resuming with the " + std::to_string(st.messages.size()) +
-                         " message(s) before it (the whole journal is kept as " + aside.filename().string() +
-                         "; --fresh starts the lead over)";
-      LogWarning(said);
-      if (events_ != nullptr) events_->OnNotice(spec_.name, said);
-      // Its spending, all of it (the rewritten journal carries every usage line).
-      MATES_ASSIGN_OR_RETURN(JournalState spent, Journal::LoadUsage(path));
-      st.usage = spent.usage;
-      st.calls = spent.calls;
-    }
-    conversation_.Reset(std::move(st.messages));
-    delivered_ = std::move(st.delivered);
-    compactions_ = st.compactions;
-    // What it spent before counts against its budget, and is reported.
-    usage_.Restore(st.usage, st.calls);
-    in_team_.Restore(st.usage, st.calls);
-  }
-  MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
-  if (copy) j.CopyTo(std::move(copy), copied);
-  journal_.emplace(std::move(j));
-  AttachActivity(path.parent_path());
-  if (resume && !conversation_.PendingToolUses().empty()) {
-    // The process died while running these tools: say so to the model.
-    std::vector<llm::ContentBlock> results;
-    for (const auto& id : conversation_.PendingToolUses()) {
-      results.push_back(llm::ContentBlock::ToolResult(
-          id, "interrupted: the agent was restarted before this tool call finished; check its "
-              "effect before repeating it", true));
-    }
-    MATES_RETURN_IF_ERROR(AddUser(std::move(results)));
-  }
-  StartSession(resume && !conversation_.empty() ? "resume" : "startup");
-  return Status::Ok();
 }
 
 namespace {
@@ -200,61 +131,6 @@ bool AgentLoop::HasPendingInput() {
   // Resting: the interrupted turn's last results wait for the person.
   if (resting_.load()) return false;
   return !conversation_.empty() && conversation_.messages().back().role == llm::Role::kUser;
-}
-
-Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy> copy,
-                              const std::string& to, bool back_home) {
-  int64_t copied = 0;
-  if (copy) {
-    MATES_ASSIGN_OR_RETURN(copied, Journal::Reconcile(path, *copy));
-  }
-  // What it spent in that team before (a lead back in the team it began
-  // in): its activity there shows that team's spending, as the journal does.
-  // (Unreadable, it only shows less: the journal itself is opened below.)
-  auto before = Journal::LoadUsage(path);
-  if (!before.ok() && before.status().code() != StatusCode::kNotFound) {
-    LogWarning(spec_.name + ": its spending in " + path.string() +
-               " is not shown: " + before.status().message());
-  }
-  in_team_.Restore(before.ok() ? before->usage : llm::Usage{}, before.ok() ? before->calls : 0);
-  MATES_ASSIGN_OR_RETURN(Journal j, Journal::Open(path));
-  if (copy) j.CopyTo(std::move(copy), copied);
-  MATES_RETURN_IF_ERROR(j.AppendCompaction(conversation_.messages(),
-                                           journal_ ? journal_->path().string() : ""));
-  if (!delivered_.empty()) {
-    // The ids delivered so far travel with the conversation.
-    std::vector<std::string> ids(delivered_.begin(), delivered_.end());
-    MATES_RETURN_IF_ERROR(j.AppendDelivered(ids));
-  }
-  // A session resumed from the journal it leaves goes on in the new one
-  // (not when it goes home: the team it leaves is being deleted).
-  if (journal_ && !to.empty() && !back_home) {
-    Status said = journal_->AppendMoved(to);
-    if (!said.ok())
-      LogWarning(spec_.name + ": " + said.message() +
-                 " (a resumed session would begin where it was)");
-  }
-  journal_.emplace(std::move(j));
-  if (activity_) {
-    if (to.empty()) {
-      activity_->Stopped("moved to another team");
-    } else if (back_home) {
-      activity_->Stopped("back in team " + to);
-    } else {
-      activity_->Away("working in team " + to);
-    }
-  }
-  AttachActivity(path.parent_path());
-  return Status::Ok();
-}
-
-void AgentLoop::AttachActivity(const fs::path& dir) {
-  // On a shared store people on other machines see it too.
-  TeamStore::ActivitySink also;
-  if (!ctx_->team.empty()) also = ctx_->store().ActivityOf(ctx_->team, spec_.name);
-  activity_ = std::make_unique<ActivityFile>(dir / (spec_.name + ".status.json"), spec_.name, model(),
-                                             std::move(also));
-  activity_->SetUsage(in_team_.total(), in_team_.calls());  // also the first write: idle
 }
 
 void AgentLoop::ReportStopped(const std::string& why) {
@@ -578,7 +454,7 @@ Result<TurnResult> AgentLoop::Continue() {
     turn_span.Set("mates.turn.stop_reason", r->stop_reason);
     turn_span.Set("mates.turn.calls", static_cast<int64_t>(r->calls));
   } else {
-    turn_span.Fail(ErrorType(r.status().code()), r.status().message());
+    turn_span.Fail(telemetry::ErrorTypeOf(r.status().code()), r.status().message());
   }
   turn_span.End();
   breaker_.EndTurn(turn_cost_);
@@ -716,7 +592,7 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
     if (!reply->model.empty()) span.Set("gen_ai.response.model", reply->model);
     span.Set("gen_ai.response.finish_reasons", std::vector<std::string>{reply->stop_reason});
   } else {
-    span.Fail(ErrorType(reply.status().code()), reply.status().message());
+    span.Fail(telemetry::ErrorTypeOf(reply.status().code()), reply.status().message());
   }
   span.End();
   ++turn->calls;
@@ -826,134 +702,6 @@ Result<bool> AgentLoop::StopHookKeepsGoing(const TurnResult& turn, int* blocks) 
   return true;
 }
 
-
-void AgentLoop::Count(std::string_view family, telemetry::Labels labels) {
-  if (!spec_.metrics) return;
-  labels["team"] = ctx_->team;
-  labels["agent"] = spec_.name;
-  spec_.metrics->Add(family, labels);
-}
-
-void AgentLoop::Measure(const Result<llm::Response>& reply, double seconds) {
-  if (!spec_.metrics) return;
-  // The GenAI conventions' attributes, '.' as '_' (telemetry/metrics.h).
-  telemetry::Labels labels = {{"gen_ai_operation_name", "chat"},
-                              {"gen_ai_provider_name", std::string(provider_->name())},
-                              {"gen_ai_request_model", model()},
-                              {"gen_ai_agent_name", spec_.name},
-                              {"team", ctx_->team}};
-  if (!reply.ok()) labels["error_type"] = ErrorType(reply.status().code());
-  spec_.metrics->Observe(telemetry::kOperationDuration, labels, seconds);
-  if (!reply.ok()) return;
-  const llm::Usage& u = reply->usage;
-  labels["gen_ai_token_type"] = "input";
-  spec_.metrics->Observe(telemetry::kTokenUsage, labels,
-                         static_cast<double>(u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens));
-  labels["gen_ai_token_type"] = "output";
-  spec_.metrics->Observe(telemetry::kTokenUsage, labels, static_cast<double>(u.output_tokens));
-}
-
-telemetry::Span AgentLoop::StartSpan(std::string name, telemetry::SpanKind kind) {
-  if (!spec_.tracer) return {};
-  const TraceContext& current = CurrentTrace();
-  return spec_.tracer->Start(std::move(name), kind, current.valid() ? current : spec_.tracer->session());
-}
-
-// A message, from its send to its taking in: a span under the sender's
-// (its traceparent), linked both ways with the turn that takes it in.
-void AgentLoop::MessageSpan(const Message& m) {
-  if (!spec_.tracer || m.traceparent.empty() || m.timestamp <= 0) return;
-  auto sender = ParseTraceparent(m.traceparent);
-  if (!sender) return;
-  telemetry::SpanRecord rec;
-  rec.name = "message " + std::string(MessageTypeName(m.type));
-  rec.kind = telemetry::SpanKind::kConsumer;
-  rec.start_ns = static_cast<int64_t>(m.timestamp * 1e9);
-  rec.end_ns = telemetry::UnixNanos();
-  if (rec.start_ns > rec.end_ns) rec.start_ns = rec.end_ns;
-  rec.attributes = {{"mates.message.id", m.id},
-                    {"mates.message.type", std::string(MessageTypeName(m.type))},
-                    {"mates.message.sender", m.sender},
-                    {"mates.message.recipient", spec_.name}};
-  if (turn_span_ != nullptr && turn_span_->context().valid()) {
-    rec.links.push_back({turn_span_->context(), {{"mates.link", std::string("taken in by")}}});
-  }
-  // Recorded under the sender's span: its id is only known once made.
-  const TraceContext made = spec_.tracer->Record(std::move(rec), *sender);
-  if (turn_span_ != nullptr && made.valid()) turn_span_->Link(made, {{"mates.link", std::string("message")}});
-}
-
-// task {id}: from its claim (the history's last turn to in_progress) to
-// the TaskUpdate that completed it, under the session, linked to the turn.
-void AgentLoop::TaskSpan(const llm::ContentBlock& call, const tools::ToolResult& r) {
-  if (call.name != "TaskUpdate" || r.is_error || ctx_->team.empty()) return;
-  auto input = ParseJson(call.input_json.empty() ? "{}" : call.input_json);
-  // The model's input, read without a throw: `status` may be anything
-  // (the tool ran on what a hook made of it).
-  if (!input.ok() || !input->is_object()) return;
-  auto status = input->find("status");
-  if (status == input->end() || !status->is_string() || status->get<std::string>() != "completed") return;
-  auto raw = input->find("task_id");
-  int64_t id = 0;
-  if (raw != input->end() && raw->is_number_integer()) {
-    id = raw->get<int64_t>();
-  } else if (raw != input->end() && raw->is_string()) {
-    const std::string& text = raw->get_ref<const std::string&>();
-    id = std::strtoll(text.c_str() + (text.rfind('#', 0) == 0 ? 1 : 0), nullptr, 10);
-  }
-  auto board = ctx_->store().CheckedBoard(ctx_->team);
-  if (id <= 0 || !board.ok()) return;
-  auto task = (*board)->Get(id);
-  if (!task.ok() || task->status != TaskStatus::kCompleted) return;
-  double claimed = task->created_at;
-  for (auto e = task->history.rbegin(); e != task->history.rend(); ++e) {
-    if (e->status == TaskStatus::kInProgress) claimed = e->at;
-    if (e->status == TaskStatus::kPending) break;
-  }
-  telemetry::SpanRecord rec;
-  rec.name = "task " + TaskRef(id);
-  rec.start_ns = static_cast<int64_t>(claimed * 1e9);
-  rec.end_ns = telemetry::UnixNanos();
-  if (rec.start_ns <= 0 || rec.start_ns > rec.end_ns) rec.start_ns = rec.end_ns;
-  rec.attributes = {{"mates.task.id", id}, {"mates.task.subject", task->subject},
-                    {"mates.task.owner", task->owner}, {"mates.team", ctx_->team}};
-  const TraceContext& current = CurrentTrace();
-  if (current.valid()) rec.links.push_back({current, {{"mates.link", std::string("completed by")}}});
-  spec_.tracer->Record(std::move(rec), spec_.tracer->session());
-}
-
-void AgentLoop::ReportBlocked(const std::string& event, const std::string& what) {
-  if (activity_) activity_->Blocked(event, what);
-  Count(telemetry::kHookBlocks, {{"event", event}});
-  if (ctx_->team.empty()) return;
-  // In the team's message timeline too, from `hooks` (a name no member may
-  // take), to the agent it stopped; logged, not delivered: the agent has
-  // the hook's words already.
-  Message m;
-  m.id = NewId("m");
-  m.sender = kHooksName;
-  m.recipient = spec_.name;
-  m.content = "A " + event + " hook blocked " + what;
-  m.summary = event + " hook blocked";
-  m.timestamp = WallSeconds();
-  Status logged = ctx_->store().Mail(ctx_->team)->Log(m);
-  if (!logged.ok()) LogWarning(spec_.name + ": the hook's block is not in the log: " + logged.message());
-}
-
-void AgentLoop::StartSession(const std::string& source) {
-  if (!ctx_->hooks || !ctx_->hooks->Wants(hooks::Event::kSessionStart, {source})) return;
-  Json in = tools::HookInput(*ctx_);
-  in["source"] = source;
-  hooks::Outcome o = tools::RunHooks(*ctx_, hooks::Event::kSessionStart, {source}, std::move(in));
-  if (!o.context.empty()) AddNotice("[SessionStart hook] " + NeutraliseFrames(o.context));
-}
-
-hooks::Outcome AgentLoop::PromptHooks(const std::string& text) {
-  if (!ctx_->hooks || !ctx_->hooks->Wants(hooks::Event::kUserPromptSubmit)) return {};
-  Json in = tools::HookInput(*ctx_);
-  in["prompt"] = text;
-  return tools::RunHooks(*ctx_, hooks::Event::kUserPromptSubmit, {}, std::move(in));
-}
 
 void AgentLoop::DecidePrompts(const std::string& team) {
   std::unique_ptr<Inbox> box = ctx_->store().InboxOf(team, spec_.name);

@@ -8,6 +8,18 @@
 
 namespace mates::telemetry {
 
+std::string ErrorTypeOf(StatusCode code) {
+  switch (code) {
+    case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kTimeout: return "timeout";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kFailedPrecondition: return "refused";
+    case StatusCode::kInvalidArgument: return "invalid_request";
+    case StatusCode::kCorrupt: return "malformed_reply";
+    default: return "_OTHER";
+  }
+}
+
 int64_t UnixNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();

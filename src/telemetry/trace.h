@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/status.h"
 #include "core/trace_context.h"
 
 namespace mates::telemetry {
@@ -69,6 +70,9 @@ struct Sampler {
 };
 
 int64_t UnixNanos();
+// error.type of a failed call, as the conventions want it: a
+// low-cardinality word for what went wrong ("timeout", "refused", …).
+std::string ErrorTypeOf(StatusCode code);
 
 class Tracer;
 
