@@ -526,14 +526,9 @@ Result<bool> AgentLoop::ReadyForCall(TurnResult* turn) {
   return true;
 }
 
-Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
-  llm::Request req;
-  req.model = spec_.model;
-  req.system = spec_.system;
-  req.tools = tools_->Definitions();
-  req.max_tokens = spec_.max_tokens;
-  req.cache = spec_.cache;
-  req.agent_id = spec_.name + "@" + (ctx_->team.empty() ? "none" : ctx_->team);
+// What a model call tells as it goes: its text, its retries, a team's
+// backoff, to the events and the activity file.
+llm::StreamCallbacks AgentLoop::Callbacks() {
   llm::StreamCallbacks cb;
   if (events_ != nullptr) {
     cb.on_text = [this](std::string_view d) { events_->OnText(spec_.name, d); };
@@ -556,6 +551,18 @@ Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
     }
     if (activity_) activity_->Retrying(1, 1, delay, "waits with the team: " + why);
   };
+  return cb;
+}
+
+Result<llm::Response> AgentLoop::CallModel(TurnResult* turn) {
+  llm::Request req;
+  req.model = spec_.model;
+  req.system = spec_.system;
+  req.tools = tools_->Definitions();
+  req.max_tokens = spec_.max_tokens;
+  req.cache = spec_.cache;
+  req.agent_id = spec_.name + "@" + (ctx_->team.empty() ? "none" : ctx_->team);
+  llm::StreamCallbacks cb = Callbacks();
   int64_t estimate = RawEstimate();  // calibrated against the provider's count below
   if (activity_) activity_->Thinking();
   // Only this thread touches the conversation: lent to the request for the

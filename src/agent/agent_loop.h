@@ -206,6 +206,7 @@ class AgentLoop {
   // the reply's tools run and whether another call follows.
   Result<bool> ReadyForCall(TurnResult* turn);
   Result<llm::Response> CallModel(TurnResult* turn);
+  llm::StreamCallbacks Callbacks();
   Result<bool> AfterReply(const llm::Response& reply, TurnResult* turn, int* continuations);
   Status AddUser(std::vector<llm::ContentBlock> blocks, const std::vector<std::string>& delivered = {});
   Status AddAssistant(std::vector<llm::ContentBlock> blocks);

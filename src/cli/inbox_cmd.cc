@@ -41,25 +41,33 @@ void Print(const std::vector<Message>& msgs, bool json) {
   std::cout.flush();
 }
 
-int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
-  double wait_s = -1;  // forever
+// Which inbox is read (`a.name`: the one given, the sandboxed agent's, else
+// the person's) and how long a wait lasts (`*wait_s`, -1 = forever).
+Status ChooseReader(InboxArgs& a, bool wait_given, double* wait_s) {
+  *wait_s = -1;
   // (A --wait without seconds comes as nothing, or as "".)
   if (wait_given && !a.wait.empty() && !a.wait[0].empty()) {
     // `--wait NAME`: CLI11 took the name as the seconds; give it back.
-    if (!IsNumber(a.wait[0], &wait_s)) {
-      if (!a.name.empty()) return Usage("--wait takes seconds, got '" + a.wait[0] + "'");
+    if (!IsNumber(a.wait[0], wait_s)) {
+      if (!a.name.empty()) return Status::InvalidArgument("--wait takes seconds, got '" + a.wait[0] + "'");
       a.name = a.wait[0];
-      wait_s = -1;
-    } else if (Status bad = CheckSeconds("--wait", wait_s, 0, true); !bad.ok()) {
-      return Fail(bad);
+      *wait_s = -1;
+    } else {
+      MATES_RETURN_IF_ERROR(CheckSeconds("--wait", *wait_s, 0, true));
     }
   }
   if (a.name.empty() && !SandboxedAgent().empty()) a.name = SandboxedAgent();
   // The person's own by default: what the team writes back to `user`.
   if (a.name.empty()) a.name = kUserName;
-  if (std::string refused = RefusedIdentity("inbox", a.name); !refused.empty()) return Usage(refused);
-  Status s = ValidateName("member name", a.name);
-  if (!s.ok()) return Fail(s);
+  if (std::string refused = RefusedIdentity("inbox", a.name); !refused.empty()) {
+    return Status::InvalidArgument(refused);
+  }
+  return ValidateName("member name", a.name);
+}
+
+int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
+  double wait_s = -1;
+  if (Status s = ChooseReader(a, wait_given, &wait_s); !s.ok()) return Fail(s);
   auto opened = OpenChosenStore(g.store, g.ws());
   if (!opened.ok()) return Fail(opened.status());
   std::unique_ptr<TeamStore> store = std::move(*opened);

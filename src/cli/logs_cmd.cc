@@ -329,7 +329,7 @@ int Logs(Globals& g, const LogsArgs& a) {
     std::vector<Entry> fresh;
     for (const auto& n : names) {
       if (files) {
-        auto text = ReadFilePrefix(dir / (n + ".jsonl"), kMaxJournalBytes);
+        auto text = ReadFilePrefix(g.ws().JournalPath(g.team, n), kMaxJournalBytes);
         if (!text.ok()) continue;
         if (text->size() < read[n]) read[n] = 0;  // replaced (a compaction's rewrite)
         const size_t whole = text->rfind('\n') == std::string::npos ? 0 : text->rfind('\n') + 1;

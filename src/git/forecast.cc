@@ -143,24 +143,7 @@ void Forecaster::Pass(const std::string& team, std::set<std::string> changed, st
   Git w(ws.root());
   auto target = ResolveCommit(w, tg.target_ref());
   if (!target.ok() || target->empty()) return;
-  for (const auto& m : landed) snapshots_.erase(m);
-  for (const auto& m : changed) {
-    const Member* member = cfg->Find(m);
-    if (member == nullptr || !member->worktree || index_dir_.empty()) {
-      snapshots_.erase(m);
-      continue;
-    }
-    auto snap = SnapshotTeammateWork(ws, team, m, fs::path(index_dir_) / (team + "." + m + ".index"));
-    if (!snap.ok()) {
-      LogDebug("conflict forecast: " + m + "'s worktree: " + snap.status().message());
-      continue;
-    }
-    if (snap->empty()) {
-      snapshots_.erase(m);
-    } else {
-      snapshots_[m] = *snap;
-    }
-  }
+  TakeSnapshots(team, *cfg, changed, landed);
   // Each member's task in progress, to name.
   std::map<std::string, int64_t> task_of;
   if (auto tasks = store_->Board(team)->List(false); tasks.ok()) {
@@ -204,7 +187,36 @@ void Forecaster::Pass(const std::string& team, std::set<std::string> changed, st
     }
   }
   merged_ = std::move(merged);
-  // New ones (or new files) are told; those already known keep their time.
+  Publish(team, std::move(now));
+}
+
+// The changed members' worktrees snapshotted anew (those landed, or with
+// nothing of their own, leave the flight).
+void Forecaster::TakeSnapshots(const std::string& team, const TeamConfig& cfg, const std::set<std::string>& changed,
+                               const std::set<std::string>& landed) {
+  for (const auto& m : landed) snapshots_.erase(m);
+  for (const auto& m : changed) {
+    const Member* member = cfg.Find(m);
+    if (member == nullptr || !member->worktree || index_dir_.empty()) {
+      snapshots_.erase(m);
+      continue;
+    }
+    auto snap = SnapshotTeammateWork(options_.ws, team, m, fs::path(index_dir_) / (team + "." + m + ".index"));
+    if (!snap.ok()) {
+      LogDebug("conflict forecast: " + m + "'s worktree: " + snap.status().message());
+      continue;
+    }
+    if (snap->empty()) {
+      snapshots_.erase(m);
+    } else {
+      snapshots_[m] = *snap;
+    }
+  }
+}
+
+// New forecasts (or new files) are told; those already known keep their
+// time; the file is written when anything differs.
+void Forecaster::Publish(const std::string& team, std::vector<ConflictForecast> now) {
   std::map<std::string, const ConflictForecast*> before;
   for (const auto& f : current_) before[KeyOf(f)] = &f;
   bool differs = now.size() != current_.size();
@@ -222,7 +234,7 @@ void Forecaster::Pass(const std::string& team, std::set<std::string> changed, st
   if (!differs) return;
   current_ = std::move(now);
   written_team_ = team;
-  if (Status s = WriteForecasts(ws, team, current_); !s.ok()) LogWarning("conflict forecast: " + s.message());
+  if (Status s = WriteForecasts(options_.ws, team, current_); !s.ok()) LogWarning("conflict forecast: " + s.message());
   if (options_.on_change) options_.on_change();
 }
 

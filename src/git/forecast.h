@@ -68,6 +68,9 @@ class Forecaster {
   // Moves what changed in `team` out of the sets (under mu_).
   void Take(const std::string& team, std::set<std::string>* changed, std::set<std::string>* landed);
   void Pass(const std::string& team, std::set<std::string> changed, std::set<std::string> landed);
+  void TakeSnapshots(const std::string& team, const TeamConfig& cfg, const std::set<std::string>& changed,
+                     const std::set<std::string>& landed);
+  void Publish(const std::string& team, std::vector<ConflictForecast> now);
   void Tell(const std::string& team, const ConflictForecast& f);
 
   const Options options_;

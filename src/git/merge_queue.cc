@@ -252,12 +252,7 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
   // Where the target was found first: the first merge goes onto it (the
   // compare-and-swap sends it round again if it moved since).
   std::string found;
-  if (watched && tg.configured() && FetchTarget(options_.ws, team, tg).ok()) {
-    auto at = ResolveCommit(w, tg.target_ref());
-    if (at.ok()) found = *at;
-    held_.store(!found.empty() && Held(team, found));
-    if (held_.load()) return;
-  }
+  if (watched && FoundHeld(team, tg, w, &found)) return;
   if (Take(team, tg, m) == Step::kDone) return;
   if (!Gate(team, m)) return;
   std::string last_error;
@@ -296,11 +291,7 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     switch (MoveTarget(team, tg, m, *old, merged, &last_error)) {
       case Moved::kMoved:
         if (watched) NoteTarget(*store_, team, /*at=*/merged, /*moving_to=*/"");
-        if (Status pushed = notes_pushed_ ? Status::Ok() : PushNotes(options_.ws, tg, &cancel_);
-            !pushed.ok() && !stop_.load()) {
-          LogWarning("merge queue: the provenance of merge request " + std::to_string(m.id) +
-                     " is here but not on " + tg.remote + " yet (it goes with the next): " + pushed.message());
-        }
+        PushNotesAfter(tg, "merge request " + std::to_string(m.id));
         Finish(team, m, *old, merged);
         return;
       case Moved::kBounced:
@@ -319,6 +310,22 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
     Bounce(team, m, MergeState::kFailed,
            last_error.empty() ? "the target kept moving while merging" : "could not move the target: " + last_error,
            {});
+  }
+}
+
+bool MergeQueue::FoundHeld(const std::string& team, const TeamGit& tg, Git& w, std::string* found) {
+  if (!tg.configured() || !FetchTarget(options_.ws, team, tg).ok()) return false;
+  auto at = ResolveCommit(w, tg.target_ref());
+  if (at.ok()) *found = *at;
+  held_.store(!found->empty() && Held(team, *found));
+  return held_.load();
+}
+
+void MergeQueue::PushNotesAfter(const TeamGit& tg, const std::string& what) {
+  if (notes_pushed_) return;
+  if (Status pushed = PushNotes(options_.ws, tg, &cancel_); !pushed.ok() && !stop_.load()) {
+    LogWarning("merge queue: the provenance of " + what + " is here but not on " + tg.remote +
+               " yet (it goes with the next): " + pushed.message());
   }
 }
 

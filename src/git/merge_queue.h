@@ -131,6 +131,12 @@ class MergeQueue {
   // A coupled train (not empty) checked once on its last merge, its notes
   // written and the target moved from `old`; or sent back to the queue.
   void Land(const std::string& team, const TeamGit& tg, Git& w, std::vector<Car> train, const std::string& old);
+  // The target fetched and found (`*found`) before a request is taken:
+  // true if it is held (moved outside the queue).
+  bool FoundHeld(const std::string& team, const TeamGit& tg, Git& w, std::string* found);
+  // The notes ref pushed after a target's move whose push did not carry it
+  // (a warning if it cannot be yet: the next push takes it).
+  void PushNotesAfter(const TeamGit& tg, const std::string& what);
   // MergeQueued, the person's gate before anything is merged or checked:
   // false if it bounced the request.
   bool Gate(const std::string& team, MergeRequest& m);

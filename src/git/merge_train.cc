@@ -134,11 +134,7 @@ void MergeQueue::Land(const std::string& team, const TeamGit& tg, Git& w, std::v
   switch (MoveTarget(team, tg, train.back().m, old, head, &last_error)) {
     case Moved::kMoved:
       NoteTarget(*store_, team, /*at=*/head, /*moving_to=*/"");
-      if (Status pushed = notes_pushed_ ? Status::Ok() : PushNotes(options_.ws, tg, &cancel_);
-          !pushed.ok() && !stop_.load()) {
-        LogWarning("merge queue: the provenance of a train is here but not on " + tg.remote +
-                   " yet (it goes with the next): " + pushed.message());
-      }
+      PushNotesAfter(tg, "a train");
       for (const auto& car : train) Finish(team, car.m, car.onto, car.merged);
       return;
     case Moved::kBounced:  // the last car was told why (W's checkout); the others go round again

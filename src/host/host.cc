@@ -308,11 +308,11 @@ Status Host::MakeLead(const TeamConfig& team) {
   sampler.model = a.model;
   sampler.agent_id = lead_name_ + "@" + a.team;
   sampler.spend = spend_;
-  sampler.record = [journal = sampling_usage_, store = store_.get(), dir = a.ws.AgentsDir(a.team), team = a.team,
-                    name = lead_name_ + ".mcp"](const llm::Usage& u, const std::string& model) {
+  const std::string sampled_as = lead_name_ + ".mcp";
+  sampler.record = [journal = sampling_usage_, store = store_.get(), path = a.ws.JournalPath(a.team, sampled_as),
+                    team = a.team, name = sampled_as](const llm::Usage& u, const std::string& model) {
     return journal->Append(
-        dir / (name + ".jsonl"), [&]() -> std::unique_ptr<JournalCopy> { return store->JournalOf(team, name); }, u,
-        model);
+        path, [&]() -> std::unique_ptr<JournalCopy> { return store->JournalOf(team, name); }, u, model);
   };
   services.sample = [sampler](const std::string& server, const Json& params, const CancelToken& stop) {
     return Sample(sampler, server, params, stop);
@@ -443,6 +443,55 @@ Status Host::HostTheLead() {
 // and the team's merge queue (DESIGN §12): one queue per team, in the
 // lead's host; a host of teammates only leaves it to that one (on a shared
 // store it may be another machine).
+// The lead's merge queue (DESIGN §12, §30): its words to the lead, the
+// team it serves, and what it reports of each merge.
+git::MergeQueue::Options Host::QueueOptions() {
+  git::MergeQueue::Options mq;
+  mq.sandbox = sandbox_;
+  mq.hooks = options_.hooks;
+  mq.ws = options_.ws;
+  mq.team = [this] { return teams_->place().team(); };
+  mq.on_change = [this] { teams_->WakeWaiters(); };
+  mq.tell_lead = [this](const std::string& text) {
+    // The queue's words carry a request's subject, anyone's text: it
+    // cannot forge a frame (DESIGN §19).
+    lead_->AddNotice(agent::NeutraliseFrames(text));
+    teams_->WakeWaiters();
+  };
+  mq.running = [this](const std::string& name) { return teams_->Running(name); };
+  mq.work_of = [this](const std::string& team, const MergeRequest& m) {
+    return agent::TaskWork(*store_, team, m.task, m.owner);
+  };
+  // What a merge took, for the metrics; and merge #N (DESIGN §29), from the
+  // queue taking it to its decision, with how long its check ran, under the
+  // session.
+  mq.on_processed = [tracer = tracer_, metrics = metrics_, forecast = forecast_](
+                        const std::string& team, const MergeRequest& m, double taken, double done, double check_s) {
+    if (m.status == MergeState::kMerged) forecast->Landed(team, m.owner);
+    metrics->Observe(telemetry::kMergeDuration, {{"team", team}, {"state", std::string(MergeStateName(m.status))}},
+                     std::max(0.0, done - taken));
+    if (!tracer) return;
+    {
+      telemetry::SpanRecord r;
+      r.name = "merge #" + std::to_string(m.id);
+      r.start_ns = static_cast<int64_t>(taken * 1e9);
+      r.end_ns = static_cast<int64_t>(done * 1e9);
+      r.attributes = {{"mates.team", team},
+                      {"mates.merge.id", m.id},
+                      {"mates.merge.state", std::string(MergeStateName(m.status))},
+                      {"mates.merge.owner", m.owner},
+                      {"mates.merge.check.duration", check_s}};
+      if (m.task > 0) r.attributes.push_back({"mates.task.id", m.task});
+      if (m.status == MergeState::kFailed || m.status == MergeState::kConflict) {
+        r.error = true;
+        r.attributes.push_back({"error.type", std::string(MergeStateName(m.status))});
+      }
+      tracer->Record(std::move(r), tracer->session());
+    }
+  };
+  return mq;
+}
+
 Status Host::StartTeam() {
   const HostOptions& a = options_;
   team::TeamOptions topt;
@@ -485,51 +534,8 @@ Status Host::StartTeam() {
   if (away_hold_) teams_->place().KeepAway(std::move(away_hold_));
   lead_->SetNoticeSource([this] { return teams_->news().Take(); });
   if (a.teammates_only) return Status::Ok();
-  git::MergeQueue::Options mq;
-  mq.sandbox = sandbox_;
-  mq.hooks = options_.hooks;
-  mq.ws = a.ws;
-  mq.team = [this] { return teams_->place().team(); };
-  mq.on_change = [this] { teams_->WakeWaiters(); };
-  mq.tell_lead = [this](const std::string& text) {
-    // The queue's words carry a request's subject, anyone's text: it
-    // cannot forge a frame (DESIGN §19).
-    lead_->AddNotice(agent::NeutraliseFrames(text));
-    teams_->WakeWaiters();
-  };
-  mq.running = [this](const std::string& name) { return teams_->Running(name); };
   forecast_->Follow([this] { return teams_->place().team(); });
-  mq.work_of = [this](const std::string& team, const MergeRequest& m) {
-    return agent::TaskWork(*store_, team, m.task, m.owner);
-  };
-  // What a merge took, for the metrics; and merge #N (DESIGN §29), from the
-  // queue taking it to its decision, with how long its check ran, under the
-  // session.
-  mq.on_processed = [tracer = tracer_, metrics = metrics_, forecast = forecast_](
-                        const std::string& team, const MergeRequest& m, double taken, double done, double check_s) {
-    if (m.status == MergeState::kMerged) forecast->Landed(team, m.owner);
-    metrics->Observe(telemetry::kMergeDuration, {{"team", team}, {"state", std::string(MergeStateName(m.status))}},
-                     std::max(0.0, done - taken));
-    if (!tracer) return;
-    {
-      telemetry::SpanRecord r;
-      r.name = "merge #" + std::to_string(m.id);
-      r.start_ns = static_cast<int64_t>(taken * 1e9);
-      r.end_ns = static_cast<int64_t>(done * 1e9);
-      r.attributes = {{"mates.team", team},
-                      {"mates.merge.id", m.id},
-                      {"mates.merge.state", std::string(MergeStateName(m.status))},
-                      {"mates.merge.owner", m.owner},
-                      {"mates.merge.check.duration", check_s}};
-      if (m.task > 0) r.attributes.push_back({"mates.task.id", m.task});
-      if (m.status == MergeState::kFailed || m.status == MergeState::kConflict) {
-        r.error = true;
-        r.attributes.push_back({"error.type", std::string(MergeStateName(m.status))});
-      }
-      tracer->Record(std::move(r), tracer->session());
-    }
-  };
-  merges_.emplace(*store_, mq);
+  merges_.emplace(*store_, QueueOptions());
   teams_->SetBusyElsewhere([this] { return merges_->Busy(); });
   return Status::Ok();
 }

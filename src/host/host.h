@@ -144,6 +144,7 @@ class Host {
   Status MakeLead(const TeamConfig& team);
   Status HostTheLead();
   Status StartTeam();
+  git::MergeQueue::Options QueueOptions();
   Status ServePages();
   // The exporter and the session's span, if telemetry is on.
   void StartTelemetry();

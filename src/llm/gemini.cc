@@ -157,47 +157,51 @@ Status GeminiStreamAccumulator::Apply(const Json& chunk) {
     parts = *p;
   }
   for (size_t k = 0; parts != nullptr && k < parts->size(); ++k) {
-    const Json& part = (*parts)[k];
-    const std::string at = "candidates[0].content.parts[" + std::to_string(k) + "]";
-    if (!part.is_object()) return Status::InvalidArgument(at + " is not an object");
-    auto thought = JsonBool(part, "thought", false);
-    if (!thought.ok()) return thought.status().WithContext(at);
-    auto text = JsonString(part, "text", false);
-    if (!text.ok()) return text.status().WithContext(at);
-    if (!text->empty() && !*thought) {
-      if (text_so_far_.size() + text->size() > kMaxReplyBytes) {
-        return Status::InvalidArgument("the reply's text is over " + std::to_string(kMaxReplyBytes) + " bytes");
-      }
-      text_so_far_ += *text;
-      if (text_ != nullptr) text_->Text(*text);
-    }
-    auto call = JsonObjectField(part, "functionCall", false);
-    if (!call.ok()) return call.status().WithContext(at);
-    if (*call == nullptr) continue;
-    if (calls_.size() >= kMaxCalls) return Status::InvalidArgument("over " + std::to_string(kMaxCalls) + " calls");
-    RawToolCall c;
-    auto id = JsonString(**call, "id", false);
-    auto name = JsonString(**call, "name", false);
-    auto sig = JsonString(part, "thoughtSignature", false);
-    if (!id.ok() || !name.ok() || !sig.ok()) {
-      return (!id.ok() ? id.status() : !name.ok() ? name.status() : sig.status()).WithContext(at);
-    }
-    c.id = *id;
-    c.name = *name;
-    auto args = (*call)->find("args");
-    if (args != (*call)->end() && !args->is_null()) {
-      if (!args->is_object()) return Status::InvalidArgument(at + ".functionCall: 'args' must be an object");
-      c.arguments = DumpJson(*args);
-      c.arguments_object = true;
-    }
-    calls_.push_back(std::move(c));
-    signatures_.push_back(*sig);
+    MATES_RETURN_IF_ERROR(ApplyPart((*parts)[k], "candidates[0].content.parts[" + std::to_string(k) + "]"));
   }
   if (*finish == "MALFORMED_FUNCTION_CALL" || *finish == "UNEXPECTED_TOOL_CALL") {
     error_ = Status::Unavailable("the model made a malformed function call (" + *finish + ")");
   } else if (!finish->empty()) {
     finish_ = *finish;
   }
+  return Status::Ok();
+}
+
+// One part of the candidate's content (`at` names it): text, or a call.
+Status GeminiStreamAccumulator::ApplyPart(const Json& part, const std::string& at) {
+  if (!part.is_object()) return Status::InvalidArgument(at + " is not an object");
+  auto thought = JsonBool(part, "thought", false);
+  if (!thought.ok()) return thought.status().WithContext(at);
+  auto text = JsonString(part, "text", false);
+  if (!text.ok()) return text.status().WithContext(at);
+  if (!text->empty() && !*thought) {
+    if (text_so_far_.size() + text->size() > kMaxReplyBytes) {
+      return Status::InvalidArgument("the reply's text is over " + std::to_string(kMaxReplyBytes) + " bytes");
+    }
+    text_so_far_ += *text;
+    if (text_ != nullptr) text_->Text(*text);
+  }
+  auto call = JsonObjectField(part, "functionCall", false);
+  if (!call.ok()) return call.status().WithContext(at);
+  if (*call == nullptr) return Status::Ok();
+  if (calls_.size() >= kMaxCalls) return Status::InvalidArgument("over " + std::to_string(kMaxCalls) + " calls");
+  RawToolCall c;
+  auto id = JsonString(**call, "id", false);
+  auto name = JsonString(**call, "name", false);
+  auto sig = JsonString(part, "thoughtSignature", false);
+  if (!id.ok() || !name.ok() || !sig.ok()) {
+    return (!id.ok() ? id.status() : !name.ok() ? name.status() : sig.status()).WithContext(at);
+  }
+  c.id = *id;
+  c.name = *name;
+  auto args = (*call)->find("args");
+  if (args != (*call)->end() && !args->is_null()) {
+    if (!args->is_object()) return Status::InvalidArgument(at + ".functionCall: 'args' must be an object");
+    c.arguments = DumpJson(*args);
+    c.arguments_object = true;
+  }
+  calls_.push_back(std::move(c));
+  signatures_.push_back(*sig);
   return Status::Ok();
 }
 

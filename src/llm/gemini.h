@@ -50,6 +50,8 @@ class GeminiStreamAccumulator : public StreamReader {
   Status Apply(const Json& chunk);
 
  private:
+  // One part of a candidate's content (`at` names it): text, or a call.
+  Status ApplyPart(const Json& part, const std::string& at);
   TextDeduper* text_;
   std::string text_so_far_;
   std::vector<RawToolCall> calls_;

@@ -105,6 +105,31 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) noexc
   return 0;
 }
 
+// What a transfer that failed with `rc` (not cancelled, not given up)
+// comes to: a connection not made or dropped is Unavailable (retried), a
+// bad URL InvalidArgument.
+Status FailureOf(CURLcode rc, const HttpRequest& request) {
+  std::string what = curl_easy_strerror(rc);
+  switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return Status::Unavailable("cannot connect to " + request.url + ": " + what);
+    case CURLE_OPERATION_TIMEDOUT:
+      if (request.total_timeout_s > 0) {
+        return Status::Unavailable("no complete reply from " + request.url + " within the request timeout (" +
+                                   std::to_string(request.total_timeout_s) + " s): " + what);
+      }
+      return Status::Unavailable("no data from " + request.url + " for too long: " + what);
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+      return Status::InvalidArgument("bad URL '" + request.url + "': " + what);
+    default:
+      // Connection reset, closed mid-response, TLS failure…: transient.
+      return Status::Unavailable("connection to " + request.url + " failed: " + what);
+  }
+}
+
 class CurlTransport : public HttpTransport {
  public:
   CurlTransport() { GlobalInit(); }
@@ -173,25 +198,7 @@ class CurlTransport : public HttpTransport {
     if (cancel != nullptr && cancel->load()) return Status::Cancelled("request cancelled");
     if (st.gave_up) return Status::Timeout("no complete reply from " + request.url + " in time");
     if (st.stopped_by_caller) return std::move(st.response);
-    std::string what = curl_easy_strerror(rc);
-    switch (rc) {
-      case CURLE_COULDNT_CONNECT:
-      case CURLE_COULDNT_RESOLVE_HOST:
-      case CURLE_COULDNT_RESOLVE_PROXY:
-        return Status::Unavailable("cannot connect to " + request.url + ": " + what);
-      case CURLE_OPERATION_TIMEDOUT:
-        if (request.total_timeout_s > 0) {
-          return Status::Unavailable("no complete reply from " + request.url + " within the request timeout (" +
-                                     std::to_string(request.total_timeout_s) + " s): " + what);
-        }
-        return Status::Unavailable("no data from " + request.url + " for too long: " + what);
-      case CURLE_URL_MALFORMAT:
-      case CURLE_UNSUPPORTED_PROTOCOL:
-        return Status::InvalidArgument("bad URL '" + request.url + "': " + what);
-      default:
-        // Connection reset, closed mid-response, TLS failure…: transient.
-        return Status::Unavailable("connection to " + request.url + " failed: " + what);
-    }
+    return FailureOf(rc, request);
   }
 
  private:

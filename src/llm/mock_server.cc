@@ -125,6 +125,34 @@ class MockServer::Impl {
       res.set_content(AnthropicError("api_error", "internal error in mates mock-llm"),
                       "application/json");
     });
+    Routes();
+    if (!options_.record_path.empty()) {
+      record_.reset(::open(options_.record_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+      if (!record_.valid()) return Status::FromErrno("open " + options_.record_path, errno);
+    }
+    if (options_.port == 0) {
+      port_ = server_.bind_to_any_port("127.0.0.1");
+    } else {
+      port_ = server_.bind_to_port("127.0.0.1", options_.port) ? options_.port : -1;
+    }
+    if (port_ <= 0) {
+      return Status::Unavailable("cannot listen on 127.0.0.1:" + std::to_string(options_.port) +
+                                 " (in use?)");
+    }
+    thread_ = std::thread([this] {
+      NameThisThread("mates-mock-llm");
+      RunGuarded("mock-llm", [this] { server_.listen_after_bind(); });
+    });
+    // cpp-httplib 0.11's stop() does nothing until the listen loop runs, so
+    // a Stop() right after Start() would leave it running forever: return
+    // only once it runs (a few microseconds; the library offers no signal).
+    while (!server_.is_running()) std::this_thread::yield();
+    return Status::Ok();
+  }
+
+  // The APIs served: Anthropic's, OpenAI's chat and responses, Gemini's,
+  // a 404 for any other POST, and /health.
+  void Routes() {
     // Bodies read by the routes themselves, bounded whatever their framing
     // (llm/http_bounds.h); other methods refused before the library reads
     // their bodies.
@@ -177,28 +205,6 @@ class MockServer::Impl {
     server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ok\n", "text/plain");
     });
-    if (!options_.record_path.empty()) {
-      record_.reset(::open(options_.record_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
-      if (!record_.valid()) return Status::FromErrno("open " + options_.record_path, errno);
-    }
-    if (options_.port == 0) {
-      port_ = server_.bind_to_any_port("127.0.0.1");
-    } else {
-      port_ = server_.bind_to_port("127.0.0.1", options_.port) ? options_.port : -1;
-    }
-    if (port_ <= 0) {
-      return Status::Unavailable("cannot listen on 127.0.0.1:" + std::to_string(options_.port) +
-                                 " (in use?)");
-    }
-    thread_ = std::thread([this] {
-      NameThisThread("mates-mock-llm");
-      RunGuarded("mock-llm", [this] { server_.listen_after_bind(); });
-    });
-    // cpp-httplib 0.11's stop() does nothing until the listen loop runs, so
-    // a Stop() right after Start() would leave it running forever: return
-    // only once it runs (a few microseconds; the library offers no signal).
-    while (!server_.is_running()) std::this_thread::yield();
-    return Status::Ok();
   }
 
   void Stop() {

@@ -208,6 +208,28 @@ Status Messenger::Record(const SendRequest& r, Message& msg, SendReceipt& receip
   return Status::Ok();
 }
 
+namespace {
+
+// The message a request makes, stamped now.
+Message MessageOf(const SendRequest& r) {
+  Message msg;
+  msg.id = r.id.empty() ? NewId("m") : r.id;
+  msg.type = r.type;
+  msg.sender = r.sender;
+  msg.recipient = r.type == MessageType::kBroadcast ? "" : r.recipient;
+  msg.content = r.content;
+  msg.summary = r.summary;
+  msg.timestamp = WallSeconds();
+  msg.approve = r.approve;
+  msg.feedback = r.feedback;
+  msg.request_id = r.request_id;
+  // The sender's span, if it works in one (a tool call, DESIGN §29).
+  msg.traceparent = CurrentTrace().Traceparent();
+  return msg;
+}
+
+}  // namespace
+
 Result<SendReceipt> Messenger::Send(SendRequest r) {
   MATES_RETURN_IF_ERROR(ValidateName("team name", mail_->team()));
   if (!r.id.empty()) MATES_RETURN_IF_ERROR(ValidateName("message id", r.id));
@@ -251,20 +273,7 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
     }
   }
 
-  Message msg;
-  msg.id = r.id.empty() ? NewId("m") : r.id;
-  msg.type = r.type;
-  msg.sender = r.sender;
-  msg.recipient = r.type == MessageType::kBroadcast ? "" : r.recipient;
-  msg.content = r.content;
-  msg.summary = r.summary;
-  msg.timestamp = WallSeconds();
-  msg.approve = r.approve;
-  msg.feedback = r.feedback;
-  msg.request_id = r.request_id;
-  // The sender's span, if it works in one (a tool call, DESIGN §29).
-  msg.traceparent = CurrentTrace().Traceparent();
-
+  Message msg = MessageOf(r);
   MATES_RETURN_IF_ERROR(Record(r, msg, receipt));
 
   std::vector<Message> copies;

@@ -486,16 +486,7 @@ bool Teammate::IdleWait() {
     auto claimed = board_->ClaimNext(config_.name, in_line ? &outlook : nullptr);
     if (in_line) place.Looked(look.bumps, outlook);
     if (claimed.ok() && claimed->has_value() && !StillHosted()) {
-      // Taken over between the look above and the claim (the other host's
-      // lock came after our connection was cut, so this sees it): the
-      // claim was not this host's to make.
-      TaskPatch back;
-      back.status = TaskStatus::kPending;
-      back.owner = "";
-      auto given = board_->Update((*claimed)->id, back, Caller{config_.name, false});
-      if (!given.ok()) {
-        LogWarning(config_.name + ": giving back a task claimed while taken over: " + given.status().message());
-      }
+      GiveBackClaim(**claimed);
       return leave(false);
     }
     if (claimed.ok() && claimed->has_value()) {
@@ -528,20 +519,39 @@ bool Teammate::IdleWait() {
       if (!in_line || !claimed.ok()) continue;
     }
     if (IdleTimedOut(deadline)) return leave(false);
-    if (seed_polling) {
-      // The seeds' idle loop: look again in a second.
-      Deadline tick = DeadlineIn(1.0);
-      if (deadline && *deadline < *tick) tick = deadline;
-      std::this_thread::sleep_until(*tick);
-      continue;
-    }
-    Deadline wait = deadline;
-    if (!watched) {
-      Deadline tick = DeadlineIn(1.0);
-      if (!wait || *tick < *wait) wait = tick;
-    }
-    waker_->WaitChange(seen, wait);
+    WaitIdle(seen, deadline, seed_polling, watched);
   }
+}
+
+// Taken over between the look and the claim (the other host's lock came
+// after our connection was cut, so the claim sees it): the claim was not
+// this host's to make.
+void Teammate::GiveBackClaim(const Task& t) {
+  TaskPatch back;
+  back.status = TaskStatus::kPending;
+  back.owner = "";
+  auto given = board_->Update(t.id, back, Caller{config_.name, false});
+  if (!given.ok()) {
+    LogWarning(config_.name + ": giving back a task claimed while taken over: " + given.status().message());
+  }
+}
+
+// Idle until something changes (`seen`: the waker's generation at the
+// look), the deadline, or a second when nothing wakes it.
+void Teammate::WaitIdle(uint64_t seen, const Deadline& deadline, bool seed_polling, bool watched) {
+  if (seed_polling) {
+    // The seeds' idle loop: look again in a second.
+    Deadline tick = DeadlineIn(1.0);
+    if (deadline && *deadline < *tick) tick = deadline;
+    std::this_thread::sleep_until(*tick);
+    return;
+  }
+  Deadline wait = deadline;
+  if (!watched) {
+    Deadline tick = DeadlineIn(1.0);
+    if (!wait || *tick < *wait) wait = tick;
+  }
+  waker_->WaitChange(seen, wait);
 }
 
 void Teammate::Main() {

@@ -171,6 +171,8 @@ class Teammate {
   // The task is its work now: told to the agent, status active.
   void TakeTask(const Task& t);
   std::string LeaseOverlapNotice(const Task& t);
+  void GiveBackClaim(const Task& t);
+  void WaitIdle(uint64_t seen, const Deadline& deadline, bool seed_polling, bool watched);
   // After a resume: tells the agent which of its tasks are still in progress.
   void RemindOfTasksInProgress();
   void SetStatus(MemberStatus s, const std::string& detail = "");

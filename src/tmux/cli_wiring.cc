@@ -90,6 +90,40 @@ std::vector<std::string> CodexTelemetryArgs(const telemetry::OtlpConfig& otlp) {
   return args;
 }
 
+namespace {
+
+// Gemini CLI's settings come from its home's .gemini/settings.json: the
+// system file it also reads is refused under any folder others may write
+// (/tmp), so the agent gets a home of its own (its API key from the
+// environment; a Google sign-in is not carried over).
+Status WireGemini(const AgentConfig& a, const std::vector<std::string>& mcp_server, const std::filesystem::path& dir,
+                  CliWiring* w) {
+  const bool mcp = !mcp_server.empty();
+  const std::string& url = a.model_url;
+  Json settings = Json::object();
+  if (mcp) {
+    Json server = McpServerJson(mcp_server);
+    server["trust"] = true;
+    settings["mcpServers"] = {{"mates", server}};
+  }
+  const char* key = std::getenv("GEMINI_API_KEY");
+  if (!url.empty() || a.env.count("GEMINI_API_KEY") > 0 || (key != nullptr && *key != '\0')) {
+    settings["security"] = {{"auth", {{"selectedType", "gemini-api-key"}}}};
+  }
+  const std::filesystem::path home = dir / (a.name + ".gemini-home");
+  std::error_code ec;
+  std::filesystem::create_directories(home / ".gemini", ec);
+  if (ec) return Status::FromErrno("create " + (home / ".gemini").string(), ec.value());
+  MATES_RETURN_IF_ERROR(WriteFileAtomic(home / ".gemini" / "settings.json", DumpJsonPretty(settings)));
+  w->env["GEMINI_CLI_HOME"] = home.string();
+  if (!url.empty()) w->env["GOOGLE_GEMINI_BASE_URL"] = url;
+  // Its first-run question: whether the folder is trusted.
+  w->env["GEMINI_CLI_TRUST_WORKSPACE"] = "true";
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<CliWiring> WireCli(const AgentConfig& a, const std::vector<std::string>& mcp_server,
                           const std::filesystem::path& dir) {
   CliWiring w;
@@ -137,32 +171,9 @@ Result<CliWiring> WireCli(const AgentConfig& a, const std::vector<std::string>& 
       }
       break;
     }
-    case CliPreset::kGemini: {
-      // Its settings come from its home's .gemini/settings.json: the
-      // system file it also reads is refused under any folder others may
-      // write (/tmp), so the agent gets a home of its own (its API key
-      // from the environment; a Google sign-in is not carried over).
-      Json settings = Json::object();
-      if (mcp) {
-        Json server = McpServerJson(mcp_server);
-        server["trust"] = true;
-        settings["mcpServers"] = {{"mates", server}};
-      }
-      const char* key = std::getenv("GEMINI_API_KEY");
-      if (!url.empty() || a.env.count("GEMINI_API_KEY") > 0 || (key != nullptr && *key != '\0')) {
-        settings["security"] = {{"auth", {{"selectedType", "gemini-api-key"}}}};
-      }
-      const std::filesystem::path home = dir / (a.name + ".gemini-home");
-      std::error_code ec;
-      std::filesystem::create_directories(home / ".gemini", ec);
-      if (ec) return Status::FromErrno("create " + (home / ".gemini").string(), ec.value());
-      MATES_RETURN_IF_ERROR(WriteFileAtomic(home / ".gemini" / "settings.json", DumpJsonPretty(settings)));
-      w.env["GEMINI_CLI_HOME"] = home.string();
-      if (!url.empty()) w.env["GOOGLE_GEMINI_BASE_URL"] = url;
-      // Its first-run question: whether the folder is trusted.
-      w.env["GEMINI_CLI_TRUST_WORKSPACE"] = "true";
+    case CliPreset::kGemini:
+      MATES_RETURN_IF_ERROR(WireGemini(a, mcp_server, dir, &w));
       break;
-    }
     case CliPreset::kOpenCode: {
       Json config = {{"instructions", Json::array({a.personality_file.string()})}};
       if (mcp) {

@@ -129,6 +129,8 @@ class Cluster {
   // `agent`'s program exited (`when`: " before its prompt showed", or "").
   Status DeadPane(const AgentConfig& agent, int exit_status, const std::vector<std::string>& screen,
                   const std::string& when = " before its prompt showed") const;
+  Result<std::vector<std::string>> WaitForPrompt(const AgentConfig& a, const std::string& pane,
+                                                 const Deadline& deadline, std::string first, size_t* prompt) const;
   // `first`: the pane as it was read last, under the agent's busy lock.
   Result<std::string> Exchange(const AgentConfig& agent, const std::string& pane,
                                const std::string& text, const Deadline& deadline,

@@ -104,13 +104,14 @@ Status Cluster::DeadPane(const AgentConfig& a, int exit_status, const std::vecto
                                     when + (said.empty() ? "" : "; it printed: " + said));
 }
 
-Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& pane,
-                                      const std::string& text, const Deadline& deadline,
-                                      std::string first) const {
-  std::regex ready(a.ready_pattern);
-  // 1. The CLI must be waiting for input, or what we type may be lost.
+// The pane's screen once its CLI waits for input (its prompt shows, and it
+// is not busy); `*prompt` is the prompt's row. A CLI that exited is said at
+// once; `first` is a capture taken already.
+Result<std::vector<std::string>> Cluster::WaitForPrompt(const AgentConfig& a, const std::string& pane,
+                                                        const Deadline& deadline, std::string first,
+                                                        size_t* prompt) const {
+  const std::regex ready(a.ready_pattern);
   std::vector<std::string> before;
-  size_t prompt = std::string::npos;
   Backoff ready_wait;
   for (bool looked = true;; looked = false) {
     std::string cap = std::move(first);
@@ -118,9 +119,9 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
       MATES_ASSIGN_OR_RETURN(cap, tmux_.Capture(pane));
     }
     before = CaptureLines(cap);
-    prompt = PromptRow(before, ready);
-    if (prompt != std::string::npos && !LooksBusy(before, a.busy_pattern)) break;
-    if (prompt == std::string::npos) {
+    *prompt = PromptRow(before, ready);
+    if (*prompt != std::string::npos && !LooksBusy(before, a.busy_pattern)) break;
+    if (*prompt == std::string::npos) {
       // A program that exited will never show its prompt: say so now, not
       // when the timeout runs out.
       MATES_ASSIGN_OR_RETURN(std::optional<int> dead, tmux_.DeadStatus(pane));
@@ -134,10 +135,20 @@ Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& p
     }
     if (Expired(deadline)) {
       return Status::Timeout(a.name + " is not ready for input (" +
-                             (prompt == std::string::npos ? "its prompt never showed" : "it is still busy") + ")");
+                             (*prompt == std::string::npos ? "its prompt never showed" : "it is still busy") + ")");
     }
     ready_wait.Wait();
   }
+  return before;
+}
+
+Result<std::string> Cluster::Exchange(const AgentConfig& a, const std::string& pane,
+                                      const std::string& text, const Deadline& deadline,
+                                      std::string first) const {
+  std::regex ready(a.ready_pattern);
+  // 1. The CLI must be waiting for input, or what we type may be lost.
+  size_t prompt = std::string::npos;
+  MATES_ASSIGN_OR_RETURN(std::vector<std::string> before, WaitForPrompt(a, pane, deadline, std::move(first), &prompt));
   // Rows from here on may be new: the prompt row, or any row above it the
   // CLI redraws (a TUI may move its input area when the echo goes above).
   auto new_from = [&](const std::vector<std::string>& now) { return std::min(prompt, FirstDifference(before, now)); };
