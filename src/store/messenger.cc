@@ -55,8 +55,49 @@ bool IsResponse(MessageType t) {
 Messenger::Messenger(Workspace ws, std::string team)
     : owned_(FileTeamMail(std::move(ws), std::move(team))), mail_(owned_.get()) {}
 
-Result<SendRequest> Messenger::CheckRoles(const TeamConfig& team, const SendRequest& request) const {
-  SendRequest r = request;
+SendRequest Messenger::Completed(const TeamConfig& team, SendRequest r) const {
+  switch (r.type) {
+    case MessageType::kElicitationRequest:
+      if (r.recipient.empty()) r.recipient = kUserName;
+      break;
+    case MessageType::kShutdownRequest:
+      if (r.content.empty()) r.content = "Please wrap up your work and shut down.";
+      break;
+    case MessageType::kCompactRequest:
+      if (r.content.empty()) r.content = "Compact your context now: the lead asked for it.";
+      break;
+    case MessageType::kPlanApprovalRequest:
+      if (r.recipient.empty()) r.recipient = team.lead;
+      break;
+    case MessageType::kShutdownResponse:
+    case MessageType::kPlanApprovalResponse:
+    case MessageType::kElicitationResponse: {
+      // An answer goes to whoever asked (a request not found is said by
+      // the check).
+      if (r.recipient.empty() && !r.request_id.empty()) {
+        if (auto req = mail_->GetRequest(r.request_id); req.ok()) r.recipient = req->requester;
+      }
+      if (!r.approve.has_value()) break;
+      const bool fields = r.type == MessageType::kElicitationResponse && *r.approve;
+      if (fields) {
+        // Accepted: the content is the fields, as JSON written once.
+        if (auto parsed = ParseJson(r.content.empty() ? "{}" : r.content); parsed.ok()) r.content = DumpJson(*parsed);
+      } else if (r.content.empty()) {
+        r.content = !r.feedback.empty()                         ? r.feedback
+                    : *r.approve                                ? "approved"
+                    : r.type == MessageType::kElicitationResponse ? "declined"
+                                                                : "rejected";
+      }
+      break;
+    }
+    case MessageType::kMessage:
+    case MessageType::kBroadcast:
+      break;
+  }
+  return r;
+}
+
+Status Messenger::CheckRoles(const TeamConfig& team, const SendRequest& r) const {
   const bool from_lead = team.IsLead(r.sender);
   const std::string type = TypeText(r.type);
   if (r.sender == kUserName && r.type != MessageType::kMessage && r.type != MessageType::kBroadcast &&
@@ -71,7 +112,6 @@ Result<SendRequest> Messenger::CheckRoles(const TeamConfig& team, const SendRequ
   if (r.recipient == kMergeQueueName) {
     return Status::FailedPrecondition("merge-queue reads no messages: to retry a merge, complete the task again");
   }
-  if (r.type == MessageType::kElicitationRequest && r.recipient.empty()) r.recipient = kUserName;
   if (r.type == MessageType::kElicitationRequest && r.recipient != kUserName) {
     return Status::FailedPrecondition("an elicitation_request goes to user, not '" + r.recipient + "'");
   }
@@ -93,41 +133,37 @@ Result<SendRequest> Messenger::CheckRoles(const TeamConfig& team, const SendRequ
     case MessageType::kMessage:
     case MessageType::kBroadcast:
       if (r.content.empty()) return Status::InvalidArgument(type + " needs content");
-      return r;
+      return Status::Ok();
     case MessageType::kShutdownRequest:
       MATES_RETURN_IF_ERROR(lead_only());
       if (r.recipient == team.lead) return Status::InvalidArgument("the lead cannot be asked to shut down");
-      if (r.content.empty()) r.content = "Please wrap up your work and shut down.";
-      return r;
+      return Status::Ok();
     case MessageType::kCompactRequest:
       MATES_RETURN_IF_ERROR(lead_only());
       if (r.recipient == team.lead) return Status::InvalidArgument("the lead compacts with /compact, not a request");
-      if (r.content.empty()) r.content = "Compact your context now: the lead asked for it.";
-      return r;
+      return Status::Ok();
     case MessageType::kPlanApprovalRequest:
       MATES_RETURN_IF_ERROR(teammate_only());
-      if (r.recipient.empty()) r.recipient = team.lead;
       if (r.recipient != team.lead) {
         return Status::FailedPrecondition("plan_approval_request goes to the lead ('" + team.lead + "')");
       }
       if (r.content.empty()) return Status::InvalidArgument("plan_approval_request needs the plan as content");
-      return r;
+      return Status::Ok();
     case MessageType::kElicitationRequest: {
       // The question must be one a person can answer.
       auto q = elicitation::ParseQuestion(r.content);
       if (!q.ok()) return Status::InvalidArgument("elicitation_request: " + q.status().message());
-      return r;
+      return Status::Ok();
     }
     case MessageType::kShutdownResponse:
     case MessageType::kPlanApprovalResponse:
     case MessageType::kElicitationResponse:
-      MATES_RETURN_IF_ERROR(CheckAnswer(team, r));
-      return r;
+      return CheckAnswer(team, r);
   }
-  return r;
+  return Status::Ok();
 }
 
-Status Messenger::CheckAnswer(const TeamConfig& team, SendRequest& r) const {
+Status Messenger::CheckAnswer(const TeamConfig& team, const SendRequest& r) const {
   const std::string type = TypeText(r.type);
   const bool from_lead = team.IsLead(r.sender);
   const RequestKind kind = *KindOf(r.type);
@@ -152,7 +188,6 @@ Status Messenger::CheckAnswer(const TeamConfig& team, SendRequest& r) const {
     return Status::FailedPrecondition("request " + r.request_id + " was already answered (" +
                                       std::string(RequestStateName(req->status)) + ")");
   }
-  if (r.recipient.empty()) r.recipient = req->requester;
   if (r.recipient != req->requester) {
     return Status::FailedPrecondition("request " + r.request_id + " came from '" +
                                       req->requester + "'; answer goes there");
@@ -163,12 +198,7 @@ Status Messenger::CheckAnswer(const TeamConfig& team, SendRequest& r) const {
     if (!q.ok()) return Status::FailedPrecondition("request " + r.request_id + ": " + q.status().message());
     auto fields = ParseJson(r.content.empty() ? "{}" : r.content);
     if (!fields.ok()) return Status::InvalidArgument("an accepted elicitation_response's content is its fields, as a JSON object");
-    MATES_RETURN_IF_ERROR(elicitation::CheckAnswer(q->schema, *fields));
-    r.content = DumpJson(*fields);
-    return Status::Ok();
-  }
-  if (r.content.empty()) {
-    r.content = !r.feedback.empty() ? r.feedback : (*r.approve ? "approved" : kind == RequestKind::kElicitation ? "declined" : "rejected");
+    return elicitation::CheckAnswer(q->schema, *fields);
   }
   return Status::Ok();
 }
@@ -247,7 +277,8 @@ Result<SendReceipt> Messenger::Send(SendRequest r) {
   if (r.type == MessageType::kBroadcast) {
     if (!r.recipient.empty()) return Status::InvalidArgument("a broadcast has no recipient");
   }
-  MATES_ASSIGN_OR_RETURN(r, CheckRoles(team, r));
+  r = Completed(team, std::move(r));
+  MATES_RETURN_IF_ERROR(CheckRoles(team, r));
 
   SendReceipt receipt;
   if (r.type == MessageType::kBroadcast) {

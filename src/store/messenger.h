@@ -72,11 +72,16 @@ class Messenger {
   Result<SendReceipt> Send(SendRequest request);
 
  private:
-  // The request as it will be sent (a recipient, content or answer the
-  // protocol fills in), or why the role rules refuse it.
-  Result<SendRequest> CheckRoles(const TeamConfig& team, const SendRequest& request) const;
-  // An answer to a request (shutdown, plan, elicitation): `r` completed.
-  Status CheckAnswer(const TeamConfig& team, SendRequest& r) const;
+  // The request as the protocol completes it: an elicitation_request to
+  // user, a plan_approval_request to the lead, a shutdown or compact
+  // request's usual words, an answer to whoever asked and worded when it
+  // says nothing (an accepted elicitation's fields as JSON written once).
+  // Nothing is checked here.
+  SendRequest Completed(const TeamConfig& team, SendRequest r) const;
+  // Why the role rules refuse a completed request, if they do.
+  Status CheckRoles(const TeamConfig& team, const SendRequest& r) const;
+  // An answer to a request (shutdown, plan, elicitation), checked against it.
+  Status CheckAnswer(const TeamConfig& team, const SendRequest& r) const;
   // The request's bookkeeping: a new request recorded (an older plan of
   // its requester's superseded), an answered one resolved.
   Status Record(const SendRequest& r, Message& msg, SendReceipt& receipt);
