@@ -312,7 +312,7 @@ std::string Teammate::LeaseOverlapNotice(const Task& t) {
     }
     const std::string who = other.owner.empty() ? "nobody yet" : other.owner;
     mine += "\n#" + std::to_string(other.id) + " (" + agent::NeutraliseFrames(other.subject) + "), " + who + ": " +
-            JoinWords(other.paths);
+            agent::NeutraliseFrames(JoinWords(other.paths));
     if (since(other) < ours) lead += (lead.empty() ? "" : ", ") + ("#" + std::to_string(other.id) + " (" + who + ")");
   }
   if (mine.empty()) return "";
@@ -329,7 +329,7 @@ std::string Teammate::LeaseOverlapNotice(const Task& t) {
       LogWarning(config_.name + ": telling the lead of a lease overlap: " + sent.status().message());
     }
   }
-  return "\nIts files (" + JoinWords(t.paths) + ") overlap tasks in progress; agree with their owners (SendMessage) who "
+  return "\nIts files (" + agent::NeutraliseFrames(JoinWords(t.paths)) + ") overlap tasks in progress; agree with their owners (SendMessage) who "
          "changes what:" + mine;
 }
 
