@@ -105,12 +105,7 @@ class Dashboard::Impl {
     }
     guard_.set_port(port_);
     feed_.Start(*source_);
-    server_thread_ = std::thread([this] {
-      NameThisThread("mates-dashboard");
-      RunGuarded("dashboard", [this] { server_.listen_after_bind(); });
-    });
-    // cpp-httplib 0.11's stop() does nothing until the listen loop runs.
-    while (!server_.is_running()) std::this_thread::yield();
+    server_thread_ = server_.ServeInThread("mates-dashboard", "dashboard");
     return Status::Ok();
   }
 

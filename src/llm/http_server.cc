@@ -490,4 +490,13 @@ void HttpServer::ServeOne(socket_t sock, std::string read, size_t served) {
   door->Add(sock, stream.TakeUnread(), served + 1);
 }
 
+std::thread HttpServer::ServeInThread(const char* name, const char* what) {
+  std::thread t([this, name, what] {
+    NameThisThread(name);
+    RunGuarded(what, [this] { listen_after_bind(); });
+  });
+  while (!is_running()) std::this_thread::yield();
+  return t;
+}
+
 }  // namespace mates::llm

@@ -29,6 +29,8 @@
 
 #include <httplib.h>
 
+#include <thread>
+
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -57,6 +59,12 @@ class HttpServer : public httplib::Server {
   int bind_to_any_port(const std::string& host, int socket_flags = 0);
   // Connections waiting for their heads now (for tests and status).
   size_t waiting() const;
+  // Serves what was bound on a thread named `name` (its failures logged as
+  // `what`'s), returned once the listen loop runs: cpp-httplib 0.11's
+  // stop() does nothing before that, so a Stop() right after a start
+  // would leave it running forever (a few microseconds; the library
+  // offers no signal).
+  std::thread ServeInThread(const char* name, const char* what);
 
   class FrontDoor;
 

@@ -139,14 +139,7 @@ class MockServer::Impl {
       return Status::Unavailable("cannot listen on 127.0.0.1:" + std::to_string(options_.port) +
                                  " (in use?)");
     }
-    thread_ = std::thread([this] {
-      NameThisThread("mates-mock-llm");
-      RunGuarded("mock-llm", [this] { server_.listen_after_bind(); });
-    });
-    // cpp-httplib 0.11's stop() does nothing until the listen loop runs, so
-    // a Stop() right after Start() would leave it running forever: return
-    // only once it runs (a few microseconds; the library offers no signal).
-    while (!server_.is_running()) std::this_thread::yield();
+    thread_ = server_.ServeInThread("mates-mock-llm", "mock-llm");
     return Status::Ok();
   }
 

@@ -112,12 +112,7 @@ class HttpServe::Impl {
       return Status::Unavailable("mates mcp cannot listen on 127.0.0.1:" + std::to_string(options_.port) + " (in use?)");
     }
     guard_.set_port(port_);
-    thread_ = std::thread([this] {
-      NameThisThread("mates-mcp-http");
-      RunGuarded("mcp http server", [this] { server_.listen_after_bind(); });
-    });
-    // cpp-httplib 0.11's stop() does nothing until the listen loop runs.
-    while (!server_.is_running()) std::this_thread::yield();
+    thread_ = server_.ServeInThread("mates-mcp-http", "mcp http server");
     return Status::Ok();
   }
 
