@@ -433,6 +433,7 @@ Result<TurnResult> AgentLoop::Continue() {
   if (!tripped_.empty()) breaker_.Reset();
   tripped_.clear();
   turn_cost_ = 0;
+  model_failed_ = false;
   // invoke_agent {name} (the GenAI conventions): the turn, under the host's
   // session; every span of the turn is under it.
   telemetry::Span turn_span = StartSpan("invoke_agent " + spec_.name, telemetry::SpanKind::kInternal);
@@ -457,6 +458,7 @@ Result<TurnResult> AgentLoop::Continue() {
     turn_span.Fail(telemetry::ErrorTypeOf(r.status().code()), r.status().message());
   }
   turn_span.End();
+  JournalTurnEnd(r);
   breaker_.EndTurn(turn_cost_);
   bool rests = false;
   {
@@ -663,7 +665,10 @@ Result<TurnResult> AgentLoop::Loop() {
     if (!call) return turn;
     auto reply = CallModel(&turn);
     if (!reply.ok()) {
-      if (reply.status().code() != StatusCode::kCancelled) return reply.status();
+      if (reply.status().code() != StatusCode::kCancelled) {
+        model_failed_ = true;
+        return reply.status();
+      }
       turn.interrupted = true;
       SetTurnEnd(&turn, "interrupted");
       return turn;

@@ -209,6 +209,8 @@ class AgentLoop {
   llm::StreamCallbacks Callbacks();
   Result<bool> AfterReply(const llm::Response& reply, TurnResult* turn, int* continuations);
   Status AddUser(std::vector<llm::ContentBlock> blocks, const std::vector<std::string>& delivered = {});
+  // A turn that did not end as the model meant, into the journal.
+  void JournalTurnEnd(const Result<TurnResult>& r);
   Status AddAssistant(std::vector<llm::ContentBlock> blocks);
   Status TakeInboxAndNotices();
   // This agent's inbox in its team now; inbox_mu_ held.
@@ -260,6 +262,7 @@ class AgentLoop {
   int64_t last_estimated_tokens_ = 0;  // our raw estimate for the same call
   int compactions_ = 0;
   std::atomic<bool> compact_requested_{false};
+  bool model_failed_ = false;  // the turn's failure was its model call's (the loop's thread)
 
   std::function<std::string()> notice_source_;
   std::function<void()> before_call_;

@@ -6,6 +6,18 @@
 
 namespace mates::agent {
 
+void AgentLoop::JournalTurnEnd(const Result<TurnResult>& r) {
+  if (!journal_) return;
+  Status said = Status::Ok();
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kCancelled) return;  // stopped: not an ending of its own
+    said = journal_->AppendTurnEnd("failed", r.status().message(), model_failed_ ? "model" : "");
+  } else if (r->end != TurnEnd::kEndTurn) {
+    said = journal_->AppendTurnEnd(r->stop_reason, r->why, "");
+  }
+  if (!said.ok()) LogWarning(spec_.name + ": the end of its turn was not journaled: " + said.message());
+}
+
 Status AgentLoop::AttachJournal(const fs::path& path, bool resume, std::unique_ptr<JournalCopy> copy,
                                 std::optional<int64_t> reconciled) {
   int64_t copied = reconciled.value_or(0);

@@ -846,5 +846,40 @@ TEST(UsageSeriesTest, SpendGrowsCallByCall) {
   EXPECT_EQ(thin.back().at, 1000);
 }
 
+// The usage lines of a journal are read in pieces (DESIGN §31: a journal
+// of any size, memory bounded): the same sums as reading the whole text,
+// with a usage line across a piece's end, a line of megabytes before it,
+// a line that starts like a usage line and is not one, and a torn tail.
+TEST(JournalUsageTest, AJournalIsReadInPiecesWithTheSameSums) {
+  TempDir dir;
+  const fs::path path = dir.path() / "big.jsonl";
+  auto usage = [](int in, int out) {
+    return R"({"kind":"usage","model":"m","usage":{"input_tokens":)" + std::to_string(in) +
+           R"(,"output_tokens":)" + std::to_string(out) + "}}\n";
+  };
+  std::string text = usage(1, 2);
+  text += R"({"kind":"message","message":{"role":"user","content":")" + std::string(3 << 20, 'x') + "\"}}\n";
+  // The next usage line straddles the first megabyte after the big one.
+  const size_t boundary = (text.size() / (1 << 20) + 1) << 20;
+  text += R"({"kind":"message","message":{"role":"user","content":")" +
+          std::string(boundary - text.size() - 60, 'y') + "\"}}\n";
+  ASSERT_LT(text.size(), boundary);
+  text += usage(10, 20);
+  ASSERT_GT(text.size(), boundary);
+  text += R"({"kind":"usage","model":")" + std::string(200 << 10, 'z') + "\n";  // too long, and no JSON
+  text += usage(100, 200);
+  text += R"({"kind":"usage","model":"m","usage":{"input_tokens":1000)";  // torn: not a line
+  testing::WriteAll(path, text);
+  auto pieces = Journal::LoadUsage(path);
+  ASSERT_TRUE(pieces.ok()) << pieces.status().message();
+  const JournalState whole = Journal::UsageOf(text);
+  EXPECT_EQ(pieces->calls, 3);
+  EXPECT_EQ(pieces->calls, whole.calls);
+  EXPECT_EQ(pieces->usage.input_tokens, 111);
+  EXPECT_EQ(pieces->usage.output_tokens, 222);
+  EXPECT_EQ(pieces->usage.input_tokens, whole.usage.input_tokens);
+  EXPECT_EQ(Journal::LoadUsage(dir.path() / "none.jsonl").status().code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace mates::agent

@@ -169,6 +169,16 @@ Status Journal::AppendMoved(const std::string& team) {
   return Append(DumpJson(Json{{"kind", "moved"}, {"team", team}}));
 }
 
+Status Journal::AppendTurnEnd(std::string_view end, const std::string& why, std::string_view in) {
+  Json line = JsonObject(5);
+  line["kind"] = "turn_end";
+  line["end"] = end;
+  line["why"] = why;
+  if (!in.empty()) line["in"] = in;
+  line["ts"] = WallSeconds();
+  return Append(DumpJson(line));
+}
+
 Status Journal::AppendUsage(const llm::Usage& u, const std::string& model, bool send) {
   // Usually the reply it counts follows at once: the copy gets both in one
   // go (one round trip less before each tool runs).
@@ -427,12 +437,56 @@ JournalState Journal::UsageOf(std::string_view text) {
   return st;
 }
 
+std::string ToolResultText(const Json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  std::string out;
+  if (content.is_array()) {
+    for (const auto& c : content) {
+      if (StringOr(c, "type") == "text") out += StringOr(c, "text");
+    }
+  }
+  return out;
+}
+
 Result<JournalState> Journal::LoadUsage(const fs::path& path) {
-  auto data = ReadFile(path);
-  if (!data.ok()) return data.status();
+  // Read in pieces, keeping only the usage line at hand: a journal of any
+  // size (a gigabyte, DESIGN §31) costs a megabyte. A usage line is short;
+  // one over kMaxUsageLine is not one.
+  constexpr size_t kChunk = 1 << 20, kMaxUsageLine = 64 << 10;
+  constexpr std::string_view kPrefix = R"({"kind":"usage")";
+  ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno == ENOENT) return Status::NotFound("no journal " + path.string());
+    return Status::FromErrno("open " + path.string(), errno);
+  }
   JournalState st;
-  (void)UsageLines(*data, &st);
-  return st;
+  std::string line;       // the start of the line at hand, while it may be a usage line
+  bool skipping = false;  // the line at hand is not one
+  std::vector<char> buf(kChunk);
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("read " + path.string(), errno);
+    if (n == 0) break;
+    for (std::string_view chunk(buf.data(), static_cast<size_t>(n)); !chunk.empty();) {
+      const size_t nl = chunk.find('\n');
+      if (!skipping) {
+        line.append(chunk.substr(0, nl));
+        const size_t k = std::min(line.size(), kPrefix.size());
+        skipping = line.size() > kMaxUsageLine || line.compare(0, k, kPrefix.substr(0, k)) != 0;
+        if (skipping) line.clear();
+      }
+      if (nl == std::string_view::npos) break;
+      if (!skipping && line.size() >= kPrefix.size()) {
+        auto j = ParseJson(line);
+        if (j.ok() && j->is_object()) (void)AddUsageLine(*j, &st);
+      }
+      line.clear();
+      skipping = false;
+      chunk.remove_prefix(nl + 1);
+    }
+  }
+  return st;  // a torn last line is not a line
 }
 
 JournalState Journal::ReplayText(std::string_view text, const std::string& name) {

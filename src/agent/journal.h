@@ -12,6 +12,11 @@
 //        (and the model that answered it, for its price)
 //   {"kind":"delivered","ids":[…]}   ids of inbox messages already in the
 //        conversation (written when a journal moves, after its compact line)
+//   {"kind":"turn_end","end":"failed","why":"…","in":"model","ts":…}   a turn
+//        that did not end as the model meant: failed (`in` "model" when its
+//        model call failed), budget, breaker, max_calls, refusal,
+//        interrupted; what a post-mortem reads (DESIGN §31), nothing to
+//        replay into the conversation
 //
 // A line cut by a crash (no newline) is dropped when the journal is read.
 //
@@ -28,10 +33,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/files.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "llm/types.h"
 #include "store/team_store.h"
@@ -39,6 +46,10 @@
 namespace mates::agent {
 
 namespace fs = std::filesystem;
+
+// The text of a tool_result's content as journaled (a string, or blocks
+// whose text ones are joined); "" for anything else.
+std::string ToolResultText(const Json& content);
 
 // Where a journal stopped making sense: the first line that would leave
 // the conversation in a shape no API accepts (an orphan tool_result, a
@@ -101,6 +112,10 @@ class Journal {
   // The agent (a lead) goes on in team `team`'s journal: a session that
   // resumes from this one goes on there ({"kind":"moved","team":T}).
   Status AppendMoved(const std::string& team);
+  // A turn that ended otherwise than by the model's choice: how (`end`, a
+  // TurnResult's stop_reason or "failed"), why, and for a failure whether
+  // it was the model call's (`in` "model") or the loop's ("").
+  Status AppendTurnEnd(std::string_view end, const std::string& why, std::string_view in);
 
   // Everything the journal holds, replayed and checked line by line: the
   // conversation is rebuilt as the API would see it, and replay stops at

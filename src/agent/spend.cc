@@ -349,6 +349,18 @@ std::string TeamSpend::Exceeded() const {
   return "";
 }
 
+Result<TeamUsage> TeamUsageOf(TeamStore& store, const std::string& team, const fs::path& agents_dir) {
+  MATES_ASSIGN_OR_RETURN(std::optional<TeamUsage> copies, ReadTeamUsage(store, team, agents_dir));
+  TeamUsage u;
+  if (copies) {
+    u = std::move(*copies);
+  } else {
+    MATES_ASSIGN_OR_RETURN(u, ReadTeamUsage(agents_dir));
+  }
+  if (auto activities = store.Activities(team); activities.ok()) AddCliMembers(*activities, &u);
+  return u;
+}
+
 Json TaskWork(TeamStore& store, const std::string& team, int64_t task, const std::string& owner) {
   constexpr size_t kMaxJournal = size_t{64} << 20;
   auto t = store.Board(team)->Get(task);

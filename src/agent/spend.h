@@ -61,6 +61,12 @@ Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir);
 // nullopt if the store keeps no copies (the file store: read the folder).
 Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::string& team,
                                                const fs::path& agents_dir = {});
+// What `team`'s agents spent, wherever it is kept: the store's copies of
+// their journals, whichever machine each ran on, or where the store keeps
+// none (the files), the journals in `agents_dir`; and the members that are
+// agent CLIs in panes, as their own records say (AddCliMembers). `mates
+// usage` and `mates report`.
+Result<TeamUsage> TeamUsageOf(TeamStore& store, const std::string& team, const fs::path& agents_dir);
 // The members whose usage their own CLI recorded (a cluster's panes,
 // DESIGN §28), from their activity documents (`activities`: member,
 // document, as TeamStore::Activities gives them), into `team`; a member

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <iostream>
 
+#include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/config_yaml.h"
 #include "core/names.h"
@@ -350,6 +351,16 @@ Result<Workspace> ReadingWorkspace(const Globals& g, const std::string& team, co
   if (!choice.given()) return ws;
   MATES_ASSIGN_OR_RETURN(ArchivedTeam a, FindArchive(ws, team, choice.stamp));
   return Workspace(a.root);
+}
+
+Result<ReadingStore> OpenReadingStore(const Globals& g, const std::string& team, const ArchivedChoice& choice) {
+  if (!choice.given()) {
+    MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenChosenStore(g.store, g.ws()));
+    return ReadingStore{g.ws(), std::move(store), ""};
+  }
+  MATES_ASSIGN_OR_RETURN(ArchivedTeam a, FindArchive(g.ws(), team, choice.stamp));
+  Workspace ws(a.root);
+  return ReadingStore{ws, FileTeamStore(ws), a.stamp};
 }
 
 Status SayIfArchived(Status s, const Workspace& ws, const std::string& team,

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "store/message.h"
 #include "store/roster.h"
 #include "store/task.h"
+#include "store/team_store.h"
 #include "store/workspace.h"
 
 namespace mates {
@@ -114,6 +116,16 @@ void AddArchivedOption(CLI::App* cmd, ArchivedChoice& choice);
 // The workspace to read `team` in: the live one, or its archive's.
 Result<Workspace> ReadingWorkspace(const Globals& g, const std::string& team, const ArchivedChoice& choice);
 
+// What a reading command reads `team` from: with --archived, its archive
+// (this workspace's files there, whichever store the team was in), else
+// the chosen store (g.store); `ws`: where the team's files are.
+struct ReadingStore {
+  Workspace ws;
+  std::unique_ptr<TeamStore> store;
+  std::string stamp;  // the archive's; "" for none
+};
+Result<ReadingStore> OpenReadingStore(const Globals& g, const std::string& team, const ArchivedChoice& choice);
+
 // `s`, a team not found, said better when the team was deleted here: its
 // archive is named, and how to read it (the command takes --archived and
 // was not given it). Anything else comes back unchanged.
@@ -158,6 +170,7 @@ void AddAttachCommand(CLI::App& app, Globals& g);   // attach
 Result<HostInfo> LeverHost(Globals& g, TeamStore& store);
 void AddPsCommand(CLI::App& app, Globals& g);
 void AddLogsCommand(CLI::App& app, Globals& g);
+void AddReportCommand(CLI::App& app, Globals& g);  // report
 // `mates status` of g.team in g.store: once (as text, or --json), or
 // redrawn as it changes (--watch).
 int ShowStatusOf(Globals& g, bool watch, bool json);

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/activity.h"
+#include "agent/journal.h"
 #include "cli/cli_common.h"
 #include "cli/store_choice.h"
 #include "core/clock.h"
@@ -124,35 +125,10 @@ std::string Input(const std::string& text) {
   return out;
 }
 
-// A field of a journal line by its type, else nothing: a line a crash, a
-// disk or a hand left odd (a wrong type, a missing key, a null) is shown
-// as far as it makes sense and never thrown on.
-const Json& Field(const Json& o, const char* key) {
-  static const Json kNone;
-  if (!o.is_object()) return kNone;
-  auto it = o.find(key);
-  return it == o.end() ? kNone : *it;
-}
-std::string Text(const Json& o, const char* key) {
-  const Json& v = Field(o, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
-
 std::string ToolCall(const Json& b) {
-  const Json& input = Field(b, "input");
-  const std::string name = Text(b, "name");
+  const Json& input = FieldOr(b, "input");
+  const std::string name = StringOr(b, "name");
   return (name.empty() ? "?" : name) + OneLine(input.is_null() ? "{}" : DumpJson(input), kCut);
-}
-
-std::string ResultText(const Json& content) {
-  if (content.is_string()) return content.get<std::string>();
-  std::string out;
-  if (content.is_array()) {
-    for (const auto& c : content) {
-      if (Text(c, "type") == "text") out += Text(c, "text");
-    }
-  }
-  return out;
 }
 
 // One journal line's entries.
@@ -160,18 +136,18 @@ void EntriesOf(const std::string& agent, const std::string& line, std::vector<En
   auto parsed = ParseJson(line);
   if (!parsed.ok() || !parsed->is_object()) return;
   const Json& j = *parsed;
-  const std::string kind = Text(j, "kind");
-  const Json& at = Field(j, "ts");
+  const std::string kind = StringOr(j, "kind");
+  const Json& at = FieldOr(j, "ts");
   const double ts = at.is_number() ? at.get<double>() : 0;
   if (kind == "usage") {
-    const Json& u = Field(j, "usage");
+    const Json& u = FieldOr(j, "usage");
     if (!u.is_object()) return;
     auto n = [&](const char* k) {
-      const Json& v = Field(u, k);
+      const Json& v = FieldOr(u, k);
       return v.is_number_integer() ? v.get<int64_t>() : 0;
     };
     out->push_back({ts, agent, "call",
-                    Text(j, "model") + ": " +
+                    StringOr(j, "model") + ": " +
                         std::to_string(n("input_tokens") + n("cache_read_input_tokens") +
                                        n("cache_creation_input_tokens")) +
                         " in, " + std::to_string(n("output_tokens")) + " out"});
@@ -181,10 +157,17 @@ void EntriesOf(const std::string& agent, const std::string& line, std::vector<En
     out->push_back({ts, agent, "compact", "the conversation was compacted"});
     return;
   }
-  const Json& m = Field(j, "message");
+  if (kind == "turn_end") {
+    const std::string end = StringOr(j, "end"), why = StringOr(j, "why");
+    out->push_back({ts, agent, "state",
+                    OneLine((end == "failed" ? std::string("turn failed") : "turn ended: " + end) +
+                            (why.empty() ? "" : ": " + why))});
+    return;
+  }
+  const Json& m = FieldOr(j, "message");
   if (kind != "message" || !m.is_object()) return;
-  const bool user = Text(m, "role") == "user";
-  const Json& content = Field(m, "content");
+  const bool user = StringOr(m, "role") == "user";
+  const Json& content = FieldOr(m, "content");
   if (content.is_string()) {
     const std::string t = content.get<std::string>();
     out->push_back({ts, agent, user ? "in" : "say", OneLine(user ? Input(t) : t)});
@@ -192,15 +175,15 @@ void EntriesOf(const std::string& agent, const std::string& line, std::vector<En
   }
   if (!content.is_array()) return;
   for (const auto& b : content) {
-    const std::string type = Text(b, "type");
+    const std::string type = StringOr(b, "type");
     if (type == "text") {
-      const std::string t = Text(b, "text");
+      const std::string t = StringOr(b, "text");
       if (!t.empty()) out->push_back({ts, agent, user ? "in" : "say", OneLine(user ? Input(t) : t)});
     } else if (type == "tool_use") {
       out->push_back({ts, agent, "tool", ToolCall(b)});
     } else if (type == "tool_result") {
-      const bool error = Field(b, "is_error").is_boolean() && Field(b, "is_error").get<bool>();
-      out->push_back({ts, agent, error ? "error" : "result", OneLine(ResultText(Field(b, "content")))});
+      const bool error = FieldOr(b, "is_error").is_boolean() && FieldOr(b, "is_error").get<bool>();
+      out->push_back({ts, agent, error ? "error" : "result", OneLine(agent::ToolResultText(FieldOr(b, "content")))});
     }
   }
 }

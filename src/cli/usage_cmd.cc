@@ -156,41 +156,15 @@ std::string Render(const agent::TeamUsage& u, const TeamConfig& team) {
   return o.str();
 }
 
-// What `team`'s agents spent: the store's copies of their journals, whichever
-// machine each ran on, or where the store keeps none (the files), the
-// journals in `ws`.
-Result<agent::TeamUsage> TeamSpend(TeamStore& store, const Workspace& ws, const std::string& team) {
-  MATES_ASSIGN_OR_RETURN(std::optional<agent::TeamUsage> copies, agent::ReadTeamUsage(store, team, ws.AgentsDir(team)));
-  agent::TeamUsage u;
-  if (copies) {
-    u = std::move(*copies);
-  } else {
-    MATES_ASSIGN_OR_RETURN(u, agent::ReadTeamUsage(ws.AgentsDir(team)));
-  }
-  // The members that are agent CLIs in panes: their own records, as the
-  // cluster's router read them.
-  if (auto activities = store.Activities(team); activities.ok()) agent::AddCliMembers(*activities, &u);
-  return u;
-}
-
 int ShowUsage(Globals& g, const UsageArgs& a) {
   if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
-  // An archive is this workspace's files, whichever store the team was in.
-  Workspace ws = g.ws();
-  std::unique_ptr<TeamStore> store;
-  if (a.archived.given()) {
-    auto reading = ReadingWorkspace(g, g.team, a.archived);
-    if (!reading.ok()) return Fail(reading.status());
-    ws = *reading;
-    store = FileTeamStore(ws);
-  } else {
-    auto chosen = OpenChosenStore(g.store, g.ws());
-    if (!chosen.ok()) return Fail(chosen.status());
-    store = std::move(*chosen);
-  }
+  auto reading = OpenReadingStore(g, g.team, a.archived);
+  if (!reading.ok()) return Fail(reading.status());
+  TeamStore* store = reading->store.get();
+  const Workspace& ws = reading->ws;
   auto team = store->LoadTeam(g.team);
   if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), g.team, a.archived));
-  auto u = TeamSpend(*store, ws, g.team);
+  auto u = agent::TeamUsageOf(*store, g.team, ws.AgentsDir(g.team));
   if (!u.ok()) return Fail(u.status());
   std::cout << (a.json ? DumpJsonPretty(UsageJson(*u, *team)) + "\n" : Render(*u, *team)) << std::flush;
   return 0;
@@ -219,7 +193,7 @@ int ShowAllUsage(Globals& g, const UsageArgs& a) {
   auto teams = (*store)->ListTeams();
   if (!teams.ok()) return Fail(teams.status());
   for (const auto& t : *teams) {
-    auto u = TeamSpend(**store, g.ws(), t);
+    auto u = agent::TeamUsageOf(**store, t, g.ws().AgentsDir(t));
     if (!u.ok() && u.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
     lines.push_back({t, "", std::move(u)});
   }
@@ -326,7 +300,7 @@ int Budget(Globals& g, const BudgetArgs& a, const std::string& verb) {
     });
   }
   if (!team.ok()) return Fail(team.status());
-  auto u = TeamSpend(**store, g.ws(), g.team);
+  auto u = agent::TeamUsageOf(**store, g.team, g.ws().AgentsDir(g.team));
   if (!u.ok()) return Fail(u.status());
   const TeamBudget& b = team->budget;
   if (a.json) {

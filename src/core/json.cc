@@ -167,6 +167,13 @@ std::string StringOr(const Json& obj, const char* key, const std::string& fallba
   return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
+const Json& FieldOr(const Json& obj, const char* key) {
+  static const Json kNone;
+  if (!obj.is_object()) return kNone;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNone : *it;
+}
+
 Result<std::string> JsonString(const Json& obj, const char* key, bool required,
                                std::string fallback) {
   if (!obj.is_object()) return Status::InvalidArgument("expected a JSON object");

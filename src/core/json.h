@@ -58,6 +58,9 @@ Result<const Json*> JsonArrayField(const Json& obj, const char* key, bool requir
 // member is absent or no string: for fields whose type is checked
 // elsewhere, or never matters. Never throws.
 std::string StringOr(const Json& obj, const char* key, const std::string& fallback = "");
+// A member of anything, null when `obj` is no object or has none: for
+// reading a line a crash, a disk or a hand may have left odd. Never throws.
+const Json& FieldOr(const Json& obj, const char* key);
 
 // An integer id given as a number (3) or a numeric string ("3"), as tool
 // inputs allow (DESIGN §2). Rejects fractions, negatives and junk.
