@@ -363,6 +363,20 @@ TEST_F(PgRuntimeTest, RunKeepsItsTeamInTheDatabase) {
   EXPECT_FALSE(fs::exists(ws.path() / ".tasks"));
   EXPECT_FALSE(fs::exists(ws.path() / ".teams/proto/lead_inbox.jsonl"));
   EXPECT_FALSE(fs::exists(ws.path() / ".teams/proto/messages.jsonl"));
+  // Its post-mortem from another machine (DESIGN §31): the journals'
+  // copies, the log and the requests are the database's.
+  TempDir elsewhere;
+  auto report = RunMates(elsewhere.path(), {"report", "--team", "proto", "--store", url_, "--json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  auto post = ParseJson(report.out);
+  ASSERT_TRUE(post.ok()) << report.out;
+  std::map<std::string, int> calls;
+  for (const auto& a : (*post)["agents"]) calls[a.value("name", "")] = a.value("calls", 0);
+  EXPECT_GT(calls["lead"], 0) << report.out;
+  EXPECT_GT(calls["stubborn"], 0) << report.out;
+  EXPECT_GT((*post)["messages"].value("total", 0), 0);
+  EXPECT_NE((*post)["failures"].dump().find("stubborn declined to shut down when lead asked"), std::string::npos)
+      << (*post)["failures"].dump(2);
 
   // Bad input: one clear error each, no password shown.
   auto iso = RunMates(ws.path(), {"run", "--store", url_, "--provider", "scripted", "--scenario",

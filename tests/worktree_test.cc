@@ -274,6 +274,18 @@ TEST(WorktreeTest, AConflictGoesBackToItsOwnerAndMergesOnceResolved) {
   }
   EXPECT_EQ(conflicts, 1);
   EXPECT_EQ(merged, 3) << Tail(r.err);
+  // The post-mortem (DESIGN §31): the bounce is a coordination failure of
+  // the task it bounced, naming the file.
+  auto report = Json::parse(testing::RunMates(repo.w, {"report", "--team", "wt", "--json"}, repo.env).out);
+  int bounced = 0;
+  for (const auto& f : report["failures"]) {
+    if (f["class"] != "coordination") continue;
+    ++bounced;
+    EXPECT_EQ(f["task"], bounced_task) << f.dump();
+    EXPECT_NE(f["what"].get<std::string>().find("conflicted with the target in shared.txt"), std::string::npos)
+        << f.dump();
+  }
+  EXPECT_EQ(bounced, 1) << report["failures"].dump(2);
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:shared.txt"}), "resolved\n");
   // The owner heard it from merge-queue, naming the file.
   std::string log = ReadAll(Workspace(repo.w).MessagesLogPath("wt"));
@@ -319,6 +331,20 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   EXPECT_NE(broken.exit_code, 0);
   auto status = testing::RunMates(repo.w, {"status", "--team", "wt"}, repo.env);
   EXPECT_NE(status.out.find("merges: 1 failed · 1 merged · 1 rejected"), std::string::npos) << status.out;
+  // The post-mortem (DESIGN §31): the failed check and the rejection are
+  // verification failures of the task, the approval and rejection the
+  // lead's decisions.
+  auto report = Json::parse(testing::RunMates(repo.w, {"report", "--team", "wt", "--json"}, repo.env).out);
+  std::vector<std::string> verification;
+  for (const auto& f : report["failures"]) {
+    if (f["class"] == "verification" && f["task"] == 1) verification.push_back(f["what"]);
+  }
+  ASSERT_EQ(verification.size(), 2u) << report["failures"].dump(2);
+  EXPECT_NE(verification[0].find("failed its check `if [ -e BROKEN ]"), std::string::npos) << verification[0];
+  EXPECT_NE(verification[0].find("(exit 3)"), std::string::npos) << verification[0];
+  EXPECT_NE(verification[1].find("was rejected by lead: add a NOTE file"), std::string::npos) << verification[1];
+  EXPECT_NE(report["decisions"].dump().find("approved merge request 3"), std::string::npos) << report.dump(2);
+  EXPECT_EQ(report["merges"].size(), 3u);
   // The CLI shows them, and refuses what cannot be.
   auto list = testing::RunMates(repo.w, {"merges", "--team", "wt", "list"}, repo.env);
   EXPECT_EQ(list.exit_code, 0);
