@@ -427,7 +427,8 @@ TEST_F(LeversTest, ASandboxedAgentCannotPullTheLevers) {
   const std::string command = testing::SandboxProbe() + " connect " + control + " > probe.txt 2>&1; " +
                               testing::MatesBinary() + " restart lead >> probe.txt 2>&1; " + testing::MatesBinary() +
                               " attach >> probe.txt 2>&1 < /dev/null; " + testing::MatesBinary() +
-                              " report >> probe.txt 2>&1; echo done >> probe.txt";
+                              " report >> probe.txt 2>&1; " + testing::MatesBinary() +
+                              " export --bundle b.tgz >> probe.txt 2>&1; echo done >> probe.txt";
   ASSERT_EQ(Mates({"tasks", "--team", "levers", "create", "run " + command}).exit_code, 0);
   ASSERT_TRUE(testing::WaitUntil(
       [&] { return testing::ReadAll(ws_.path() / "probe.txt").find("done") != std::string::npos; }, 30));
@@ -439,8 +440,11 @@ TEST_F(LeversTest, ASandboxedAgentCannotPullTheLevers) {
   EXPECT_NE(said.find("mates: error: 'mates attach' is the person's: it cannot be run from an agent's sandbox"),
             std::string::npos)
       << said;
-  // Nor reads every agent's journal through a report.
+  // Nor reads every agent's journal through a report or a bundle.
   EXPECT_NE(said.find("mates: error: 'mates report' is the person's: it cannot be run from an agent's sandbox"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("mates: error: 'mates export' is the person's: it cannot be run from an agent's sandbox"),
             std::string::npos)
       << said;
   EXPECT_EQ(State("lead"), "idle");

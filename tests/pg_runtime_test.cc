@@ -377,6 +377,17 @@ TEST_F(PgRuntimeTest, RunKeepsItsTeamInTheDatabase) {
   EXPECT_GT((*post)["messages"].value("total", 0), 0);
   EXPECT_NE((*post)["failures"].dump().find("stubborn declined to shut down when lead asked"), std::string::npos)
       << (*post)["failures"].dump(2);
+  // Its bundle, made from the database, imported on a third machine.
+  const std::string bundle = (elsewhere.path() / "proto.tgz").string();
+  auto exported = RunMates(elsewhere.path(), {"export", "--team", "proto", "--store", url_, "--bundle", bundle});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  TempDir third;
+  ASSERT_EQ(RunMates(third.path(), {"import", bundle}).exit_code, 0);
+  auto read_there = ParseJson(RunMates(third.path(), {"report", "--team", "proto", "--archived", "--json"}).out);
+  ASSERT_TRUE(read_there.ok());
+  EXPECT_EQ((*read_there)["agents"], (*post)["agents"]);
+  EXPECT_EQ((*read_there)["failures"], (*post)["failures"]);
+  EXPECT_EQ((*read_there)["messages"]["total"], (*post)["messages"]["total"]);
 
   // Bad input: one clear error each, no password shown.
   auto iso = RunMates(ws.path(), {"run", "--store", url_, "--provider", "scripted", "--scenario",

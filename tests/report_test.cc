@@ -5,10 +5,13 @@
 // hand, a journal of a gigabyte, markup in anyone's text).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -256,6 +259,145 @@ TEST(ReportTest, ADamagedOrHostileRecordIsSaidNotFatal) {
   auto md = mates({"report", "--team", "h"});
   EXPECT_EQ(md.out.find("<img"), std::string::npos) << md.out;
   EXPECT_EQ(md.out.find("<script"), std::string::npos) << md.out;
+}
+
+// A bundle carries a session to another workspace (DESIGN §31): exported
+// from the demo's archive with the workspace's git history, imported as an
+// archive there, it reports as it did here, and its history clones.
+TEST(ReportTest, ABundleCarriesASessionToAnotherWorkspace) {
+  TempDir tmp;
+  const fs::path ws = tmp.path() / "demo";
+  ASSERT_EQ(testing::Run({testing::MatesBinary(), "demo", "--workspace", ws.string()}).exit_code, 0);
+  auto git = [&](const fs::path& dir, std::vector<std::string> args) {
+    std::vector<std::string> argv = {"git", "-C", dir.string(), "-c", "user.name=t", "-c", "user.email=t@t"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::Run(argv);
+  };
+  ASSERT_EQ(git(ws, {"init", "-q", "-b", "main"}).exit_code, 0);
+  ASSERT_EQ(git(ws, {"add", "schema.graphql", "server"}).exit_code, 0);
+  ASSERT_EQ(git(ws, {"commit", "-q", "-m", "the demo's work"}).exit_code, 0);
+  const std::string head = git(ws, {"rev-parse", "HEAD"}).out.substr(0, 40);
+
+  const fs::path bundle = tmp.path() / "session.tgz";
+  auto out = testing::RunMates(ws, {"export", "--bundle", bundle.string(), "--team", "rest-to-graphql", "--archived"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_NE(out.out.find("git: HEAD"), std::string::npos) << out.out;
+  EXPECT_FALSE(fs::exists(bundle.string() + ".part-" + std::to_string(::getpid())));
+
+  const fs::path there = tmp.path() / "elsewhere";
+  fs::create_directories(there);
+  auto in = testing::RunMates(there, {"import", bundle.string()});
+  ASSERT_EQ(in.exit_code, 0) << in.err;
+  const std::smatch stamp = [&] {
+    std::smatch m;
+    std::regex_search(in.out, m, std::regex("as its archive (\\S+):"));
+    return m;
+  }();
+  ASSERT_FALSE(stamp.empty()) << in.out;
+  // Read there as here: the same agents, tasks, bars and failures.
+  auto report = [](const fs::path& at, const std::string& which) {
+    std::vector<std::string> args = {"report", "--team", "rest-to-graphql", "--archived", "--json"};
+    if (!which.empty()) args.insert(args.begin() + 4, which);
+    return Parsed(testing::RunMates(at, args));
+  };
+  const Json here = report(ws, ""), read_there = report(there, stamp[1].str());
+  for (const char* part : {"agents", "tasks", "timeline", "failures", "decisions", "totals", "merges"}) {
+    EXPECT_EQ(here[part], read_there[part]) << part;
+  }
+  EXPECT_EQ(here["messages"]["total"], read_there["messages"]["total"]);
+  auto usage = testing::RunMates(there, {"usage", "--team", "rest-to-graphql", "--archived"});
+  EXPECT_EQ(usage.exit_code, 0) << usage.err;
+  // Its report and its history came with it.
+  const fs::path archive = there / ".teams" / ".archive" / ("rest-to-graphql-" + stamp[1].str());
+  EXPECT_NE(ReadAll(archive / "report.html").find("<h1>Team rest-to-graphql</h1>"), std::string::npos);
+  ASSERT_EQ(git(there, {"clone", "-q", (archive / "repo.bundle").string(), "clone"}).exit_code, 0);
+  EXPECT_EQ(git(there / "clone", {"rev-parse", "HEAD"}).out.substr(0, 40), head);
+  EXPECT_EQ(ReadAll(there / "clone" / "schema.graphql"), ReadAll(ws / "schema.graphql"));
+  // Imported twice: two archives, neither overwritten.
+  auto again = testing::RunMates(there, {"import", bundle.string()});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out.find("as its archive " + stamp[1].str() + ":"), std::string::npos) << again.out;
+
+  // Bad input: one clear error each.
+  auto none = testing::RunMates(there, {"import", (tmp.path() / "nope.tgz").string()});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("nope.tgz"), std::string::npos) << none.err;
+  auto live = testing::RunMates(ws, {"export", "--bundle", bundle.string(), "--team", "nosuch"});
+  EXPECT_EQ(live.exit_code, 1);
+  EXPECT_NE(live.err.find("nosuch"), std::string::npos) << live.err;
+  auto missing = testing::RunMates(ws, {"export", "--team", "rest-to-graphql"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+}
+
+// Reading a bundle is reading anyone's file: each hostile one is refused
+// with one clear error naming its entry, and leaves nothing behind — no
+// archive, no half-unpacked folder, no file outside.
+TEST(ReportTest, AHostileBundleIsRefusedAndLeavesNothing) {
+  TempDir tmp;
+  const fs::path ws = tmp.path() / "ws";
+  fs::create_directories(ws);
+  // tar.gz files made by Python's tarfile: ENTRIES is a list of (name,
+  // kind, data) — kind "file", "symlink" (data: the target), "hardlink".
+  auto make = [&](const std::string& name, const std::string& entries) {
+    const fs::path out = tmp.path() / name;
+    const std::string py = R"(
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w:gz") as t:
+    for name, kind, data in )" + entries + R"(:
+        i = tarfile.TarInfo(name)
+        if kind == "file":
+            b = data.encode(); i.size = len(b); t.addfile(i, io.BytesIO(b))
+        else:
+            i.type = tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE; i.linkname = data; t.addfile(i)
+)";
+    auto r = testing::Run({"python3", "-c", py, out.string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return out;
+  };
+  const std::string manifest = R"(("bundle.json", "file", '{"format": "mates-bundle", "version": 1, "team": "t"}'))";
+  const std::string roster = R"((".teams/t/config.json", "file", '{"name": "t", "lead": "lead", "members": []}'))";
+  struct Case {
+    std::string what, entries, says;
+  };
+  const std::vector<Case> cases = {
+      {"a path up and out", "[" + manifest + ", (\"../evil\", \"file\", \"x\")]", "outside the team's folders"},
+      {"a path out from inside", "[" + manifest + ", (\".teams/t/../../../evil\", \"file\", \"x\")]", "escapes"},
+      {"an absolute path", "[" + manifest + ", (\"/tmp/evil\", \"file\", \"x\")]", "outside the team's folders"},
+      {"a symlink", "[" + manifest + ", (\".teams/t/agents\", \"symlink\", \"/etc\"), " + roster + "]",
+       "not a regular file"},
+      {"a hard link", "[" + manifest + ", " + roster + ", (\".teams/t/x\", \"hardlink\", \".teams/t/config.json\")]",
+       "not a regular file"},
+      {"an entry twice", "[" + manifest + ", " + roster + ", " + roster + "]", "twice"},
+      {"no manifest first", "[" + roster + ", " + manifest + "]", "first entry is not bundle.json"},
+      {"another team's name", "[(\"bundle.json\", \"file\", '{\"format\": \"mates-bundle\", \"version\": 1, "
+                              "\"team\": \"../x\"}')]",
+       "team name"},
+      {"a later version", "[(\"bundle.json\", \"file\", '{\"format\": \"mates-bundle\", \"version\": 9, "
+                          "\"team\": \"t\"}')]",
+       "version 9"},
+      {"no roster", "[" + manifest + ", (\".tasks/t/1.json\", \"file\", \"{}\")]", "no roster"},
+      {"a second manifest", "[" + manifest + ", " + manifest + "]", "outside the team's folders"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const fs::path bundle = make("hostile.tgz", c.entries);
+    auto r = testing::RunMates(ws, {"import", bundle.string()});
+    EXPECT_EQ(r.exit_code, 2) << r.out;  // bad input
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const auto& left : testing::ListFiles(ws)) {
+      EXPECT_TRUE(left == ".teams" || left == ".teams/.archive") << left;  // the (empty) archives' folder
+    }
+    EXPECT_FALSE(fs::exists(tmp.path() / "evil"));
+    EXPECT_FALSE(fs::exists("/tmp/evil"));
+  }
+  WriteAll(tmp.path() / "noise.tgz", std::string(4096, '\x17'));
+  auto noise = testing::RunMates(ws, {"import", (tmp.path() / "noise.tgz").string()});
+  EXPECT_EQ(noise.exit_code, 2);
+  EXPECT_NE(noise.err.find("not a mates bundle"), std::string::npos) << noise.err;
+  // The same made right imports.
+  auto fine = testing::RunMates(ws, {"import", make("fine.tgz", "[" + manifest + ", " + roster + "]").string()});
+  EXPECT_EQ(fine.exit_code, 0) << fine.err;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "git/merge_queue.h"
 #include "git/submit.h"
 #include "git/worktrees.h"
+#include "store/archive.h"
 #include "store/board.h"
 #include "store/merges.h"
 #include "store/roster.h"
@@ -345,6 +346,23 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   EXPECT_NE(verification[1].find("was rejected by lead: add a NOTE file"), std::string::npos) << verification[1];
   EXPECT_NE(report["decisions"].dump().find("approved merge request 3"), std::string::npos) << report.dump(2);
   EXPECT_EQ(report["merges"].size(), 3u);
+  // Its bundle carries the target and its provenance notes elsewhere.
+  const fs::path bundle = repo.tmp.path() / "wt.tgz";
+  auto exported = testing::RunMates(repo.w, {"export", "--team", "wt", "--bundle", bundle.string()}, repo.env);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("refs/heads/mates/wt"), std::string::npos) << exported.out;
+  EXPECT_NE(exported.out.find("refs/notes/mates"), std::string::npos) << exported.out;
+  const fs::path there = repo.tmp.path() / "there";
+  fs::create_directories(there);
+  ASSERT_EQ(testing::RunMates(there, {"import", bundle.string()}).exit_code, 0);
+  const auto archive = FindArchive(Workspace(there), "wt", "");
+  ASSERT_TRUE(archive.ok()) << archive.status().message();
+  Git(there, {"init", "-q"});
+  Git(there, {"fetch", "-q", (archive->root / "repo.bundle").string(), "refs/heads/mates/wt:refs/heads/wt",
+              "refs/notes/mates:refs/notes/mates"});
+  EXPECT_EQ(Git(there, {"show", "wt:NOTE"}), "add a NOTE file\n");
+  auto carried = Json::parse(Git(there, {"notes", "--ref=mates", "show", merges[2].merged_commit}));
+  EXPECT_EQ(carried["decided"], (Json{{"by", "lead"}, {"as", "lead"}}));
   // The CLI shows them, and refuses what cannot be.
   auto list = testing::RunMates(repo.w, {"merges", "--team", "wt", "list"}, repo.env);
   EXPECT_EQ(list.exit_code, 0);

@@ -161,6 +161,7 @@ void AddEverything(CLI::App& app, mates::cli::Globals& g) {
   mates::cli::AddPsCommand(app, g);
   mates::cli::AddLogsCommand(app, g);
   mates::cli::AddReportCommand(app, g);
+  mates::cli::AddBundleCommands(app, g);
   mates::cli::AddStatusCommand(app, g);
   mates::cli::AddDashboardCommand(app, g);
   mates::cli::AddDemoCommand(app, g);
