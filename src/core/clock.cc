@@ -19,8 +19,15 @@ double WallSeconds() {
 }
 
 namespace {
+// A time read from anywhere (a journal's "ts" may say 1e57, or nan) as one
+// a calendar holds: years 1970 to 9999.
+double Calendar(double wall_seconds) {
+  constexpr double kYear9999 = 253402300799.0;
+  return std::isfinite(wall_seconds) ? std::clamp(wall_seconds, 0.0, kYear9999) : 0.0;
+}
+
 std::tm LocalTm(double wall_seconds) {
-  auto secs = static_cast<time_t>(std::floor(wall_seconds));
+  auto secs = static_cast<time_t>(std::floor(Calendar(wall_seconds)));
   std::tm tm{};
   ::localtime_r(&secs, &tm);
   return tm;
@@ -28,6 +35,7 @@ std::tm LocalTm(double wall_seconds) {
 }  // namespace
 
 std::string IsoTime(double wall_seconds) {
+  wall_seconds = Calendar(wall_seconds);  // for the microseconds too
   std::tm tm = LocalTm(wall_seconds);
   auto micros = static_cast<long>((wall_seconds - std::floor(wall_seconds)) * 1e6);
   char buf[64];
@@ -37,6 +45,7 @@ std::string IsoTime(double wall_seconds) {
 }
 
 std::string UtcIsoTime(double wall_seconds) {
+  wall_seconds = Calendar(wall_seconds);
   auto secs = static_cast<time_t>(std::floor(wall_seconds));
   std::tm tm{};
   ::gmtime_r(&secs, &tm);
@@ -72,7 +81,7 @@ std::optional<double> ParseIsoTime(const std::string& s) {
 
 std::string ShortDuration(double seconds) {
   if (!(seconds > 0)) seconds = 0;
-  auto s = static_cast<int64_t>(seconds);
+  auto s = static_cast<int64_t>(std::min(seconds, 1e15));  // ~31 million years: any longer is no length
   if (s < 60) return std::to_string(s) + "s";
   if (s < 3600) return std::to_string(s / 60) + "m" + std::to_string(s % 60) + "s";
   if (s < 86400) return std::to_string(s / 3600) + "h" + std::to_string(s % 3600 / 60) + "m";

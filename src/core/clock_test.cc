@@ -1,6 +1,9 @@
 #include "core/clock.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
 #include <sys/prctl.h>
 
 #include <thread>
@@ -59,6 +62,19 @@ TEST(ClockTest, AWaitOnTimeEndsWhenItsTokenIsCancelled) {
   EXPECT_TRUE(token.WaitUntilOnTime(SteadyClock::now() + milliseconds(1)));
 }
 
+
+// A time read from a file is anyone's (a journal's "ts" of 1e57, nan):
+// said as one a calendar holds, never converted out of range.
+TEST(ClockTest, ATimeFromAnywhereIsSaidWithinTheCalendar) {
+  EXPECT_EQ(UtcIsoTime(1e57), "9999-12-31T23:59:59.000Z");
+  EXPECT_EQ(UtcIsoTime(-1e57), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(UtcIsoTime(std::nan("")), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(UtcIsoTime(1.5), "1970-01-01T00:00:01.500Z");
+  EXPECT_EQ(ClockTime(std::numeric_limits<double>::infinity()).size(), 8u);
+  EXPECT_EQ(IsoTime(1e300).rfind("9999-12-31T", 0) == 0 || IsoTime(1e300).rfind("10000-01-01T", 0) == 0, true);
+  EXPECT_EQ(ShortDuration(1e300), ShortDuration(1e15));
+  EXPECT_EQ(ShortDuration(std::nan("")), "0s");
+}
 
 }  // namespace
 }  // namespace mates

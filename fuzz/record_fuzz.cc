@@ -1,0 +1,58 @@
+// libFuzzer target: the flight recorder's readers of anyone's files
+// (DESIGN §31). The first byte chooses: a bundle (`mates import`: a
+// gzipped tar, unpacked into a scratch workspace that is removed after),
+// or a journal read into a team's report (`mates report`), rendered as
+// Markdown, JSON and HTML.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/files.h"
+#include "report/bundle.h"
+#include "report/report.h"
+#include "store/roster.h"
+#include "store/team_store.h"
+
+using namespace mates;
+
+namespace {
+
+const fs::path& Scratch() {
+  static const fs::path dir = [] {
+    std::string tmpl = (fs::temp_directory_path() / "mates-record-fuzz-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
+    return fs::path(tmpl);
+  }();
+  return dir;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const fs::path ws = Scratch() / "ws";
+  std::error_code ec;
+  fs::remove_all(ws, ec);
+  fs::create_directories(ws, ec);
+  if (data[0] % 2 == 0) {
+    const fs::path file = Scratch() / "in.tgz";
+    if (!WriteFileAtomic(file, body).ok()) std::abort();
+    (void)report::ImportBundle(file, Workspace(ws));
+  } else {
+    Workspace w(ws);
+    if (!Roster(w).CreateTeam("t").ok()) std::abort();
+    if (!EnsureDir(w.AgentsDir("t")).ok() || !WriteFileAtomic(w.JournalPath("t", "lead"), body).ok()) std::abort();
+    auto store = FileTeamStore(w);
+    auto r = report::Build(*store, w, "t", "fuzzed");
+    if (r.ok()) {
+      (void)report::Markdown(*r);
+      (void)DumpJson(report::ToJson(*r));
+      (void)report::Html(*r);
+    }
+  }
+  return 0;
+}
