@@ -346,6 +346,11 @@ TEST(WorktreeTest, FailedCheckAndReviewGoBackToTheOwner) {
   EXPECT_NE(verification[1].find("was rejected by lead: add a NOTE file"), std::string::npos) << verification[1];
   EXPECT_NE(report["decisions"].dump().find("approved merge request 3"), std::string::npos) << report.dump(2);
   EXPECT_EQ(report["merges"].size(), 3u);
+  // The run is the team's session, from the commit the checkout was at.
+  ASSERT_EQ(report["sessions"].size(), 1u) << report["sessions"].dump();
+  EXPECT_EQ(report["sessions"][0]["how"], "run");
+  EXPECT_EQ(report["sessions"][0]["commit"], repo.base);
+  EXPECT_EQ(report["sessions"][0]["branch"], "main");
   // Its bundle carries the target and its provenance notes elsewhere.
   const fs::path bundle = repo.tmp.path() / "wt.tgz";
   auto exported = testing::RunMates(repo.w, {"export", "--team", "wt", "--bundle", bundle.string()}, repo.env);

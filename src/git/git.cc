@@ -274,4 +274,17 @@ Status ValidateBranchName(const std::string& name) {
   return Status::Ok();
 }
 
+Checkout CheckoutAt(const fs::path& dir) {
+  Checkout at;
+  std::error_code ec;
+  if (!fs::exists(dir / ".git", ec)) return at;  // not a repository's top: no git process at all
+  const Git g(dir);
+  auto head = g.Run({"rev-parse", "--verify", "-q", "HEAD"}, kGitQuickS);
+  if (!head.ok() || head->exit_code != 0) return at;
+  at.commit = head->out.substr(0, head->out.find('\n'));
+  auto branch = g.Run({"symbolic-ref", "--short", "-q", "HEAD"}, kGitQuickS);
+  if (branch.ok() && branch->exit_code == 0) at.branch = branch->out.substr(0, branch->out.find('\n'));
+  return at;
+}
+
 }  // namespace mates::git

@@ -104,4 +104,13 @@ Status ValidateBranchName(const std::string& name);
 // The environment git and merge checks run with (allowlisted, see above).
 std::vector<std::string> ChildEnvironment(bool c_locale);
 
+// Where the checkout at `dir` is: HEAD's commit and its branch ("" each
+// outside a repository, before a first commit, or for a detached HEAD's
+// branch). A session records it when it starts (DESIGN §31).
+struct Checkout {
+  std::string commit;
+  std::string branch;
+};
+Checkout CheckoutAt(const fs::path& dir);
+
 }  // namespace mates::git

@@ -11,6 +11,7 @@
 #include "agent/prompts.h"
 #include "agent/spend.h"
 #include "core/clock.h"
+#include "git/git.h"
 #include "core/files.h"
 #include "core/limits.h"
 #include "core/log.h"
@@ -225,6 +226,13 @@ Status Host::OpenTeam(TeamConfig* out) {
   }
   MATES_RETURN_IF_ERROR(team.status());
   lead_name_ = team->lead;
+  // This session, and where the checkout was: where a replay starts (DESIGN §31).
+  const git::Checkout at = git::CheckoutAt(a.ws.root());
+  team = store_->UpdateTeam(a.team, [&](TeamConfig& c) {
+    c.NoteSession({WallSeconds(), std::string(HostModeName(a.mode)), at.commit, at.branch});
+    return Status::Ok();
+  });
+  MATES_RETURN_IF_ERROR(team.status());
   if (a.isolation_given || a.git.isolation == Isolation::kWorktree) {
     team = store_->UpdateTeam(a.team, [&](TeamConfig& c) {
       if (a.git.isolation == Isolation::kWorktree) {

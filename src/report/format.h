@@ -20,6 +20,9 @@ std::string Spent(const llm::Usage& u, std::optional<double> cost_usd);
 std::map<FailureClass, int> FailuresByClass(const Report& r);
 // "3 of 5 completed, 1 in progress, 1 pending" (deleted ones said apart).
 std::string TaskCounts(const Report& r);
+// "run +0.00s from 1a2b3c4d (main); made +0.02s from 1a2b3c4d (main)",
+// "" without sessions.
+std::string SessionsSaid(const Report& r);
 // The task's subject by id ("" unknown).
 std::string SubjectOf(const Report& r, int64_t task);
 

@@ -120,6 +120,7 @@ class Page {
          std::to_string(r_.calls) + " model calls");
     Card(std::to_string(failures), "failures", failures > 0);
     o_ << "</div>\n";
+    if (!r_.sessions.empty()) o_ << "<p class=\"mute\">Sessions: " << Esc(SessionsSaid(r_)) << "</p>\n";
     if (!r_.budget.empty()) o_ << "<p class=\"mute\">Budget: " << Esc(r_.budget) << "</p>\n";
   }
 

@@ -55,6 +55,16 @@ std::string TaskCounts(const Report& r) {
   return s;
 }
 
+std::string SessionsSaid(const Report& r) {
+  std::vector<std::string> said;
+  for (const auto& s : r.sessions) {
+    said.push_back((s.how.empty() ? std::string("a session") : s.how) + " " + Offset(r, s.started_at) +
+                   (s.commit.empty() ? ", not in git" : " from " + s.commit.substr(0, 10)) +
+                   (s.branch.empty() ? "" : " (" + s.branch + ")"));
+  }
+  return JoinWords(said, "; ");
+}
+
 std::string SubjectOf(const Report& r, int64_t task) {
   for (const auto& t : r.tasks) {
     if (t.task.id == task) return t.task.subject;
@@ -97,6 +107,14 @@ Json TaskJson(const TaskReport& t) {
           {"cost_usd", Cost(t.cost_usd)}};
 }
 
+Json SessionsJson(const Report& r) {
+  Json out = Json::array();
+  for (const auto& s : r.sessions) {
+    out.push_back({{"started_at", s.started_at}, {"how", s.how}, {"commit", s.commit}, {"branch", s.branch}});
+  }
+  return out;
+}
+
 }  // namespace
 
 Json ToJson(const Report& r) {
@@ -122,6 +140,7 @@ Json ToJson(const Report& r) {
           {"state", r.state},
           {"where", r.where},
           {"lead", r.lead},
+          {"sessions", SessionsJson(r)},
           {"started", r.started},
           {"ended", r.ended},
           {"made", r.made},
@@ -181,6 +200,7 @@ void Summary(std::ostringstream& o, const Report& r) {
   o << "- **state**: " << Cell(r.state) << " — kept in " << Cell(r.where) << "\n";
   o << "- **span**: " << UtcIsoTime(r.started) << " to " << UtcIsoTime(r.ended) << " ("
     << Duration(r.ended - r.started) << ")\n";
+  if (!r.sessions.empty()) o << "- **sessions**: " << Cell(SessionsSaid(r), 600) << "\n";
   o << "- **agents**: " << r.agents.size() << ", lead " << Cell(r.lead) << "\n";
   o << "- **tasks**: " << TaskCounts(r) << "\n";
   o << "- **messages**: " << r.messages_total << "; **merges**: " << r.merges.size() << "\n";

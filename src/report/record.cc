@@ -1,5 +1,6 @@
 // The report's record: read from the store once (see report.h).
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -29,9 +30,13 @@ std::string Cut(std::string_view s, size_t max = kSample) {
   return CutUtf8(one, max);
 }
 
+// A time of the record, or 0 when it is none a clock could have written
+// (a hand may have written 1e57): the timeline is not stretched by it.
+double Time(double t) { return std::isfinite(t) && t > 0 && t < 1e11 ? t : 0; }
+
 double Number(const Json& o, const char* key) {
   const Json& v = FieldOr(o, key);
-  return v.is_number() ? v.get<double>() : 0;
+  return v.is_number() ? Time(v.get<double>()) : 0;
 }
 
 // One agent's journal, line by line: its counts, its failed tool calls
@@ -195,7 +200,7 @@ Result<std::string> ReadAgent(TeamStore& store, const std::string& team, AgentRe
 }
 
 void Span(Report* r, double t) {
-  if (t <= 0) return;
+  if (Time(t) == 0) return;
   if (r->started == 0 || t < r->started) r->started = t;
   r->ended = std::max(r->ended, t);
 }
@@ -446,6 +451,7 @@ Result<Report> Build(TeamStore& store, const Workspace& ws, const std::string& t
   r.state = state;
   r.where = store.where();
   r.lead = config.lead;
+  r.sessions = config.sessions;
   r.made = WallSeconds();
   Span(&r, config.created_at);
   std::map<std::string, std::string> journals;  // agent → its journal's text

@@ -108,6 +108,7 @@ struct Report {
   std::string state;  // "live (host pid 4242)", "stopped", "archived 20261206T092543"
   std::string where;  // the store
   std::string lead;
+  std::vector<TeamSession> sessions;  // the roster's: when each began, and from which commit
   double started = 0, ended = 0;  // the record's first and last times
   double made = 0;                // when the report was made
   std::vector<AgentReport> agents;          // the roster's order, then others with a journal

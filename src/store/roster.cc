@@ -123,7 +123,19 @@ Json TeamConfigToJson(const TeamConfig& c) {
   }
   // (Kept with no budget too: one given again counts it.)
   if (c.budget.any() || c.budget.spent_in_made_tokens > 0) j["budget"] = TeamBudgetToJson(c.budget);
+  if (!c.sessions.empty()) {
+    Json sessions = Json::array();
+    for (const auto& s : c.sessions) {
+      sessions.push_back({{"started_at", s.started_at}, {"how", s.how}, {"commit", s.commit}, {"branch", s.branch}});
+    }
+    j["sessions"] = std::move(sessions);
+  }
   return j;
+}
+
+void TeamConfig::NoteSession(TeamSession s) {
+  sessions.push_back(std::move(s));
+  if (sessions.size() > kMaxTeamSessions) sessions.erase(sessions.begin(), sessions.end() - kMaxTeamSessions);
 }
 
 Json TeamBudgetToJson(const TeamBudget& b) {
@@ -263,6 +275,20 @@ Result<TeamConfig> TeamConfigFromJson(const Json& j) {
     }
     MATES_RETURN_IF_ERROR(ReadCounted(*budget, "spent_in_teams_made",
                                       &c.budget.spent_in_made_tokens, &c.budget.spent_in_made_usd));
+  }
+  MATES_ASSIGN_OR_RETURN(const Json* sessions, JsonArrayField(j, "sessions", false));
+  if (sessions != nullptr) {
+    for (const auto& js : *sessions) {
+      TeamSession s;
+      MATES_ASSIGN_OR_RETURN(s.started_at, JsonNumber(js, "started_at", 0));
+      MATES_ASSIGN_OR_RETURN(s.how, JsonString(js, "how", false));
+      MATES_ASSIGN_OR_RETURN(s.commit, JsonString(js, "commit", false));
+      MATES_ASSIGN_OR_RETURN(s.branch, JsonString(js, "branch", false));
+      if (s.how.size() > 64 || s.commit.size() > 64 || s.branch.size() > 256) {
+        return Status::InvalidArgument("sessions: a session's how, commit or branch is too long");
+      }
+      c.NoteSession(std::move(s));
+    }
   }
   MATES_RETURN_IF_ERROR(ValidateName("team name", c.name));
   if (!c.lead.empty()) MATES_RETURN_IF_ERROR(ValidateName("lead name", c.lead));

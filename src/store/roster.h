@@ -138,6 +138,18 @@ struct TeamBudget {
   double counted_usd() const { return spent_before_usd + spent_in_made_usd; }
 };
 
+// A session that worked in the team (DESIGN §31): when it began, how
+// (run, up, demo, teammates; "made" for a team a lead made in one), and
+// the commit the workspace's checkout was at then ("" outside git): where
+// a replay starts from.
+struct TeamSession {
+  double started_at = 0;
+  std::string how;
+  std::string commit;
+  std::string branch;
+};
+inline constexpr size_t kMaxTeamSessions = 16;  // the latest kept
+
 struct TeamConfig {
   std::string name;
   std::string description;
@@ -146,7 +158,10 @@ struct TeamConfig {
   std::vector<Member> members;
   TeamGit git;
   TeamBudget budget;
+  std::vector<TeamSession> sessions;  // oldest first, the latest kMaxTeamSessions
 
+  // Records `s`, dropping the oldest past the bound.
+  void NoteSession(TeamSession s);
   const Member* Find(std::string_view member) const;
   Member* Find(std::string_view member);
   bool IsLead(std::string_view member) const { return member == lead; }

@@ -306,6 +306,35 @@ void SetBudget(Roster& roster, const TeamBudget& budget) {
 // A team made in a session under a budget keeps where the budget came from
 // and what that session had spent before it; a hand-edited one that would
 // give a budget back or lead out of the teams' folder is corrupt.
+// The sessions a team records (DESIGN §31): the latest kMaxTeamSessions
+// round-trip; a hand-edited entry of the wrong shape is a clear error.
+TEST(RosterTest, TheLatestSessionsRoundTripAndABadOneIsAClearError) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  Roster roster(ws);
+  ASSERT_TRUE(roster.CreateTeam("t").ok());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(roster.Update("t", [&](TeamConfig& c) {
+      c.NoteSession({1000.0 + i, i % 2 ? "up" : "run", std::string(40, static_cast<char>('a' + i % 6)), "main"});
+      return Status::Ok();
+    }).ok());
+  }
+  auto c = roster.Load("t");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->sessions.size(), kMaxTeamSessions);
+  EXPECT_EQ(c->sessions.front().started_at, 1004.0);
+  EXPECT_EQ(c->sessions.back().started_at, 1019.0);
+  EXPECT_EQ(c->sessions.back().how, "up");
+  EXPECT_EQ(c->sessions.back().branch, "main");
+  auto j = ParseJson(testing::ReadAll(ws.ConfigPath("t")));
+  ASSERT_TRUE(j.ok());
+  (*j)["sessions"][0]["commit"] = 7;
+  testing::WriteAll(ws.ConfigPath("t"), DumpJson(*j));
+  auto bad = roster.Load("t");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("commit"), std::string::npos) << bad.status().message();
+}
+
 TEST(RosterTest, ABudgetSharedWithTheSessionThatMadeTheTeamRoundTrips) {
   TempDir dir;
   Workspace ws(dir.path());

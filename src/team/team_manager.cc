@@ -7,6 +7,8 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "core/process_tree.h"
+#include "core/clock.h"
+#include "git/git.h"
 #include "git/worktrees.h"
 #include "team/shutdown.h"
 #include "store/archive.h"
@@ -345,13 +347,13 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     }
   }
   MATES_ASSIGN_OR_RETURN(TeamConfig c, store_.CreateTeam(name, place_.lead_name(), description));
-  if (iso == Isolation::kWorktree || spend()) {
-    MATES_RETURN_IF_ERROR(store_.UpdateTeam(name, [&](TeamConfig& cfg) {
-      if (iso == Isolation::kWorktree) cfg.git = prepared;
-      if (spend()) cfg.budget = spend()->ForNewTeam();  // the session's budget covers its new team
-      return Status::Ok();
-    }).status());
-  }
+  const git::Checkout at = git::CheckoutAt(ws_.root());
+  MATES_RETURN_IF_ERROR(store_.UpdateTeam(name, [&](TeamConfig& cfg) {
+    if (iso == Isolation::kWorktree) cfg.git = prepared;
+    if (spend()) cfg.budget = spend()->ForNewTeam();  // the session's budget covers its new team
+    cfg.NoteSession({WallSeconds(), "made", at.commit, at.branch});  // where its work starts (DESIGN §31)
+    return Status::Ok();
+  }).status());
   place_.MoveTo(name);
   return "Created team '" + name + "'; you are its lead ('" + place_.lead_name() +
          "'). Your task board, messages and inbox are now this team's. Add tasks with TaskCreate "
