@@ -652,6 +652,13 @@ TEST_F(DashboardTest, TheDashboardCommandIsReadOnlyAndReadsArchives) {
   auto msgs = Get("/api/messages").json();
   ASSERT_EQ(msgs["messages"].size(), 1u) << msgs;
   EXPECT_EQ(msgs["messages"][0]["content"], "hello from the archive");
+  // Its post-mortem, as `mates report --html` makes it, behind the token.
+  auto page = Get("/report");
+  ASSERT_EQ(page.code, 200) << page.body;
+  EXPECT_NE(page.body.find("<h1>Team dash</h1>"), std::string::npos);
+  EXPECT_NE(page.body.find("hello from the archive"), std::string::npos);
+  EXPECT_NE(page.body.find("archived "), std::string::npos);
+  EXPECT_EQ(Http("GET", url_.base + "/report").code, 401);
   ::kill(p.pid(), SIGINT);
   EXPECT_EQ(p.Wait().exit_code, 0);
 

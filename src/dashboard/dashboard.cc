@@ -17,6 +17,7 @@
 #include "dashboard/prometheus.h"
 #include "dashboard/source.h"
 #include "dashboard/team_api.h"
+#include "report/report.h"
 #include "dashboard_assets.h"
 #include "llm/http_bounds.h"
 #include "llm/http_server.h"
@@ -92,6 +93,18 @@ class Dashboard::Impl {
       if (!v.ok()) return SendStatus(res, v.status());
       res.set_header("Cache-Control", "no-store");
       res.set_content(MetricsText(*v, options_.metrics.get()), "text/plain; version=0.0.4; charset=utf-8");
+    });
+    // The session's post-mortem (DESIGN §31), as `mates report --html`
+    // makes it: a page of its own that may fetch nothing.
+    server_.Get("/report", [this](const httplib::Request&, httplib::Response& res) {
+      const std::string state = !options_.archived.empty() ? "archived " + options_.archived
+                                : source_->store().LiveHost(options_.team) ? "live"
+                                                                          : "stopped (no host)";
+      auto r = report::Build(source_->store(), options_.ws, options_.team, state);
+      if (!r.ok()) return SendStatus(res, r.status());
+      res.set_header("Cache-Control", "no-store");
+      res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");
+      res.set_content(report::Html(*r), "text/html; charset=utf-8");
     });
     api_->Register(server_);
     if (options_.port == 0) {

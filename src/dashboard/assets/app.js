@@ -4,6 +4,7 @@
 "use strict";
 
 const token = new URLSearchParams(location.search).get("token") || "";
+document.getElementById("report").href = "/report?token=" + encodeURIComponent(token);
 const liveMode = new URLSearchParams(location.search).get("live");
 const forcePoll = liveMode === "poll";
 // A still picture (`?live=still`): loaded once, no stream and no polling,
