@@ -234,6 +234,15 @@ TEST(ReportTest, ADamagedOrHostileRecordIsSaidNotFatal) {
                R"({"kind":"message","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"nope","content":"x"}]}})" +
                "\n" + R"({"kind":"usage","model":"m","usage":{"input_tokens":5,"output_tokens":1},"ts":2})" + "\n" +
                R"({"kind":"message","message":{"role":"assist)");
+  // A journal written to flood the report: listed to a bound, all counted.
+  Member flood;
+  flood.name = "flood";
+  ASSERT_TRUE(Roster(Workspace(ws.path())).AddMember("h", flood).ok());
+  std::string lines;
+  for (int i = 0; i < 5000; ++i) {
+    lines += R"({"kind":"turn_end","end":"failed","in":"model","why":"HTTP 503","ts":)" + std::to_string(10 + i) + "}\n";
+  }
+  WriteAll(agents / "flood.jsonl", lines);
   // A gigabyte, sparse: what a report reads of it is bounded.
   { std::ofstream(agents / "big.jsonl"); }
   fs::resize_file(agents / "big.jsonl", uintmax_t{1} << 30);
@@ -249,6 +258,9 @@ TEST(ReportTest, ADamagedOrHostileRecordIsSaidNotFatal) {
   EXPECT_NE(notes.find("lead's journal ends in a cut line"), std::string::npos) << notes;
   EXPECT_NE(notes.find("lead's journal, line 3: "), std::string::npos) << notes;
   EXPECT_NE(notes.find("big's journal is over 64 MiB"), std::string::npos) << notes;
+  EXPECT_EQ(r["failures_by_class"].value("provider", 0), 5000);
+  EXPECT_EQ(r["failures"].size(), 2000u);
+  EXPECT_NE(notes.find("2000 of 5000 failures are listed"), std::string::npos) << notes;
   for (const auto& a : r["agents"]) {
     if (a.value("name", "") == "lead") {
       EXPECT_EQ(a.value("calls", 0), 1) << a.dump();

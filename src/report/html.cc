@@ -109,7 +109,7 @@ class Page {
     o_ << "<h1>Team " << Esc(r_.team) << "</h1><p class=\"sub\">" << Esc(r_.state) << " · lead " << Esc(r_.lead)
        << " · " << Esc(UtcIsoTime(r_.started)) << " to " << Esc(UtcIsoTime(r_.ended)) << "</p>\n<div class=\"cards\">";
     int failures = 0;
-    for (const auto& f : r_.failures) failures += f.count;
+    for (const auto& [c, n] : FailuresByClass(r_)) failures += n;
     Card(Duration(r_.ended - r_.started), "span of the record");
     Card(std::to_string(r_.agents.size()), "agents");
     Card(TaskCounts(r_), "tasks");

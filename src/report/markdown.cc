@@ -38,9 +38,8 @@ std::string Spent(const llm::Usage& u, std::optional<double> cost_usd) {
 }
 
 std::map<FailureClass, int> FailuresByClass(const Report& r) {
-  std::map<FailureClass, int> n;
-  for (FailureClass c : kFailureClasses) n[c] = 0;
-  for (const auto& f : r.failures) n[f.kind] += f.count;
+  std::map<FailureClass, int> n = r.failure_counts;
+  for (FailureClass c : kFailureClasses) n.emplace(c, 0);
   return n;
 }
 

@@ -32,6 +32,14 @@ std::string Cut(std::string_view s, size_t max = kSample) {
 
 // A time of the record, or 0 when it is none a clock could have written
 // (a hand may have written 1e57): the timeline is not stretched by it.
+// Counts `f` in its class, and keeps it to be listed while there are few
+// enough (a record written to flood the report costs no memory for it).
+void AddFailure(Report* r, Failure f) {
+  r->failure_counts[f.kind] += f.count;
+  if (r->failures.size() < 4 * kMaxListed) r->failures.push_back(std::move(f));
+  else ++r->failures_dropped;
+}
+
 double Time(double t) { return std::isfinite(t) && t > 0 && t < 1e11 ? t : 0; }
 
 double Number(const Json& o, const char* key) {
@@ -74,7 +82,7 @@ class JournalReader {
   // The failed calls, a failure per tool; what could not be read, noted.
   void Finish(bool torn) {
     for (const auto& [tool, e] : errors_) {
-      r_->failures.push_back({FailureClass::kTooling, e.first, a_->name, 0,
+      AddFailure(r_, {FailureClass::kTooling, e.first, a_->name, 0,
                               std::to_string(e.count) + " failed call" + (e.count == 1 ? "" : "s") + " of " +
                                   tool + "; the first: " + e.sample,
                               Where(e.line), e.count});
@@ -110,7 +118,7 @@ class JournalReader {
   void TurnEnd(const Json& j, size_t n) {
     const std::string end = StringOr(j, "end"), why = Cut(StringOr(j, "why"));
     auto fail = [&](FailureClass c, const std::string& what) {
-      r_->failures.push_back({c, at_, a_->name, 0, what, Where(n), 1});
+      AddFailure(r_, {c, at_, a_->name, 0, what, Where(n), 1});
     };
     if (end == "failed" && StringOr(j, "in") == "model") {
       fail(FailureClass::kProvider, "its model call failed: " + why);
@@ -214,10 +222,12 @@ Status ReadMessages(TeamStore& store, const std::string& team, Report* r) {
     MATES_ASSIGN_OR_RETURN(LogPage page, store.LogAfter(team, cursor, kLogPageBytes));
     for (auto& m : page.messages) {
       ++r->messages_total;
-      ++r->flow[{m.sender, m.type == MessageType::kBroadcast ? "*" : m.recipient}];
+      std::pair<std::string, std::string> pair = {m.sender, m.type == MessageType::kBroadcast ? "*" : m.recipient};
+      if (r->flow.size() >= kMaxFlowPairs && r->flow.count(pair) == 0) pair = {"(others)", "(others)"};
+      ++r->flow[pair];
       ++r->message_types[std::string(MessageTypeName(m.type))];
       Span(r, m.timestamp);
-      if (m.sender == kUserName) {
+      if (m.sender == kUserName && r->decisions.size() <= kMaxListed) {
         r->decisions.push_back({m.timestamp, kUserName, "wrote to " + m.recipient + ": " + Cut(m.content)});
       }
       last.push_back(std::move(m));
@@ -242,7 +252,7 @@ void ReadMerges(const std::vector<MergeRequest>& merges, Report* r) {
     const std::string which = "merge request " + std::to_string(m.id) + " (" + TaskRef(m.task) + ", " + m.owner + ")";
     const std::string where = "merge request " + std::to_string(m.id);
     auto fail = [&](FailureClass c, const std::string& what) {
-      r->failures.push_back({c, m.updated_at, m.owner, m.task, which + " " + what, where, 1});
+      AddFailure(r, {c, m.updated_at, m.owner, m.task, which + " " + what, where, 1});
     };
     if (m.status == MergeState::kConflict) {
       fail(FailureClass::kCoordination, "conflicted with the target in " + JoinWords(m.files, ", ", 8) +
@@ -280,10 +290,10 @@ void ReadRequests(const std::vector<ProtocolRequest>& requests, Report* r) {
     const std::string where = std::string(RequestKindName(q.kind)) + " request " + q.id;
     const std::string answer = q.response.empty() ? "" : ": " + Cut(q.response);
     if (q.status == RequestState::kRejected && q.kind == RequestKind::kPlanApproval) {
-      r->failures.push_back({FailureClass::kSpecification, q.resolved_at, q.requester, 0,
+      AddFailure(r, {FailureClass::kSpecification, q.resolved_at, q.requester, 0,
                              q.requester + "'s plan was rejected by " + q.responder + answer, where, 1});
     } else if (q.status == RequestState::kRejected && q.kind == RequestKind::kShutdown) {
-      r->failures.push_back({FailureClass::kCoordination, q.resolved_at, q.responder, 0,
+      AddFailure(r, {FailureClass::kCoordination, q.resolved_at, q.responder, 0,
                              q.responder + " declined to shut down when " + q.requester + " asked" + answer, where, 1});
     }
     if (q.kind == RequestKind::kPlanApproval && q.responder != kUserName && q.status != RequestState::kPending) {
@@ -339,7 +349,7 @@ void ReadTasks(std::vector<Task> tasks, const std::map<std::string, std::string>
 // a budget spent.
 void ReadTheRest(const Workspace& ws, const TeamConfig& team, Report* r) {
   for (const auto& f : ReadForecasts(ws, team.name)) {
-    r->failures.push_back({FailureClass::kCoordination, f.since, JoinWords(f.members, " and "), f.tasks.empty() ? 0 : f.tasks[0],
+    AddFailure(r, {FailureClass::kCoordination, f.since, JoinWords(f.members, " and "), f.tasks.empty() ? 0 : f.tasks[0],
                            "a conflict is forecast " + std::string(f.with_target ? "with the target" : "between them") +
                                " in " + JoinWords(f.files, ", ", 8),
                            "forecast.json", 1});
@@ -348,7 +358,7 @@ void ReadTheRest(const Workspace& ws, const TeamConfig& team, Report* r) {
     auto q = ReadFilePrefix(ws.TeamDir(team.name) / (m.name + "_inbox.quarantine"), 1 << 20);
     if (!q.ok() || q->empty()) continue;
     const auto lines = std::count(q->begin(), q->end(), '\n');
-    r->failures.push_back({FailureClass::kCoordination, 0, m.name, 0,
+    AddFailure(r, {FailureClass::kCoordination, 0, m.name, 0,
                            std::to_string(std::max<long>(lines, 1)) + " line(s) of " + m.name +
                                "'s inbox could not be read and were set aside: messages it never got",
                            m.name + "_inbox.quarantine", 1});
@@ -358,7 +368,7 @@ void ReadTheRest(const Workspace& ws, const TeamConfig& team, Report* r) {
     if (t.status != TaskStatus::kInProgress || t.owner.empty()) continue;
     const Member* owner = team.Find(t.owner);
     if (owner != nullptr && owner->status != MemberStatus::kShutdown) continue;
-    r->failures.push_back({FailureClass::kCoordination, t.updated_at, t.owner, t.id,
+    AddFailure(r, {FailureClass::kCoordination, t.updated_at, t.owner, t.id,
                            TaskRef(t.id) + " was left in progress by " + t.owner +
                                (owner == nullptr ? ", who is not in the team" : ", who has shut down"),
                            "the board", 1});
@@ -394,10 +404,9 @@ void ReadSpend(TeamStore& store, const Workspace& ws, const TeamConfig& team, Re
   const double usd = r->cost_usd + b.counted_usd();
   r->budget = agent::DescribeBudget(b, agent::TotalTokens(r->usage), r->cost_usd);
   const bool spent = (b.tokens > 0 && tokens >= b.tokens) || (b.usd > 0 && usd >= b.usd);
-  const bool said = std::any_of(r->failures.begin(), r->failures.end(),
-                                [](const Failure& f) { return f.kind == FailureClass::kBudget; });
+  const bool said = r->failure_counts[FailureClass::kBudget] > 0;
   if (spent && !said) {
-    r->failures.push_back({FailureClass::kBudget, r->ended, "", 0, "the team's budget is spent: " + r->budget, "config.json", 1});
+    AddFailure(r, {FailureClass::kBudget, r->ended, "", 0, "the team's budget is spent: " + r->budget, "config.json", 1});
   }
 }
 
@@ -486,6 +495,16 @@ Result<Report> Build(TeamStore& store, const Workspace& ws, const std::string& t
   auto by_time = [](const auto& a, const auto& b) { return a.at < b.at; };
   std::stable_sort(r.failures.begin(), r.failures.end(), by_time);
   std::stable_sort(r.decisions.begin(), r.decisions.end(), by_time);
+  if (r.failures.size() + r.failures_dropped > kMaxListed) {
+    r.notes.push_back(std::to_string(kMaxListed) + " of " + std::to_string(r.failures.size() + r.failures_dropped) +
+                      " failures are listed (the counts by class are of them all)");
+    r.failures.resize(std::min(r.failures.size(), kMaxListed));
+  }
+  if (r.decisions.size() > kMaxListed) {
+    r.notes.push_back("the first " + std::to_string(kMaxListed) + " of " + std::to_string(r.decisions.size()) +
+                      " decisions are listed");
+    r.decisions.resize(kMaxListed);
+  }
   return r;
 }
 

@@ -120,8 +120,10 @@ struct Report {
   std::map<std::string, int> message_types;                 // type → messages
   std::vector<MergeRequest> merges;
   std::vector<ProtocolRequest> requests;
-  std::vector<Failure> failures;  // by time
-  std::vector<Decision> decisions;  // by time
+  std::vector<Failure> failures;  // by time, the first kMaxListed
+  std::map<FailureClass, int> failure_counts;  // all of them, by class
+  size_t failures_dropped = 0;                 // not kept to be listed
+  std::vector<Decision> decisions;  // by time, the first kMaxListed
   // The team's totals (every journal, subagents' too) and its budget.
   int calls = 0;
   llm::Usage usage;
@@ -133,6 +135,10 @@ struct Report {
 };
 
 inline constexpr size_t kMaxListedMessages = 300;
+// Failures and decisions listed, and sender-recipient pairs counted apart
+// (a record written to flood a report lists no more; the rest are counted).
+inline constexpr size_t kMaxListed = 2000;
+inline constexpr size_t kMaxFlowPairs = 1000;
 // A journal is read up to this many bytes; a longer one is said in the
 // notes and left out (memory stays bounded whatever a journal's size).
 inline constexpr size_t kMaxJournalBytes = size_t{64} << 20;
