@@ -115,7 +115,7 @@ TEST(ReportTest, TheDemosRecordReadsAsAWhole) {
   auto rejected = FailuresOf(r, "specification", "frontend's plan was rejected by lead");
   ASSERT_EQ(rejected.size(), 1u) << r["failures"].dump(2);
   EXPECT_EQ(rejected[0].value("task", 0), 4) << "while frontend held task #4";
-  EXPECT_EQ(r["failures_by_class"].value("specification", 0), 1);
+  EXPECT_EQ(r["failures_by_class"].value("specification", 0), 1) << r["failures"].dump(2);
   std::string decisions = r["decisions"].dump();
   EXPECT_NE(decisions.find("rejected frontend's plan"), std::string::npos) << decisions;
   EXPECT_NE(decisions.find("approved frontend's plan"), std::string::npos) << decisions;

@@ -40,7 +40,7 @@ std::string Breaker::AfterCall(double turn_cost) {
   }
   if (limits_.spike > 0 && team_) {
     std::optional<double> median = team_->Median();
-    if (median && *median > 0 && turn_cost > limits_.spike * *median) {
+    if (median && *median > 0 && turn_cost > limits_.spike * *median && turn_cost > limits_.spike_floor) {
       char ratio[32];
       std::snprintf(ratio, sizeof ratio, "%.0f", turn_cost / *median);
       return std::string("this turn has cost ") + ratio + " times the team's median turn (over " +

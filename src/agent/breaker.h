@@ -7,7 +7,10 @@
 //   successful call of a tool that changes something: not a read, not a
 //   message);
 // - a turn that has cost more than `spike` times the median turn of the
-//   team's agents in this host (once `kMinTurns` turns have ended). Cost
+//   team's agents in this host (once `kMinTurns` turns have ended) and
+//   more than `spike_floor` (a few calls' worth: ten short turns of idle
+//   news make a tiny median, which an ordinary turn of four calls is ten
+//   times — the demo's frontend was paused so, now and then). Cost
 //   is weighed as the providers price it, relative to an input token: an
 //   output token 5, a cache write 1.25, a cache read 0.1. Only the ratio
 //   matters, so no price table is needed.
@@ -28,6 +31,7 @@ struct BreakerLimits {
   int repeated_failures = 5;  // 0 = off
   int stall_calls = 0;        // 0 = off
   double spike = 10;          // 0 = off
+  double spike_floor = 50000;  // input tokens' worth: ~$0.15 at $3 per million
 };
 
 // A usage's cost in input tokens' worth.
