@@ -10,6 +10,7 @@
 #include "cli/session_view.h"
 #include "core/files.h"
 #include "demo_scenario.h"
+#include "git/git.h"
 #include "llm/scripted.h"
 
 namespace mates::cli {
@@ -35,6 +36,13 @@ Result<fs::path> DemoWorkspace(const std::string& flag) {
   return p;
 }
 
+Status CommitTheApp(const fs::path& dir) {
+  git::Git git(dir);
+  MATES_RETURN_IF_ERROR(git.Ok({"init", "--quiet", "--initial-branch=main"}).status());
+  MATES_RETURN_IF_ERROR(git.Ok({"add", "api/routes.txt", "README.md"}).status());
+  return git.Ok({"commit", "--quiet", "-m", "shop-api: the REST API"}).status();
+}
+
 int Demo(const DemoArgs& a) {
   Secrets::Scrub();
   if (Status s = CheckSeconds("--shutdown-timeout", a.shutdown_timeout, 0, false); !s.ok()) {
@@ -48,6 +56,12 @@ int Demo(const DemoArgs& a) {
   if (s.ok()) s = WriteFileAtomic(*dir / "api/routes.txt", "GET /users\nGET /users/:id\nPOST /users\nGET /users/:id/orders\n");
   if (s.ok()) s = WriteFileAtomic(*dir / "README.md", "# shop-api\n\nA small REST API (api/routes.txt), about to move to GraphQL.\n");
   if (!s.ok()) return Fail(s);
+  // A repository with the app committed: the session records that commit,
+  // and `mates replay` starts a checkout of it (DESIGN §31).
+  if (Status g = CommitTheApp(*dir); !g.ok()) {
+    std::cerr << "mates demo: the workspace is not a git repository (" << g.message()
+              << "): the session cannot be replayed\n";
+  }
   auto scenario = llm::Scenario::Parse(kDemoScenario, "rest-to-graphql.yaml");
   if (!scenario.ok()) return Fail(scenario.status());
   llm::ScriptedProvider provider(std::make_shared<llm::Scenario>(std::move(*scenario)), "scripted-demo");
