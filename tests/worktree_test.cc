@@ -121,23 +121,7 @@ struct Repo {
 
 // A lead that spawns one isolated teammate on "Go isolated one" and is
 // otherwise quiet (it decides no review); the teammate does its tasks.
-fs::path QuietLead(const Repo& repo) {
-  const fs::path quiet = repo.tmp.path() / "quiet_lead.yaml";
-  WriteAll(quiet, R"Y(rules:
-  - agent: lead
-    when: "Go isolated one"
-    reply: [{type: tool_use, name: Task, input: {team_name: wt, name: w1, isolation: worktree, prompt: "Work."}}]
-  - {agent: lead, once: false, reply: [{type: text, text: "Noted."}]}
-  - agent: "w*"
-    when: "Task #(\\d+): write (\\S+) with (.*)"
-    once: false
-    reply:
-      - {type: tool_use, name: bash, input: {command: "printf '%s\\n' '$3' > $2"}}
-      - {type: tool_use, name: TaskUpdate, input: {task_id: "$1", status: completed}}
-  - {agent: "w*", once: false, reply: [{type: text, text: "Done."}]}
-)Y");
-  return quiet;
-}
+fs::path QuietLead(const Repo&) { return testing::ScenarioFixture("team_quiet_lead.yaml"); }
 
 std::string Tail(const std::string& s) { return s.size() > 4000 ? s.substr(s.size() - 4000) : s; }
 

@@ -133,6 +133,18 @@ bool AgentLoop::HasPendingInput() {
   return !conversation_.empty() && conversation_.messages().back().role == llm::Role::kUser;
 }
 
+int64_t AgentLoop::PendingMessages() {
+  if (!spec_.read_inbox || ctx_->team.empty()) return 0;
+  std::lock_guard<std::mutex> lock(inbox_mu_);
+  auto n = InboxLocked().PendingCount();
+  int64_t total = n.ok() ? static_cast<int64_t>(*n) : 0;
+  if (Inbox* home = HomeInboxLocked()) {
+    auto h = home->PendingCount();
+    if (h.ok()) total += static_cast<int64_t>(*h);
+  }
+  return total;
+}
+
 void AgentLoop::ReportStopped(const std::string& why) {
   if (activity_) activity_->Stopped(why);
 }
@@ -499,6 +511,10 @@ Result<bool> AgentLoop::ReadyForCall(TurnResult* turn) {
     turn->why = over;
     if (events_ != nullptr) events_->OnNotice(spec_.name, "no further model calls: " + over);
     return false;
+  }
+  if (spec_.pacer) {
+    spec_.pacer->BeforeTake(spec_.name,
+                            [this] { return static_cast<int64_t>(delivered_.size()) + PendingMessages(); });
   }
   MATES_RETURN_IF_ERROR(TakeInboxAndNotices());
   if (before_call_) before_call_();

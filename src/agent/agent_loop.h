@@ -28,6 +28,7 @@
 #include "agent/conversation.h"
 #include "agent/events.h"
 #include "agent/journal.h"
+#include "agent/pacer.h"
 #include "agent/spend.h"
 #include "agent/usage.h"
 #include "hooks/hooks.h"
@@ -74,6 +75,9 @@ struct AgentSpec {
   // "breaker" and `why`. `turn_costs` is shared by the host's agents.
   BreakerLimits breaker;
   std::shared_ptr<TurnCosts> turn_costs;
+  // A replay's pacer (pacer.h): asked before each take of the inbox; null
+  // in every other session.
+  std::shared_ptr<Pacer> pacer;
 };
 
 // How a turn ended: the provider's stop reason or the loop's own, mapped
@@ -157,6 +161,8 @@ class AgentLoop {
   Status MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy> copy = nullptr,
                      const std::string& to = "", bool back_home = false);
   bool HasPendingInput();
+  // Unread messages in its inbox (and its home team's, for a lead away).
+  int64_t PendingMessages();
   // Stops the current model call or tool from another thread; the turn
   // returns `interrupted`. An interrupt that lands between turns stops the
   // next one (nothing erases it but that turn's end, or ClearInterrupt);

@@ -172,6 +172,7 @@ void AddPsCommand(CLI::App& app, Globals& g);
 void AddLogsCommand(CLI::App& app, Globals& g);
 void AddReportCommand(CLI::App& app, Globals& g);  // report
 void AddBundleCommands(CLI::App& app, Globals& g);  // export, import
+void AddReplayCommand(CLI::App& app, Globals& g);   // replay
 // `mates status` of g.team in g.store: once (as text, or --json), or
 // redrawn as it changes (--watch).
 int ShowStatusOf(Globals& g, bool watch, bool json);

@@ -162,6 +162,7 @@ void AddEverything(CLI::App& app, mates::cli::Globals& g) {
   mates::cli::AddLogsCommand(app, g);
   mates::cli::AddReportCommand(app, g);
   mates::cli::AddBundleCommands(app, g);
+  mates::cli::AddReplayCommand(app, g);
   mates::cli::AddStatusCommand(app, g);
   mates::cli::AddDashboardCommand(app, g);
   mates::cli::AddDemoCommand(app, g);

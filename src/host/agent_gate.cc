@@ -83,7 +83,7 @@ std::string RefusedInTheSandbox(const std::vector<std::string>& args) {
   int at = SubcommandAt(args);
   if (at < 0) return "";
   const std::string& c = args[static_cast<size_t>(at)];
-  for (const char* person : {"stop", "restart", "interrupt", "attach", "up", "down", "ps", "logs", "report", "export", "import", "dashboard", "trust"}) {
+  for (const char* person : {"stop", "restart", "interrupt", "attach", "up", "down", "ps", "logs", "report", "export", "import", "replay", "dashboard", "trust"}) {
     if (c == person) return "'mates " + c + "' is the person's: it cannot be run from an agent's sandbox";
   }
   return "";

@@ -360,9 +360,16 @@ Status Host::MakeLead(const TeamConfig& team) {
   spec.breaker.spike = 0;
   spec.metrics = metrics_;
   spec.tracer = tracer_;
+  spec.pacer = a.pacer;
   lead_ = std::make_unique<agent::AgentLoop>(std::move(spec), provider_,
                                              registry_.get(), &ctx, out_.events);
   ctx.cancel = lead_->cancel_token();
+  if (a.pacer) {
+    a.pacer->SetNudge(lead_name_, [this](const std::string& note) {
+      if (!note.empty()) lead_->AddNotice(note);
+      if (teams_) teams_->WakeWaiters();
+    });
+  }
   return Status::Ok();
 }
 
@@ -510,6 +517,7 @@ Status Host::StartTeam() {
   topt.teammate_max_calls = a.max_turns;
   topt.stall_calls = a.stall_calls;
   topt.turn_costs = turn_costs_;
+  topt.pacer = a.pacer;
   topt.context_budget = a.context_budget;
   topt.git = a.git;
   topt.spend = spend_;

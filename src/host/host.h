@@ -98,6 +98,9 @@ struct HostOptions {
   telemetry::OtlpConfig telemetry;
   // Called once the lead's host lock is taken and host.json is written.
   std::function<void()> on_ready;
+  // A replay's pacer (agent/pacer.h), given to every agent; null in every
+  // other session.
+  std::shared_ptr<agent::Pacer> pacer;
 };
 
 // Where a host's agents and the host itself are heard.

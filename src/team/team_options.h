@@ -7,6 +7,7 @@
 #include <string>
 
 #include "agent/breaker.h"
+#include "agent/pacer.h"
 #include "agent/spend.h"
 #include "telemetry/metrics.h"
 #include "telemetry/trace.h"
@@ -49,6 +50,8 @@ struct TeamOptions {
   std::function<void(const std::string& team, const std::string& name, const llm::ContentBlock& call,
                      const tools::ToolResult& result)>
       after_tool;
+  // A replay's pacer (agent/pacer.h); null in every other session.
+  std::shared_ptr<agent::Pacer> pacer;
 };
 
 }  // namespace mates::team

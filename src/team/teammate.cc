@@ -108,6 +108,7 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   spec.max_calls = env_.options.teammate_max_calls;
   spec.breaker.stall_calls = env_.options.stall_calls;
   spec.turn_costs = env_.options.turn_costs;
+  spec.pacer = env_.options.pacer;
   spec.read_inbox = true;
   spec.context.budget_tokens =
       config_.context_budget > 0 ? config_.context_budget : env_.options.context_budget;
@@ -121,6 +122,12 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   loop_ = std::make_unique<agent::AgentLoop>(spec, &env_.provider, tools_.get(), &ctx_, events_.get());
   ctx_.cancel = loop_->cancel_token();
   loop_->SetBeforeCall([this] { CheckPlanApproval(); });
+  if (env_.options.pacer) {
+    env_.options.pacer->SetNudge(config_.name, [loop = loop_.get(), waker = waker_](const std::string& note) {
+      if (!note.empty()) loop->AddNotice(note);
+      waker->Notify();
+    });
+  }
   // No tool runs for a teammate another host has taken over (its stop
   // interrupts the loop, which then skips the tool).
   loop_->SetBeforeTool([this] { (void)StillHosted(); });
@@ -443,6 +450,22 @@ bool Teammate::RestWait() {
   }
 }
 
+Result<std::optional<Task>> Teammate::LookForTask(ClaimLine::Place& place, bool in_line, bool* handed) {
+  // Replayed, it claims only where its record did (agent/pacer.h).
+  if (env_.options.pacer && !env_.options.pacer->MayClaim(config_.name)) return std::optional<Task>();
+  ClaimLine::Place::Look look;
+  if (in_line) look = place.BeginLook();
+  if (look.handed) {
+    *handed = true;
+    return look.handed;
+  }
+  ClaimOutlook outlook;
+  outlook.count_up_to = look.others;
+  auto claimed = board_->ClaimNext(config_.name, in_line ? &outlook : nullptr);
+  if (in_line) place.Looked(look.bumps, outlook);
+  return claimed;
+}
+
 bool Teammate::IdleWait() {
   if (loop_->resting()) return RestWait();
   const bool watched = WatchForWork();
@@ -474,17 +497,13 @@ bool Teammate::IdleWait() {
     uint64_t seen = waker_->generation();
     if (auto ends = IdleEnds()) return leave(*ends);
     claiming_.store(true);
-    ClaimLine::Place::Look look;
-    if (in_line) look = place.BeginLook();
-    if (look.handed) {
-      TakeTask(*look.handed);
+    bool handed = false;
+    auto claimed = LookForTask(place, in_line, &handed);
+    if (handed) {
+      TakeTask(**claimed);
       claiming_.store(false);
       return true;
     }
-    ClaimOutlook outlook;
-    outlook.count_up_to = look.others;
-    auto claimed = board_->ClaimNext(config_.name, in_line ? &outlook : nullptr);
-    if (in_line) place.Looked(look.bumps, outlook);
     if (claimed.ok() && claimed->has_value() && !StillHosted()) {
       GiveBackClaim(**claimed);
       return leave(false);

@@ -147,6 +147,9 @@ class Teammate {
   // Woken by its inbox's and the board's changes, claiming through the
   // store's board; a store it cannot reach is waited out.
   bool IdleWait();
+  // One look for work in the board (through the claim line when in it): a
+  // task handed to it (`handed`) or claimed, or none.
+  Result<std::optional<Task>> LookForTask(ClaimLine::Place& place, bool in_line, bool* handed);
   // IdleWait after a person's interrupt: it waits for a message only
   // (no claim, out of the claim line); false when it is to stop.
   bool RestWait();
