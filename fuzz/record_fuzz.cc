@@ -2,7 +2,8 @@
 // (DESIGN §31). The first byte chooses: a bundle (`mates import`: a
 // gzipped tar, unpacked into a scratch workspace that is removed after),
 // or a journal read into a team's report (`mates report`), rendered as
-// Markdown, JSON and HTML.
+// Markdown, JSON and HTML, and into the calls a replay answers (`mates
+// replay`), masked as a replay compares them.
 #include <unistd.h>
 
 #include <cstddef>
@@ -12,6 +13,8 @@
 
 #include "core/files.h"
 #include "report/bundle.h"
+#include "replay/normalise.h"
+#include "replay/record.h"
 #include "report/report.h"
 #include "store/roster.h"
 #include "store/team_store.h"
@@ -47,6 +50,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!Roster(w).CreateTeam("t").ok()) std::abort();
     if (!EnsureDir(w.AgentsDir("t")).ok() || !WriteFileAtomic(w.JournalPath("t", "lead"), body).ok()) std::abort();
     auto store = FileTeamStore(w);
+    std::vector<std::string> notes;
+    const auto agent = replay::ReadAgent("lead", {{"t", std::string(body)}}, data[0] % 4 == 1, &notes);
+    replay::IdMap ids;
+    for (const auto& c : agent.calls) {
+      for (const auto& r : c.results) (void)ids.Learn(r.text, replay::Masked(r.text, {"/w"}), {"/w"});
+      for (const auto& b : c.reply.content) (void)ids.Apply(b.input_json);
+    }
+    (void)replay::FirstWords(body);
+    (void)replay::CameFrom(body);
+    (void)replay::MovedTo(body);
     auto r = report::Build(*store, w, "t", "fuzzed");
     if (r.ok()) {
       (void)report::Markdown(*r);

@@ -759,7 +759,8 @@ TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
   const std::string repository =
       "git init -q && printf 'test:\\n\\ttest -s limit.txt\\n' > Makefile && git add Makefile && "
       "git -c user.name=p -c user.email=p@x commit -qm start || exit 1\n";
-  // The tokens' block prices with a table of the person's own.
+  // The tokens' block prices with a table of the person's own, in a
+  // repository (its replay starts from the session's commit).
   const std::string prices =
       "printf 'models:\\n  claude-:\\n    {input: 1, output: 2, cache_write: 1.25, cache_read: 0.1}\\n' "
       "> my-prices.yaml\n";
@@ -781,7 +782,7 @@ TEST_F(FirstHourTest, TheReadmesExamplesWorkAsPrintedInAScratchFolder) {
       {{"Leave it running"}, &mock, ""},
       {{"Work with an agent"}, &mock, ""},
       {{"The team store from the shell", "External agents in a team, over MCP"}, &mock, ""},
-      {{"Tokens, cost and budgets"}, &mock, prices},
+      {{"Tokens, cost and budgets"}, &mock, repository + prices},
       {{"What an agent's commands can touch"}, &mock, ""},
       {{"Teams"}, &teams, ""},
       {{"Teammates in their own worktrees"}, &worktrees, repository},

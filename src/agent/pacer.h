@@ -31,8 +31,10 @@ class Pacer {
   // else waits until that turn is due and returns true.
   virtual bool MayClaim(const std::string& agent) = 0;
   // How to nudge `agent`: add `note` to its next turn (unless "") and wake
-  // it. The agent's owner registers it once its loop is made.
-  virtual void SetNudge(const std::string& agent, std::function<void(const std::string& note)> nudge) = 0;
+  // it. The agent's owner registers it once its loop is made, and before
+  // it goes unregisters it (a null `nudge`: only if still `owner`'s).
+  virtual void SetNudge(const std::string& agent, const void* owner,
+                        std::function<void(const std::string& note)> nudge) = 0;
 };
 
 }  // namespace mates::agent

@@ -58,7 +58,8 @@ struct RecordedTeam {
 struct Recording {
   std::vector<RecordedTeam> teams;  // the start first
   bool open_ended = false;          // the start's record is a made team's alone
-  TeamSession session;
+  TeamSession session;                // the first
+  std::vector<TeamSession> sessions;  // each, in order (the start team's)
   fs::path repo;                    // where the commit is
   std::vector<std::string> notes;
 };
@@ -139,12 +140,13 @@ Result<Recording> FindRecording(Globals& g, const ArchivedChoice& archived) {
       r.teams.push_back(std::move(t));
     }
   }
-  const auto& sessions = r.teams[0].config.sessions;
-  if (sessions.empty()) return Status::FailedPrecondition("team " + r.teams[0].name + " has no recorded session start");
-  r.session = sessions.front();
-  if (sessions.size() > 1) {
-    r.notes.push_back(std::to_string(sessions.size()) + " sessions are recorded: replayed as one, from the first");
+  r.sessions = r.teams[0].config.sessions;
+  if (r.sessions.empty()) {
+    return Status::FailedPrecondition("team " + r.teams[0].name + " has no recorded session start");
   }
+  std::sort(r.sessions.begin(), r.sessions.end(),
+            [](const TeamSession& a, const TeamSession& b) { return a.started_at < b.started_at; });
+  r.session = r.sessions.front();
   return r;
 }
 
@@ -211,8 +213,6 @@ Result<host::SessionOptions> ReplayOptions(const Recording& r, const std::vector
   host::SessionOptions c;
   c.ws = Workspace(into);
   c.team = r.teams[0].name;
-  c.goal = replay::FirstWords(r.teams[0].lead_journal);
-  if (c.goal.empty()) return Status::FailedPrecondition("the lead's journal in team " + c.team + " holds no first words");
   // A turn takes as many calls as its record did, and no limit cuts it
   // shorter; idle teammates wait (the recorded lead's shutdown, or the
   // session's end, stops them).
@@ -350,10 +350,28 @@ void PrintOutcomes(const std::vector<replay::AgentOutcome>& outcomes, const std:
   }
 }
 
+// Each recorded session in turn, on its goal (the lead's first words from
+// its start on), in DIR, all answered by `replayer`.
+void RunSessions(Recording& rec, host::SessionOptions options, replay::Replayer& replayer) {
+  host::SessionOutput out;
+  out.say = [](const std::string& line) { std::cerr << "replay: " << line << "\n"; };
+  for (size_t i = 0; i < rec.sessions.size(); ++i) {
+    const TeamSession& s = rec.sessions[i];
+    options.goal = replay::FirstWords(rec.teams[0].lead_journal, i == 0 ? 0 : s.started_at);
+    const std::string which = "session " + std::to_string(i + 1) + " (" + s.how + ")";
+    if (options.goal.empty()) {
+      rec.notes.push_back(which + " gave the lead no words: not replayed");
+      continue;
+    }
+    const host::SessionResult r = host::Session::Run(options, &replayer, out);
+    if (!r.status.ok()) rec.notes.push_back(which + " failed in the replay: " + r.status.message());
+  }
+}
+
 int Replay(Globals& g, const ReplayArgs& a) {
   if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
   if (Status s = CheckSeconds("--give-up", a.give_up, 0, false); !s.ok()) return Fail(s);
-  const fs::path into = fs::absolute(a.into);
+  const fs::path into = fs::absolute(a.into).lexically_normal();
   if (Status s = CheckInto(into, g); !s.ok()) return Fail(s);
   auto rec = FindRecording(g, a.archived);
   if (!rec.ok()) return Fail(rec.status());
@@ -369,11 +387,8 @@ int Replay(Globals& g, const ReplayArgs& a) {
   ro.give_up_s = a.give_up;
   auto replayer = std::make_shared<replay::Replayer>(std::move(*agents), ro);
   options->pacer = replayer;
-  host::SessionOutput out;
-  out.say = [](const std::string& line) { std::cerr << "replay: " << line << "\n"; };
-  const host::SessionResult r = host::Session::Run(*options, replayer.get(), out);
+  RunSessions(*rec, *options, *replayer);
   replayer->Finish();
-  if (!r.status.ok()) rec->notes.push_back("the replayed session failed: " + r.status.message());
   const auto outcomes = replayer->Outcomes();
   for (const auto& n : replayer->notes()) rec->notes.push_back(n);
   size_t tasks = 0;

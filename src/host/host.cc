@@ -365,7 +365,7 @@ Status Host::MakeLead(const TeamConfig& team) {
                                              registry_.get(), &ctx, out_.events);
   ctx.cancel = lead_->cancel_token();
   if (a.pacer) {
-    a.pacer->SetNudge(lead_name_, [this](const std::string& note) {
+    a.pacer->SetNudge(lead_name_, this, [this](const std::string& note) {
       if (!note.empty()) lead_->AddNotice(note);
       if (teams_) teams_->WakeWaiters();
     });
@@ -717,6 +717,7 @@ void Host::StopWork() {
 }
 
 Host::~Host() {
+  if (options_.pacer) options_.pacer->SetNudge(lead_name_, this, {});
   // Its thread asks the manager for the team: it stops before that goes.
   if (forecast_) forecast_->Stop();
   // The session's span ends and is sent with what is queued; the agents'

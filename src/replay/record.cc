@@ -199,18 +199,18 @@ RecordedAgent ReadAgent(const std::string& name, const std::vector<JournalSource
   return agent;
 }
 
-std::string FirstWords(std::string_view journal_text) {
+std::string FirstWords(std::string_view journal_text, double after) {
   std::string words;
   ForEachLine(journal_text, [&](std::string_view text) {
     if (!words.empty()) return;
     auto j = ParseJson(text);
-    if (!j.ok() || !j->is_object()) return;
+    if (!j.ok() || !j->is_object() || (after > 0 && TimeOf(*j, 0) < after)) return;
     const Json* messages = nullptr;
     Json one;
     if (StringOr(*j, "kind") == "message") {
       one = Json::array({FieldOr(*j, "message")});
       messages = &one;
-    } else if (StringOr(*j, "kind") == "compact") {
+    } else if (StringOr(*j, "kind") == "compact" && after <= 0) {
       auto m = j->find("messages");
       if (m != j->end() && m->is_array()) messages = &*m;
     }

@@ -60,8 +60,10 @@ struct JournalSource {
 RecordedAgent ReadAgent(const std::string& name, const std::vector<JournalSource>& journals,
                         bool expand_first_compact, std::vector<std::string>* notes);
 
-// The first user words of an agent's journal: a lead's goal ("" if none).
-std::string FirstWords(std::string_view journal_text);
+// The first user words of an agent's journal: a lead's goal ("" if none);
+// with `after`, the first of a line at that time or later (a later
+// session's goal; compact lines, which copy the past, are not read then).
+std::string FirstWords(std::string_view journal_text, double after = 0);
 // The team whose journal a lead's first compact line copied its past from
 // ("" if the first line is not such a line): where a made team's lead came
 // from.

@@ -240,7 +240,7 @@ TEST(ReplayerTest, AReplayInWhichNothingMovesStopsPacing) {
   o.give_up_s = 0.3;
   Replayer r({a}, o);
   std::atomic<int> nudges{0};
-  r.SetNudge("a", [&](const std::string& note) {
+  r.SetNudge("a", &nudges, [&](const std::string& note) {
     EXPECT_FALSE(note.empty());
     ++nudges;
   });

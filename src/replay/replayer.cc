@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <tuple>
 
@@ -135,9 +134,13 @@ bool Replayer::MayClaim(const std::string& agent) {
   return true;
 }
 
-void Replayer::SetNudge(const std::string& agent, std::function<void(const std::string& note)> nudge) {
+void Replayer::SetNudge(const std::string& agent, const void* owner,
+                        std::function<void(const std::string& note)> nudge) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (AgentState* a = Find(agent)) a->nudge = std::move(nudge);
+  AgentState* a = Find(agent);
+  if (a == nullptr || (!nudge && a->nudge_owner != owner)) return;
+  a->nudge = std::move(nudge);
+  a->nudge_owner = a->nudge ? owner : nullptr;
 }
 
 void Replayer::Diverged(AgentState& a, Divergence d) {
@@ -266,16 +269,12 @@ void Replayer::Watch() {
                    std::string("the replay stalled before this call: nothing happened for ") + secs +
                        " s (its input never came)",
                    "", ""});
-      if (std::getenv("MATES_REPLAY_DEBUG") != nullptr) {
-        for (size_t i = frontier_; i < std::min(events_.size(), frontier_ + 12); ++i) {
-          const Event& x = events_[i];
-          std::fprintf(stderr, "event %zu %s call %zu kind %d done %d ts %.6f waiting %d served %zu\n", i,
-                       agents_[x.agent].record.name.c_str(), x.call + 1, static_cast<int>(x.kind), x.done, x.ts,
-                       agents_[x.agent].waiting, agents_[x.agent].served);
-        }
-      }
-      notes_.push_back("pacing stopped at " + a.record.name + "'s call " + std::to_string(e.call + 1) +
-                       ": nothing happened for " + secs + " s");
+      const char* at = e.kind == Kind::kTake ? "taking in its input for" : "asking for";
+      notes_.push_back("pacing stopped: nothing happened for " + std::string(secs) + " s before " + a.record.name +
+                       (a.waiting > 0 ? " got past " : " came to ") + at + " its call " + std::to_string(e.call + 1) +
+                       (c.delivered_total > 0 && e.kind == Kind::kTake
+                            ? " (by then it had taken in " + std::to_string(c.delivered_total) + " messages)"
+                            : ""));
       finished_ = true;
       changed_.notify_all();
       break;
@@ -287,11 +286,9 @@ void Replayer::Watch() {
       notes_.push_back(a.record.name + " was nudged to start its turn " + std::to_string(c.turn) + " (call " +
                        std::to_string(e.call + 1) + ")");
       // A turn that began with a claim needs no words: woken, it claims.
-      const std::string note = c.claimed_task > 0 ? "" : "[replay] The recorded session went on here.";
-      auto nudge = a.nudge;
-      lock.unlock();
-      nudge(note);
-      lock.lock();
+      // Called with the lock held: its owner unregisters it (under the
+      // lock) before it goes, and a nudge only adds a notice and wakes.
+      a.nudge(c.claimed_task > 0 ? "" : "[replay] The recorded session went on here.");
     }
   }
 }

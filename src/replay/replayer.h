@@ -72,10 +72,12 @@ class Replayer : public llm::Provider, public agent::Pacer {
   std::string default_model() const override { return model_; }
   int64_t ContextWindow(const std::string&) const override;
 
-  // agent::Pacer
+  // agent::Pacer (a nudge is called with the replayer's lock held; a
+  // null one unregisters)
   void BeforeTake(const std::string& agent, const std::function<int64_t()>& messages) override;
   bool MayClaim(const std::string& agent) override;
-  void SetNudge(const std::string& agent, std::function<void(const std::string& note)> nudge) override;
+  void SetNudge(const std::string& agent, const void* owner,
+                std::function<void(const std::string& note)> nudge) override;
 
   // Pacing stops (every wait returns); the session is over.
   void Finish();
@@ -101,6 +103,7 @@ class Replayer : public llm::Provider, public agent::Pacer {
     int waiting = 0;     // threads of it waiting here now
     std::vector<size_t> take, reply, effects;  // its calls' events (npos: none)
     std::function<void(const std::string&)> nudge;
+    const void* nudge_owner = nullptr;
     std::optional<Divergence> divergence;
     std::vector<std::string> taken_seen;  // masked texts it took in already matched
     std::vector<bool> taken_used;         // per recorded taken text (flattened)

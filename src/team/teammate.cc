@@ -123,7 +123,7 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   ctx_.cancel = loop_->cancel_token();
   loop_->SetBeforeCall([this] { CheckPlanApproval(); });
   if (env_.options.pacer) {
-    env_.options.pacer->SetNudge(config_.name, [loop = loop_.get(), waker = waker_](const std::string& note) {
+    env_.options.pacer->SetNudge(config_.name, this, [loop = loop_.get(), waker = waker_](const std::string& note) {
       if (!note.empty()) loop->AddNotice(note);
       waker->Notify();
     });
@@ -139,6 +139,7 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
 }
 
 Teammate::~Teammate() {
+  if (env_.options.pacer) env_.options.pacer->SetNudge(config_.name, this, {});
   Stop(/*force=*/true, StopReason::kHostStopped, "its host is shutting down");
   Join();
   host_lock_.reset();  // first: a loss reported now would find the rest gone
