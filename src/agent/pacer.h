@@ -30,6 +30,10 @@ class Pacer {
   // turn did not start with a claim (a message starts it, or none does);
   // else waits until that turn is due and returns true.
   virtual bool MayClaim(const std::string& agent) = 0;
+  // Whether the record holds events that have not happened again yet (and
+  // the replay still paces them): a replayed session does not end while
+  // it does, even when for a moment nobody works.
+  virtual bool Pending() const = 0;
   // How to nudge `agent`: add `note` to its next turn (unless "") and wake
   // it. The agent's owner registers it once its loop is made, and before
   // it goes unregisters it (a null `nudge`: only if still `owner`'s).

@@ -363,6 +363,7 @@ void RunSessions(Recording& rec, host::SessionOptions options, replay::Replayer&
       rec.notes.push_back(which + " gave the lead no words: not replayed");
       continue;
     }
+    replayer.Until(i + 1 < rec.sessions.size() ? rec.sessions[i + 1].started_at : 1e300);
     const host::SessionResult r = host::Session::Run(options, &replayer, out);
     if (!r.status.ok()) rec.notes.push_back(which + " failed in the replay: " + r.status.message());
   }

@@ -204,7 +204,9 @@ Result<agent::TurnResult> Session::WaitForTeam(Result<agent::TurnResult> r) {
       r = lead.Continue();
       continue;
     }
-    if (!teams.AnyActive() && !PaneAgentsOwe(ctx, store)) {
+    // A replay's record may still hold work (a turn its pacer starts).
+    const bool replaying = options_.pacer && options_.pacer->Pending();
+    if (!teams.AnyActive() && !PaneAgentsOwe(ctx, store) && !replaying) {
       // Nobody works now, so whatever they had for the lead is out: a
       // last word (the merge queue's review notice, say) may have come
       // after the look above but before its sender went idle.
@@ -214,7 +216,7 @@ Result<agent::TurnResult> Session::WaitForTeam(Result<agent::TurnResult> r) {
     }
     // Without a watch on the inbox, a send from another process is seen
     // at the next look.
-    waker->WaitChange(g, inboxes.watched() ? std::nullopt : DeadlineIn(1.0));
+    waker->WaitChange(g, replaying ? DeadlineIn(0.05) : inboxes.watched() ? std::nullopt : DeadlineIn(1.0));
   }
   if (r.ok() && stopping()) r->interrupted = true;
   return r;

@@ -63,7 +63,9 @@ std::string MaskRuns(std::string_view t) {
       out += "<stamp>";
     } else if (n >= 7 && n <= 40 && std::all_of(run.begin(), run.end(), Hex) &&
                std::any_of(run.begin(), run.end(), Digit) &&
-               std::any_of(run.begin(), run.end(), [](char c) { return !Digit(c); })) {
+               (n >= 10 || std::any_of(run.begin(), run.end(), [](char c) { return !Digit(c); }))) {
+      // Ten digits and more are a commit that happens to have no letter
+      // (one in a hundred short ones), or a clock's seconds: both differ.
       out += "<hex>";
     } else {
       out += run;

@@ -14,8 +14,8 @@
 namespace mates::replay {
 
 // `text` with each of `roots` (longest first) as <workspace>, hex runs of
-// 7 to 40 characters that hold a digit and a letter (ids, commits) as
-// <hex>, archive stamps (20261206T132625) as <stamp>, and ISO-8601 times as
+// 7 to 40 characters that hold a digit and a letter (ids, commits), or of
+// 10 to 40 digits (a commit without a letter, epoch seconds), as <hex>, archive stamps (20261206T132625) as <stamp>, and ISO-8601 times as
 // <time>.
 std::string Masked(std::string_view text, const std::vector<std::string>& roots);
 

@@ -124,6 +124,8 @@ TEST(NormaliseTest, WhatTwoRunsMakeDifferentlyIsMasked) {
             "archived in .archive/t-<stamp> at <time>");
   // Words, numbers and short hex stay: they are what a tool said.
   EXPECT_EQ(Masked("port 8080 is deadbeef, cafe 1234567", {}), "port 8080 is deadbeef, cafe 1234567");
+  // A commit with no letter in it (one short hash in a hundred), a clock's seconds.
+  EXPECT_EQ(Masked("commit 2806568792 at 1796563585", {}), "commit <hex> at <hex>");
 }
 
 TEST(NormaliseTest, IdsAreLearnedFromTextsThatReadTheSame) {

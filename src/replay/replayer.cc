@@ -143,6 +143,18 @@ void Replayer::SetNudge(const std::string& agent, const void* owner,
   a->nudge_owner = a->nudge ? owner : nullptr;
 }
 
+bool Replayer::Pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !finished_ && frontier_ < events_.size() && events_[frontier_].ts < until_;
+}
+
+void Replayer::Until(double ts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  until_ = ts;
+  moved_ = std::chrono::steady_clock::now();  // a session starts: no stall yet
+  changed_.notify_all();
+}
+
 void Replayer::Diverged(AgentState& a, Divergence d) {
   if (!a.divergence) a.divergence = std::move(d);
 }
@@ -251,7 +263,7 @@ void Replayer::Watch() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!finished_) {
     changed_.wait_for(lock, std::chrono::milliseconds(20));
-    if (finished_ || frontier_ >= events_.size()) continue;
+    if (finished_ || frontier_ >= events_.size() || events_[frontier_].ts >= until_) continue;
     // An agent whose tools run is not stalled, however long they take.
     bool in_tools = false;
     for (const auto& a : agents_) {

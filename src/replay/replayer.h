@@ -78,7 +78,11 @@ class Replayer : public llm::Provider, public agent::Pacer {
   bool MayClaim(const std::string& agent) override;
   void SetNudge(const std::string& agent, const void* owner,
                 std::function<void(const std::string& note)> nudge) override;
+  bool Pending() const override;
 
+  // The session replayed now ends before `ts` (the next one's start): what
+  // the record holds from then on is not waited for, nor nudged, yet.
+  void Until(double ts);
   // Pacing stops (every wait returns); the session is over.
   void Finish();
   // Each agent's outcome (call after the session ended and Finish).
@@ -132,6 +136,7 @@ class Replayer : public llm::Provider, public agent::Pacer {
   std::vector<Event> events_;   // in recorded order
   size_t frontier_ = 0;         // events before it are all done
   bool finished_ = false;       // pacing stopped
+  double until_ = 1e300;        // Until's
   std::chrono::steady_clock::time_point moved_;  // the last event done
   IdMap ids_;
   std::vector<std::string> notes_;
