@@ -115,6 +115,37 @@ TEST(ReplayTest, TheDemoReplaysWithNoDivergenceAndTwoReplaysAgree) {
   EXPECT_NE(text.out.find("\nno divergence\n"), std::string::npos) << text.out;
 }
 
+// The demo's team as a bundle, imported where nothing else of the session
+// is (not even a repository, and a default team of another's): its git
+// history and record are enough to replay it.
+TEST(ReplayTest, AnImportedBundleReplaysElsewhere) {
+  TempDir tmp;
+  const fs::path ws = tmp.path() / "demo";
+  auto demo = testing::Run({testing::MatesBinary(), "demo", "--workspace", ws.string()});
+  ASSERT_EQ(demo.exit_code, 0) << demo.out << demo.err;
+  const fs::path file = tmp.path() / "session.tgz";
+  auto out = testing::RunMates(ws, {"export", "--team", "rest-to-graphql", "--archived", "--bundle", file.string()});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const fs::path there = tmp.path() / "elsewhere";
+  fs::create_directories(there);
+  WriteAll(tmp.path() / "hello.yaml", "default_reply: [{type: text, text: Hello.}]\n");
+  auto own = testing::RunMates(there, {"run", "--provider", "scripted", "--scenario",
+                                       (tmp.path() / "hello.yaml").string(), "my own work"});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  auto in = testing::RunMates(there, {"import", file.string()});
+  ASSERT_EQ(in.exit_code, 0) << in.err;
+  const fs::path dir = tmp.path() / "replayed";
+  auto r = testing::RunMates(there, {"replay", "--team", "rest-to-graphql", "--archived", "--into", dir.string(),
+                                     "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Json j = Parsed(r);
+  EXPECT_EQ(j["team"], "default");  // where its lead made it, as in the record
+  EXPECT_EQ(j["teams"], Json::array({"rest-to-graphql"}));
+  EXPECT_EQ(j["board"], Json::array());
+  for (const auto& a : j["agents"]) EXPECT_FALSE(a["diverged"].get<bool>()) << a.dump();
+  EXPECT_EQ(FilesOf(dir), FilesOf(ws));
+}
+
 // A repository whose config.txt the session read while it had an edit not
 // committed: the replay's checkout reads what was committed.
 TEST(ReplayTest, AToolThatSawWhatHasSinceChangedIsItsAgentsDivergence) {
@@ -275,6 +306,11 @@ TEST(ReplayTest, WhatCannotBeReplayedIsOneClearError) {
       EXPECT_EQ(a["divergence"]["what"], "a model call the record does not have") << a.dump();
     }
   }
+  // A journal of a gigabyte (sparse: nothing is written) is one error, read not at all.
+  fs::resize_file(journal, size_t{1} << 30);
+  auto huge = replay({"--into", (tmp.path() / "g").string()});
+  EXPECT_EQ(huge.exit_code, 1) << huge.out;
+  EXPECT_NE(huge.err.find("too large to replay"), std::string::npos) << huge.err;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 // teams the lead moved to from there (TeamCreate), live or archived. A
 // team a lead made is replayed from the team it was made in, when that is
 // here (else from its own record: an imported bundle).
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -34,7 +35,7 @@
 namespace mates::cli {
 namespace {
 
-constexpr size_t kMaxJournal = size_t{256} << 20;  // a journal replayed is read whole
+constexpr size_t kMaxJournal = size_t{64} << 20;   // a journal replayed is read whole (as a report's)
 constexpr int kMaxTeams = 8;                       // teams one session's lead moved through
 constexpr int kDiverged = 3;
 
@@ -58,6 +59,7 @@ struct RecordedTeam {
 struct Recording {
   std::vector<RecordedTeam> teams;  // the start first
   bool open_ended = false;          // the start's record is a made team's alone
+  std::string start_team;           // where the replayed session starts
   TeamSession session;                // the first
   std::vector<TeamSession> sessions;  // each, in order (the start team's)
   fs::path repo;                    // where the commit is
@@ -116,7 +118,10 @@ Result<Recording> FindRecording(Globals& g, const ArchivedChoice& archived) {
     auto start = OpenChosenStore(g.store, g.ws());
     std::shared_ptr<TeamStore> store = start.ok() ? std::move(*start) : nullptr;
     auto t = store ? TeamFrom(store, g.ws().root(), parent) : Result<RecordedTeam>(start.status());
-    if (t.ok()) {
+    // A team of that name here whose lead never went to this one is
+    // another's (an imported bundle's workspace has its own).
+    const bool its = t.ok() && std::ranges::count(replay::MovedTo(t->lead_journal), g.team) > 0;
+    if (its) {
       r.notes.push_back("team " + g.team + " was made by the lead of team " + parent + ": the session replayed is " +
                         parent + "'s");
       r.teams.push_back(std::move(*t));
@@ -125,8 +130,10 @@ Result<Recording> FindRecording(Globals& g, const ArchivedChoice& archived) {
       r.notes.push_back("team " + g.team + " was made by the lead of team " + parent +
                         ", whose record is not here: the lead's replay starts from what " + g.team + " holds");
     }
+    r.start_team = parent;
   }
   if (r.teams.empty()) r.teams.push_back(std::move(*named));
+  if (r.start_team.empty()) r.start_team = r.teams[0].name;
   for (size_t i = 0; i < r.teams.size() && static_cast<int>(r.teams.size()) < kMaxTeams; ++i) {
     const double after = replay::FirstTime(r.teams[0].lead_journal);
     for (const auto& m : replay::MovedTo(r.teams[i].lead_journal)) {
@@ -212,7 +219,7 @@ Result<host::SessionOptions> ReplayOptions(const Recording& r, const std::vector
                                            const fs::path& into, const std::string& sandbox) {
   host::SessionOptions c;
   c.ws = Workspace(into);
-  c.team = r.teams[0].name;
+  c.team = r.start_team;
   // A turn takes as many calls as its record did, and no limit cuts it
   // shorter; idle teammates wait (the recorded lead's shutdown, or the
   // session's end, stops them).
@@ -246,7 +253,7 @@ Result<host::SessionOptions> ReplayOptions(const Recording& r, const std::vector
 Status SetUpStart(const Recording& r, const Workspace& ws) {
   const RecordedTeam& t = r.teams[0];
   const double start = r.session.started_at;
-  if (t.config.created_at <= 0 || t.config.created_at >= start) return Status::Ok();
+  if (r.open_ended || t.config.created_at <= 0 || t.config.created_at >= start) return Status::Ok();
   MATES_RETURN_IF_ERROR(Roster(ws).CreateTeam(t.name, t.config.lead).status());
   MATES_ASSIGN_OR_RETURN(std::vector<Task> tasks, t.store->Board(t.name)->List(true));
   std::sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.id < b.id; });
@@ -397,7 +404,7 @@ int Replay(Globals& g, const ReplayArgs& a) {
   bool diverged = !board.empty();
   for (const auto& o : outcomes) diverged |= o.divergence.has_value();
   if (a.json) {
-    Json j{{"team", rec->teams[0].name}, {"into", into.string()}, {"commit", rec->session.commit},
+    Json j{{"team", rec->start_team}, {"into", into.string()}, {"commit", rec->session.commit},
            {"diverged", diverged}, {"board", board}, {"tasks_compared", tasks}, {"notes", rec->notes}};
     j["teams"] = Json::array();
     for (const auto& t : rec->teams) j["teams"].push_back(t.name);
@@ -407,7 +414,7 @@ int Replay(Globals& g, const ReplayArgs& a) {
   } else {
     std::string teams;
     for (const auto& t : rec->teams) teams += (teams.empty() ? "" : ", ") + t.name;
-    std::cout << "replayed the session of team " << rec->teams[0].name << " (teams " << teams << ") from commit "
+    std::cout << "replayed the session of team " << rec->start_team << " (teams " << teams << ") from commit "
               << rec->session.commit.substr(0, 12) << " in " << into.string() << "\n";
     PrintOutcomes(outcomes, board, tasks);
     for (const auto& n : rec->notes) std::cout << "  note: " << n << "\n";

@@ -204,6 +204,13 @@ class Files : public TeamStore {
     const fs::path path = ws_.JournalPath(team, member);
     JournalText j;
     j.where = path.string();
+    // Over the bound by its size: not read at all (a gigabyte would be
+    // read up to the bound only to be dropped).
+    std::error_code ec;
+    if (const auto size = fs::file_size(path, ec); !ec && size > max_bytes) {
+      j.too_large = true;
+      return j;
+    }
     MATES_ASSIGN_OR_RETURN(j.text, ReadFilePrefix(path, max_bytes + 1));
     if (j.text.size() > max_bytes) {
       j.too_large = true;
