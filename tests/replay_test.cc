@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/json.h"
@@ -36,6 +38,15 @@ std::string Git(const fs::path& dir, std::vector<std::string> args) {
   auto r = testing::Run(argv);
   EXPECT_EQ(r.exit_code, 0) << "git " << args.front() << ": " << r.err;
   return r.out;
+}
+
+// A repository at `ws` whose one commit holds `file` with `text`.
+void RepositoryWith(const fs::path& ws, const std::string& file, const std::string& text) {
+  fs::create_directories(ws);
+  Git(ws, {"init", "-q", "-b", "main"});
+  WriteAll(ws / file, text);
+  Git(ws, {"add", file});
+  Git(ws, {"commit", "-q", "-m", "start"});
 }
 
 // The files of a workspace (not its records or its repository), by path.
@@ -151,11 +162,7 @@ TEST(ReplayTest, AnImportedBundleReplaysElsewhere) {
 TEST(ReplayTest, AToolThatSawWhatHasSinceChangedIsItsAgentsDivergence) {
   TempDir tmp;
   const fs::path ws = tmp.path() / "repo";
-  fs::create_directories(ws);
-  Git(ws, {"init", "-q", "-b", "main"});
-  WriteAll(ws / "config.txt", "port: 80\n");
-  Git(ws, {"add", "config.txt"});
-  Git(ws, {"commit", "-q", "-m", "config"});
+  RepositoryWith(ws, "config.txt", "port: 80\n");
   WriteAll(ws / "config.txt", "port: 8080\n");  // not committed
   const fs::path yaml = tmp.path() / "read.yaml";
   WriteAll(yaml, R"Y(rules:
@@ -201,14 +208,46 @@ TEST(ReplayTest, AToolThatSawWhatHasSinceChangedIsItsAgentsDivergence) {
   EXPECT_NE(text.out.find("then: "), std::string::npos) << text.out;
 }
 
+// The person's words in the middle of a session are said again where they
+// came: the lead's turn that took them in replays with them.
+TEST(ReplayTest, ThePersonsMessagesAreSentAgainWhereTheyCame) {
+  TempDir tmp;
+  const fs::path ws = tmp.path() / "repo";
+  RepositoryWith(ws, "README", "x\n");
+  const fs::path yaml = tmp.path() / "wait.yaml";
+  WriteAll(yaml, R"Y(rules:
+  - agent: lead
+    when: "Wait for me"
+    reply: [{type: tool_use, name: bash, input: {command: "for i in $(seq 60); do [ -f go ] && break; sleep 0.05; done; echo waited"}}]
+  - agent: lead
+    when: "mind the tests"
+    reply: [{type: text, text: "Heard you."}]
+  - {agent: lead, once: false, reply: [{type: text, text: "Done."}]}
+)Y");
+  Subprocess run = testing::StartMates(ws, {"run", "--provider", "scripted", "--scenario", yaml.string(), "Wait for me"});
+  const fs::path journal = Workspace(ws).JournalPath("default", "lead");
+  for (int i = 0; i < 600 && ReadAll(journal).find("seq 60") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polls a file another process writes
+  }
+  auto said = testing::RunMates(ws, {"send", "--to", "lead", "mind the tests"});
+  ASSERT_EQ(said.exit_code, 0) << said.err;
+  WriteAll(ws / "go", "");
+  ASSERT_EQ(run.Wait().exit_code, 0);
+  ASSERT_NE(ReadAll(journal).find("Heard you."), std::string::npos) << ReadAll(journal);
+
+  const fs::path dir = tmp.path() / "replayed";
+  auto r = testing::RunMates(ws, {"replay", "--into", dir.string(), "--json", "--give-up", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_FALSE(Parsed(r)["diverged"].get<bool>());
+  auto log = testing::RunMates(dir, {"log", "--json"});
+  EXPECT_NE(log.out.find("mind the tests"), std::string::npos) << log.out;
+  EXPECT_NE(ReadAll(Workspace(dir).JournalPath("default", "lead")).find("mind the tests"), std::string::npos);
+}
+
 TEST(ReplayTest, AWorktreeTeamReplaysItsMerges) {
   TempDir tmp;
   const fs::path ws = tmp.path() / "repo";
-  fs::create_directories(ws);
-  Git(ws, {"init", "-q", "-b", "main"});
-  WriteAll(ws / "README", "the project\n");
-  Git(ws, {"add", "README"});
-  Git(ws, {"commit", "-q", "-m", "initial"});
+  RepositoryWith(ws, "README", "the project\n");
   ASSERT_TRUE(Roster(Workspace(ws)).CreateTeam("wt").ok());
   Board board(Workspace(ws).TasksDir("wt"));
   ASSERT_TRUE(board.Create({"write a.txt with alpha", "", "", {}, ""}).ok());

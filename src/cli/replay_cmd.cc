@@ -30,6 +30,7 @@
 #include "replay/replayer.h"
 #include "store/archive.h"
 #include "store/board.h"
+#include "store/messenger.h"
 #include "store/roster.h"
 
 namespace mates::cli {
@@ -213,6 +214,34 @@ Status CheckOut(const Recording& r, const fs::path& into) {
 }
 
 
+// What the person said to the session's agents (messages and broadcasts
+// as `user`, from the session's start on), in the order of the record.
+std::vector<replay::PersonMessage> PersonsMessages(const Recording& r) {
+  std::vector<replay::PersonMessage> out;
+  for (const auto& t : r.teams) {
+    (void)t.store->ReadLog(t.name, [&](const Message& m) {
+      if (m.sender != kUserName || m.timestamp < r.session.started_at) return;
+      if (m.type != MessageType::kMessage && m.type != MessageType::kBroadcast) return;
+      out.push_back({m.timestamp, t.name, m.type == MessageType::kBroadcast ? "" : m.recipient, m.content, m.summary});
+    });
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  return out;
+}
+
+// Sends the person's message again, in DIR's store.
+Status SendAgain(const fs::path& into, const replay::PersonMessage& m) {
+  auto store = FileTeamStore(Workspace(into));
+  std::unique_ptr<TeamMail> mail = store->Mail(m.team);
+  SendRequest r;
+  r.type = m.to.empty() ? MessageType::kBroadcast : MessageType::kMessage;
+  r.sender = kUserName;
+  r.recipient = m.to;
+  r.content = m.content;
+  r.summary = m.summary;
+  return Messenger(*mail).Send(r).status();
+}
+
 // The session's options for DIR: the start team, its lead's first words,
 // its worktree setting, the person's sandbox and hooks.
 Result<host::SessionOptions> ReplayOptions(const Recording& r, const std::vector<replay::RecordedAgent>& agents,
@@ -393,6 +422,8 @@ int Replay(Globals& g, const ReplayArgs& a) {
   ro.roots = {g.ws().root().string(), into.string()};
   for (const auto& t : rec->teams) ro.roots.push_back(t.root.string());
   ro.give_up_s = a.give_up;
+  ro.person = PersonsMessages(*rec);
+  ro.send = [into](const replay::PersonMessage& m) { return SendAgain(into, m); };
   auto replayer = std::make_shared<replay::Replayer>(std::move(*agents), ro);
   options->pacer = replayer;
   RunSessions(*rec, *options, *replayer);

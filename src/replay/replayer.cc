@@ -42,6 +42,14 @@ Replayer::Replayer(std::vector<RecordedAgent> agents, ReplayerOptions options) :
     }
     a.taken_used.assign(a.taken_all.size(), false);
   }
+  if (!options_.person.empty() && options_.send) {
+    AgentState& p = agents_.emplace_back();
+    p.record.name = "user";
+    p.person = true;
+    for (size_t m = 0; m < options_.person.size(); ++m) {
+      events_.push_back({options_.person[m].ts, agents_.size() - 1, m, Kind::kPerson});
+    }
+  }
   for (size_t i = 0; i < agents_.size(); ++i) {
     const auto& calls = agents_[i].record.calls;
     for (size_t k = 0; k < calls.size(); ++k) {
@@ -63,6 +71,7 @@ Replayer::Replayer(std::vector<RecordedAgent> agents, ReplayerOptions options) :
     a.effects.assign(n, kNone);
   }
   for (size_t e = 0; e < events_.size(); ++e) {
+    if (events_[e].kind == Kind::kPerson) continue;
     AgentState& a = agents_[events_[e].agent];
     auto& slot = events_[e].kind == Kind::kTake ? a.take : events_[e].kind == Kind::kReply ? a.reply : a.effects;
     slot[events_[e].call] = e;
@@ -264,6 +273,7 @@ void Replayer::Watch() {
   while (!finished_) {
     changed_.wait_for(lock, std::chrono::milliseconds(20));
     if (finished_ || frontier_ >= events_.size() || events_[frontier_].ts >= until_) continue;
+    if (SendPersons(lock)) continue;
     // An agent whose tools run is not stalled, however long they take.
     bool in_tools = false;
     for (const auto& a : agents_) {
@@ -305,6 +315,21 @@ void Replayer::Watch() {
   }
 }
 
+bool Replayer::SendPersons(std::unique_lock<std::mutex>& lock) {
+  const size_t e = frontier_;
+  if (events_[e].kind != Kind::kPerson || !options_.send) return false;
+  const PersonMessage m = options_.person[events_[e].call];
+  lock.unlock();
+  const Status sent = options_.send(m);
+  lock.lock();
+  if (!sent.ok()) {
+    notes_.push_back("the person's message to " + (m.to.empty() ? std::string("everyone") : m.to) +
+                     " could not be sent again: " + sent.message());
+  }
+  Done(e);
+  return true;
+}
+
 void Replayer::Finish() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -318,6 +343,7 @@ std::vector<AgentOutcome> Replayer::Outcomes() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<AgentOutcome> out;
   for (const auto& a : agents_) {
+    if (a.person) continue;
     AgentOutcome o{a.record.name, static_cast<int>(a.record.calls.size()), static_cast<int>(a.served),
                    a.divergence};
     if (!o.divergence && a.served < a.record.calls.size()) {

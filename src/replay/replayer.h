@@ -52,12 +52,25 @@ struct AgentOutcome {
   std::optional<Divergence> divergence;
 };
 
+// A message the person sent during the session (`mates send`, the page):
+// sent again, as `user`, where it came in the record.
+struct PersonMessage {
+  double ts = 0;
+  std::string team;
+  std::string to;  // "" for a broadcast
+  std::string content;
+  std::string summary;
+};
+
 struct ReplayerOptions {
   // The recorded workspace's root and the replay's (both read as
   // <workspace> in what is compared).
   std::vector<std::string> roots;
   double nudge_after_s = 0.05;  // nothing moved this long: the agent due is nudged
   double give_up_s = 10;        // nothing moved this long: pacing stops
+  // The person's messages, and how one is sent (on the replayer's thread).
+  std::vector<PersonMessage> person;
+  std::function<Status(const PersonMessage&)> send;
 };
 
 class Replayer : public llm::Provider, public agent::Pacer {
@@ -92,7 +105,8 @@ class Replayer : public llm::Provider, public agent::Pacer {
   std::vector<std::string> notes() const;
 
  private:
-  enum class Kind { kTake, kReply, kEffects };
+  // kPerson: a message of the person's (its index in options_.person).
+  enum class Kind { kTake, kReply, kEffects, kPerson };
   struct Event {
     double ts = 0;
     size_t agent = 0;
@@ -103,6 +117,7 @@ class Replayer : public llm::Provider, public agent::Pacer {
   };
   struct AgentState {
     RecordedAgent record;
+    bool person = false;  // the person's messages, not an agent
     size_t served = 0;   // replies given
     int waiting = 0;     // threads of it waiting here now
     std::vector<size_t> take, reply, effects;  // its calls' events (npos: none)
@@ -127,6 +142,9 @@ class Replayer : public llm::Provider, public agent::Pacer {
   void Diverged(AgentState& a, Divergence d);  // the first only; mu_ held
   llm::Response ReplyFor(const AgentState& a, size_t k) const;
   void Watch();  // the stall watcher's thread
+  // Sends the person's message that is due now, if the next event is one;
+  // true if it was. `lock` held on entry and return.
+  bool SendPersons(std::unique_lock<std::mutex>& lock);
 
   const ReplayerOptions options_;
   std::string model_ = "replay";
