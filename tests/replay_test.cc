@@ -339,7 +339,8 @@ TEST(ReplayTest, WhatCannotBeReplayedIsOneClearError) {
   WriteAll(journal, original.substr(0, original.size() - 40));
   auto torn = replay({"--into", (tmp.path() / "f").string(), "--json", "--give-up", "2"});
   EXPECT_EQ(torn.exit_code, 3) << torn.out << torn.err;
-  for (const auto& a : Parsed(torn)["agents"]) {
+  const Json t = Parsed(torn);
+  for (const auto& a : t["agents"]) {
     EXPECT_EQ(a["diverged"].get<bool>(), a["name"] == "analyst") << a.dump();
     if (a["name"] == "analyst") {
       EXPECT_EQ(a["divergence"]["what"], "a model call the record does not have") << a.dump();
