@@ -317,6 +317,17 @@ TEST(ReplayTest, WhatCannotBeReplayedIsOneClearError) {
   EXPECT_EQ(nogit.exit_code, 1);
   EXPECT_NE(nogit.err.find("did not start in a git checkout"), std::string::npos) << nogit.err;
 
+  // A roster whose recorded commit is an option to git: refused, not passed on.
+  const fs::path config = ws / ".teams/default/config.json";
+  const std::string roster = ReadAll(config);
+  auto edited_roster = Json::parse(roster);
+  edited_roster["sessions"][0]["commit"] = "--orphan=x";
+  WriteAll(config, edited_roster.dump());
+  auto option = replay({"--into", (tmp.path() / "o").string()});
+  EXPECT_EQ(option.exit_code, 1) << option.out;
+  EXPECT_NE(option.err.find("not a commit id"), std::string::npos) << option.err;
+  WriteAll(config, roster);
+
   // A journal edited by hand: the analyst's write now writes elsewhere.
   const fs::path archive = fs::directory_iterator(ws / ".teams/.archive")->path();
   const fs::path journal = archive / ".teams/rest-to-graphql/agents/analyst.jsonl";

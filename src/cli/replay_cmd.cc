@@ -115,7 +115,8 @@ Result<Recording> FindRecording(Globals& g, const ArchivedChoice& archived) {
   Recording r;
   const fs::path bundle = reading.ws.root() / "repo.bundle";
   r.repo = fs::exists(bundle) ? bundle : g.ws().root();
-  if (const std::string parent = replay::CameFrom(named->lead_journal); !parent.empty() && parent != g.team) {
+  if (std::string parent = replay::CameFrom(named->lead_journal);
+      !parent.empty() && parent != g.team && ValidateName("team name", parent).ok()) {
     auto start = OpenChosenStore(g.store, g.ws());
     std::shared_ptr<TeamStore> store = start.ok() ? std::move(*start) : nullptr;
     auto t = store ? TeamFrom(store, g.ws().root(), parent) : Result<RecordedTeam>(start.status());
@@ -139,6 +140,9 @@ Result<Recording> FindRecording(Globals& g, const ArchivedChoice& archived) {
     const double after = replay::FirstTime(r.teams[0].lead_journal);
     for (const auto& m : replay::MovedTo(r.teams[i].lead_journal)) {
       if (std::any_of(r.teams.begin(), r.teams.end(), [&](const RecordedTeam& t) { return t.name == m; })) continue;
+      if (Status s = ValidateName("team name", m); !s.ok()) {
+        return Status::Corrupt("the lead's journal names a team it moved to that is no team name: " + s.message());
+      }
       if (named.ok() && m == g.team) {
         r.teams.push_back(std::move(*named));
         named = Status::NotFound("taken");
@@ -200,6 +204,13 @@ Status CheckOut(const Recording& r, const fs::path& into) {
     return Status::FailedPrecondition(
         "the session did not start in a git checkout (no commit recorded at its start): there is nothing to replay "
         "it from; sessions started in a git repository can be replayed");
+  }
+  // Anyone's file (an imported bundle's roster): a commit id, nothing git
+  // could take for an option.
+  const std::string& c = r.session.commit;
+  if ((c.size() != 40 && c.size() != 64) ||
+      !std::all_of(c.begin(), c.end(), [](char x) { return (x >= '0' && x <= '9') || (x >= 'a' && x <= 'f'); })) {
+    return Status::Corrupt("the session's recorded commit is not a commit id: " + c.substr(0, 80));
   }
   MATES_RETURN_IF_ERROR(EnsureDir(into));
   git::Git parent(into.parent_path());
