@@ -146,11 +146,19 @@ try {
   check(buttons, "a plan drawn before the team was known gets its buttons once it is");
   await slow.close();
   const rid = await page.$eval("#plans .plan", (p) => p.dataset.id);
-  await page.type("#plans .plan .feedback", "looks right");
+  // The page draws its plans again whenever requests or merges change: here
+  // in the middle of the feedback, which must keep what was typed and the
+  // keys that follow.
+  await page.type("#plans .plan .feedback", "looks");
+  await page.evaluate(() => renderPlans());
+  await page.keyboard.type(" right");
   await clickLive(page, "#plans .plan .approve");
   await page.waitForFunction(() => !document.querySelector("#plans .plan"), { timeout: 5000 });
   const reqs = await (await fetch(base + "/api/requests?token=" + url.split("token=")[1])).json();
   check(reqs.requests.some((r) => r.request_id === rid && r.status === "approved"), "the plan " + rid + " is approved");
+  const answered = matesIn(args.mates, storeUrl ? elsewhere : ws, env)("log", "--team", team, "--json").out;
+  check(/"feedback":"looks right[ "]/.test(answered), "with the feedback typed across a redraw of the plans: " +
+        (answered.match(/"feedback":"[^"]*"/) || ["none"])[0]);
   await page.waitForFunction(() => [...document.querySelectorAll('#timeline .msg[data-type="plan_approval_response"]')].length > 0, { timeout: 5000 });
   check(true, "the approval shows in the timeline");
 

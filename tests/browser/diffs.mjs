@@ -71,6 +71,13 @@ try {
   await page.waitForSelector("#plans .merge-review .diff-file", { timeout: 10000 });
   check(await page.$eval("#plans .merge-review .diff-file summary", (e) => e.textContent) === "notes.txt +1 \u22120",
         "with its changes");
+  // The page draws its decisions again whenever requests or merges change:
+  // a diff opened stays open, its feedback typed stays.
+  await page.type("#plans .merge-review .feedback", "fine");
+  await page.evaluate(() => { renderPlans(); renderMerges(); });
+  check(await page.$eval("#plans .merge-review", (r) => r.querySelector(".diff-lazy").open && r.querySelector(".diff-file") !== null &&
+                         r.querySelector(".feedback").value === "fine"),
+        "drawn again, the review keeps its diff open and its feedback");
   await page.screenshot({ path: shots + "-review.png" });
   await page.$eval("#plans .merge-review .approve", (b) => b.click());
   await until("the merge", () => merges().some((m) => m.status === "merged"), 30000);

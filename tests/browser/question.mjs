@@ -99,7 +99,13 @@ try {
   // An answer that does not fit: refused, the reason on the form. (The
   // browser's own checks are off: the store is what is being tested.)
   await page.$eval("#plans .question form", (f) => { f.noValidate = true; });
-  await page.type('#plans .question [data-field="name"] input', "Ann");
+  // The page draws its plans again whenever requests or merges change; one
+  // such redraw in the middle of a field keeps the form and its focus.
+  await page.type('#plans .question [data-field="name"] input', "An");
+  await page.evaluate(() => renderPlans());
+  await page.keyboard.type("n");
+  const typed = await page.$eval('#plans .question [data-field="name"] input', (i) => i.value);
+  check(typed === "Ann", "a redraw while a field is filled in loses nothing typed: " + typed);
   await page.type('#plans .question [data-field="integer"] input', "500");
   await clickLive(page, "#plans .question .answer");
   await page.waitForFunction(() => document.querySelector("#plans .question .error").textContent !== "", { timeout: 5000 });
@@ -117,13 +123,16 @@ try {
   await clickLive(page, "#plans .question .answer");
   await page.waitForFunction(() => !document.querySelector("#plans .question"), { timeout: 10000 });
   check(true, "answered: the form is gone");
-  const log = () => mates("log", "--team", team, "--json").out;
+  // The lead's next turn quotes the server's answer; its reply is in its
+  // journal (not in the team's log: it speaks to nobody).
+  const leadJournal = () => fs.readFileSync(path.join(ws, ".teams", team, "agents", "lead.jsonl"), "utf8");
   const deadline = Date.now() + 30000;
-  while (!/The server has your answer/.test(log()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-  const journal = fs.readFileSync(path.join(ws, ".teams", team, "agents", "lead.jsonl"), "utf8");
-  check(/- Name: Ann/.test(journal) && /- Agreed to terms: true/.test(journal) && /- Favorite Integer: 7/.test(journal) &&
-        /hero-3/.test(journal) && /Guitar.*Piano|Piano.*Guitar/s.test(journal) && /dark and stormy night/.test(journal),
-        "the server got the answer, with the defaults filled in");
+  let journal;
+  while (!/The server has your answer/.test(journal = leadJournal()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  const parts = { name: /- Name: Ann/, terms: /- Agreed to terms: true/, integer: /- Favorite Integer: 7/, hero: /hero-3/,
+                  choices: /Guitar.*Piano|Piano.*Guitar/s, default: /dark and stormy night/ };
+  const missing = Object.keys(parts).filter((k) => !parts[k].test(journal));
+  check(missing.length === 0, "the server got the answer, with the defaults filled in" + (missing.length ? " (missing: " + missing.join(", ") + ")" : ""));
   const left = JSON.parse(mates("answer", "--team", team, "--json").out || "null");
   check(Array.isArray(left) && left.length === 0, "nothing waits any more");
 

@@ -493,32 +493,58 @@ function renderPlans() {
   const count = pending.length + reviews.length;
   $("plan-count").textContent = count ? "(" + count + ")" : "";
   if (!count) { $("plans").replaceChildren(el("div", { class: "empty" }, "Nothing waits for you.")); return; }
-  const mergeReviews = reviews.map((m) => el("div", { class: "plan merge-review", dataset: { id: "merge-" + m.id } },
+  const mergeReviews = reviews.map((m) => ["merge-" + m.id + "|" + cardLook(), () => el("div", { class: "plan merge-review", dataset: { id: "merge-" + m.id } },
     el("div", { class: "who" }, el("span", { text: "merge request " + m.id + " · " }), taskLink(m.task),
       el("span", { class: nameClass(m.owner), text: " " + m.owner }),
       el("span", { class: "muted", text: " — passed its check; merge it?" })),
     el("div", { class: "muted", text: m.subject }), lazyDiff("/api/merges/" + m.id + "/diff", "Changes"),
-    ...(S.readOnly ? [] : mergeDecision(m))));
-  // A form being filled in is kept: redrawn, it would lose what was typed.
-  // (One drawn before the page knew it may write is drawn again.)
+    ...(S.readOnly ? [] : mergeDecision(m)))]);
   const ro = String(Boolean(S.readOnly));
-  const kept = new Map([...$("plans").querySelectorAll(".question")].filter((q) => q.dataset.ro === ro).map((q) => [q.dataset.id, q]));
-  $("plans").replaceChildren(...pending.map((r) => {
-    if (r.kind === "elicitation") return kept.get(r.request_id) || questionForm(r);
-    const fb = el("input", { placeholder: "feedback (optional)", class: "feedback" });
-    const err = el("div", { class: "error" });
-    const decide = async (approve, btn) => {
-      btn.disabled = true;
-      try { await api("/api/requests/" + encodeURIComponent(r.request_id), { approve, feedback: fb.value }); refresh("requests"); }
-      catch (e) { err.textContent = e.message; btn.disabled = false; }
-    };
-    return el("div", { class: "plan", dataset: { id: r.request_id } },
-      el("div", { class: "who" }, el("span", { class: nameClass(r.requester), text: r.requester }), el("span", { class: "muted", text: " asks " + r.responder + " to approve" })),
-      el("pre", { text: r.content }), S.readOnly || S.team?.foreign ? null : fb,
-      S.readOnly || S.team?.foreign ? null : el("div", { class: "row" },
-        el("button", { class: "btn small danger reject", onclick: (e) => decide(false, e.target) }, "Reject"),
-        el("button", { class: "btn small primary approve", onclick: (e) => decide(true, e.target) }, "Approve")), err);
-  }), ...mergeReviews);
+  redrawKeeping($("plans"), [...pending.map((r) => {
+    // A question is kept across colour changes too: it is the one a person
+    // may be halfway through.
+    if (r.kind === "elicitation") return [r.request_id + "|" + ro, () => questionForm(r)];
+    return [r.request_id + "|" + cardLook(), () => {
+      const fb = el("input", { placeholder: "feedback (optional)", class: "feedback" });
+      const err = el("div", { class: "error" });
+      const decide = async (approve, btn) => {
+        btn.disabled = true;
+        try { await api("/api/requests/" + encodeURIComponent(r.request_id), { approve, feedback: fb.value }); refresh("requests"); }
+        catch (e) { err.textContent = e.message; btn.disabled = false; }
+      };
+      return el("div", { class: "plan", dataset: { id: r.request_id } },
+        el("div", { class: "who" }, el("span", { class: nameClass(r.requester), text: r.requester }), el("span", { class: "muted", text: " asks " + r.responder + " to approve" })),
+        el("pre", { text: r.content }), S.readOnly || S.team?.foreign ? null : fb,
+        S.readOnly || S.team?.foreign ? null : el("div", { class: "row" },
+          el("button", { class: "btn small danger reject", onclick: (e) => decide(false, e.target) }, "Reject"),
+          el("button", { class: "btn small primary approve", onclick: (e) => decide(true, e.target) }, "Approve")), err);
+    }];
+  }), ...mergeReviews]);
+}
+
+// What a card's drawing depends on besides its own record: whether the page
+// may write, and the members' colours.
+function cardLook() {
+  return S.readOnly + "|" + (S.team?.foreign || "") + "|" + (S.team?.members || []).map((m) => m.name + ":" + (m.color || "")).join(",");
+}
+// Draws box's cards, each given as [key, make]: a card already drawn under
+// its key is kept as it is (what a person typed in it, a diff they opened),
+// and so is the focus: moved, an input loses it, and the keys typed next
+// would go nowhere.
+function redrawKeeping(box, cards) {
+  const drawn = new Map([...box.children].filter((c) => c.dataset.key).map((c) => [c.dataset.key, c]));
+  const focused = box.contains(document.activeElement) ? document.activeElement : null;
+  const range = focused && typeof focused.selectionStart === "number"
+    ? [focused.selectionStart, focused.selectionEnd, focused.selectionDirection] : null;
+  box.replaceChildren(...cards.map(([key, make]) => {
+    const card = drawn.get(key) || make();
+    card.dataset.key = key;
+    return card;
+  }));
+  if (focused && focused.isConnected && document.activeElement !== focused) {
+    focused.focus({ preventScroll: true });
+    if (range) focused.setSelectionRange(...range);
+  }
 }
 
 // An MCP server's question (DESIGN §23) as a form drawn from its schema:
@@ -608,7 +634,7 @@ function renderMerges() {
   $("merge-count").textContent = all.length ? "(" + open.length + " open, " + all.length + " in all)" : "";
   // The open ones first, then the latest decided, newest first.
   const shown = open.concat(all.filter((m) => !open.includes(m)).reverse()).slice(0, 12);
-  $("merges").replaceChildren(...shown.map((m) => {
+  redrawKeeping($("merges"), shown.map((m) => [JSON.stringify([m.id, m.status, m.merged_commit, m.decided_by, m.feedback, m.files, m.output, cardLook()]), () => {
     const head = el("div", { class: "who" },
       el("span", { class: "mid", text: "#" + m.task }),
       el("span", { class: nameClass(m.owner), text: " " + m.owner }),
@@ -625,7 +651,7 @@ function renderMerges() {
     box.append(lazyDiff("/api/merges/" + m.id + "/diff", "Changes"));
     if (m.status === "review" && !S.readOnly) box.append(...mergeDecision(m));
     return box;
-  }));
+  }]));
 }
 // Feedback, Reject and Merge for a merge request waiting for review.
 function mergeDecision(m) {
