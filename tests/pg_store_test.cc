@@ -26,6 +26,7 @@
 #include "pg/store.h"
 #include "store/board.h"
 #include "store/claim_line.h"
+#include "store/forecast.h"
 #include "store/messenger.h"
 #include "store/roster.h"
 #include "support/pg_suite.h"
@@ -138,8 +139,8 @@ TEST_F(PgTest, InitMigrateAndStatusAnswerForTheSchema) {
                        "WHERE tablename LIKE 'mates\\_%'");
   ASSERT_TRUE(tables.ok()) << tables.status().message();
   EXPECT_EQ(tables->text(0, 0),
-            "mates_activity mates_inbox mates_journals mates_merges mates_messages mates_requests mates_schema "
-            "mates_tasks mates_teams");
+            "mates_activity mates_forecasts mates_inbox mates_journals mates_merges mates_messages mates_requests "
+            "mates_schema mates_tasks mates_teams");
 }
 
 TEST_F(PgTest, TwoInitsAtOnceCreateTheSchemaOnce) {
@@ -1581,6 +1582,74 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
   for (const char* left_out : {"bob", "carol", "dave", "boss"}) {
     EXPECT_FALSE(fs::exists(Workspace(out).AgentsDir("crew") / (std::string(left_out) + ".status.json"))) << left_out;
   }
+}
+
+// The conflicts a host forecasts (DESIGN §30) are the team's: another
+// machine's `mates status` shows them while the lead's host lives, and a
+// watch of them wakes when they change; a document that is not one, or is
+// too big, is none.
+TEST_F(PgTest, ForecastsAreSeenFromAnyMachineWhileTheHostLives) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->rosters().CreateTeam("crew", "boss", "").ok());
+  for (const std::string name : {"w1", "w2"}) {
+    Member m;
+    m.name = name;
+    ASSERT_TRUE(store->rosters().AddMember("crew", m).ok());
+  }
+  auto teams = pg::StoreTeams(*store);
+  auto waker = std::make_shared<Waker>();
+  auto watch = teams->Watch("crew", TeamPart::kForecasts, waker);
+  ASSERT_TRUE(watch.ok()) << watch.status().message();
+  ConflictForecast f;
+  f.members = {"w1", "w2"};
+  f.tasks = {3, 4};
+  f.files = {"shared.txt"};
+  f.since = 1763884800.5;
+  const uint64_t seen = waker->generation();
+  ASSERT_TRUE(teams->PutForecasts("crew", {f}).ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "no wake-up for a forecast";
+
+  TempDir elsewhere;
+  auto status = [&] {
+    auto st = RunMates(elsewhere.path(), {"status", "--team", "crew", "--json", "--store", url_});
+    EXPECT_EQ(st.exit_code, 0) << st.err;
+    return Json::parse(st.out, nullptr, false);
+  };
+  // No host: a forecast left behind is not shown.
+  EXPECT_TRUE(teams->Forecasts("crew").empty());
+  EXPECT_EQ(status()["forecasts"], Json::array());
+
+  auto hosted = teams->HoldLiveness("crew", "boss");
+  ASSERT_TRUE(hosted.ok()) << hosted.status().message();
+  Json v = status();
+  ASSERT_EQ(v["forecasts"].size(), 1u) << v.dump();
+  EXPECT_EQ(v["forecasts"][0]["members"], (Json{"w1", "w2"}));
+  EXPECT_EQ(v["forecasts"][0]["tasks"], (Json{3, 4}));
+  EXPECT_EQ(v["forecasts"][0]["files"], Json{"shared.txt"});
+  bool attention = false;
+  for (const auto& a : v["attention"]) attention = attention || a["kind"] == "conflict_forecast";
+  EXPECT_TRUE(attention) << v.dump();
+  auto text = RunMates(elsewhere.path(), {"status", "--team", "crew", "--store", url_});
+  EXPECT_NE(text.out.find("w1 (task #3) and w2 (task #4) both change shared.txt"), std::string::npos) << text.out;
+
+  // Resolved: none.
+  ASSERT_TRUE(teams->PutForecasts("crew", {}).ok());
+  EXPECT_EQ(status()["forecasts"], Json::array());
+
+  // What was not put by mates: no JSON, too big — none, and no error.
+  pg::Connection c = Connect(url_);
+  ASSERT_TRUE(c.Exec("UPDATE mates_forecasts SET doc = '{not json' WHERE team = 'crew'").ok());
+  EXPECT_TRUE(teams->Forecasts("crew").empty());
+  ASSERT_TRUE(c.Exec("UPDATE mates_forecasts SET doc = '{\"forecasts\": [' || repeat('{}, ', $1::int) || '{}]}' "
+                     "WHERE team = 'crew'",
+                     {std::to_string(kMaxForecastBytes / 4)})
+                  .ok());
+  EXPECT_TRUE(teams->Forecasts("crew").empty());
+  EXPECT_EQ(status()["forecasts"], Json::array());
+  // Bad input: no such team, a name that is not one.
+  EXPECT_EQ(teams->PutForecasts("nope", {f}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(teams->PutForecasts("../x", {f}).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(PgTest, LivenessFollowsTheHostProcessEvenThroughKillNine) {

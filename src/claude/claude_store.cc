@@ -369,7 +369,8 @@ class ClaudeStore : public TeamStore {
       case TeamPart::kRoster: MATES_RETURN_IF_ERROR(add(files.config.parent_path(), "config.json")); break;
       case TeamPart::kBoard: MATES_RETURN_IF_ERROR(add(files.tasks, "*.json")); break;
       case TeamPart::kHost:
-      case TeamPart::kMerges: break;  // Claude Code has neither: nothing changes
+      case TeamPart::kMerges:
+      case TeamPart::kForecasts: break;  // Claude Code has none: nothing changes
       case TeamPart::kLog:
       case TeamPart::kRequests:
         MATES_RETURN_IF_ERROR(add(files.inboxes, "*.json"));
@@ -488,6 +489,10 @@ class ClaudeStore : public TeamStore {
     return out;
   }
   std::optional<HostInfo> LiveHost(const std::string&) override { return std::nullopt; }
+  Status PutForecasts(const std::string&, const std::vector<ConflictForecast>&) override {
+    return ReadOnly("forecasting conflicts");
+  }
+  std::vector<ConflictForecast> Forecasts(const std::string&) override { return {}; }
 
  private:
   // Numbers what `messages` shows new or newly read (mu_ held); the

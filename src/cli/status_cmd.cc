@@ -264,7 +264,7 @@ int ShowStatus(const Globals& g, TeamStore& store, const Workspace& ws, const St
   }
   auto waker = std::make_shared<Waker>();
   constexpr TeamPart kParts[] = {TeamPart::kRoster, TeamPart::kHost, TeamPart::kBoard, TeamPart::kLog,
-                                 TeamPart::kActivity};
+                                 TeamPart::kActivity, TeamPart::kMerges, TeamPart::kForecasts};
   std::vector<std::unique_ptr<Hold>> watches(std::size(kParts));
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
   for (;;) {

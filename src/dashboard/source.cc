@@ -45,7 +45,7 @@ void Source::Subscribe(const KindWakers& wakers, std::shared_ptr<Waker> any) {
   const std::pair<TeamPart, Kind> parts[] = {
       {TeamPart::kRoster, kTeam},       {TeamPart::kHost, kTeam},           {TeamPart::kLog, kMessages},
       {TeamPart::kActivity, kActivity}, {TeamPart::kJournals, kTranscripts}, {TeamPart::kBoard, kTasks},
-      {TeamPart::kRequests, kRequests}, {TeamPart::kMerges, kMerges},
+      {TeamPart::kRequests, kRequests}, {TeamPart::kMerges, kMerges},     {TeamPart::kForecasts, kTeam},
   };
   for (const auto& [part, kind] : parts) watches_.push_back(Watch{part, kind, nullptr, nullptr});
   RetrySubscriptions();

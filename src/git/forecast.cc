@@ -53,7 +53,7 @@ void Forecaster::Stop() {
   stop_.store(true);
   waker_->Notify();
   if (thread_.joinable()) thread_.join();
-  if (!written_team_.empty() && !current_.empty()) (void)WriteForecasts(options_.ws, written_team_, {});
+  if (!written_team_.empty() && !current_.empty()) (void)store_->PutForecasts(written_team_, {});
   current_.clear();
   std::error_code ec;
   if (!index_dir_.empty()) fs::remove_all(index_dir_, ec);
@@ -112,7 +112,7 @@ void Forecaster::Main() {
         team_ = team;
         snapshots_.clear();
         merged_.clear();
-        if (!written_team_.empty() && !current_.empty()) (void)WriteForecasts(options_.ws, written_team_, {});
+        if (!written_team_.empty() && !current_.empty()) (void)store_->PutForecasts(written_team_, {});
         current_.clear();
         written_team_ = team;
       }
@@ -234,7 +234,7 @@ void Forecaster::Publish(const std::string& team, std::vector<ConflictForecast> 
   if (!differs) return;
   current_ = std::move(now);
   written_team_ = team;
-  if (Status s = WriteForecasts(options_.ws, team, current_); !s.ok()) LogWarning("conflict forecast: " + s.message());
+  if (Status s = store_->PutForecasts(team, current_); !s.ok()) LogWarning("conflict forecast: " + s.message());
   if (options_.on_change) options_.on_change();
 }
 

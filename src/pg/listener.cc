@@ -21,6 +21,7 @@ std::string BoardKey(const std::string& team) { return "b/" + team; }
 std::string TeamKey(const std::string& team) { return "t/" + team; }
 std::string LogKey(const std::string& team) { return "l/" + team; }
 std::string ActivityKey(const std::string& team) { return "a/" + team; }
+std::string ForecastKey(const std::string& team) { return "f/" + team; }
 std::string JournalKey(const std::string& team) { return "j/" + team; }
 std::string MergeKey(const std::string& team) { return "m/" + team; }
 

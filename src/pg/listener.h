@@ -43,6 +43,7 @@ std::string BoardKey(const std::string& team);
 std::string TeamKey(const std::string& team);  // its roster
 std::string LogKey(const std::string& team);   // its message log
 std::string ActivityKey(const std::string& team);  // its members' activity
+std::string ForecastKey(const std::string& team);  // the conflicts its host forecasts
 std::string JournalKey(const std::string& team);
 std::string MergeKey(const std::string& team);     // its merge requests   // its members' journal copies
 std::string ChannelOf(const std::string& key);

@@ -268,6 +268,14 @@ BEGIN
   END LOOP;
 END $$;
 )SQL",
+    // 10: the conflicts a team's host forecasts (DESIGN §30), one document
+    // per team, for `mates status` and the page on any machine.
+    R"SQL(
+CREATE TABLE mates_forecasts (
+  team text PRIMARY KEY REFERENCES mates_teams (name) ON DELETE CASCADE,
+  doc text NOT NULL
+);
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

@@ -40,6 +40,7 @@
 #include "pg/connection.h"
 #include "pg/listener.h"
 #include "store/claim_line.h"
+#include "store/forecast.h"
 #include "store/merges.h"
 #include "store/message.h"
 #include "store/requests.h"
@@ -235,8 +236,9 @@ class TaskRows {
   std::map<std::string, Line> lines_;  // by team; guarded by lines_mu_
 };
 
-// A member's journal copy (TeamStore::JournalOf), and what each member is
-// doing (agent/activity.h).
+// A member's journal copy (TeamStore::JournalOf), and the documents its
+// host keeps current for every machine: what each member is doing
+// (agent/activity.h), and the conflicts forecast (DESIGN §30).
 class JournalRows {
  public:
   explicit JournalRows(Store& store) : store_(store) {}
@@ -255,6 +257,11 @@ class JournalRows {
   // (member, document), a document over kMaxStateFileBytes left out.
   Status PutActivity(const std::string& team, const std::string& member, const std::string& doc);
   Result<std::vector<std::pair<std::string, std::string>>> Activities(const std::string& team);
+  // The team's conflict forecasts (store/forecast.h) as its host last put
+  // them, with a NOTIFY on ForecastKey(team); read back as put (a document
+  // over kMaxForecastBytes as none).
+  Status PutForecasts(const std::string& team, const std::vector<ConflictForecast>& forecasts);
+  Result<std::vector<ConflictForecast>> Forecasts(const std::string& team);
 
  private:
   Store& store_;

@@ -1,4 +1,4 @@
-// See store.h: members' journal copies and activity documents.
+// See store.h: members' journal copies, activity documents and forecasts.
 #include "pg/store.h"
 
 #include <algorithm>
@@ -130,6 +130,37 @@ Result<std::vector<std::pair<std::string, std::string>>> JournalRows::Activities
     out.emplace_back(std::string(r.text(i, 0)), std::string(r.text(i, 1)));
   }
   return out;
+}
+
+// ------------------------------------------------------------- forecasts
+
+Status JournalRows::PutForecasts(const std::string& team, const std::vector<ConflictForecast>& forecasts) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  const std::string doc = DumpJson(ForecastsToJson(forecasts));
+  if (doc.size() > kMaxForecastBytes) {
+    return Status::InvalidArgument("a forecast document may be " + std::to_string(kMaxForecastBytes) +
+                                   " bytes at most");
+  }
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
+  auto r = c->Exec(
+      "WITH up AS (INSERT INTO mates_forecasts (team, doc) VALUES ($1, $2) "
+      "ON CONFLICT (team) DO UPDATE SET doc = EXCLUDED.doc RETURNING 1) "
+      "SELECT pg_notify($3, '') FROM up",
+      {team, doc, ChannelOf(ForecastKey(team))});
+  if (!r.ok()) return NoTeamIfForeignKey(r.status(), team);
+  return Status::Ok();
+}
+
+Result<std::vector<ConflictForecast>> JournalRows::Forecasts(const std::string& team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT CASE WHEN octet_length(doc) <= " +
+                                             std::to_string(kMaxForecastBytes) +
+                                             " THEN doc END FROM mates_forecasts WHERE team = $1",
+                                         {team}));
+  if (r.size() == 0 || r.null(0, 0)) return std::vector<ConflictForecast>{};
+  auto j = ParseJson(std::string(r.text(0, 0)));
+  return j.ok() ? ForecastsFromJson(*j) : std::vector<ConflictForecast>{};
 }
 
 // ------------------------------------------------------------- mailboxes

@@ -246,6 +246,7 @@ class Teams : public TeamStore {
       case TeamPart::kActivity: key = ActivityKey(team); break;
       case TeamPart::kJournals: key = JournalKey(team); break;
       case TeamPart::kMerges: key = MergeKey(team); break;
+      case TeamPart::kForecasts: key = ForecastKey(team); break;
     }
     MATES_ASSIGN_OR_RETURN(Listener::Subscription sub, store_.listener().Subscribe(key, std::move(waker)));
     return Holding(std::move(sub));
@@ -331,6 +332,16 @@ class Teams : public TeamStore {
   std::optional<HostInfo> LiveHost(const std::string& team) override {
     if (!ws_) return std::nullopt;
     return ReadLiveHost(*ws_, team, *this);
+  }
+  Status PutForecasts(const std::string& team, const std::vector<ConflictForecast>& forecasts) override {
+    return store_.journals().PutForecasts(team, forecasts);
+  }
+  // Those of a host that lives, wherever it is: its lead is hosted.
+  std::vector<ConflictForecast> Forecasts(const std::string& team) override {
+    auto c = LoadTeam(team);
+    if (!c.ok() || !IsHosted(team, c->lead)) return {};
+    auto f = store_.journals().Forecasts(team);
+    return f.ok() ? std::move(*f) : std::vector<ConflictForecast>{};
   }
   void WaitOutOutages(double seconds) override { store_.WaitOutOutages(seconds); }
   void StopWaiting() override { store_.StopWaiting(); }

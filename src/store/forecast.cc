@@ -54,8 +54,8 @@ Status WriteForecasts(const Workspace& ws, std::string_view team, const std::vec
 }
 
 std::vector<ConflictForecast> ReadForecasts(const Workspace& ws, std::string_view team) {
-  auto text = ReadFilePrefix(ForecastPath(ws, team), 4 << 20);
-  if (!text.ok()) return {};
+  auto text = ReadFilePrefix(ForecastPath(ws, team), kMaxForecastBytes + 1);
+  if (!text.ok() || text->size() > kMaxForecastBytes) return {};
   auto j = ParseJson(*text);
   return j.ok() ? ForecastsFromJson(*j) : std::vector<ConflictForecast>{};
 }

@@ -32,6 +32,7 @@ struct ConflictForecast {
 // What forecast.json may hold: the rest is not read.
 inline constexpr size_t kMaxForecasts = 256;
 inline constexpr size_t kMaxForecastFiles = 64;
+inline constexpr size_t kMaxForecastBytes = size_t{4} << 20;  // the document; past it, none
 
 fs::path ForecastPath(const Workspace& ws, std::string_view team);
 Json ForecastsToJson(const std::vector<ConflictForecast>& f);

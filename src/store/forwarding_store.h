@@ -68,6 +68,10 @@ class ForwardingTeamStore : public TeamStore {
     return inner_->ReadJournal(t, m, max_bytes);
   }
   std::optional<HostInfo> LiveHost(const std::string& t) override { return inner_->LiveHost(t); }
+  Status PutForecasts(const std::string& t, const std::vector<ConflictForecast>& f) override {
+    return inner_->PutForecasts(t, f);
+  }
+  std::vector<ConflictForecast> Forecasts(const std::string& t) override { return inner_->Forecasts(t); }
   void WaitOutOutages(double seconds) override { inner_->WaitOutOutages(seconds); }
   void StopWaiting() override { inner_->StopWaiting(); }
   std::unique_ptr<JournalCopy> JournalOf(const std::string& t, const std::string& m) override {

@@ -133,7 +133,6 @@ HostInfo HostOf(const Workspace& ws, std::string_view team) {
   if (!h.ok()) return HostInfo{};
   // The file of an earlier host, with a new one starting: not this one's.
   if (ProcessStartTime(static_cast<pid_t>(h->pid)) != h->start_time) return HostInfo{};
-  h->forecasts = ReadForecasts(ws, team);
   return *h;
 }
 

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "core/status.h"
-#include "store/forecast.h"
 #include "store/workspace.h"
 
 namespace mates {
@@ -63,9 +62,6 @@ struct HostInfo {
   // The socket of its levers (host/levers.h: `mates stop|restart|
   // interrupt`); "" = none (a host from before them).
   std::string control;
-  // Not in host.json: the conflicts its forecaster predicts, from
-  // forecast.json beside it (store/forecast.h), read with a live host.
-  std::vector<ConflictForecast> forecasts;
 };
 
 fs::path HostInfoPath(const Workspace& ws, std::string_view team);

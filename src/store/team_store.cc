@@ -111,6 +111,7 @@ class Files : public TeamStore {
     switch (part) {
       case TeamPart::kRoster: dir = ws_.TeamDir(team), pattern = "config.json"; break;
       case TeamPart::kHost: dir = ws_.TeamDir(team), pattern = "host.json"; break;
+      case TeamPart::kForecasts: dir = ws_.TeamDir(team), pattern = "forecast.json"; break;
       case TeamPart::kBoard: dir = ws_.TasksDir(team); break;
       case TeamPart::kLog: dir = ws_.TeamDir(team), pattern = MessageLog(ws_, team).path().filename().string(); break;
       case TeamPart::kRequests: dir = ws_.RequestsDir(team); break;
@@ -219,6 +220,13 @@ class Files : public TeamStore {
     return j;
   }
   std::optional<HostInfo> LiveHost(const std::string& team) override { return ReadLiveHost(ws_, team); }
+  Status PutForecasts(const std::string& team, const std::vector<ConflictForecast>& forecasts) override {
+    return WriteForecasts(ws_, team, forecasts);
+  }
+  std::vector<ConflictForecast> Forecasts(const std::string& team) override {
+    if (!LiveHost(team)) return {};
+    return ReadForecasts(ws_, team);
+  }
 
  private:
   const Workspace ws_;

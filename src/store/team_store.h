@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "core/waker.h"
 #include "store/archive.h"
+#include "store/forecast.h"
 #include "store/host_info.h"
 #include "store/merges.h"
 #include "store/message.h"
@@ -132,6 +133,7 @@ enum class TeamPart {
   kActivity,   // what each member is doing (agent/activity.h)
   kJournals,   // the members' journals
   kMerges,     // merge requests
+  kForecasts,  // the conflicts forecast (store/forecast.h)
 };
 
 // A page of a team's message log and the cursor (opaque to the reader)
@@ -247,6 +249,11 @@ class TeamStore {
   // The host of `team` seen from this workspace if one is alive (its
   // lead's liveness is held, DESIGN §11): what its host.json says.
   virtual std::optional<HostInfo> LiveHost(const std::string& team) = 0;
+  // The conflicts the host of `team` forecasts (DESIGN §30), put by its
+  // forecaster where every machine that shares the team reads them; read
+  // back only while the team's lead is hosted (a dead host's are none).
+  virtual Status PutForecasts(const std::string& team, const std::vector<ConflictForecast>& forecasts) = 0;
+  virtual std::vector<ConflictForecast> Forecasts(const std::string& team) = 0;
   // A host's store waits out an outage of its server for up to `seconds`
   // (DESIGN §13) instead of failing at once; StopWaiting gives up every
   // wait (a host told to stop). Nothing to wait for in the files.

@@ -176,5 +176,36 @@ TEST(TeamStoreTest, TheFileStoreListsDeletesAndWatchesThroughTheInterface) {
   EXPECT_EQ(store->DeleteTeam("b").code(), StatusCode::kNotFound);
 }
 
+// The conflicts forecast (DESIGN §30) are the live host's: none without
+// one; a change of them wakes a watch (the page draws them again).
+TEST(TeamStoreTest, TheFileStoresForecastsAreTheLiveHostsAndWakeTheirWatch) {
+  TempDir dir;
+  Workspace ws(dir.path());
+  std::unique_ptr<TeamStore> store = FileTeamStore(ws);
+  ASSERT_TRUE(store->CreateTeam("a", "lead", "").ok());
+  auto waker = std::make_shared<Waker>();
+  auto watch = store->Watch("a", TeamPart::kForecasts, waker);
+  ASSERT_TRUE(watch.ok()) << watch.status().message();
+  ConflictForecast f;
+  f.members = {"w1"};
+  f.tasks = {2};
+  f.files = {"a.txt"};
+  f.with_target = true;
+  uint64_t seen = waker->generation();
+  ASSERT_TRUE(store->PutForecasts("a", {f}).ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "the forecast's change woke the watch";
+  EXPECT_TRUE(store->Forecasts("a").empty()) << "no host: a file left behind says nothing";
+  auto hosted = store->HoldLiveness("a", "lead");
+  ASSERT_TRUE(hosted.ok()) << hosted.status().message();
+  auto now = store->Forecasts("a");
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].members, std::vector<std::string>{"w1"});
+  EXPECT_TRUE(now[0].with_target);
+  seen = waker->generation();
+  ASSERT_TRUE(store->PutForecasts("a", {}).ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen);
+  EXPECT_TRUE(store->Forecasts("a").empty());
+}
+
 }  // namespace
 }  // namespace mates

@@ -234,7 +234,7 @@ void MergeNews(const TeamView& v, const std::string& t, std::vector<AttentionIte
     }
   }
   // Conflicts forecast (DESIGN §30), while the work is still in progress.
-  for (const ConflictForecast& f : v.host ? v.host->forecasts : std::vector<ConflictForecast>{}) {
+  for (const ConflictForecast& f : v.forecasts) {
     std::string files;
     for (size_t i = 0; i < f.files.size() && i < 5; ++i) files += (i ? ", " : "") + f.files[i];
     if (f.files.size() > 5) files += ", …";

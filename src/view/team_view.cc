@@ -68,6 +68,7 @@ Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t la
   if (store.spans_machines() || !store.foreign().empty()) v.store = store.where();
   v.foreign = store.foreign();
   v.host = store.LiveHost(team);
+  v.forecasts = store.Forecasts(team);
   auto merges = store.Merges(team)->List();
   if (merges.ok()) {
     for (const auto& m : *merges) ++v.merges[std::string(MergeStateName(m.status))];
@@ -105,7 +106,7 @@ Json TeamViewToJson(const TeamView& v) {
     j["host"] = nullptr;
   }
   // Conflicts forecast by the live host (DESIGN §30): members, tasks, files.
-  j["forecasts"] = v.host ? ForecastsToJson(v.host->forecasts)["forecasts"] : Json::array();
+  j["forecasts"] = ForecastsToJson(v.forecasts)["forecasts"];
   j["board"] = Json::object();
   for (const auto& [k, n] : v.board) j["board"][k] = n;
   if (!v.merges.empty()) {

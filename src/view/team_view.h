@@ -13,6 +13,7 @@
 #include "agent/activity.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "store/forecast.h"
 #include "store/host_info.h"
 #include "store/liveness.h"
 #include "store/merges.h"
@@ -36,6 +37,7 @@ struct MemberView {
 struct TeamView {
   TeamConfig team;
   std::optional<HostInfo> host;
+  std::vector<ConflictForecast> forecasts;  // the live host's, from any machine (DESIGN §30)
   std::map<std::string, int> board;  // status name → count
   std::map<std::string, int> merges;  // merge status → count (worktree isolation); empty if none
   std::vector<Task> tasks;                 // the board, by id
