@@ -507,6 +507,84 @@ TEST_F(ClusterTest, APaneAgentInItsOwnWorktreeMergesThroughTheQueue) {
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
 }
 
+// A pane agent runs no tool of the host's, yet its worktree is in the
+// conflict forecast (DESIGN §30): the lead's host looks at it while its
+// activity says it works, and once it has worked since the last look.
+// Here it sets the line a hosted teammate sets too: both are told, and the
+// forecast is gone once the pane agent's next turn has undone it.
+TEST_F(ClusterTest, APaneAgentsWorktreeIsInTheConflictForecast) {
+  auto git = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"git", "-C", dir_.path().string(), "-c", "user.name=t", "-c", "user.email=t@t"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::Run(argv);
+  };
+  const std::string ten = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
+  ASSERT_EQ(git({"init", "-q", "-b", "main"}).exit_code, 0);
+  testing::WriteAll(dir_.path() / "shared.txt", ten);
+  ASSERT_EQ(git({"add", "shared.txt"}).exit_code, 0);
+  ASSERT_EQ(git({"commit", "-q", "-m", "ten lines"}).exit_code, 0);
+  Write(1);
+  testing::WriteAll(dir_.path() / "cc.yaml", testing::ReadAll(dir_.path() / "cc.yaml") + "    worktree: true\n");
+  ASSERT_EQ(Cluster({"up"}).exit_code, 0);
+  const fs::path pane_tree = dir_.path() / ".mates" / "worktrees" / session_ / "grand_boss";
+  ASSERT_TRUE(fs::exists(pane_tree / "shared.txt"));
+
+  const fs::path flag = dir_.path() / "go";
+  const fs::path yaml = dir_.path() / "forecast.yaml";
+  testing::WriteAll(yaml, "rules:\n"
+                          "  - agent: lead\n"
+                          "    when: \"Go\"\n"
+                          "    reply: [{type: tool_use, name: Task, input: {team_name: " + session_ +
+                          ", name: w1, isolation: worktree, prompt: \"Work.\"}}]\n"
+                          "  - {agent: lead, once: false, reply: [{type: text, text: \"Noted.\"}]}\n"
+                          "  - agent: w1\n"
+                          "    when: \"Task #(\\\\d+): set line (\\\\d+) to (\\\\S+)\"\n"
+                          "    reply:\n"
+                          "      - {type: tool_use, name: bash, input: {command: \"sed -i '$2s/.*/$3/' shared.txt\"}}\n"
+                          "      - {type: tool_use, name: bash, input: {command: \"until [ -e " + flag.string() +
+                          " ]; do sleep 0.02; done\"}}\n"
+                          "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
+                          "  - {agent: w1, once: false, reply: [{type: text, text: \"Done.\"}]}\n");
+  ASSERT_EQ(testing::RunMates(dir_.path(), {"tasks", "--team", session_, "create", "set line 2 to one"}).exit_code, 0);
+  Subprocess host = testing::StartMates(dir_.path(), {"run", "--team", session_, "--provider", "scripted", "--scenario",
+                                                      yaml.string(), "--sandbox", "off", "--idle-timeout", "0", "Go"});
+  const fs::path w1_tree = dir_.path() / ".mates" / "worktrees" / session_ / "w1";
+  ASSERT_TRUE(testing::WaitUntil([&] { return ReadAll(w1_tree / "shared.txt").find("\none\n") != std::string::npos; },
+                                 60));
+  auto forecasts = [&] {
+    auto st = testing::RunMates(dir_.path(), {"status", "--team", session_, "--json"});
+    auto j = Json::parse(st.out, nullptr, false);
+    return j.is_object() ? j.value("forecasts", Json::array()) : Json::array();
+  };
+  // What the pane agent wrote, in a turn of its own.
+  testing::WriteAll(pane_tree / "shared.txt", "1\npane\n3\n4\n5\n6\n7\n8\n9\n10\n");
+  ASSERT_EQ(testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "grand_boss", "set line 2"}).exit_code, 0);
+  Json seen;
+  ASSERT_TRUE(testing::WaitUntil([&] { return (seen = forecasts()).size() == 1; }, 30)) << seen.dump();
+  EXPECT_EQ(seen[0]["members"], (Json{"grand_boss", "w1"})) << seen.dump();
+  EXPECT_EQ(seen[0]["files"], Json{"shared.txt"}) << seen.dump();
+  const std::string log = ReadAll(Workspace(dir_.path()).MessagesLogPath(session_));
+  for (const char* who : {"\"recipient\":\"w1\"", "\"recipient\":\"grand_boss\""}) {
+    std::istringstream lines(log);
+    bool told = false;
+    for (std::string line; std::getline(lines, line);) {
+      told = told || (line.find(who) != std::string::npos && line.find("Conflict forecast") != std::string::npos &&
+                      line.find("\"sender\":\"merge-queue\"") != std::string::npos);
+    }
+    EXPECT_TRUE(told) << who << "\n" << log;
+  }
+  // Its next turn puts the line back: no conflict left.
+  testing::WriteAll(pane_tree / "shared.txt", ten);
+  ASSERT_EQ(testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "grand_boss", "undo it"}).exit_code, 0);
+  EXPECT_TRUE(testing::WaitUntil([&] { return (seen = forecasts()).empty(); }, 30)) << seen.dump();
+
+  testing::WriteAll(flag, "go\n");
+  auto done = host.Wait();
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_EQ(git({"show", "mates/" + session_ + ":shared.txt"}).out, "1\none\n3\n4\n5\n6\n7\n8\n9\n10\n");
+  EXPECT_EQ(Cluster({"down"}).exit_code, 0);
+}
+
 // A `mates run` lead in the cluster's team talks to a pane agent through
 // the mailboxes, and its run waits for the answer (the pane agent owes one)
 // instead of ending as soon as the lead's turn does.

@@ -3,9 +3,11 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/guarded.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/text.h"
 #include "git/git.h"
@@ -105,6 +107,7 @@ void Forecaster::Main() {
     const std::string team = follow ? follow() : "";
     std::set<std::string> changed, landed;
     uint64_t g = waker_->generation();
+    const bool panes = options_.panes && !team.empty() && LookAtPanes(team, &changed);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (team != team_) {
@@ -119,7 +122,7 @@ void Forecaster::Main() {
       Take(team, &changed, &landed);
     }
     if (team.empty() || (changed.empty() && landed.empty())) {
-      waker_->WaitChange(g, DeadlineIn(team.empty() ? 0.5 : 2.0));
+      waker_->WaitChange(g, DeadlineIn(team.empty() ? 0.5 : panes ? options_.pane_look_s : 2.0));
       continue;
     }
     // Let a burst of changes settle into one pass.
@@ -131,6 +134,37 @@ void Forecaster::Main() {
     Pass(team, std::move(changed), std::move(landed));
     passes_.fetch_add(1);
   }
+}
+
+bool Forecaster::LookAtPanes(const std::string& team, std::set<std::string>* changed) {
+  auto cfg = store_->LoadTeam(team);
+  if (!cfg.ok() || !cfg->git.configured()) return false;
+  std::vector<std::string> panes;
+  for (const auto& m : cfg->members) {
+    if (m.role != MemberRole::kLead && m.backend == MemberBackend::kTmux && m.worktree) panes.push_back(m.name);
+  }
+  if (panes.empty()) {
+    pane_seen_.clear();
+    return false;
+  }
+  // What each is doing, as its router writes it (agent/activity.h): a
+  // state other than idle works; a new `since` has worked meanwhile.
+  std::map<std::string, std::pair<std::string, std::string>> doing;
+  if (auto docs = store_->Activities(team); docs.ok()) {
+    for (const auto& [member, doc] : *docs) {
+      auto j = ParseJson(doc);
+      if (!j.ok() || !j->is_object()) continue;
+      const Json& since = (*j)["since"];
+      doing[member] = {StringOr(*j, "state"), since.is_number() ? DumpJson(since) : ""};
+    }
+  }
+  for (const auto& name : panes) {
+    const auto& [state, since] = doing[name];
+    const std::string seen = state + "@" + since;
+    if (state != "idle" || pane_seen_[name] != seen) changed->insert(name);
+    pane_seen_[name] = seen;
+  }
+  return true;
 }
 
 void Forecaster::Pass(const std::string& team, std::set<std::string> changed, std::set<std::string> landed) {

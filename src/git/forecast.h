@@ -3,7 +3,7 @@
 // calls Changed), a thread of the host snapshots it (a commit on no branch,
 // git/worktrees.h) and merges it in memory (`git merge-tree`) with the
 // team's target and with every other teammate's work in flight. A
-// predicted conflict is kept in forecast.json (store/forecast.h: status,
+// predicted conflict is put in the store (TeamStore::PutForecasts: status,
 // its JSON and the page show it), and both owners and the lead are told,
 // from merge-queue, before anyone submits; it goes when the work no
 // longer conflicts (resolved, or one side landed and the other merged it).
@@ -40,9 +40,15 @@ class Forecaster {
     std::function<std::string()> team;
     // What the lead should hear of a new forecast.
     std::function<void(const std::string&)> tell_lead;
-    // The forecasts changed (forecast.json was written).
+    // The forecasts changed (they were put in the store).
     std::function<void()> on_change;
     double settle_s = 0.05;
+    // The team's pane agents (members in tmux, DESIGN §28) run no tool of
+    // the host's that could say Changed: with this, a pane agent with a
+    // worktree is snapshotted every `pane_look_s` while its activity says
+    // it works, and once more when it has worked since the last look.
+    bool panes = false;
+    double pane_look_s = 1.0;
   };
   Forecaster(TeamStore& store, Options options);
   ~Forecaster();
@@ -57,7 +63,7 @@ class Forecaster {
   // `member`'s work landed on the target (its flight ends until it
   // changes again); the target moved.
   void Landed(const std::string& team, const std::string& member);
-  // Ends the thread; forecast.json is emptied (a forecast lives with its
+  // Ends the thread; its forecasts are emptied (a forecast lives with its
   // host).
   void Stop();
   // Passes made (tests, bench).
@@ -67,6 +73,9 @@ class Forecaster {
   void Main();
   // Moves what changed in `team` out of the sets (under mu_).
   void Take(const std::string& team, std::set<std::string>* changed, std::set<std::string>* landed);
+  // The pane agents of `team` whose worktree may have changed since the
+  // last look (Options::panes); whether the team has any.
+  bool LookAtPanes(const std::string& team, std::set<std::string>* changed);
   void Pass(const std::string& team, std::set<std::string> changed, std::set<std::string> landed);
   void TakeSnapshots(const std::string& team, const TeamConfig& cfg, const std::set<std::string>& changed,
                      const std::set<std::string>& landed);
@@ -88,6 +97,7 @@ class Forecaster {
   // its conflicting files) so that an unchanged pair is not merged again;
   // the forecasts as last written.
   std::map<std::string, std::string> snapshots_;
+  std::map<std::string, std::string> pane_seen_;  // a pane agent's activity (state, since) at the last look
   std::string index_dir_;
   std::map<std::string, std::pair<std::string, std::vector<std::string>>> merged_;
   std::vector<ConflictForecast> current_;

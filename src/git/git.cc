@@ -179,6 +179,7 @@ Result<GitOutput> Git::Run(const std::vector<std::string>& args, double timeout_
   // that reach the team's remote.
   if (reach_ == Reach::kLocal) o.env->push_back("GIT_CONFIG_GLOBAL=/dev/null");
   if (!index_.empty()) o.env->push_back("GIT_INDEX_FILE=" + index_.string());
+  if (!who_.date.empty()) o.env->insert(o.env->end(), {"GIT_AUTHOR_DATE=" + who_.date, "GIT_COMMITTER_DATE=" + who_.date});
   // A team's remote (DESIGN §13) reached over ssh with the user's agent.
   // Git's alone: a merge check runs code a model wrote.
   if (const char* agent = std::getenv("SSH_AUTH_SOCK")) o.env->push_back(std::string("SSH_AUTH_SOCK=") + agent);

@@ -33,6 +33,9 @@ namespace fs = std::filesystem;
 struct Identity {
   std::string name = "mates";
   std::string email = "mates@localhost";
+  // The author and committer date of what it commits, in git's internal
+  // form ("SECONDS +ZONE"); "" = now.
+  std::string date;
 };
 
 struct GitOutput {

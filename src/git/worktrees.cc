@@ -406,7 +406,12 @@ Result<std::string> SnapshotTeammateWork(const Workspace& ws, const std::string&
   const fs::path path = TeammateWorktree(ws, team, name);
   std::error_code ec;
   if (!fs::exists(path / ".git", ec)) return std::string();
-  const Git g = Git(path, TeammateIdentity(team, name)).WithIndex(index);
+  // A fixed date: the same work is the same commit, and a pair of
+  // snapshots merged once is not merged again (a pane agent's worktree is
+  // snapshotted every second while it works).
+  Identity who = TeammateIdentity(team, name);
+  who.date = "1000000000 +0000";
+  const Git g = Git(path, who).WithIndex(index);
   // A new index starts from HEAD; then `add -A` makes it the worktree's
   // files whatever it held (a kept one only rehashes what changed).
   if (!fs::exists(index, ec)) MATES_RETURN_IF_ERROR(g.Ok({"read-tree", "HEAD"}, kGitTreeS).status());

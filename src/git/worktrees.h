@@ -87,7 +87,8 @@ Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& tea
 // (DESIGN §30). Staged by the host's own git through `index`, a private
 // index kept between calls (so that only files changed since are hashed);
 // nothing of the worktree's own index or refs changes. "" when the
-// worktree is gone.
+// worktree is gone. The same work (files, HEAD, a merge in progress) is
+// the same commit each time.
 Result<std::string> SnapshotTeammateWork(const Workspace& ws, const std::string& team, const std::string& name,
                                          const fs::path& index);
 

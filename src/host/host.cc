@@ -529,6 +529,7 @@ Status Host::StartTeam() {
   // (below), in the lead's host only.
   git::Forecaster::Options fo;
   fo.ws = a.ws;
+  fo.panes = true;  // and of its pane agents, by their activity
   fo.tell_lead = [this](const std::string& text) {
     lead_->AddNotice(agent::NeutraliseFrames(text));
     teams_->WakeWaiters();
