@@ -75,6 +75,28 @@ class ClusterTest : public ::testing::Test {
     return std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/tmux-" + std::to_string(::getuid()) +
            "/mates-" + session_;
   }
+  testing::CommandResult Git(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"git", "-C", dir_.path().string(), "-c", "user.name=t", "-c", "user.email=t@t"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::Run(argv);
+  }
+  // The test's folder as a repository whose one commit holds `file`.
+  bool CommittedRepository(const std::string& file, const std::string& content) {
+    if (Git({"init", "-q", "-b", "main"}).exit_code != 0) return false;
+    testing::WriteAll(dir_.path() / file, content);
+    return Git({"add", file}).exit_code == 0 && Git({"commit", "-q", "-m", "initial"}).exit_code == 0;
+  }
+  // How many conflict forecasts merge-queue told `who` in `team`'s log.
+  int ForecastsTold(const std::string& team, const std::string& who) {
+    std::istringstream lines(ReadAll(Workspace(dir_.path()).MessagesLogPath(team)));
+    int told = 0;
+    for (std::string line; std::getline(lines, line);) {
+      told += line.find("\"recipient\":\"" + who + "\"") != std::string::npos &&
+              line.find("Conflict forecast") != std::string::npos &&
+              line.find("\"sender\":\"merge-queue\"") != std::string::npos;
+    }
+    return told;
+  }
   bool ServerAlive() { return testing::Run({"tmux", "-L", "mates-" + session_, "has-session"}).exit_code == 0; }
   bool AgentsRunning() {
     return testing::Run({"pgrep", "-f", dir_.path().string() + "/personalities"}).exit_code == 0;
@@ -464,22 +486,14 @@ TEST_F(ClusterTest, ASandboxedPaneAgentTouchesOnlyItsWorkAndSpeaksAsItself) {
 // completed from the pane (`mates tasks update`) is merged by the router's
 // merge queue onto the team's target, as a hosted teammate's would be.
 TEST_F(ClusterTest, APaneAgentInItsOwnWorktreeMergesThroughTheQueue) {
-  auto git = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {"git", "-C", dir_.path().string(), "-c", "user.name=t", "-c", "user.email=t@t"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return testing::Run(argv);
-  };
-  ASSERT_EQ(git({"init", "-q", "-b", "main"}).exit_code, 0);
-  testing::WriteAll(dir_.path() / "README", "project\n");
-  ASSERT_EQ(git({"add", "README"}).exit_code, 0);
-  ASSERT_EQ(git({"commit", "-q", "-m", "initial"}).exit_code, 0);
+  ASSERT_TRUE(CommittedRepository("README", "project\n"));
   Write(1);
   testing::WriteAll(dir_.path() / "cc.yaml", testing::ReadAll(dir_.path() / "cc.yaml") + "    worktree: true\n");
   auto up = Cluster({"up"});
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   const fs::path tree = dir_.path() / ".mates" / "worktrees" / session_ / "grand_boss";
   ASSERT_TRUE(fs::exists(tree / "README"));
-  EXPECT_NE(git({"worktree", "list"}).out.find(tree.string()), std::string::npos);
+  EXPECT_NE(Git({"worktree", "list"}).out.find(tree.string()), std::string::npos);
   auto cwd = testing::Run({"tmux", "-L", "mates-" + session_, "display", "-p", "-t", session_ + ":0.0",
                            "#{pane_current_path}"});
   EXPECT_EQ(cwd.out, tree.string() + "\n") << "the pane runs in its worktree";
@@ -502,8 +516,8 @@ TEST_F(ClusterTest, APaneAgentInItsOwnWorktreeMergesThroughTheQueue) {
     auto t = board.Get(1);
     return t.ok() && t->status == TaskStatus::kCompleted;
   }, 30)) << testing::RunMates(dir_.path(), {"merges", "--team", session_, "show", "1"}).out;
-  EXPECT_EQ(git({"show", "mates/" + session_ + ":notes.txt"}).out, "from the pane\n");
-  EXPECT_EQ(git({"log", "-1", "--format=%s", "mates/grand_boss@" + session_}).out, "Task #1: write notes\n");
+  EXPECT_EQ(Git({"show", "mates/" + session_ + ":notes.txt"}).out, "from the pane\n");
+  EXPECT_EQ(Git({"log", "-1", "--format=%s", "mates/grand_boss@" + session_}).out, "Task #1: write notes\n");
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
 }
 
@@ -513,16 +527,8 @@ TEST_F(ClusterTest, APaneAgentInItsOwnWorktreeMergesThroughTheQueue) {
 // Here it sets the line a hosted teammate sets too: both are told, and the
 // forecast is gone once the pane agent's next turn has undone it.
 TEST_F(ClusterTest, APaneAgentsWorktreeIsInTheConflictForecast) {
-  auto git = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {"git", "-C", dir_.path().string(), "-c", "user.name=t", "-c", "user.email=t@t"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return testing::Run(argv);
-  };
   const std::string ten = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
-  ASSERT_EQ(git({"init", "-q", "-b", "main"}).exit_code, 0);
-  testing::WriteAll(dir_.path() / "shared.txt", ten);
-  ASSERT_EQ(git({"add", "shared.txt"}).exit_code, 0);
-  ASSERT_EQ(git({"commit", "-q", "-m", "ten lines"}).exit_code, 0);
+  ASSERT_TRUE(CommittedRepository("shared.txt", ten));
   Write(1);
   testing::WriteAll(dir_.path() / "cc.yaml", testing::ReadAll(dir_.path() / "cc.yaml") + "    worktree: true\n");
   ASSERT_EQ(Cluster({"up"}).exit_code, 0);
@@ -563,16 +569,10 @@ TEST_F(ClusterTest, APaneAgentsWorktreeIsInTheConflictForecast) {
   ASSERT_TRUE(testing::WaitUntil([&] { return (seen = forecasts()).size() == 1; }, 30)) << seen.dump();
   EXPECT_EQ(seen[0]["members"], (Json{"grand_boss", "w1"})) << seen.dump();
   EXPECT_EQ(seen[0]["files"], Json{"shared.txt"}) << seen.dump();
-  const std::string log = ReadAll(Workspace(dir_.path()).MessagesLogPath(session_));
-  for (const char* who : {"\"recipient\":\"w1\"", "\"recipient\":\"grand_boss\""}) {
-    std::istringstream lines(log);
-    bool told = false;
-    for (std::string line; std::getline(lines, line);) {
-      told = told || (line.find(who) != std::string::npos && line.find("Conflict forecast") != std::string::npos &&
-                      line.find("\"sender\":\"merge-queue\"") != std::string::npos);
-    }
-    EXPECT_TRUE(told) << who << "\n" << log;
-  }
+  // Told once each: the cluster's router stands aside while the lead's
+  // host forecasts.
+  EXPECT_EQ(ForecastsTold(session_, "w1"), 1) << ReadAll(Workspace(dir_.path()).MessagesLogPath(session_));
+  EXPECT_EQ(ForecastsTold(session_, "grand_boss"), 1);
   // Its next turn puts the line back: no conflict left.
   testing::WriteAll(pane_tree / "shared.txt", ten);
   ASSERT_EQ(testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "grand_boss", "undo it"}).exit_code, 0);
@@ -581,8 +581,52 @@ TEST_F(ClusterTest, APaneAgentsWorktreeIsInTheConflictForecast) {
   testing::WriteAll(flag, "go\n");
   auto done = host.Wait();
   EXPECT_EQ(done.exit_code, 0) << done.err;
-  EXPECT_EQ(git({"show", "mates/" + session_ + ":shared.txt"}).out, "1\none\n3\n4\n5\n6\n7\n8\n9\n10\n");
+  EXPECT_EQ(Git({"show", "mates/" + session_ + ":shared.txt"}).out, "1\none\n3\n4\n5\n6\n7\n8\n9\n10\n");
   EXPECT_EQ(Cluster({"down"}).exit_code, 0);
+}
+
+// With no lead's host, the cluster's router forecasts for its pane agents:
+// two that set one line differently are both told, and the forecast is
+// gone once one has put it back.
+TEST_F(ClusterTest, TwoPaneAgentsOfAClusterGetTheirConflictForecast) {
+  const std::string ten = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
+  ASSERT_TRUE(CommittedRepository("shared.txt", ten));
+  Write(2);
+  std::string yaml = testing::ReadAll(dir_.path() / "cc.yaml");
+  for (const char* index : {"    pane_index: 0\n", "    pane_index: 1\n"}) {
+    yaml.replace(yaml.find(index), std::string(index).size(), std::string(index) + "    worktree: true\n");
+  }
+  testing::WriteAll(dir_.path() / "cc.yaml", yaml);
+  ASSERT_EQ(Cluster({"up"}).exit_code, 0);
+  const fs::path trees = dir_.path() / ".mates" / "worktrees" / session_;
+  auto forecasts = [&] {
+    auto st = testing::RunMates(dir_.path(), {"status", "--team", session_, "--json"});
+    auto j = Json::parse(st.out, nullptr, false);
+    return j.is_object() ? j.value("forecasts", Json::array()) : Json::array();
+  };
+  // What each pane agent wrote, in a turn of its own.
+  testing::WriteAll(trees / "grand_boss" / "shared.txt", "1\nboss\n3\n4\n5\n6\n7\n8\n9\n10\n");
+  testing::WriteAll(trees / "middle_manager" / "shared.txt", "1\nmanager\n3\n4\n5\n6\n7\n8\n9\n10\n");
+  for (const char* who : {"grand_boss", "middle_manager"}) {
+    ASSERT_EQ(testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", who, "set line 2"}).exit_code, 0);
+  }
+  Json seen;
+  ASSERT_TRUE(testing::WaitUntil([&] { return (seen = forecasts()).size() == 1; }, 30)) << seen.dump();
+  EXPECT_EQ(seen[0]["members"], (Json{"grand_boss", "middle_manager"})) << seen.dump();
+  EXPECT_EQ(seen[0]["files"], Json{"shared.txt"}) << seen.dump();
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    return ForecastsTold(session_, "grand_boss") == 1 && ForecastsTold(session_, "middle_manager") == 1;
+  }, 10)) << ReadAll(Workspace(dir_.path()).MessagesLogPath(session_));
+  // The manager's next turn puts the line back.
+  testing::WriteAll(trees / "middle_manager" / "shared.txt", ten);
+  ASSERT_EQ(testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "middle_manager", "undo"}).exit_code, 0);
+  EXPECT_TRUE(testing::WaitUntil([&] { return (seen = forecasts()).empty(); }, 30)) << seen.dump();
+  // Down: the router empties them as it goes.
+  testing::WriteAll(trees / "middle_manager" / "shared.txt", "1\nmanager\n3\n4\n5\n6\n7\n8\n9\n10\n");
+  ASSERT_EQ(testing::RunMates(dir_.path(), {"send", "--team", session_, "--to", "middle_manager", "redo"}).exit_code, 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return forecasts().size() == 1; }, 30));
+  EXPECT_EQ(Cluster({"down"}).exit_code, 0);
+  EXPECT_TRUE(testing::WaitUntil([&] { return forecasts().empty(); }, 10)) << forecasts().dump();
 }
 
 // A `mates run` lead in the cluster's team talks to a pane agent through

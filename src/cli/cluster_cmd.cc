@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "host/agent_gate.h"
 #include "sandbox/net_proxy.h"
+#include "git/forecast.h"
 #include "git/merge_queue.h"
 #include "core/json.h"
 #include "core/waker.h"
@@ -250,6 +251,20 @@ int Route(const ClusterArgs& a) {
   mq.running = [](const std::string&) { return true; };  // pane agents live as long as the session
   std::unique_ptr<TeamStore> store = FileTeamStore(mq.ws);
   mq.work_of = [&store](const std::string& t, const MergeRequest& m) { return agent::TaskWork(*store, t, m.task, m.owner); };
+  // And the conflict forecast of its pane agents' worktrees (DESIGN §30),
+  // while no lead's host forecasts for the team (its own takes them in).
+  git::Forecaster::Options fo;
+  fo.ws = mq.ws;
+  fo.team = [team] { return team; };
+  fo.panes = true;
+  fo.serving = [&store, team] {
+    auto cfg = store->LoadTeam(team);
+    return !cfg.ok() || !store->IsHosted(team, cfg->lead);
+  };
+  auto forecast = std::make_shared<git::Forecaster>(*store, fo);
+  mq.on_processed = [forecast](const std::string& t, const MergeRequest& m, double, double, double) {
+    if (m.status == MergeState::kMerged) forecast->Landed(t, m.owner);
+  };
   git::MergeQueue merges(*store, mq);
   // The sandboxed agents' gates (their `mates`, as themselves) and proxies
   // (network.allow), as `up` wrote them into state.json.
@@ -277,6 +292,7 @@ int Route(const ClusterArgs& a) {
   }
   Status s = c->Route(stop);
   merges.Stop();
+  forecast->Stop();
   return s.ok() ? 0 : Fail(s);
 }
 

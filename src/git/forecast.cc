@@ -104,9 +104,14 @@ void Forecaster::Main() {
       std::lock_guard<std::mutex> lock(mu_);
       follow = follow_;
     }
+    uint64_t g = waker_->generation();
+    if (options_.serving && !options_.serving()) {
+      StandAside();
+      waker_->WaitChange(g, DeadlineIn(options_.pane_look_s));
+      continue;
+    }
     const std::string team = follow ? follow() : "";
     std::set<std::string> changed, landed;
-    uint64_t g = waker_->generation();
     const bool panes = options_.panes && !team.empty() && LookAtPanes(team, &changed);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -134,6 +139,20 @@ void Forecaster::Main() {
     Pass(team, std::move(changed), std::move(landed));
     passes_.fetch_add(1);
   }
+}
+
+void Forecaster::StandAside() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    changed_.clear();
+    landed_.clear();
+    team_.clear();
+  }
+  snapshots_.clear();
+  merged_.clear();
+  pane_seen_.clear();
+  current_.clear();
+  written_team_.clear();
 }
 
 bool Forecaster::LookAtPanes(const std::string& team, std::set<std::string>* changed) {

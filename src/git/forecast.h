@@ -49,6 +49,11 @@ class Forecaster {
     // it works, and once more when it has worked since the last look.
     bool panes = false;
     double pane_look_s = 1.0;
+    // Whether it forecasts now; null = always. One that does not stands
+    // aside (forgets what it forecast and writes nothing) until it does: a
+    // cluster's router forecasts for its pane agents only while no lead's
+    // host forecasts for the team.
+    std::function<bool()> serving;
   };
   Forecaster(TeamStore& store, Options options);
   ~Forecaster();
@@ -76,6 +81,8 @@ class Forecaster {
   // The pane agents of `team` whose worktree may have changed since the
   // last look (Options::panes); whether the team has any.
   bool LookAtPanes(const std::string& team, std::set<std::string>* changed);
+  // Forgets what was forecast, writing nothing (Options::serving).
+  void StandAside();
   void Pass(const std::string& team, std::set<std::string> changed, std::set<std::string> landed);
   void TakeSnapshots(const std::string& team, const TeamConfig& cfg, const std::set<std::string>& changed,
                      const std::set<std::string>& landed);

@@ -1,9 +1,13 @@
 #include "store/forecast.h"
 
+#include <unistd.h>
+
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/files.h"
 #include "core/names.h"
+#include "core/process_tree.h"
 
 namespace mates {
 
@@ -50,14 +54,37 @@ std::vector<ConflictForecast> ForecastsFromJson(const Json& j) {
 }
 
 Status WriteForecasts(const Workspace& ws, std::string_view team, const std::vector<ConflictForecast>& f) {
-  return WriteFileAtomic(ForecastPath(ws, team), DumpJson(ForecastsToJson(f)) + "\n");
+  Json doc = ForecastsToJson(f);
+  doc["pid"] = static_cast<int64_t>(::getpid());
+  doc["start_time"] = ProcessStartTime(::getpid());
+  return WriteFileAtomic(ForecastPath(ws, team), DumpJson(doc) + "\n");
 }
 
-std::vector<ConflictForecast> ReadForecasts(const Workspace& ws, std::string_view team) {
+namespace {
+
+Json ForecastDocument(const Workspace& ws, std::string_view team) {
   auto text = ReadFilePrefix(ForecastPath(ws, team), kMaxForecastBytes + 1);
-  if (!text.ok() || text->size() > kMaxForecastBytes) return {};
+  if (!text.ok() || text->size() > kMaxForecastBytes) return Json::object();
   auto j = ParseJson(*text);
-  return j.ok() ? ForecastsFromJson(*j) : std::vector<ConflictForecast>{};
+  return j.ok() && j->is_object() ? std::move(*j) : Json::object();
+}
+
+}  // namespace
+
+std::vector<ConflictForecast> ReadForecasts(const Workspace& ws, std::string_view team) {
+  return ForecastsFromJson(ForecastDocument(ws, team));
+}
+
+std::vector<ConflictForecast> ReadLiveForecasts(const Workspace& ws, std::string_view team) {
+  Json doc = ForecastDocument(ws, team);
+  const Json& pid = doc["pid"];
+  const Json& start = doc["start_time"];
+  if (!pid.is_number_integer() || !start.is_number_unsigned() || pid.get<int64_t>() <= 0 ||
+      pid.get<int64_t>() > std::numeric_limits<pid_t>::max() ||
+      !ProcessLives(static_cast<pid_t>(pid.get<int64_t>()), start.get<uint64_t>())) {
+    return {};
+  }
+  return ForecastsFromJson(doc);
 }
 
 }  // namespace mates

@@ -38,7 +38,13 @@ fs::path ForecastPath(const Workspace& ws, std::string_view team);
 Json ForecastsToJson(const std::vector<ConflictForecast>& f);
 // Bad entries are skipped; a file that is not JSON is none.
 std::vector<ConflictForecast> ForecastsFromJson(const Json& j);
+// forecast.json names the process that wrote it ("pid", "start_time"):
+// a forecast is its writer's (a lead's host, or a cluster's router), and
+// is none once that process is gone.
 Status WriteForecasts(const Workspace& ws, std::string_view team, const std::vector<ConflictForecast>& f);
+// What the file holds, whoever wrote it (a report reads a stopped team's).
 std::vector<ConflictForecast> ReadForecasts(const Workspace& ws, std::string_view team);
+// The same while its writer lives; none once it is gone.
+std::vector<ConflictForecast> ReadLiveForecasts(const Workspace& ws, std::string_view team);
 
 }  // namespace mates

@@ -223,10 +223,7 @@ class Files : public TeamStore {
   Status PutForecasts(const std::string& team, const std::vector<ConflictForecast>& forecasts) override {
     return WriteForecasts(ws_, team, forecasts);
   }
-  std::vector<ConflictForecast> Forecasts(const std::string& team) override {
-    if (!LiveHost(team)) return {};
-    return ReadForecasts(ws_, team);
-  }
+  std::vector<ConflictForecast> Forecasts(const std::string& team) override { return ReadLiveForecasts(ws_, team); }
 
  private:
   const Workspace ws_;

@@ -249,9 +249,10 @@ class TeamStore {
   // The host of `team` seen from this workspace if one is alive (its
   // lead's liveness is held, DESIGN §11): what its host.json says.
   virtual std::optional<HostInfo> LiveHost(const std::string& team) = 0;
-  // The conflicts the host of `team` forecasts (DESIGN §30), put by its
-  // forecaster where every machine that shares the team reads them; read
-  // back only while the team's lead is hosted (a dead host's are none).
+  // The conflicts forecast for `team` (DESIGN §30), put by its forecaster
+  // where every machine that shares the team reads them; read back only
+  // while their writer lives (the files: the process that wrote them; a
+  // database: the lead's host), a dead one's are none.
   virtual Status PutForecasts(const std::string& team, const std::vector<ConflictForecast>& forecasts) = 0;
   virtual std::vector<ConflictForecast> Forecasts(const std::string& team) = 0;
   // A host's store waits out an outage of its server for up to `seconds`

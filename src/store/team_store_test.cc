@@ -176,9 +176,10 @@ TEST(TeamStoreTest, TheFileStoreListsDeletesAndWatchesThroughTheInterface) {
   EXPECT_EQ(store->DeleteTeam("b").code(), StatusCode::kNotFound);
 }
 
-// The conflicts forecast (DESIGN §30) are the live host's: none without
-// one; a change of them wakes a watch (the page draws them again).
-TEST(TeamStoreTest, TheFileStoresForecastsAreTheLiveHostsAndWakeTheirWatch) {
+// The conflicts forecast (DESIGN §30) are their writer's while it lives:
+// a file another process left says nothing; a change of them wakes a
+// watch (the page draws them again).
+TEST(TeamStoreTest, TheFileStoresForecastsAreTheirLiveWritersAndWakeTheirWatch) {
   TempDir dir;
   Workspace ws(dir.path());
   std::unique_ptr<TeamStore> store = FileTeamStore(ws);
@@ -191,12 +192,14 @@ TEST(TeamStoreTest, TheFileStoresForecastsAreTheLiveHostsAndWakeTheirWatch) {
   f.tasks = {2};
   f.files = {"a.txt"};
   f.with_target = true;
+  // Left by a process that is gone (pid 1 is another process now).
+  testing::WriteAll(ForecastPath(ws, "a"), R"({"forecasts": [{"members": ["w1"], "files": ["a.txt"]}], )"
+                                           R"("pid": 1, "start_time": 7})");
+  EXPECT_TRUE(store->Forecasts("a").empty()) << "a file left behind says nothing";
+  EXPECT_EQ(ReadForecasts(ws, "a").size(), 1u) << "(a report still reads it)";
   uint64_t seen = waker->generation();
   ASSERT_TRUE(store->PutForecasts("a", {f}).ok());
   EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "the forecast's change woke the watch";
-  EXPECT_TRUE(store->Forecasts("a").empty()) << "no host: a file left behind says nothing";
-  auto hosted = store->HoldLiveness("a", "lead");
-  ASSERT_TRUE(hosted.ok()) << hosted.status().message();
   auto now = store->Forecasts("a");
   ASSERT_EQ(now.size(), 1u);
   EXPECT_EQ(now[0].members, std::vector<std::string>{"w1"});
