@@ -94,7 +94,7 @@ int Export(Globals& g, const BundleArgs& a) {
   if (scratch.path().empty()) return Fail(Status::FromErrno("mkdtemp", errno));
   // A team in a database is written as the file layout first.
   Workspace files_in = reading->ws;
-  if (store.spans_machines()) {
+  if (!store.FilesHere()) {
     auto exported = ExportStoreTeam(g.store, g.team, scratch.path() / "team");
     if (!exported.ok()) return Fail(exported.status());
     files_in = Workspace(scratch.path() / "team");

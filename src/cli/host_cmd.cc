@@ -144,7 +144,7 @@ int Up(Globals& g, const RunArgs& a) {
     // Closed before the fork: the host opens its own connections.
     auto teams = OpenTeamStore(config->store_url, ws);
     if (!teams.ok()) return Fail(teams.status());
-    if (a.teammates_only && !(*teams)->spans_machines()) {
+    if (a.teammates_only && !(*teams)->HostsApart()) {
       return Usage("--teammates hosts the teammates of a team kept in a database that other machines share "
                    "(--store postgres://...); on the file store the lead's host has them");
     }

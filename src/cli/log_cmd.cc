@@ -105,8 +105,8 @@ void Print(const Message& m, bool json, DeliveryView* delivery) {
 // memory); --follow wakes on its changes and waits out a store out of
 // reach. `ws` is where the files are (the delivery view reads them).
 int ShowLog(const Globals& g, TeamStore& store, const Workspace& ws, const Workspace& home, const LogArgs& a) {
-  if (a.delivery && store.spans_machines()) {
-    return Usage("--delivery reads the agents' journals, which the file store keeps: not on a PostgreSQL store yet");
+  if (a.delivery && !store.FilesHere()) {
+    return Usage("--delivery reads the agents' journals in this workspace: not for a team kept in " + store.where());
   }
   auto team = store.LoadTeam(g.team);
   if (!team.ok()) return Fail(SayIfArchived(team.status(), home, g.team, a.archived));

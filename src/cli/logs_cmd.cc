@@ -298,7 +298,7 @@ int Logs(Globals& g, const LogsArgs& a) {
   if (!a.follow) return 0;
 
   // Following: what each journal gains and each activity's news.
-  const bool files = !(*store)->spans_machines() && (*store)->foreign().empty();
+  const bool files = (*store)->FilesHere();
   const fs::path dir = g.ws().AgentsDir(g.team);
   ScopedFd watch(files ? ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC) : -1);
   if (watch.valid()) {

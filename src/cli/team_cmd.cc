@@ -250,7 +250,7 @@ int Delete(Globals& g, const TeamArgs& a) {
   // Its worktrees go first (unmerged work stays on its branch, DESIGN §12).
   // (Not under a live host: its teammates may be working in them.) A
   // shared store's worktrees are each host's, on its own machine.
-  if (auto c = store.LoadTeam(a.team); c.ok() && c->git.configured() && !store.spans_machines()) {
+  if (auto c = store.LoadTeam(a.team); c.ok() && c->git.configured() && store.WorktreesHere()) {
     if (store.LiveHost(a.team)) {
       std::cerr << "mates: the team is hosted: its worktrees stay in " << g.ws().WorktreesDir(a.team).string()
                 << std::endl;
@@ -259,12 +259,7 @@ int Delete(Globals& g, const TeamArgs& a) {
     }
   }
   if (!a.purge) return Archived(g, g.ws(), store.Archive(a.team), a);
-  Status s = store.DeleteTeam(a.team);
-  if (s.ok() && store.spans_machines()) {
-    std::error_code ec;
-    fs::remove_all(g.ws().TeamDir(a.team), ec);
-  }
-  return Purged(s, a);
+  return Purged(store.DeleteTeam(a.team), a);
 }
 
 // `team use [TEAM] [--clear]`: sets, clears or says the workspace's

@@ -162,7 +162,7 @@ Status Host::Build() {
   // teammates whose host died or stopped (DESIGN §13).
   // Under `up --respawn on-work` (DESIGN §27), a task that waits with no
   // live teammate brings a stopped one back.
-  const bool adopt = store_->spans_machines() && a.hosted;
+  const bool adopt = store_->HostsApart() && a.hosted;
   if (adopt || a.respawn) {
     teams_->StartLookingAfter(adopt ? 1.0 : 5.0, adopt, a.respawn, [this](const std::string& line) { out_.say(line); });
   }
@@ -386,7 +386,7 @@ Status Host::HostTheLead() {
   auto held = HoldLivenessAllowingForTheDead(*store_, a.team, lead_name_, DeadlineIn(kDeadHostGraceS));
   if (!held.ok()) {
     if (held.status().code() != StatusCode::kConflict) return held.status();
-    std::string where = store_->spans_machines() ? " (on this machine or another)" : "";
+    std::string where = store_->ElsewhereWords();
     if (auto host = store_->LiveHost(a.team); host && host->mode == HostMode::kUp && !host->control.empty()) {
       where = " (`mates up`, pid " + std::to_string(host->pid) + "): `mates attach --team " + a.team +
               "` joins its conversation";

@@ -191,7 +191,7 @@ Result<agent::TurnResult> Session::WaitForTeam(Result<agent::TurnResult> r) {
       bool panes = false;
       for (const auto& m : team.ok() ? team->members : std::vector<Member>{}) panes |= m.backend == MemberBackend::kTmux;
       team_files.Reset();
-      if (panes && !ctx.store().spans_machines()) {
+      if (panes && ctx.store().FilesHere()) {
         auto t = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), "", waker);
         if (t.ok()) team_files = std::move(*t);
       }

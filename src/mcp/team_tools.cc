@@ -32,7 +32,7 @@ Result<tools::ToolContext> ContextFor(const TeamIdentity& who) {
                                       "' (start `mates mcp` with --as one of its members)");
   }
   // (A shared store's worktrees are made by the host that runs each.)
-  if (m != nullptr && m->worktree && !who.store.spans_machines()) ctx.work_root = git::TeammateWorktree(who.ws, who.team, who.name);
+  if (m != nullptr && m->worktree && who.store.WorktreesHere()) ctx.work_root = git::TeammateWorktree(who.ws, who.team, who.name);
   return ctx;
 }
 

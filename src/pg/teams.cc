@@ -206,7 +206,15 @@ class Teams : public TeamStore {
   std::string where() const override { return store_.target().shown; }
   bool spans_machines() const override { return true; }
   Result<std::vector<std::string>> ListTeams() override { return store_.rosters().ListTeams(); }
-  Status DeleteTeam(const std::string& team) override { return store_.rosters().DeleteTeam(team); }
+  // And this machine's own files of it (journals, host.log).
+  Status DeleteTeam(const std::string& team) override {
+    MATES_RETURN_IF_ERROR(store_.rosters().DeleteTeam(team));
+    if (ws_) {
+      std::error_code ec;
+      fs::remove_all(ws_->TeamDir(team), ec);
+    }
+    return Status::Ok();
+  }
   Result<TeamConfig> LoadTeam(const std::string& team) override { return store_.rosters().LoadTeam(team); }
   Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
                                 const std::string& description) override {

@@ -21,6 +21,11 @@ class ForwardingTeamStore : public TeamStore {
   std::string where() const override { return inner_->where(); }
   bool spans_machines() const override { return inner_->spans_machines(); }
   std::string foreign() const override { return inner_->foreign(); }
+  std::string ElsewhereWords() const override { return inner_->ElsewhereWords(); }
+  std::string DefaultGitRemote() const override { return inner_->DefaultGitRemote(); }
+  bool WorktreesHere() const override { return inner_->WorktreesHere(); }
+  bool FilesHere() const override { return inner_->FilesHere(); }
+  bool HostsApart() const override { return inner_->HostsApart(); }
   Result<std::vector<std::string>> ListTeams() override { return inner_->ListTeams(); }
   Status DeleteTeam(const std::string& t) override { return inner_->DeleteTeam(t); }
   Result<TeamConfig> LoadTeam(const std::string& t) override { return inner_->LoadTeam(t); }

@@ -163,9 +163,27 @@ class TeamStore {
   // a teammate's worktree is then made by whichever host runs it, git
   // works through a remote, and a journal has a copy in the store.
   virtual bool spans_machines() const = 0;
+  // What callers do differently with these teams, each asked by what it is
+  // for rather than by which backend this is (DESIGN §33); by default from
+  // spans_machines().
+  // Said after "is already running in another process".
+  virtual std::string ElsewhereWords() const { return spans_machines() ? " (on this machine or another)" : ""; }
+  // The remote a worktree team's work travels through when none is named
+  // ("" = none: one machine holds it all).
+  virtual std::string DefaultGitRemote() const { return spans_machines() ? kDefaultGitRemote : ""; }
+  // Whether this workspace makes and cleans up its members' worktrees (a
+  // shared store's are each made by the host that runs the member).
+  virtual bool WorktreesHere() const { return !spans_machines(); }
+  // Whether the teams' own files (journals, activity, inboxes) are under
+  // this workspace, to be watched and read there.
+  virtual bool FilesHere() const { return !spans_machines() && foreign().empty(); }
+  // Whether a team's teammates may be hosted apart from its lead, and
+  // taken over from a host that died (DESIGN §13).
+  virtual bool HostsApart() const { return spans_machines(); }
   // Every team's name, sorted.
   virtual Result<std::vector<std::string>> ListTeams() = 0;
-  // Deletes a team and everything it holds, for good (NotFound if none).
+  // Deletes a team and everything it holds, for good (NotFound if none),
+  // and what this workspace kept of it.
   virtual Status DeleteTeam(const std::string& team) = 0;
   virtual Result<TeamConfig> LoadTeam(const std::string& team) = 0;
   // NotFound ("no team 'T'") unless the team is there; its roster need not

@@ -173,7 +173,7 @@ Result<std::unique_ptr<Hold>> TeamManager::HostMember(const std::string& team, c
   auto held = store_.HoldLiveness(team, name);
   if (!held.ok() && held.status().code() == StatusCode::kConflict) {
     return Status::FailedPrecondition("teammate '" + name + "' is already running in another process" +
-                                      (store_.spans_machines() ? " (on this machine or another)" : ""));
+                                      store_.ElsewhereWords());
   }
   return held;
 }
@@ -222,7 +222,7 @@ Result<TeamGit> TeamManager::EnsureTarget(const std::string& team, const TeamCon
   if (c.git.configured()) return c.git;
   TeamGit wanted = options_.git;
   wanted.isolation = c.git.isolation;
-  if (store_.spans_machines() && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
+  if (wanted.remote.empty()) wanted.remote = store_.DefaultGitRemote();
   MATES_ASSIGN_OR_RETURN(TeamGit g, git::PrepareTarget(ws_, team, wanted));
   MATES_RETURN_IF_ERROR(store_.UpdateTeam(team, [&](TeamConfig& cfg) {
     if (!cfg.git.configured()) cfg.git = g;
@@ -331,7 +331,7 @@ Result<std::string> TeamManager::CreateTeam(const std::string& name, const std::
     TeamGit wanted = options_.git;
     wanted.isolation = iso;
     // On a shared store the work travels through a remote (DESIGN §13).
-    if (store_.spans_machines() && wanted.remote.empty()) wanted.remote = kDefaultGitRemote;
+    if (wanted.remote.empty()) wanted.remote = store_.DefaultGitRemote();
     MATES_ASSIGN_OR_RETURN(prepared, git::PrepareTarget(ws_, name, wanted));
   }
   const std::string current = place_.team();

@@ -65,7 +65,7 @@ Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t la
     v.members.push_back(std::move(mv));
   }
   v.messages = std::move(messages.messages);
-  if (store.spans_machines() || !store.foreign().empty()) v.store = store.where();
+  if (!store.FilesHere()) v.store = store.where();
   v.foreign = store.foreign();
   v.host = store.LiveHost(team);
   v.forecasts = store.Forecasts(team);
