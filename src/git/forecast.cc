@@ -173,8 +173,8 @@ bool Forecaster::LookAtPanes(const std::string& team, std::set<std::string>* cha
     for (const auto& [member, doc] : *docs) {
       auto j = ParseJson(doc);
       if (!j.ok() || !j->is_object()) continue;
-      const Json& since = (*j)["since"];
-      doing[member] = {StringOr(*j, "state"), since.is_number() ? DumpJson(since) : ""};
+      const auto since = j->find("since");
+      doing[member] = {StringOr(*j, "state"), since != j->end() && since->is_number() ? DumpJson(*since) : ""};
     }
   }
   for (const auto& name : panes) {

@@ -76,12 +76,14 @@ std::vector<ConflictForecast> ReadForecasts(const Workspace& ws, std::string_vie
 }
 
 std::vector<ConflictForecast> ReadLiveForecasts(const Workspace& ws, std::string_view team) {
-  Json doc = ForecastDocument(ws, team);
-  const Json& pid = doc["pid"];
-  const Json& start = doc["start_time"];
-  if (!pid.is_number_integer() || !start.is_number_unsigned() || pid.get<int64_t>() <= 0 ||
-      pid.get<int64_t>() > std::numeric_limits<pid_t>::max() ||
-      !ProcessLives(static_cast<pid_t>(pid.get<int64_t>()), start.get<uint64_t>())) {
+  // Read without adding (a Json's [] adds a key: the first reference
+  // would not outlive the second).
+  const Json doc = ForecastDocument(ws, team);
+  const auto pid = doc.find("pid");
+  const auto start = doc.find("start_time");
+  if (pid == doc.end() || start == doc.end() || !pid->is_number_integer() || !start->is_number_unsigned() ||
+      pid->get<int64_t>() <= 0 || pid->get<int64_t>() > std::numeric_limits<pid_t>::max() ||
+      !ProcessLives(static_cast<pid_t>(pid->get<int64_t>()), start->get<uint64_t>())) {
     return {};
   }
   return ForecastsFromJson(doc);
