@@ -98,17 +98,24 @@ export async function until(what, f, ms, every = 50) {
 }
 
 // Parts of the page that live updates redraw or move (the roster, the
-// plans, everything under the attention banner, which comes and goes) are
-// clicked in one step inside the page: puppeteer's click finds the element's
-// point, then moves the mouse there, and a redraw or a shift in between
-// detaches it or lands the click elsewhere.
-export async function clickLive(page, selector) {
+// plans, a task's detail, everything under the attention banner, which
+// comes and goes) are acted on in one step inside the page: puppeteer's
+// click finds the element's point, then moves the mouse there, and its
+// $eval finds the element, then acts on it in a second round trip; a redraw
+// in between detaches it (a "Changes" block opened there stays closed in
+// the page) or lands the click elsewhere. `act` is "click", "open" (a
+// <details>) or "clear" (an input).
+export async function actLive(page, selector, act) {
   await page.waitForSelector(selector, { timeout: 5000 });
-  const clicked = await page.evaluate((sel) => {
+  const done = await page.evaluate((sel, how) => {
     const e = document.querySelector(sel);
     if (!e) return false;
-    e.click();
+    if (how === "click") e.click();
+    else if (how === "open") e.open = true;
+    else if (how === "clear") e.value = "";
+    else throw new Error("no such act: " + how);
     return true;
-  }, selector);
-  if (!clicked) throw new Error("nothing to click at " + selector);
+  }, selector, act);
+  if (!done) throw new Error("nothing to " + act + " at " + selector);
 }
+export function clickLive(page, selector) { return actLive(page, selector, "click"); }

@@ -15,7 +15,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
-import { Checks, browserParts, launchBrowser, matesIn, options, until, upDashboard } from "./common.mjs";
+import { Checks, actLive, browserParts, clickLive, launchBrowser, matesIn, options, until, upDashboard } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -67,7 +67,7 @@ try {
   const said = await page.$eval('#plans .merge-review[data-id="merge-1"] .who', (e) => e.textContent);
   check(said.startsWith("merge request 1 · #1 w1"), "the review waits for a decision, numbered as in the CLI: " + said);
   check(await page.$eval("#plan-count", (e) => e.textContent) === "(1)", "and is counted there");
-  await page.$eval('#plans .merge-review .diff-lazy', (d) => { d.open = true; });
+  await actLive(page, "#plans .merge-review .diff-lazy", "open");
   await page.waitForSelector("#plans .merge-review .diff-file", { timeout: 10000 });
   check(await page.$eval("#plans .merge-review .diff-file summary", (e) => e.textContent) === "notes.txt +1 \u22120",
         "with its changes");
@@ -79,7 +79,7 @@ try {
                          r.querySelector(".feedback").value === "fine"),
         "drawn again, the review keeps its diff open and its feedback");
   await page.screenshot({ path: shots + "-review.png" });
-  await page.$eval("#plans .merge-review .approve", (b) => b.click());
+  await clickLive(page, "#plans .merge-review .approve");
   await until("the merge", () => merges().some((m) => m.status === "merged"), 30000);
   await page.waitForFunction(() => !document.querySelector("#plans .merge-review"), { timeout: 10000 });
   check(true, "merged from the page, it leaves the decisions");
@@ -92,7 +92,7 @@ try {
     check(await page.evaluate(() => document.documentElement.dataset.theme) === theme,
           theme + ": the page is in that theme");
     await page.waitForSelector("#task-detail .diff-lazy", { timeout: 10000 });
-    await page.$eval("#task-detail .diff-lazy", (d) => { d.open = true; });
+    await actLive(page, "#task-detail .diff-lazy", "open");
     await page.waitForSelector("#task-detail .diff-file", { timeout: 10000 }).catch(async (e) => {
       // What the block says instead (an error from the API, "Loading…"), for the failure's message.
       const said = await page.evaluate(() => {
@@ -114,7 +114,7 @@ try {
   await page.goto(url + "#tab/merges", { waitUntil: "domcontentloaded" });
   await page.waitForSelector('body[data-ready="1"]', { timeout: 10000 });
   await page.waitForSelector('#merges .merge[data-status="merged"] .diff-lazy', { timeout: 10000 });
-  await page.$eval('#merges .merge[data-status="merged"] .diff-lazy', (d) => { d.open = true; });
+  await actLive(page, '#merges .merge[data-status="merged"] .diff-lazy', "open");
   await page.waitForSelector("#merges .diff-file", { timeout: 10000 });
   const merged = await page.$eval("#merges .diff-file summary", (e) => e.textContent);
   check(merged === "notes.txt +1 \u22120", "the merge request's card shows the same: " + merged);

@@ -18,7 +18,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
-import { Checks, browserParts, launchBrowser, matesIn, options, until, upDashboard } from "./common.mjs";
+import { Checks, browserParts, clickLive, launchBrowser, matesIn, options, until, upDashboard } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -42,7 +42,7 @@ function sleeperRuns() {
 // pressed in one step (a mouse click aims at where it was).
 async function press(page, selector) {
   await page.waitForSelector(selector, { timeout: 10000 });
-  await page.$eval(selector, (b) => b.click());
+  await clickLive(page, selector);
 }
 
 // Hovers a card (its buttons show on hover); a card redrawn between the
@@ -130,10 +130,10 @@ try {
   const fixText = settled ? await page.$eval(fix, (b) => b.textContent)
                           : await page.$eval('#attention li[data-kind="paused"] .fix-do', (b) => b.textContent).catch(() => "none");
   check(fixText === "Restart worker", "the paused item's fix is a button: " + fixText);
-  await page.$eval("#attention .attention-head .btn", (b) => b.click());  // details
+  await clickLive(page, "#attention .attention-head .btn");  // details
   await page.screenshot({ path: shots + "-paused.png" });
   page.once("dialog", (d) => { check(/Restart worker/.test(d.message()), "the banner's restart asks first"); d.accept(); });
-  await page.$eval(fix, (b) => b.click());
+  await clickLive(page, fix);
   const cleared = await page.waitForFunction(() => !document.querySelector('#attention li[data-kind="paused"]'), { timeout: 20000 })
     .then(() => true, () => false);
   check(cleared, "restarted from the banner, the item goes");

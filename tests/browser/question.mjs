@@ -19,7 +19,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { browserParts, Checks, clickLive, launchBrowser, matesIn, options, startMockLlm, upDashboard } from "./common.mjs";
+import { actLive, browserParts, Checks, clickLive, launchBrowser, matesIn, options, startMockLlm, upDashboard } from "./common.mjs";
 
 const args = options();
 const server = path.resolve(args.servers || "", "mcp-server-everything");
@@ -114,7 +114,7 @@ try {
   await shot(page, "refused");
 
   // One that fits.
-  await page.$eval('#plans .question [data-field="integer"] input', (i) => { i.value = ""; });
+  await actLive(page, '#plans .question [data-field="integer"] input', "clear");
   await page.type('#plans .question [data-field="integer"] input', "7");
   await clickLive(page, '#plans .question [data-field="check"] input');
   await page.type('#plans .question [data-field="email"] input', "ann@example.com");
