@@ -42,22 +42,10 @@ using testing::RunMates;
 using testing::ReadAll;
 using testing::TempDir;
 
-class PgRuntimeTest : public testing::PgSuite {
+class PgRuntimeTest : public testing::PgTeamsSuite {
  protected:
   void SetUp() override {
-    static int n = 0;
-    auto url = server_->CreateDatabase("r" + std::to_string(++n));
-    ASSERT_TRUE(url.ok()) << url.status().message();
-    url_ = *url;
-    auto target = pg::ParseTarget(url_);
-    ASSERT_TRUE(target.ok());
-    auto c = pg::Connection::Open(*target, 10);
-    ASSERT_TRUE(c.ok()) << c.status().message();
-    ASSERT_TRUE(pg::InitSchema(*c).ok());
-    auto store = pg::Store::Open(*target);
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    store_ = std::move(*store);
-    teams_ = pg::StoreTeams(*store_);
+    ASSERT_NO_FATAL_FAILURE(OpenDatabase("r"));
     ASSERT_TRUE(teams_->CreateTeam("crew", "lead", "").ok());
   }
 
@@ -122,9 +110,6 @@ class PgRuntimeTest : public testing::PgSuite {
     return calls;
   }
 
-  std::string url_;
-  std::unique_ptr<pg::Store> store_;
-  std::unique_ptr<TeamStore> teams_;
   TempDir dir_;
 };
 
@@ -740,8 +725,8 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   EXPECT_NE(refused.err.find("is spent"), std::string::npos) << refused.err;
 }
 
-// A teammate whose liveness lock goes with its connection, and is taken
-// by another host before its keeper can take it again, is that host's now:
+// A teammate whose lease's session ends (its lease with it), and is taken
+// by another host before its keeper can renew it, is that host's now:
 // it stops at once and writes nothing more of its status to the roster
 // (two hosts never run one teammate).
 TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
@@ -763,8 +748,8 @@ TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
   int sessions_ended = 0;
   std::unique_ptr<Hold> other;
   ASSERT_TRUE(testing::WaitUntil([&] {
-    auto ended = admin->Exec("SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' "
-                             "AND granted AND pid <> pg_backend_pid()");
+    auto ended = admin->Exec("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM mates_agent_leases "
+                             "WHERE NOT released AND pid <> pg_backend_pid()");
     if (ended.ok()) sessions_ended += static_cast<int>(ended->integer(0, 0));
     auto h = teams_->HoldLiveness("crew", "w1");
     if (h.ok()) other = std::move(*h);
@@ -796,8 +781,8 @@ TEST_F(PgRuntimeTest, ATeammateTakenOverClaimsNothingBeforeItsKeeperLooks) {
   ASSERT_TRUE(admin.ok());
   std::unique_ptr<Hold> other;
   ASSERT_TRUE(testing::WaitUntil([&] {
-    (void)admin->Exec("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                      "AND pid <> pg_backend_pid()");
+    (void)admin->Exec("SELECT pg_terminate_backend(pid) FROM mates_agent_leases WHERE NOT released AND "
+                      "pid <> pg_backend_pid()");
     auto h = teams_->HoldLiveness("crew", "w1");
     if (h.ok()) other = std::move(*h);
     return other != nullptr;
@@ -905,8 +890,8 @@ TEST_F(PgRuntimeTest, AHostWhoseLeadWasTakenOverStops) {
   ASSERT_TRUE(admin.ok());
   std::unique_ptr<Hold> other;
   ASSERT_TRUE(testing::WaitUntil([&] {
-    (void)admin->Exec("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                      "AND pid <> pg_backend_pid()");
+    (void)admin->Exec("SELECT pg_terminate_backend(pid) FROM mates_agent_leases WHERE NOT released AND "
+                      "pid <> pg_backend_pid()");
     auto h = teams_->HoldLiveness("crew", "lead");
     if (h.ok()) other = std::move(*h);
     return other != nullptr;
@@ -1379,8 +1364,8 @@ TEST_F(PgRuntimeTest, DownStopsAHostWhoseLockIsMomentarilyNotHeld) {
     pg::Connection& c;
     ~Login() { (void)c.ExecScript("ALTER ROLE mates LOGIN"); }
   } login_again{*admin};
-  ASSERT_TRUE(admin->Exec("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                          "AND pid <> pg_backend_pid()").ok());
+  ASSERT_TRUE(admin->Exec("SELECT pg_terminate_backend(pid) FROM mates_agent_leases WHERE NOT released AND "
+                          "pid <> pg_backend_pid()").ok());
   ASSERT_TRUE(testing::WaitUntil([&] { return !teams_->IsHosted("crew", "lead"); }, 20));
   auto down = RunMates(ws.path(), {"down", "--store", server_->SuperUrl(db), "--team", "crew", "--grace", "0",
                                    "--timeout", "10"});

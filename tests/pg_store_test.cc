@@ -139,7 +139,8 @@ TEST_F(PgTest, InitMigrateAndStatusAnswerForTheSchema) {
                        "WHERE tablename LIKE 'mates\\_%'");
   ASSERT_TRUE(tables.ok()) << tables.status().message();
   EXPECT_EQ(tables->text(0, 0),
-            "mates_activity mates_forecasts mates_inbox mates_journals mates_merges mates_messages mates_requests "
+            "mates_activity mates_agent_leases mates_forecasts mates_inbox mates_journals mates_merges mates_messages "
+            "mates_requests "
             "mates_schema mates_tasks mates_teams");
 }
 

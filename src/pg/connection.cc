@@ -111,8 +111,17 @@ Result<Connection> Connection::Open(const Target& target, double timeout_s) {
   std::string timeout = std::to_string(static_cast<int>(std::clamp(std::ceil(timeout_s), 2.0, 3600.0)));
   // Ours first: what the URL itself says wins (the last value of a
   // repeated keyword is kept, and the URL is expanded in its place).
-  const char* keys[] = {"connect_timeout", "application_name", "client_encoding", "dbname", nullptr};
-  const char* values[] = {timeout.c_str(), "mates", "UTF8", target.uri.c_str(), nullptr};
+  // A machine cut off (DESIGN §32) is noticed in seconds, not in TCP's
+  // minutes: data unacknowledged for 5 s, or an idle connection whose
+  // peer answers no probe for 9 s, ends the connection (Unavailable). A
+  // session left in a transaction for 5 s with nothing sent (a host frozen
+  // in the middle of one) is ended by the server, and its locks with it:
+  // no transaction of mates waits on its client that long.
+  const char* keys[] = {"connect_timeout",  "application_name",    "client_encoding",  "tcp_user_timeout",
+                        "keepalives_idle",  "keepalives_interval", "keepalives_count", "options",
+                        "dbname",           nullptr};
+  const char* values[] = {timeout.c_str(), "mates", "UTF8", "5000", "5", "2", "2",
+                          "-c idle_in_transaction_session_timeout=5000", target.uri.c_str(), nullptr};
   Connection c;
   c.target_ = target;
   c.conn_.reset(PQconnectdbParams(keys, values, /*expand_dbname=*/1));

@@ -276,6 +276,24 @@ CREATE TABLE mates_forecasts (
   doc text NOT NULL
 );
 )SQL",
+    // 11: who hosts each agent (DESIGN §32): a lease its host renews on a
+    // session of its own (pid, backend_start); the token grows with each
+    // new holder, and a write a host makes for the agent checks it.
+    R"SQL(
+CREATE TABLE mates_agent_leases (
+  team text NOT NULL REFERENCES mates_teams (name) ON DELETE CASCADE,
+  agent text NOT NULL,
+  token bigint NOT NULL,
+  holder text NOT NULL,
+  pid integer NOT NULL,
+  backend_start timestamptz,
+  expires_at timestamptz NOT NULL,
+  released boolean NOT NULL DEFAULT false,
+  taken_from text NOT NULL DEFAULT '',
+  taken_at double precision NOT NULL DEFAULT 0,
+  PRIMARY KEY (team, agent)
+);
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

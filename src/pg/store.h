@@ -267,22 +267,35 @@ class JournalRows {
   Store& store_;
 };
 
-// Liveness (DESIGN §13): a host holds a session advisory lock per agent it
-// hosts, on a connection of its own, so the lock goes when the host does (a
-// host killed with -9 closes its sockets; the server frees its locks).
+// Liveness (DESIGN §13, §32): a host holds each agent it hosts by a lease,
+// a row of mates_agent_leases that it renews every second for kLeaseS more
+// (the server's clock), on a session of its own. The lease ends when it is
+// not renewed in time (a host frozen or cut off), or at once when that
+// session is gone (a host killed with -9 closes its sockets); then another
+// host may take it, and its fencing token grows by one. Every claim,
+// completion, send, inbox drain, merge submission, status and journal write
+// this process makes for an agent it holds carries the token (Store::Fence),
+// and the server refuses a stale one: a host thawed or healed after its
+// lease was taken redoes nothing and overwrites nothing.
 class LivenessLock {
  public:
   LivenessLock() = default;
   LivenessLock(LivenessLock&&) noexcept = default;
   LivenessLock& operator=(LivenessLock&&) noexcept = default;
-  // Released before its connection closes: the server lets go of a closed
-  // session's locks only as its backend exits, a moment later.
+  // Released (the row says so, and the next holder took nothing over)
+  // before its session closes.
   ~LivenessLock();
   // Hold::OnLost: once it is seen taken by another host, `lost` is called
-  // (from the keeper's thread) and the lock is not taken again.
+  // (from the keeper's thread, or the thread that found it) and the lease
+  // is not renewed again.
   void OnLost(std::function<void()> lost);
-  // Hold::StillHeld: its connection seen hung up is taken again now.
+  // Hold::StillHeld: true while the last renewal is recent enough that the
+  // lease cannot have ended (kLeaseS less a margin, on this machine's
+  // clock); past that, one renewal is tried now: false if it fails (this
+  // host stops acting for the agent until it renews) or finds the lease
+  // taken (`lost` is called).
   bool StillHeld();
+  int64_t token() const;
 
  private:
   friend class LivenessLocks;
@@ -291,32 +304,43 @@ class LivenessLock {
   std::shared_ptr<Held> held_;
 };
 
-// The liveness locks of this process, and their keeper: a lock lost with
-// its connection (the server restarted, say) is taken again by the keeper,
-// which looks every second while any is held; if another host took it
-// meanwhile, that is logged.
+// The leases this process holds, and their keeper, which renews them every
+// second (a session lost, say with a server restart, is opened again and
+// the lease renewed on it if nobody took it meanwhile) and reports each
+// lease found taken.
 class LivenessLocks {
  public:
-  explicit LivenessLocks(Store& store) : store_(store) {}
+  static constexpr double kLeaseS = 5;  // a lease lasts this long past its last renewal
+  explicit LivenessLocks(Store& store);
   ~LivenessLocks();
-  // Conflict if another session holds it: the agent is hosted elsewhere.
+  // Conflict if another live lease holds it: the agent is hosted elsewhere.
   Result<LivenessLock> Hold(const std::string& team, const std::string& agent);
-  // Whether some session holds `agent`'s liveness lock now.
+  // Whether a live lease holds `agent` now.
   Result<bool> IsHosted(const std::string& team, const std::string& agent);
+  // The team's leases, live or not.
+  Result<std::vector<AgentLease>> Leases(const std::string& team);
+  // The token this process holds `agent` by, if it holds it.
+  std::optional<int64_t> TokenOf(const std::string& team, const std::string& agent);
+  // A write for `agent` was refused as stale: its lease is lost (reported
+  // once, `lost` called).
+  void Refused(const std::string& team, const std::string& agent, const std::string& why);
 
  private:
   friend class LivenessLock;
-  // The keeper's thread: every second, each held lock whose connection is
-  // gone is taken again.
+  // The keeper's thread: every second, each lease held is renewed.
   void Keep();
-  void Retake(LivenessLock::Held& h);
+  // Renews `h` (under h.mu): true if it is renewed; on a lease found
+  // taken, marks it lost and calls its `lost`.
+  bool Renew(LivenessLock::Held& h);
+  void Lose(LivenessLock::Held& h, const std::string& why);
 
   Store& store_;
+  std::string holder_;  // this process: "host PID on MACHINE"
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::weak_ptr<LivenessLock::Held>> kept_;  // guarded by mu_
   bool stopping_ = false;                                // guarded by mu_
-  std::thread keeper_;                                   // started with the first lock held
+  std::thread keeper_;                                   // started with the first lease held
 };
 
 // The store: a pool of connections to one server, its listener, and the
@@ -353,6 +377,25 @@ class Store {
   TaskRows& tasks() { return tasks_; }
   JournalRows& journals() { return journals_; }
   LivenessLocks& liveness() { return liveness_; }
+
+  // Fencing (DESIGN §32): inside a transaction on `c`, refuses to go on
+  // (FailedPrecondition naming the lease's holder now) unless the lease
+  // this process holds `agent` by is still the agent's newest; the row is
+  // held FOR SHARE to the end of the transaction, so no host takes the
+  // lease over in between. Nothing to check for an agent this process does
+  // not hold (a person's `mates` command, another host's agent).
+  Status Fence(Connection& c, const std::string& team, const std::string& agent);
+  // `write` (one statement or more on `c`), fenced for `agent`: in one
+  // transaction with the check if this process holds the agent, as it is
+  // otherwise.
+  template <typename Fn>
+  auto Fenced(Connection& c, const std::string& team, const std::string& agent, Fn&& write) -> decltype(write()) {
+    if (!liveness_.TokenOf(team, agent)) return write();
+    return InTransaction(c, [&]() -> decltype(write()) {
+      MATES_RETURN_IF_ERROR(Fence(c, team, agent));
+      return write();
+    });
+  }
 
  private:
   friend class Lease;

@@ -99,38 +99,40 @@ Result<std::optional<Task>> TaskRows::ClaimNext(const std::string& team, const s
   const int64_t count_up_to = outlook != nullptr ? std::max<int64_t>(outlook->count_up_to, 0) : 0;
   if (outlook != nullptr) *outlook = ClaimOutlook{};
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
-  if (outlook != nullptr) {
-    // mates_claim_look (schema.cc): the same claim, then what it left.
-    MATES_ASSIGN_OR_RETURN(
-        Rows r, c->Exec("SELECT (c.claimed).id, (c.claimed).subject, (c.claimed).description, "
-                        "(c.claimed).active_form, (c.claimed).status, (c.claimed).owner, (c.claimed).blocked_by, "
-                        "(c.claimed).blocks, (c.claimed).metadata, (c.claimed).created_at, (c.claimed).updated_at, "
-                        "(c.claimed).history::text, (c.claimed).paths::text, "
-                        "c.unowned_left, c.assigned_to FROM mates_claim_look($1, $2, $3, $4) c",
-                        {team, owner, Seconds(WallSeconds()), Num(count_up_to)}));
-    if (r.size() != 1) return Status::Internal("mates_claim_look returned " + Num(r.size()) + " rows");
-    outlook->unowned = r.integer(0, 13);
-    std::string_view names = r.text(0, 14);
-    for (size_t at = 0; at < names.size();) {
-      size_t end = std::min(names.find(' ', at), names.size());
-      std::string name(names.substr(at, end - at));
-      // A row written by hand with a name no claimer can have wakes nobody.
-      if (ValidateName("member name", name).ok()) outlook->assigned_to.push_back(std::move(name));
-      at = end + 1;
+  return store_.Fenced(*c, team, owner, [&]() -> Result<std::optional<Task>> {
+    if (outlook != nullptr) {
+      // mates_claim_look (schema.cc): the same claim, then what it left.
+      MATES_ASSIGN_OR_RETURN(
+          Rows r, c->Exec("SELECT (c.claimed).id, (c.claimed).subject, (c.claimed).description, "
+                          "(c.claimed).active_form, (c.claimed).status, (c.claimed).owner, (c.claimed).blocked_by, "
+                          "(c.claimed).blocks, (c.claimed).metadata, (c.claimed).created_at, (c.claimed).updated_at, "
+                          "(c.claimed).history::text, (c.claimed).paths::text, "
+                          "c.unowned_left, c.assigned_to FROM mates_claim_look($1, $2, $3, $4) c",
+                          {team, owner, Seconds(WallSeconds()), Num(count_up_to)}));
+      if (r.size() != 1) return Status::Internal("mates_claim_look returned " + Num(r.size()) + " rows");
+      outlook->unowned = r.integer(0, 13);
+      std::string_view names = r.text(0, 14);
+      for (size_t at = 0; at < names.size();) {
+        size_t end = std::min(names.find(' ', at), names.size());
+        std::string name(names.substr(at, end - at));
+        // A row written by hand with a name no claimer can have wakes nobody.
+        if (ValidateName("member name", name).ok()) outlook->assigned_to.push_back(std::move(name));
+        at = end + 1;
+      }
+      if (r.null(0, 0)) return std::optional<Task>();
+      MATES_ASSIGN_OR_RETURN(Task t, TaskOf(r, 0));
+      return std::optional<Task>(std::move(t));
     }
-    if (r.null(0, 0)) return std::optional<Task>();
+    // mates_claim_next (schema.cc): assigned first, then unowned, by id,
+    // skipping rows other claimers hold. A claim notifies no one: it makes
+    // nothing claimable.
+    MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kTaskColumns +
+                                               " FROM mates_claim_next($1, $2, $3)",
+                                           {team, owner, Seconds(WallSeconds())}));
+    if (r.size() == 0) return std::optional<Task>();
     MATES_ASSIGN_OR_RETURN(Task t, TaskOf(r, 0));
     return std::optional<Task>(std::move(t));
-  }
-  // mates_claim_next (schema.cc): assigned first, then unowned, by id,
-  // skipping rows other claimers hold. A claim notifies no one: it makes
-  // nothing claimable.
-  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec(std::string("SELECT ") + kTaskColumns +
-                                             " FROM mates_claim_next($1, $2, $3)",
-                                         {team, owner, Seconds(WallSeconds())}));
-  if (r.size() == 0) return std::optional<Task>();
-  MATES_ASSIGN_OR_RETURN(Task t, TaskOf(r, 0));
-  return std::optional<Task>(std::move(t));
+  });
 }
 
 Result<std::shared_ptr<ClaimLine>> TaskRows::ClaimLineOf(const std::string& team) {
@@ -150,24 +152,26 @@ Result<std::shared_ptr<ClaimLine>> TaskRows::ClaimLineOf(const std::string& team
 Result<std::optional<Task>> TaskRows::CompleteIfInProgress(const std::string& team, int64_t id,
                                                         const std::string& owner) {
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
-  // The NOTIFY says how many tasks it left claimable, as far as this
-  // statement sees (a blocker completed at the same moment by another is
-  // not seen: a host's line wakes one at least, and the look's outlook
-  // wakes the rest), so that a host wakes that many idle teammates at once.
-  MATES_ASSIGN_OR_RETURN(
-      Rows r, c->Exec(std::string("WITH upd AS (UPDATE mates_tasks SET status = 'completed', updated_at = $4 "
-                                  "WHERE team = $1 AND id = $2 AND owner = $3 AND status = 'in_progress' "
-                                  "RETURNING *) SELECT ") +
-                          kTaskColumns +
-                          ", (SELECT count(*) FROM (SELECT pg_notify($5, (SELECT count(*) FROM mates_tasks d "
-                          "WHERE d.team = $1 AND d.id = ANY(u.blocks) AND d.status = 'pending' AND "
-                          "NOT EXISTS (SELECT 1 FROM unnest(d.blocked_by) AS bid WHERE bid <> $2 AND (SELECT b.status FROM "
-                          "mates_tasks b WHERE b.team = d.team AND b.id = bid) NOT IN ('completed', 'deleted')))::text) "
-                          "FROM upd u) n) FROM upd",
-                      {team, Num(id), owner, Seconds(WallSeconds()), ChannelOf(BoardKey(team))}));
-  if (r.size() != 1) return std::optional<Task>();
-  MATES_ASSIGN_OR_RETURN(Task t, TaskOf(r, 0));
-  return std::optional<Task>(std::move(t));
+  return store_.Fenced(*c, team, owner, [&]() -> Result<std::optional<Task>> {
+    // The NOTIFY says how many tasks it left claimable, as far as this
+    // statement sees (a blocker completed at the same moment by another is
+    // not seen: a host's line wakes one at least, and the look's outlook
+    // wakes the rest), so that a host wakes that many idle teammates at once.
+    MATES_ASSIGN_OR_RETURN(
+        Rows r, c->Exec(std::string("WITH upd AS (UPDATE mates_tasks SET status = 'completed', updated_at = $4 "
+                                    "WHERE team = $1 AND id = $2 AND owner = $3 AND status = 'in_progress' "
+                                    "RETURNING *) SELECT ") +
+                            kTaskColumns +
+                            ", (SELECT count(*) FROM (SELECT pg_notify($5, (SELECT count(*) FROM mates_tasks d "
+                            "WHERE d.team = $1 AND d.id = ANY(u.blocks) AND d.status = 'pending' AND "
+                            "NOT EXISTS (SELECT 1 FROM unnest(d.blocked_by) AS bid WHERE bid <> $2 AND (SELECT b.status FROM "
+                            "mates_tasks b WHERE b.team = d.team AND b.id = bid) NOT IN ('completed', 'deleted')))::text) "
+                            "FROM upd u) n) FROM upd",
+                        {team, Num(id), owner, Seconds(WallSeconds()), ChannelOf(BoardKey(team))}));
+    if (r.size() != 1) return std::optional<Task>();
+    MATES_ASSIGN_OR_RETURN(Task t, TaskOf(r, 0));
+    return std::optional<Task>(std::move(t));
+  });
 }
 
 Result<Task> TaskRows::Complete(const std::string& team, int64_t id, const std::string& owner) {
@@ -260,6 +264,7 @@ Result<Task> TaskRows::Update(const std::string& team, int64_t id, const TaskPat
   }
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<Task> {
+    if (!caller.name.empty()) MATES_RETURN_IF_ERROR(store_.Fence(*c, team, caller.name));
     // The graph changes one update at a time per board (task creation
     // takes the same lock); claims hold rows, not this lock.
     MATES_RETURN_IF_ERROR(
@@ -317,6 +322,7 @@ Result<Task> TaskRows::Claim(const std::string& team, int64_t id, const std::str
   MATES_RETURN_IF_ERROR(CheckNames(team, owner));
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<Task> {
+    MATES_RETURN_IF_ERROR(store_.Fence(*c, team, owner));
     MATES_ASSIGN_OR_RETURN(Task t, HoldTask(*c, team, id));
     const std::string ref = "task #" + Num(id);
     if (t.status == TaskStatus::kDeleted) return NoTask(id);

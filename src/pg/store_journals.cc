@@ -80,7 +80,9 @@ Status JournalRows::Put(const std::string& team, const std::string& member, int6
   if (first < 0) return Status::InvalidArgument("a journal's lines are numbered from 0");
   if (lines.empty()) return Status::Ok();
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
-  return c->Exec(kPutJournal, {team, member, Num(first), LinesParam(lines), ChannelOf(JournalKey(team))}).status();
+  return store_.Fenced(*c, team, member, [&] {
+    return c->Exec(kPutJournal, {team, member, Num(first), LinesParam(lines), ChannelOf(JournalKey(team))}).status();
+  });
 }
 
 Status JournalRows::Replace(const std::string& team, const std::string& member,
@@ -88,6 +90,7 @@ Status JournalRows::Replace(const std::string& team, const std::string& member,
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Status {
+    MATES_RETURN_IF_ERROR(store_.Fence(*c, team, member));
     MATES_RETURN_IF_ERROR(
         c->Exec("DELETE FROM mates_journals WHERE team = $1 AND member = $2", {team, member}).status());
     if (lines.empty()) return Status::Ok();

@@ -21,7 +21,7 @@ namespace mates::pg {
 
 Status MailRows::Append(const std::string& team, const std::string& member, const Message& m) {
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
-  return AppendOn(*c, team, member, m);
+  return store_.Fenced(*c, team, m.sender, [&] { return AppendOn(*c, team, member, m); });
 }
 
 Status MailRows::AppendOn(Connection& c, const std::string& team, const std::string& member, const Message& m) {
@@ -93,6 +93,8 @@ Result<MailRows::Batch> MailRows::BeginDrain(const std::string& team, const std:
   MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN"));
   b.lease.emplace(std::move(c));
   Connection& conn = **b.lease;
+  // What a host takes from an inbox is its agent's while its lease is.
+  MATES_RETURN_IF_ERROR(store_.Fence(conn, team, member));
   // One drainer per inbox at a time; the lock goes with the transaction.
   MATES_RETURN_IF_ERROR(
       conn.Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {InboxKey(team, member)}).status());

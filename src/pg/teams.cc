@@ -283,6 +283,9 @@ class Teams : public TeamStore {
     auto hosted = store_.liveness().IsHosted(team, member);
     return hosted.ok() && *hosted;
   }
+  Result<std::vector<AgentLease>> Leases(const std::string& team) override {
+    return store_.liveness().Leases(team);
+  }
   Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) override {
     return store_.log().Tail(team, n);
   }

@@ -53,6 +53,7 @@ class ForwardingTeamStore : public TeamStore {
   std::unique_ptr<TeamMail> Mail(const std::string& t) override { return inner_->Mail(t); }
   std::unique_ptr<Inbox> InboxOf(const std::string& t, const std::string& m) override { return inner_->InboxOf(t, m); }
   bool IsHosted(const std::string& t, const std::string& m) override { return inner_->IsHosted(t, m); }
+  Result<std::vector<AgentLease>> Leases(const std::string& t) override { return inner_->Leases(t); }
   Result<std::vector<Message>> LastMessages(const std::string& t, size_t n) override {
     return inner_->LastMessages(t, n);
   }

@@ -9,6 +9,7 @@
 // store: no caller passes null to mean "the files".
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,6 +30,16 @@
 namespace mates {
 
 class ClaimLine;
+
+// Who holds an agent's lease (TeamStore::Leases), as status shows it.
+struct AgentLease {
+  std::string agent;
+  std::string holder;      // "host PID on MACHINE"
+  int64_t token = 0;       // its fencing token: one more at each new holder
+  bool live = false;       // not released, not ended
+  std::string taken_from;  // the holder before, whose lease ended without a release ("" if none)
+  double taken_at = 0;     // when it was taken over (wall seconds), 0 if not
+};
 
 // Something held while this lives: a watch, a liveness lock.
 class Hold {
@@ -242,6 +253,13 @@ class TeamStore {
   virtual std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) = 0;
   // Whether some process hosts `member` now (its liveness lock is held).
   virtual bool IsHosted(const std::string& team, const std::string& member) = 0;
+  // Who holds each agent's lease, where hosts hold agents by leases that
+  // another host takes over once they end (PostgreSQL, DESIGN §32); none
+  // where liveness is a lock on this machine.
+  virtual Result<std::vector<AgentLease>> Leases(const std::string& team) {
+    (void)team;
+    return std::vector<AgentLease>{};
+  }
   // The last `n` messages of the team's log, oldest first.
   virtual Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) = 0;
   // Every message of the team's log, in order, a page at a time.

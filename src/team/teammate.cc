@@ -152,7 +152,7 @@ void Teammate::Start() {
     host_lock_->OnLost([this] {
       taken_over_.store(true);
       Stop(/*force=*/true, StopReason::kTakenOver,
-           "another host took it over (its liveness lock was lost with its connection)");
+           "another host took it over (its lease ended unrenewed, or with its session)");
     });
   }
   thread_ = std::thread([this] {
