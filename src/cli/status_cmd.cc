@@ -193,6 +193,26 @@ std::string Spending(const Globals& g, const TeamView& v) {
   return o.str();
 }
 
+// Who hosts which agent where hosts hold them by leases (DESIGN §32), and
+// each agent another host took over when its holder's lease ended.
+std::string Hosts(const TeamView& v) {
+  std::map<std::string, std::string> held;  // holder → its agents
+  std::string taken;
+  for (const auto& m : v.members) {
+    if (!m.lease || !m.lease->live) continue;
+    held[m.lease->holder] += (held[m.lease->holder].empty() ? "" : ", ") + m.member.name;
+    if (!m.lease->taken_from.empty()) {
+      taken += "taken over: " + m.member.name + " by " + m.lease->holder + " at " + ClockTime(m.lease->taken_at) +
+               " (fencing token " + std::to_string(m.lease->token) + "): the lease of " + m.lease->taken_from +
+               " ended unrenewed, and what it writes for " + m.member.name + " now is refused\n";
+    }
+  }
+  if (held.empty()) return "";
+  std::string o = "hosted by:";
+  for (const auto& [holder, agents] : held) o += (o.size() > 10 ? " · " : " ") + holder + " (" + agents + ")";
+  return o + "\n" + taken;
+}
+
 std::string Render(const Globals& g, const TeamView& v) {
   std::ostringstream o;
   o << RenderAttention(g, v);
@@ -228,6 +248,7 @@ std::string Render(const Globals& g, const TeamView& v) {
     o << PadColumns(Cut(m.member.name, 13), 14) << PadColumns(view::StateOf(m), 10) << PadColumns(Cut(Doing(m, v.now), 41), 42) << PadColumns(since, 8)
       << PadColumns(task, 26) << PadColumns(tokens, 16) << (m.activity ? Cost(*m.activity) : "-") << "\n";
   }
+  o << Hosts(v);
   o << Spending(g, v);
   o << "\nlast messages:\n";
   if (v.messages.empty()) o << "  (none)\n";

@@ -43,9 +43,14 @@ Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t la
     }
   }
   std::map<std::string, std::string> doc_of(activities.begin(), activities.end());
+  std::map<std::string, AgentLease> lease_of;
+  if (auto leases = store.Leases(team); leases.ok()) {
+    for (auto& l : *leases) lease_of[l.agent] = std::move(l);
+  }
   for (const auto& m : v.team.members) {
     MemberView mv;
     mv.member = m;
+    if (auto it = lease_of.find(m.name); it != lease_of.end()) mv.lease = it->second;
     mv.shown = ShownOf(m, m.status == MemberStatus::kShutdown || store.IsHosted(team, m.name));
     if (auto it = working.find(m.name); it != working.end()) mv.task = it->second;
     // What waits for it (a count first: on a database, one cheap look).
@@ -79,6 +84,47 @@ Result<TeamView> LookAtTeam(TeamStore& store, const std::string& team, size_t la
   v.tasks = std::move(tasks);
   return v;
 }
+
+namespace {
+
+// One member of `mates status --json`.
+Json MemberToJson(const MemberView& m, double now) {
+  Json jm;
+  jm["name"] = m.member.name;
+  jm["role"] = std::string(MemberRoleName(m.member.role));
+  jm["color"] = m.member.color;
+  jm["status"] = std::string(ShownName(m.shown));
+  jm["state"] = StateOf(m);
+  jm["doing"] = DoingOf(m, now);
+  jm["recorded_status"] = std::string(MemberStatusName(m.member.status));
+  jm["backend"] = std::string(MemberBackendName(m.member.backend));
+  jm["model"] = m.member.model;
+  jm["unread"] = m.unread;
+  jm["oldest_unread"] = m.unread > 0 ? Json(m.oldest_unread) : Json(nullptr);
+  // Who holds it (DESIGN §32), and whose lease ended before, if any.
+  jm["lease"] = m.lease ? Json{{"holder", m.lease->holder},
+                               {"token", m.lease->token},
+                               {"live", m.lease->live},
+                               {"taken_from", m.lease->taken_from.empty() ? Json(nullptr) : Json(m.lease->taken_from)},
+                               {"taken_at", m.lease->taken_at > 0 ? Json(m.lease->taken_at) : Json(nullptr)}}
+                        : Json(nullptr);
+  if (!m.member.role_title.empty()) jm["role_title"] = m.member.role_title;
+  if (!m.member.foreign_json.empty()) {
+    auto extra = ParseJson(m.member.foreign_json);
+    if (extra.ok()) jm["extra"] = std::move(*extra);
+  }
+  if (m.activity) {
+    Json a = agent::ActivityToJson(*m.activity);
+    a["for_s"] = now - m.activity->since;
+    jm["activity"] = std::move(a);
+  } else {
+    jm["activity"] = nullptr;
+  }
+  jm["task"] = m.task ? Json{{"id", m.task->id}, {"subject", m.task->subject}} : Json(nullptr);
+  return jm;
+}
+
+}  // namespace
 
 Json TeamViewToJson(const TeamView& v) {
   Json j;
@@ -122,34 +168,7 @@ Json TeamViewToJson(const TeamView& v) {
                               {"hint", "mates merges --team " + v.team.name + " resume"}};
   }
   j["members"] = Json::array();
-  for (const auto& m : v.members) {
-    Json jm;
-    jm["name"] = m.member.name;
-    jm["role"] = std::string(MemberRoleName(m.member.role));
-    jm["color"] = m.member.color;
-    jm["status"] = std::string(ShownName(m.shown));
-    jm["state"] = StateOf(m);
-    jm["doing"] = DoingOf(m, v.now);
-    jm["recorded_status"] = std::string(MemberStatusName(m.member.status));
-    jm["backend"] = std::string(MemberBackendName(m.member.backend));
-    jm["model"] = m.member.model;
-    jm["unread"] = m.unread;
-    jm["oldest_unread"] = m.unread > 0 ? Json(m.oldest_unread) : Json(nullptr);
-    if (!m.member.role_title.empty()) jm["role_title"] = m.member.role_title;
-    if (!m.member.foreign_json.empty()) {
-      auto extra = ParseJson(m.member.foreign_json);
-      if (extra.ok()) jm["extra"] = std::move(*extra);
-    }
-    if (m.activity) {
-      Json a = agent::ActivityToJson(*m.activity);
-      a["for_s"] = v.now - m.activity->since;
-      jm["activity"] = std::move(a);
-    } else {
-      jm["activity"] = nullptr;
-    }
-    jm["task"] = m.task ? Json{{"id", m.task->id}, {"subject", m.task->subject}} : Json(nullptr);
-    j["members"].push_back(std::move(jm));
-  }
+  for (const auto& m : v.members) j["members"].push_back(MemberToJson(m, v.now));
   j["messages"] = Json::array();
   for (const auto& m : v.messages) j["messages"].push_back(MessageToJson(m));
   j["attention"] = AttentionToJson(Attention(v));

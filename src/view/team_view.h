@@ -32,6 +32,7 @@ struct MemberView {
   std::optional<Task> task;  // the in-progress task it owns (lowest id)
   size_t unread = 0;         // messages waiting in its inbox
   double oldest_unread = 0;  // when the oldest of them was sent
+  std::optional<AgentLease> lease;  // who holds it, where hosts hold agents by leases (DESIGN §32)
 };
 
 struct TeamView {

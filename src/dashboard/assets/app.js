@@ -254,7 +254,11 @@ function renderRoster() {
       title: m.name + ": " + state + (m.doing && state !== m.status ? " — " + m.doing : "") + " (click for its transcript)",
       onclick: () => { location.hash = "agent/" + encodeURIComponent(m.name); } },
       el("span", { class: "state " + shownState(m), title: shownState(m) }),
-      el("div", { class: "name " + nameClass(m.name) }, m.name, el("span", { class: "role", text: isLead ? "lead" : shownState(m) })),
+      el("div", { class: "name " + nameClass(m.name) }, m.name, el("span", { class: "role", text: isLead ? "lead" : shownState(m) }),
+        // Another host took it over when its holder's lease ended (DESIGN §32).
+        m.lease && m.lease.live && m.lease.taken_from ? el("span", { class: "taken-over",
+          title: "the lease of " + m.lease.taken_from + " ended unrenewed; " + m.lease.holder + " took it over (fencing token " +
+            m.lease.token + "): what the old host writes for it is refused" }, "taken over · " + m.lease.holder) : null),
       el("div", { class: "cost" }, cost || "\u00a0"),
       el("div", { class: "doing" }, doing, since !== null ? el("span", { class: "for", dataset: { since: a.since } }, " · " + duration(since)) : ""),
       el("div", { class: "task" }, el("span", { class: "t" }, m.task ? "#" + m.task.id + " " + m.task.subject : (tok ? "" : "no task")),

@@ -1,0 +1,315 @@
+// Faults across machines (DESIGN §32) on a real PostgreSQL server, with
+// real hosts (`mates up --teammates` processes in workspaces of their own):
+// a host frozen past its lease (SIGSTOP, its connections still open) is
+// taken over by another within the lease and 5 s, and once thawed it
+// redoes nothing and overwrites nothing, each stale write refused by its
+// fencing token.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/process_tree.h"
+#include "core/waker.h"
+#include "pg/connection.h"
+#include "pg/schema.h"
+#include "pg/store.h"
+#include "store/host_info.h"
+#include "store/team_store.h"
+#include "support/pg_suite.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::ReadAll;
+using testing::RunMates;
+using testing::TempDir;
+
+class PgFaultsTest : public testing::PgTeamsSuite {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(OpenDatabase("f")); }
+
+  testing::CommandResult Mates(const fs::path& ws, std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--store", url_});
+    return RunMates(ws, args);
+  }
+
+  std::optional<AgentLease> LeaseOf(const std::string& team, const std::string& agent) {
+    auto leases = teams_->Leases(team);
+    if (!leases.ok()) return std::nullopt;
+    for (const auto& l : *leases) {
+      if (l.agent == agent) return l;
+    }
+    return std::nullopt;
+  }
+
+  TempDir dir_;
+};
+
+// A host's process, stopped or not, is gone when the test ends: continued,
+// asked down, killed if it stays.
+struct HostAtExit {
+  fs::path ws;
+  std::string url, team;
+  ~HostAtExit() {
+    auto info = ReadHostInfo(Workspace(ws), team);
+    if (info.ok()) ::kill(static_cast<pid_t>(info->pid), SIGCONT);
+    RunMates(ws, {"down", "--store", url, "--team", team, "--grace", "0", "--timeout", "5"});
+    if (info.ok() && ProcessLives(static_cast<pid_t>(info->pid), info->start_time)) {
+      ::kill(static_cast<pid_t>(info->pid), SIGKILL);
+    }
+  }
+};
+
+// Host A hosts w1, which claims #1 and waits in a tool at a gate; A is
+// frozen (SIGSTOP: its sessions stay open, so only its lease's end tells).
+// Host B takes w1 over within the lease and 5 s, resumes it from its
+// journal's copy, and w1 completes #1 there. Thawed, A's tool ends and A
+// goes on as if nothing happened: what it writes for w1 (the tool's result
+// into the journal's copy, a status, a claim) carries the old fencing
+// token and is refused, A stops w1 and says why, and `status` on any
+// machine names the host that took w1 over and the one whose lease ended.
+TEST_F(PgFaultsTest, AFrozenHostIsTakenOverAndOnceThawedOverwritesNothing) {
+  TempDir lead_ws, a_ws, b_ws, third;
+  const fs::path gate = dir_.path() / "gate";
+  ASSERT_EQ(::mkfifo(gate.c_str(), 0600), 0);
+  const std::string yaml =
+      "rules:\n"
+      "  - agent: w1\n    when: \"interrupted: the agent was restarted\"\n    once: false\n"
+      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"1\", status: completed}}]\n"
+      "  - agent: w1\n    when: \"Task #1: held\"\n"
+      "    reply: [{type: tool_use, name: bash, input: {command: \"read -r line < " + gate.string() +
+      " && echo gate said $line\"}}]\n"
+      "  - agent: w1\n    when: \"gate said\"\n"
+      "    reply: [{type: tool_use, name: TaskUpdate, input: {task_id: \"1\", status: completed}}]\n"
+      "  - agent: \"*\"\n    once: false\n    reply: [{type: text, text: \"Done.\"}]\n";
+  const fs::path scenario = dir_.path() / "frozen.yaml";
+  ASSERT_TRUE(WriteFileAtomic(scenario, yaml).ok());
+  const std::vector<std::string> up = {"up",         "--teammates", "--team",    "ice",
+                                       "--provider", "scripted",    "--scenario", scenario.string(),
+                                       "--sandbox",  "off"};
+  ASSERT_EQ(Mates(lead_ws.path(), {"team", "create", "ice"}).exit_code, 0);
+  ASSERT_EQ(Mates(a_ws.path(), {"team", "join", "ice", "w1", "--backend", "in-process"}).exit_code, 0);
+  ASSERT_EQ(Mates(lead_ws.path(), {"tasks", "create", "--team", "ice", "held"}).exit_code, 0);
+  ASSERT_EQ(Mates(lead_ws.path(), {"tasks", "update", "--team", "ice", "1", "--owner", "w1"}).exit_code, 0);
+  HostAtExit a_at_exit{a_ws.path(), url_, "ice"}, b_at_exit{b_ws.path(), url_, "ice"};
+  struct GateAtExit {
+    fs::path gate;
+    ~GateAtExit() {
+      int fd = ::open(gate.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) ::close(fd);
+    }
+  } gate_at_exit{gate};
+
+  // A adopts w1, which claims #1 and waits at the gate; B hosts whatever
+  // no host has (nothing, yet).
+  auto up_a = Mates(a_ws.path(), up);
+  ASSERT_EQ(up_a.exit_code, 0) << up_a.out << up_a.err;
+  auto waker = std::make_shared<Waker>();
+  auto board_watch = teams_->WatchBoard("ice", waker);
+  auto journal_watch = teams_->Watch("ice", TeamPart::kJournals, waker);
+  ASSERT_TRUE(board_watch.ok() && journal_watch.ok());
+  auto board = teams_->Board("ice");
+  auto copy_has = [&](const std::string& text) {
+    auto lines = teams_->JournalOf("ice", "w1")->Lines();
+    return lines.ok() && std::any_of(lines->begin(), lines->end(),
+                                     [&](const std::string& l) { return l.find(text) != std::string::npos; });
+  };
+  const fs::path a_log = a_ws.path() / ".teams/ice/host.log";
+  const fs::path b_log = b_ws.path() / ".teams/ice/host.log";
+  ASSERT_TRUE(testing::UntilWoken(waker, [&] {
+    auto t = board->Get(1);
+    return t.ok() && t->status == TaskStatus::kInProgress && copy_has("read -r line");
+  })) << ReadAll(a_log);
+  auto a_lease = LeaseOf("ice", "w1");
+  ASSERT_TRUE(a_lease && a_lease->live);
+  EXPECT_EQ(a_lease->taken_from, "");
+  auto up_b = Mates(b_ws.path(), up);
+  ASSERT_EQ(up_b.exit_code, 0) << up_b.out << up_b.err;
+  EXPECT_EQ(LeaseOf("ice", "w1")->holder, a_lease->holder) << "B took a live lease";
+
+  // A freezes. B holds w1 within the lease and 5 s, with the next token.
+  auto a = ReadHostInfo(Workspace(a_ws.path()), "ice");
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(::kill(static_cast<pid_t>(a->pid), SIGSTOP), 0);
+  const auto frozen_at = SteadyClock::now();
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto l = LeaseOf("ice", "w1");
+    return l && l->live && l->holder != a_lease->holder;
+  }, 60)) << ReadAll(b_log);
+  const double took = std::chrono::duration<double>(SteadyClock::now() - frozen_at).count();
+  EXPECT_LE(took, pg::LivenessLocks::kLeaseS + 5) << "taken over after " << took << " s";
+  auto b_lease = LeaseOf("ice", "w1");
+  EXPECT_EQ(b_lease->token, a_lease->token + 1);
+  EXPECT_EQ(b_lease->taken_from, a_lease->holder);
+  EXPECT_NE(b_lease->holder.find("host " + std::to_string(ReadHostInfo(Workspace(b_ws.path()), "ice")->pid)),
+            std::string::npos)
+      << b_lease->holder;
+  // Resumed at B from its journal's copy, w1 completes #1 there.
+  ASSERT_TRUE(testing::UntilWoken(waker, [&] { return board->Get(1)->status == TaskStatus::kCompleted; }))
+      << ReadAll(b_log);
+  auto copy_before = teams_->JournalOf("ice", "w1")->Lines();
+  ASSERT_TRUE(copy_before.ok());
+
+  // `status` from a machine that hosts nothing: who holds w1, whose lease ended.
+  auto shown = Mates(third.path(), {"status", "--team", "ice", "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  auto j = ParseJson(shown.out);
+  ASSERT_TRUE(j.ok()) << shown.out;
+  bool seen = false;
+  for (const auto& m : (*j)["members"]) {
+    if (m["name"] != "w1") continue;
+    seen = true;
+    EXPECT_EQ(m["lease"]["holder"], b_lease->holder) << m.dump();
+    EXPECT_EQ(m["lease"]["taken_from"], a_lease->holder) << m.dump();
+    EXPECT_EQ(m["lease"]["token"], b_lease->token) << m.dump();
+  }
+  EXPECT_TRUE(seen) << shown.out;
+  auto text = Mates(third.path(), {"status", "--team", "ice"});
+  EXPECT_NE(text.out.find("taken over: w1 by " + b_lease->holder), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the lease of " + a_lease->holder + " ended unrenewed"), std::string::npos) << text.out;
+
+  // A's tool ends while A is frozen (its reader at the gate is a process
+  // of its own, not stopped), then A thaws: A's w1 goes on as it was, and
+  // whatever it writes for w1 is refused. A stops it and says why.
+  {
+    int fd = ::open(gate.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << "nobody reads at the gate: " << std::strerror(errno);
+    ASSERT_EQ(::write(fd, "thawed\n", 7), 7);
+    ::close(fd);
+  }
+  ASSERT_EQ(::kill(static_cast<pid_t>(a->pid), SIGCONT), 0);
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    const std::string log = ReadAll(a_log);
+    return log.find("is hosted by another process now") != std::string::npos &&
+           log.find("w1 stopped") != std::string::npos;
+  }, 30)) << ReadAll(a_log);
+  EXPECT_NE(ReadAll(a_log).find("this host acts for it no more"), std::string::npos) << ReadAll(a_log);
+  // The copy, B's, has nothing of A's after the freeze.
+  EXPECT_FALSE(copy_has("gate said thawed")) << "A's stale journal lines reached the store";
+  auto copy_after = teams_->JournalOf("ice", "w1")->Lines();
+  ASSERT_TRUE(copy_after.ok());
+  ASSERT_GE(copy_after->size(), copy_before->size());
+  EXPECT_TRUE(std::equal(copy_before->begin(), copy_before->end(), copy_after->begin()))
+      << "a line of B's copy was overwritten";
+  // #1 was completed once, at B; w1's status is B's; B still holds it.
+  EXPECT_EQ(board->Get(1)->status, TaskStatus::kCompleted);
+  auto history = board->Get(1)->history;
+  EXPECT_EQ(std::count_if(history.begin(), history.end(),
+                          [](const TaskEvent& e) { return e.status == TaskStatus::kCompleted; }),
+            1);
+  auto l = LeaseOf("ice", "w1");
+  ASSERT_TRUE(l && l->live);
+  EXPECT_EQ(l->holder, b_lease->holder);
+  EXPECT_EQ(l->token, b_lease->token);
+}
+
+// Every kind of write a host makes for an agent carries the token of the
+// lease it holds the agent by. Store A holds w1; its lease's session ends
+// (as a dropped network would end it) and store B takes w1 over before A's
+// keeper looks: each write A then makes as w1 is refused, naming B, and
+// changes nothing, and A is told it lost w1; B's same writes go through.
+TEST_F(PgFaultsTest, EveryWriteWithAStaleFencingTokenIsRefused) {
+  auto target = pg::ParseTarget(url_);
+  ASSERT_TRUE(target.ok());
+  auto a = pg::Store::Open(*target);
+  auto b = pg::Store::Open(*target);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(teams_->CreateTeam("fence", "lead", "").ok());
+  Member w1;
+  w1.name = "w1";
+  ASSERT_TRUE(teams_->AddMember("fence", w1).ok());
+  for (const char* subject : {"one", "two", "three"}) ASSERT_TRUE((*a)->tasks().Create("fence", {subject}).ok());
+  auto held_a = (*a)->liveness().Hold("fence", "w1");
+  ASSERT_TRUE(held_a.ok()) << held_a.status().message();
+  std::atomic<bool> told{false};
+  held_a->OnLost([&] { told.store(true); });
+  EXPECT_EQ(held_a->token(), 1);
+  // Another store of this process may not take a live lease.
+  EXPECT_EQ((*b)->liveness().Hold("fence", "w1").status().code(), StatusCode::kConflict);
+  auto admin = pg::Connection::Open(*target, 10);
+  ASSERT_TRUE(admin.ok());
+  Result<pg::LivenessLock> held_b = Status::Unavailable("not yet");
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    (void)admin->Exec("SELECT pg_terminate_backend(pid) FROM mates_agent_leases WHERE team = 'fence' AND agent = 'w1'");
+    held_b = (*b)->liveness().Hold("fence", "w1");
+    return held_b.ok();
+  }, 20));
+  EXPECT_EQ(held_b->token(), 2);
+
+  Message m;
+  m.id = "m-stale";
+  m.sender = "w1";
+  m.recipient = "lead";
+  m.content = "from a stale host";
+  MergeRequest mr;
+  mr.owner = "w1";
+  mr.task = 1;
+  mr.branch = "mates/fence/w1";
+  mr.commit = std::string(40, 'a');
+  mr.target = "main";
+  TaskPatch start;
+  start.status = TaskStatus::kInProgress;
+  start.owner = "w1";
+  auto stale = [&](const Status& s, const std::string& what) {
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << what << ": " << s.message();
+    EXPECT_NE(s.message().find("with fencing token 1 was refused as stale"), std::string::npos) << what << ": " << s.message();
+    EXPECT_NE(s.message().find("holds it with token 2"), std::string::npos) << what << ": " << s.message();
+  };
+  pg::Store& sa = **a;
+  stale(sa.tasks().ClaimNext("fence", "w1", nullptr).status(), "a claim of the next task");
+  stale(sa.tasks().Claim("fence", 1, "w1").status(), "a claim of #1");
+  stale(sa.tasks().Update("fence", 2, start, {"w1", false}).status(), "an update");
+  stale(sa.mail().Append("fence", "lead", m), "a message into an inbox");
+  stale(sa.log().AppendDelivered("fence", {m}, m), "a message sent");
+  stale(sa.mail().BeginDrain("fence", "w1", nullptr).status(), "a drain of its inbox");
+  stale(sa.merges().Create("fence", mr).status(), "a merge submitted");
+  stale(sa.rosters().SetStatuses("fence", {{"w1", MemberStatus::kActive}}), "its status");
+  stale(sa.journals().Put("fence", "w1", 0, {"{\"kind\":\"stale\"}"}), "a journal line");
+  stale(sa.journals().Replace("fence", "w1", {"{\"kind\":\"stale\"}"}), "its journal rewritten");
+  EXPECT_TRUE(told.load()) << "A was not told it lost w1";
+  EXPECT_FALSE(held_a->StillHeld());
+  // Nothing changed: the board, the inbox and log, the merges, the roster, the journal.
+  auto tasks = teams_->Board("fence")->List(false);
+  ASSERT_TRUE(tasks.ok());
+  for (const auto& t : *tasks) {
+    EXPECT_EQ(t.status, TaskStatus::kPending) << "#" << t.id;
+    EXPECT_EQ(t.owner, "") << "#" << t.id;
+  }
+  EXPECT_EQ(*sa.mail().PendingCount("fence", "lead"), 0u);
+  EXPECT_FALSE(sa.log().Find("fence", "m-stale")->has_value());
+  EXPECT_TRUE(sa.merges().List("fence")->empty());
+  EXPECT_EQ(teams_->LoadTeam("fence")->Find("w1")->status, w1.status);
+  EXPECT_TRUE(teams_->JournalOf("fence", "w1")->Lines()->empty());
+
+  // B holds the newest token: the same writes go through.
+  pg::Store& sb = **b;
+  auto claimed = sb.tasks().ClaimNext("fence", "w1", nullptr);
+  ASSERT_TRUE(claimed.ok() && claimed->has_value()) << claimed.status().message();
+  EXPECT_TRUE(sb.tasks().Update("fence", 2, start, {"w1", false}).ok());
+  EXPECT_TRUE(sb.mail().Append("fence", "lead", m).ok());
+  EXPECT_TRUE(sb.journals().Put("fence", "w1", 0, {"{\"kind\":\"fresh\"}"}).ok());
+  EXPECT_TRUE(sb.rosters().SetStatuses("fence", {{"w1", MemberStatus::kActive}}).ok());
+  EXPECT_TRUE(sb.tasks().Complete("fence", (*claimed)->id, "w1").ok());
+  EXPECT_EQ(*sb.mail().PendingCount("fence", "lead"), 1u);
+  // A person's command (no lease held for its name) is not fenced.
+  Message from_user = m;
+  from_user.id = "m-user";
+  from_user.sender = "user";
+  EXPECT_TRUE(sa.mail().Append("fence", "lead", from_user).ok());
+}
+
+}  // namespace
+}  // namespace mates
