@@ -23,6 +23,7 @@
 #include "core/process_tree.h"
 #include "core/waker.h"
 #include "pg/connection.h"
+#include "pg/listener.h"
 #include "pg/schema.h"
 #include "pg/store.h"
 #include "store/host_info.h"
@@ -309,6 +310,32 @@ TEST_F(PgFaultsTest, EveryWriteWithAStaleFencingTokenIsRefused) {
   from_user.id = "m-user";
   from_user.sender = "user";
   EXPECT_TRUE(sa.mail().Append("fence", "lead", from_user).ok());
+}
+
+// A host frozen in the middle of a transaction (here: a session that
+// sends nothing more after taking a board's lock) would block every claim
+// of the team until it thawed: the server ends such a session after 5 s
+// idle in its transaction, and its locks go with it. Another session
+// waiting on the lock gets it then; the frozen one finds itself cut off.
+TEST_F(PgFaultsTest, ASessionIdleInATransactionIsEndedAndItsLocksGo) {
+  auto target = pg::ParseTarget(url_);
+  ASSERT_TRUE(target.ok());
+  auto frozen = pg::Connection::Open(*target, 10);
+  auto other = pg::Connection::Open(*target, 10);
+  ASSERT_TRUE(frozen.ok() && other.ok());
+  ASSERT_TRUE(frozen->ExecScript("BEGIN").ok());
+  ASSERT_TRUE(frozen->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {pg::BoardKey("crew")}).ok());
+  ASSERT_TRUE(other->ExecScript("SET statement_timeout = 20000").ok());  // a wait that never ends fails
+  const auto asked = SteadyClock::now();
+  ASSERT_TRUE(other->ExecScript("BEGIN").ok());
+  auto got = other->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {pg::BoardKey("crew")});
+  const double waited = std::chrono::duration<double>(SteadyClock::now() - asked).count();
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_GE(waited, 3.0) << "the lock was not held";
+  EXPECT_LE(waited, 15.0) << "the idle session kept its lock for " << waited << " s";
+  (void)other->ExecScript("COMMIT");
+  auto after = frozen->Exec("SELECT 1");
+  EXPECT_EQ(after.status().code(), StatusCode::kUnavailable) << after.status().message();
 }
 
 }  // namespace

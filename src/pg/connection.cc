@@ -113,15 +113,11 @@ Result<Connection> Connection::Open(const Target& target, double timeout_s) {
   // repeated keyword is kept, and the URL is expanded in its place).
   // A machine cut off (DESIGN §32) is noticed in seconds, not in TCP's
   // minutes: data unacknowledged for 5 s, or an idle connection whose
-  // peer answers no probe for 9 s, ends the connection (Unavailable). A
-  // session left in a transaction for 5 s with nothing sent (a host frozen
-  // in the middle of one) is ended by the server, and its locks with it:
-  // no transaction of mates waits on its client that long.
+  // peer answers no probe for 9 s, ends the connection (Unavailable).
   const char* keys[] = {"connect_timeout",  "application_name",    "client_encoding",  "tcp_user_timeout",
-                        "keepalives_idle",  "keepalives_interval", "keepalives_count", "options",
-                        "dbname",           nullptr};
-  const char* values[] = {timeout.c_str(), "mates", "UTF8", "5000", "5", "2", "2",
-                          "-c idle_in_transaction_session_timeout=5000", target.uri.c_str(), nullptr};
+                        "keepalives_idle",  "keepalives_interval", "keepalives_count", "dbname",
+                        nullptr};
+  const char* values[] = {timeout.c_str(), "mates", "UTF8", "5000", "5", "2", "2", target.uri.c_str(), nullptr};
   Connection c;
   c.target_ = target;
   c.conn_.reset(PQconnectdbParams(keys, values, /*expand_dbname=*/1));
@@ -139,6 +135,12 @@ Result<Connection> Connection::Open(const Target& target, double timeout_s) {
   // Notices (e.g. "relation already exists, skipping") are not errors and
   // must not reach the terminal.
   PQsetNoticeProcessor(c.conn_.get(), [](void*, const char*) {}, nullptr);
+  // A session left in a transaction for 5 s with nothing sent (a host
+  // frozen in the middle of one) is ended by the server, and its locks
+  // with it: no transaction of mates waits on its client that long. Set
+  // once connected rather than as a startup option, which a pooler in
+  // between (PgBouncer) refuses; a server that refuses it goes without.
+  if (pg_result* r = PQexec(c.conn_.get(), "SET idle_in_transaction_session_timeout = 5000")) PQclear(r);
   return c;
 }
 
