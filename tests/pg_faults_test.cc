@@ -310,6 +310,21 @@ TEST_F(PgFaultsTest, EveryWriteWithAStaleFencingTokenIsRefused) {
   from_user.id = "m-user";
   from_user.sender = "user";
   EXPECT_TRUE(sa.mail().Append("fence", "lead", from_user).ok());
+
+  // A lease row written by another hand: a holder with control characters
+  // and 10,000 bytes is shown as one bounded line; a name no member can
+  // have is not shown.
+  ASSERT_TRUE(admin->Exec("UPDATE mates_agent_leases SET taken_from = $1 WHERE team = 'fence' AND agent = 'w1'",
+                          {"\x1b[2J\nforged line" + std::string(10000, 'x')}).ok());
+  ASSERT_TRUE(admin->Exec("INSERT INTO mates_agent_leases (team, agent, token, holder, pid, expires_at) VALUES "
+                          "('fence', '../x', 1, 'h', 0, now())").ok());
+  auto leases = teams_->Leases("fence");
+  ASSERT_TRUE(leases.ok()) << leases.status().message();
+  ASSERT_EQ(leases->size(), 1u);
+  const std::string& shown = (*leases)[0].taken_from;
+  EXPECT_LE(shown.size(), 210u);
+  EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
+  EXPECT_EQ(shown.find('\n'), std::string::npos) << shown;
 }
 
 // A host frozen in the middle of a transaction (here: a session that

@@ -12,6 +12,7 @@
 #include "core/guarded.h"
 #include "core/log.h"
 #include "core/names.h"
+#include "core/text.h"
 #include "pg/store_rows.h"
 
 namespace mates::pg {
@@ -33,6 +34,17 @@ std::string ThisHost() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') std::snprintf(name, sizeof name, "%s", "?");
   return "host " + std::to_string(::getpid()) + " on " + std::string(name);
+}
+
+// A holder's name as a row says it, for people to read: any other writer
+// of the database may have put it there, so one line, no control
+// character, bounded.
+std::string HolderShown(std::string_view text) {
+  std::string s = ForTerminal(text, 200);
+  for (char& ch : s) {
+    if (ch == '\n') ch = '?';
+  }
+  return s;
 }
 
 std::string LeaseSeconds() { return std::to_string(LivenessLocks::kLeaseS); }
@@ -263,10 +275,11 @@ Result<std::vector<AgentLease>> LivenessLocks::Leases(const std::string& team) {
   for (int i = 0; i < r.size(); ++i) {
     AgentLease l;
     l.agent = std::string(r.text(i, 0));
-    l.holder = std::string(r.text(i, 1));
+    if (!ValidateName("member name", l.agent).ok()) continue;  // a row no host writes
+    l.holder = HolderShown(r.text(i, 1));
     l.token = r.integer(i, 2);
     l.live = r.text(i, 3) == "t";
-    l.taken_from = std::string(r.text(i, 4));
+    l.taken_from = HolderShown(r.text(i, 4));
     const double at = std::strtod(std::string(r.text(i, 5)).c_str(), nullptr);
     l.taken_at = std::isfinite(at) ? at : 0;
     out.push_back(std::move(l));
