@@ -263,7 +263,9 @@ void ActivityFile::Idle(const std::string& doing) {
 void ActivityFile::Retrying(int attempt, int of, double delay_s, const std::string& cause) {
   std::lock_guard<std::mutex> lock(mu_);
   const double now = WallSeconds();
-  EnterLocked(ActivityState::kRetrying, "");
+  // One post with the state and its attempt together: a reader between two posts saw "retrying" with no detail.
+  a_.state = ActivityState::kRetrying;
+  a_.doing.clear();
   a_.since = now;
   a_.retry = Retry{attempt, of, now + std::max(0.0, delay_s), CutUtf8(cause, 300)};
   PostLocked();

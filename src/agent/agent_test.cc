@@ -764,6 +764,43 @@ TEST(ActivityTest, ABurstOfChangesIsWrittenOnceSettledAsItsLastState) {
   ASSERT_EQ(written.size(), burst_writes + 1);
 }
 
+// A retry is one change: no document says "retrying" without which attempt
+// and when the next starts (the page showed a bare "retrying" when the
+// writer came between the state and its attempt). Flushes taken as fast as
+// they come catch any document in between.
+TEST(ActivityTest, NoDocumentSaysRetryingWithoutItsAttempt) {
+  TempDir dir;
+  std::mutex mu;
+  std::vector<std::string> retrying;  // guarded by mu
+  size_t documents = 0;               // guarded by mu
+  ActivityFile file(dir.path() / "carol.status.json", "carol", "m", [&](const std::string& doc) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++documents;
+    if (doc.find("\"retrying\"") != std::string::npos) retrying.push_back(doc);
+  });
+  std::atomic<bool> done{false};
+  std::thread flusher([&] {
+    while (!done.load()) ActivityFile::FlushAll();
+  });
+  const auto until = SteadyClock::now() + std::chrono::milliseconds(300);
+  for (int attempt = 1; SteadyClock::now() < until; attempt = attempt % 5 + 1) {
+    file.Idle();
+    file.Retrying(attempt, 5, 2.0, "cannot connect");
+  }
+  done = true;
+  flusher.join();
+  ActivityFile::FlushAll();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_GT(documents, 10u);  // the flusher came between changes often
+  ASSERT_FALSE(retrying.empty());
+  for (const std::string& doc : retrying) {
+    auto j = ParseJson(doc);
+    ASSERT_TRUE(j.ok()) << doc;
+    ASSERT_TRUE(j->contains("retry")) << doc;
+    EXPECT_EQ((*j)["retry"]["of"], 5);
+  }
+}
+
 // The store's copy of a document failing by an exception ends neither
 // the writer nor a flush: the file and the copies after it go on.
 TEST(ActivityTest, AFailingCopyToTheStoreStopsNothing) {
