@@ -90,9 +90,11 @@ try {
   await page.select("#composer-to", "lead");
   await page.type("#composer-text", "Are you there?");
   await clickLive(page, "#composer-send");
-  await page.waitForFunction(() => document.querySelector('#roster .member[data-name="lead"]').dataset.state === "retrying",
-                             { timeout: 10000 });
-  const retrying = await page.$eval('#roster .member[data-name="lead"] .doing', (e) => e.textContent);
+  // The card's text as first drawn in that state, read in the same step (a redraw may come between two).
+  const retrying = await (await page.waitForFunction(() => {
+    const card = document.querySelector('#roster .member[data-name="lead"]');
+    return card.dataset.state === "retrying" && card.querySelector(".doing").textContent;
+  }, { timeout: 10000, polling: "mutation" })).jsonValue();
   check(/retrying (in \d+ s|now) \(attempt \d of 5\)/.test(retrying), "the lead's card says it is retrying: " + retrying);
   await page.waitForFunction(() => document.querySelector('#roster .member[data-name="lead"]').dataset.state === "error",
                              { timeout: 40000 });
