@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -470,6 +472,33 @@ TEST_F(AgentTest, AJournalSaysWhereItsLeadWentOnUntilItComesBack) {
   EXPECT_EQ(Journal::Load(journal)->moved_to, "other");
   ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::Text("here again")}}).ok());
   EXPECT_EQ(Journal::Load(journal)->moved_to, "");
+}
+
+// A line that fails part way (a disk full: here a file size limit, which
+// lets the first bytes through as a full disk does) leaves none of itself:
+// once there is room the next line is whole, and the journal replays.
+TEST_F(AgentTest, ALineThatCannotBeWrittenWholeLeavesNoPartBehind) {
+  fs::path journal = ws_.AgentsDir("t") / "w1.jsonl";
+  auto j = Journal::Open(journal);
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE(j->AppendMessage({llm::Role::kUser, {ContentBlock::Text("goal")}}).ok());
+  const auto before = fs::file_size(journal);
+  struct rlimit was {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &was), 0);
+  auto* old_handler = ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+  struct rlimit room = was;
+  room.rlim_cur = before + 20;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &room), 0);
+  Status full = j->AppendMessage({llm::Role::kAssistant, {ContentBlock::Text(std::string(200, 'x'))}});
+  ::setrlimit(RLIMIT_FSIZE, &was);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(full.code(), StatusCode::kIOError) << full.message();
+  EXPECT_EQ(fs::file_size(journal), before) << "a part of the line stayed";
+  ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::Text("answer")}}).ok());
+  auto state = Journal::Load(journal);
+  ASSERT_TRUE(state.ok()) << state.status().message();
+  EXPECT_FALSE(state->problem.has_value()) << state->problem->what;
+  EXPECT_EQ(state->messages.size(), 2u);
 }
 
 TEST_F(AgentTest, AJournalThatCannotBeReplayedKeepsItsValidPrefixAndSaysWhere) {

@@ -1,10 +1,12 @@
 #include "agent/journal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "agent/prices.h"
@@ -37,7 +39,16 @@ Result<Journal> Journal::Open(const fs::path& path) {
 }
 
 Status Journal::Append(const std::string& line, bool send) {
-  MATES_RETURN_IF_ERROR(WriteAll(fd_.get(), line + "\n", path_.c_str()));
+  // A write that fails part way (a full disk) leaves no part of its line:
+  // the next line, once there is room, would be glued to it.
+  struct stat st {};
+  const bool sized = ::fstat(fd_.get(), &st) == 0;
+  if (Status w = WriteAll(fd_.get(), line + "\n", path_.c_str()); !w.ok()) {
+    if (sized && ::ftruncate(fd_.get(), st.st_size) != 0) {
+      return Status::IOError(w.message() + "; the part written stays: " + std::strerror(errno));
+    }
+    return w;
+  }
   if (copy_) {
     unsent_.push_back(line);
     if (send) SendToCopy();
