@@ -458,7 +458,13 @@ Result<std::vector<std::string>> TeamManager::ResumeTeam(double grace_s) {
         m.status == MemberStatus::kShutdown) {
       continue;
     }
-    if (auto here = host_.Find(m.name); here != nullptr && !here->finished()) continue;
+    // Here still, or let go here a moment ago for what this host could not
+    // write: another host is to have it first (its adopter, woken by the
+    // roster's change, takes it within a second); after 10 s, when none
+    // did, this one tries again (its disk may have room by then).
+    if (auto here = host_.Find(m.name); here != nullptr && (!here->finished() || here->HandedOffWithin(10))) {
+      continue;
+    }
     // A cheap look first (taking it may connect), which allows for a host
     // that died a moment ago.
     if (StillHostedAt(store_, team, m.name, grace)) continue;

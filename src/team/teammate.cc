@@ -612,6 +612,16 @@ void Teammate::Main() {
       // pause, then a few more tries; then the teammate stops and the lead
       // hears why, instead of spinning.
       events_->OnNotice(config_.name, "turn failed: " + r.status().message());
+      // This host cannot write what the turn must keep (its journal: a
+      // full disk, a failing one). On a store that spans machines another
+      // host can: it lets the teammate go (its lease with its thread, its
+      // status idle) instead of holding it, and its tasks, while it fails.
+      if (r.status().code() == StatusCode::kIOError && host_lock_ != nullptr) {
+        handed_off_at_.store(std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count());
+        SetStopReason(StopReason::kHandedOff,
+                      "this host cannot write for it (" + r.status().message() + "): another host may take it over");
+        break;
+      }
       if (++failures >= kMaxFailedTurns) {
         SetStopReason(StopReason::kTurnsFailing, "its turns keep failing: " + r.status().message());
         break;

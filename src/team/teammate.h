@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,6 +26,7 @@
 #include <thread>
 
 #include "agent/agent_loop.h"
+#include "core/clock.h"
 #include "core/waker.h"
 #include "store/claim_line.h"
 #include "store/roster.h"
@@ -78,9 +80,10 @@ enum class StopReason {
   kBudget,               // its token budget or the team's is spent
   kTakenOver,            // another host hosts it now (its liveness was lost)
   kPaused,               // a circuit breaker paused it (agent/breaker.h): `mates restart`
+  kHandedOff,            // its host cannot write what it must (a full disk): left to another host
 };
 // Whether a teammate stopped for this reason is resumed by the next host.
-inline bool Resumable(StopReason r) { return r == StopReason::kHostStopped; }
+inline bool Resumable(StopReason r) { return r == StopReason::kHostStopped || r == StopReason::kHandedOff; }
 
 class Teammate {
  public:
@@ -123,6 +126,12 @@ class Teammate {
   StopReason stop_reason() const {
     std::lock_guard<std::mutex> lock(mu_);
     return stop_reason_;
+  }
+  // Handed off (kHandedOff) within the last `seconds`: this host, which
+  // could not write for it, does not take it back meanwhile.
+  bool HandedOffWithin(double seconds) const {
+    const double at = handed_off_at_.load();
+    return at > 0 && std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count() - at < seconds;
   }
   // Finished, and its last status is in the lead's news.
   bool reported() const { return reported_.load(); }
@@ -210,6 +219,7 @@ class Teammate {
   // Another host took it over: its roster entry is that host's now.
   std::atomic<bool> taken_over_{false};
   std::atomic<bool> finished_{false};
+  std::atomic<double> handed_off_at_{0};  // steady seconds when handed off (0: never)
   std::atomic<bool> reported_{false};
   std::atomic<MemberStatus> status_{MemberStatus::kIdle};
   // From its making until Main has set its first status: a teammate whose
