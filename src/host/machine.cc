@@ -35,7 +35,7 @@ std::vector<HostHere> HostsHere() {
       continue;
     }
     const long pid = std::atol(n.c_str() + dot + 1);
-    if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)) continue;
+    if (pid <= 0 || !sandbox::RuntimeDirInUse(e.path())) continue;
     auto text = ReadFilePrefix(e.path() / "where.json", 16 << 10);
     if (!text.ok()) continue;
     auto j = ParseJson(*text);

@@ -225,6 +225,10 @@ class Sandbox {
 Result<fs::path> RuntimeDirFor(const std::string& name);
 // The folder RuntimeDirFor makes them in: TMP/mates-UID.
 fs::path RuntimeBase();
+// Whether a RuntimeDirFor folder's process (or a fork of it) still lives:
+// it holds a lock on the folder's .alive file (its PID would not say
+// across PID namespaces).
+bool RuntimeDirInUse(const fs::path& dir);
 
 // What the machine supports, for `mates doctor` and the fail-closed error:
 // "" when the sandbox can be made, else what is missing.
