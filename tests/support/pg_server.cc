@@ -6,6 +6,7 @@
 #include <libpq-fe.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -61,7 +62,7 @@ std::string Tail(const std::string& path, size_t bytes = 800) {
 
 // Forks `argv` with output to `log`, as the server's user, dying with us.
 static pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool as_other, uid_t uid,
-                   gid_t gid) {
+                   gid_t gid, int netns_fd = -1) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -77,6 +78,7 @@ static pid_t Spawn(const std::vector<std::string>& argv, const std::string& log,
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) ::dup2(devnull, 0);
   ::setpgid(0, 0);
+  if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) ::_exit(125);
   if (as_other && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0)) ::_exit(126);
   // After the credentials change, which clears it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -89,6 +91,11 @@ Result<std::unique_ptr<PgServer>> PgServer::Start(Options options) {
   std::unique_ptr<PgServer> s(new PgServer());
   s->options_ = options;
   s->bindir_ = FindBindir();
+  if (options.netns_of > 0) {
+    const std::string ns = "/proc/" + std::to_string(options.netns_of) + "/ns/net";
+    s->netns_fd_ = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (s->netns_fd_ < 0) return Status::FromErrno("open " + ns, errno);
+  }
   if (s->bindir_.empty()) {
     return Status::Unavailable("no PostgreSQL server binaries (initdb, postgres): run scripts/setup");
   }
@@ -119,6 +126,13 @@ Result<std::unique_ptr<PgServer>> PgServer::Start(Options options) {
   if (pid < 0 || ::waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     return Status::Unavailable("initdb failed: " + Tail(log));
   }
+  if (options.listen != "127.0.0.1") {
+    // Clients from the listening address's own subnet (the harness's
+    // machines), with a password as over loopback.
+    std::ofstream hba(s->data_ + "/pg_hba.conf", std::ios::app);
+    hba << "host all all samenet scram-sha-256\n";
+    if (!hba) return Status::Internal("cannot add to " + s->data_ + "/pg_hba.conf");
+  }
   for (int attempt = 0;; ++attempt) {
     s->port_ = FreePort();
     Status up = s->Launch();
@@ -143,7 +157,7 @@ Status PgServer::Launch() {
     ::close(fd);
   }
   std::vector<std::string> argv = {bindir_ + "/postgres", "-D", data_, "-p", std::to_string(port_), "-k", dir_,
-                                   "-c", "listen_addresses=127.0.0.1",
+                                   "-c", "listen_addresses=" + options_.listen,
                                    "-c", "max_connections=" + std::to_string(options_.max_connections),
                                    "-c", "shared_buffers=64MB", "-c", "log_min_messages=warning"};
   if (!options_.durable) {
@@ -152,7 +166,7 @@ Status PgServer::Launch() {
       argv.push_back(c);
     }
   }
-  pid_ = Spawn(argv, log, as_other_, uid_, gid_);
+  pid_ = Spawn(argv, log, as_other_, uid_, gid_, netns_fd_);
   if (pid_ < 0) return Status::FromErrno("fork", errno);
   Status ready = WaitReady(30);
   if (!ready.ok()) {
@@ -207,6 +221,7 @@ Status PgServer::Restart() {
 
 PgServer::~PgServer() {
   (void)Stop();
+  if (netns_fd_ >= 0) ::close(netns_fd_);
   std::error_code ec;
   if (!dir_.empty()) fs::remove_all(dir_, ec);
 }
@@ -214,7 +229,11 @@ PgServer::~PgServer() {
 std::string PgServer::Url() const { return UrlWithPassword(kPassword); }
 
 std::string PgServer::UrlWithPassword(const std::string& password) const {
-  return "postgresql://mates:" + password + "@127.0.0.1:" + std::to_string(port_) + "/mates";
+  return "postgresql://mates:" + password + "@" + options_.listen + ":" + std::to_string(port_) + "/mates";
+}
+
+std::string PgServer::LocalUrl() const {
+  return "postgresql://mates@/mates?host=" + dir_ + "&port=" + std::to_string(port_);
 }
 
 std::string PgServer::SuperUrl(const std::string& db) const {
@@ -225,7 +244,7 @@ Result<std::string> PgServer::CreateDatabase(const std::string& name) {
   MATES_ASSIGN_OR_RETURN(pg::Target su, pg::ParseTarget(SuperUrl()));
   MATES_ASSIGN_OR_RETURN(pg::Connection c, pg::Connection::Open(su, 10));
   MATES_RETURN_IF_ERROR(c.ExecScript("CREATE DATABASE " + name + " OWNER mates"));
-  return "postgresql://mates:" + std::string(kPassword) + "@127.0.0.1:" + std::to_string(port_) + "/" + name;
+  return "postgresql://mates:" + std::string(kPassword) + "@" + options_.listen + ":" + std::to_string(port_) + "/" + name;
 }
 
 }  // namespace mates::testing

@@ -22,6 +22,10 @@ class PgServer {
     // costs, not the disk (the benchmarks say which settings they ran with).
     bool durable = false;
     int max_connections = 200;
+    // The fault harness (support/netns.h): the server in the network
+    // namespace of this process's (-1: this one's), listening on `listen`.
+    pid_t netns_of = -1;
+    std::string listen = "127.0.0.1";
   };
 
   // Unavailable naming what is missing when the server cannot be started
@@ -35,6 +39,9 @@ class PgServer {
 
   // The database `mates` as the role `mates` (password auth over TCP).
   std::string Url() const;
+  // The role `mates` over the unix socket (trust): for the test itself when
+  // the server listens in another network namespace.
+  std::string LocalUrl() const;
   // The same with another password (for the wrong-credentials test).
   std::string UrlWithPassword(const std::string& password) const;
   // The superuser over the unix socket (trust).
@@ -65,6 +72,7 @@ class PgServer {
   uid_t uid_ = 0;      // whom the server runs as
   gid_t gid_ = 0;
   bool as_other_ = false;
+  int netns_fd_ = -1;  // options_.netns_of's namespace, open while the server may be (re)started
 };
 
 }  // namespace mates::testing

@@ -1,0 +1,477 @@
+// The fault harness (DESIGN §32): machines as network namespaces behind a
+// bridge (support/netns.h), PostgreSQL in one, a `mates up --teammates`
+// host in each of three others, and a team of six teammates working a
+// graph of 200 tasks with dependencies while ≥ 2,000 messages go between
+// them. Faults come one at a time and then two at once: a partition (the
+// link down), kill -9, SIGSTOP past the lease, a server restart, a full
+// disk. Then a checker reads the recorded history: every task completed
+// once, no job begun before its blockers were done nor worked on after it
+// was done, every message delivered once. The recovery of each fault (from
+// its start until every teammate is held again by a live host and a task
+// was completed since) is printed: bench/README.md's table.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/subprocess.h"
+#include "pg/connection.h"
+#include "pg/schema.h"
+#include "pg/store.h"
+#include "sandbox/sandbox.h"
+#include "store/host_info.h"
+#include "store/team_store.h"
+#include "store/workspace.h"
+#include "support/netns.h"
+#include "support/pg_server.h"
+#include "support/test_util.h"
+
+namespace mates {
+namespace {
+
+using testing::Machine;
+using testing::ReadAll;
+using testing::TempDir;
+
+constexpr int kTasks = 200;
+constexpr int kWorkers = 6;
+const char* const kTeam = "storm";
+
+// Task i is blocked by i-5 and i-7 (those that exist): a graph 5 wide at
+// most, every task after the first five waiting on two others.
+std::vector<int64_t> BlockersOf(int64_t id) {
+  std::vector<int64_t> out;
+  for (int64_t back : {5, 7}) {
+    if (id - back >= 1) out.push_back(id - back);
+  }
+  return out;
+}
+
+class FaultHarnessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = testing::Network::Unavailable();
+    if (!why.empty()) {
+      if (std::getenv("CI") != nullptr) FAIL() << "the fault harness cannot run in CI: " << why;
+      GTEST_SKIP() << why;
+    }
+    auto net = testing::Network::Make(dir_.path() / "machines");
+    ASSERT_TRUE(net.ok()) << net.status().message();
+    net_ = std::move(*net);
+    auto db = net_->Add("db");
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    db_ = std::move(*db);
+    testing::PgServer::Options o;
+    o.netns_of = db_->init_pid();
+    o.listen = db_->address();
+    auto server = testing::PgServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status().message();
+    server_ = std::move(*server);
+    url_ = server_->Url();
+    auto local = pg::ParseTarget(server_->LocalUrl());
+    ASSERT_TRUE(local.ok()) << local.status().message();
+    auto c = pg::Connection::Open(*local, 10);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    ASSERT_TRUE(pg::InitSchema(*c).ok());
+    conn_ = std::make_unique<pg::Connection>(std::move(*c));
+    auto store = pg::Store::Open(*local);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(*store);
+    teams_ = pg::StoreTeams(*store_);
+    for (int i = 1; i <= 3; ++i) {
+      auto m = net_->Add("m" + std::to_string(i));
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      machines_.push_back(std::move(*m));
+    }
+  }
+
+  // The machine's workspace (on its own disk) and what its host writes.
+  fs::path Ws(const Machine& m) const { return m.disk() / "ws"; }
+  fs::path HostLog(const Machine& m) const { return m.Outside(Ws(m) / ".teams" / kTeam / "host.log"); }
+
+  testing::CommandResult Mates(const Machine& m, std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--store", url_});
+    return m.Mates(Ws(m), args);
+  }
+  // Its host, started (again); the pid the machine numbers it by.
+  pid_t Up(const Machine& m) {
+    auto r = Mates(m, {"up", "--teammates", "--team", kTeam, "--provider", "scripted", "--scenario",
+                       scenario_.string(), "--sandbox", "off"});
+    EXPECT_EQ(r.exit_code, 0) << m.name() << ": " << r.out << r.err;
+    auto info = ReadHostInfo(Workspace(m.Outside(Ws(m))), kTeam);
+    EXPECT_TRUE(info.ok()) << m.name() << ": " << info.status().message();
+    return info.ok() ? static_cast<pid_t>(info->pid) : -1;
+  }
+
+  // Each worker's lease, live or not, and its holder.
+  std::map<std::string, AgentLease> Leases() {
+    std::map<std::string, AgentLease> out;
+    auto leases = teams_->Leases(kTeam);
+    if (leases.ok()) {
+      for (auto& l : *leases) out[l.agent] = l;
+    }
+    return out;
+  }
+  // A query on the test's own session, opened again when a restart ended it.
+  Result<pg::Rows> Query(const std::string& sql) {
+    auto r = conn_->Exec(sql, {kTeam});
+    if (r.ok()) return r;
+    auto c = pg::Connection::Open(*pg::ParseTarget(server_->LocalUrl()), 10);
+    if (!c.ok()) return c.status();
+    *conn_ = std::move(*c);
+    return conn_->Exec(sql, {kTeam});
+  }
+  size_t Completed() {
+    auto r = Query("SELECT count(*) FROM mates_tasks WHERE team = $1 AND status = 'completed'");
+    return r.ok() ? static_cast<size_t>(r->integer(0, 0)) : 0;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<testing::Network> net_;
+  std::unique_ptr<Machine> db_;
+  std::vector<std::unique_ptr<Machine>> machines_;
+  std::unique_ptr<testing::PgServer> server_;
+  std::string url_;
+  std::unique_ptr<pg::Connection> conn_;
+  std::unique_ptr<pg::Store> store_;
+  std::unique_ptr<TeamStore> teams_;
+  fs::path scenario_;
+};
+
+// One fault, or two at once: what is done to start it, what ends it (when
+// its agents are held elsewhere), and the hosts it leaves to restart.
+struct Fault {
+  std::string name;
+  int machine;  // the machine whose host is to lose its agents to others (-1: none)
+  std::function<void()> start;
+  std::function<void()> end;
+};
+
+TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing) {
+  const fs::path work = dir_.path() / "work.log";  // shared by the machines: one file system
+  // A job: says it begins (to everyone), leaves its line and works a
+  // second (so that 200 of them outlast the faults), tells the lead,
+  // says it is done (to everyone), completes its task. Every message a
+  // teammate gets while idle is a turn of its own.
+  scenario_ = dir_.path() / "storm.yaml";
+  const std::string yaml =
+      "rules:\n"
+      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): job\"\n    once: false\n    reply:\n"
+      "      - {type: tool_use, name: SendMessage, input: {type: broadcast, content: \"job $1 begins\"}}\n"
+      "      - {type: tool_use, name: bash, input: {command: \"echo $1 $(date +%s.%N) >> " + work.string() + "; sleep 1\"}}\n"
+      "      - {type: tool_use, name: SendMessage, input: {recipient: lead, content: \"done $1\"}}\n"
+      "      - {type: tool_use, name: SendMessage, input: {type: broadcast, content: \"job $1 is done\"}}\n"
+      "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
+      "  - agent: \"*\"\n    once: false\n    reply: [{type: text, text: \"Noted.\"}]\n";
+  ASSERT_TRUE(WriteFileAtomic(scenario_, yaml).ok());
+
+  ASSERT_TRUE(teams_->CreateTeam(kTeam, "lead", "").ok());
+  std::unique_ptr<TaskBoard> board = teams_->Board(kTeam);
+  for (int i = 1; i <= kTasks; ++i) {
+    TaskDraft d;
+    d.subject = "job " + std::to_string(i);
+    d.blocked_by = BlockersOf(i);
+    ASSERT_TRUE(board->Create(d).ok());
+  }
+  std::vector<std::string> workers;
+  for (int i = 1; i <= kWorkers; ++i) {
+    workers.push_back("w" + std::to_string(i));
+    const Machine& m = *machines_[(i - 1) / 2];
+    auto r = Mates(m, {"team", "join", kTeam, workers.back(), "--backend", "in-process"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  std::vector<pid_t> hosts;
+  for (const auto& m : machines_) hosts.push_back(Up(*m));
+
+  // A fault begins once the team has completed `step` more tasks.
+  constexpr size_t kStep = 6;
+  const auto wait_progress = [&](size_t more) {
+    const size_t want = std::min<size_t>(Completed() + more, kTasks);
+    return testing::WaitUntil([&] { return Completed() >= want; }, 120);
+  };
+  // Recovered: every worker held by a live lease of a host that is not
+  // faulted, and a task completed since the fault began.
+  const auto recovered = [&](const std::set<std::string>& faulted_holders, size_t done_at_start) {
+    if (Completed() <= done_at_start) return false;
+    auto leases = Leases();
+    for (const auto& w : workers) {
+      auto it = leases.find(w);
+      if (it == leases.end() || !it->second.live || faulted_holders.count(it->second.holder)) return false;
+    }
+    return true;
+  };
+  const auto holders_on = [&](const Machine& m) {
+    std::set<std::string> out;
+    for (const auto& [agent, l] : Leases()) {
+      if (l.live && l.holder.find(" on " + m.name()) != std::string::npos) out.insert(l.holder);
+    }
+    return out;
+  };
+  auto host_of = [&](int i) -> Machine& { return *machines_[i]; };
+
+  // The faults on machine i, each with what starts it and what ends it.
+  auto partition = [&](int i) {
+    return Fault{"partition " + host_of(i).name(), i, [&, i] { ASSERT_TRUE(host_of(i).Cut().ok()); },
+                 [&, i] { ASSERT_TRUE(host_of(i).Mend().ok()); }};
+  };
+  auto kill9 = [&](int i) {
+    return Fault{"kill -9 " + host_of(i).name(), i, [&, i] { ASSERT_TRUE(host_of(i).Signal(hosts[i], SIGKILL).ok()); },
+                 [&, i] { hosts[i] = Up(host_of(i)); }};
+  };
+  auto freeze = [&](int i) {
+    return Fault{"SIGSTOP " + host_of(i).name(), i, [&, i] { ASSERT_TRUE(host_of(i).Signal(hosts[i], SIGSTOP).ok()); },
+                 [&, i] { ASSERT_TRUE(host_of(i).Signal(hosts[i], SIGCONT).ok()); }};
+  };
+  auto restart = [&] {
+    return Fault{"server restart", -1, [&] { ASSERT_TRUE(server_->Restart().ok()); }, [] {}};
+  };
+  auto full_disk = [&](int i) {
+    return Fault{"full disk " + host_of(i).name(), i, [&, i] { ASSERT_TRUE(host_of(i).Fill().ok()); },
+                 [&, i] {
+                   // What its agents were doing (its log is on that disk).
+                   auto r = Query("SELECT member, doc FROM mates_activity WHERE team = $1 ORDER BY member");
+                   for (int row = 0; r.ok() && row < r->size(); ++row) {
+                     auto doc = ParseJson(std::string(r->text(row, 1)));
+                     if (!doc.ok()) continue;
+                     std::string said = doc->value("state", "");
+                     if (auto e = doc->find("error"); e != doc->end() && e->is_object()) {
+                       said += ": " + e->value("reason", "");
+                     }
+                     std::cout << "  during full disk " << host_of(i).name() << ": " << r->text(row, 0) << " "
+                               << said.substr(0, 200) << "\n";
+                   }
+                   ASSERT_TRUE(host_of(i).Free().ok());
+                 }};
+  };
+  std::vector<std::vector<Fault>> plan = {
+      {partition(0)}, {kill9(1)}, {freeze(2)}, {restart()}, {full_disk(0)},
+      {partition(0), kill9(1)}, {freeze(2), restart()}, {full_disk(1), partition(2)},
+  };
+  struct Recovery {
+    std::string what;
+    size_t displaced;
+    double seconds;
+  };
+  std::vector<Recovery> recoveries;
+  for (auto& faults : plan) {
+    ASSERT_TRUE(wait_progress(kStep)) << "the team made no progress: " << Completed() << " done";
+    std::string what;
+    std::set<std::string> faulted;
+    for (const auto& f : faults) {
+      what += (what.empty() ? "" : " + ") + f.name;
+      if (f.machine < 0) continue;
+      auto h = holders_on(*machines_[f.machine]);
+      faulted.insert(h.begin(), h.end());
+    }
+    size_t displaced = 0;  // teammates the fault is to move to other hosts
+    for (const auto& [agent, l] : Leases()) displaced += l.live && faulted.count(l.holder) ? 1 : 0;
+    const size_t done_at_start = Completed();
+    // Work left for every teammate: a host whose agents have nothing to
+    // do writes nothing, and keeps them on a full disk (rightly).
+    ASSERT_LE(done_at_start + 30, static_cast<size_t>(kTasks)) << what << ": the work ran out before the fault";
+    const auto began = SteadyClock::now();
+    for (auto& f : faults) f.start();
+    SCOPED_TRACE(what);
+    // Who held each teammate, as it changed: what a failure shows.
+    std::map<std::string, std::string> holder;
+    std::string moves;
+    const bool ok = testing::WaitUntil([&] {
+      for (const auto& [agent, l] : Leases()) {
+        std::string h = l.holder + (l.live ? "" : " (ended)");
+        if (holder[agent] == h) continue;
+        holder[agent] = h;
+        moves += "  +" + std::to_string(std::chrono::duration<double>(SteadyClock::now() - began).count()) +
+                 " s: " + agent + " " + h + ", " + std::to_string(Completed()) + " done\n";
+      }
+      return recovered(faulted, done_at_start);
+    }, 90);
+    const double took = std::chrono::duration<double>(SteadyClock::now() - began).count();
+    for (auto& f : faults) f.end();
+    if (!ok) {
+      auto t = Query("SELECT id, owner FROM mates_tasks WHERE team = $1 AND status = 'in_progress' ORDER BY id");
+      for (int row = 0; t.ok() && row < t->size(); ++row) {
+        moves += "  in progress: #" + std::string(t->text(row, 0)) + " " + std::string(t->text(row, 1)) + "\n";
+      }
+    }
+    ASSERT_TRUE(ok) << what << ": not recovered in 90 s; " << Completed() << " done; the holders:\n" << moves
+                    << ReadAll(HostLog(*machines_[0])) << ReadAll(HostLog(*machines_[1]))
+                    << ReadAll(HostLog(*machines_[2]));
+    recoveries.push_back({what, displaced, took});
+  }
+  ASSERT_TRUE(testing::WaitUntil([&] { return Completed() == static_cast<size_t>(kTasks); }, 300))
+      << Completed() << " of " << kTasks << " done";
+  // Quiet: no worker has a message waiting.
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto r = Query("SELECT count(*) FROM mates_inbox WHERE team = $1 AND member <> 'lead'");
+    return r.ok() && r->integer(0, 0) == 0;
+  }, 60));
+
+  // The checker. Every task completed once, in its history.
+  std::map<int64_t, double> done_at;
+  for (int64_t id = 1; id <= kTasks; ++id) {
+    auto t = board->Get(id);
+    ASSERT_TRUE(t.ok());
+    int completions = 0;
+    for (const auto& e : t->history) {
+      if (e.status == TaskStatus::kCompleted) {
+        ++completions;
+        done_at[id] = e.at;
+      }
+    }
+    EXPECT_EQ(completions, 1) << "task " << id << " completed " << completions << " times";
+  }
+  // Every job's work began after its blockers were done, and none was
+  // worked on after it was done.
+  std::map<int64_t, std::vector<double>> worked;
+  {
+    std::istringstream in(ReadAll(work));
+    int64_t id = 0;
+    double at = 0;
+    while (in >> id >> at) worked[id].push_back(at);
+  }
+  EXPECT_EQ(worked.size(), static_cast<size_t>(kTasks));
+  for (const auto& [id, times] : worked) {
+    for (double at : times) {
+      EXPECT_LT(at, done_at[id]) << "job " << id << " was worked on after it was done";
+      for (int64_t b : BlockersOf(id)) EXPECT_GT(at, done_at[b]) << "job " << id << " began before " << b;
+    }
+  }
+  // Every message logged reached each of its recipients once: in its
+  // conversation (the journal's copy names what it took in) or still in
+  // its inbox.
+  std::map<std::string, std::multiset<std::string>> got;  // member → ids
+  {
+    auto r = Query("SELECT member, msg_id FROM mates_inbox WHERE team = $1");
+    ASSERT_TRUE(r.ok());
+    for (int i = 0; i < r->size(); ++i) got[std::string(r->text(i, 0))].insert(std::string(r->text(i, 1)));
+  }
+  {
+    auto r = Query("SELECT member, line FROM mates_journals WHERE team = $1 ORDER BY member, seq");
+    ASSERT_TRUE(r.ok());
+    for (int i = 0; i < r->size(); ++i) {
+      auto j = ParseJson(std::string(r->text(i, 1)));
+      ASSERT_TRUE(j.ok());
+      for (const char* key : {"delivered", "ids"}) {
+        auto ids = j->find(key);
+        if (ids == j->end() || !ids->is_array()) continue;
+        for (const auto& id : *ids) got[std::string(r->text(i, 0))].insert(id.get<std::string>());
+      }
+    }
+  }
+  std::vector<std::string> members = workers;
+  members.push_back("lead");
+  size_t deliveries = 0;
+  auto r = Query("SELECT line FROM mates_messages WHERE team = $1 ORDER BY seq");
+  ASSERT_TRUE(r.ok());
+  for (int i = 0; i < r->size(); ++i) {
+    auto m = ParseJson(std::string(r->text(i, 0)));
+    ASSERT_TRUE(m.ok());
+    const std::string id = m->value("id", ""), sender = m->value("sender", "");
+    const std::string to = m->value("recipient", "");
+    for (const auto& member : members) {
+      if (to.empty() ? member == sender : member != to) continue;
+      ++deliveries;
+      EXPECT_EQ(got[member].count(id), 1u) << id << " from " << sender << " to " << member;
+    }
+  }
+  EXPECT_GE(deliveries, 2000u);
+
+  std::vector<double> all;
+  std::string table;
+  for (const auto& rec : recoveries) {
+    all.push_back(rec.seconds);
+    table += "  " + rec.what + " (" + std::to_string(rec.displaced) + " teammates moved): " +
+             std::to_string(rec.seconds) + " s\n";
+  }
+  std::sort(all.begin(), all.end());
+  std::cout << "faults survived: " << recoveries.size() << "; deliveries checked: " << deliveries
+            << "\nrecovery p50 " << all[all.size() / 2] << " s, max " << all.back() << " s\n" << table;
+}
+
+// The harness leaves nothing behind on any exit path: a test process
+// killed with -9 while its machine runs a command takes the machine, its
+// namespaces and the command with it.
+TEST(NetnsTest, AMachineAndWhatRunsInItGoWithTheTestKilled) {
+  const std::string why = testing::Network::Unavailable();
+  if (!why.empty()) {
+    if (std::getenv("CI") != nullptr) FAIL() << "the fault harness cannot run in CI: " << why;
+    GTEST_SKIP() << why;
+  }
+  Subprocess holder = testing::Start({"/proc/self/exe", "--gtest_also_run_disabled_tests",
+                                      "--gtest_filter=NetnsTest.DISABLED_HoldAMachine"});
+  Result<std::string> line = holder.ReadLine(DeadlineIn(30));
+  while (line.ok() && line->rfind("machine ", 0) != 0) line = holder.ReadLine(DeadlineIn(30));
+  ASSERT_TRUE(line.ok()) << line.status().message();
+  const pid_t init = static_cast<pid_t>(std::stol(line->substr(8)));
+  std::error_code ec;
+  ASSERT_NE(fs::read_symlink("/proc/" + std::to_string(init) + "/ns/net", ec),
+            fs::read_symlink("/proc/self/ns/net", ec)) << "not a namespace of its own";
+  ASSERT_FALSE(testing::ProcessesIn("sleep 1000.25", "/").empty());
+  // That process alone, not its group (Wait, below, would kill the group).
+  ASSERT_EQ(::kill(holder.pid(), SIGKILL), 0);
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    return !fs::exists("/proc/" + std::to_string(init)) && testing::ProcessesIn("sleep 1000.25", "/").empty();
+  }, 10)) << "the machine or its command outlived the test";
+  (void)holder.Wait();
+}
+
+// A host in another PID namespace (a container sharing this /tmp) takes
+// this machine's living hosts' runtime folders for their own: their PIDs
+// are no process there. It must not remove them (it removed the folder,
+// and the levers' socket in it, of every host here).
+TEST(NetnsTest, AHostInAnotherPidNamespaceLeavesTheRuntimeFoldersOfHostsHere) {
+  const std::string why = testing::Network::Unavailable();
+  if (!why.empty()) {
+    if (std::getenv("CI") != nullptr) FAIL() << "the fault harness cannot run in CI: " << why;
+    GTEST_SKIP() << why;
+  }
+  TempDir dir;
+  auto net = testing::Network::Make(dir.path() / "machines");
+  ASSERT_TRUE(net.ok()) << net.status().message();
+  auto m = (*net)->Add("elsewhere");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  // This process's folder, as a host's here.
+  auto mine = sandbox::RuntimeDirFor("probe-" + std::to_string(::getpid()));
+  ASSERT_TRUE(mine.ok()) << mine.status().message();
+  ASSERT_TRUE(fs::is_directory(*mine));
+  // A host up and down in the machine: it cleans the folders it takes
+  // for a dead process's on its way.
+  const fs::path ws = (*m)->disk() / "ws";
+  const fs::path scenario = dir.path() / "s.yaml";
+  ASSERT_TRUE(WriteFileAtomic(scenario, "rules:\n" + testing::DoneRule()).ok());
+  auto up = (*m)->Mates(ws, {"up", "--team", "t", "--provider", "scripted", "--scenario", scenario.string(),
+                            "--sandbox", "off", "Go"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  auto down = (*m)->Mates(ws, {"down", "--team", "t", "--grace", "0", "--timeout", "10"});
+  EXPECT_EQ(down.exit_code, 0) << down.out << down.err;
+  EXPECT_TRUE(fs::is_directory(*mine)) << "the living host's folder was taken for a dead one's";
+  EXPECT_TRUE(sandbox::RuntimeDirInUse(*mine));
+}
+
+TEST(NetnsTest, DISABLED_HoldAMachine) {
+  TempDir dir;
+  auto net = testing::Network::Make(dir.path());
+  ASSERT_TRUE(net.ok()) << net.status().message();
+  auto m = (*net)->Add("held");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Subprocess sleeper = (*m)->Start({"sleep", "1000.25"});
+  ASSERT_TRUE(testing::WaitUntil([] { return !testing::ProcessesIn("sleep 1000.25", "/").empty(); }, 10));
+  std::cout << "machine " << (*m)->init_pid() << std::endl;
+  (void)sleeper.Wait();  // until killed
+}
+
+}  // namespace
+}  // namespace mates
