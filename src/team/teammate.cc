@@ -241,11 +241,11 @@ bool Teammate::ShutdownPending() {
   return !shutdown_requests_.empty();
 }
 
-void Teammate::RemindOfTasksInProgress() {
+Status Teammate::RemindOfTasksInProgress() {
   // The board keeps tasks claimed by a host that died in_progress under our
   // name; nobody else may claim them, so we must finish them.
   auto tasks = env_.store.Board(config_.team)->List(false);
-  if (!tasks.ok()) return;
+  if (!tasks.ok()) return tasks.status();
   std::string text, waiting;
   std::unique_ptr<MergeBook> merges = config_.work_root.empty() ? nullptr : env_.store.Merges(config_.team);
   for (const auto& t : *tasks) {
@@ -259,13 +259,13 @@ void Teammate::RemindOfTasksInProgress() {
     }
     text += "\n" + TaskNotice(t);
   }
-  if (text.empty() && waiting.empty()) return;
+  if (text.empty() && waiting.empty()) return Status::Ok();
   if (text.empty()) {
     loop_->AddNotice("Your host process stopped while you worked; you are resumed from your journal. Your tasks "
                      "in progress were submitted and wait in the merge queue; there is nothing to do for them "
                      "unless merge-queue sends one back:" +
                      waiting);
-    return;
+    return Status::Ok();
   }
   if (!waiting.empty()) {
     text += "\n(Submitted already, waiting in the merge queue: nothing to do for them unless merge-queue sends "
@@ -278,6 +278,7 @@ void Teammate::RemindOfTasksInProgress() {
   loop_->AddNotice("Your host process stopped while you worked; you are resumed from your journal. "
                    "These tasks are yours and still in progress (finish them, then mark them completed):" +
                    text + RefreshWorktree());
+  return Status::Ok();
 }
 
 std::string Teammate::RefreshWorktree() {
@@ -576,24 +577,42 @@ void Teammate::WaitIdle(uint64_t seen, const Deadline& deadline, bool seed_polli
 
 void Teammate::Main() {
   fs::path journal = ctx_.ws.JournalPath(config_.team, config_.name);
-  Status s = loop_->AttachJournal(journal, config_.resume, env_.store.JournalOf(config_.team, config_.name));
-  if (!s.ok()) {
-    events_->OnNotice(config_.name, "cannot resume: " + s.message());
-    // A store that cannot be reached now leaves it for a later host (or
-    // this one, once the store is back); a journal that cannot be read ends it.
-    const bool later = s.code() == StatusCode::kUnavailable;
-    SetStopReason(later ? StopReason::kHostStopped : StopReason::kJournal,
-                  (later ? "its journal's copy could not be reached: " : "its journal could not be replayed: ") +
-                      s.message());
+  // Ends it before its first turn: for a later host (or this one, once the
+  // store is back) when `later`, else for good.
+  auto give_up = [&](bool later, const std::string& what, const Status& s) {
+    SetStopReason(later ? StopReason::kHostStopped : StopReason::kJournal, what + ": " + s.message());
     finished_.store(true);
-    SetStatus(later ? MemberStatus::kIdle : MemberStatus::kShutdown,
-              later ? "its journal's copy could not be reached" : "its journal could not be replayed");
+    SetStatus(later ? MemberStatus::kIdle : MemberStatus::kShutdown, what);
     starting_.store(false);
     reported_.store(true);
     env_.hooks.WakeWaiters();
+  };
+  Status s = loop_->AttachJournal(journal, config_.resume, env_.store.JournalOf(config_.team, config_.name));
+  if (!s.ok()) {
+    events_->OnNotice(config_.name, "cannot resume: " + s.message());
+    // A store that cannot be reached now leaves it for later; a journal
+    // that cannot be read ends it.
+    const bool later = s.code() == StatusCode::kUnavailable;
+    give_up(later, later ? "its journal's copy could not be reached" : "its journal could not be replayed", s);
     return;
   }
-  if (config_.resume) RemindOfTasksInProgress();
+  if (config_.resume) {
+    // A board that cannot be read now (its server restarting) is asked
+    // again: without the reminder a task in progress under its name would
+    // wait for it forever (the fault harness stalled so once). After 30 s
+    // it is left for later, as a journal's copy out of reach is.
+    Status reminded = RemindOfTasksInProgress();
+    for (int i = 0; !reminded.ok() && i < 30 && !stop_.load(); ++i) {
+      const uint64_t g = waker_->generation();
+      waker_->WaitChange(g, DeadlineIn(1));
+      reminded = RemindOfTasksInProgress();
+    }
+    if (!reminded.ok()) {
+      events_->OnNotice(config_.name, "cannot resume: its board: " + reminded.message());
+      give_up(/*later=*/true, "its board could not be read", reminded);
+      return;
+    }
+  }
   SetStatus(MemberStatus::kActive);
   starting_.store(false);
   Result<agent::TurnResult> r = agent::TurnResult{};

@@ -185,8 +185,9 @@ class Teammate {
   std::string LeaseOverlapNotice(const Task& t);
   void GiveBackClaim(const Task& t);
   void WaitIdle(uint64_t seen, const Deadline& deadline, bool seed_polling, bool watched);
-  // After a resume: tells the agent which of its tasks are still in progress.
-  void RemindOfTasksInProgress();
+  // After a resume: tells the agent which of its tasks are still in
+  // progress; the board's error when it cannot be read.
+  Status RemindOfTasksInProgress();
   void SetStatus(MemberStatus s, const std::string& detail = "");
   // Records why it stops, unless a reason was given already.
   void SetStopReason(StopReason reason, const std::string& detail);
