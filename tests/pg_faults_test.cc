@@ -353,5 +353,29 @@ TEST_F(PgFaultsTest, ASessionIdleInATransactionIsEndedAndItsLocksGo) {
   EXPECT_EQ(after.status().code(), StatusCode::kUnavailable) << after.status().message();
 }
 
+// An inbox drain waits for its reader to journal what it took before it
+// commits: past the 5 s bound above on a loaded machine (ThreadSanitizer's
+// store tests lost their drains so). A drain may idle 60 s.
+TEST_F(PgFaultsTest, ADrainOutlastsTheIdleBoundWhileItsReaderJournals) {
+  ASSERT_TRUE(teams_->CreateTeam("crew", "lead", "").ok());
+  Message m;
+  m.id = "m-slow-reader";
+  m.sender = "lead";
+  m.recipient = "w1";
+  m.content = "hello";
+  ASSERT_TRUE(store_->mail().Append("crew", "w1", m).ok());
+  auto batch = store_->mail().BeginDrain("crew", "w1", {});
+  ASSERT_TRUE(batch.ok()) << batch.status().message();
+  ASSERT_EQ(batch->messages.size(), 1u);
+  // The reader journals for 7 s (the time itself is what is tested).
+  auto clock = std::make_shared<Waker>();
+  clock->WaitChange(clock->generation(), DeadlineIn(7));
+  Status committed = store_->mail().Commit(*batch);
+  EXPECT_TRUE(committed.ok()) << committed.message();
+  auto left = teams_->InboxOf("crew", "w1")->Peek();
+  ASSERT_TRUE(left.ok()) << left.status().message();
+  EXPECT_TRUE(left->empty()) << "the drain was rolled back";
+}
+
 }  // namespace
 }  // namespace mates

@@ -90,7 +90,12 @@ Result<MailRows::Batch> MailRows::BeginDrain(const std::string& team, const std:
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   Batch b;
-  MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN"));
+  // The transaction stays open while its reader journals what it took
+  // (Commit): a wait on the client that a loaded machine stretches past the
+  // session's 5 s bound on idling in a transaction (connection.cc), which
+  // ended drains under ThreadSanitizer. Here the bound is 60 s: a host
+  // frozen mid-drain holds its member's inbox no longer than that.
+  MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN; SET LOCAL idle_in_transaction_session_timeout = 60000"));
   b.lease.emplace(std::move(c));
   Connection& conn = **b.lease;
   // What a host takes from an inbox is its agent's while its lease is.
