@@ -218,6 +218,74 @@ TEST_F(PgTest, AStoreWithoutTheSchemaSaysToInitIt) {
   EXPECT_NE(store.status().message().find("run mates store init"), std::string::npos) << store.status().message();
 }
 
+// A statement sent with the next (a fencing check, BEGIN) goes in that
+// statement's round trip and, outside a transaction, in its transaction:
+// it fails, and the next does not run; the next fails, and its effects go
+// too. One with a NUL byte is refused before anything is sent.
+TEST_F(PgTest, AStatementSentWithTheNextStandsOrFallsWithIt) {
+  pg::Connection c = Connect(FreshDatabase());
+  ASSERT_TRUE(c.ExecScript("CREATE TABLE t (x int)").ok());
+  auto count = [&] {
+    auto r = c.Exec("SELECT count(*) FROM t");
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? r->integer(0, 0) : -1;
+  };
+  // The check fails: told with its SQLSTATE, and the write does not run.
+  std::string state;
+  c.SendWithNext("SELECT 1 / $1::int", {"0"}, [&](std::string_view s, const Status&) { state = std::string(s); });
+  auto r = c.Exec("INSERT INTO t VALUES (1)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("division by zero"), std::string::npos) << r.status().message();
+  EXPECT_EQ(state, "22012");
+  EXPECT_TRUE(c.idle());
+  EXPECT_EQ(count(), 0);
+  // The write fails: what went before it is rolled back with it.
+  c.SendWithNext("INSERT INTO t VALUES (2)");
+  r = c.Exec("SELECT 1 / 0");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(c.idle());
+  EXPECT_EQ(count(), 0);
+  // Both hold: both are done, and the rows are the last statement's.
+  c.SendWithNext("INSERT INTO t VALUES (3)");
+  c.SendWithNext("INSERT INTO t VALUES (4)");
+  r = c.Exec("SELECT count(*) FROM t");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->integer(0, 0), 2);
+  // Dropped, nothing is sent.
+  c.SendWithNext("INSERT INTO t VALUES (5)");
+  EXPECT_TRUE(c.DropUnsent());
+  EXPECT_FALSE(c.DropUnsent());
+  EXPECT_EQ(count(), 2);
+  // A script (simple protocol) sends what waits first.
+  c.SendWithNext("INSERT INTO t VALUES (6)");
+  ASSERT_TRUE(c.ExecScript("SELECT 1; SELECT 2").ok());
+  EXPECT_EQ(count(), 3);
+  // A NUL byte in any of them: refused, nothing sent, the session usable.
+  c.SendWithNext("INSERT INTO t VALUES ($1::int)", {std::string("7\0", 2)});
+  r = c.Exec("INSERT INTO t VALUES (8)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(count(), 3);
+  // In a transaction: BEGIN goes with the first statement, and a failure
+  // after it rolls back; with no statement nothing is sent or left open.
+  Status failed = pg::InTransaction(c, [&]() -> Status {
+    MATES_RETURN_IF_ERROR(c.Exec("INSERT INTO t VALUES (9)").status());
+    return Status::Internal("changed my mind");
+  });
+  EXPECT_EQ(failed.message(), "changed my mind");
+  EXPECT_TRUE(c.idle());
+  EXPECT_EQ(count(), 3);
+  EXPECT_TRUE(pg::InTransaction(c, [&]() -> Status { return Status::Ok(); }).ok());
+  EXPECT_TRUE(c.idle());
+  EXPECT_FALSE(c.DropUnsent());
+  Status done = pg::InTransaction(c, [&]() -> Status {
+    MATES_RETURN_IF_ERROR(c.Exec("INSERT INTO t VALUES (10)").status());
+    return c.Exec("INSERT INTO t VALUES (11)").status();
+  });
+  EXPECT_TRUE(done.ok()) << done.message();
+  EXPECT_EQ(count(), 5);
+}
+
 TEST_F(PgTest, AMailboxDeliversOnceRedeliversWhatWasNotCommittedAndDropsRepeatedIds) {
   auto store = FreshStore();
   ASSERT_TRUE(store);

@@ -162,6 +162,9 @@ Status Connection::ErrorOf(pg_result* r, std::string_view) const {
   const char* primary = r != nullptr ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
   std::string msg = "postgres: " + (primary != nullptr ? std::string(primary) : FirstLine(PQerrorMessage(conn_.get())));
   std::string_view code = state != nullptr ? state : "";
+  // A fencing token found stale (mates_fence, schema.cc): the server's
+  // sentence is the whole story.
+  if (code == kStaleFencingToken && primary != nullptr) return Status::FailedPrecondition(primary);
   if (code.rfind("08", 0) == 0 || code.rfind("57P", 0) == 0 || code == "53300") return Status::Unavailable(msg);
   if (code == "40001" || code == "40P01" || code == "55P03") return Status::Conflict(msg);
   if (code == "42P01" || code == "42703" || code == "42883") return Status::FailedPrecondition(msg);
@@ -169,17 +172,31 @@ Status Connection::ErrorOf(pg_result* r, std::string_view) const {
   return Status::Internal(msg);
 }
 
-Result<Rows> Connection::Exec(std::string_view sql, const std::vector<Param>& params) {
-  if (!conn_) return Status::Unavailable("not connected");
-  std::string text(sql);
+namespace {
+
+// The parameters' values as libpq takes them; InvalidArgument for a value
+// holding a NUL byte (libpq takes a value up to its first NUL: one would
+// cut it short without a word, and PostgreSQL's text holds none).
+Result<std::vector<const char*>> ValuesOf(const std::vector<Param>& params) {
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const Param& p : params) {
-    // libpq takes a value up to its first NUL: one would cut it short
-    // without a word (and PostgreSQL's text holds none).
     if (p && p->find('\0') != std::string::npos) return Status::InvalidArgument("a value holds a NUL byte");
     values.push_back(p ? p->c_str() : nullptr);
   }
+  return values;
+}
+
+}  // namespace
+
+Result<Rows> Connection::Exec(std::string_view sql, const std::vector<Param>& params) {
+  if (!conn_) return Status::Unavailable("not connected");
+  if (!pending_.empty()) {
+    Pending last{std::string(sql), params, nullptr};
+    return RunPipeline(&last);
+  }
+  std::string text(sql);
+  MATES_ASSIGN_OR_RETURN(std::vector<const char*> values, ValuesOf(params));
   pg_result* r = PQexecParams(conn_.get(), text.c_str(), static_cast<int>(params.size()), nullptr,
                               values.empty() ? nullptr : values.data(), nullptr, nullptr, 0);
   ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
@@ -191,8 +208,80 @@ Result<Rows> Connection::Exec(std::string_view sql, const std::vector<Param>& pa
   return Rows(r);
 }
 
+void Connection::SendWithNext(std::string sql, std::vector<Param> params, Failed failed) {
+  pending_.push_back({std::move(sql), std::move(params), std::move(failed)});
+}
+
+bool Connection::DropUnsent() {
+  const bool some = !pending_.empty();
+  pending_.clear();
+  return some;
+}
+
+Result<Rows> Connection::RunPipeline(const Pending* last) {
+  std::vector<Pending> batch = std::move(pending_);
+  pending_.clear();
+  if (last != nullptr) batch.push_back(*last);
+  pg_conn* pc = conn_.get();
+  for (const Pending& p : batch) MATES_RETURN_IF_ERROR(ValuesOf(p.params).status());
+  if (PQenterPipelineMode(pc) != 1) return ErrorOf(nullptr, batch.front().sql);
+  bool sent = true;
+  for (const Pending& p : batch) {
+    auto values = ValuesOf(p.params);  // checked above
+    sent = PQsendQueryParams(pc, p.sql.c_str(), static_cast<int>(p.params.size()), nullptr,
+                             values->empty() ? nullptr : values->data(), nullptr, nullptr, 0) == 1;
+    if (!sent) break;
+  }
+  if (sent) sent = PQpipelineSync(pc) == 1;
+  Status first = Status::Ok();
+  Rows rows;
+  // Each statement's result (one after a failed one: "aborted") and the
+  // NULL that ends it, then the Sync's; a connection lost on the way ends
+  // the reading.
+  for (size_t i = 0; sent && i < batch.size() && ok(); ++i) {
+    pg_result* r = PQgetResult(pc);
+    if (r == nullptr) break;
+    const ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+      if (last != nullptr && i + 1 == batch.size()) {
+        rows = Rows(r);
+      } else {
+        PQclear(r);
+      }
+    } else {
+      if (st != PGRES_PIPELINE_ABORTED && first.ok()) {
+        first = ErrorOf(r, batch[i].sql);
+        if (batch[i].failed) {
+          const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+          batch[i].failed(state != nullptr ? state : "", first);
+        }
+      }
+      PQclear(r);
+    }
+    while (pg_result* extra = PQgetResult(pc)) PQclear(extra);
+  }
+  bool synced = false;
+  if (sent && ok()) {
+    if (pg_result* r = PQgetResult(pc)) {
+      synced = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+      PQclear(r);
+    }
+  }
+  // A pipeline not ended (the connection lost, or libpq out of step) is
+  // not used again.
+  if (!synced || PQexitPipelineMode(pc) != 1) {
+    Status lost = ErrorOf(nullptr, batch.front().sql);
+    conn_.reset();
+    if (!first.ok()) return first;
+    return lost.code() == StatusCode::kUnavailable ? lost : Status::Unavailable(lost.message());
+  }
+  if (!first.ok()) return first;
+  return rows;
+}
+
 Status Connection::ExecScript(std::string_view sql) {
   if (!conn_) return Status::Unavailable("not connected");
+  if (!pending_.empty()) MATES_RETURN_IF_ERROR(RunPipeline(nullptr).status());
   std::string text(sql);
   pg_result* r = PQexec(conn_.get(), text.c_str());
   ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;

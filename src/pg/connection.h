@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,9 @@ class Rows {
   std::unique_ptr<pg_result, Free> r_;
 };
 
+// The SQLSTATE mates_fence (schema.cc) raises for a stale fencing token.
+inline constexpr std::string_view kStaleFencingToken = "MF001";
+
 // A statement parameter: text, or SQL NULL.
 using Param = std::optional<std::string>;
 
@@ -78,8 +82,23 @@ class Connection {
   // FailedPrecondition for a missing table, InvalidArgument for bad input,
   // Internal otherwise.
   Result<Rows> Exec(std::string_view sql, const std::vector<Param>& params = {});
-  // Several statements without parameters (schema scripts).
+  // Several statements without parameters (schema scripts); what waits to
+  // go with a next statement goes first.
   Status ExecScript(std::string_view sql);
+
+  // A statement that goes with the next Exec, in its round trip (libpq's
+  // pipeline mode) and before it: BEGIN, or a check the next statement
+  // must not run without (a fencing token's). Outside a transaction both
+  // run in one, the extended protocol's implicit transaction up to its
+  // Sync. If it fails, what follows it is not run, `failed` (if given) is
+  // told its error, and that error is the next Exec's. Each saves a round
+  // trip: three of the four a fenced write took.
+  // `failed` gets the error's SQLSTATE too.
+  using Failed = std::function<void(std::string_view sqlstate, const Status& error)>;
+  void SendWithNext(std::string sql, std::vector<Param> params = {}, Failed failed = nullptr);
+  // Drops what waits for a next statement that did not come; true if
+  // something did.
+  bool DropUnsent();
 
   // False once the connection is known to be lost.
   bool ok() const;
@@ -105,20 +124,37 @@ class Connection {
   struct Finish {
     void operator()(pg_conn* c) const;
   };
+  struct Pending {
+    std::string sql;
+    std::vector<Param> params;
+    Failed failed;
+  };
   Status ErrorOf(pg_result* r, std::string_view sql) const;
+  // The statements waiting, then `last` if any, in one pipeline: the
+  // first error is returned (a waiting statement's `failed` told), else
+  // `last`'s rows.
+  Result<Rows> RunPipeline(const Pending* last);
   std::unique_ptr<pg_conn, Finish> conn_;
   Target target_;
+  std::vector<Pending> pending_;
 };
 
 // Runs `fn` (returning a Result) in one transaction on `c`: committed if
 // it succeeded, rolled back otherwise (its error is what is returned).
+// BEGIN goes with fn's first statement; with none, nothing is sent.
 template <typename Fn>
 auto InTransaction(Connection& c, Fn&& fn) -> decltype(fn()) {
-  MATES_RETURN_IF_ERROR(c.ExecScript("BEGIN"));
+  c.SendWithNext("BEGIN");
   auto r = fn();
-  Status end = c.ExecScript(r.ok() ? "COMMIT" : "ROLLBACK");
-  if (!r.ok()) return r;
-  MATES_RETURN_IF_ERROR(end);
+  if (c.DropUnsent()) return r;  // no statement ran: nothing to end
+  if (!r.ok()) {
+    (void)c.ExecScript("ROLLBACK");
+    return r;
+  }
+  if (Status end = c.ExecScript("COMMIT"); !end.ok()) {
+    if (!c.idle()) (void)c.ExecScript("ROLLBACK");
+    return end;
+  }
   return r;
 }
 

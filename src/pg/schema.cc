@@ -294,6 +294,26 @@ CREATE TABLE mates_agent_leases (
   PRIMARY KEY (team, agent)
 );
 )SQL",
+    // 12: the fencing check (DESIGN §32) as one call that fails: it goes
+    // with the write it guards, in that write's round trip and
+    // transaction (Store::Fence), and the write does not run after it
+    // fails. The lease's row is held FOR SHARE to the transaction's end.
+    R"SQL(
+CREATE FUNCTION mates_fence(p_team text, p_agent text, p_token bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  l mates_agent_leases%ROWTYPE;
+BEGIN
+  SELECT * INTO l FROM mates_agent_leases WHERE team = p_team AND agent = p_agent FOR SHARE;
+  IF FOUND AND l.token = p_token THEN
+    RETURN;
+  END IF;
+  RAISE EXCEPTION USING ERRCODE = 'MF001', MESSAGE = format(
+    'a write for %s of team %s with fencing token %s was refused as stale: %s', quote_literal(p_agent),
+    quote_literal(p_team), p_token,
+    CASE WHEN l.agent IS NOT NULL THEN l.holder || ' holds it with token ' || l.token ELSE 'nobody holds it' END);
+END $$;
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

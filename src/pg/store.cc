@@ -161,16 +161,9 @@ Status RosterRows::SetStatuses(const std::string& team,
   Result<Rows> r = Status::Ok();
   {
     MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
-    // Each status of an agent this host holds is fenced by its lease.
-    bool fenced = false;
-    for (const auto& [member, status] : last) fenced = fenced || store_.liveness().TokenOf(team, member).has_value();
-    if (fenced) MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN"));
-    for (const auto& [member, status] : last) {
-      if (Status f = fenced ? store_.Fence(*c, team, member) : Status::Ok(); !f.ok()) {
-        (void)c->ExecScript("ROLLBACK");
-        return f;
-      }
-    }
+    // Each status of an agent this host holds is fenced by its lease: the
+    // checks and the write are one transaction and one round trip.
+    for (const auto& [member, status] : last) store_.Fence(*c, team, member);
     r = c->Exec("WITH ch AS (SELECT * FROM unnest($2::text[], $3::text[]) AS x(name, status)), "
                 "upd AS (UPDATE mates_teams t SET config = jsonb_set(t.config::jsonb, '{members}', " +
                     members +
@@ -179,13 +172,13 @@ Status RosterRows::SetStatuses(const std::string& team,
                     " AND jsonb_typeof(t.config::jsonb -> 'members') = 'array' RETURNING 1) "
                     "SELECT (SELECT count(*) FROM (SELECT pg_notify($4, '') FROM upd) n)",
                 {team, names, statuses, ChannelOf(TeamKey(team))});
-    if (fenced) {
-      Status end = c->ExecScript(r.ok() ? "COMMIT" : "ROLLBACK");
-      if (r.ok() && !end.ok()) r = end;
-    }
   }
   if (r.ok() && r->integer(0, 0) == 1) return Status::Ok();
-  if (!r.ok() && r.status().code() == StatusCode::kUnavailable) return r.status();
+  // Out of reach, or refused (a stale fencing token): no other way.
+  if (!r.ok() && (r.status().code() == StatusCode::kUnavailable ||
+                  r.status().code() == StatusCode::kFailedPrecondition)) {
+    return r.status();
+  }
   // No row changed, or a roster the server could not read as JSON: the
   // long way, which reads it as mates does.
   return UpdateTeam(team, [&](TeamConfig& c) {

