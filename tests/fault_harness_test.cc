@@ -9,8 +9,11 @@
 // was done, every message delivered once. The recovery of each fault (from
 // its start until every teammate is held again by a live host and a task
 // was completed since) is printed: bench/README.md's table.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +26,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/clock.h"
@@ -399,6 +403,40 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
   std::sort(all.begin(), all.end());
   std::cout << "faults survived: " << recoveries.size() << "; deliveries checked: " << deliveries
             << "\nrecovery p50 " << all[all.size() / 2] << " s, max " << all.back() << " s\n" << table;
+}
+
+// A session cut off in the middle of a transaction (an inbox drain may
+// wait on its client for 60 s) lets its locks go once the server's
+// keepalive probes go unanswered, in seconds: it held the lease row a
+// host taking its agent over must write, and a partition cost 60 s.
+TEST_F(FaultHarnessTest, ASessionCutOffInATransactionLetsItsLocksGoInSeconds) {
+  ASSERT_TRUE(conn_->ExecScript("CREATE TABLE cut (id int PRIMARY KEY); INSERT INTO cut VALUES (1)").ok());
+  // A session from m1, over its link: the connection is opened on a thread
+  // in m1's network namespace (a socket stays in the namespace it was made in).
+  Result<pg::Connection> far = Status::Unavailable("not opened");
+  std::thread opener([&] {
+    const std::string ns = "/proc/" + std::to_string(machines_[0]->init_pid()) + "/ns/net";
+    const int fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+      far = Status::FromErrno("setns " + ns, errno);
+    } else {
+      far = pg::Connection::Open(*pg::ParseTarget(url_), 10);
+    }
+    if (fd >= 0) ::close(fd);
+  });
+  opener.join();
+  ASSERT_TRUE(far.ok()) << far.status().message();
+  ASSERT_TRUE(far->ExecScript("BEGIN; SET LOCAL idle_in_transaction_session_timeout = 60000").ok());
+  ASSERT_TRUE(far->Exec("SELECT id FROM cut WHERE id = 1 FOR SHARE").ok());
+  ASSERT_TRUE(machines_[0]->Cut().ok());
+  // The row is written from here as soon as the server lets it go.
+  ASSERT_TRUE(conn_->ExecScript("SET lock_timeout = '40s'").ok());
+  const auto t0 = SteadyClock::now();
+  auto w = conn_->Exec("UPDATE cut SET id = 1 WHERE id = 1");
+  const double waited = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  ASSERT_TRUE(w.ok()) << w.status().message() << " after " << waited << " s";
+  EXPECT_LT(waited, 25) << "the cut-off session held its lock " << waited << " s";
+  std::cout << "a cut-off session's lock went after " << waited << " s\n";
 }
 
 // The harness leaves nothing behind on any exit path: a test process

@@ -56,6 +56,40 @@ class PgFaultsTest : public testing::PgTeamsSuite {
     return std::nullopt;
   }
 
+  // Two more stores on the test's database, as two hosts would have
+  // (each its own sessions, leases and name), and the team `team` made.
+  void TwoHosts(const std::string& team, std::unique_ptr<pg::Store>* a, std::unique_ptr<pg::Store>* b) {
+    auto target = pg::ParseTarget(url_);
+    ASSERT_TRUE(target.ok());
+    for (auto* s : {a, b}) {
+      auto opened = pg::Store::Open(*target);
+      ASSERT_TRUE(opened.ok()) << opened.status().message();
+      *s = std::move(*opened);
+    }
+    ASSERT_TRUE(teams_->CreateTeam(team, "lead", "").ok());
+  }
+
+  // A message `id` from the lead in w1's inbox, and `s` holding w1 and
+  // draining that inbox, the batch read and not committed.
+  struct Draining {
+    pg::LivenessLock held;
+    pg::MailRows::Batch batch;
+  };
+  void StartDrain(pg::Store& s, const std::string& team, const std::string& id, std::optional<Draining>* out) {
+    Message m;
+    m.id = id;
+    m.sender = "lead";
+    m.recipient = "w1";
+    m.content = "hello";
+    ASSERT_TRUE(store_->mail().Append(team, "w1", m).ok());
+    auto held = s.liveness().Hold(team, "w1");
+    ASSERT_TRUE(held.ok()) << held.status().message();
+    auto batch = s.mail().BeginDrain(team, "w1", {});
+    ASSERT_TRUE(batch.ok()) << batch.status().message();
+    ASSERT_EQ(batch->messages.size(), 1u);
+    out->emplace(Draining{std::move(*held), std::move(*batch)});
+  }
+
   TempDir dir_;
 };
 
@@ -223,29 +257,26 @@ TEST_F(PgFaultsTest, AFrozenHostIsTakenOverAndOnceThawedOverwritesNothing) {
 // keeper looks: each write A then makes as w1 is refused, naming B, and
 // changes nothing, and A is told it lost w1; B's same writes go through.
 TEST_F(PgFaultsTest, EveryWriteWithAStaleFencingTokenIsRefused) {
+  std::unique_ptr<pg::Store> a, b;
+  ASSERT_NO_FATAL_FAILURE(TwoHosts("fence", &a, &b));
   auto target = pg::ParseTarget(url_);
-  ASSERT_TRUE(target.ok());
-  auto a = pg::Store::Open(*target);
-  auto b = pg::Store::Open(*target);
-  ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_TRUE(teams_->CreateTeam("fence", "lead", "").ok());
   Member w1;
   w1.name = "w1";
   ASSERT_TRUE(teams_->AddMember("fence", w1).ok());
-  for (const char* subject : {"one", "two", "three"}) ASSERT_TRUE((*a)->tasks().Create("fence", {subject}).ok());
-  auto held_a = (*a)->liveness().Hold("fence", "w1");
+  for (const char* subject : {"one", "two", "three"}) ASSERT_TRUE(a->tasks().Create("fence", {subject}).ok());
+  auto held_a = a->liveness().Hold("fence", "w1");
   ASSERT_TRUE(held_a.ok()) << held_a.status().message();
   std::atomic<bool> told{false};
   held_a->OnLost([&] { told.store(true); });
   EXPECT_EQ(held_a->token(), 1);
   // Another store of this process may not take a live lease.
-  EXPECT_EQ((*b)->liveness().Hold("fence", "w1").status().code(), StatusCode::kConflict);
+  EXPECT_EQ(b->liveness().Hold("fence", "w1").status().code(), StatusCode::kConflict);
   auto admin = pg::Connection::Open(*target, 10);
   ASSERT_TRUE(admin.ok());
   Result<pg::LivenessLock> held_b = Status::Unavailable("not yet");
   ASSERT_TRUE(testing::WaitUntil([&] {
     (void)admin->Exec("SELECT pg_terminate_backend(pid) FROM mates_agent_leases WHERE team = 'fence' AND agent = 'w1'");
-    held_b = (*b)->liveness().Hold("fence", "w1");
+    held_b = b->liveness().Hold("fence", "w1");
     return held_b.ok();
   }, 20));
   EXPECT_EQ(held_b->token(), 2);
@@ -269,13 +300,26 @@ TEST_F(PgFaultsTest, EveryWriteWithAStaleFencingTokenIsRefused) {
     EXPECT_NE(s.message().find("with fencing token 1 was refused as stale"), std::string::npos) << what << ": " << s.message();
     EXPECT_NE(s.message().find("holds it with token 2"), std::string::npos) << what << ": " << s.message();
   };
-  pg::Store& sa = **a;
+  pg::Store& sa = *a;
   stale(sa.tasks().ClaimNext("fence", "w1", nullptr).status(), "a claim of the next task");
   stale(sa.tasks().Claim("fence", 1, "w1").status(), "a claim of #1");
   stale(sa.tasks().Update("fence", 2, start, {"w1", false}).status(), "an update");
   stale(sa.mail().Append("fence", "lead", m), "a message into an inbox");
   stale(sa.log().AppendDelivered("fence", {m}, m), "a message sent");
-  stale(sa.mail().BeginDrain("fence", "w1", nullptr).status(), "a drain of its inbox");
+  // A drain is fenced at its commit (it waits on its reader between): what
+  // it took stays in the inbox, for the new holder.
+  Message for_w1 = m;
+  for_w1.id = "m-for-w1";
+  for_w1.sender = "lead";
+  for_w1.recipient = "w1";
+  ASSERT_TRUE(sa.mail().Append("fence", "w1", for_w1).ok());
+  {
+    auto drain = sa.mail().BeginDrain("fence", "w1", nullptr);
+    ASSERT_TRUE(drain.ok()) << drain.status().message();
+    EXPECT_EQ(drain->messages.size(), 1u);
+    stale(sa.mail().Commit(*drain), "a drain of its inbox");
+  }
+  EXPECT_EQ(*sa.mail().PendingCount("fence", "w1"), 1u) << "a stale drain took what it read";
   stale(sa.merges().Create("fence", mr).status(), "a merge submitted");
   stale(sa.rosters().SetStatuses("fence", {{"w1", MemberStatus::kActive}}), "its status");
   stale(sa.journals().Put("fence", "w1", 0, {"{\"kind\":\"stale\"}"}), "a journal line");
@@ -296,7 +340,7 @@ TEST_F(PgFaultsTest, EveryWriteWithAStaleFencingTokenIsRefused) {
   EXPECT_TRUE(teams_->JournalOf("fence", "w1")->Lines()->empty());
 
   // B holds the newest token: the same writes go through.
-  pg::Store& sb = **b;
+  pg::Store& sb = *b;
   auto claimed = sb.tasks().ClaimNext("fence", "w1", nullptr);
   ASSERT_TRUE(claimed.ok() && claimed->has_value()) << claimed.status().message();
   EXPECT_TRUE(sb.tasks().Update("fence", 2, start, {"w1", false}).ok());
@@ -305,6 +349,10 @@ TEST_F(PgFaultsTest, EveryWriteWithAStaleFencingTokenIsRefused) {
   EXPECT_TRUE(sb.rosters().SetStatuses("fence", {{"w1", MemberStatus::kActive}}).ok());
   EXPECT_TRUE(sb.tasks().Complete("fence", (*claimed)->id, "w1").ok());
   EXPECT_EQ(*sb.mail().PendingCount("fence", "lead"), 1u);
+  auto taken = sb.mail().Drain("fence", "w1", nullptr);
+  ASSERT_TRUE(taken.ok()) << taken.status().message();
+  ASSERT_EQ(taken->size(), 1u);
+  EXPECT_EQ((*taken)[0].id, "m-for-w1");
   // A person's command (no lease held for its name) is not fenced.
   Message from_user = m;
   from_user.id = "m-user";
@@ -358,23 +406,63 @@ TEST_F(PgFaultsTest, ASessionIdleInATransactionIsEndedAndItsLocksGo) {
 // store tests lost their drains so). A drain may idle 60 s.
 TEST_F(PgFaultsTest, ADrainOutlastsTheIdleBoundWhileItsReaderJournals) {
   ASSERT_TRUE(teams_->CreateTeam("crew", "lead", "").ok());
-  Message m;
-  m.id = "m-slow-reader";
-  m.sender = "lead";
-  m.recipient = "w1";
-  m.content = "hello";
-  ASSERT_TRUE(store_->mail().Append("crew", "w1", m).ok());
-  auto batch = store_->mail().BeginDrain("crew", "w1", {});
-  ASSERT_TRUE(batch.ok()) << batch.status().message();
-  ASSERT_EQ(batch->messages.size(), 1u);
+  // Its host holds w1: the drain is fenced (at its commit), and the lease
+  // is renewed meanwhile (a drain that held the lease's row from its
+  // start kept the renewal waiting, and the lease ended after 5 s).
+  std::optional<Draining> d;
+  ASSERT_NO_FATAL_FAILURE(StartDrain(*store_, "crew", "m-slow-reader", &d));
   // The reader journals for 7 s (the time itself is what is tested).
   auto clock = std::make_shared<Waker>();
   clock->WaitChange(clock->generation(), DeadlineIn(7));
-  Status committed = store_->mail().Commit(*batch);
+  auto admin = pg::Connection::Open(*pg::ParseTarget(url_), 10);
+  ASSERT_TRUE(admin.ok()) << admin.status().message();
+  auto live = admin->Exec("SELECT expires_at > clock_timestamp() FROM mates_agent_leases WHERE team = 'crew' AND "
+                          "agent = 'w1'");
+  ASSERT_TRUE(live.ok() && live->size() == 1) << live.status().message();
+  EXPECT_EQ(live->text(0, 0), "t") << "the lease was not renewed during the drain";
+  Status committed = store_->mail().Commit(d->batch);
   EXPECT_TRUE(committed.ok()) << committed.message();
   auto left = teams_->InboxOf("crew", "w1")->Peek();
   ASSERT_TRUE(left.ok()) << left.status().message();
   EXPECT_TRUE(left->empty()) << "the drain was rolled back";
+}
+
+// A host frozen (or cut off) in the middle of an inbox drain, which may
+// wait on its reader 60 s, held that inbox: the host taking the agent over
+// waited as long to read it. Taking over a lease that ended unrenewed
+// ends the old host's sessions, and with them its transactions.
+TEST_F(PgFaultsTest, ATakeoverEndsTheSessionsOfTheHostItTakesFrom) {
+  std::unique_ptr<pg::Store> a, b;
+  ASSERT_NO_FATAL_FAILURE(TwoHosts("frozen", &a, &b));
+  auto target = pg::ParseTarget(url_);
+  std::optional<Draining> d;
+  ASSERT_NO_FATAL_FAILURE(StartDrain(*a, "frozen", "m-frozen", &d));
+  // A stops renewing (as a frozen host): its lease is made to have ended
+  // (its keeper may renew it once more in between: then again).
+  auto admin = pg::Connection::Open(*target, 10);
+  ASSERT_TRUE(admin.ok());
+  Result<pg::LivenessLock> held_b = Status::Unavailable("not yet");
+  const auto t0 = SteadyClock::now();
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    (void)admin->Exec("UPDATE mates_agent_leases SET expires_at = clock_timestamp() - interval '1 second' "
+                      "WHERE team = 'frozen' AND agent = 'w1' AND token = 1");
+    held_b = b->liveness().Hold("frozen", "w1");
+    return held_b.ok();
+  }, 20)) << held_b.status().message();
+  EXPECT_EQ(held_b->token(), 2);
+  // B holds w1 and reads its inbox at once, not when A's drain would
+  // have ended.
+  auto taken = b->mail().Drain("frozen", "w1", {});
+  const double waited = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  ASSERT_TRUE(taken.ok()) << taken.status().message();
+  ASSERT_EQ(taken->size(), 1u);
+  EXPECT_EQ((*taken)[0].id, "m-frozen");
+  EXPECT_LT(waited, 10) << "B took " << waited << " s to hold w1 and read its inbox";
+  // A's drain is gone with its session: its commit takes nothing.
+  EXPECT_FALSE(a->mail().Commit(d->batch).ok());
+  auto left = teams_->InboxOf("frozen", "w1")->Peek();
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty());
 }
 
 }  // namespace

@@ -117,7 +117,8 @@ Result<Connection> Connection::Open(const Target& target, double timeout_s) {
   const char* keys[] = {"connect_timeout",  "application_name",    "client_encoding",  "tcp_user_timeout",
                         "keepalives_idle",  "keepalives_interval", "keepalives_count", "dbname",
                         nullptr};
-  const char* values[] = {timeout.c_str(), "mates", "UTF8", "5000", "5", "2", "2", target.uri.c_str(), nullptr};
+  const char* values[] = {timeout.c_str(), target.application.c_str(), "UTF8", "5000", "5", "2", "2",
+                          target.uri.c_str(), nullptr};
   Connection c;
   c.target_ = target;
   c.conn_.reset(PQconnectdbParams(keys, values, /*expand_dbname=*/1));
@@ -137,10 +138,20 @@ Result<Connection> Connection::Open(const Target& target, double timeout_s) {
   PQsetNoticeProcessor(c.conn_.get(), [](void*, const char*) {}, nullptr);
   // A session left in a transaction for 5 s with nothing sent (a host
   // frozen in the middle of one) is ended by the server, and its locks
-  // with it: no transaction of mates waits on its client that long. Set
-  // once connected rather than as a startup option, which a pooler in
-  // between (PgBouncer) refuses; a server that refuses it goes without.
-  if (pg_result* r = PQexec(c.conn_.get(), "SET idle_in_transaction_session_timeout = 5000")) PQclear(r);
+  // with it: no transaction of mates waits on its client that long. And
+  // the server gives up on a peer cut off (a partition) as this side does:
+  // what it sent unacknowledged for 5 s, or an idle session's two probes
+  // unanswered (after 5 s, every 2 s), end the session, so that the locks
+  // of a transaction allowed to wait longer (an inbox drain's, 60 s) go in
+  // seconds, not at that bound nor in TCP's quarter of an hour. Set once
+  // connected rather than as startup options, which a pooler in between
+  // (PgBouncer) refuses; a server that refuses one goes without the rest.
+  if (pg_result* r = PQexec(c.conn_.get(),
+                            "SET idle_in_transaction_session_timeout = 5000; SET tcp_user_timeout = 5000; "
+                            "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; "
+                            "SET tcp_keepalives_count = 2")) {
+    PQclear(r);
+  }
   return c;
 }
 

@@ -28,6 +28,10 @@ namespace mates::pg {
 struct Target {
   std::string uri;    // what libpq gets
   std::string shown;  // "postgres://mates@127.0.0.1:5432/team" (no password)
+  // The sessions' application_name: one store's are told apart by it
+  // (pg_stat_activity), so that a host taking over from one frozen or cut
+  // off can end them all (LivenessLocks::Hold).
+  std::string application = "mates";
 };
 
 // "postgres://…" or "postgresql://…" (libpq's URI syntax, every parameter

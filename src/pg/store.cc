@@ -1,6 +1,8 @@
 // See store.h: the pool of connections, outages, and teams with their rosters.
 #include "pg/store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <map>
@@ -8,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/guarded.h"
+#include "core/ids.h"
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/json.h"
@@ -20,8 +23,12 @@
 namespace mates::pg {
 
 Result<std::unique_ptr<Store>> Store::Open(const Target& target) {
-  std::unique_ptr<Store> s(new Store(target));
-  MATES_ASSIGN_OR_RETURN(Connection c, Connection::Open(target, 10));
+  // Its sessions' name (at most 63 bytes, PostgreSQL's bound): this store's
+  // alone, whatever the machine and its PIDs.
+  Target named = target;
+  named.application = "mates " + RandomHex(16) + " pid " + std::to_string(::getpid());
+  std::unique_ptr<Store> s(new Store(named));
+  MATES_ASSIGN_OR_RETURN(Connection c, Connection::Open(named, 10));
   MATES_RETURN_IF_ERROR(CheckSchema(c));
   s->Give(std::move(c));
   return s;

@@ -117,6 +117,7 @@ class MailRows {
   struct Batch {
     std::vector<Message> messages;
     std::vector<int64_t> rows;  // what Commit deletes (unreadable ones too)
+    std::string team, member;   // whose inbox (its lease fences the commit)
     std::optional<Lease> lease;
     ~Batch();
     Batch() = default;
@@ -269,21 +270,22 @@ class JournalRows {
 
 // Liveness (DESIGN §13, §32): a host holds each agent it hosts by a lease,
 // a row of mates_agent_leases that it renews every second for kLeaseS more
-// (the server's clock), on a session of its own. The lease ends when it is
-// not renewed in time (a host frozen or cut off), or at once when that
-// session is gone (a host killed with -9 closes its sockets); then another
-// host may take it, and its fencing token grows by one. Every claim,
-// completion, send, inbox drain, merge submission, status and journal write
-// this process makes for an agent it holds carries the token (Store::Fence),
-// and the server refuses a stale one: a host thawed or healed after its
-// lease was taken redoes nothing and overwrites nothing.
+// (the server's clock). Every lease of a process names one session of its
+// own (its pid): holding an agent costs a statement, and one statement a
+// second renews them all. A lease ends when it is not renewed in time (a
+// host frozen or cut off), or at once when that session is gone (a host
+// killed with -9 closes its sockets); then another host may take it, and
+// its fencing token grows by one. Every claim, completion, send, inbox
+// drain, merge submission, status and journal write this process makes for
+// an agent it holds carries the token (Store::Fence), and the server
+// refuses a stale one: a host thawed or healed after its lease was taken
+// redoes nothing and overwrites nothing.
 class LivenessLock {
  public:
   LivenessLock() = default;
   LivenessLock(LivenessLock&&) noexcept = default;
   LivenessLock& operator=(LivenessLock&&) noexcept = default;
-  // Released (the row says so, and the next holder took nothing over)
-  // before its session closes.
+  // Released (the row says so, and the next holder took nothing over).
   ~LivenessLock();
   // Hold::OnLost: once it is seen taken by another host, `lost` is called
   // (from the keeper's thread, or the thread that found it) and the lease
@@ -291,9 +293,9 @@ class LivenessLock {
   void OnLost(std::function<void()> lost);
   // Hold::StillHeld: true while the last renewal is recent enough that the
   // lease cannot have ended (kLeaseS less a margin, on this machine's
-  // clock); past that, one renewal is tried now: false if it fails (this
-  // host stops acting for the agent until it renews) or finds the lease
-  // taken (`lost` is called).
+  // clock) and its session is up; past that, the leases are renewed now:
+  // false if that fails (this host stops acting for the agent until it
+  // renews) or finds this one taken (`lost` is called).
   bool StillHeld();
   int64_t token() const;
 
@@ -304,10 +306,10 @@ class LivenessLock {
   std::shared_ptr<Held> held_;
 };
 
-// The leases this process holds, and their keeper, which renews them every
-// second (a session lost, say with a server restart, is opened again and
-// the lease renewed on it if nobody took it meanwhile) and reports each
-// lease found taken.
+// The leases this process holds, their session, and their keeper, which
+// renews them every second (a session lost, say with a server restart, is
+// opened again and the leases renewed on it if nobody took them meanwhile)
+// and reports each lease found taken.
 class LivenessLocks {
  public:
   static constexpr double kLeaseS = 5;  // a lease lasts this long past its last renewal
@@ -327,15 +329,29 @@ class LivenessLocks {
 
  private:
   friend class LivenessLock;
-  // The keeper's thread: every second, each lease held is renewed.
+  using Taken = std::vector<std::pair<std::shared_ptr<LivenessLock::Held>, std::string>>;
+  // The keeper's thread: every second, the leases held are renewed.
   void Keep();
-  // Renews `h` (under h.mu): true if it is renewed; on a lease found
-  // taken, marks it lost and calls its `lost`.
-  bool Renew(LivenessLock::Held& h);
+  // Under session_mu_: the session, opened again if it is gone (true
+  // then: the leases held name the old one until they are renewed).
+  Result<bool> SessionLocked(double timeout_s);
+  // Under session_mu_: renews every lease held, on the session, in one
+  // statement; those found taken by another host are returned with why
+  // (not yet marked lost: the caller does that under each one's mu). One
+  // a write of this host holds is passed over, for the next renewal.
+  Result<Taken> RenewLocked();
+  // StillHeld's look (under h.mu).
+  bool Fresh(LivenessLock::Held& h);
+  void Release(LivenessLock::Held& h);
+  // Marks each taken lease lost, under its mu (none held by the caller).
+  void LoseAll(const Taken& taken);
   void Lose(LivenessLock::Held& h, const std::string& why);
 
   Store& store_;
   std::string holder_;  // this process: "host PID on MACHINE"
+  // Lock order: a lease's mu, then session_mu_, then mu_.
+  std::mutex session_mu_;
+  Connection session_;  // guarded by session_mu_: the session every lease here names
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::weak_ptr<LivenessLock::Held>> kept_;  // guarded by mu_

@@ -90,6 +90,8 @@ Result<MailRows::Batch> MailRows::BeginDrain(const std::string& team, const std:
   MATES_RETURN_IF_ERROR(CheckNames(team, member));
   MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
   Batch b;
+  b.team = team;
+  b.member = member;
   // The transaction stays open while its reader journals what it took
   // (Commit): a wait on the client that a loaded machine stretches past the
   // session's 5 s bound on idling in a transaction (connection.cc), which
@@ -100,8 +102,6 @@ Result<MailRows::Batch> MailRows::BeginDrain(const std::string& team, const std:
   c->SendWithNext("SET LOCAL idle_in_transaction_session_timeout = 60000");
   b.lease.emplace(std::move(c));
   Connection& conn = **b.lease;
-  // What a host takes from an inbox is its agent's while its lease is.
-  store_.Fence(conn, team, member);
   // One drainer per inbox at a time; the lock goes with the transaction.
   MATES_RETURN_IF_ERROR(
       conn.Exec("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {InboxKey(team, member)}).status());
@@ -127,7 +127,13 @@ Status MailRows::Commit(Batch& batch) {
   if (!batch.lease) return Status::FailedPrecondition("this drain was committed already");
   Connection& conn = **batch.lease;
   Status s = Status::Ok();
-  // The rows taken and the commit: one round trip.
+  // What a host takes from an inbox is its agent's while its lease is:
+  // checked with the commit, which is refused (the rows stay, for the next
+  // holder) if the lease went meanwhile. Not held from the drain's start:
+  // a drain waits on its reader, and the lease's row held that long kept
+  // its renewal and any new holder waiting. The check, the rows taken and
+  // the commit: one round trip.
+  store_.Fence(conn, batch.team, batch.member);
   if (!batch.rows.empty()) {
     conn.SendWithNext("DELETE FROM mates_inbox WHERE seq = ANY($1::bigint[])", {ArrayText(batch.rows)});
   }
