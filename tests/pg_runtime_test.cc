@@ -79,6 +79,16 @@ class PgRuntimeTest : public testing::PgTeamsSuite {
     }
   };
 
+  // w1 spawned at `h` and idle once its first turn is done: a new
+  // member's roster line says idle from the start, so the lead's news (told
+  // after the roster is written) is what says the host has nothing more to
+  // write of it.
+  static void SpawnW1(Host& h) {
+    auto r = h.manager->SpawnTeammate({.team = "crew", .name = "w1", .prompt = "Work from the board."});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_TRUE(testing::WaitUntil([&] { return h.manager->news().Pending(); }, 30));
+  }
+
   // Waits (woken by `watch`'s notifications) until `done` or 60 s.
   template <typename Fn>
   bool Until(const std::shared_ptr<Waker>& waker, Fn done) {
@@ -725,6 +735,45 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
   EXPECT_NE(refused.err.find("is spent"), std::string::npos) << refused.err;
 }
 
+// A host that cannot write a teammate's journal when it resumes it (a full
+// disk; here a folder where the file goes) lets it go for another host:
+// idle, its lease released, not taken again here for 10 s. It shut the
+// teammate down for good, and kept its lease, so no host could take it.
+TEST_F(PgRuntimeTest, AHostThatCannotWriteAJournalAtResumeLetsTheTeammateGo) {
+  llm::ScriptedProvider provider(Scenario());
+  {
+    Host a(dir_.path() / "a", &provider, teams_.get());
+    ASSERT_NO_FATAL_FAILURE(SpawnW1(a));
+  }
+  ASSERT_FALSE(teams_->IsHosted("crew", "w1"));
+  Host b(dir_.path() / "b", &provider, teams_.get());
+  const fs::path journal = b.ws.JournalPath("crew", "w1");
+  ASSERT_TRUE(EnsureDir(journal / "in-the-way").ok());
+  auto resumed = b.manager->ResumeTeam();
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  ASSERT_TRUE(testing::WaitUntil([&] { return !b.manager->Running("w1") && !teams_->IsHosted("crew", "w1"); }, 20))
+      << "w1 is still held by the host that cannot write for it";
+  EXPECT_EQ(teams_->LoadTeam("crew")->Find("w1")->status, MemberStatus::kIdle) << "it was ended, not let go";
+  // Not taken back here at once (another host's to take).
+  auto again = b.manager->ResumeTeam();
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(std::find(again->begin(), again->end(), "w1") == again->end());
+  EXPECT_FALSE(teams_->IsHosted("crew", "w1"));
+  // Another host takes it, and it works there.
+  Host c(dir_.path() / "c", &provider, teams_.get());
+  auto taken = c.manager->ResumeTeam();
+  ASSERT_TRUE(taken.ok()) << taken.status().message();
+  EXPECT_TRUE(std::find(taken->begin(), taken->end(), "w1") != taken->end());
+  ASSERT_TRUE(testing::WaitUntil([&] { return c.manager->Running("w1") && teams_->IsHosted("crew", "w1"); }, 20));
+  auto board = teams_->Board("crew");
+  auto made = board->Create({"for w1"});
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto t = board->Get(made->id);
+    return t.ok() && t->status == TaskStatus::kCompleted;
+  }, 30)) << "w1 did not work at its new host";
+}
+
 // A teammate whose lease's session ends (its lease with it), and is taken
 // by another host before its keeper can renew it, is that host's now:
 // it stops at once and writes nothing more of its status to the roster
@@ -732,12 +781,7 @@ TEST_F(PgRuntimeTest, TwoHostsShareATeamAndOneResumesTheOthersTeammateAfterKillN
 TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
   llm::ScriptedProvider provider(Scenario());
   Host host(dir_.path() / "a", &provider, teams_.get());
-  auto r = host.manager->SpawnTeammate({.team = "crew", .name = "w1", .prompt = "Work from the board."});
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  // Idle once its first turn is done: a new member's roster line says idle
-  // from the start, so the lead's news (told after the roster is written)
-  // is what says this host has nothing more to write of it.
-  ASSERT_TRUE(testing::WaitUntil([&] { return host.manager->news().Pending(); }, 30));
+  ASSERT_NO_FATAL_FAILURE(SpawnW1(host));
   ASSERT_EQ(teams_->LoadTeam("crew")->Find("w1")->status, MemberStatus::kIdle);
   // Its lock's session ends (as when a network drops), and another host is
   // quicker than the keeper (which looks every second: if it took the lock
@@ -773,9 +817,7 @@ TEST_F(PgRuntimeTest, ATeammateTakenOverByAnotherHostStopsHere) {
 TEST_F(PgRuntimeTest, ATeammateTakenOverClaimsNothingBeforeItsKeeperLooks) {
   llm::ScriptedProvider provider(Scenario());
   Host host(dir_.path() / "a", &provider, teams_.get());
-  auto r = host.manager->SpawnTeammate({.team = "crew", .name = "w1", .prompt = "Work from the board."});
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_TRUE(testing::WaitUntil([&] { return host.manager->news().Pending(); }, 30));
+  ASSERT_NO_FATAL_FAILURE(SpawnW1(host));
   auto target = pg::ParseTarget(url_);
   auto admin = pg::Connection::Open(*target, 10);
   ASSERT_TRUE(admin.ok());

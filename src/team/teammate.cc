@@ -578,12 +578,15 @@ void Teammate::WaitIdle(uint64_t seen, const Deadline& deadline, bool seed_polli
 void Teammate::Main() {
   fs::path journal = ctx_.ws.JournalPath(config_.team, config_.name);
   // Ends it before its first turn: for a later host (or this one, once the
-  // store is back) when `later`, else for good.
-  auto give_up = [&](bool later, const std::string& what, const Status& s) {
-    SetStopReason(later ? StopReason::kHostStopped : StopReason::kJournal, what + ": " + s.message());
+  // store is back) when `reason` is resumable, else for good. Its lease
+  // goes with it, as at the end of Main: held by nobody, it is another
+  // host's to take.
+  auto give_up = [&](StopReason reason, const std::string& what, const Status& s) {
+    SetStopReason(reason, what + ": " + s.message());
     finished_.store(true);
-    SetStatus(later ? MemberStatus::kIdle : MemberStatus::kShutdown, what);
+    SetStatus(Resumable(reason) ? MemberStatus::kIdle : MemberStatus::kShutdown, what);
     starting_.store(false);
+    host_lock_.reset();
     reported_.store(true);
     env_.hooks.WakeWaiters();
   };
@@ -591,9 +594,17 @@ void Teammate::Main() {
   if (!s.ok()) {
     events_->OnNotice(config_.name, "cannot resume: " + s.message());
     // A store that cannot be reached now leaves it for later; a journal
-    // that cannot be read ends it.
-    const bool later = s.code() == StatusCode::kUnavailable;
-    give_up(later, later ? "its journal's copy could not be reached" : "its journal could not be replayed", s);
+    // this host cannot write (a full disk) leaves it to another host, as a
+    // turn that cannot be journaled does (below); a journal that cannot be
+    // read ends it.
+    if (s.code() == StatusCode::kUnavailable) {
+      give_up(StopReason::kHostStopped, "its journal's copy could not be reached", s);
+    } else if (s.code() == StatusCode::kIOError && host_lock_ != nullptr) {
+      handed_off_at_.store(std::chrono::duration<double>(SteadyClock::now().time_since_epoch()).count());
+      give_up(StopReason::kHandedOff, "this host cannot write its journal; another host may take it over", s);
+    } else {
+      give_up(StopReason::kJournal, "its journal could not be replayed", s);
+    }
     return;
   }
   if (config_.resume) {
@@ -609,7 +620,7 @@ void Teammate::Main() {
     }
     if (!reminded.ok()) {
       events_->OnNotice(config_.name, "cannot resume: its board: " + reminded.message());
-      give_up(/*later=*/true, "its board could not be read", reminded);
+      give_up(StopReason::kHostStopped, "its board could not be read", reminded);
       return;
     }
   }
