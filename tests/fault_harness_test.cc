@@ -2,9 +2,10 @@
 // bridge (support/netns.h), PostgreSQL in one, a `mates up --teammates`
 // host in each of three others, and a team of six teammates working a
 // graph of 200 tasks with dependencies while ≥ 2,000 messages go between
-// them. Faults come one at a time and then two at once: a partition (the
-// link down), kill -9, SIGSTOP past the lease, a server restart, a full
-// disk. Then a checker reads the recorded history: every task completed
+// them. Each of five faults comes alone, then every pair of two kinds, on
+// the machines hosting the most teammates then: a partition (the link
+// down), kill -9, SIGSTOP past the lease, a server restart, a full disk.
+// Then a checker reads the recorded history: every task completed
 // once, no job begun before its blockers were done nor worked on after it
 // was done, every message delivered once. The recovery of each fault (from
 // its start until every teammate is held again by a live host and a task
@@ -260,9 +261,41 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
                    ASSERT_TRUE(host_of(i).Free().ok());
                  }};
   };
-  std::vector<std::vector<Fault>> plan = {
-      {partition(0)}, {kill9(1)}, {freeze(2)}, {restart()}, {full_disk(0)},
-      {partition(0), kill9(1)}, {freeze(2), restart()}, {full_disk(1), partition(2)},
+  // Each fault alone, then every pair of two kinds. A fault on a machine
+  // strikes the one hosting the most teammates at that moment (a second,
+  // the next: the third then hosts all six).
+  enum Kind { kPartition, kKill, kFreeze, kRestart, kDisk };
+  const std::vector<std::vector<Kind>> plan = {
+      {kPartition}, {kKill}, {kFreeze}, {kRestart}, {kDisk},
+      {kPartition, kKill}, {kPartition, kFreeze}, {kPartition, kRestart}, {kPartition, kDisk},
+      {kKill, kFreeze}, {kKill, kRestart}, {kKill, kDisk},
+      {kFreeze, kRestart}, {kFreeze, kDisk}, {kRestart, kDisk},
+  };
+  const auto busiest_first = [&] {
+    std::vector<std::pair<int, int>> held;  // (teammates held, machine)
+    for (int i = 0; i < static_cast<int>(machines_.size()); ++i) {
+      int n = 0;
+      for (const auto& [agent, l] : Leases()) n += l.live && l.holder.find(" on " + host_of(i).name()) != std::string::npos;
+      held.push_back({-n, i});
+    }
+    std::sort(held.begin(), held.end());
+    std::vector<int> order;
+    for (const auto& [n, i] : held) order.push_back(i);
+    return order;
+  };
+  const auto faults_of = [&](const std::vector<Kind>& kinds) {
+    const std::vector<int> order = busiest_first();
+    size_t next = 0;
+    std::vector<Fault> out;
+    for (Kind k : kinds) {
+      if (k == kRestart) {
+        out.push_back(restart());
+        continue;
+      }
+      const int i = order[next++];
+      out.push_back(k == kPartition ? partition(i) : k == kKill ? kill9(i) : k == kFreeze ? freeze(i) : full_disk(i));
+    }
+    return out;
   };
   struct Recovery {
     std::string what;
@@ -270,8 +303,9 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
     double seconds;
   };
   std::vector<Recovery> recoveries;
-  for (auto& faults : plan) {
+  for (const auto& kinds : plan) {
     ASSERT_TRUE(wait_progress(kStep)) << "the team made no progress: " << Completed() << " done";
+    std::vector<Fault> faults = faults_of(kinds);
     std::string what;
     std::set<std::string> faulted;
     for (const auto& f : faults) {
