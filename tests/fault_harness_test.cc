@@ -4,7 +4,8 @@
 // graph of 200 tasks with dependencies while ≥ 2,000 messages go between
 // them. Each of five faults comes alone, then every pair of two kinds, on
 // the machines hosting the most teammates then: a partition (the link
-// down), kill -9, SIGSTOP past the lease, a server restart, a full disk.
+// down, or a packet filter between the machine and the server), kill -9,
+// SIGSTOP past the lease, a server restart, a full disk.
 // Then a checker reads the recorded history: every task completed
 // once, no job begun before its blockers were done nor worked on after it
 // was done, every message delivered once. The recovery of each fault (from
@@ -202,7 +203,7 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
   for (const auto& m : machines_) hosts.push_back(Up(*m));
 
   // A fault begins once the team has completed `step` more tasks.
-  constexpr size_t kStep = 6;
+  constexpr size_t kStep = 5;
   const auto wait_progress = [&](size_t more) {
     const size_t want = std::min<size_t>(Completed() + more, kTasks);
     return testing::WaitUntil([&] { return Completed() >= want; }, 120);
@@ -240,6 +241,11 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
     return Fault{"SIGSTOP " + host_of(i).name(), i, [&, i] { ASSERT_TRUE(host_of(i).Signal(hosts[i], SIGSTOP).ok()); },
                  [&, i] { ASSERT_TRUE(host_of(i).Signal(hosts[i], SIGCONT).ok()); }};
   };
+  auto filter = [&](int i) {
+    return Fault{"packet filter " + host_of(i).name(), i,
+                 [&, i] { ASSERT_TRUE(host_of(i).Filter(db_->address()).ok()); },
+                 [&, i] { ASSERT_TRUE(host_of(i).Unfilter().ok()); }};
+  };
   auto restart = [&] {
     return Fault{"server restart", -1, [&] { ASSERT_TRUE(server_->Restart().ok()); }, [] {}};
   };
@@ -264,9 +270,11 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
   // Each fault alone, then every pair of two kinds. A fault on a machine
   // strikes the one hosting the most teammates at that moment (a second,
   // the next: the third then hosts all six).
-  enum Kind { kPartition, kKill, kFreeze, kRestart, kDisk };
+  // A partition is a link down, or a packet filter dropping what goes
+  // between the machine and the server (its link up).
+  enum Kind { kPartition, kFilter, kKill, kFreeze, kRestart, kDisk };
   const std::vector<std::vector<Kind>> plan = {
-      {kPartition}, {kKill}, {kFreeze}, {kRestart}, {kDisk},
+      {kPartition}, {kFilter}, {kKill}, {kFreeze}, {kRestart}, {kDisk}, {kFilter, kKill},
       {kPartition, kKill}, {kPartition, kFreeze}, {kPartition, kRestart}, {kPartition, kDisk},
       {kKill, kFreeze}, {kKill, kRestart}, {kKill, kDisk},
       {kFreeze, kRestart}, {kFreeze, kDisk}, {kRestart, kDisk},
@@ -293,7 +301,11 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
         continue;
       }
       const int i = order[next++];
-      out.push_back(k == kPartition ? partition(i) : k == kKill ? kill9(i) : k == kFreeze ? freeze(i) : full_disk(i));
+      out.push_back(k == kPartition ? partition(i)
+                    : k == kFilter ? filter(i)
+                    : k == kKill   ? kill9(i)
+                    : k == kFreeze ? freeze(i)
+                                   : full_disk(i));
     }
     return out;
   };

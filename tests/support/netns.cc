@@ -107,7 +107,7 @@ Status Checked(const CommandResult& r, const std::string& what) {
 
 std::string Network::Unavailable() {
   if (::geteuid() != 0) return "not root: namespaces and links cannot be made";
-  for (const char* tool : {"ip", "nsenter"}) {
+  for (const char* tool : {"ip", "nsenter", "nft"}) {
     if (Run({"sh", "-c", std::string("command -v ") + tool}).exit_code != 0) return std::string("no `") + tool + "`";
   }
   const pid_t p = ::fork();
@@ -189,6 +189,22 @@ Status Machine::Signal(pid_t pid, int sig) const {
 
 Status Machine::Cut() { return net_->Ip({"link", "set", link_, "down"}); }
 Status Machine::Mend() { return net_->Ip({"link", "set", link_, "up"}); }
+
+Status Machine::Filter(const std::string& peer) {
+  auto r = Run({"nft", "add table inet mates_cut; "
+                       "add chain inet mates_cut out { type filter hook output priority 0; }; "
+                       "add chain inet mates_cut in { type filter hook input priority 0; }; "
+                       "add rule inet mates_cut out ip daddr " + peer + " drop; "
+                       "add rule inet mates_cut in ip saddr " + peer + " drop"});
+  if (r.exit_code != 0) return Status::Internal("nft in " + name_ + ": " + r.err);
+  return Status::Ok();
+}
+
+Status Machine::Unfilter() {
+  auto r = Run({"nft", "delete table inet mates_cut"});
+  if (r.exit_code != 0) return Status::Internal("nft in " + name_ + ": " + r.err);
+  return Status::Ok();
+}
 
 Status Machine::Fill(size_t leave_bytes) {
   const fs::path filler = Outside(disk_ / ".filler");

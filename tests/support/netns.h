@@ -59,6 +59,11 @@ class Machine {
   // sockets stay open) and up again.
   Status Cut();
   Status Mend();
+  // A packet filter in the machine (nftables) drops what it sends to
+  // `peer` and what comes from it, its link up and its other peers
+  // reachable; Unfilter() takes it away.
+  Status Filter(const std::string& peer);
+  Status Unfilter();
   // Fills its disk but for `leave_bytes`; Free() takes the filler away.
   Status Fill(size_t leave_bytes = 0);
   Status Free();
