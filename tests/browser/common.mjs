@@ -78,6 +78,34 @@ export function upDashboard(up) {
   return url;
 }
 
+// The first line a child prints, or null by the deadline (or at its end).
+export function firstLine(child, ms) {
+  return new Promise((resolve) => {
+    let text = "";
+    const timer = setTimeout(() => resolve(null), ms);
+    child.stdout.on("data", (d) => {
+      text += d;
+      const nl = text.indexOf("\n");
+      if (nl >= 0) { clearTimeout(timer); resolve(text.slice(0, nl)); }
+    });
+    child.on("exit", () => { clearTimeout(timer); resolve(null); });
+  });
+}
+
+// A private PostgreSQL server (tests/support/pg_server_main.cc) for the
+// whole run: {child, url}; skips (77) where none can be started. Closing
+// the child's stdin stops it.
+export async function startPgServer(bin) {
+  const child = spawn(bin, [], { stdio: ["pipe", "pipe", "inherit"] });
+  const line = await firstLine(child, 60000);
+  if (!line || !line.startsWith("url ")) {
+    if (child.exitCode === 77) { console.log("SKIPPED: no PostgreSQL server here (scripts/setup installs it)"); process.exit(77); }
+    console.log("FAIL the PostgreSQL server did not start (" + line + ", exit " + child.exitCode + ")");
+    process.exit(1);
+  }
+  return { child, url: line.slice(4) };
+}
+
 // Headless chromium, as every browser test runs it.
 export function launchBrowser(puppeteer, chromium) {
   return puppeteer.launch({

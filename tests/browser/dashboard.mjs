@@ -23,7 +23,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Checks, browserParts, clickLive, launchBrowser, matesIn, options, upDashboard } from "./common.mjs";
+import { Checks, browserParts, clickLive, firstLine, launchBrowser, matesIn, options, startPgServer, upDashboard } from "./common.mjs";
 
 const args = options();
 const { chromium, puppeteer } = browserParts(args);
@@ -32,33 +32,9 @@ const ws = fs.mkdtempSync(path.join(os.tmpdir(), "mates-browser-"));
 const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "mates-browser-elsewhere-"));
 const team = "dash";
 
-// The first line a child prints, or null by the deadline (or at its end).
-function firstLine(child, ms) {
-  return new Promise((resolve) => {
-    let text = "";
-    const timer = setTimeout(() => resolve(null), ms);
-    child.stdout.on("data", (d) => {
-      text += d;
-      const nl = text.indexOf("\n");
-      if (nl >= 0) { clearTimeout(timer); resolve(text.slice(0, nl)); }
-    });
-    child.on("exit", () => { clearTimeout(timer); resolve(null); });
-  });
-}
-
 // A private PostgreSQL server for the whole run, if asked for.
 let pgServer = null, storeUrl = null;
-if (args["pg-server"]) {
-  pgServer = spawn(args["pg-server"], [], { stdio: ["pipe", "pipe", "inherit"] });
-  const line = await firstLine(pgServer, 60000);
-  if (!line || !line.startsWith("url ")) {
-    const code = pgServer.exitCode;
-    if (code === 77) { console.log("SKIPPED: no PostgreSQL server here (scripts/setup installs it)"); process.exit(77); }
-    console.log("FAIL the PostgreSQL server did not start (" + line + ", exit " + code + ")");
-    process.exit(1);
-  }
-  storeUrl = line.slice(4);
-}
+if (args["pg-server"]) ({ child: pgServer, url: storeUrl } = await startPgServer(args["pg-server"]));
 const env = storeUrl ? { ...process.env, MATES_STORE: storeUrl } : process.env;
 const mates = matesIn(args.mates, ws, env);
 const checks = new Checks();
