@@ -373,6 +373,15 @@ TEST_F(PgFaultsTest, EveryWriteWithAStaleFencingTokenIsRefused) {
   EXPECT_LE(shown.size(), 210u);
   EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
   EXPECT_EQ(shown.find('\n'), std::string::npos) << shown;
+  // The same holder in a stale write's refusal (a sentence that reaches
+  // logs, `status` and a model's tool result): one bounded line too.
+  ASSERT_TRUE(admin->Exec("UPDATE mates_agent_leases SET holder = $1 WHERE team = 'fence' AND agent = 'w1'",
+                          {"\x1b[2J\nforged line" + std::string(10000, 'x')}).ok());
+  Status refused = sa.journals().Put("fence", "w1", 5, {"{\"kind\":\"stale\"}"});
+  ASSERT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.message();
+  EXPECT_LE(refused.message().size(), 600u);
+  EXPECT_EQ(refused.message().find('\x1b'), std::string::npos) << refused.message();
+  EXPECT_EQ(refused.message().find('\n'), std::string::npos) << refused.message();
 }
 
 // A host frozen in the middle of a transaction (here: a session that

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/text.h"
+
 namespace mates::pg {
 
 namespace {
@@ -175,7 +177,13 @@ Status Connection::ErrorOf(pg_result* r, std::string_view) const {
   std::string_view code = state != nullptr ? state : "";
   // A fencing token found stale (mates_fence, schema.cc): the server's
   // sentence is the whole story.
-  if (code == kStaleFencingToken && primary != nullptr) return Status::FailedPrecondition(primary);
+  // (It names a holder another writer of the database may have set: one
+  // line, no control character, bounded.)
+  if (code == kStaleFencingToken && primary != nullptr) {
+    std::string said = ForTerminal(primary, 500);
+    std::replace(said.begin(), said.end(), '\n', '?');
+    return Status::FailedPrecondition(said);
+  }
   if (code.rfind("08", 0) == 0 || code.rfind("57P", 0) == 0 || code == "53300") return Status::Unavailable(msg);
   if (code == "40001" || code == "40P01" || code == "55P03") return Status::Conflict(msg);
   if (code == "42P01" || code == "42703" || code == "42883") return Status::FailedPrecondition(msg);

@@ -311,7 +311,9 @@ BEGIN
   RAISE EXCEPTION USING ERRCODE = 'MF001', MESSAGE = format(
     'a write for %s of team %s with fencing token %s was refused as stale: %s', quote_literal(p_agent),
     quote_literal(p_team), p_token,
-    CASE WHEN l.agent IS NOT NULL THEN l.holder || ' holds it with token ' || l.token ELSE 'nobody holds it' END);
+    CASE WHEN l.agent IS NOT NULL
+         THEN regexp_replace(left(l.holder, 200), '[[:cntrl:]]', '?', 'g') || ' holds it with token ' || l.token
+         ELSE 'nobody holds it' END);
 END $$;
 )SQL",
 };
