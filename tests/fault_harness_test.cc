@@ -8,9 +8,11 @@
 // SIGSTOP past the lease, a server restart, a full disk.
 // Then a checker reads the recorded history: every task completed
 // once, no job begun before its blockers were done nor worked on after it
-// was done, every message delivered once. The recovery of each fault (from
-// its start until every teammate is held again by a live host and a task
-// was completed since) is printed: bench/README.md's table.
+// was done, every message delivered once; and, the faults over, a budget
+// set on the team is spent and overrun by its calls in flight at most.
+// The recovery of each fault (from its start until every teammate is held
+// again by a live host and a task was completed since) is printed:
+// bench/README.md's table.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -31,9 +33,12 @@
 #include <thread>
 #include <vector>
 
+#include "agent/spend.h"
+#include "agent/usage.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/subprocess.h"
+#include "llm/types.h"
 #include "pg/connection.h"
 #include "pg/schema.h"
 #include "pg/store.h"
@@ -451,6 +456,46 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
   }
   EXPECT_GE(deliveries, 2000u);
 
+  // The team's budget holds across its hosts: set at what it spent so far
+  // and as much again as the teammates' largest calls, 20 times over, it
+  // is spent, and overrun by the calls in flight at most (one a teammate).
+  const auto largest_calls = [&] {
+    int64_t sum = 0;
+    for (const auto& w : workers) {
+      auto lines = teams_->JournalOf(kTeam, w)->Lines();
+      EXPECT_TRUE(lines.ok()) << lines.status().message();
+      int64_t largest = 0;
+      for (const auto& l : lines.ok() ? *lines : std::vector<std::string>{}) {
+        auto j = ParseJson(l);
+        if (j.ok() && j->value("kind", "") == "usage") {
+          largest = std::max(largest, agent::TotalTokens(llm::UsageFromJson((*j)["usage"])));
+        }
+      }
+      sum += largest;
+    }
+    return sum;
+  };
+  const auto spent = [&] {
+    auto s = teams_->Spent(kTeam);
+    EXPECT_TRUE(s.ok() && *s);
+    return s.ok() && *s ? agent::PriceSpent(**s).first : 0;
+  };
+  const int64_t budget = spent() + 20 * largest_calls();
+  {
+    auto set = Mates(*machines_[0], {"budget", "set", "--team", kTeam, "--tokens", std::to_string(budget)});
+    ASSERT_EQ(set.exit_code, 0) << set.out << set.err;
+  }
+  ASSERT_NO_FATAL_FAILURE(extend(400));
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto t = teams_->LoadTeam(kTeam);
+    return t.ok() && std::all_of(workers.begin(), workers.end(), [&](const std::string& w) {
+      return t->Find(w) && t->Find(w)->status == MemberStatus::kShutdown;
+    });
+  }, 120)) << "the teammates did not stop at the budget: " << spent() << " of " << budget << " spent";
+  const int64_t spent_at_end = spent(), in_flight = largest_calls();
+  EXPECT_GE(spent_at_end, budget);
+  EXPECT_LE(spent_at_end, budget + in_flight) << "the budget was overrun beyond the calls in flight";
+
   std::vector<double> all;
   std::string table;
   for (const auto& rec : recoveries) {
@@ -459,6 +504,8 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
              std::to_string(rec.seconds) + " s\n";
   }
   std::sort(all.begin(), all.end());
+  std::cout << "budget " << budget << " tokens, spent " << spent_at_end << " (calls in flight allowed: " << in_flight
+            << ")\n";
   std::cout << "faults survived: " << recoveries.size() << "; jobs: " << total << "; deliveries checked: " << deliveries
             << "\nrecovery p50 " << all[all.size() / 2] << " s, max " << all.back() << " s\n" << table;
 }

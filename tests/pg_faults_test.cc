@@ -18,10 +18,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "agent/spend.h"
+#include "agent/usage.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/process_tree.h"
 #include "core/waker.h"
+#include "llm/types.h"
 #include "pg/connection.h"
 #include "pg/listener.h"
 #include "pg/schema.h"
@@ -472,6 +475,90 @@ TEST_F(PgFaultsTest, ATakeoverEndsTheSessionsOfTheHostItTakesFrom) {
   auto left = teams_->InboxOf("frozen", "w1")->Peek();
   ASSERT_TRUE(left.ok());
   EXPECT_TRUE(left->empty());
+}
+
+// Hosts on two machines share their team's budget (DESIGN §15, §32):
+// each checks every machine's calls before one of its own, so the team
+// spends its budget and at most the calls in flight when it ran out, one
+// per teammate, not a budget per host.
+TEST_F(PgFaultsTest, HostsOnTwoMachinesShareTheirTeamsBudget) {
+  TempDir a_ws, b_ws;
+  const fs::path scenario = dir_.path() / "pot.yaml";
+  ASSERT_TRUE(WriteFileAtomic(scenario,
+                              "rules:\n"
+                              "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): job\"\n    once: false\n    reply:\n"
+                              "      - {type: tool_use, name: bash, input: {command: \"sleep 0.05; echo $1\"}}\n"
+                              "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
+                              "  - agent: \"*\"\n    once: false\n    reply: [{type: text, text: \"Noted.\"}]\n")
+                  .ok());
+  constexpr int64_t kBudget = 200000;
+  ASSERT_TRUE(teams_->CreateTeam("pot", "lead", "").ok());
+  ASSERT_EQ(Mates(a_ws.path(), {"team", "join", "pot", "w1", "--backend", "in-process"}).exit_code, 0);
+  ASSERT_EQ(Mates(b_ws.path(), {"team", "join", "pot", "w2", "--backend", "in-process"}).exit_code, 0);
+  auto set = Mates(a_ws.path(), {"budget", "set", "--team", "pot", "--tokens", std::to_string(kBudget)});
+  ASSERT_EQ(set.exit_code, 0) << set.out << set.err;
+  // Each host can host one of them only: where the other's journal would
+  // go is a folder (as a full disk, it lets that teammate go to a host
+  // that can).
+  ASSERT_TRUE(EnsureDir(Workspace(a_ws.path()).JournalPath("pot", "w2") / "in-the-way").ok());
+  ASSERT_TRUE(EnsureDir(Workspace(b_ws.path()).JournalPath("pot", "w1") / "in-the-way").ok());
+  HostAtExit a_at_exit{a_ws.path(), url_, "pot"}, b_at_exit{b_ws.path(), url_, "pot"};
+  const std::vector<std::string> up = {"up", "--teammates", "--team", "pot", "--provider", "scripted",
+                                       "--scenario", scenario.string(), "--sandbox", "off"};
+  for (const fs::path& ws : {a_ws.path(), b_ws.path()}) {
+    auto r = Mates(ws, up);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  const auto held_at = [&](const std::string& who, const fs::path& ws) {
+    auto l = LeaseOf("pot", who);
+    auto host = ReadHostInfo(Workspace(ws), "pot");
+    return l && l->live && host.ok() && l->holder.find("host " + std::to_string(host->pid) + " ") == 0;
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return held_at("w1", a_ws.path()) && held_at("w2", b_ws.path()); }, 30))
+      << ReadAll(a_ws.path() / ".teams/pot/host.log") << ReadAll(b_ws.path() / ".teams/pot/host.log");
+  // The work comes once both hosts hold their teammate: both spend at once.
+  auto board = teams_->Board("pot");
+  for (int i = 1; i <= 400; ++i) {
+    TaskDraft d;
+    d.subject = "job " + std::to_string(i);
+    ASSERT_TRUE(board->Create(d).ok());
+  }
+  const auto stopped = [&](const std::string& who) {
+    auto t = teams_->LoadTeam("pot");
+    return t.ok() && t->Find(who) && t->Find(who)->status == MemberStatus::kShutdown;
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return stopped("w1") && stopped("w2"); }, 120))
+      << ReadAll(a_ws.path() / ".teams/pot/host.log") << ReadAll(b_ws.path() / ".teams/pot/host.log");
+  // What each teammate's calls cost: all of them, and its largest.
+  int64_t total = 0, in_flight = 0;
+  for (const char* who : {"w1", "w2"}) {
+    auto lines = teams_->JournalOf("pot", who)->Lines();
+    ASSERT_TRUE(lines.ok()) << lines.status().message();
+    int64_t calls = 0, largest = 0;
+    for (const auto& l : *lines) {
+      auto j = ParseJson(l);
+      if (!j.ok() || j->value("kind", "") != "usage") continue;
+      const int64_t tokens = agent::TotalTokens(llm::UsageFromJson((*j)["usage"]));
+      ++calls;
+      total += tokens;
+      largest = std::max(largest, tokens);
+    }
+    EXPECT_GE(calls, 3) << who << " hardly worked: the test shows nothing";
+    in_flight += largest;
+    std::cout << who << ": " << calls << " calls, the largest " << largest << " tokens\n";
+  }
+  auto spent = teams_->Spent("pot");
+  ASSERT_TRUE(spent.ok() && *spent);
+  EXPECT_EQ(agent::PriceSpent(**spent).first, total);
+  std::cout << "spent " << total << " of a budget of " << kBudget << "\n";
+  EXPECT_GE(total, kBudget) << "the budget was not reached";
+  EXPECT_LE(total, kBudget + in_flight) << "the hosts spent a budget each";
+  // Each says why it stopped.
+  auto activities = teams_->Activities("pot");
+  ASSERT_TRUE(activities.ok());
+  for (const auto& [who, doc] : *activities) {
+    EXPECT_NE(doc.find("the team's budget of 200.0k tokens is spent"), std::string::npos) << who << ": " << doc;
+  }
 }
 
 }  // namespace

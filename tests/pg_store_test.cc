@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "agent/activity.h"
+#include "agent/spend.h"
+#include "agent/usage.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/limits.h"
@@ -141,7 +143,7 @@ TEST_F(PgTest, InitMigrateAndStatusAnswerForTheSchema) {
   EXPECT_EQ(tables->text(0, 0),
             "mates_activity mates_agent_leases mates_forecasts mates_inbox mates_journals mates_merges mates_messages "
             "mates_requests "
-            "mates_schema mates_tasks mates_teams");
+            "mates_schema mates_spend mates_tasks mates_teams");
 }
 
 TEST_F(PgTest, TwoInitsAtOnceCreateTheSchemaOnce) {
@@ -1474,6 +1476,119 @@ TEST_F(PgTest, ADatabaseAtSchemaVersion1IsMigratedWithItsState) {
   m.name = "newcomer";
   ASSERT_TRUE((*store)->rosters().AddMember("old", m).ok());
   EXPECT_EQ((*store)->rosters().LoadTeam("old")->members.size(), 2u);
+}
+
+// A usage line as a journal holds it (agent/journal.h).
+std::string UsageLine(const std::string& model, const std::string& input, const std::string& output = "5") {
+  return R"({"kind":"usage","model":")" + model + R"(","ts":1,"usage":{"cache_creation_input_tokens":1,)"
+         R"("cache_read_input_tokens":2,"input_tokens":)" + input + R"(,"output_tokens":)" + output + "}}";
+}
+
+// What a team spent (DESIGN §15) is kept by the database as journal lines
+// are written, overwritten, replaced and deleted, from any number of
+// writers at once, and counts what a host would count from the same lines.
+TEST_F(PgTest, WhatATeamSpentIsSummedAsItsJournalLinesAreWritten) {
+  auto store = FreshStore();
+  ASSERT_TRUE(store);
+  auto teams = pg::StoreTeams(*store);
+  for (const char* name : {"ann", "bob"}) {
+    Member m;
+    m.name = name;
+    ASSERT_TRUE(store->rosters().AddMember("procs", m).ok());
+  }
+  ASSERT_TRUE(teams->CreateTeam("other", "lead", "").ok());
+  const auto spent = [&](const std::string& team) {
+    auto s = teams->Spent(team);
+    EXPECT_TRUE(s.ok() && *s) << s.status().message();
+    std::map<std::string, std::vector<int64_t>> out;
+    if (s.ok() && *s) {
+      for (const ModelSpend& m : **s) out[m.model] = {m.calls, m.input, m.output, m.cache_write, m.cache_read};
+    }
+    return out;
+  };
+  using Sums = std::map<std::string, std::vector<int64_t>>;
+  std::unique_ptr<JournalCopy> ann = teams->JournalOf("procs", "ann");
+  ASSERT_TRUE(ann->Put(0, {UsageLine("m-a", "10"), R"({"kind":"message","role":"user"})", UsageLine("m-b", "7")}).ok());
+  EXPECT_EQ(spent("procs"), (Sums{{"m-a", {1, 10, 5, 1, 2}}, {"m-b", {1, 7, 5, 1, 2}}}));
+  // An append retried after a lost answer counts once; a line overwritten
+  // counts as it is now.
+  ASSERT_TRUE(ann->Put(0, {UsageLine("m-a", "10"), R"({"kind":"message","role":"user"})"}).ok());
+  ASSERT_TRUE(ann->Put(1, {UsageLine("m-a", "100")}).ok());
+  EXPECT_EQ(spent("procs"), (Sums{{"m-a", {2, 110, 10, 2, 4}}, {"m-b", {1, 7, 5, 1, 2}}}));
+  // Lines that are not whole usage lines, and counts that are not whole
+  // numbers or are too large, count as a host reads them; the lines stand.
+  std::unique_ptr<JournalCopy> bob = teams->JournalOf("procs", "bob");
+  const std::vector<std::string> odd = {
+      R"({"kind":"usage","model":"m-a",)",  // torn: not JSON
+      UsageLine("m-a", "-4"), UsageLine("m-a", "1.5"), UsageLine("m-a", "\"9\""),
+      UsageLine("m-a", "1000000000000000"), R"({"kind":"usage","model":"m-a","usage":[1,2]})",
+      R"({"kind":"usage","usage":{"input_tokens":3}})"};
+  ASSERT_TRUE(bob->Put(0, odd).ok());
+  EXPECT_EQ(bob->Lines()->size(), odd.size());
+  const Sums with_odd = {{"", {1, 3, 0, 0, 0}}, {"m-a", {7, 1000000000110, 30, 6, 12}}, {"m-b", {1, 7, 5, 1, 2}}};
+  EXPECT_EQ(spent("procs"), with_odd);
+  auto host_reads = agent::ReadTeamUsage(*teams, "procs");
+  ASSERT_TRUE(host_reads.ok() && *host_reads) << host_reads.status().message();
+  ModelSpend all;
+  for (const auto& [model, sums] : with_odd) {
+    all.input += sums[1];
+    all.output += sums[2];
+    all.cache_write += sums[3];
+    all.cache_read += sums[4];
+  }
+  EXPECT_EQ(agent::TotalTokens((*host_reads)->total), agent::PriceSpent({all}).first);
+  // Another team's lines are its own.
+  ASSERT_TRUE(teams->JournalOf("other", "ann")->Put(0, {UsageLine("m-a", "1")}).ok());
+  EXPECT_EQ(spent("other"), (Sums{{"m-a", {1, 1, 5, 1, 2}}}));
+  EXPECT_EQ(spent("procs"), with_odd);
+  // A journal replaced counts as it is now.
+  ASSERT_TRUE(bob->Replace({UsageLine("m-b", "1")}).ok());
+  EXPECT_EQ(spent("procs"), (Sums{{"m-a", {2, 110, 10, 2, 4}}, {"m-b", {2, 8, 10, 2, 4}}}));
+  // Writers at once, each on its own connection: no count lost.
+  constexpr int kWriters = 4, kLines = 50;
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      auto own = pg::Store::Open(*pg::ParseTarget(url_));
+      ASSERT_TRUE(own.ok()) << own.status().message();
+      auto copy = pg::StoreTeams(**own)->JournalOf("procs", "w" + std::to_string(w));
+      for (int i = 0; i < kLines; ++i) {
+        ASSERT_TRUE(copy->Put(i, {UsageLine(i % 2 ? "m-a" : "m-b", "1")}).ok());
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(spent("procs"), (Sums{{"m-a", {2 + kWriters * kLines / 2, 110 + kWriters * kLines / 2, 10 + 5 * kWriters * kLines / 2,
+                                           2 + kWriters * kLines / 2, 4 + 2 * kWriters * kLines / 2}},
+                                  {"m-b", {2 + kWriters * kLines / 2, 8 + kWriters * kLines / 2, 10 + 5 * kWriters * kLines / 2,
+                                           2 + kWriters * kLines / 2, 4 + 2 * kWriters * kLines / 2}}}));
+  // A team deleted takes its sums (and its journals) with it.
+  ASSERT_TRUE(store->rosters().DeleteTeam("other").ok());
+  EXPECT_EQ(spent("other"), Sums{});
+  // The file store keeps no copies: its one host counts.
+  EXPECT_FALSE(*FileTeamStore(Workspace(ws_.path()))->Spent("procs"));
+}
+
+// A database a mates of schema 12 left gets the sums of the journal lines
+// it holds.
+TEST_F(PgTest, ADatabaseMigratedToSumsWhatItsTeamsSpentCountsTheirJournals) {
+  std::string url = FreshDatabase();
+  pg::Connection c = Connect(url);
+  ASSERT_TRUE(pg::ApplySchemaUpTo(c, 12).ok());
+  ASSERT_TRUE(c.ExecScript("INSERT INTO mates_teams (name, created_at) VALUES ('old', 1700000000)").ok());
+  ASSERT_TRUE(c.Exec("INSERT INTO mates_journals (team, member, seq, line) VALUES ('old', 'ann', 0, $1), "
+                     "('old', 'ann', 1, '{}'), ('old', 'bob', 0, $2)",
+                     {UsageLine("m-a", "10"), UsageLine("m-a", "20")})
+                  .ok());
+  ASSERT_TRUE(pg::MigrateSchema(c).ok());
+  auto store = pg::Store::Open(*pg::ParseTarget(url));
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto spent = (*store)->journals().Spent("old");
+  ASSERT_TRUE(spent.ok()) << spent.status().message();
+  ASSERT_EQ(spent->size(), 1u);
+  EXPECT_EQ((*spent)[0].model, "m-a");
+  EXPECT_EQ((*spent)[0].calls, 2);
+  EXPECT_EQ((*spent)[0].input, 30);
 }
 
 TEST_F(PgTest, ATeamIsExportedAsTheFileLayout) {

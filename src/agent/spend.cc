@@ -335,18 +335,56 @@ std::string TeamSpend::PartsLocked(bool in_usd) const {
   return places > 1 ? out : "";
 }
 
+void TeamSpend::Share(SpentEverywhere everywhere) {
+  everywhere_ = std::move(everywhere);
+  std::optional<std::pair<int64_t, double>> now = everywhere_();
+  if (!now) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  beside_tokens_ = std::max<int64_t>(0, tokens_ - now->first);
+  beside_usd_ = std::max(0.0, usd_ - now->second);
+}
+
 std::string TeamSpend::Exceeded() const {
   Refresh();
+  // The store is asked outside mu_ (a round trip), and only under a limit.
+  std::optional<std::pair<int64_t, double>> everywhere;
+  if (everywhere_ && budget().any()) everywhere = everywhere_();
   std::lock_guard<std::mutex> lock(mu_);
-  if (budget_.tokens > 0 && tokens_ >= budget_.tokens) {
-    return "the team's budget of " + HumanCount(budget_.tokens) + " tokens is spent (" +
-           HumanCount(tokens_) + " used" + PartsLocked(false) + ")";
+  int64_t tokens = tokens_;
+  double usd = usd_;
+  bool all_hosts = false;  // the store's count is the larger
+  if (everywhere && everywhere->first + beside_tokens_ > tokens) {
+    tokens = everywhere->first + beside_tokens_;
+    all_hosts = true;
   }
-  if (budget_.usd > 0 && usd_ >= budget_.usd) {
-    return "the team's budget of " + FormatCost(budget_.usd) + " is spent (" + FormatCost(usd_) +
-           " used" + PartsLocked(true) + ")";
+  if (everywhere && everywhere->second + beside_usd_ > usd) {
+    usd = everywhere->second + beside_usd_;
+    all_hosts = true;
+  }
+  const auto where = [&](bool in_usd) { return all_hosts ? " by the team on every machine" : PartsLocked(in_usd); };
+  if (budget_.tokens > 0 && tokens >= budget_.tokens) {
+    return "the team's budget of " + HumanCount(budget_.tokens) + " tokens is spent (" + HumanCount(tokens) +
+           " used" + where(false) + ")";
+  }
+  if (budget_.usd > 0 && usd >= budget_.usd) {
+    return "the team's budget of " + FormatCost(budget_.usd) + " is spent (" + FormatCost(usd) + " used" +
+           where(true) + ")";
   }
   return "";
+}
+
+std::pair<int64_t, double> PriceSpent(const std::vector<ModelSpend>& spent) {
+  std::pair<int64_t, double> out{0, 0.0};
+  for (const ModelSpend& m : spent) {
+    llm::Usage u;
+    u.input_tokens = m.input;
+    u.output_tokens = m.output;
+    u.cache_creation_input_tokens = m.cache_write;
+    u.cache_read_input_tokens = m.cache_read;
+    out.first += TotalTokens(u);
+    if (auto cost = CostUsd(m.model, u)) out.second += *cost;
+  }
+  return out;
 }
 
 Result<TeamUsage> TeamUsageOf(TeamStore& store, const std::string& team, const fs::path& agents_dir) {

@@ -105,6 +105,17 @@ class TeamSpend {
   // (what counts against them stays this session's). Called once, before
   // any agent uses this.
   void Follow(std::function<std::optional<TeamBudget>()> read, std::shared_ptr<Waker> changed);
+  // Shares the budget with the team's other hosts (a store that spans
+  // machines): `everywhere` says what the team's agents spent on every
+  // machine, as the store has it now (tokens, dollars of priced calls;
+  // nullopt when it cannot say this moment). While a limit is set, each
+  // Exceeded() asks it and counts the larger of this session's own count
+  // and the store's plus what only this session counts (what its budget
+  // carries from other teams, the journals of this machine alone), so no
+  // host calls the model once the team's hosts together spent the budget.
+  // Called once, before any agent uses this.
+  using SpentEverywhere = std::function<std::optional<std::pair<int64_t, double>>()>;
+  void Share(SpentEverywhere everywhere);
   // The budget a team this session makes gets: the same, counting what the
   // session has spent so far (`from` the team the session began in).
   TeamBudget ForNewTeam() const;
@@ -135,9 +146,16 @@ class TeamSpend {
   double elsewhere_usd_ = 0;      // guarded by mu_
   std::function<std::optional<TeamBudget>()> read_;
   std::shared_ptr<Waker> changed_;
+  SpentEverywhere everywhere_;
+  int64_t beside_tokens_ = 0;  // guarded by mu_: what this session counts and the store does not
+  double beside_usd_ = 0;      // guarded by mu_
   mutable std::mutex refresh_mu_;  // one reader of the team's budget at a time, so none takes an older one last
   mutable uint64_t seen_ = 0;      // guarded by refresh_mu_: changed_'s generation last read
 };
+
+// What `spent` (a store's sums by model) comes to: tokens, and dollars of
+// the models with a price.
+std::pair<int64_t, double> PriceSpent(const std::vector<ModelSpend>& spent);
 
 // What the work on `task` by `owner` spent, for a merge's provenance
 // (DESIGN §30): the usage lines of the owner's journal while it held the

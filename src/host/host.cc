@@ -254,9 +254,19 @@ Status Host::OpenTeam(TeamConfig* out) {
     });
     MATES_RETURN_IF_ERROR(team.status());
   }
-  if (team->budget.any()) {
+  MATES_RETURN_IF_ERROR(OpenSpend(*team));
+  *out = std::move(*team);
+  return Status::Ok();
+}
+
+// What the team's agents may still spend (DESIGN §15): its budget against
+// what its journals hold, shared with its other hosts, following `mates
+// budget set|clear`.
+Status Host::OpenSpend(const TeamConfig& team) {
+  const HostOptions& a = options_;
+  if (team.budget.any()) {
     const std::string model = a.model.empty() ? provider_->default_model() : a.model;
-    if (team->budget.usd > 0 && !agent::CurrentPrices().Find(model)) {
+    if (team.budget.usd > 0 && !agent::CurrentPrices().Find(model)) {
       return Status::InvalidArgument("the team's budget is in dollars but model '" + model +
                                      "' has no price: give one with mates --prices FILE (see docs), or budget "
                                      "tokens instead");
@@ -271,7 +281,7 @@ Status Host::OpenTeam(TeamConfig* out) {
     } else {
       MATES_ASSIGN_OR_RETURN(before, agent::ReadTeamUsage(a.ws.AgentsDir(a.team)));
     }
-    spend_ = std::make_shared<agent::TeamSpend>(team->budget, before, a.team);
+    spend_ = std::make_shared<agent::TeamSpend>(team.budget, before, a.team);
     if (std::string over = spend_->Exceeded(); !over.empty()) {
       return Status::FailedPrecondition(over + " in team '" + a.team +
                                         "': no agent calls the model (a larger --budget-tokens / --budget-usd lets "
@@ -281,8 +291,15 @@ Status Host::OpenTeam(TeamConfig* out) {
     // No budget yet: one a person sets while the host runs binds from then
     // on, counting what the team's journals held when it started.
     MATES_ASSIGN_OR_RETURN(agent::TeamUsage before, agent::ReadTeamUsage(a.ws.AgentsDir(a.team)));
-    spend_ = std::make_shared<agent::TeamSpend>(team->budget, before, a.team);
+    spend_ = std::make_shared<agent::TeamSpend>(team.budget, before, a.team);
   }
+  // The team's hosts share its budget: a check counts every machine's
+  // calls where the store keeps them (DESIGN §15).
+  spend_->Share([store = store_.get(), team_name = a.team]() -> std::optional<std::pair<int64_t, double>> {
+    auto spent = store->Spent(team_name);
+    if (!spent.ok() || !*spent) return std::nullopt;
+    return agent::PriceSpent(**spent);
+  });
   // `mates budget set|clear` reaches the running host (DESIGN §15).
   auto changed = std::make_shared<Waker>();
   MATES_ASSIGN_OR_RETURN(budget_watch_, store_->Watch(a.team, TeamPart::kRoster, changed));
@@ -293,7 +310,6 @@ Status Host::OpenTeam(TeamConfig* out) {
         return c->budget;
       },
       changed);
-  *out = std::move(*team);
   return Status::Ok();
 }
 

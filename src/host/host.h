@@ -144,6 +144,7 @@ class Host {
   Host(HostOptions options, llm::Provider* provider, HostOutput output);
   Status Build();
   Status OpenTeam(TeamConfig* team);
+  Status OpenSpend(const TeamConfig& team);
   Status MakeLead(const TeamConfig& team);
   Status HostTheLead();
   Status StartTeam();

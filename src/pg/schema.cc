@@ -316,6 +316,94 @@ BEGIN
          ELSE 'nobody holds it' END);
 END $$;
 )SQL",
+    // 13: what each team spent, by model (DESIGN §15, §32): the sums of the
+    // usage lines of its journal copies, kept by triggers in the
+    // transaction that writes the lines, so that every host checks a
+    // team's budget against every machine's calls with one row read. A
+    // line's counts are read as a host reads them (llm::UsageFromJson): a
+    // count that is not a whole number is 0, one over 10^12 is 10^12, and
+    // a line that is not JSON counts nothing (its write still stands).
+    R"SQL(
+CREATE TABLE mates_spend (
+  team text NOT NULL REFERENCES mates_teams (name) ON DELETE CASCADE,
+  model text NOT NULL,
+  calls bigint NOT NULL,
+  input bigint NOT NULL,
+  output bigint NOT NULL,
+  cache_write bigint NOT NULL,
+  cache_read bigint NOT NULL,
+  PRIMARY KEY (team, model)
+);
+CREATE FUNCTION mates_usage_count(u jsonb, k text) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN jsonb_typeof(u -> k) = 'number' AND (u ->> k) ~ '^[0-9]+$'
+              THEN least((u ->> k)::numeric, 1000000000000)::bigint ELSE 0 END
+$$;
+CREATE FUNCTION mates_usage_of(p_line text)
+RETURNS TABLE (model text, input bigint, output bigint, cache_write bigint, cache_read bigint)
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  j jsonb;
+BEGIN
+  IF p_line NOT LIKE '{"kind":"usage"%' THEN
+    RETURN;
+  END IF;
+  BEGIN
+    j := p_line::jsonb;
+  EXCEPTION WHEN others THEN
+    RETURN;
+  END;
+  RETURN QUERY SELECT left(coalesce(j ->> 'model', ''), 200), mates_usage_count(j -> 'usage', 'input_tokens'),
+    mates_usage_count(j -> 'usage', 'output_tokens'), mates_usage_count(j -> 'usage', 'cache_creation_input_tokens'),
+    mates_usage_count(j -> 'usage', 'cache_read_input_tokens');
+END $$;
+INSERT INTO mates_spend (team, model, calls, input, output, cache_write, cache_read)
+SELECT j.team, u.model, count(*), sum(u.input), sum(u.output), sum(u.cache_write), sum(u.cache_read)
+  FROM mates_journals j, mates_usage_of(j.line) u
+ WHERE j.line LIKE '{"kind":"usage"%'
+ GROUP BY j.team, u.model;
+-- Rows are locked in (team, model) order: two writers of one team's
+-- journals wait on each other, never in a cycle.
+CREATE FUNCTION mates_spend_add() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO mates_spend AS s (team, model, calls, input, output, cache_write, cache_read)
+  SELECT a.team, u.model, count(*), sum(u.input), sum(u.output), sum(u.cache_write), sum(u.cache_read)
+    FROM added a, mates_usage_of(a.line) u
+   WHERE a.line LIKE '{"kind":"usage"%'
+   GROUP BY a.team, u.model ORDER BY 1, 2
+  ON CONFLICT (team, model) DO UPDATE SET calls = s.calls + EXCLUDED.calls, input = s.input + EXCLUDED.input,
+    output = s.output + EXCLUDED.output, cache_write = s.cache_write + EXCLUDED.cache_write,
+    cache_read = s.cache_read + EXCLUDED.cache_read;
+  RETURN NULL;
+END $$;
+-- A team deleted takes its rows with it: what its lines took off is
+-- nobody's (no row is made).
+CREATE FUNCTION mates_spend_remove() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  r record;
+BEGIN
+  FOR r IN SELECT g.team, u.model, count(*) AS calls, sum(u.input) AS input, sum(u.output) AS output,
+                  sum(u.cache_write) AS cache_write, sum(u.cache_read) AS cache_read
+             FROM gone g, mates_usage_of(g.line) u
+            WHERE g.line LIKE '{"kind":"usage"%'
+            GROUP BY g.team, u.model ORDER BY 1, 2 LOOP
+    UPDATE mates_spend SET calls = calls - r.calls, input = input - r.input, output = output - r.output,
+      cache_write = cache_write - r.cache_write, cache_read = cache_read - r.cache_read
+     WHERE team = r.team AND model = r.model;
+  END LOOP;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER mates_spend_inserted AFTER INSERT ON mates_journals REFERENCING NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION mates_spend_add();
+CREATE TRIGGER mates_spend_updated_from AFTER UPDATE ON mates_journals REFERENCING OLD TABLE AS gone
+  FOR EACH STATEMENT EXECUTE FUNCTION mates_spend_remove();
+CREATE TRIGGER mates_spend_updated_to AFTER UPDATE ON mates_journals REFERENCING NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION mates_spend_add();
+CREATE TRIGGER mates_spend_deleted AFTER DELETE ON mates_journals REFERENCING OLD TABLE AS gone
+  FOR EACH STATEMENT EXECUTE FUNCTION mates_spend_remove();
+)SQL",
 };
 static_assert(sizeof(kSteps) / sizeof(kSteps[0]) == kSchemaVersion, "one step per version");
 

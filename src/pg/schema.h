@@ -9,7 +9,7 @@
 namespace mates::pg {
 
 // The version this binary reads and writes.
-inline constexpr int kSchemaVersion = 12;
+inline constexpr int kSchemaVersion = 13;
 
 // The database's version: 0 when it has no mates schema.
 Result<int> SchemaVersion(Connection& c);

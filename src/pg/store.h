@@ -253,6 +253,10 @@ class JournalRows {
   // All of it anew.
   Status Replace(const std::string& team, const std::string& member, const std::vector<std::string>& lines);
 
+  // What the team's agents spent, by model (schema step 13 keeps the
+  // sums as journal lines are written).
+  Result<std::vector<ModelSpend>> Spent(const std::string& team);
+
   // A member's latest activity document, put with a NOTIFY on
   // ActivityKey(team) and without waiting out an outage; read back as
   // (member, document), a document over kMaxStateFileBytes left out.

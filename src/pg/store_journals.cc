@@ -98,6 +98,21 @@ Status JournalRows::Replace(const std::string& team, const std::string& member,
   });
 }
 
+Result<std::vector<ModelSpend>> JournalRows::Spent(const std::string& team) {
+  MATES_RETURN_IF_ERROR(ValidateName("team name", team));
+  MATES_ASSIGN_OR_RETURN(Lease c, store_.Acquire());
+  MATES_ASSIGN_OR_RETURN(Rows r, c->Exec("SELECT model, calls, input, output, cache_write, cache_read "
+                                         "FROM mates_spend WHERE team = $1 AND calls > 0 ORDER BY model",
+                                         {team}));
+  std::vector<ModelSpend> out;
+  for (int i = 0; i < r.size(); ++i) {
+    // A sum below 0 (lines removed that were never counted) is none.
+    const auto count = [&](int col) { return std::max<int64_t>(0, r.integer(i, col)); };
+    out.push_back({std::string(r.text(i, 0)), count(1), count(2), count(3), count(4), count(5)});
+  }
+  return out;
+}
+
 // -------------------------------------------------------------- activity
 
 Status JournalRows::PutActivity(const std::string& team, const std::string& member, const std::string& doc) {

@@ -359,6 +359,10 @@ class Teams : public TeamStore {
   std::unique_ptr<JournalCopy> JournalOf(const std::string& team, const std::string& member) override {
     return std::make_unique<StoreJournal>(store_, team, member);
   }
+  Result<std::optional<std::vector<ModelSpend>>> Spent(const std::string& team) override {
+    MATES_ASSIGN_OR_RETURN(std::vector<ModelSpend> spent, store_.journals().Spent(team));
+    return std::optional<std::vector<ModelSpend>>(std::move(spent));
+  }
   ActivitySink ActivityOf(const std::string& team, const std::string& member) override {
     // The store outlives its agents, whose activity is flushed before they go.
     Store* store = &store_;

@@ -83,6 +83,7 @@ class ForwardingTeamStore : public TeamStore {
   std::unique_ptr<JournalCopy> JournalOf(const std::string& t, const std::string& m) override {
     return inner_->JournalOf(t, m);
   }
+  Result<std::optional<std::vector<ModelSpend>>> Spent(const std::string& t) override { return inner_->Spent(t); }
   ActivitySink ActivityOf(const std::string& t, const std::string& m) override { return inner_->ActivityOf(t, m); }
 
  private:

@@ -105,6 +105,14 @@ struct TeamGit {
   std::string target_name() const { return remote.empty() ? target_branch : remote + "/" + target_branch; }
 };
 
+// What a team's agents spent on one model (TeamStore::Spent): the sums of
+// their journals' usage lines.
+struct ModelSpend {
+  std::string model;
+  int64_t calls = 0;
+  int64_t input = 0, output = 0, cache_write = 0, cache_read = 0;
+};
+
 // What the whole team may spend (DESIGN §15); 0 = no limit. Over it, no
 // agent of the team calls the model.
 struct TeamBudget {

@@ -301,6 +301,12 @@ class TeamStore {
   virtual std::unique_ptr<JournalCopy> JournalOf(const std::string& /*team*/, const std::string& /*member*/) {
     return nullptr;
   }
+  // What `team`'s agents spent, by model, on every machine: the sums of
+  // the usage lines of the store's journal copies, as of now. nullopt where
+  // the store keeps no copies (the file store: the team's one host counts).
+  virtual Result<std::optional<std::vector<ModelSpend>>> Spent(const std::string& /*team*/) {
+    return std::optional<std::vector<ModelSpend>>();
+  }
   // Where `member`'s activity document (agent/activity.h) goes besides its
   // file, for people on other machines to see; null where the file is all
   // (the file store). Called on the activity writer's thread: it must not
