@@ -1250,6 +1250,69 @@ TEST(WorktreeTest, AResumedTeammateLeavesATaskThatWaitsInTheQueue) {
   EXPECT_EQ(Git(tree, {"status", "--porcelain"}), "") << "the worktree was left changed";
 }
 
+// A host killed after its queue moved the target, before it said so: the
+// request is found taken, its work on the target already. The next host
+// lands it as it is — the task is completed, and its merge commit is the
+// only one for it (the target's first-parent history lists each task once),
+// with its provenance — instead of merging it a second time.
+TEST(WorktreeTest, AMergeLandedByAHostKilledBeforeItSaidSoIsNotMadeTwice) {
+  Repo repo(TaskList{});
+  auto first = repo.Run({"--isolation", "worktree", "--merge-check", "true"}, "Go one");
+  ASSERT_EQ(first.exit_code, 0) << Tail(first.err);
+  Board board(Workspace(repo.w).TasksDir("wt"));
+  ASSERT_TRUE(board.Create({"job 1", "", "", {}, ""}).ok());
+  ASSERT_TRUE(board.Claim(1, "w1").ok());
+  const fs::path tree = repo.w / ".mates/worktrees/wt/w1";
+  WriteAll(tree / "f1.txt", "submitted\n");
+  Git(tree, {"add", "f1.txt"});
+  Git(tree, {"commit", "--quiet", "-m", "Task #1: job 1"});
+  MergeRequest m;
+  m.task = 1;
+  m.subject = "job 1";
+  m.owner = "w1";
+  m.branch = "mates/w1@wt";
+  m.commit = Trim(Git(tree, {"rev-parse", "HEAD"}));
+  m.target = "mates/wt";
+  MergeStore requests(Workspace(repo.w), "wt");
+  auto made = requests.Create(m);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  TaskPatch waits;
+  waits.metadata_json = "{\"merge\": " + std::to_string(made->id) + "}";
+  ASSERT_TRUE(board.Update(1, waits, Caller{"w1", false}).ok());
+  // What the dead host's queue did: took the request, merged it, and moved
+  // the target by its compare-and-swap, noted as moving there.
+  ASSERT_TRUE(requests.Update(made->id, [](MergeRequest& r) {
+    r.status = MergeState::kChecking;
+    return Status::Ok();
+  }).ok());
+  const std::string old = Trim(Git(repo.w, {"rev-parse", "mates/wt"}));
+  const std::string merged_tree = Lines(Git(repo.w, {"merge-tree", "--write-tree", old, m.commit})).at(0);
+  const std::string merged = Trim(Git(repo.w, {"commit-tree", merged_tree, "-p", old, "-p", m.commit, "-m",
+                                               "Merge task #1: job 1 (w1)"}));
+  auto store = FileTeamStore(Workspace(repo.w));
+  ASSERT_TRUE(store->UpdateTeam("wt", [&](TeamConfig& c) {
+    c.git.target_at = old;
+    c.git.target_moving_to = merged;
+    return Status::Ok();
+  }).ok());
+  Git(repo.w, {"update-ref", "refs/heads/mates/wt", merged, old});
+
+  auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                      testing::ScenarioFixture("team_worktree_chaos.yaml"), "--idle-timeout", "0",
+                                      "--isolation", "worktree", "--merge-check", "true"}, repo.env);
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted) << Tail(r.err);
+  auto now = requests.Get(made->id);
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->status, MergeState::kMerged) << now->output;
+  EXPECT_EQ(now->merged_commit, merged);
+  EXPECT_EQ(now->checked_on, old);
+  EXPECT_EQ(Trim(Git(repo.w, {"rev-parse", "mates/wt"})), merged) << "merged again:\n"
+                                                                    << Git(repo.w, {"log", "--graph", "--format=%h %s", "mates/wt"});
+  const std::string note = Git(repo.w, {"notes", "--ref=mates", "show", merged});
+  EXPECT_NE(note.find("\"task\""), std::string::npos) << note;
+}
+
 // The host of an isolated team killed with SIGKILL eight times, each time
 // somewhere else (after 1-2 more jobs began, then 0-200 ms: in a job, a
 // commit, a merge request's write, a check, a merge, a worktree's
@@ -1326,6 +1389,15 @@ void KillAnIsolatedTeamAgainAndAgain(bool review) {
     if (review) {
       EXPECT_TRUE(m.approved) << "request " << m.id << " merged without its review";
     }
+  }
+  // Each job landed as one merge commit: the target's first-parent
+  // history lists it once.
+  std::map<std::string, int> landed;
+  for (const auto& subject : Lines(Git(repo.w, {"log", "--first-parent", "--merges", "--format=%s", "mates/wt"}))) {
+    ++landed[subject.substr(0, subject.find(':'))];
+  }
+  for (int64_t id = 1; id <= kJobs; ++id) {
+    EXPECT_EQ(landed["Merge task #" + std::to_string(id)], 1) << "job " << id;
   }
   // Each job's file on the target lists what its worktree held: its
   // blockers' files, merged before it was claimed.

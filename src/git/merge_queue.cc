@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "core/clock.h"
 #include "core/files.h"
@@ -274,6 +275,7 @@ void MergeQueue::Process(const std::string& team, MergeRequest m) {
       QueueAgain(*store_, team, m.id);
       return;
     }
+    if (LandedAlready(team, tg, w, m, *old)) return;
     std::string merged;
     if (m.approved && IsCommitId(m.merged_commit) && m.checked_on == *old) {
       merged = m.merged_commit;  // approved as checked, and the target has not moved
@@ -576,6 +578,40 @@ MergeQueue::Moved MergeQueue::MoveTarget(const std::string& team, const TeamGit&
                     merged, old},
                    kGitQuickS, &cancel_);
   return cas.ok() && cas->exit_code == 0 ? Moved::kMoved : Moved::kRaced;
+}
+
+bool MergeQueue::LandedAlready(const std::string& team, const TeamGit& tg, Git& w, const MergeRequest& m,
+                               const std::string& old) {
+  auto in = w.Run({"merge-base", "--is-ancestor", m.commit, old}, kGitQuickS, &cancel_);
+  if (!in.ok() || in->exit_code != 0) return false;
+  // The merge that brought it in, among the target's last 1,000.
+  std::string onto = old, merged = old;
+  auto listed = w.Run({"rev-list", "--first-parent", "--parents", "--max-count=1000", old}, kGitTreeS, &cancel_);
+  std::istringstream lines(listed.ok() && listed->exit_code == 0 ? listed->out : "");
+  bool found = false;
+  for (std::string line; !found && std::getline(lines, line);) {
+    std::istringstream ids(line);
+    std::string commit, first_parent, other;
+    ids >> commit >> first_parent;
+    while (!found && ids >> other) found = other == m.commit;
+    if (found) {
+      merged = commit;
+      onto = first_parent;
+    }
+  }
+  LogInfo("merge queue: request " + std::to_string(m.id) + " (task #" + std::to_string(m.task) + ") is on " +
+          tg.target_name() + " already, in " + merged.substr(0, 12) + ": landed as it is");
+  if (ReadNote(w, merged).status().code() == StatusCode::kNotFound) {
+    if (Status noted = WriteNote(w, merged, Provenance(team, tg, m, onto, merged)); !noted.ok()) {
+      LogWarning("merge queue: the provenance of request " + std::to_string(m.id) + ": " + noted.message());
+    }
+  }
+  if (Status pushed = PushNotes(options_.ws, tg, &cancel_); !pushed.ok() && !stop_.load()) {
+    LogWarning("merge queue: the provenance of request " + std::to_string(m.id) + " is here but not on " +
+               tg.remote + " yet (it goes with the next): " + pushed.message());
+  }
+  Finish(team, m, onto, merged);
+  return true;
 }
 
 Json MergeQueue::Provenance(const std::string& team, const TeamGit& tg, const MergeRequest& m,

@@ -172,6 +172,14 @@ class MergeQueue {
   // to `target_moving_to`), or held already. Holding says so to the log and
   // the lead; a target not known yet is recorded as found.
   bool Held(const std::string& team, const std::string& found);
+  // Whether `m`'s work is on the target (found at `old`) already: a host
+  // killed after its queue moved the target, before it said so, or work
+  // that came in another way. Then it is finished as it is — its merge
+  // commit the one of the target's first-parent history that brought it in
+  // (else the target), its note written if missing — and never merged a
+  // second time.
+  bool LandedAlready(const std::string& team, const TeamGit& tg, Git& w, const MergeRequest& m,
+                     const std::string& old);
   // `headline`: what the owner reads a failure as ("check failed", …).
   void Bounce(const std::string& team, MergeRequest m, MergeState state, const std::string& output,
               const std::vector<std::string>& files, const std::string& headline = "check failed");

@@ -64,7 +64,7 @@ std::optional<std::vector<MergeQueue::Car>> MergeQueue::Couple(const std::string
   std::string head = old;
   for (auto& m : cars) {
     if (stop_.load()) return std::nullopt;
-    if (Take(team, tg, m) == Step::kDone || !Gate(team, m)) continue;
+    if (Take(team, tg, m) == Step::kDone || !Gate(team, m) || LandedAlready(team, tg, w, m, old)) continue;
     auto tm = MergeTree(w, head, m.commit, &cancel_);
     if (stop_.load()) return std::nullopt;
     if (!tm.ok() || (!tm->clean && tm->conflicts.empty())) {
