@@ -1210,15 +1210,12 @@ TEST(WorktreeTest, AResumedTeammateWorksOnTheTargetItsTaskBuildsOn) {
                                                                   << Tail(r.err);
 }
 
-// A host killed after a teammate submitted its task, before the merge: the
-// resumed teammate is told the task waits in the merge queue, and does not
-// do it again (which left its worktree changed under its next task, and
-// that task without a refresh: the test below found it).
-TEST(WorktreeTest, AResumedTeammateLeavesATaskThatWaitsInTheQueue) {
-  Repo repo(TaskList{});
+// A first run makes w1; then w1 takes "job 1" and submits it: its commit
+// in its worktree, the merge request (`*made`) and the task's note of it,
+// as its host leaves them before the queue merges it.
+void SubmitJobOne(Repo& repo, MergeRequest* made) {
   auto first = repo.Run({"--isolation", "worktree", "--merge-check", "true"}, "Go one");
   ASSERT_EQ(first.exit_code, 0) << Tail(first.err);
-  // w1 took a task and submitted it; its host died before the queue merged it.
   Board board(Workspace(repo.w).TasksDir("wt"));
   ASSERT_TRUE(board.Create({"job 1", "", "", {}, ""}).ok());
   ASSERT_TRUE(board.Claim(1, "w1").ok());
@@ -1233,11 +1230,24 @@ TEST(WorktreeTest, AResumedTeammateLeavesATaskThatWaitsInTheQueue) {
   m.branch = "mates/w1@wt";
   m.commit = Trim(Git(tree, {"rev-parse", "HEAD"}));
   m.target = "mates/wt";
-  auto made = MergeStore(Workspace(repo.w), "wt").Create(m);
-  ASSERT_TRUE(made.ok()) << made.status().message();
+  auto created = MergeStore(Workspace(repo.w), "wt").Create(m);
+  ASSERT_TRUE(created.ok()) << created.status().message();
   TaskPatch waits;
-  waits.metadata_json = "{\"merge\": " + std::to_string(made->id) + "}";
+  waits.metadata_json = "{\"merge\": " + std::to_string(created->id) + "}";
   ASSERT_TRUE(board.Update(1, waits, Caller{"w1", false}).ok());
+  *made = *created;
+}
+
+// A host killed after a teammate submitted its task, before the merge: the
+// resumed teammate is told the task waits in the merge queue, and does not
+// do it again (which left its worktree changed under its next task, and
+// that task without a refresh: the test below found it).
+TEST(WorktreeTest, AResumedTeammateLeavesATaskThatWaitsInTheQueue) {
+  Repo repo(TaskList{});
+  // w1 took a task and submitted it; its host died before the queue merged it.
+  MergeRequest m;
+  ASSERT_NO_FATAL_FAILURE(SubmitJobOne(repo, &m));
+  const fs::path tree = repo.w / ".mates/worktrees/wt/w1";
   const size_t jobs_before = Lines(ReadAll(repo.tmp.path() / "shared/work.log")).size();
 
   auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
@@ -1257,28 +1267,10 @@ TEST(WorktreeTest, AResumedTeammateLeavesATaskThatWaitsInTheQueue) {
 // with its provenance — instead of merging it a second time.
 TEST(WorktreeTest, AMergeLandedByAHostKilledBeforeItSaidSoIsNotMadeTwice) {
   Repo repo(TaskList{});
-  auto first = repo.Run({"--isolation", "worktree", "--merge-check", "true"}, "Go one");
-  ASSERT_EQ(first.exit_code, 0) << Tail(first.err);
-  Board board(Workspace(repo.w).TasksDir("wt"));
-  ASSERT_TRUE(board.Create({"job 1", "", "", {}, ""}).ok());
-  ASSERT_TRUE(board.Claim(1, "w1").ok());
-  const fs::path tree = repo.w / ".mates/worktrees/wt/w1";
-  WriteAll(tree / "f1.txt", "submitted\n");
-  Git(tree, {"add", "f1.txt"});
-  Git(tree, {"commit", "--quiet", "-m", "Task #1: job 1"});
   MergeRequest m;
-  m.task = 1;
-  m.subject = "job 1";
-  m.owner = "w1";
-  m.branch = "mates/w1@wt";
-  m.commit = Trim(Git(tree, {"rev-parse", "HEAD"}));
-  m.target = "mates/wt";
+  ASSERT_NO_FATAL_FAILURE(SubmitJobOne(repo, &m));
   MergeStore requests(Workspace(repo.w), "wt");
-  auto made = requests.Create(m);
-  ASSERT_TRUE(made.ok()) << made.status().message();
-  TaskPatch waits;
-  waits.metadata_json = "{\"merge\": " + std::to_string(made->id) + "}";
-  ASSERT_TRUE(board.Update(1, waits, Caller{"w1", false}).ok());
+  const MergeRequest* made = &m;
   // What the dead host's queue did: took the request, merged it, and moved
   // the target by its compare-and-swap, noted as moving there.
   ASSERT_TRUE(requests.Update(made->id, [](MergeRequest& r) {
