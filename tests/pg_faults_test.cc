@@ -59,6 +59,14 @@ class PgFaultsTest : public testing::PgTeamsSuite {
     return std::nullopt;
   }
 
+  // Whether `agent` is held, by a live lease, by the host of `team` in
+  // workspace `ws` (as its host.json says now).
+  bool HeldBy(const std::string& team, const std::string& agent, const fs::path& ws) {
+    auto l = LeaseOf(team, agent);
+    auto host = ReadHostInfo(Workspace(ws), team);
+    return l && l->live && host.ok() && l->holder.find("host " + std::to_string(host->pid) + " ") == 0;
+  }
+
   // Two more stores on the test's database, as two hosts would have
   // (each its own sessions, leases and name), and the team `team` made.
   void TwoHosts(const std::string& team, std::unique_ptr<pg::Store>* a, std::unique_ptr<pg::Store>* b) {
@@ -477,6 +485,54 @@ TEST_F(PgFaultsTest, ATakeoverEndsTheSessionsOfTheHostItTakesFrom) {
   EXPECT_TRUE(left->empty());
 }
 
+// A lead's host started with --no-adopt takes over no teammate: one
+// whose host is gone waits for an `up --teammates` host (here started
+// after it), not at the lead's start nor later. Bad uses are one clear
+// error each.
+TEST_F(PgFaultsTest, ALeadsHostWithNoAdoptLeavesTeammatesToOtherHosts) {
+  TempDir lead_ws, b_ws, files_ws;
+  const fs::path scenario = dir_.path() / "noted.yaml";
+  ASSERT_TRUE(WriteFileAtomic(scenario, "rules:\n  - agent: \"*\"\n    once: false\n"
+                                        "    reply: [{type: text, text: \"Noted.\"}]\n").ok());
+  const std::vector<std::string> host = {"--team", "left", "--provider", "scripted", "--scenario", scenario.string(),
+                                         "--sandbox", "off"};
+  const auto up = [&](std::vector<std::string> head) {
+    head.insert(head.end(), host.begin(), host.end());
+    return head;
+  };
+  auto both = Mates(lead_ws.path(), up({"up", "--no-adopt", "--teammates"}));
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_NE(both.err.find("--teammates excludes --no-adopt"), std::string::npos) << both.err;
+  std::vector<std::string> on_files = up({"up", "--no-adopt"});
+  auto files = RunMates(files_ws.path(), on_files);
+  EXPECT_EQ(files.exit_code, 2) << files.err;
+  EXPECT_NE(files.err.find("--no-adopt leaves teammates to the other hosts"), std::string::npos) << files.err;
+
+  ASSERT_EQ(Mates(lead_ws.path(), {"team", "create", "left"}).exit_code, 0);
+  ASSERT_EQ(Mates(b_ws.path(), {"team", "join", "left", "w1", "--backend", "in-process"}).exit_code, 0);
+  HostAtExit lead_at_exit{lead_ws.path(), url_, "left"}, b_at_exit{b_ws.path(), url_, "left"};
+  auto lead = Mates(lead_ws.path(), up({"up", "--no-adopt"}));
+  ASSERT_EQ(lead.exit_code, 0) << lead.out << lead.err;
+  ASSERT_TRUE(testing::WaitUntil([&] { return LeaseOf("left", "lead") && LeaseOf("left", "lead")->live; }, 20));
+  auto b = Mates(b_ws.path(), up({"up", "--teammates"}));
+  ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+  auto b_host = ReadHostInfo(Workspace(b_ws.path()), "left");
+  ASSERT_TRUE(b_host.ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return HeldBy("left", "w1", b_ws.path()); }, 20))
+      << ReadAll(lead_ws.path() / ".teams/left/host.log") << ReadAll(b_ws.path() / ".teams/left/host.log");
+  // B gone (kill -9): w1 waits for a host of teammates.
+  ASSERT_EQ(::kill(static_cast<pid_t>(b_host->pid), SIGKILL), 0);
+  auto lease = LeaseOf("left", "w1");
+  const int64_t token = lease ? lease->token : 0;
+  ASSERT_TRUE(testing::WaitUntil([&] { return LeaseOf("left", "w1") && !LeaseOf("left", "w1")->live; }, 20));
+  auto c = Mates(b_ws.path(), up({"up", "--teammates"}));
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  ASSERT_TRUE(testing::WaitUntil([&] { return LeaseOf("left", "w1")->token > token; }, 20));
+  EXPECT_TRUE(HeldBy("left", "w1", b_ws.path())) << "w1 went to " << LeaseOf("left", "w1")->holder;
+  const std::string lead_log = ReadAll(lead_ws.path() / ".teams/left/host.log");
+  EXPECT_EQ(lead_log.find("resumed teammates"), std::string::npos) << lead_log;
+}
+
 // Hosts on two machines share their team's budget (DESIGN §15, §32):
 // each checks every machine's calls before one of its own, so the team
 // spends its budget and at most the calls in flight when it ran out, one
@@ -509,12 +565,7 @@ TEST_F(PgFaultsTest, HostsOnTwoMachinesShareTheirTeamsBudget) {
     auto r = Mates(ws, up);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
-  const auto held_at = [&](const std::string& who, const fs::path& ws) {
-    auto l = LeaseOf("pot", who);
-    auto host = ReadHostInfo(Workspace(ws), "pot");
-    return l && l->live && host.ok() && l->holder.find("host " + std::to_string(host->pid) + " ") == 0;
-  };
-  ASSERT_TRUE(testing::WaitUntil([&] { return held_at("w1", a_ws.path()) && held_at("w2", b_ws.path()); }, 30))
+  ASSERT_TRUE(testing::WaitUntil([&] { return HeldBy("pot", "w1", a_ws.path()) && HeldBy("pot", "w2", b_ws.path()); }, 30))
       << ReadAll(a_ws.path() / ".teams/pot/host.log") << ReadAll(b_ws.path() / ".teams/pot/host.log");
   // The work comes once both hosts hold their teammate: both spend at once.
   auto board = teams_->Board("pot");

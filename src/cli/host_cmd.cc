@@ -79,6 +79,7 @@ Status AlreadyHosted(const Globals& g, TeamStore& store, const std::string& team
     c.hosted = true;
     c.respawn = a.respawn == "on-work";
     c.teammates_only = a.teammates_only;
+    c.adopt = !a.no_adopt;
     c.dashboard_port = a.no_dashboard ? -1 : a.dashboard_port;
     c.on_ready = [ready_fd] {
       char r = 'R';
@@ -147,6 +148,10 @@ int Up(Globals& g, const RunArgs& a) {
     if (a.teammates_only && !(*teams)->HostsApart()) {
       return Usage("--teammates hosts the teammates of a team kept in a database that other machines share "
                    "(--store postgres://...); on the file store the lead's host has them");
+    }
+    if (a.no_adopt && !(*teams)->HostsApart()) {
+      return Usage("--no-adopt leaves teammates to the other hosts of a team kept in a database that other machines "
+                   "share (--store postgres://...); on the file store the lead's host is the only one");
     }
     if (a.teammates_only) {
       auto team = (*teams)->LoadTeam(g.team);
@@ -326,9 +331,13 @@ void AddHostCommands(CLI::App& app, Globals& g) {
   up->add_flag("--no-dashboard", a->no_dashboard, "Serve no dashboard")->excludes(port);
   up->add_flag("--no-preflight", a->no_preflight,
                "Host without first checking that the model provider answers (a minimal call)");
-  up->add_flag("--teammates", a->teammates_only,
-               "Host no lead, only the team's teammates that no host has, now and whenever one's host dies or "
-               "stops (a team in a shared --store postgres://...)");
+  auto* teammates = up->add_flag("--teammates", a->teammates_only,
+                                 "Host no lead, only the team's teammates that no host has, now and whenever one's "
+                                 "host dies or stops (a team in a shared --store postgres://...)");
+  up->add_flag("--no-adopt", a->no_adopt,
+               "Take over no teammate whose host died or stopped: leave them to the `up --teammates` hosts (a team in "
+               "a shared --store postgres://...); the teammates the lead spawns are hosted here")
+      ->excludes(teammates);
   up->callback([&g, a] { g.action = [&g, a] { return Up(g, *a); }; });
 
   auto d = std::make_shared<DownArgs>();

@@ -38,6 +38,9 @@ struct RunArgs {
   // `up` only: host the team's teammates that no host has, not its lead
   // (a team on a shared store, DESIGN §13).
   bool teammates_only = false;
+  // `up` only: --no-adopt, take over no teammate another host held (a team
+  // on a shared store, DESIGN §13).
+  bool no_adopt = false;
   // `up` only: the host's dashboard (DESIGN §11).
   int dashboard_port = 0;  // 0 = any free port
   bool no_dashboard = false;

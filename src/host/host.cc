@@ -162,7 +162,7 @@ Status Host::Build() {
   // teammates whose host died or stopped (DESIGN §13).
   // Under `up --respawn on-work` (DESIGN §27), a task that waits with no
   // live teammate brings a stopped one back.
-  const bool adopt = store_->HostsApart() && a.hosted;
+  const bool adopt = store_->HostsApart() && a.hosted && a.adopt;
   if (adopt || a.respawn) {
     teams_->StartLookingAfter(adopt ? 1.0 : 5.0, adopt, a.respawn, [this](const std::string& line) { out_.say(line); });
   }

@@ -72,6 +72,10 @@ struct HostOptions {
   // lead are another host's), only the team's teammates that no process
   // hosts, now and whenever one's host dies or stops.
   bool teammates_only = false;
+  // `mates up --no-adopt` (DESIGN §13): on a shared store, this host takes
+  // over no teammate another host held or let go (not at its start, not
+  // later); those its lead spawns it hosts.
+  bool adopt = true;
   // The dashboard this host serves (DESIGN §11): -1 = none, 0 = on any
   // free port, else that port. Its URL goes into host.json.
   int dashboard_port = -1;

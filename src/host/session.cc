@@ -227,8 +227,9 @@ Result<agent::TurnResult> Session::WaitForTeam(Result<agent::TurnResult> r) {
 int Session::Work() {
   agent::AgentLoop& lead = host_.lead();
   team::TeamManager& teams = host_.teams();
-  // Teammates whose host died come back from their journals.
-  auto resumed = teams.ResumeTeam(kDeadHostGraceS);
+  // Teammates whose host died come back from their journals (unless they
+  // are left to other hosts: --no-adopt).
+  auto resumed = options_.adopt ? teams.ResumeTeam(kDeadHostGraceS) : Result<std::vector<std::string>>(std::vector<std::string>{});
   const bool pending_work = resumed.ok() && !resumed->empty();
   if (pending_work) {
     std::string names;
