@@ -485,6 +485,69 @@ TEST_F(PgFaultsTest, ATakeoverEndsTheSessionsOfTheHostItTakesFrom) {
   EXPECT_TRUE(left->empty());
 }
 
+// A host cut off from the server (its sessions ended, no new one let in)
+// cannot renew its leases: an idle teammate woken meanwhile (here by the
+// loss of the host's listening session) waits, doing nothing, until it can
+// — not end. It was ended for good (shut down, no reason given) and its
+// lease let go to be taken again: the fault harness found a teammate shut
+// down that way after a server restart, and no host took it again.
+TEST_F(PgFaultsTest, AnIdleTeammateWhoseLeaseCannotBeRenewedWaitsForIt) {
+  TempDir ws;
+  const fs::path scenario = dir_.path() / "noted.yaml";
+  ASSERT_TRUE(WriteFileAtomic(scenario, "rules:\n  - agent: \"*\"\n    once: false\n"
+                                        "    reply: [{type: text, text: \"Noted.\"}]\n").ok());
+  ASSERT_TRUE(teams_->CreateTeam("calm", "lead", "").ok());
+  ASSERT_EQ(Mates(ws.path(), {"team", "join", "calm", "w1", "--backend", "in-process"}).exit_code, 0);
+  HostAtExit at_exit{ws.path(), url_, "calm"};
+  auto up = Mates(ws.path(), {"up", "--teammates", "--team", "calm", "--provider", "scripted", "--scenario",
+                              scenario.string(), "--sandbox", "off"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  // Held, and waiting for work.
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto docs = teams_->Activities("calm");
+    return HeldBy("calm", "w1", ws.path()) && docs.ok() && docs->size() == 1 &&
+           docs->front().second.find("\"state\":\"idle\"") != std::string::npos;
+  }, 20));
+  const auto lease = LeaseOf("calm", "w1");
+  const fs::path log = ws.path() / ".teams/calm/host.log";
+  auto host = ReadHostInfo(Workspace(ws.path()), "calm");
+  ASSERT_TRUE(host.ok());
+  auto super = pg::Connection::Open(*pg::ParseTarget(server_->SuperUrl()), 10);
+  ASSERT_TRUE(super.ok()) << super.status().message();
+  auto db = store_->Acquire();
+  ASSERT_TRUE(db.ok());
+  auto name = (*db)->Exec("SELECT current_database()");
+  ASSERT_TRUE(name.ok());
+  const std::string database(name->text(0, 0));
+  struct LetIn {
+    pg::Connection* super;
+    std::string database;
+    ~LetIn() { (void)super->ExecScript("ALTER DATABASE \"" + database + "\" ALLOW_CONNECTIONS true"); }
+  } let_in{&*super, database};
+  ASSERT_TRUE(super->ExecScript("ALTER DATABASE \"" + database + "\" ALLOW_CONNECTIONS false").ok());
+  auto ended = super->Exec("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name LIKE $1",
+                           {"mates % pid " + std::to_string(host->pid)});
+  ASSERT_TRUE(ended.ok()) << ended.status().message();
+  ASSERT_GT(ended->integer(0, 0), 0);
+  ASSERT_TRUE(testing::WaitUntil([&] { return ReadAll(log).find("waiting up to") != std::string::npos; }, 20))
+      << ReadAll(log);
+  ASSERT_TRUE(super->ExecScript("ALTER DATABASE \"" + database + "\" ALLOW_CONNECTIONS true").ok());
+  // Back: it answers, held as before (the same token: not let go and
+  // taken again).
+  ASSERT_TRUE(testing::WaitUntil([&] { return ReadAll(log).find("is back") != std::string::npos; }, 30))
+      << ReadAll(log);
+  ASSERT_EQ(Mates(ws.path(), {"send", "--team", "calm", "--to", "w1", "still there?"}).exit_code, 0);
+  EXPECT_TRUE(testing::WaitUntil([&] { return ReadAll(log).find("[w1] Noted.") != std::string::npos; }, 20))
+      << ReadAll(log);
+  auto team = teams_->LoadTeam("calm");
+  ASSERT_TRUE(team.ok());
+  EXPECT_NE(team->Find("w1")->status, MemberStatus::kShutdown) << ReadAll(log);
+  auto now = LeaseOf("calm", "w1");
+  ASSERT_TRUE(now);
+  EXPECT_TRUE(now->live);
+  EXPECT_EQ(now->token, lease->token) << "let go and taken again:\n" << ReadAll(log);
+}
+
 // A lead's host started with --no-adopt takes over no teammate: one
 // whose host is gone waits for an `up --teammates` host (here started
 // after it), not at the lead's start nor later. Bad uses are one clear

@@ -342,6 +342,11 @@ std::string Teammate::LeaseOverlapNotice(const Task& t) {
          "changes what:" + mine;
 }
 
+bool Teammate::Unrenewed() {
+  // A lost lock found now stops it (OnLost) before StillHosted returns.
+  return !StillHosted() && !taken_over_.load() && !stop_.load();
+}
+
 bool Teammate::StillHosted() {
   if (taken_over_.load()) return false;
   // A lost lock found now calls OnLost's stop (taken_over_) before this returns.
@@ -441,6 +446,10 @@ bool Teammate::RestWait() {
   SetStatus(MemberStatus::kIdle, "interrupted");
   for (;;) {
     uint64_t seen = waker_->generation();
+    if (Unrenewed()) {
+      waker_->WaitChange(seen, DeadlineIn(1.0));
+      continue;
+    }
     if (auto ends = IdleEnds()) return *ends;
     if (IdleTimedOut(deadline)) return false;
     Deadline wait = deadline;
@@ -497,6 +506,10 @@ bool Teammate::IdleWait() {
   bool said_idle = false;
   for (;;) {
     uint64_t seen = waker_->generation();
+    if (Unrenewed()) {
+      waker_->WaitChange(seen, DeadlineIn(1.0));
+      continue;
+    }
     if (auto ends = IdleEnds()) return leave(*ends);
     claiming_.store(true);
     bool handed = false;
@@ -508,7 +521,8 @@ bool Teammate::IdleWait() {
     }
     if (claimed.ok() && claimed->has_value() && !StillHosted()) {
       GiveBackClaim(**claimed);
-      return leave(false);
+      if (taken_over_.load() || stop_.load()) return leave(false);
+      continue;  // unrenewed: it waits, above
     }
     if (claimed.ok() && claimed->has_value()) {
       // One task at a time: one handed to us since our look goes back.

@@ -168,6 +168,11 @@ class Teammate {
   bool WatchForWork();
   // Whether this host still hosts it (a lost liveness lock is looked at
   // now, not at the keeper's next look); false: taken over, stopping.
+  // Its lease could not be renewed just now (the store out of reach), and
+  // it was not found taken: an idle teammate then does nothing (claims
+  // nothing, takes in nothing) until it is renewed, or found taken (then it
+  // stops, as taken over). Ending it there shut it down for good.
+  bool Unrenewed();
   bool StillHosted();
   // What ends an idle wait before it looks at the board: a stop, its
   // budget spent or another host hosting it (false), input waiting (true);
