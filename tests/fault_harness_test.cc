@@ -1,18 +1,20 @@
 // The fault harness (DESIGN §32): machines as network namespaces behind a
-// bridge (support/netns.h), PostgreSQL in one, a `mates up --teammates`
-// host in each of three others, and a team of six teammates working a
-// graph of 200 tasks with dependencies while ≥ 2,000 messages go between
+// bridge (support/netns.h), PostgreSQL in one with the lead's host (its
+// merge queue), a `mates up --teammates` host in each of three others,
+// and a team of six teammates working a graph of 200 tasks with
+// dependencies, each a commit in its worktree merged onto the team's
+// target through a shared repository, while ≥ 2,000 messages go between
 // them. Each of five faults comes alone, then every pair of two kinds, on
 // the machines hosting the most teammates then: a partition (the link
 // down, or a packet filter between the machine and the server), kill -9,
 // SIGSTOP past the lease, a server restart, a full disk.
-// Then a checker reads the recorded history: every task completed
-// once, no job begun before its blockers were done nor worked on after it
-// was done, every message delivered once; and, the faults over, a budget
-// set on the team is spent and overrun by its calls in flight at most.
-// The recovery of each fault (from its start until every teammate is held
-// again by a live host and a task was completed since) is printed:
-// bench/README.md's table.
+// Then a checker reads the recorded history: every task completed once, no
+// job begun before its blockers were done nor worked on after it was done,
+// every message delivered once, every job merged once (no merge lost, none
+// made twice); and, the faults over, a budget set on the team is spent and
+// overrun by its calls in flight at most. The recovery of each fault (from
+// its start until every teammate is held again by a live host and a task
+// was completed since) is printed: bench/README.md's table.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -180,16 +182,47 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
   scenario_ = dir_.path() / "storm.yaml";
   const std::string yaml =
       "rules:\n"
+      // A merge the queue could not make (its work not fetched, say) is
+      // submitted again, as an agent told so would.
+      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): check failed\"\n    once: false\n    reply:\n"
+      "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
       "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): job\"\n    once: false\n    reply:\n"
       "      - {type: tool_use, name: SendMessage, input: {type: broadcast, content: \"job $1 begins\"}}\n"
-      "      - {type: tool_use, name: bash, input: {command: \"echo $1 $(date +%s.%N) >> " + work.string() + "; sleep 1\"}}\n"
+      "      - {type: tool_use, name: bash, input: {command: \"echo $1 $(date +%s.%N) >> " + work.string() +
+      "; echo $1 > job-$1.txt; sleep 1\"}}\n"
       "      - {type: tool_use, name: SendMessage, input: {recipient: lead, content: \"done $1\"}}\n"
       "      - {type: tool_use, name: SendMessage, input: {type: broadcast, content: \"job $1 is done\"}}\n"
       "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
       "  - agent: \"*\"\n    once: false\n    reply: [{type: text, text: \"Noted.\"}]\n";
   ASSERT_TRUE(WriteFileAtomic(scenario_, yaml).ok());
 
+  // The code the jobs write: a repository every machine's workspace is a
+  // clone of. Each job is merged onto the team's target there, by the
+  // lead's merge queue on the server's machine (which no fault but the
+  // restart strikes, and which takes over no teammate: --no-adopt).
+  const fs::path origin = dir_.path() / "origin.git";
+  {
+    const fs::path seed = dir_.path() / "seed";
+    for (const std::vector<std::string>& git :
+         {std::vector<std::string>{"git", "init", "-q", "--bare", "-b", "main", origin.string()},
+          {"git", "clone", "-q", origin.string(), seed.string()},
+          {"git", "-C", seed.string(), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m",
+           "the project"},
+          {"git", "-C", seed.string(), "push", "-q", "origin", "HEAD:main"}}) {
+      auto r = testing::Run(git);
+      ASSERT_EQ(r.exit_code, 0) << git[1] << ": " << r.err;
+    }
+  }
+  for (Machine* m : {machines_[0].get(), machines_[1].get(), machines_[2].get(), db_.get()}) {
+    auto r = m->Run({"git", "clone", "-q", origin.string(), Ws(*m).string()});
+    ASSERT_EQ(r.exit_code, 0) << m->name() << ": " << r.err;
+  }
   ASSERT_TRUE(teams_->CreateTeam(kTeam, "lead", "").ok());
+  {
+    auto lead = Mates(*db_, {"up", "--team", kTeam, "--no-adopt", "--isolation", "worktree", "--git-remote", "origin",
+                             "--provider", "scripted", "--scenario", scenario_.string(), "--sandbox", "off"});
+    ASSERT_EQ(lead.exit_code, 0) << lead.out << lead.err;
+  }
   std::unique_ptr<TaskBoard> board = teams_->Board(kTeam);
   // The graph: kTasks jobs, and more of the same chain when the faults
   // need them (below). A job's id is its number.
@@ -209,7 +242,7 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
   for (int i = 1; i <= kWorkers; ++i) {
     workers.push_back("w" + std::to_string(i));
     const Machine& m = *machines_[(i - 1) / 2];
-    auto r = Mates(m, {"team", "join", kTeam, workers.back(), "--backend", "in-process"});
+    auto r = Mates(m, {"team", "join", kTeam, workers.back(), "--backend", "in-process", "--isolation", "worktree"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
   std::vector<pid_t> hosts;
@@ -456,6 +489,41 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
   }
   EXPECT_GE(deliveries, 2000u);
 
+  // No merge lost, none made twice: every job has one merged request and
+  // none is left open; the target on origin lists each job's merge once in
+  // its first-parent history, and holds each job's file.
+  size_t merges_checked = 0;
+  {
+    auto list = teams_->Merges(kTeam)->List();
+    ASSERT_TRUE(list.ok()) << list.status().message();
+    std::map<int64_t, int> merged;
+    for (const auto& m : *list) {
+      EXPECT_FALSE(MergeOpen(m.status)) << "request " << m.id << " for job " << m.task << " is left "
+                                        << MergeStateName(m.status);
+      merged[m.task] += m.status == MergeState::kMerged ? 1 : 0;
+    }
+    merges_checked = list->size();
+    const std::string target = std::string("mates/") + kTeam;
+    auto log = testing::Run({"git", "-C", origin.string(), "log", "--first-parent", "--merges", "--format=%s", target});
+    ASSERT_EQ(log.exit_code, 0) << log.err;
+    std::map<int64_t, int> landed;
+    std::istringstream subjects(log.out);
+    const std::string head = "Merge task #";
+    for (std::string line; std::getline(subjects, line);) {
+      if (line.rfind(head, 0) == 0) ++landed[std::stoll(line.substr(head.size()))];
+    }
+    auto tree = testing::Run({"git", "-C", origin.string(), "ls-tree", "--name-only", target});
+    ASSERT_EQ(tree.exit_code, 0) << tree.err;
+    std::set<std::string> files;
+    std::istringstream names(tree.out);
+    for (std::string name; std::getline(names, name);) files.insert(name);
+    for (int64_t id = 1; id <= static_cast<int64_t>(total); ++id) {
+      EXPECT_EQ(merged[id], 1) << "job " << id << " has " << merged[id] << " merged requests";
+      EXPECT_EQ(landed[id], 1) << "job " << id << " landed " << landed[id] << " times on the target";
+      EXPECT_EQ(files.count("job-" + std::to_string(id) + ".txt"), 1u) << "job " << id << "'s file is not on the target";
+    }
+  }
+
   // The team's budget holds across its hosts: set at what it spent so far
   // and as much again as the teammates' largest calls, 20 times over, it
   // is spent, and overrun by the calls in flight at most (one a teammate).
@@ -506,7 +574,8 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
   std::sort(all.begin(), all.end());
   std::cout << "budget " << budget << " tokens, spent " << spent_at_end << " (calls in flight allowed: " << in_flight
             << ")\n";
-  std::cout << "faults survived: " << recoveries.size() << "; jobs: " << total << "; deliveries checked: " << deliveries
+  std::cout << "faults survived: " << recoveries.size() << "; jobs: " << total << "; merge requests: " << merges_checked
+            << "; deliveries checked: " << deliveries
             << "\nrecovery p50 " << all[all.size() / 2] << " s, max " << all.back() << " s\n" << table;
 }
 
