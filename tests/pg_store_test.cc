@@ -1562,6 +1562,19 @@ TEST_F(PgTest, WhatATeamSpentIsSummedAsItsJournalLinesAreWritten) {
                                            2 + kWriters * kLines / 2, 4 + 2 * kWriters * kLines / 2}},
                                   {"m-b", {2 + kWriters * kLines / 2, 8 + kWriters * kLines / 2, 10 + 5 * kWriters * kLines / 2,
                                            2 + kWriters * kLines / 2, 4 + 2 * kWriters * kLines / 2}}}));
+  // A journal naming countless models, or nested past any parser's depth:
+  // read back as 256 rows at most, the total kept; the deep line counts
+  // nothing (the host reads it so too).
+  std::vector<std::string> many;
+  for (int i = 0; i < 300; ++i) many.push_back(UsageLine("x-" + std::to_string(i), "1"));
+  many.push_back(R"({"kind":"usage","model":"m-a","usage":)" + std::string(100000, '[') + std::string(100000, ']') +
+                 "}");
+  const int64_t before_many = agent::PriceSpent(**teams->Spent("procs")).first;
+  ASSERT_TRUE(teams->JournalOf("procs", "many")->Put(0, many).ok());
+  auto capped = teams->Spent("procs");
+  ASSERT_TRUE(capped.ok() && *capped) << capped.status().message();
+  EXPECT_LE((*capped)->size(), 256u);
+  EXPECT_EQ(agent::PriceSpent(**capped).first, before_many + 300 * (1 + 5 + 1 + 2));
   // A team deleted takes its sums (and its journals) with it.
   ASSERT_TRUE(store->rosters().DeleteTeam("other").ok());
   EXPECT_EQ(spent("other"), Sums{});

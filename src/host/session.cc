@@ -229,7 +229,8 @@ int Session::Work() {
   team::TeamManager& teams = host_.teams();
   // Teammates whose host died come back from their journals (unless they
   // are left to other hosts: --no-adopt).
-  auto resumed = options_.adopt ? teams.ResumeTeam(kDeadHostGraceS) : Result<std::vector<std::string>>(std::vector<std::string>{});
+  Result<std::vector<std::string>> resumed = std::vector<std::string>{};
+  if (options_.adopt) resumed = teams.ResumeTeam(kDeadHostGraceS);
   const bool pending_work = resumed.ok() && !resumed->empty();
   if (pending_work) {
     std::string names;
