@@ -418,6 +418,41 @@ TEST(WorktreeTest, ARequestLeftInReviewIsBroughtToTheNextLead) {
   EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted);
 }
 
+// A request sent back while its owner's host was down, or just before its
+// message (the bounce is written first; a message may not be sent at
+// all): the resumed owner's reminder says why in merge-queue's words, and
+// the owner does that instead of redoing the task and resubmitting it
+// unchanged (CI saw the second: a run that merged no NOTE).
+TEST(WorktreeTest, ABounceItsOwnerHasNoMessageOfIsInItsReminder) {
+  Repo repo(TaskList{{"write a.txt with alpha", {}}});
+  const fs::path quiet = QuietLead(repo);
+  auto first = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                          quiet.string(), "--idle-timeout", "0", "--merge", "review",
+                                          "Go isolated one"});
+  ASSERT_EQ(first.exit_code, 0) << Tail(first.err);
+  ASSERT_EQ(repo.Merges().size(), 1u) << Tail(first.err);
+  // Rejected as DecideMerge rejects, without its message.
+  auto rejected = MergeStore(Workspace(repo.w), "wt").Update(1, [](MergeRequest& r) {
+    r.status = MergeState::kRejected;
+    r.decided_by = "lead";
+    r.feedback = "add a NOTE file";
+    return Status::Ok();
+  });
+  ASSERT_TRUE(rejected.ok()) << rejected.status().message();
+
+  auto next = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                         quiet.string(), "--idle-timeout", "0"}, repo.env);
+  ASSERT_EQ(next.exit_code, 0) << Tail(next.err);
+  const auto merges = repo.Merges();
+  ASSERT_EQ(merges.size(), 2u) << Tail(next.err);
+  EXPECT_EQ(merges[1].status, MergeState::kReview) << merges[1].output;
+  EXPECT_EQ(Git(repo.w, {"show", merges[1].commit + ":NOTE"}), "add a NOTE file\n") << Tail(next.err);
+  const std::string journal = ReadAll(Workspace(repo.w).JournalPath("wt", "w1"));
+  EXPECT_NE(journal.find("It came back from the merge queue (merge request 1):\\nTask #1: merge rejected by lead: "
+                         "add a NOTE file"),
+            std::string::npos);
+}
+
 // #50: a check (here with --sandbox off; the sandbox keeps the common
 // git folder read-only) moved the target outside the queue, and the queue
 // reported only `failed`. It holds now: nothing merges onto a target no

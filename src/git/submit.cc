@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
 #include "git/worktrees.h"
 #include "store/messenger.h"
 #include "store/roster.h"
@@ -63,14 +64,41 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& 
   return std::optional<Submitted>(std::move(s));
 }
 
-std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t) {
+namespace {
+
+// The request `t`'s metadata.merge names (anything else there is no id).
+std::optional<MergeRequest> LastMerge(MergeBook& merges, const Task& t) {
   auto meta = ParseJson(t.metadata_json);
-  // metadata.merge: the request this task waits on (anything else there is no id).
   auto id = meta.ok() && meta->is_object() ? JsonInt(*meta, "merge", false, 0) : Result<int64_t>(int64_t{0});
   if (!id.ok() || *id <= 0) return std::nullopt;
   auto m = merges.Get(*id);
-  if (!m.ok() || !MergeOpen(m->status)) return std::nullopt;
+  if (!m.ok()) return std::nullopt;
   return *m;
+}
+
+}  // namespace
+
+std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t) {
+  auto m = LastMerge(merges, t);
+  if (!m || !MergeOpen(m->status)) return std::nullopt;
+  return m;
+}
+
+std::optional<MergeRequest> BouncedMerge(MergeBook& merges, const Task& t) {
+  auto m = LastMerge(merges, t);
+  if (!m || MergeOpen(m->status) || m->status == MergeState::kMerged) return std::nullopt;
+  return m;
+}
+
+std::string BounceLine(const MergeRequest& m) {
+  std::string line = "Task #" + std::to_string(m.task) + ": ";
+  if (m.status == MergeState::kRejected) {
+    return line + "merge rejected by " + m.decided_by + (m.feedback.empty() ? "" : ": " + m.feedback);
+  }
+  if (m.status == MergeState::kConflict) return line + "conflict in " + JoinWords(m.files);
+  bool check = false;
+  for (const auto& c : m.checks) check = check || c.exit_code != 0 || c.signal != 0 || c.timed_out;
+  return line + (check ? "check failed" : "merge failed") + (m.output.empty() ? "" : ":\n" + m.output);
 }
 
 Result<MergeRequest> DecideMerge(TeamStore& store, const std::string& team, int64_t id, bool approve,
@@ -94,8 +122,7 @@ Result<MergeRequest> DecideMerge(TeamStore& store, const std::string& team, int6
     SendRequest s;
     s.sender = kMergeQueueName;
     s.recipient = m.owner;
-    s.content = "Task #" + std::to_string(m.task) + ": merge rejected by " + by +
-                (feedback.empty() ? "" : ": " + feedback) +
+    s.content = BounceLine(m) +
                 "\nYour worktree is as you left it: change what was asked, then set the task completed again "
                 "(that commits and resubmits it).";
     s.summary = "merge of task #" + std::to_string(m.task) + " rejected";

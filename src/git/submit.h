@@ -36,6 +36,13 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& 
 // or in review), if any: such a task is submitted, and there is nothing to
 // do for it until it merges or bounces.
 std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t);
+// The request `t` was last submitted in, when it came back (conflict,
+// failed or rejected): the task is its owner's to fix and complete again.
+std::optional<MergeRequest> BouncedMerge(MergeBook& merges, const Task& t);
+// What bounced `m` (a request BouncedMerge returns) in the words of
+// merge-queue's message about it: "Task #N: conflict in a.txt", "Task #N:
+// merge rejected by lead: add a test", "Task #N: check failed:\n<output>".
+std::string BounceLine(const MergeRequest& m);
 
 // A request in review decided by the lead or a person (DESIGN §12): approve
 // sends it back to the queue to be merged; reject tells the owner (from

@@ -258,6 +258,15 @@ Status Teammate::RemindOfTasksInProgress() {
       continue;
     }
     text += "\n" + TaskNotice(t);
+    // Sent back while no host ran it, or between the bounce and its
+    // message: the reminder says why in merge-queue's words, lest the
+    // task be redone and resubmitted unchanged (and for a message that
+    // could not be sent, it is the only word of it).
+    if (auto m = merges ? git::BouncedMerge(*merges, t) : std::nullopt) {
+      text += "\nIt came back from the merge queue (merge request " + std::to_string(m->id) + "):\n" +
+              agent::NeutraliseFrames(git::BounceLine(*m)) +
+              "\nYour worktree is as you left it: do what that asks, then mark the task completed again.";
+    }
   }
   if (text.empty() && waiting.empty()) return Status::Ok();
   if (text.empty()) {
