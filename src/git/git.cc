@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/subprocess.h"
+#include "git/in_process.h"
 
 namespace mates::git {
 
@@ -248,6 +249,9 @@ Result<fs::path> RepoTop(const fs::path& dir) {
 }
 
 Result<std::string> ResolveCommit(const Git& g, const std::string& ref) {
+  if (auto repo = InProcessRepo::Open(g.dir()); repo.ok()) {
+    if (auto at = repo->Resolve(ref); at.ok()) return at;
+  }
   MATES_ASSIGN_OR_RETURN(GitOutput r, g.Run({"rev-parse", "--verify", "--quiet", ref + "^{commit}"}, 30));
   if (r.exit_code != 0) return std::string();
   std::string c = r.out;

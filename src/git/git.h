@@ -83,6 +83,7 @@ class Git {
                          const CancelToken* cancel = nullptr) const;
 
   const fs::path& dir() const { return dir_; }
+  const Identity& who() const { return who_; }
 
  private:
   fs::path dir_;

@@ -14,6 +14,7 @@
 #include "core/subprocess.h"
 #include "core/text.h"
 #include "git/git.h"
+#include "git/in_process.h"
 #include "git/merge_tree.h"
 #include "git/provenance.h"
 #include "git/queue_steps.h"
@@ -574,16 +575,25 @@ MergeQueue::Moved MergeQueue::MoveTarget(const std::string& team, const TeamGit&
     auto ff = w.Run({"merge", "--ff-only", "--quiet", merged}, kGitTreeS, &cancel_);
     return ff.ok() && ff->exit_code == 0 ? Moved::kMoved : Moved::kRaced;
   }
-  auto cas = w.Run({"update-ref", "-m", "mates: merge task #" + std::to_string(m.task), "refs/heads/" + target,
-                    merged, old},
-                   kGitQuickS, &cancel_);
+  const std::string why = "mates: merge task #" + std::to_string(m.task);
+  if (auto repo = InProcessRepo::Open(w.dir()); repo.ok()) {
+    if (auto moved = repo->MoveRef("refs/heads/" + target, merged, old, why); moved.ok()) {
+      return *moved ? Moved::kMoved : Moved::kRaced;
+    }
+  }
+  auto cas = w.Run({"update-ref", "-m", why, "refs/heads/" + target, merged, old}, kGitQuickS, &cancel_);
   return cas.ok() && cas->exit_code == 0 ? Moved::kMoved : Moved::kRaced;
 }
 
 bool MergeQueue::LandedAlready(const std::string& team, const TeamGit& tg, Git& w, const MergeRequest& m,
                                const std::string& old) {
-  auto in = w.Run({"merge-base", "--is-ancestor", m.commit, old}, kGitQuickS, &cancel_);
-  if (!in.ok() || in->exit_code != 0) return false;
+  auto repo = InProcessRepo::Open(w.dir());
+  auto in_here = repo.ok() ? repo->IsAncestor(m.commit, old) : Result<bool>(repo.status());
+  if (in_here.ok() && !*in_here) return false;
+  if (!in_here.ok()) {
+    auto in = w.Run({"merge-base", "--is-ancestor", m.commit, old}, kGitQuickS, &cancel_);
+    if (!in.ok() || in->exit_code != 0) return false;
+  }
   // The merge that brought it in, among the target's last 1,000.
   std::string onto = old, merged = old;
   auto listed = w.Run({"rev-list", "--first-parent", "--parents", "--max-count=1000", old}, kGitTreeS, &cancel_);

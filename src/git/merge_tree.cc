@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "git/in_process.h"
+
 namespace mates::git {
 
 namespace {
@@ -16,6 +18,15 @@ Result<TreeMerge> MergeTree(const Git& g, const std::string& ours, const std::st
                             const CancelToken* cancel) {
   if (!IsCommitId(ours) || !IsCommitId(theirs)) {
     return Status::InvalidArgument("merge-tree takes commit ids");
+  }
+  // Two sides' changes to different files: their union, in this process.
+  if (auto repo = InProcessRepo::Open(g.dir()); repo.ok()) {
+    if (auto tree = repo->MergeUnion(ours, theirs); tree.ok() && tree->has_value()) {
+      TreeMerge m;
+      m.clean = true;
+      m.tree = **tree;
+      return m;
+    }
   }
   // -z: NUL after the tree and after each file (names may hold newlines);
   // an empty field ends the files, then git's messages.
@@ -70,6 +81,9 @@ Result<std::string> CommitMerge(const Git& g, const std::string& tree, const std
                                 const std::string& theirs, const std::string& message, const CancelToken* cancel) {
   if (!IsCommitId(tree) || !IsCommitId(ours) || !IsCommitId(theirs)) {
     return Status::InvalidArgument("commit-tree takes object ids");
+  }
+  if (auto repo = InProcessRepo::Open(g.dir()); repo.ok()) {
+    if (auto made = repo->CommitTree(tree, {ours, theirs}, g.who(), message); made.ok()) return made;
   }
   MATES_ASSIGN_OR_RETURN(std::string id,
                          g.Ok({"commit-tree", tree, "-p", ours, "-p", theirs, "-m", message}, kGitQuickS, cancel));

@@ -5,6 +5,7 @@
 #include "core/files.h"
 #include "core/log.h"
 #include "core/names.h"
+#include "git/in_process.h"
 
 #include <stdlib.h>
 
@@ -75,10 +76,11 @@ class PrivateIndex {
   fs::path dir_;
 };
 
-Result<Staged> StageWorktree(const Git& g) {
+// What the index `g` names (staged from the worktree) changes from HEAD,
+// less any submodule: an embedded repository's gitlink is put back as
+// HEAD had it, and said.
+Result<Staged> LeaveOutGitlinks(const Git& g) {
   Staged out;
-  MATES_RETURN_IF_ERROR(g.Ok({"read-tree", "HEAD"}, 300).status());
-  MATES_RETURN_IF_ERROR(g.Ok({"add", "-A", "--", "."}, 300).status());
   // ":OLDMODE NEWMODE OLD NEW STATUS\0PATH\0" for each change, read
   // whole: a listing cut in its middle could hide a gitlink, so one too
   // large to read is refused (~600,000 changed files).
@@ -135,8 +137,22 @@ Result<Staged> CommitWorktree(const Git& g, const fs::path& worktree, const std:
   PrivateIndex index;
   if (!index.ok()) return Status::FromErrno("mkdtemp for a private index", errno);
   const Git staged_git = g.WithIndex(index.file());
-  MATES_ASSIGN_OR_RETURN(Staged staged, StageWorktree(staged_git));
-  if (!staged.nothing) {
+  // In this process but for `add -A` (git's own rules of what a worktree
+  // holds: ignore files, embedded repositories), git where libgit2 cannot
+  // or a submodule changes (git/in_process.h).
+  auto repo = InProcessRepo::Open(worktree);
+  if (!repo.ok() || !repo->ReadHeadInto(index.file()).ok()) {
+    MATES_RETURN_IF_ERROR(staged_git.Ok({"read-tree", "HEAD"}, 300).status());
+  }
+  MATES_RETURN_IF_ERROR(staged_git.Ok({"add", "-A", "--", "."}, 300).status());
+  auto made = repo.ok() ? repo->CommitIndex(index.file(), g.who(), message) : Result<std::string>(repo.status());
+  Staged staged;
+  if (made.ok()) {
+    staged.nothing = made->empty();
+  } else {
+    MATES_ASSIGN_OR_RETURN(staged, LeaveOutGitlinks(staged_git));
+  }
+  if (!made.ok() && !staged.nothing) {
     MATES_ASSIGN_OR_RETURN(GitOutput made, staged_git.Run({"commit", "--quiet", "--no-verify", "-m", message}, 300));
     if (made.exit_code != 0) {
       std::string why = made.err.empty() ? made.out : made.err;
@@ -147,6 +163,20 @@ Result<Staged> CommitWorktree(const Git& g, const fs::path& worktree, const std:
   MATES_ASSIGN_OR_RETURN(std::string bytes, ReadFilePrefix(index.file(), kMaxIndexBytes));
   MATES_RETURN_IF_ERROR(WriteFileAtomic(own, bytes));
   return staged;
+}
+
+// `git rev-list -n 1 HEAD ^TARGET` in this process: false when libgit2
+// could not say.
+bool AheadInProcess(const fs::path& worktree, const std::string& target, std::string* ahead) {
+  auto repo = InProcessRepo::Open(worktree);
+  if (!repo.ok()) return false;
+  auto head = repo->Resolve("HEAD");
+  auto at = repo->Resolve(target);
+  if (!head.ok() || !at.ok() || head->empty() || at->empty()) return false;
+  auto in = repo->IsAncestor(*head, *at);
+  if (!in.ok()) return false;
+  *ahead = *in ? "" : *head;
+  return true;
 }
 
 }  // namespace
@@ -393,7 +423,10 @@ Result<Committed> CommitTeammateWork(const Workspace& ws, const std::string& tea
   std::string message = "Task #" + std::to_string(task) + ": " + subject;
   MATES_ASSIGN_OR_RETURN(Staged staged, CommitWorktree(g, path, message));
   // The newest commit of the branch the target lacks (HEAD itself), if any.
-  MATES_ASSIGN_OR_RETURN(std::string ahead, g.Ok({"rev-list", "-n", "1", "HEAD", "^" + tg.target_ref()}, 120));
+  std::string ahead;
+  if (!AheadInProcess(path, tg.target_ref(), &ahead)) {
+    MATES_ASSIGN_OR_RETURN(ahead, g.Ok({"rev-list", "-n", "1", "HEAD", "^" + tg.target_ref()}, 120));
+  }
   Committed c;
   c.commit = ahead;
   c.ahead = !ahead.empty();
