@@ -132,8 +132,23 @@ bool InTheWay(const std::vector<std::string>& a, const std::vector<std::string>&
 
 Result<InProcessRepo> InProcessRepo::Open(const fs::path& dir) {
   Init();
+  // A folder libgit2 refused once is git's from then on: asked again, it
+  // would refuse again (and libgit2 1.5 leaks a little at each refusal of
+  // an extension, scripts/lsan-suppressions.txt).
+  static std::mutex mu;
+  static std::set<std::string> refused;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (refused.count(dir.string()) != 0) return Status::FailedPrecondition("libgit2 cannot open " + dir.string());
+  }
   git_repository* repo = nullptr;
-  if (git_repository_open_ext(&repo, dir.c_str(), 0, nullptr) != 0) return Fallback("open " + dir.string());
+  if (const int rc = git_repository_open_ext(&repo, dir.c_str(), 0, nullptr); rc != 0) {
+    Status why = Fallback("open " + dir.string());
+    std::lock_guard<std::mutex> lock(mu);
+    // Not a repository (yet): asked again when it may be one.
+    if (rc != GIT_ENOTFOUND && refused.size() < 1024) refused.insert(dir.string());
+    return why;
+  }
   return InProcessRepo(repo);
 }
 
