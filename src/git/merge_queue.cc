@@ -665,20 +665,25 @@ Json MergeQueue::Provenance(const std::string& team, const TeamGit& tg, const Me
 void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const std::string& onto,
                         const std::string& merged) {
   const Workspace& ws = options_.ws;
+  auto cfg = store_->LoadTeam(team);
+  const std::string lead = cfg.ok() ? cfg->lead : "lead";
+  TeamGit tg = cfg.ok() ? cfg->git : TeamGit{};
+  if (!m.target.empty()) tg.target_branch = m.target;
+  // The task first: a host killed in between leaves the request taken,
+  // which the next queue finds landed (LandedAlready) and records. The
+  // other way round left a merged request under a task in progress, which
+  // its resumed owner redid and merged a second time (the chaos test
+  // under ThreadSanitizer, once the merge was in process).
+  TaskPatch p;
+  p.status = TaskStatus::kCompleted;
+  auto done = store_->Board(team)->Update(m.task, p, Caller{lead, true});
+  if (!done.ok()) LogWarning("merge queue: task #" + std::to_string(m.task) + ": " + done.status().message());
   auto now = store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
     r.status = MergeState::kMerged;
     r.merged_commit = merged;
     r.checked_on = onto;  // what it changed is told from there (git/diffs.h)
     return Status::Ok();
   });
-  auto cfg = store_->LoadTeam(team);
-  const std::string lead = cfg.ok() ? cfg->lead : "lead";
-  TeamGit tg = cfg.ok() ? cfg->git : TeamGit{};
-  if (!m.target.empty()) tg.target_branch = m.target;
-  TaskPatch p;
-  p.status = TaskStatus::kCompleted;
-  auto done = store_->Board(team)->Update(m.task, p, Caller{lead, true});
-  if (!done.ok()) LogWarning("merge queue: task #" + std::to_string(m.task) + ": " + done.status().message());
   // A running owner's worktree takes the new target when it starts its
   // next task (RefreshWorktree), not under the work it may be doing now; a
   // stopped owner's is cleaned up (it is merged now).
