@@ -412,7 +412,25 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
                     << ReadAll(HostLog(*machines_[2]));
     recoveries.push_back({what, displaced, took});
   }
-  ASSERT_TRUE(testing::WaitUntil([&] { return Completed() == total; }, 300)) << Completed() << " of " << total << " done";
+  if (!testing::WaitUntil([&] { return Completed() == total; }, 300)) {
+    // Stalled: what is in progress, which requests are open, what the
+    // hosts said.
+    std::string state;
+    auto t = Query("SELECT id, owner, metadata FROM mates_tasks WHERE team = $1 AND status = 'in_progress' ORDER BY id");
+    for (int row = 0; t.ok() && row < t->size(); ++row) {
+      state += "  in progress: #" + std::string(t->text(row, 0)) + " " + std::string(t->text(row, 1)) + " " +
+               std::string(t->text(row, 2)) + "\n";
+    }
+    auto m = Query("SELECT id, substr(doc, 1, 600) FROM mates_merges WHERE team = $1 AND doc NOT LIKE "
+                   "'%\"status\":\"merged\"%' ORDER BY id");
+    for (int row = 0; m.ok() && row < m->size(); ++row) {
+      state += "  request " + std::string(m->text(row, 0)) + ": " + std::string(m->text(row, 1)) + "\n";
+    }
+    const std::string lead_log = ReadAll(HostLog(*db_));
+    FAIL() << Completed() << " of " << total << " done\n" << state << "the lead's host:\n"
+           << lead_log.substr(lead_log.size() > 20000 ? lead_log.size() - 20000 : 0) << "\nthe others:\n"
+           << ReadAll(HostLog(*machines_[0])) << ReadAll(HostLog(*machines_[1])) << ReadAll(HostLog(*machines_[2]));
+  }
   // Quiet: no worker has a message waiting.
   ASSERT_TRUE(testing::WaitUntil([&] {
     auto r = Query("SELECT count(*) FROM mates_inbox WHERE team = $1 AND member <> 'lead'");

@@ -4,6 +4,7 @@
 // and a repository libgit2 cannot open still merges, through git.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -255,6 +256,81 @@ TEST(InProcessGitTest, AnIndexIsCommittedAsGitCommitsIt) {
   auto refused = repo.CommitIndex(index, r.who, "with a gitlink");
   EXPECT_FALSE(refused.ok());
   EXPECT_EQ(r.Must({"rev-parse", "main"}), *made);
+}
+
+// A host killed while libgit2 held the branch's lock left its lock file:
+// one older than 30 s is a dead host's and goes; a fresh one is another
+// git's at work, and the commit is refused (the caller runs git, which
+// says so).
+TEST(InProcessGitTest, ALockFileAKilledHostLeftIsClearedAFreshOneIsNot) {
+  Repo r;
+  r.Commit("main", {{"a.txt", "a\n"}}, "base");
+  const fs::path index = r.tmp.path() / "private-index";
+  auto repo = r.Open();
+  ASSERT_TRUE(repo.ReadHeadInto(index).ok());
+  WriteAll(r.dir / "a.txt", "A\n");
+  ASSERT_TRUE(Git(r.dir, r.who).WithIndex(index).Ok({"add", "-A", "--", "."}).ok());
+  const fs::path lock = r.dir / ".git/refs/heads/main.lock";
+  WriteAll(lock, "");
+  EXPECT_FALSE(repo.CommitIndex(index, r.who, "fresh lock").ok());
+  EXPECT_TRUE(fs::exists(lock));
+  fs::last_write_time(lock, fs::file_time_type::clock::now() - std::chrono::seconds(60));
+  auto made = repo.CommitIndex(index, r.who, "stale lock");
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_FALSE(fs::exists(lock));
+  EXPECT_EQ(r.Must({"rev-parse", "main"}), *made);
+}
+
+// An owner's worktree taking the new target: a fast-forward in process
+// leaves it as `git merge --ff-only` would, and refuses what git refuses.
+TEST(InProcessGitTest, AWorktreeIsFastForwardedAsGitWouldOrLeftToGit) {
+  Repo r;
+  const std::string base = r.Commit("main", {{"a.txt", "a\n"}, {"old.txt", "o\n"}, {"keep.txt", "k\n"}}, "base");
+  const fs::path wt = r.tmp.path() / "wt";
+  r.Must({"worktree", "add", "-q", "-b", "mine", wt.string(), base});
+  r.Commit("main", {{"a.txt", "A\n"}, {"d/new.txt", "n\n"}, {"old.txt", ""}}, "target moves");
+  const std::string target = r.Must({"rev-parse", "main"});
+  const Git g(wt, r.who);
+  auto open = [&] {
+    auto repo = InProcessRepo::Open(wt);
+    EXPECT_TRUE(repo.ok()) << repo.status().message();
+    return std::move(*repo);
+  };
+  auto head = [&] { return *g.Ok({"rev-parse", "HEAD"}); };
+
+  // In the way: a change to a file the target changes, or an untracked
+  // file where it adds one. git refuses both; so does this, changing nothing.
+  WriteAll(wt / "a.txt", "mine\n");
+  EXPECT_FALSE(*open().FastForward("refs/heads/main", "ff"));
+  EXPECT_NE(g.Run({"merge", "--ff-only", "--quiet", "refs/heads/main"})->exit_code, 0);
+  EXPECT_EQ(head(), base);
+  EXPECT_EQ(mates::testing::ReadAll(wt / "a.txt"), "mine\n");
+  ASSERT_TRUE(g.Ok({"checkout", "--", "a.txt"}).ok());
+  WriteAll(wt / "d/new.txt", "untracked\n");
+  EXPECT_FALSE(*open().FastForward("refs/heads/main", "ff"));
+  EXPECT_EQ(head(), base);
+  EXPECT_EQ(mates::testing::ReadAll(wt / "d/new.txt"), "untracked\n");
+  fs::remove_all(wt / "d");
+
+  // A change elsewhere stays, as git keeps it; the rest is the target's.
+  WriteAll(wt / "keep.txt", "local\n");
+  auto ff = open().FastForward("refs/heads/main", "merge main: Fast-forward");
+  ASSERT_TRUE(ff.ok()) << ff.status().message();
+  EXPECT_TRUE(*ff);
+  EXPECT_EQ(head(), target);
+  EXPECT_EQ(r.Must({"rev-parse", "mine"}), target);
+  EXPECT_EQ(*g.Ok({"status", "--porcelain"}), " M keep.txt") << "git sees the worktree at the target";
+  EXPECT_EQ(mates::testing::ReadAll(wt / "a.txt"), "A\n");
+  EXPECT_EQ(mates::testing::ReadAll(wt / "d/new.txt"), "n\n");
+  EXPECT_FALSE(fs::exists(wt / "old.txt"));
+  EXPECT_TRUE(*open().FastForward("refs/heads/main", "again")) << "at the target already";
+
+  // Diverged: no fast-forward, git's to merge.
+  const std::string mine = Git(wt, r.who).Ok({"commit", "-q", "-a", "--no-verify", "-m", "mine"}).ok()
+                               ? head() : "";
+  r.Commit("main", {{"z.txt", "z\n"}}, "target moves again");
+  EXPECT_FALSE(*open().FastForward("refs/heads/main", "ff"));
+  EXPECT_EQ(head(), mine);
 }
 
 // A repository libgit2 cannot open (SHA-256 objects) merges through git.

@@ -2,6 +2,7 @@
 
 #include <git2.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <mutex>
@@ -138,6 +139,30 @@ bool InTheWay(const std::vector<std::string>& a, const std::vector<std::string>&
     }
   }
   return false;
+}
+
+// A host killed while libgit2 held a lock of this worktree's (its index,
+// its branch) leaves the lock file behind, where a killed host's git child
+// would have gone on and let it go: every later commit there would fail.
+// The caller holds the worktree's own lock (worktrees.h), so no mates
+// process holds these; one older than kStaleLockS is no other git's
+// either (a ref or an index is locked for milliseconds), and goes.
+constexpr double kStaleLockS = 30;
+
+void ClearStaleLocks(git_repository* repo) {
+  std::vector<fs::path> locks = {fs::path(git_repository_path(repo)) / "index.lock"};
+  Reference head;
+  if (git_reference_lookup(&head.p, repo, "HEAD") == 0 && git_reference_symbolic_target(head.p) != nullptr) {
+    locks.push_back(fs::path(git_repository_commondir(repo)) /
+                    (std::string(git_reference_symbolic_target(head.p)) + ".lock"));
+  }
+  for (const fs::path& lock : locks) {
+    std::error_code ec;
+    const auto at = fs::last_write_time(lock, ec);
+    if (ec) continue;
+    const double age = std::chrono::duration<double>(fs::file_time_type::clock::now() - at).count();
+    if (age > kStaleLockS) fs::remove(lock, ec);
+  }
 }
 
 }  // namespace
@@ -281,6 +306,7 @@ Result<std::string> InProcessRepo::CommitIndex(const fs::path& index, const Iden
   if (git_repository_state(repo_) != GIT_REPOSITORY_STATE_NONE) {
     return Status::FailedPrecondition("a merge is under way: git commits it");
   }
+  ClearStaleLocks(repo_);
   Index idx;
   if (git_index_open(&idx.p, index.c_str()) != 0) return Fallback("index " + index.string());
   git_oid tree_id;
@@ -315,6 +341,44 @@ Result<std::string> InProcessRepo::CommitIndex(const fs::path& index, const Iden
     return Fallback("commit");
   }
   return IdText(made);
+}
+
+Result<bool> InProcessRepo::FastForward(const std::string& target, const std::string& message) {
+  if (git_repository_state(repo_) != GIT_REPOSITORY_STATE_NONE || git_repository_head_detached(repo_) != 0) {
+    return false;
+  }
+  ClearStaleLocks(repo_);
+  Reference head;
+  if (git_repository_head(&head.p, repo_) != 0 || git_reference_target(head.p) == nullptr) return false;
+  const git_oid from = *git_reference_target(head.p);
+  MATES_ASSIGN_OR_RETURN(std::string to_text, Resolve(target));
+  if (to_text.empty()) return false;
+  MATES_ASSIGN_OR_RETURN(git_oid to, ParseId(to_text));
+  if (git_oid_equal(&from, &to)) return true;
+  MATES_ASSIGN_OR_RETURN(bool ahead_of_head, IsAncestor(IdText(from), to_text));
+  if (!ahead_of_head) return false;
+  Object to_commit, from_commit;
+  if (git_object_lookup(&to_commit.p, repo_, &to, GIT_OBJECT_COMMIT) != 0 ||
+      git_object_lookup(&from_commit.p, repo_, &from, GIT_OBJECT_COMMIT) != 0) {
+    return Fallback("the commits");
+  }
+  // SAFE: what differs between HEAD and the target is written, unless a
+  // local change or an untracked file is in the way (then nothing is:
+  // libgit2 finds every conflict before it writes).
+  git_checkout_options opts = GIT_CHECKOUT_OPTIONS_INIT;
+  opts.checkout_strategy = GIT_CHECKOUT_SAFE;
+  const int rc = git_checkout_tree(repo_, to_commit.p, &opts);
+  if (rc == GIT_ECONFLICT) return false;
+  if (rc != 0) return Fallback("checkout");
+  Reference moved;
+  if (git_reference_create_matching(&moved.p, repo_, git_reference_name(head.p), &to, /*force=*/1, &from,
+                                    message.c_str()) != 0) {
+    // The branch moved meanwhile: its files go back to HEAD's.
+    Status why = Fallback("moving " + std::string(git_reference_name(head.p)));
+    (void)git_checkout_tree(repo_, from_commit.p, &opts);
+    return why;
+  }
+  return true;
 }
 
 Result<bool> InProcessRepo::MoveRef(const std::string& ref, const std::string& now, const std::string& old,

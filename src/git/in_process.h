@@ -68,7 +68,16 @@ class InProcessRepo {
   // it changes a submodule (git decides what is left out, worktrees.h), a
   // merge is under way (MERGE_HEAD: git's commit has two parents), HEAD
   // moved meanwhile, or libgit2 cannot.
+  // With FastForward, for a worktree its caller holds the lock of
+  // (worktrees.h): a lock file of its index or branch older than 30 s, a
+  // killed host's, is removed first.
   Result<std::string> CommitIndex(const fs::path& index, const Identity& who, const std::string& message);
+  // HEAD's branch fast-forwarded to the commit `target` names, its files
+  // and index with it, as `git merge --ff-only TARGET` does: true when done
+  // (or HEAD is there already). false, with nothing changed, when it is no
+  // fast-forward, a local change or an untracked file is in the way, a
+  // merge is under way or HEAD is detached: git decides, and says why.
+  Result<bool> FastForward(const std::string& target, const std::string& message);
   // `ref` moved from `old` to `now` if it is still at `old` (`git
   // update-ref -m MESSAGE REF NOW OLD`): false when it was not, or its
   // lock was held.

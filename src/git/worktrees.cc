@@ -560,6 +560,10 @@ std::string RefreshWorktree(const Workspace& ws, const std::string& team, const 
     // The usual case in one run: nothing of its own unmerged, so the target
     // fast-forwards it (git refuses when a local change would be touched).
     auto lock = LockWorktree(ws, team, name);
+    if (auto repo = InProcessRepo::Open(g.dir()); repo.ok()) {
+      auto ff = repo->FastForward(target, "merge " + target + ": Fast-forward");
+      if (ff.ok() && *ff) return "";
+    }
     auto ff = g.Run({"merge", "--ff-only", "--quiet", target}, 300);
     if (ff.ok() && ff->exit_code == 0) return "";
   }
