@@ -64,14 +64,20 @@ std::string IdText(const git_oid& oid) {
   return hex;
 }
 
+// The local zone is read one thread at a time: by Sign, and by libgit2
+// itself when it dates a reflog entry (a ref moved, a commit or a note
+// made). glibc's own tzset lock is invisible to ThreadSanitizer, which
+// reported two teammates' commits, then two fast-forwards, at once.
+std::mutex& ZoneMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 // `who` as a signature: its fixed date ("SECONDS +ZONE") or now, in the
-// local zone as git dates it. The zone is read here, one thread at a time
-// (libgit2's git_signature_now reads it unguarded: glibc's tzset lock is
-// invisible to ThreadSanitizer, which reported two teammates' commits).
+// local zone as git dates it.
 Status Sign(const Identity& who, Signature& out) {
   if (who.date.empty()) {
-    static std::mutex zone_mu;
-    std::lock_guard<std::mutex> lock(zone_mu);
+    std::lock_guard<std::mutex> lock(ZoneMutex());
     const std::time_t now = std::time(nullptr);
     std::tm local{};
     if (localtime_r(&now, &local) == nullptr) return Status::FailedPrecondition("the local time zone");
@@ -282,6 +288,7 @@ Status InProcessRepo::WriteNote(const std::string& notes_ref, const std::string&
   MATES_RETURN_IF_ERROR(Sign(who, sig));
   const std::string body = text.empty() || text.back() != '\n' ? text + "\n" : text;
   git_oid note;
+  std::lock_guard<std::mutex> dated(ZoneMutex());
   const int rc = git_note_create(&note, repo_, notes_ref.c_str(), sig.p, sig.p, &id, body.c_str(), /*force=*/1);
   if (rc == GIT_ELOCKED || rc == GIT_EMODIFIED) return Status::Unavailable(LastError("the notes ref is busy"));
   if (rc != 0) return Fallback("a note");
@@ -337,6 +344,7 @@ Result<std::string> InProcessRepo::CommitIndex(const fs::path& index, const Iden
   MATES_RETURN_IF_ERROR(Sign(who, sig));
   git_oid made;
   // "HEAD": its branch moves, from `parent` only (else GIT_EMODIFIED).
+  std::lock_guard<std::mutex> dated(ZoneMutex());
   if (git_commit_create(&made, repo_, "HEAD", sig.p, sig.p, nullptr, cleaned.c_str(), tree.p, 1, &parent) != 0) {
     return Fallback("commit");
   }
@@ -371,8 +379,10 @@ Result<bool> InProcessRepo::FastForward(const std::string& target, const std::st
   if (rc == GIT_ECONFLICT) return false;
   if (rc != 0) return Fallback("checkout");
   Reference moved;
+  std::unique_lock<std::mutex> dated(ZoneMutex());
   if (git_reference_create_matching(&moved.p, repo_, git_reference_name(head.p), &to, /*force=*/1, &from,
                                     message.c_str()) != 0) {
+    dated.unlock();
     // The branch moved meanwhile: its files go back to HEAD's.
     Status why = Fallback("moving " + std::string(git_reference_name(head.p)));
     (void)git_checkout_tree(repo_, from_commit.p, &opts);
@@ -386,7 +396,9 @@ Result<bool> InProcessRepo::MoveRef(const std::string& ref, const std::string& n
   MATES_ASSIGN_OR_RETURN(git_oid to, ParseId(now));
   MATES_ASSIGN_OR_RETURN(git_oid from, ParseId(old));
   Reference moved;
+  std::unique_lock<std::mutex> dated(ZoneMutex());
   const int rc = git_reference_create_matching(&moved.p, repo_, ref.c_str(), &to, /*force=*/1, &from, message.c_str());
+  dated.unlock();
   if (rc == GIT_EMODIFIED || rc == GIT_ELOCKED || rc == GIT_ENOTFOUND) return false;
   if (rc != 0) return Fallback("update-ref " + ref);
   return true;
