@@ -1340,6 +1340,37 @@ TEST(WorktreeTest, AMergeLandedByAHostKilledBeforeItSaidSoIsNotMadeTwice) {
   EXPECT_NE(note.find("\"task\""), std::string::npos) << note;
 }
 
+// A host killed after its queue recorded a merge, before it completed the
+// task: the next host's queue completes it, and the owner, resumed, is
+// told it is merged instead of redoing it (the chaos test with review saw
+// task #5 merged twice so).
+TEST(WorktreeTest, ATaskLeftInProgressUnderAMergedRequestIsCompletedNotRedone) {
+  Repo repo(TaskList{});
+  MergeRequest m;
+  ASSERT_NO_FATAL_FAILURE(SubmitJobOne(repo, &m));
+  const std::string old = Trim(Git(repo.w, {"rev-parse", "mates/wt"}));
+  const std::string merged_tree = Lines(Git(repo.w, {"merge-tree", "--write-tree", old, m.commit})).at(0);
+  const std::string merged = Trim(Git(repo.w, {"commit-tree", merged_tree, "-p", old, "-p", m.commit, "-m",
+                                               "Merge task #1: job 1 (w1)"}));
+  Git(repo.w, {"update-ref", "refs/heads/mates/wt", merged, old});
+  ASSERT_TRUE(MergeStore(Workspace(repo.w), "wt").Update(m.id, [&](MergeRequest& r) {
+    r.status = MergeState::kMerged;
+    r.merged_commit = merged;
+    r.checked_on = old;
+    return Status::Ok();
+  }).ok());
+  ASSERT_EQ(repo.Tasks()[0].status, TaskStatus::kInProgress);
+
+  auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                      testing::ScenarioFixture("team_worktree_chaos.yaml"), "--idle-timeout", "0",
+                                      "--isolation", "worktree", "--merge-check", "true"}, repo.env);
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted) << Tail(r.err);
+  EXPECT_EQ(repo.Merges().size(), 1u) << "the task was redone:\n" << Tail(r.err);
+  EXPECT_EQ(Trim(Git(repo.w, {"rev-parse", "mates/wt"})), merged)
+      << Git(repo.w, {"log", "--graph", "--format=%h %s", "mates/wt"});
+}
+
 // The host of an isolated team killed with SIGKILL eight times, each time
 // somewhere else (after 1-2 more jobs began, then 0-200 ms: in a job, a
 // commit, a merge request's write, a check, a merge, a worktree's

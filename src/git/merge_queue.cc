@@ -18,6 +18,7 @@
 #include "git/merge_tree.h"
 #include "git/provenance.h"
 #include "git/queue_steps.h"
+#include "git/submit.h"
 #include "git/worktrees.h"
 #include "store/board.h"
 #include "store/messenger.h"
@@ -176,6 +177,7 @@ void MergeQueue::Main() {
         auto s = store_->WatchMerges(team, waker_);
         if (s.ok()) sub = std::move(*s);
         RemindOfReviews(team);
+        CompleteMergedTasks(team);
       }
       processing_.store(false);
       if (options_.on_change) options_.on_change();
@@ -210,6 +212,26 @@ void MergeQueue::Main() {
     held_.store(false);
     // The team can change under us (TeamCreate): look again now and then.
     waker_->WaitChange(g, DeadlineIn(sub != nullptr ? 2.0 : 0.5));
+  }
+}
+
+void MergeQueue::CompleteMergedTasks(const std::string& team) {
+  auto list = store_->Merges(team)->List();
+  auto cfg = store_->LoadTeam(team);
+  if (!list.ok() || !cfg.ok()) return;
+  std::unique_ptr<MergeBook> merges = store_->Merges(team);
+  std::unique_ptr<TaskBoard> board = store_->Board(team);
+  for (const auto& m : *list) {
+    if (m.status != MergeState::kMerged) continue;
+    auto t = board->Get(m.task);
+    if (!t.ok() || t->status != TaskStatus::kInProgress) continue;
+    auto landed = LandedMerge(*merges, *t);
+    if (!landed || landed->id != m.id) continue;
+    TaskPatch p;
+    p.status = TaskStatus::kCompleted;
+    auto done = board->Update(m.task, p, Caller{cfg->lead, true});
+    LogInfo("merge queue: task #" + std::to_string(m.task) + " was merged (request " + std::to_string(m.id) +
+            ") by a host that stopped before it completed it: " + (done.ok() ? "completed" : done.status().message()));
   }
 }
 
@@ -665,25 +687,23 @@ Json MergeQueue::Provenance(const std::string& team, const TeamGit& tg, const Me
 void MergeQueue::Finish(const std::string& team, const MergeRequest& m, const std::string& onto,
                         const std::string& merged) {
   const Workspace& ws = options_.ws;
-  auto cfg = store_->LoadTeam(team);
-  const std::string lead = cfg.ok() ? cfg->lead : "lead";
-  TeamGit tg = cfg.ok() ? cfg->git : TeamGit{};
-  if (!m.target.empty()) tg.target_branch = m.target;
-  // The task first: a host killed in between leaves the request taken,
-  // which the next queue finds landed (LandedAlready) and records. The
-  // other way round left a merged request under a task in progress, which
-  // its resumed owner redid and merged a second time (the chaos test
-  // under ThreadSanitizer, once the merge was in process).
-  TaskPatch p;
-  p.status = TaskStatus::kCompleted;
-  auto done = store_->Board(team)->Update(m.task, p, Caller{lead, true});
-  if (!done.ok()) LogWarning("merge queue: task #" + std::to_string(m.task) + ": " + done.status().message());
+  // The request, then its task: a host killed in between leaves a merged
+  // request under a task in progress, which the next queue completes
+  // (CompleteMergedTasks) and its owner is told is merged.
   auto now = store_->Merges(team)->Update(m.id, [&](MergeRequest& r) {
     r.status = MergeState::kMerged;
     r.merged_commit = merged;
     r.checked_on = onto;  // what it changed is told from there (git/diffs.h)
     return Status::Ok();
   });
+  auto cfg = store_->LoadTeam(team);
+  const std::string lead = cfg.ok() ? cfg->lead : "lead";
+  TeamGit tg = cfg.ok() ? cfg->git : TeamGit{};
+  if (!m.target.empty()) tg.target_branch = m.target;
+  TaskPatch p;
+  p.status = TaskStatus::kCompleted;
+  auto done = store_->Board(team)->Update(m.task, p, Caller{lead, true});
+  if (!done.ok()) LogWarning("merge queue: task #" + std::to_string(m.task) + ": " + done.status().message());
   // A running owner's worktree takes the new target when it starts its
   // next task (RefreshWorktree), not under the work it may be doing now; a
   // stopped owner's is cleaned up (it is merged now).

@@ -97,6 +97,9 @@ class MergeQueue {
   // a host that took the team up after another (killed, or ended with a
   // request undecided) has no other way to hear of them.
   void RemindOfReviews(const std::string& team);
+  // Tasks left in progress under a request merged by a host that stopped
+  // in between (Finish) are completed.
+  void CompleteMergedTasks(const std::string& team);
   // One request, from queued to merged, bounced or put in review (or left
   // for the next host, stopped), in named steps.
   void Process(const std::string& team, MergeRequest m);

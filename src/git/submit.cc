@@ -90,6 +90,12 @@ std::optional<MergeRequest> BouncedMerge(MergeBook& merges, const Task& t) {
   return m;
 }
 
+std::optional<MergeRequest> LandedMerge(MergeBook& merges, const Task& t) {
+  auto m = LastMerge(merges, t);
+  if (!m || m->status != MergeState::kMerged) return std::nullopt;
+  return m;
+}
+
 std::string BounceLine(const MergeRequest& m) {
   std::string line = "Task #" + std::to_string(m.task) + ": ";
   if (m.status == MergeState::kRejected) {

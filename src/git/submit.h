@@ -39,6 +39,10 @@ std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t);
 // The request `t` was last submitted in, when it came back (conflict,
 // failed or rejected): the task is its owner's to fix and complete again.
 std::optional<MergeRequest> BouncedMerge(MergeBook& merges, const Task& t);
+// The request `t` was last submitted in, when it is merged: the task is
+// done, and the queue completes it (a host that stopped between the two
+// left it in progress).
+std::optional<MergeRequest> LandedMerge(MergeBook& merges, const Task& t);
 // What bounced `m` (a request BouncedMerge returns) in the words of
 // merge-queue's message about it: "Task #N: conflict in a.txt", "Task #N:
 // merge rejected by lead: add a test", "Task #N: check failed:\n<output>".

@@ -250,7 +250,9 @@ Status Teammate::RemindOfTasksInProgress() {
   std::unique_ptr<MergeBook> merges = config_.work_root.empty() ? nullptr : env_.store.Merges(config_.team);
   for (const auto& t : *tasks) {
     if (t.owner != config_.name || t.status != TaskStatus::kInProgress) continue;
-    if (auto m = merges ? git::WaitingMerge(*merges, t) : std::nullopt) {
+    auto m = merges ? git::WaitingMerge(*merges, t) : std::nullopt;
+    if (!m && merges) m = git::LandedMerge(*merges, t);  // merged: the queue completes it
+    if (m) {
       // Submitted before the host died: redoing it would only leave the
       // worktree changed under the next task.
       waiting += "\n#" + std::to_string(t.id) + " (" + agent::NeutraliseFrames(t.subject) + "): merge request " + std::to_string(m->id) + ", " +
