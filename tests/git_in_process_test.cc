@@ -259,9 +259,9 @@ TEST(InProcessGitTest, AnIndexIsCommittedAsGitCommitsIt) {
 }
 
 // A host killed while libgit2 held the branch's lock left its lock file:
-// one older than 30 s is a dead host's and goes; a fresh one is another
-// git's at work, and the commit is refused (the caller runs git, which
-// says so).
+// one older than this process (or than 30 s) is a dead host's and goes; a
+// fresh one is another git's at work, and the commit is refused (the
+// caller runs git, which says so).
 TEST(InProcessGitTest, ALockFileAKilledHostLeftIsClearedAFreshOneIsNot) {
   Repo r;
   r.Commit("main", {{"a.txt", "a\n"}}, "base");

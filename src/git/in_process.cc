@@ -147,27 +147,31 @@ bool InTheWay(const std::vector<std::string>& a, const std::vector<std::string>&
   return false;
 }
 
-// A host killed while libgit2 held a lock of this worktree's (its index,
-// its branch) leaves the lock file behind, where a killed host's git child
-// would have gone on and let it go: every later commit there would fail.
-// The caller holds the worktree's own lock (worktrees.h), so no mates
-// process holds these; one older than kStaleLockS is no other git's
-// either (a ref or an index is locked for milliseconds), and goes.
+// A host killed while libgit2 held a lock (a worktree's index or branch,
+// the target, the notes ref) leaves its lock file behind, where a killed
+// host's git child would have gone on and let it go: every later write
+// there would fail. A lock file is a dead process's when it is older than
+// this process (its mates writer is this host now: a worktree's under the
+// worktree's own lock, the queue's refs in the lead's host), or older than
+// kStaleLockS (no git holds a ref or an index for that long).
 constexpr double kStaleLockS = 30;
+const fs::file_time_type kProcessStart = fs::file_time_type::clock::now();
 
+void ClearStaleLock(const fs::path& lock) {
+  std::error_code ec;
+  const auto at = fs::last_write_time(lock, ec);
+  if (ec) return;
+  const double age = std::chrono::duration<double>(fs::file_time_type::clock::now() - at).count();
+  if (at < kProcessStart || age > kStaleLockS) fs::remove(lock, ec);
+}
+
+// The lock files of a worktree's index and of the branch its HEAD names.
 void ClearStaleLocks(git_repository* repo) {
-  std::vector<fs::path> locks = {fs::path(git_repository_path(repo)) / "index.lock"};
+  ClearStaleLock(fs::path(git_repository_path(repo)) / "index.lock");
   Reference head;
   if (git_reference_lookup(&head.p, repo, "HEAD") == 0 && git_reference_symbolic_target(head.p) != nullptr) {
-    locks.push_back(fs::path(git_repository_commondir(repo)) /
-                    (std::string(git_reference_symbolic_target(head.p)) + ".lock"));
-  }
-  for (const fs::path& lock : locks) {
-    std::error_code ec;
-    const auto at = fs::last_write_time(lock, ec);
-    if (ec) continue;
-    const double age = std::chrono::duration<double>(fs::file_time_type::clock::now() - at).count();
-    if (age > kStaleLockS) fs::remove(lock, ec);
+    ClearStaleLock(fs::path(git_repository_commondir(repo)) /
+                   (std::string(git_reference_symbolic_target(head.p)) + ".lock"));
   }
 }
 
@@ -287,6 +291,7 @@ Status InProcessRepo::WriteNote(const std::string& notes_ref, const std::string&
   Signature sig;
   MATES_RETURN_IF_ERROR(Sign(who, sig));
   const std::string body = text.empty() || text.back() != '\n' ? text + "\n" : text;
+  ClearStaleLock(fs::path(git_repository_commondir(repo_)) / (notes_ref + ".lock"));
   git_oid note;
   std::lock_guard<std::mutex> dated(ZoneMutex());
   const int rc = git_note_create(&note, repo_, notes_ref.c_str(), sig.p, sig.p, &id, body.c_str(), /*force=*/1);
@@ -395,6 +400,7 @@ Result<bool> InProcessRepo::MoveRef(const std::string& ref, const std::string& n
                                     const std::string& message) {
   MATES_ASSIGN_OR_RETURN(git_oid to, ParseId(now));
   MATES_ASSIGN_OR_RETURN(git_oid from, ParseId(old));
+  ClearStaleLock(fs::path(git_repository_commondir(repo_)) / (ref + ".lock"));
   Reference moved;
   std::unique_lock<std::mutex> dated(ZoneMutex());
   const int rc = git_reference_create_matching(&moved.p, repo_, ref.c_str(), &to, /*force=*/1, &from, message.c_str());

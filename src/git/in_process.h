@@ -68,9 +68,10 @@ class InProcessRepo {
   // it changes a submodule (git decides what is left out, worktrees.h), a
   // merge is under way (MERGE_HEAD: git's commit has two parents), HEAD
   // moved meanwhile, or libgit2 cannot.
-  // With FastForward, for a worktree its caller holds the lock of
-  // (worktrees.h): a lock file of its index or branch older than 30 s, a
-  // killed host's, is removed first.
+  // With FastForward, WriteNote and MoveRef: a lock file of what it writes
+  // that is older than this process or than 30 s, a killed host's, is
+  // removed first (the caller is that thing's one mates writer: under the
+  // worktree's lock, or the lead's host's queue).
   Result<std::string> CommitIndex(const fs::path& index, const Identity& who, const std::string& message);
   // HEAD's branch fast-forwarded to the commit `target` names, its files
   // and index with it, as `git merge --ff-only TARGET` does: true when done

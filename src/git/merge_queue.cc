@@ -609,6 +609,10 @@ MergeQueue::Moved MergeQueue::MoveTarget(const std::string& team, const TeamGit&
 
 bool MergeQueue::LandedAlready(const std::string& team, const TeamGit& tg, Git& w, const MergeRequest& m,
                                const std::string& old) {
+  // Under review, only an approved request lands as it is (its host was
+  // killed after the move): another request's merge may have brought in
+  // this one's commit, and this one is still reviewed on its own.
+  if (tg.merge_review && !m.approved) return false;
   auto repo = InProcessRepo::Open(w.dir());
   auto in_here = repo.ok() ? repo->IsAncestor(m.commit, old) : Result<bool>(repo.status());
   if (in_here.ok() && !*in_here) return false;
