@@ -27,7 +27,14 @@ Result<std::optional<Submitted>> SubmitForMerge(const Workspace& ws, TeamStore& 
                                       std::to_string(earlier->id) + ", " +
                                       std::string(MergeStateName(earlier->status)) + "); it completes when merged");
   }
-  MATES_ASSIGN_OR_RETURN(Committed done, CommitTeammateWork(ws, team, t.owner, t.id, t.subject, c.git));
+  // Said with the task's number: the agent completes it again once the
+  // cause (a full disk, say) is gone.
+  auto committed = CommitTeammateWork(ws, team, t.owner, t.id, t.subject, c.git);
+  if (!committed.ok()) {
+    return Status::FailedPrecondition(ref + " could not be committed (it stays in progress; complete it again): " +
+                                      committed.status().message());
+  }
+  Committed done = std::move(*committed);
   // An embedded repository is never committed (DESIGN §26): said here.
   std::string left_out;
   for (const auto& path : done.left_out) left_out += (left_out.empty() ? "" : ", ") + path;
