@@ -186,11 +186,6 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
       // submitted again, as an agent told so would.
       "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): check failed\"\n    once: false\n    reply:\n"
       "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
-      // A completion its disk refused (the full-disk fault): again, as an
-      // agent told so would, a moment later.
-      "  - agent: \"w*\"\n    when: \"task #(\\\\d+) could not be committed\"\n    once: false\n"
-      "    delay_ms: 500\n    reply:\n"
-      "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
       "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): job\"\n    once: false\n    reply:\n"
       "      - {type: tool_use, name: SendMessage, input: {type: broadcast, content: \"job $1 begins\"}}\n"
       "      - {type: tool_use, name: bash, input: {command: \"echo $1 $(date +%s.%N) >> " + work.string() +
