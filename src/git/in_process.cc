@@ -169,7 +169,12 @@ void ClearStaleLock(const fs::path& lock) {
 void ClearStaleLocks(git_repository* repo) {
   ClearStaleLock(fs::path(git_repository_path(repo)) / "index.lock");
   Reference head;
-  if (git_reference_lookup(&head.p, repo, "HEAD") == 0 && git_reference_symbolic_target(head.p) != nullptr) {
+  // HEAD is in the worktree's admin folder: only a branch's own name,
+  // never a path an agent could aim elsewhere, names a lock to remove.
+  const char* branch = git_reference_lookup(&head.p, repo, "HEAD") == 0 ? git_reference_symbolic_target(head.p) : nullptr;
+  if (branch != nullptr && std::string_view(branch).rfind("refs/heads/", 0) == 0 &&
+      std::string_view(branch).find("..") == std::string_view::npos &&
+      git_reference_is_valid_name(branch) == 1) {
     ClearStaleLock(fs::path(git_repository_commondir(repo)) /
                    (std::string(git_reference_symbolic_target(head.p)) + ".lock"));
   }
