@@ -333,6 +333,48 @@ TEST(InProcessGitTest, AWorktreeIsFastForwardedAsGitWouldOrLeftToGit) {
   EXPECT_EQ(head(), mine);
 }
 
+// A symlink an agent planted in its worktree (DESIGN §26) is never
+// written through: untracked, ignored, or the target turning a committed
+// one into a folder, the fast-forward refuses or replaces the link, and
+// nothing lands outside the worktree.
+TEST(InProcessGitTest, AFastForwardNeverWritesThroughASymlink) {
+  struct Case {
+    std::string name;
+    bool ignored;    // the link is in the worktree's .gitignore
+    bool committed;  // the link is in HEAD, the target makes it a folder
+  };
+  for (const Case& c : {Case{"untracked", false, false}, Case{"ignored", true, false}, Case{"committed", false, true}}) {
+    SCOPED_TRACE(c.name);
+    Repo r;
+    const fs::path outside = r.tmp.path() / "outside";
+    fs::create_directories(outside);
+    const std::string base = r.Commit("main", {{"a.txt", "a\n"}}, "base");
+    const fs::path wt = r.tmp.path() / "wt";
+    r.Must({"worktree", "add", "-q", "-b", "mine", wt.string(), base});
+    const Git g(wt, r.who);
+    if (c.ignored) WriteAll(wt / ".gitignore", "d\n");  // the agent's, not committed
+    fs::create_directory_symlink(outside, wt / "d");
+    if (c.committed) {
+      ASSERT_TRUE(g.Ok({"add", "d"}).ok());
+      ASSERT_TRUE(g.Ok({"commit", "-q", "--no-verify", "-m", "a link"}).ok());
+      r.Must({"merge", "-q", "--ff-only", "mine"});
+      r.Must({"rm", "-q", "d"});
+    }
+    r.Commit("main", {{"d/new.txt", "n\n"}}, "a folder where the link is");
+    auto repo = InProcessRepo::Open(wt);
+    ASSERT_TRUE(repo.ok()) << repo.status().message();
+    auto ff = repo->FastForward("refs/heads/main", "ff");
+    EXPECT_TRUE(fs::is_empty(outside)) << "written through the link";
+    if (ff.ok() && *ff) {
+      EXPECT_FALSE(fs::is_symlink(wt / "d"));
+      EXPECT_EQ(mates::testing::ReadAll(wt / "d/new.txt"), "n\n");
+      EXPECT_EQ(*g.Ok({"rev-parse", "HEAD"}), r.Must({"rev-parse", "main"}));
+    } else {
+      EXPECT_TRUE(fs::is_symlink(wt / "d")) << "refused, it changed nothing";
+    }
+  }
+}
+
 // A repository libgit2 cannot open (SHA-256 objects) merges through git.
 TEST(InProcessGitTest, ARepositoryLibgit2CannotOpenMergesThroughGit) {
   Repo r({"--object-format=sha256"});
