@@ -1248,7 +1248,9 @@ TEST(WorktreeTest, AResumedTeammateWorksOnTheTargetItsTaskBuildsOn) {
 // A first run makes w1; then w1 takes "job 1" and submits it: its commit
 // in its worktree, the merge request (`*made`) and the task's note of it,
 // as its host leaves them before the queue merges it.
-void SubmitJobOne(Repo& repo, MergeRequest* made) {
+// `recorded`: the request's number is written onto the task (else its host
+// died between the two).
+void SubmitJobOne(Repo& repo, MergeRequest* made, bool recorded = true) {
   auto first = repo.Run({"--isolation", "worktree", "--merge-check", "true"}, "Go one");
   ASSERT_EQ(first.exit_code, 0) << Tail(first.err);
   Board board(Workspace(repo.w).TasksDir("wt"));
@@ -1267,10 +1269,11 @@ void SubmitJobOne(Repo& repo, MergeRequest* made) {
   m.target = "mates/wt";
   auto created = MergeStore(Workspace(repo.w), "wt").Create(m);
   ASSERT_TRUE(created.ok()) << created.status().message();
+  *made = *created;
+  if (!recorded) return;
   TaskPatch waits;
   waits.metadata_json = "{\"merge\": " + std::to_string(created->id) + "}";
   ASSERT_TRUE(board.Update(1, waits, Caller{"w1", false}).ok());
-  *made = *created;
 }
 
 // A host killed after a teammate submitted its task, before the merge: the
@@ -1293,6 +1296,26 @@ TEST(WorktreeTest, AResumedTeammateLeavesATaskThatWaitsInTheQueue) {
   EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted) << Tail(r.err);
   EXPECT_EQ(Git(repo.w, {"show", "mates/wt:f1.txt"}), "submitted\n");
   EXPECT_EQ(Git(tree, {"status", "--porcelain"}), "") << "the worktree was left changed";
+}
+
+// A host killed after it made a teammate's merge request, before it wrote
+// the request's number onto the task: the resumed teammate is told the
+// task waits in the queue (the request is linked to it), and does not do
+// it again — the chaos test with review saw job 3 so merged twice.
+TEST(WorktreeTest, ARequestItsHostDiedBeforeRecordingIsNotMadeAgain) {
+  Repo repo(TaskList{});
+  MergeRequest m;
+  ASSERT_NO_FATAL_FAILURE(SubmitJobOne(repo, &m, /*recorded=*/false));
+  const size_t jobs_before = Lines(ReadAll(repo.tmp.path() / "shared/work.log")).size();
+  auto r = testing::RunMates(repo.w, {"run", "--team", "wt", "--provider", "scripted", "--scenario",
+                                      testing::ScenarioFixture("team_worktree_chaos.yaml"), "--idle-timeout", "0",
+                                      "--isolation", "worktree", "--merge-check", "true"}, repo.env);
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  EXPECT_EQ(Lines(ReadAll(repo.tmp.path() / "shared/work.log")).size(), jobs_before) << "job 1 was done again:\n"
+                                                                                     << Tail(r.err);
+  EXPECT_EQ(repo.Merges().size(), 1u) << Tail(r.err);
+  EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted) << Tail(r.err);
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:f1.txt"}), "submitted\n");
 }
 
 // A host killed after its queue moved the target, before it said so: the

@@ -85,6 +85,19 @@ std::optional<MergeRequest> LastMerge(MergeBook& merges, const Task& t) {
 
 }  // namespace
 
+Result<Task> LinkUnrecordedMerge(TaskBoard& board, const Task& t, const std::vector<MergeRequest>& requests) {
+  auto meta = ParseJson(t.metadata_json);
+  auto named = meta.ok() && meta->is_object() ? JsonInt(*meta, "merge", false, 0) : Result<int64_t>(int64_t{0});
+  int64_t newest = named.ok() ? *named : 0;
+  for (const auto& r : requests) {
+    if (r.task == t.id && r.owner == t.owner && r.id > newest) newest = r.id;
+  }
+  if (!named.ok() || newest == *named) return t;
+  TaskPatch p;
+  p.metadata_json = DumpJson(Json{{"merge", newest}});
+  return board.Update(t.id, p, Caller{t.owner, false});
+}
+
 std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t) {
   auto m = LastMerge(merges, t);
   if (!m || !MergeOpen(m->status)) return std::nullopt;

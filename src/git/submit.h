@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "git/merge_hooks.h"
 #include "store/board.h"
@@ -43,6 +44,12 @@ std::optional<MergeRequest> BouncedMerge(MergeBook& merges, const Task& t);
 // done, and the queue completes it (a host that stopped between the two
 // left it in progress).
 std::optional<MergeRequest> LandedMerge(MergeBook& merges, const Task& t);
+// A request for `t` by its owner newer than the one its metadata names:
+// its host died between making the request and writing its number onto
+// the task, which then read as never submitted — done and merged twice.
+// Its number is written there now (as its owner); the task as it then is.
+// `requests`: the team's, as MergeBook::List gives them.
+Result<Task> LinkUnrecordedMerge(TaskBoard& board, const Task& t, const std::vector<MergeRequest>& requests);
 // What bounced `m` (a request BouncedMerge returns) in the words of
 // merge-queue's message about it: "Task #N: conflict in a.txt", "Task #N:
 // merge rejected by lead: add a test", "Task #N: check failed:\n<output>".

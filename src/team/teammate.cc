@@ -13,6 +13,7 @@
 #include "git/submit.h"
 #include "git/worktrees.h"
 #include "store/board.h"
+#include "store/merges.h"
 #include "store/claim_line.h"
 #include "store/mailbox.h"
 #include "store/messenger.h"
@@ -244,12 +245,24 @@ bool Teammate::ShutdownPending() {
 Status Teammate::RemindOfTasksInProgress() {
   // The board keeps tasks claimed by a host that died in_progress under our
   // name; nobody else may claim them, so we must finish them.
-  auto tasks = env_.store.Board(config_.team)->List(false);
+  std::unique_ptr<TaskBoard> board = env_.store.Board(config_.team);
+  auto tasks = board->List(false);
   if (!tasks.ok()) return tasks.status();
   std::string text, waiting;
   std::unique_ptr<MergeBook> merges = config_.work_root.empty() ? nullptr : env_.store.Merges(config_.team);
-  for (const auto& t : *tasks) {
+  std::optional<std::vector<MergeRequest>> requests;  // listed once, if a task is ours
+  for (Task t : *tasks) {
     if (t.owner != config_.name || t.status != TaskStatus::kInProgress) continue;
+    if (merges) {
+      // A request its host died before writing onto the task is linked
+      // first: else the task reads as never submitted, and is redone.
+      if (!requests) {
+        auto listed = merges->List();
+        if (!listed.ok()) return listed.status();
+        requests = std::move(*listed);
+      }
+      MATES_ASSIGN_OR_RETURN(t, git::LinkUnrecordedMerge(*board, t, *requests));
+    }
     auto m = merges ? git::WaitingMerge(*merges, t) : std::nullopt;
     if (!m && merges) m = git::LandedMerge(*merges, t);  // merged: the queue completes it
     if (m) {
