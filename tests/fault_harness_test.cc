@@ -175,24 +175,44 @@ struct Fault {
 
 TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing) {
   const fs::path work = dir_.path() / "work.log";  // shared by the machines: one file system
-  // A job: says it begins (to everyone), leaves its line and works a
-  // second (so that 200 of them outlast the faults), tells the lead,
-  // says it is done (to everyone), completes its task. Every message a
-  // teammate gets while idle is a turn of its own.
+  // A job: says it begins (to everyone), leaves its line and its file and
+  // works a second (so that 200 of them outlast the faults); in its next
+  // turn, the file written, tells the lead, says it is done (to everyone),
+  // completes its task. Every message a teammate gets while idle is a
+  // turn of its own.
   scenario_ = dir_.path() / "storm.yaml";
+  // Its line, then its file, which says whether it was written.
+  const std::string write = "{type: tool_use, name: bash, input: {command: \"echo $1 $(date +%s.%N) >> " + work.string() +
+                            "; if echo $1 > job-$1.txt; then echo job $1 written; else echo job $1 not written; fi; "
+                            "sleep 1\"}}";
   const std::string yaml =
       "rules:\n"
       // A merge the queue could not make (its work not fetched, say) is
       // submitted again, as an agent told so would.
       "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): check failed\"\n    once: false\n    reply:\n"
       "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
-      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): job\"\n    once: false\n    reply:\n"
-      "      - {type: tool_use, name: SendMessage, input: {type: broadcast, content: \"job $1 begins\"}}\n"
-      "      - {type: tool_use, name: bash, input: {command: \"echo $1 $(date +%s.%N) >> " + work.string() +
-      "; echo $1 > job-$1.txt; sleep 1\"}}\n"
+      // A completion its disk refused (the full-disk fault): again, a
+      // moment later, as an agent told so would.
+      "  - agent: \"w*\"\n    when: \"task #(\\\\d+) could not be committed\"\n    once: false\n"
+      "    delay_ms: 500\n    reply:\n"
+      "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
+      // Taken up on another machine, where its work did not come: done
+      // again there, as an agent told so would.
+      "  - agent: \"w*\"\n    when: \"task #(\\\\d+) was not completed: you were taken up here\"\n    once: false\n"
+      "    reply:\n"
+      "      - " + write + "\n"
+      // Its file written: the job is told done and completed.
+      "  - agent: \"w*\"\n    when: \"job (\\\\d+) written\"\n    once: false\n    reply:\n"
       "      - {type: tool_use, name: SendMessage, input: {recipient: lead, content: \"done $1\"}}\n"
       "      - {type: tool_use, name: SendMessage, input: {type: broadcast, content: \"job $1 is done\"}}\n"
       "      - {type: tool_use, name: TaskUpdate, input: {task_id: \"$1\", status: completed}}\n"
+      // Not written (a full disk): written again a moment later. An agent
+      // that completed it anyway would have completed nothing.
+      "  - agent: \"w*\"\n    when: \"job (\\\\d+) not written\"\n    once: false\n    delay_ms: 500\n    reply:\n"
+      "      - " + write + "\n"
+      "  - agent: \"w*\"\n    when: \"Task #(\\\\d+): job\"\n    once: false\n    reply:\n"
+      "      - {type: tool_use, name: SendMessage, input: {type: broadcast, content: \"job $1 begins\"}}\n"
+      "      - " + write + "\n"
       "  - agent: \"*\"\n    once: false\n    reply: [{type: text, text: \"Noted.\"}]\n";
   ASSERT_TRUE(WriteFileAtomic(scenario_, yaml).ok());
 

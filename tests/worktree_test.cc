@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -1392,6 +1393,64 @@ TEST(WorktreeTest, ATaskLeftInProgressUnderAMergedRequestIsCompletedNotRedone) {
   EXPECT_EQ(repo.Merges().size(), 1u) << "the task was redone:\n" << Tail(r.err);
   EXPECT_EQ(Trim(Git(repo.w, {"rev-parse", "mates/wt"})), merged)
       << Git(repo.w, {"log", "--graph", "--format=%h %s", "mates/wt"});
+}
+
+// A teammate taken up on another machine than its last (its journal's
+// place) finds there a worktree without what it did on the first, which
+// its conversation still tells of: the reminder says so, and its first
+// completion is refused (the fault harness saw jobs completed with
+// nothing, or only a worktree's leftovers, merged). Done again, the task
+// is merged; one that needs no change is completed at the second asking.
+// Taken up where it last was, it is asked nothing more.
+TEST(WorktreeTest, ATeammateTakenUpElsewhereIsToldItsWorkStayedBehind) {
+  Repo repo(TaskList{});
+  const fs::path scenario = testing::ScenarioFixture("team_worktree_moved.yaml");
+  const fs::path journal = repo.w / ".teams/wt/agents/w1.jsonl";
+  auto run = [&](const fs::path& script, const std::vector<std::string>& goal) {
+    std::vector<std::string> args = {"run", "--team", "wt", "--provider", "scripted", "--scenario", script.string(),
+                                     "--idle-timeout", "0", "--isolation", "worktree", "--merge-check", "true"};
+    args.insert(args.end(), goal.begin(), goal.end());
+    return testing::RunMates(repo.w, args, repo.env);
+  };
+  // w1 takes `id` on another machine, whose host then dies.
+  Board board(Workspace(repo.w).TasksDir("wt"));
+  auto taken_elsewhere = [&](int64_t id) {
+    ASSERT_TRUE(board.Create({"job " + std::to_string(id), "", "", {}, ""}).ok());
+    ASSERT_TRUE(board.Claim(id, "w1").ok());
+    std::ofstream(journal, std::ios::app) << "{\"kind\":\"place\",\"place\":\"elsewhere:/w\"}\n";
+  };
+  auto first = run(scenario, {"Go"});
+  ASSERT_EQ(first.exit_code, 0) << Tail(first.err);
+  ASSERT_NO_FATAL_FAILURE(taken_elsewhere(1));
+  auto r = run(scenario, {});
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  EXPECT_EQ(repo.Tasks()[0].status, TaskStatus::kCompleted) << Tail(r.err);
+  ASSERT_EQ(repo.Merges().size(), 1u) << "completed with nothing merged:\n" << Tail(r.err);
+  EXPECT_EQ(repo.Merges()[0].status, MergeState::kMerged);
+  EXPECT_EQ(Git(repo.w, {"show", "mates/wt:f1.txt"}), "done\n");
+  EXPECT_NE(ReadAll(journal).find("You worked on them at elsewhere:/w; you are now at "), std::string::npos);
+
+  // A task that needs no file changed: refused once, then completed.
+  ASSERT_NO_FATAL_FAILURE(taken_elsewhere(2));
+  const fs::path no_change = repo.tmp.path() / "no-change.yaml";
+  std::string yaml = ReadAll(scenario);
+  const std::string redo = "      - {type: tool_use, name: bash, input: {command: \"echo done > f$1.txt\"}}\n";
+  ASSERT_NE(yaml.find(redo), std::string::npos);
+  yaml.erase(yaml.find(redo), redo.size());
+  WriteAll(no_change, yaml);
+  r = run(no_change, {});
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  EXPECT_EQ(repo.Tasks()[1].status, TaskStatus::kCompleted) << Tail(r.err);
+  EXPECT_EQ(repo.Merges().size(), 1u);
+  EXPECT_NE(ReadAll(journal).find("task #2 was not completed: you were taken up here"), std::string::npos);
+
+  // Taken up where it last was: its completion goes through at once.
+  ASSERT_TRUE(board.Create({"job 3", "", "", {}, ""}).ok());
+  ASSERT_TRUE(board.Claim(3, "w1").ok());
+  r = run(no_change, {});
+  ASSERT_EQ(r.exit_code, 0) << Tail(r.err);
+  EXPECT_EQ(repo.Tasks()[2].status, TaskStatus::kCompleted) << Tail(r.err);
+  EXPECT_EQ(ReadAll(journal).find("task #3 was not completed"), std::string::npos);
 }
 
 // The host of an isolated team killed with SIGKILL eight times, each time

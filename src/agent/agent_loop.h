@@ -120,6 +120,10 @@ class AgentLoop {
   // the file are in the copy (what Journal::Reconcile returned).
   Status AttachJournal(const fs::path& path, bool resume, std::unique_ptr<JournalCopy> copy = nullptr,
                        std::optional<int64_t> reconciled = std::nullopt);
+  // Where a host took the agent up last, as its journal says ("" if it
+  // never said); and this host's `place`, journaled when it differs.
+  const std::string& journaled_place() const { return journaled_place_; }
+  Status JournalPlace(const std::string& place);
   // The agent will work no more (its activity file says `stopped`, why).
   void ReportStopped(const std::string& why);
   // A hook of the person's blocked something (its activity keeps it).
@@ -267,6 +271,7 @@ class AgentLoop {
   int64_t last_reported_tokens_ = 0;  // the provider's count for the last call
   int64_t last_estimated_tokens_ = 0;  // our raw estimate for the same call
   int compactions_ = 0;
+  std::string journaled_place_;
   std::atomic<bool> compact_requested_{false};
   bool model_failed_ = false;  // the turn's failure was its model call's (the loop's thread)
 

@@ -47,6 +47,7 @@ Status AgentLoop::AttachJournal(const fs::path& path, bool resume, std::unique_p
     conversation_.Reset(std::move(st.messages));
     delivered_ = std::move(st.delivered);
     compactions_ = st.compactions;
+    journaled_place_ = std::move(st.place);
     // What it spent before counts against its budget, and is reported.
     usage_.Restore(st.usage, st.calls);
     in_team_.Restore(st.usage, st.calls);
@@ -66,6 +67,13 @@ Status AgentLoop::AttachJournal(const fs::path& path, bool resume, std::unique_p
     MATES_RETURN_IF_ERROR(AddUser(std::move(results)));
   }
   StartSession(resume && !conversation_.empty() ? "resume" : "startup");
+  return Status::Ok();
+}
+
+Status AgentLoop::JournalPlace(const std::string& place) {
+  if (!journal_ || place == journaled_place_) return Status::Ok();
+  MATES_RETURN_IF_ERROR(journal_->AppendPlace(place));
+  journaled_place_ = place;
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -472,6 +473,32 @@ TEST_F(AgentTest, AJournalSaysWhereItsLeadWentOnUntilItComesBack) {
   EXPECT_EQ(Journal::Load(journal)->moved_to, "other");
   ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::Text("here again")}}).ok());
   EXPECT_EQ(Journal::Load(journal)->moved_to, "");
+}
+
+// Where a host took the agent up last: the newest "place" line, through
+// compactions and messages; a place line is no part of the conversation,
+// and one that is not a string stops replay there, as any broken line does.
+TEST_F(AgentTest, AJournalSaysWhereTheAgentWasTakenUpLast) {
+  fs::path journal = ws_.AgentsDir("t") / "w1.jsonl";
+  auto j = Journal::Open(journal);
+  ASSERT_TRUE(j.ok());
+  ASSERT_TRUE(j->AppendMessage({llm::Role::kUser, {ContentBlock::Text("goal")}}).ok());
+  EXPECT_EQ(Journal::Load(journal)->place, "");
+  ASSERT_TRUE(j->AppendPlace("m1:/w").ok());
+  ASSERT_TRUE(j->AppendCompaction({{llm::Role::kUser, {ContentBlock::Text("goal")}}}, "").ok());
+  ASSERT_TRUE(j->AppendMessage({llm::Role::kAssistant, {ContentBlock::Text("working")}}).ok());
+  auto st = Journal::Load(journal);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->place, "m1:/w");
+  EXPECT_EQ(st->messages.size(), 2u);
+  ASSERT_TRUE(j->AppendPlace("m2:/w").ok());
+  EXPECT_EQ(Journal::Load(journal)->place, "m2:/w");
+  std::ofstream(journal, std::ios::app) << "{\"kind\":\"place\",\"place\":7}\n";
+  st = Journal::Load(journal);
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->problem.has_value());
+  EXPECT_EQ(st->problem->line, 6u);
+  EXPECT_EQ(st->place, "m2:/w");
 }
 
 // A line that fails part way (a disk full: here a file size limit, which

@@ -180,6 +180,10 @@ Status Journal::AppendMoved(const std::string& team) {
   return Append(DumpJson(Json{{"kind", "moved"}, {"team", team}}));
 }
 
+Status Journal::AppendPlace(const std::string& place) {
+  return Append(DumpJson(Json{{"kind", "place"}, {"place", place}}));
+}
+
 Status Journal::AppendTurnEnd(std::string_view end, const std::string& why, std::string_view in) {
   Json line = JsonObject(5);
   line["kind"] = "turn_end";
@@ -400,6 +404,11 @@ Status ApplyLine(const Json& j, JournalState* st, Replay* replay) {
     return Status::Ok();
   }
   if (kind == "usage") return AddUsageLine(j, st);
+  if (kind == "place") {
+    MATES_ASSIGN_OR_RETURN(std::string place, JsonString(j, "place", true));
+    st->place = std::move(place);
+    return Status::Ok();
+  }
   return Status::Ok();  // a kind from a later version: nothing to replay
 }
 

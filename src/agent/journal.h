@@ -12,6 +12,8 @@
 //        (and the model that answered it, for its price)
 //   {"kind":"delivered","ids":[…]}   ids of inbox messages already in the
 //        conversation (written when a journal moves, after its compact line)
+//   {"kind":"place","place":"HOST:WORKSPACE"}   where a host took the agent
+//        up (a machine and workspace: its files and worktree are there)
 //   {"kind":"turn_end","end":"failed","why":"…","in":"model","ts":…}   a turn
 //        that did not end as the model meant: failed (`in` "model" when its
 //        model call failed), budget, breaker, max_calls, refusal,
@@ -78,6 +80,8 @@ struct JournalState {
   // A lead's: the team it moved to at the journal's last "moved" line, if
   // no message was journaled here after it (it works there now).
   std::string moved_to;
+  // The last "place" line's: where the agent was taken up last ("" if none).
+  std::string place;
   std::optional<JournalProblem> problem;  // replay stopped there
 };
 
@@ -112,6 +116,8 @@ class Journal {
   // The agent (a lead) goes on in team `team`'s journal: a session that
   // resumes from this one goes on there ({"kind":"moved","team":T}).
   Status AppendMoved(const std::string& team);
+  // A host takes the agent up at `place` ({"kind":"place"}).
+  Status AppendPlace(const std::string& place);
   // A turn that ended otherwise than by the model's choice: how (`end`, a
   // TurnResult's stop_reason or "failed"), why, and for a failure whether
   // it was the model call's (`in` "model") or the loop's ("").

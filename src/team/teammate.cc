@@ -2,6 +2,9 @@
 
 #include "tools/hook_calls.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <thread>
 
 #include "agent/frames.h"
@@ -249,6 +252,7 @@ Status Teammate::RemindOfTasksInProgress() {
   auto tasks = board->List(false);
   if (!tasks.ok()) return tasks.status();
   std::string text, waiting;
+  std::vector<int64_t> unsubmitted;  // in progress, not in the merge queue
   std::unique_ptr<MergeBook> merges = config_.work_root.empty() ? nullptr : env_.store.Merges(config_.team);
   std::optional<std::vector<MergeRequest>> requests;  // listed once, if a task is ours
   for (Task t : *tasks) {
@@ -273,6 +277,7 @@ Status Teammate::RemindOfTasksInProgress() {
       continue;
     }
     text += "\n" + TaskNotice(t);
+    unsubmitted.push_back(t.id);
     // Sent back while no host ran it, or between the bounce and its
     // message: the reminder says why in merge-queue's words, lest the
     // task be redone and resubmitted unchanged (and for a message that
@@ -296,6 +301,18 @@ Status Teammate::RemindOfTasksInProgress() {
             "one back:" +
             waiting + ")";
   }
+  // Taken up on another machine than its last, its worktree here lacks
+  // what it did there, which its conversation still tells of: said, and
+  // each task's first completion refused (TaskUpdate) — the fault harness
+  // saw such tasks completed with nothing, or only leftovers, merged.
+  const std::string before = loop_->journaled_place();
+  if (!config_.work_root.empty() && !before.empty() && before != Place()) {
+    ctx_.work_not_here.insert(unsubmitted.begin(), unsubmitted.end());
+    text += "\nYou worked on them at " + agent::NeutraliseFrames(before) + "; you are now at " + Place() +
+            ", and what you did there did not come with you: your worktree here (" + config_.work_root.string() +
+            ") has only what was merged or left in it before. Check it, do again what is missing, then mark them "
+            "completed.";
+  }
   // Its host may have died between a claim and the refresh that follows
   // it (TakeTask): the task would then be worked on without what it
   // builds on. A worktree with work begun in it is left as it is.
@@ -303,6 +320,12 @@ Status Teammate::RemindOfTasksInProgress() {
                    "These tasks are yours and still in progress (finish them, then mark them completed):" +
                    text + RefreshWorktree());
   return Status::Ok();
+}
+
+std::string Teammate::Place() const {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof host, "%s", "?");
+  return std::string(host) + ":" + ctx_.ws.root().string();
 }
 
 std::string Teammate::RefreshWorktree() {
@@ -660,6 +683,13 @@ void Teammate::Main() {
       events_->OnNotice(config_.name, "cannot resume: its board: " + reminded.message());
       give_up(StopReason::kHostStopped, "its board could not be read", reminded);
       return;
+    }
+  }
+  // Where it is taken up, for the next host to compare (above). Not fatal:
+  // a journal this host cannot write fails the first turn, which says so.
+  if (!config_.work_root.empty()) {
+    if (Status placed = loop_->JournalPlace(Place()); !placed.ok()) {
+      LogWarning(config_.name + ": its place was not journaled: " + placed.message());
     }
   }
   SetStatus(MemberStatus::kActive);

@@ -152,6 +152,9 @@ class Teammate {
   // a merge that would not conflict, only in a clean worktree); what to
   // tell it when that could not be done ("" when done or not isolated).
   std::string RefreshWorktree();
+  // Where this host takes it up: the machine's name and the workspace
+  // ("HOST:W"), which hold its files and worktree.
+  std::string Place() const;
   // Waits for work: a message, or a task it claimed; false when it is to stop.
   // Woken by its inbox's and the board's changes, claiming through the
   // store's board; a store it cannot reach is waited out.

@@ -191,6 +191,12 @@ class TaskUpdateTool : public Tool {
       // complete no task but its own, so one sharing the workspace skips the
       // check (and its roster read) on the handoff path.
       if (ctx.is_lead || !ctx.work_root.empty()) {
+        if (ctx.work_not_here.erase(id) > 0) {
+          return ToolResult::Error(
+              "task #" + std::to_string(id) + " was not completed: you were taken up here with it in progress, and "
+              "what you did for it on another machine did not come with you. Check that its work is in your "
+              "worktree (" + ctx.work_root.string() + "), do again what is missing, then mark it completed again.");
+        }
         auto submitted = git::SubmitForMerge(ctx.ws, ctx.store(), ctx.team, id,
                                              CallerOf(ctx));
         if (!submitted.ok()) return ToolResult::Error(submitted.status().message());

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,11 @@ struct ToolContext {
   // it sends to `user` goes there too (SendMessage).
   std::string home_team;
   bool is_lead = false;
+  // Tasks it was taken up with in progress on another machine than its
+  // last (its journal's "place"): the first completion of each is refused,
+  // once, with why — its work there did not come with it — lest a task be
+  // completed with its work left on a machine that is gone (DESIGN §32).
+  std::set<int64_t> work_not_here;
   // A plan-mode teammate may read but not change anything until its plan is
   // approved.
   bool plan_mode = false;
