@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -16,9 +17,9 @@
 #include "git/submit.h"
 #include "git/worktrees.h"
 #include "store/board.h"
-#include "store/merges.h"
 #include "store/claim_line.h"
 #include "store/mailbox.h"
+#include "store/merges.h"
 #include "store/messenger.h"
 #include "store/requests.h"
 #include "store/watcher.h"
@@ -259,13 +260,22 @@ Status Teammate::RemindOfTasksInProgress() {
     if (t.owner != config_.name || t.status != TaskStatus::kInProgress) continue;
     if (merges) {
       // A request its host died before writing onto the task is linked
-      // first: else the task reads as never submitted, and is redone.
+      // first: else the task reads as never submitted, and is redone. A
+      // store out of reach is asked again (the caller); any other failure
+      // leaves the task as it reads, said in the log, and the resume goes on.
       if (!requests) {
         auto listed = merges->List();
-        if (!listed.ok()) return listed.status();
-        requests = std::move(*listed);
+        if (!listed.ok() && listed.status().code() == StatusCode::kUnavailable) return listed.status();
+        if (!listed.ok()) LogWarning(config_.name + ": its merge requests: " + listed.status().message());
+        requests = listed.ok() ? std::move(*listed) : std::vector<MergeRequest>{};
       }
-      MATES_ASSIGN_OR_RETURN(t, git::LinkUnrecordedMerge(*board, t, *requests));
+      auto linked = git::LinkUnrecordedMerge(*board, t, *requests);
+      if (!linked.ok() && linked.status().code() == StatusCode::kUnavailable) return linked.status();
+      if (linked.ok()) {
+        t = std::move(*linked);
+      } else {
+        LogWarning(config_.name + ": task #" + std::to_string(t.id) + "'s merge request: " + linked.status().message());
+      }
     }
     auto m = merges ? git::WaitingMerge(*merges, t) : std::nullopt;
     if (!m && merges) m = git::LandedMerge(*merges, t);  // merged: the queue completes it
@@ -308,7 +318,14 @@ Status Teammate::RemindOfTasksInProgress() {
   const std::string before = loop_->journaled_place();
   if (!config_.work_root.empty() && !before.empty() && before != Place()) {
     ctx_.work_not_here.insert(unsubmitted.begin(), unsubmitted.end());
-    text += "\nYou worked on them at " + agent::NeutraliseFrames(before) + "; you are now at " + Place() +
+    // The journal's word (another machine may have written it): one line,
+    // bounded, without control characters or frames.
+    const auto shown = [](const std::string& place) {
+      std::string s = ForTerminal(place, 300);
+      std::replace(s.begin(), s.end(), '\n', ' ');
+      return agent::NeutraliseFrames(s);
+    };
+    text += "\nYou worked on them at " + shown(before) + "; you are now at " + shown(Place()) +
             ", and what you did there did not come with you: your worktree here (" + config_.work_root.string() +
             ") has only what was merged or left in it before. Check it, do again what is missing, then mark them "
             "completed.";
