@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/log.h"
 #include "core/text.h"
 #include "git/worktrees.h"
 #include "store/messenger.h"
@@ -85,17 +86,27 @@ std::optional<MergeRequest> LastMerge(MergeBook& merges, const Task& t) {
 
 }  // namespace
 
-Result<Task> LinkUnrecordedMerge(TaskBoard& board, const Task& t, const std::vector<MergeRequest>& requests) {
+Result<Task> LinkUnrecordedMerge(TaskBoard& board, MergeBook& merges, Task t,
+                                 std::optional<std::vector<MergeRequest>>* requests) {
+  if (!*requests) {
+    auto listed = merges.List();
+    if (!listed.ok() && listed.status().code() == StatusCode::kUnavailable) return listed.status();
+    if (!listed.ok()) LogWarning(t.owner + ": its merge requests: " + listed.status().message());
+    *requests = listed.ok() ? std::move(*listed) : std::vector<MergeRequest>{};
+  }
   auto meta = ParseJson(t.metadata_json);
   auto named = meta.ok() && meta->is_object() ? JsonInt(*meta, "merge", false, 0) : Result<int64_t>(int64_t{0});
   int64_t newest = named.ok() ? *named : 0;
-  for (const auto& r : requests) {
+  for (const auto& r : **requests) {
     if (r.task == t.id && r.owner == t.owner && r.id > newest) newest = r.id;
   }
   if (!named.ok() || newest == *named) return t;
   TaskPatch p;
   p.metadata_json = DumpJson(Json{{"merge", newest}});
-  return board.Update(t.id, p, Caller{t.owner, false});
+  auto linked = board.Update(t.id, p, Caller{t.owner, false});
+  if (linked.ok() || linked.status().code() == StatusCode::kUnavailable) return linked;
+  LogWarning(t.owner + ": task #" + std::to_string(t.id) + "'s merge request: " + linked.status().message());
+  return t;
 }
 
 std::optional<MergeRequest> WaitingMerge(MergeBook& merges, const Task& t) {

@@ -48,8 +48,11 @@ std::optional<MergeRequest> LandedMerge(MergeBook& merges, const Task& t);
 // its host died between making the request and writing its number onto
 // the task, which then read as never submitted — done and merged twice.
 // Its number is written there now (as its owner); the task as it then is.
-// `requests`: the team's, as MergeBook::List gives them.
-Result<Task> LinkUnrecordedMerge(TaskBoard& board, const Task& t, const std::vector<MergeRequest>& requests);
+// `requests`: the team's, listed here once for many calls. Only a store
+// out of reach is an error (to ask again); any other failure leaves `t`
+// as it reads, said in the log.
+Result<Task> LinkUnrecordedMerge(TaskBoard& board, MergeBook& merges, Task t,
+                                 std::optional<std::vector<MergeRequest>>* requests);
 // What bounced `m` (a request BouncedMerge returns) in the words of
 // merge-queue's message about it: "Task #N: conflict in a.txt", "Task #N:
 // merge rejected by lead: add a test", "Task #N: check failed:\n<output>".

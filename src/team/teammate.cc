@@ -259,23 +259,7 @@ Status Teammate::RemindOfTasksInProgress() {
   for (Task t : *tasks) {
     if (t.owner != config_.name || t.status != TaskStatus::kInProgress) continue;
     if (merges) {
-      // A request its host died before writing onto the task is linked
-      // first: else the task reads as never submitted, and is redone. A
-      // store out of reach is asked again (the caller); any other failure
-      // leaves the task as it reads, said in the log, and the resume goes on.
-      if (!requests) {
-        auto listed = merges->List();
-        if (!listed.ok() && listed.status().code() == StatusCode::kUnavailable) return listed.status();
-        if (!listed.ok()) LogWarning(config_.name + ": its merge requests: " + listed.status().message());
-        requests = listed.ok() ? std::move(*listed) : std::vector<MergeRequest>{};
-      }
-      auto linked = git::LinkUnrecordedMerge(*board, t, *requests);
-      if (!linked.ok() && linked.status().code() == StatusCode::kUnavailable) return linked.status();
-      if (linked.ok()) {
-        t = std::move(*linked);
-      } else {
-        LogWarning(config_.name + ": task #" + std::to_string(t.id) + "'s merge request: " + linked.status().message());
-      }
+      MATES_ASSIGN_OR_RETURN(t, git::LinkUnrecordedMerge(*board, *merges, std::move(t), &requests));
     }
     auto m = merges ? git::WaitingMerge(*merges, t) : std::nullopt;
     if (!m && merges) m = git::LandedMerge(*merges, t);  // merged: the queue completes it
@@ -311,10 +295,8 @@ Status Teammate::RemindOfTasksInProgress() {
             "one back:" +
             waiting + ")";
   }
-  // Taken up on another machine than its last, its worktree here lacks
-  // what it did there, which its conversation still tells of: said, and
-  // each task's first completion refused (TaskUpdate) — the fault harness
-  // saw such tasks completed with nothing, or only leftovers, merged.
+  // Taken up on another machine than its last, its worktree lacks what it
+  // did there: said, and each task's first completion refused (TaskUpdate).
   const std::string before = loop_->journaled_place();
   if (!config_.work_root.empty() && !before.empty() && before != Place()) {
     ctx_.work_not_here.insert(unsubmitted.begin(), unsubmitted.end());
