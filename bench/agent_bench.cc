@@ -25,6 +25,7 @@
 #include "core/files.h"
 #include "llm/scripted.h"
 #include "store/roster.h"
+#include "support/test_env.h"
 #include "tools/builtin_tools.h"
 
 using namespace mates;
@@ -52,14 +53,14 @@ class ZeroProvider : public llm::Provider {
   int n_ = 0;
 };
 
-struct Env {
+struct Scratch {
   char tmpl[64] = "/tmp/mates-agent-bench-XXXXXX";
   fs::path dir;
   Workspace ws{"."};
   std::unique_ptr<TeamStore> store;
   tools::ToolContext ctx;
   std::unique_ptr<tools::ToolRegistry> tools;
-  Env() : dir(::mkdtemp(tmpl)), ws(dir), store(FileTeamStore(ws)), ctx(ws, *store) {
+  Scratch() : dir(::mkdtemp(tmpl)), ws(dir), store(FileTeamStore(ws, mates::testing::TestEnv())), ctx(ws, *store) {
     (void)Roster(ws).CreateTeam("b");
     (void)WriteFileAtomic(dir / "note.txt", "a short note\nof two lines\n");
     ctx.team = "b";
@@ -67,12 +68,12 @@ struct Env {
     ctx.is_lead = true;
     tools = tools::MakeToolRegistry(tools::Scope::kLead);
   }
-  ~Env() { fs::remove_all(dir); }
+  ~Scratch() { fs::remove_all(dir); }
 };
 
 // Drives AgentLoop one model call at a time: a Run with max_calls = 1.
 std::vector<double> MatesTurnsStepwise(llm::Provider* provider, int prefill, int turns) {
-  Env env;
+  Scratch env;
   agent::AgentSpec spec;
   spec.name = "lead";
   spec.system = "You are a benchmark agent.";
@@ -95,7 +96,7 @@ std::vector<double> MatesTurnsStepwise(llm::Provider* provider, int prefill, int
 
 // The seeds' loop: messages += reply; run tools; messages += results.
 std::vector<double> SeedTurns(llm::Provider* provider, int prefill, int turns) {
-  Env env;
+  Scratch env;
   std::vector<llm::ChatMessage> messages = {{llm::Role::kUser, {llm::ContentBlock::Text("start")}}};
   auto turn = [&] {
     llm::Request req;
@@ -152,7 +153,7 @@ int main(int argc, char** argv) {
 
   // Memory: agents with a 40-message conversation each.
   const int agents = quick ? 50 : 200;
-  Env env;
+  Scratch env;
   double before = RssMb();
   std::vector<std::unique_ptr<ZeroProvider>> providers;
   std::vector<std::unique_ptr<agent::AgentLoop>> loops;

@@ -37,6 +37,7 @@
 #include "store/board.h"
 #include "store/roster.h"
 #include "store/watcher.h"
+#include "support/test_env.h"
 #include "team/team_manager.h"
 #include "tools/builtin_tools.h"
 #include "tools/hook_calls.h"
@@ -115,7 +116,7 @@ double SpawnMs(tools::ToolContext& ctx, const tools::Tool& bash) {
 void SpawnBench() {
   Repo repo;
   Must(Roster(repo.ws).CreateTeam("bench").status(), "team");
-  auto store = FileTeamStore(repo.ws);
+  auto store = FileTeamStore(repo.ws, mates::testing::TestEnv());
   auto bash = tools::MakeBashTool();
   struct Mode {
     const char* name;
@@ -182,7 +183,7 @@ double DagMakespanMs(sandbox::Mode mode, int turn_ms, const std::string& relay =
   team::TeamOptions opt;
   opt.idle_timeout_s = 0;
   opt.sandbox = box;
-  std::unique_ptr<TeamStore> store = FileTeamStore(repo.ws);
+  std::unique_ptr<TeamStore> store = FileTeamStore(repo.ws, mates::testing::TestEnv());
   tools::ToolContext ctx(repo.ws, *store);
   ctx.team = "bench";
   ctx.agent = "lead";
@@ -196,7 +197,7 @@ double DagMakespanMs(sandbox::Mode mode, int turn_ms, const std::string& relay =
   team::TeamManager teams(repo.ws, &provider, nullptr, opt, &lead, &ctx);
   ctx.teams = &teams;
   auto waker = std::make_shared<Waker>();
-  auto board = SharedBoard(repo.ws.TasksDir("bench"));
+  auto board = mates::testing::TestEnv().folders.BoardOf(repo.ws.TasksDir("bench"));
   for (int i = 0; i < kTasks; ++i) {
     int level = i / kWidth;
     TaskDraft d;
@@ -204,7 +205,7 @@ double DagMakespanMs(sandbox::Mode mode, int turn_ms, const std::string& relay =
     for (int j = (level - 1) * kWidth; level > 0 && j < level * kWidth; ++j) d.blocked_by.push_back(j + 1);
     (void)board->Create(d);
   }
-  auto sub = Watcher::Default().Subscribe(repo.ws.TasksDir("bench"), "*.json", waker);
+  auto sub = mates::testing::TestEnv().watcher.Subscribe(repo.ws.TasksDir("bench"), "*.json", waker);
   int64_t t0 = NowNs();
   for (int i = 1; i <= kTeammates; ++i) {
     Must(teams.SpawnTeammate({.team = "bench", .name = "w" + std::to_string(i), .prompt = "Work from the board."})
@@ -262,7 +263,7 @@ void HooksBench() {
   set.sources.push_back({"bench", true, events});
   auto runner = std::make_shared<const hooks::Runner>(std::move(set));
   auto registry = tools::MakeToolRegistry(tools::Scope::kSubagent);
-  auto store = FileTeamStore(repo.ws);
+  auto store = FileTeamStore(repo.ws, mates::testing::TestEnv());
   struct Case {
     const char* name;
     std::shared_ptr<sandbox::Sandbox> box;

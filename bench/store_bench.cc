@@ -39,6 +39,7 @@
 #include "store/watcher.h"
 #include "store/workspace.h"
 #include "support/pg_server.h"
+#include "support/test_env.h"
 
 using namespace mates;
 using namespace mates::bench;
@@ -128,7 +129,7 @@ std::vector<Message> WaitDrain(Mailbox& box, Waker& waker) {
 // starts when every process is up (process start-up is not the race).
 void ReadyThenWaitForGo(const fs::path& dir) {
   auto waker = std::make_shared<Waker>();
-  auto sub = Watcher::Default().Subscribe(dir, "go", waker);
+  auto sub = mates::testing::TestEnv().watcher.Subscribe(dir, "go", waker);
   std::printf("ready\n");
   std::fflush(stdout);
   for (;;) {
@@ -181,7 +182,7 @@ int ChildReceiver(const std::string& mode, const fs::path& dir, int n) {
   } else if (mode == "mates") {
     Mailbox box(dir, "lead");
     auto waker = std::make_shared<Waker>();
-    auto sub = Watcher::Default().Subscribe(dir, "lead_inbox.jsonl", waker);
+    auto sub = mates::testing::TestEnv().watcher.Subscribe(dir, "lead_inbox.jsonl", waker);
     std::printf("ready\n");
     std::fflush(stdout);
     while (static_cast<int>(lat.size()) < n) {
@@ -257,7 +258,7 @@ int ChildReader(const std::string& mode, const fs::path& dir) {
   } else if (mode == "mates") {
     Mailbox box(dir, "lead");
     auto waker = std::make_shared<Waker>();
-    auto sub = Watcher::Default().Subscribe(dir, "lead_inbox.jsonl", waker);
+    auto sub = mates::testing::TestEnv().watcher.Subscribe(dir, "lead_inbox.jsonl", waker);
     while (!end) {
       uint64_t g = waker->generation();
       auto got = box.Drain();
@@ -354,7 +355,7 @@ int ChildDepClaimer(const std::string& mode, const fs::path& dir, int n) {
   if (mode == "mates") {
     Board board(dir);
     auto waker = std::make_shared<Waker>();
-    auto sub = Watcher::Default().Subscribe(dir, "*.json", waker);
+    auto sub = mates::testing::TestEnv().watcher.Subscribe(dir, "*.json", waker);
     while (got < n) {
       uint64_t g = waker->generation();
       auto t = board.ClaimNext("claimer");
@@ -401,7 +402,7 @@ int ChildIdle(const std::string& mode, const fs::path& dir, int n, double second
     std::string name = "m" + std::to_string(i);
     if (mode == "mates") {
       auto w = std::make_shared<Waker>();
-      auto s = Watcher::Default().Subscribe(dir, Workspace::InboxFileName(name), w);
+      auto s = mates::testing::TestEnv().watcher.Subscribe(dir, Workspace::InboxFileName(name), w);
       subs.push_back(std::move(*s));
       wakers.push_back(w);
       threads.emplace_back([&, w, name] {
@@ -482,7 +483,7 @@ std::pair<double, double> WakeLatency(const std::string& mode, int n) {
   (void)receiver.ReadLine(DeadlineIn(30));  // "ready"
   Mailbox ack(dir.path, "ack");
   auto waker = std::make_shared<Waker>();
-  auto sub = Watcher::Default().Subscribe(dir.path, "ack_inbox.jsonl", waker);
+  auto sub = mates::testing::TestEnv().watcher.Subscribe(dir.path, "ack_inbox.jsonl", waker);
   std::mt19937 rng(7);
   seed::SeedMailbox seed_box(dir.path, "lead");
   Mailbox box(dir.path, "lead");

@@ -64,6 +64,7 @@
 #include "core/waker.h"
 #include "llm/scenario.h"
 #include "llm/scripted.h"
+#include "support/test_env.h"
 #include "telemetry/otlp.h"
 #include "telemetry/trace.h"
 #include "pg/connection.h"
@@ -113,7 +114,7 @@ struct Host {
     }
     dir = made;
     ws = Workspace(dir);
-    if (shared == nullptr) files = FileTeamStore(ws);
+    if (shared == nullptr) files = FileTeamStore(ws, mates::testing::TestEnv());
     store = shared != nullptr ? shared : files.get();
     (void)store->CreateTeam("bench", "lead", "");
     ctx_holder = std::make_unique<tools::ToolContext>(ws, *store);
@@ -134,7 +135,7 @@ struct Host {
     teams.reset();
     fs::remove_all(dir);
   }
-  std::shared_ptr<Board> board() { return SharedBoard(ws.TasksDir("bench")); }
+  std::shared_ptr<Board> board() { return mates::testing::TestEnv().folders.BoardOf(ws.TasksDir("bench")); }
   // The board wherever the team is kept, and a wake-up for changes to the
   // tasks `ids` (in PostgreSQL: to any task). Watching only those keeps the
   // watcher out of the run: a wake-up at every change of the board is a
@@ -148,7 +149,7 @@ struct Host {
       return holds;
     }
     for (int64_t id : ids) {
-      auto sub = Watcher::Default().Subscribe(ws.TasksDir("bench"), TaskFileName(id), waker);
+      auto sub = mates::testing::TestEnv().watcher.Subscribe(ws.TasksDir("bench"), TaskFileName(id), waker);
       if (sub.ok()) holds.push_back(Holding(std::move(*sub)));
     }
     return holds;
@@ -516,7 +517,7 @@ IdleCost IdleTeammates(int n, bool seed_polling, double seconds) {
     host.Spawn(n, "i");
     // Wait until every one of them has said it is idle.
     auto waker = std::make_shared<Waker>();
-    auto sub = Watcher::Default().Subscribe(host.ws.TeamDir("bench"), "config.json", waker);
+    auto sub = mates::testing::TestEnv().watcher.Subscribe(host.ws.TeamDir("bench"), "config.json", waker);
     for (;;) {
       uint64_t g = waker->generation();
       auto cfg = Roster(host.ws).Load("bench");

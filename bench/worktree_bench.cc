@@ -44,6 +44,7 @@
 #include "store/merges.h"
 #include "store/roster.h"
 #include "store/watcher.h"
+#include "support/test_env.h"
 #include "team/team_manager.h"
 #include "tools/builtin_tools.h"
 
@@ -156,8 +157,8 @@ double MergesPerMinute(int k, const std::string& check, bool remote = false) {
     c.git = *prepared;
     return Status::Ok();
   }).status(), "config");
-  auto board = SharedBoard(repo.ws.TasksDir("bench"));
-  auto store = FileTeamStore(repo.ws);
+  auto board = mates::testing::TestEnv().folders.BoardOf(repo.ws.TasksDir("bench"));
+  auto store = FileTeamStore(repo.ws, mates::testing::TestEnv());
   for (int i = 1; i <= k; ++i) {
     std::string name = "w" + std::to_string(i);
     Member m;
@@ -273,7 +274,7 @@ void ForecastBench() {
     // Its own change: the first line of file i*100.
     std::ofstream(*path / ("src" + std::to_string(i)) / ("f" + std::to_string(i * 100) + ".txt")) << "w" << i << "\n";
   }
-  auto store = FileTeamStore(repo.ws);
+  auto store = FileTeamStore(repo.ws, mates::testing::TestEnv());
   auto waker = std::make_shared<Waker>();
   git::Forecaster::Options o;
   o.ws = repo.ws;
@@ -366,7 +367,7 @@ Makespan DagMakespan(bool isolated, int turn_ms) {
       return Status::Ok();
     }).status(), "config");
   }
-  std::unique_ptr<TeamStore> store = FileTeamStore(repo.ws);
+  std::unique_ptr<TeamStore> store = FileTeamStore(repo.ws, mates::testing::TestEnv());
   tools::ToolContext ctx(repo.ws, *store);
   ctx.team = "bench";
   ctx.agent = "lead";
@@ -387,7 +388,7 @@ Makespan DagMakespan(bool isolated, int turn_ms) {
     o.running = [&teams](const std::string& n) { return teams.Running(n); };
     queue = std::make_unique<git::MergeQueue>(*store, o);
   }
-  auto board = SharedBoard(repo.ws.TasksDir("bench"));
+  auto board = mates::testing::TestEnv().folders.BoardOf(repo.ws.TasksDir("bench"));
   int levels = 0;
   for (int i = 0; i < kTasks; ++i) {
     int level = i / kWidth;
@@ -397,7 +398,7 @@ Makespan DagMakespan(bool isolated, int turn_ms) {
     for (int j = (level - 1) * kWidth; level > 0 && j < level * kWidth; ++j) d.blocked_by.push_back(j + 1);
     (void)board->Create(d);
   }
-  auto sub = Watcher::Default().Subscribe(repo.ws.TasksDir("bench"), "*.json", waker);
+  auto sub = mates::testing::TestEnv().watcher.Subscribe(repo.ws.TasksDir("bench"), "*.json", waker);
   int64_t t0 = NowNs();
   for (int i = 1; i <= kTeammates; ++i) {
     auto r = teams.SpawnTeammate({.team = "bench", .name = "w" + std::to_string(i), .prompt = "Work from the board."});

@@ -27,6 +27,7 @@
 #include "sandbox/sandbox.h"
 #include "store/roster.h"
 #include "store/team_store.h"
+#include "support/test_env.h"
 #include "tools/builtin_tools.h"
 #include "support/test_util.h"
 
@@ -150,7 +151,7 @@ TEST_F(ContainmentTest, ASocketBoundAfterTheAgentsLauncherStartedIsNotReachable)
   auto box = sandbox::Sandbox::Make(ws_, settings, run.path() / "sb");
   ASSERT_TRUE(box.ok()) << box.status().message();
   Workspace ws(ws_);
-  auto store = FileTeamStore(ws);
+  auto store = FileTeamStore(ws, testing::TestEnv());
   tools::ToolContext ctx(ws, *store);
   ctx.team = "t";
   ctx.agent = "lead";
@@ -207,7 +208,7 @@ TEST_F(ContainmentTest, ASocketBoundAfterTheAgentsLauncherStartedIsNotReachable)
 
 // A sandbox with the launcher, and a lead's bash tool in it.
 struct LaunchedBash {
-  LaunchedBash(const fs::path& ws, const fs::path& runtime) : workspace(ws), store(FileTeamStore(workspace)) {
+  LaunchedBash(const fs::path& ws, const fs::path& runtime) : workspace(ws), store(FileTeamStore(workspace, testing::TestEnv())) {
     sandbox::Settings settings;
     settings.mode = sandbox::Mode::kWorkspace;
     settings.relay = MATES_RELAY;

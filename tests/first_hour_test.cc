@@ -21,6 +21,7 @@
 #include "stores/open_store.h"
 #include "support/pg_suite.h"
 #include "support/readme.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -603,7 +604,7 @@ TEST_F(FirstHourTest, EveryAttentionHintWorksAsPrinted) {
   }
   ASSERT_EQ(mates("tasks --team t claim 1 --owner a").exit_code, 0);
   const Workspace w(ws_.path());
-  auto store = OpenTeamStore("", w);
+  auto store = OpenTeamStore("", w, testing::TestEnv());
   ASSERT_TRUE(store.ok()) << store.status().message();
   ASSERT_TRUE((*store)
                   ->UpdateTeam("t",

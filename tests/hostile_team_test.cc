@@ -18,6 +18,7 @@
 #include "store/roster.h"
 #include "store/team_store.h"
 #include "support/chaos.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -157,7 +158,7 @@ TEST(HostileTeamTest, ARunWaitsForATeammateStillReplayingItsJournal) {
 TEST(HostileTeamTest, AHostKilledAgainAndAgainLosesNothingAndRedoesNothingDone) {
   TempDir ws;
   ASSERT_TRUE(Roster(Workspace(ws.path())).CreateTeam("chaos").ok());
-  std::unique_ptr<TeamStore> store = FileTeamStore(Workspace(ws.path()));
+  std::unique_ptr<TeamStore> store = FileTeamStore(Workspace(ws.path()), testing::TestEnv());
   testing::KillAHostAgainAndAgain(ws.path(), *store, "chaos",
                                   {"run", "--team", "chaos", "--provider", "scripted", "--scenario",
                                    Fixture("team_chaos.yaml")});

@@ -20,6 +20,7 @@
 #include "agent/activity.h"
 #include "host/sampling.h"
 #include "mcp/hub.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -504,7 +505,7 @@ TEST(McpClientTest, RolesDecideWhoGetsWhichTools) {
   auto echo = std::find_if(tools.begin(), tools.end(), [](const auto& t) { return t->name() == "mcp__everything__echo"; });
   ASSERT_NE(echo, tools.end());
   EXPECT_NE((*echo)->input_schema().find("\"message\""), std::string::npos);
-  std::unique_ptr<TeamStore> store = FileTeamStore(Workspace("."));
+  std::unique_ptr<TeamStore> store = FileTeamStore(Workspace("."), testing::TestEnv());
   tools::ToolContext ctx(Workspace("."), *store);
   auto out = (*echo)->Run(Json{{"message", "direct"}}, ctx);
   EXPECT_FALSE(out.is_error) << out.content;

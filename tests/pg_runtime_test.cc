@@ -30,6 +30,7 @@
 #include "store/team_store.h"
 #include "support/chaos.h"
 #include "support/pg_suite.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 #include "team/team_manager.h"
 #include "tools/builtin_tools.h"
@@ -476,7 +477,7 @@ TEST_F(PgRuntimeTest, UpHostsATeamThatAnotherMachineTalksTo) {
 TEST_F(PgRuntimeTest, AJournalsCopyFollowsItsFileAndWinsOverAStaleOne) {
   std::unique_ptr<JournalCopy> copy = teams_->JournalOf("crew", "w1");
   ASSERT_NE(copy, nullptr);
-  EXPECT_EQ(FileTeamStore(Workspace(dir_.path()))->JournalOf("crew", "w1"), nullptr) << "files are their own copy";
+  EXPECT_EQ(FileTeamStore(Workspace(dir_.path()), testing::TestEnv())->JournalOf("crew", "w1"), nullptr) << "files are their own copy";
   ASSERT_TRUE(copy->Put(0, {"a", "b"}).ok());
   ASSERT_TRUE(copy->Put(1, {"b", "c"}).ok());  // the answer to the first lost: sent again
   EXPECT_EQ(*copy->Lines(), (std::vector<std::string>{"a", "b", "c"}));

@@ -32,6 +32,7 @@
 #include "store/messenger.h"
 #include "store/roster.h"
 #include "support/pg_suite.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -1579,7 +1580,7 @@ TEST_F(PgTest, WhatATeamSpentIsSummedAsItsJournalLinesAreWritten) {
   ASSERT_TRUE(store->rosters().DeleteTeam("other").ok());
   EXPECT_EQ(spent("other"), Sums{});
   // The file store keeps no copies: its one host counts.
-  EXPECT_FALSE(*FileTeamStore(Workspace(ws_.path()))->Spent("procs"));
+  EXPECT_FALSE(*FileTeamStore(Workspace(ws_.path()), testing::TestEnv())->Spent("procs"));
 }
 
 // A database a mates of schema 12 left gets the sums of the journal lines

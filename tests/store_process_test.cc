@@ -23,6 +23,7 @@
 #include "store/roster.h"
 #include "store/team_store.h"
 #include "support/pg_server.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -88,7 +89,7 @@ class BothStores : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<TeamStore> Teams() {
     if (store_) return pg::StoreTeams(*store_);
     EXPECT_TRUE(Roster(Workspace(dir_.path())).CreateTeam("procs").ok());
-    return FileTeamStore(Workspace(dir_.path()));
+    return FileTeamStore(Workspace(dir_.path()), testing::TestEnv());
   }
   // Where the helper's DIR points: the folder, or the database's URL.
   const std::string& where() const { return where_; }

@@ -23,6 +23,7 @@
 #include "store/requests.h"
 #include "store/roster.h"
 #include "store/watcher.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -48,7 +49,7 @@ bool WaitFor(const fs::path& dir, const std::function<bool()>& done, double time
   auto waker = std::make_shared<Waker>();
   std::error_code ec;
   fs::create_directories(dir, ec);
-  auto sub = Watcher::Default().Subscribe(dir, "", waker);
+  auto sub = testing::TestEnv().watcher.Subscribe(dir, "", waker);
   EXPECT_TRUE(sub.ok());
   Deadline deadline = DeadlineIn(timeout_s);
   for (;;) {

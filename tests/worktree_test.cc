@@ -28,6 +28,7 @@
 #include "store/merges.h"
 #include "store/roster.h"
 #include "store/watcher.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -549,7 +550,7 @@ struct DirectTeam {
       c.git = git;
       return Status::Ok();
     }).ok());
-    store = FileTeamStore(ws);
+    store = FileTeamStore(ws, testing::TestEnv());
   }
   // Teammate `name`'s worktree (made and added to the team when new).
   fs::path Worktree(const std::string& name) {
@@ -1051,7 +1052,7 @@ TEST(WorktreeTest, TheReviewsALeadIsRemindedOfAreBoundedWhateverTheFolderHolds) 
     std::lock_guard<std::mutex> lock(mu);
     told.push_back(text);
   };
-  std::unique_ptr<TeamStore> files = FileTeamStore(o.ws);
+  std::unique_ptr<TeamStore> files = FileTeamStore(o.ws, testing::TestEnv());
   git::MergeQueue queue(*files, o);
   ASSERT_TRUE(testing::UntilWoken(waker, [&] { return !queue.Busy(); }));
   queue.Stop();
@@ -1340,7 +1341,7 @@ TEST(WorktreeTest, AMergeLandedByAHostKilledBeforeItSaidSoIsNotMadeTwice) {
   const std::string merged_tree = Lines(Git(repo.w, {"merge-tree", "--write-tree", old, m.commit})).at(0);
   const std::string merged = Trim(Git(repo.w, {"commit-tree", merged_tree, "-p", old, "-p", m.commit, "-m",
                                                "Merge task #1: job 1 (w1)"}));
-  auto store = FileTeamStore(Workspace(repo.w));
+  auto store = FileTeamStore(Workspace(repo.w), testing::TestEnv());
   ASSERT_TRUE(store->UpdateTeam("wt", [&](TeamConfig& c) {
     c.git.target_at = old;
     c.git.target_moving_to = merged;

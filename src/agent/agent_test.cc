@@ -23,6 +23,7 @@
 #include "store/messenger.h"
 #include "store/roster.h"
 #include "support/fake_provider.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates::agent {
@@ -74,7 +75,7 @@ class AgentTest : public ::testing::Test {
   }
   TempDir dir_;
   Workspace ws_{dir_.path()};
-  std::unique_ptr<TeamStore> store_ = FileTeamStore(ws_);
+  std::unique_ptr<TeamStore> store_ = FileTeamStore(ws_, testing::TestEnv());
   tools::ToolContext ctx_{ws_, *store_};
   std::unique_ptr<tools::ToolRegistry> tools_;
 };

@@ -300,8 +300,8 @@ class ClaudeMail : public TeamMail {
 
 class ClaudeInbox : public Inbox {
  public:
-  ClaudeInbox(std::shared_ptr<ClaudeHome> home, std::string team, std::string member)
-      : home_(std::move(home)), team_(std::move(team)), member_(std::move(member)) {}
+  ClaudeInbox(std::shared_ptr<ClaudeHome> home, Watcher& watcher, std::string team, std::string member)
+      : home_(std::move(home)), watcher_(watcher), team_(std::move(team)), member_(std::move(member)) {}
   Result<std::vector<mates::Message>> Peek() override {
     return ClaudeMail(home_, team_).Peek(member_);
   }
@@ -321,18 +321,20 @@ class ClaudeInbox : public Inbox {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) return Status::NotFound(dir.string() + " is not there yet");
     MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub,
-                           Watcher::Default().Subscribe(dir, FileNameOf(member_) + ".json", std::move(waker)));
+                           watcher_.Subscribe(dir, FileNameOf(member_) + ".json", std::move(waker)));
     return Holding(std::move(sub));
   }
 
  private:
   std::shared_ptr<ClaudeHome> home_;
+  Watcher& watcher_;
   const std::string team_, member_;
 };
 
 class ClaudeStore : public TeamStore {
  public:
-  ClaudeStore(fs::path home, Workspace ws) : home_(std::make_shared<ClaudeHome>(std::move(home))), ws_(std::move(ws)) {}
+  ClaudeStore(fs::path home, Workspace ws, Watcher& watcher)
+      : home_(std::make_shared<ClaudeHome>(std::move(home))), ws_(std::move(ws)), watcher_(watcher) {}
 
   std::string where() const override { return "Claude Code's " + home_->path().string(); }
   std::string foreign() const override { return "Claude Code"; }
@@ -361,7 +363,7 @@ class ClaudeStore : public TeamStore {
     auto add = [&](const fs::path& dir, const std::string& pattern) -> Status {
       std::error_code ec;
       if (!fs::is_directory(dir, ec)) return Status::NotFound(dir.string() + " is not there yet");
-      MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub, Watcher::Default().Subscribe(dir, pattern, waker));
+      MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub, watcher_.Subscribe(dir, pattern, waker));
       held->subs.push_back(std::move(sub));
       return Status::Ok();
     };
@@ -394,7 +396,7 @@ class ClaudeStore : public TeamStore {
     return std::make_unique<ClaudeMail>(home_, team);
   }
   std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) override {
-    return std::make_unique<ClaudeInbox>(home_, team, member);
+    return std::make_unique<ClaudeInbox>(home_, watcher_, team, member);
   }
   // A member runs while its lead's Claude Code does (teammates in its
   // process, or in panes it started) and it is on the roster.
@@ -559,6 +561,7 @@ class ClaudeStore : public TeamStore {
 
   std::shared_ptr<ClaudeHome> home_;
   const Workspace ws_;
+  Watcher& watcher_;
   std::mutex mu_;
   // Per team: each message's number and whether it was read then.
   std::map<std::string, std::map<std::string, std::pair<uint64_t, bool>>> feeds_;
@@ -583,7 +586,7 @@ Result<mates::TeamConfig> ClaudeMail::LoadTeam() {
 
 bool IsClaudeStoreUrl(const std::string& url) { return url.rfind(kScheme, 0) == 0; }
 
-Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const Workspace& ws) {
+Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const Workspace& ws, Watcher& watcher) {
   if (!IsClaudeStoreUrl(url)) return Status::InvalidArgument("not a Claude Code store: " + url);
   std::string dir = url.substr(std::string(kScheme).size());
   fs::path home;
@@ -597,7 +600,7 @@ Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const
     return Status::NotFound("no Claude Code home at " + home.string() +
                             " (Claude Code keeps it in $CLAUDE_CONFIG_DIR, else ~/.claude)");
   }
-  return std::unique_ptr<TeamStore>(std::make_unique<ClaudeStore>(home, ws));
+  return std::unique_ptr<TeamStore>(std::make_unique<ClaudeStore>(home, ws, watcher));
 }
 
 }  // namespace mates::claude

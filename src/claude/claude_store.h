@@ -25,12 +25,17 @@
 #include "store/team_store.h"
 #include "store/workspace.h"
 
+namespace mates {
+class Watcher;
+}  // namespace mates
+
 namespace mates::claude {
 
 // Whether `url` names a Claude Code home ("claude:" or "claude:DIR").
 bool IsClaudeStoreUrl(const std::string& url);
 // The store of the Claude Code home `url` names; `ws` is where a person
-// works (archives are refused: there is nothing of mates' to archive).
-Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const Workspace& ws);
+// works (archives are refused: there is nothing of mates' to archive);
+// `watcher` turns its files' changes into wake-ups.
+Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const Workspace& ws, Watcher& watcher);
 
 }  // namespace mates::claude

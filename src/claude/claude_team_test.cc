@@ -20,6 +20,7 @@
 #include "agent/prices.h"
 #include "core/clock.h"
 #include "stores/open_store.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 #include "view/attention.h"
 #include "view/team_view.h"
@@ -143,7 +144,7 @@ TEST(ClaudeTeamTest, AsAStoreItIsATeamView) {
   WriteJson(h / "teams" / kTeam / "inboxes/alpha.json",
             Json::array({{{"from", "team-lead"}, {"text", ask.dump()}, {"timestamp", "2026-11-29T01:00:00.000Z"},
                           {"read", false}}}));
-  auto store = OpenTeamStore("claude:" + h.string(), Workspace(dir.path()));
+  auto store = OpenTeamStore("claude:" + h.string(), Workspace(dir.path()), testing::TestEnv());
   ASSERT_TRUE(store.ok()) << store.status().message();
   EXPECT_EQ((*store)->foreign(), "Claude Code");
   auto v = view::LookAtTeam(**store, kTeam, 100);
@@ -200,7 +201,7 @@ TEST(ClaudeTeamTest, AsAStoreItIsATeamView) {
 TEST(ClaudeTeamTest, TheLogGivesWhatIsNewAndWhatWasReadSince) {
   testing::TempDir dir;
   const fs::path h = CopyFixture(dir);
-  auto store = OpenTeamStore("claude:" + h.string(), Workspace(dir.path()));
+  auto store = OpenTeamStore("claude:" + h.string(), Workspace(dir.path()), testing::TestEnv());
   ASSERT_TRUE(store.ok());
   auto first = (*store)->TailLog(kTeam, 1000, 0);
   ASSERT_TRUE(first.ok());
@@ -500,7 +501,7 @@ TEST(ClaudeTeamTest, ProcessesSendingAtOnceLoseNothing) {
 TEST(ClaudeTeamTest, OneStoreServesThreadsWhileTheTeamWrites) {
   testing::TempDir dir;
   const fs::path h = CopyFixture(dir);
-  auto store = OpenTeamStore("claude:" + h.string(), Workspace(dir.path()));
+  auto store = OpenTeamStore("claude:" + h.string(), Workspace(dir.path()), testing::TestEnv());
   ASSERT_TRUE(store.ok());
   std::atomic<bool> stop{false};
   std::atomic<int> bad{0};

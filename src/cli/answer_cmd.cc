@@ -79,7 +79,7 @@ int Answer(Globals& g, const AnswerArgs& a) {
   if (a.decline && (!a.fields.empty() || !a.json_fields.empty())) {
     return Usage("--decline answers nothing: drop the fields");
   }
-  auto opened = OpenChosenStore(g.store, g.ws(), StoreUse{.one_shot = true});
+  auto opened = OpenChosenStore(g, g.store, g.ws(), StoreUse{.one_shot = true});
   if (!opened.ok()) return Fail(opened.status());
   TeamStore& store = **opened;
   if (a.id.empty()) return List(store, g, a.json);

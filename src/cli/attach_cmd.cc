@@ -87,7 +87,7 @@ Result<ScopedFd> InterruptsAsFd() {
 
 int Attach(Globals& g) {
   if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
-  auto store = OpenChosenStore(g.store, g.ws());
+  auto store = OpenChosenStore(g, g.store, g.ws());
   if (!store.ok()) return Fail(store.status());
   auto team = (*store)->LoadTeam(g.team);
   if (!team.ok()) return Fail(team.status());

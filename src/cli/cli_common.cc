@@ -17,6 +17,7 @@
 #include "sandbox/policy.h"
 #include "store/archive.h"
 #include "store/elicitation.h"
+#include "store/process_env.h"
 #include "store/roster.h"
 #include "tmux/cluster_config.h"
 #include "trust/trust.h"
@@ -56,6 +57,11 @@ Result<std::string> StoreIn(const fs::path& file) {
 }
 
 }  // namespace
+
+const Env& Globals::env() const {
+  if (!process) process = std::make_shared<ProcessEnv>();
+  return process->env();
+}
 
 std::string Globals::Mates() const {
   std::string out = "mates";
@@ -355,12 +361,12 @@ Result<Workspace> ReadingWorkspace(const Globals& g, const std::string& team, co
 
 Result<ReadingStore> OpenReadingStore(const Globals& g, const std::string& team, const ArchivedChoice& choice) {
   if (!choice.given()) {
-    MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenChosenStore(g.store, g.ws()));
+    MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenChosenStore(g, g.store, g.ws()));
     return ReadingStore{g.ws(), std::move(store), ""};
   }
   MATES_ASSIGN_OR_RETURN(ArchivedTeam a, FindArchive(g.ws(), team, choice.stamp));
   Workspace ws(a.root);
-  return ReadingStore{ws, FileTeamStore(ws), a.stamp};
+  return ReadingStore{ws, FileTeamStore(ws, g.env()), a.stamp};
 }
 
 Status SayIfArchived(Status s, const Workspace& ws, const std::string& team,

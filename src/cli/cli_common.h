@@ -18,6 +18,8 @@
 
 namespace mates {
 class TeamStore;
+struct Env;
+class ProcessEnv;
 struct HostInfo;
 }  // namespace mates
 
@@ -39,6 +41,10 @@ struct Globals {
   bool setting_current_team = false;
   // Set by the subcommand that was chosen; main() runs it after parsing.
   std::function<int()> action;
+  // The process's parts (core/env.h), made at the first ask (a command
+  // that watches nothing starts no watcher) and gone with main()'s Globals.
+  const Env& env() const;
+  mutable std::shared_ptr<ProcessEnv> process;
 
   Workspace ws() const { return WorkspaceFrom(workspace); }
   // "mates" with the -w and --store this command was given, for the

@@ -198,7 +198,7 @@ std::string FormatEntry(const std::string& line) {
          j->value("type", "") + "] " + j->value("content", "");
 }
 
-int LogCmd(const ClusterArgs& a) {
+int LogCmd(const ClusterArgs& a, const Env& env) {
   auto c = Load(a);
   if (!c.ok()) return Fail(c.status());
   const fs::path log = c->config().log_file;
@@ -220,7 +220,7 @@ int LogCmd(const ClusterArgs& a) {
   if (!a.follow) return 0;
   (void)EnsureDir(log.parent_path());
   auto waker = std::make_shared<Waker>();
-  auto sub = Watcher::Default().Subscribe(log.parent_path(), log.filename().string(), waker);
+  auto sub = env.watcher.Subscribe(log.parent_path(), log.filename().string(), waker);
   for (;;) {
     uint64_t g = waker->generation();
     print_new();
@@ -237,7 +237,7 @@ int Down(const ClusterArgs& a) {
   return 0;
 }
 
-int Route(const ClusterArgs& a) {
+int Route(const ClusterArgs& a, const Env& env) {
   auto c = Load(a);
   if (!c.ok()) return Fail(c.status());
   std::atomic<bool> stop{false};  // ends with the session (SIGHUP)
@@ -249,7 +249,7 @@ int Route(const ClusterArgs& a) {
   const std::string team = c->config().name;
   mq.team = [team] { return team; };
   mq.running = [](const std::string&) { return true; };  // pane agents live as long as the session
-  std::unique_ptr<TeamStore> store = FileTeamStore(mq.ws);
+  std::unique_ptr<TeamStore> store = FileTeamStore(mq.ws, env);
   mq.work_of = [&store](const std::string& t, const MergeRequest& m) { return agent::TaskWork(*store, t, m.task, m.owner); };
   // And the conflict forecast of its pane agents' worktrees (DESIGN §30),
   // while no lead's host forecasts for the team (its own takes them in).
@@ -290,7 +290,7 @@ int Route(const ClusterArgs& a) {
       }
     }
   }
-  Status s = c->Route(stop);
+  Status s = c->Route(stop, env);
   merges.Stop();
   forecast->Stop();
   return s.ok() ? 0 : Fail(s);
@@ -356,7 +356,7 @@ void AddClusterCommands(CLI::App& app, Globals& g) {
   log->add_flag("--json", a->json, "The JSONL entries as they are");
   log->callback([&g, a] { g.action = [&g, a] {
     a->ws = g.ws().root();
-    return LogCmd(*a);
+    return LogCmd(*a, g.env());
   }; });
 
   CLI::App* down = cl->add_subcommand("down", "Stop the agents and the cluster's tmux server");
@@ -370,7 +370,7 @@ void AddClusterCommands(CLI::App& app, Globals& g) {
   config_opt(route);
   route->callback([&g, a] { g.action = [&g, a] {
     a->ws = g.ws().root();
-    return Route(*a);
+    return Route(*a, g.env());
   }; });
 
   CLI::App* attach = cl->add_subcommand("attach", "Watch the panes (tmux attach)");

@@ -60,7 +60,7 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
   }
   // An archive is this workspace's files, whichever store the team was in.
   if (!a.archived.given()) o.store_url = g.store;
-  auto store = OpenTeamStore(o.store_url, o.ws);
+  auto store = OpenTeamStore(o.store_url, o.ws, g.env());
   if (!store.ok()) return Fail(store.status());
   if (auto team = (*store)->LoadTeam(g.team); !team.ok()) {
     return Fail(SayIfArchived(team.status(), o.ws, g.team, a.archived));
@@ -73,7 +73,7 @@ int Dashboard_(Globals& g, const DashboardArgs& a) {
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGHUP);
   ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  auto page = dashboard::Dashboard::Start(o);
+  auto page = dashboard::Dashboard::Start(o, g.env());
   if (!page.ok()) return Fail(page.status());
   std::cout << (a.claude.empty() ? "dashboard of team " : "dashboard of Claude Code team ") << g.team
             << (o.archived.empty() ? "" : " (archived " + o.archived + ")")

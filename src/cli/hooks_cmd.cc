@@ -116,7 +116,7 @@ int Test(Globals& g, const HooksArgs& a) {
   // As a host would run them: in its sandbox (DESIGN §18).
   auto box = HostsSandbox(g.ws(), "hooks-test");
   if (!box.ok()) return Fail(box.status());
-  auto store = FileTeamStore(g.ws());
+  auto store = FileTeamStore(g.ws(), g.env());
   tools::ToolContext ctx(g.ws(), *store);
   ctx.team = g.team;
   ctx.agent = a.as;

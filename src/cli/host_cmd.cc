@@ -143,7 +143,7 @@ int Up(Globals& g, const RunArgs& a) {
   const Workspace& ws = config->ws;
   {
     // Closed before the fork: the host opens its own connections.
-    auto teams = OpenTeamStore(config->store_url, ws);
+    auto teams = OpenTeamStore(config->store_url, ws, g.env());
     if (!teams.ok()) return Fail(teams.status());
     if (a.teammates_only && !(*teams)->HostsApart()) {
       return Usage("--teammates hosts the teammates of a team kept in a database that other machines share "
@@ -192,7 +192,7 @@ int Up(Globals& g, const RunArgs& a) {
         (rc == 0 ? " within " + std::to_string(static_cast<int>(kUpReadySeconds)) + " s" : "") +
         (why.empty() ? "" : "; its log says:\n" + why)));
   }
-  auto teams = OpenTeamStore(config->store_url, ws);
+  auto teams = OpenTeamStore(config->store_url, ws, g.env());
   auto host = teams.ok() ? (*teams)->LiveHost(g.team) : std::nullopt;
   std::string pid = host && host->pid > 0 ? std::to_string(host->pid) : "?";
   std::cout << (a.teammates_only ? "hosting the teammates of team " : "hosting team ") << g.team << " (pid " << pid << ")"
@@ -243,7 +243,7 @@ int Down(Globals& g, const DownArgs& a) {
   if (Status s = CheckSeconds("--timeout", a.timeout, 0, false); !s.ok()) return Fail(s);
   if (Status s = CheckSeconds("--grace", a.grace, 0, true); !s.ok()) return Fail(s);
   Workspace ws = g.ws();
-  auto opened = OpenChosenStore(g.store, ws);
+  auto opened = OpenChosenStore(g, g.store, ws);
   if (!opened.ok()) return Fail(opened.status());
   std::unique_ptr<TeamStore> store = std::move(*opened);
   auto team = store->LoadTeam(g.team);

@@ -68,7 +68,7 @@ Status ChooseReader(InboxArgs& a, bool wait_given, double* wait_s) {
 int ReadInbox(Globals& g, InboxArgs a, bool wait_given) {
   double wait_s = -1;
   if (Status s = ChooseReader(a, wait_given, &wait_s); !s.ok()) return Fail(s);
-  auto opened = OpenChosenStore(g.store, g.ws());
+  auto opened = OpenChosenStore(g, g.store, g.ws());
   if (!opened.ok()) return Fail(opened.status());
   std::unique_ptr<TeamStore> store = std::move(*opened);
   auto team = store->LoadTeam(g.team);

@@ -26,7 +26,7 @@ struct LeverArgs {
 int Pull(Globals& g, const std::string& op, const LeverArgs& a) {
   if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
   if (Status s = ValidateName("agent name", a.agent); !s.ok()) return Fail(s);
-  auto store = OpenChosenStore(g.store, g.ws());
+  auto store = OpenChosenStore(g, g.store, g.ws());
   if (!store.ok()) return Fail(store.status());
   auto team = (*store)->LoadTeam(g.team);
   if (!team.ok()) return Fail(team.status());

@@ -158,9 +158,9 @@ int Log(Globals& g, const LogArgs& a) {
   if (a.archived.given()) {
     auto reading = ReadingWorkspace(g, g.team, a.archived);
     if (!reading.ok()) return Fail(reading.status());
-    return ShowLog(g, *FileTeamStore(*reading), *reading, g.ws(), a);
+    return ShowLog(g, *FileTeamStore(*reading, g.env()), *reading, g.ws(), a);
   }
-  auto store = OpenChosenStore(g.store, g.ws());
+  auto store = OpenChosenStore(g, g.store, g.ws());
   if (!store.ok()) return Fail(store.status());
   return ShowLog(g, **store, g.ws(), g.ws(), a);
 }

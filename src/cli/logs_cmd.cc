@@ -251,7 +251,7 @@ int Logs(Globals& g, const LogsArgs& a) {
   for (const auto& n : a.names) {
     if (Status s = ValidateName("agent name", n); !s.ok()) return Fail(s);
   }
-  auto store = OpenChosenStore(g.store, g.ws());
+  auto store = OpenChosenStore(g, g.store, g.ws());
   if (!store.ok()) return Fail(store.status());
   auto team = (*store)->LoadTeam(g.team);
   if (!team.ok()) return Fail(team.status());

@@ -182,7 +182,7 @@ int Serve(Globals& g, const McpArgs& a) {
   if (a.port != 0 && !a.http) return Usage("--port is for --http");
   if (g.team.empty()) return Usage("which team? give --team or set MATES_TEAM");
   if (Status s = ValidateName("team name", g.team); !s.ok()) return Fail(s);
-  auto opened = OpenChosenStore(g.store, g.ws());
+  auto opened = OpenChosenStore(g, g.store, g.ws());
   if (!opened.ok()) return Fail(opened.status());
   std::unique_ptr<TeamStore> store = std::move(*opened);
   std::string as = a.as;

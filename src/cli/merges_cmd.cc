@@ -65,9 +65,9 @@ Result<Opened> OpenMerges(const Globals& g, const MergesArgs& a) {
   Opened o;
   if (a.archived.given()) {
     MATES_ASSIGN_OR_RETURN(Workspace ws, ReadingWorkspace(g, g.team, a.archived));
-    o.store = FileTeamStore(ws);
+    o.store = FileTeamStore(ws, g.env());
   } else {
-    MATES_ASSIGN_OR_RETURN(o.store, OpenChosenStore(g.store, g.ws()));
+    MATES_ASSIGN_OR_RETURN(o.store, OpenChosenStore(g, g.store, g.ws()));
   }
   MATES_RETURN_IF_ERROR(o.store->LoadTeam(g.team).status());
   o.merges = o.store->Merges(g.team);

@@ -44,10 +44,10 @@ struct Row {
 };
 
 // What `team` of `ws`'s store looks like now.
-Row Look(const std::string& store_url, const Workspace& ws, const std::string& team,
+Row Look(const Globals& g, const std::string& store_url, const Workspace& ws, const std::string& team,
          std::optional<HostInfo> host) {
   Row r{team, ws.root().string(), std::move(host), {}, 0, 0, true, 0, ""};
-  auto store = OpenChosenStore(store_url, ws);
+  auto store = OpenChosenStore(g, store_url, ws);
   if (!store.ok()) {
     r.error = store.status().message();
     return r;
@@ -107,17 +107,17 @@ int Ps(Globals& g, const PsArgs& a) {
       if (!seen.insert({ws.root().string(), t}).second) continue;
       auto here = ReadLiveHost(ws, t);
       if (!here) here = *info;
-      rows.push_back(Look("", ws, t, here));
+      rows.push_back(Look(g, "", ws, t, here));
     }
   }
   if (a.all) {
-    auto store = OpenChosenStore(g.store, g.ws());
+    auto store = OpenChosenStore(g, g.store, g.ws());
     if (!store.ok()) return Fail(store.status());
     auto names = (*store)->ListTeams();
     if (!names.ok()) return Fail(names.status());
     for (const auto& t : *names) {
       if (seen.count({g.ws().root().string(), t}) > 0) continue;
-      rows.push_back(Look(g.store, g.ws(), t, (*store)->LiveHost(t)));
+      rows.push_back(Look(g, g.store, g.ws(), t, (*store)->LiveHost(t)));
     }
   }
   if (a.json) {

@@ -92,14 +92,14 @@ Result<RecordedTeam> TeamFrom(std::shared_ptr<TeamStore> store, const fs::path& 
 // in the workspace, else its earliest archive whose lead journal starts
 // then or later.
 Result<RecordedTeam> FindMovedTo(Globals& g, const std::string& name, double after) {
-  if (auto live = OpenChosenStore(g.store, g.ws()); live.ok()) {
+  if (auto live = OpenChosenStore(g, g.store, g.ws()); live.ok()) {
     std::shared_ptr<TeamStore> store = std::move(*live);
     if (auto t = TeamFrom(store, g.ws().root(), name); t.ok()) return t;
   }
   MATES_ASSIGN_OR_RETURN(auto archives, ListArchives(g.ws(), name));
   for (const auto& a : archives) {
     Workspace ws(a.root);
-    auto t = TeamFrom(FileTeamStore(ws), a.root, name);
+    auto t = TeamFrom(FileTeamStore(ws, g.env()), a.root, name);
     if (t.ok() && replay::FirstTime(t->lead_journal) >= after) return t;
   }
   return Status::NotFound("team " + name + ", where the session's lead went on, is neither here nor archived");
@@ -117,7 +117,7 @@ Result<Recording> FindRecording(Globals& g, const ArchivedChoice& archived) {
   r.repo = fs::exists(bundle) ? bundle : g.ws().root();
   if (std::string parent = replay::CameFrom(named->lead_journal);
       !parent.empty() && parent != g.team && ValidateName("team name", parent).ok()) {
-    auto start = OpenChosenStore(g.store, g.ws());
+    auto start = OpenChosenStore(g, g.store, g.ws());
     std::shared_ptr<TeamStore> store = start.ok() ? std::move(*start) : nullptr;
     auto t = store ? TeamFrom(store, g.ws().root(), parent) : Result<RecordedTeam>(start.status());
     // A team of that name here whose lead never went to this one is
@@ -241,8 +241,8 @@ std::vector<replay::PersonMessage> PersonsMessages(const Recording& r) {
 }
 
 // Sends the person's message again, in DIR's store.
-Status SendAgain(const fs::path& into, const replay::PersonMessage& m) {
-  auto store = FileTeamStore(Workspace(into));
+Status SendAgain(const Env& env, const fs::path& into, const replay::PersonMessage& m) {
+  auto store = FileTeamStore(Workspace(into), env);
   std::unique_ptr<TeamMail> mail = store->Mail(m.team);
   SendRequest r;
   r.type = m.to.empty() ? MessageType::kBroadcast : MessageType::kMessage;
@@ -320,15 +320,15 @@ Status SetUpStart(const Recording& r, const Workspace& ws) {
 }
 
 // A team's board: live in `ws`, else its latest archive there.
-std::vector<Task> BoardIn(const Workspace& ws, const std::string& team) {
-  auto live = FileTeamStore(ws);
+std::vector<Task> BoardIn(const Env& env, const Workspace& ws, const std::string& team) {
+  auto live = FileTeamStore(ws, env);
   if (live->LoadTeam(team).ok()) {
     auto tasks = live->Board(team)->List(false);
     if (tasks.ok()) return *tasks;
   }
   auto archives = ListArchives(ws, team);
   if (!archives.ok() || archives->empty()) return {};
-  auto tasks = FileTeamStore(Workspace(archives->back().root))->Board(team)->List(false);
+  auto tasks = FileTeamStore(Workspace(archives->back().root), env)->Board(team)->List(false);
   return tasks.ok() ? *tasks : std::vector<Task>{};
 }
 
@@ -337,12 +337,12 @@ std::string TaskWords(const Task& t) {
 }
 
 // How the replay's boards differ from the recorded ones, task by task.
-std::vector<std::string> CompareBoards(const Recording& r, const fs::path& into, size_t* compared) {
+std::vector<std::string> CompareBoards(const Env& env, const Recording& r, const fs::path& into, size_t* compared) {
   std::vector<std::string> diffs;
   for (const auto& t : r.teams) {
     auto recorded = t.store->Board(t.name)->List(false);
     if (!recorded.ok()) continue;
-    std::vector<Task> replayed = BoardIn(Workspace(into), t.name);
+    std::vector<Task> replayed = BoardIn(env, Workspace(into), t.name);
     for (const auto& want : *recorded) {
       ++*compared;
       auto got = std::find_if(replayed.begin(), replayed.end(), [&](const Task& x) { return x.id == want.id; });
@@ -434,7 +434,7 @@ int Replay(Globals& g, const ReplayArgs& a) {
   for (const auto& t : rec->teams) ro.roots.push_back(t.root.string());
   ro.give_up_s = a.give_up;
   ro.person = PersonsMessages(*rec);
-  ro.send = [into](const replay::PersonMessage& m) { return SendAgain(into, m); };
+  ro.send = [&env = g.env(), into](const replay::PersonMessage& m) { return SendAgain(env, into, m); };
   auto replayer = std::make_shared<replay::Replayer>(std::move(*agents), ro);
   options->pacer = replayer;
   RunSessions(*rec, *options, *replayer);
@@ -442,7 +442,7 @@ int Replay(Globals& g, const ReplayArgs& a) {
   const auto outcomes = replayer->Outcomes();
   for (const auto& n : replayer->notes()) rec->notes.push_back(n);
   size_t tasks = 0;
-  const auto board = CompareBoards(*rec, into, &tasks);
+  const auto board = CompareBoards(g.env(), *rec, into, &tasks);
   bool diverged = !board.empty();
   for (const auto& o : outcomes) diverged |= o.divergence.has_value();
   if (a.json) {

@@ -87,7 +87,7 @@ int Send(Globals& g, const SendArgs& a) {
   // A sandboxed tool's mates, run by its host: the sender is its agent.
   if (std::string refused = RefusedIdentity("--from", a.from); !refused.empty()) return Usage(refused);
   if (std::string as = SandboxedAgent(); !as.empty()) r.sender = as;
-  auto store = OpenChosenStore(g.store, g.ws(), StoreUse{.one_shot = true});
+  auto store = OpenChosenStore(g, g.store, g.ws(), StoreUse{.one_shot = true});
   if (!store.ok()) return Fail(store.status());
   if (!a.from.empty()) {
     auto team = (*store)->LoadTeam(g.team);

@@ -319,9 +319,9 @@ int Status_(Globals& g, const StatusArgs& a) {
   if (a.archived.given()) {
     auto reading = ReadingWorkspace(g, g.team, a.archived);
     if (!reading.ok()) return Fail(reading.status());
-    return ShowStatus(g, *FileTeamStore(*reading), g.ws(), a);
+    return ShowStatus(g, *FileTeamStore(*reading, g.env()), g.ws(), a);
   }
-  auto store = OpenChosenStore(g.store, g.ws());
+  auto store = OpenChosenStore(g, g.store, g.ws());
   if (!store.ok() && store.status().code() == StatusCode::kUnavailable && !a.watch) return OutOfReach(g, a, store.status());
   if (!store.ok()) return Fail(store.status());
   return ShowStatus(g, **store, g.ws(), a);

@@ -15,7 +15,10 @@
 
 namespace mates::cli {
 
-// The chosen store, seen from the workspace `ws`.
-Result<std::unique_ptr<TeamStore>> OpenChosenStore(const std::string& url, const Workspace& ws, StoreUse use = {});
+// The chosen store, seen from the workspace `ws`, in the process's parts
+// (Globals::env).
+struct Globals;
+Result<std::unique_ptr<TeamStore>> OpenChosenStore(const Globals& g, const std::string& url, const Workspace& ws,
+                                                   StoreUse use = {});
 
 }  // namespace mates::cli

@@ -14,8 +14,9 @@
 
 namespace mates::cli {
 
-Result<std::unique_ptr<TeamStore>> OpenChosenStore(const std::string& url, const Workspace& ws, StoreUse use) {
-  return OpenTeamStore(url, ws, use);
+Result<std::unique_ptr<TeamStore>> OpenChosenStore(const Globals& g, const std::string& url, const Workspace& ws,
+                                                   StoreUse use) {
+  return OpenTeamStore(url, ws, g.env(), use);
 }
 
 namespace {

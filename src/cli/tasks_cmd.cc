@@ -65,9 +65,9 @@ Result<TeamState> OpenTeam(const Globals& g, const TasksArgs& a) {
   // An archive is this workspace's files, whichever store the team was in.
   if (a.archived.given()) {
     MATES_ASSIGN_OR_RETURN(Workspace ws, ReadingWorkspace(g, g.team, a.archived));
-    s.store = FileTeamStore(ws, StoreUse{.one_shot = true});
+    s.store = FileTeamStore(ws, g.env(), StoreUse{.one_shot = true});
   } else {
-    MATES_ASSIGN_OR_RETURN(s.store, OpenChosenStore(g.store, g.ws(), StoreUse{.one_shot = true}));
+    MATES_ASSIGN_OR_RETURN(s.store, OpenChosenStore(g, g.store, g.ws(), StoreUse{.one_shot = true}));
   }
   MATES_ASSIGN_OR_RETURN(s.config, s.store->LoadTeam(g.team));
   s.board = s.store->Board(g.team);

@@ -14,11 +14,13 @@
 #include "git/worktrees.h"
 #include "store/host_info.h"
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/names.h"
 #include "store/archive.h"
 #include "store/board.h"
 #include "store/liveness.h"
 #include "store/roster.h"
+#include "store/task_folders.h"
 
 namespace mates::cli {
 namespace {
@@ -74,7 +76,7 @@ int ListArchived(Globals& g, const TeamArgs& a) {
   for (const auto& ar : *all) {
     Workspace archive(ar.root);
     auto c = Roster(archive).Load(ar.team);
-    auto tasks = SharedBoard(archive.TasksDir(ar.team))->List(false);
+    auto tasks = g.env().folders.BoardOf(archive.TasksDir(ar.team))->List(false);
     size_t members = c.ok() ? c->members.size() : 0, n_tasks = tasks.ok() ? tasks->size() : 0;
     if (a.json) {
       out.push_back({{"team", ar.team},
@@ -93,7 +95,7 @@ int ListArchived(Globals& g, const TeamArgs& a) {
 }
 
 int List(Globals& g, const TeamArgs& a) {
-  auto teams = OpenChosenStore(g.store, g.ws());
+  auto teams = OpenChosenStore(g, g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   if (a.archived) {
     return ListArchived(g, a);  // this workspace's, whichever store the teams were in
@@ -122,7 +124,7 @@ int List(Globals& g, const TeamArgs& a) {
 }
 
 int Show(Globals& g, const TeamArgs& a) {
-  auto teams = OpenChosenStore(g.store, g.ws());
+  auto teams = OpenChosenStore(g, g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   auto c = (*teams)->LoadTeam(a.team.empty() ? g.team : a.team);
   if (!c.ok()) return Fail(c.status());
@@ -153,7 +155,7 @@ int Create(Globals& g, const TeamArgs& a) {
   if (!s.ok()) return Fail(s);
   auto backend = ParseMemberBackend(a.backend);
   if (!backend.ok()) return Fail(backend.status());
-  auto teams = OpenChosenStore(g.store, g.ws());
+  auto teams = OpenChosenStore(g, g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   auto c = (*teams)->CreateTeam(a.team, a.lead, a.description);
   if (!c.ok()) return Fail(c.status());
@@ -194,7 +196,7 @@ int Join(Globals& g, const TeamArgs& a) {
   m.name = a.member;
   m.role = MemberRole::kTeammate;
   m.backend = *backend;
-  auto teams = OpenChosenStore(g.store, g.ws());
+  auto teams = OpenChosenStore(g, g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   if (!isolation && *backend == MemberBackend::kInProcess) {
     // The team's setting, as for a teammate the lead spawns.
@@ -244,7 +246,7 @@ int Archived(const Globals& g, const Workspace& ws, const Result<ArchivedTeam>& 
 // good, this machine's files of it too (its journals here would bring it
 // back).
 int Delete(Globals& g, const TeamArgs& a) {
-  auto teams = OpenChosenStore(g.store, g.ws());
+  auto teams = OpenChosenStore(g, g.store, g.ws());
   if (!teams.ok()) return Fail(teams.status());
   TeamStore& store = **teams;
   // Its worktrees go first (unmerged work stays on its branch, DESIGN §12).
@@ -275,7 +277,7 @@ int Use(Globals& g, const TeamArgs& a) {
       return 0;
     }
     std::cout << "current team: " << a.team << " (in " << ws.root().string() << ")";
-    auto teams = OpenChosenStore(g.store, ws);
+    auto teams = OpenChosenStore(g, g.store, ws);
     if (teams.ok() && (*teams)->HasTeam(a.team).code() == StatusCode::kNotFound) {
       std::cout << "; it does not exist yet: mates run or mates team create " << a.team << " makes it";
     }

@@ -186,7 +186,7 @@ std::string LineName(const TeamLine& l) {
 // is said on its line, and the command fails once all is shown.
 int ShowAllUsage(Globals& g, const UsageArgs& a) {
   std::vector<TeamLine> lines;
-  auto store = OpenChosenStore(g.store, g.ws());
+  auto store = OpenChosenStore(g, g.store, g.ws());
   if (!store.ok()) return Fail(store.status());
   std::string where = (*store)->where();
   if ((*store)->spans_machines()) where += " (archives in " + g.ws().root().string() + ")";
@@ -289,7 +289,7 @@ int Budget(Globals& g, const BudgetArgs& a, const std::string& verb) {
       return Usage("--usd must be a number of dollars from 0 to 1e9 (0 = no dollar budget)");
     }
   }
-  auto store = OpenChosenStore(g.store, g.ws());
+  auto store = OpenChosenStore(g, g.store, g.ws());
   if (!store.ok()) return Fail(store.status());
   Result<TeamConfig> team = (*store)->LoadTeam(g.team);
   if (team.ok() && verb != "show") {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/env.h"
 #include "core/guarded.h"
 #include "core/names.h"
 #include "dashboard/change_feed.h"
@@ -50,10 +51,10 @@ void Page(httplib::Response& res) {
 
 class Dashboard::Impl {
  public:
-  explicit Impl(DashboardOptions o) : options_(std::move(o)) {}
+  Impl(DashboardOptions o, const Env& env) : options_(std::move(o)), env_(env) {}
 
   Status Start() {
-    MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenTeamStore(options_.store_url, options_.ws));
+    MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenTeamStore(options_.store_url, options_.ws, env_));
     source_ = std::make_unique<Source>(std::move(store), options_.team, options_.merge_hooks);
     api_ = std::make_unique<TeamApi>(*source_, options_);
     server_.set_tcp_nodelay(true);
@@ -140,6 +141,7 @@ class Dashboard::Impl {
 
  private:
   const DashboardOptions options_;
+  const Env env_;  // references: the parts outlive the dashboard
   HttpGuard guard_;
   int port_ = -1;
   // Set by Start: the feed's thread is told of changes through it, and the
@@ -162,9 +164,9 @@ class Dashboard::Impl {
 Dashboard::Dashboard(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Dashboard::~Dashboard() { Stop(); }
 
-Result<std::unique_ptr<Dashboard>> Dashboard::Start(DashboardOptions options) {
+Result<std::unique_ptr<Dashboard>> Dashboard::Start(DashboardOptions options, const Env& env) {
   if (Status s = ValidateName("team name", options.team); !s.ok()) return s;
-  auto impl = std::make_unique<Impl>(std::move(options));
+  auto impl = std::make_unique<Impl>(std::move(options), env);
   MATES_RETURN_IF_ERROR(impl->Start());
   return std::unique_ptr<Dashboard>(new Dashboard(std::move(impl)));
 }

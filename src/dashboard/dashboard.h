@@ -36,6 +36,10 @@
 #include "git/merge_hooks.h"
 #include "store/workspace.h"
 
+namespace mates {
+struct Env;
+}  // namespace mates
+
 namespace mates::dashboard {
 
 struct DashboardOptions {
@@ -62,8 +66,9 @@ struct DashboardOptions {
 
 class Dashboard {
  public:
-  // Binds 127.0.0.1 and serves on threads of its own.
-  static Result<std::unique_ptr<Dashboard>> Start(DashboardOptions options);
+  // Binds 127.0.0.1 and serves on threads of its own; its store is opened
+  // in `env`, the process's parts (which outlive the dashboard).
+  static Result<std::unique_ptr<Dashboard>> Start(DashboardOptions options, const Env& env);
   ~Dashboard();
   Dashboard(const Dashboard&) = delete;
   Dashboard& operator=(const Dashboard&) = delete;

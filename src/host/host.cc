@@ -133,7 +133,7 @@ Status Host::Build() {
   MATES_ASSIGN_OR_RETURN(sandbox_, sandbox::Sandbox::Make(a.ws.root(), a.sandbox, run_dir));
   // Where the team is kept: the workspace's files, or a PostgreSQL store
   // (DESIGN §13) whose connections are this process's own.
-  MATES_ASSIGN_OR_RETURN(store_, OpenTeamStore(a.store_url, a.ws));
+  MATES_ASSIGN_OR_RETURN(store_, OpenTeamStore(a.store_url, a.ws, env()));
   // A server restarted or briefly away is waited for: the agents go on
   // when it is back (a stop cuts the wait short).
   store_->WaitOutOutages(kStoreOutagePatienceS);
@@ -589,7 +589,7 @@ Status Host::ServePages() {
     d.levers = [this, team = a.team](const std::string& op, const std::string& agent) {
       return Pull(LeverRequest{op, team, agent, ""});
     };
-    MATES_ASSIGN_OR_RETURN(page_, dashboard::Dashboard::Start(d));
+    MATES_ASSIGN_OR_RETURN(page_, dashboard::Dashboard::Start(d, env()));
   }
   if (page_) info_.dashboard = page_->url();
   // The person's levers: in the runtime folder, which no sandbox sees.
@@ -646,7 +646,7 @@ void Host::LeadMoved(const std::string& to) {
     d.levers = [this, to](const std::string& op, const std::string& agent) {
       return Pull(LeverRequest{op, to, agent, ""});
     };
-    auto started = dashboard::Dashboard::Start(d);
+    auto started = dashboard::Dashboard::Start(d, env());
     if (started.ok()) {
       away_page_ = std::move(*started);
       there.dashboard = away_page_->url();

@@ -42,6 +42,7 @@
 #include "store/team_store.h"
 #include "store/workspace.h"
 #include "team/team_manager.h"
+#include "store/process_env.h"
 #include "tools/skills.h"
 #include "tools/tool.h"
 
@@ -125,6 +126,8 @@ class Host {
   Host& operator=(const Host&) = delete;
 
   const HostOptions& options() const { return options_; }
+  // The parts its agents share (core/env.h), made by the host.
+  const Env& env() const { return parts_.env(); }
   TeamStore& store() { return *store_; }
   const sandbox::Sandbox& sandbox() const { return *sandbox_; }
   agent::AgentLoop& lead() { return *lead_; }
@@ -165,7 +168,9 @@ class Host {
   // host.json and a page for the team it works in.
   void LeadMoved(const std::string& to);
 
-  // Constant after construction.
+  // Constant after construction. The parts first: they go last, after
+  // everything that holds a subscription or a board of theirs.
+  const ProcessEnv parts_;
   const HostOptions options_;
   llm::Provider* const provider_;
   // Attached terminals hear what the output does (attach.h): the agents

@@ -192,7 +192,7 @@ Result<agent::TurnResult> Session::WaitForTeam(Result<agent::TurnResult> r) {
       for (const auto& m : team.ok() ? team->members : std::vector<Member>{}) panes |= m.backend == MemberBackend::kTmux;
       team_files.Reset();
       if (panes && ctx.store().FilesHere()) {
-        auto t = Watcher::Default().Subscribe(ctx.ws.TeamDir(ctx.team), "", waker);
+        auto t = host_.env().watcher.Subscribe(ctx.ws.TeamDir(ctx.team), "", waker);
         if (t.ok()) team_files = std::move(*t);
       }
     }

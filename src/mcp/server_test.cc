@@ -15,6 +15,7 @@
 #include "store/mailbox.h"
 #include "store/messenger.h"
 #include "store/roster.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates::mcp {
@@ -263,7 +264,7 @@ class McpTeamTest : public ::testing::Test {
   }
   testing::TempDir dir_;
   Workspace ws_{dir_.path()};
-  std::unique_ptr<TeamStore> store_ = FileTeamStore(ws_);
+  std::unique_ptr<TeamStore> store_ = FileTeamStore(ws_, testing::TestEnv());
 };
 
 TEST_F(McpTeamTest, ListsTheEightTools) {

@@ -20,25 +20,10 @@
 #include "core/log.h"
 #include "core/names.h"
 #include "store/task_rules.h"
-#include "store/watcher.h"
 
 namespace mates {
 
 std::string TaskFileName(int64_t id) { return std::to_string(id) + ".json"; }
-
-std::shared_ptr<Board> SharedBoard(const fs::path& dir) {
-  static std::mutex mu;
-  static auto* boards = new std::map<std::string, std::weak_ptr<Board>>();  // guarded by mu
-  std::string key = dir.lexically_normal().string();
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = (*boards)[key];
-  auto board = slot.lock();
-  if (!board) {
-    board = std::make_shared<Board>(dir);
-    slot = board;
-  }
-  return board;
-}
 
 int64_t TaskIdFromFileName(std::string_view name) {
   constexpr std::string_view kExt = ".json";

@@ -52,12 +52,17 @@ namespace mates {
 
 namespace fs = std::filesystem;
 
+class Watcher;
+
 class Board {
  public:
   struct Options {
     // Keep an inotify watch to refresh cheaply between operations. A
     // one-shot process (the CLI) has no "between" and skips it.
     bool watch = true;
+    // Whose subscribers a write here wakes at once (this process's
+    // watcher, Env::watcher); without one they hear it from the kernel.
+    Watcher* local = nullptr;
   };
 
   // Which version of a task file an entry came from. A replace changes the
@@ -181,6 +186,7 @@ class Board {
   const fs::path hwm_path_;
   const fs::path index_path_;
   const fs::path spare_path_;  // ReplaceFileViaSpare's spare, under the lock
+  Watcher* const local_;
 
   Result<Task> UpdateLocked(int64_t id, const TaskPatch& patch, const Caller& caller, const Json& metadata_patch);
   // Updates (a task completed, say) go before the claims that wait: idle
@@ -215,10 +221,6 @@ class Board {
   std::set<std::pair<int64_t, ino_t>> reported_corrupt_;
   std::weak_ptr<Claimers> claimers_;
 };
-
-// The process's Board for `dir`: every agent of a process shares one (one
-// watch, one warm cache per team).
-std::shared_ptr<Board> SharedBoard(const fs::path& dir);
 
 // The file name of task `id` ("3.json"), and the reverse (0 if not a task).
 std::string TaskFileName(int64_t id);

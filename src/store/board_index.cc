@@ -130,7 +130,8 @@ Board::Board(fs::path dir, Options options)
     : dir_(std::move(dir)),
       hwm_path_(dir_ / ".highwatermark"),
       index_path_(dir_ / ".index"),
-      spare_path_(SpareIn(dir_, "task")) {
+      spare_path_(SpareIn(dir_, "task")),
+      local_(options.local) {
   (void)EnsureDir(dir_);
   if (!options.watch) return;
   // The watch comes before the first load so that no change falls between.
@@ -476,7 +477,7 @@ Status Board::WriteLocked(Task& task, bool touch) {
     LogWarning("task " + TaskRef(task.id) + " is written; its line in " + index_path_.string() +
                " is not: " + s.message());
   }
-  Watcher::Default().NotifyLocal(dir_, TaskFileName(task.id));
+  if (local_ != nullptr) local_->NotifyLocal(dir_, TaskFileName(task.id));
   return Status::Ok();
 }
 

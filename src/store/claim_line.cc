@@ -8,12 +8,14 @@
 
 namespace mates {
 
-Result<std::shared_ptr<ClaimLine>> ClaimLine::Create(const fs::path& dir) {
-  std::shared_ptr<ClaimLine> line(new ClaimLine([dir](int64_t id, const TaskPatch& patch, const Caller& caller) {
-    return SharedBoard(dir)->Update(id, patch, caller);
-  }));
+Result<std::shared_ptr<ClaimLine>> ClaimLine::Create(std::shared_ptr<Board> board, Watcher& watcher) {
+  const fs::path dir = board->dir();
+  std::shared_ptr<ClaimLine> line(
+      new ClaimLine([board = std::move(board)](int64_t id, const TaskPatch& patch, const Caller& caller) {
+        return board->Update(id, patch, caller);
+      }));
   std::weak_ptr<ClaimLine> weak = line;
-  MATES_ASSIGN_OR_RETURN(line->sub_, Watcher::Default().Subscribe(dir, "*.json", [weak] {
+  MATES_ASSIGN_OR_RETURN(line->sub_, watcher.Subscribe(dir, "*.json", [weak] {
     if (auto l = weak.lock()) l->OnChange();
   }));
   return line;
@@ -21,19 +23,6 @@ Result<std::shared_ptr<ClaimLine>> ClaimLine::Create(const fs::path& dir) {
 
 std::shared_ptr<ClaimLine> ClaimLine::Told(Update update) {
   return std::shared_ptr<ClaimLine>(new ClaimLine(std::move(update)));
-}
-
-Result<std::shared_ptr<ClaimLine>> SharedClaimLine(const fs::path& dir) {
-  static std::mutex mu;
-  static auto* lines = new std::map<std::string, std::weak_ptr<ClaimLine>>();  // guarded by mu
-  std::string key = dir.lexically_normal().string();
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = (*lines)[key];
-  if (auto line = slot.lock()) return line;
-  MATES_ASSIGN_OR_RETURN(auto line, ClaimLine::Create(dir));
-  slot = line;
-  SharedBoard(dir)->SetClaimers(line);
-  return line;
 }
 
 ClaimLine::Place ClaimLine::Join(const std::string& name, std::shared_ptr<Waker> waker, std::atomic<bool>* busy) {

@@ -9,7 +9,7 @@
 // on one lock while the completions the next level waits for queue behind
 // them). Then a change woke one waiter, whose look woke as many more as it
 // left tasks: still one lock hold, one wake-up and one refresh per claim,
-// in a chain. Now the line is the board's Claimers (SharedClaimLine sets
+// in a chain. Now the line is the board's Claimers (TaskFolders sets
 // it): a write in this process that leaves tasks claimable reserves as many
 // idle waiters, claims one task for each in the same lock hold, and hands
 // each its task with its wake-up.
@@ -91,8 +91,9 @@ class ClaimLine : public Board::Claimers, public std::enable_shared_from_this<Cl
     std::list<Waiter>::iterator it_;
   };
 
-  // Watching `dir` (the board's folder) from now on.
-  static Result<std::shared_ptr<ClaimLine>> Create(const fs::path& dir);
+  // The line of `board`, hearing of its folder's changes from `watcher`
+  // from now on.
+  static Result<std::shared_ptr<ClaimLine>> Create(std::shared_ptr<Board> board, Watcher& watcher);
   // A line whose board is elsewhere (a PostgreSQL store's): its owner
   // tells it of every change that may leave a task claimable (Changed),
   // and a task given back goes through `update`.
@@ -169,9 +170,5 @@ class ClaimLine : public Board::Claimers, public std::enable_shared_from_this<Cl
   std::set<int64_t> handed_assigned_;  // guarded by mu_; handed, had been assigned to their claimer
   Watcher::Subscription sub_;  // set once, by Create (a file board's line)
 };
-
-// The process's line for the board in `dir` (shared like SharedBoard), the
-// Claimers of the process's SharedBoard for `dir`.
-Result<std::shared_ptr<ClaimLine>> SharedClaimLine(const fs::path& dir);
 
 }  // namespace mates

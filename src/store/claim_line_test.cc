@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -98,7 +99,7 @@ class Claimers {
 // Waits until every task is completed or `seconds` pass; the ids left.
 std::vector<int64_t> WaitAllCompleted(Board& board, const fs::path& dir, double seconds) {
   auto waker = std::make_shared<Waker>();
-  auto sub = Watcher::Default().Subscribe(dir, "*.json", waker);
+  auto sub = testing::TestEnv().watcher.Subscribe(dir, "*.json", waker);
   Deadline deadline = DeadlineIn(seconds);
   for (;;) {
     uint64_t g = waker->generation();
@@ -140,7 +141,7 @@ Result<Task> HeldGate(Board& board) {
 TEST(ClaimLineTest, ManyClaimersLoseNoTaskAndDoNotStampede) {
   TempDir dir;
   fs::path tasks_dir = dir.path() / "tasks";
-  auto board = SharedBoard(tasks_dir);
+  auto board = testing::TestEnv().folders.BoardOf(tasks_dir);
   // The first level waits behind a gate the lead holds, so that it opens
   // with every claimer resting in the line.
   auto gate = HeldGate(*board);
@@ -155,7 +156,7 @@ TEST(ClaimLineTest, ManyClaimersLoseNoTaskAndDoNotStampede) {
       ASSERT_TRUE(board->Create(d).ok());
     }
   }
-  auto line = SharedClaimLine(tasks_dir);
+  auto line = testing::TestEnv().folders.LineOf(tasks_dir);
   ASSERT_TRUE(line.ok()) << line.status().message();
   Claimers claimers(board, *line, kClaimers);
   ASSERT_NO_FATAL_FAILURE(WaitSettled(**line, kClaimers));
@@ -184,12 +185,12 @@ TEST(ClaimLineTest, ManyClaimersLoseNoTaskAndDoNotStampede) {
 TEST(ClaimLineTest, AnAssignedTaskReachesItsOwner) {
   TempDir dir;
   fs::path tasks_dir = dir.path() / "tasks";
-  auto board = SharedBoard(tasks_dir);
+  auto board = testing::TestEnv().folders.BoardOf(tasks_dir);
   // A gate the assigned tasks wait behind (held by the lead before any
   // claimer is there: a task is created unowned).
   auto gate = HeldGate(*board);
   ASSERT_TRUE(gate.ok());
-  auto line = SharedClaimLine(tasks_dir);
+  auto line = testing::TestEnv().folders.LineOf(tasks_dir);
   ASSERT_TRUE(line.ok());
   Claimers claimers(board, *line, 6);
   ASSERT_NO_FATAL_FAILURE(WaitSettled(**line, 6));
@@ -216,11 +217,11 @@ TEST(ClaimLineTest, AnAssignedTaskReachesItsOwner) {
 struct LineSteps : ::testing::Test {
   void SetUp() override {
     fs::create_directories(dir.path() / "tasks");
-    auto l = ClaimLine::Create(dir.path() / "tasks");
+    auto l = testing::TestEnv().folders.LineOf(dir.path() / "tasks");
     ASSERT_TRUE(l.ok());
     line = *l;
   }
-  void Change() { Watcher::Default().NotifyLocal(dir.path() / "tasks", "1.json"); }
+  void Change() { testing::TestEnv().watcher.NotifyLocal(dir.path() / "tasks", "1.json"); }
   TempDir dir;
   std::shared_ptr<ClaimLine> line;
   std::shared_ptr<Waker> wa = std::make_shared<Waker>(), wb = std::make_shared<Waker>();
@@ -285,8 +286,8 @@ TEST_F(LineSteps, WakeAllWakesEveryWaiter) {
 TEST(ClaimLineTest, EveryWaiterLearnsTheBoardIsGone) {
   TempDir dir;
   fs::path tasks_dir = dir.path() / "tasks";
-  auto board = SharedBoard(tasks_dir);
-  auto line = SharedClaimLine(tasks_dir);
+  auto board = testing::TestEnv().folders.BoardOf(tasks_dir);
+  auto line = testing::TestEnv().folders.LineOf(tasks_dir);
   ASSERT_TRUE(line.ok());
   std::atomic<int> looked{0}, gone{0};
   std::vector<std::thread> threads;
@@ -358,7 +359,7 @@ void Settle(ClaimLine& line, std::vector<ClaimLine::Place>& places) {
 TEST(ClaimLineTest, ACompletionHandsTheTasksItUnblocksToIdleWaiters) {
   TempDir dir;
   fs::path tasks_dir = dir.path() / "tasks";
-  auto board = SharedBoard(tasks_dir);
+  auto board = testing::TestEnv().folders.BoardOf(tasks_dir);
   auto gate = HeldGate(*board);
   ASSERT_TRUE(gate.ok());
   std::vector<int64_t> ids;
@@ -367,7 +368,7 @@ TEST(ClaimLineTest, ACompletionHandsTheTasksItUnblocksToIdleWaiters) {
     d.blocked_by = {gate->id};
     ids.push_back(board->Create(d)->id);
   }
-  auto line = SharedClaimLine(tasks_dir);
+  auto line = testing::TestEnv().folders.LineOf(tasks_dir);
   ASSERT_TRUE(line.ok());
   const int kWaiters = 4;
   std::vector<std::shared_ptr<Waker>> wakers;
@@ -410,8 +411,8 @@ TEST(ClaimLineTest, ACompletionHandsTheTasksItUnblocksToIdleWaiters) {
 TEST(ClaimLineTest, AHandedTaskNotTakenGoesBackToTheBoard) {
   TempDir dir;
   fs::path tasks_dir = dir.path() / "tasks";
-  auto board = SharedBoard(tasks_dir);
-  auto line = SharedClaimLine(tasks_dir);
+  auto board = testing::TestEnv().folders.BoardOf(tasks_dir);
+  auto line = testing::TestEnv().folders.LineOf(tasks_dir);
   ASSERT_TRUE(line.ok());
   auto waker = std::make_shared<Waker>();
   int64_t id = 0;
@@ -494,7 +495,7 @@ TEST(ClaimLineTest, PlacesLeaveWhenDestroyedOrMoved) {
   TempDir dir;
   fs::path tasks_dir = dir.path() / "tasks";
   fs::create_directories(tasks_dir);
-  auto line = ClaimLine::Create(tasks_dir);
+  auto line = testing::TestEnv().folders.LineOf(tasks_dir);
   ASSERT_TRUE(line.ok());
   auto w = std::make_shared<Waker>();
   {
@@ -508,7 +509,7 @@ TEST(ClaimLineTest, PlacesLeaveWhenDestroyedOrMoved) {
   }
   EXPECT_EQ((*line)->waiting(), 0u);
   // No line for a folder that is not there.
-  EXPECT_FALSE(ClaimLine::Create(dir.path() / "missing").ok());
+  EXPECT_FALSE(testing::TestEnv().folders.LineOf(dir.path() / "missing").ok());
 }
 
 }  // namespace

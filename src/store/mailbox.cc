@@ -11,8 +11,8 @@
 
 namespace mates {
 
-Mailbox::Mailbox(fs::path team_dir, std::string member)
-    : dir_(std::move(team_dir)), member_(std::move(member)) {
+Mailbox::Mailbox(fs::path team_dir, std::string member, Watcher* local)
+    : dir_(std::move(team_dir)), member_(std::move(member)), local_(local) {
   inbox_ = dir_ / (member_ + "_inbox.jsonl");
   lock_ = dir_ / (member_ + "_inbox.lock");
   draining_ = dir_ / (member_ + "_inbox.draining");
@@ -51,7 +51,7 @@ Status Mailbox::Append(const Message& m) const {
       MATES_RETURN_IF_ERROR(WriteAll(again.get(), "\n" + line, inbox_.c_str()));
     }
   }
-  Watcher::Default().NotifyLocal(dir_, inbox_.filename().string());
+  if (local_ != nullptr) local_->NotifyLocal(dir_, inbox_.filename().string());
   return Status::Ok();
 }
 

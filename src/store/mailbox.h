@@ -38,6 +38,8 @@ namespace mates {
 
 namespace fs = std::filesystem;
 
+class Watcher;
+
 class Mailbox {
  public:
   using AlreadyDelivered = std::function<bool(const std::string& id)>;
@@ -51,14 +53,16 @@ class Mailbox {
     fs::path draining_path;
   };
 
-  // `team_dir` must exist; `member` must be a valid name.
-  Mailbox(fs::path team_dir, std::string member);
+  // `team_dir` must exist; `member` must be a valid name. `local`: whose
+  // subscribers an Append wakes at once (this process's watcher); without
+  // one they hear it from the kernel.
+  Mailbox(fs::path team_dir, std::string member, Watcher* local = nullptr);
 
   const fs::path& inbox_path() const { return inbox_; }
   const std::string& member() const { return member_; }
 
   // Appends one message (one write of one line under the lock) and wakes
-  // this process's waiters on the inbox.
+  // this process's waiters on the inbox (at once with `local`).
   Status Append(const Message& m) const;
 
   // Every pending message (in-flight ones first) without consuming any.
@@ -89,6 +93,7 @@ class Mailbox {
   // Constant after construction.
   fs::path dir_;
   std::string member_;
+  Watcher* local_;
   fs::path inbox_;
   fs::path lock_;
   fs::path draining_;

@@ -14,8 +14,8 @@
 
 namespace mates {
 
-MessageLog::MessageLog(const Workspace& ws, std::string team)
-    : dir_(ws.TeamDir(team)), path_(ws.MessagesLogPath(team)), lock_(ws.MessagesLockPath(team)) {}
+MessageLog::MessageLog(const Workspace& ws, std::string team, Watcher* local)
+    : dir_(ws.TeamDir(team)), path_(ws.MessagesLogPath(team)), lock_(ws.MessagesLockPath(team)), local_(local) {}
 
 Status MessageLog::Append(const Message& m) const {
   Status appended;
@@ -32,7 +32,7 @@ Status MessageLog::AppendAfter(const Message& m, Status* append_failure,
     *append_failure = fd.valid() ? WriteAll(fd.get(), MessageToLine(m), path_.c_str())
                                  : Status::FromErrno("open " + path_.string(), errno);
   }
-  if (append_failure->ok()) Watcher::Default().NotifyLocal(dir_, path_.filename().string());
+  if (append_failure->ok() && local_ != nullptr) local_->NotifyLocal(dir_, path_.filename().string());
   return Status::Ok();
 }
 

@@ -14,9 +14,13 @@
 
 namespace mates {
 
+class Watcher;
+
 class MessageLog {
  public:
-  MessageLog(const Workspace& ws, std::string team);
+  // `local`: whose subscribers an append wakes at once (this process's
+  // watcher); without one they hear it from the kernel.
+  MessageLog(const Workspace& ws, std::string team, Watcher* local = nullptr);
 
   // One write of one line under `messages.lock`.
   Status Append(const Message& m) const;
@@ -42,6 +46,7 @@ class MessageLog {
   fs::path dir_;
   fs::path path_;
   fs::path lock_;
+  Watcher* local_;
 };
 
 }  // namespace mates

@@ -504,7 +504,7 @@ Status Roster::WriteLocked(std::string_view team, const TeamConfig& c) {
   // teammate transition, and a fresh inode per write is what costs most.
   MATES_RETURN_IF_ERROR(ReplaceFileViaSpare(ws_.ConfigPath(team), DumpJsonPretty(TeamConfigToJson(c)),
                                             SpareIn(ws_.TeamDir(team), "config")));
-  Watcher::Default().NotifyLocal(ws_.TeamDir(team), "config.json");
+  if (local_ != nullptr) local_->NotifyLocal(ws_.TeamDir(team), "config.json");
   return Status::Ok();
 }
 

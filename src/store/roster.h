@@ -202,9 +202,13 @@ Result<Member> AddMemberTo(TeamConfig& c, Member member);
 // The members named in `changes` given their statuses; others passed over.
 void SetStatusesIn(TeamConfig& c, const std::vector<std::pair<std::string, MemberStatus>>& changes);
 
+class Watcher;
+
 class Roster {
  public:
-  explicit Roster(Workspace ws) : ws_(std::move(ws)) {}
+  // `local`: whose subscribers a write wakes at once (this process's
+  // watcher); without one they hear it from the kernel.
+  explicit Roster(Workspace ws, Watcher* local = nullptr) : ws_(std::move(ws)), local_(local) {}
 
   // Creates .teams/<team>/ with a config holding the lead. AlreadyExists
   // if the team exists.
@@ -238,6 +242,7 @@ class Roster {
   Status WriteLocked(std::string_view team, const TeamConfig& c);
 
   Workspace ws_;
+  Watcher* local_;
 };
 
 }  // namespace mates

@@ -15,13 +15,13 @@ namespace {
 
 class FileMail : public TeamMail {
  public:
-  FileMail(Workspace ws, std::string team)
-      : ws_(std::move(ws)), team_(std::move(team)), log_(ws_, team_), requests_(ws_, team_) {}
+  FileMail(Workspace ws, std::string team, Watcher* local)
+      : ws_(std::move(ws)), team_(std::move(team)), local_(local), log_(ws_, team_, local), requests_(ws_, team_) {}
 
   const std::string& team() const override { return team_; }
   Result<TeamConfig> LoadTeam() override { return Roster(ws_).Load(team_); }
   Status Deliver(const std::string& member, const Message& m) override {
-    return Mailbox(ws_.TeamDir(team_), member).Append(m);
+    return Mailbox(ws_.TeamDir(team_), member, local_).Append(m);
   }
   Result<std::vector<Message>> Peek(const std::string& member) override {
     return Mailbox(ws_.TeamDir(team_), member).Peek();
@@ -32,7 +32,7 @@ class FileMail : public TeamMail {
   Status Post(const std::vector<Message>& copies, const Message& m, Status* log_failure) override {
     return log_.AppendAfter(m, log_failure, [&]() -> Status {
       for (const Message& copy : copies) {
-        MATES_RETURN_IF_ERROR(Mailbox(ws_.TeamDir(team_), copy.recipient).Append(copy));
+        MATES_RETURN_IF_ERROR(Mailbox(ws_.TeamDir(team_), copy.recipient, local_).Append(copy));
       }
       return Status::Ok();
     });
@@ -48,14 +48,15 @@ class FileMail : public TeamMail {
  private:
   const Workspace ws_;
   const std::string team_;
+  Watcher* const local_;
   MessageLog log_;
   RequestStore requests_;
 };
 
 }  // namespace
 
-std::unique_ptr<TeamMail> FileTeamMail(Workspace ws, std::string team) {
-  return std::make_unique<FileMail>(std::move(ws), std::move(team));
+std::unique_ptr<TeamMail> FileTeamMail(Workspace ws, std::string team, Watcher* local) {
+  return std::make_unique<FileMail>(std::move(ws), std::move(team), local);
 }
 
 }  // namespace mates

@@ -51,7 +51,9 @@ class TeamMail {
   virtual Result<ProtocolRequest> ResolveRequest(const std::string& id, bool approve, const std::string& response) = 0;
 };
 
-// The team's files under `ws`.
-std::unique_ptr<TeamMail> FileTeamMail(Workspace ws, std::string team);
+// The team's files under `ws`; `local`: whose subscribers a delivery or a
+// line of the log wakes at once (this process's watcher), or none.
+class Watcher;
+std::unique_ptr<TeamMail> FileTeamMail(Workspace ws, std::string team, Watcher* local = nullptr);
 
 }  // namespace mates

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/file_lock.h"
 #include "core/files.h"
 #include "core/limits.h"
@@ -17,6 +18,7 @@
 #include "store/mailbox.h"
 #include "store/message_log.h"
 #include "store/requests.h"
+#include "store/task_folders.h"
 #include "store/watcher.h"
 
 namespace mates {
@@ -30,8 +32,8 @@ constexpr size_t kMaxActivityFileBytes = 64 << 10;
 
 class FileInbox : public Inbox {
  public:
-  FileInbox(const Workspace& ws, const std::string& team, const std::string& member)
-      : dir_(ws.TeamDir(team)), member_(member), box_(dir_, member) {}
+  FileInbox(const Workspace& ws, Watcher& watcher, const std::string& team, const std::string& member)
+      : dir_(ws.TeamDir(team)), member_(member), watcher_(watcher), box_(dir_, member, &watcher) {}
 
   Result<std::vector<Message>> Peek() override { return box_.Peek(); }
   Result<size_t> PendingCount() override { return box_.PendingCount(); }
@@ -44,13 +46,14 @@ class FileInbox : public Inbox {
   }
   Result<std::unique_ptr<Watch>> WatchWith(std::shared_ptr<Waker> waker) override {
     MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub,
-                           Watcher::Default().Subscribe(dir_, Workspace::InboxFileName(member_), std::move(waker)));
+                           watcher_.Subscribe(dir_, Workspace::InboxFileName(member_), std::move(waker)));
     return Holding(std::move(sub));
   }
 
  private:
   fs::path dir_;
   std::string member_;
+  Watcher& watcher_;
   Mailbox box_;
 };
 
@@ -62,11 +65,11 @@ uint64_t FileSize(const fs::path& path) {
 
 class Files : public TeamStore {
  public:
-  Files(Workspace ws, StoreUse use) : ws_(std::move(ws)), use_(use) {}
+  Files(Workspace ws, const Env& env, StoreUse use) : ws_(std::move(ws)), env_(env), use_(use) {}
   std::string where() const override { return ws_.root().string(); }
   bool spans_machines() const override { return false; }
   Result<std::vector<std::string>> ListTeams() override { return Roster(ws_).ListTeams(); }
-  Status DeleteTeam(const std::string& team) override { return Roster(ws_).DeleteTeam(team); }
+  Status DeleteTeam(const std::string& team) override { return Roster(ws_, &env_.watcher).DeleteTeam(team); }
   Result<TeamConfig> LoadTeam(const std::string& team) override { return Roster(ws_).Load(team); }
   // Its config file, not its roster (a hundred members parsed at every
   // task update was a tenth of a teammate's time).
@@ -79,18 +82,18 @@ class Files : public TeamStore {
   }
   Result<TeamConfig> CreateTeam(const std::string& team, const std::string& lead,
                                 const std::string& description) override {
-    return Roster(ws_).CreateTeam(team, lead, description);
+    return Roster(ws_, &env_.watcher).CreateTeam(team, lead, description);
   }
   Result<Member> AddMember(const std::string& team, Member member) override {
-    return Roster(ws_).AddMember(team, std::move(member));
+    return Roster(ws_, &env_.watcher).AddMember(team, std::move(member));
   }
   Result<TeamConfig> UpdateTeam(const std::string& team,
                                 const std::function<Status(TeamConfig&)>& mutate) override {
-    return Roster(ws_).Update(team, mutate);
+    return Roster(ws_, &env_.watcher).Update(team, mutate);
   }
   Status SetStatuses(const std::string& team,
                      const std::vector<std::pair<std::string, MemberStatus>>& changes) override {
-    return Roster(ws_).SetStatuses(team, changes);
+    return Roster(ws_, &env_.watcher).SetStatuses(team, changes);
   }
   Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& team, const std::string& member) override {
     MATES_RETURN_IF_ERROR(EnsureDir(ws_.AgentsDir(team)));
@@ -124,21 +127,22 @@ class Files : public TeamStore {
     }
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) return Status::NotFound(dir.string() + " is not there yet");
-    MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub, Watcher::Default().Subscribe(dir, pattern, std::move(waker)));
+    MATES_ASSIGN_OR_RETURN(Watcher::Subscription sub, env_.watcher.Subscribe(dir, pattern, std::move(waker)));
     return Holding(std::move(sub));
   }
-  // The process's board of the folder, which its agents share; a one-shot
-  // process's own, with no watch to keep.
   // The process's line for the board's folder, which the board hands its
   // claimable tasks to (store/claim_line.h).
   Result<std::shared_ptr<ClaimLine>> ClaimLineOf(const std::string& team) override {
-    return SharedClaimLine(ws_.TasksDir(team));
+    return env_.folders.LineOf(ws_.TasksDir(team));
   }
+  // The process's board of the folder, which its agents share; a one-shot
+  // process's own, with no watch to keep.
   std::unique_ptr<TaskBoard> Board(const std::string& team) override {
     if (use_.one_shot) {
-      return FileTaskBoard(std::make_shared<mates::Board>(ws_.TasksDir(team), mates::Board::Options{.watch = false}));
+      return FileTaskBoard(std::make_shared<mates::Board>(
+          ws_.TasksDir(team), mates::Board::Options{.watch = false, .local = &env_.watcher}));
     }
-    return FileTaskBoard(SharedBoard(ws_.TasksDir(team)));
+    return FileTaskBoard(env_.folders.BoardOf(ws_.TasksDir(team)));
   }
   Result<std::unique_ptr<TaskBoard>> CheckedBoard(const std::string& team) override {
     MATES_RETURN_IF_ERROR(HasTeam(team));
@@ -147,9 +151,9 @@ class Files : public TeamStore {
   std::unique_ptr<MergeBook> Merges(const std::string& team) override {
     return std::make_unique<MergeStore>(ws_, team);
   }
-  std::unique_ptr<TeamMail> Mail(const std::string& team) override { return FileTeamMail(ws_, team); }
+  std::unique_ptr<TeamMail> Mail(const std::string& team) override { return FileTeamMail(ws_, team, &env_.watcher); }
   std::unique_ptr<Inbox> InboxOf(const std::string& team, const std::string& member) override {
-    return std::make_unique<FileInbox>(ws_, team, member);
+    return std::make_unique<FileInbox>(ws_, env_.watcher, team, member);
   }
   bool IsHosted(const std::string& team, const std::string& member) override { return HostAlive(ws_, team, member); }
   Result<std::vector<Message>> LastMessages(const std::string& team, size_t n) override {
@@ -227,6 +231,7 @@ class Files : public TeamStore {
 
  private:
   const Workspace ws_;
+  const Env env_;  // references: the parts outlive the store
   const StoreUse use_;
 };
 
@@ -242,8 +247,8 @@ Status TeamStore::SetStatuses(const std::string& team,
       .status();
 }
 
-std::unique_ptr<TeamStore> FileTeamStore(Workspace ws, StoreUse use) {
-  return std::make_unique<Files>(std::move(ws), use);
+std::unique_ptr<TeamStore> FileTeamStore(Workspace ws, const Env& env, StoreUse use) {
+  return std::make_unique<Files>(std::move(ws), env, use);
 }
 
 namespace {

@@ -322,8 +322,10 @@ struct StoreUse {
   bool one_shot = false;
 };
 
-// The teams of the workspace `ws`.
-std::unique_ptr<TeamStore> FileTeamStore(Workspace ws, StoreUse use = {});
+// The teams of the workspace `ws`, in the process whose parts `env` are
+// (it must outlive the store).
+struct Env;
+std::unique_ptr<TeamStore> FileTeamStore(Workspace ws, const Env& env, StoreUse use = {});
 
 // What a wait does with a failed look (DESIGN §13: a lost connection is an
 // error that waiters survive): a store it cannot reach now (Unavailable) is

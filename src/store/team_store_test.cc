@@ -8,6 +8,8 @@
 #include "core/file_lock.h"
 #include "store/forwarding_store.h"
 #include "store/host_info.h"
+#include "store/process_env.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -22,7 +24,7 @@ using testing::TempDir;
 class Looked : public ForwardingTeamStore {
  public:
   Looked(Workspace ws, std::function<void(int)> after_look)
-      : ForwardingTeamStore(FileTeamStore(std::move(ws))), after_look_(std::move(after_look)) {}
+      : ForwardingTeamStore(FileTeamStore(std::move(ws), testing::TestEnv())), after_look_(std::move(after_look)) {}
   Result<std::unique_ptr<Hold>> HoldLiveness(const std::string& t, const std::string& m) override {
     auto held = inner().HoldLiveness(t, m);
     after_look_(++looks);
@@ -154,7 +156,7 @@ TEST(HostInfoTest, TheModeRoundTripsAndAnUnknownOneReadsAsUnknown) {
 TEST(TeamStoreTest, TheFileStoreListsDeletesAndWatchesThroughTheInterface) {
   TempDir dir;
   Workspace ws(dir.path());
-  std::unique_ptr<TeamStore> store = FileTeamStore(ws);
+  std::unique_ptr<TeamStore> store = FileTeamStore(ws, testing::TestEnv());
   EXPECT_FALSE(store->spans_machines());
   ASSERT_TRUE(store->CreateTeam("b", "lead", "").ok());
   ASSERT_TRUE(store->CreateTeam("a", "lead", "").ok());
@@ -176,13 +178,59 @@ TEST(TeamStoreTest, TheFileStoreListsDeletesAndWatchesThroughTheInterface) {
   EXPECT_EQ(store->DeleteTeam("b").code(), StatusCode::kNotFound);
 }
 
+// A store tells its own Env's watcher of what it writes (DESIGN §33: the
+// parts are handed down, not reached for): a watcher that polls once an
+// hour hears nothing from the kernel in a test's time, so only the store's
+// NotifyLocal on that very watcher wakes its waiters, for a message, a
+// line of the log, the roster and the board alike.
+TEST(TeamStoreTest, AStoreWakesTheWaitersOfItsOwnEnv) {
+  TempDir dir;
+  ProcessEnv deaf(Watcher::Options{Watcher::Mode::kPoll, std::chrono::hours(1)});
+  std::unique_ptr<TeamStore> store = FileTeamStore(Workspace(dir.path()), deaf.env());
+  ASSERT_TRUE(store->CreateTeam("t", "lead", "").ok());
+  ASSERT_TRUE(store->AddMember("t", Member{.name = "w1"}).ok());
+  auto waker = std::make_shared<Waker>();
+  auto inbox = store->InboxOf("t", "w1")->WatchWith(waker);
+  ASSERT_TRUE(inbox.ok()) << inbox.status().message();
+  auto log = store->Watch("t", TeamPart::kLog, waker);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  Message m;
+  m.id = "m-1";
+  m.sender = "lead";
+  m.recipient = "w1";
+  m.content = "hi";
+  m.timestamp = WallSeconds();
+  uint64_t seen = waker->generation();
+  ASSERT_TRUE(store->Mail("t")->Deliver("w1", m).ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "a delivery wakes the inbox's waiter";
+  seen = waker->generation();
+  ASSERT_TRUE(store->Mail("t")->Log(m).ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "a line of the log wakes its waiter";
+  auto roster = store->Watch("t", TeamPart::kRoster, waker);
+  ASSERT_TRUE(roster.ok());
+  seen = waker->generation();
+  ASSERT_TRUE(store->SetStatuses("t", {{"w1", MemberStatus::kActive}}).ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "a roster's change wakes its waiter";
+  auto board = store->Watch("t", TeamPart::kBoard, waker);
+  ASSERT_TRUE(board.ok());
+  seen = waker->generation();
+  ASSERT_TRUE(store->Board("t")->Create(TaskDraft{.subject = "x"}).ok());
+  EXPECT_NE(waker->WaitChange(seen, DeadlineIn(10)), seen) << "a task written wakes the board's waiter";
+  // And another process's parts are not told: the same write through a
+  // store of another Env leaves this deaf watcher's waiters asleep.
+  std::unique_ptr<TeamStore> other = FileTeamStore(Workspace(dir.path()), testing::TestEnv());
+  seen = waker->generation();
+  ASSERT_TRUE(other->Mail("t")->Deliver("w1", m).ok());
+  EXPECT_EQ(waker->WaitChange(seen, DeadlineIn(0.2)), seen) << "another Env's write is the kernel's to tell";
+}
+
 // The conflicts forecast (DESIGN §30) are their writer's while it lives:
 // a file another process left says nothing; a change of them wakes a
 // watch (the page draws them again).
 TEST(TeamStoreTest, TheFileStoresForecastsAreTheirLiveWritersAndWakeTheirWatch) {
   TempDir dir;
   Workspace ws(dir.path());
-  std::unique_ptr<TeamStore> store = FileTeamStore(ws);
+  std::unique_ptr<TeamStore> store = FileTeamStore(ws, testing::TestEnv());
   ASSERT_TRUE(store->CreateTeam("a", "lead", "").ok());
   auto waker = std::make_shared<Waker>();
   auto watch = store->Watch("a", TeamPart::kForecasts, waker);

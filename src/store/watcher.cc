@@ -22,7 +22,9 @@ namespace {
 // IN_MOVE_SELF: a team's folder moved away whole (archived).
 constexpr uint32_t kInotifyMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVE_SELF | IN_ONLYDIR;
 
-Watcher::Options OptionsFromEnv() {
+}  // namespace
+
+Watcher::Options Watcher::OptionsFromVariables() {
   Watcher::Options o;
   const char* mode = std::getenv("MATES_WATCH");
   if (mode != nullptr && std::string_view(mode) == "poll") o.mode = Watcher::Mode::kPoll;
@@ -33,6 +35,8 @@ Watcher::Options OptionsFromEnv() {
   }
   return o;
 }
+
+namespace {
 
 uint64_t Mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -66,13 +70,6 @@ void Watcher::Subscription::Reset() {
   watcher_ = nullptr;
 }
 
-Watcher& Watcher::Default() {
-  // Never destroyed: subscriptions may be released from static destructors
-  // and detached threads until the very end of the process.
-  static Watcher* watcher = new Watcher(OptionsFromEnv());
-  return *watcher;
-}
-
 Watcher::Watcher(Options options) : mode_(options.mode), poll_interval_(options.poll_interval) {
   if (mode_ == Mode::kInotify) {
     inotify_fd_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
@@ -84,17 +81,18 @@ Watcher::Watcher(Options options) : mode_(options.mode), poll_interval_(options.
       mode_ = Mode::kPoll;
     }
   }
-  if (mode_ == Mode::kInotify) {
-    thread_ = std::thread([this] {
-      NameThisThread("mates-watcher");
-      RunGuarded("the file watcher", [this] { InotifyLoop(); });
-    });
-  } else {
-    thread_ = std::thread([this] {
-      NameThisThread("mates-watcher");
-      RunGuarded("the file watcher", [this] { PollLoop(); });
-    });
-  }
+}
+
+// At the first subscription, not before: a process that watches nothing (a
+// command that sends and ends) has no thread of it, and a thread started
+// before the process chose how to take its signals (`attach` takes SIGINT
+// in sigwait) would get them.
+void Watcher::StartLocked() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] {
+    NameThisThread("mates-watcher");
+    RunGuarded("the file watcher", [this] { mode_ == Mode::kInotify ? InotifyLoop() : PollLoop(); });
+  });
 }
 
 Watcher::~Watcher() {
@@ -144,6 +142,7 @@ Result<Watcher::Subscription> Watcher::Subscribe(const fs::path& dir, std::strin
 Result<Watcher::Subscription> Watcher::Add(const fs::path& dir, std::string pattern, Target target) {
   std::string key = dir.lexically_normal().string();
   std::lock_guard<std::mutex> lock(mu_);
+  StartLocked();
   Dir& d = dirs_[key];
   if (mode_ == Mode::kInotify && d.wd < 0) {
     int wd = ::inotify_add_watch(inotify_fd_.get(), key.c_str(), kInotifyMask);

@@ -1,6 +1,6 @@
 // Watcher: turns changes to files under W into wake-ups (DESIGN §1).
 //
-// One per process. With inotify (the default) it watches folders, not files
+// One per process (Env::watcher). With inotify (the default) it watches folders, not files
 // (an inbox is renamed away by every drain, so a watch on the file would go
 // stale), reacts to close-after-write and rename-into, and wakes every
 // subscriber whose file name matches; on queue overflow it wakes everyone so
@@ -68,8 +68,9 @@ class Watcher {
     uint64_t id_ = 0;
   };
 
-  // The process-wide watcher, configured from MATES_WATCH and MATES_POLL_MS.
-  static Watcher& Default();
+  // As MATES_WATCH ("poll") and MATES_POLL_MS say: a process's watcher
+  // (Env::watcher) is made with these.
+  static Options OptionsFromVariables();
 
   explicit Watcher(Options options);
   ~Watcher();
@@ -110,6 +111,8 @@ class Watcher {
     std::vector<uint64_t> subs;
   };
 
+  // The thread, once; mu_ held.
+  void StartLocked();
   void Unsubscribe(uint64_t id);
   void InotifyLoop();
   void PollLoop();
@@ -131,7 +134,7 @@ class Watcher {
   std::unordered_map<std::string, Dir> dirs_;
   std::unordered_map<int, std::string> wd_dirs_;
 
-  std::thread thread_;
+  std::thread thread_;  // guarded by mu_ until joined (the destructor)
 };
 
 }  // namespace mates

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "store/mailbox.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 
 namespace mates {
@@ -92,7 +93,7 @@ TEST(WatcherTest, DefaultWatcherWakesAMailboxWaiterOnAppend) {
   TempDir dir;
   Mailbox box(dir.path(), "alice");
   auto w = std::make_shared<Waker>();
-  auto s = Watcher::Default().Subscribe(dir.path(), "alice_inbox.jsonl", w);
+  auto s = testing::TestEnv().watcher.Subscribe(dir.path(), "alice_inbox.jsonl", w);
   ASSERT_TRUE(s.ok());
   uint64_t g = w->generation();
   std::thread sender([&] {

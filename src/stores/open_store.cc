@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "claude/claude_store.h"
+#include "core/env.h"
 #include "pg/connection.h"
 #include "pg/export.h"
 #include "pg/schema.h"
@@ -43,10 +44,11 @@ bool IsFileStoreUrl(const std::string& url) { return url.empty() || url == "file
 
 Status CheckStoreUrl(const std::string& url) { return DatabaseOf(url).status(); }
 
-Result<std::unique_ptr<TeamStore>> OpenTeamStore(const std::string& url, const Workspace& ws, StoreUse use) {
-  if (claude::IsClaudeStoreUrl(url)) return claude::OpenClaudeStore(url, ws);
+Result<std::unique_ptr<TeamStore>> OpenTeamStore(const std::string& url, const Workspace& ws, const Env& env,
+                                                 StoreUse use) {
+  if (claude::IsClaudeStoreUrl(url)) return claude::OpenClaudeStore(url, ws, env.watcher);
   MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, DatabaseOf(url));
-  if (!target) return FileTeamStore(ws, use);
+  if (!target) return FileTeamStore(ws, env, use);
   MATES_ASSIGN_OR_RETURN(std::unique_ptr<pg::Store> db, pg::Store::Open(*target));
   return pg::StoreTeams(std::move(db), ws);
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "core/env.h"
 #include "core/status.h"
 #include "store/team_store.h"
 #include "store/workspace.h"
@@ -30,8 +31,10 @@ Status CheckStoreUrl(const std::string& url);
 // The store `url` names, seen from the workspace `ws` of this machine:
 // where the file store's files are, where a deleted team is archived, and
 // where a host of a team says so (host.json). A database is connected to
-// and its schema checked (FailedPrecondition naming what to run).
-Result<std::unique_ptr<TeamStore>> OpenTeamStore(const std::string& url, const Workspace& ws, StoreUse use = {});
+// and its schema checked (FailedPrecondition naming what to run). `env`:
+// the process's parts (core/env.h), which must outlive the store.
+Result<std::unique_ptr<TeamStore>> OpenTeamStore(const std::string& url, const Workspace& ws, const Env& env,
+                                                 StoreUse use = {});
 
 // mates store init | migrate | status: the schema of the database `url`
 // names, connecting for up to `timeout_s`; what was found or done, as a

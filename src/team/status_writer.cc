@@ -5,8 +5,6 @@
 
 namespace mates::team {
 
-StatusWriter::StatusWriter(Workspace ws) : StatusWriter(FileTeamStore(std::move(ws))) {}
-
 StatusWriter::StatusWriter(TeamStore& store) : store_(store) { Start(); }
 
 StatusWriter::StatusWriter(std::unique_ptr<TeamStore> owned) : owned_(std::move(owned)), store_(*owned_) { Start(); }

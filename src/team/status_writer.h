@@ -30,9 +30,9 @@ namespace mates::team {
 
 class StatusWriter {
  public:
-  // The roster in the files under `ws`, or in `store` (which outlives this).
-  explicit StatusWriter(Workspace ws);
+  // The roster in `store` (which outlives this), or in `owned`.
   explicit StatusWriter(TeamStore& store);
+  explicit StatusWriter(std::unique_ptr<TeamStore> owned);
   // Writes what is pending, then joins the thread.
   ~StatusWriter();
   StatusWriter(const StatusWriter&) = delete;
@@ -47,7 +47,6 @@ class StatusWriter {
   void Flush();
 
  private:
-  explicit StatusWriter(std::unique_ptr<TeamStore> owned);
   void Start();
   using Key = std::pair<std::string, std::string>;  // team, member
   void Main();

@@ -1,3 +1,4 @@
+#include "support/test_env.h"
 #include "team/status_writer.h"
 
 #include <gtest/gtest.h>
@@ -40,7 +41,7 @@ struct StatusWriterTest : ::testing::Test {
 // Sixteen going idle at once: each Write returns with its own status on
 // disk, however the writes were grouped.
 TEST_F(StatusWriterTest, AWriteIsOnDiskWhenItReturns) {
-  StatusWriter writer(ws);
+  StatusWriter writer(FileTeamStore(ws, testing::TestEnv()));
   std::vector<std::thread> threads;
   for (int i = 0; i < 16; ++i) {
     threads.emplace_back([&, i] {
@@ -58,7 +59,7 @@ TEST_F(StatusWriterTest, AWriteIsOnDiskWhenItReturns) {
 // `active` posted (written a moment later), then `idle` written: the
 // roster ends on idle, never on the stale active.
 TEST_F(StatusWriterTest, AWriteSupersedesWhatWasPosted) {
-  StatusWriter writer(ws);
+  StatusWriter writer(FileTeamStore(ws, testing::TestEnv()));
   for (int round = 0; round < 50; ++round) {
     writer.Post("t", "m1", MemberStatus::kActive);
     ASSERT_TRUE(writer.Write("t", "m1", MemberStatus::kIdle).ok());
@@ -73,7 +74,7 @@ TEST_F(StatusWriterTest, AWriteSupersedesWhatWasPosted) {
 // A team that is not there is an error for the writer that waited, and
 // the next write to a good team goes through.
 TEST_F(StatusWriterTest, AMissingTeamIsAnError) {
-  StatusWriter writer(ws);
+  StatusWriter writer(FileTeamStore(ws, testing::TestEnv()));
   Status s = writer.Write("gone", "m1", MemberStatus::kIdle);
   EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.message();
   EXPECT_TRUE(writer.Write("t", "m3", MemberStatus::kIdle).ok());
@@ -87,7 +88,7 @@ TEST_F(StatusWriterTest, AMissingTeamIsAnError) {
 class SlowRoster : public ForwardingTeamStore {
  public:
   SlowRoster(Workspace ws, std::chrono::milliseconds slow)
-      : ForwardingTeamStore(FileTeamStore(std::move(ws))), slow_(slow) {}
+      : ForwardingTeamStore(FileTeamStore(std::move(ws), testing::TestEnv())), slow_(slow) {}
   struct Update {
     SteadyClock::time_point began, ended;
     int changed = 0;

@@ -1,5 +1,6 @@
 // A teammate in the workspace's files, in-process: what it keeps between
 // tasks.
+#include "support/test_env.h"
 #include "team/teammate.h"
 
 #include <gtest/gtest.h>
@@ -41,7 +42,7 @@ TEST(TeammateTest, ALoneTeammateKeepsItsClaimLineFromTaskToTask) {
   Workspace ws(dir.path());
   ASSERT_TRUE(Roster(ws).CreateTeam("t").ok());
   llm::ScriptedProvider provider(Scenario());
-  std::unique_ptr<TeamStore> store = FileTeamStore(ws);
+  std::unique_ptr<TeamStore> store = FileTeamStore(ws, testing::TestEnv());
   tools::ToolContext ctx(ws, *store);
   ctx.team = "t";
   ctx.agent = "lead";
@@ -57,7 +58,7 @@ TEST(TeammateTest, ALoneTeammateKeepsItsClaimLineFromTaskToTask) {
   ctx.teams = &manager;
 
   auto waker = std::make_shared<Waker>();
-  auto board_watch = Watcher::Default().Subscribe(ws.TasksDir("t"), "*.json", waker);
+  auto board_watch = testing::TestEnv().watcher.Subscribe(ws.TasksDir("t"), "*.json", waker);
   ASSERT_TRUE(board_watch.ok());
   ASSERT_TRUE(
       manager.SpawnTeammate({.team = "t", .name = "w1", .prompt = "Work from the board."}).ok());
@@ -65,7 +66,7 @@ TEST(TeammateTest, ALoneTeammateKeepsItsClaimLineFromTaskToTask) {
   ASSERT_TRUE(testing::UntilWoken(manager.news().waker(), [&] { return manager.news().Pending(); }));
   std::weak_ptr<ClaimLine> kept;
   {
-    auto line = SharedClaimLine(ws.TasksDir("t"));
+    auto line = testing::TestEnv().folders.LineOf(ws.TasksDir("t"));
     ASSERT_TRUE(line.ok());
     ASSERT_EQ((*line)->waiting(), 1u);
     kept = *line;

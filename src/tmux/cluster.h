@@ -33,6 +33,10 @@
 #include "telemetry/otlp.h"
 #include "tmux/tmux.h"
 
+namespace mates {
+struct Env;
+}  // namespace mates
+
 namespace mates::tmux {
 
 struct AgentReadiness {
@@ -90,8 +94,8 @@ class Cluster {
   // with `mcp` reads its inbox itself: it is only told that messages wait. Runs
   // until `stop`; a message is taken from the inbox only once it has been
   // answered (a router that dies delivers it again). `up` starts it in the
-  // session's "router" window.
-  Status Route(const std::atomic<bool>& stop);
+  // session's "router" window. Inboxes are watched through `env`.
+  Status Route(const std::atomic<bool>& stop, const Env& env);
   // Kills this cluster's tmux server and whatever its panes started.
   Status Down();
   bool IsUp() const;

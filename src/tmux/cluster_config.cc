@@ -161,7 +161,7 @@ Result<std::vector<std::string>> Command(const YAML::Node& n, const std::string&
   return out;
 }
 
-Result<std::map<std::string, std::string>> Env(const YAML::Node& n, const std::string& where) {
+Result<std::map<std::string, std::string>> EnvVars(const YAML::Node& n, const std::string& where) {
   std::map<std::string, std::string> env;
   if (!n || n.IsNull()) return env;
   if (!n.IsMap()) return FieldError(where, "must be a map of NAME: value");
@@ -252,7 +252,7 @@ Status ParseCluster(const YAML::Node& c, const fs::path& base, ClusterConfig& cf
   MATES_ASSIGN_OR_RETURN(defaults->command, Command(c["command"], "cluster.command", {}));
   MATES_ASSIGN_OR_RETURN(defaults->cli, CliOf(c["cli"], "cluster.cli", CliPreset::kNone));
   MATES_ASSIGN_OR_RETURN(defaults->model_url, ModelUrl(c["model_url"], "cluster.model_url", ""));
-  MATES_ASSIGN_OR_RETURN(defaults->env, Env(c["env"], "cluster.env"));
+  MATES_ASSIGN_OR_RETURN(defaults->env, EnvVars(c["env"], "cluster.env"));
   MATES_ASSIGN_OR_RETURN(cfg.startup_timeout_s, Seconds(c["startup_timeout"], "cluster.startup_timeout", 60));
   MATES_ASSIGN_OR_RETURN(cfg.response_timeout_s, Seconds(c["response_timeout"], "cluster.response_timeout", 30));
   MATES_ASSIGN_OR_RETURN(std::string log_file, String(c["log_file"], "cluster.log_file", false, "logs/messages.jsonl"));
@@ -323,7 +323,7 @@ Result<AgentConfig> ParseAgent(const YAML::Node& a, const std::string& w, const 
     arg = Replace(Replace(Replace(arg, "{personality_file}", ag.personality_file.string()), "{marker}", ag.marker),
                   "{name}", ag.name);
   }
-  MATES_ASSIGN_OR_RETURN(auto env, Env(a["env"], w + ".env"));
+  MATES_ASSIGN_OR_RETURN(auto env, EnvVars(a["env"], w + ".env"));
   ag.env = defaults.env;
   for (const auto& [k, v] : env) ag.env[k] = v;
   MATES_ASSIGN_OR_RETURN(ag.reports_to, String(a["reports_to"], w + ".reports_to", false));

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "agent/activity.h"
+#include "core/env.h"
 #include "core/file_lock.h"
 #include "core/files.h"
 #include "core/guarded.h"
@@ -124,7 +125,7 @@ void Cluster::NudgeLoop(const AgentConfig& agent, const Mailbox& box, Waker& wak
   }
 }
 
-Status Cluster::Route(const std::atomic<bool>& stop) {
+Status Cluster::Route(const std::atomic<bool>& stop, const Env& env) {
   Workspace ws(config_.work_dir);
   fs::path team_dir = ws.TeamDir(config_.name);
   std::vector<std::thread> threads;
@@ -140,7 +141,7 @@ Status Cluster::Route(const std::atomic<bool>& stop) {
         return;
       }
       auto waker = std::make_shared<Waker>();
-      auto sub = Watcher::Default().Subscribe(team_dir, Workspace::InboxFileName(name), waker);
+      auto sub = env.watcher.Subscribe(team_dir, Workspace::InboxFileName(name), waker);
       if (!sub.ok()) LogWarning("router: cannot watch " + name + "'s inbox (" + sub.status().message() + "); looking every second");
       Mailbox box(team_dir, name);
       PaneActivity activity(ws, config_, agent);

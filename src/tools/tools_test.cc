@@ -7,6 +7,7 @@
 
 #include "store/mailbox.h"
 #include "store/roster.h"
+#include "support/test_env.h"
 #include "support/test_util.h"
 #include "tools/builtin_tools.h"
 #include "tools/paths.h"
@@ -36,7 +37,7 @@ class ToolsTest : public ::testing::Test {
   }
   TempDir dir_;
   Workspace ws_{dir_.path()};
-  std::unique_ptr<TeamStore> store_ = FileTeamStore(ws_);
+  std::unique_ptr<TeamStore> store_ = FileTeamStore(ws_, testing::TestEnv());
   ToolContext ctx_{ws_, *store_};
   llm::CancelToken cancel_;
   std::unique_ptr<ToolRegistry> lead_;

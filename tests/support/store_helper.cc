@@ -33,6 +33,7 @@
 #include "store/messenger.h"
 #include "stores/open_store.h"
 #include "store/watcher.h"
+#include "support/test_env.h"
 
 using namespace mates;
 
@@ -139,7 +140,7 @@ int Drain(const std::string& dir, const std::string& member, const std::string& 
         [&](pg::MailRows::Batch& b) { return st.mail().Commit(b); }, [](const pg::MailRows::Batch& b) { return b.rows.empty(); });
   }
   Mailbox box(dir, member);
-  auto sub = Watcher::Default().Subscribe(dir, member + "_inbox.jsonl", waker);
+  auto sub = mates::testing::TestEnv().watcher.Subscribe(dir, member + "_inbox.jsonl", waker);
   if (!sub.ok()) return Die(sub.status().message());
   return DrainLoop(
       sink, expect, *waker, [&](const auto& already) { return box.BeginDrain(already); },
@@ -220,7 +221,7 @@ Status AwaitFrom(Inbox& box, Waker& waker, const std::string& from, const std::s
 
 int PingPong(const std::string& url, const std::string& ws, const std::string& team, const std::string& me,
              const std::string& peer, long rounds, const std::string& role) {
-  auto store = OpenTeamStore(url == "file" ? "" : url, Workspace(ws));
+  auto store = OpenTeamStore(url == "file" ? "" : url, Workspace(ws), mates::testing::TestEnv());
   if (!store.ok()) return Die(store.status().message());
   std::unique_ptr<TeamMail> mail = (*store)->Mail(team);
   Messenger messenger(*mail);

@@ -1,0 +1,31 @@
+// Env: what the parts of a process share (DESIGN §33), made once by what
+// runs them — main() for a command or a host, a test for itself — and
+// handed down by reference: no part reaches for a process-wide object of
+// its own, and a test passes a fake (a poll watcher, a clock it moves).
+//
+//   clock    how waits happen (core/clock.h)
+//   watcher  file changes as wake-ups (store/watcher.h): a store's
+//            subscriptions, and the shortcut by which a change this
+//            process made wakes its own waiters without the kernel
+//   folders  the one board and claim line of each task folder the
+//            process works on (store/task_folders.h)
+//
+// Two objects stay the kernel's per process and are not in an Env: file
+// locks (an fcntl lock belongs to the process, so two holders in one
+// process must share one descriptor: core/file_lock.h) and the children
+// to end with the process (core/process_tree.h).
+#pragma once
+
+namespace mates {
+
+class Clock;
+class Watcher;
+class TaskFolders;
+
+struct Env {
+  Clock& clock;
+  Watcher& watcher;
+  TaskFolders& folders;
+};
+
+}  // namespace mates

@@ -1,0 +1,29 @@
+// ProcessEnv: the parts of an Env (core/env.h), owned. main() makes one at
+// a process's start and never destroys it (a subscription may be released
+// from a detached thread until the process ends); a test makes its own,
+// with the watcher and clock it wants, and outlives what it handed it to.
+#pragma once
+
+#include "core/clock.h"
+#include "core/env.h"
+#include "store/task_folders.h"
+#include "store/watcher.h"
+
+namespace mates {
+
+class ProcessEnv {
+ public:
+  explicit ProcessEnv(Watcher::Options watch = Watcher::OptionsFromVariables(), Clock& clock = Clock::Real())
+      : watcher_(watch), folders_(watcher_), env_{clock, watcher_, folders_} {}
+  ProcessEnv(const ProcessEnv&) = delete;
+  ProcessEnv& operator=(const ProcessEnv&) = delete;
+
+  const Env& env() const { return env_; }
+
+ private:
+  Watcher watcher_;
+  TaskFolders folders_;
+  const Env env_;
+};
+
+}  // namespace mates
