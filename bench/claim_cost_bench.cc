@@ -7,9 +7,13 @@
 //   at a time (levels of 30, each blocked by the level before), as a large
 //   team's board is: an idle teammate's look that finds nothing, and a
 //   claim with the level before completed.
+// --quick (scripts/bench --quick, CI's smoke run): a tenth of the board and
+// of the claims, so that every benchmark runs through in seconds; its
+// figures are for no one.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -22,7 +26,7 @@ using namespace mates;
 
 namespace {
 
-constexpr int kTasks = 10000;
+int tasks = 10000;  // a tenth with --quick (main)
 
 fs::path MakeDir() {
   char tmpl[] = "/tmp/mates-claim-bench-XXXXXX";
@@ -34,7 +38,7 @@ fs::path MakeDir() {
 fs::path MatesBoard(int width = 0) {
   fs::path dir = MakeDir();
   Board board(dir);
-  for (int i = 0; i < kTasks; ++i) {
+  for (int i = 0; i < tasks; ++i) {
     TaskDraft d;
     d.subject = "task " + std::to_string(i);
     d.description = "a description of a realistic length for task " + std::to_string(i);
@@ -116,7 +120,7 @@ void BM_MatesWarmClaimOnGraph(benchmark::State& state) {
 
 void BM_SeedFullScanClaim(benchmark::State& state) {
   fs::path dir = MakeDir();
-  seed::SeedCreateTasks(dir, kTasks);
+  seed::SeedCreateTasks(dir, tasks);
   for (auto _ : state) {
     if (!seed::SeedClaimNext(dir, "bench")) state.SkipWithError("ran out of tasks");
   }
@@ -125,10 +129,29 @@ void BM_SeedFullScanClaim(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_MatesWarmClaim)->Iterations(3000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MatesColdClaim)->Iterations(300)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MatesWarmLookNothingOnGraph)->Iterations(3000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MatesWarmClaimOnGraph)->Iterations(3000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_SeedFullScanClaim)->Iterations(20)->Unit(benchmark::kMicrosecond);
-
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  int scale = 1;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      scale = 10;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  tasks /= scale;
+  auto add = [scale](const char* name, void (*fn)(benchmark::State&), int iterations) {
+    benchmark::RegisterBenchmark(name, fn)->Iterations(iterations / scale)->Unit(benchmark::kMicrosecond);
+  };
+  add("BM_MatesWarmClaim", BM_MatesWarmClaim, 3000);
+  add("BM_MatesColdClaim", BM_MatesColdClaim, 300);
+  add("BM_MatesWarmLookNothingOnGraph", BM_MatesWarmLookNothingOnGraph, 3000);
+  add("BM_MatesWarmClaimOnGraph", BM_MatesWarmClaimOnGraph, 3000);
+  add("BM_SeedFullScanClaim", BM_SeedFullScanClaim, 20);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
