@@ -641,14 +641,14 @@ TEST_F(FirstHourTest, EveryAttentionHintWorksAsPrinted) {
   {
     // What the host's agents recorded: the lead's turn failed, a retries
     // the model, a hook blocked b.
-    agent::ActivityFile lead(w.AgentsDir("t") / "lead.status.json", "lead", "m");
+    agent::ActivityFile lead(w.AgentsDir("t") / "lead.status.json", "lead", "m", testing::TestEnv().files);
     lead.Failed("HTTP 503 (gave up after 5 attempts)", "tries again at its next message");
-    agent::ActivityFile a(w.AgentsDir("t") / "a.status.json", "a", "m");
+    agent::ActivityFile a(w.AgentsDir("t") / "a.status.json", "a", "m", testing::TestEnv().files);
     a.Retrying(2, 5, 60, "connection refused");
-    agent::ActivityFile b(w.AgentsDir("t") / "b.status.json", "b", "m");
+    agent::ActivityFile b(w.AgentsDir("t") / "b.status.json", "b", "m", testing::TestEnv().files);
     b.Blocked("PreToolUse", "bash(rm -rf build): no rm -rf here");
   }
-  agent::ActivityFile::FlushAll();
+  testing::TestEnv().files.Flush();
   // The person's MergeDecided hook, which a rejection runs.
   const fs::path decided = ws_.path() / "decided.json";
   fs::create_directories(config_.path() / "mates");

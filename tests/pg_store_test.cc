@@ -1725,12 +1725,12 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
     // Alice's host writes her activity file, and the store gets it too.
     ASSERT_TRUE(EnsureDir(Workspace(host.path()).AgentsDir("crew")).ok());
     agent::ActivityFile alice(Workspace(host.path()).AgentsDir("crew") / "alice.status.json", "alice", "m",
-                              teams->ActivityOf("crew", "alice"));
+                              testing::TestEnv().files, teams->ActivityOf("crew", "alice"));
     llm::ContentBlock call;
     call.name = "bash";
     call.input_json = R"({"command":"make test"})";
     alice.Tool(call);
-    agent::ActivityFile::FlushAll();
+    testing::TestEnv().files.Flush();
   }
   // Bob's is no JSON, carol's names someone else, the boss's is too big to read.
   ASSERT_TRUE(store->journals().PutActivity("crew", "bob", "{not json").ok());

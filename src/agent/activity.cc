@@ -4,14 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "agent/usage.h"
 #include "core/clock.h"
-#include "core/guarded.h"
 #include "core/json.h"
 #include "core/limits.h"
 #include "core/log.h"
@@ -92,140 +88,10 @@ std::string DescribeCall(const llm::ContentBlock& call) {
   return call.name + "(" + CutUtf8(what, kMaxDoingBytes) + ")";
 }
 
-// The latest state for one file, and whether it still has to be written.
-struct ActivityFile::Slot {
-  fs::path path, spare;
-  std::string agent;
-  std::function<void(const std::string&)> also;  // set before the first post
-  Activity latest;                               // guarded by the writer's mutex
-  bool queued = false;                           // guarded by the writer's mutex
-};
 
-namespace {
-
-// One thread per process writes activity files, latest state first-come.
-// Owned by a function-local static: joined at exit (a host that _exits
-// calls FlushAll first).
-//
-// A change is written kSettle after the first change of its burst, with
-// everything that came meanwhile: an agent's states come in bursts (a
-// reply, its usage, a tool, the next call within a millisecond), and so do
-// a team's (a level of tasks ending together). Written at once, each
-// burst's dozens of file replacements took the CPU at the very moment the
-// next claims and model calls were starting (a sixth of the process's CPU
-// in team_bench). A person does not see 10 ms; Flush does not wait them out.
-// A document is made from the latest state when it is written, on this
-// thread: not at every change, on the agent's.
-// Between bursts it sleeps until a change wakes it: a team that went
-// idle costs nothing.
-class ActivityWriter {
- public:
-  using Slot = ActivityFile::Slot;
-  static constexpr auto kSettle = ActivityFile::kSettle;
-
-  static ActivityWriter& Get() {
-    static ActivityWriter writer;
-    return writer;
-  }
-
-  void Post(const std::shared_ptr<Slot>& slot, const Activity& a) {
-    bool wake = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      slot->latest = a;
-      if (!slot->queued) {
-        if (queue_.empty()) burst_start_ = SteadyClock::now();
-        slot->queued = true;
-        queue_.push_back(slot);
-      }
-      if (!thread_.joinable())
-        thread_ = std::thread([this] {
-          NameThisThread("mates-activity");
-          RunGuarded("the activity writer", [this] { Main(); });
-        });
-      wake = waiting_for_work_;
-    }
-    if (wake) work_cv_.notify_one();
-  }
-
-  void Flush() {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++flushing_;
-    work_cv_.notify_one();  // a settle under way ends
-    idle_cv_.wait(lock, [this] { return queue_.empty() && writing_ == 0; });
-    --flushing_;
-  }
-
-  ~ActivityWriter() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    work_cv_.notify_one();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void Main() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      if (queue_.empty()) {
-        if (stop_) return;  // all written
-        waiting_for_work_ = true;
-        work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        waiting_for_work_ = false;
-        continue;
-      }
-      // A burst, written kSettle after its first change; posts meanwhile
-      // join it (they do not wake the writer: waiting_for_work_ is false).
-      work_cv_.wait_until(lock, burst_start_ + kSettle, [this] { return stop_ || flushing_ > 0; });
-      while (!queue_.empty()) WriteOne(lock);
-      idle_cv_.notify_all();
-    }
-  }
-
-  // Writes the queue's first file; `lock` holds mu_, and holds it again after.
-  void WriteOne(std::unique_lock<std::mutex>& lock) {
-    std::shared_ptr<Slot> slot = std::move(queue_.front());
-    queue_.pop_front();
-    slot->queued = false;
-    Activity latest = slot->latest;
-    ++writing_;
-    lock.unlock();
-    // Whatever throws here (the store's copy, say) must not end the
-    // writer: every later change of every agent, and every flush, depend
-    // on it.
-    RunGuarded("writing the activity of " + slot->agent, [&] {
-      std::string doc = DumpJson(ActivityToJson(latest)) + "\n";
-      Status s = ReplaceFileViaSpare(slot->path, doc, slot->spare);
-      // A team archived or deleted under its agents: nothing to show any more.
-      if (!s.ok() && s.code() != StatusCode::kNotFound && fs::exists(slot->path.parent_path())) {
-        LogWarning("the activity file of " + slot->agent + ": " + s.message());
-      }
-      if (slot->also) slot->also(doc);
-    });
-    lock.lock();
-    --writing_;
-  }
-
-  std::mutex mu_;
-  // The writer waits on work_cv_ (woken only when it waits for work, by a
-  // Flush or by the end); Flush waits on idle_cv_.
-  std::condition_variable work_cv_, idle_cv_;
-  std::deque<std::shared_ptr<Slot>> queue_;  // guarded by mu_
-  int writing_ = 0;                          // guarded by mu_
-  int flushing_ = 0;                         // guarded by mu_
-  bool waiting_for_work_ = false;            // guarded by mu_: a post wakes it
-  SteadyClock::time_point burst_start_;      // guarded by mu_: the queue's first change
-  bool stop_ = false;                        // guarded by mu_
-  std::thread thread_;
-};
-
-}  // namespace
-
-ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model,
+ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model, SettledWriter& writer,
                            std::function<void(const std::string& document)> also)
-    : path_(std::move(path)), slot_(std::make_shared<Slot>()) {
+    : path_(std::move(path)), writer_(writer), slot_(std::make_shared<SettledWriter::Slot>()) {
   slot_->also = std::move(also);
   a_.agent = std::move(agent);
   a_.model = std::move(model);
@@ -233,12 +99,10 @@ ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model,
   a_.since = a_.updated_at = WallSeconds();  // idle since it began
   slot_->path = path_;
   slot_->spare = SpareIn(fs::path(path_).parent_path(), fs::path(path_).filename().string());
-  slot_->agent = a_.agent;
+  slot_->what = "the activity file of " + a_.agent;
 }
 
-ActivityFile::~ActivityFile() { ActivityWriter::Get().Flush(); }
-
-void ActivityFile::FlushAll() { ActivityWriter::Get().Flush(); }
+ActivityFile::~ActivityFile() { writer_.Flush(); }
 
 void ActivityFile::Thinking() { Enter(ActivityState::kThinking, ""); }
 void ActivityFile::Tool(const llm::ContentBlock& call) {
@@ -338,7 +202,8 @@ void ActivityFile::EnterLocked(ActivityState state, std::string doing) {
 
 void ActivityFile::PostLocked() {
   a_.updated_at = WallSeconds();
-  ActivityWriter::Get().Post(slot_, a_);  // turned into text by the writer, the latest only
+  // Turned into text by the writer, the latest only.
+  writer_.Post(slot_, [a = a_] { return DumpJson(ActivityToJson(a)) + "\n"; });
 }
 
 Json ActivityToJson(const Activity& a) {

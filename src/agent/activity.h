@@ -42,6 +42,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "llm/types.h"
+#include "store/settled_writer.h"
 
 namespace mates::agent {
 
@@ -105,24 +106,20 @@ std::string DescribeCall(const llm::ContentBlock& call);
 
 class ActivityFile {
  public:
-  // `also` (optional) gets every document written, on the writer's
-  // thread after the file (a shared store's copy, DESIGN §13).
-  ActivityFile(fs::path path, std::string agent, std::string model,
+  // Written by `writer` (the process's, Env::files, which outlives this);
+  // `also` (optional) gets every document written, on the writer's thread
+  // after the file (a shared store's copy, DESIGN §13).
+  ActivityFile(fs::path path, std::string agent, std::string model, SettledWriter& writer,
                std::function<void(const std::string& document)> also = {});
   // Its last change is on disk when it goes: nothing writes for an agent
   // that is gone.
   ~ActivityFile();
   ActivityFile(const ActivityFile&) = delete;
   ActivityFile& operator=(const ActivityFile&) = delete;
-  // Waits until every change recorded so far (by any ActivityFile of this
-  // process) is on disk: a host calls it before it exits.
-  static void FlushAll();
   // A change is written this long after the first change of its burst,
-  // with all that came meanwhile (the writer, in activity.cc, says why);
-  // FlushAll does not wait it out.
-  static constexpr std::chrono::milliseconds kSettle{10};
-
-  struct Slot;  // what the writer thread shares with an ActivityFile
+  // with all that came meanwhile (store/settled_writer.h says why); a
+  // Flush of the writer does not wait it out.
+  static constexpr std::chrono::milliseconds kSettle = SettledWriter::kSettle;
 
   void Thinking();
   void Tool(const llm::ContentBlock& call);
@@ -161,10 +158,11 @@ class ActivityFile {
   void PostLocked();
 
   const fs::path path_;
+  SettledWriter& writer_;
   std::mutex mu_;
   Activity a_;  // guarded by mu_
   std::string tool_call_;  // guarded by mu_: `doing` of the tool running
-  std::shared_ptr<Slot> slot_;
+  std::shared_ptr<SettledWriter::Slot> slot_;
 };
 
 Json ActivityToJson(const Activity& a);

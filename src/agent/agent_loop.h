@@ -78,6 +78,10 @@ struct AgentSpec {
   // A replay's pacer (pacer.h): asked before each take of the inbox; null
   // in every other session.
   std::shared_ptr<Pacer> pacer;
+  // What writes its status file (`<name>.status.json` beside its journal,
+  // DESIGN §11): its host's (Env::files), which outlives the agent; null:
+  // none is written (a subagent, an agent made by hand).
+  SettledWriter* status_files = nullptr;
 };
 
 // How a turn ended: the provider's stop reason or the loop's own, mapped

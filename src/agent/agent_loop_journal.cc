@@ -124,11 +124,12 @@ Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy>
 }
 
 void AgentLoop::AttachActivity(const fs::path& dir) {
+  if (spec_.status_files == nullptr) return;
   // On a shared store people on other machines see it too.
   TeamStore::ActivitySink also;
   if (!ctx_->team.empty()) also = ctx_->store().ActivityOf(ctx_->team, spec_.name);
   activity_ = std::make_unique<ActivityFile>(dir / (spec_.name + ".status.json"), spec_.name, model(),
-                                             std::move(also));
+                                             *spec_.status_files, std::move(also));
   activity_->SetUsage(in_team_.total(), in_team_.calls());  // also the first write: idle
 }
 

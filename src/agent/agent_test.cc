@@ -761,22 +761,18 @@ TEST_F(AgentTest, SubagentsForegroundAndBackground) {
 
 // An agent's changes come in bursts: the first is written kSettle after it
 // came, together with the rest of its burst (one document, the latest
-// state), and FlushAll writes what is pending without waiting.
+// state), and a Flush writes what is pending without waiting.
 TEST(ActivityTest, ABurstOfChangesIsWrittenOnceSettledAsItsLastState) {
   TempDir dir;
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::pair<SteadyClock::time_point, std::string>> written;  // guarded by mu
-  ActivityFile file(dir.path() / "alice.status.json", "alice", "m", [&](const std::string& doc) {
+  SettledWriter writer;
+  ActivityFile file(dir.path() / "alice.status.json", "alice", "m", writer, [&](const std::string& doc) {
     std::lock_guard<std::mutex> lock(mu);
     written.emplace_back(SteadyClock::now(), doc);
     cv.notify_all();
   });
-  ActivityFile::FlushAll();  // the first (idle) document of another test, if any, is out of the way
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    written.clear();
-  }
   const auto first = SteadyClock::now();
   file.Thinking();
   llm::Usage used;
@@ -813,7 +809,7 @@ TEST(ActivityTest, ABurstOfChangesIsWrittenOnceSettledAsItsLastState) {
   EXPECT_EQ(on_disk->state, ActivityState::kTool);
 
   file.Idle();
-  ActivityFile::FlushAll();
+  writer.Flush();
   on_disk = ReadActivity(file.path());
   ASSERT_TRUE(on_disk.ok()) << on_disk.status().message();
   EXPECT_EQ(on_disk->state, ActivityState::kIdle);
@@ -830,14 +826,15 @@ TEST(ActivityTest, NoDocumentSaysRetryingWithoutItsAttempt) {
   std::mutex mu;
   std::vector<std::string> retrying;  // guarded by mu
   size_t documents = 0;               // guarded by mu
-  ActivityFile file(dir.path() / "carol.status.json", "carol", "m", [&](const std::string& doc) {
+  SettledWriter writer;
+  ActivityFile file(dir.path() / "carol.status.json", "carol", "m", writer, [&](const std::string& doc) {
     std::lock_guard<std::mutex> lock(mu);
     ++documents;
     if (doc.find("\"retrying\"") != std::string::npos) retrying.push_back(doc);
   });
   std::atomic<bool> done{false};
   std::thread flusher([&] {
-    while (!done.load()) ActivityFile::FlushAll();
+    while (!done.load()) writer.Flush();
   });
   const auto until = SteadyClock::now() + std::chrono::milliseconds(300);
   for (int attempt = 1; SteadyClock::now() < until; attempt = attempt % 5 + 1) {
@@ -846,7 +843,7 @@ TEST(ActivityTest, NoDocumentSaysRetryingWithoutItsAttempt) {
   }
   done = true;
   flusher.join();
-  ActivityFile::FlushAll();
+  writer.Flush();
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_GT(documents, 10u);  // the flusher came between changes often
   ASSERT_FALSE(retrying.empty());
@@ -863,19 +860,20 @@ TEST(ActivityTest, NoDocumentSaysRetryingWithoutItsAttempt) {
 TEST(ActivityTest, AFailingCopyToTheStoreStopsNothing) {
   TempDir dir;
   std::atomic<int> copies{0};
-  auto file = std::make_unique<ActivityFile>(dir.path() / "bob.status.json", "bob", "m",
+  auto writer = std::make_unique<SettledWriter>();
+  auto file = std::make_unique<ActivityFile>(dir.path() / "bob.status.json", "bob", "m", *writer,
                                              [&](const std::string&) {
                                                if (copies.fetch_add(1) == 0)
                                                  throw std::runtime_error("the store went away");
                                              });
   // A flush that never returns fails the test instead of hanging it: its
   // thread is joined once it returned, and let go only if it never does
-  // (the file, whose end flushes too, is then left as well).
-  auto flushed_within = [](std::chrono::seconds limit) {
+  // (the file, whose end flushes too, and the writer are then left as well).
+  auto flushed_within = [w = writer.get()](std::chrono::seconds limit) {
     auto done = std::make_shared<std::promise<void>>();
     std::future<void> f = done->get_future();
-    std::thread flusher([done] {
-      ActivityFile::FlushAll();
+    std::thread flusher([done, w] {
+      w->Flush();
       done->set_value();
     });
     if (f.wait_for(limit) != std::future_status::ready) {
@@ -893,6 +891,7 @@ TEST(ActivityTest, AFailingCopyToTheStoreStopsNothing) {
   std::string said = ::testing::internal::GetCapturedStderr();
   if (!second) {
     (void)file.release();
+    (void)writer.release();
     FAIL() << "a flush hangs: the writer is gone. " << said;
   }
   EXPECT_NE(said.find("the store went away"), std::string::npos) << said;

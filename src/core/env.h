@@ -9,6 +9,8 @@
 //            process made wakes its own waiters without the kernel
 //   folders  the one board and claim line of each task folder the
 //            process works on (store/task_folders.h)
+//   files    the thread that writes the process's status files, a burst
+//            at a time (store/settled_writer.h: the agents' activity)
 //
 // Two objects stay the kernel's per process and are not in an Env: file
 // locks (an fcntl lock belongs to the process, so two holders in one
@@ -21,11 +23,13 @@ namespace mates {
 class Clock;
 class Watcher;
 class TaskFolders;
+class SettledWriter;
 
 struct Env {
   Clock& clock;
   Watcher& watcher;
   TaskFolders& folders;
+  SettledWriter& files;
 };
 
 }  // namespace mates

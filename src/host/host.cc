@@ -377,6 +377,7 @@ Status Host::MakeLead(const TeamConfig& team) {
   spec.metrics = metrics_;
   spec.tracer = tracer_;
   spec.pacer = a.pacer;
+  spec.status_files = &env().files;
   lead_ = std::make_unique<agent::AgentLoop>(std::move(spec), provider_,
                                              registry_.get(), &ctx, out_.events);
   ctx.cancel = lead_->cancel_token();
@@ -539,6 +540,7 @@ Status Host::StartTeam() {
   topt.spend = spend_;
   topt.metrics = metrics_;
   topt.tracer = tracer_;
+  topt.status_files = &env().files;
   topt.naive_baseline = a.naive_baseline;
   // The conflict forecast (DESIGN §30) hears of every write, edit and
   // command of an isolated teammate; it forecasts once the team is known

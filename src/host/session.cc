@@ -154,7 +154,7 @@ SessionResult Session::Run(const SessionOptions& options, llm::Provider* provide
     const int shown = code != 0 ? code : session.failed_.ok() ? 0 : ExitCodeFor(session.failed_);
     host.lead().ReportStopped(shown == 0 ? "its session ended" : "its host stopped (exit " + std::to_string(shown) + ")");
   }
-  agent::ActivityFile::FlushAll();  // the last states are on disk before the host exits
+  host.env().files.Flush();  // the last states are on disk before the host exits
   return {code, session.failed_, host.teams().last_deleted()};
 }
 

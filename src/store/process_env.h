@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/env.h"
+#include "store/settled_writer.h"
 #include "store/task_folders.h"
 #include "store/watcher.h"
 
@@ -14,7 +15,7 @@ namespace mates {
 class ProcessEnv {
  public:
   explicit ProcessEnv(Watcher::Options watch = Watcher::OptionsFromVariables(), Clock& clock = Clock::Real())
-      : watcher_(watch), folders_(watcher_), env_{clock, watcher_, folders_} {}
+      : watcher_(watch), folders_(watcher_), env_{clock, watcher_, folders_, files_} {}
   ProcessEnv(const ProcessEnv&) = delete;
   ProcessEnv& operator=(const ProcessEnv&) = delete;
 
@@ -23,6 +24,7 @@ class ProcessEnv {
  private:
   Watcher watcher_;
   TaskFolders folders_;
+  SettledWriter files_;
   const Env env_;
 };
 

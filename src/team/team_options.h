@@ -14,6 +14,10 @@
 #include "store/roster.h"
 #include "tools/tool.h"
 
+namespace mates {
+class SettledWriter;
+}  // namespace mates
+
 namespace mates::team {
 
 struct TeamOptions {
@@ -45,6 +49,9 @@ struct TeamOptions {
   std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
   // The person's hooks (DESIGN §22): null = none.
   std::shared_ptr<const hooks::Runner> hooks;
+  // What writes the teammates' status files: the host's (Env::files); null:
+  // none is written.
+  SettledWriter* status_files = nullptr;
   // After each tool a teammate ran: its team, name, call and result (the
   // host's conflict forecast and file leases, DESIGN §30). Null = none.
   std::function<void(const std::string& team, const std::string& name, const llm::ContentBlock& call,
