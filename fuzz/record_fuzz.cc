@@ -16,6 +16,7 @@
 #include "replay/normalise.h"
 #include "replay/record.h"
 #include "report/report.h"
+#include "store/process_env.h"
 #include "store/roster.h"
 #include "store/team_store.h"
 
@@ -30,6 +31,13 @@ const fs::path& Scratch() {
     return fs::path(tmpl);
   }();
   return dir;
+}
+
+// The target's Env (core/env.h): one, made at the first input and never
+// destroyed, as a program's.
+const Env& FuzzEnv() {
+  static const ProcessEnv* env = new ProcessEnv();
+  return env->env();
 }
 
 }  // namespace
@@ -49,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Workspace w(ws);
     if (!Roster(w).CreateTeam("t").ok()) std::abort();
     if (!EnsureDir(w.AgentsDir("t")).ok() || !WriteFileAtomic(w.JournalPath("t", "lead"), body).ok()) std::abort();
-    auto store = FileTeamStore(w);
+    auto store = FileTeamStore(w, FuzzEnv());
     std::vector<std::string> notes;
     const auto agent = replay::ReadAgent("lead", {{"t", std::string(body)}}, data[0] % 4 == 1, &notes);
     replay::IdMap ids;
