@@ -39,10 +39,10 @@
 #include "hooks/hooks.h"
 #include "sandbox/sandbox.h"
 #include "store/host_info.h"
+#include "store/process_env.h"
 #include "store/team_store.h"
 #include "store/workspace.h"
 #include "team/team_manager.h"
-#include "store/process_env.h"
 #include "tools/skills.h"
 #include "tools/tool.h"
 

@@ -1,7 +1,8 @@
-// ProcessEnv: the parts of an Env (core/env.h), owned. main() makes one at
-// a process's start and never destroys it (a subscription may be released
-// from a detached thread until the process ends); a test makes its own,
-// with the watcher and clock it wants, and outlives what it handed it to.
+// ProcessEnv: the parts of an Env (core/env.h), owned. A Host has one (its
+// first member: gone after everything it handed it to); a command makes one
+// at its first ask (Globals::env, gone with main's Globals); a test program
+// keeps one for good (support/test_env.h) or a test makes its own, with the
+// watcher and clock it wants, and outlives what it handed it to.
 #pragma once
 
 #include "core/clock.h"
