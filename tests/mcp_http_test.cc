@@ -248,13 +248,15 @@ TEST(McpHttpTest, EveryRequestItMustRefuseIsRefusedClearly) {
           sink.done();
           return true;
         }
-        sent += piece.size();
-        return sink.write(piece.data(), piece.size());
+        if (!sink.write(piece.data(), piece.size())) return false;
+        sent += piece.size();  // counted once written: a piece refused was not sent
+        return true;
       },
       "application/json");
   // Refused: a 413, or, when the server's answer and close overtook the
-  // upload (a slow client, under TSan), a write that failed before the
-  // 64 MiB were sent; either way the server stays up.
+  // upload (a slow client, under TSan: the front door drops a refused
+  // body's rest for its linger, then closes), a write that failed before
+  // the 64 MiB were sent; either way the server stays up.
   // (A write that fails ends the upload from the body's provider: the
   // client says Canceled then, or Write.)
   const bool cut = !chunked && (chunked.error() == httplib::Error::Write || chunked.error() == httplib::Error::Canceled);
