@@ -11,12 +11,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "agent/process_env.h"
 #include "core/files.h"
 #include "report/bundle.h"
 #include "replay/normalise.h"
 #include "replay/record.h"
 #include "report/report.h"
-#include "store/process_env.h"
 #include "store/roster.h"
 #include "store/team_store.h"
 
@@ -68,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)replay::FirstWords(body);
     (void)replay::CameFrom(body);
     (void)replay::MovedTo(body);
-    auto r = report::Build(*store, w, "t", "fuzzed");
+    auto r = report::Build(*store, w, "t", "fuzzed", FuzzEnv().prices);
     if (r.ok()) {
       (void)report::Markdown(*r);
       (void)DumpJson(report::ToJson(*r));

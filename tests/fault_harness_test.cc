@@ -584,7 +584,7 @@ TEST_F(FaultHarnessTest, EachFaultAloneAndTwoAtOnceLosesNothingAndRepeatsNothing
   const auto spent = [&] {
     auto s = teams_->Spent(kTeam);
     EXPECT_TRUE(s.ok() && *s);
-    return s.ok() && *s ? agent::PriceSpent(**s).first : 0;
+    return s.ok() && *s ? agent::PriceSpent(**s, agent::PriceTable::Builtin()).first : 0;
   };
   const int64_t budget = spent() + 20 * largest_calls();
   {

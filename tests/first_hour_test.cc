@@ -641,11 +641,14 @@ TEST_F(FirstHourTest, EveryAttentionHintWorksAsPrinted) {
   {
     // What the host's agents recorded: the lead's turn failed, a retries
     // the model, a hook blocked b.
-    agent::ActivityFile lead(w.AgentsDir("t") / "lead.status.json", "lead", "m", testing::TestEnv().files);
+    agent::ActivityFile lead(w.AgentsDir("t") / "lead.status.json", "lead", "m", testing::TestEnv().files,
+                              testing::TestEnv().prices);
     lead.Failed("HTTP 503 (gave up after 5 attempts)", "tries again at its next message");
-    agent::ActivityFile a(w.AgentsDir("t") / "a.status.json", "a", "m", testing::TestEnv().files);
+    agent::ActivityFile a(w.AgentsDir("t") / "a.status.json", "a", "m", testing::TestEnv().files,
+                              testing::TestEnv().prices);
     a.Retrying(2, 5, 60, "connection refused");
-    agent::ActivityFile b(w.AgentsDir("t") / "b.status.json", "b", "m", testing::TestEnv().files);
+    agent::ActivityFile b(w.AgentsDir("t") / "b.status.json", "b", "m", testing::TestEnv().files,
+                              testing::TestEnv().prices);
     b.Blocked("PreToolUse", "bash(rm -rf build): no rm -rf here");
   }
   testing::TestEnv().files.Flush();

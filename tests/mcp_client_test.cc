@@ -431,7 +431,8 @@ TEST(McpClientTest, ProgressOfALongCallIsToldAsItGoes) {
   auto quiet = (*hub)->Call("everything", "trigger-long-running-operation", Json{{"duration", 0.1}, {"steps", 2}}, nullptr);
   EXPECT_FALSE(quiet.is_error) << quiet.content;
   // In an agent's activity: after its call, while it runs.
-  agent::ActivityFile activity(ws.path() / "a.status.json", "a", "m", testing::TestEnv().files);
+  agent::ActivityFile activity(ws.path() / "a.status.json", "a", "m", testing::TestEnv().files,
+                              testing::TestEnv().prices);
   llm::ContentBlock call = llm::ContentBlock::ToolUse("t1", "mcp__everything__trigger-long-running-operation", "{}");
   activity.Tool(call);
   activity.Progress("2/4: \x1b[2Jindexing\nnow");

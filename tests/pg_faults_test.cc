@@ -669,7 +669,7 @@ TEST_F(PgFaultsTest, HostsOnTwoMachinesShareTheirTeamsBudget) {
   }
   auto spent = teams_->Spent("pot");
   ASSERT_TRUE(spent.ok() && *spent);
-  EXPECT_EQ(agent::PriceSpent(**spent).first, total);
+  EXPECT_EQ(agent::PriceSpent(**spent, agent::PriceTable::Builtin()).first, total);
   std::cout << "spent " << total << " of a budget of " << kBudget << "\n";
   EXPECT_GE(total, kBudget) << "the budget was not reached";
   EXPECT_LE(total, kBudget + in_flight) << "the hosts spent a budget each";

@@ -1528,7 +1528,7 @@ TEST_F(PgTest, WhatATeamSpentIsSummedAsItsJournalLinesAreWritten) {
   EXPECT_EQ(bob->Lines()->size(), odd.size());
   const Sums with_odd = {{"", {1, 3, 0, 0, 0}}, {"m-a", {7, 1000000000110, 30, 6, 12}}, {"m-b", {1, 7, 5, 1, 2}}};
   EXPECT_EQ(spent("procs"), with_odd);
-  auto host_reads = agent::ReadTeamUsage(*teams, "procs");
+  auto host_reads = agent::ReadTeamUsage(*teams, "procs", testing::TestEnv().prices);
   ASSERT_TRUE(host_reads.ok() && *host_reads) << host_reads.status().message();
   ModelSpend all;
   for (const auto& [model, sums] : with_odd) {
@@ -1537,7 +1537,7 @@ TEST_F(PgTest, WhatATeamSpentIsSummedAsItsJournalLinesAreWritten) {
     all.cache_write += sums[3];
     all.cache_read += sums[4];
   }
-  EXPECT_EQ(agent::TotalTokens((*host_reads)->total), agent::PriceSpent({all}).first);
+  EXPECT_EQ(agent::TotalTokens((*host_reads)->total), agent::PriceSpent({all}, testing::TestEnv().prices).first);
   // Another team's lines are its own.
   ASSERT_TRUE(teams->JournalOf("other", "ann")->Put(0, {UsageLine("m-a", "1")}).ok());
   EXPECT_EQ(spent("other"), (Sums{{"m-a", {1, 1, 5, 1, 2}}}));
@@ -1570,12 +1570,12 @@ TEST_F(PgTest, WhatATeamSpentIsSummedAsItsJournalLinesAreWritten) {
   for (int i = 0; i < 300; ++i) many.push_back(UsageLine("x-" + std::to_string(i), "1"));
   many.push_back(R"({"kind":"usage","model":"m-a","usage":)" + std::string(100000, '[') + std::string(100000, ']') +
                  "}");
-  const int64_t before_many = agent::PriceSpent(**teams->Spent("procs")).first;
+  const int64_t before_many = agent::PriceSpent(**teams->Spent("procs"), testing::TestEnv().prices).first;
   ASSERT_TRUE(teams->JournalOf("procs", "many")->Put(0, many).ok());
   auto capped = teams->Spent("procs");
   ASSERT_TRUE(capped.ok() && *capped) << capped.status().message();
   EXPECT_LE((*capped)->size(), 256u);
-  EXPECT_EQ(agent::PriceSpent(**capped).first, before_many + 300 * (1 + 5 + 1 + 2));
+  EXPECT_EQ(agent::PriceSpent(**capped, testing::TestEnv().prices).first, before_many + 300 * (1 + 5 + 1 + 2));
   // A team deleted takes its sums (and its journals) with it.
   ASSERT_TRUE(store->rosters().DeleteTeam("other").ok());
   EXPECT_EQ(spent("other"), Sums{});
@@ -1725,7 +1725,7 @@ TEST_F(PgTest, ActivityIsSharedThroughTheStoreAndBadDocumentsAreLeftOut) {
     // Alice's host writes her activity file, and the store gets it too.
     ASSERT_TRUE(EnsureDir(Workspace(host.path()).AgentsDir("crew")).ok());
     agent::ActivityFile alice(Workspace(host.path()).AgentsDir("crew") / "alice.status.json", "alice", "m",
-                              testing::TestEnv().files, teams->ActivityOf("crew", "alice"));
+                              testing::TestEnv().files, testing::TestEnv().prices, teams->ActivityOf("crew", "alice"));
     llm::ContentBlock call;
     call.name = "bash";
     call.input_json = R"({"command":"make test"})";

@@ -90,8 +90,8 @@ std::string DescribeCall(const llm::ContentBlock& call) {
 
 
 ActivityFile::ActivityFile(fs::path path, std::string agent, std::string model, SettledWriter& writer,
-                           std::function<void(const std::string& document)> also)
-    : path_(std::move(path)), writer_(writer), slot_(std::make_shared<SettledWriter::Slot>()) {
+                           const PriceTable& prices, std::function<void(const std::string& document)> also)
+    : path_(std::move(path)), writer_(writer), prices_(prices), slot_(std::make_shared<SettledWriter::Slot>()) {
   slot_->also = std::move(also);
   a_.agent = std::move(agent);
   a_.model = std::move(model);
@@ -150,7 +150,7 @@ void ActivityFile::SetUsage(const llm::Usage& total, int calls) {
   std::lock_guard<std::mutex> lock(mu_);
   a_.tokens = total;
   a_.calls = calls;
-  a_.cost_usd = CostUsd(a_.model, total);
+  a_.cost_usd = prices_.Cost(a_.model, total);
   PostLocked();
 }
 
@@ -162,7 +162,7 @@ void ActivityFile::SetCliUsage(const std::string& from, const std::string& model
   a_.model = CutUtf8(model, 200);
   a_.tokens = total;
   a_.calls = calls;
-  a_.cost_usd = CostUsd(a_.model, total);
+  a_.cost_usd = prices_.Cost(a_.model, total);
   if (!a_.cost_usd) a_.cost_usd = priced;
   PostLocked();
 }

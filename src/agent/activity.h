@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/prices.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/json.h"
@@ -106,10 +107,11 @@ std::string DescribeCall(const llm::ContentBlock& call);
 
 class ActivityFile {
  public:
-  // Written by `writer` (the process's, Env::files, which outlives this);
-  // `also` (optional) gets every document written, on the writer's thread
-  // after the file (a shared store's copy, DESIGN §13).
-  ActivityFile(fs::path path, std::string agent, std::string model, SettledWriter& writer,
+  // Written by `writer` and priced at `prices` (the process's, Env::files
+  // and Env::prices, which outlive this); `also` (optional) gets every
+  // document written, on the writer's thread after the file (a shared
+  // store's copy, DESIGN §13).
+  ActivityFile(fs::path path, std::string agent, std::string model, SettledWriter& writer, const PriceTable& prices,
                std::function<void(const std::string& document)> also = {});
   // Its last change is on disk when it goes: nothing writes for an agent
   // that is gone.
@@ -159,6 +161,7 @@ class ActivityFile {
 
   const fs::path path_;
   SettledWriter& writer_;
+  const PriceTable& prices_;
   std::mutex mu_;
   Activity a_;  // guarded by mu_
   std::string tool_call_;  // guarded by mu_: `doing` of the tool running

@@ -31,6 +31,7 @@
 #include "agent/pacer.h"
 #include "agent/spend.h"
 #include "agent/usage.h"
+#include "core/env.h"
 #include "hooks/hooks.h"
 #include "llm/provider.h"
 #include "store/team_store.h"
@@ -78,10 +79,11 @@ struct AgentSpec {
   // A replay's pacer (pacer.h): asked before each take of the inbox; null
   // in every other session.
   std::shared_ptr<Pacer> pacer;
-  // What writes its status file (`<name>.status.json` beside its journal,
-  // DESIGN §11): its host's (Env::files), which outlives the agent; null:
-  // none is written (a subagent, an agent made by hand).
-  SettledWriter* status_files = nullptr;
+  // Its host's parts (core/env.h), which outlive the agent: its status file
+  // (`<name>.status.json` beside its journal, DESIGN §11) is written by
+  // their `files` and priced at their `prices`; null: none is written (a
+  // subagent, an agent made by hand).
+  const Env* host_env = nullptr;
 };
 
 // How a turn ended: the provider's stop reason or the loop's own, mapped

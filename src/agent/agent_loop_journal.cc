@@ -124,12 +124,13 @@ Status AgentLoop::MoveJournal(const fs::path& path, std::unique_ptr<JournalCopy>
 }
 
 void AgentLoop::AttachActivity(const fs::path& dir) {
-  if (spec_.status_files == nullptr) return;
+  if (spec_.host_env == nullptr) return;
   // On a shared store people on other machines see it too.
   TeamStore::ActivitySink also;
   if (!ctx_->team.empty()) also = ctx_->store().ActivityOf(ctx_->team, spec_.name);
   activity_ = std::make_unique<ActivityFile>(dir / (spec_.name + ".status.json"), spec_.name, model(),
-                                             *spec_.status_files, std::move(also));
+                                             spec_.host_env->files, spec_.host_env->prices,
+                                             std::move(also));
   activity_->SetUsage(in_team_.total(), in_team_.calls());  // also the first write: idle
 }
 

@@ -17,6 +17,7 @@
 
 #include "agent/activity.h"
 #include "agent/agent_loop.h"
+#include "agent/process_env.h"
 #include "agent/subagents.h"
 #include "core/clock.h"
 #include "store/mailbox.h"
@@ -759,6 +760,31 @@ TEST_F(AgentTest, SubagentsForegroundAndBackground) {
   EXPECT_EQ(subs.Output("bg-99", false, 0).status().code(), StatusCode::kNotFound);
 }
 
+// Prices are an Env's, not the process's: two Envs in one process (two
+// hosts, say) each price at their own table, and --prices on one changes
+// nothing of the other.
+TEST(ActivityTest, EachEnvPricesAtItsOwnTable) {
+  TempDir dir;
+  PriceTable cheap = PriceTable::Builtin();
+  ASSERT_TRUE(cheap.MergeText("models:\n  claude-opus-4-5: {input: 1, output: 1}\n", "cheap.yaml").ok());
+  ProcessEnv builtin(Watcher::Options{Watcher::Mode::kPoll, std::chrono::hours(1)});
+  ProcessEnv person(Watcher::Options{Watcher::Mode::kPoll, std::chrono::hours(1)}, Clock::Real(), std::move(cheap));
+  llm::Usage used;
+  used.input_tokens = 1000000;
+  auto cost_in = [&](const ProcessEnv& parts, const std::string& name) -> Json {
+    {
+      ActivityFile file(dir.path() / (name + ".status.json"), name, "claude-opus-4-5", parts.env().files,
+                        parts.env().prices);
+      file.SetUsage(used, 1);
+    }  // written when it goes
+    auto doc = ParseJson(*ReadFile(dir.path() / (name + ".status.json")));
+    return doc.ok() ? (*doc)["cost_usd"] : Json("unreadable");
+  };
+  EXPECT_EQ(cost_in(builtin, "a"), 5.0);  // claude-opus-4-5's built-in input price
+  EXPECT_EQ(cost_in(person, "b"), 1.0);
+  EXPECT_EQ(cost_in(builtin, "c"), 5.0) << "the other Env's table changed nothing here";
+}
+
 // An agent's changes come in bursts: the first is written kSettle after it
 // came, together with the rest of its burst (one document, the latest
 // state), and a Flush writes what is pending without waiting.
@@ -768,7 +794,8 @@ TEST(ActivityTest, ABurstOfChangesIsWrittenOnceSettledAsItsLastState) {
   std::condition_variable cv;
   std::vector<std::pair<SteadyClock::time_point, std::string>> written;  // guarded by mu
   SettledWriter writer;
-  ActivityFile file(dir.path() / "alice.status.json", "alice", "m", writer, [&](const std::string& doc) {
+  const PriceTable prices = PriceTable::Builtin();
+  ActivityFile file(dir.path() / "alice.status.json", "alice", "m", writer, prices, [&](const std::string& doc) {
     std::lock_guard<std::mutex> lock(mu);
     written.emplace_back(SteadyClock::now(), doc);
     cv.notify_all();
@@ -827,7 +854,8 @@ TEST(ActivityTest, NoDocumentSaysRetryingWithoutItsAttempt) {
   std::vector<std::string> retrying;  // guarded by mu
   size_t documents = 0;               // guarded by mu
   SettledWriter writer;
-  ActivityFile file(dir.path() / "carol.status.json", "carol", "m", writer, [&](const std::string& doc) {
+  const PriceTable prices = PriceTable::Builtin();
+  ActivityFile file(dir.path() / "carol.status.json", "carol", "m", writer, prices, [&](const std::string& doc) {
     std::lock_guard<std::mutex> lock(mu);
     ++documents;
     if (doc.find("\"retrying\"") != std::string::npos) retrying.push_back(doc);
@@ -861,7 +889,8 @@ TEST(ActivityTest, AFailingCopyToTheStoreStopsNothing) {
   TempDir dir;
   std::atomic<int> copies{0};
   auto writer = std::make_unique<SettledWriter>();
-  auto file = std::make_unique<ActivityFile>(dir.path() / "bob.status.json", "bob", "m", *writer,
+  const PriceTable prices = PriceTable::Builtin();
+  auto file = std::make_unique<ActivityFile>(dir.path() / "bob.status.json", "bob", "m", *writer, prices,
                                              [&](const std::string&) {
                                                if (copies.fetch_add(1) == 0)
                                                  throw std::runtime_error("the store went away");
@@ -918,7 +947,8 @@ TEST(UsageSeriesTest, SpendGrowsCallByCall) {
       R"({"kind":"usage","model":"claude-opus-4-5","ts":130,"usage":{"input_tokens":0,"output_tokens":1000000}})" "\n"
       R"({"kind":"usage","model":"no-such-model","ts":140,"usage":{"input_tokens":10,"output_tokens":0}})" "\n"
       R"({"kind":"usage","model":"claude-opus-4-5","ts":150,"usage":{"input_tokens":5)";  // torn
-  auto s = Journal::UsageSeries(text, 100);
+  const PriceTable prices = PriceTable::Builtin();
+  auto s = Journal::UsageSeries(text, 100, prices);
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0].at, 100);
   EXPECT_EQ(s[0].tokens, 1000000);
@@ -932,7 +962,7 @@ TEST(UsageSeriesTest, SpendGrowsCallByCall) {
   for (int i = 1; i <= 1000; ++i) {
     many += R"({"kind":"usage","model":"m","ts":)" + std::to_string(i) + R"(,"usage":{"input_tokens":1,"output_tokens":0}})" "\n";
   }
-  auto thin = Journal::UsageSeries(many, 50);
+  auto thin = Journal::UsageSeries(many, 50, prices);
   ASSERT_EQ(thin.size(), 50u);
   EXPECT_EQ(thin.front().tokens, 1);
   EXPECT_EQ(thin.back().tokens, 1000);

@@ -202,7 +202,7 @@ Status Journal::AppendUsage(const llm::Usage& u, const std::string& model, bool 
       send);
 }
 
-std::vector<UsagePoint> Journal::UsageSeries(std::string_view text, size_t max_points) {
+std::vector<UsagePoint> Journal::UsageSeries(std::string_view text, size_t max_points, const PriceTable& prices) {
   std::vector<UsagePoint> all;
   double last_ts = 0;
   int64_t tokens = 0;
@@ -221,7 +221,7 @@ std::vector<UsagePoint> Journal::UsageSeries(std::string_view text, size_t max_p
     auto model = j->find("model");
     const std::string name = model != j->end() && model->is_string() ? model->get<std::string>() : "";
     tokens += TotalTokens(one);
-    const std::optional<double> priced = CostUsd(name, one);
+    const std::optional<double> priced = prices.Cost(name, one);
     cost = cost && priced ? std::optional<double>(*cost + *priced) : std::nullopt;
     all.push_back({last_ts, tokens, cost});
   });
@@ -232,7 +232,8 @@ std::vector<UsagePoint> Journal::UsageSeries(std::string_view text, size_t max_p
   return picked;
 }
 
-Journal::Spend Journal::SpendWithin(std::string_view text, const std::vector<std::pair<double, double>>& windows) {
+Journal::Spend Journal::SpendWithin(std::string_view text, const std::vector<std::pair<double, double>>& windows,
+                                     const PriceTable& prices) {
   Spend spend;
   if (windows.empty()) return spend;
   ForEachWholeLine(text, [&](std::string_view line) {
@@ -252,7 +253,7 @@ Journal::Spend Journal::SpendWithin(std::string_view text, const std::vector<std
     spend.usage += one;
     ++spend.calls;
     if (!name.empty() && spend.models.size() < 16) spend.models.insert(name);
-    const std::optional<double> priced = CostUsd(name, one);
+    const std::optional<double> priced = prices.Cost(name, one);
     spend.cost_usd = spend.cost_usd && priced ? std::optional<double>(*spend.cost_usd + *priced) : std::nullopt;
   });
   return spend;

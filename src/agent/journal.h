@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/prices.h"
 #include "core/files.h"
 #include "core/json.h"
 #include "core/status.h"
@@ -138,8 +139,8 @@ class Journal {
   // The spend over time of a journal's text (its usage lines, each at its
   // own time or, in journals from before usage lines had one, at the
   // message before it), at most `max_points` (evenly picked, the last
-  // kept).
-  static std::vector<UsagePoint> UsageSeries(std::string_view text, size_t max_points);
+  // kept), priced at `prices`.
+  static std::vector<UsagePoint> UsageSeries(std::string_view text, size_t max_points, const PriceTable& prices);
   // What the model calls of a journal's text within `windows` ([from, to)
   // wall seconds) spent: a task's cost, from its owner's journal and the
   // times it held the task (DESIGN §30). Usage lines without a time are
@@ -150,7 +151,8 @@ class Journal {
     std::optional<double> cost_usd = 0.0;  // null once a call's model has no price
     std::set<std::string> models;
   };
-  static Spend SpendWithin(std::string_view text, const std::vector<std::pair<double, double>>& windows);
+  static Spend SpendWithin(std::string_view text, const std::vector<std::pair<double, double>>& windows,
+                           const PriceTable& prices);
   // Starts `path` over with one compact line holding `state` (its valid
   // prefix); the old file is kept beside it as `<name>.unreplayable-<time>`.
   // Returns the old file's new name.

@@ -154,31 +154,15 @@ std::optional<double> PriceTable::Cost(const std::string& model, const llm::Usag
          1e6;
 }
 
-namespace {
-PriceTable& Current() {
-  static PriceTable table = PriceTable::Builtin();
-  return table;
-}
-}  // namespace
-
-const PriceTable& CurrentPrices() { return Current(); }
-void SetCurrentPrices(PriceTable table) { Current() = std::move(table); }
-
-Status LoadPrices(const std::string& file) {
+Result<PriceTable> LoadPrices(const std::string& file) {
   std::string path = file;
   if (path.empty()) {
     const char* env = std::getenv("MATES_PRICES");
-    if (env == nullptr || *env == '\0') return Status::Ok();
-    path = env;
+    if (env != nullptr) path = env;
   }
   PriceTable t = PriceTable::Builtin();
-  MATES_RETURN_IF_ERROR(t.Merge(path));
-  SetCurrentPrices(std::move(t));
-  return Status::Ok();
-}
-
-std::optional<double> CostUsd(const std::string& model, const llm::Usage& u) {
-  return CurrentPrices().Cost(model, u);
+  if (!path.empty()) MATES_RETURN_IF_ERROR(t.Merge(path));
+  return t;
 }
 
 std::string FormatCost(std::optional<double> usd) {

@@ -51,15 +51,11 @@ class PriceTable {
   std::map<std::string, Price> by_prefix_;
 };
 
-// The table this process prices with: the built-in one, unless
-// SetCurrentPrices was called (once, at start, before any thread runs).
-const PriceTable& CurrentPrices();
-void SetCurrentPrices(PriceTable table);
-// Loads `--prices FILE` ("" = $MATES_PRICES, if set) over the built-in
-// table and makes it current.
-Status LoadPrices(const std::string& file);
+// The built-in table with `--prices FILE` ("" = $MATES_PRICES, if set)
+// merged over it. A process loads it once and hands it down in its Env
+// (core/env.h: `prices`); nothing prices with a table of its own.
+Result<PriceTable> LoadPrices(const std::string& file);
 
-std::optional<double> CostUsd(const std::string& model, const llm::Usage& u);
 // "$0.0123" ("$1.23" from a dollar up); "cost unknown" for nullopt.
 std::string FormatCost(std::optional<double> usd);
 

@@ -12,12 +12,12 @@
 
 namespace mates::agent {
 
-void PriceAgentUsage(AgentUsage* a) {
+void PriceAgentUsage(AgentUsage* a, const PriceTable& prices) {
   a->cost_usd = 0;
   a->cost_known = true;
   for (const auto& [model, u] : a->by_model) {
     if (TotalTokens(u) == 0) continue;
-    if (auto c = CostUsd(model, u)) {
+    if (auto c = prices.Cost(model, u)) {
       a->cost_usd += *c;
     } else {
       a->cost_known = false;
@@ -25,7 +25,8 @@ void PriceAgentUsage(AgentUsage* a) {
   }
 }
 
-void AddCliMembers(const std::vector<std::pair<std::string, std::string>>& activities, TeamUsage* team) {
+void AddCliMembers(const std::vector<std::pair<std::string, std::string>>& activities, const PriceTable& prices,
+                   TeamUsage* team) {
   for (const auto& entry : activities) {
     const std::string& name = entry.first;  // (clang 14 captures no structured binding)
     auto j = ParseJson(entry.second);
@@ -42,7 +43,7 @@ void AddCliMembers(const std::vector<std::pair<std::string, std::string>>& activ
       a.usage = act->tokens;
       a.calls = act->calls;
       a.by_model[act->model] = act->tokens;
-      PriceAgentUsage(&a);
+      PriceAgentUsage(&a, prices);
       // The CLI's own figure where the price table has none (OpenCode's).
       if (!a.cost_known && act->cost_usd) a.cost_usd = *act->cost_usd, a.cost_known = true;
       team->total += a.usage;
@@ -59,14 +60,14 @@ void AddCliMembers(const std::vector<std::pair<std::string, std::string>>& activ
 namespace {
 
 // One agent's usage lines, priced, into `team` (none: nothing added).
-void AddAgentUsage(const std::string& name, const JournalState& st, TeamUsage* team) {
+void AddAgentUsage(const std::string& name, const JournalState& st, const PriceTable& prices, TeamUsage* team) {
   if (st.calls == 0) return;
   AgentUsage a;
   a.agent = name;
   a.usage = st.usage;
   a.calls = st.calls;
   a.by_model = st.usage_by_model;
-  PriceAgentUsage(&a);
+  PriceAgentUsage(&a, prices);
   team->total += a.usage;
   team->calls += a.calls;
   team->cost_usd += a.cost_usd;
@@ -106,7 +107,8 @@ Result<std::vector<std::pair<std::string, fs::path>>> JournalsIn(const fs::path&
 }
 
 // Adds each journal's usage lines to `team`, one entry per owner.
-Status AddJournals(const std::vector<std::pair<std::string, fs::path>>& files, TeamUsage* team) {
+Status AddJournals(const std::vector<std::pair<std::string, fs::path>>& files, const PriceTable& prices,
+                   TeamUsage* team) {
   for (const auto& file : files) {
     const std::string& name = file.first;  // (a name, not a binding: lambdas capture it)
     auto st = Journal::LoadUsage(file.second);
@@ -117,7 +119,7 @@ Status AddJournals(const std::vector<std::pair<std::string, fs::path>>& files, T
     auto same = std::find_if(team->agents.begin(), team->agents.end(),
                              [&](const AgentUsage& a) { return a.agent == name; });
     if (same == team->agents.end() || st->calls == 0) {
-      AddAgentUsage(name, *st, team);
+      AddAgentUsage(name, *st, prices, team);
       continue;
     }
     // A second conversation of the same owner: summed into its entry.
@@ -125,7 +127,7 @@ Status AddJournals(const std::vector<std::pair<std::string, fs::path>>& files, T
     same->usage += st->usage;
     same->calls += st->calls;
     for (const auto& [model, u] : st->usage_by_model) same->by_model[model] += u;
-    PriceAgentUsage(&*same);
+    PriceAgentUsage(&*same, prices);
     team->total += st->usage;
     team->calls += st->calls;
     team->cost_usd += same->cost_usd;
@@ -136,14 +138,14 @@ Status AddJournals(const std::vector<std::pair<std::string, fs::path>>& files, T
 
 }  // namespace
 
-Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir) {
+Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir, const PriceTable& prices) {
   TeamUsage team;
   MATES_ASSIGN_OR_RETURN(auto files, JournalsIn(agents_dir, false));
-  MATES_RETURN_IF_ERROR(AddJournals(files, &team));
+  MATES_RETURN_IF_ERROR(AddJournals(files, prices, &team));
   return team;
 }
 
-Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::string& team,
+Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::string& team, const PriceTable& prices,
                                                const fs::path& agents_dir) {
   MATES_ASSIGN_OR_RETURN(TeamConfig config, store.LoadTeam(team));
   std::vector<std::string> names;
@@ -163,25 +165,25 @@ Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::stri
   for (const auto& name : names) {
     MATES_ASSIGN_OR_RETURN(std::optional<JournalState> st, usage_in_copy(name));
     if (!st) return std::optional<TeamUsage>();
-    AddAgentUsage(name, *st, &usage);
+    AddAgentUsage(name, *st, prices, &usage);
   }
   // The lead's servers' samplings (host/sampling.h): a copy, else this
   // machine's file.
   MATES_ASSIGN_OR_RETURN(std::optional<JournalState> sampled, usage_in_copy(config.lead + ".mcp"));
   if (sampled && sampled->calls > 0) {
-    AddAgentUsage(config.lead + " (MCP sampling)", *sampled, &usage);
+    AddAgentUsage(config.lead + " (MCP sampling)", *sampled, prices, &usage);
   } else if (!agents_dir.empty()) {
     auto st = Journal::LoadUsage(agents_dir / (config.lead + ".mcp.jsonl"));
-    if (st.ok()) AddAgentUsage(config.lead + " (MCP sampling)", *st, &usage);
+    if (st.ok()) AddAgentUsage(config.lead + " (MCP sampling)", *st, prices, &usage);
   }
   MATES_ASSIGN_OR_RETURN(std::optional<JournalState> subagents, usage_in_copy(config.lead + ".subagents"));
   if (subagents && subagents->calls > 0) {
-    AddAgentUsage(config.lead + " (subagents)", *subagents, &usage);
+    AddAgentUsage(config.lead + " (subagents)", *subagents, prices, &usage);
   } else if (!agents_dir.empty()) {
     // Written before copies were kept: this machine's file.
     auto st = Journal::LoadUsage(agents_dir / (config.lead + ".subagents.jsonl"));
     if (st.ok()) {
-      AddAgentUsage(config.lead + " (subagents)", *st, &usage);
+      AddAgentUsage(config.lead + " (subagents)", *st, prices, &usage);
     } else if (st.status().code() != StatusCode::kNotFound) {
       return st.status();
     }
@@ -190,7 +192,7 @@ Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::stri
     // The conversations this machine set aside (--fresh): their copies
     // were replaced, their files stay.
     MATES_ASSIGN_OR_RETURN(auto earlier, JournalsIn(agents_dir, true));
-    MATES_RETURN_IF_ERROR(AddJournals(earlier, &usage));
+    MATES_RETURN_IF_ERROR(AddJournals(earlier, prices, &usage));
   }
   return std::optional<TeamUsage>(std::move(usage));
 }
@@ -234,8 +236,8 @@ std::string DescribeTeamUsage(const TeamUsage& u) {
   return out + FormatCost(u.cost_usd) + " + cost unknown for some models";
 }
 
-TeamSpend::TeamSpend(TeamBudget budget, const TeamUsage& before, const std::string& team)
-    : budget_(std::move(budget)), team_(team) {
+TeamSpend::TeamSpend(TeamBudget budget, const TeamUsage& before, const std::string& team, const PriceTable& prices)
+    : budget_(std::move(budget)), team_(team), prices_(prices) {
   if (!budget_.from.empty() && (budget_.spent_before_tokens > 0 || budget_.spent_before_usd > 0)) {
     parts_.push_back(
         {"from team " + budget_.from, budget_.spent_before_tokens, budget_.spent_before_usd});
@@ -252,7 +254,7 @@ TeamSpend::TeamSpend(TeamBudget budget, const TeamUsage& before, const std::stri
 }
 
 void TeamSpend::Add(const std::string& team, const std::string& model, const llm::Usage& u) {
-  auto cost = CostUsd(model, u);
+  auto cost = prices_.Cost(model, u);
   const std::string where = "in team " + (team.empty() ? team_ : team);
   std::lock_guard<std::mutex> lock(mu_);
   tokens_ += TotalTokens(u);
@@ -373,7 +375,7 @@ std::string TeamSpend::Exceeded() const {
   return "";
 }
 
-std::pair<int64_t, double> PriceSpent(const std::vector<ModelSpend>& spent) {
+std::pair<int64_t, double> PriceSpent(const std::vector<ModelSpend>& spent, const PriceTable& prices) {
   std::pair<int64_t, double> out{0, 0.0};
   for (const ModelSpend& m : spent) {
     llm::Usage u;
@@ -382,30 +384,32 @@ std::pair<int64_t, double> PriceSpent(const std::vector<ModelSpend>& spent) {
     u.cache_creation_input_tokens = m.cache_write;
     u.cache_read_input_tokens = m.cache_read;
     out.first += TotalTokens(u);
-    if (auto cost = CostUsd(m.model, u)) out.second += *cost;
+    if (auto cost = prices.Cost(m.model, u)) out.second += *cost;
   }
   return out;
 }
 
-Result<TeamUsage> TeamUsageOf(TeamStore& store, const std::string& team, const fs::path& agents_dir) {
-  MATES_ASSIGN_OR_RETURN(std::optional<TeamUsage> copies, ReadTeamUsage(store, team, agents_dir));
+Result<TeamUsage> TeamUsageOf(TeamStore& store, const std::string& team, const fs::path& agents_dir,
+                              const PriceTable& prices) {
+  MATES_ASSIGN_OR_RETURN(std::optional<TeamUsage> copies, ReadTeamUsage(store, team, prices, agents_dir));
   TeamUsage u;
   if (copies) {
     u = std::move(*copies);
   } else {
-    MATES_ASSIGN_OR_RETURN(u, ReadTeamUsage(agents_dir));
+    MATES_ASSIGN_OR_RETURN(u, ReadTeamUsage(agents_dir, prices));
   }
-  if (auto activities = store.Activities(team); activities.ok()) AddCliMembers(*activities, &u);
+  if (auto activities = store.Activities(team); activities.ok()) AddCliMembers(*activities, prices, &u);
   return u;
 }
 
-Json TaskWork(TeamStore& store, const std::string& team, int64_t task, const std::string& owner) {
+Json TaskWork(TeamStore& store, const std::string& team, int64_t task, const std::string& owner,
+              const PriceTable& prices) {
   constexpr size_t kMaxJournal = size_t{64} << 20;
   auto t = store.Board(team)->Get(task);
   if (!t.ok()) return Json();
   auto text = store.ReadJournal(team, owner, kMaxJournal);
   if (!text.ok() || text->too_large) return Json();
-  const Journal::Spend spend = Journal::SpendWithin(text->text, WorkWindows(*t, owner, WallSeconds() + 1));
+  const Journal::Spend spend = Journal::SpendWithin(text->text, WorkWindows(*t, owner, WallSeconds() + 1), prices);
   Json models = Json::array();
   for (const auto& m : spend.models) models.push_back(m);
   return {{"models", std::move(models)},

@@ -51,27 +51,30 @@ struct TeamUsage {
   bool cost_known = true;
 };
 
-// Prices `by_model` into `a` (cost_usd, cost_known) with CurrentPrices().
-void PriceAgentUsage(AgentUsage* a);
+// Prices `by_model` into `a` (cost_usd, cost_known) at `prices`. What
+// follows prices at the table it is given too.
+void PriceAgentUsage(AgentUsage* a, const PriceTable& prices);
 // Reads every journal in `agents_dir`. A missing folder is an empty team.
-Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir);
+Result<TeamUsage> ReadTeamUsage(const fs::path& agents_dir, const PriceTable& prices);
 // The same from the copies `store` keeps of the journals of `team`'s
 // members, wherever they ran (DESIGN §13), and the lead's subagents'
 // journals in `agents_dir` if given (those are this machine's only);
 // nullopt if the store keeps no copies (the file store: read the folder).
-Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::string& team,
+Result<std::optional<TeamUsage>> ReadTeamUsage(TeamStore& store, const std::string& team, const PriceTable& prices,
                                                const fs::path& agents_dir = {});
 // What `team`'s agents spent, wherever it is kept: the store's copies of
 // their journals, whichever machine each ran on, or where the store keeps
 // none (the files), the journals in `agents_dir`; and the members that are
 // agent CLIs in panes, as their own records say (AddCliMembers). `mates
 // usage` and `mates report`.
-Result<TeamUsage> TeamUsageOf(TeamStore& store, const std::string& team, const fs::path& agents_dir);
+Result<TeamUsage> TeamUsageOf(TeamStore& store, const std::string& team, const fs::path& agents_dir,
+                              const PriceTable& prices);
 // The members whose usage their own CLI recorded (a cluster's panes,
 // DESIGN §28), from their activity documents (`activities`: member,
 // document, as TeamStore::Activities gives them), into `team`; a member
 // already there (a journal) is left as it is.
-void AddCliMembers(const std::vector<std::pair<std::string, std::string>>& activities, TeamUsage* team);
+void AddCliMembers(const std::vector<std::pair<std::string, std::string>>& activities, const PriceTable& prices,
+                   TeamUsage* team);
 // "1.2M tokens (80% cache reads), $1.23" / "…, cost unknown for model-x"
 std::string DescribeTeamUsage(const TeamUsage& u);
 // A team's budget against what its agents spent (`tokens`, `usd`: its
@@ -87,7 +90,7 @@ class TeamSpend {
  public:
   // `team`'s budget, and what its journals held when the session began
   // (plus, for a team a session made, what that session had spent before).
-  TeamSpend(TeamBudget budget, const TeamUsage& before, const std::string& team);
+  TeamSpend(TeamBudget budget, const TeamUsage& before, const std::string& team, const PriceTable& prices);
 
   // One model call's usage by an agent of `team` (any thread).
   void Add(const std::string& team, const std::string& model, const llm::Usage& u);
@@ -121,6 +124,8 @@ class TeamSpend {
   TeamBudget ForNewTeam() const;
   // The team the session began in.
   const std::string& team() const { return team_; }
+  // What it prices the calls at (the session's Env::prices).
+  const PriceTable& prices() const { return prices_; }
   // What the session spent in other teams (the ones it made) since the
   // last call: to be recorded in its own team's budget (spent_in_made).
   std::pair<int64_t, double> TakeSpentElsewhere();
@@ -138,6 +143,7 @@ class TeamSpend {
 
   mutable TeamBudget budget_;  // guarded by mu_; its limits change in Refresh (const: Exceeded looks)
   const std::string team_;  // where the session began
+  const PriceTable& prices_;
   mutable std::mutex mu_;
   int64_t tokens_ = 0;            // guarded by mu_
   double usd_ = 0;                // guarded by mu_: calls with a known price only
@@ -155,13 +161,14 @@ class TeamSpend {
 
 // What `spent` (a store's sums by model) comes to: tokens, and dollars of
 // the models with a price.
-std::pair<int64_t, double> PriceSpent(const std::vector<ModelSpend>& spent);
+std::pair<int64_t, double> PriceSpent(const std::vector<ModelSpend>& spent, const PriceTable& prices);
 
 // What the work on `task` by `owner` spent, for a merge's provenance
 // (DESIGN §30): the usage lines of the owner's journal while it held the
 // task in progress — {"models": [...], "usage": {...}, "calls": N,
 // "cost_usd": N|null}. Null when the journal cannot be read (an external
 // CLI keeps none of mates', or it is over 64 MiB).
-Json TaskWork(TeamStore& store, const std::string& team, int64_t task, const std::string& owner);
+Json TaskWork(TeamStore& store, const std::string& team, int64_t task, const std::string& owner,
+              const PriceTable& prices);
 
 }  // namespace mates::agent

@@ -52,11 +52,11 @@ std::string DescribeTokens(const llm::Usage& u) {
   return out + ", " + HumanCount(u.output_tokens) + " out";
 }
 
-std::string UsageMeter::Summary(const std::string& model) const {
+std::string UsageMeter::Summary(const std::string& model, const PriceTable& prices) const {
   llm::Usage u = total();
   int calls = this->calls();
   return std::to_string(calls) + (calls == 1 ? " call, " : " calls, ") + DescribeTokens(u) + ", " +
-         FormatCost(CostUsd(model, u));
+         FormatCost(prices.Cost(model, u));
 }
 
 }  // namespace mates::agent

@@ -20,7 +20,7 @@ class UsageMeter {
   int calls() const;
   // "12 calls, 10.2k in (8.0k cache read, 1.1k cache write), 2.3k out, $0.0500"
   // (", cost unknown" for a model without a price)
-  std::string Summary(const std::string& model) const;
+  std::string Summary(const std::string& model, const PriceTable& prices) const;
 
  private:
   mutable std::mutex mu_;

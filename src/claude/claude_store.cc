@@ -92,7 +92,8 @@ mates::Task ToMates(const Task& c) {
 }
 
 // The activity document (agent/activity.h) a transcript makes.
-std::string ActivityDocument(const std::string& name, const Activity& a, bool hosted) {
+std::string ActivityDocument(const std::string& name, const Activity& a, bool hosted,
+                             const agent::PriceTable& prices) {
   agent::Activity doc;
   doc.agent = name;
   doc.state = a.state == "thinking" ? agent::ActivityState::kThinking
@@ -105,7 +106,7 @@ std::string ActivityDocument(const std::string& name, const Activity& a, bool ho
   doc.model = a.model;
   doc.calls = a.calls;
   doc.tokens = a.tokens;
-  doc.cost_usd = agent::CostUsd(a.model, a.tokens);
+  doc.cost_usd = prices.Cost(a.model, a.tokens);
   return DumpJson(agent::ActivityToJson(doc));
 }
 
@@ -333,8 +334,11 @@ class ClaudeInbox : public Inbox {
 
 class ClaudeStore : public TeamStore {
  public:
-  ClaudeStore(fs::path home, Workspace ws, Watcher& watcher)
-      : home_(std::make_shared<ClaudeHome>(std::move(home))), ws_(std::move(ws)), watcher_(watcher) {}
+  ClaudeStore(fs::path home, Workspace ws, const Env& env)
+      : home_(std::make_shared<ClaudeHome>(std::move(home))),
+        ws_(std::move(ws)),
+        watcher_(env.watcher),
+        prices_(env.prices) {}
 
   std::string where() const override { return "Claude Code's " + home_->path().string(); }
   std::string foreign() const override { return "Claude Code"; }
@@ -466,7 +470,7 @@ class ClaudeStore : public TeamStore {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& [name, a] : s.activity) {
       if (s.config.Find(name) == nullptr) continue;
-      out.emplace_back(name, ActivityDocument(name, a, s.lead_alive));
+      out.emplace_back(name, ActivityDocument(name, a, s.lead_alive, prices_));
     }
     return out;
   }
@@ -562,6 +566,7 @@ class ClaudeStore : public TeamStore {
   std::shared_ptr<ClaudeHome> home_;
   const Workspace ws_;
   Watcher& watcher_;
+  const agent::PriceTable& prices_;
   std::mutex mu_;
   // Per team: each message's number and whether it was read then.
   std::map<std::string, std::map<std::string, std::pair<uint64_t, bool>>> feeds_;
@@ -586,7 +591,7 @@ Result<mates::TeamConfig> ClaudeMail::LoadTeam() {
 
 bool IsClaudeStoreUrl(const std::string& url) { return url.rfind(kScheme, 0) == 0; }
 
-Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const Workspace& ws, Watcher& watcher) {
+Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const Workspace& ws, const Env& env) {
   if (!IsClaudeStoreUrl(url)) return Status::InvalidArgument("not a Claude Code store: " + url);
   std::string dir = url.substr(std::string(kScheme).size());
   fs::path home;
@@ -600,7 +605,7 @@ Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const
     return Status::NotFound("no Claude Code home at " + home.string() +
                             " (Claude Code keeps it in $CLAUDE_CONFIG_DIR, else ~/.claude)");
   }
-  return std::unique_ptr<TeamStore>(std::make_unique<ClaudeStore>(home, ws, watcher));
+  return std::unique_ptr<TeamStore>(std::make_unique<ClaudeStore>(home, ws, env));
 }
 
 }  // namespace mates::claude

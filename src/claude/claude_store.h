@@ -21,13 +21,10 @@
 #include <memory>
 #include <string>
 
+#include "core/env.h"
 #include "core/status.h"
 #include "store/team_store.h"
 #include "store/workspace.h"
-
-namespace mates {
-class Watcher;
-}  // namespace mates
 
 namespace mates::claude {
 
@@ -35,7 +32,8 @@ namespace mates::claude {
 bool IsClaudeStoreUrl(const std::string& url);
 // The store of the Claude Code home `url` names; `ws` is where a person
 // works (archives are refused: there is nothing of mates' to archive);
-// `watcher` turns its files' changes into wake-ups.
-Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const Workspace& ws, Watcher& watcher);
+// `env`'s watcher turns its files' changes into wake-ups, and its prices
+// price its members' usage.
+Result<std::unique_ptr<TeamStore>> OpenClaudeStore(const std::string& url, const Workspace& ws, const Env& env);
 
 }  // namespace mates::claude

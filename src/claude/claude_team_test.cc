@@ -118,7 +118,7 @@ TEST(ClaudeTeamTest, ReadsWhatARealRunWrote) {
     EXPECT_EQ(static_cast<size_t>(a.calls), CallsIn(a.transcript).size()) << name;
     EXPECT_GT(a.tokens.input_tokens + a.tokens.cache_creation_input_tokens + a.tokens.cache_read_input_tokens, 0) << name;
     EXPECT_EQ(a.model, "claude-opus-4-8");
-    EXPECT_TRUE(agent::CostUsd(a.model, a.tokens).has_value());
+    EXPECT_TRUE(agent::PriceTable::Builtin().Cost(a.model, a.tokens).has_value());
   }
   EXPECT_FALSE(s->lead_alive);  // no Claude Code runs it here
   // The same ids on a second look (the page keeps messages by id).

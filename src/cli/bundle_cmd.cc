@@ -88,7 +88,7 @@ int Export(Globals& g, const BundleArgs& a) {
   if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), g.team, a.archived));
   const std::string state = reading->stamp.empty() ? (store.LiveHost(g.team) ? "live" : "stopped")
                                                    : "archived " + reading->stamp;
-  auto r = report::Build(store, reading->ws, g.team, state);
+  auto r = report::Build(store, reading->ws, g.team, state, g.price_table);
   if (!r.ok()) return Fail(r.status());
   ScratchDir scratch;
   if (scratch.path().empty()) return Fail(Status::FromErrno("mkdtemp", errno));

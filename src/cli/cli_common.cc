@@ -9,6 +9,7 @@
 #include <sstream>
 #include <iostream>
 
+#include "agent/process_env.h"
 #include "cli/store_choice.h"
 #include "core/clock.h"
 #include "core/config_yaml.h"
@@ -17,7 +18,6 @@
 #include "sandbox/policy.h"
 #include "store/archive.h"
 #include "store/elicitation.h"
-#include "store/process_env.h"
 #include "store/roster.h"
 #include "tmux/cluster_config.h"
 #include "trust/trust.h"
@@ -59,7 +59,7 @@ Result<std::string> StoreIn(const fs::path& file) {
 }  // namespace
 
 const Env& Globals::env() const {
-  if (!process) process = std::make_shared<ProcessEnv>();
+  if (!process) process = std::make_shared<ProcessEnv>(Watcher::OptionsFromVariables(), Clock::Real(), price_table);
   return process->env();
 }
 

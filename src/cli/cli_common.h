@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "agent/prices.h"
 #include "core/status.h"
 #include "store/message.h"
 #include "store/roster.h"
@@ -31,6 +32,9 @@ enum class TeamFrom { kFlag, kEnv, kCurrent, kDefault };
 struct Globals {
   std::string workspace;  // --workspace
   std::string prices;     // --prices FILE (DESIGN §15); "" = $MATES_PRICES
+  // The built-in prices with that file over them, loaded by main() before
+  // any command runs; the Env's and the hosts' prices are this.
+  agent::PriceTable price_table = agent::PriceTable::Builtin();
   // --team and --store as given; after ResolveTeamAndStore, the team and
   // the store URL every command works on ("" = the file store).
   std::string team;

@@ -250,7 +250,9 @@ int Route(const ClusterArgs& a, const Env& env) {
   mq.team = [team] { return team; };
   mq.running = [](const std::string&) { return true; };  // pane agents live as long as the session
   std::unique_ptr<TeamStore> store = FileTeamStore(mq.ws, env);
-  mq.work_of = [&store](const std::string& t, const MergeRequest& m) { return agent::TaskWork(*store, t, m.task, m.owner); };
+  mq.work_of = [&store, &env](const std::string& t, const MergeRequest& m) {
+    return agent::TaskWork(*store, t, m.task, m.owner, env.prices);
+  };
   // And the conflict forecast of its pane agents' worktrees (DESIGN §30),
   // while no lead's host forecasts for the team (its own takes them in).
   git::Forecaster::Options fo;

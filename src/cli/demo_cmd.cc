@@ -43,7 +43,40 @@ Status CommitTheApp(const fs::path& dir) {
   return git.Ok({"commit", "--quiet", "-m", "shop-api: the REST API"}).status();
 }
 
-int Demo(const DemoArgs& a) {
+// The demo's summary of the team it disbanded: who did which tasks, the
+// messages by type, who shut down, and the files the team wrote in `dir`.
+void PrintWhatTheTeamDid(const team::TeamSummary& t, const fs::path& dir) {
+  std::cout << "  tasks by owner:   ";
+  bool first = true;
+  for (const auto& [owner, ids] : t.tasks_by_owner) {
+    std::string list;
+    for (int64_t id : ids) list += (list.empty() ? "#" : ", #") + std::to_string(id);
+    std::cout << (first ? "" : "; ") << owner << " " << list;
+    first = false;
+  }
+  std::cout << "\n  messages by type: ";
+  first = true;
+  for (const auto& [type, n] : t.messages_by_type) {
+    std::cout << (first ? "" : ", ") << type << " " << n;
+    first = false;
+  }
+  std::cout << "\n  shutdown:         ";
+  first = true;
+  for (const auto& who : t.stopped) {
+    std::cout << (first ? "" : "; ") << who;
+    first = false;
+  }
+  std::cout << "\n  files written:    ";
+  first = true;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    std::string rel = fs::relative(e.path(), dir).string();
+    if (!e.is_regular_file() || rel.rfind(".", 0) == 0 || rel == "README.md" || rel == "api/routes.txt") continue;
+    std::cout << (first ? "" : ", ") << rel << " (" << e.file_size() << " B)";
+    first = false;
+  }
+}
+
+int Demo(const DemoArgs& a, const agent::PriceTable& prices) {
   Secrets::Scrub();
   if (Status s = CheckSeconds("--shutdown-timeout", a.shutdown_timeout, 0, false); !s.ok()) {
     return Fail(s);
@@ -73,6 +106,7 @@ int Demo(const DemoArgs& a) {
             << dir->string() << "\n\n" << std::flush;
 
   host::SessionOptions c;
+  c.prices = prices;
   c.mode = HostMode::kDemo;
   c.ws = ws;
   c.goal = "Migrate the app from REST to GraphQL.";
@@ -89,34 +123,7 @@ int Demo(const DemoArgs& a) {
     std::cout << "  the team was not disbanded: the flow did not finish\n";
     return code != 0 ? code : 1;
   }
-  std::cout << "  tasks by owner:   ";
-  bool first = true;
-  for (const auto& [owner, ids] : r.deleted_team->tasks_by_owner) {
-    std::string list;
-    for (int64_t id : ids) list += (list.empty() ? "#" : ", #") + std::to_string(id);
-    std::cout << (first ? "" : "; ") << owner << " " << list;
-    first = false;
-  }
-  std::cout << "\n  messages by type: ";
-  first = true;
-  for (const auto& [type, n] : r.deleted_team->messages_by_type) {
-    std::cout << (first ? "" : ", ") << type << " " << n;
-    first = false;
-  }
-  std::cout << "\n  shutdown:         ";
-  first = true;
-  for (const auto& who : r.deleted_team->stopped) {
-    std::cout << (first ? "" : "; ") << who;
-    first = false;
-  }
-  std::cout << "\n  files written:    ";
-  first = true;
-  for (const auto& e : fs::recursive_directory_iterator(*dir)) {
-    std::string rel = fs::relative(e.path(), *dir).string();
-    if (!e.is_regular_file() || rel.rfind(".", 0) == 0 || rel == "README.md" || rel == "api/routes.txt") continue;
-    std::cout << (first ? "" : ", ") << rel << " (" << e.file_size() << " B)";
-    first = false;
-  }
+  PrintWhatTheTeamDid(*r.deleted_team, *dir);
   char t[32];
   std::snprintf(t, sizeof t, "%.2f s", secs);
   std::cout << "\n  wall time:        " << t << "\n  workspace:        " << dir->string()
@@ -133,7 +140,7 @@ void AddDemoCommand(CLI::App& app, Globals& g) {
       ->capture_default_str();
   demo->callback([&g, a] {
     a->workspace = g.workspace;
-    g.action = [a] { return Demo(*a); };
+    g.action = [a, &g] { return Demo(*a, g.price_table); };
   });
 }
 

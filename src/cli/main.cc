@@ -307,8 +307,10 @@ int main(int argc, char** argv) {
   }
   if (auto code = Parse(app, args, std::get<Meant>(meant))) return *code;
   // Prices before anything shows a cost (and before any thread starts).
-  if (mates::Status s = mates::agent::LoadPrices(g.prices); !s.ok()) {
-    std::cerr << "mates: error: " << s.message() << std::endl;
+  if (auto prices = mates::agent::LoadPrices(g.prices); prices.ok()) {
+    g.price_table = std::move(*prices);
+  } else {
+    std::cerr << "mates: error: " << prices.status().message() << std::endl;
     return 2;
   }
   if (!g.action) {

@@ -256,8 +256,10 @@ Status SendAgain(const Env& env, const fs::path& into, const replay::PersonMessa
 // The session's options for DIR: the start team, its lead's first words,
 // its worktree setting, the person's sandbox and hooks.
 Result<host::SessionOptions> ReplayOptions(const Recording& r, const std::vector<replay::RecordedAgent>& agents,
-                                           const fs::path& into, const std::string& sandbox) {
+                                           const fs::path& into, const std::string& sandbox,
+                                           const agent::PriceTable& prices) {
   host::SessionOptions c;
+  c.prices = prices;
   c.ws = Workspace(into);
   c.team = r.start_team;
   // A turn takes as many calls as its record did, and no limit cuts it
@@ -427,7 +429,7 @@ int Replay(Globals& g, const ReplayArgs& a) {
   if (!agents.ok()) return Fail(agents.status());
   if (Status s = CheckOut(*rec, into); !s.ok()) return Fail(s);
   if (Status s = SetUpStart(*rec, Workspace(into)); !s.ok()) return Fail(s.WithContext("setting up the session's start"));
-  auto options = ReplayOptions(*rec, *agents, into, a.sandbox);
+  auto options = ReplayOptions(*rec, *agents, into, a.sandbox, g.price_table);
   if (!options.ok()) return Fail(options.status());
   replay::ReplayerOptions ro;
   ro.roots = {g.ws().root().string(), into.string()};

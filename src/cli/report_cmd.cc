@@ -42,7 +42,7 @@ int Report(Globals& g, const ReportArgs& a) {
   TeamStore& store = *reading->store;
   auto team = store.LoadTeam(g.team);
   if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), g.team, a.archived));
-  auto r = report::Build(store, reading->ws, g.team, StateOf(store, g.team, reading->stamp));
+  auto r = report::Build(store, reading->ws, g.team, StateOf(store, g.team, reading->stamp), g.price_table);
   if (!r.ok()) return Fail(r.status());
   if (a.json) {
     std::cout << DumpJsonPretty(report::ToJson(*r)) << std::endl;

@@ -73,6 +73,7 @@ Result<host::SessionOptions> SessionConfig(Globals& g, const RunArgs& a) {
   }
   host::SessionOptions c;
   c.ws = g.ws();
+  c.prices = g.price_table;
   c.mates = g.Mates();
   c.team = g.team;
   for (const auto& w : a.goal) c.goal += (c.goal.empty() ? "" : " ") + w;

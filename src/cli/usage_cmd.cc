@@ -56,12 +56,12 @@ Json TotalsJson(const agent::TeamUsage& u) {
           {"priced_cost_usd", u.cost_usd}};
 }
 
-Json UsageJson(const agent::TeamUsage& u, const TeamConfig& team) {
+Json UsageJson(const agent::TeamUsage& u, const TeamConfig& team, const agent::PriceTable& prices) {
   Json agents = Json::array();
   for (const auto& a : u.agents) {
     Json models = Json::object();
     for (const auto& [model, mu] : a.by_model) {
-      auto cost = agent::CostUsd(model, mu);
+      auto cost = prices.Cost(model, mu);
       models[model.empty() ? "(unknown)" : model] = {{"usage", llm::UsageToJson(mu)},
                                                       {"cost_usd", cost ? Json(*cost) : Json(nullptr)}};
     }
@@ -164,9 +164,9 @@ int ShowUsage(Globals& g, const UsageArgs& a) {
   const Workspace& ws = reading->ws;
   auto team = store->LoadTeam(g.team);
   if (!team.ok()) return Fail(SayIfArchived(team.status(), g.ws(), g.team, a.archived));
-  auto u = agent::TeamUsageOf(*store, g.team, ws.AgentsDir(g.team));
+  auto u = agent::TeamUsageOf(*store, g.team, ws.AgentsDir(g.team), g.price_table);
   if (!u.ok()) return Fail(u.status());
-  std::cout << (a.json ? DumpJsonPretty(UsageJson(*u, *team)) + "\n" : Render(*u, *team)) << std::flush;
+  std::cout << (a.json ? DumpJsonPretty(UsageJson(*u, *team, g.price_table)) + "\n" : Render(*u, *team)) << std::flush;
   return 0;
 }
 
@@ -193,7 +193,7 @@ int ShowAllUsage(Globals& g, const UsageArgs& a) {
   auto teams = (*store)->ListTeams();
   if (!teams.ok()) return Fail(teams.status());
   for (const auto& t : *teams) {
-    auto u = agent::TeamUsageOf(**store, t, g.ws().AgentsDir(t));
+    auto u = agent::TeamUsageOf(**store, t, g.ws().AgentsDir(t), g.price_table);
     if (!u.ok() && u.status().code() == StatusCode::kNotFound) continue;  // deleted meanwhile
     lines.push_back({t, "", std::move(u)});
   }
@@ -201,7 +201,7 @@ int ShowAllUsage(Globals& g, const UsageArgs& a) {
   if (!archives.ok()) return Fail(archives.status());
   for (const auto& ar : *archives) {
     lines.push_back(
-        {ar.team, ar.stamp, agent::ReadTeamUsage(Workspace(ar.root).AgentsDir(ar.team))});
+        {ar.team, ar.stamp, agent::ReadTeamUsage(Workspace(ar.root).AgentsDir(ar.team), g.price_table)});
   }
   agent::TeamUsage sum;
   int unreadable = 0;
@@ -300,7 +300,7 @@ int Budget(Globals& g, const BudgetArgs& a, const std::string& verb) {
     });
   }
   if (!team.ok()) return Fail(team.status());
-  auto u = agent::TeamUsageOf(**store, g.team, g.ws().AgentsDir(g.team));
+  auto u = agent::TeamUsageOf(**store, g.team, g.ws().AgentsDir(g.team), g.price_table);
   if (!u.ok()) return Fail(u.status());
   const TeamBudget& b = team->budget;
   if (a.json) {

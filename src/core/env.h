@@ -11,6 +11,8 @@
 //            process works on (store/task_folders.h)
 //   files    the thread that writes the process's status files, a burst
 //            at a time (store/settled_writer.h: the agents' activity)
+//   prices   what a model's tokens cost (agent/prices.h): the built-in
+//            table with the person's `--prices` over it, loaded once
 //
 // Two objects stay the kernel's per process and are not in an Env: file
 // locks (an fcntl lock belongs to the process, so two holders in one
@@ -24,12 +26,16 @@ class Clock;
 class Watcher;
 class TaskFolders;
 class SettledWriter;
+namespace agent {
+class PriceTable;
+}
 
 struct Env {
   Clock& clock;
   Watcher& watcher;
   TaskFolders& folders;
   SettledWriter& files;
+  const agent::PriceTable& prices;
 };
 
 }  // namespace mates

@@ -56,7 +56,7 @@ class Dashboard::Impl {
   Status Start() {
     MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenTeamStore(options_.store_url, options_.ws, env_));
     source_ = std::make_unique<Source>(std::move(store), options_.team, options_.merge_hooks);
-    api_ = std::make_unique<TeamApi>(*source_, options_);
+    api_ = std::make_unique<TeamApi>(*source_, options_, env_.prices);
     server_.set_tcp_nodelay(true);
     // SO_REUSEADDR only: the library's default, SO_REUSEPORT, would let a
     // second server bind a port in use and share its connections.
@@ -101,7 +101,7 @@ class Dashboard::Impl {
       const std::string state = !options_.archived.empty() ? "archived " + options_.archived
                                 : source_->store().LiveHost(options_.team) ? "live"
                                                                           : "stopped (no host)";
-      auto r = report::Build(source_->store(), options_.ws, options_.team, state);
+      auto r = report::Build(source_->store(), options_.ws, options_.team, state, env_.prices);
       if (!r.ok()) return SendStatus(res, r.status());
       res.set_header("Cache-Control", "no-store");
       res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'");

@@ -239,7 +239,7 @@ void TeamApi::Transcript(const std::string& name, httplib::Response& res) {
             {"usage", llm::UsageToJson(st.usage)}};
   // Its spend over time, for the page's chart: [at, tokens, cost or null].
   Json series = Json::array();
-  for (const auto& p : agent::Journal::UsageSeries(*text, kSeriesPoints)) {
+  for (const auto& p : agent::Journal::UsageSeries(*text, kSeriesPoints, prices_)) {
     series.push_back(Json::array({p.at, p.tokens, p.cost_usd ? Json(*p.cost_usd) : Json(nullptr)}));
   }
   j["series"] = std::move(series);

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "agent/prices.h"
 #include "core/json.h"
 #include "dashboard/dashboard.h"
 #include "dashboard/source.h"
@@ -19,8 +20,9 @@ namespace mates::dashboard {
 
 class TeamApi {
  public:
-  // `source` and `options` outlive the API.
-  TeamApi(Source& source, const DashboardOptions& options) : source_(source), options_(options) {}
+  // `source`, `options` and `prices` (the spend chart's) outlive the API.
+  TeamApi(Source& source, const DashboardOptions& options, const agent::PriceTable& prices)
+      : source_(source), options_(options), prices_(prices) {}
   // Its routes on `server` (/api/...).
   void Register(httplib::Server& server);
 
@@ -50,6 +52,7 @@ class TeamApi {
 
   Source& source_;
   const DashboardOptions& options_;
+  const agent::PriceTable& prices_;
 };
 
 }  // namespace mates::dashboard

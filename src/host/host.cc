@@ -110,7 +110,8 @@ HostOutput ThroughHub(HostOutput output, AttachHub* hub) {
 }  // namespace
 
 Host::Host(HostOptions options, llm::Provider* provider, HostOutput output)
-    : options_(std::move(options)),
+    : parts_(Watcher::OptionsFromVariables(), Clock::Real(), options.prices),  // first: `options` is whole yet
+      options_(std::move(options)),
       provider_(provider),
       attach_(std::make_unique<AttachHub>(output.events, output.say)),
       out_(ThroughHub(std::move(output), attach_.get())) {}
@@ -266,7 +267,7 @@ Status Host::OpenSpend(const TeamConfig& team) {
   const HostOptions& a = options_;
   if (team.budget.any()) {
     const std::string model = a.model.empty() ? provider_->default_model() : a.model;
-    if (team.budget.usd > 0 && !agent::CurrentPrices().Find(model)) {
+    if (team.budget.usd > 0 && !env().prices.Find(model)) {
       return Status::InvalidArgument("the team's budget is in dollars but model '" + model +
                                      "' has no price: give one with mates --prices FILE (see docs), or budget "
                                      "tokens instead");
@@ -274,14 +275,14 @@ Status Host::OpenSpend(const TeamConfig& team) {
     // What the team's journals hold already counts: on a shared store,
     // those of every machine (their copies), else this workspace's.
     MATES_ASSIGN_OR_RETURN(std::optional<agent::TeamUsage> copies,
-                           agent::ReadTeamUsage(*store_, a.team, a.ws.AgentsDir(a.team)));
+                           agent::ReadTeamUsage(*store_, a.team, env().prices, a.ws.AgentsDir(a.team)));
     agent::TeamUsage before;
     if (copies) {
       before = std::move(*copies);
     } else {
-      MATES_ASSIGN_OR_RETURN(before, agent::ReadTeamUsage(a.ws.AgentsDir(a.team)));
+      MATES_ASSIGN_OR_RETURN(before, agent::ReadTeamUsage(a.ws.AgentsDir(a.team), env().prices));
     }
-    spend_ = std::make_shared<agent::TeamSpend>(team.budget, before, a.team);
+    spend_ = std::make_shared<agent::TeamSpend>(team.budget, before, a.team, env().prices);
     if (std::string over = spend_->Exceeded(); !over.empty()) {
       return Status::FailedPrecondition(over + " in team '" + a.team +
                                         "': no agent calls the model (a larger --budget-tokens / --budget-usd lets "
@@ -290,15 +291,16 @@ Status Host::OpenSpend(const TeamConfig& team) {
   } else {
     // No budget yet: one a person sets while the host runs binds from then
     // on, counting what the team's journals held when it started.
-    MATES_ASSIGN_OR_RETURN(agent::TeamUsage before, agent::ReadTeamUsage(a.ws.AgentsDir(a.team)));
-    spend_ = std::make_shared<agent::TeamSpend>(team.budget, before, a.team);
+    MATES_ASSIGN_OR_RETURN(agent::TeamUsage before, agent::ReadTeamUsage(a.ws.AgentsDir(a.team), env().prices));
+    spend_ = std::make_shared<agent::TeamSpend>(team.budget, before, a.team, env().prices);
   }
   // The team's hosts share its budget: a check counts every machine's
   // calls where the store keeps them (DESIGN §15).
-  spend_->Share([store = store_.get(), team_name = a.team]() -> std::optional<std::pair<int64_t, double>> {
+  spend_->Share([store = store_.get(), team_name = a.team,
+                 &prices = env().prices]() -> std::optional<std::pair<int64_t, double>> {
     auto spent = store->Spent(team_name);
     if (!spent.ok() || !*spent) return std::nullopt;
-    return agent::PriceSpent(**spent);
+    return agent::PriceSpent(**spent, prices);
   });
   // `mates budget set|clear` reaches the running host (DESIGN §15).
   auto changed = std::make_shared<Waker>();
@@ -377,7 +379,7 @@ Status Host::MakeLead(const TeamConfig& team) {
   spec.metrics = metrics_;
   spec.tracer = tracer_;
   spec.pacer = a.pacer;
-  spec.status_files = &env().files;
+  spec.host_env = &env();
   lead_ = std::make_unique<agent::AgentLoop>(std::move(spec), provider_,
                                              registry_.get(), &ctx, out_.events);
   ctx.cancel = lead_->cancel_token();
@@ -492,7 +494,7 @@ git::MergeQueue::Options Host::QueueOptions() {
   };
   mq.running = [this](const std::string& name) { return teams_->Running(name); };
   mq.work_of = [this](const std::string& team, const MergeRequest& m) {
-    return agent::TaskWork(*store_, team, m.task, m.owner);
+    return agent::TaskWork(*store_, team, m.task, m.owner, env().prices);
   };
   // What a merge took, for the metrics; and merge #N (DESIGN §29), from the
   // queue taking it to its decision, with how long its check ran, under the
@@ -540,7 +542,7 @@ Status Host::StartTeam() {
   topt.spend = spend_;
   topt.metrics = metrics_;
   topt.tracer = tracer_;
-  topt.status_files = &env().files;
+  topt.host_env = &env();
   topt.naive_baseline = a.naive_baseline;
   // The conflict forecast (DESIGN §30) hears of every write, edit and
   // command of an isolated teammate; it forecasts once the team is known

@@ -22,27 +22,28 @@
 #include <string>
 
 #include "agent/agent_loop.h"
+#include "agent/prices.h"
+#include "agent/process_env.h"
 #include "agent/subagents.h"
 #include "agent/usage.h"
 #include "core/status.h"
 #include "dashboard/dashboard.h"
-#include "telemetry/metrics.h"
-#include "telemetry/otlp.h"
-#include "telemetry/trace.h"
 #include "git/forecast.h"
 #include "git/merge_queue.h"
-#include "llm/provider.h"
+#include "hooks/hooks.h"
 #include "host/agent_gate.h"
 #include "host/attach.h"
 #include "host/levers.h"
+#include "llm/provider.h"
 #include "mcp/hub.h"
-#include "hooks/hooks.h"
 #include "sandbox/sandbox.h"
 #include "store/host_info.h"
-#include "store/process_env.h"
 #include "store/team_store.h"
 #include "store/workspace.h"
 #include "team/team_manager.h"
+#include "telemetry/metrics.h"
+#include "telemetry/otlp.h"
+#include "telemetry/trace.h"
 #include "tools/skills.h"
 #include "tools/tool.h"
 
@@ -106,6 +107,9 @@ struct HostOptions {
   // A replay's pacer (agent/pacer.h), given to every agent; null in every
   // other session.
   std::shared_ptr<agent::Pacer> pacer;
+  // What model calls cost (DESIGN §15): the built-in table with the
+  // person's `--prices` over it. The host's Env carries it.
+  agent::PriceTable prices = agent::PriceTable::Builtin();
 };
 
 // Where a host's agents and the host itself are heard.

@@ -377,11 +377,11 @@ std::vector<std::string> Session::UsageLines() {
   const agent::AgentLoop& lead = host_.lead();
   team::TeamManager& teams = host_.teams();
   const std::string& mates = options_.mates;
-  std::vector<std::string> lines = {"usage: " + lead.spec().name + ": " + lead.usage().Summary(lead.model())};
+  std::vector<std::string> lines = {"usage: " + lead.spec().name + ": " + lead.usage().Summary(lead.model(), host_.env().prices)};
   if (host_.subagents().usage().calls() > 0) {
-    lines.push_back("usage: subagents: " + host_.subagents().usage().Summary(lead.model()));
+    lines.push_back("usage: subagents: " + host_.subagents().usage().Summary(lead.model(), host_.env().prices));
   }
-  const std::string t = teams.UsageSummary();
+  const std::string t = teams.UsageSummary(host_.env().prices);
   for (size_t start = 0; start < t.size();) {
     size_t nl = t.find('\n', start);
     lines.push_back("usage: " + t.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
@@ -392,7 +392,7 @@ std::vector<std::string> Session::UsageLines() {
   // shows): those it deleted, in that order, from their archives; the team
   // it began in, if the lead is elsewhere now; then the lead's team now.
   auto say = [&](const std::string& team, const fs::path& agents_dir, const std::string& how) {
-    auto u = agent::ReadTeamUsage(agents_dir);
+    auto u = agent::ReadTeamUsage(agents_dir, host_.env().prices);
     if (u.ok() && u->calls > 0) lines.push_back("usage: team " + team + how + ": " + agent::DescribeTeamUsage(*u));
   };
   std::set<std::string> said;

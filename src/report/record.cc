@@ -313,7 +313,8 @@ void ReadRequests(const std::vector<ProtocolRequest>& requests, Report* r) {
 
 // Each task's bars (who held it when) and spend (its holders' model calls
 // meanwhile), from its history and the journals.
-void ReadTasks(std::vector<Task> tasks, const std::map<std::string, std::string>& journals, Report* r) {
+void ReadTasks(std::vector<Task> tasks, const std::map<std::string, std::string>& journals,
+               const agent::PriceTable& prices, Report* r) {
   const double until = r->ended;
   for (auto& t : tasks) {
     TaskReport tr;
@@ -333,7 +334,7 @@ void ReadTasks(std::vector<Task> tasks, const std::map<std::string, std::string>
       }
       auto text = journals.find(owner);
       if (text == journals.end() || text->second.empty()) continue;
-      const agent::Journal::Spend spend = agent::Journal::SpendWithin(text->second, windows);
+      const agent::Journal::Spend spend = agent::Journal::SpendWithin(text->second, windows, prices);
       tr.calls += spend.calls;
       tr.usage += spend.usage;
       tr.cost_usd = tr.cost_usd && spend.cost_usd ? std::optional<double>(*tr.cost_usd + *spend.cost_usd) : std::nullopt;
@@ -375,8 +376,9 @@ void ReadTheRest(const Workspace& ws, const TeamConfig& team, Report* r) {
   }
 }
 
-void ReadSpend(TeamStore& store, const Workspace& ws, const TeamConfig& team, Report* r) {
-  auto u = agent::TeamUsageOf(store, team.name, ws.AgentsDir(team.name));
+void ReadSpend(TeamStore& store, const Workspace& ws, const TeamConfig& team, const agent::PriceTable& prices,
+               Report* r) {
+  auto u = agent::TeamUsageOf(store, team.name, ws.AgentsDir(team.name), prices);
   if (!u.ok()) {
     r->notes.push_back("the agents' spending could not be read: " + u.status().message());
     return;
@@ -453,7 +455,8 @@ std::string_view FailureClassMeaning(FailureClass c) {
   return "";
 }
 
-Result<Report> Build(TeamStore& store, const Workspace& ws, const std::string& team, const std::string& state) {
+Result<Report> Build(TeamStore& store, const Workspace& ws, const std::string& team, const std::string& state,
+                     const agent::PriceTable& prices) {
   MATES_ASSIGN_OR_RETURN(TeamConfig config, store.LoadTeam(team));
   Report r;
   r.team = team;
@@ -488,9 +491,9 @@ Result<Report> Build(TeamStore& store, const Workspace& ws, const std::string& t
   // A team at work: its timeline runs to now.
   if (store.LiveHost(team)) r.ended = std::max(r.ended, r.made);
   if (r.started == 0) r.started = r.ended = r.made;
-  ReadTasks(std::move(tasks), journals, &r);
+  ReadTasks(std::move(tasks), journals, prices, &r);
   ReadTheRest(ws, config, &r);
-  ReadSpend(store, ws, config, &r);
+  ReadSpend(store, ws, config, prices, &r);
   AttributeToTasks(&r);
   auto by_time = [](const auto& a, const auto& b) { return a.at < b.at; };
   std::stable_sort(r.failures.begin(), r.failures.end(), by_time);

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/prices.h"
 #include "core/json.h"
 #include "core/status.h"
 #include "llm/types.h"
@@ -146,8 +147,9 @@ inline constexpr size_t kMaxJournalBytes = size_t{64} << 20;
 // Reads `team`'s record from `store` (`ws`: this machine's files, for the
 // journals a store keeps no copy of and the conflicts forecast here);
 // `state` says which session it is. NotFound for no such team; Unavailable
-// for a store out of reach.
-Result<Report> Build(TeamStore& store, const Workspace& ws, const std::string& team, const std::string& state);
+// for a store out of reach. Costs are at `prices`.
+Result<Report> Build(TeamStore& store, const Workspace& ws, const std::string& team, const std::string& state,
+                     const agent::PriceTable& prices);
 
 Json ToJson(const Report& r);
 std::string Markdown(const Report& r);

@@ -4,11 +4,11 @@
 
 #include <optional>
 
+#include "agent/process_env.h"
 #include "core/clock.h"
 #include "core/file_lock.h"
 #include "store/forwarding_store.h"
 #include "store/host_info.h"
-#include "store/process_env.h"
 #include "support/test_env.h"
 #include "support/test_util.h"
 

@@ -46,7 +46,7 @@ Status CheckStoreUrl(const std::string& url) { return DatabaseOf(url).status(); 
 
 Result<std::unique_ptr<TeamStore>> OpenTeamStore(const std::string& url, const Workspace& ws, const Env& env,
                                                  StoreUse use) {
-  if (claude::IsClaudeStoreUrl(url)) return claude::OpenClaudeStore(url, ws, env.watcher);
+  if (claude::IsClaudeStoreUrl(url)) return claude::OpenClaudeStore(url, ws, env);
   MATES_ASSIGN_OR_RETURN(std::optional<pg::Target> target, DatabaseOf(url));
   if (!target) return FileTeamStore(ws, env, use);
   MATES_ASSIGN_OR_RETURN(std::unique_ptr<pg::Store> db, pg::Store::Open(*target));

@@ -381,7 +381,7 @@ Result<std::string> TeamManager::SpawnTeammate(const tools::TeammateSpec& spec) 
   MATES_RETURN_IF_ERROR(ValidateName("teammate name", name));
   if (spend() && spend()->budget().usd > 0) {
     std::string m = model.empty() ? provider_->default_model() : model;
-    if (!agent::CurrentPrices().Find(m)) {
+    if (!spend()->prices().Find(m)) {
       return Status::FailedPrecondition("the team has a budget in dollars and model '" + m +
                                         "' has no price (mates --prices FILE gives one); choose a priced model");
     }
@@ -600,11 +600,11 @@ std::vector<std::string> TeamManager::deleted_teams() {
   return deleted_teams_;
 }
 
-std::string TeamManager::UsageSummary() {
+std::string TeamManager::UsageSummary(const agent::PriceTable& prices) {
   std::string out;
   for (const auto& t : host_.All()) {
     if (t->usage().calls() == 0) continue;
-    out += (out.empty() ? "" : "\n") + t->name() + ": " + t->usage().Summary(t->model());
+    out += (out.empty() ? "" : "\n") + t->name() + ": " + t->usage().Summary(t->model(), prices);
   }
   return out;
 }

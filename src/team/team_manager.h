@@ -120,8 +120,9 @@ class TeamManager : public tools::TeamRuntime, private TeammateHooks {
   std::optional<TeamSummary> last_deleted();
   // The teams deleted (and archived) in this run, in the order deleted.
   std::vector<std::string> deleted_teams();
-  // Tokens used by all teammates so far, as text (for the end of a run).
-  std::string UsageSummary();
+  // Tokens used by all teammates so far, as text, priced at `prices` (for
+  // the end of a run).
+  std::string UsageSummary(const agent::PriceTable& prices);
 
   // A person's levers on one teammate of the lead's team (DESIGN §27);
   // each answers what it did in words, or one clear error.

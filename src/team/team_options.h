@@ -9,14 +9,11 @@
 #include "agent/breaker.h"
 #include "agent/pacer.h"
 #include "agent/spend.h"
+#include "core/env.h"
 #include "telemetry/metrics.h"
 #include "telemetry/trace.h"
 #include "store/roster.h"
 #include "tools/tool.h"
-
-namespace mates {
-class SettledWriter;
-}  // namespace mates
 
 namespace mates::team {
 
@@ -49,9 +46,9 @@ struct TeamOptions {
   std::shared_ptr<const sandbox::Sandbox> sandbox = sandbox::Sandbox::Off();
   // The person's hooks (DESIGN §22): null = none.
   std::shared_ptr<const hooks::Runner> hooks;
-  // What writes the teammates' status files: the host's (Env::files); null:
-  // none is written.
-  SettledWriter* status_files = nullptr;
+  // The host's parts (core/env.h), which write and price the teammates'
+  // status files; null: none is written.
+  const Env* host_env = nullptr;
   // After each tool a teammate ran: its team, name, call and result (the
   // host's conflict forecast and file leases, DESIGN §30). Null = none.
   std::function<void(const std::string& team, const std::string& name, const llm::ContentBlock& call,

@@ -121,7 +121,7 @@ Teammate::Teammate(Config config, TeammateEnv env, std::unique_ptr<Hold> host_lo
   spec.team_spend = env_.options.spend;
   spec.metrics = env_.options.metrics;
   spec.tracer = env_.options.tracer;
-  spec.status_files = env_.options.status_files;
+  spec.host_env = env_.options.host_env;
   spec.cache = !env_.options.naive_baseline;
   spec.after_failure = "tries again in a moment; after " + std::to_string(kMaxFailedTurns) +
                        " failed turns in a row it stops and the lead is told";

@@ -29,8 +29,8 @@ namespace mates::tmux {
 // its CLI recorded (tmux/cli_usage.h) read again every few seconds.
 class PaneActivity {
  public:
-  PaneActivity(const Workspace& ws, const ClusterConfig& c, const AgentConfig& a, SettledWriter& writer)
-      : file_(ws.AgentsDir(c.name) / (a.name + ".status.json"), a.name, "", writer) {
+  PaneActivity(const Workspace& ws, const ClusterConfig& c, const AgentConfig& a, const Env& env)
+      : file_(ws.AgentsDir(c.name) / (a.name + ".status.json"), a.name, "", env.files, env.prices) {
     auto doc = ReadFile(c.state_dir() / "state.json");
     auto state = doc.ok() ? ParseJson(*doc) : Result<Json>(doc.status());
     const Json records = state.ok() && state->is_object() ? state->value("records", Json::object()) : Json::object();
@@ -145,7 +145,7 @@ Status Cluster::Route(const std::atomic<bool>& stop, const Env& env) {
       auto sub = env.watcher.Subscribe(team_dir, Workspace::InboxFileName(name), waker);
       if (!sub.ok()) LogWarning("router: cannot watch " + name + "'s inbox (" + sub.status().message() + "); looking every second");
       Mailbox box(team_dir, name);
-      PaneActivity activity(ws, config_, agent, env.files);
+      PaneActivity activity(ws, config_, agent, env);
       if (agent.mcp) {
         NudgeLoop(agent, box, *waker, activity, stop);
         return;

@@ -2,9 +2,14 @@
 // first member: gone after everything it handed it to); a command makes one
 // at its first ask (Globals::env, gone with main's Globals); a test program
 // keeps one for good (support/test_env.h) or a test makes its own, with the
-// watcher and clock it wants, and outlives what it handed it to.
+// watcher, clock and prices it wants, and outlives what it handed it to.
+// It sits in the agent layer, the lowest that sees all its parts (the
+// store's and the price table).
 #pragma once
 
+#include <utility>
+
+#include "agent/prices.h"
 #include "core/clock.h"
 #include "core/env.h"
 #include "store/settled_writer.h"
@@ -15,8 +20,12 @@ namespace mates {
 
 class ProcessEnv {
  public:
-  explicit ProcessEnv(Watcher::Options watch = Watcher::OptionsFromVariables(), Clock& clock = Clock::Real())
-      : watcher_(watch), folders_(watcher_), env_{clock, watcher_, folders_, files_} {}
+  explicit ProcessEnv(Watcher::Options watch = Watcher::OptionsFromVariables(), Clock& clock = Clock::Real(),
+                      agent::PriceTable prices = agent::PriceTable::Builtin())
+      : watcher_(watch),
+        folders_(watcher_),
+        prices_(std::move(prices)),
+        env_{clock, watcher_, folders_, files_, prices_} {}
   ProcessEnv(const ProcessEnv&) = delete;
   ProcessEnv& operator=(const ProcessEnv&) = delete;
 
@@ -26,6 +35,7 @@ class ProcessEnv {
   Watcher watcher_;
   TaskFolders folders_;
   SettledWriter files_;
+  const agent::PriceTable prices_;
   const Env env_;
 };
 
