@@ -1337,9 +1337,12 @@ TEST_F(PgRuntimeTest, TheDashboardShowsAndSteersATeamFromAnyMachine) {
   events.Wait();
 }
 
-// The host's dashboard, whose database is out of reach, answers at once
-// (503, saying why) though the host itself waits the outage out, and shows
-// the team again once the server is back.
+// The host's dashboard goes through the host's own store: one pool of
+// connections and one listener in the host's process, not a second of each
+// for its page (DESIGN §33; each store names its sessions apart, "mates
+// <random> pid <pid>"). Its database out of reach, it answers at once (503,
+// saying why) though the host itself waits the outage out, and shows the
+// team again once the server is back.
 TEST_F(PgRuntimeTest, ADashboardAnswers503WhileItsDatabaseIsDownAndComesBack) {
   TempDir ws;
   auto up = RunMates(ws.path(), {"up", "--store", url_, "--team", "crew", "--provider", "scripted", "--scenario",
@@ -1349,7 +1352,19 @@ TEST_F(PgRuntimeTest, ADashboardAnswers503WhileItsDatabaseIsDownAndComesBack) {
   const testing::DashboardUrl ro = testing::SplitDashboardUrl(testing::PrintedDashboardUrl(up.out));
   ASSERT_FALSE(ro.token.empty()) << up.out;
   auto get = [&ro](const std::string& path) { return testing::DashboardGet(ro, path); };
-  ASSERT_EQ(get("/api/team").code, 200);
+  for (const char* path : {"/api/team", "/api/tasks", "/api/messages", "/api/agents/lead/transcript"}) {
+    ASSERT_EQ(get(path).code, 200) << path;
+  }
+  {
+    ASSERT_TRUE(down_at_exit.started.ok()) << down_at_exit.started.status().message();
+    auto admin = pg::Connection::Open(*pg::ParseTarget(url_), 10);
+    ASSERT_TRUE(admin.ok()) << admin.status().message();
+    auto stores = admin->Exec("SELECT count(DISTINCT application_name) FROM pg_stat_activity "
+                              "WHERE application_name LIKE $1",
+                              {"mates % pid " + std::to_string(down_at_exit.started->pid)});
+    ASSERT_TRUE(stores.ok()) << stores.status().message();
+    EXPECT_EQ(stores->integer(0, 0), 1) << "the host's process opened a store of its own for its page";
+  }
   ASSERT_TRUE(server_->Stop().ok());
   const double t0 = WallSeconds();
   for (const char* path : {"/api/team", "/api/tasks", "/api/messages", "/api/requests", "/api/agents/lead/transcript"}) {

@@ -8,6 +8,7 @@
 #include "core/guarded.h"
 #include "core/json.h"
 #include "dashboard/http_guard.h"
+#include "store/team_store.h"
 
 namespace mates::dashboard {
 namespace {
@@ -26,6 +27,7 @@ void ChangeFeed::Start(Source& source) {
   source.Subscribe(kind_wakers_, any_);
   thread_ = std::thread([this, &source] {
     NameThisThread("mates-dashwatch");
+    NeverWaitOutOutagesOnThisThread();  // a store out of reach is said at once, not waited for
     RunGuarded("dashboard watch", [this, &source] { Main(source); });
   });
 }

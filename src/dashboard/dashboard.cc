@@ -54,8 +54,12 @@ class Dashboard::Impl {
   Impl(DashboardOptions o, const Env& env) : options_(std::move(o)), env_(env) {}
 
   Status Start() {
-    MATES_ASSIGN_OR_RETURN(std::unique_ptr<TeamStore> store, OpenTeamStore(options_.store_url, options_.ws, env_));
-    source_ = std::make_unique<Source>(std::move(store), options_.team, options_.merge_hooks);
+    TeamStore* store = options_.store;
+    if (store == nullptr) {
+      MATES_ASSIGN_OR_RETURN(own_store_, OpenTeamStore(options_.store_url, options_.ws, env_));
+      store = own_store_.get();
+    }
+    source_ = std::make_unique<Source>(*store, options_.team, options_.merge_hooks);
     api_ = std::make_unique<TeamApi>(*source_, options_, env_.prices);
     server_.set_tcp_nodelay(true);
     // SO_REUSEADDR only: the library's default, SO_REUSEPORT, would let a
@@ -72,6 +76,7 @@ class Dashboard::Impl {
       SendError(res, 500, "internal error in the dashboard");
     });
     server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      NeverWaitOutOutagesOnThisThread();  // the server's own workers: a page answers 503 in an outage
       if (llm::RefusedMethod(req)) {
         // Before the library would read its body, unbounded.
         SendError(res, 405, req.method + " is not served here");
@@ -144,8 +149,11 @@ class Dashboard::Impl {
   const Env env_;  // references: the parts outlive the dashboard
   HttpGuard guard_;
   int port_ = -1;
-  // Set by Start: the feed's thread is told of changes through it, and the
-  // server's threads read and send through it (it is safe to share).
+  // Set by Start: the store when it is the dashboard's own (before the
+  // source, which reads it); the feed's thread is told of changes through
+  // the source, and the server's threads read and send through it (it is
+  // safe to share).
+  std::unique_ptr<TeamStore> own_store_;
   std::unique_ptr<Source> source_;
   std::unique_ptr<TeamApi> api_;
   ChangeFeed feed_;

@@ -38,17 +38,22 @@
 
 namespace mates {
 struct Env;
+class TeamStore;
 }  // namespace mates
 
 namespace mates::dashboard {
 
 struct DashboardOptions {
   // The team is in the store `store_url` names (stores/open_store.h; ""
-  // for the files under `ws`), hosted from `ws` if at all. The dashboard
-  // opens the store itself: a database's connections are its own, and
-  // never wait out an outage (a request answers 503 instead).
+  // for the files under `ws`), hosted from `ws` if at all.
   Workspace ws{"."};
   std::string store_url;
+  // The store the page reads and writes through: its host's, which
+  // outlives the dashboard (one pool of connections, one listener); null:
+  // the dashboard opens the one `store_url` names. Either way its threads
+  // never wait out an outage (NeverWaitOutOutagesOnThisThread): a request
+  // answers 503 while the host's agents wait.
+  TeamStore* store = nullptr;
   std::string team;
   int port = 0;            // 0 = any free port
   bool read_only = false;  // no controls (POST is 403)

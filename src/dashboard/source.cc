@@ -8,8 +8,8 @@
 
 namespace mates::dashboard {
 
-Source::Source(std::unique_ptr<TeamStore> store, std::string team, git::MergeHooks merge_hooks)
-    : store_(std::move(store)), team_(std::move(team)), merge_hooks_(std::move(merge_hooks)) {}
+Source::Source(TeamStore& store, std::string team, git::MergeHooks merge_hooks)
+    : store_(&store), team_(std::move(team)), merge_hooks_(std::move(merge_hooks)) {}
 
 Source::~Source() = default;
 

@@ -28,8 +28,9 @@ using KindFlags = std::array<bool, kKinds>;
 
 class Source {
  public:
-  // `merge_hooks`: raised when a person decides a merge here.
-  Source(std::unique_ptr<TeamStore> store, std::string team, git::MergeHooks merge_hooks = {});
+  // `store` outlives the source; `merge_hooks`: raised when a person
+  // decides a merge here.
+  Source(TeamStore& store, std::string team, git::MergeHooks merge_hooks = {});
   ~Source();
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
@@ -77,7 +78,7 @@ class Source {
   // The host and who is hosted, as one string to compare.
   std::string LivenessSignature();
 
-  const std::unique_ptr<TeamStore> store_;
+  TeamStore* const store_;
   const std::string team_;
   const git::MergeHooks merge_hooks_;
   // The watch thread's after Subscribe.

@@ -586,6 +586,7 @@ Status Host::ServePages() {
     dashboard::DashboardOptions d;
     d.ws = a.ws;
     d.store_url = a.store_url;
+    d.store = store_.get();
     d.team = a.team;
     d.port = a.dashboard_port;
     d.merge_hooks = {options_.hooks, sandbox_, a.ws};
@@ -644,6 +645,7 @@ void Host::LeadMoved(const std::string& to) {
     dashboard::DashboardOptions d;
     d.ws = ws;
     d.store_url = options_.store_url;
+    d.store = store_.get();
     d.team = to;
     d.merge_hooks = {options_.hooks, sandbox_, ws};
     d.metrics = metrics_;

@@ -11,14 +11,15 @@
 #include "core/clock.h"
 #include "core/guarded.h"
 #include "core/ids.h"
+#include "core/json.h"
 #include "core/limits.h"
 #include "core/log.h"
-#include "core/json.h"
 #include "core/names.h"
 #include "pg/export.h"
 #include "pg/schema.h"
 #include "pg/store_rows.h"
 #include "store/task_rules.h"
+#include "store/team_store.h"
 
 namespace mates::pg {
 
@@ -77,8 +78,8 @@ Result<Lease> Store::Acquire(bool wait) {
       in_outage_ = false;
       return Lease(this, std::move(*c));
     }
-    if (c.status().code() != StatusCode::kUnavailable || !wait || patience_s_ <= 0 || stop_waiting_ ||
-        Expired(until)) {
+    if (c.status().code() != StatusCode::kUnavailable || !wait || !WaitsOutOutagesOnThisThread() ||
+        patience_s_ <= 0 || stop_waiting_ || Expired(until)) {
       return c.status();
     }
     if (!in_outage_) {

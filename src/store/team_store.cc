@@ -285,6 +285,13 @@ bool StillHostedAt(TeamStore& store, const std::string& team, const std::string&
   return HeldUntil([&] { return store.IsHosted(team, member); }, until);
 }
 
+namespace {
+thread_local bool never_wait_out_outages = false;
+}  // namespace
+
+void NeverWaitOutOutagesOnThisThread() { never_wait_out_outages = true; }
+bool WaitsOutOutagesOnThisThread() { return !never_wait_out_outages; }
+
 bool WaitOutOutage(const Status& s, Waker& waker, uint64_t seen, const Deadline& deadline) {
   if (s.code() != StatusCode::kUnavailable || Expired(deadline)) return false;
   Deadline retry = DeadlineIn(2.0);

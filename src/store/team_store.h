@@ -293,7 +293,8 @@ class TeamStore {
   virtual std::vector<ConflictForecast> Forecasts(const std::string& team) = 0;
   // A host's store waits out an outage of its server for up to `seconds`
   // (DESIGN §13) instead of failing at once; StopWaiting gives up every
-  // wait (a host told to stop). Nothing to wait for in the files.
+  // wait (a host told to stop). Nothing to wait for in the files. A thread
+  // marked by NeverWaitOutOutagesOnThisThread fails at once all the same.
   virtual void WaitOutOutages(double /*seconds*/) {}
   virtual void StopWaiting() {}
   // The store's copy of `member`'s journal; null where the journal file
@@ -334,6 +335,14 @@ std::unique_ptr<TeamStore> FileTeamStore(Workspace ws, const Env& env, StoreUse 
 // again; false for any other error, or when `deadline` has passed (the
 // caller reports `s`).
 bool WaitOutOutage(const Status& s, Waker& waker, uint64_t seen, const Deadline& deadline);
+
+// From now on the calling thread's store calls fail at once in an outage,
+// whatever their store was told (TeamStore::WaitOutOutages): a page served
+// from its host's store answers 503 on its threads while the host's agents
+// wait the outage out. For the thread's life; a backend that waits asks
+// WaitsOutOutagesOnThisThread.
+void NeverWaitOutOutagesOnThisThread();
+bool WaitsOutOutagesOnThisThread();
 
 // How long a host that is starting allows for a predecessor killed a
 // moment before: the kernel frees a dead process's locks (and PostgreSQL a
