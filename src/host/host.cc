@@ -577,24 +577,28 @@ Status Host::StartTeam() {
   return Status::Ok();
 }
 
+dashboard::DashboardOptions Host::PageOf(const std::string& team, int port) {
+  dashboard::DashboardOptions d;
+  d.ws = options_.ws;
+  d.store_url = options_.store_url;
+  d.store = store_.get();
+  d.team = team;
+  d.port = port;
+  d.merge_hooks = {options_.hooks, sandbox_, options_.ws};
+  d.metrics = metrics_;
+  d.levers = [this, team](const std::string& op, const std::string& agent) {
+    return Pull(LeverRequest{op, team, agent, ""});
+  };
+  return d;
+}
+
 // The dashboard first: a port that cannot be had is an error before the
 // host says it is ready. Then host.json, which names the page; and a team
 // the lead made and works in is hosted here too.
 Status Host::ServePages() {
   const HostOptions& a = options_;
   if (a.dashboard_port >= 0) {
-    dashboard::DashboardOptions d;
-    d.ws = a.ws;
-    d.store_url = a.store_url;
-    d.store = store_.get();
-    d.team = a.team;
-    d.port = a.dashboard_port;
-    d.merge_hooks = {options_.hooks, sandbox_, a.ws};
-    d.metrics = metrics_;
-    d.levers = [this, team = a.team](const std::string& op, const std::string& agent) {
-      return Pull(LeverRequest{op, team, agent, ""});
-    };
-    MATES_ASSIGN_OR_RETURN(page_, dashboard::Dashboard::Start(d, env()));
+    MATES_ASSIGN_OR_RETURN(page_, dashboard::Dashboard::Start(PageOf(a.team, a.dashboard_port), env()));
   }
   if (page_) info_.dashboard = page_->url();
   // The person's levers: in the runtime folder, which no sandbox sees.
@@ -642,17 +646,7 @@ void Host::LeadMoved(const std::string& to) {
   there.dashboard.clear();
   there.also = {{home_team, info_.dashboard}};
   if (page_) {
-    dashboard::DashboardOptions d;
-    d.ws = ws;
-    d.store_url = options_.store_url;
-    d.store = store_.get();
-    d.team = to;
-    d.merge_hooks = {options_.hooks, sandbox_, ws};
-    d.metrics = metrics_;
-    d.levers = [this, to](const std::string& op, const std::string& agent) {
-      return Pull(LeverRequest{op, to, agent, ""});
-    };
-    auto started = dashboard::Dashboard::Start(d, env());
+    auto started = dashboard::Dashboard::Start(PageOf(to, /*port=*/0), env());
     if (started.ok()) {
       away_page_ = std::move(*started);
       there.dashboard = away_page_->url();

@@ -161,6 +161,9 @@ class Host {
   Status StartTeam();
   git::MergeQueue::Options QueueOptions();
   Status ServePages();
+  // The options of a page of `team` on `port` (0: any free one): through
+  // this host's store, with its merge hooks, metrics and levers.
+  dashboard::DashboardOptions PageOf(const std::string& team, int port);
   // The exporter and the session's span, if telemetry is on.
   void StartTelemetry();
   // A person's lever (`mates stop|restart|interrupt`, DESIGN §27), on the
