@@ -17,7 +17,12 @@
 // Two objects stay the kernel's per process and are not in an Env: file
 // locks (an fcntl lock belongs to the process, so two holders in one
 // process must share one descriptor: core/file_lock.h) and the children
-// to end with the process (core/process_tree.h).
+// to end with the process (core/process_tree.h). Nor are caches of answers
+// that are the same whoever asks (git/git.cc: a repository's config scan,
+// kept while its files' stamps hold; the branch names git accepted; the
+// folders libgit2 refused), or the pauses between tries of another
+// process (a git lock, a tmux pane, an exit), which take the real clock:
+// nothing there to fake.
 #pragma once
 
 namespace mates {
