@@ -325,6 +325,16 @@ TEST(TokenTest, BudgetsAndPricesRefuseBadInput) {
   auto unpriced = Mates(ws.path(), RunArgs({"--budget-usd", "1"}));
   EXPECT_EQ(unpriced.exit_code, 2) << unpriced.err;
   EXPECT_NE(unpriced.err.find("model 'scripted' has no price"), std::string::npos) << unpriced.err;
+  // Priced by the person's table, the same budget binds: the host prices at
+  // what --prices said (its Env's table), and so do its status files.
+  testing::WriteAll(ws.path() / "scripted.yaml", "models:\n  scripted: {input: 1, output: 2}\n");
+  std::vector<std::string> priced_run = {"--prices", (ws.path() / "scripted.yaml").string()};
+  for (auto& a : RunArgs({"--budget-usd", "1"})) priced_run.push_back(a);
+  auto priced = Mates(ws.path(), priced_run);
+  EXPECT_EQ(priced.exit_code, 0) << priced.err;
+  auto lead = ParseJson(testing::ReadAll(ws.path() / ".teams/budget/agents/lead.status.json"));
+  ASSERT_TRUE(lead.ok()) << priced.out << priced.err;
+  EXPECT_TRUE((*lead)["cost_usd"].is_number()) << lead->dump();
   // Bad price tables: one clear error each, before anything runs.
   testing::WriteAll(ws.path() / "p1.yaml", "models: [1, 2]\n");
   testing::WriteAll(ws.path() / "p2.yaml", "models:\n  scripted: {input: -1, output: 2}\n");
